@@ -1,0 +1,103 @@
+"""The exception hierarchy of onnxcore: every error we raise derives from :class:`OnnxCoreError`."""
+
+from __future__ import annotations
+
+__all__ = [
+    "OnnxCoreError",
+    "DecodeError",
+    "EncodeError",
+    "LimitError",
+    "DecodeLimitError",
+    "TensorError",
+    "ShapeError",
+    "ValidationError",
+    "ExternalDataError",
+    "InputError",
+    "UnsupportedOperatorError",
+    "EvaluationError",
+]
+
+
+class OnnxCoreError(Exception):
+    """Root of every exception onnxcore raises on purpose."""
+
+
+class DecodeError(OnnxCoreError, ValueError):
+    """Malformed octets (Clause 12).
+
+    Attributes:
+        offset: Byte offset in the input where decoding failed.
+        path: Field path from the root message, e.g. ``ModelProto.graph.node[12].attribute[0]``.
+        reason: The rule that was broken, without location.
+    """
+
+    def __init__(self, reason: str, offset: int, path: str = "") -> None:
+        self.reason = reason
+        self.offset = offset
+        self.path = path
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where = f" at {self.path}" if self.path else ""
+        return f"{self.reason} (byte offset {self.offset}{where})"
+
+    def add_parent(self, segment: str) -> None:
+        """Prefix the field path with an enclosing segment while the error unwinds."""
+        if not self.path:
+            self.path = segment
+        elif self.path.startswith("["):
+            self.path = segment + self.path
+        else:
+            self.path = f"{segment}.{self.path}"
+        self.args = (self._render(),)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.reason, self.offset, self.path))
+
+
+class EncodeError(OnnxCoreError, ValueError):
+    """A message cannot be encoded (a value out of range for its field, a wrong type)."""
+
+
+class LimitError(OnnxCoreError):
+    """A documented resource limit was exceeded (Clause 15.4): a refusal, not a crash."""
+
+
+class DecodeLimitError(DecodeError, LimitError):
+    """Decoding refused because a resource limit (nesting depth, message size) was exceeded."""
+
+
+class TensorError(OnnxCoreError, ValueError):
+    """A tensor's contents disagree with its type and dims, or cannot be converted."""
+
+
+class ShapeError(OnnxCoreError, ValueError):
+    """Shapes that are not broadcastable, or otherwise incompatible (Clause 6.6)."""
+
+
+class ValidationError(OnnxCoreError):
+    """A model has error findings (Clause 10); ``.report`` holds them all."""
+
+    def __init__(self, message: str, report: object = None) -> None:
+        super().__init__(message)
+        self.report = report
+
+
+class ExternalDataError(OnnxCoreError):
+    """An external data reference was refused (Clauses 13, 15.3)."""
+
+
+class InputError(OnnxCoreError, ValueError):
+    """A feed does not match the declared type or rank of a graph input."""
+
+
+class UnsupportedOperatorError(OnnxCoreError):
+    """Operators that have neither a kernel nor a function body (Clause 4.4, 16.1)."""
+
+    def __init__(self, message: str, operators: list[tuple[str, str, int]] | None = None) -> None:
+        super().__init__(message)
+        self.operators = operators or []
+
+
+class EvaluationError(OnnxCoreError):
+    """An error inside a kernel, re-raised naming the node."""

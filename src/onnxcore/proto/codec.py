@@ -1,0 +1,611 @@
+"""Decoding and encoding of Annex B messages under Clause 12, driven by :mod:`onnxcore.proto.spec`.
+
+Decoding is zero-copy for ``TensorProto.raw_data`` (a ``memoryview`` into the input) and keeps
+unknown fields as their octets (Clause 12.4). Encoding writes fields in increasing tag order,
+repeated fields in the form Annex B records for them, then the unknown fields (Clause 12.3).
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any, TypeVar
+
+import numpy as np
+
+from onnxcore.errors import DecodeError, DecodeLimitError, EncodeError
+from onnxcore.proto import messages as _m
+from onnxcore.proto.message import Message
+from onnxcore.proto.spec import MESSAGE_SPECS, WIRE_I32, WIRE_I64, WIRE_LEN, WIRE_VARINT, FieldSpec
+from onnxcore.wire.reader import Buffer, read_key, read_length, read_varint, skip_value
+from onnxcore.wire.varint import encode_key, encode_varint
+from onnxcore.wire.writer import Writer
+
+__all__ = [
+    "MESSAGE_CLASSES",
+    "DEFAULT_MAX_DEPTH",
+    "NanBits",
+    "decode_message",
+    "encode_message",
+    "encode_parts",
+    "copy_message",
+]
+
+M = TypeVar("M", bound=Message)
+
+# Nesting limit of embedded messages while decoding (Clause 15.4). Protobuf's own default is 100;
+# ours is higher so that models nesting subgraphs a few dozen levels deep still load.
+DEFAULT_MAX_DEPTH = 256
+
+
+def _collect_classes() -> dict[str, type[Message]]:
+    out: dict[str, type[Message]] = {}
+
+    def visit(cls: type, prefix: str) -> None:
+        for name, val in vars(cls).items():
+            if isinstance(val, type) and issubclass(val, Message) and val is not Message:
+                qn = f"{prefix}.{name}" if prefix else name
+                if qn in MESSAGE_SPECS and qn not in out:
+                    out[qn] = val
+                    visit(val, qn)
+
+    visit(_m, "")
+    return out
+
+
+MESSAGE_CLASSES: dict[str, type[Message]] = _collect_classes()
+for _name, _cls in MESSAGE_CLASSES.items():
+    _cls._SPEC = MESSAGE_SPECS[_name]
+assert len(MESSAGE_CLASSES) == len(MESSAGE_SPECS), "every Annex B message has a record class"
+
+# Zero-copy bytes fields: kept as memoryviews into the input.
+_ZERO_COPY = {("TensorProto", "raw_data")}
+
+_U64 = 1 << 64
+_I64_LIM = 1 << 63
+_I32_MIN = -(1 << 31)
+_I32_LIM = 1 << 31
+_F32 = struct.Struct("<f")
+_U32 = struct.Struct("<I")
+_F64 = struct.Struct("<d")
+
+
+class NanBits(float):
+    """A float32 NaN read from the wire, carrying its exact 32-bit pattern.
+
+    Converting a binary32 signalling NaN to a Python float (binary64) may quiet it; keeping the
+    original bits lets the encoder write it back octet for octet (Clause 12.2.4).
+    """
+
+    __slots__ = ("bits",)
+
+    bits: int
+
+    def __new__(cls, bits: int) -> NanBits:
+        obj = super().__new__(cls, _F32.unpack(_U32.pack(bits))[0])
+        obj.bits = bits
+        return obj
+
+    def __repr__(self) -> str:
+        return f"nan(0x{self.bits:08x})"
+
+
+def _f32(raw: bytes | memoryview, pos: int) -> float:
+    v: float = _F32.unpack_from(raw, pos)[0]
+    if v != v:
+        return NanBits(_U32.unpack_from(raw, pos)[0])
+    return v
+
+
+# Operation codes of the decode tables.
+(
+    _I64,
+    _I32,
+    _U64_OP,
+    _FLT,
+    _DBL,
+    _STR,
+    _BYT,
+    _RAW,
+    _MSG,
+    _R_I64,
+    _R_I32,
+    _R_U64,
+    _R_FLT,
+    _R_DBL,
+    _R_STR,
+    _R_BYT,
+    _R_MSG,
+    _P_I64,
+    _P_I32,
+    _P_U64,
+    _P_FLT,
+    _P_DBL,
+) = range(22)
+
+_Entry = tuple[int, str, int, Any, tuple[tuple[str, int], ...]]
+
+
+def _scalar_op(f: FieldSpec) -> int:
+    if f.kind == "enum" or f.type == "int32":
+        return _I32
+    return {
+        "int64": _I64,
+        "uint64": _U64_OP,
+        "float": _FLT,
+        "double": _DBL,
+        "string": _STR,
+        "bytes": _BYT,
+    }[f.type]
+
+
+def _build_decode_table(name: str) -> dict[int, _Entry]:
+    spec = MESSAGE_SPECS[name]
+    table: dict[int, _Entry] = {}
+    for f in spec.fields:
+        others: tuple[tuple[str, int], ...] = ()
+        if f.oneof is not None:
+            others = tuple(
+                (o, spec.by_name[o].index) for o in spec.oneofs[f.oneof] if o != f.name
+            )
+        bit = 1 << f.index
+        sub = MESSAGE_CLASSES[f.type] if f.kind == "message" else None
+        if f.kind == "message":
+            op = _R_MSG if f.repeated else _MSG
+            table[(f.tag << 3) | WIRE_LEN] = (op, f.name, bit, sub, others)
+            continue
+        op = _scalar_op(f)
+        if (name, f.name) in _ZERO_COPY:
+            op = _RAW
+        ewt = f.element_wire_type
+        if f.repeated:
+            rop = op + (_R_I64 - _I64)
+            table[(f.tag << 3) | ewt] = (rop, f.name, bit, None, others)
+            if ewt != WIRE_LEN:
+                # Clause 12.3.3: a consumer accepts both forms for any repeated field.
+                pop = op + (_P_I64 - _I64)
+                table[(f.tag << 3) | WIRE_LEN] = (pop, f.name, bit, None, others)
+        else:
+            table[(f.tag << 3) | ewt] = (op, f.name, bit, None, others)
+    return table
+
+
+_DECODE_TABLES: dict[type[Message], dict[int, _Entry]] = {
+    cls: _build_decode_table(name) for name, cls in MESSAGE_CLASSES.items()
+}
+_KNOWN_TAGS: dict[type[Message], frozenset[int]] = {
+    cls: frozenset(f.tag for f in MESSAGE_SPECS[name].fields) for name, cls in MESSAGE_CLASSES.items()
+}
+
+
+def _utf8(buf: Buffer, a: int, b: int, name: str) -> str:
+    try:
+        return str(buf[a:b], "utf-8")
+    except UnicodeDecodeError as e:
+        raise DecodeError(f"string is not valid UTF-8 (Clause 12.2.5): {e.reason}", a + e.start, name) from None
+
+
+def _clear_others(obj: Message, others: tuple[tuple[str, int], ...]) -> None:
+    # A oneof group holds one value: a later member replaces an earlier one, as a later
+    # occurrence of one field replaces an earlier one (Clause 12.3.2).
+    spec = obj._SPEC
+    for oname, oidx in others:
+        f = spec.fields[oidx]
+        if f.kind == "message":
+            setattr(obj, oname, None)
+        else:
+            setattr(obj, oname, f.default)
+            obj._present &= ~(1 << oidx)
+
+
+def _decode_packed(buf: Buffer, op: int, a: int, b: int, name: str) -> list[Any]:
+    if op == _P_FLT:
+        if (b - a) % 4:
+            raise DecodeError(f"packed float field of {b - a} octets is not a multiple of 4", a, name)
+        arr = np.frombuffer(buf[a:b], dtype="<f4")
+        vals: list[Any] = arr.tolist()
+        if len(vals) and np.isnan(arr).any():
+            bits = np.frombuffer(buf[a:b], dtype="<u4")
+            for i in np.flatnonzero(np.isnan(arr)).tolist():
+                vals[i] = NanBits(int(bits[i]))
+        return vals
+    if op == _P_DBL:
+        if (b - a) % 8:
+            raise DecodeError(f"packed double field of {b - a} octets is not a multiple of 8", a, name)
+        return np.frombuffer(buf[a:b], dtype="<f8").tolist()
+    out: list[int] = []
+    append = out.append
+    pos = a
+    while pos < b:
+        c = buf[pos]
+        if c < 0x80:
+            v = c
+            pos += 1
+        else:
+            v, pos = read_varint(buf, pos, b)
+        if op == _P_I64:
+            if v >= _I64_LIM:
+                v -= _U64
+        elif op == _P_I32:
+            if v >= _I64_LIM:
+                v -= _U64
+            if not _I32_MIN <= v < _I32_LIM:
+                raise DecodeError(f"value {v} is outside the int32 range (Clause 12.2.3)", pos, name)
+        append(v)
+    return out
+
+
+def _decode_into(obj: Message, buf: Buffer, pos: int, end: int, depth: int, max_depth: int) -> None:
+    cls = type(obj)
+    table = _DECODE_TABLES[cls]
+    while pos < end:
+        key_pos = pos
+        c = buf[pos]
+        if c < 0x80:
+            key = c
+            pos += 1
+        else:
+            key, pos = read_varint(buf, pos, end)
+        entry = table.get(key)
+        if entry is None:
+            pos = _unknown_field(obj, buf, key, key_pos, pos, end)
+            continue
+        op, name, bit, sub, others = entry
+        if op == _STR or op == _R_STR or op == _MSG or op == _R_MSG or op == _BYT or op == _R_BYT or op == _RAW:
+            c = buf[pos] if pos < end else 0x80
+            if c < 0x80 and pos + 1 + c <= end:
+                a = pos + 1
+                b = a + c
+            else:
+                a, b = read_length(buf, pos, end)
+            pos = b
+            if op == _STR:
+                setattr(obj, name, _utf8(buf, a, b, name))
+                obj._present |= bit
+                if others:
+                    _clear_others(obj, others)
+            elif op == _R_STR:
+                getattr(obj, name).append(_utf8(buf, a, b, name))
+            elif op == _R_MSG:
+                lst = getattr(obj, name)
+                child = sub()
+                if depth >= max_depth:
+                    raise DecodeLimitError(f"messages nested deeper than {max_depth} levels (Clause 15.4)", a, name)
+                try:
+                    _decode_into(child, buf, a, b, depth + 1, max_depth)
+                except DecodeError as e:
+                    e.add_parent(f"{name}[{len(lst)}]")
+                    raise
+                lst.append(child)
+            elif op == _MSG:
+                child = getattr(obj, name)
+                if child is None:
+                    child = sub()
+                    setattr(obj, name, child)
+                if others:
+                    _clear_others(obj, others)
+                if depth >= max_depth:
+                    raise DecodeLimitError(f"messages nested deeper than {max_depth} levels (Clause 15.4)", a, name)
+                try:
+                    # A message field given twice is merged field by field (Clause 12.3.2).
+                    _decode_into(child, buf, a, b, depth + 1, max_depth)
+                except DecodeError as e:
+                    e.add_parent(name)
+                    raise
+            elif op == _RAW:
+                setattr(obj, name, buf[a:b])
+                obj._present |= bit
+            elif op == _BYT:
+                setattr(obj, name, bytes(buf[a:b]))
+                obj._present |= bit
+            else:
+                getattr(obj, name).append(bytes(buf[a:b]))
+            continue
+        if op <= _U64_OP or (_R_I64 <= op <= _R_U64):
+            vpos = pos
+            if pos < end and buf[pos] < 0x80:
+                v = buf[pos]
+                pos += 1
+            else:
+                v, pos = read_varint(buf, pos, end)
+            if op == _I64 or op == _R_I64:
+                if v >= _I64_LIM:
+                    v -= _U64
+            elif op == _I32 or op == _R_I32:
+                if v >= _I64_LIM:
+                    v -= _U64
+                if not _I32_MIN <= v < _I32_LIM:
+                    raise DecodeError(f"value {v} is outside the int32 range (Clause 12.2.3)", vpos, name)
+            if op >= _R_I64:
+                getattr(obj, name).append(v)
+            else:
+                setattr(obj, name, v)
+                obj._present |= bit
+                if others:
+                    _clear_others(obj, others)
+            continue
+        if op == _FLT or op == _R_FLT:
+            if pos + 4 > end:
+                raise DecodeError("truncated 32-bit value", pos, name)
+            fv = _f32(buf, pos)
+            pos += 4
+            if op == _FLT:
+                setattr(obj, name, fv)
+                obj._present |= bit
+            else:
+                getattr(obj, name).append(fv)
+            continue
+        if op == _DBL or op == _R_DBL:
+            if pos + 8 > end:
+                raise DecodeError("truncated 64-bit value", pos, name)
+            dv = _F64.unpack_from(buf, pos)[0]
+            pos += 8
+            if op == _DBL:
+                setattr(obj, name, dv)
+                obj._present |= bit
+            else:
+                getattr(obj, name).append(dv)
+            continue
+        # Packed repeated field (Clause 12.3.3); appended to what is there already.
+        a, b = read_length(buf, pos, end)
+        pos = b
+        getattr(obj, name).extend(_decode_packed(buf, op, a, b, name))
+
+
+def _unknown_field(obj: Message, buf: Buffer, key: int, key_pos: int, pos: int, end: int) -> int:
+    wire_type = key & 7
+    tag = key >> 3
+    if wire_type in (3, 4):
+        raise DecodeError(f"wire type {wire_type} SHALL NOT appear (Clause 12.2.1)", key_pos)
+    if wire_type not in (0, 1, 2, 5):
+        raise DecodeError(f"invalid wire type {wire_type}", key_pos)
+    if tag < 1:
+        raise DecodeError("field tag 0 (a tag is at least 1, Clause 12.3.1)", key_pos)
+    spec = obj._SPEC
+    f = spec.by_tag.get(tag)
+    if f is not None:
+        raise DecodeError(
+            f"field {f.name} (tag {tag}) has wire type {wire_type}, expected {f.element_wire_type}",
+            key_pos,
+            f.name,
+        )
+    # Clause 12.4: skip by wire type alone, and keep the octets so a rewrite reproduces them.
+    npos = skip_value(buf, wire_type, pos, end)
+    if obj._unknown is None:
+        obj._unknown = []
+    obj._unknown.append((tag, buf[key_pos:npos]))
+    return npos
+
+
+def decode_message(cls: type[M], data: Buffer, *, max_depth: int = DEFAULT_MAX_DEPTH) -> M:
+    """Decode ``data`` as one message of class ``cls``.
+
+    Raises:
+        DecodeError: malformed input, with the byte offset and field path.
+    """
+    if cls not in _DECODE_TABLES:
+        raise TypeError(f"{cls!r} is not an Annex B message class")
+    buf = data if isinstance(data, memoryview) else memoryview(data)
+    if buf.format != "B" or buf.ndim != 1:
+        buf = buf.cast("B")
+    obj = cls()
+    try:
+        _decode_into(obj, buf, 0, len(buf), 0, max_depth)
+    except DecodeError as e:
+        e.add_parent(cls._SPEC.name)
+        raise
+    except RecursionError:
+        raise DecodeLimitError("messages nested too deeply for the interpreter stack (Clause 15.4)", 0) from None
+    return obj
+
+
+# ---------------------------------------------------------------------------------------------
+# Encoding
+# ---------------------------------------------------------------------------------------------
+
+_Plan = list[tuple[FieldSpec, bytes, Any]]
+
+
+def _build_encode_plan(name: str) -> _Plan:
+    spec = MESSAGE_SPECS[name]
+    plan: _Plan = []
+    for f in sorted(spec.fields, key=lambda x: x.tag):
+        key = encode_key(f.tag, f.wire_type if not f.packed else WIRE_LEN)
+        if f.repeated and not f.packed:
+            key = encode_key(f.tag, f.element_wire_type)
+        sub = MESSAGE_CLASSES[f.type] if f.kind == "message" else None
+        plan.append((f, key, sub))
+    return plan
+
+
+_ENCODE_PLANS: dict[type[Message], _Plan] = {cls: _build_encode_plan(n) for n, cls in MESSAGE_CLASSES.items()}
+
+
+def _enc_int(f: FieldSpec, v: Any, path: str) -> bytes:
+    if type(v) is not int:
+        if isinstance(v, bool) or not isinstance(v, int):
+            try:
+                v = int(v) if isinstance(v, np.integer) else v.__index__()
+            except (AttributeError, TypeError):
+                raise EncodeError(f"{path}.{f.name}: expected an integer, got {type(v).__name__}") from None
+    if f.type == "uint64":
+        if not 0 <= v < _U64:
+            raise EncodeError(f"{path}.{f.name}: {v} is outside the uint64 range")
+        return encode_varint(v)
+    if f.type == "int64":
+        if not -_I64_LIM <= v < _I64_LIM:
+            raise EncodeError(f"{path}.{f.name}: {v} is outside the int64 range")
+    elif not _I32_MIN <= v < _I32_LIM:
+        raise EncodeError(f"{path}.{f.name}: {v} is outside the int32 range")
+    return encode_varint(v + _U64 if v < 0 else v)
+
+
+def _enc_float(f: FieldSpec, v: Any, path: str) -> bytes:
+    if isinstance(v, NanBits):
+        return _U32.pack(v.bits)
+    try:
+        if f.type == "float":
+            return _F32.pack(v)
+        return _F64.pack(v)
+    except (OverflowError, struct.error, TypeError) as e:
+        raise EncodeError(f"{path}.{f.name}: {v!r} cannot be encoded as {f.type}: {e}") from None
+
+
+def _enc_len(f: FieldSpec, v: Any, path: str) -> bytes | memoryview:
+    if f.type == "string":
+        if not isinstance(v, str):
+            raise EncodeError(f"{path}.{f.name}: expected str, got {type(v).__name__}")
+        try:
+            return v.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise EncodeError(f"{path}.{f.name}: string cannot be encoded as UTF-8: {e.reason}") from None
+    if isinstance(v, memoryview):
+        return v if v.format == "B" and v.ndim == 1 and v.c_contiguous else v.cast("B") if v.c_contiguous else v.tobytes()
+    if isinstance(v, bytes | bytearray):
+        return v
+    if isinstance(v, np.ndarray):
+        return memoryview(np.ascontiguousarray(v)).cast("B")
+    raise EncodeError(f"{path}.{f.name}: expected bytes, got {type(v).__name__}")
+
+
+def _encode_into(msg: Message, w: Writer, path: str) -> None:
+    plan = _ENCODE_PLANS.get(type(msg))
+    if plan is None:
+        raise EncodeError(f"{path}: {type(msg).__name__} is not an Annex B message")
+    present = msg._present
+    for f, key, sub in plan:
+        v = getattr(msg, f.name)
+        if f.kind == "message":
+            if f.repeated:
+                for i, item in enumerate(v):
+                    if type(item) is not sub:
+                        raise EncodeError(f"{path}.{f.name}[{i}]: expected {sub.__name__}, got {type(item).__name__}")
+                    _write_sub(w, key, item, f"{path}.{f.name}[{i}]")
+            elif v is not None:
+                if type(v) is not sub:
+                    raise EncodeError(f"{path}.{f.name}: expected {sub.__name__}, got {type(v).__name__}")
+                _write_sub(w, key, v, f"{path}.{f.name}")
+            continue
+        if f.repeated:
+            if not v:
+                continue
+            if f.packed:
+                body = _packed_body(f, v, path)
+                w.write(key)
+                w.write_varint(len(body))
+                w.write(body)
+            elif f.element_wire_type == WIRE_LEN:
+                for item in v:
+                    data = _enc_len(f, item, path)
+                    w.write(key)
+                    w.write_varint(len(data))
+                    w.write(data)
+            else:
+                enc = _enc_int if f.element_wire_type == WIRE_VARINT else _enc_float
+                for item in v:
+                    w.write(key)
+                    w.write(enc(f, item, path))
+            continue
+        if not (present >> f.index & 1):
+            # Not read from the wire nor given explicitly: written only when not the default.
+            if f.element_wire_type == WIRE_LEN:
+                if len(v) == 0:
+                    continue
+            elif f.element_wire_type in (WIRE_I32, WIRE_I64):
+                if v == 0.0 and _F64.pack(v) == _F64.pack(0.0) and not isinstance(v, NanBits):
+                    continue
+            elif v == 0:
+                continue
+        w.write(key)
+        if f.element_wire_type == WIRE_LEN:
+            data = _enc_len(f, v, path)
+            w.write_varint(len(data))
+            w.write(data)
+        elif f.element_wire_type == WIRE_VARINT:
+            w.write(_enc_int(f, v, path))
+        else:
+            w.write(_enc_float(f, v, path))
+    if msg._unknown:
+        for _tag, octets in msg._unknown:
+            w.write(octets)
+
+
+def _packed_body(f: FieldSpec, v: list[Any], path: str) -> bytes:
+    if f.type == "float":
+        if any(isinstance(x, NanBits) for x in v):
+            return b"".join(_enc_float(f, x, path) for x in v)
+        try:
+            return np.asarray(v, dtype="<f4").tobytes()
+        except (OverflowError, ValueError, TypeError) as e:
+            raise EncodeError(f"{path}.{f.name}: cannot encode as float: {e}") from None
+    if f.type == "double":
+        try:
+            return np.asarray(v, dtype="<f8").tobytes()
+        except (ValueError, TypeError) as e:
+            raise EncodeError(f"{path}.{f.name}: cannot encode as double: {e}") from None
+    return b"".join([_enc_int(f, x, path) for x in v])
+
+
+def _write_sub(w: Writer, key: bytes, msg: Message, path: str) -> None:
+    sw = Writer()
+    _encode_into(msg, sw, path)
+    w.write(key)
+    w.write_varint(sw.size)
+    w.extend(sw)
+
+
+def encode_parts(msg: Message, *, canonical: bool = False) -> Writer:
+    """Encode ``msg`` into a :class:`~onnxcore.wire.Writer` (parts kept by reference)."""
+    if canonical:
+        msg = _canonicalize(msg)
+    w = Writer()
+    try:
+        _encode_into(msg, w, msg._SPEC.name)
+    except RecursionError:
+        raise EncodeError("message nested too deeply to encode") from None
+    return w
+
+
+def encode_message(msg: Message, *, canonical: bool = False) -> bytes:
+    """Encode ``msg`` to octets (Clause 12). See :func:`onnxcore.io.encode` for ``canonical``."""
+    return encode_parts(msg, canonical=canonical).getvalue()
+
+
+def _canonicalize(msg: M) -> M:
+    # The canonical form (our position on Clause 12.8): the writer's ordinary output, plus
+    # unknown fields sorted by tag (stable). Decoding already folded last-wins and merges.
+    out = copy_message(msg)
+
+    def visit(m: Message) -> None:
+        if m._unknown:
+            m._unknown = sorted(m._unknown, key=lambda t: t[0])
+        for f in m._SPEC.fields:
+            if f.kind != "message":
+                continue
+            v = getattr(m, f.name)
+            if f.repeated:
+                for x in v:
+                    visit(x)
+            elif v is not None:
+                visit(v)
+
+    visit(out)
+    return out
+
+
+def copy_message(msg: M) -> M:
+    """A deep copy of ``msg`` (zero-copy ``raw_data`` views are shared, being read-only)."""
+    cls = type(msg)
+    out = cls.__new__(cls)
+    for f in msg._SPEC.fields:
+        v = getattr(msg, f.name)
+        if f.kind == "message":
+            if f.repeated:
+                v = [copy_message(x) for x in v]
+            elif v is not None:
+                v = copy_message(v)
+        elif f.repeated:
+            v = list(v)
+        setattr(out, f.name, v)
+    out._present = msg._present
+    out._unknown = list(msg._unknown) if msg._unknown else None
+    return out

@@ -1,0 +1,16 @@
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import corpus  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def node_cases() -> list[Path]:
+    """Directories of the ONNX 1-3 node test cases (generated into the cache once)."""
+    return corpus.node_case_dirs()
