@@ -1,0 +1,34 @@
+"""Kernels, one module per operator family. Importing a module registers its kernels."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+
+__all__ = ["FAMILIES", "load_all"]
+
+# The operator families, imported in this order. Add a module here when you add a family.
+FAMILIES: tuple[str, ...] = (
+    "elementwise",
+    "reduction",
+    "linalg",
+    "tensor",
+    "indexing",
+    "control_flow",
+    "conv",
+    "pool",
+    "normalization",
+    "recurrent",
+    "attention",
+    "image",
+    "dropout_loss",
+)
+
+
+def load_all() -> None:
+    """Import every family module (registering its kernels)."""
+    for name in FAMILIES:
+        modname = f"onnxcore.runtime.ops.{name}"
+        if importlib.util.find_spec(modname) is None:
+            continue
+        importlib.import_module(modname)
