@@ -52,9 +52,61 @@ from onnxcore.proto import (
     Version,
 )
 
+from onnxcore.limits import DEFAULT_LIMITS, Limits
+
 __version__ = "0.1.0"
 
-__all__ = [
+# Subsystems load on first use, so ``import onnxcore`` stays fast and light.
+_LAZY: dict[str, str] = {
+    # Clause 6 (types/)
+    "ElementType": "onnxcore.types",
+    "to_array": "onnxcore.types",
+    "from_array": "onnxcore.types",
+    "broadcast_shapes": "onnxcore.types",
+    "unidirectional_broadcast": "onnxcore.types",
+    "TensorType": "onnxcore.types",
+    "SparseTensorType": "onnxcore.types",
+    "SequenceType": "onnxcore.types",
+    "MapType": "onnxcore.types",
+    "OptionalType": "onnxcore.types",
+    "OpaqueType": "onnxcore.types",
+    "Shape": "onnxcore.types",
+    "Dim": "onnxcore.types",
+    "SparseTensor": "onnxcore.types",
+    "type_from_proto": "onnxcore.types",
+    "type_to_proto": "onnxcore.types",
+    "value_from_proto": "onnxcore.types",
+    "value_to_proto": "onnxcore.types",
+    # Clause 10 (check/)
+    "check": "onnxcore.check",
+    "Report": "onnxcore.check",
+    "Finding": "onnxcore.check",
+    # Clauses 13, 15 (external/)
+    "load_external_data": "onnxcore.external",
+    "externalize": "onnxcore.external",
+    "internalize": "onnxcore.external",
+    # Clause 8 (runtime/)
+    "Session": "onnxcore.runtime",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'onnxcore' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+__all__ = [  # noqa: RUF022  (lazy names are listed at the end)
+    "DEFAULT_LIMITS",
+    "Limits",
     "AttributeProto",
     "DecodeError",
     "DecodeLimitError",
@@ -100,4 +152,5 @@ __all__ = [
     "encode",
     "load",
     "save",
+    *_LAZY,
 ]

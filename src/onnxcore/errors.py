@@ -12,6 +12,7 @@ __all__ = [
     "ShapeError",
     "ValidationError",
     "ExternalDataError",
+    "ExternalDataLimitError",
     "InputError",
     "UnsupportedOperatorError",
     "EvaluationError",
@@ -84,7 +85,38 @@ class ValidationError(OnnxCoreError):
 
 
 class ExternalDataError(OnnxCoreError):
-    """An external data reference was refused (Clauses 13, 15.3)."""
+    """An external data reference was refused (Clauses 13, 15.3).
+
+    Attributes:
+        tensor: Name (or, for an unnamed tensor, the field path) of the tensor holding the reference.
+        location: The ``location`` value of the reference, as written in the model (None if absent).
+        rule: Identifier of the rule that refused it, e.g. ``"location-parent"`` or ``"symlink"``
+            (the values of :class:`onnxcore.external.Rule`).
+    """
+
+    def __init__(
+        self, message: str, *, tensor: str | None = None, location: str | None = None, rule: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.tensor = tensor
+        self.location = location
+        self.rule = rule
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (
+            _rebuild_external_error,
+            (type(self), self.args[0] if self.args else "", self.tensor, self.location, self.rule),
+        )
+
+
+class ExternalDataLimitError(ExternalDataError, LimitError):
+    """An external data file exceeds a documented resource limit (Clause 15.4)."""
+
+
+def _rebuild_external_error(
+    cls: type[ExternalDataError], message: str, tensor: str | None, location: str | None, rule: str | None
+) -> ExternalDataError:
+    return cls(message, tensor=tensor, location=location, rule=rule)
 
 
 class InputError(OnnxCoreError, ValueError):

@@ -1,0 +1,261 @@
+"""Helpers shared by the kernel modules: axes, broadcasting (Clause 6.6) and element types.
+
+Every kernel family imports from here; the functions below keep their signatures stable.
+Errors are ours (Clause 15: bad input is refused with an :class:`~onnxcore.errors.OnnxCoreError`):
+an axis out of range or a repeated axis raises :class:`EvaluationError`, shapes that do not
+broadcast raise :class:`ShapeError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from onnxcore.errors import EvaluationError, ShapeError
+
+__all__ = [
+    "normalize_axis",
+    "normalize_axes",
+    "axes_from_input",
+    "broadcast_shape",
+    "check_broadcast",
+    "check_unidirectional",
+    "legacy_broadcast",
+    "NARROW_FLOAT_DTYPES",
+    "is_narrow_float",
+    "is_float",
+    "is_integer",
+    "is_unsigned",
+    "compute_dtype",
+    "to_compute",
+    "from_compute",
+    "as_tensor",
+    "float_unary",
+    "scalar_of",
+    "int_list",
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# Axes
+# ---------------------------------------------------------------------------------------------
+
+
+def normalize_axis(axis: int, rank: int, *, name: str = "axis", allow_end: bool = False) -> int:
+    """Map a possibly negative ``axis`` into ``[0, rank)`` (``[0, rank]`` with ``allow_end``).
+
+    Args:
+        axis: The axis as written in the model (negative counts from the back).
+        rank: Rank of the tensor the axis refers to.
+        name: Attribute or input name, for the error message.
+        allow_end: Accept ``rank`` itself (and ``-rank-1``), as insertion positions do.
+
+    Raises:
+        EvaluationError: the axis is out of range.
+    """
+    hi = rank + 1 if allow_end else rank
+    a = int(axis)
+    if a < -hi or a >= hi:
+        raise EvaluationError(f"{name}={a} is out of range for rank {rank} (accepted [{-hi}, {hi - 1}])")
+    return a + hi if a < 0 else a
+
+
+def normalize_axes(
+    axes: Iterable[int] | np.ndarray, rank: int, *, name: str = "axes", allow_end: bool = False
+) -> tuple[int, ...]:
+    """Normalise every axis of ``axes`` (see :func:`normalize_axis`) and refuse repeats.
+
+    Returns:
+        The axes in the order given, each in ``[0, rank)``.
+
+    Raises:
+        EvaluationError: an axis out of range or named twice.
+    """
+    out = tuple(normalize_axis(int(a), rank, name=name, allow_end=allow_end) for a in np.asarray(axes).ravel())
+    if len(set(out)) != len(out):
+        raise EvaluationError(f"{name} {list(np.asarray(axes).ravel())} repeats an axis")
+    return out
+
+
+def axes_from_input(axes: np.ndarray | None) -> list[int] | None:
+    """The list of ints held by an optional 1-D ``axes`` input (``None`` stays ``None``).
+
+    Raises:
+        EvaluationError: the tensor is not of an integer type or has rank greater than 1.
+    """
+    if axes is None:
+        return None
+    arr = np.asarray(axes)
+    if arr.ndim > 1:
+        raise EvaluationError(f"axes input must be 1-D, got shape {arr.shape}")
+    if arr.size and arr.dtype.kind not in "iu":
+        raise EvaluationError(f"axes input must be an integer tensor, got {arr.dtype}")
+    return [int(a) for a in arr.ravel()]
+
+
+def int_list(value: Any) -> list[int]:
+    """An INTS attribute or a 0-/1-D integer tensor as a list of Python ints."""
+    return [int(v) for v in np.asarray(value).ravel()]
+
+
+def scalar_of(value: Any, *, name: str = "input") -> Any:
+    """The single element of a scalar (rank 0) or one-element tensor, as a Python number.
+
+    Raises:
+        EvaluationError: the tensor holds other than exactly one element.
+    """
+    arr = np.asarray(value)
+    if arr.size != 1:
+        raise EvaluationError(f"{name} must hold exactly one element, got shape {arr.shape}")
+    return arr.reshape(()).item()
+
+
+# ---------------------------------------------------------------------------------------------
+# Broadcasting (Clause 6.6)
+# ---------------------------------------------------------------------------------------------
+
+
+def broadcast_shape(*shapes: Sequence[int]) -> tuple[int, ...]:
+    """The multidirectional broadcast (Clause 6.6.2) of concrete shapes.
+
+    Raises:
+        ShapeError: the shapes are not multidirectionally broadcastable.
+    """
+    try:
+        return tuple(np.broadcast_shapes(*(tuple(s) for s in shapes)))
+    except ValueError:
+        raise ShapeError(
+            "shapes " + ", ".join(str(tuple(s)) for s in shapes) + " are not broadcastable (Clause 6.6.2)"
+        ) from None
+
+
+def check_broadcast(*arrays: np.ndarray) -> tuple[int, ...]:
+    """The multidirectional broadcast shape of ``arrays``; raises :class:`ShapeError` if none."""
+    return broadcast_shape(*(a.shape for a in arrays))
+
+
+def check_unidirectional(b_shape: Sequence[int], a_shape: Sequence[int]) -> None:
+    """Refuse ``b_shape`` unless it broadcasts unidirectionally to ``a_shape`` (Clause 6.6.3).
+
+    Raises:
+        ShapeError: ``b_shape`` has greater rank, or an extent differing from both ``a``'s and 1.
+    """
+    a = tuple(a_shape)
+    b = tuple(b_shape)
+    ok = len(b) <= len(a) and all(x == 1 or x == y for x, y in zip(reversed(b), reversed(a)))
+    if not ok:
+        raise ShapeError(f"shape {b} is not unidirectionally broadcastable to {a} (Clause 6.6.3)")
+
+
+def legacy_broadcast(a: np.ndarray, b: np.ndarray, broadcast: int, axis: int | None) -> np.ndarray:
+    """``b`` reshaped for the pre-opset-7 ``broadcast``/``axis`` attributes of binary ops.
+
+    Before opset 7, ``B`` either has ``A``'s shape (``broadcast=0``) or, with ``broadcast=1``, a
+    shape that matches a contiguous run of ``A``'s dimensions starting at ``axis`` (by default
+    the suffix), where extents of 1 also broadcast. The returned view of ``b`` broadcasts
+    with numpy's rules against ``a``.
+
+    Raises:
+        ShapeError: the shapes do not satisfy the rule.
+    """
+    if not broadcast:
+        if a.shape != b.shape:
+            raise ShapeError(f"shapes {a.shape} and {b.shape} differ and broadcast=0 (opset < 7)")
+        return b
+    ra, rb = a.ndim, b.ndim
+    # A scalar B: the opset-1 text allows rank 0 and a single element tensor alike.
+    if rb == 0 or (rb == 1 and b.shape[0] == 1 and axis is None):
+        return b.reshape(())
+    if rb > ra:
+        raise ShapeError(f"broadcast B {b.shape} has greater rank than A {a.shape}")
+    start = ra - rb if axis is None else normalize_axis(axis, ra)
+    if start + rb > ra:
+        raise ShapeError(f"B {b.shape} does not fit A {a.shape} at axis {start}")
+    for i, e in enumerate(b.shape):
+        if e != 1 and e != a.shape[start + i]:
+            raise ShapeError(f"B {b.shape} does not match A {a.shape} at axis {start}")
+    return b.reshape(b.shape + (1,) * (ra - start - rb))
+
+
+# ---------------------------------------------------------------------------------------------
+# Element types
+# ---------------------------------------------------------------------------------------------
+
+_NARROW_NAMES = (
+    "bfloat16",
+    "float8_e4m3fn",
+    "float8_e4m3fnuz",
+    "float8_e5m2",
+    "float8_e5m2fnuz",
+    "float8_e8m0fnu",
+    "float4_e2m1fn",
+    "float6_e2m3fn",
+    "float6_e3m2fn",
+)
+
+NARROW_FLOAT_DTYPES: frozenset[np.dtype[Any]] = frozenset(
+    np.dtype(getattr(ml_dtypes, n)) for n in _NARROW_NAMES if hasattr(ml_dtypes, n)
+)
+"""The ml_dtypes floating-point types numpy cannot compute in natively."""
+
+
+def is_narrow_float(dtype: Any) -> bool:
+    """True for bfloat16 and the 8-, 6- and 4-bit float types (ml_dtypes)."""
+    return np.dtype(dtype) in NARROW_FLOAT_DTYPES
+
+
+def is_float(dtype: Any) -> bool:
+    """True for every floating-point element type, narrow ones included (not complex)."""
+    dt = np.dtype(dtype)
+    return dt.kind == "f" or dt in NARROW_FLOAT_DTYPES
+
+
+def is_integer(dtype: Any) -> bool:
+    """True for signed and unsigned integers of numpy (not bool, not int4/int2 of ml_dtypes)."""
+    return np.dtype(dtype).kind in "iu"
+
+
+def is_unsigned(dtype: Any) -> bool:
+    """True for unsigned integers."""
+    return np.dtype(dtype).kind == "u"
+
+
+def compute_dtype(dtype: Any) -> np.dtype[Any]:
+    """The dtype arithmetic on ``dtype`` is done in: float32 for the narrow floats, else itself."""
+    dt = np.dtype(dtype)
+    return np.dtype(np.float32) if dt in NARROW_FLOAT_DTYPES else dt
+
+
+def to_compute(x: np.ndarray) -> np.ndarray:
+    """``x`` widened to float32 if it is a narrow float (a copy), else ``x`` itself."""
+    return x.astype(np.float32) if x.dtype in NARROW_FLOAT_DTYPES else x
+
+
+def from_compute(y: Any, dtype: Any) -> np.ndarray:
+    """``y`` as an ndarray of ``dtype`` (rounded once for narrow floats); never a numpy scalar."""
+    dt = np.dtype(dtype)
+    arr = np.asarray(y)
+    if arr.dtype != dt:
+        arr = arr.astype(dt)
+    return arr
+
+
+def as_tensor(y: Any, dtype: Any = None) -> np.ndarray:
+    """Wrap a numpy scalar or array-like as an ndarray (rank 0 stays a 0-d array)."""
+    return np.asarray(y, dtype=dtype)
+
+
+def float_unary(x: np.ndarray, fn: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """Apply ``fn`` to ``x`` computing narrow floats in float32 and rounding once to ``x.dtype``.
+
+    ``fn`` receives a float array (float16/32/64 natively) and may write into it if it is a
+    fresh copy; its result is converted back to ``x.dtype`` when they differ.
+    """
+    dt = x.dtype
+    if dt in NARROW_FLOAT_DTYPES:
+        return np.asarray(fn(x.astype(np.float32))).astype(dt)
+    y = np.asarray(fn(x))
+    return y if y.dtype == dt else y.astype(dt)
