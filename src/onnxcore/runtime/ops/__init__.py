@@ -10,9 +10,11 @@ __all__ = ["FAMILIES", "load_all"]
 # The operator families, imported in this order. Add a module here when you add a family.
 FAMILIES: tuple[str, ...] = (
     "elementwise",
+    "elementwise_binary",
     "reduction",
     "linalg",
     "tensor",
+    "tensor_layout",
     "indexing",
     "control_flow",
     "conv",

@@ -1,0 +1,446 @@
+"""One pass over a model building the indexes every rule reads (Clause 10).
+
+Two traversals, both iterative so that no model can exhaust the Python stack (Clause 15.2):
+
+* a generic walk over every embedded message, in pre-order, recording each message with its
+  parent so that a readable location can be rendered on demand (Annex B rules and tensor rules
+  read it by message class); it reads no ``raw_data`` and follows each message object once, so
+  a code-built model that contains itself cannot loop;
+* a walk over graphs: the top-level graph, the subgraphs held by node attributes, and the
+  bodies of model-local functions, each a :class:`Scope` with its nodes bound to their operator
+  definitions (Clause 14.3) or local functions (Clause 8.4), stopping at the nesting limit
+  (Clause 15.4).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from onnxcore.limits import DEFAULT_LIMITS, Limits
+from onnxcore.proto import MESSAGE_CLASSES, MESSAGE_SPECS
+from onnxcore.proto.message import Message
+from onnxcore.proto.messages import FunctionProto, GraphProto, ModelProto, NodeProto
+
+__all__ = ["Context", "Scope", "NodeRef", "Defs", "norm_domain"]
+
+# Messages whose location segment is worth qualifying with their name.
+_NAMED = frozenset(
+    {"NodeProto", "AttributeProto", "TensorProto", "ValueInfoProto", "FunctionProto", "StringStringEntryProto"}
+)
+
+
+def _child_plan() -> dict[type, tuple[tuple[str, bool], ...]]:
+    plan: dict[type, tuple[tuple[str, bool], ...]] = {}
+    for name, cls in MESSAGE_CLASSES.items():
+        spec = MESSAGE_SPECS[name]
+        plan[cls] = tuple((f.name, f.repeated) for f in spec.fields if f.kind == "message")
+    return plan
+
+
+_PLAN = _child_plan()
+
+
+def norm_domain(domain: str) -> str:
+    """The default domain is written ``""`` or ``"ai.onnx"`` (Clause 5.3.2); both mean the same."""
+    return "" if domain == "ai.onnx" else domain
+
+
+class Defs:
+    """The operator definitions of :mod:`onnxcore.defs`, with lookups cached; absent if not built."""
+
+    def __init__(self) -> None:
+        try:
+            from onnxcore import defs as mod
+        except ImportError:  # the definitions are built by another part of the project
+            mod = None  # type: ignore[assignment]
+        get = getattr(mod, "get_schema", None)
+        self.available: bool = get is not None
+        self._mod: Any = mod
+        self._schemas: dict[tuple[str, str, int], Any] = {}
+        self._versions: dict[tuple[str, str], list[int]] = {}
+        self._domains: frozenset[str] = frozenset()
+        self._ranges: dict[str, tuple[int, int] | None] = {}
+        if self.available:
+            self._domains = frozenset(norm_domain(d) for d in mod.known_domains())
+
+    def is_known_domain(self, domain: str) -> bool:
+        """Whether ``domain`` is one of the domains ONNX 1-2 defines."""
+        return domain in self._domains
+
+    def schema(self, op_type: str, version: int, domain: str) -> Any:
+        """The definition a node binds to (Clause 14.3), or None."""
+        key = (domain, op_type, version)
+        try:
+            return self._schemas[key]
+        except KeyError:
+            pass
+        try:
+            s = self._mod.get_schema(op_type, version, domain)
+        except Exception:
+            s = None
+        self._schemas[key] = s
+        return s
+
+    def versions(self, op_type: str, domain: str) -> list[int]:
+        """Every since_version of ``op_type`` in ``domain`` (empty if the domain never defined it)."""
+        key = (domain, op_type)
+        v = self._versions.get(key)
+        if v is None:
+            try:
+                v = list(self._mod.schema_versions(op_type, domain))
+            except Exception:
+                v = []
+            self._versions[key] = v
+        return v
+
+    def domain_range(self, domain: str) -> tuple[int, int] | None:
+        """The (min, max) opset version ONNX 1-2 publishes for ``domain``."""
+        if domain not in self._ranges:
+            try:
+                lo, hi = self._mod.domain_versions(domain)
+                self._ranges[domain] = (int(lo), int(hi))
+            except Exception:
+                self._ranges[domain] = None
+        return self._ranges[domain]
+
+
+class NodeRef:
+    """A node in its scope, bound to what it invokes.
+
+    ``status`` is one of ``"schema"`` (bound to an operator definition), ``"function"`` (a
+    model-local function), ``"custom"`` (a domain ONNX 1-2 does not define), ``"undeclared"``
+    (its domain is not imported), ``"undefined"`` (the domain never defined the op),
+    ``"not_in_version"`` (not yet defined at the imported version) or ``"nodefs"`` (the operator
+    definitions are not available).
+    """
+
+    __slots__ = ("node", "index", "scope", "domain", "version", "status", "schema", "function")
+
+    def __init__(self, node: NodeProto, index: int, scope: Scope) -> None:
+        self.node = node
+        self.index = index
+        self.scope = scope
+        self.domain = norm_domain(node.domain)
+        self.version = 0
+        self.status = "nodefs"
+        self.schema: Any = None
+        self.function: FunctionProto | None = None
+
+    @property
+    def loc(self) -> str:
+        """Readable location, e.g. ``graph/node[12] "conv1"``."""
+        name = self.node.name
+        base = f"{self.scope.loc}/node[{self.index}]"
+        return f'{base} "{name}"' if name else base
+
+    def label(self) -> str:
+        """``op_type`` qualified by its domain, for messages."""
+        d = self.node.domain
+        return f"{d}::{self.node.op_type}" if d else self.node.op_type
+
+
+class Scope:
+    """A graph or a function body, with the names it defines.
+
+    Attributes:
+        kind: ``"main"``, ``"subgraph"`` or ``"function"``.
+        graph: The graph (None for a function body).
+        function: The function (None for a graph).
+        loc: Location prefix of the scope.
+        depth: Subgraph nesting depth (0 for the top-level graph and function bodies).
+        parent: The enclosing scope of a subgraph.
+        owner: The node whose attribute holds a subgraph.
+        attr_name: The name of that attribute.
+        nodes: The scope's nodes, bound.
+        inputs, outputs: Names of the declared inputs and outputs.
+        init_names: Names of the initializers (dense, then sparse).
+        defs: First definition of each name: ``("input"|"initializer"|"node", index)``.
+        opsets: Domain -> imported version in force for the scope's nodes.
+    """
+
+    __slots__ = (
+        "kind",
+        "graph",
+        "function",
+        "loc",
+        "depth",
+        "parent",
+        "owner",
+        "attr_name",
+        "nodes",
+        "inputs",
+        "outputs",
+        "init_names",
+        "defs",
+        "opsets",
+    )
+
+    def __init__(
+        self,
+        kind: str,
+        loc: str,
+        *,
+        graph: GraphProto | None = None,
+        function: FunctionProto | None = None,
+        depth: int = 0,
+        parent: Scope | None = None,
+        owner: NodeRef | None = None,
+        attr_name: str = "",
+        opsets: dict[str, int] | None = None,
+    ) -> None:
+        self.kind = kind
+        self.graph = graph
+        self.function = function
+        self.loc = loc
+        self.depth = depth
+        self.parent = parent
+        self.owner = owner
+        self.attr_name = attr_name
+        self.nodes: list[NodeRef] = []
+        self.opsets: dict[str, int] = opsets or {}
+        defs: dict[str, tuple[str, int]] = {}
+        if graph is not None:
+            self.inputs = [v.name for v in graph.input]
+            self.outputs = [v.name for v in graph.output]
+            self.init_names = [t.name for t in graph.initializer]
+            self.init_names.extend(s.values.name if s.values is not None else "" for s in graph.sparse_initializer)
+        elif function is not None:
+            self.inputs = list(function.input)
+            self.outputs = list(function.output)
+            self.init_names = []
+        else:
+            self.inputs, self.outputs, self.init_names = [], [], []
+        for i, n in enumerate(self.inputs):
+            defs.setdefault(n, ("input", i))
+        for i, n in enumerate(self.init_names):
+            defs.setdefault(n, ("initializer", i))
+        self.defs = defs
+
+    def ancestors(self) -> Iterator[Scope]:
+        """The enclosing scopes, innermost first."""
+        p = self.parent
+        while p is not None:
+            yield p
+            p = p.parent
+
+    def function_scope(self) -> Scope | None:
+        """The function body this scope is (or is nested in), if any."""
+        s: Scope | None = self
+        while s is not None:
+            if s.kind == "function":
+                return s
+            s = s.parent
+        return None
+
+
+class Context:
+    """Everything the rules read, built once per check."""
+
+    def __init__(self, model: ModelProto, *, limits: Limits | None = None, full: bool = True) -> None:
+        self.model = model
+        self.limits = limits or DEFAULT_LIMITS
+        self.full = full
+        self.cache: dict[str, Any] = {}
+        self.ir_version = int(model.ir_version)
+        self.defs = Defs()
+        # Generic walk.
+        self.entries: list[tuple[Message, int, str, int]] = []
+        self.by_class: dict[type, list[int]] = {}
+        self.repeated_objects: list[int] = []
+        self._walk_messages()
+        # Operator sets and functions.
+        self.opsets: dict[str, int] = {}
+        for o in model.opset_import:
+            self.opsets.setdefault(norm_domain(o.domain), int(o.version))
+        self.functions: dict[tuple[str, str, str], tuple[int, FunctionProto]] = {}
+        for i, f in enumerate(model.functions):
+            self.functions.setdefault((norm_domain(f.domain), f.name, f.overload), (i, f))
+        # Graph walk.
+        self.scopes: list[Scope] = []
+        self.too_deep: list[tuple[str, int]] = []
+        self.graph_cycles: list[str] = []
+        self._walk_graphs()
+
+    # ---- generic walk -------------------------------------------------------------------
+    def _walk_messages(self) -> None:
+        entries = self.entries
+        by_class = self.by_class
+        plan = _PLAN
+        seen: set[int] = {id(self.model)}
+        entries.append((self.model, -1, "", -1))
+        by_class.setdefault(type(self.model), []).append(0)
+        stack = [0]
+        while stack:
+            i = stack.pop()
+            msg = entries[i][0]
+            fields = plan.get(type(msg), ())
+            if not fields:
+                continue
+            pushed: list[int] = []
+            for fname, repeated in fields:
+                v = getattr(msg, fname)
+                if repeated:
+                    if not v:
+                        continue
+                    for k, c in enumerate(v):
+                        if id(c) in seen:
+                            self.repeated_objects.append(len(entries))
+                            entries.append((c, i, fname, k))
+                            continue
+                        seen.add(id(c))
+                        j = len(entries)
+                        entries.append((c, i, fname, k))
+                        by_class.setdefault(type(c), []).append(j)
+                        pushed.append(j)
+                elif v is not None:
+                    if id(v) in seen:
+                        self.repeated_objects.append(len(entries))
+                        entries.append((v, i, fname, -1))
+                        continue
+                    seen.add(id(v))
+                    j = len(entries)
+                    entries.append((v, i, fname, -1))
+                    by_class.setdefault(type(v), []).append(j)
+                    pushed.append(j)
+            pushed.reverse()
+            stack.extend(pushed)
+
+    def of(self, cls: type) -> list[int]:
+        """Indexes into :attr:`entries` of every message of class ``cls``, in pre-order."""
+        return sorted(self.by_class.get(cls, ()))
+
+    def path(self, i: int) -> str:
+        """Readable location of entry ``i``, e.g. ``graph/initializer[3] "w"``.
+
+        The spelling is that of :mod:`onnxcore.infer`: a subgraph is its node's location followed
+        by the attribute name (``graph/node[3] "loop"/body``, ``.../branches[1]``), a function body
+        is ``functions[0] "domain:name"``.
+        """
+        chain: list[int] = []
+        entries = self.entries
+        while i > 0:
+            chain.append(i)
+            i = entries[i][1]
+        chain.reverse()
+        segs: list[str] = []
+        for j in chain:
+            msg, parent, field, k = entries[j]
+            spec_name = msg._SPEC.name
+            if spec_name == "GraphProto" and field in ("g", "graphs") and parent > 0:
+                attr = entries[parent][0]
+                segs[-1] = attr.name if k < 0 else f"{attr.name}[{k}]"  # type: ignore[attr-defined]
+                continue
+            s = field if k < 0 else f"{field}[{k}]"
+            if spec_name == "FunctionProto" and parent == 0:
+                s = f'{s} "{msg.domain}:{msg.name}"'  # type: ignore[attr-defined]
+            elif spec_name in _NAMED:
+                name = getattr(msg, "name", None) or getattr(msg, "key", None)
+                if name:
+                    s = f'{s} "{name}"'
+            elif spec_name == "OperatorSetIdProto" and msg.domain:  # type: ignore[attr-defined]
+                s = f'{s} "{msg.domain}"'  # type: ignore[attr-defined]
+            segs.append(s)
+        return "/".join(segs) or "model"
+
+    def parent_of(self, i: int) -> int:
+        """Entry index of the parent of entry ``i`` (-1 for the model)."""
+        return self.entries[i][1]
+
+    # ---- graph walk ---------------------------------------------------------------------
+    def _walk_graphs(self) -> None:
+        model = self.model
+        max_depth = self.limits.max_nesting_depth
+        pending: list[Scope] = []
+        if model.graph is not None:
+            pending.append(Scope("main", "graph", graph=model.graph, opsets=self.opsets))
+        for i, f in enumerate(model.functions):
+            opsets = dict(self.opsets)
+            for o in f.opset_import:
+                opsets[norm_domain(o.domain)] = int(o.version)
+            loc = f'functions[{i}] "{f.domain}:{f.name}"'
+            pending.append(Scope("function", loc, function=f, opsets=opsets))
+        seen: set[int] = set()
+        pending.reverse()
+        while pending:
+            scope = pending.pop()
+            self.scopes.append(scope)
+            body = scope.graph.node if scope.graph is not None else scope.function.node  # type: ignore[union-attr]
+            children: list[Scope] = []
+            defs = scope.defs
+            for idx, node in enumerate(body):
+                ref = NodeRef(node, idx, scope)
+                self._bind(ref)
+                scope.nodes.append(ref)
+                for o in node.output:
+                    if o and o not in defs:
+                        defs[o] = ("node", idx)
+                for attr in node.attribute:
+                    subs: list[tuple[str, GraphProto]] = []
+                    if attr.g is not None:
+                        subs.append((attr.name, attr.g))
+                    for k, g in enumerate(attr.graphs):
+                        subs.append((f"{attr.name}[{k}]", g))
+                    for seg, g in subs:
+                        loc = f"{ref.loc}/{seg}"
+                        depth = scope.depth + 1
+                        if id(g) in seen or g is scope.graph:
+                            if g is scope.graph or any(a.graph is g for a in scope.ancestors()):
+                                self.graph_cycles.append(loc)
+                            continue
+                        if max_depth is not None and depth > max_depth:
+                            self.too_deep.append((loc, depth))
+                            continue
+                        seen.add(id(g))
+                        children.append(
+                            Scope(
+                                "subgraph",
+                                loc,
+                                graph=g,
+                                depth=depth,
+                                parent=scope,
+                                owner=ref,
+                                attr_name=attr.name,
+                                opsets=scope.opsets,
+                            )
+                        )
+            children.reverse()
+            pending.extend(children)
+
+    def _bind(self, ref: NodeRef) -> None:
+        node = ref.node
+        dom = ref.domain
+        fn = self.functions.get((dom, node.op_type, node.overload))
+        if fn is not None:
+            ref.status = "function"
+            ref.function = fn[1]
+            return
+        version = ref.scope.opsets.get(dom)
+        if version is None:
+            ref.status = "undeclared"
+            return
+        ref.version = version
+        defs = self.defs
+        if not defs.available:
+            ref.status = "nodefs"
+            return
+        if not defs.is_known_domain(dom):
+            ref.status = "custom"
+            return
+        schema = defs.schema(node.op_type, version, dom)
+        if schema is not None:
+            ref.status = "schema"
+            ref.schema = schema
+        elif defs.versions(node.op_type, dom):
+            ref.status = "not_in_version"
+        else:
+            ref.status = "undefined"
+
+    def all_nodes(self) -> Iterator[NodeRef]:
+        """Every bound node of every scope."""
+        for s in self.scopes:
+            yield from s.nodes
+
+    def main(self) -> Scope | None:
+        """The scope of the top-level graph."""
+        return self.scopes[0] if self.scopes and self.scopes[0].kind == "main" else None

@@ -1,0 +1,183 @@
+"""The subcommands of ``onnxcore`` other than ``inspect``."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from onnxcore.errors import OnnxCoreError
+
+__all__ = ["bundled_model_path", "model_digest", "cmd_demo", "cmd_check", "cmd_run", "cmd_convert", "cmd_hash"]
+
+# Four flowers (sepal length, sepal width, petal length, petal width) for the demo.
+_DEMO_INPUT = np.array(
+    [[5.1, 3.5, 1.4, 0.2], [6.2, 2.9, 4.3, 1.3], [6.7, 3.0, 5.2, 2.3], [4.9, 3.1, 1.5, 0.1]], dtype=np.float32
+)
+
+
+def bundled_model_path() -> Path:
+    """Path of the small model shipped inside the package."""
+    return Path(str(resources.files("onnxcore") / "data" / "iris_mlp.onnx"))
+
+
+def _preview(value: Any) -> dict[str, Any]:
+    if isinstance(value, np.ndarray):
+        flat = value.ravel()
+        items = flat[:8].tolist()
+        items = [x.decode("utf-8", "replace") if isinstance(x, bytes) else x for x in items]
+        return {"shape": list(value.shape), "dtype": str(value.dtype), "preview": items, "elements": int(value.size)}
+    if isinstance(value, list):
+        return {"sequence": [_preview(v) for v in value[:4]], "length": len(value)}
+    if isinstance(value, dict):
+        return {"map": {str(k): _preview(v) for k, v in list(value.items())[:4]}, "length": len(value)}
+    if value is None:
+        return {"optional": None}
+    return {"value": repr(value)}
+
+
+def _print_report(report: Any, as_json: bool) -> None:
+    if as_json:
+        print(report.to_json())
+    else:
+        print(report)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """Validate the bundled model, run it on four flowers, print the result."""
+    import onnxcore
+
+    path = bundled_model_path()
+    report = onnxcore.check(path)
+    session = onnxcore.Session(path)
+    names = [o.name for o in session.outputs]
+    outputs = session.run(None, {"x": _DEMO_INPUT})
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "model": str(path),
+                    "validation": json.loads(report.to_json()),
+                    "outputs": {n: _preview(v) for n, v in zip(names, outputs)},
+                },
+                indent=1,
+            )
+        )
+        return 0
+    print(f"model: {path}")
+    print(f"validation: {len(report.errors)} errors, {len(report.warnings)} warnings")
+    print("input x (4 flowers x 4 features):")
+    print(np.array2string(_DEMO_INPUT, precision=2))
+    for n, v in zip(names, outputs):
+        print(f"{n} {v.dtype}{list(v.shape)}:")
+        print(np.array2string(v, precision=4, suppress_small=True))
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    """Validate a model; exit 0 without errors, 1 with errors, 2 if unreadable."""
+    from onnxcore.check.cli import main as check_main
+
+    argv = [args.model] + (["--json"] if args.json else [])
+    return check_main(argv)
+
+
+def _load_input(spec: str) -> tuple[str, Any]:
+    name, sep, file = spec.partition("=")
+    if not sep:
+        raise OnnxCoreError(f"--input expects NAME=FILE, got {spec!r}")
+    path = Path(file)
+    if path.suffix == ".npy":
+        return name, np.load(path, allow_pickle=False)
+    import onnxcore
+    from onnxcore.types import value_from_proto
+
+    data = path.read_bytes()
+    for cls in (onnxcore.TensorProto, onnxcore.SequenceProto, onnxcore.MapProto, onnxcore.OptionalProto):
+        try:
+            return name, value_from_proto(onnxcore.decode(cls, data))
+        except OnnxCoreError:
+            continue
+    raise OnnxCoreError(f"{file}: not a TensorProto, SequenceProto, MapProto or OptionalProto")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Run a model; print shapes, types and a preview; optionally write .npy outputs."""
+    import onnxcore
+
+    try:
+        feeds = dict(_load_input(s) for s in args.input)
+        session = onnxcore.Session(args.model)
+    except (OSError, OnnxCoreError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2 if isinstance(e, OSError) else 1
+    try:
+        outputs = session.run(None, feeds)
+    except OnnxCoreError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    names = [o.name for o in session.outputs]
+    if args.output_dir:
+        out = Path(args.output_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        for n, v in zip(names, outputs):
+            if isinstance(v, np.ndarray):
+                np.save(out / f"{n}.npy", v, allow_pickle=v.dtype == object)
+    if args.json:
+        print(json.dumps({n: _preview(v) for n, v in zip(names, outputs)}, indent=1))
+    else:
+        for n, v in zip(names, outputs):
+            p = _preview(v)
+            print(f"{n}: {json.dumps(p)}")
+    return 0
+
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    """Re-save a model with another layout."""
+    import onnxcore
+
+    try:
+        model = onnxcore.load(args.model)
+        if args.inline:
+            model = onnxcore.internalize(model)
+        onnxcore.save(model, args.out, external_data=bool(args.external_data), canonical=bool(args.canonical))
+    except (OSError, OnnxCoreError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2 if isinstance(e, OSError) else 1
+    return 0
+
+
+def model_digest(path: str | Path) -> str:
+    """SHA-256 of the canonical encoding of the model at ``path``, external contents inlined.
+
+    The same content gives the same digest whether the weights are inline or external and
+    whatever order another writer put the fields in (canonical form, docs/canonical.md).
+    """
+    import onnxcore
+    from onnxcore.proto.codec import encode_parts
+
+    model = onnxcore.internalize(onnxcore.load(path))
+    h = hashlib.sha256()
+    for part in encode_parts(model, canonical=True).parts():
+        h.update(part)
+    return h.hexdigest()
+
+
+def cmd_hash(args: argparse.Namespace) -> int:
+    """Print the content digest of a model."""
+    try:
+        digest = model_digest(args.model)
+    except (OSError, OnnxCoreError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2 if isinstance(e, OSError) else 1
+    if args.json:
+        print(json.dumps({"model": args.model, "sha256": digest}))
+    else:
+        print(f"{digest}  {args.model}")
+    return 0

@@ -1,0 +1,347 @@
+"""Writing external data (Clause 13): externalize, internalize, and saving a model with a data file.
+
+In memory a tensor is in one of four states, and every function here maps each state explicitly:
+
+* **inline**: data location DEFAULT, contents in ``raw_data`` or a typed field;
+* **resolved external**: EXTERNAL, reference kept, ``raw_data`` is the registered view of the
+  mapped file (see :mod:`onnxcore.external.registry`);
+* **unresolved external**: EXTERNAL, reference only (loaded with ``external_data=False``, or made
+  by :func:`externalize`);
+* **inconsistent**: EXTERNAL with contents that are not its resolved view; Clause 13.1 forbids it
+  and every function here refuses it (rule ``inline-and-external``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import tempfile
+from collections.abc import Iterable
+from typing import Any, TypeVar
+
+import numpy as np
+
+from onnxcore.errors import ExternalDataError
+from onnxcore.external.reference import Rule, has_inline_contents, is_external, make_error, split_location
+from onnxcore.external.registry import resolution
+from onnxcore.external.walk import iter_tensors, tensor_label
+from onnxcore.proto.codec import NanBits, copy_message, encode_parts
+from onnxcore.proto.message import Message
+from onnxcore.proto.messages import StringStringEntryProto, TensorProto
+
+__all__ = ["externalize", "internalize", "save_model"]
+
+M = TypeVar("M", bound=Message)
+
+_DT = TensorProto.DataType
+_DEFAULT = TensorProto.DataLocation.DEFAULT
+_EXTERNAL = TensorProto.DataLocation.EXTERNAL
+
+# Typed storage -> raw little-endian layout (Annex B notes on each typed field). Only types
+# whose raw layout is one element per stored value are converted; others stay inline.
+_TYPED: dict[int, tuple[str, str]] = {
+    _DT.FLOAT: ("float_data", "<f4"),
+    _DT.COMPLEX64: ("float_data", "<f4"),
+    _DT.DOUBLE: ("double_data", "<f8"),
+    _DT.COMPLEX128: ("double_data", "<f8"),
+    _DT.INT64: ("int64_data", "<i8"),
+    _DT.UINT64: ("uint64_data", "<u8"),
+    _DT.UINT32: ("uint64_data", "<u4"),
+    _DT.INT32: ("int32_data", "<i4"),
+    _DT.INT16: ("int32_data", "<i2"),
+    _DT.INT8: ("int32_data", "i1"),
+    _DT.UINT16: ("int32_data", "<u2"),
+    _DT.UINT8: ("int32_data", "u1"),
+    _DT.BOOL: ("int32_data", "u1"),
+    _DT.FLOAT16: ("int32_data", "<u2"),
+    _DT.BFLOAT16: ("int32_data", "<u2"),
+    _DT.FLOAT8E4M3FN: ("int32_data", "u1"),
+    _DT.FLOAT8E4M3FNUZ: ("int32_data", "u1"),
+    _DT.FLOAT8E5M2: ("int32_data", "u1"),
+    _DT.FLOAT8E5M2FNUZ: ("int32_data", "u1"),
+    _DT.FLOAT8E8M0: ("int32_data", "u1"),
+}
+_TYPED_FIELDS = ("float_data", "int32_data", "string_data", "int64_data", "double_data", "uint64_data")
+
+
+@dataclasses.dataclass(slots=True)
+class _Plan:
+    parts: list[bytes | memoryview]
+    size: int
+    refs: list[TensorProto]
+
+
+def _typed_to_raw(tensor: TensorProto, threshold: int) -> bytes | None:
+    """Raw little-endian octets of typed storage, or None (too small, no raw form, or malformed)."""
+    conv = _TYPED.get(tensor.data_type)
+    if conv is None:
+        return None
+    field, code = conv
+    values: list[Any] = getattr(tensor, field)
+    others = [f for f in _TYPED_FIELDS if f != field and getattr(tensor, f)]
+    dt = np.dtype(code)
+    if not values or others or tensor.has("raw_data") or len(values) * dt.itemsize < threshold:
+        return None
+    try:
+        if dt.kind == "f":
+            arr = np.array(values, dtype=dt)
+            if dt.itemsize == 4:
+                bits = arr.view("<u4")
+                for i, v in enumerate(values):
+                    if isinstance(v, NanBits):
+                        bits[i] = v.bits
+        else:
+            wide = np.array(values, dtype=np.uint64 if field == "uint64_data" else np.int64)
+            arr = wide.astype(dt)
+            if not np.array_equal(arr.astype(wide.dtype), wide):
+                return None  # out of range for the type: left for the validator to report
+    except (OverflowError, ValueError, TypeError):
+        return None
+    return arr.tobytes()
+
+
+def _set_reference(tensor: TensorProto, location: str, offset: int, length: int) -> None:
+    tensor.clear_field("raw_data")
+    for f in _TYPED_FIELDS:
+        setattr(tensor, f, [])
+    tensor.data_location = _EXTERNAL
+    tensor.external_data = [
+        StringStringEntryProto(key="location", value=location),
+        StringStringEntryProto(key="offset", value=str(offset)),
+        StringStringEntryProto(key="length", value=str(length)),
+    ]
+
+
+def _set_inline(tensor: TensorProto) -> None:
+    # The raw_data view stays (zero-copy); the reference goes.
+    tensor.clear_field("data_location")
+    tensor.external_data = []
+
+
+def _state(path: str, tensor: TensorProto) -> str:
+    if not is_external(tensor):
+        return "inline"
+    if resolution(tensor) is not None:
+        return "resolved"
+    if has_inline_contents(tensor):
+        loc = next((e.value for e in tensor.external_data if e.key == "location"), None)
+        raise make_error(
+            tensor_label(path, tensor),
+            loc,
+            Rule.INLINE_AND_EXTERNAL,
+            "the tensor is EXTERNAL and carries contents that are not its resolved external data",
+        )
+    return "unresolved"
+
+
+def _unresolved(path: str, tensor: TensorProto) -> ExternalDataError:
+    loc = next((e.value for e in tensor.external_data if e.key == "location"), None)
+    return make_error(
+        tensor_label(path, tensor),
+        loc,
+        Rule.UNRESOLVED,
+        "the reference is not resolved; call onnxcore.load_external_data(model, base_dir) first",
+    )
+
+
+def _plan(model: M, location: str, size_threshold: int, align: int) -> tuple[M, _Plan]:
+    split_location(location, "<save>")
+    align = max(1, int(align))
+    out = copy_message(model)
+    plan = _Plan([], 0, [])
+    for path, tensor in iter_tensors(out):
+        state = _state(path, tensor)
+        if state == "unresolved":
+            raise _unresolved(path, tensor)
+        data: bytes | memoryview | None = None
+        if tensor.has("raw_data"):
+            raw = tensor.raw_data
+            if len(raw) >= size_threshold:
+                data = raw
+        elif state == "inline":
+            data = _typed_to_raw(tensor, size_threshold)
+        if data is None:
+            if state == "resolved":
+                _set_inline(tensor)
+            continue
+        pad = -plan.size % align
+        if pad:
+            plan.parts.append(bytes(pad))
+            plan.size += pad
+        offset = plan.size
+        plan.parts.append(data)
+        plan.size += len(data)
+        _set_reference(tensor, location, offset, len(data))
+        plan.refs.append(tensor)
+    return out, plan
+
+
+def _add_checksum(refs: Iterable[TensorProto], digest: str) -> None:
+    for t in refs:
+        t.external_data.append(StringStringEntryProto(key="checksum", value=digest))
+
+
+def externalize(
+    model: M,
+    *,
+    location: str,
+    size_threshold: int = 1024,
+    align: int = 4096,
+    checksum: bool = False,
+) -> tuple[M, list[bytes | memoryview]]:
+    """Move tensor contents out of a model, in memory (Clause 13).
+
+    Every tensor whose contents (``raw_data``, or typed storage converted to the raw
+    little-endian layout) take at least ``size_threshold`` octets becomes an unresolved EXTERNAL
+    reference into one data file named ``location``, each at an offset aligned to ``align``
+    (Clause 13.2 SHOULD). Resolved external tensors are re-laid the same way (or inlined when
+    below the threshold). STRING tensors have no raw form and stay inline.
+
+    Args:
+        model: The model; not changed.
+        location: The data file's location, relative to the model directory (checked as a
+            reader would check it: relative, no ``..``).
+        size_threshold: Octets at or above which a tensor goes to the data file.
+        align: Offset alignment in octets (1 for none).
+        checksum: Also record the SHA-1 of the data file (Clause 13.3) in each reference.
+
+    Returns:
+        ``(copy, parts)``: the converted copy, and the octets of the data file as a list of
+        parts (views into the original contents, and zero padding) to be written in order.
+
+    Raises:
+        ExternalDataError: an unresolved or inconsistent EXTERNAL tensor, or a bad location.
+    """
+    out, plan = _plan(model, location, size_threshold, align)
+    if checksum and plan.refs:
+        h = hashlib.sha1(usedforsecurity=False)
+        for p in plan.parts:
+            h.update(p)
+        _add_checksum(plan.refs, h.hexdigest())
+    return out, plan.parts
+
+
+def internalize(model: M) -> M:
+    """A copy of ``model`` with every resolved external tensor made inline.
+
+    The contents become ``raw_data`` (still a zero-copy view of the mapped file), the data location
+    goes back to DEFAULT and the ``external_data`` entries are removed.
+
+    Raises:
+        ExternalDataError: a tensor is EXTERNAL and unresolved (rule ``unresolved``) or
+            inconsistent (rule ``inline-and-external``).
+    """
+    out = copy_message(model)
+    for path, tensor in iter_tensors(out):
+        state = _state(path, tensor)
+        if state == "unresolved":
+            raise _unresolved(path, tensor)
+        if state == "resolved":
+            _set_inline(tensor)
+    return out
+
+
+def _inline_for_save(model: M) -> M:
+    """Resolved external tensors inline; unresolved references kept as they are."""
+    states = [(path, t, _state(path, t)) for path, t in iter_tensors(model)]
+    if not any(s == "resolved" for _, _, s in states):
+        return model
+    out = copy_message(model)
+    for path, tensor in iter_tensors(out):
+        if _state(path, tensor) == "resolved":
+            _set_inline(tensor)
+    return out
+
+
+def _file_mode(final: str) -> int:
+    # mkstemp creates 0600; the file put in place gets the mode the old one had, or the
+    # ordinary mode for a new file under the process umask.
+    try:
+        return os.stat(final).st_mode & 0o7777
+    except OSError:
+        mask = os.umask(0o022)
+        os.umask(mask)
+        return 0o666 & ~mask
+
+
+def _write_temp(
+    directory: str, name: str, parts: Iterable[bytes | bytearray | memoryview], digest: Any = None
+) -> str:
+    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
+    try:
+        if hasattr(os, "fchmod"):
+            os.fchmod(fd, _file_mode(os.path.join(directory, name)))
+        with os.fdopen(fd, "wb") as fh:
+            for part in parts:
+                fh.write(part)
+                if digest is not None:
+                    digest.update(part)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except BaseException:
+        _unlink(tmp)
+        raise
+    return tmp
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def save_model(
+    model: Message,
+    path: str | os.PathLike[str],
+    *,
+    external_data: bool = False,
+    location: str | None = None,
+    size_threshold: int = 1024,
+    align: int = 4096,
+    checksum: bool = False,
+    canonical: bool = False,
+) -> None:
+    """Save ``model`` to ``path``; see :func:`onnxcore.save` for the contract."""
+    target = os.path.abspath(os.fspath(path))
+    directory = os.path.dirname(target)
+    name = os.path.basename(target)
+    if not external_data:
+        if location is not None:
+            raise ValueError("location is only meaningful with external_data=True")
+        out = _inline_for_save(model)
+        tmp_model = _write_temp(directory, name, encode_parts(out, canonical=canonical).parts())
+        try:
+            os.replace(tmp_model, target)
+        except BaseException:
+            _unlink(tmp_model)
+            raise
+        return
+    loc = location if location is not None else f"{name}.data"
+    comps = split_location(loc, "<save>")
+    data_path = os.path.join(directory, *comps)
+    if os.path.abspath(data_path) == target:
+        raise make_error("<save>", loc, Rule.LOCATION_INVALID, "the data file would be the model file itself")
+    out, plan = _plan(model, loc, size_threshold, align)
+    tmp_data: str | None = None
+    tmp_model: str | None = None
+    try:
+        if plan.refs:
+            # New octets go to a temporary first: the tensors may be views into the very file
+            # being replaced, whose old inode stays mapped until they are dropped.
+            h = hashlib.sha1(usedforsecurity=False) if checksum else None
+            tmp_data = _write_temp(os.path.dirname(data_path), comps[-1], plan.parts, h)
+            if h is not None:
+                _add_checksum(plan.refs, h.hexdigest())
+        tmp_model = _write_temp(directory, name, encode_parts(out, canonical=canonical).parts())
+        if tmp_data is not None:
+            os.replace(tmp_data, data_path)
+            tmp_data = None
+        # The model last: until this rename the old model file is what a reader finds.
+        os.replace(tmp_model, target)
+        tmp_model = None
+    finally:
+        for t in (tmp_data, tmp_model):
+            if t is not None:
+                _unlink(t)

@@ -1,0 +1,83 @@
+"""Type inference, types only (Clause 9), across a model's graph, its subgraphs and its functions.
+
+Contract (for the validator and the runtime)
+--------------------------------------------
+``infer(model) -> Inference`` never raises on a malformed model: what it cannot decide stays unknown
+(Clause 9.4), and unknown is never a finding by itself (Clause 9.5). It reads declared types (graph
+inputs, initializers, ``value_info``, graph outputs), binds each node to its definition with
+:func:`onnxcore.defs.get_schema` under the model's ``opset_import`` (Clause 14.4), binds the type
+variables of the definition from the input types, and propagates them to the outputs; the operators
+whose output type comes from an attribute, a subgraph or the structure of an input type have explicit
+rules (:mod:`onnxcore.infer.rules`). Types are spelled as type strings (``"tensor(float)"``,
+``"seq(tensor(int64))"``, ``"map(string,tensor(float))"``), the form of the definitions' constraints.
+
+Graph paths (stable, readable): ``"graph"`` for the top-level graph; a subgraph is its node's location
+followed by the attribute name, ``'graph/node[3] "loop1"/body'`` (``.../branches[1]`` for a GRAPHS
+attribute); a model-local function body is ``'functions[0] "domain:name"'``. A node's location is
+:func:`node_location` (``'graph/node[3] "name"'``, or ``'graph/node[3]'`` when unnamed).
+
+``Inference`` gives:
+
+- ``type_strings[path][name]``: the type string of every value of that graph whose type is known
+  (declared wins over inferred); ``types()`` gives the same as ``TypeProto`` (the declared message,
+  shape included, where declared); ``infer_types(model)`` is a shortcut for ``infer(model).types()``.
+- ``nodes``: one :class:`NodeTypes` per node, in walk order: ``graph``, ``index``, ``location``,
+  ``node``, ``schema`` (bound definition, or None), ``function`` (the model-local function it calls),
+  ``input_types`` (type string per actual input; None for unknown or ``""``), ``output_types``
+  (inferred, before declared types are applied), ``bindings`` (type variable -> type string from the
+  inputs) and ``conflicts`` (variables two inputs bind differently). ``node(location)`` looks one up.
+- ``mismatches``: every :class:`TypeMismatch` (``graph``, ``name``, ``location``, ``declared``,
+  ``inferred``, ``message``) where an inferred type contradicts a declared one: a node output
+  (location ``.../output[k]``) or a subgraph input fed by its node (``.../body/input[k]``). Type strings
+  are compared, shapes are not (types only).
+
+A model-local function is inferred once per distinct call (input types, attributes) to give the call's
+output types; those specialisations are not recorded. Its body is recorded once, as written, under its
+own path: inputs untyped unless its ``value_info`` types them, attribute references unresolved.
+Nodes of ``training_info`` graphs are not walked.
+"""
+
+from __future__ import annotations
+
+from onnxcore.infer.engine import (
+    Inference,
+    NodeTypes,
+    TypeMismatch,
+    function_location,
+    node_location,
+    run,
+)
+from onnxcore.infer.rules import bind_inputs, formal_at
+from onnxcore.infer.typestr import parse_type_string, type_string
+from onnxcore.proto.messages import ModelProto, TypeProto
+
+__all__ = [
+    "Inference",
+    "NodeTypes",
+    "TypeMismatch",
+    "bind_inputs",
+    "formal_at",
+    "function_location",
+    "infer",
+    "infer_types",
+    "node_location",
+    "parse_type_string",
+    "type_string",
+]
+
+
+def infer(model: ModelProto) -> Inference:
+    """Infer the type of every value of ``model`` (Clause 9). Never raises on a malformed model.
+
+    Args:
+        model: A decoded model.
+
+    Returns:
+        The :class:`Inference`: known types per graph path, per-node views, and mismatches.
+    """
+    return run(model)
+
+
+def infer_types(model: ModelProto) -> dict[str, dict[str, TypeProto]]:
+    """Graph path -> value name -> ``TypeProto`` for every value whose type is known or inferable."""
+    return run(model).types()

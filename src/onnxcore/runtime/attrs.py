@@ -1,0 +1,106 @@
+"""Attribute values converted once, at plan compilation (Clause 7.4).
+
+A kernel receives each attribute as a keyword argument in a Python form: ``FLOAT`` -> float,
+``INT`` -> int, ``STRING`` -> str (UTF-8), ``TENSOR`` -> ``np.ndarray``, ``GRAPH`` -> the
+``GraphProto`` itself (evaluated through ``KernelContext.run_subgraph``), ``SPARSE_TENSOR`` ->
+``SparseTensor``, ``TYPE_PROTO`` -> ``TypeProto`` and lists of each for the plural kinds.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from onnxcore.errors import ValidationError
+from onnxcore.proto import AttributeProto
+
+__all__ = ["attribute_value", "attribute_kind"]
+
+_A = AttributeProto.AttributeType
+
+# For attributes written without ``type`` (older producers): the field that carries the value.
+_BY_FIELD: tuple[tuple[str, int], ...] = (
+    ("t", _A.TENSOR),
+    ("g", _A.GRAPH),
+    ("sparse_tensor", _A.SPARSE_TENSOR),
+    ("tp", _A.TYPE_PROTO),
+    ("floats", _A.FLOATS),
+    ("ints", _A.INTS),
+    ("strings", _A.STRINGS),
+    ("tensors", _A.TENSORS),
+    ("graphs", _A.GRAPHS),
+    ("sparse_tensors", _A.SPARSE_TENSORS),
+    ("type_protos", _A.TYPE_PROTOS),
+    ("s", _A.STRING),
+    ("i", _A.INT),
+    ("f", _A.FLOAT),
+)
+
+
+def attribute_kind(attr: AttributeProto) -> int:
+    """The attribute's type, inferred from the field present when ``type`` is unset."""
+    if attr.type:
+        return int(attr.type)
+    for field, kind in _BY_FIELD:
+        if attr.has(field):
+            return int(kind)
+    return int(_A.UNDEFINED)
+
+
+def _text(s: bytes | memoryview, where: str) -> str:
+    try:
+        return bytes(s).decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValidationError(f"attribute {where}: STRING value is not UTF-8 ({e})") from None
+
+
+def attribute_value(attr: AttributeProto, base_dir: str | Path | None = None) -> Any:
+    """The Python value a kernel receives for ``attr``.
+
+    Raises:
+        ValidationError: an attribute of unknown type, or a STRING that is not UTF-8.
+    """
+    kind = attribute_kind(attr)
+    name = attr.name
+    if kind == _A.FLOAT:
+        return float(attr.f)
+    if kind == _A.INT:
+        return int(attr.i)
+    if kind == _A.STRING:
+        return _text(attr.s, name)
+    if kind == _A.INTS:
+        return [int(v) for v in attr.ints]
+    if kind == _A.FLOATS:
+        return [float(v) for v in attr.floats]
+    if kind == _A.STRINGS:
+        return [_text(v, name) for v in attr.strings]
+    if kind == _A.GRAPH:
+        return attr.g
+    if kind == _A.GRAPHS:
+        return list(attr.graphs)
+    if kind == _A.TYPE_PROTO:
+        return attr.tp
+    if kind == _A.TYPE_PROTOS:
+        return list(attr.type_protos)
+    if kind in (_A.TENSOR, _A.TENSORS):
+        from onnxcore.types import to_array
+
+        if kind == _A.TENSOR:
+            return _readonly(to_array(attr.t, base_dir=base_dir))
+        return [_readonly(to_array(t, base_dir=base_dir)) for t in attr.tensors]
+    if kind in (_A.SPARSE_TENSOR, _A.SPARSE_TENSORS):
+        from onnxcore.types import value_from_proto
+
+        if kind == _A.SPARSE_TENSOR:
+            return value_from_proto(attr.sparse_tensor)
+        return [value_from_proto(t) for t in attr.sparse_tensors]
+    raise ValidationError(f"attribute {name!r} has no value of a known type (type {attr.type})")
+
+
+def _readonly(a: Any) -> Any:
+    # Constant data is shared by every run: a kernel must not write into it.
+    try:
+        a.flags.writeable = False
+    except (AttributeError, ValueError):
+        pass
+    return a

@@ -1,0 +1,127 @@
+"""Checking the values a caller feeds against the declared graph inputs (Clauses 6.5, 7.1).
+
+A feed must match its input's declared kind, element type and rank, every fixed extent, and every
+dimension variable consistently across all inputs (Clause 6.5.2: variables are model-scoped).
+STRING tensors are object arrays of ``bytes`` (Clause 6.4); ``str`` feeds are encoded as UTF-8.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from onnxcore.errors import InputError
+from onnxcore.proto import TensorProto, TypeProto
+
+__all__ = ["check_feed"]
+
+_STRING = int(TensorProto.DataType.STRING)
+_dtype_cache: dict[int, np.dtype[Any] | None] = {}
+
+
+def _np_dtype(elem: int) -> np.dtype[Any] | None:
+    if elem in _dtype_cache:
+        return _dtype_cache[elem]
+    from onnxcore.types import ElementType
+
+    try:
+        dt: np.dtype[Any] | None = np.dtype(ElementType(elem).np_dtype)
+    except (ValueError, TypeError):
+        dt = None
+    _dtype_cache[elem] = dt
+    return dt
+
+
+def _to_bytes(x: Any, where: str) -> bytes:
+    if isinstance(x, bytes):
+        return x
+    if isinstance(x, str):
+        return x.encode("utf-8")
+    if isinstance(x, bytearray | memoryview | np.bytes_):
+        return bytes(x)
+    raise InputError(f"{where}: a STRING element must be bytes or str, got {type(x).__name__}")
+
+
+def _string_array(value: Any, where: str) -> np.ndarray:
+    arr = np.asarray(value, dtype=object) if not isinstance(value, np.ndarray) else value
+    if arr.dtype.kind not in "OUS":
+        raise InputError(f"{where}: expected a STRING tensor, got dtype {arr.dtype}")
+    if arr.dtype == object and all(type(x) is bytes for x in arr.flat):
+        return arr
+    out = np.empty(arr.shape, dtype=object)
+    for idx, x in np.ndenumerate(arr):
+        out[idx] = _to_bytes(x, where)
+    return out
+
+
+def _check_tensor(value: Any, tt: TypeProto.Tensor, where: str, dims: dict[str, int]) -> Any:
+    elem = int(tt.elem_type)
+    if elem == _STRING:
+        value = _string_array(value, where)
+    else:
+        if isinstance(value, np.generic):
+            value = np.asarray(value)
+        if not isinstance(value, np.ndarray):
+            raise InputError(f"{where}: expected a numpy array, got {type(value).__name__}")
+        if elem:
+            want = _np_dtype(elem)
+            if want is not None and value.dtype != want:
+                raise InputError(f"{where}: element type {value.dtype} where the input declares {want} (Clause 6.2)")
+    shape = tt.shape
+    if shape is None:
+        return value
+    decl = shape.dim
+    if value.ndim != len(decl):
+        raise InputError(f"{where}: rank {value.ndim} where the input declares rank {len(decl)} (shape {value.shape})")
+    for axis, (extent, d) in enumerate(zip(value.shape, decl)):
+        if d.has("dim_value"):
+            if extent != d.dim_value:
+                raise InputError(f"{where}: extent {extent} on axis {axis} where the input declares {d.dim_value}")
+        elif d.dim_param:
+            bound = dims.setdefault(d.dim_param, extent)
+            if bound != extent:
+                raise InputError(
+                    f"{where}: dimension variable {d.dim_param!r} is {extent} on axis {axis} but {bound} "
+                    "elsewhere (Clause 6.5.2)"
+                )
+    return value
+
+
+def check_feed(value: Any, tp: TypeProto | None, where: str, dims: dict[str, int]) -> Any:
+    """``value`` checked against ``tp`` (and converted where the input allows); InputError if not.
+
+    Args:
+        value: The fed value.
+        tp: The declared type (None: undeclared, not checked).
+        where: The input's description for messages.
+        dims: Extents bound to dimension variables so far; updated.
+    """
+    if tp is None:
+        return value
+    kind = tp.which_oneof("value")
+    if kind == "tensor_type":
+        if value is None:
+            raise InputError(f"{where}: None fed for a tensor input")
+        return _check_tensor(value, tp.tensor_type, where, dims)
+    if kind == "sequence_type":
+        if not isinstance(value, list | tuple):
+            raise InputError(f"{where}: expected a sequence (list), got {type(value).__name__}")
+        et = tp.sequence_type.elem_type
+        return [check_feed(v, et, f"{where}[{i}]", dims) for i, v in enumerate(value)]
+    if kind == "map_type":
+        if not isinstance(value, dict):
+            raise InputError(f"{where}: expected a map (dict), got {type(value).__name__}")
+        vt = tp.map_type.value_type
+        return {k: check_feed(v, vt, f"{where}[{k!r}]", dims) for k, v in value.items()}
+    if kind == "optional_type":
+        if value is None:
+            return None
+        return check_feed(value, tp.optional_type.elem_type, where, dims)
+    if kind == "sparse_tensor_type":
+        from onnxcore.types import SparseTensor
+
+        if not isinstance(value, SparseTensor):
+            raise InputError(f"{where}: expected a SparseTensor, got {type(value).__name__}")
+        return value
+    return value

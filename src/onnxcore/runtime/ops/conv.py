@@ -1,0 +1,593 @@
+"""Convolution kernels: Conv, ConvTranspose, DeformConv, Col2Im (Clause 8; ONNX 1-2 definitions).
+
+Conv is im2col plus one BLAS matmul per group: the padded input is viewed (no copy) as
+``(N, group, C/group, *kernel, *out)`` windows, reshaped once into the column matrix
+``(N, group, C/group*prod(kernel), prod(out))`` and multiplied by the weights
+``(group, M/group, C/group*prod(kernel))``, which yields ``NCHW`` directly. 1x1 kernels skip im2col,
+depthwise kernels accumulate one shifted slice per kernel offset (no matmul with K=1).
+
+ConvTranspose is the adjoint: one matmul ``W^T @ X`` per group gives every kernel offset's
+contribution, which is scattered into the output with one strided ``+=`` per kernel offset.
+
+Float16 and the narrow floats compute in float32 and round once at the end.
+
+The window helpers (``window_params`` etc.) are shared with :mod:`onnxcore.runtime.ops.pool`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from onnxcore.errors import EvaluationError, ShapeError
+from onnxcore.runtime.ops._util import int_list, is_narrow_float
+from onnxcore.runtime.registry import kernel
+
+__all__ = [
+    "work_dtype",
+    "spatial_attr",
+    "conv_pads",
+    "pad_spatial",
+    "window_view",
+    "col2im_accumulate",
+]
+
+_AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
+
+
+def work_dtype(dt: Any) -> np.dtype[Any]:
+    """The dtype kernels of this family compute in: float32 for float16 and narrow floats."""
+    d = np.dtype(dt)
+    if d == np.float16 or is_narrow_float(d):
+        return np.dtype(np.float32)
+    return d
+
+
+def spatial_attr(value: Any, n: int, default: int, name: str) -> list[int]:
+    """An INTS attribute with one entry per spatial axis (``default`` everywhere when absent)."""
+    if value is None:
+        return [default] * n
+    vals = int_list(value)
+    if len(vals) != n:
+        raise EvaluationError(f"{name} has {len(vals)} values, expected {n} (one per spatial axis)")
+    return vals
+
+
+def _pads_attr(pads: Any, n: int) -> tuple[list[int], list[int]]:
+    if pads is None:
+        return [0] * n, [0] * n
+    p = int_list(pads)
+    if len(p) != 2 * n:
+        raise EvaluationError(f"pads has {len(p)} values, expected {2 * n}")
+    if any(v < 0 for v in p):
+        raise EvaluationError(f"pads must be non-negative, got {p}")
+    return p[:n], p[n:]
+
+
+def _check_auto_pad(auto_pad: str) -> str:
+    if auto_pad not in _AUTO_PADS:
+        raise EvaluationError(f"auto_pad {auto_pad!r} is not one of {', '.join(_AUTO_PADS)}")
+    return auto_pad
+
+
+def conv_pads(
+    in_shape: Sequence[int],
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+    pads: Any,
+    auto_pad: str,
+    *,
+    ceil_mode: int = 0,
+) -> tuple[list[int], list[int], list[int]]:
+    """Resolve (pads_begin, pads_end, out_shape) of a forward window operation.
+
+    ``auto_pad`` SAME_* gives ``out = ceil(in / stride)`` and splits the needed padding, the odd
+    element going to the end (SAME_UPPER) or the beginning (SAME_LOWER); VALID pads nothing and
+    gives ``floor((in - ek) / stride) + 1``; NOTSET uses ``pads``. With ``ceil_mode`` (pools), the
+    explicit-padding size rounds up, but a window that would start in the end padding is dropped
+    (the rule AveragePool-22/MaxPool-22 state, which onnxruntime applies for every version).
+
+    Raises:
+        ShapeError: the padded input is smaller than the dilated kernel.
+    """
+    n = len(in_shape)
+    mode = _check_auto_pad(auto_pad)
+    ek = [(k - 1) * d + 1 for k, d in zip(kernel, dilations)]
+    if any(s <= 0 for s in strides) or any(d <= 0 for d in dilations):
+        raise EvaluationError(f"strides {list(strides)} and dilations {list(dilations)} must be positive")
+    if mode in ("SAME_UPPER", "SAME_LOWER"):
+        out = [-(-i // s) for i, s in zip(in_shape, strides)]
+        total = [max(0, (o - 1) * s + e - i) for o, s, e, i in zip(out, strides, ek, in_shape)]
+        if mode == "SAME_UPPER":
+            pb = [t // 2 for t in total]
+        else:
+            pb = [t - t // 2 for t in total]
+        pe = [t - b for t, b in zip(total, pb)]
+        return pb, pe, out
+    if mode == "VALID":
+        pb, pe = [0] * n, [0] * n
+    else:
+        pb, pe = _pads_attr(pads, n)
+    out = []
+    for i in range(n):
+        span = in_shape[i] + pb[i] + pe[i] - ek[i]
+        if span < 0:
+            raise ShapeError(
+                f"spatial axis {i}: padded input {in_shape[i] + pb[i] + pe[i]} is smaller than the dilated kernel {ek[i]}"
+            )
+        if ceil_mode and mode == "NOTSET":
+            o = -(-span // strides[i]) + 1
+            if (o - 1) * strides[i] >= in_shape[i] + pb[i]:
+                o -= 1
+        else:
+            o = span // strides[i] + 1
+        out.append(o)
+    return pb, pe, out
+
+
+def pad_spatial(x: np.ndarray, pb: Sequence[int], pe: Sequence[int], value: Any = 0) -> np.ndarray:
+    """``x`` with its trailing ``len(pb)`` axes padded by ``value`` (``x`` itself when no padding)."""
+    if not any(pb) and not any(pe):
+        return x
+    lead = x.ndim - len(pb)
+    shape = x.shape[:lead] + tuple(s + b + e for s, b, e in zip(x.shape[lead:], pb, pe))
+    out = np.full(shape, value, dtype=x.dtype)
+    sl = (slice(None),) * lead + tuple(slice(b, b + s) for b, s in zip(pb, x.shape[lead:]))
+    out[sl] = x
+    return out
+
+
+def window_view(
+    xp: np.ndarray, kernel: Sequence[int], strides: Sequence[int], dilations: Sequence[int], out: Sequence[int]
+) -> np.ndarray:
+    """Read-only view of ``xp`` (``(*lead, *spatial)``) as ``(*lead, *kernel, *out)`` windows."""
+    n = len(kernel)
+    lead = xp.ndim - n
+    st = xp.strides
+    shape = tuple(xp.shape[:lead]) + tuple(kernel) + tuple(out)
+    strides_ = (
+        tuple(st[:lead])
+        + tuple(st[lead + i] * dilations[i] for i in range(n))
+        + tuple(st[lead + i] * strides[i] for i in range(n))
+    )
+    return as_strided(xp, shape=shape, strides=strides_, writeable=False)
+
+
+def _offset_slices(
+    offs: Sequence[int], strides: Sequence[int], dilations: Sequence[int], count: Sequence[int]
+) -> tuple[slice, ...]:
+    return tuple(
+        slice(k * d, k * d + (c - 1) * s + 1, s) for k, d, s, c in zip(offs, dilations, strides, count)
+    )
+
+
+def col2im_accumulate(
+    cols: np.ndarray,
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+    counts: Sequence[int],
+    full: Sequence[int],
+) -> np.ndarray:
+    """Scatter-add ``cols`` of shape ``(*lead, *kernel, *counts)`` into ``(*lead, *full)``.
+
+    Window ``p`` (a position in ``counts``) covers ``p*stride + k*dilation`` of the output; one
+    strided in-place addition per kernel offset keeps the arithmetic vectorized.
+    """
+    n = len(kernel)
+    lead = cols.shape[: cols.ndim - 2 * n]
+    if cols.dtype == object:
+        out = np.full(tuple(lead) + tuple(full), b"", dtype=object)
+    else:
+        out = np.zeros(tuple(lead) + tuple(full), dtype=cols.dtype)
+    pre = (slice(None),) * len(lead)
+    for offs in itertools.product(*(range(k) for k in kernel)):
+        dst = pre + _offset_slices(offs, strides, dilations, counts)
+        src = cols[pre + tuple(offs)]
+        if out.dtype == np.bool_:
+            out[dst] |= src
+        else:
+            out[dst] += src
+    return out
+
+
+def _weights_check(x: np.ndarray, w: np.ndarray, group: int, kernel_shape: Any, *, transpose: bool) -> None:
+    if x.ndim < 3:
+        raise ShapeError(f"X must have rank >= 3 (N, C, spatial...), got shape {x.shape}")
+    if w.ndim != x.ndim:
+        raise ShapeError(f"W rank {w.ndim} differs from X rank {x.ndim}")
+    if group < 1:
+        raise EvaluationError(f"group must be positive, got {group}")
+    c = x.shape[1]
+    if transpose:
+        if w.shape[0] != c or c % group:
+            raise ShapeError(f"W.shape[0]={w.shape[0]} must equal C={c}, divisible by group={group}")
+    elif w.shape[1] * group != c or w.shape[0] % group:
+        raise ShapeError(f"W shape {w.shape} is incompatible with C={c} and group={group}")
+    if kernel_shape is not None and int_list(kernel_shape) != list(w.shape[2:]):
+        raise ShapeError(f"kernel_shape {list(kernel_shape)} disagrees with W shape {w.shape}")
+
+
+def _bias(b: np.ndarray | None, m: int) -> np.ndarray | None:
+    if b is None:
+        return None
+    if b.shape != (m,):
+        raise ShapeError(f"B must have shape ({m},), got {b.shape}")
+    return b
+
+
+def _conv_core(
+    x: np.ndarray,
+    w: np.ndarray,
+    group: int,
+    pb: Sequence[int],
+    pe: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+    out: Sequence[int],
+) -> np.ndarray:
+    """Forward convolution in the work dtype, without bias: ``(N, M, *out)``."""
+    n_img, c = x.shape[:2]
+    m = w.shape[0]
+    cg, mg = c // group, m // group
+    kernel = w.shape[2:]
+    nd = len(kernel)
+    p_out = math.prod(out)
+    kk = math.prod(kernel)
+    if p_out == 0 or n_img == 0 or m == 0:
+        return np.zeros((n_img, m, *out), dtype=x.dtype)
+    if kk == 1 and not any(pb) and not any(pe):
+        # 1x1 kernel: a plain matmul on the (strided) input, no im2col.
+        if any(s != 1 for s in strides):
+            xs = x[(slice(None), slice(None)) + tuple(slice(0, (o - 1) * s + 1, s) for o, s in zip(out, strides))]
+        else:
+            xs = x
+        xs = np.ascontiguousarray(xs).reshape(n_img, group, cg, p_out)
+        y = np.matmul(w.reshape(group, mg, cg), xs)
+        return y.reshape(n_img, m, *out)
+    xp = pad_spatial(x, pb, pe)
+    if cg == 1 and mg * group == m and group == c and kk > 1:
+        # Depthwise: one multiply-add of a shifted slice per kernel offset.
+        mult = mg
+        xg = xp.reshape(n_img, c, 1, *xp.shape[2:])
+        wg = w.reshape(c, mult, *kernel)
+        acc = np.zeros((n_img, c, mult, *out), dtype=x.dtype)
+        tmp = np.empty_like(acc)
+        bshape = (1, c, mult) + (1,) * nd
+        for offs in itertools.product(*(range(k) for k in kernel)):
+            sl = (slice(None), slice(None), slice(None)) + _offset_slices(offs, strides, dilations, out)
+            np.multiply(xg[sl], wg[(slice(None), slice(None)) + offs].reshape(bshape), out=tmp)
+            acc += tmp
+        return acc.reshape(n_img, m, *out)
+    view = window_view(xp.reshape(n_img, group, cg, *xp.shape[2:]), kernel, strides, dilations, out)
+    cols = view.reshape(n_img, group, cg * kk, p_out)
+    y = np.matmul(w.reshape(group, mg, cg * kk), cols)
+    return y.reshape(n_img, m, *out)
+
+
+def _conv(
+    x: np.ndarray,
+    w: np.ndarray,
+    b: np.ndarray | None,
+    *,
+    auto_pad: str,
+    dilations: Any,
+    group: int,
+    kernel_shape: Any,
+    pads: Any,
+    strides: Any,
+) -> np.ndarray:
+    _weights_check(x, w, group, kernel_shape, transpose=False)
+    nd = x.ndim - 2
+    kernel = list(w.shape[2:])
+    st = spatial_attr(strides, nd, 1, "strides")
+    dil = spatial_attr(dilations, nd, 1, "dilations")
+    pb, pe, out = conv_pads(x.shape[2:], kernel, st, dil, pads, auto_pad)
+    dt = x.dtype
+    wd = work_dtype(dt)
+    y = _conv_core(x.astype(wd, copy=False), w.astype(wd, copy=False), group, pb, pe, st, dil, out)
+    bias = _bias(b, w.shape[0])
+    if bias is not None:
+        y += bias.astype(wd, copy=False).reshape((1, -1) + (1,) * nd)
+    return y.astype(dt, copy=False)
+
+
+@kernel("Conv", 1, 11, 22)
+def conv(
+    X: np.ndarray,
+    W: np.ndarray,
+    B: np.ndarray | None = None,
+    *,
+    auto_pad: str = "NOTSET",
+    dilations: list[int] | None = None,
+    group: int = 1,
+    kernel_shape: list[int] | None = None,
+    pads: list[int] | None = None,
+    strides: list[int] | None = None,
+) -> np.ndarray:
+    """Conv-1/11/22: N-D grouped convolution (SAME_* gives ``out = ceil(in / stride)`` in all three).
+
+    Conv-1's text says SAME keeps "the output spatial size match the input", which for
+    stride 1 is the same rule; Conv-11 stated it for any stride.
+    """
+    return _conv(
+        X, W, B, auto_pad=auto_pad, dilations=dilations, group=group, kernel_shape=kernel_shape, pads=pads, strides=strides
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# ConvTranspose
+# ---------------------------------------------------------------------------------------------
+
+
+def _convtranspose(
+    x: np.ndarray,
+    w: np.ndarray,
+    b: np.ndarray | None,
+    *,
+    auto_pad: str,
+    dilations: Any,
+    group: int,
+    kernel_shape: Any,
+    output_padding: Any,
+    output_shape: Any,
+    pads: Any,
+    strides: Any,
+    legacy_split: bool,
+) -> np.ndarray:
+    _weights_check(x, w, group, kernel_shape, transpose=True)
+    nd = x.ndim - 2
+    kernel = list(w.shape[2:])
+    st = spatial_attr(strides, nd, 1, "strides")
+    dil = spatial_attr(dilations, nd, 1, "dilations")
+    opad = spatial_attr(output_padding, nd, 0, "output_padding")
+    mode = _check_auto_pad(auto_pad)
+    in_sp = list(x.shape[2:])
+    ek = [(k - 1) * d + 1 for k, d in zip(kernel, dil)]
+    natural = [s * (i - 1) + o + e for s, i, o, e in zip(st, in_sp, opad, ek)]
+    target: list[int] | None = None
+    if output_shape is not None:
+        target = int_list(output_shape)
+        if len(target) == nd + 2:
+            target = target[2:]
+        if len(target) != nd:
+            raise EvaluationError(f"output_shape {list(output_shape)} must give {nd} spatial extents")
+    elif mode in ("SAME_UPPER", "SAME_LOWER"):
+        target = [i * s for i, s in zip(in_sp, st)]
+    if target is not None:
+        total = [nat - t for nat, t in zip(natural, target)]
+        # ConvTranspose-11: SAME_UPPER puts the odd element at the end, anything else at the
+        # beginning; ConvTranspose-1's text states the opposite assignment.
+        upper_small_begin = (mode == "SAME_UPPER") != legacy_split
+        pb = [t // 2 if upper_small_begin else t - t // 2 for t in total]
+        out = list(target)
+    else:
+        if mode == "VALID":
+            pb, pe = [0] * nd, [0] * nd
+        else:
+            pb, pe = _pads_attr(pads, nd)
+        out = [nat - b - e for nat, b, e in zip(natural, pb, pe)]
+        if any(o <= 0 for o in out):
+            raise ShapeError(f"ConvTranspose output shape {out} is not positive")
+    n_img, c = x.shape[:2]
+    cg = c // group
+    mg = w.shape[1]
+    m = mg * group
+    kk = math.prod(kernel)
+    dt = x.dtype
+    wd = work_dtype(dt)
+    xw = x.astype(wd, copy=False).reshape(n_img, group, cg, math.prod(in_sp))
+    wt = w.astype(wd, copy=False).reshape(group, cg, mg * kk).transpose(0, 2, 1)
+    cols = np.matmul(wt, xw).reshape(n_img, m, *kernel, *in_sp)
+    full = [s * (i - 1) + e for s, i, e in zip(st, in_sp, ek)]
+    buf = col2im_accumulate(cols, kernel, st, dil, in_sp, full)
+    y = np.zeros((n_img, m, *out), dtype=wd)
+    src, dst = [], []
+    for i in range(nd):
+        lo = max(pb[i], 0)
+        hi = min(full[i], pb[i] + out[i])
+        if hi <= lo:
+            lo = hi = 0
+            src.append(slice(0, 0))
+            dst.append(slice(0, 0))
+            continue
+        src.append(slice(lo, hi))
+        dst.append(slice(lo - pb[i], hi - pb[i]))
+    y[(slice(None), slice(None)) + tuple(dst)] = buf[(slice(None), slice(None)) + tuple(src)]
+    bias = _bias(b, m)
+    if bias is not None:
+        y += bias.astype(wd, copy=False).reshape((1, -1) + (1,) * nd)
+    return y.astype(dt, copy=False)
+
+
+@kernel("ConvTranspose", 1)
+def conv_transpose_1(
+    X: np.ndarray,
+    W: np.ndarray,
+    B: np.ndarray | None = None,
+    *,
+    auto_pad: str = "NOTSET",
+    dilations: list[int] | None = None,
+    group: int = 1,
+    kernel_shape: list[int] | None = None,
+    output_padding: list[int] | None = None,
+    output_shape: list[int] | None = None,
+    pads: list[int] | None = None,
+    strides: list[int] | None = None,
+) -> np.ndarray:
+    """ConvTranspose-1: pads generated from ``output_shape`` put the odd element at the end
+    unless auto_pad is SAME_UPPER (the reverse of ConvTranspose-11)."""
+    return _convtranspose(
+        X, W, B, auto_pad=auto_pad, dilations=dilations, group=group, kernel_shape=kernel_shape,
+        output_padding=output_padding, output_shape=output_shape, pads=pads, strides=strides, legacy_split=True,
+    )  # fmt: skip
+
+
+@kernel("ConvTranspose", 11, 22)
+def conv_transpose(
+    X: np.ndarray,
+    W: np.ndarray,
+    B: np.ndarray | None = None,
+    *,
+    auto_pad: str = "NOTSET",
+    dilations: list[int] | None = None,
+    group: int = 1,
+    kernel_shape: list[int] | None = None,
+    output_padding: list[int] | None = None,
+    output_shape: list[int] | None = None,
+    pads: list[int] | None = None,
+    strides: list[int] | None = None,
+) -> np.ndarray:
+    """ConvTranspose-11/22: N-D transposed convolution with output_padding and output_shape."""
+    return _convtranspose(
+        X, W, B, auto_pad=auto_pad, dilations=dilations, group=group, kernel_shape=kernel_shape,
+        output_padding=output_padding, output_shape=output_shape, pads=pads, strides=strides, legacy_split=False,
+    )  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------
+# Col2Im
+# ---------------------------------------------------------------------------------------------
+
+
+@kernel("Col2Im", 18)
+def col2im(
+    input: np.ndarray,
+    image_shape: np.ndarray,
+    block_shape: np.ndarray,
+    *,
+    dilations: list[int] | None = None,
+    pads: list[int] | None = None,
+    strides: list[int] | None = None,
+) -> np.ndarray:
+    """Col2Im-18: sum the column blocks ``(N, C*prod(block), L)`` back into ``(N, C, *image)``."""
+    img = int_list(image_shape)
+    blk = int_list(block_shape)
+    nd = len(img)
+    if len(blk) != nd or nd < 1:
+        raise ShapeError(f"image_shape {img} and block_shape {blk} must have the same length")
+    if input.ndim != 3:
+        raise ShapeError(f"Col2Im input must be 3-D (N, C*prod(block), L), got {input.shape}")
+    st = spatial_attr(strides, nd, 1, "strides")
+    dil = spatial_attr(dilations, nd, 1, "dilations")
+    pb, pe = _pads_attr(pads, nd)
+    kk = math.prod(blk)
+    if kk <= 0 or input.shape[1] % kk:
+        raise ShapeError(f"input.shape[1]={input.shape[1]} is not a multiple of prod(block_shape)={kk}")
+    counts = [(i + b + e - ((k - 1) * d + 1)) // s + 1 for i, b, e, k, d, s in zip(img, pb, pe, blk, dil, st)]
+    if any(c <= 0 for c in counts) or math.prod(counts) != input.shape[2]:
+        raise ShapeError(f"L={input.shape[2]} does not match the {counts} blocks image_shape {img} allows")
+    n_img = input.shape[0]
+    c = input.shape[1] // kk
+    dt = input.dtype
+    wd = work_dtype(dt) if dt.kind == "f" or is_narrow_float(dt) else dt
+    cols = input.astype(wd, copy=False).reshape(n_img, c, *blk, *counts)
+    full = [i + b + e for i, b, e in zip(img, pb, pe)]
+    buf = col2im_accumulate(cols, blk, st, dil, counts, full)
+    sl = (slice(None), slice(None)) + tuple(slice(b, b + i) for b, i in zip(pb, img))
+    return np.ascontiguousarray(buf[sl]).astype(dt, copy=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# DeformConv
+# ---------------------------------------------------------------------------------------------
+
+
+def _deform_conv(
+    x: np.ndarray,
+    w: np.ndarray,
+    offset: np.ndarray,
+    b: np.ndarray | None,
+    mask: np.ndarray | None,
+    *,
+    dilations: Any,
+    group: int,
+    kernel_shape: Any,
+    offset_group: int,
+    pads: Any,
+    strides: Any,
+) -> np.ndarray:
+    _weights_check(x, w, group, kernel_shape, transpose=False)
+    nd = x.ndim - 2
+    n_img, c = x.shape[:2]
+    kernel = list(w.shape[2:])
+    in_sp = list(x.shape[2:])
+    st = spatial_attr(strides, nd, 1, "strides")
+    dil = spatial_attr(dilations, nd, 1, "dilations")
+    pb, pe, out = conv_pads(in_sp, kernel, st, dil, pads, "NOTSET")
+    if offset_group < 1 or c % offset_group:
+        raise EvaluationError(f"offset_group={offset_group} must be positive and divide C={c}")
+    og = offset_group
+    kk = math.prod(kernel)
+    p_out = math.prod(out)
+    if offset.shape != (n_img, og * kk * nd, *out):
+        raise ShapeError(f"offset shape {offset.shape} != {(n_img, og * kk * nd, *out)}")
+    if mask is not None and mask.shape != (n_img, og * kk, *out):
+        raise ShapeError(f"mask shape {mask.shape} != {(n_img, og * kk, *out)}")
+    dt = x.dtype
+    wd = work_dtype(dt)
+    xf = x.astype(wd, copy=False).reshape(n_img, og, c // og, math.prod(in_sp))
+    off = offset.astype(wd, copy=False).reshape(n_img, og, kk, nd, p_out)
+    # Sampling position of every (image, offset group, kernel offset, output position) along each axis.
+    grids = np.meshgrid(*(np.arange(o) for o in out), indexing="ij")
+    koffs = np.array(list(itertools.product(*(range(k) for k in kernel))), dtype=np.int64).reshape(kk, nd)
+    pos = []
+    for d in range(nd):
+        base = grids[d].reshape(1, p_out) * st[d] - pb[d] + koffs[:, d : d + 1] * dil[d]  # (kk, P)
+        pos.append(base.astype(wd) + off[:, :, :, d, :])  # (N, og, kk, P)
+    flo = [np.floor(p) for p in pos]
+    frac = [p - f for p, f in zip(pos, flo)]
+    flo_i = [f.astype(np.int64) for f in flo]
+    sp_strides = [math.prod(in_sp[d + 1 :]) for d in range(nd)]
+    sampled = np.zeros((n_img, og, c // og, kk * p_out), dtype=wd)
+    for corner in itertools.product((0, 1), repeat=nd):
+        weight = np.ones_like(pos[0])
+        valid = np.ones(pos[0].shape, dtype=bool)
+        lin = np.zeros(pos[0].shape, dtype=np.int64)
+        for d, cd in enumerate(corner):
+            idx = flo_i[d] + cd
+            weight = weight * (frac[d] if cd else 1 - frac[d])
+            valid &= (idx >= 0) & (idx < in_sp[d])
+            lin += np.clip(idx, 0, in_sp[d] - 1) * sp_strides[d]
+        weight = np.where(valid, weight, 0).reshape(n_img, og, 1, kk * p_out)
+        vals = np.take_along_axis(xf, lin.reshape(n_img, og, 1, kk * p_out), axis=3)
+        sampled += vals * weight
+    sampled = sampled.reshape(n_img, og, c // og, kk, p_out)
+    if mask is not None:
+        sampled *= mask.astype(wd, copy=False).reshape(n_img, og, 1, kk, p_out)
+    m = w.shape[0]
+    cg, mg = c // group, m // group
+    cols = sampled.reshape(n_img, group, cg * kk, p_out)
+    y = np.matmul(w.astype(wd, copy=False).reshape(group, mg, cg * kk), cols).reshape(n_img, m, *out)
+    bias = _bias(b, m)
+    if bias is not None:
+        y += bias.astype(wd, copy=False).reshape((1, -1) + (1,) * nd)
+    return y.astype(dt, copy=False)
+
+
+@kernel("DeformConv", 19, 22)
+def deform_conv(
+    X: np.ndarray,
+    W: np.ndarray,
+    offset: np.ndarray,
+    B: np.ndarray | None = None,
+    mask: np.ndarray | None = None,
+    *,
+    dilations: list[int] | None = None,
+    group: int = 1,
+    kernel_shape: list[int] | None = None,
+    offset_group: int = 1,
+    pads: list[int] | None = None,
+    strides: list[int] | None = None,
+) -> np.ndarray:
+    """DeformConv-19/22: N-D deformable convolution, bilinear sampling (zero outside the input)."""
+    return _deform_conv(
+        X, W, offset, B, mask, dilations=dilations, group=group, kernel_shape=kernel_shape,
+        offset_group=offset_group, pads=pads, strides=strides,
+    )  # fmt: skip

@@ -1,0 +1,541 @@
+"""Unary elementwise and activation kernels (ONNX 1-2 operator definitions, default domain).
+
+Binary, variadic, comparison, logical and bitwise kernels are in
+:mod:`onnxcore.runtime.ops.elementwise_binary`.
+
+Numerics (Clause 11): float16, float32 and float64 compute natively in numpy; bfloat16 and the
+8-bit float types compute in float32 and are rounded once to the element type at the end.
+IEEE 754 special values propagate as numpy's ufuncs propagate them (Clause 11.3).
+``Erf`` (which numpy lacks) is evaluated in float64 by a power series for ``|x| < 2.5`` and
+a continued fraction for ``erfc`` beyond, accurate to a few ulps of float64.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from onnxcore.errors import EvaluationError
+from onnxcore.runtime.ops._util import NARROW_FLOAT_DTYPES, float_unary, from_compute
+from onnxcore.runtime.registry import kernel
+
+__all__ = ["erf"]
+
+Array = np.ndarray
+
+
+def _register_unary(op: str, fn: Callable[[Array], Any], versions: tuple[int, ...], legacy: bool = False) -> None:
+    """Register ``fn`` for ``versions``; with ``legacy`` also version 1 accepting ``consumed_inputs``.
+
+    ``consumed_inputs`` (opset 1) is an in-place hint for the legacy optimizer with no effect on
+    the values computed, so the opset-1 kernel is the same function.
+    """
+
+    def k(X: Array) -> Array:
+        return fn(X)
+
+    k.__name__ = k.__qualname__ = op.lower()
+    if versions:
+        kernel(op, *versions)(k)
+    if legacy:
+
+        def k1(X: Array, *, consumed_inputs: list[int] | None = None) -> Array:
+            return fn(X)
+
+        k1.__name__ = k1.__qualname__ = op.lower() + "_1"
+        kernel(op, 1)(k1)
+
+
+def _ufunc(uf: Any) -> Callable[[Array], Array]:
+    """A float kernel from a numpy ufunc (narrow floats computed in float32)."""
+
+    def f(x: Array) -> Array:
+        if x.dtype.kind == "V":
+            return uf(x.astype(np.float32)).astype(x.dtype)
+        return np.asarray(uf(x))
+
+    return f
+
+
+def _any_ufunc(uf: Any) -> Callable[[Array], Array]:
+    """A kernel for float and integer types alike (integers keep their type, wrap like C)."""
+
+    def f(x: Array) -> Array:
+        if x.dtype.kind == "V":
+            return uf(x.astype(np.float32)).astype(x.dtype)
+        return np.asarray(uf(x))
+
+    return f
+
+
+# --- trigonometric, hyperbolic, exp/log, rounding ---------------------------------------------
+
+_TRIG: tuple[tuple[str, Any, tuple[int, ...]], ...] = (
+    ("Acos", np.arccos, (7, 22)),
+    ("Asin", np.arcsin, (7, 22)),
+    ("Atan", np.arctan, (7, 22)),
+    ("Cos", np.cos, (7, 22)),
+    ("Sin", np.sin, (7, 22)),
+    ("Tan", np.tan, (7, 22)),
+    ("Acosh", np.arccosh, (9, 22)),
+    ("Asinh", np.arcsinh, (9, 22)),
+    ("Atanh", np.arctanh, (9, 22)),
+    ("Cosh", np.cosh, (9, 22)),
+    ("Sinh", np.sinh, (9, 22)),
+    # Round: halves to even, as numpy's rint (Round-11 definition).
+    ("Round", np.rint, (11, 22)),
+)
+for _op, _uf, _versions in _TRIG:
+    _register_unary(_op, _ufunc(_uf), _versions)
+
+_CLASSIC: tuple[tuple[str, Any], ...] = (
+    ("Ceil", np.ceil),
+    ("Floor", np.floor),
+    ("Exp", np.exp),
+    ("Log", np.log),
+    ("Sqrt", np.sqrt),
+    ("Tanh", np.tanh),
+)
+for _op, _uf in _CLASSIC:
+    _register_unary(_op, _ufunc(_uf), (6, 13), legacy=True)
+
+# Abs and Neg take integers from opset 6; two's complement wrap (Abs(-128) = -128 for int8).
+_register_unary("Abs", _any_ufunc(np.absolute), (6, 13), legacy=True)
+_register_unary("Neg", _any_ufunc(np.negative), (6, 13), legacy=True)
+
+
+def _reciprocal(x: Array) -> Array:
+    if x.dtype.kind == "V":
+        return np.reciprocal(x.astype(np.float32)).astype(x.dtype)
+    return np.asarray(np.reciprocal(x))
+
+
+_register_unary("Reciprocal", _reciprocal, (6, 13), legacy=True)
+
+
+def _sigmoid(x: Array) -> Array:
+    def f(v: Array) -> Array:
+        # 1/(1+exp(-x)) overflows harmlessly to 0 for very negative x; exp(-x) -> inf gives 1/inf = 0.
+        e = np.exp(-v)
+        e += 1
+        return np.reciprocal(e, out=e)
+
+    return float_unary(x, f)
+
+
+_register_unary("Sigmoid", _sigmoid, (6, 13), legacy=True)
+
+
+def _relu(x: Array) -> Array:
+    if x.dtype.kind == "V":
+        return np.maximum(x.astype(np.float32), 0).astype(x.dtype)
+    return np.maximum(x, np.zeros((), dtype=x.dtype))
+
+
+# Relu-14 adds signed integer types with the same definition.
+_register_unary("Relu", _relu, (6, 13, 14), legacy=True)
+
+
+def _softplus(x: Array) -> Array:
+    # ln(exp(x) + 1) without overflow: logaddexp(0, x).
+    return float_unary(x, lambda v: np.logaddexp(np.zeros((), v.dtype), v))
+
+
+_register_unary("Softplus", _softplus, (1, 22))
+
+
+def _softsign(x: Array) -> Array:
+    def f(v: Array) -> Array:
+        d = np.abs(v)
+        d += 1
+        return np.divide(v, d, out=d)
+
+    return float_unary(x, f)
+
+
+_register_unary("Softsign", _softsign, (1, 22))
+
+
+def _sign(x: Array) -> Array:
+    if x.dtype.kind == "V":
+        return np.sign(x.astype(np.float32)).astype(x.dtype)
+    if x.dtype.kind == "u":
+        return (x != 0).astype(x.dtype)
+    return np.asarray(np.sign(x))
+
+
+_register_unary("Sign", _sign, (9, 13))
+
+
+def _isnan(x: Array) -> Array:
+    if x.dtype.kind == "V":
+        return np.isnan(x.astype(np.float32))
+    return np.asarray(np.isnan(x))
+
+
+# IsNaN-20 adds the float8 types; float8e4m3fn/e4m3fnuz/e5m2fnuz have NaN but no infinity.
+_register_unary("IsNaN", _isnan, (9, 13, 20))
+
+
+@kernel("IsInf", 10, 20)
+def isinf(X: Array, *, detect_negative: int = 1, detect_positive: int = 1) -> Array:
+    """IsInf-10/20: infinities of the selected signs."""
+    x = X.astype(np.float32) if X.dtype.kind == "V" else X
+    if detect_negative and detect_positive:
+        return np.asarray(np.isinf(x))
+    if detect_positive:
+        return np.asarray(np.isposinf(x))
+    if detect_negative:
+        return np.asarray(np.isneginf(x))
+    return np.zeros(x.shape, dtype=bool)
+
+
+@kernel("Not", 1)
+def not_(X: Array) -> Array:
+    """Not-1: logical negation of a bool tensor."""
+    return np.asarray(np.logical_not(X))
+
+
+@kernel("BitwiseNot", 18)
+def bitwise_not(X: Array) -> Array:
+    """BitwiseNot-18."""
+    return np.asarray(np.invert(X))
+
+
+# --- Erf ------------------------------------------------------------------------------------
+
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+_INV_SQRT_PI = 1.0 / math.sqrt(math.pi)
+
+
+def _erf64(x: Array) -> Array:
+    """erf of a float64 array (fresh result)."""
+    out = np.empty(x.shape, dtype=np.float64)
+    ax = np.abs(x)
+    small = ax < 2.5
+    if small.any():
+        # erf(x) = 2/sqrt(pi) * exp(-x^2) * sum_n (2x^2)^n x / (1*3*...*(2n+1)); every term is
+        # positive (no cancellation). For |x| < 2.5 the terms fall below 2^-60 of the sum by n = 80.
+        xs = x[small]
+        x2 = xs * xs
+        term = xs.copy()
+        acc = xs.copy()
+        two_x2 = 2.0 * x2
+        for n in range(1, 90):
+            term *= two_x2
+            term /= 2 * n + 1
+            acc += term
+            if n > 20 and n % 10 == 0 and not (np.abs(term) > 1e-17 * np.abs(acc)).any():
+                break
+        out[small] = _TWO_OVER_SQRT_PI * np.exp(-x2) * acc
+    big = ~small
+    if big.any():
+        # erfc(a) = exp(-a^2)/sqrt(pi) * 1/(a + (1/2)/(a + 1/(a + (3/2)/(a + 2/(a + ...))))),
+        # evaluated bottom-up with a fixed depth that converges to double precision for a >= 2.5.
+        a = ax[big]
+        fin = np.isfinite(a)
+        a_f = np.where(fin, a, 1.0)
+        f = a_f.copy()
+        for k in range(60, 0, -1):
+            f = a_f + (k / 2.0) / f
+        erfc = np.exp(-a_f * a_f) * _INV_SQRT_PI / f
+        val = 1.0 - erfc
+        val = np.where(fin, val, 1.0)
+        nan = np.isnan(a)
+        val = np.where(nan, np.nan, val)
+        out[big] = np.copysign(val, x[big])
+    return out
+
+
+def erf(x: Array) -> Array:
+    """The error function, elementwise, in ``x``'s dtype (integers truncate like a C cast)."""
+    dt = x.dtype
+    if dt == np.float64:
+        return _erf64(x)
+    return from_compute(_erf64(x.astype(np.float64)), dt)
+
+
+# Erf-9 also admits integer types; Erf-13 is float only; the function is the same.
+_register_unary("Erf", erf, (9, 13))
+
+
+# --- activations with attributes ----------------------------------------------------------
+
+
+def _elu(X: Array, alpha: float) -> Array:
+    def f(v: Array) -> Array:
+        neg = np.expm1(np.minimum(v, 0)) * np.asarray(alpha, v.dtype)
+        return np.where(v > 0, v, neg)
+
+    return float_unary(X, f)
+
+
+@kernel("Elu", 1)
+def elu_1(X: Array, *, alpha: float = 1.0, consumed_inputs: list[int] | None = None) -> Array:
+    """Elu-1."""
+    return _elu(X, alpha)
+
+
+@kernel("Elu", 6, 22)
+def elu(X: Array, *, alpha: float = 1.0) -> Array:
+    """Elu-6/22: x for x > 0, alpha*(exp(x)-1) otherwise."""
+    return _elu(X, alpha)
+
+
+def _celu(X: Array, alpha: float) -> Array:
+    def f(v: Array) -> Array:
+        a = np.asarray(alpha, v.dtype)
+        neg = np.expm1(np.minimum(v, 0) / a) * a
+        return np.where(v > 0, v, neg)
+
+    return float_unary(X, f)
+
+
+@kernel("Celu", 12, 28)
+def celu(X: Array, *, alpha: float = 1.0) -> Array:
+    """Celu-12/28: max(0,x) + min(0, alpha*(exp(x/alpha)-1))."""
+    return _celu(X, alpha)
+
+
+def _hard_sigmoid(X: Array, alpha: float, beta: float) -> Array:
+    def f(v: Array) -> Array:
+        y = v * np.asarray(alpha, v.dtype)
+        y += np.asarray(beta, v.dtype)
+        return np.clip(y, 0, 1, out=y)
+
+    return float_unary(X, f)
+
+
+@kernel("HardSigmoid", 1)
+def hard_sigmoid_1(
+    X: Array, *, alpha: float = 0.2, beta: float = 0.5, consumed_inputs: list[int] | None = None
+) -> Array:
+    """HardSigmoid-1."""
+    return _hard_sigmoid(X, alpha, beta)
+
+
+@kernel("HardSigmoid", 6, 22)
+def hard_sigmoid(X: Array, *, alpha: float = 0.2, beta: float = 0.5) -> Array:
+    """HardSigmoid-6/22: max(0, min(1, alpha*x + beta))."""
+    return _hard_sigmoid(X, alpha, beta)
+
+
+def _hard_swish(X: Array) -> Array:
+    def f(v: Array) -> Array:
+        y = v * np.asarray(1.0 / 6.0, v.dtype)
+        y += np.asarray(0.5, v.dtype)
+        np.clip(y, 0, 1, out=y)
+        y *= v
+        return y
+
+    return float_unary(X, f)
+
+
+_register_unary("HardSwish", _hard_swish, (14, 22))
+
+
+def _leaky_relu(X: Array, alpha: float) -> Array:
+    return float_unary(X, lambda v: np.where(v < 0, v * np.asarray(alpha, v.dtype), v))
+
+
+@kernel("LeakyRelu", 1)
+def leaky_relu_1(X: Array, *, alpha: float = 0.01, consumed_inputs: list[int] | None = None) -> Array:
+    """LeakyRelu-1."""
+    return _leaky_relu(X, alpha)
+
+
+@kernel("LeakyRelu", 6, 16)
+def leaky_relu(X: Array, *, alpha: float = 0.01) -> Array:
+    """LeakyRelu-6/16: x for x >= 0, alpha*x otherwise."""
+    return _leaky_relu(X, alpha)
+
+
+def _selu(X: Array, alpha: float, gamma: float) -> Array:
+    def f(v: Array) -> Array:
+        a = np.asarray(alpha, v.dtype)
+        neg = np.expm1(np.minimum(v, 0)) * a
+        y = np.where(v > 0, v, neg)
+        y *= np.asarray(gamma, v.dtype)
+        return y
+
+    return float_unary(X, f)
+
+
+@kernel("Selu", 1)
+def selu_1(
+    X: Array,
+    *,
+    alpha: float = 1.673200011253357,
+    gamma: float = 1.0506999492645264,
+    consumed_inputs: list[int] | None = None,
+) -> Array:
+    """Selu-1 (its defaults differ from Selu-6's in the fourth decimal)."""
+    return _selu(X, alpha, gamma)
+
+
+@kernel("Selu", 6, 22)
+def selu(X: Array, *, alpha: float = 1.6732631921768188, gamma: float = 1.0507010221481323) -> Array:
+    """Selu-6/22: gamma*x for x > 0, gamma*alpha*(exp(x)-1) otherwise."""
+    return _selu(X, alpha, gamma)
+
+
+@kernel("ThresholdedRelu", 10, 22)
+def thresholded_relu(X: Array, *, alpha: float = 1.0) -> Array:
+    """ThresholdedRelu-10/22: x for x > alpha, 0 otherwise."""
+    return float_unary(X, lambda v: np.where(v > np.asarray(alpha, v.dtype), v, np.zeros((), v.dtype)))
+
+
+def _mish(X: Array) -> Array:
+    def f(v: Array) -> Array:
+        sp = np.logaddexp(np.zeros((), v.dtype), v)
+        np.tanh(sp, out=sp)
+        sp *= v
+        return sp
+
+    return float_unary(X, f)
+
+
+_register_unary("Mish", _mish, (18, 22))
+
+
+@kernel("Gelu", 20)
+def gelu(X: Array, *, approximate: str = "none") -> Array:
+    """Gelu-20: 0.5*x*(1+erf(x/sqrt(2))), or the tanh approximation."""
+    if approximate not in ("none", "tanh"):
+        raise EvaluationError(f"Gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    dt = X.dtype
+    if approximate == "tanh":
+
+        def f(v: Array) -> Array:
+            c = np.asarray(math.sqrt(2.0 / math.pi), v.dtype)
+            inner = v * v
+            inner *= np.asarray(0.044715, v.dtype)
+            inner += 1
+            inner *= v
+            inner *= c
+            np.tanh(inner, out=inner)
+            inner += 1
+            inner *= v
+            inner *= np.asarray(0.5, v.dtype)
+            return inner
+
+        return float_unary(X, f)
+    x64 = X.astype(np.float64)
+    y = _erf64(x64 * (1.0 / math.sqrt(2.0)))
+    y += 1.0
+    y *= x64
+    y *= 0.5
+    return from_compute(y, dt)
+
+
+@kernel("Swish", 24)
+def swish(X: Array, *, alpha: float = 1.0) -> Array:
+    """Swish-24: x * sigmoid(alpha * x)."""
+
+    def f(v: Array) -> Array:
+        e = v * np.asarray(-alpha, v.dtype)
+        np.exp(e, out=e)
+        e += 1
+        return np.divide(v, e, out=e)
+
+    return float_unary(X, f)
+
+
+@kernel("Shrink", 9)
+def shrink(input: Array, *, bias: float = 0.0, lambd: float = 0.5) -> Array:
+    """Shrink-9: x+bias for x < -lambd, x-bias for x > lambd, else 0 (integer types too)."""
+    x = input
+    dt = x.dtype
+    xc = x.astype(np.float32) if dt in NARROW_FLOAT_DTYPES else x
+    if dt.kind in "iu":
+        # Compare and offset in float64 like the definition's float attributes, then cast back.
+        xf = xc.astype(np.float64)
+        y = np.where(xf < -lambd, xf + bias, np.where(xf > lambd, xf - bias, 0.0))
+        return y.astype(dt)
+    lam = np.asarray(lambd, xc.dtype)
+    b = np.asarray(bias, xc.dtype)
+    y = np.where(xc < -lam, xc + b, np.where(xc > lam, xc - b, np.zeros((), xc.dtype)))
+    return from_compute(y, dt)
+
+
+# --- Clip -------------------------------------------------------------------------------------
+
+
+def _clip(x: Array, lo: Any, hi: Any) -> Array:
+    dt = x.dtype
+    xc = x.astype(np.float32) if dt.kind == "V" else x
+    cd = xc.dtype
+    y = xc
+    # Max(input, min) then Min(max, .): when min > max every element becomes max (Clip-13 text).
+    if lo is not None:
+        y = np.maximum(y, np.asarray(lo).astype(cd))
+    if hi is not None:
+        y = np.minimum(y, np.asarray(hi).astype(cd))
+    if y is x:
+        y = x.copy()
+    return from_compute(y, dt)
+
+
+@kernel("Clip", 1)
+def clip_1(
+    input: Array,
+    *,
+    max: float | None = None,
+    min: float | None = None,
+    consumed_inputs: list[int] | None = None,
+) -> Array:
+    """Clip-1: bounds as attributes; an absent bound does not clip."""
+    return _clip(input, min, max)
+
+
+@kernel("Clip", 6)
+def clip_6(input: Array, *, max: float = 3.4028234663852886e38, min: float = -3.4028234663852886e38) -> Array:
+    """Clip-6: bounds as attributes defaulting to the float32 range."""
+    return _clip(input, min, max)
+
+
+@kernel("Clip", 11, 12, 13)
+def clip(input: Array, min: Array | None = None, max: Array | None = None) -> Array:
+    """Clip-11/12/13: bounds as optional scalar inputs (absent: no bound)."""
+    for name, b in (("min", min), ("max", max)):
+        if b is not None and np.asarray(b).size != 1:
+            raise EvaluationError(f"Clip: {name} must be a scalar, got shape {np.asarray(b).shape}")
+    lo = None if min is None else np.asarray(min).reshape(())
+    hi = None if max is None else np.asarray(max).reshape(())
+    return _clip(input, lo, hi)
+
+
+# --- PRelu ------------------------------------------------------------------------------------
+
+
+def _prelu(X: Array, slope: Array) -> Array:
+    dt = X.dtype
+    x = X.astype(np.float32) if dt.kind == "V" else X
+    s = slope.astype(x.dtype) if slope.dtype != x.dtype else slope
+    return from_compute(np.where(x < 0, x * s, x), dt)
+
+
+@kernel("PRelu", 1)
+def prelu_1(X: Array, slope: Array, *, consumed_inputs: list[int] | None = None) -> Array:
+    """PRelu-1: slope of one element, or broadcast against X."""
+    return prelu_6(X, slope)
+
+
+@kernel("PRelu", 6)
+def prelu_6(X: Array, slope: Array) -> Array:
+    """PRelu-6: slope shared when of size 1, else of X's shape (numpy-broadcast otherwise)."""
+    if slope.size == 1:
+        slope = slope.reshape(())
+    return _prelu(X, slope)
+
+
+@kernel("PRelu", 7, 9, 16)
+def prelu(X: Array, slope: Array) -> Array:
+    """PRelu-7/9/16: slope unidirectionally broadcast to X (Clause 6.6.3)."""
+    from onnxcore.runtime.ops._util import check_unidirectional
+
+    check_unidirectional(slope.shape, X.shape)
+    return _prelu(X, slope)

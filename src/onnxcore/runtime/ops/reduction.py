@@ -1,0 +1,413 @@
+"""Reduction kernels: Reduce*, ArgMax/ArgMin, CumSum/CumProd, Softmax/LogSoftmax/Hardmax, TopK.
+
+Axes (every version): an axis may be negative, counting from the back; an axis repeated or out of
+range is refused. Before opset 13 (ReduceSum) or 18 (the other Reduce ops) the axes are an
+attribute, and an absent attribute reduces over every axis. From then on they are an optional
+input; an absent or empty input reduces over every axis unless ``noop_with_empty_axes`` is 1, in
+which case the input is returned unchanged.
+
+A reduction over an empty set yields the operation's identity, as the definitions state: 0 for
+ReduceSum, ReduceSumSquare, ReduceL1 and ReduceL2; 1 for ReduceProd; -inf for ReduceLogSum and
+ReduceLogSumExp; -inf (or the least value of an integer type, ``False`` for bool) for ReduceMax;
++inf (or the greatest value) for ReduceMin; NaN (0/0) for ReduceMean.
+
+ReduceMax/ReduceMin propagate NaN (IEEE 754 ``maximum``/``minimum``, see Clause 11.3 and the
+module docstring of :mod:`onnxcore.runtime.ops.elementwise_binary`).
+
+Accumulation (Clause 11.4): float16 and the narrow floats accumulate in float32, integers in
+their own type (wrapping), float32/float64 by numpy's pairwise summation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from onnxcore.errors import EvaluationError
+from onnxcore.runtime.ops._util import axes_from_input, normalize_axes, normalize_axis, scalar_of
+from onnxcore.runtime.registry import kernel
+
+__all__: list[str] = []
+
+Array = np.ndarray
+
+# Typed as Any: numpy's stubs reject a non-literal ``keepdims`` on ufunc.reduce.
+_ADD: Any = np.add
+_MUL: Any = np.multiply
+_MAX: Any = np.maximum
+
+
+def _acc_input(x: Array) -> Array:
+    """``x`` in the type sums accumulate in (float32 for float16 and narrow floats)."""
+    if x.dtype.kind == "V" or x.dtype == np.float16:
+        return x.astype(np.float32)
+    return x
+
+
+def _finish(y: Any, dt: np.dtype[Any]) -> Array:
+    r = np.asarray(y)
+    return r if r.dtype == dt else r.astype(dt)
+
+
+def _lowest(dt: np.dtype[Any]) -> Any:
+    if dt.kind == "b":
+        return False
+    if dt.kind in "iu":
+        return np.iinfo(dt).min
+    return -np.inf
+
+
+def _highest(dt: np.dtype[Any]) -> Any:
+    if dt.kind == "b":
+        return True
+    if dt.kind in "iu":
+        return np.iinfo(dt).max
+    return np.inf
+
+
+def _reduce_core(op: str, x: Array, axes: tuple[int, ...] | None, keepdims: bool) -> Array:
+    """Reduce ``x`` over ``axes`` (``None``: all) with the named reduction."""
+    dt = x.dtype
+    ax = axes if axes is None else tuple(axes)
+    if op in ("max", "min"):
+        xc = x.astype(np.float32) if dt.kind == "V" else x
+        uf: Any = np.maximum if op == "max" else np.minimum
+        empty = x.size == 0
+        if empty:
+            init = _lowest(xc.dtype) if op == "max" else _highest(xc.dtype)
+            y = uf.reduce(xc, axis=ax, keepdims=keepdims, initial=init)
+        else:
+            y = uf.reduce(xc, axis=ax, keepdims=keepdims)
+        return _finish(y, dt)
+    if dt.kind in "iu":
+        return _reduce_int(op, x, ax, keepdims)
+    xc = _acc_input(x)
+    if op == "sum":
+        y = _ADD.reduce(xc, axis=ax, keepdims=keepdims)
+    elif op == "mean":
+        n = _count(x.shape, ax)
+        y = _ADD.reduce(xc, axis=ax, keepdims=keepdims)
+        y = np.true_divide(y, n) if n else np.full(np.shape(y), np.nan, dtype=xc.dtype)
+    elif op == "prod":
+        y = _MUL.reduce(xc, axis=ax, keepdims=keepdims)
+    elif op == "sumsquare":
+        y = _ADD.reduce(np.square(xc), axis=ax, keepdims=keepdims)
+    elif op == "l1":
+        y = _ADD.reduce(np.abs(xc), axis=ax, keepdims=keepdims)
+    elif op == "l2":
+        y = np.sqrt(_ADD.reduce(np.square(xc), axis=ax, keepdims=keepdims))
+    elif op == "logsum":
+        y = np.log(_ADD.reduce(xc, axis=ax, keepdims=keepdims))
+    elif op == "logsumexp":
+        y = _logsumexp(xc, ax, keepdims)
+    else:  # pragma: no cover - the table below names only the ops above
+        raise EvaluationError(f"unknown reduction {op}")
+    return _finish(y, dt)
+
+
+def _count(shape: tuple[int, ...], ax: tuple[int, ...] | None) -> int:
+    n = 1
+    for i in range(len(shape)) if ax is None else ax:
+        n *= shape[i]
+    return n
+
+
+def _logsumexp(xc: Array, ax: tuple[int, ...] | None, keepdims: bool) -> Array:
+    if xc.size == 0:
+        return np.log(_ADD.reduce(xc, axis=ax, keepdims=keepdims))
+    m = _MAX.reduce(xc, axis=ax, keepdims=True)
+    # Where the max is infinite (all -inf, or some +inf) shifting would give NaN; shift by 0 there.
+    m = np.where(np.isfinite(m), m, np.zeros((), m.dtype))
+    e = np.subtract(xc, m)
+    np.exp(e, out=e)
+    s = _ADD.reduce(e, axis=ax, keepdims=keepdims)
+    np.log(s, out=s)
+    s += m if keepdims else m.reshape(s.shape)
+    return s
+
+
+def _reduce_int(op: str, x: Array, ax: tuple[int, ...] | None, keepdims: bool) -> Array:
+    dt = x.dtype
+    if op == "sum":
+        return _finish(_ADD.reduce(x, axis=ax, keepdims=keepdims, dtype=dt), dt)
+    if op == "prod":
+        return _finish(_MUL.reduce(x, axis=ax, keepdims=keepdims, dtype=dt), dt)
+    if op == "sumsquare":
+        return _finish(_ADD.reduce(np.multiply(x, x), axis=ax, keepdims=keepdims, dtype=dt), dt)
+    if op == "l1":
+        return _finish(_ADD.reduce(np.abs(x), axis=ax, keepdims=keepdims, dtype=dt), dt)
+    # The rest leave the integers: compute in float64 and truncate back like a C cast.
+    xf: Any = x.astype(np.float64)
+    y: Any
+    if op == "mean":
+        n = _count(x.shape, ax)
+        s = _ADD.reduce(xf, axis=ax, keepdims=keepdims)
+        y = s / n if n else np.zeros(np.shape(s))
+    elif op == "l2":
+        y = np.sqrt(_ADD.reduce(xf * xf, axis=ax, keepdims=keepdims))
+    elif op == "logsum":
+        y = np.log(_ADD.reduce(xf, axis=ax, keepdims=keepdims))
+    else:
+        y = _logsumexp(xf, ax, keepdims)
+    # A non-finite result (log of 0) has no integer value; 0 is what a C cast gives on x86.
+    y = np.asarray(y)
+    if not np.isfinite(y).all():
+        y = np.where(np.isfinite(y), y, 0.0)
+    return _finish(y, dt)
+
+
+def _axes_attr(x: Array, axes: list[int] | None) -> tuple[int, ...] | None:
+    if axes is None:
+        return None
+    return normalize_axes(axes, x.ndim)
+
+
+def _make_attr_kernel(op: str, name: str, versions: tuple[int, ...]) -> None:
+    def k(data: Array, *, axes: list[int] | None = None, keepdims: int = 1) -> Array:
+        return _reduce_core(op, data, _axes_attr(data, axes), bool(keepdims))
+
+    k.__name__ = k.__qualname__ = f"{name}_attr"
+    kernel(name, *versions)(k)
+
+
+def _make_input_kernel(op: str, name: str, versions: tuple[int, ...]) -> None:
+    def k(data: Array, axes: Array | None = None, *, keepdims: int = 1, noop_with_empty_axes: int = 0) -> Array:
+        ax = axes_from_input(axes)
+        if not ax:
+            if noop_with_empty_axes:
+                return data.copy()
+            return _reduce_core(op, data, None, bool(keepdims))
+        return _reduce_core(op, data, normalize_axes(ax, data.ndim), bool(keepdims))
+
+    k.__name__ = k.__qualname__ = f"{name}_input"
+    kernel(name, *versions)(k)
+
+
+for _op, _name, _attr_versions, _input_versions in (
+    ("sum", "ReduceSum", (1, 11), (13,)),
+    ("mean", "ReduceMean", (1, 11, 13), (18,)),
+    ("prod", "ReduceProd", (1, 11, 13), (18,)),
+    ("sumsquare", "ReduceSumSquare", (1, 11, 13), (18,)),
+    ("l1", "ReduceL1", (1, 11, 13), (18,)),
+    ("l2", "ReduceL2", (1, 11, 13), (18,)),
+    ("logsum", "ReduceLogSum", (1, 11, 13), (18, 28)),
+    ("logsumexp", "ReduceLogSumExp", (1, 11, 13), (18, 28)),
+    # ReduceMax/Min-20 add bool (False < True) with the same definition.
+    ("max", "ReduceMax", (1, 11, 12, 13), (18, 20)),
+    ("min", "ReduceMin", (1, 11, 12, 13), (18, 20)),
+):
+    _make_attr_kernel(_op, _name, _attr_versions)
+    _make_input_kernel(_op, _name, _input_versions)
+
+
+# --- ArgMax / ArgMin --------------------------------------------------------------------------
+
+
+def _arg(x: Array, axis: int, keepdims: int, select_last_index: int, largest: bool) -> Array:
+    a = normalize_axis(axis, x.ndim) if x.ndim else 0
+    if x.ndim == 0:
+        raise EvaluationError("ArgMax/ArgMin: input must have rank >= 1")
+    if x.shape[a] == 0:
+        raise EvaluationError(f"ArgMax/ArgMin: axis {a} has extent 0")
+    xc = x.astype(np.float32) if x.dtype.kind == "V" else x
+    fn = np.argmax if largest else np.argmin
+    if select_last_index:
+        n = xc.shape[a]
+        idx = fn(np.flip(xc, axis=a), axis=a, keepdims=bool(keepdims))
+        idx = (n - 1) - idx
+    else:
+        idx = fn(xc, axis=a, keepdims=bool(keepdims))
+    return np.asarray(idx, dtype=np.int64)
+
+
+@kernel("ArgMax", 1, 11)
+def argmax_1(data: Array, *, axis: int = 0, keepdims: int = 1) -> Array:
+    """ArgMax-1/11: index of the first maximum along ``axis``."""
+    return _arg(data, axis, keepdims, 0, True)
+
+
+@kernel("ArgMax", 12, 13)
+def argmax(data: Array, *, axis: int = 0, keepdims: int = 1, select_last_index: int = 0) -> Array:
+    """ArgMax-12/13: first or last maximum along ``axis``."""
+    return _arg(data, axis, keepdims, select_last_index, True)
+
+
+@kernel("ArgMin", 1, 11)
+def argmin_1(data: Array, *, axis: int = 0, keepdims: int = 1) -> Array:
+    """ArgMin-1/11: index of the first minimum along ``axis``."""
+    return _arg(data, axis, keepdims, 0, False)
+
+
+@kernel("ArgMin", 12, 13)
+def argmin(data: Array, *, axis: int = 0, keepdims: int = 1, select_last_index: int = 0) -> Array:
+    """ArgMin-12/13: first or last minimum along ``axis``."""
+    return _arg(data, axis, keepdims, select_last_index, False)
+
+
+# --- CumSum / CumProd -------------------------------------------------------------------------
+
+
+def _cumulative(x: Array, axis: Array, exclusive: int, reverse: int, prod: bool) -> Array:
+    if x.ndim == 0:
+        raise EvaluationError("CumSum/CumProd: input must have rank >= 1")
+    a = normalize_axis(int(scalar_of(axis, name="axis")), x.ndim)
+    dt = x.dtype
+    xc = _acc_input(x)
+    if reverse:
+        xc = np.flip(xc, axis=a)
+    uf = np.multiply if prod else np.add
+    if exclusive:
+        y = np.empty(xc.shape, dtype=xc.dtype)
+        head = [slice(None)] * x.ndim
+        tail = [slice(None)] * x.ndim
+        head[a] = slice(0, 1)
+        tail[a] = slice(1, None)
+        y[tuple(head)] = 1 if prod else 0
+        src = [slice(None)] * x.ndim
+        src[a] = slice(0, -1)
+        uf.accumulate(xc[tuple(src)], axis=a, dtype=xc.dtype, out=y[tuple(tail)])
+    else:
+        y = uf.accumulate(xc, axis=a, dtype=xc.dtype)
+    if reverse:
+        y = np.flip(y, axis=a)
+    return np.ascontiguousarray(_finish(y, dt))
+
+
+@kernel("CumSum", 11, 14)
+def cumsum(x: Array, axis: Array, *, exclusive: int = 0, reverse: int = 0) -> Array:
+    """CumSum-11/14: cumulative sum along the axis given as a 0-D (or 1-element) tensor."""
+    return _cumulative(x, axis, exclusive, reverse, prod=False)
+
+
+@kernel("CumProd", 26)
+def cumprod(x: Array, axis: Array, *, exclusive: int = 0, reverse: int = 0) -> Array:
+    """CumProd-26: cumulative product along ``axis``."""
+    return _cumulative(x, axis, exclusive, reverse, prod=True)
+
+
+# --- Softmax, LogSoftmax, Hardmax -------------------------------------------------------------
+
+
+def _softmax_axis(x: Array, a: int, log: bool) -> Array:
+    dt = x.dtype
+    xc = x.astype(np.float32) if (dt.kind == "V" or dt == np.float16) else x
+    m = _MAX.reduce(xc, axis=a, keepdims=True) if xc.size else np.zeros((), xc.dtype)
+    m = np.where(np.isfinite(m), m, np.zeros((), xc.dtype)) if not np.isfinite(m).all() else m
+    e = np.subtract(xc, m)
+    if log:
+        s = np.exp(e)
+        s = _ADD.reduce(s, axis=a, keepdims=True)
+        np.log(s, out=s)
+        e -= s
+        return _finish(e, dt)
+    np.exp(e, out=e)
+    s = _ADD.reduce(e, axis=a, keepdims=True)
+    e /= s
+    return _finish(e, dt)
+
+
+def _hardmax_axis(x: Array, a: int) -> Array:
+    xc = x.astype(np.float32) if x.dtype.kind == "V" else x
+    out = np.zeros(x.shape, dtype=x.dtype)
+    if x.size == 0:
+        return out
+    idx = np.argmax(xc, axis=a, keepdims=True)
+    np.put_along_axis(out, idx, np.ones((), dtype=x.dtype), axis=a)
+    return out
+
+
+def _coerced(x: Array, axis: int, fn: Any) -> Array:
+    """Apply ``fn`` along axis 1 of ``x`` coerced to 2-D at ``axis`` (definitions before 13)."""
+    a = normalize_axis(axis, x.ndim, allow_end=True) if x.ndim else 0
+    n = int(np.prod(x.shape[:a], dtype=np.int64))
+    d = int(np.prod(x.shape[a:], dtype=np.int64))
+    return np.asarray(fn(x.reshape(n, d), 1)).reshape(x.shape)
+
+
+def _along(x: Array, axis: int, fn: Any) -> Array:
+    if x.ndim == 0:
+        return np.asarray(fn(x.reshape(1), 0)).reshape(())
+    return np.asarray(fn(x, normalize_axis(axis, x.ndim)))
+
+
+@kernel("Softmax", 1, 11)
+def softmax_1(input: Array, *, axis: int = 1) -> Array:
+    """Softmax-1/11: over the input coerced to 2-D [a_0*..*a_{k-1}, a_k*..*a_{n-1}]."""
+    return _coerced(input, axis, lambda v, a: _softmax_axis(v, a, False))
+
+
+@kernel("Softmax", 13)
+def softmax(input: Array, *, axis: int = -1) -> Array:
+    """Softmax-13: along one axis."""
+    return _along(input, axis, lambda v, a: _softmax_axis(v, a, False))
+
+
+@kernel("LogSoftmax", 1, 11)
+def log_softmax_1(input: Array, *, axis: int = 1) -> Array:
+    """LogSoftmax-1/11: over the input coerced to 2-D."""
+    return _coerced(input, axis, lambda v, a: _softmax_axis(v, a, True))
+
+
+@kernel("LogSoftmax", 13)
+def log_softmax(input: Array, *, axis: int = -1) -> Array:
+    """LogSoftmax-13: along one axis."""
+    return _along(input, axis, lambda v, a: _softmax_axis(v, a, True))
+
+
+@kernel("Hardmax", 1, 11)
+def hardmax_1(input: Array, *, axis: int = 1) -> Array:
+    """Hardmax-1/11: 1 at the first maximum of each row of the input coerced to 2-D."""
+    return _coerced(input, axis, _hardmax_axis)
+
+
+@kernel("Hardmax", 13)
+def hardmax(input: Array, *, axis: int = -1) -> Array:
+    """Hardmax-13: 1 at the first maximum along ``axis``, 0 elsewhere."""
+    return _along(input, axis, _hardmax_axis)
+
+
+# --- TopK -------------------------------------------------------------------------------------
+
+
+def _topk(x: Array, k: int, axis: int, largest: int) -> tuple[Array, Array]:
+    if x.ndim == 0:
+        raise EvaluationError("TopK: input must have rank >= 1")
+    a = normalize_axis(axis, x.ndim)
+    n = x.shape[a]
+    if k < 0 or k > n:
+        raise EvaluationError(f"TopK: k={k} is outside [0, {n}] for axis {a}")
+    xc = x.astype(np.float32) if x.dtype.kind == "V" else x
+    # Ties keep the lower index first (definition): a stable ascending sort does that for
+    # smallest; for largest, sort the reversed axis stably and read it backwards.
+    if largest:
+        order = np.argsort(np.flip(xc, axis=a), axis=a, kind="stable")
+        order = np.flip(order, axis=a)
+        order = (n - 1) - order
+    else:
+        order = np.argsort(xc, axis=a, kind="stable")
+    idx = np.take(order, np.arange(k), axis=a).astype(np.int64)
+    values = np.take_along_axis(x, idx, axis=a)
+    return values, idx
+
+
+@kernel("TopK", 1)
+def topk_1(X: Array, *, k: int, axis: int = -1) -> tuple[Array, Array]:
+    """TopK-1: k largest along ``axis`` (k an attribute)."""
+    return _topk(X, int(k), axis, 1)
+
+
+def _k_of(K: Array) -> int:
+    return int(scalar_of(K, name="K"))
+
+
+@kernel("TopK", 10)
+def topk_10(X: Array, K: Array, *, axis: int = -1) -> tuple[Array, Array]:
+    """TopK-10: k largest along ``axis`` (K an input)."""
+    return _topk(X, _k_of(K), axis, 1)
+
+
+@kernel("TopK", 11, 24)
+def topk(X: Array, K: Array, *, axis: int = -1, largest: int = 1, sorted: int = 1) -> tuple[Array, Array]:
+    """TopK-11/24: k largest or smallest; always returned sorted (allowed when sorted=0)."""
+    return _topk(X, _k_of(K), axis, largest)

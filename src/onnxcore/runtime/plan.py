@@ -1,0 +1,609 @@
+"""Compiling a graph into a flat plan of bound kernels over integer slots (Clause 8).
+
+Compilation happens once per session, in two stages:
+
+1. :func:`compile_graph` binds every node of a graph (and, recursively, of its subgraphs and of the
+   function bodies it calls) to a kernel or a function body, converts attributes once, and records
+   the names each node reads, including the names its subgraphs read from the enclosing scope.
+   Nodes that cannot be bound are collected in the :class:`CompileEnv` (Clause 4.4).
+2. :meth:`GraphIR.plan` lays a :class:`Plan` out for a set of requested outputs: the nodes whose
+   outputs are unused are left out (Clause 8.2), every value gets an integer slot in one list, and
+   each step names the slots it frees after its last use.
+
+At run time a step is a tuple ``(fn, input_slots, out0, outs, attrs, frees)``; the loop does no
+lookups by name.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from onnxcore.errors import EvaluationError, LimitError, OnnxCoreError, ValidationError
+from onnxcore.limits import Limits
+from onnxcore.proto import AttributeProto, FunctionProto, GraphProto, NodeProto, TypeProto
+from onnxcore.runtime.attrs import attribute_value
+from onnxcore.runtime.functions import FunctionBody, bind_attribute_refs, norm_domain
+from onnxcore.runtime.registry import KernelContext, KernelDef, kernel_versions, lookup
+
+__all__ = ["CompileEnv", "GraphIR", "Plan", "compile_graph", "compile_function", "describe_value"]
+
+NONE_SLOT = 0  # always holds None: an input left unsupplied (Clause 7.3.3)
+TRASH_SLOT = 1  # receives outputs nobody named
+
+# Domains of ONNX 1-2, used only while onnxcore.defs is unavailable: their operators must never be
+# bound by registry order alone (that could evaluate a node with another version's semantics).
+_STANDARD_DOMAINS = frozenset({"", "ai.onnx.ml", "ai.onnx.preview.training", "ai.onnx.preview"})
+
+
+class CompileEnv:
+    """State shared while compiling one model.
+
+    Attributes:
+        functions: Model-local functions by (domain, name, overload).
+        limits: The session's limits.
+        base_dir: Directory for resolving external tensor data in attributes.
+        rng: Random generator handed to context kernels.
+        unsupported: (domain, op_type, imported version) of every node that cannot be bound.
+    """
+
+    def __init__(
+        self,
+        functions: dict[tuple[str, str, str], FunctionBody],
+        limits: Limits,
+        base_dir: str | Path | None,
+        rng: Any,
+    ) -> None:
+        self.functions = functions
+        self.limits = limits
+        self.base_dir = base_dir
+        self.rng = rng
+        self.unsupported: list[tuple[str, str, int]] = []
+        self._fn_stack: list[tuple[str, str, str]] = []
+        try:
+            from onnxcore import defs as _defs
+
+            self._get_schema: Callable[..., Any] | None = _defs.get_schema
+            self._known = frozenset(norm_domain(d) for d in _defs.known_domains())
+        except (ImportError, AttributeError):  # TODO(defs): remove once onnxcore.defs has landed
+            self._get_schema = None
+            self._known = _STANDARD_DOMAINS
+
+    def report_unsupported(self, domain: str, op_type: str, version: int) -> None:
+        """Record an operator that has neither a kernel nor a body (Clause 4.4, 16.1)."""
+        key = (domain, op_type, version)
+        if key not in self.unsupported:
+            self.unsupported.append(key)
+
+    def schema(self, op_type: str, version: int, domain: str) -> Any:
+        """The operator definition in force at ``version`` of ``domain`` (Clause 14.3), or None."""
+        if self._get_schema is None:
+            return None
+        return self._get_schema(op_type, version, domain)
+
+    def find_kernel(self, domain: str, op_type: str, version: int) -> tuple[KernelDef | None, int, Any]:
+        """(kernel, since_version, schema) for a node of ``domain`` at imported ``version``.
+
+        A domain with operator definitions binds through them (Clause 14.3, 14.4) and then to
+        the kernel registered for exactly that since_version. A custom domain without
+        definitions (Clause 16.1) binds to the registered kernel of greatest since_version
+        not above the imported version.
+        """
+        schema = self.schema(op_type, version, domain)
+        if schema is not None:
+            since = int(schema.since_version)
+            return lookup(domain, op_type, since), since, schema
+        if domain in self._known:
+            return None, 0, None
+        versions = [v for v in kernel_versions(domain, op_type) if v <= version]
+        if versions:
+            return lookup(domain, op_type, versions[-1]), versions[-1], None
+        return None, 0, None
+
+    def find_body(self, node: NodeProto, domain: str, version: int, schema: Any) -> FunctionBody | None:
+        """A function body for ``node``: model-local first (Clause 8.4), else the schema's."""
+        local = self.functions.get((domain, node.op_type, node.overload))
+        if local is not None:
+            return local
+        if schema is None:
+            return None
+        fp = schema.function_body(version)
+        if fp is None:
+            return None
+        defaults = {name: ad.default for name, ad in schema.attributes.items() if ad.default is not None}
+        return FunctionBody(fp, defaults, "schema")
+
+
+class BoundNode:
+    """A node bound to an implementation, before slot layout."""
+
+    __slots__ = ("index", "node", "call", "kw", "inputs", "outer", "outputs")
+
+    def __init__(
+        self,
+        index: int,
+        node: NodeProto,
+        call: Callable[..., Any] | None,
+        kw: dict[str, Any],
+        outer: list[str],
+    ) -> None:
+        self.index = index
+        self.node = node
+        self.call = call
+        self.kw = kw
+        self.inputs: list[str] = list(node.input)
+        self.outer = outer
+        self.outputs: list[str] = list(node.output)
+
+
+class GraphIR:
+    """A graph or function body with its nodes bound; lays out plans on demand.
+
+    Attributes:
+        input_names: Declared inputs, in order.
+        inits: Constant values (initializers) by name; a name that is also an input is its default.
+        nodes: The bound nodes in graph order.
+        output_names: Declared outputs, in order.
+        free_names: Names read from an enclosing scope (Clause 5.4.3), in first-use order.
+        label: Where this graph is, for messages.
+    """
+
+    __slots__ = ("input_names", "inits", "nodes", "output_names", "free_names", "label", "complete", "_plans")
+
+    def __init__(
+        self,
+        input_names: list[str],
+        inits: dict[str, Any],
+        nodes: list[BoundNode],
+        output_names: list[str],
+        label: str,
+    ) -> None:
+        self.input_names = input_names
+        self.inits = inits
+        self.nodes = nodes
+        self.output_names = output_names
+        self.label = label
+        self.complete = all(bn.call is not None for bn in nodes)
+        self._plans: dict[tuple[tuple[str, ...], bool], Plan] = {}
+        defined = set(input_names) | set(inits)
+        free: list[str] = []
+        for bn in nodes:
+            for n in (*bn.inputs, *bn.outer):
+                if n and n not in defined and n not in free:
+                    free.append(n)
+            defined.update(o for o in bn.outputs if o)
+        for n in output_names:
+            if n and n not in defined and n not in free:
+                free.append(n)
+        self.free_names = free
+
+    def plan(self, outputs: Sequence[str] | None = None, *, keep_all: bool = False) -> Plan:
+        """The plan computing ``outputs`` (all declared outputs by default); cached.
+
+        With ``keep_all`` every node is evaluated and no value is freed (for ``intermediates``).
+        """
+        outs = tuple(self.output_names if outputs is None else outputs)
+        key = (outs, keep_all)
+        p = self._plans.get(key)
+        if p is None:
+            p = Plan(self, outs, keep_all)
+            self._plans[key] = p
+        return p
+
+
+def describe_value(v: Any) -> str:
+    """A short description of a runtime value for error messages: dtype and shape."""
+    if v is None:
+        return "None"
+    dtype = getattr(v, "dtype", None)
+    shape = getattr(v, "shape", None)
+    if dtype is not None and shape is not None:
+        return f"{dtype}{list(shape)}"
+    if isinstance(v, list):
+        inner = describe_value(v[0]) if v else "?"
+        return f"seq[{len(v)} x {inner}]"
+    if isinstance(v, dict):
+        return f"map[{len(v)}]"
+    return type(v).__name__
+
+
+class Plan:
+    """A flat list of steps over integer slots (see the module docstring)."""
+
+    __slots__ = (
+        "ir",
+        "steps",
+        "info",
+        "template",
+        "names",
+        "input_slots",
+        "input_slot_list",
+        "outer_slots",
+        "output_slots",
+        "node_slots",
+    )
+
+    def __init__(self, ir: GraphIR, outputs: tuple[str, ...], keep_all: bool) -> None:
+        self.ir = ir
+        slots: dict[str, int] = {}
+        names: list[str] = ["", ""]
+        template: list[Any] = [None, None]
+
+        def new_slot(name: str, value: Any = None) -> int:
+            s = len(template)
+            template.append(value)
+            names.append(name)
+            slots[name] = s
+            return s
+
+        self.input_slot_list = [new_slot(n) for n in ir.input_names]
+        self.input_slots = dict(zip(ir.input_names, self.input_slot_list))
+        for name, value in ir.inits.items():
+            if name in slots:
+                template[slots[name]] = value
+            else:
+                new_slot(name, value)
+        self.outer_slots = [(n, new_slot(n)) for n in ir.free_names]
+
+        # Clause 8.2: a node none of whose outputs is needed is not evaluated.
+        needed = set(outputs)
+        live = [keep_all] * len(ir.nodes)
+        if not keep_all:
+            for k in range(len(ir.nodes) - 1, -1, -1):
+                bn = ir.nodes[k]
+                if any(o in needed for o in bn.outputs if o):
+                    live[k] = True
+                    needed.update(bn.inputs)
+                    needed.update(bn.outer)
+
+        raw: list[tuple[BoundNode, list[int], int, list[tuple[int, int]]]] = []
+        node_slots: list[int] = []
+        for k, bn in enumerate(ir.nodes):
+            if not live[k]:
+                continue
+            ins = [slots[n] if n else NONE_SLOT for n in bn.inputs] + [slots[n] for n in bn.outer]
+            outs: list[tuple[int, int]] = []
+            out0 = TRASH_SLOT
+            for j, o in enumerate(bn.outputs):
+                if not o:
+                    continue
+                s = new_slot(o)
+                node_slots.append(s)
+                outs.append((j, s))
+                if j == 0:
+                    out0 = s
+            raw.append((bn, ins, out0, outs))
+        missing = [o for o in outputs if o not in slots]
+        if missing:
+            raise ValidationError(f"{ir.label}: output(s) {missing} are not produced by the graph (Clause 7.1)")
+        self.output_slots = [slots[o] for o in outputs]
+
+        # Free each value after its last reader (or right away when nothing reads it).
+        last: dict[int, int] = {}
+        for idx, (_bn, ins, _o0, outs) in enumerate(raw):
+            for _j, s in outs:
+                last[s] = idx
+            for s in ins:
+                last[s] = idx
+        protected = {NONE_SLOT, TRASH_SLOT, *self.output_slots}
+        frees: list[list[int]] = [[] for _ in raw]
+        if not keep_all:
+            for s, idx in last.items():
+                if s not in protected:
+                    frees[idx].append(s)
+
+        steps = []
+        info = []
+        for idx, (bn, ins, out0, outs) in enumerate(raw):
+            assert bn.call is not None
+            steps.append((bn.call, tuple(ins), out0, tuple(outs), bn.kw, tuple(frees[idx])))
+            info.append(bn)
+        self.steps = steps
+        self.info = info
+        self.template = template
+        self.names = names
+        self.node_slots = node_slots
+
+    def execute(self, vals: list[Any]) -> None:
+        """Evaluate every step over ``vals`` (a copy of ``template`` with the inputs filled)."""
+        i = 0
+        try:
+            for i, (fn, ins, out0, outs, kw, frees) in enumerate(self.steps):  # noqa: B007
+                res = fn(*[vals[j] for j in ins], **kw)
+                if type(res) is tuple:
+                    for k, s in outs:
+                        vals[s] = res[k]
+                else:
+                    vals[out0] = res
+                for s in frees:
+                    vals[s] = None
+        except LimitError:
+            raise
+        except Exception as e:
+            raise self._error(i, vals, e) from e
+
+    def _error(self, i: int, vals: list[Any], e: BaseException) -> EvaluationError:
+        bn = self.info[i]
+        _fn, ins, _o0, _outs, _kw, _fr = self.steps[i]
+        node = bn.node
+        n_real = len(bn.inputs)
+        desc = ", ".join(
+            f"{name or '<unsupplied>'}: {describe_value(vals[s])}" for name, s in zip(bn.inputs, ins[:n_real])
+        )
+        op = f"{node.domain}::{node.op_type}" if node.domain else node.op_type
+        msg = (
+            f"{self.ir.label}: node {bn.index} ({op}, name {node.name!r}) failed: "
+            f"{type(e).__name__}: {e} [inputs: {desc}]"
+        )
+        err = EvaluationError(msg)
+        err.node_index = bn.index  # type: ignore[attr-defined]
+        err.node_name = node.name  # type: ignore[attr-defined]
+        err.op_type = node.op_type  # type: ignore[attr-defined]
+        err.domain = node.domain  # type: ignore[attr-defined]
+        err.inputs = [(name, describe_value(vals[s])) for name, s in zip(bn.inputs, ins[:n_real])]  # type: ignore[attr-defined]
+        return err
+
+    def run(self, inputs: Sequence[Any], outer: Mapping[str, Any] | None = None) -> list[Any]:
+        """Evaluate with positional ``inputs`` and enclosing-scope values ``outer``; the outputs."""
+        vals = self.template.copy()
+        if len(inputs) > len(self.input_slot_list):
+            raise EvaluationError(
+                f"{self.ir.label}: {len(inputs)} inputs supplied, the graph declares {len(self.input_slot_list)}"
+            )
+        for s, v in zip(self.input_slot_list, inputs):
+            vals[s] = v
+        if self.outer_slots:
+            if outer is None:
+                outer = {}
+            try:
+                for name, s in self.outer_slots:
+                    vals[s] = outer[name]
+            except KeyError as e:
+                raise EvaluationError(f"{self.ir.label}: value {e} from the enclosing scope is not available") from None
+        self.execute(vals)
+        return [vals[s] for s in self.output_slots]
+
+
+class _FunctionCall:
+    """Evaluates a function body for one call site; returns one value per function output."""
+
+    __slots__ = ("plan", "positions", "n_out")
+
+    def __init__(self, plan: Plan, positions: list[int], n_out: int) -> None:
+        self.plan = plan
+        self.positions = positions
+        self.n_out = n_out
+
+    def __call__(self, *args: Any) -> tuple[Any, ...]:
+        res = self.plan.run(args)
+        out: list[Any] = [None] * self.n_out
+        for p, v in zip(self.positions, res):
+            out[p] = v
+        return tuple(out)
+
+
+class _SubgraphCall:
+    """Calls a context kernel whose attributes hold graphs, with the enclosing scope captured.
+
+    The values the subgraphs read from the enclosing scope arrive as extra positional arguments
+    after the node's own inputs (so that liveness and freeing see them as uses of the node).
+    """
+
+    __slots__ = ("fn", "n_in", "outer_names", "subplans", "ctx_args")
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        n_in: int,
+        outer_names: list[str],
+        subplans: dict[int, Plan],
+        ctx_args: dict[str, Any],
+    ) -> None:
+        self.fn = fn
+        self.n_in = n_in
+        self.outer_names = outer_names
+        self.subplans = subplans
+        self.ctx_args = ctx_args
+
+    def __call__(self, *args: Any, **kw: Any) -> Any:
+        scope = dict(zip(self.outer_names, args[self.n_in :]))
+        subplans = self.subplans
+
+        def run_subgraph(graph: GraphProto, inputs: Sequence[Any], outer: Mapping[str, Any] | None = None) -> list[Any]:
+            plan = subplans.get(id(graph))
+            if plan is None:
+                raise OnnxCoreError("run_subgraph: the graph is not an attribute of this node")
+            return plan.run(inputs, scope if outer is None else outer)
+
+        ctx = KernelContext(run_subgraph=run_subgraph, **self.ctx_args)
+        return self.fn(ctx, *args[: self.n_in], **kw)
+
+
+def _graph_types(g: GraphProto | FunctionProto) -> dict[str, TypeProto]:
+    types: dict[str, TypeProto] = {}
+    vis = list(g.value_info)
+    if isinstance(g, GraphProto):
+        vis += list(g.input) + list(g.output)
+    for vi in vis:
+        if vi.type is not None:
+            types[vi.name] = vi.type
+    return types
+
+
+def _check_depth(env: CompileEnv, depth: int, label: str) -> None:
+    lim = env.limits.max_nesting_depth
+    if lim is not None and depth > lim:
+        raise LimitError(f"{label}: subgraphs and function calls nest deeper than max_nesting_depth={lim} (Clause 15.4)")
+
+
+def _graphs_in(kw: dict[str, Any]) -> list[GraphProto]:
+    out: list[GraphProto] = []
+    for v in kw.values():
+        if isinstance(v, GraphProto):
+            out.append(v)
+        elif isinstance(v, list) and v and isinstance(v[0], GraphProto):
+            out.extend(v)
+    return out
+
+
+def _bind_node(
+    env: CompileEnv,
+    index: int,
+    node: NodeProto,
+    opsets: Mapping[str, int],
+    depth: int,
+    types: Mapping[str, TypeProto],
+    label: str,
+) -> BoundNode:
+    domain = norm_domain(node.domain)
+    where = f"{label}/node {index} ({node.op_type})"
+    for a in node.attribute:
+        if a.ref_attr_name:
+            raise ValidationError(f"{where}: attribute {a.name!r} refers to {a.ref_attr_name!r} outside a function")
+    kw = {a.name: attribute_value(a, env.base_dir) for a in node.attribute}
+
+    # Subgraphs are compiled whatever the binding, so their unsupported nodes are reported too.
+    subplans: dict[int, Plan] = {}
+    outer: list[str] = []
+    complete = True
+    for gi, g in enumerate(_graphs_in(kw)):
+        sub = compile_graph(env, g, opsets, depth + 1, label=f"{where}/graph {g.name or gi}")
+        if sub.complete:
+            subplans[id(g)] = sub.plan()
+        else:
+            complete = False
+        for n in sub.free_names:
+            if n not in outer:
+                outer.append(n)
+
+    version = opsets.get(domain)
+    if version is None:
+        env.report_unsupported(domain, node.op_type, 0)
+        return BoundNode(index, node, None, kw, outer)
+    kdef, since, schema = env.find_kernel(domain, node.op_type, version)
+    if kdef is not None:
+        if not complete:
+            return BoundNode(index, node, None, kw, outer)
+        call: Callable[..., Any] = kdef.fn
+        if kdef.context:
+            ctx_args = {
+                "node": node,
+                "since_version": since,
+                "opset_version": version,
+                "num_outputs": len(node.output),
+                "outputs_requested": [bool(o) for o in node.output],
+                "input_types": [types.get(n) if n else None for n in node.input],
+                "limits": env.limits,
+                "rng": env.rng,
+            }
+            if subplans:
+                call = _SubgraphCall(kdef.fn, len(node.input), outer, subplans, ctx_args)
+            else:
+                call = functools.partial(kdef.fn, KernelContext(**ctx_args))
+        return BoundNode(index, node, call, kw, outer)
+
+    body = env.find_body(node, domain, version, schema)
+    if body is None:
+        env.report_unsupported(domain, node.op_type, version)
+        return BoundNode(index, node, None, kw, outer)
+    callsite = {a.name: a for a in node.attribute}
+    ir = compile_function(env, body, callsite, opsets, depth + 1, label=where)
+    if not ir.complete:
+        return BoundNode(index, node, None, kw, outer)
+    positions = [j for j, o in enumerate(node.output) if o and j < len(ir.output_names)]
+    fplan = ir.plan([ir.output_names[j] for j in positions])
+    fcall = _FunctionCall(fplan, positions, max(len(node.output), len(ir.output_names)))
+    # Attributes went into the body; the call takes the node's inputs only.
+    return BoundNode(index, node, fcall, {}, outer)
+
+
+def _build(
+    env: CompileEnv,
+    *,
+    inputs: list[str],
+    inits: dict[str, Any],
+    nodes: list[NodeProto],
+    outputs: list[str],
+    opsets: Mapping[str, int],
+    depth: int,
+    types: Mapping[str, TypeProto],
+    label: str,
+) -> GraphIR:
+    bound = [_bind_node(env, i, n, opsets, depth, types, label) for i, n in enumerate(nodes)]
+    return GraphIR(inputs, inits, bound, outputs, label)
+
+
+def compile_graph(
+    env: CompileEnv, graph: GraphProto, opsets: Mapping[str, int], depth: int = 0, *, label: str = "graph"
+) -> GraphIR:
+    """Bind every node of ``graph`` (and of its subgraphs) and convert its initializers."""
+    _check_depth(env, depth, label)
+    from onnxcore.types import to_array, value_from_proto
+
+    inits: dict[str, Any] = {}
+    for t in graph.initializer:
+        a = to_array(t, base_dir=env.base_dir)
+        try:
+            a.flags.writeable = False
+        except ValueError:
+            pass
+        inits[t.name] = a
+    for st in graph.sparse_initializer:
+        name = st.values.name if st.values is not None else ""
+        inits[name] = value_from_proto(st)
+    return _build(
+        env,
+        inputs=[vi.name for vi in graph.input],
+        inits=inits,
+        nodes=graph.node,
+        outputs=[vi.name for vi in graph.output],
+        opsets=opsets,
+        depth=depth,
+        types=_graph_types(graph),
+        label=label,
+    )
+
+
+def compile_function(
+    env: CompileEnv,
+    body: FunctionBody,
+    callsite: Mapping[str, AttributeProto],
+    caller_opsets: Mapping[str, int],
+    depth: int,
+    *,
+    label: str,
+) -> GraphIR:
+    """Bind a function body for one call site (Clause 8.4).
+
+    The body's own operator set imports govern the binding of its nodes; a domain it does not
+    import falls back to the caller's import.
+    """
+    key = body.key
+    if key in env._fn_stack:
+        raise ValidationError(f"{label}: function {key[0]}::{key[1]} calls itself (Clause 8.4)")
+    _check_depth(env, depth, label)
+    fp = body.proto
+    opsets = dict(caller_opsets)
+    for imp in fp.opset_import:
+        opsets[norm_domain(imp.domain)] = int(imp.version)
+    nodes = bind_attribute_refs(fp.node, callsite, body.defaults)
+    env._fn_stack.append(key)
+    try:
+        ir = _build(
+            env,
+            inputs=list(fp.input),
+            inits={},
+            nodes=nodes,
+            outputs=list(fp.output),
+            opsets=opsets,
+            depth=depth,
+            types=_graph_types(fp),
+            label=f"{label}/function {key[0] or 'ai.onnx'}::{key[1]}",
+        )
+    finally:
+        env._fn_stack.pop()
+    if ir.free_names:
+        raise ValidationError(f"{ir.label}: names {ir.free_names} are used but not defined in the function body")
+    return ir

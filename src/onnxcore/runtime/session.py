@@ -1,0 +1,224 @@
+"""The evaluation session (Clause 8), shaped like onnxruntime's ``InferenceSession``.
+
+Construction loads the model, validates it (Clause 15.5: a consumer validates before it evaluates),
+binds every node of the graph, of its subgraphs and of the function bodies it calls, and refuses
+the model at once, naming every operator it cannot evaluate (Clause 4.4, 16.1). ``run`` checks the
+feeds and evaluates the compiled plan.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from onnxcore.errors import InputError, UnsupportedOperatorError
+from onnxcore.limits import DEFAULT_LIMITS, Limits
+from onnxcore.proto import ModelProto, TypeProto
+from onnxcore.runtime.feeds import check_feed
+from onnxcore.runtime.functions import local_function_table, norm_domain
+from onnxcore.runtime.plan import CompileEnv, GraphIR, Plan, compile_graph
+
+__all__ = ["Session", "ValueDescription"]
+
+
+class ValueDescription:
+    """A graph input or output as the session sees it.
+
+    Attributes:
+        name: The value's name.
+        type: Its value type (``onnxcore.types.type_from_proto`` of the declaration), or None.
+        type_proto: The declared ``TypeProto`` (None when undeclared).
+        has_default: For an input: whether an initializer supplies its value when it is not fed
+            (Clause 7.2). Always False for outputs.
+    """
+
+    __slots__ = ("name", "type", "type_proto", "has_default")
+
+    def __init__(self, name: str, type_proto: TypeProto | None, has_default: bool = False) -> None:
+        self.name = name
+        self.type_proto = type_proto
+        self.has_default = has_default
+        self.type: Any = None
+        if type_proto is not None:
+            from onnxcore.types import type_from_proto
+
+            self.type = type_from_proto(type_proto)
+
+    def __repr__(self) -> str:
+        extra = ", has_default=True" if self.has_default else ""
+        return f"ValueDescription(name={self.name!r}, type={self.type!r}{extra})"
+
+
+def _load(model_or_path: Any) -> tuple[ModelProto, Path | None]:
+    import onnxcore
+
+    if isinstance(model_or_path, ModelProto):
+        return model_or_path, None
+    if isinstance(model_or_path, bytes | bytearray | memoryview):
+        return onnxcore.load(bytes(model_or_path)), None
+    if isinstance(model_or_path, str | os.PathLike):
+        path = Path(model_or_path)
+        return onnxcore.load(path), path.resolve().parent
+    raise TypeError(f"Session: expected a ModelProto, bytes or a path, got {type(model_or_path).__name__}")
+
+
+def _validate(model: ModelProto, limits: Limits, base_dir: Path | None) -> None:
+    # Clause 15.5. The validator raises ValidationError carrying the whole report.
+    try:
+        from onnxcore.check import check as check_model
+    except ImportError:  # TODO(check): remove once onnxcore.check has landed
+        return
+    report = check_model(model, limits=limits, base_dir=base_dir)
+    report.raise_for_errors()
+
+
+class Session:
+    """Evaluates one model.
+
+    Args:
+        model_or_path: A ``ModelProto``, the model's octets, or a path to a model file.
+        limits: Resource limits (Clause 15.4); ``DEFAULT_LIMITS`` when None.
+        check: Validate the model first (Clause 15.5). Turn off only for models already checked.
+
+    Raises:
+        ValidationError: the model has errors (Clause 10).
+        UnsupportedOperatorError: some nodes have neither a kernel nor a function body;
+            ``.operators`` lists every (domain, op_type, version) at once.
+        LimitError: the model exceeds a limit (subgraph nesting, for instance).
+
+    Attributes:
+        inputs: Every declared graph input, as :class:`ValueDescription`.
+        outputs: Every declared graph output, as :class:`ValueDescription`.
+    """
+
+    def __init__(self, model_or_path: Any, *, limits: Limits | None = None, check: bool = True) -> None:
+        self._limits = limits if limits is not None else DEFAULT_LIMITS
+        model, base_dir = _load(model_or_path)
+        if check:
+            _validate(model, self._limits, base_dir)
+        self._model = model
+        graph = model.graph
+        if graph is None:
+            from onnxcore.errors import ValidationError
+
+            raise ValidationError("the model has no graph (Clause 5.3.1)")
+        opsets = {norm_domain(o.domain): int(o.version) for o in model.opset_import}
+        if not model.opset_import and model.ir_version < 3:
+            opsets[""] = 1  # before IR version 3, a model without imports means ai.onnx version 1
+        env = CompileEnv(local_function_table(list(model.functions)), self._limits, base_dir, np.random.default_rng())
+        ir = compile_graph(env, graph, opsets, 0, label=f"graph {graph.name!r}")
+        if env.unsupported:
+            ops = ", ".join(f"{d or 'ai.onnx'}::{op}-{v}" for d, op, v in env.unsupported)
+            raise UnsupportedOperatorError(
+                f"the model uses operators with neither a kernel nor a function body (Clause 4.4): {ops}",
+                list(env.unsupported),
+            )
+        if ir.free_names:
+            from onnxcore.errors import ValidationError
+
+            raise ValidationError(f"values {ir.free_names} are used but never defined (Clause 7.5)")
+        self._ir: GraphIR = ir
+        init_names = set(ir.inits)
+        self.inputs = [ValueDescription(vi.name, vi.type, vi.name in init_names) for vi in graph.input]
+        self.outputs = [ValueDescription(vi.name, vi.type) for vi in graph.output]
+        self._input_by_name = {d.name: d for d in self.inputs}
+        self._output_names = [d.name for d in self.outputs]
+        self._constants = init_names - set(self._input_by_name)
+        self._plan = ir.plan()
+
+    @property
+    def limits(self) -> Limits:
+        """The session's resource limits."""
+        return self._limits
+
+    def get_inputs(self) -> list[ValueDescription]:
+        """The graph inputs (onnxruntime spelling of :attr:`inputs`)."""
+        return self.inputs
+
+    def get_outputs(self) -> list[ValueDescription]:
+        """The graph outputs (onnxruntime spelling of :attr:`outputs`)."""
+        return self.outputs
+
+    def _check_feeds(self, feeds: Mapping[str, Any]) -> dict[str, Any]:
+        if not isinstance(feeds, Mapping):
+            raise InputError(f"feeds must be a dict of input name to value, got {type(feeds).__name__}")
+        dims: dict[str, int] = {}
+        out: dict[str, Any] = {}
+        for name, value in feeds.items():
+            desc = self._input_by_name.get(name)
+            if desc is None:
+                if name in self._constants:
+                    raise InputError(f"{name!r} is an initializer that is not a graph input: it cannot be fed (Clause 7.2)")
+                raise InputError(f"{name!r} is not an input of the graph; inputs: {list(self._input_by_name)}")
+            out[name] = check_feed(value, desc.type_proto, f"input {name!r}", dims)
+        for desc in self.inputs:
+            if desc.name in out or desc.has_default:
+                continue
+            tp = desc.type_proto
+            if tp is not None and tp.which_oneof("value") == "optional_type":
+                continue  # an absent optional value
+            raise InputError(f"input {desc.name!r} is not fed")
+        return out
+
+    def run(
+        self,
+        output_names: Sequence[str] | None,
+        feeds: Mapping[str, Any],
+        *,
+        intermediates: bool = False,
+    ) -> Any:
+        """Evaluate the model.
+
+        Args:
+            output_names: The outputs to compute, in the order to return them; None for every
+                graph output. Only the nodes they depend on are evaluated (Clause 8.2).
+            feeds: A value for each graph input by name. An input with an initializer may be
+                omitted (its initializer is used) or fed (overriding it), Clause 7.2.
+            intermediates: Also return every value the graph's nodes computed.
+
+        Returns:
+            A list of output values in the order of ``output_names``. With ``intermediates=True``,
+            a pair ``(outputs, values)`` where ``values`` maps the name of every node output of the
+            top-level graph (all nodes are evaluated in this mode) to its value.
+
+        Raises:
+            InputError: a feed of the wrong kind, element type, rank or extent, an unknown
+                name, an initializer that is not an input, or a missing input.
+            EvaluationError: a kernel failed; the message names the node and its inputs.
+            LimitError: a limit was exceeded while evaluating (loop iterations, for instance).
+        """
+        checked = self._check_feeds(feeds)
+        names = self._output_names if output_names is None else list(output_names)
+        known = set(self._output_names) | set(self._ir.inits) | set(self._input_by_name)
+        known.update(o for bn in self._ir.nodes for o in bn.outputs if o)
+        bad = [n for n in names if n not in known]
+        if bad:
+            raise InputError(f"unknown output name(s) {bad}; outputs: {self._output_names}")
+        plan: Plan
+        if intermediates:
+            plan = self._ir.plan(names, keep_all=True)
+        elif output_names is None:
+            plan = self._plan
+        else:
+            plan = self._ir.plan(names)
+        vals = plan.template.copy()
+        slots = plan.input_slots
+        for name, value in checked.items():
+            vals[slots[name]] = value
+        plan.execute(vals)
+        outs = [_owned(vals[s]) for s in plan.output_slots]
+        if not intermediates:
+            return outs
+        values = {plan.names[s]: _owned(vals[s]) for s in plan.node_slots}
+        return outs, values
+
+
+def _owned(v: Any) -> Any:
+    # Initializers are shared by every run and read-only: give the caller its own copy of one.
+    if isinstance(v, np.ndarray) and not v.flags.writeable:
+        return v.copy()
+    return v

@@ -1,0 +1,55 @@
+"""onnxcore never imports the oracles at run time: not onnx, protobuf, onnxruntime or torch."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parent.parent / "src" / "onnxcore"
+BANNED = ("onnx", "google.protobuf", "onnxruntime", "torch")
+
+
+def _banned(name: str) -> bool:
+    return any(name == b or name.startswith(b + ".") for b in BANNED)
+
+
+def test_no_banned_import_statement() -> None:
+    offenders = []
+    for path in SRC.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                offenders += [f"{path}:{node.lineno} {a.name}" for a in node.names if _banned(a.name)]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0 and _banned(node.module):
+                offenders.append(f"{path}:{node.lineno} {node.module}")
+            elif isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) in (
+                "import_module",
+                "__import__",
+            ):
+                for arg in node.args[:1]:
+                    if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and _banned(arg.value):
+                        offenders.append(f"{path}:{node.lineno} {arg.value}")
+    assert offenders == []
+
+
+def test_importing_everything_loads_no_oracle() -> None:
+    code = (
+        "import sys, importlib, pkgutil, onnxcore\n"
+        "for m in pkgutil.walk_packages(onnxcore.__path__, 'onnxcore.'):\n"
+        "    if m.name.endswith('__main__'): continue\n"
+        "    importlib.import_module(m.name)\n"
+        "from onnxcore.runtime.registry import registered\n"
+        "list(registered())\n"
+        f"bad = [m for m in sys.modules if any(m == b or m.startswith(b + '.') for b in {BANNED!r})]\n"
+        "print(','.join(bad))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
+
+
+def test_ruff_bans_the_oracles_in_src() -> None:
+    pyproject = (SRC.parent.parent / "pyproject.toml").read_text(encoding="utf-8")
+    for name in BANNED:
+        assert f'"{name}".msg' in pyproject
