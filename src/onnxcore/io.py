@@ -8,7 +8,8 @@ import tempfile
 from pathlib import Path
 from typing import IO, TypeVar
 
-from onnxcore.errors import DecodeError, OnnxCoreError
+from onnxcore.errors import DecodeError, DecodeLimitError, OnnxCoreError
+from onnxcore.limits import DEFAULT_LIMITS, Limits
 from onnxcore.proto.codec import DEFAULT_MAX_DEPTH, decode_message, encode_parts
 from onnxcore.proto.message import Message
 from onnxcore.proto.messages import ModelProto
@@ -87,18 +88,59 @@ def read_source(source: Source) -> tuple[memoryview, Path | None]:
     raise TypeError(f"cannot load from {type(source).__name__}")
 
 
-def load(source: Source, *, max_depth: int = DEFAULT_MAX_DEPTH) -> ModelProto:
+def load(
+    source: Source,
+    *,
+    external_data: bool = True,
+    base_dir: str | os.PathLike[str] | None = None,
+    allow_outside: bool = False,
+    limits: Limits | None = None,
+    max_depth: int | None = None,
+) -> ModelProto:
     """Load a model from a path, octets or a binary file.
 
     A path is memory-mapped and ``raw_data`` of every tensor is a zero-copy view into the map:
     loading a model does not copy its weights.
 
+    External data (Clause 13): with ``external_data=True`` every reference is resolved and
+    checked now, under the rules of Clause 15.3, and each EXTERNAL tensor gets ``raw_data`` set to
+    a read-only view of the memory-mapped file (nothing is read until used; the reference stays
+    visible, see :mod:`onnxcore.external.registry`). With ``external_data=False`` references stay
+    unresolved: the explicit opt-in step of Clause 15.5 for untrusted models, done later with
+    :func:`onnxcore.load_external_data`.
+
+    Args:
+        source: A path, octets, or a binary file.
+        external_data: Resolve external references now.
+        base_dir: The directory locations are relative to. Defaults to the directory holding the
+            model file (resolved with ``realpath``); a model given as octets has none, and the
+            working directory is never assumed.
+        allow_outside: Explicit opt-in to resolve locations outside the model directory.
+        limits: Resource limits (Clause 15.4); ``limits.message_depth()`` bounds message nesting,
+            ``max_message_bytes`` the input, and the external ones the data files.
+        max_depth: Overrides the message nesting bound derived from ``limits``.
+
     Raises:
         DecodeError: malformed input (offset and field path in the message).
+        DecodeLimitError: the input exceeds a limit (a ``LimitError`` too).
+        ExternalDataError: a reference was refused (``.tensor``, ``.location``, ``.rule``).
         OnnxCoreError: the file cannot be read.
     """
+    lim = limits if limits is not None else DEFAULT_LIMITS
     buf, _path = read_source(source)
-    return decode_message(ModelProto, buf, max_depth=max_depth)
+    if lim.max_message_bytes is not None and len(buf) > lim.max_message_bytes:
+        raise DecodeLimitError(
+            f"the model has {len(buf)} octets, more than max_message_bytes ({lim.max_message_bytes}) (Clause 12.5)", 0
+        )
+    depth = max_depth if max_depth is not None else lim.message_depth()
+    model = decode_message(ModelProto, buf, max_depth=depth)
+    if external_data:
+        from onnxcore.external import base_dir_of, has_external_tensors, load_external_data
+
+        if has_external_tensors(model):
+            bd = base_dir if base_dir is not None else base_dir_of(source)
+            load_external_data(model, bd, allow_outside=allow_outside, limits=lim)
+    return model
 
 
 def write_atomic(path: str | os.PathLike[str], parts: object) -> None:
@@ -125,13 +167,47 @@ def write_atomic(path: str | os.PathLike[str], parts: object) -> None:
         raise
 
 
-def save(model: Message, path: str | os.PathLike[str], *, canonical: bool = False) -> None:
+def save(
+    model: Message,
+    path: str | os.PathLike[str],
+    *,
+    external_data: bool = False,
+    location: str | None = None,
+    size_threshold: int = 1024,
+    align: int = 4096,
+    checksum: bool = False,
+    canonical: bool = False,
+) -> None:
     """Save a model (or any message) to ``path`` atomically.
 
     Weights held as views (e.g. into a memory-mapped source) are written without copying.
+
+    With ``external_data=False`` every resolved external tensor is written inline and unresolved
+    references are written as they are. With ``external_data=True`` every tensor whose contents
+    take at least ``size_threshold`` octets goes to one data file beside the model (``location``,
+    by default ``<model file name>.data``), each at an offset aligned to ``align``, with
+    ``location``, ``offset``, ``length`` and, with ``checksum=True``, the file's SHA-1 (Clause
+    13). Both files are written to temporaries and renamed into place, the model last; the data
+    file is always written anew (never appended to), and may be the file the model's tensors are
+    views into.
+
+    Raises:
+        ExternalDataError: an EXTERNAL tensor that also carries other contents, an unresolved
+            one with ``external_data=True``, or a bad ``location``.
+        EncodeError: a value that cannot be encoded.
     """
-    w = encode_parts(model, canonical=canonical)
-    write_atomic(path, w.parts())
+    from onnxcore.external import save_model
+
+    save_model(
+        model,
+        path,
+        external_data=external_data,
+        location=location,
+        size_threshold=size_threshold,
+        align=align,
+        checksum=checksum,
+        canonical=canonical,
+    )
 
 
 _ = DecodeError

@@ -1,28 +1,42 @@
 """Resource limits (Clause 15.4): documented defaults, passed to load, check and run.
 
 Exceeding a limit raises :class:`onnxcore.LimitError` (a refusal under Clause 10), never
-``MemoryError``, ``RecursionError`` or a crash.
+``MemoryError``, ``RecursionError`` or a crash. The defaults are listed, with what each protects
+against, in ``docs/external-data.md`` (they are part of the conformance statement, Annex A).
 """
 
 from __future__ import annotations
 
 import dataclasses
 
-__all__ = ["Limits", "DEFAULT_LIMITS"]
+from onnxcore.errors import LimitError
+
+__all__ = ["Limits", "DEFAULT_LIMITS", "UNLIMITED_DEPTH"]
+
+UNLIMITED_DEPTH = 100_000
+"""Message nesting bound used when ``max_nesting_depth`` is None.
+
+Far beyond the interpreter stack: the decoder turns the resulting ``RecursionError`` into a
+:class:`~onnxcore.DecodeLimitError`, so even "unlimited" refuses rather than crashes.
+"""
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class Limits:
     """Resource limits. Every field has a documented default; ``None`` means unlimited.
 
+    Use ``dataclasses.replace(DEFAULT_LIMITS, max_rank=8)`` to change one.
+
     Attributes:
-        max_tensor_elements: Elements of one tensor (declared or computed).
-        max_tensor_bytes: Octets of one tensor.
-        max_rank: Rank of one tensor.
-        max_nesting_depth: Depth of nested subgraphs (and of nested messages, times 4).
-        max_loop_iterations: Iterations of one ``Loop`` or ``Scan`` evaluation.
-        max_external_file_bytes: Size of one external data file.
-        max_message_bytes: Size of the model file (the top-level message).
+        max_tensor_elements: Elements of one tensor, declared (dims) or computed. Default 2**34.
+        max_tensor_bytes: Octets of one tensor, including the length of one external data
+            reference. Default 2**36 (64 GiB).
+        max_rank: Rank of one tensor. Default 64.
+        max_nesting_depth: Depth of nested subgraphs (and of nested messages, times 4, see
+            :meth:`message_depth`). Default 64.
+        max_loop_iterations: Iterations of one ``Loop`` or ``Scan`` evaluation. Default 2**31.
+        max_external_file_bytes: Size of one external data file. Default 2**40 (1 TiB).
+        max_message_bytes: Size of the model file (the top-level message). Default 2**40.
     """
 
     max_tensor_elements: int | None = 1 << 34
@@ -33,6 +47,17 @@ class Limits:
     max_external_file_bytes: int | None = 1 << 40
     max_message_bytes: int | None = 1 << 40
 
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
+                raise ValueError(f"Limits.{f.name} must be a non-negative int or None, not {v!r}")
+
+    @classmethod
+    def unlimited(cls) -> Limits:
+        """Limits with every field None (the decoder's stack bound still applies)."""
+        return cls(**{f.name: None for f in dataclasses.fields(cls)})
+
     def message_depth(self) -> int:
         """Nesting limit for embedded messages while decoding.
 
@@ -40,8 +65,48 @@ class Limits:
         headroom for the deepest ordinary chain (model, graph, node, attribute, tensor, segment).
         """
         if self.max_nesting_depth is None:
-            return 100_000
+            return UNLIMITED_DEPTH
         return 4 * self.max_nesting_depth + 16
+
+    def _exceeds(self, name: str, value: int, what: str) -> None:
+        limit: int | None = getattr(self, name)
+        if limit is not None and value > limit:
+            raise LimitError(f"{what}: {value} exceeds {name} ({limit}) (Clause 15.4)")
+
+    def check_elements(self, count: int, what: str = "tensor") -> None:
+        """Raise :class:`LimitError` when ``count`` elements exceed ``max_tensor_elements``."""
+        self._exceeds("max_tensor_elements", count, what)
+
+    def check_bytes(self, nbytes: int, what: str = "tensor") -> None:
+        """Raise :class:`LimitError` when ``nbytes`` octets exceed ``max_tensor_bytes``."""
+        self._exceeds("max_tensor_bytes", nbytes, what)
+
+    def check_rank(self, rank: int, what: str = "tensor") -> None:
+        """Raise :class:`LimitError` when ``rank`` exceeds ``max_rank``."""
+        self._exceeds("max_rank", rank, what)
+
+    def check_depth(self, depth: int, what: str = "subgraph") -> None:
+        """Raise :class:`LimitError` when a nesting ``depth`` exceeds ``max_nesting_depth``."""
+        self._exceeds("max_nesting_depth", depth, what)
+
+    def check_iterations(self, count: int, what: str = "loop") -> None:
+        """Raise :class:`LimitError` when ``count`` iterations exceed ``max_loop_iterations``."""
+        self._exceeds("max_loop_iterations", count, what)
+
+    def check_tensor(self, dims: list[int] | tuple[int, ...], bits: int, what: str = "tensor") -> None:
+        """Check a tensor's rank, element count and size before anything is allocated for it.
+
+        Args:
+            dims: The extents (each non-negative).
+            bits: Width of one element in bits (0 for STRING, whose size is not known here).
+            what: How the message names the tensor.
+        """
+        self.check_rank(len(dims), what)
+        count = 1
+        for d in dims:
+            count *= d
+        self.check_elements(count, what)
+        self.check_bytes((count * bits + 7) // 8, what)
 
 
 DEFAULT_LIMITS = Limits()

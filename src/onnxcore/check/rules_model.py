@@ -28,16 +28,16 @@ KNOWN_IR_VERSION = 14  # Clause 14.1.2: the IR version this edition specifies
 def model_ir_version(ctx: Context) -> Found:
     m = ctx.model
     if not m.has("ir_version"):
-        yield "model/ir_version", "the model has no ir_version (Table 2 makes it mandatory; Annex B says optional)"
+        yield "ir_version", "the model has no ir_version (Table 2 makes it mandatory; Annex B says optional)"
     elif m.ir_version < 1:
-        yield "model/ir_version", f"ir_version {m.ir_version} is not a positive integer (Clause 14.2)"
+        yield "ir_version", f"ir_version {m.ir_version} is not a positive integer (Clause 14.2)"
 
 
 @rule("W-MODEL-IR-VERSION-NEWER", "14.2", "ir_version newer than the one this edition specifies")
 def model_ir_version_newer(ctx: Context) -> Found:
     if ctx.ir_version > KNOWN_IR_VERSION:
         yield (
-            "model/ir_version",
+            "ir_version",
             f"ir_version {ctx.ir_version} is newer than IR version {KNOWN_IR_VERSION} this edition specifies; "
             "its additions are not checked",
         )
@@ -46,21 +46,21 @@ def model_ir_version_newer(ctx: Context) -> Found:
 @rule("E-MODEL-GRAPH", "5.3.1", "the model has no top-level graph (Table 2: mandatory)")
 def model_graph(ctx: Context) -> Found:
     if ctx.model.graph is None:
-        yield "model/graph", "the model has no graph (Table 2 makes it mandatory; Annex B says optional)"
+        yield "graph", "the model has no graph (Table 2 makes it mandatory; Annex B says optional)"
 
 
 @rule("E-OPSET-MISSING", "5.3.1", "the model imports no operator set at all (Table 2: mandatory)")
 def opset_missing(ctx: Context) -> Found:
     # IR versions 1 and 2 predate opset_import; such models implicitly used operator set 1.
     if not ctx.model.opset_import and (ctx.ir_version >= 3 or ctx.ir_version <= 0):
-        yield "model/opset_import", "the model declares no operator set import (Table 2 makes them mandatory)"
+        yield "opset_import", "the model declares no operator set import (Table 2 makes them mandatory)"
 
 
 @rule("E-OPSET-DUPLICATE", "5.3.2", "a domain imported more than once (\"\" and \"ai.onnx\" are one domain)")
 def opset_duplicate(ctx: Context) -> Found:
-    yield from _duplicate_imports(ctx, ctx.model.opset_import, "model/opset_import")
+    yield from _duplicate_imports(ctx, ctx.model.opset_import, "opset_import")
     for i, f in enumerate(ctx.model.functions):
-        yield from _duplicate_imports(ctx, f.opset_import, f"functions[{i}]/opset_import")
+        yield from _duplicate_imports(ctx, f.opset_import, f'functions[{i}] "{f.domain}:{f.name}"/opset_import')
 
 
 def _duplicate_imports(ctx: Context, imports: list, prefix: str) -> Found:  # type: ignore[type-arg]
@@ -83,9 +83,9 @@ def opset_version(ctx: Context) -> Found:
 
 
 def _all_imports(ctx: Context) -> Iterator[tuple[str, list]]:  # type: ignore[type-arg]
-    yield "model/opset_import", ctx.model.opset_import
+    yield "opset_import", ctx.model.opset_import
     for i, f in enumerate(ctx.model.functions):
-        yield f"functions[{i}]/opset_import", f.opset_import
+        yield f'functions[{i}] "{f.domain}:{f.name}"/opset_import', f.opset_import
 
 
 @rule("W-OPSET-NEWER", "14.4", "an imported operator set version newer than ONNX 1-2 publishes for a known domain")
@@ -99,7 +99,7 @@ def opset_newer(ctx: Context) -> Found:
         rng = ctx.defs.domain_range(d)
         if rng is not None and o.version > rng[1]:
             yield (
-                f"model/opset_import[{i}]",
+                f"opset_import[{i}]",
                 f"domain {o.domain or 'ai.onnx'} version {o.version} is newer than the latest known ({rng[1]}); "
                 "nodes are checked against the latest definitions",
             )
@@ -151,7 +151,7 @@ def ir_feature(ctx: Context) -> Found:
     from onnxcore.check.types_util import elem_ir_version
 
     if ir < 8 and ctx.model.functions:
-        yield "model/functions", late("a model-local function", 8)
+        yield "functions", late("a model-local function", 8)
     for i in ctx.of(FunctionProto):
         f = ctx.entries[i][0]
         assert isinstance(f, FunctionProto)
@@ -167,7 +167,7 @@ def ir_feature(ctx: Context) -> Found:
         if ir < 11 and n.device_configurations:
             yield ctx.path(i) + "/device_configurations", late("a multi-device configuration", 11)
     if ir < 11 and ctx.model.configuration:
-        yield "model/configuration", late("a multi-device configuration", 11)
+        yield "configuration", late("a multi-device configuration", 11)
     if ir < _META_SINCE:
         for cls in _FEATURE_MSGS:
             for i in ctx.of(cls):

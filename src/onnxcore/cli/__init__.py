@@ -13,7 +13,12 @@ __all__ = ["main"]
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="onnxcore", description="Read, write, validate and run ONNX models (ONNX Part 1).")
+    p = argparse.ArgumentParser(
+        prog="onnxcore",
+        description="Read, write, validate and run ONNX models (ONNX Part 1).",
+        epilog="exit codes: 0 success; 1 the model has errors, decoding failed, or a run/case failed; "
+        "2 a file cannot be read or the arguments are wrong",
+    )
     p.add_argument("--version", action="version", version=_version())
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
@@ -42,6 +47,13 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("--external-data", action="store_true", help="move large tensors to a data file beside OUT")
     v.add_argument("--inline", action="store_true", help="bring external contents into the model file")
     v.add_argument("--canonical", action="store_true", help="write the canonical form (docs/canonical.md)")
+
+    k = sub.add_parser("conformance", help="run a test package laid out as the ONNX 1-3 vectors (Clause 4, 11)")
+    k.add_argument("directory", help="the test package (cases with model.onnx and test_data_set_N/)")
+    k.add_argument("--filter", metavar="PATTERN", help="only cases whose name matches this glob")
+    k.add_argument("--json", metavar="FILE", help="write one record per case to FILE")
+    k.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
+    k.add_argument("--generate", action="store_true", help="write the ONNX 1-3 node package into DIRECTORY (needs onnx)")
 
     h = sub.add_parser("hash", help="SHA-256 of the canonical encoding with external contents included")
     h.add_argument("model")

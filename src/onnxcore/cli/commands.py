@@ -181,3 +181,38 @@ def cmd_hash(args: argparse.Namespace) -> int:
     else:
         print(f"{digest}  {args.model}")
     return 0
+
+
+def cmd_conformance(args: argparse.Namespace) -> int:
+    """Run (or generate) a test package; exit 0 when no case failed or errored, 1 otherwise."""
+    from onnxcore.conformance.generate import generate_node_package
+    from onnxcore.conformance.runner import discover, run_package, summarize_by_operator, terminal_progress
+
+    if args.generate:
+        try:
+            n = generate_node_package(args.directory)
+        except OnnxCoreError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        print(f"wrote {n} node cases under {Path(args.directory) / 'node'}")
+        return 0
+    cases = discover(args.directory, args.filter)
+    if not cases:
+        print(f"error: no cases (directories with model.onnx) under {args.directory}", file=sys.stderr)
+        return 2
+    results = run_package(cases, jobs=max(1, args.jobs), progress=terminal_progress)
+    if args.json:
+        Path(args.json).write_text(json.dumps([r.to_dict() for r in results], indent=1), encoding="utf-8")
+    table = summarize_by_operator(results)
+    print(f"{'operator':<32} {'pass':>6} {'fail':>6} {'error':>6} {'unsupp':>7}")
+    for op, row in table.items():
+        print(f"{op:<32} {row['pass']:>6} {row['fail']:>6} {row['error']:>6} {row['unsupported']:>7}")
+    counts = {s: sum(1 for r in results if r.status == s) for s in ("pass", "fail", "error", "unsupported")}
+    for r in results:
+        if r.status in ("fail", "error"):
+            print(f"{r.status.upper()} {r.name}: {r.where} {r.detail.splitlines()[0] if r.detail else ''}")
+    print(
+        f"{len(results)} cases: {counts['pass']} passed, {counts['fail']} failed, "
+        f"{counts['error']} errors, {counts['unsupported']} unsupported"
+    )
+    return 0 if counts["fail"] == 0 and counts["error"] == 0 else 1

@@ -200,11 +200,13 @@ def _format(row: Row) -> str:
     return head
 
 
-def run_inspect(path: str, *, depth: int, max_items: int, as_json: bool, out: TextIO = sys.stdout) -> int:
+def run_inspect(path: str, *, depth: int, max_items: int, as_json: bool, out: TextIO | None = None) -> int:
     """Print the rows of ``path``; return the exit code (0 ok, 1 corrupt, 2 unreadable)."""
     from onnxcore.errors import OnnxCoreError
     from onnxcore.io import read_source
 
+    if out is None:
+        out = sys.stdout
     try:
         buf, _ = read_source(path)
     except OnnxCoreError as e:

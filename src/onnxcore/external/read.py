@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+
 from onnxcore.errors import ExternalDataError
 from onnxcore.external.reference import Rule, is_external, make_error, parse_reference
 from onnxcore.external.registry import Resolution, register, resolution
@@ -98,7 +99,7 @@ def load_external_data(
     """
     for tensor, view, record in _resolve_all(model, base_dir, allow_outside, limits):
         register(view, record)
-        tensor.raw_data = view  # type: ignore[assignment]  # a view is what decoding gives too
+        tensor.raw_data = view
     return model
 
 
@@ -164,4 +165,3 @@ def read_external_tensor_bytes(
     with Resolver(base_dir, allow_outside=allow_outside, limits=limits) as resolver:
         view, _record = resolver.resolve(label, ref)
     return view
-

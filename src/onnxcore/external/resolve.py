@@ -103,9 +103,7 @@ class Resolver:
     def __enter__(self) -> Resolver:
         return self
 
-    def __exit__(
-        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
         self.close()
 
     def close(self) -> None:
@@ -133,7 +131,10 @@ class Resolver:
         size = f.st.st_size
         if ref.offset > size:
             raise make_error(
-                label, ref.location, Rule.OUT_OF_BOUNDS, f"offset {ref.offset} is beyond the end of the file ({size} octets)"
+                label,
+                ref.location,
+                Rule.OUT_OF_BOUNDS,
+                f"offset {ref.offset} is beyond the end of the file ({size} octets)",
             )
         length = size - ref.offset if ref.length is None else ref.length
         if ref.offset + length > size:
@@ -229,7 +230,10 @@ class Resolver:
                 self._dir_fd = os.open(self.base, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
             except OSError as e:
                 raise make_error(
-                    label, ref.location, Rule.NOT_FOUND, f"the model directory {self.base!r} cannot be opened ({e.strerror})"
+                    label,
+                    ref.location,
+                    Rule.NOT_FOUND,
+                    f"the model directory {self.base!r} cannot be opened ({e.strerror})",
                 ) from None
         return self._dir_fd
 
@@ -281,7 +285,8 @@ class Resolver:
                 label,
                 ref.location,
                 Rule.IDENTITY,
-                f"the file opened as {shown!r} is not the file checked (it was replaced between the check and the open)",
+                f"the file opened as {shown!r} is not the file checked "
+                "(it was replaced between the check and the open)",
             )
         return fd
 
@@ -295,7 +300,9 @@ class Resolver:
                 shown = "/".join(comps[: i + 1])
                 st = self._lstat(cur, name, shown, label, ref)
                 if stat.S_ISLNK(st.st_mode):
-                    raise make_error(label, ref.location, Rule.SYMLINK, f"directory component {shown!r} is a symbolic link")
+                    raise make_error(
+                        label, ref.location, Rule.SYMLINK, f"directory component {shown!r} is a symbolic link"
+                    )
                 if not stat.S_ISDIR(st.st_mode):
                     raise make_error(label, ref.location, Rule.NOT_DIRECTORY, f"component {shown!r} is not a directory")
                 flags = os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC
@@ -329,7 +336,9 @@ class Resolver:
                 label, ref.location, Rule.HARDLINK, f"{shown!r} has {st.st_nlink} hard links (exactly one is required)"
             )
 
-    def _open_by_path(self, label: str, ref: ExternalRef, path: str, *, contained: bool) -> tuple[int, os.stat_result, str]:
+    def _open_by_path(
+        self, label: str, ref: ExternalRef, path: str, *, contained: bool
+    ) -> tuple[int, os.stat_result, str]:
         """Open by path: the allowed-outside mode, and the fallback where openat is missing."""
         before: os.stat_result | None = None
         if contained:

@@ -265,9 +265,7 @@ def _file_mode(final: str) -> int:
         return 0o666 & ~mask
 
 
-def _write_temp(
-    directory: str, name: str, parts: Iterable[bytes | bytearray | memoryview], digest: Any = None
-) -> str:
+def _write_temp(directory: str, name: str, parts: Iterable[bytes | bytearray | memoryview], digest: Any = None) -> str:
     fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
     try:
         if hasattr(os, "fchmod"):
@@ -311,11 +309,11 @@ def save_model(
         if location is not None:
             raise ValueError("location is only meaningful with external_data=True")
         out = _inline_for_save(model)
-        tmp_model = _write_temp(directory, name, encode_parts(out, canonical=canonical).parts())
+        tmp_inline = _write_temp(directory, name, encode_parts(out, canonical=canonical).parts())
         try:
-            os.replace(tmp_model, target)
+            os.replace(tmp_inline, target)
         except BaseException:
-            _unlink(tmp_model)
+            _unlink(tmp_inline)
             raise
         return
     loc = location if location is not None else f"{name}.data"

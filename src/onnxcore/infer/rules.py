@@ -203,8 +203,8 @@ def _constant(view: NodeView) -> dict[int, str | None]:
         if name == "value" and got.t is not None:
             return {0: elem_type_string(got.t.data_type)}
         if name == "sparse_value" and got.sparse_tensor is not None and got.sparse_tensor.values is not None:
-            elem = ELEM_NAMES.get(got.sparse_tensor.values.data_type)
-            return {0: None if elem is None else f"sparse_tensor({elem})"}
+            # The output is the dense tensor the sparse value denotes (T admits tensors only).
+            return {0: elem_type_string(got.sparse_tensor.values.data_type)}
         if name in simple:
             return {0: simple[name]}
     return {0: None}

@@ -96,31 +96,18 @@ def _f32(raw: bytes | memoryview, pos: int) -> float:
     return v
 
 
-# Operation codes of the decode tables.
-(
-    _I64,
-    _I32,
-    _U64_OP,
-    _FLT,
-    _DBL,
-    _STR,
-    _BYT,
-    _RAW,
-    _MSG,
-    _R_I64,
-    _R_I32,
-    _R_U64,
-    _R_FLT,
-    _R_DBL,
-    _R_STR,
-    _R_BYT,
-    _R_MSG,
-    _P_I64,
-    _P_I32,
-    _P_U64,
-    _P_FLT,
-    _P_DBL,
-) = range(22)
+# Operation codes of the decode tables, grouped by wire type so dispatch is a range test.
+# Length-delimited:
+_STR, _R_STR, _MSG, _R_MSG, _BYT, _R_BYT, _RAW = range(7)
+# Variable-length integers:
+_I64, _I32, _U64_OP, _R_I64, _R_I32, _R_U64 = range(7, 13)
+# Fixed width:
+_FLT, _R_FLT, _DBL, _R_DBL = range(13, 17)
+# Packed repeated numbers:
+_P_I64, _P_I32, _P_U64, _P_FLT, _P_DBL = range(17, 22)
+
+_REPEATED_OP = {_STR: _R_STR, _BYT: _R_BYT, _I64: _R_I64, _I32: _R_I32, _U64_OP: _R_U64, _FLT: _R_FLT, _DBL: _R_DBL}
+_PACKED_OP = {_I64: _P_I64, _I32: _P_I32, _U64_OP: _P_U64, _FLT: _P_FLT, _DBL: _P_DBL}
 
 _Entry = tuple[int, str, int, Any, tuple[tuple[str, int], ...]]
 
@@ -158,12 +145,10 @@ def _build_decode_table(name: str) -> dict[int, _Entry]:
             op = _RAW
         ewt = f.element_wire_type
         if f.repeated:
-            rop = op + (_R_I64 - _I64)
-            table[(f.tag << 3) | ewt] = (rop, f.name, bit, None, others)
+            table[(f.tag << 3) | ewt] = (_REPEATED_OP[op], f.name, bit, None, others)
             if ewt != WIRE_LEN:
                 # Clause 12.3.3: a consumer accepts both forms for any repeated field.
-                pop = op + (_P_I64 - _I64)
-                table[(f.tag << 3) | WIRE_LEN] = (pop, f.name, bit, None, others)
+                table[(f.tag << 3) | WIRE_LEN] = (_PACKED_OP[op], f.name, bit, None, others)
         else:
             table[(f.tag << 3) | ewt] = (op, f.name, bit, None, others)
     return table
@@ -177,11 +162,8 @@ _KNOWN_TAGS: dict[type[Message], frozenset[int]] = {
 }
 
 
-def _utf8(buf: Buffer, a: int, b: int, name: str) -> str:
-    try:
-        return str(buf[a:b], "utf-8")
-    except UnicodeDecodeError as e:
-        raise DecodeError(f"string is not valid UTF-8 (Clause 12.2.5): {e.reason}", a + e.start, name) from None
+def _utf8_error(e: UnicodeDecodeError, start: int, name: str) -> DecodeError:
+    return DecodeError(f"string is not valid UTF-8 (Clause 12.2.5): {e.reason}", start + e.start, name)
 
 
 def _clear_others(obj: Message, others: tuple[tuple[str, int], ...]) -> None:
@@ -250,7 +232,7 @@ def _decode_into(obj: Message, buf: Buffer, pos: int, end: int, depth: int, max_
             pos = _unknown_field(obj, buf, key, key_pos, pos, end)
             continue
         op, name, bit, sub, others = entry
-        if op == _STR or op == _R_STR or op == _MSG or op == _R_MSG or op == _BYT or op == _R_BYT or op == _RAW:
+        if op <= _RAW:
             c = buf[pos] if pos < end else 0x80
             if c < 0x80 and pos + 1 + c <= end:
                 a = pos + 1
@@ -258,13 +240,11 @@ def _decode_into(obj: Message, buf: Buffer, pos: int, end: int, depth: int, max_
             else:
                 a, b = read_length(buf, pos, end)
             pos = b
-            if op == _STR:
-                setattr(obj, name, _utf8(buf, a, b, name))
-                obj._present |= bit
-                if others:
-                    _clear_others(obj, others)
-            elif op == _R_STR:
-                getattr(obj, name).append(_utf8(buf, a, b, name))
+            if op == _R_STR:
+                try:
+                    getattr(obj, name).append(str(buf[a:b], "utf-8"))
+                except UnicodeDecodeError as e:
+                    raise _utf8_error(e, a, name) from None
             elif op == _R_MSG:
                 lst = getattr(obj, name)
                 child = sub()
@@ -276,6 +256,14 @@ def _decode_into(obj: Message, buf: Buffer, pos: int, end: int, depth: int, max_
                     e.add_parent(f"{name}[{len(lst)}]")
                     raise
                 lst.append(child)
+            elif op == _STR:
+                try:
+                    setattr(obj, name, str(buf[a:b], "utf-8"))
+                except UnicodeDecodeError as e:
+                    raise _utf8_error(e, a, name) from None
+                obj._present |= bit
+                if others:
+                    _clear_others(obj, others)
             elif op == _MSG:
                 child = getattr(obj, name)
                 if child is None:
@@ -300,7 +288,7 @@ def _decode_into(obj: Message, buf: Buffer, pos: int, end: int, depth: int, max_
             else:
                 getattr(obj, name).append(bytes(buf[a:b]))
             continue
-        if op <= _U64_OP or (_R_I64 <= op <= _R_U64):
+        if op <= _R_U64:
             vpos = pos
             if pos < end and buf[pos] < 0x80:
                 v = buf[pos]

@@ -143,10 +143,13 @@ def unidirectional_broadcast(target: Iterable[Any], shape: Iterable[Any]) -> tup
         elif x is None:
             out.append(y)
         else:
-            why = "a dimension variable equals only itself (Clause 6.6.4)" if isinstance(x, str) or isinstance(
-                y, str
-            ) else "neither equal nor 1 (Clause 6.6.3)"
+            why = (
+                "a dimension variable equals only itself (Clause 6.6.4)"
+                if isinstance(x, str) or isinstance(y, str)
+                else "neither equal nor 1 (Clause 6.6.3)"
+            )
             raise ShapeError(
-                f"shape {_fmt([b])} is not unidirectionally broadcastable to {_fmt([a])}: at axis {i}, {y} vs {x}: {why}"
+                f"shape {_fmt([b])} is not unidirectionally broadcastable to {_fmt([a])}: "
+                f"at axis {i}, {y} vs {x}: {why}"
             )
     return tuple(out)

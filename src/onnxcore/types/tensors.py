@@ -150,14 +150,19 @@ def to_array(tensor: TensorProto, *, base_dir: str | None = None) -> npt.NDArray
 
 
 def _external_bytes(tensor: TensorProto, base_dir: str | None) -> bytes | memoryview:
+    import importlib
+
     try:
-        from onnxcore.external import read_external_tensor_bytes  # type: ignore[attr-defined]
+        external: Any = importlib.import_module("onnxcore.external")
     except ImportError:
+        external = None
+    reader = getattr(external, "read_external_tensor_bytes", None)
+    if reader is None:
         raise TensorError(
             f"{_label(tensor)}: its contents are external data, which must be loaded first "
             "(onnxcore.load(..., external_data=True) or onnxcore.load_external_data)"
-        ) from None
-    data: bytes | memoryview = read_external_tensor_bytes(tensor, base_dir)
+        )
+    data: bytes | memoryview = reader(tensor, base_dir)
     return data
 
 
@@ -339,7 +344,8 @@ def from_array(
         values = pack_int32(to_codes(flat, et.bits), et.bits)
     elif et in (E.FLOAT, E.COMPLEX64):
         f32 = flat.view(np.float32) if et.is_complex else flat
-        values = f32.astype(np.float64).tolist()
+        with np.errstate(invalid="ignore"):  # signalling NaNs are rewritten from their bits below
+            values = f32.astype(np.float64).tolist()
         for i in np.flatnonzero(np.isnan(f32)).tolist():
             values[i] = NanBits(int(f32[i : i + 1].view(np.uint32)[0]))
     elif et in (E.DOUBLE, E.COMPLEX128):

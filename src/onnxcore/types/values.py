@@ -21,6 +21,7 @@ from onnxcore.types.valuetypes import (
     MapType,
     OptionalType,
     SequenceType,
+    Shape,
     SparseTensorType,
     TensorType,
     ValueType,
@@ -35,7 +36,7 @@ class SparseTensor:
     """A sparse tensor: ``values`` (1-D, NNZ elements), ``indices`` (int64, shape (NNZ,) of linear
     indices or (NNZ, rank) of coordinates) and the dense shape ``dims``."""
 
-    __slots__ = ("values", "indices", "dims")
+    __slots__ = ("dims", "indices", "values")
 
     values: npt.NDArray[Any]
     indices: npt.NDArray[np.int64]
@@ -233,9 +234,9 @@ def value_type_of(value: Any) -> ValueType | None:
             et = ElementType.from_dtype(arr.dtype)
         except ElementTypeError:
             return None
-        return TensorType(et, arr.shape)
+        return TensorType(et, Shape(arr.shape))
     if isinstance(value, SparseTensor):
-        return SparseTensorType(ElementType.from_dtype(value.values.dtype), value.dims)
+        return SparseTensorType(ElementType.from_dtype(value.values.dtype), Shape(value.dims))
     if isinstance(value, list):
         return SequenceType(value_type_of(value[0]) if value else None)
     if isinstance(value, dict):

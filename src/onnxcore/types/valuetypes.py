@@ -39,7 +39,7 @@ class Dim:
     (``Dim(3) == 3``, ``Dim("N") == "N"``).
     """
 
-    __slots__ = ("value", "denotation")
+    __slots__ = ("denotation", "value")
 
     value: Extent
     denotation: str
@@ -108,7 +108,7 @@ class Shape:
     def __init__(self, *dims: Extent | Dim | Iterable[Extent | Dim]) -> None:
         items: Iterable[Any] = dims
         if len(dims) == 1 and not isinstance(dims[0], int | str | Dim) and dims[0] is not None:
-            items = dims[0]  # type: ignore[assignment]
+            items = dims[0]
         object.__setattr__(self, "dims", tuple(Dim(d) for d in items))
 
     def __setattr__(self, name: str, value: Any) -> None:

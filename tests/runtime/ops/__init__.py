@@ -73,9 +73,9 @@ def make_node_model(
         vis.append(helper.make_tensor_value_info(f"x{i}", elem, list(a.shape)))
     outs = [f"y{i}" for i in range(n_outputs)]
     node = helper.make_node(op, names, outs, **(attrs or {}))
-    graph = helper.make_graph(
-        [node], "g", vis, [helper.make_tensor_value_info(o, 0, None) for o in outs]
-    )
+    import onnx
+
+    graph = helper.make_graph([node], "g", vis, [helper.make_value_info(o, onnx.TypeProto()) for o in outs])
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
 
 
@@ -123,8 +123,15 @@ def compare(
     atol: float = 1e-6,
 ) -> list[np.ndarray]:
     """Assert our kernel agrees with onnxruntime (values, shapes and dtypes); return ours."""
+    import pytest
+
     ours = run_ours(op, inputs, opset, attrs)
-    theirs = run_ort(op, inputs, n_outputs, opset, attrs)
+    try:
+        theirs = run_ort(op, inputs, n_outputs, opset, attrs)
+    except Exception as e:  # onnxruntime lacks a kernel for this (op, version, type)
+        if "NOT_IMPLEMENTED" in str(e) or "Could not find an implementation" in str(e):
+            pytest.skip(f"onnxruntime has no kernel: {str(e)[:120]}")
+        raise
     assert len(ours) >= len(theirs)
     for a, e in zip(ours, theirs):
         assert_same(a, e, rtol=rtol, atol=atol)

@@ -251,8 +251,12 @@ def _conv_core(
         xs = np.ascontiguousarray(xs).reshape(n_img, group, cg, p_out)
         y = np.matmul(w.reshape(group, mg, cg), xs)
         return y.reshape(n_img, m, *out)
+    if all(st == 1 for st in strides):
+        flat = _flat_conv(x, w, group, pb, pe, dilations, out)
+        if flat is not None:
+            return flat
     xp = pad_spatial(x, pb, pe)
-    if cg == 1 and mg * group == m and group == c and kk > 1:
+    if cg == 1 and group == c and kk > 1:
         # Depthwise: one multiply-add of a shifted slice per kernel offset.
         mult = mg
         xg = xp.reshape(n_img, c, 1, *xp.shape[2:])
@@ -269,6 +273,77 @@ def _conv_core(
     cols = view.reshape(n_img, group, cg * kk, p_out)
     y = np.matmul(w.reshape(group, mg, cg * kk), cols)
     return y.reshape(n_img, m, *out)
+
+
+# The flat layout computes outputs on the padded grid's row pitch; skip it when the wasted
+# columns would exceed this fraction of the useful ones.
+_FLAT_WASTE = 0.35
+
+
+def _flat_conv(
+    x: np.ndarray,
+    w: np.ndarray,
+    group: int,
+    pb: Sequence[int],
+    pe: Sequence[int],
+    dilations: Sequence[int],
+    out: Sequence[int],
+) -> np.ndarray | None:
+    """Stride-1 convolution on the flattened padded image (``None`` when not worthwhile).
+
+    With stride 1, output ``o`` and kernel offset ``k`` read padded position ``o + k*d``; in the
+    flattened padded image that is ``flat(o) + flat(k*d)``, so each kernel offset is one
+    contiguous slice of length ``out[0] * prod(padded[1:])``. The im2col copy (or the depthwise
+    multiply-add) then runs over long contiguous rows; the surplus columns (positions past
+    ``out`` along the inner axes) are cropped at the end.
+    """
+    n_img, c = x.shape[:2]
+    m = w.shape[0]
+    cg, mg = c // group, m // group
+    kernel = w.shape[2:]
+    nd = len(kernel)
+    padded = [s + b + e for s, b, e in zip(x.shape[2:], pb, pe)]
+    inner_padded = math.prod(padded[1:])
+    inner_out = math.prod(out[1:])
+    if inner_out == 0 or inner_padded > (1 + _FLAT_WASTE) * inner_out:
+        return None
+    pitch = [math.prod(padded[i + 1 :]) for i in range(nd)]
+    length = out[0] * inner_padded
+    offsets = [sum(k * d * p for k, d, p in zip(offs, dilations, pitch))
+               for offs in itertools.product(*(range(k) for k in kernel))]  # fmt: skip
+    total = math.prod(padded)
+    extra = max(0, max(offsets) + length - total)
+    buf = np.zeros((n_img, c, total + extra), dtype=x.dtype)
+    buf[:, :, :total].reshape(n_img, c, *padded)[
+        (slice(None), slice(None)) + tuple(slice(b, b + s) for b, s in zip(pb, x.shape[2:]))
+    ] = x
+    item = buf.itemsize
+    kk = len(offsets)
+    if cg == 1 and group == c and kk > 1:
+        wg = w.reshape(c, mg, kk)
+        acc = np.zeros((n_img, c, mg, length), dtype=x.dtype)
+        tmp = np.empty_like(acc)
+        src = buf.reshape(n_img, c, 1, total + extra)
+        for j, off in enumerate(offsets):
+            np.multiply(src[:, :, :, off : off + length], wg[None, :, :, j : j + 1], out=tmp)
+            acc += tmp
+        y = acc.reshape(n_img, m, out[0], *padded[1:])
+    else:
+        # Kernel offsets are not a uniform stride in general; build cols (N, C, kk, L) with one
+        # strided copy per kernel axis pattern by stacking contiguous slices.
+        if len(set(np.diff(offsets))) <= 1 or nd == 1:
+            step = offsets[1] - offsets[0] if kk > 1 else 0
+            view = as_strided(buf, shape=(n_img, c, kk, length),
+                              strides=(buf.strides[0], buf.strides[1], step * item, item), writeable=False)  # fmt: skip
+        else:
+            kstr = tuple(d * p * item for d, p in zip(dilations, pitch))
+            view = as_strided(buf, shape=(n_img, c, *kernel, length),
+                              strides=(buf.strides[0], buf.strides[1], *kstr, item), writeable=False)  # fmt: skip
+        cols = view.reshape(n_img, group, cg * kk, length)
+        y = np.matmul(w.reshape(group, mg, cg * kk), cols).reshape(n_img, m, out[0], *padded[1:])
+    if inner_padded == inner_out:
+        return y.reshape(n_img, m, *out)
+    return np.ascontiguousarray(y[(slice(None), slice(None), slice(None)) + tuple(slice(0, o) for o in out[1:])])
 
 
 def _conv(

@@ -149,30 +149,14 @@ def castlike_24(input: np.ndarray, target_type: np.ndarray, *, saturate: int = 1
 
 
 def _densify(sparse: Any) -> np.ndarray:
-    """The dense tensor of a sparse value (a ``SparseTensor`` or a ``SparseTensorProto``)."""
-    to_dense = getattr(sparse, "to_dense", None)
-    if callable(to_dense):
-        return np.asarray(to_dense())
-    from onnxcore.types import to_array
+    """The dense tensor of a sparse value (a ``SparseTensor``, or a ``SparseTensorProto``)."""
+    from onnxcore.types import SparseTensor, value_from_proto
 
-    values = np.asarray(to_array(sparse.values)).reshape(-1)
-    indices = np.asarray(to_array(sparse.indices)).astype(np.int64)
-    dims = tuple(int(d) for d in sparse.dims)
-    check_elements(dims, "Constant sparse_value")
-    out = np.empty(dims, dtype=values.dtype)
-    out[...] = zero_of(values.dtype)
-    flat = out.reshape(-1)
-    n = values.shape[0]
-    if indices.ndim == 1 or (indices.ndim == 2 and indices.shape[1] == 1 and len(dims) == 1):
-        lin = indices.reshape(-1)
-    elif indices.ndim == 2 and indices.shape == (n, len(dims)):
-        lin = np.ravel_multi_index(tuple(indices.T), dims) if n else np.zeros(0, np.int64)
-    else:
-        raise EvaluationError(f"sparse_value: indices of shape {indices.shape} do not fit {n} values of {dims}")
-    if lin.shape[0] != n or (n and (lin.min() < 0 or lin.max() >= flat.shape[0])):
-        raise EvaluationError("sparse_value: indices out of range or not one per value")
-    flat[lin] = values
-    return out
+    sp = sparse if isinstance(sparse, SparseTensor) else value_from_proto(sparse)
+    if not isinstance(sp, SparseTensor):
+        raise EvaluationError(f"Constant: sparse_value is not a sparse tensor ({type(sparse).__name__})")
+    check_elements(list(sp.dims), "Constant sparse_value")
+    return np.asarray(sp.to_dense())
 
 
 def _bytes(s: str | bytes) -> bytes:
@@ -339,9 +323,13 @@ def range_27(start: np.ndarray, limit: np.ndarray, delta: np.ndarray, *, stash_t
 
 
 @kernel("Identity", 1, 13, 14, 16, 19, 21, 23, 24, 25)
-def identity(input: Any) -> Any:
-    """Identity: the input itself (tensors, and from Identity-14/16 sequences and optionals)."""
-    return input
+def identity(input: Any) -> tuple[Any]:
+    """Identity: the input itself (tensors, and from Identity-14/16 sequences and optionals).
+
+    Returned as a 1-tuple so that a sequence value (a list) is never mistaken for the list of
+    outputs.
+    """
+    return (input,)
 
 
 @kernel("Shape", 1, 13)

@@ -1,0 +1,149 @@
+"""Comparing evaluated values with expected ones (Clause 11.5; ONNX 1-3 harness conventions).
+
+Floating-point tensors pass when ``|actual - expected| <= atol + rtol * |expected|`` element-wise, NaN equal
+to NaN and infinities equal to themselves (same sign); integers, booleans and strings compare exactly.
+Sequences, maps and optionals compare element by element.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Comparison", "compare_values", "DEFAULT_RTOL", "DEFAULT_ATOL"]
+
+# The onnx backend harness's convention for float32 (Clause 11.5 editorial note).
+DEFAULT_RTOL = 1e-3
+DEFAULT_ATOL = 1e-7
+
+
+@dataclass
+class Comparison:
+    """Outcome of comparing one value.
+
+    Attributes:
+        ok: Whether the values agree within tolerance.
+        reason: Why not (empty when ok).
+        max_abs: Largest absolute error over floating-point elements (0 for exact types).
+        max_rel: Largest relative error (``|a - e| / |e|`` over elements with ``e != 0``).
+        where: Index of the worst element, as text.
+        dtype: The expected element dtype name.
+    """
+
+    ok: bool
+    reason: str = ""
+    max_abs: float = 0.0
+    max_rel: float = 0.0
+    where: str = ""
+    dtype: str = ""
+
+
+def _is_float(dt: np.dtype[Any]) -> bool:
+    return dt.kind in "fc" or (dt.kind == "V" and dt.itemsize <= 2) or "float" in dt.name
+
+
+def _tensor(actual: Any, expected: np.ndarray, rtol: float, atol: float) -> Comparison:
+    if not isinstance(actual, np.ndarray):
+        return Comparison(False, f"expected a tensor, got {type(actual).__name__}", dtype=str(expected.dtype))
+    dt = str(expected.dtype)
+    if actual.shape != expected.shape:
+        return Comparison(False, f"shape {actual.shape} != expected {expected.shape}", dtype=dt)
+    if actual.dtype != expected.dtype:
+        return Comparison(False, f"dtype {actual.dtype} != expected {expected.dtype}", dtype=dt)
+    if expected.dtype == object:
+        eq = np.array([a == e for a, e in zip(actual.ravel(), expected.ravel())], dtype=bool)
+        if eq.all():
+            return Comparison(True, dtype=dt)
+        i = int(np.flatnonzero(~eq)[0])
+        return Comparison(False, f"string element {i} differs", where=_index(i, expected.shape), dtype=dt)
+    if not _is_float(expected.dtype):
+        if np.array_equal(actual, expected):
+            return Comparison(True, dtype=dt)
+        bad = np.flatnonzero(actual.ravel() != expected.ravel())
+        i = int(bad[0])
+        diff = abs(int(actual.ravel()[i]) - int(expected.ravel()[i])) if expected.dtype.kind in "iub" else 0
+        return Comparison(
+            False,
+            f"{bad.size} elements differ",
+            max_abs=float(diff),
+            where=_index(i, expected.shape),
+            dtype=dt,
+        )
+    if expected.dtype.kind == "c":
+        a = actual.astype(np.complex128)
+        e = expected.astype(np.complex128)
+    else:
+        a = actual.astype(np.float64)
+        e = expected.astype(np.float64)
+    if e.size == 0:
+        return Comparison(True, dtype=dt)
+    both_nan = np.isnan(a) & np.isnan(e)
+    same_inf = np.isinf(e) & (a == e)
+    with np.errstate(invalid="ignore", over="ignore"):
+        err = np.abs(a - e)
+        err = np.where(both_nan | same_inf, 0.0, err)
+        err = np.where(np.isnan(err), np.inf, err)
+        tol = atol + rtol * np.abs(np.where(np.isfinite(e), e, 0.0))
+        rel = np.where(np.abs(e) > 0, err / np.where(np.abs(e) > 0, np.abs(e), 1.0), 0.0)
+    bad = err > tol
+    worst = int(np.argmax(err))
+    comp = Comparison(
+        not bool(bad.any()),
+        max_abs=float(err.ravel()[worst]) if err.size else 0.0,
+        max_rel=float(np.max(rel)) if rel.size else 0.0,
+        where=_index(worst, e.shape),
+        dtype=dt,
+    )
+    if bad.any():
+        i = int(np.flatnonzero(bad.ravel())[0])
+        comp.reason = (
+            f"{int(bad.sum())} of {e.size} elements outside rtol={rtol}, atol={atol}; "
+            f"first at {_index(i, e.shape)}: {a.ravel()[i]!r} vs expected {e.ravel()[i]!r}"
+        )
+    return comp
+
+
+def compare_values(actual: Any, expected: Any, *, rtol: float = DEFAULT_RTOL, atol: float = DEFAULT_ATOL) -> Comparison:
+    """Compare an evaluated value with the expected one (tensor, sequence, map, optional)."""
+    if expected is None:
+        return Comparison(actual is None, "" if actual is None else "expected an absent optional")
+    if isinstance(expected, np.ndarray):
+        return _tensor(actual, expected, rtol, atol)
+    if isinstance(expected, list):
+        if not isinstance(actual, list) or len(actual) != len(expected):
+            return Comparison(False, f"expected a sequence of {len(expected)}, got {_describe(actual)}")
+        worst = Comparison(True)
+        for i, (a, e) in enumerate(zip(actual, expected)):
+            c = compare_values(a, e, rtol=rtol, atol=atol)
+            if not c.ok:
+                c.where = f"[{i}]{c.where}"
+                return c
+            if c.max_abs >= worst.max_abs:
+                worst = c
+        return worst
+    if isinstance(expected, dict):
+        if not isinstance(actual, dict) or set(actual) != set(expected):
+            return Comparison(False, f"expected a map with keys {sorted(expected)[:5]}, got {_describe(actual)}")
+        for k in expected:
+            c = compare_values(actual[k], expected[k], rtol=rtol, atol=atol)
+            if not c.ok:
+                c.where = f"[{k!r}]{c.where}"
+                return c
+        return Comparison(True)
+    return Comparison(bool(actual == expected), f"{actual!r} != {expected!r}")
+
+
+def _index(flat: int, shape: tuple[int, ...]) -> str:
+    return str(tuple(int(x) for x in np.unravel_index(flat, shape))) if shape else "()"
+
+
+def _describe(v: Any) -> str:
+    if isinstance(v, np.ndarray):
+        return f"tensor {v.dtype}{list(v.shape)}"
+    if isinstance(v, list):
+        return f"sequence of {len(v)}"
+    if isinstance(v, dict):
+        return f"map of {len(v)}"
+    return type(v).__name__
