@@ -173,6 +173,7 @@ class Scope:
         "outputs",
         "init_names",
         "defs",
+        "dup_defs",
         "opsets",
     )
 
@@ -216,6 +217,7 @@ class Scope:
         for i, n in enumerate(self.init_names):
             defs.setdefault(n, ("initializer", i))
         self.defs = defs
+        self.dup_defs: list[tuple[NodeRef, int, str]] = []  # node outputs defined already
 
     def ancestors(self) -> Iterator[Scope]:
         """The enclosing scopes, innermost first."""
@@ -260,6 +262,11 @@ class Context:
         self.scopes: list[Scope] = []
         self.too_deep: list[tuple[str, int]] = []
         self.graph_cycles: list[str] = []
+        self.unusual: list[NodeRef] = []  # nodes not bound to a definition
+        self.dup_node_names: list[tuple[NodeRef, int]] = []
+        self.overloads: list[NodeRef] = []
+        self.multi_attr: list[NodeRef] = []  # nodes with two or more attributes
+        self.attr_refs: list[NodeRef] = []  # nodes with an attribute reference (ref_attr_name)
         self._walk_graphs()
 
     # ---- generic walk -------------------------------------------------------------------
@@ -270,6 +277,7 @@ class Context:
         seen: set[int] = {id(self.model)}
         entries.append((self.model, -1, "", -1))
         by_class.setdefault(type(self.model), []).append(0)
+        node_entries = by_class.setdefault(NodeProto, [])
         stack = [0]
         while stack:
             i = stack.pop()
@@ -278,6 +286,17 @@ class Context:
             if not fields:
                 continue
             pushed: list[int] = []
+            if type(msg) is GraphProto:
+                # Nodes are most of a model: record them without a trip through the stack, and
+                # descend only into those that hold messages. A node cannot enclose itself
+                # except through a graph, which is guarded below.
+                for k, n in enumerate(msg.node):
+                    j = len(entries)
+                    entries.append((n, i, "node", k))
+                    node_entries.append(j)
+                    if n.attribute or n.metadata_props or n.device_configurations:
+                        pushed.append(j)
+                fields = fields[1:]  # ("node", True) is GraphProto's first message field
             for fname, repeated in fields:
                 v = getattr(msg, fname)
                 if repeated:
@@ -308,7 +327,7 @@ class Context:
 
     def of(self, cls: type) -> list[int]:
         """Indexes into :attr:`entries` of every message of class ``cls``, in pre-order."""
-        return sorted(self.by_class.get(cls, ()))
+        return self.by_class.get(cls, [])
 
     def path(self, i: int) -> str:
         """Readable location of entry ``i``, e.g. ``graph/initializer[3] "w"``.
@@ -357,25 +376,56 @@ class Context:
         for i, f in enumerate(model.functions):
             opsets = dict(self.opsets)
             for o in f.opset_import:
-                opsets[norm_domain(o.domain)] = int(o.version)
+                # Clause 8.4: the versions are the model's; the function's own imports fill gaps.
+                opsets.setdefault(norm_domain(o.domain), int(o.version))
             loc = f'functions[{i}] "{f.domain}:{f.name}"'
             pending.append(Scope("function", loc, function=f, opsets=opsets))
         seen: set[int] = set()
         pending.reverse()
+        bind_cache: dict[tuple[int, str, str, str], tuple[str, int, Any, FunctionProto | None]] = {}
+        unusual = self.unusual
         while pending:
             scope = pending.pop()
             self.scopes.append(scope)
             body = scope.graph.node if scope.graph is not None else scope.function.node  # type: ignore[union-attr]
             children: list[Scope] = []
             defs = scope.defs
+            dup_defs = scope.dup_defs
+            names: dict[str, int] = {}
+            nodes = scope.nodes
+            opsets_id = id(scope.opsets)
             for idx, node in enumerate(body):
                 ref = NodeRef(node, idx, scope)
-                self._bind(ref)
-                scope.nodes.append(ref)
-                for o in node.output:
-                    if o and o not in defs:
-                        defs[o] = ("node", idx)
-                for attr in node.attribute:
+                key = (opsets_id, node.domain, node.op_type, node.overload)
+                bound = bind_cache.get(key)
+                if bound is None:
+                    bound = bind_cache[key] = self._bind(ref)
+                ref.status, ref.version, ref.schema, ref.function = bound
+                nodes.append(ref)
+                if ref.status != "schema":
+                    unusual.append(ref)
+                for k, o in enumerate(node.output):
+                    if o:
+                        if o in defs:
+                            dup_defs.append((ref, k, o))
+                        else:
+                            defs[o] = ("node", idx)
+                name = node.name
+                if name:
+                    if name in names:
+                        self.dup_node_names.append((ref, names[name]))
+                    else:
+                        names[name] = idx
+                if node.overload:
+                    self.overloads.append(ref)
+                attrs = node.attribute
+                if not attrs:
+                    continue
+                if len(attrs) > 1:
+                    self.multi_attr.append(ref)
+                for attr in attrs:
+                    if attr.ref_attr_name and (not self.attr_refs or self.attr_refs[-1] is not ref):
+                        self.attr_refs.append(ref)
                     subs: list[tuple[str, GraphProto]] = []
                     if attr.g is not None:
                         subs.append((attr.name, attr.g))
@@ -407,34 +457,60 @@ class Context:
             children.reverse()
             pending.extend(children)
 
-    def _bind(self, ref: NodeRef) -> None:
+    def _bind(self, ref: NodeRef) -> tuple[str, int, Any, FunctionProto | None]:
+        """(status, imported version, schema, function) of a node; see :class:`NodeRef`."""
         node = ref.node
         dom = ref.domain
         fn = self.functions.get((dom, node.op_type, node.overload))
         if fn is not None:
-            ref.status = "function"
-            ref.function = fn[1]
-            return
+            return "function", 0, None, fn[1]
         version = ref.scope.opsets.get(dom)
         if version is None:
-            ref.status = "undeclared"
-            return
-        ref.version = version
+            return "undeclared", 0, None, None
         defs = self.defs
         if not defs.available:
-            ref.status = "nodefs"
-            return
+            return "nodefs", version, None, None
         if not defs.is_known_domain(dom):
-            ref.status = "custom"
-            return
+            return "custom", version, None, None
         schema = defs.schema(node.op_type, version, dom)
         if schema is not None:
-            ref.status = "schema"
-            ref.schema = schema
-        elif defs.versions(node.op_type, dom):
-            ref.status = "not_in_version"
-        else:
-            ref.status = "undefined"
+            return "schema", version, schema, None
+        if defs.versions(node.op_type, dom):
+            return "not_in_version", version, None, None
+        return "undefined", version, None, None
+
+    def groups(self) -> list[list[NodeRef]]:
+        """Nodes bound to a definition, grouped by everything the signature rules look at.
+
+        Two nodes of a group bind the same definition with the same input and output slots
+        (supplied or empty) and the same attribute names and types, so a signature rule that
+        passes for one passes for all: the rules check one node per group, and every node only
+        of a group that fails (Clause 7.3.1).
+        """
+        cached = self.cache.get("groups")
+        if cached is not None:
+            return cached  # type: ignore[no-any-return]
+        groups: dict[tuple[Any, ...], list[NodeRef]] = {}
+        for s in self.scopes:
+            for ref in s.nodes:
+                if ref.status != "schema":
+                    continue
+                node = ref.node
+                attrs = node.attribute
+                key = (
+                    id(ref.schema),
+                    tuple(map(bool, node.input)),
+                    tuple(map(bool, node.output)),
+                    tuple((a.name, a.type, bool(a.ref_attr_name)) for a in attrs) if attrs else (),
+                )
+                g = groups.get(key)
+                if g is None:
+                    groups[key] = [ref]
+                else:
+                    g.append(ref)
+        result = list(groups.values())
+        self.cache["groups"] = result
+        return result
 
     def all_nodes(self) -> Iterator[NodeRef]:
         """Every bound node of every scope."""

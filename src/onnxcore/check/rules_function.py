@@ -23,7 +23,10 @@ def func_duplicate(ctx: Context) -> Found:
     for i, f in enumerate(ctx.model.functions):
         key = (norm_domain(f.domain), f.name, f.overload)
         if key in seen:
-            yield f'functions[{i}] "{f.domain}:{f.name}"', f"function {key} is already defined by functions[{seen[key]}]"
+            yield (
+                f'functions[{i}] "{f.domain}:{f.name}"',
+                f"function {key} is already defined by functions[{seen[key]}]",
+            )
         else:
             seen[key] = i
 
@@ -35,8 +38,8 @@ def _fn_attr_names(f: FunctionProto) -> set[str]:
 @rule("E-FUNC-REF-ATTR", "8.4", "an attribute reference (ref_attr_name) to no attribute of the enclosing function")
 def func_ref_attr(ctx: Context) -> Found:
     names_cache: dict[int, set[str]] = {}
-    for scope in ctx.scopes:
-        fscope = scope.function_scope()
+    for ref in ctx.attr_refs:
+        fscope = ref.scope.function_scope()
         names: set[str] | None = None
         if fscope is not None:
             f = fscope.function
@@ -44,24 +47,25 @@ def func_ref_attr(ctx: Context) -> Found:
             names = names_cache.get(id(f))
             if names is None:
                 names = names_cache[id(f)] = _fn_attr_names(f)
-        for ref in scope.nodes:
-            for k, a in enumerate(ref.node.attribute):
-                if not a.ref_attr_name:
-                    continue
-                loc = f'{ref.loc}/attribute[{k}] "{a.name}"'
-                if names is None:
-                    yield loc, f"attribute {a.name!r} refers to {a.ref_attr_name!r}, but it is not in a function body"
-                elif a.ref_attr_name not in names:
-                    yield loc, f"attribute {a.name!r} refers to {a.ref_attr_name!r}, which the function does not declare"
+        for k, a in enumerate(ref.node.attribute):
+            if not a.ref_attr_name:
+                continue
+            loc = f'{ref.loc}/attribute[{k}] "{a.name}"'
+            if names is None:
+                yield loc, f"attribute {a.name!r} refers to {a.ref_attr_name!r}, but it is not in a function body"
+            elif a.ref_attr_name not in names:
+                yield loc, f"attribute {a.name!r} refers to {a.ref_attr_name!r}, which the function does not declare"
 
 
 def _calls(ctx: Context) -> Iterator[tuple[NodeRef, FunctionProto]]:
-    for ref in ctx.all_nodes():
+    for ref in ctx.unusual:
         if ref.status == "function" and ref.function is not None:
             yield ref, ref.function
 
 
-@rule("E-FUNC-CALL-ARITY", "8.4", "a call of a local function that does not supply its inputs, or names outputs it lacks")
+@rule(
+    "E-FUNC-CALL-ARITY", "8.4", "a call of a local function that does not supply its inputs, or names outputs it lacks"
+)
 def func_call_arity(ctx: Context) -> Found:
     for ref, f in _calls(ctx):
         n_in, n_out = len(ref.node.input), len(ref.node.output)
@@ -94,7 +98,11 @@ def _required_attrs(ctx: Context, f: FunctionProto) -> set[str]:
     return required
 
 
-@rule("E-FUNC-CALL-ATTR", "8.4", "a call of a local function with an attribute it does not declare, or without one it needs")
+@rule(
+    "E-FUNC-CALL-ATTR",
+    "8.4",
+    "a call of a local function with an attribute it does not declare, or without one it needs",
+)
 def func_call_attr(ctx: Context) -> Found:
     for ref, f in _calls(ctx):
         declared = _fn_attr_names(f)
@@ -104,4 +112,7 @@ def func_call_attr(ctx: Context) -> Found:
             if a.name not in declared:
                 yield f'{ref.loc}/attribute[{k}] "{a.name}"', f"function {f.name!r} declares no attribute {a.name!r}"
         for name in sorted(_required_attrs(ctx, f) - given):
-            yield ref.loc, f"function {f.name!r} needs attribute {name!r} (a body node requires it and it has no default)"
+            yield (
+                ref.loc,
+                f"function {f.name!r} needs attribute {name!r} (a body node requires it and it has no default)",
+            )

@@ -176,14 +176,10 @@ def value_duplicate(ctx: Context) -> Found:
                 yield where, f"{name!r} is already defined as {seen[name]}"
             init_seen.add(name)
             seen.setdefault(name, "an initializer")
-        for ref in scope.nodes:
-            for k, name in enumerate(ref.node.output):
-                if not name:
-                    continue
-                if name in seen:
-                    yield f"{ref.loc}/output[{k}]", f"{name!r} is already defined as {seen[name]}"
-                else:
-                    seen[name] = f"output of {ref.loc}"
+        for ref, k, name in scope.dup_defs:
+            kind, idx = scope.defs[name]
+            first = f"output of {scope.nodes[idx].loc}" if kind == "node" else seen.get(name, kind)
+            yield f"{ref.loc}/output[{k}]", f"{name!r} is already defined as {first}"
 
 
 def _init_loc(scope: Scope, k: int) -> str:
@@ -232,24 +228,14 @@ def name_empty(ctx: Context) -> Found:
 
 @rule("E-NODE-NAME-DUPLICATE", "5.4.1", "two nodes of one graph with the same (non-empty) name")
 def node_name_duplicate(ctx: Context) -> Found:
-    for scope in ctx.scopes:
-        seen: dict[str, int] = {}
-        for ref in scope.nodes:
-            name = ref.node.name
-            if not name:
-                continue
-            if name in seen:
-                yield ref.loc, f"node name {name!r} is already used by node[{seen[name]}]"
-            else:
-                seen[name] = ref.index
+    for ref, first in ctx.dup_node_names:
+        yield ref.loc, f"node name {ref.node.name!r} is already used by node[{first}]"
 
 
 @rule("E-ATTR-DUPLICATE", "7.4", "two attributes of one node with the same name")
 def attr_duplicate(ctx: Context) -> Found:
-    for ref in ctx.all_nodes():
+    for ref in ctx.multi_attr:
         attrs = ref.node.attribute
-        if len(attrs) < 2:
-            continue
         seen: set[str] = set()
         for k, a in enumerate(attrs):
             if a.name in seen:

@@ -10,6 +10,7 @@ from onnxcore.proto.messages import (
     FunctionProto,
     GraphProto,
     ModelProto,
+    NodeDeviceConfigurationProto,
     NodeProto,
     StringStringEntryProto,
     TensorProto,
@@ -56,7 +57,7 @@ def opset_missing(ctx: Context) -> Found:
         yield "opset_import", "the model declares no operator set import (Table 2 makes them mandatory)"
 
 
-@rule("E-OPSET-DUPLICATE", "5.3.2", "a domain imported more than once (\"\" and \"ai.onnx\" are one domain)")
+@rule("E-OPSET-DUPLICATE", "5.3.2", 'a domain imported more than once ("" and "ai.onnx" are one domain)')
 def opset_duplicate(ctx: Context) -> Found:
     yield from _duplicate_imports(ctx, ctx.model.opset_import, "opset_import")
     for i, f in enumerate(ctx.model.functions):
@@ -108,7 +109,7 @@ def opset_newer(ctx: Context) -> Found:
 @rule("E-OPSET-UNDECLARED", "5.3.2", "a node uses a domain the model does not import (Clause 10.4)")
 def opset_undeclared(ctx: Context) -> Found:
     reported: set[tuple[int, str]] = set()
-    for ref in ctx.all_nodes():
+    for ref in ctx.unusual:
         if ref.status == "undeclared":
             fscope = ref.scope.function_scope()
             key = (id(fscope), ref.domain)
@@ -159,13 +160,14 @@ def ir_feature(ctx: Context) -> Found:
             yield ctx.path(i) + "/attribute_proto", late("an attribute default value in a function", 9)
         if ir < 10 and f.overload:
             yield ctx.path(i) + "/overload", late("a function overload", 10)
-    for i in ctx.of(NodeProto):
-        n = ctx.entries[i][0]
-        assert isinstance(n, NodeProto)
-        if ir < 10 and n.overload:
-            yield ctx.path(i) + "/overload", late("a call of a function overload", 10)
-        if ir < 11 and n.device_configurations:
-            yield ctx.path(i) + "/device_configurations", late("a multi-device configuration", 11)
+    if ir < 10:
+        for ref in ctx.overloads:
+            yield ref.loc + "/overload", late("a call of a function overload", 10)
+    if ir < 11:
+        for i in ctx.of(NodeDeviceConfigurationProto):
+            parent = ctx.parent_of(i)
+            if ctx.entries[i][2] == "device_configurations" and ctx.entries[i][3] == 0:
+                yield ctx.path(parent) + "/device_configurations", late("a multi-device configuration", 11)
     if ir < 11 and ctx.model.configuration:
         yield "configuration", late("a multi-device configuration", 11)
     if ir < _META_SINCE:
@@ -180,7 +182,11 @@ def ir_feature(ctx: Context) -> Found:
             yield ctx.path(i), late("the sparse tensor type", 8)
         if ir < 8 and t.optional_type is not None:
             yield ctx.path(i), late("the optional type", 8)
-    for cls, field in ((TypeProto.Tensor, "elem_type"), (TypeProto.SparseTensor, "elem_type"), (TensorProto, "data_type")):
+    for cls, field in (
+        (TypeProto.Tensor, "elem_type"),
+        (TypeProto.SparseTensor, "elem_type"),
+        (TensorProto, "data_type"),
+    ):
         for i in ctx.of(cls):
             tag = getattr(ctx.entries[i][0], field)
             since = elem_ir_version(tag)

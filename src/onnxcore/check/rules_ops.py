@@ -3,7 +3,7 @@ arity (7.3.2, 7.3.3) and types (10.3, 9.4)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from onnxcore.check.context import Context, NodeRef
@@ -16,6 +16,20 @@ Found = Iterator[tuple[str, str]]
 AT = AttributeProto.AttributeType
 
 
+NodeCheck = Callable[[NodeRef, Any], Iterable[tuple[str, str]]]
+
+
+def _per_group(ctx: Context, fn: NodeCheck) -> Found:
+    """Run a signature check on one node of each group, and on every node of a failing group."""
+    for refs in ctx.groups():
+        first = list(fn(refs[0], refs[0].schema))
+        if not first:
+            continue
+        yield from first
+        for ref in refs[1:]:
+            yield from fn(ref, ref.schema)
+
+
 def _bound(ctx: Context) -> Iterator[tuple[NodeRef, Any]]:
     for ref in ctx.all_nodes():
         if ref.status == "schema":
@@ -24,14 +38,17 @@ def _bound(ctx: Context) -> Iterator[tuple[NodeRef, Any]]:
 
 @rule("E-OP-UNDEFINED", "10.2", "a node whose operator no version of its (ONNX) domain defines")
 def op_undefined(ctx: Context) -> Found:
-    for ref in ctx.all_nodes():
+    for ref in ctx.unusual:
         if ref.status == "undefined":
-            yield ref.loc, f"{ref.label()} is not an operator of domain {ref.domain or 'ai.onnx'} (nor a local function)"
+            yield (
+                ref.loc,
+                f"{ref.label()} is not an operator of domain {ref.domain or 'ai.onnx'} (nor a local function)",
+            )
 
 
 @rule("E-OP-VERSION", "10.4", "a node whose operator is absent from the imported version of its domain (14.3)")
 def op_version(ctx: Context) -> Found:
-    for ref in ctx.all_nodes():
+    for ref in ctx.unusual:
         if ref.status == "not_in_version":
             first = ctx.defs.versions(ref.node.op_type, ref.domain)
             yield (
@@ -41,10 +58,14 @@ def op_version(ctx: Context) -> Found:
             )
 
 
-@rule("W-CUSTOM-DOMAIN", "16.1", "an operator of a domain ONNX 1-2 does not define (valid; an evaluator may not support it)")
+@rule(
+    "W-CUSTOM-DOMAIN",
+    "16.1",
+    "an operator of a domain ONNX 1-2 does not define (valid; an evaluator may not support it)",
+)
 def custom_domain(ctx: Context) -> Found:
     seen: set[tuple[str, str]] = set()
-    for ref in ctx.all_nodes():
+    for ref in ctx.unusual:
         if ref.status == "custom":
             key = (ref.domain, ref.node.op_type)
             if key not in seen:
@@ -55,7 +76,8 @@ def custom_domain(ctx: Context) -> Found:
 @rule("W-OP-DEPRECATED", "14.5", "a deprecated operator (still valid and evaluated)")
 def op_deprecated(ctx: Context) -> Found:
     seen: set[tuple[str, str]] = set()
-    for ref, schema in _bound(ctx):
+    for refs in ctx.groups():
+        ref, schema = refs[0], refs[0].schema
         if schema.deprecated:
             key = (ref.domain, ref.node.op_type)
             if key not in seen:
@@ -65,7 +87,11 @@ def op_deprecated(ctx: Context) -> Found:
 
 @rule("E-ATTR-UNKNOWN", "10.4", "an attribute the operator does not define")
 def attr_unknown(ctx: Context) -> Found:
-    for ref, schema in _bound(ctx):
+    yield from _per_group(ctx, _attr_unknown)
+
+
+def _attr_unknown(ref: NodeRef, schema: Any) -> Found:
+    if True:
         defs = schema.attributes
         for k, a in enumerate(ref.node.attribute):
             if a.name not in defs:
@@ -74,7 +100,11 @@ def attr_unknown(ctx: Context) -> Found:
 
 @rule("E-ATTR-MISSING", "10.4", "a required attribute that the node does not give")
 def attr_missing(ctx: Context) -> Found:
-    for ref, schema in _bound(ctx):
+    yield from _per_group(ctx, _attr_missing)
+
+
+def _attr_missing(ref: NodeRef, schema: Any) -> Found:
+    if True:
         given = None
         for name, d in schema.attributes.items():
             if d.required:
@@ -86,7 +116,11 @@ def attr_missing(ctx: Context) -> Found:
 
 @rule("E-ATTR-TYPE", "7.3.1", "an attribute whose type differs from the one the operator defines")
 def attr_type(ctx: Context) -> Found:
-    for ref, schema in _bound(ctx):
+    yield from _per_group(ctx, _attr_type)
+
+
+def _attr_type(ref: NodeRef, schema: Any) -> Found:
+    if True:
         defs = schema.attributes
         for k, a in enumerate(ref.node.attribute):
             d = defs.get(a.name)
@@ -119,7 +153,11 @@ def _count(formals: tuple[Any, ...], n: int) -> tuple[int, int]:
 
 @rule("E-INPUT-ARITY", "7.3.2", "too few or too many inputs for the operator (variadic minimum arity included)")
 def input_arity(ctx: Context) -> Found:
-    for ref, schema in _bound(ctx):
+    yield from _per_group(ctx, _input_arity)
+
+
+def _input_arity(ref: NodeRef, schema: Any) -> Found:
+    if True:
         n = len(ref.node.input)
         lo, hi = _count(schema.inputs, n)
         lo = max(lo, schema.min_input)
@@ -132,18 +170,29 @@ def input_arity(ctx: Context) -> Found:
 
 @rule("E-INPUT-UNSUPPLIED", "7.3.3", "a required (non-optional) input left unsupplied with an empty name")
 def input_unsupplied(ctx: Context) -> Found:
-    for ref, schema in _bound(ctx):
+    yield from _per_group(ctx, _input_unsupplied)
+
+
+def _input_unsupplied(ref: NodeRef, schema: Any) -> Found:
+    if True:
         formals = schema.inputs
         for k, name in enumerate(ref.node.input):
             if name or k >= len(formals):
                 continue
             if formals[k].option == "single":
-                yield f"{ref.loc}/input[{k}]", f"{ref.label()} input {k} ({formals[k].name}) is required, but left empty"
+                yield (
+                    f"{ref.loc}/input[{k}]",
+                    f"{ref.label()} input {k} ({formals[k].name}) is required, but left empty",
+                )
 
 
 @rule("E-OUTPUT-ARITY", "7.3.2", "too few outputs for the operator (variadic minimum arity included)")
 def output_arity(ctx: Context) -> Found:
-    for ref, schema in _bound(ctx):
+    yield from _per_group(ctx, _output_arity)
+
+
+def _output_arity(ref: NodeRef, schema: Any) -> Found:
+    if True:
         n = len(ref.node.output)
         lo, _hi = _count(schema.outputs, n)
         lo = max(lo, schema.min_output)
@@ -153,23 +202,37 @@ def output_arity(ctx: Context) -> Found:
 
 @rule("E-OUTPUT-EXTRA", "7.3.3", "names given for outputs the operator does not have")
 def output_extra(ctx: Context) -> Found:
-    for ref, schema in _bound(ctx):
+    yield from _per_group(ctx, _output_extra)
+
+
+def _output_extra(ref: NodeRef, schema: Any) -> Found:
+    if True:
         outs = ref.node.output
         n = len(outs)
         _lo, hi = _count(schema.outputs, n)
         hi = min(hi, schema.max_output)
         for k in range(hi, n):
             if outs[k]:
-                yield f"{ref.loc}/output[{k}]", f"{ref.label()} has {hi} output(s); output {k} ({outs[k]!r}) does not exist"
+                yield (
+                    f"{ref.loc}/output[{k}]",
+                    f"{ref.label()} has {hi} output(s); output {k} ({outs[k]!r}) does not exist",
+                )
 
 
 @rule("E-OUTPUT-UNNAMED", "7.3.3", "a non-optional output left without a name (it is always computed)")
 def output_unnamed(ctx: Context) -> Found:
-    for ref, schema in _bound(ctx):
+    yield from _per_group(ctx, _output_unnamed)
+
+
+def _output_unnamed(ref: NodeRef, schema: Any) -> Found:
+    if True:
         formals = schema.outputs
         for k, name in enumerate(ref.node.output):
             if not name and k < len(formals) and formals[k].option == "single":
-                yield f"{ref.loc}/output[{k}]", f"{ref.label()} output {k} ({formals[k].name}) is always computed; name it"
+                yield (
+                    f"{ref.loc}/output[{k}]",
+                    f"{ref.label()} output {k} ({formals[k].name}) is always computed; name it",
+                )
 
 
 # ---- types (Clause 10.3), from onnxcore.infer ------------------------------------------------------
@@ -219,7 +282,12 @@ def type_constraint(ctx: Context) -> Found:
             )
 
 
-@rule("E-TYPE-BINDING", "10.3", "inputs bound to one type variable (or a homogeneous variadic) with different types", full_only=True)
+@rule(
+    "E-TYPE-BINDING",
+    "10.3",
+    "inputs bound to one type variable (or a homogeneous variadic) with different types",
+    full_only=True,
+)
 def type_binding(ctx: Context) -> Found:
     inf = inference(ctx)
     if inf is None:
@@ -244,7 +312,12 @@ def _formal(formals: tuple[Any, ...], k: int) -> Any:
     return None
 
 
-@rule("E-TYPE-MISMATCH", "9.4", "an inferred type that contradicts the type declared for the same value (10.3)", full_only=True)
+@rule(
+    "E-TYPE-MISMATCH",
+    "9.4",
+    "an inferred type that contradicts the type declared for the same value (10.3)",
+    full_only=True,
+)
 def type_mismatch(ctx: Context) -> Found:
     inf = inference(ctx)
     if inf is None:

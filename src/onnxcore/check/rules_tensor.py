@@ -119,7 +119,9 @@ def external_ref(ctx: Context) -> Found:
             yield ctx.path(i), str(err)
 
 
-@rule("E-SPARSE", "B.2.18", "a sparse tensor whose values, indices and dims disagree, or whose indices are out of range")
+@rule(
+    "E-SPARSE", "B.2.18", "a sparse tensor whose values, indices and dims disagree, or whose indices are out of range"
+)
 def sparse(ctx: Context) -> Found:
     for i in ctx.of(SparseTensorProto):
         sp = ctx.entries[i][0]
@@ -143,7 +145,10 @@ def sparse(ctx: Context) -> Found:
             yield loc, "indices must be an INT64 tensor"
             continue
         if idims not in ([nnz], [nnz, rank]):
-            yield loc, f"indices have dims {idims}; with {nnz} values and rank {rank} they must be [{nnz}] or [{nnz}, {rank}]"
+            yield (
+                loc,
+                f"indices have dims {idims}; with {nnz} values and rank {rank} they must be [{nnz}] or [{nnz}, {rank}]",
+            )
             continue
         if ctx.full:
             msg = _index_problem(sp.indices, idims, dims)

@@ -120,7 +120,5 @@ def check(
             for loc, msg in r.func(ctx):
                 findings.append(Finding(r.severity, r.code, r.clause, msg, loc))
         except Exception as e:
-            findings.append(
-                Finding(ERROR, "E-INTERNAL", "10.1", f"rule {r.code} failed: {type(e).__name__}: {e}", "")
-            )
+            findings.append(Finding(ERROR, "E-INTERNAL", "10.1", f"rule {r.code} failed: {type(e).__name__}: {e}", ""))
     return report

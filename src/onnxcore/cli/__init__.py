@@ -55,6 +55,13 @@ def _parser() -> argparse.ArgumentParser:
     k.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
     k.add_argument("--generate", action="store_true", help="write the ONNX 1-3 node package into DIRECTORY (needs onnx)")
 
+    st = sub.add_parser("statement", help="generate the conformance statement of Annex A from a fresh test run")
+    st.add_argument("--json", action="store_true", help="print it as JSON")
+    st.add_argument("--markdown", action="store_true", help="print it as Markdown (the default)")
+    st.add_argument("--package", metavar="DIR", help="the test package to run (default: generate it, needs onnx)")
+    st.add_argument("--jobs", type=int, default=1, help="worker processes for the run (default 1)")
+    st.add_argument("--output", metavar="FILE", help="write to FILE instead of standard output")
+
     h = sub.add_parser("hash", help="SHA-256 of the canonical encoding with external contents included")
     h.add_argument("model")
     h.add_argument("--json", action="store_true")

@@ -216,3 +216,34 @@ def cmd_conformance(args: argparse.Namespace) -> int:
         f"{counts['error']} errors, {counts['unsupported']} unsupported"
     )
     return 0 if counts["fail"] == 0 and counts["error"] == 0 else 1
+
+
+def cmd_statement(args: argparse.Namespace) -> int:
+    """Generate the conformance statement (Annex A) from a fresh run of the test package."""
+    import tempfile
+
+    from onnxcore.conformance.generate import generate_node_package
+    from onnxcore.conformance.runner import discover, run_package, terminal_progress
+    from onnxcore.conformance.statement import build_statement, render_markdown
+
+    with tempfile.TemporaryDirectory() as tmp:
+        package = args.package
+        if package is None:
+            try:
+                generate_node_package(tmp)
+            except OnnxCoreError as e:
+                print(f"error: {e}", file=sys.stderr)
+                return 2
+            package = str(Path(tmp) / "node")
+        cases = discover(package)
+        if not cases:
+            print(f"error: no cases under {package}", file=sys.stderr)
+            return 2
+        results = run_package(cases, jobs=max(1, args.jobs), progress=terminal_progress)
+    st = build_statement(results)
+    text = json.dumps(st, indent=1) + "\n" if args.json else render_markdown(st)
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    return 0

@@ -1,0 +1,95 @@
+"""Known divergences from ONNX Part 1: every position onnxcore takes on an Annex C gap or an inconsistency.
+
+Annex A requires a conformance statement to list them. Each entry names the clause, the question the spec leaves
+open (or the contradiction), and what onnxcore does; the documents in ``docs/`` give the reasoning.
+"""
+
+from __future__ import annotations
+
+__all__ = ["DIVERGENCES"]
+
+# (clause, gap or inconsistency, position taken)
+DIVERGENCES: tuple[tuple[str, str, str], ...] = (
+    (
+        "12.8",
+        "No canonical serialization is defined.",
+        "onnxcore defines one (docs/canonical.md): the ordinary writer's output with unknown fields sorted by tag; "
+        "presence and the order of repeated elements are kept.",
+    ),
+    (
+        "12.3.1, 12.4",
+        "A field whose tag is known but whose wire type is not the one Annex B gives is not addressed.",
+        "Rejected as malformed (DecodeError), not skipped as unknown: the tag is recognised, so Clause 12.4 does "
+        "not apply.",
+    ),
+    (
+        "12.3.2, Annex B",
+        "Annex B says exactly one member of a oneof group is present but not what a decoder does when several are.",
+        "A later member replaces an earlier one, as a later occurrence of one field replaces an earlier one.",
+    ),
+    (
+        "12.5, 15.4",
+        "No maximum message size or nesting depth is stated.",
+        "Implementation-defined and documented: see the resource limits below; exceeding one is a refusal (LimitError).",
+    ),
+    (
+        "12.2.5",
+        "Strings are UTF-8, but the handling of invalid UTF-8 by a consumer is not stated.",
+        "A string field that is not valid UTF-8 is rejected (DecodeError with its offset and field path).",
+    ),
+    (
+        "6.4",
+        "Whether STRING elements are UTF-8 text or octet strings is unsettled.",
+        "STRING elements are octet strings: tensors of them are numpy object arrays of bytes; str given by a caller "
+        "is encoded as UTF-8.",
+    ),
+    (
+        "6.3.3",
+        "The result of converting an out-of-range value to a narrow integer type is unstated.",
+        "As the ONNX 1-3 Cast vectors show (docs/types.md).",
+    ),
+    (
+        "6.3.2",
+        "Saturation of narrow float conversion is a property of the operator (Cast's saturate), not of the type.",
+        "Followed as stated: Cast/CastLike honour saturate; other conversions saturate.",
+    ),
+    (
+        "11.3",
+        "NaN, infinity and signed-zero behaviour of Max/Min (maxNum or maximum) is unstated.",
+        "Max and Min propagate NaN (IEEE 754-2019 maximum/minimum), as the ONNX 1-3 vectors and onnxruntime do.",
+    ),
+    (
+        "11.5",
+        "No numerical tolerance is specified.",
+        "The tolerance achieved per element type is measured on the ONNX 1-3 vectors and stated below; the pass "
+        "criterion is the harness convention rtol 1e-3, atol 1e-7.",
+    ),
+    (
+        "Annex B vs Table 2, Clause 5.3",
+        "Annex B marks some fields mandatory or optional contrary to the clauses (e.g. AttributeProto.f mandatory; "
+        "ModelProto.ir_version optional while Table 2 requires it; OperatorSetIdProto.domain mandatory though "
+        "producers omit it for the default domain).",
+        "The clause governs; a field every producer omits is not an error (docs/validation.md).",
+    ),
+    (
+        "7.2",
+        "Whether models before IR 4 may use one name as both subgraph input and initializer is unsettled.",
+        "Admitted for IR < 4, an error from IR 4 on.",
+    ),
+    (
+        "13.3",
+        "Only SHA-1 over the whole file is defined as a checksum.",
+        "SHA-1 of the whole file is verified before use when present; no other digest is accepted.",
+    ),
+    (
+        "14.4",
+        "Backward compatibility is an obligation that runtimes do not universally meet.",
+        "Stated per operator set version below: every operator not supported at a version is listed.",
+    ),
+    (
+        "8.4",
+        "Context-dependent function bodies (built by onnx per node) cannot be stored as data.",
+        "Only static function bodies serve as fallbacks; an operator whose only body is context-dependent and that "
+        "has no kernel is reported unsupported.",
+    ),
+)

@@ -1,0 +1,262 @@
+"""The conformance statement of Annex A, generated from the running code and a test-package run.
+
+Every item of Table A.1 is produced here: identity and version, classes, profiles, IR versions, operator set
+versions per domain, the operators not supported per operator set version, the tolerance achieved per element
+type, the test-package result by version, the known divergences, the external data policy and the resource
+limits. The output is deterministic for a given code and test package, so ``docs/conformance.md`` can be
+checked for staleness.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import platform
+from collections.abc import Iterable
+from functools import cache
+from typing import Any
+
+from onnxcore.conformance.compare import DEFAULT_ATOL, DEFAULT_RTOL
+from onnxcore.conformance.divergences import DIVERGENCES
+from onnxcore.conformance.runner import CaseResult
+from onnxcore.limits import DEFAULT_LIMITS
+
+__all__ = ["build_statement", "render_markdown", "unsupported_operators", "is_supported"]
+
+IR_VERSIONS = (1, 14)  # Clause 14.1.2: this edition specifies IR version 14.
+
+EXTERNAL_DATA_POLICY = (
+    "External data (Clause 13) is supported for reading and writing. References are resolved at load against the "
+    "directory of the model file, which is itself resolved once; below it every path component is opened with "
+    "O_NOFOLLOW relative to its parent's descriptor, so a symbolic link anywhere is refused; absolute paths, "
+    "parent-directory components and empty locations are refused; the file must be a regular file with exactly "
+    "one hard link, and the descriptor opened is the one checked (no check-then-open race). Offset and length are "
+    "validated against the file size before anything is mapped. Only the keys of Table 11 are accepted; a "
+    "checksum (SHA-1 of the file) is verified before use. Reading outside the model directory needs the explicit "
+    "allow_outside=True. load(..., external_data=False) leaves references unresolved (Clause 15.5). Contents are "
+    "memory-mapped, never copied until used. See docs/external-data.md."
+)
+
+
+def _domain_label(domain: str) -> str:
+    return domain or "ai.onnx"
+
+
+@cache
+def is_supported(domain: str, op_type: str, version: int) -> bool:
+    """Whether a node (domain, op_type) in a model importing ``version`` of its domain can be evaluated.
+
+    Supported means a kernel for the definition bound at that version (Clause 14.4), or a static function body
+    whose every node is itself supported under the body's imports (Clause 8.4).
+    """
+    from onnxcore.defs import get_schema
+    from onnxcore.runtime.registry import lookup
+
+    schema = get_schema(op_type, version, domain)
+    if schema is None:
+        return False
+    if lookup(domain, op_type, schema.since_version) is not None:
+        return True
+    body = schema.function_body(version)
+    if body is None:
+        return False
+    imports = {o.domain if o.domain != "ai.onnx" else "": o.version for o in body.opset_import}
+    imports.setdefault(domain, version)
+    for node in body.node:
+        d = "" if node.domain == "ai.onnx" else node.domain
+        v = imports.get(d)
+        if v is None or (d, node.op_type) == (domain, op_type) or not is_supported(d, node.op_type, v):
+            return False
+    return True
+
+
+def unsupported_operators(domain: str, version: int) -> list[str]:
+    """Operators defined in ``version`` of ``domain`` that onnxcore cannot evaluate (Clause 4.4)."""
+    from onnxcore.defs import all_schemas, get_schema
+
+    names = sorted({s.name for s in all_schemas() if s.domain == domain and s.since_version <= version})
+    out = []
+    for name in names:
+        if get_schema(name, version, domain) is None:
+            continue
+        if not is_supported(domain, name, version):
+            out.append(name)
+    return out
+
+
+def _ceil_pow10(x: float) -> str:
+    if x <= 0 or not math.isfinite(x):
+        return "0" if x == 0 else "inf"
+    return f"1e{math.ceil(math.log10(x)):+03d}"
+
+
+def _tolerances(results: Iterable[CaseResult]) -> dict[str, dict[str, Any]]:
+    table: dict[str, dict[str, Any]] = {}
+    for r in results:
+        if r.status != "pass":
+            continue
+        for dtype, (max_abs, max_rel) in r.errors_by_dtype.items():
+            row = table.setdefault(dtype, {"cases": 0, "max_abs": 0.0, "max_rel": 0.0})
+            row["cases"] += 1
+            row["max_abs"] = max(row["max_abs"], max_abs)
+            row["max_rel"] = max(row["max_rel"], max_rel)
+    return {
+        k: {"cases": v["cases"], "max_abs_at_most": _ceil_pow10(v["max_abs"]), "max_rel_at_most": _ceil_pow10(v["max_rel"])}
+        for k, v in sorted(table.items())
+    }
+
+
+def _results_by_version(results: Iterable[CaseResult]) -> dict[str, dict[str, int]]:
+    table: dict[int, dict[str, int]] = {}
+    for r in results:
+        row = table.setdefault(r.opset, {"pass": 0, "fail": 0, "error": 0, "unsupported": 0})
+        row[r.status] = row.get(r.status, 0) + 1
+    return {str(k): v for k, v in sorted(table.items())}
+
+
+def _compress(per_version: list[tuple[int, list[str]]]) -> list[dict[str, Any]]:
+    """Merge consecutive versions with the same list into ranges."""
+    out: list[dict[str, Any]] = []
+    for v, ops in per_version:
+        if out and out[-1]["operators"] == ops and out[-1]["to"] == v - 1:
+            out[-1]["to"] = v
+        else:
+            out.append({"from": v, "to": v, "operators": ops})
+    return out
+
+
+def build_statement(results: list[CaseResult], *, package: str = "ONNX 1-3 node test vectors") -> dict[str, Any]:
+    """The statement as a JSON-ready dict (Table A.1)."""
+    import onnxcore
+    from onnxcore.defs import data_info, domain_versions, known_domains
+
+    domains = []
+    for d in known_domains():
+        rng = domain_versions(d)
+        if rng is None:
+            continue
+        lo, hi = rng
+        per_version = [(v, unsupported_operators(d, v)) for v in range(lo, hi + 1)]
+        domains.append(
+            {
+                "domain": _domain_label(d),
+                "opset_versions": [lo, hi],
+                "unsupported_by_version": _compress(per_version),
+            }
+        )
+    counts = {s: sum(1 for r in results if r.status == s) for s in ("pass", "fail", "error", "unsupported")}
+    limits = {f.name: getattr(DEFAULT_LIMITS, f.name) for f in dataclasses.fields(DEFAULT_LIMITS)}
+    info = data_info()
+    return {
+        "identity": {
+            "implementation": "onnxcore",
+            "version": onnxcore.__version__,
+            "operator_definitions": f"ONNX 1-2 as published in onnx {info.get('onnx_version', '?')}",
+            "python": ".".join(platform.python_version_tuple()[:2]),
+        },
+        "conformance_classes": ["Producer", "Validating consumer", "Evaluating consumer"],
+        "conformance_profiles": "none (Clause 4.3 defines no profile yet)",
+        "ir_versions": {"read": list(IR_VERSIONS), "write": list(IR_VERSIONS)},
+        "operator_sets": domains,
+        "tolerances": {
+            "criterion": {"rtol": DEFAULT_RTOL, "atol": DEFAULT_ATOL},
+            "rule": "|actual - expected| <= atol + rtol * |expected| element-wise; NaN equals NaN; infinities must "
+            "match in sign; integer, bool and string types exactly. Float16 and bfloat16 inputs of the NN "
+            "operators compute in float32 and round once.",
+            "special_values": "Max and Min propagate NaN (IEEE 754-2019 maximum/minimum, Clause 11.3).",
+            "achieved_by_element_type": _tolerances(results),
+        },
+        "test_package": {
+            "package": package,
+            "cases": len(results),
+            "totals": counts,
+            "by_opset_version": _results_by_version(results),
+        },
+        "known_divergences": [{"clause": c, "gap": g, "position": p} for c, g, p in DIVERGENCES],
+        "external_data_policy": EXTERNAL_DATA_POLICY,
+        "resource_limits": limits,
+    }
+
+
+def render_markdown(st: dict[str, Any]) -> str:
+    """The statement as Markdown (committed as docs/conformance.md)."""
+    ident = st["identity"]
+    lines = [
+        "# Conformance statement (ONNX Part 1, Annex A)",
+        "",
+        "Generated by `onnxcore statement --markdown` from the running code and a fresh run of the test package; "
+        "do not edit by hand (tests/conformance/test_statement.py fails when it is stale).",
+        "",
+        "## Identity and version",
+        "",
+        f"- Implementation: {ident['implementation']} {ident['version']} (Python {ident['python']})",
+        f"- Operator definitions: {ident['operator_definitions']}",
+        "",
+        "## Conformance classes claimed (Clause 4.2)",
+        "",
+        *[f"- {c}" for c in st["conformance_classes"]],
+        "",
+        "## Conformance profiles claimed (Clause 4.3)",
+        "",
+        f"- {st['conformance_profiles']}",
+        "",
+        "## IR versions supported",
+        "",
+        f"- Read and validate: {st['ir_versions']['read'][0]} to {st['ir_versions']['read'][1]}",
+        f"- Write: {st['ir_versions']['write'][0]} to {st['ir_versions']['write'][1]} (the version the model states)",
+        "",
+        "## Operator set versions supported, per domain",
+        "",
+        "| domain | versions accepted |",
+        "|---|---|",
+    ]
+    for d in st["operator_sets"]:
+        lo, hi = d["opset_versions"]
+        lines.append(f"| {d['domain']} | {lo} to {hi} |")
+    lines += ["", "## Operators not supported, per operator set version (Clause 4.4)", ""]
+    for d in st["operator_sets"]:
+        lines.append(f"### {d['domain']}")
+        lines.append("")
+        for r in d["unsupported_by_version"]:
+            span = f"{r['from']}" if r["from"] == r["to"] else f"{r['from']} to {r['to']}"
+            ops = ", ".join(r["operators"]) if r["operators"] else "(none: every operator is supported)"
+            lines.append(f"- version {span} ({len(r['operators'])}): {ops}")
+        lines.append("")
+    tol = st["tolerances"]
+    lines += [
+        "## Numerical tolerance achieved, per element type (Clause 11.5)",
+        "",
+        f"Criterion: rtol {tol['criterion']['rtol']}, atol {tol['criterion']['atol']}. {tol['rule']}",
+        "",
+        f"Special values: {tol['special_values']}",
+        "",
+        "Largest error over the passing cases, as an upper bound (power of ten):",
+        "",
+        "| element type | cases | max absolute error | max relative error |",
+        "|---|---:|---:|---:|",
+    ]
+    for k, v in tol["achieved_by_element_type"].items():
+        lines.append(f"| {k} | {v['cases']} | <= {v['max_abs_at_most']} | <= {v['max_rel_at_most']} |")
+    tp = st["test_package"]
+    t = tp["totals"]
+    lines += [
+        "",
+        "## Result of the test package (ONNX 1-3), by version",
+        "",
+        f"{tp['package']}: {tp['cases']} cases, {t['pass']} passed, {t['fail']} failed, {t['error']} errors, "
+        f"{t['unsupported']} unsupported.",
+        "",
+        "| opset version of the case | pass | fail | error | unsupported |",
+        "|---:|---:|---:|---:|---:|",
+    ]
+    for v, row in tp["by_opset_version"].items():
+        lines.append(f"| {v} | {row['pass']} | {row['fail']} | {row['error']} | {row['unsupported']} |")
+    lines += ["", "## Known divergences from ONNX Part 1", "", "| clause | gap | position taken |", "|---|---|---|"]
+    for d in st["known_divergences"]:
+        lines.append(f"| {d['clause']} | {d['gap']} | {d['position']} |")
+    lines += ["", "## External data handling policy", "", st["external_data_policy"], ""]
+    lines += ["## Resource limits (Clause 15.4)", "", "| limit | default |", "|---|---:|"]
+    for k, v in st["resource_limits"].items():
+        lines.append(f"| {k} | {v if v is not None else 'unlimited'} |")
+    lines.append("")
+    return "\n".join(lines)
