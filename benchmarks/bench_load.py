@@ -49,7 +49,9 @@ print(json.dumps({"seconds": dt, "rss_bytes": peak - base}))
 def _measure(which: str, path: Path, repeat: int) -> dict[str, float]:
     runs = []
     for _ in range(repeat):
-        out = subprocess.run([sys.executable, "-c", _CHILD, which, str(path)], capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            [sys.executable, "-c", _CHILD, which, str(path)], capture_output=True, text=True, check=True
+        )
         runs.append(json.loads(out.stdout))
     best = min(runs, key=lambda r: r["seconds"])
     return best

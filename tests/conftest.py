@@ -7,7 +7,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import corpus  # noqa: E402
+import corpus
 
 
 @pytest.fixture(scope="session")

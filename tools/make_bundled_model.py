@@ -24,7 +24,9 @@ def _tensor(name: str, array: np.ndarray) -> oc.TensorProto:
 def _value(name: str, elem: int, dims: list[int | str]) -> oc.ValueInfoProto:
     shape = oc.TensorShapeProto(
         dim=[
-            oc.TensorShapeProto.Dimension(dim_param=d) if isinstance(d, str) else oc.TensorShapeProto.Dimension(dim_value=d)
+            oc.TensorShapeProto.Dimension(dim_param=d)
+            if isinstance(d, str)
+            else oc.TensorShapeProto.Dimension(dim_value=d)
             for d in dims
         ]
     )

@@ -6,6 +6,8 @@ The model is the spec's own messages (Annex B) as record classes; :func:`load`, 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from onnxcore.errors import (
     DecodeError,
     DecodeLimitError,
@@ -21,6 +23,32 @@ from onnxcore.errors import (
     ValidationError,
 )
 from onnxcore.io import decode, encode, load, save
+from onnxcore.limits import DEFAULT_LIMITS, Limits
+
+if TYPE_CHECKING:
+    from onnxcore.check import Finding, Report, check
+    from onnxcore.external import externalize, internalize, load_external_data
+    from onnxcore.runtime import Session
+    from onnxcore.types import (
+        Dim,
+        ElementType,
+        MapType,
+        OpaqueType,
+        OptionalType,
+        SequenceType,
+        Shape,
+        SparseTensor,
+        SparseTensorType,
+        TensorType,
+        broadcast_shapes,
+        from_array,
+        to_array,
+        type_from_proto,
+        type_to_proto,
+        unidirectional_broadcast,
+        value_from_proto,
+        value_to_proto,
+    )
 from onnxcore.proto import (
     AttributeProto,
     DeviceConfigurationProto,
@@ -51,8 +79,6 @@ from onnxcore.proto import (
     ValueInfoProto,
     Version,
 )
-
-from onnxcore.limits import DEFAULT_LIMITS, Limits
 
 __version__ = "0.1.0"
 
@@ -104,7 +130,8 @@ def __getattr__(name: str) -> object:
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
 
-__all__ = [  # noqa: RUF022  (lazy names are listed at the end)
+
+__all__ = [
     "DEFAULT_LIMITS",
     "Limits",
     "AttributeProto",

@@ -7,4 +7,3 @@ import sys
 from onnxcore.cli import main
 
 sys.exit(main())
-

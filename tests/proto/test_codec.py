@@ -8,7 +8,7 @@ import struct
 import pytest
 
 import onnxcore as oc
-from onnxcore.proto import MESSAGE_CLASSES, MESSAGE_SPECS, ENUM_SPECS
+from onnxcore.proto import ENUM_SPECS, MESSAGE_CLASSES, MESSAGE_SPECS
 from onnxcore.proto.codec import NanBits
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import corpus
 import pytest
 
-import corpus
 import onnxcore as oc
 
 onnx = pytest.importorskip("onnx")

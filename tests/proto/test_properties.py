@@ -6,10 +6,10 @@ import random
 from pathlib import Path
 from typing import Any
 
+import corpus
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import corpus
 import onnxcore as oc
 from onnxcore.proto import MESSAGE_CLASSES, MESSAGE_SPECS
 from onnxcore.proto.spec import FieldSpec

@@ -105,7 +105,9 @@ def run_single_node_case(case_dir: Path) -> tuple[list[Any], list[Any]] | None:
         out = k.fn(ctx, *args, **attrs)
     else:
         out = k.fn(*args, **attrs)
-    if not isinstance(out, tuple | list) or (isinstance(out, list) and len(outputs_vi) == 1 and outputs_vi[0].type.HasField("sequence_type")):
+    if not isinstance(out, tuple | list) or (
+        isinstance(out, list) and len(outputs_vi) == 1 and outputs_vi[0].type.HasField("sequence_type")
+    ):
         out = (out,)
     present = [i for i, o in enumerate(node.output) if o]
     actual = [out[i] for i in present]

@@ -13,9 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 import corpus
+import pytest
 from runtime.node_harness import assert_close
 
 import onnxcore
@@ -46,9 +45,8 @@ def _load_value(path: Path, type_proto: Any) -> Any:
     try:
         from onnxcore.types import value_from_proto
     except ImportError:  # pragma: no cover - until the types package exists
-        from runtime.node_harness import _load_value as oracle
-
         import onnx
+        from runtime.node_harness import _load_value as oracle
 
         return oracle(path, onnx.TypeProto.FromString(onnxcore.encode(type_proto)))
     from onnxcore.proto import MapProto, OptionalProto, SequenceProto, TensorProto

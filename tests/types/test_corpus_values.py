@@ -134,11 +134,16 @@ def test_map_values_like_onnx(value: dict[Any, Any]) -> None:
     from onnxcore.types import MapType, SequenceType, TensorType, ElementType
 
     if any(isinstance(v, list) for v in value.values()):
-        seq = [numpy_helper.from_list(v, "s", dtype=onnx.TensorProto.INT32) for v in value.values()]
+        seq = [numpy_helper.from_list(v, "s", dtype=onnx.SequenceProto.TENSOR) for v in value.values()]
         o = onnx.MapProto(name="m", key_type=onnx.TensorProto.INT64)
         o.keys.extend(value.keys())
         o.values.CopyFrom(onnx.SequenceProto(elem_type=onnx.SequenceProto.SEQUENCE, sequence_values=seq))
         vt = MapType(ElementType.INT64, SequenceType(TensorType(ElementType.INT32)))
+    elif isinstance(next(iter(value)), str):  # from_dict cannot make STRING keys; build it by hand
+        o = onnx.MapProto(name="m", key_type=onnx.TensorProto.STRING)
+        o.string_keys.extend(k.encode("utf-8") for k in value)
+        o.values.CopyFrom(numpy_helper.from_list(list(value.values()), "v"))
+        vt = None
     else:
         o = numpy_helper.from_dict(value, "m")
         vt = None
@@ -160,8 +165,12 @@ def test_optional_absent_and_present() -> None:
     absent = value_to_proto(None, "o", value_type=OptionalType(TensorType(ElementType.FLOAT)))
     o = onnx.OptionalProto()
     o.ParseFromString(bytes(encode(absent)))
-    assert numpy_helper.to_optional(o) is None
+    # onnx's to_optional cannot read an absent optional that states its elem_type (it writes
+    # UNDEFINED there); the proto says elem_type identifies the kind, so we write it (docs/types.md)
     assert o.elem_type == onnx.OptionalProto.TENSOR
+    assert not o.HasField("tensor_value") and not o.HasField("sequence_value")
+    assert value_from_proto(absent) is None
+    assert value_from_proto(decode(OptionalProto, numpy_helper.from_optional(None).SerializeToString())) is None
     present = value_to_proto(np.array([1.0], np.float32), "o", value_type=OptionalType(TensorType(ElementType.FLOAT)))
     o.ParseFromString(bytes(encode(present)))
     np.testing.assert_array_equal(numpy_helper.to_optional(o), np.array([1.0], np.float32))

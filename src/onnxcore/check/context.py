@@ -115,7 +115,7 @@ class NodeRef:
     definitions are not available).
     """
 
-    __slots__ = ("node", "index", "scope", "domain", "version", "status", "schema", "function")
+    __slots__ = ("domain", "function", "index", "node", "schema", "scope", "status", "version")
 
     def __init__(self, node: NodeProto, index: int, scope: Scope) -> None:
         self.node = node
@@ -160,21 +160,21 @@ class Scope:
     """
 
     __slots__ = (
-        "kind",
-        "graph",
-        "function",
-        "loc",
-        "depth",
-        "parent",
-        "owner",
         "attr_name",
-        "nodes",
-        "inputs",
-        "outputs",
-        "init_names",
         "defs",
+        "depth",
         "dup_defs",
+        "function",
+        "graph",
+        "init_names",
+        "inputs",
+        "kind",
+        "loc",
+        "nodes",
         "opsets",
+        "outputs",
+        "owner",
+        "parent",
     )
 
     def __init__(

@@ -91,11 +91,10 @@ def attr_unknown(ctx: Context) -> Found:
 
 
 def _attr_unknown(ref: NodeRef, schema: Any) -> Found:
-    if True:
-        defs = schema.attributes
-        for k, a in enumerate(ref.node.attribute):
-            if a.name not in defs:
-                yield f'{ref.loc}/attribute[{k}] "{a.name}"', f"{ref.label()} has no attribute {a.name!r}"
+    defs = schema.attributes
+    for k, a in enumerate(ref.node.attribute):
+        if a.name not in defs:
+            yield f'{ref.loc}/attribute[{k}] "{a.name}"', f"{ref.label()} has no attribute {a.name!r}"
 
 
 @rule("E-ATTR-MISSING", "10.4", "a required attribute that the node does not give")
@@ -104,14 +103,13 @@ def attr_missing(ctx: Context) -> Found:
 
 
 def _attr_missing(ref: NodeRef, schema: Any) -> Found:
-    if True:
-        given = None
-        for name, d in schema.attributes.items():
-            if d.required:
-                if given is None:
-                    given = {a.name for a in ref.node.attribute}
-                if name not in given:
-                    yield ref.loc, f"{ref.label()} requires attribute {name!r}"
+    given = None
+    for name, d in schema.attributes.items():
+        if d.required:
+            if given is None:
+                given = {a.name for a in ref.node.attribute}
+            if name not in given:
+                yield ref.loc, f"{ref.label()} requires attribute {name!r}"
 
 
 @rule("E-ATTR-TYPE", "7.3.1", "an attribute whose type differs from the one the operator defines")
@@ -120,16 +118,15 @@ def attr_type(ctx: Context) -> Found:
 
 
 def _attr_type(ref: NodeRef, schema: Any) -> Found:
-    if True:
-        defs = schema.attributes
-        for k, a in enumerate(ref.node.attribute):
-            d = defs.get(a.name)
-            if d is None or not a.has("type") or int(a.type) == int(d.type):
-                continue
-            yield (
-                f'{ref.loc}/attribute[{k}] "{a.name}"',
-                f"{ref.label()} attribute {a.name!r} is {_at(d.type)}, the node gives {_at(a.type)}",
-            )
+    defs = schema.attributes
+    for k, a in enumerate(ref.node.attribute):
+        d = defs.get(a.name)
+        if d is None or not a.has("type") or int(a.type) == int(d.type):
+            continue
+        yield (
+            f'{ref.loc}/attribute[{k}] "{a.name}"',
+            f"{ref.label()} attribute {a.name!r} is {_at(d.type)}, the node gives {_at(a.type)}",
+        )
 
 
 def _at(t: int) -> str:
@@ -157,15 +154,14 @@ def input_arity(ctx: Context) -> Found:
 
 
 def _input_arity(ref: NodeRef, schema: Any) -> Found:
-    if True:
-        n = len(ref.node.input)
-        lo, hi = _count(schema.inputs, n)
-        lo = max(lo, schema.min_input)
-        hi = min(hi, schema.max_input)
-        if n < lo:
-            yield ref.loc, f"{ref.label()} needs at least {lo} input(s), the node gives {n}"
-        elif n > hi:
-            yield ref.loc, f"{ref.label()} takes at most {hi} input(s), the node gives {n}"
+    n = len(ref.node.input)
+    lo, hi = _count(schema.inputs, n)
+    lo = max(lo, schema.min_input)
+    hi = min(hi, schema.max_input)
+    if n < lo:
+        yield ref.loc, f"{ref.label()} needs at least {lo} input(s), the node gives {n}"
+    elif n > hi:
+        yield ref.loc, f"{ref.label()} takes at most {hi} input(s), the node gives {n}"
 
 
 @rule("E-INPUT-UNSUPPLIED", "7.3.3", "a required (non-optional) input left unsupplied with an empty name")
@@ -174,16 +170,15 @@ def input_unsupplied(ctx: Context) -> Found:
 
 
 def _input_unsupplied(ref: NodeRef, schema: Any) -> Found:
-    if True:
-        formals = schema.inputs
-        for k, name in enumerate(ref.node.input):
-            if name or k >= len(formals):
-                continue
-            if formals[k].option == "single":
-                yield (
-                    f"{ref.loc}/input[{k}]",
-                    f"{ref.label()} input {k} ({formals[k].name}) is required, but left empty",
-                )
+    formals = schema.inputs
+    for k, name in enumerate(ref.node.input):
+        if name or k >= len(formals):
+            continue
+        if formals[k].option == "single":
+            yield (
+                f"{ref.loc}/input[{k}]",
+                f"{ref.label()} input {k} ({formals[k].name}) is required, but left empty",
+            )
 
 
 @rule("E-OUTPUT-ARITY", "7.3.2", "too few outputs for the operator (variadic minimum arity included)")
@@ -192,12 +187,11 @@ def output_arity(ctx: Context) -> Found:
 
 
 def _output_arity(ref: NodeRef, schema: Any) -> Found:
-    if True:
-        n = len(ref.node.output)
-        lo, _hi = _count(schema.outputs, n)
-        lo = max(lo, schema.min_output)
-        if n < lo:
-            yield ref.loc, f"{ref.label()} has at least {lo} output(s), the node names {n}"
+    n = len(ref.node.output)
+    lo, _hi = _count(schema.outputs, n)
+    lo = max(lo, schema.min_output)
+    if n < lo:
+        yield ref.loc, f"{ref.label()} has at least {lo} output(s), the node names {n}"
 
 
 @rule("E-OUTPUT-EXTRA", "7.3.3", "names given for outputs the operator does not have")
@@ -206,17 +200,16 @@ def output_extra(ctx: Context) -> Found:
 
 
 def _output_extra(ref: NodeRef, schema: Any) -> Found:
-    if True:
-        outs = ref.node.output
-        n = len(outs)
-        _lo, hi = _count(schema.outputs, n)
-        hi = min(hi, schema.max_output)
-        for k in range(hi, n):
-            if outs[k]:
-                yield (
-                    f"{ref.loc}/output[{k}]",
-                    f"{ref.label()} has {hi} output(s); output {k} ({outs[k]!r}) does not exist",
-                )
+    outs = ref.node.output
+    n = len(outs)
+    _lo, hi = _count(schema.outputs, n)
+    hi = min(hi, schema.max_output)
+    for k in range(hi, n):
+        if outs[k]:
+            yield (
+                f"{ref.loc}/output[{k}]",
+                f"{ref.label()} has {hi} output(s); output {k} ({outs[k]!r}) does not exist",
+            )
 
 
 @rule("E-OUTPUT-UNNAMED", "7.3.3", "a non-optional output left without a name (it is always computed)")
@@ -225,14 +218,13 @@ def output_unnamed(ctx: Context) -> Found:
 
 
 def _output_unnamed(ref: NodeRef, schema: Any) -> Found:
-    if True:
-        formals = schema.outputs
-        for k, name in enumerate(ref.node.output):
-            if not name and k < len(formals) and formals[k].option == "single":
-                yield (
-                    f"{ref.loc}/output[{k}]",
-                    f"{ref.label()} output {k} ({formals[k].name}) is always computed; name it",
-                )
+    formals = schema.outputs
+    for k, name in enumerate(ref.node.output):
+        if not name and k < len(formals) and formals[k].option == "single":
+            yield (
+                f"{ref.loc}/output[{k}]",
+                f"{ref.label()} output {k} ({formals[k].name}) is always computed; name it",
+            )
 
 
 # ---- types (Clause 10.3), from onnxcore.infer ------------------------------------------------------

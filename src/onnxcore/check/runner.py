@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 # The rule modules register their rules on import, in this order (the order of the findings).
-from onnxcore.check import rules_model, rules_proto, rules_graph, rules_ops, rules_tensor, rules_function  # noqa: F401, I001
+from onnxcore.check import rules_function, rules_graph, rules_model, rules_ops, rules_proto, rules_tensor  # noqa: F401
 from onnxcore.check.context import Context
 from onnxcore.check.registry import RULES, rule
 from onnxcore.check.report import ERROR, Finding, Report

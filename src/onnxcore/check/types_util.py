@@ -16,7 +16,7 @@ __all__ = [
 ]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def elem_type(tag: int) -> Any:
     """The ``ElementType`` of a wire tag, or None for tag 0 or an unlisted tag (Clause 6.2)."""
     from onnxcore.types.elements import ElementType
@@ -33,7 +33,7 @@ def elem_ir_version(tag: int) -> int | None:
     return None if et is None else int(et.ir_version)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def tensor_type_string(tag: int) -> str | None:
     """``"tensor(float)"`` for tag 1, None for an invalid tag."""
     et = elem_type(tag)

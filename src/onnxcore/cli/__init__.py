@@ -53,7 +53,9 @@ def _parser() -> argparse.ArgumentParser:
     k.add_argument("--filter", metavar="PATTERN", help="only cases whose name matches this glob")
     k.add_argument("--json", metavar="FILE", help="write one record per case to FILE")
     k.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
-    k.add_argument("--generate", action="store_true", help="write the ONNX 1-3 node package into DIRECTORY (needs onnx)")
+    k.add_argument(
+        "--generate", action="store_true", help="write the ONNX 1-3 node package into DIRECTORY (needs onnx)"
+    )
 
     st = sub.add_parser("statement", help="generate the conformance statement of Annex A from a fresh test run")
     st.add_argument("--json", action="store_true", help="print it as JSON")

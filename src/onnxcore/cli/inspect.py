@@ -106,7 +106,9 @@ def _walk(
                     e.add_parent(segment)
                     raise
             continue
-        row = Row(depth, fpath, r.tag, name, _WIRE_NAMES.get(r.wire_type, str(r.wire_type)), r.offset, r.value_end - r.offset)
+        row = Row(
+            depth, fpath, r.tag, name, _WIRE_NAMES.get(r.wire_type, str(r.wire_type)), r.offset, r.value_end - r.offset
+        )
         if r.wire_type != 2:
             v = r.value
             if f is not None and f.kind == "enum" and v is not None:
@@ -135,7 +137,9 @@ def _walk(
                 # Below the display depth the walk goes on silently, so corruption anywhere is found.
                 shown = max_depth < 0 or depth + 1 <= max_depth
                 try:
-                    sub = _walk(buf, _sub_spec(f.type), r.value_start, r.value_end, depth + 1, max_depth, fpath, max_items)
+                    sub = _walk(
+                        buf, _sub_spec(f.type), r.value_start, r.value_end, depth + 1, max_depth, fpath, max_items
+                    )
                     if shown:
                         yield from sub
                     else:
@@ -221,7 +225,9 @@ def run_inspect(path: str, *, depth: int, max_items: int, as_json: bool, out: Te
                 print(_format(row), file=out)
     except DecodeError as e:
         if as_json:
-            json.dump({"fields": rows, "error": {"offset": e.offset, "path": e.path, "reason": e.reason}}, out, indent=1)
+            json.dump(
+                {"fields": rows, "error": {"offset": e.offset, "path": e.path, "reason": e.reason}}, out, indent=1
+            )
             print(file=out)
         else:
             print(f"error: decoding failed at byte offset {e.offset}, field {e.path}: {e.reason}", file=out)

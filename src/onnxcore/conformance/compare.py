@@ -61,12 +61,12 @@ def _tensor(actual: Any, expected: np.ndarray, rtol: float, atol: float) -> Comp
     if not _is_float(expected.dtype):
         if np.array_equal(actual, expected):
             return Comparison(True, dtype=dt)
-        bad = np.flatnonzero(actual.ravel() != expected.ravel())
-        i = int(bad[0])
+        diffs = np.flatnonzero(actual.ravel() != expected.ravel())
+        i = int(diffs[0])
         diff = abs(int(actual.ravel()[i]) - int(expected.ravel()[i])) if expected.dtype.kind in "iub" else 0
         return Comparison(
             False,
-            f"{bad.size} elements differ",
+            f"{diffs.size} elements differ",
             max_abs=float(diff),
             where=_index(i, expected.shape),
             dtype=dt,

@@ -30,7 +30,8 @@ DIVERGENCES: tuple[tuple[str, str, str], ...] = (
     (
         "12.5, 15.4",
         "No maximum message size or nesting depth is stated.",
-        "Implementation-defined and documented: see the resource limits below; exceeding one is a refusal (LimitError).",
+        "Implementation-defined and documented: see the resource limits below; exceeding one is a refusal "
+        "(LimitError).",
     ),
     (
         "12.2.5",

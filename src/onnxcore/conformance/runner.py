@@ -74,6 +74,8 @@ def load_case_values(case: Path, model: Any) -> list[tuple[dict[str, Any], list[
     from onnxcore.types import value_from_proto
 
     g = model.graph
+    if g is None:
+        return []
     init_names = {t.name for t in g.initializer}
     inputs = [vi for vi in g.input if vi.name not in init_names] or list(g.input)
     sets = []
@@ -92,8 +94,8 @@ def load_case_values(case: Path, model: Any) -> list[tuple[dict[str, Any], list[
 
 
 def _operators(model: Any) -> list[str]:
-    ops = []
-    for n in model.graph.node:
+    ops: list[str] = []
+    for n in model.graph.node if model.graph is not None else []:
         name = n.op_type if n.domain in ("", "ai.onnx") else f"{n.domain}::{n.op_type}"
         if name not in ops:
             ops.append(name)
@@ -109,6 +111,9 @@ def run_case(case: str | os.PathLike[str], *, rtol: float = DEFAULT_RTOL, atol: 
     result = CaseResult(path.name, "error")
     try:
         model = oc.load(path / "model.onnx")
+        if model.graph is None:
+            raise oc.OnnxCoreError("the model has no graph")
+        graph = model.graph
         result.operators = _operators(model)
         result.opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
         try:
@@ -118,12 +123,12 @@ def run_case(case: str | os.PathLike[str], *, rtol: float = DEFAULT_RTOL, atol: 
             result.unsupported = sorted({f"{d or 'ai.onnx'}::{op}-{v}" for d, op, v in e.operators})
             result.detail = str(e)
             return result
-        names = [o.name for o in model.graph.output]
+        names = [o.name for o in graph.output]
         ok = True
         for feeds, expected in load_case_values(path, model):
             actual = session.run(names, feeds)
-            for i, (a, e) in enumerate(zip(actual, expected)):
-                c = compare_values(a, e, rtol=rtol, atol=atol)
+            for i, (a, exp) in enumerate(zip(actual, expected)):
+                c = compare_values(a, exp, rtol=rtol, atol=atol)
                 if c.dtype and c.dtype not in result.output_dtypes:
                     result.output_dtypes.append(c.dtype)
                 if c.dtype:

@@ -101,7 +101,11 @@ def _tolerances(results: Iterable[CaseResult]) -> dict[str, dict[str, Any]]:
             row["max_abs"] = max(row["max_abs"], max_abs)
             row["max_rel"] = max(row["max_rel"], max_rel)
     return {
-        k: {"cases": v["cases"], "max_abs_at_most": _ceil_pow10(v["max_abs"]), "max_rel_at_most": _ceil_pow10(v["max_rel"])}
+        k: {
+            "cases": v["cases"],
+            "max_abs_at_most": _ceil_pow10(v["max_abs"]),
+            "max_rel_at_most": _ceil_pow10(v["max_rel"]),
+        }
         for k, v in sorted(table.items())
     }
 

@@ -16,7 +16,7 @@ from onnxcore.errors import DecodeError, DecodeLimitError, EncodeError
 from onnxcore.proto import messages as _m
 from onnxcore.proto.message import Message
 from onnxcore.proto.spec import MESSAGE_SPECS, WIRE_I32, WIRE_I64, WIRE_LEN, WIRE_VARINT, FieldSpec
-from onnxcore.wire.reader import Buffer, read_key, read_length, read_varint, skip_value
+from onnxcore.wire.reader import Buffer, read_length, read_varint, skip_value
 from onnxcore.wire.varint import encode_key, encode_varint
 from onnxcore.wire.writer import Writer
 
@@ -40,7 +40,7 @@ DEFAULT_MAX_DEPTH = 256
 def _collect_classes() -> dict[str, type[Message]]:
     out: dict[str, type[Message]] = {}
 
-    def visit(cls: type, prefix: str) -> None:
+    def visit(cls: Any, prefix: str) -> None:
         for name, val in vars(cls).items():
             if isinstance(val, type) and issubclass(val, Message) and val is not Message:
                 qn = f"{prefix}.{name}" if prefix else name
@@ -89,7 +89,7 @@ class NanBits(float):
         return f"nan(0x{self.bits:08x})"
 
 
-def _f32(raw: bytes | memoryview, pos: int) -> float:
+def _f32(raw: Buffer, pos: int) -> float:
     v: float = _F32.unpack_from(raw, pos)[0]
     if v != v:
         return NanBits(_U32.unpack_from(raw, pos)[0])
@@ -131,9 +131,7 @@ def _build_decode_table(name: str) -> dict[int, _Entry]:
     for f in spec.fields:
         others: tuple[tuple[str, int], ...] = ()
         if f.oneof is not None:
-            others = tuple(
-                (o, spec.by_name[o].index) for o in spec.oneofs[f.oneof] if o != f.name
-            )
+            others = tuple((o, spec.by_name[o].index) for o in spec.oneofs[f.oneof] if o != f.name)
         bit = 1 << f.index
         sub = MESSAGE_CLASSES[f.type] if f.kind == "message" else None
         if f.kind == "message":
@@ -447,11 +445,16 @@ def _enc_len(f: FieldSpec, v: Any, path: str) -> bytes | memoryview:
         except UnicodeEncodeError as e:
             raise EncodeError(f"{path}.{f.name}: string cannot be encoded as UTF-8: {e.reason}") from None
     if isinstance(v, memoryview):
-        return v if v.format == "B" and v.ndim == 1 and v.c_contiguous else v.cast("B") if v.c_contiguous else v.tobytes()
-    if isinstance(v, bytes | bytearray):
+        return (
+            v if v.format == "B" and v.ndim == 1 and v.c_contiguous else v.cast("B") if v.c_contiguous else v.tobytes()
+        )
+    if isinstance(v, bytes):
         return v
+    if isinstance(v, bytearray):
+        return memoryview(v)
     if isinstance(v, np.ndarray):
-        return memoryview(np.ascontiguousarray(v)).cast("B")
+        arr: Any = np.ascontiguousarray(v).view(np.uint8).reshape(-1)
+        return memoryview(arr)
     raise EncodeError(f"{path}.{f.name}: expected bytes, got {type(v).__name__}")
 
 

@@ -31,7 +31,7 @@ class Message:
 
     _SPEC: ClassVar[MessageSpec]
     _present: int
-    _unknown: list[tuple[int, bytes | memoryview]] | None
+    _unknown: list[tuple[int, bytes | bytearray | memoryview]] | None
 
     def _field(self, name: str) -> FieldSpec:
         try:

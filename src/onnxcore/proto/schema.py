@@ -8,7 +8,8 @@ A message row is ``(name, fields, reserved_tags, reserved_names)``; a field row 
 
 from __future__ import annotations
 
-MessageRow = tuple[str, tuple[tuple[str, int, int, str, str, str, bool, bool, str | None], ...], tuple[int, ...], tuple[str, ...]]
+FieldRow = tuple[str, int, int, str, str, str, bool, bool, str | None]
+MessageRow = tuple[str, tuple[FieldRow, ...], tuple[int, ...], tuple[str, ...]]
 EnumRow = tuple[str, tuple[tuple[str, int], ...]]
 
 MESSAGES: tuple[MessageRow, ...] = (('AttributeProto',

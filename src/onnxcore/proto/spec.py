@@ -61,19 +61,19 @@ class FieldSpec:
     """
 
     __slots__ = (
+        "default",
+        "element_wire_type",
+        "index",
+        "kind",
         "message",
         "name",
-        "tag",
-        "wire_type",
-        "type",
-        "kind",
         "obligation",
-        "repeated",
-        "packed",
         "oneof",
-        "index",
-        "element_wire_type",
-        "default",
+        "packed",
+        "repeated",
+        "tag",
+        "type",
+        "wire_type",
     )
 
     def __init__(self, message: str, index: int, row: tuple[Any, ...]) -> None:
@@ -114,7 +114,7 @@ class FieldSpec:
 class MessageSpec:
     """One message of Annex B: its fields, reserved tags and names, oneof groups."""
 
-    __slots__ = ("name", "fields", "by_name", "by_tag", "reserved_tags", "reserved_names", "oneofs")
+    __slots__ = ("by_name", "by_tag", "fields", "name", "oneofs", "reserved_names", "reserved_tags")
 
     def __init__(self, row: tuple[Any, ...]) -> None:
         name, fields, reserved_tags, reserved_names = row
@@ -137,7 +137,7 @@ class MessageSpec:
 class EnumSpec:
     """One enumeration of Annex B."""
 
-    __slots__ = ("name", "values", "by_value")
+    __slots__ = ("by_value", "name", "values")
 
     def __init__(self, row: tuple[Any, ...]) -> None:
         name, values = row

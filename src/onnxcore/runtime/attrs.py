@@ -8,7 +8,6 @@ A kernel receives each attribute as a keyword argument in a Python form: ``FLOAT
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from onnxcore.errors import ValidationError
@@ -54,7 +53,7 @@ def _text(s: bytes | memoryview, where: str) -> str:
         raise ValidationError(f"attribute {where}: STRING value is not UTF-8 ({e})") from None
 
 
-def attribute_value(attr: AttributeProto, base_dir: str | Path | None = None) -> Any:
+def attribute_value(attr: AttributeProto, base_dir: str | None = None) -> Any:
     """The Python value a kernel receives for ``attr``.
 
     Raises:
@@ -86,6 +85,7 @@ def attribute_value(attr: AttributeProto, base_dir: str | Path | None = None) ->
         from onnxcore.types import to_array
 
         if kind == _A.TENSOR:
+            assert attr.t is not None
             return _readonly(to_array(attr.t, base_dir=base_dir))
         return [_readonly(to_array(t, base_dir=base_dir)) for t in attr.tensors]
     if kind in (_A.SPARSE_TENSOR, _A.SPARSE_TENSORS):

@@ -103,20 +103,24 @@ def check_feed(value: Any, tp: TypeProto | None, where: str, dims: dict[str, int
     if kind == "tensor_type":
         if value is None:
             raise InputError(f"{where}: None fed for a tensor input")
+        assert tp.tensor_type is not None
         return _check_tensor(value, tp.tensor_type, where, dims)
     if kind == "sequence_type":
         if not isinstance(value, list | tuple):
             raise InputError(f"{where}: expected a sequence (list), got {type(value).__name__}")
+        assert tp.sequence_type is not None
         et = tp.sequence_type.elem_type
         return [check_feed(v, et, f"{where}[{i}]", dims) for i, v in enumerate(value)]
     if kind == "map_type":
         if not isinstance(value, dict):
             raise InputError(f"{where}: expected a map (dict), got {type(value).__name__}")
+        assert tp.map_type is not None
         vt = tp.map_type.value_type
         return {k: check_feed(v, vt, f"{where}[{k!r}]", dims) for k, v in value.items()}
     if kind == "optional_type":
         if value is None:
             return None
+        assert tp.optional_type is not None
         return check_feed(value, tp.optional_type.elem_type, where, dims)
     if kind == "sparse_tensor_type":
         from onnxcore.types import SparseTensor

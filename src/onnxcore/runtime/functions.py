@@ -34,7 +34,7 @@ class FunctionBody:
         origin: ``"local"`` (a model-local function) or ``"schema"`` (an operator definition's body).
     """
 
-    __slots__ = ("proto", "defaults", "origin")
+    __slots__ = ("defaults", "origin", "proto")
 
     def __init__(self, proto: FunctionProto, defaults: dict[str, AttributeProto], origin: str) -> None:
         self.proto = proto
@@ -60,7 +60,7 @@ def local_function_table(functions: list[FunctionProto]) -> dict[tuple[str, str,
 
 def _shallow(msg: Any) -> Any:
     # A new record sharing the field values (copy.copy would copy deeply).
-    cls = type(msg)
+    cls: Any = type(msg)
     out = cls.__new__(cls)
     for f in msg._SPEC.fields:
         setattr(out, f.name, getattr(msg, f.name))

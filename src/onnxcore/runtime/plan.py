@@ -58,7 +58,7 @@ class CompileEnv:
     ) -> None:
         self.functions = functions
         self.limits = limits
-        self.base_dir = base_dir
+        self.base_dir = None if base_dir is None else str(base_dir)
         self.rng = rng
         self.unsupported: list[tuple[str, str, int]] = []
         self._fn_stack: list[tuple[str, str, str]] = []
@@ -119,7 +119,7 @@ class CompileEnv:
 class BoundNode:
     """A node bound to an implementation, before slot layout."""
 
-    __slots__ = ("index", "node", "call", "kw", "inputs", "outer", "outputs")
+    __slots__ = ("call", "index", "inputs", "kw", "node", "outer", "outputs")
 
     def __init__(
         self,
@@ -150,7 +150,7 @@ class GraphIR:
         label: Where this graph is, for messages.
     """
 
-    __slots__ = ("input_names", "inits", "nodes", "output_names", "free_names", "label", "complete", "_plans")
+    __slots__ = ("_plans", "complete", "free_names", "inits", "input_names", "label", "nodes", "output_names")
 
     def __init__(
         self,
@@ -213,16 +213,16 @@ class Plan:
     """A flat list of steps over integer slots (see the module docstring)."""
 
     __slots__ = (
-        "ir",
-        "steps",
         "info",
-        "template",
-        "names",
-        "input_slots",
         "input_slot_list",
+        "input_slots",
+        "ir",
+        "names",
+        "node_slots",
         "outer_slots",
         "output_slots",
-        "node_slots",
+        "steps",
+        "template",
     )
 
     def __init__(self, ir: GraphIR, outputs: tuple[str, ...], keep_all: bool) -> None:
@@ -369,7 +369,7 @@ class Plan:
 class _FunctionCall:
     """Evaluates a function body for one call site; returns one value per function output."""
 
-    __slots__ = ("plan", "positions", "n_out")
+    __slots__ = ("n_out", "plan", "positions")
 
     def __init__(self, plan: Plan, positions: list[int], n_out: int) -> None:
         self.plan = plan
@@ -391,7 +391,7 @@ class _SubgraphCall:
     after the node's own inputs (so that liveness and freeing see them as uses of the node).
     """
 
-    __slots__ = ("fn", "n_in", "outer_names", "subplans", "ctx_args")
+    __slots__ = ("ctx_args", "fn", "n_in", "outer_names", "subplans")
 
     def __init__(
         self,
@@ -435,7 +435,9 @@ def _graph_types(g: GraphProto | FunctionProto) -> dict[str, TypeProto]:
 def _check_depth(env: CompileEnv, depth: int, label: str) -> None:
     lim = env.limits.max_nesting_depth
     if lim is not None and depth > lim:
-        raise LimitError(f"{label}: subgraphs and function calls nest deeper than max_nesting_depth={lim} (Clause 15.4)")
+        raise LimitError(
+            f"{label}: subgraphs and function calls nest deeper than max_nesting_depth={lim} (Clause 15.4)"
+        )
 
 
 def _graphs_in(kw: dict[str, Any]) -> list[GraphProto]:

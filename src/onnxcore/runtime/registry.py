@@ -39,15 +39,15 @@ class KernelContext:
     """
 
     __slots__ = (
-        "node",
-        "since_version",
-        "opset_version",
-        "num_outputs",
-        "outputs_requested",
         "input_types",
-        "run_subgraph",
         "limits",
+        "node",
+        "num_outputs",
+        "opset_version",
+        "outputs_requested",
         "rng",
+        "run_subgraph",
+        "since_version",
     )
 
     def __init__(
@@ -77,7 +77,7 @@ class KernelContext:
 class KernelDef:
     """A registered kernel."""
 
-    __slots__ = ("domain", "op_type", "since_version", "fn", "context")
+    __slots__ = ("context", "domain", "fn", "op_type", "since_version")
 
     def __init__(self, domain: str, op_type: str, since_version: int, fn: Callable[..., Any], context: bool) -> None:
         self.domain = domain

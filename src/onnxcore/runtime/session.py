@@ -36,7 +36,7 @@ class ValueDescription:
             (Clause 7.2). Always False for outputs.
     """
 
-    __slots__ = ("name", "type", "type_proto", "has_default")
+    __slots__ = ("has_default", "name", "type", "type_proto")
 
     def __init__(self, name: str, type_proto: TypeProto | None, has_default: bool = False) -> None:
         self.name = name
@@ -152,7 +152,9 @@ class Session:
             desc = self._input_by_name.get(name)
             if desc is None:
                 if name in self._constants:
-                    raise InputError(f"{name!r} is an initializer that is not a graph input: it cannot be fed (Clause 7.2)")
+                    raise InputError(
+                        f"{name!r} is an initializer that is not a graph input: it cannot be fed (Clause 7.2)"
+                    )
                 raise InputError(f"{name!r} is not an input of the graph; inputs: {list(self._input_by_name)}")
             out[name] = check_feed(value, desc.type_proto, f"input {name!r}", dims)
         for desc in self.inputs:

@@ -19,7 +19,7 @@ class Writer:
     kept by reference so that writing a model never copies its weights.
     """
 
-    __slots__ = ("_parts", "_buf", "_size")
+    __slots__ = ("_buf", "_parts", "_size")
 
     def __init__(self) -> None:
         self._parts: list[bytes | bytearray | memoryview] = []

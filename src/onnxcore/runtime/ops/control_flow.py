@@ -47,8 +47,7 @@ def _limit(ctx: KernelContext) -> int | None:
 def _refuse(ctx: KernelContext, n: int | str) -> LimitError:
     node = ctx.node
     return LimitError(
-        f"{node.op_type} node {node.name!r}: more than max_loop_iterations={_limit(ctx)} iterations "
-        f"({n}) (Clause 15.4)"
+        f"{node.op_type} node {node.name!r}: more than max_loop_iterations={_limit(ctx)} iterations ({n}) (Clause 15.4)"
     )
 
 
@@ -57,8 +56,8 @@ def _empty_stack(body: GraphProto, out_index: int, rank_hint: int | None = None)
     tp: TypeProto | None = body.output[out_index].type if out_index < len(body.output) else None
     dtype: Any = np.float32
     shape: list[int] = []
-    if tp is not None and tp.which_oneof("value") == "tensor_type":
-        tt = tp.tensor_type
+    tt = tp.tensor_type if tp is not None else None
+    if tt is not None:
         if tt.elem_type:
             from onnxcore.types import ElementType
 

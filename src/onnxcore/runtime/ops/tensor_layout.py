@@ -160,7 +160,9 @@ def split_18(
         if num_outputs is not None:
             raise EvaluationError("Split: give either the split input or num_outputs, not both")
         return _split(x, axis, _int_input(split, "Split split"), ctx.num_outputs)
-    n = ctx.num_outputs if num_outputs is None else int(num_outputs)
+    if num_outputs is None:
+        raise EvaluationError("Split-18: give either the split input or the num_outputs attribute")
+    n = int(num_outputs)
     if n != ctx.num_outputs:
         raise EvaluationError(f"Split: num_outputs={n} but the node has {ctx.num_outputs} outputs")
     if n < 1:
@@ -195,24 +197,24 @@ def _pad(x: np.ndarray, pads: list[int], mode: str, value: Any, axes: list[int] 
     if any(d < 0 for d in out_shape):
         raise EvaluationError(f"Pad: pads {pads} remove more than the extents of shape {x.shape}")
     check_elements(out_shape, "Pad")
-    # Positive pads add, negative pads remove: pad first, then crop the padded result.
+    # Negative pads remove: crop first, then pad what remains (so reflect, edge and wrap read
+    # the cropped tensor, as onnxruntime does; the definition does not order the two).
+    crop = tuple(slice(-min(b, 0), d + min(e, 0)) for d, b, e in zip(x.shape, before, after))
+    y = x[crop]
     width = [(max(b, 0), max(e, 0)) for b, e in zip(before, after)]
-    if any(w != (0, 0) for w in width):
-        if mode == "constant":
-            y = np.empty([d + b + e for d, (b, e) in zip(x.shape, width)], dtype=x.dtype)
-            y[...] = value
-            y[tuple(slice(b, b + d) for d, (b, _) in zip(x.shape, width))] = x
-        else:
-            for a, (b, e) in enumerate(width):
-                if (b or e) and x.shape[a] == 0:
-                    raise EvaluationError(f"Pad: mode {mode} cannot pad axis {a} of extent 0")
-                if mode == "reflect" and (b or e) and x.shape[a] == 1:
-                    raise EvaluationError(f"Pad: mode reflect cannot pad axis {a} of extent 1")
-            y = np.pad(x, width, mode=mode)
-    else:
-        y = x
-    crop = tuple(slice(-min(b, 0), y.shape[i] + min(e, 0)) for i, (b, e) in enumerate(zip(before, after)))
-    return y[crop]
+    if all(w == (0, 0) for w in width):
+        return y
+    if mode == "constant":
+        out = np.empty(out_shape, dtype=y.dtype)
+        out[...] = value
+        out[tuple(slice(b, b + d) for d, (b, _) in zip(y.shape, width))] = y
+        return out
+    for a, (b, e) in enumerate(width):
+        if (b or e) and y.shape[a] == 0:
+            raise EvaluationError(f"Pad: mode {mode} cannot pad axis {a} of extent 0")
+        if mode == "reflect" and (b or e) and y.shape[a] == 1:
+            raise EvaluationError(f"Pad: mode reflect cannot pad axis {a} of extent 1")
+    return np.pad(y, width, mode=mode)
 
 
 def _pad_value(x: np.ndarray, constant_value: np.ndarray | None) -> Any:

@@ -1,0 +1,35 @@
+"""Every registered kernel names a real operator definition (Clause 14.3: (domain, name, since_version))."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+from onnxcore.defs import get_schema, schema_versions
+from onnxcore.runtime.registry import registered
+
+
+def test_every_kernel_is_a_real_since_version() -> None:
+    bad = []
+    for k in registered():
+        if k.since_version not in schema_versions(k.op_type, k.domain):
+            bad.append(repr(k))
+    assert bad == []
+
+
+def test_kernel_signatures_read_like_the_schema() -> None:
+    """Attributes are keyword-only parameters named as the schema's attributes (or taken by **kwargs)."""
+    bad = []
+    for k in registered():
+        schema = get_schema(k.op_type, k.since_version, k.domain)
+        assert schema is not None
+        params = inspect.signature(k.fn).parameters.values()
+        kwonly = {p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY}
+        has_var_kw = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
+        unknown = kwonly - set(schema.attributes)
+        missing = set() if has_var_kw else set(schema.attributes) - kwonly
+        if unknown or missing:
+            bad.append(f"{k!r}: unknown {sorted(unknown)} missing {sorted(missing)}")
+    if bad:
+        pytest.fail("\n".join(bad))
