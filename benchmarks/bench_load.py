@@ -46,6 +46,19 @@ print(json.dumps({"seconds": dt, "rss_bytes": peak - base}))
 """
 
 
+_INSPECT = r"""
+import io, sys, time
+from onnxcore.cli.inspect import run_inspect
+t = time.perf_counter()
+code = run_inspect(sys.argv[1], depth=3, max_items=20, as_json=False, out=io.StringIO())
+print(time.perf_counter() - t)
+assert code == 0
+for line in open("/proc/self/status"):
+    if line.startswith("VmHWM:"):
+        print(int(line.split()[1]) * 1024)
+"""
+
+
 def _measure(which: str, path: Path, repeat: int) -> dict[str, float]:
     runs = []
     for _ in range(repeat):
@@ -119,6 +132,12 @@ def main() -> None:
             theirs = _measure("onnx", path, args.repeat)
             ours = _measure("onnxcore", path, args.repeat)
             rows.append((label, size, ours, theirs))
+        # inspect: structure only, weights never read (issue 7: under a second, memory well below the file).
+        t = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-c", _INSPECT, str(wpath)], capture_output=True, text=True, check=True)
+        inspect_s = time.perf_counter() - t
+        inspect_in, inspect_rss_s = proc.stdout.strip().splitlines()[-2:]
+        inspect_rss = int(inspect_rss_s)
         # Save: ours streams views out of the map.
         model = oc.load(wpath)
         t = time.perf_counter()
@@ -133,6 +152,11 @@ def main() -> None:
             f"({100 * ours['rss_bytes'] / size:.2f}% of file) |"
         )
     print(f"\nsave of the weights-heavy model: {save_s:.2f} s ({rows[0][1] / 2**20 / save_s:,.0f} MiB/s)")
+    print(
+        f"onnxcore inspect of the weights-heavy model: {float(inspect_in):.3f} s "
+        f"({inspect_s:.2f} s with interpreter start), "
+        f"peak RSS {inspect_rss / 2**20:,.1f} MiB"
+    )
 
 
 if __name__ == "__main__":

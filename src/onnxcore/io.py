@@ -135,11 +135,10 @@ def load(
     depth = max_depth if max_depth is not None else lim.message_depth()
     model = decode_message(ModelProto, buf, max_depth=depth)
     if external_data:
-        from onnxcore.external import base_dir_of, has_external_tensors, load_external_data
+        from onnxcore.external import base_dir_of, load_external_data
 
-        if has_external_tensors(model):
-            bd = base_dir if base_dir is not None else base_dir_of(source)
-            load_external_data(model, bd, allow_outside=allow_outside, limits=lim)
+        bd = base_dir if base_dir is not None else base_dir_of(source)
+        load_external_data(model, bd, allow_outside=allow_outside, limits=lim)
     return model
 
 

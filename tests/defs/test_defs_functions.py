@@ -61,9 +61,9 @@ def test_body_selection_by_version():
     for v, want in ((13, 13), (17, 13), (18, 18), (20, 18)):
         body = s.function_body(v)
         assert body is not None
-        assert onnxcore.encode(body) == onnx_defs.get_schema("MeanVarianceNormalization", 13).get_function_with_opset_version(
-            want
-        )
+        assert onnxcore.encode(body) == onnx_defs.get_schema(
+            "MeanVarianceNormalization", 13
+        ).get_function_with_opset_version(want)
     assert s.function_body(12) is None
     # Elu-6's only body uses opset 18 operators: nothing for a model importing 10.
     elu = defs.get_schema("Elu", 10)

@@ -15,8 +15,8 @@ from onnxcore import (
     OperatorSetIdProto,
     StringStringEntryProto,
     TensorProto,
-    TypeProto,
     TensorShapeProto,
+    TypeProto,
     ValueInfoProto,
 )
 

@@ -38,7 +38,9 @@ def _model(model_dir: Path, entries: list[tuple[str, str]], **kw: object) -> Pat
     return write_model(model_dir / "model.onnx", add_model([ext_tensor("w", entries, **kw)]))  # type: ignore[arg-type]
 
 
-def _refused(path: Path, rule: Rule, location: str | None, *, tensor: str = "w", **load_kw: object) -> ExternalDataError:
+def _refused(
+    path: Path, rule: Rule, location: str | None, *, tensor: str = "w", **load_kw: object
+) -> ExternalDataError:
     """Assert load and verify_references both refuse with ``rule``; return the load error."""
     with pytest.raises(ExternalDataError) as info:
         onnxcore.load(path, **load_kw)  # type: ignore[arg-type]
@@ -75,9 +77,17 @@ def test_absolute_path_refused(layout: tuple[Path, Path]) -> None:
 
 
 @pytest.mark.parametrize("location", ["C:\\outside\\secret.bin", "\\\\server\\share\\x", "c:secret.bin"])
-def test_windows_absolute_forms_refused(layout: tuple[Path, Path], location: str) -> None:
+def test_windows_absolute_forms_refused(
+    layout: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, location: str
+) -> None:
     model_dir, _secret = layout
     _refused(_model(model_dir, ref(location)), Rule.LOCATION_ABSOLUTE, location)
+    # Even allowed outside, a form that is not absolute here is never opened from the working directory.
+    monkeypatch.chdir(model_dir)
+    Path(location).write_bytes(b"\0" * 32)  # on POSIX this is a file name like any other, in the cwd
+    with pytest.raises(ExternalDataError) as info:
+        onnxcore.load(model_dir / "model.onnx", allow_outside=True)
+    assert info.value.rule == Rule.LOCATION_ABSOLUTE
 
 
 def test_allow_outside_is_the_explicit_opt_in(layout: tuple[Path, Path]) -> None:
@@ -414,3 +424,30 @@ def test_bytes_without_base_dir_never_uses_cwd(data_dir: Path, monkeypatch: pyte
     # Unresolved, octets are fine to load; verifying them without a directory reports it.
     lazy = onnxcore.load(path.read_bytes(), external_data=False)
     assert [e.rule for e in verify_references(lazy, None)] == [Rule.NO_BASE_DIR]
+
+
+# -- The path-based fallback (platforms without openat) applies the same rules -----------------
+
+
+@pytest.mark.parametrize("attack", ["symlink-file", "symlink-dir", "hardlink", "missing", "good"])
+def test_fallback_without_openat(layout: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, attack: str) -> None:
+    model_dir, secret = layout
+    monkeypatch.setattr(resolve, "HAVE_DIR_FD", False)
+    location = {"symlink-dir": "sub/secret.bin", "missing": "nope.bin"}.get(attack, "w.bin")
+    if attack == "symlink-file":
+        (model_dir / "w.bin").symlink_to(secret)
+    elif attack == "symlink-dir":
+        (model_dir / "sub").symlink_to(secret.parent, target_is_directory=True)
+    elif attack == "hardlink":
+        os.link(secret, model_dir / "w.bin")
+    elif attack == "good":
+        (model_dir / "w.bin").write_bytes(floats(8).tobytes())
+    path = _model(model_dir, ref(location))
+    if attack == "good":
+        model = onnxcore.load(path)
+        assert np.array_equal(np.frombuffer(model.graph.initializer[0].raw_data, "<f4"), floats(8))
+        return
+    rule = {"symlink-file": Rule.SYMLINK, "symlink-dir": Rule.SYMLINK, "hardlink": Rule.HARDLINK}.get(
+        attack, Rule.NOT_FOUND
+    )
+    _refused(path, rule, location)

@@ -221,3 +221,99 @@ def test_model_without_external_data_from_octets(tmp_path: Path) -> None:
     model = add_model([TensorProto(name="w", data_type=1, dims=[2], raw_data=floats(2).tobytes())])
     loaded = onnxcore.load(onnxcore.encode(model))  # nothing to resolve, no directory needed
     assert loaded == model
+
+
+def test_parse_reference_tells_a_resolved_view_from_inline_contents(tmp_path: Path) -> None:
+    from onnxcore.external import parse_reference
+
+    path, _ = _big(tmp_path, 1024)
+    t = onnxcore.load(path).graph.initializer[0]
+    assert parse_reference(t, "w").location == "w.bin"  # the side table says it is the resolution
+    with pytest.raises(ExternalDataError) as info:
+        parse_reference(t, "w", inline_ok=False)
+    assert info.value.rule == Rule.INLINE_AND_EXTERNAL
+
+
+def test_check_accepts_a_model_loaded_with_external_data(tmp_path: Path) -> None:
+    check = pytest.importorskip("onnxcore.check").check
+    path, _ = _big(tmp_path, 1024)
+    report = check(onnxcore.load(path))
+    assert not [f for f in report.errors if "13" in f.clause or "15" in f.clause], report.errors
+
+
+def test_walk_order_and_paths(tmp_path: Path) -> None:
+    found = list(iter_tensors(_places(tmp_path)))
+    # Document order: Annex B's field order at every level (graph.node before graph.initializer,
+    # ModelProto.training_info before ModelProto.functions).
+    assert [t.name for _, t in found] == ["t2", "t3", "t4", "t5", "t1", "t0", "t6", "t7", "t9", "t8"]
+    paths = {t.name: p for p, t in found}
+    assert paths["t1"] == "graph.node[1].attribute[3].graphs[0].node[0].attribute[0].g.initializer[0]"
+    assert paths["t5"] == "graph.node[1].attribute[2].sparse_tensor.indices"
+    assert paths["t8"] == "functions[0].node[0].attribute[0].t"
+    assert paths["t9"] == "training_info[0].initialization.initializer[0]"
+    assert list(iter_tensors(found[0][1], "x")) == [("x", found[0][1])]
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="needs /proc")
+def test_verifying_many_files_holds_few_descriptors(tmp_path: Path) -> None:
+    import hashlib
+    import resource
+
+    ts = []
+    for i in range(150):
+        blob = floats(8, i).tobytes()
+        (tmp_path / f"t{i}.bin").write_bytes(blob)
+        entries = ref(f"t{i}.bin")
+        if i % 2:
+            entries.append(("checksum", hashlib.sha1(blob).hexdigest()))
+        ts.append(ext_tensor(f"t{i}", entries))
+    model = add_model(ts)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    in_use = len(list(Path("/proc/self/fd").iterdir()))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (in_use + 16, hard))
+    try:
+        errors = verify_references(model, tmp_path)
+        load_external_data(model, tmp_path)  # small files are read, not mapped: no descriptor kept
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert errors == []
+    assert np.array_equal(np.frombuffer(model.graph.initializer[149].raw_data, "<f4"), floats(8, 149))
+
+
+def test_a_file_reopened_for_its_checksum_must_be_the_same_file(tmp_path: Path) -> None:
+    import hashlib
+
+    from onnxcore.external.reference import parse_reference
+    from onnxcore.external.resolve import Resolver
+
+    blob = floats(8).tobytes()
+    (tmp_path / "w.bin").write_bytes(blob)
+    first = parse_reference(ext_tensor("a", ref("w.bin")), "a")
+    second = parse_reference(ext_tensor("b", [*ref("w.bin"), ("checksum", hashlib.sha1(blob).hexdigest())]), "b")
+    with Resolver(tmp_path, keep_open=False) as r:
+        r.check("a", first)
+        (tmp_path / "new.bin").write_bytes(blob)
+        (tmp_path / "new.bin").replace(tmp_path / "w.bin")  # same octets, another file
+        with pytest.raises(ExternalDataError) as info:
+            r.check("b", second)
+    assert info.value.rule == Rule.IDENTITY
+
+
+def test_base_dir_of_sources(tmp_path: Path) -> None:
+    import io
+
+    from onnxcore.external import base_dir_of
+
+    path, _ = _big(tmp_path, 1024)
+    assert base_dir_of(path) == str(tmp_path.resolve())
+    assert base_dir_of(str(path)) == str(tmp_path.resolve())
+    assert base_dir_of(path.read_bytes()) is None
+    assert base_dir_of(io.BytesIO(path.read_bytes())) is None
+    with open(path, "rb") as fh:
+        assert base_dir_of(fh) == str(tmp_path.resolve())
+        path.rename(tmp_path / "moved.onnx")
+        (tmp_path / "model.onnx").write_bytes(b"")  # the name now names another file
+        assert base_dir_of(fh) is None
+        with pytest.raises(ExternalDataError) as info:
+            onnxcore.load(fh)
+        assert info.value.rule == Rule.NO_BASE_DIR

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -56,7 +57,9 @@ def test_save_location_threshold_align_checksum(tmp_path: Path) -> None:
     model = _model([256, 256])
     (tmp_path / "sub").mkdir()
     path = tmp_path / "m.onnx"
-    onnxcore.save(model, path, external_data=True, location="sub/weights.bin", size_threshold=1024, align=64, checksum=True)
+    onnxcore.save(
+        model, path, external_data=True, location="sub/weights.bin", size_threshold=1024, align=64, checksum=True
+    )
     data = (tmp_path / "sub" / "weights.bin").read_bytes()
     digest = hashlib.sha1(data).hexdigest()
     entries = [_entries(t) for t in onnxcore.load(path, external_data=False).graph.initializer]
@@ -135,10 +138,12 @@ def test_interrupted_save_leaves_the_old_model(tmp_path: Path, monkeypatch: pyte
     old = path.read_bytes(), (tmp_path / "m.onnx.data").read_bytes()
 
     for fail_at in (1, 2):  # the data rename, then the model rename
-        calls = []
+        calls: list[str] = []
         real = os.replace
 
-        def flaky(a: str, b: str, fail_at: int = fail_at) -> None:
+        def flaky(
+            a: str, b: str, fail_at: int = fail_at, calls: list[str] = calls, real: Callable[[str, str], None] = real
+        ) -> None:
             calls.append(b)
             if len(calls) == fail_at:
                 raise OSError(28, "No space left on device")
@@ -222,3 +227,44 @@ def test_reloaded_model_file_round_trip_is_byte_exact(tmp_path: Path) -> None:
     lazy = onnxcore.load(tmp_path / "a.onnx", external_data=False)
     onnxcore.save(lazy, tmp_path / "b.onnx")
     assert (tmp_path / "a.onnx").read_bytes() == (tmp_path / "b.onnx").read_bytes()
+
+
+def test_raw_data_as_a_typed_memoryview_counts_octets(tmp_path: Path) -> None:
+    a = floats(300)  # 1200 octets, but len(memoryview(a)) == 300
+    t = TensorProto(name="w", data_type=F.FLOAT, dims=[300], raw_data=memoryview(a))
+    onnxcore.save(add_model([t], (300,)), tmp_path / "m.onnx", external_data=True)
+    got = onnxcore.load(tmp_path / "m.onnx").graph.initializer[0]
+    assert _entries(got)["length"] == "1200"
+    assert np.array_equal(np.frombuffer(got.raw_data, "<f4"), a)
+
+
+@pytest.mark.skipif(not hasattr(os, "copy_file_range"), reason="needs copy_file_range")
+@pytest.mark.parametrize("replaced", [False, True])
+def test_resaving_mapped_views_copies_in_kernel_from_the_same_file_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, replaced: bool
+) -> None:
+    n = 1 << 18  # 1 MiB per tensor: mapped
+    src = tmp_path / "src"
+    src.mkdir()
+    onnxcore.save(_model([n, n]), src / "m.onnx", external_data=True)
+    model = onnxcore.load(src / "m.onnx")
+    if replaced:
+        # Someone replaces the data file after load: the views still show the old inode, and the
+        # copy must come from them, not from whatever the path names now.
+        other = src / "other"
+        other.write_bytes(b"\xff" * (2 * 4 * n + 4096))
+        os.replace(other, src / "m.onnx.data")
+    copied: list[int] = []
+    real = os.copy_file_range
+
+    def spy(*a: int) -> int:
+        copied.append(a[2])
+        return real(*a)
+
+    monkeypatch.setattr(write.os, "copy_file_range", spy)
+    onnxcore.save(model, tmp_path / "m.onnx", external_data=True, align=64)
+    monkeypatch.setattr(write.os, "copy_file_range", real)
+    assert (sum(copied) == 2 * 4 * n) != replaced
+    again = onnxcore.load(tmp_path / "m.onnx")
+    for i, t in enumerate(again.graph.initializer):
+        assert np.array_equal(np.frombuffer(t.raw_data, "<f4"), floats(n, 1000 * i))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 import onnxcore
+import onnxcore.defs
 from onnxcore.infer import infer, infer_types, node_location
 from onnxcore.infer.typestr import type_string
 
@@ -148,11 +149,13 @@ def test_attribute_typed_outputs_agree_with_onnx():
 
 
 def test_if_outputs_come_from_the_branches():
-    then_g = h.make_graph(
-        [h.make_node("Cast", ["x"], ["t_out"], to=T.INT32)], "then", [], [untyped("t_out")]
+    then_g = h.make_graph([h.make_node("Cast", ["x"], ["t_out"], to=T.INT32)], "then", [], [untyped("t_out")])
+    else_g = h.make_graph(
+        [h.make_node("Shape", ["x"], ["s"]), h.make_node("Cast", ["s"], ["e_out"], to=T.INT32)],
+        "else",
+        [],
+        [untyped("e_out")],
     )
-    else_g = h.make_graph([h.make_node("Shape", ["x"], ["s"]), h.make_node("Cast", ["s"], ["e_out"], to=T.INT32)],
-                         "else", [], [untyped("e_out")])
     nodes = [
         h.make_node("ReduceSum", ["x"], ["sum"]),
         h.make_node("Cast", ["sum"], ["cond"], to=T.BOOL),
@@ -174,8 +177,9 @@ def test_if_branches_that_disagree_give_unknown():
     then_g = h.make_graph([h.make_node("Cast", ["x"], ["a"], to=T.INT32)], "then", [], [untyped("a")])
     else_g = h.make_graph([h.make_node("Cast", ["x"], ["b"], to=T.INT64)], "else", [], [untyped("b")])
     nodes = [h.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g)]
-    model = make_model(nodes, [h.make_tensor_value_info("x", FLOAT, [3]), h.make_tensor_value_info("c", T.BOOL, [])],
-                       [untyped("y")])
+    model = make_model(
+        nodes, [h.make_tensor_value_info("x", FLOAT, [3]), h.make_tensor_value_info("c", T.BOOL, [])], [untyped("y")]
+    )
     assert "y" not in infer(ours(model)).type_strings["graph"]
 
 
@@ -316,8 +320,9 @@ def test_model_local_functions_per_call_site():
 
 
 def test_recursive_function_stays_unknown():
-    rec = h.make_function("local", "Rec", ["X"], ["Y"], [h.make_node("Rec", ["X"], ["Y"], domain="local")],
-                          [h.make_opsetid("local", 1)])
+    rec = h.make_function(
+        "local", "Rec", ["X"], ["Y"], [h.make_node("Rec", ["X"], ["Y"], domain="local")], [h.make_opsetid("local", 1)]
+    )
     model = make_model(
         [h.make_node("Rec", ["x"], ["y"], domain="local")],
         [h.make_tensor_value_info("x", FLOAT, [3])],
@@ -363,7 +368,9 @@ def test_unknown_stays_unknown():
         h.make_node("Add", ["x", "c"], ["d"]),  # c never produced
     ]
     model = make_model(
-        nodes, [h.make_tensor_value_info("x", FLOAT, [3])], [untyped("b"), untyped("d")],
+        nodes,
+        [h.make_tensor_value_info("x", FLOAT, [3])],
+        [untyped("b"), untyped("d")],
         extra_opsets=[h.make_opsetid("com.example", 1)],
     )
     r = infer(ours(model))
@@ -390,16 +397,20 @@ def test_conflicting_bindings_are_exposed():
 
 def test_binding_follows_the_model_opset():
     # Clause 14.4: at opset 12 Clip-11's min/max are bound as T; nodes bind per import
-    model = make_model([h.make_node("Clip", ["x", "lo"], ["y"])], [h.make_tensor_value_info("x", FLOAT, [3]),
-                                                                    h.make_tensor_value_info("lo", FLOAT, [])],
-                       [untyped("y")], opset=12)
+    model = make_model(
+        [h.make_node("Clip", ["x", "lo"], ["y"])],
+        [h.make_tensor_value_info("x", FLOAT, [3]), h.make_tensor_value_info("lo", FLOAT, [])],
+        [untyped("y")],
+        opset=12,
+    )
     r = infer(ours(model))
     nt = r.node("graph/node[0]")
     assert nt is not None and nt.schema is not None and nt.schema.since_version == 12
     assert r.type_strings["graph"]["y"] == "tensor(float)"
     # an op newer than the import binds nothing: outputs unknown
-    model = make_model([h.make_node("Gelu", ["x"], ["y"])], [h.make_tensor_value_info("x", FLOAT, [3])],
-                       [untyped("y")], opset=19)
+    model = make_model(
+        [h.make_node("Gelu", ["x"], ["y"])], [h.make_tensor_value_info("x", FLOAT, [3])], [untyped("y")], opset=19
+    )
     r = infer(ours(model))
     assert r.node("graph/node[0]").schema is None and "y" not in r.type_strings["graph"]
 
@@ -435,3 +446,111 @@ def test_node_location_format():
     n = onnxcore.NodeProto(name="conv1")
     assert node_location("graph", 12, n) == 'graph/node[12] "conv1"'
     assert node_location("graph", 3, onnxcore.NodeProto()) == "graph/node[3]"
+
+
+def test_ml_operators_agree_with_onnx():
+    ml = [h.make_opsetid("ai.onnx.ml", 4)]
+    nodes = [
+        h.make_node("CategoryMapper", ["s"], ["cm_i"], domain="ai.onnx.ml", cats_strings=["a"], cats_int64s=[1]),
+        h.make_node("CategoryMapper", ["i"], ["cm_s"], domain="ai.onnx.ml", cats_strings=["a"], cats_int64s=[1]),
+        h.make_node("LabelEncoder", ["s"], ["le_f"], domain="ai.onnx.ml", keys_strings=["a"], values_floats=[1.0]),
+        h.make_node("LabelEncoder", ["i"], ["le_s"], domain="ai.onnx.ml", keys_int64s=[1], values_strings=["a"]),
+        h.make_node(
+            "LinearClassifier",
+            ["x"],
+            ["lc_label", "lc_scores"],
+            domain="ai.onnx.ml",
+            coefficients=[1.0, 2.0],
+            classlabels_strings=["a", "b"],
+        ),
+        h.make_node(
+            "LinearClassifier",
+            ["x"],
+            ["lc_ilabel", "lc_iscores"],
+            domain="ai.onnx.ml",
+            coefficients=[1.0, 2.0],
+            classlabels_ints=[0, 1],
+        ),
+        h.make_node("ZipMap", ["lc_scores"], ["zm"], domain="ai.onnx.ml", classlabels_strings=["a", "b"]),
+        h.make_node("ZipMap", ["lc_iscores"], ["zm_i"], domain="ai.onnx.ml", classlabels_int64s=[0, 1]),
+        h.make_node("CastMap", ["m"], ["cast_map"], domain="ai.onnx.ml", cast_to="TO_STRING"),
+        h.make_node("DictVectorizer", ["m"], ["dv"], domain="ai.onnx.ml", int64_vocabulary=[1, 2]),
+    ]
+    map_type = h.make_map_type_proto(T.INT64, h.make_tensor_type_proto(T.FLOAT, None))
+    inputs = [
+        h.make_tensor_value_info("s", T.STRING, [2]),
+        h.make_tensor_value_info("i", T.INT64, [2]),
+        h.make_tensor_value_info("x", T.FLOAT, [1, 1]),
+        h.make_value_info("m", map_type),
+    ]
+    model = make_model(nodes, inputs, [untyped("zm")], extra_opsets=ml)
+    mine = agree_with_onnx(model)
+    assert mine["cm_i"] == "tensor(int64)" and mine["cm_s"] == "tensor(string)"
+    assert mine["le_f"] == "tensor(float)" and mine["le_s"] == "tensor(string)"
+    assert mine["lc_label"] == "tensor(string)" and mine["lc_ilabel"] == "tensor(int64)"
+    assert mine["lc_scores"] == "tensor(float)"
+    assert mine["zm"] == "seq(map(string,tensor(float)))" and mine["zm_i"] == "seq(map(int64,tensor(float)))"
+    assert mine["cast_map"] == "tensor(string)"
+    assert mine["dv"] == "tensor(float)"
+
+
+def test_never_raises_on_mangled_node_cases(node_cases):
+    # Clause 9.4: inference yields unknown, never an error. Mangle real models every way that still decodes.
+    import random
+
+    rng = random.Random(4)
+    ops = sorted({s.name for s in onnxcore.defs.all_schemas() if s.domain == ""})
+    for d in node_cases[::5]:
+        model = onnxcore.load(d / "model.onnx")
+        for node in model.graph.node:
+            choice = rng.randrange(5)
+            if choice == 0:
+                node.attribute = []
+            elif choice == 1:
+                node.op_type = rng.choice(ops)
+            elif choice == 2:
+                node.input = list(reversed(node.input)) + [""]
+            elif choice == 3:
+                for a in node.attribute:
+                    a.type = rng.choice([1, 2, 3, 4, 5, 7, 13])
+            else:
+                node.output = [*node.output, "extra"]
+        for vi in model.graph.input:
+            if rng.random() < 0.3:
+                vi.type = onnxcore.TypeProto(tensor_type=onnxcore.TypeProto.Tensor(elem_type=rng.choice([0, 99, 8])))
+        infer(model)
+
+
+def test_deep_nesting_stays_unknown_without_recursion_error():
+    from onnxcore import AttributeProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, ValueInfoProto
+
+    def float_vi(name):
+        return ValueInfoProto(name=name, type=onnxcore.TypeProto(tensor_type=onnxcore.TypeProto.Tensor(elem_type=1)))
+
+    inner = GraphProto(
+        name="g0", node=[NodeProto(op_type="Relu", input=["x"], output=["y0"])], output=[untyped_ours("y0")]
+    )
+    for depth in range(1, 300):
+        branch = AttributeProto(name="then_branch", type=AttributeProto.AttributeType.GRAPH, g=inner)
+        other = AttributeProto(name="else_branch", type=AttributeProto.AttributeType.GRAPH, g=inner)
+        node = NodeProto(op_type="If", input=["c"], output=[f"y{depth}"], attribute=[branch, other])
+        inner = GraphProto(name=f"g{depth}", node=[node], output=[untyped_ours(f"y{depth}")])
+    inner.input = [
+        float_vi("x"),
+        ValueInfoProto(name="c", type=onnxcore.TypeProto(tensor_type=onnxcore.TypeProto.Tensor(elem_type=9))),
+    ]
+    model = ModelProto(ir_version=10, opset_import=[OperatorSetIdProto(domain="", version=21)], graph=inner)
+    r = infer(model)  # deeper than the walk follows: unknown, no RecursionError
+    assert "y299" not in r.type_strings["graph"]
+    # at a modest depth the type comes through every level
+    shallow = model.graph
+    for _ in range(280):
+        shallow = shallow.node[0].attribute[0].g
+    shallow.input = list(model.graph.input)
+    model.graph = shallow
+    r = infer(model)
+    assert r.type_strings["graph"][shallow.output[0].name] == "tensor(float)"
+
+
+def untyped_ours(name):
+    return onnxcore.ValueInfoProto(name=name)

@@ -42,6 +42,11 @@ DIVERGENCES: dict[tuple[str, str], str] = {
         "type that is unknown (Clause 9.4), which Clause 7.1 permits in subgraphs; required at the "
         "top level by E-IO-TYPE. Two members present is still an error."
     ),
+    ("AttributeProto", "tp"): (
+        "Annex B marks `tp` deprecated, but it is the value field of a TYPE_PROTO attribute (Table B.4; "
+        "e.g. the `type` attribute of Optional), which producers write and consumers read; ignoring it "
+        "would change the meaning of such nodes. It is not reported."
+    ),
     ("TensorShapeProto.Dimension", "value"): (
         "Annex B requires exactly one of dim_value and dim_param, but Clause 6.5.1 defines a third kind "
         "of dimension, unknown, which is written as neither. Both present is still an error."
@@ -104,9 +109,12 @@ def proto_deprecated(ctx: Context) -> Found:
         if not deprecated:
             continue
         name = cls._SPEC.name  # type: ignore[attr-defined]
+        fields = [f for f in deprecated if (name, f) not in DIVERGENCES]
+        if not fields:
+            continue
         for i in ctx.of(cls):
             msg = ctx.entries[i][0]
-            for f in deprecated:
+            for f in fields:
                 if msg.has(f):
                     yield ctx.path(i), f"{name}.{f} is deprecated; it is ignored"
 

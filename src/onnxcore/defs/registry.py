@@ -54,8 +54,8 @@ class _Registry:
         full = (key[0], key[1], int(rec["v"]))
         s = self.built.get(full)
         if s is None:
-            s = schema_from_record(rec)
-            self.built[full] = s
+            # setdefault: under a race both threads end up with the same object
+            s = self.built.setdefault(full, schema_from_record(rec))
         return s
 
 

@@ -122,7 +122,7 @@ def verify_references(
         One :class:`ExternalDataError` per refused reference (empty when all are fine).
     """
     errors: list[ExternalDataError] = []
-    with Resolver(base_dir, allow_outside=allow_outside, limits=limits) as resolver:
+    with Resolver(base_dir, allow_outside=allow_outside, limits=limits, keep_open=False) as resolver:
         for path, tensor in iter_tensors(model):
             if not is_external(tensor):
                 continue

@@ -12,6 +12,7 @@ import enum
 import re
 
 from onnxcore.errors import ExternalDataError, ExternalDataLimitError
+from onnxcore.external.registry import resolution
 from onnxcore.proto.messages import StringStringEntryProto, TensorProto
 
 __all__ = [
@@ -201,7 +202,7 @@ def _integer(tensor: str, location: str | None, key: str, value: str) -> int:
 
 
 def parse_reference(
-    tensor: TensorProto, label: str, *, allow_outside: bool = False, inline_ok: bool = False
+    tensor: TensorProto, label: str, *, allow_outside: bool = False, inline_ok: bool | None = None
 ) -> ExternalRef:
     """Check the reference of an EXTERNAL tensor against Table 11 and Clause 13.
 
@@ -209,8 +210,9 @@ def parse_reference(
         tensor: A tensor whose data location is EXTERNAL.
         label: How errors name the tensor.
         allow_outside: Let absolute locations and ``..`` through (explicit opt-in, Clause 15.3).
-        inline_ok: The tensor's ``raw_data`` is the resolved view of this very reference, so it
-            does not count as inline contents.
+        inline_ok: Whether ``raw_data`` is the resolved view of this very reference (and so not
+            inline contents). None (the default) decides it from the side table
+            (:func:`onnxcore.external.is_resolved`), which is right for any model we loaded.
 
     Raises:
         ExternalDataError: the first rule the reference breaks.
@@ -228,6 +230,8 @@ def parse_reference(
         if entry.key in seen:
             raise make_error(label, location, Rule.KEY_DUPLICATE, f"key {entry.key!r} is given more than once")
         seen[entry.key] = entry.value
+    if inline_ok is None:
+        inline_ok = resolution(tensor) is not None
     if not inline_ok and has_inline_contents(tensor):
         raise make_error(
             label, location, Rule.INLINE_AND_EXTERNAL, "the tensor is EXTERNAL and also carries contents in the model"

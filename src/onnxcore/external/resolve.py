@@ -88,11 +88,21 @@ class Resolver:
             ``..`` and pass through symbolic links, and the file may have several hard links.
             Files must still be regular files, and offset, length and checksum are still checked.
         limits: Resource limits (``max_external_file_bytes``, ``max_tensor_bytes``).
+        keep_open: Keep each file's descriptor until it is mapped or the resolver closes. False
+            for checking only: a descriptor is closed as soon as its reference is checked (and the
+            file reopened, identity compared, if a later reference needs its checksum), so a model
+            with thousands of files does not hold thousands of descriptors.
     """
 
     def __init__(
-        self, base_dir: str | os.PathLike[str] | None, *, allow_outside: bool = False, limits: Limits | None = None
+        self,
+        base_dir: str | os.PathLike[str] | None,
+        *,
+        allow_outside: bool = False,
+        limits: Limits | None = None,
+        keep_open: bool = True,
     ) -> None:
+        self.keep_open = keep_open
         self.base = None if base_dir is None else os.path.realpath(os.fspath(base_dir))
         self.allow_outside = allow_outside
         self.limits = limits if limits is not None else DEFAULT_LIMITS
@@ -158,6 +168,9 @@ class Resolver:
                     Rule.CHECKSUM_MISMATCH,
                     f"the file's SHA-1 is {digest}, the reference declares {ref.checksum}",
                 )
+        if not self.keep_open and f.fd is not None:
+            os.close(f.fd)
+            f.fd = None
         return f, length
 
     def resolve(self, label: str, ref: ExternalRef) -> tuple[memoryview, Resolution]:
@@ -206,7 +219,13 @@ class Resolver:
 
     def _open(self, label: str, ref: ExternalRef) -> tuple[int, os.stat_result, str]:
         if ref.absolute:
-            # Only reachable with allow_outside (split_location refuses it otherwise).
+            # Only reachable with allow_outside (split_location refuses it otherwise). A form that
+            # is not absolute here (``C:\\x`` on POSIX) would be opened relative to the working
+            # directory: refused.
+            if not os.path.isabs(ref.location):
+                raise make_error(
+                    label, ref.location, Rule.LOCATION_ABSOLUTE, "the location is another platform's absolute path"
+                )
             return self._open_by_path(label, ref, ref.location, contained=False)
         if self.base is None:
             raise make_error(
@@ -382,26 +401,38 @@ class Resolver:
             if f.buf is not None:
                 h.update(f.buf)
             else:
-                assert f.fd is not None
+                fd = f.fd if f.fd is not None else self._reopen(label, ref, f)
                 pos = 0
                 try:
                     while True:
-                        chunk = os.pread(f.fd, _CHUNK, pos)
+                        chunk = os.pread(fd, _CHUNK, pos)
                         if not chunk:
                             break
                         h.update(chunk)
                         pos += len(chunk)
                 except OSError as e:
                     raise self._os_error(e, ref.location, label, ref) from None
+                finally:
+                    if f.fd is None:
+                        os.close(fd)
                 if pos != f.st.st_size:
                     raise make_error(label, ref.location, Rule.IDENTITY, "the file changed size while it was read")
             f.sha1 = h.hexdigest()
         return f.sha1
 
+    def _reopen(self, label: str, ref: ExternalRef, f: _File) -> int:
+        """Open a file checked earlier again, under the same rules; it must be the same file."""
+        fd, st, _path = self._open(label, ref)
+        if not _same(st, f.st) or st.st_size != f.st.st_size:
+            os.close(fd)
+            raise make_error(label, ref.location, Rule.IDENTITY, "the file changed since it was checked")
+        return fd
+
     def _contents(self, label: str, ref: ExternalRef, f: _File) -> memoryview:
         if f.buf is not None:
             return f.buf
-        assert f.fd is not None
+        if f.fd is None:
+            f.fd = self._reopen(label, ref, f)
         size = f.st.st_size
         try:
             if size == 0:

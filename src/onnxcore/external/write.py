@@ -14,7 +14,9 @@ In memory a tensor is in one of four states, and every function here maps each s
 from __future__ import annotations
 
 import dataclasses
+import errno
 import hashlib
+import mmap
 import os
 import tempfile
 from collections.abc import Iterable
@@ -24,7 +26,7 @@ import numpy as np
 
 from onnxcore.errors import ExternalDataError
 from onnxcore.external.reference import Rule, has_inline_contents, is_external, make_error, split_location
-from onnxcore.external.registry import resolution
+from onnxcore.external.registry import Resolution, resolution
 from onnxcore.external.walk import iter_tensors, tensor_label
 from onnxcore.proto.codec import NanBits, copy_message, encode_parts
 from onnxcore.proto.message import Message
@@ -70,6 +72,8 @@ class _Plan:
     parts: list[bytes | memoryview]
     size: int
     refs: list[TensorProto]
+    # parts[i] is a view of a mapped external file: where it came from (for an in-kernel copy)
+    sources: dict[int, Resolution] = dataclasses.field(default_factory=dict)
 
 
 def _typed_to_raw(tensor: TensorProto, threshold: int) -> bytes | None:
@@ -101,6 +105,13 @@ def _typed_to_raw(tensor: TensorProto, threshold: int) -> bytes | None:
     return arr.tobytes()
 
 
+def _octets(raw: bytes | bytearray | memoryview) -> bytes | memoryview:
+    # A memoryview of a typed buffer (e.g. of a float32 array) counts elements, not octets.
+    if isinstance(raw, memoryview):
+        return raw if raw.format == "B" and raw.ndim == 1 and raw.contiguous else raw.cast("B")
+    return raw if isinstance(raw, bytes) else memoryview(raw)
+
+
 def _set_reference(tensor: TensorProto, location: str, offset: int, length: int) -> None:
     tensor.clear_field("raw_data")
     for f in _TYPED_FIELDS:
@@ -122,9 +133,10 @@ def _set_inline(tensor: TensorProto) -> None:
 def _state(path: str, tensor: TensorProto) -> str:
     if not is_external(tensor):
         return "inline"
-    if resolution(tensor) is not None:
+    typed = any(getattr(tensor, f) for f in _TYPED_FIELDS)
+    if resolution(tensor) is not None and not typed:
         return "resolved"
-    if has_inline_contents(tensor):
+    if typed or has_inline_contents(tensor):
         loc = next((e.value for e in tensor.external_data if e.key == "location"), None)
         raise make_error(
             tensor_label(path, tensor),
@@ -156,8 +168,10 @@ def _plan(model: M, location: str, size_threshold: int, align: int) -> tuple[M, 
             raise _unresolved(path, tensor)
         data: bytes | memoryview | None = None
         if tensor.has("raw_data"):
-            raw = tensor.raw_data
-            if len(raw) >= size_threshold:
+            raw = _octets(tensor.raw_data)
+            # Contents in raw_data and a typed field are malformed: left as they are, for the
+            # validator to report, rather than silently dropping one of them.
+            if len(raw) >= size_threshold and not any(getattr(tensor, f) for f in _TYPED_FIELDS):
                 data = raw
         elif state == "inline":
             data = _typed_to_raw(tensor, size_threshold)
@@ -170,6 +184,9 @@ def _plan(model: M, location: str, size_threshold: int, align: int) -> tuple[M, 
             plan.parts.append(bytes(pad))
             plan.size += pad
         offset = plan.size
+        record = resolution(tensor) if state == "resolved" else None
+        if record is not None and isinstance(data, memoryview) and isinstance(data.obj, mmap.mmap):
+            plan.sources[len(plan.parts)] = record
         plan.parts.append(data)
         plan.size += len(data)
         _set_reference(tensor, location, offset, len(data))
@@ -265,21 +282,91 @@ def _file_mode(final: str) -> int:
         return 0o666 & ~mask
 
 
-def _write_temp(directory: str, name: str, parts: Iterable[bytes | bytearray | memoryview], digest: Any = None) -> str:
+def _write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
+    view = memoryview(data).cast("B") if not isinstance(data, bytes) else memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+def _source_fd(record: Resolution) -> int | None:
+    """The file a view was mapped from, reopened only if it is still that very file (device, inode)."""
+    try:
+        fd = os.open(record.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    st = os.fstat(fd)
+    if (st.st_dev, st.st_ino) != (record.device, record.inode) or st.st_size < record.offset + record.length:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _copy_in_kernel(src: int, dst: int, offset: int, length: int) -> bool:
+    """Copy a range with copy_file_range (no pass through user space); False to fall back."""
+    start = os.lseek(dst, 0, os.SEEK_CUR)
+    done = 0
+    try:
+        while done < length:
+            n = os.copy_file_range(src, dst, length - done, offset + done)
+            if n <= 0:
+                raise OSError(errno.EIO, "short copy")
+            done += n
+    except OSError:
+        os.lseek(dst, start, os.SEEK_SET)
+        os.ftruncate(dst, start)
+        return False
+    return True
+
+
+def _write_parts(
+    fd: int, parts: list[bytes | memoryview] | Iterable[bytes | bytearray | memoryview], sources: dict[int, Resolution]
+) -> None:
+    # A part that views a mapped external file is copied file to file inside the kernel when
+    # the platform can (re-saving a loaded model then runs at the speed of a plain file copy).
+    opened: dict[tuple[int, int], int | None] = {}
+    use_kernel = bool(sources) and hasattr(os, "copy_file_range")
+    try:
+        for i, part in enumerate(parts):
+            record = sources.get(i) if use_kernel else None
+            if record is not None:
+                key = (record.device, record.inode)
+                if key not in opened:
+                    opened[key] = _source_fd(record)
+                src = opened[key]
+                if src is not None and _copy_in_kernel(src, fd, record.offset, record.length):
+                    continue
+            _write_all(fd, part)
+    finally:
+        for src in opened.values():
+            if src is not None:
+                os.close(src)
+
+
+def _write_temp(
+    directory: str,
+    name: str,
+    parts: Iterable[bytes | bytearray | memoryview],
+    digest: Any = None,
+    sources: dict[int, Resolution] | None = None,
+) -> str:
     fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
     try:
         if hasattr(os, "fchmod"):
             os.fchmod(fd, _file_mode(os.path.join(directory, name)))
-        with os.fdopen(fd, "wb") as fh:
+        if digest is not None:
+            # The digest needs the octets in hand: write through user space.
             for part in parts:
-                fh.write(part)
-                if digest is not None:
-                    digest.update(part)
-            fh.flush()
-            os.fsync(fh.fileno())
+                _write_all(fd, part)
+                digest.update(part)
+        else:
+            _write_parts(fd, parts, sources or {})
+        os.fsync(fd)
     except BaseException:
+        os.close(fd)
         _unlink(tmp)
         raise
+    os.close(fd)
     return tmp
 
 
@@ -329,7 +416,7 @@ def save_model(
             # New octets go to a temporary first: the tensors may be views into the very file
             # being replaced, whose old inode stays mapped until they are dropped.
             h = hashlib.sha1(usedforsecurity=False) if checksum else None
-            tmp_data = _write_temp(os.path.dirname(data_path), comps[-1], plan.parts, h)
+            tmp_data = _write_temp(os.path.dirname(data_path), comps[-1], plan.parts, h, plan.sources)
             if h is not None:
                 _add_checksum(plan.refs, h.hexdigest())
         tmp_model = _write_temp(directory, name, encode_parts(out, canonical=canonical).parts())

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 
 from onnxcore.defs.registry import canonical_domain, get_schema
 from onnxcore.defs.schema import OpSchema
-from onnxcore.infer.rules import UNRESOLVED, _Unresolved, infer_outputs
+from onnxcore.errors import OnnxCoreError
+from onnxcore.infer.rules import RULES, UNRESOLVED, _Unresolved, generic_outputs, infer_outputs
 from onnxcore.infer.typestr import elem_type_string, parse_type_string, type_string
 from onnxcore.io import encode
 from onnxcore.proto.messages import (
@@ -27,7 +28,9 @@ from onnxcore.proto.messages import (
 __all__ = ["Inference", "NodeTypes", "TypeMismatch", "node_location", "run"]
 
 _AT = AttributeProto.AttributeType
-_MAX_DEPTH = 256  # nesting of subgraphs and function calls followed; deeper stays unknown
+_MAX_DEPTH = 64  # nesting of subgraphs and function calls followed; deeper stays unknown
+_NO_BINDINGS: dict[str, str] = {}
+_NO_CONFLICTS: frozenset[str] = frozenset()
 
 
 def node_location(graph_path: str, index: int, node: NodeProto) -> str:
@@ -54,13 +57,12 @@ class NodeTypes:
         function: The model-local function it calls, if it calls one.
         input_types: Type string of each actual input (None: unknown, or left unsupplied with "").
         output_types: Type string inferred for each output before comparison with declared types.
-        bindings: Type variable -> type string, as the inputs bind them.
+        bindings: Type variable -> type string, as the inputs bind them (shared between nodes: read only).
         conflicts: Type variables two inputs bind to different types (Clause 10.3 homogeneity).
     """
 
     graph: str
     index: int
-    location: str
     node: NodeProto
     schema: OpSchema | None
     function: FunctionProto | None
@@ -68,6 +70,11 @@ class NodeTypes:
     output_types: tuple[str | None, ...]
     bindings: dict[str, str]
     conflicts: frozenset[str]
+
+    @property
+    def location(self) -> str:
+        """``node_location(graph, index, node)``."""
+        return node_location(self.graph, self.index, self.node)
 
 
 @dataclass(slots=True, frozen=True)
@@ -208,6 +215,8 @@ class _Engine:
         for fn in model.functions:
             self.functions.setdefault((canonical_domain(fn.domain), fn.name, fn.overload), fn)
         self.calls: dict[tuple[object, ...], list[str | None]] = {}
+        self.schemas: dict[tuple[str, str, int], OpSchema | None] = {}
+        self.generic: dict[tuple[object, ...], tuple[list[str | None], dict[str, str], frozenset[str]]] = {}
         self.active: set[tuple[str, str, str]] = set()
 
     # --- attributes -----------------------------------------------------------------------------
@@ -297,47 +306,70 @@ class _Engine:
         frame: _Frame,
     ) -> None:
         record = frame.record
+        opsets = frame.opsets
+        schemas = self.schemas
+        memo = self.generic
+        lookup = scope.lookup
         for i, node in enumerate(nodes):
-            loc = node_location(path, i, node)
-            in_types = tuple(scope.lookup(n) if n else None for n in node.input)
-            domain = canonical_domain(node.domain)
-            fn = self.functions.get((domain, node.op_type, node.overload))
+            in_types = tuple(lookup(n) if n else None for n in node.input)
+            domain = node.domain
+            if domain == "ai.onnx":
+                domain = ""
+            fn = self.functions.get((domain, node.op_type, node.overload)) if self.functions else None
             schema: OpSchema | None = None
-            out: list[str | None]
-            bindings: dict[str, str] = {}
-            conflicts: frozenset[str] = frozenset()
-            visited: set[str] = set()
+            out: list[str | None] | tuple[str | None, ...]
+            bindings: dict[str, str] = _NO_BINDINGS
+            conflicts: frozenset[str] = _NO_CONFLICTS
+            visited: set[str] | None = None
             n_out = len(node.output)
+            has_graphs = any(a.g is not None or a.graphs for a in node.attribute)
             if fn is not None:
                 out = self.call(fn, node, in_types, frame)
             else:
-                version = frame.opsets.get(domain)
-                schema = get_schema(node.op_type, version, domain) if version is not None else None
-                if schema is not None:
-                    view = _NodeView(self, frame, scope, node, loc, schema, in_types)
+                version = opsets.get(domain)
+                if version is not None:
+                    skey = (domain, node.op_type, version)
+                    if skey in schemas:
+                        schema = schemas[skey]
+                    else:
+                        schema = schemas[skey] = get_schema(node.op_type, version, domain)
+                if schema is None:
+                    out = (None,) * n_out
+                elif has_graphs or (schema.domain, schema.name) in RULES:
+                    view = _NodeView(self, frame, scope, node, node_location(path, i, node), schema, in_types)
                     out, bindings, conflicts = infer_outputs(view, n_out)
                     visited = view.visited
                 else:
-                    out = [None] * n_out
-            for a in node.attribute:
-                # Graphs no rule visited (custom ops, malformed nodes) are still walked for their nodes.
-                if a.name in visited:
-                    continue
-                if a.g is not None:
-                    self.walk_graph(a.g, f"{loc}/{a.name}", scope, None, frame)
-                for k, sub in enumerate(a.graphs):
-                    self.walk_graph(sub, f"{loc}/{a.name}[{k}]", scope, None, frame)
+                    # The generic rule depends on the definition and the input types only.
+                    gkey = (schema, in_types, n_out)
+                    hit = memo.get(gkey)
+                    if hit is None:
+                        hit = memo[gkey] = generic_outputs(schema, in_types, n_out)
+                    out, bindings, conflicts = hit
+            if has_graphs:
+                loc = node_location(path, i, node)
+                for a in node.attribute:
+                    # Graphs no rule visited (custom ops, malformed nodes) are still walked for their nodes.
+                    if visited is not None and a.name in visited:
+                        continue
+                    if a.g is not None:
+                        self.walk_graph(a.g, f"{loc}/{a.name}", scope, None, frame)
+                    for k, sub in enumerate(a.graphs):
+                        self.walk_graph(sub, f"{loc}/{a.name}[{k}]", scope, None, frame)
+            types = scope.types
             for k, name in enumerate(node.output):
                 if not name:
                     continue
                 t = out[k] if k < len(out) else None
-                d = type_string(declared.get(name))
+                dp = declared.get(name)
+                d = type_string(dp) if dp is not None else None
                 if d is not None and t is not None and d != t and record:
-                    self.result.mismatches.append(TypeMismatch(path, name, f"{loc}/output[{k}]", d, t))
-                scope.types[name] = d if d is not None else t
+                    where = f"{node_location(path, i, node)}/output[{k}]"
+                    self.result.mismatches.append(TypeMismatch(path, name, where, d, t))
+                types[name] = d if d is not None else t
             if record:
                 self.result.nodes.append(
-                    NodeTypes(path, i, loc, node, schema, fn, in_types, tuple(out[:n_out]), bindings, conflicts)
+                    NodeTypes(path, i, node, schema, fn, in_types, tuple(out[:n_out]), bindings, conflicts)
                 )
 
     # --- model-local functions ------------------------------------------------------------------
@@ -358,13 +390,16 @@ class _Engine:
                 return unknown
             if r is not None and a.name in params:
                 attrs[a.name] = r
-        memo = (
-            key,
-            in_types,
-            tuple(sorted((n, encode(a)) for n, a in attrs.items())),
-            tuple(sorted(frame.opsets.items())),
-        )
-        hit = self.calls.get(memo)
+        try:
+            memo: tuple[object, ...] | None = (
+                key,
+                in_types,
+                tuple(sorted((n, encode(a)) for n, a in attrs.items())),
+                tuple(sorted(frame.opsets.items())),
+            )
+        except OnnxCoreError:  # an attribute built by code that cannot be encoded: no memo
+            memo = None
+        hit = self.calls.get(memo) if memo is not None else None
         if hit is None:
             self.active.add(key)
             try:
@@ -372,7 +407,8 @@ class _Engine:
                 hit = self.walk_function(fn, "", in_types, attrs, silent)
             finally:
                 self.active.discard(key)
-            self.calls[memo] = hit
+            if memo is not None:
+                self.calls[memo] = hit
         return (hit + unknown)[: len(node.output)]
 
 

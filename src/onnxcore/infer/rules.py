@@ -7,7 +7,7 @@ the variable's binding, or the single type the variable admits. A heterogeneous 
 (``If``/``Loop``/``Scan`` and the training operators) binds nothing, its actuals having distinct types.
 
 The explicit rules below cover every output type variable of ONNX 1-2 that no required input binds
-(found by scanning the definitions; see ``tests/infer/test_rules.py``): the type comes from an attribute
+(found by scanning the definitions; see ``tests/infer/test_infer_rules.py``): the type comes from an attribute
 (``Cast``, ``ConstantOfShape``, the random generators, the windows, ...), from a subgraph (``If``,
 ``Loop``, ``Scan``, ``SequenceMap``) or from the structure of an input type (``SequenceAt``,
 ``OptionalGetElement``, ...). Where the rule cannot decide, the result is unknown (Clause 9.4).
@@ -19,10 +19,10 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from onnxcore.defs.schema import FormalParameter, OpSchema
-from onnxcore.infer.typestr import ELEM_NAMES, elem_type_string, tensor_elem, type_string
+from onnxcore.infer.typestr import elem_type_string, tensor_elem, type_string
 from onnxcore.proto.messages import AttributeProto, NodeProto
 
-__all__ = ["RULES", "NodeView", "bind_inputs", "formal_at", "infer_outputs"]
+__all__ = ["RULES", "NodeView", "bind_inputs", "formal_at", "generic_outputs", "infer_outputs"]
 
 _AT = AttributeProto.AttributeType
 
@@ -88,11 +88,12 @@ def bind_inputs(schema: OpSchema, in_types: Sequence[str | None]) -> tuple[dict[
     return bindings, frozenset(conflicts)
 
 
-def infer_outputs(view: NodeView, n_outputs: int) -> tuple[list[str | None], dict[str, str], frozenset[str]]:
-    """Output types of one node bound to ``view.schema``: the generic rule, then the explicit one."""
-    schema = view.schema
+def generic_outputs(
+    schema: OpSchema, in_types: tuple[str | None, ...], n_outputs: int
+) -> tuple[list[str | None], dict[str, str], frozenset[str]]:
+    """The generic rule: outputs from the bound type variables, or the single type a variable admits."""
     tc = schema.type_constraints
-    bindings, conflicts = bind_inputs(schema, view.in_types)
+    bindings, conflicts = bind_inputs(schema, in_types)
     out: list[str | None] = []
     for j in range(n_outputs):
         f = formal_at(schema.outputs, j)
@@ -109,6 +110,13 @@ def infer_outputs(view: NodeView, n_outputs: int) -> tuple[list[str | None], dic
             elif len(allowed) == 1:
                 t = allowed[0]
         out.append(t)
+    return out, bindings, conflicts
+
+
+def infer_outputs(view: NodeView, n_outputs: int) -> tuple[list[str | None], dict[str, str], frozenset[str]]:
+    """Output types of one node bound to ``view.schema``: the generic rule, then the explicit one."""
+    schema = view.schema
+    out, bindings, conflicts = generic_outputs(schema, view.in_types, n_outputs)
     rule = RULES.get((schema.domain, schema.name))
     if rule is not None:
         for j, t in rule(view).items():
@@ -293,19 +301,12 @@ def _optional_get_element(view: NodeView) -> dict[int, str | None]:
 # --- ai.onnx.ml ---------------------------------------------------------------------------------------
 
 
-def _class_labels(int_attr: str) -> Rule:
-    def rule(view: NodeView) -> dict[int, str | None]:
-        s = _present(view, "classlabels_strings")
-        if s is None:
-            return {0: None}
-        if s:
-            return {0: "tensor(string)"}
-        i = _present(view, int_attr)
-        if i is None:
-            return {0: None}
-        return {0: "tensor(int64)"}
-
-    return rule
+def _class_labels(view: NodeView) -> dict[int, str | None]:
+    """Classifiers: the label output is a string tensor when the labels are strings, else int64."""
+    s = _present(view, "classlabels_strings")
+    if s is None:
+        return {0: None}
+    return {0: "tensor(string)" if s else "tensor(int64)"}
 
 
 def _zip_map(view: NodeView) -> dict[int, str | None]:
@@ -485,8 +486,8 @@ RULES: dict[tuple[str, str], Rule] = {
     ("ai.onnx.ml", "CategoryMapper"): _swap_string_int64,
     ("ai.onnx.ml", "DictVectorizer"): _dict_vectorizer,
     ("ai.onnx.ml", "LabelEncoder"): _label_encoder,
-    ("ai.onnx.ml", "LinearClassifier"): _class_labels("classlabels_ints"),
-    ("ai.onnx.ml", "SVMClassifier"): _class_labels("classlabels_ints"),
-    ("ai.onnx.ml", "TreeEnsembleClassifier"): _class_labels("classlabels_int64s"),
+    ("ai.onnx.ml", "LinearClassifier"): _class_labels,
+    ("ai.onnx.ml", "SVMClassifier"): _class_labels,
+    ("ai.onnx.ml", "TreeEnsembleClassifier"): _class_labels,
     ("ai.onnx.ml", "ZipMap"): _zip_map,
 }

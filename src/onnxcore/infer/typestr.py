@@ -28,6 +28,18 @@ def elem_type_string(elem_type: int) -> str | None:
 def _type_string(tp: TypeProto | None, depth: int = 0) -> str | None:
     if tp is None or depth > 64:
         return None
+    t = tp.tensor_type
+    if (
+        t is not None
+        and tp.sparse_tensor_type is None
+        and tp.opaque_type is None
+        and tp.sequence_type is None
+        and tp.map_type is None
+        and tp.optional_type is None
+    ):
+        # the common case, without the general oneof reading
+        name = ELEM_NAMES.get(t.elem_type)
+        return None if name is None else f"tensor({name})"
     kind = tp.which_oneof("value")
     if kind == "tensor_type":
         t = tp.tensor_type

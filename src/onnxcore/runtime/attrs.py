@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from onnxcore.errors import ValidationError
 from onnxcore.proto import AttributeProto
 
-__all__ = ["attribute_value", "attribute_kind"]
+__all__ = ["attribute_value", "attribute_kind", "constant_array"]
 
 _A = AttributeProto.AttributeType
 
@@ -86,8 +88,8 @@ def attribute_value(attr: AttributeProto, base_dir: str | None = None) -> Any:
 
         if kind == _A.TENSOR:
             assert attr.t is not None
-            return _readonly(to_array(attr.t, base_dir=base_dir))
-        return [_readonly(to_array(t, base_dir=base_dir)) for t in attr.tensors]
+            return constant_array(to_array(attr.t, base_dir=base_dir))
+        return [constant_array(to_array(t, base_dir=base_dir)) for t in attr.tensors]
     if kind in (_A.SPARSE_TENSOR, _A.SPARSE_TENSORS):
         from onnxcore.types import value_from_proto
 
@@ -97,10 +99,18 @@ def attribute_value(attr: AttributeProto, base_dir: str | None = None) -> Any:
     raise ValidationError(f"attribute {name!r} has no value of a known type (type {attr.type})")
 
 
-def _readonly(a: Any) -> Any:
-    # Constant data is shared by every run: a kernel must not write into it.
-    try:
-        a.flags.writeable = False
-    except (AttributeError, ValueError):
-        pass
+def constant_array(a: Any) -> Any:
+    """A constant (initializer or attribute tensor) prepared once for every run.
+
+    A zero-copy view into the model's octets can be misaligned for its element type, which makes
+    numpy take its slow unaligned loops (matmul then bypasses BLAS): such a view is copied once.
+    The result is read-only, as the constant is shared by every run.
+    """
+    if isinstance(a, np.ndarray):
+        if not a.flags.aligned or not a.flags.c_contiguous:
+            a = np.ascontiguousarray(a).copy()
+        try:
+            a.flags.writeable = False
+        except ValueError:
+            pass
     return a

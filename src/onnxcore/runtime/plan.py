@@ -24,7 +24,8 @@ from typing import Any
 from onnxcore.errors import EvaluationError, LimitError, OnnxCoreError, ValidationError
 from onnxcore.limits import Limits
 from onnxcore.proto import AttributeProto, FunctionProto, GraphProto, NodeProto, TypeProto
-from onnxcore.runtime.attrs import attribute_value
+from onnxcore.runtime.attrs import attribute_value, constant_array
+from onnxcore.runtime.codegen import MAX_STEPS, generate
 from onnxcore.runtime.functions import FunctionBody, bind_attribute_refs, norm_domain
 from onnxcore.runtime.registry import KernelContext, KernelDef, kernel_versions, lookup
 
@@ -119,7 +120,7 @@ class CompileEnv:
 class BoundNode:
     """A node bound to an implementation, before slot layout."""
 
-    __slots__ = ("call", "index", "inputs", "kw", "node", "outer", "outputs")
+    __slots__ = ("call", "index", "inputs", "kw", "may_tuple", "node", "outer", "outputs")
 
     def __init__(
         self,
@@ -136,6 +137,8 @@ class BoundNode:
         self.inputs: list[str] = list(node.input)
         self.outer = outer
         self.outputs: list[str] = list(node.output)
+        # Whether ``call`` may return a tuple (an operator with several formal outputs).
+        self.may_tuple = True
 
 
 class GraphIR:
@@ -213,6 +216,7 @@ class Plan:
     """A flat list of steps over integer slots (see the module docstring)."""
 
     __slots__ = (
+        "_run",
         "info",
         "input_slot_list",
         "input_slots",
@@ -305,9 +309,21 @@ class Plan:
         self.template = template
         self.names = names
         self.node_slots = node_slots
+        self._run: Callable[[list[Any]], None] | None = None
+        if len(steps) <= MAX_STEPS:
+            first_node_slot = min(node_slots) if node_slots else len(template)
+            prefilled = list(range(2, first_node_slot))
+            stores = sorted(set(self.output_slots) | (set(node_slots) if keep_all else set()))
+            self._run = generate(steps, [bn.may_tuple for bn in info], prefilled, stores, self._error, repr(ir.label))
 
     def execute(self, vals: list[Any]) -> None:
-        """Evaluate every step over ``vals`` (a copy of ``template`` with the inputs filled)."""
+        """Evaluate every step over ``vals`` (a copy of ``template`` with the inputs filled).
+
+        Afterwards the output slots (every node slot for a ``keep_all`` plan) hold their values.
+        """
+        if self._run is not None:
+            self._run(vals)
+            return
         i = 0
         try:
             for i, (fn, ins, out0, outs, kw, frees) in enumerate(self.steps):  # noqa: B007
@@ -322,15 +338,15 @@ class Plan:
         except LimitError:
             raise
         except Exception as e:
-            raise self._error(i, vals, e) from e
+            raise self._error(i, vals.__getitem__, e) from e
 
-    def _error(self, i: int, vals: list[Any], e: BaseException) -> EvaluationError:
+    def _error(self, i: int, value_of: Callable[[int], Any], e: BaseException) -> EvaluationError:
         bn = self.info[i]
         _fn, ins, _o0, _outs, _kw, _fr = self.steps[i]
         node = bn.node
         n_real = len(bn.inputs)
         desc = ", ".join(
-            f"{name or '<unsupplied>'}: {describe_value(vals[s])}" for name, s in zip(bn.inputs, ins[:n_real])
+            f"{name or '<unsupplied>'}: {describe_value(value_of(s))}" for name, s in zip(bn.inputs, ins[:n_real])
         )
         op = f"{node.domain}::{node.op_type}" if node.domain else node.op_type
         msg = (
@@ -342,7 +358,7 @@ class Plan:
         err.node_name = node.name  # type: ignore[attr-defined]
         err.op_type = node.op_type  # type: ignore[attr-defined]
         err.domain = node.domain  # type: ignore[attr-defined]
-        err.inputs = [(name, describe_value(vals[s])) for name, s in zip(bn.inputs, ins[:n_real])]  # type: ignore[attr-defined]
+        err.inputs = [(name, describe_value(value_of(s))) for name, s in zip(bn.inputs, ins[:n_real])]  # type: ignore[attr-defined]
         return err
 
     def run(self, inputs: Sequence[Any], outer: Mapping[str, Any] | None = None) -> list[Any]:
@@ -504,6 +520,8 @@ def _bind_node(
                 call = _SubgraphCall(kdef.fn, len(node.input), outer, subplans, ctx_args)
             else:
                 call = functools.partial(kdef.fn, KernelContext(**ctx_args))
+        # A kernel may answer any node with a tuple (Identity returns a 1-tuple so that a sequence
+        # is never mistaken for a list of outputs), so every result is checked.
         return BoundNode(index, node, call, kw, outer)
 
     body = env.find_body(node, domain, version, schema)
@@ -546,12 +564,7 @@ def compile_graph(
 
     inits: dict[str, Any] = {}
     for t in graph.initializer:
-        a = to_array(t, base_dir=env.base_dir)
-        try:
-            a.flags.writeable = False
-        except ValueError:
-            pass
-        inits[t.name] = a
+        inits[t.name] = constant_array(to_array(t, base_dir=env.base_dir))
     for st in graph.sparse_initializer:
         name = st.values.name if st.values is not None else ""
         inits[name] = value_from_proto(st)

@@ -129,6 +129,9 @@ class Session:
         self._output_names = [d.name for d in self.outputs]
         self._constants = init_names - set(self._input_by_name)
         self._plan = ir.plan()
+        known = set(self._output_names) | set(ir.inits) | set(self._input_by_name)
+        known.update(o for bn in ir.nodes for o in bn.outputs if o)
+        self._known_names = frozenset(known)
 
     @property
     def limits(self) -> Limits:
@@ -195,9 +198,7 @@ class Session:
         """
         checked = self._check_feeds(feeds)
         names = self._output_names if output_names is None else list(output_names)
-        known = set(self._output_names) | set(self._ir.inits) | set(self._input_by_name)
-        known.update(o for bn in self._ir.nodes for o in bn.outputs if o)
-        bad = [n for n in names if n not in known]
+        bad = [] if output_names is None else [n for n in names if n not in self._known_names]
         if bad:
             raise InputError(f"unknown output name(s) {bad}; outputs: {self._output_names}")
         plan: Plan

@@ -249,13 +249,14 @@ def as_tensor(y: Any, dtype: Any = None) -> np.ndarray:
 
 
 def float_unary(x: np.ndarray, fn: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
-    """Apply ``fn`` to ``x`` computing narrow floats in float32 and rounding once to ``x.dtype``.
+    """Apply the composite formula ``fn`` to ``x``, rounding once to ``x.dtype``.
 
-    ``fn`` receives a float array (float16/32/64 natively) and may write into it if it is a
-    fresh copy; its result is converted back to ``x.dtype`` when they differ.
+    float16 and the narrow floats are computed in float32 (a formula of several operations
+    would otherwise round at every step); float32 and float64 natively. ``fn`` must not write
+    into its argument (it may be ``x`` itself); its result is converted back to ``x.dtype``.
     """
     dt = x.dtype
-    if dt in NARROW_FLOAT_DTYPES:
+    if dt in NARROW_FLOAT_DTYPES or dt == np.float16:
         return np.asarray(fn(x.astype(np.float32))).astype(dt)
     y = np.asarray(fn(x))
     return y if y.dtype == dt else y.astype(dt)

@@ -95,6 +95,8 @@ def loop(ctx: KernelContext, M: Any = None, cond: Any = None, *v_initial: Any, b
     trip = None if M is None else _scalar_int(M, "Loop: M")
     keep = True if cond is None else _scalar_bool(cond, "Loop: cond")
     limit = _limit(ctx)
+    if cond is None and trip is not None and limit is not None and trip > limit:
+        raise _refuse(ctx, trip)  # a plain counted loop: refused before any work
     carried = list(v_initial)
     scans: list[list[Any]] = [[] for _ in range(n_scan)]
     cond_value = np.array(keep)

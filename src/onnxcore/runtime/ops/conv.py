@@ -3,8 +3,9 @@
 Conv is im2col plus one BLAS matmul per group: the padded input is viewed (no copy) as
 ``(N, group, C/group, *kernel, *out)`` windows, reshaped once into the column matrix
 ``(N, group, C/group*prod(kernel), prod(out))`` and multiplied by the weights
-``(group, M/group, C/group*prod(kernel))``, which yields ``NCHW`` directly. 1x1 kernels skip im2col,
-depthwise kernels accumulate one shifted slice per kernel offset (no matmul with K=1).
+``(group, M/group, C/group*prod(kernel))``, which yields ``NCHW`` directly (depthwise kernels are C
+small matmuls in that one batched call). 1x1 kernels skip im2col; stride-1 kernels build the
+columns from contiguous slices of the flattened padded image (see ``_flat_conv``).
 
 ConvTranspose is the adjoint: one matmul ``W^T @ X`` per group gives every kernel offset's
 contribution, which is scattered into the output with one strided ``+=`` per kernel offset.
@@ -256,23 +257,43 @@ def _conv_core(
         if flat is not None:
             return flat
     xp = pad_spatial(x, pb, pe)
-    if cg == 1 and group == c and kk > 1:
-        # Depthwise: one multiply-add of a shifted slice per kernel offset.
-        mult = mg
-        xg = xp.reshape(n_img, c, 1, *xp.shape[2:])
-        wg = w.reshape(c, mult, *kernel)
-        acc = np.zeros((n_img, c, mult, *out), dtype=x.dtype)
-        tmp = np.empty_like(acc)
-        bshape = (1, c, mult) + (1,) * nd
-        for offs in itertools.product(*(range(k) for k in kernel)):
-            sl = (slice(None), slice(None), slice(None)) + _offset_slices(offs, strides, dilations, out)
-            np.multiply(xg[sl], wg[(slice(None), slice(None)) + offs].reshape(bshape), out=tmp)
-            acc += tmp
-        return acc.reshape(n_img, m, *out)
     view = window_view(xp.reshape(n_img, group, cg, *xp.shape[2:]), kernel, strides, dilations, out)
+    if nd > 1 and n_img * c * kk * p_out * x.itemsize > 2 * _CHUNK_BYTES:
+        # Large inputs: im2col a band of output rows at a time so the columns stay in cache.
+        rows = out[0]
+        per_row = n_img * c * kk * math.prod(out[1:]) * x.itemsize
+        step = max(1, _CHUNK_BYTES // max(per_row, 1))
+        y = np.empty((n_img, group, mg, rows, math.prod(out[1:])), dtype=x.dtype)
+        wm = w.reshape(group, mg, cg * kk)
+        for r0 in range(0, rows, step):
+            r1 = min(rows, r0 + step)
+            band = view[(slice(None),) * (3 + nd) + (slice(r0, r1),)]
+            cols = band.reshape(n_img, group, cg * kk, (r1 - r0) * math.prod(out[1:]))
+            y[:, :, :, r0:r1, :] = np.matmul(wm, cols).reshape(n_img, group, mg, r1 - r0, -1)
+        return y.reshape(n_img, m, *out)
     cols = view.reshape(n_img, group, cg * kk, p_out)
     y = np.matmul(w.reshape(group, mg, cg * kk), cols)
     return y.reshape(n_img, m, *out)
+
+
+# Size of one im2col band: the columns of a band are built and consumed while in the L2 cache.
+_CHUNK_BYTES = 1 << 20
+
+
+def _chunked_matmul(
+    wm: np.ndarray, view: np.ndarray, n_img: int, group: int, k_rows: int, length: int
+) -> np.ndarray:
+    """``wm @ view.reshape(n_img, group, k_rows, length)``, building the columns in bands."""
+    total = n_img * group * k_rows * length * view.itemsize
+    if total <= 2 * _CHUNK_BYTES:
+        return np.matmul(wm, view.reshape(n_img, group, k_rows, length))
+    step = max(64, _CHUNK_BYTES // (n_img * group * k_rows * view.itemsize))
+    y = np.empty((n_img, group, wm.shape[1], length), dtype=view.dtype)
+    for t0 in range(0, length, step):
+        t1 = min(length, t0 + step)
+        cols = view[..., t0:t1].reshape(n_img, group, k_rows, t1 - t0)
+        np.matmul(wm, cols, out=y[..., t0:t1])
+    return y
 
 
 # The flat layout computes outputs on the padded grid's row pitch; skip it when the wasted
@@ -293,8 +314,7 @@ def _flat_conv(
 
     With stride 1, output ``o`` and kernel offset ``k`` read padded position ``o + k*d``; in the
     flattened padded image that is ``flat(o) + flat(k*d)``, so each kernel offset is one
-    contiguous slice of length ``out[0] * prod(padded[1:])``. The im2col copy (or the depthwise
-    multiply-add) then runs over long contiguous rows; the surplus columns (positions past
+    contiguous slice of length ``out[0] * prod(padded[1:])``. The im2col copy then runs over long contiguous rows; the surplus columns (positions past
     ``out`` along the inner axes) are cropped at the end.
     """
     n_img, c = x.shape[:2]
@@ -319,28 +339,19 @@ def _flat_conv(
     ] = x
     item = buf.itemsize
     kk = len(offsets)
-    if cg == 1 and group == c and kk > 1:
-        wg = w.reshape(c, mg, kk)
-        acc = np.zeros((n_img, c, mg, length), dtype=x.dtype)
-        tmp = np.empty_like(acc)
-        src = buf.reshape(n_img, c, 1, total + extra)
-        for j, off in enumerate(offsets):
-            np.multiply(src[:, :, :, off : off + length], wg[None, :, :, j : j + 1], out=tmp)
-            acc += tmp
-        y = acc.reshape(n_img, m, out[0], *padded[1:])
+    # Kernel offsets are not one uniform stride in general; view cols as (N, C, *kernel, L)
+    # (or (N, C, kk, L) when they are) and let one reshape do the im2col copy.
+    if kk == 1 or len({b - a for a, b in zip(offsets, offsets[1:])}) == 1:
+        step = offsets[1] - offsets[0] if kk > 1 else 0
+        view = as_strided(buf, shape=(n_img, c, kk, length),
+                          strides=(buf.strides[0], buf.strides[1], step * item, item), writeable=False)  # fmt: skip
     else:
-        # Kernel offsets are not a uniform stride in general; build cols (N, C, kk, L) with one
-        # strided copy per kernel axis pattern by stacking contiguous slices.
-        if len(set(np.diff(offsets))) <= 1 or nd == 1:
-            step = offsets[1] - offsets[0] if kk > 1 else 0
-            view = as_strided(buf, shape=(n_img, c, kk, length),
-                              strides=(buf.strides[0], buf.strides[1], step * item, item), writeable=False)  # fmt: skip
-        else:
-            kstr = tuple(d * p * item for d, p in zip(dilations, pitch))
-            view = as_strided(buf, shape=(n_img, c, *kernel, length),
-                              strides=(buf.strides[0], buf.strides[1], *kstr, item), writeable=False)  # fmt: skip
-        cols = view.reshape(n_img, group, cg * kk, length)
-        y = np.matmul(w.reshape(group, mg, cg * kk), cols).reshape(n_img, m, out[0], *padded[1:])
+        kstr = tuple(d * p * item for d, p in zip(dilations, pitch))
+        view = as_strided(buf, shape=(n_img, c, *kernel, length),
+                          strides=(buf.strides[0], buf.strides[1], *kstr, item), writeable=False)  # fmt: skip
+    # Depthwise convolutions become C tiny matmuls (mg x kk) @ (kk x L) in one batched call.
+    y = _chunked_matmul(w.reshape(group, mg, cg * kk), view, n_img, group, cg * kk, length)
+    y = y.reshape(n_img, m, out[0], *padded[1:])
     if inner_padded == inner_out:
         return y.reshape(n_img, m, *out)
     return np.ascontiguousarray(y[(slice(None), slice(None), slice(None)) + tuple(slice(0, o) for o in out[1:])])
@@ -439,6 +450,8 @@ def _convtranspose(
         total = [nat - t for nat, t in zip(natural, target)]
         # ConvTranspose-11: SAME_UPPER puts the odd element at the end, anything else at the
         # beginning; ConvTranspose-1's text states the opposite assignment.
+        # A negative total (output_shape beyond the natural size) adds outputs; "/2" floors, which
+        # is what the test vectors show (test_convtranspose_output_shape: the extra at the end).
         upper_small_begin = (mode == "SAME_UPPER") != legacy_split
         pb = [t // 2 if upper_small_begin else t - t // 2 for t in total]
         out = list(target)

@@ -10,9 +10,6 @@ definition accepts ``[-s, s-1]``; an index outside that range is refused with
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 import numpy as np
 
 from onnxcore.errors import EvaluationError
@@ -97,7 +94,7 @@ def _gather_nd(x: np.ndarray, indices: np.ndarray, batch_dims: int) -> np.ndarra
     mid = ind.shape[b:-1]
     out_shape = batch + mid + rest
     xr = x.reshape((nb,) + x.shape[b:])
-    ir = ind.reshape(nb, -1, k).astype(np.int64)
+    ir = ind.reshape(nb, int(np.prod(mid, dtype=np.int64)), k).astype(np.int64)
     cols = [_indices(ir[..., j], x.shape[b + j], "GatherND") for j in range(k)]
     bidx = np.arange(nb).reshape(nb, 1)
     if k == 0:
@@ -122,7 +119,7 @@ def gather_nd_12(data: np.ndarray, indices: np.ndarray, *, batch_dims: int = 0) 
 # Scatter, ScatterElements, ScatterND
 # ---------------------------------------------------------------------------------------------
 
-_REDUCERS: dict[str, Callable[..., Any]] = {
+_REDUCERS: dict[str, np.ufunc] = {
     "add": np.add,
     "mul": np.multiply,
     "max": np.maximum,
@@ -149,7 +146,9 @@ def _check_reduction(reduction: str, allowed: tuple[str, ...], op: str) -> None:
         raise EvaluationError(f"{op}: reduction {reduction!r} is not one of {', '.join(allowed)}")
 
 
-def _scatter_elements(data: np.ndarray, indices: np.ndarray, updates: np.ndarray, axis: int, reduction: str) -> np.ndarray:
+def _scatter_elements(
+    data: np.ndarray, indices: np.ndarray, updates: np.ndarray, axis: int, reduction: str
+) -> np.ndarray:
     x = np.asarray(data)
     ind = np.asarray(indices)
     upd = np.asarray(updates)
@@ -214,7 +213,7 @@ def _scatter_nd(data: np.ndarray, indices: np.ndarray, updates: np.ndarray, redu
         raise EvaluationError(f"ScatterND: updates are {upd.dtype}, data is {x.dtype}")
     if ind.dtype.kind not in "iu":
         raise EvaluationError(f"ScatterND: indices must be integers, got {ind.dtype}")
-    flat = ind.reshape(-1, k)
+    flat = ind.reshape(int(np.prod(ind.shape[:-1], dtype=np.int64)), k)
     cols = tuple(_indices(flat[:, j], x.shape[j], "ScatterND") for j in range(k))
     u = upd.reshape((flat.shape[0],) + x.shape[k:])
     if k == 0:
@@ -403,7 +402,12 @@ def _unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         # Stable lexicographic sort: the first occurrence leads each run of equal rows.
         order = np.lexsort(r.T[::-1]) if r.shape[1] else np.arange(n)
         srt = r[order]
-        same = np.all(srt[1:] == srt[:-1], axis=1) if r.shape[1] else np.ones(n - 1, dtype=np.bool_)
+        eq = srt[1:] == srt[:-1]
+        if srt.dtype.kind in "fc":
+            # NaN equals NaN here, as in numpy.unique (which the definition cites); sorting puts
+            # NaNs last, so they form one run.
+            eq |= np.isnan(srt[1:]) & np.isnan(srt[:-1])
+        same = np.all(eq, axis=1)
     starts = np.concatenate(([True], ~same))
     group = np.cumsum(starts) - 1
     first = order[starts]
@@ -426,7 +430,7 @@ def unique(
     else:
         a = normalize_axis(axis, x.ndim)
         moved = np.moveaxis(x, a, 0)
-        rows = moved.reshape(moved.shape[0], -1)
+        rows = moved.reshape(moved.shape[0], int(np.prod(moved.shape[1:], dtype=np.int64)))
     first, inverse, counts = _unique_rows(rows)
     if not sorted:
         order = np.argsort(first, kind="stable")

@@ -148,15 +148,20 @@ def gemm(
 # --- Einsum -----------------------------------------------------------------------------------
 
 
-def _check_equation(equation: str, n: int) -> str:
+def _check_equation(equation: str, inputs: tuple[Array, ...]) -> str:
     eq = equation.replace(" ", "")
     lhs = eq.split("->", 1)[0]
     terms = lhs.split(",")
-    if len(terms) != n:
-        raise EvaluationError(f"Einsum: equation {equation!r} has {len(terms)} terms for {n} inputs")
+    if len(terms) != len(inputs):
+        raise EvaluationError(f"Einsum: equation {equation!r} has {len(terms)} terms for {len(inputs)} inputs")
     allowed = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.,->")
     if not set(eq) <= allowed:
         raise EvaluationError(f"Einsum: invalid characters in equation {equation!r}")
+    # Every ellipsis stands for the same number of dimensions (Einsum definition), unlike numpy,
+    # which also broadcasts ellipses of different lengths.
+    widths = {x.ndim - (len(t) - 3) for t, x in zip(terms, inputs) if "..." in t}
+    if len(widths) > 1:
+        raise ShapeError(f"Einsum {equation!r}: ellipses represent different numbers of dimensions")
     return eq
 
 
@@ -166,7 +171,7 @@ def einsum(*Inputs: Array, equation: str) -> Array:
     if not Inputs:
         raise EvaluationError("Einsum: at least one input is required")
     dt = Inputs[0].dtype
-    eq = _check_equation(equation, len(Inputs))
+    eq = _check_equation(equation, Inputs)
     ops = [_widen(x) for x in Inputs]
     try:
         y = np.einsum(eq, *ops, optimize=len(ops) > 1)

@@ -40,10 +40,13 @@ def _bn_inference(
     pshape: tuple[int, ...],
 ) -> np.ndarray:  # fmt: skip
     wd = work_dtype(x.dtype)
-    s = scale.astype(wd).reshape(pshape)
-    inv = (s / np.sqrt(var.astype(wd).reshape(pshape) + wd.type(epsilon))).astype(wd)
-    shift = b.astype(wd).reshape(pshape) - mean.astype(wd).reshape(pshape) * inv
-    y = x.astype(wd) * inv
+    # Fold the statistics into one multiply-add per element: y = x * inv + (B - mean * inv).
+    s = scale.astype(wd, copy=False).reshape(pshape)
+    inv = (s / np.sqrt(var.astype(wd, copy=False).reshape(pshape) + wd.type(epsilon))).astype(wd, copy=False)
+    shift = (b.astype(wd, copy=False).reshape(pshape) - mean.astype(wd, copy=False).reshape(pshape) * inv).astype(
+        wd, copy=False
+    )
+    y = np.multiply(x, inv, dtype=wd)
     y += shift
     return y.astype(x.dtype, copy=False)
 

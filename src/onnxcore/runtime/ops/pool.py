@@ -75,7 +75,7 @@ def _offset_slices(offs: Sequence[int], st: Sequence[int], dil: Sequence[int], o
 def _window_reduce(
     xp: np.ndarray, kernel: Sequence[int], st: Sequence[int], dil: Sequence[int], out: Sequence[int], op: str
 ) -> np.ndarray:
-    """Sum or max of every window (``op`` is "sum" or "max")."""
+    """Sum or max of every window of the padded ``xp`` (``op`` is "sum" or "max")."""
     nd = len(kernel)
     if math.prod(kernel) > _MANY_OFFSETS:
         view = window_view(xp, kernel, st, dil, out)
@@ -88,6 +88,59 @@ def _window_reduce(
     for offs in offsets:
         fn(acc, xp[_offset_slices(offs, st, dil, out)], out=acc)
     return acc
+
+
+# Rows shorter than this make numpy's per-row overhead dominate; the flat layout avoids rows.
+_SHORT_ROW = 32
+
+
+def _pool_reduce(
+    x: np.ndarray,
+    kernel: Sequence[int],
+    st: Sequence[int],
+    dil: Sequence[int],
+    pb: Sequence[int],
+    pe: Sequence[int],
+    out: Sequence[int],
+    value: Any,
+    op: str,
+) -> np.ndarray:
+    """Sum or max over every window of ``x`` padded with ``value``.
+
+    When every stride is the same ``s`` (and the rows are short, or ``s`` is 1), the padded image
+    is flattened: window origin ``o`` sits at ``s * flat(o)``, so each kernel offset is a single
+    1-D slice of step ``s`` covering all outputs (plus surplus columns cropped at the end), and
+    numpy runs one long inner loop per offset instead of one per output row.
+    """
+    nd = len(kernel)
+    s0 = st[0]
+    kk = math.prod(kernel)
+    if kk > _MANY_OFFSETS or any(v != s0 for v in st) or (s0 != 1 and out[-1] >= _SHORT_ROW):
+        return _window_reduce(_padded(x, kernel, st, dil, pb, pe, out, value), kernel, st, dil, out, op)
+    need = [(o - 1) * s + (k - 1) * d + 1 for o, s, k, d in zip(out, st, kernel, dil)]
+    pe2 = [max(e, n - i - b) for e, n, i, b in zip(pe, need, x.shape[2:], pb)]
+    padded = [i + b + e for i, b, e in zip(x.shape[2:], pb, pe2)]
+    pitch = [math.prod(padded[i + 1 :]) for i in range(nd)]
+    inner = math.prod(padded[1:])
+    length = out[0] * inner
+    offsets = [sum(k * d * p for k, d, p in zip(offs, dil, pitch))
+               for offs in itertools.product(*(range(k) for k in kernel))]  # fmt: skip
+    total = math.prod(padded)
+    span = s0 * (length - 1) + 1
+    extra = max(0, max(offsets) + span - total)
+    n_img, c = x.shape[:2]
+    buf = np.full((n_img, c, total + extra), value, dtype=x.dtype)
+    buf[:, :, :total].reshape(n_img, c, *padded)[
+        (slice(None), slice(None)) + tuple(slice(b, b + i) for b, i in zip(pb, x.shape[2:]))
+    ] = x
+    acc = buf[:, :, offsets[0] : offsets[0] + span : s0].copy()
+    fn = np.add if op == "sum" else np.maximum
+    for off in offsets[1:]:
+        fn(acc, buf[:, :, off : off + span : s0], out=acc)
+    y = acc.reshape(n_img, c, out[0], *padded[1:])
+    if list(padded[1:]) == list(out[1:]):
+        return y
+    return np.ascontiguousarray(y[(slice(None), slice(None), slice(None)) + tuple(slice(0, o) for o in out[1:])])
 
 
 def _axis_counts(
@@ -140,8 +193,7 @@ def average_pool(
     wd = work_dtype(dt)
     if any(o <= 0 for o in out) or X.size == 0:
         return np.zeros((*X.shape[:2], *out), dtype=dt)
-    xp = _padded(X.astype(wd, copy=False), kernel, st, dil, pb, pe, out, 0)
-    acc = _window_reduce(xp, kernel, st, dil, out, "sum")
+    acc = _pool_reduce(X.astype(wd, copy=False), kernel, st, dil, pb, pe, out, 0, "sum")
     div = _divisor(X.shape[2:], kernel, st, dil, pb, pe, out, bool(count_include_pad))
     with np.errstate(divide="ignore", invalid="ignore"):
         acc /= div.astype(wd)
@@ -178,9 +230,10 @@ def _maxpool(
     if any(o <= 0 for o in out) or x.size == 0:
         empty = np.zeros((*x.shape[:2], *out), dtype=dt)
         return empty, (np.zeros(empty.shape, dtype=np.int64) if want_indices else None)
-    xp = _padded(x.astype(wd, copy=False), kernel, st, dil, pb, pe, out, _lowest(np.dtype(wd)))
+    low = _lowest(np.dtype(wd))
     if not want_indices:
-        return _window_reduce(xp, kernel, st, dil, out, "max").astype(dt, copy=False), None
+        return _pool_reduce(x.astype(wd, copy=False), kernel, st, dil, pb, pe, out, low, "max").astype(dt), None
+    xp = _padded(x.astype(wd, copy=False), kernel, st, dil, pb, pe, out, low)
     sp = list(x.shape[2:])
     if storage_order:
         mult = [math.prod(sp[:i]) for i in range(nd)]
@@ -283,8 +336,7 @@ def lp_pool(
         return np.zeros((*X.shape[:2], *out), dtype=dt)
     a = np.abs(X.astype(wd, copy=False))
     pw = a * a if p == 2 else (a if p == 1 else np.power(a, wd.type(p)))
-    xp = _padded(pw, kernel, st, dil, pb, pe, out, 0)
-    acc = _window_reduce(xp, kernel, st, dil, out, "sum")
+    acc = _pool_reduce(pw, kernel, st, dil, pb, pe, out, 0, "sum")
     return _lp_root(acc, float(p)).astype(dt, copy=False)
 
 

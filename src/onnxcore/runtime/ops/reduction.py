@@ -9,7 +9,9 @@ which case the input is returned unchanged.
 A reduction over an empty set yields the operation's identity, as the definitions state: 0 for
 ReduceSum, ReduceSumSquare, ReduceL1 and ReduceL2; 1 for ReduceProd; -inf for ReduceLogSum and
 ReduceLogSumExp; -inf (or the least value of an integer type, ``False`` for bool) for ReduceMax;
-+inf (or the greatest value) for ReduceMin; NaN (0/0) for ReduceMean.
++inf (or the greatest value) for ReduceMin. ReduceMean of an empty set is undefined by its
+definition; onnxcore gives NaN (0/0) for floating-point types (onnxruntime gives 0) and 0 for
+integer types.
 
 ReduceMax/ReduceMin propagate NaN (IEEE 754 ``maximum``/``minimum``, see Clause 11.3 and the
 module docstring of :mod:`onnxcore.runtime.ops.elementwise_binary`).
@@ -116,15 +118,13 @@ def _count(shape: tuple[int, ...], ax: tuple[int, ...] | None) -> int:
 def _logsumexp(xc: Array, ax: tuple[int, ...] | None, keepdims: bool) -> Array:
     if xc.size == 0:
         return np.log(_ADD.reduce(xc, axis=ax, keepdims=keepdims))
-    m = _MAX.reduce(xc, axis=ax, keepdims=True)
+    m = np.asarray(_MAX.reduce(xc, axis=ax, keepdims=True))
     # Where the max is infinite (all -inf, or some +inf) shifting would give NaN; shift by 0 there.
     m = np.where(np.isfinite(m), m, np.zeros((), m.dtype))
-    e = np.subtract(xc, m)
+    e = np.asarray(np.subtract(xc, m))
     np.exp(e, out=e)
-    s = _ADD.reduce(e, axis=ax, keepdims=keepdims)
-    np.log(s, out=s)
-    s += m if keepdims else m.reshape(s.shape)
-    return s
+    s = np.log(_ADD.reduce(e, axis=ax, keepdims=keepdims))
+    return np.asarray(s + (m if keepdims else m.reshape(np.shape(s))))
 
 
 def _reduce_int(op: str, x: Array, ax: tuple[int, ...] | None, keepdims: bool) -> Array:
@@ -176,7 +176,7 @@ def _make_input_kernel(op: str, name: str, versions: tuple[int, ...]) -> None:
         ax = axes_from_input(axes)
         if not ax:
             if noop_with_empty_axes:
-                return data.copy()
+                return _reduce_core(op, data, (), bool(keepdims))
             return _reduce_core(op, data, None, bool(keepdims))
         return _reduce_core(op, data, normalize_axes(ax, data.ndim), bool(keepdims))
 
@@ -294,7 +294,7 @@ def _softmax_axis(x: Array, a: int, log: bool) -> Array:
     xc = x.astype(np.float32) if (dt.kind == "V" or dt == np.float16) else x
     m = _MAX.reduce(xc, axis=a, keepdims=True) if xc.size else np.zeros((), xc.dtype)
     m = np.where(np.isfinite(m), m, np.zeros((), xc.dtype)) if not np.isfinite(m).all() else m
-    e = np.subtract(xc, m)
+    e = np.asarray(np.subtract(xc, m))
     if log:
         s = np.exp(e)
         s = _ADD.reduce(s, axis=a, keepdims=True)
@@ -319,7 +319,7 @@ def _hardmax_axis(x: Array, a: int) -> Array:
 
 def _coerced(x: Array, axis: int, fn: Any) -> Array:
     """Apply ``fn`` along axis 1 of ``x`` coerced to 2-D at ``axis`` (definitions before 13)."""
-    a = normalize_axis(axis, x.ndim, allow_end=True) if x.ndim else 0
+    a = normalize_axis(axis, x.ndim) if x.ndim else 0
     n = int(np.prod(x.shape[:a], dtype=np.int64))
     d = int(np.prod(x.shape[a:], dtype=np.int64))
     return np.asarray(fn(x.reshape(n, d), 1)).reshape(x.shape)

@@ -29,9 +29,10 @@ from onnxcore.runtime.ops._util import (
     scalar_of,
 )
 from onnxcore.runtime.registry import kernel
+from onnxcore.types.convert import cast_array
 from onnxcore.types.elements import ElementType
 
-__all__: list[str] = []
+__all__ = ["check_elements", "int_input", "zero_of"]
 
 # ---------------------------------------------------------------------------------------------
 # Shared helpers
@@ -75,26 +76,16 @@ def _element_type(tag: Any, what: str) -> ElementType:
 
 
 def _cast(x: np.ndarray, to: ElementType, saturate: int, round_mode: str) -> np.ndarray:
-    from onnxcore.types.convert import cast_array
-
-    if round_mode not in ("up", "down", "nearest"):
-        raise EvaluationError(f"Cast: round_mode {round_mode!r} is not one of up, down, nearest")
+    # cast_array refuses an unknown round_mode with TensorError.
     return cast_array(np.asarray(x), to, saturate=bool(saturate), round_mode=round_mode)
 
 
-_FNUZ = (ElementType.FLOAT8E4M3FNUZ, ElementType.FLOAT8E5M2FNUZ)
-
-
 def _cast_19(x: np.ndarray, to: ElementType, saturate: int) -> np.ndarray:
-    y = _cast(x, to, saturate, "up")
-    # Cast-19 to Cast-23 state that, saturating, +/-Inf converts to NaN for the FNUZ types
-    # (the table of Cast-24 changed this to +/-FLT_MAX); the other cells agree.
-    if saturate and to in _FNUZ and np.asarray(x).dtype.kind == "f":
-        inf = np.isinf(x)
-        if inf.any():
-            y = y.copy()
-            y[inf] = np.nan
-    return y
+    # Cast-19 to Cast-23 tabulate +/-Inf -> NaN for the saturating FNUZ casts; onnx PR 7085 (a
+    # "spec clarification", fixing onnx issue 6220) corrected that table to +/-FLT_MAX in
+    # Cast-24, which is what the reference implementation and onnxruntime do at every version.
+    # We follow the corrected table at every version (cast_array implements it).
+    return _cast(x, to, saturate, "up")
 
 
 @kernel("Cast", 1)
@@ -163,8 +154,22 @@ def _bytes(s: str | bytes) -> bytes:
     return s if isinstance(s, bytes) else s.encode("utf-8")
 
 
-@kernel("Constant", 1, 9, 11, 12, 13, 19, 21, 23, 24, 25)
-def constant(
+@kernel("Constant", 1, 9)
+def constant_1(*, value: np.ndarray | None = None) -> np.ndarray:
+    """Constant-1, Constant-9: the ``value`` tensor attribute."""
+    if value is None:
+        raise EvaluationError("Constant: the value attribute is required")
+    return np.asarray(value)
+
+
+@kernel("Constant", 11)
+def constant_11(*, value: np.ndarray | None = None, sparse_value: Any = None) -> np.ndarray:
+    """Constant-11: exactly one of ``value`` and ``sparse_value`` (made dense)."""
+    return constant_12(value=value, sparse_value=sparse_value)
+
+
+@kernel("Constant", 12, 13, 19, 21, 23, 24, 25)
+def constant_12(
     *,
     value: np.ndarray | None = None,
     sparse_value: Any = None,
@@ -175,11 +180,7 @@ def constant(
     value_string: str | None = None,
     value_strings: list[str] | None = None,
 ) -> np.ndarray:
-    """Constant (all versions): exactly one of the value attributes gives the output.
-
-    The attributes other than ``value`` exist only from Constant-11 (``sparse_value``) and
-    Constant-12 (``value_*``); a node can only carry the ones its version defines.
-    """
+    """Constant-12 and later: exactly one of the value attributes gives the output."""
     given = [
         n
         for n, v in (
@@ -216,19 +217,24 @@ def constant(
     return out
 
 
-def _shape_input(shape: np.ndarray, what: str) -> list[int]:
-    arr = np.asarray(shape)
+def int_input(value: np.ndarray, what: str) -> list[int]:
+    """The Python ints of a 0-/1-D integer tensor input (a shape, pads, starts, ...).
+
+    Raises:
+        EvaluationError: the tensor has rank above 1 or a non-integer element type.
+    """
+    arr = np.asarray(value)
     if arr.ndim > 1:
-        raise EvaluationError(f"{what}: shape input must be 1-D, got shape {arr.shape}")
+        raise EvaluationError(f"{what} must be a 1-D tensor, got shape {arr.shape}")
     if arr.size and arr.dtype.kind not in "iu":
-        raise EvaluationError(f"{what}: shape input must be an integer tensor, got {arr.dtype}")
+        raise EvaluationError(f"{what} must be an integer tensor, got {arr.dtype}")
     return int_list(arr)
 
 
 @kernel("ConstantOfShape", 9, 20, 21, 23, 24, 25)
 def constant_of_shape(input: np.ndarray, *, value: np.ndarray | None = None) -> np.ndarray:
     """ConstantOfShape: a tensor of shape ``input`` filled with the one element of ``value``."""
-    shape = _shape_input(input, "ConstantOfShape")
+    shape = int_input(input, "ConstantOfShape shape")
     check_elements(shape, "ConstantOfShape")
     if value is None:
         fill = np.zeros((), dtype=np.float32)
@@ -261,10 +267,10 @@ def eye_like(input: np.ndarray, *, dtype: int | None = None, k: int = 0) -> np.n
 
 def _range(start: np.ndarray, limit: np.ndarray, delta: np.ndarray, stash_type: int | None) -> np.ndarray:
     dt = np.asarray(start).dtype
-    for v, n in ((limit, "limit"), (delta, "delta")):
+    for v, what in ((limit, "limit"), (delta, "delta")):
         if np.asarray(v).dtype != dt:
-            raise EvaluationError(f"Range: {n} is {np.asarray(v).dtype}, start is {dt}")
-    s, lim, d = (scalar_of(v, name=n) for v, n in ((start, "start"), (limit, "limit"), (delta, "delta")))
+            raise EvaluationError(f"Range: {what} is {np.asarray(v).dtype}, start is {dt}")
+    s, lim, d = (scalar_of(v, name=w) for v, w in ((start, "start"), (limit, "limit"), (delta, "delta")))
     if d == 0:
         raise EvaluationError("Range: delta must not be zero")
     if dt.kind in "iu":
@@ -398,7 +404,7 @@ def concat_4(*inputs: np.ndarray, axis: int | None = None) -> np.ndarray:
 def expand(input: np.ndarray, shape: np.ndarray) -> np.ndarray:
     """Expand: broadcast ``input`` and ``shape`` multidirectionally (Clause 6.6.2)."""
     x = np.asarray(input)
-    target = _shape_input(shape, "Expand")
+    target = int_input(shape, "Expand shape")
     out_shape = broadcast_shape(x.shape, target)
     check_elements(list(out_shape), "Expand")
     # A materialised copy: a broadcast view is read-only and may alias one element many times.
@@ -420,7 +426,7 @@ def tile_1(input: np.ndarray, tiles: np.ndarray, axis: np.ndarray) -> np.ndarray
 def tile_6(input: np.ndarray, repeats: np.ndarray) -> np.ndarray:
     """Tile-6 and later: ``output_dim[i] = input_dim[i] * repeats[i]``."""
     x = np.asarray(input)
-    reps = _shape_input(repeats, "Tile")
+    reps = int_input(repeats, "Tile repeats")
     if len(reps) != x.ndim:
         raise EvaluationError(f"Tile: repeats has {len(reps)} values for an input of rank {x.ndim}")
     return _tile(x, reps)
@@ -488,7 +494,9 @@ def _reshape(x: np.ndarray, shape: list[int], allowzero: int) -> np.ndarray:
 
 
 @kernel("Reshape", 1)
-def reshape_1(data: np.ndarray, *, shape: list[int] | None = None, consumed_inputs: list[int] | None = None) -> np.ndarray:
+def reshape_1(
+    data: np.ndarray, *, shape: list[int] | None = None, consumed_inputs: list[int] | None = None
+) -> np.ndarray:
     """Reshape-1: the new shape is the ``shape`` attribute (``consumed_inputs`` is legacy, ignored)."""
     if shape is None:
         raise EvaluationError("Reshape-1: the shape attribute is required")
@@ -498,17 +506,19 @@ def reshape_1(data: np.ndarray, *, shape: list[int] | None = None, consumed_inpu
 @kernel("Reshape", 5, 13)
 def reshape_5(data: np.ndarray, shape: np.ndarray) -> np.ndarray:
     """Reshape-5, Reshape-13: the new shape is an input; 0 copies the input's extent."""
-    return _reshape(np.asarray(data), _shape_input(shape, "Reshape"), 0)
+    return _reshape(np.asarray(data), int_input(shape, "Reshape shape"), 0)
 
 
 @kernel("Reshape", 14, 19, 21, 23, 24, 25)
 def reshape_14(data: np.ndarray, shape: np.ndarray, *, allowzero: int = 0) -> np.ndarray:
     """Reshape-14 and later: ``allowzero`` makes 0 an explicit zero extent."""
-    return _reshape(np.asarray(data), _shape_input(shape, "Reshape"), allowzero)
+    return _reshape(np.asarray(data), int_input(shape, "Reshape shape"), allowzero)
 
 
 def _squeeze(x: np.ndarray, axes: list[int] | None) -> np.ndarray:
-    if axes is None:
+    # An empty axes list squeezes every extent of 1, as an absent one does (onnxruntime reads an
+    # empty axes input so; the definition does not distinguish the two).
+    if not axes:
         return x.reshape([d for d in x.shape if d != 1])
     ax = normalize_axes(axes, x.ndim)
     for a in ax:

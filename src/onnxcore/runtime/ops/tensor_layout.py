@@ -6,25 +6,16 @@ domain. Slice and Split return numpy views; kernels never mutate their inputs.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from onnxcore.errors import EvaluationError
 from onnxcore.runtime.ops._util import axes_from_input, int_list, normalize_axes, normalize_axis
-from onnxcore.runtime.ops.tensor import check_elements, zero_of
+from onnxcore.runtime.ops.tensor import check_elements, int_input, zero_of
 from onnxcore.runtime.registry import KernelContext, kernel
 
 __all__: list[str] = []
-
-
-def _int_input(v: np.ndarray, what: str) -> list[int]:
-    arr = np.asarray(v)
-    if arr.ndim > 1:
-        raise EvaluationError(f"{what} must be a 1-D tensor, got shape {arr.shape}")
-    if arr.size and arr.dtype.kind not in "iu":
-        raise EvaluationError(f"{what} must be an integer tensor, got {arr.dtype}")
-    return int_list(arr)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -85,10 +76,10 @@ def slice_10(
     """Slice-10 and later: inputs; negative steps slice backward (negative axes from 11)."""
     return _slice(
         np.asarray(data),
-        _int_input(starts, "Slice starts"),
-        _int_input(ends, "Slice ends"),
-        None if axes is None else _int_input(axes, "Slice axes"),
-        None if steps is None else _int_input(steps, "Slice steps"),
+        int_input(starts, "Slice starts"),
+        int_input(ends, "Slice ends"),
+        None if axes is None else int_input(axes, "Slice axes"),
+        None if steps is None else int_input(steps, "Slice steps"),
     )
 
 
@@ -126,7 +117,11 @@ def split_1(
     The input and the attribute share the name ``split``; the attribute arrives in ``attrs``.
     """
     sizes_attr = attrs.get("split")
-    sizes = int_list(split_input) if split_input is not None else (None if sizes_attr is None else [int(v) for v in sizes_attr])
+    sizes = (
+        int_list(split_input)
+        if split_input is not None
+        else (None if sizes_attr is None else [int(v) for v in sizes_attr])
+    )
     return _split(np.asarray(input), axis, sizes, ctx.num_outputs)
 
 
@@ -139,9 +134,11 @@ def split_2(
 
 
 @kernel("Split", 13, context=True)
-def split_13(ctx: KernelContext, input: np.ndarray, split: np.ndarray | None = None, *, axis: int = 0) -> tuple[np.ndarray, ...]:
+def split_13(
+    ctx: KernelContext, input: np.ndarray, split: np.ndarray | None = None, *, axis: int = 0
+) -> tuple[np.ndarray, ...]:
     """Split-13: sizes from the optional ``split`` input, else equal parts."""
-    sizes = None if split is None else _int_input(split, "Split split")
+    sizes = None if split is None else int_input(split, "Split split")
     return _split(np.asarray(input), axis, sizes, ctx.num_outputs)
 
 
@@ -159,7 +156,7 @@ def split_18(
     if split is not None:
         if num_outputs is not None:
             raise EvaluationError("Split: give either the split input or num_outputs, not both")
-        return _split(x, axis, _int_input(split, "Split split"), ctx.num_outputs)
+        return _split(x, axis, int_input(split, "Split split"), ctx.num_outputs)
     if num_outputs is None:
         raise EvaluationError("Split-18: give either the split input or the num_outputs attribute")
     n = int(num_outputs)
@@ -193,9 +190,9 @@ def _pad(x: np.ndarray, pads: list[int], mode: str, value: Any, axes: list[int] 
     for i, a in enumerate(ax):
         before[a] = pads[i]
         after[a] = pads[i + len(ax)]
-    out_shape = [d + b + e for d, b, e in zip(x.shape, before, after)]
-    if any(d < 0 for d in out_shape):
+    if any(-min(b, 0) - min(e, 0) > d for d, b, e in zip(x.shape, before, after)):
         raise EvaluationError(f"Pad: pads {pads} remove more than the extents of shape {x.shape}")
+    out_shape = [d + b + e for d, b, e in zip(x.shape, before, after)]
     check_elements(out_shape, "Pad")
     # Negative pads remove: crop first, then pad what remains (so reflect, edge and wrap read
     # the cropped tensor, as onnxruntime does; the definition does not order the two).
@@ -214,7 +211,7 @@ def _pad(x: np.ndarray, pads: list[int], mode: str, value: Any, axes: list[int] 
             raise EvaluationError(f"Pad: mode {mode} cannot pad axis {a} of extent 0")
         if mode == "reflect" and (b or e) and y.shape[a] == 1:
             raise EvaluationError(f"Pad: mode reflect cannot pad axis {a} of extent 1")
-    return np.pad(y, width, mode=mode)
+    return np.pad(y, width, mode=cast(Any, mode))
 
 
 def _pad_value(x: np.ndarray, constant_value: np.ndarray | None) -> Any:
@@ -234,7 +231,9 @@ def _check_mode(mode: str, allowed: tuple[str, ...]) -> None:
 
 
 @kernel("Pad", 1)
-def pad_1(data: np.ndarray, *, paddings: list[int] | None = None, mode: str = "constant", value: float = 0.0) -> np.ndarray:
+def pad_1(
+    data: np.ndarray, *, paddings: list[int] | None = None, mode: str = "constant", value: float = 0.0
+) -> np.ndarray:
     """Pad-1: ``paddings`` attribute ``[x1_begin, x2_begin, ..., x1_end, x2_end, ...]``."""
     if paddings is None:
         raise EvaluationError("Pad-1: the paddings attribute is required")
@@ -260,7 +259,7 @@ def pad_11(
     """Pad-11, Pad-13: ``pads`` and ``constant_value`` are inputs."""
     _check_mode(mode, _PAD_MODES[:3])
     x = np.asarray(data)
-    return _pad(x, _int_input(pads, "Pad pads"), mode, _pad_value(x, constant_value), None)
+    return _pad(x, int_input(pads, "Pad pads"), mode, _pad_value(x, constant_value), None)
 
 
 @kernel("Pad", 18)
@@ -275,7 +274,7 @@ def pad_18(
     """Pad-18: adds the ``axes`` input."""
     _check_mode(mode, _PAD_MODES[:3])
     x = np.asarray(data)
-    return _pad(x, _int_input(pads, "Pad pads"), mode, _pad_value(x, constant_value), axes_from_input(axes))
+    return _pad(x, int_input(pads, "Pad pads"), mode, _pad_value(x, constant_value), axes_from_input(axes))
 
 
 @kernel("Pad", 19, 21, 23, 24, 25)
@@ -290,14 +289,14 @@ def pad_19(
     """Pad-19 and later: adds the ``wrap`` mode."""
     _check_mode(mode, _PAD_MODES)
     x = np.asarray(data)
-    return _pad(x, _int_input(pads, "Pad pads"), mode, _pad_value(x, constant_value), axes_from_input(axes))
+    return _pad(x, int_input(pads, "Pad pads"), mode, _pad_value(x, constant_value), axes_from_input(axes))
 
 
 @kernel("CenterCropPad", 18)
 def center_crop_pad(input_data: np.ndarray, shape: np.ndarray, *, axes: list[int] | None = None) -> np.ndarray:
     """CenterCropPad: crop (window start rounded down) or zero-pad (extra on the right) to ``shape``."""
     x = np.asarray(input_data)
-    target = _int_input(shape, "CenterCropPad shape")
+    target = int_input(shape, "CenterCropPad shape")
     ax = normalize_axes(axes, x.ndim) if axes is not None else tuple(range(x.ndim))
     if len(target) != len(ax):
         raise EvaluationError(f"CenterCropPad: {len(target)} extents for {len(ax)} axes")

@@ -1,0 +1,316 @@
+"""Reduction kernels: ONNX 1-3 vectors, and differential tests against onnxruntime.
+
+Covers the Reduce* family (axes attribute vs input, negative axes, keepdims, noop_with_empty_axes,
+empty reductions), ArgMax/ArgMin, CumSum/CumProd, Softmax/LogSoftmax/Hardmax and TopK.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ops import compare, run_ours, single_node_cases
+
+REDUCTION_OPS = set(
+    "ArgMax ArgMin ReduceL1 ReduceL2 ReduceLogSum ReduceLogSumExp ReduceMax ReduceMean ReduceMin ReduceProd "
+    "ReduceSum ReduceSumSquare CumSum CumProd Softmax LogSoftmax Hardmax TopK".split()
+)
+
+RNG = np.random.default_rng(7)
+
+
+@pytest.mark.parametrize("case_dir", single_node_cases(REDUCTION_OPS))
+def test_onnx_node_case(case_dir: Path) -> None:
+    """Every single-node ONNX 1-3 case of these operators (rtol 1e-3, atol 1e-7; Clause 11.5)."""
+    pytest.importorskip("onnx")
+    from node_harness import assert_close, run_single_node_case
+
+    with np.errstate(all="ignore"):
+        result = run_single_node_case(case_dir)
+    assert result is not None, "kernel not registered"
+    actual, expected = result
+    for a, e in zip(actual, expected):
+        assert_close(a, e)
+
+
+REDUCE_OPS = [
+    "ReduceSum",
+    "ReduceMean",
+    "ReduceMax",
+    "ReduceMin",
+    "ReduceProd",
+    "ReduceL1",
+    "ReduceL2",
+    "ReduceLogSum",
+    "ReduceLogSumExp",
+    "ReduceSumSquare",
+]
+
+
+def _input_axes_version(op: str) -> int:
+    return 13 if op == "ReduceSum" else 18
+
+
+def _data(op: str, shape: tuple[int, ...], dtype: str = "float32") -> np.ndarray:
+    if np.dtype(dtype).kind in "iu":
+        return RNG.integers(1, 4, size=shape).astype(dtype)
+    lo = 0.5 if op in ("ReduceLogSum", "ReduceProd") else -2.0
+    return RNG.uniform(lo, 2.0, size=shape).astype(dtype)
+
+
+AXES_CASES = [None, [0], [-1], [1, -1], [-3, 2], [2, 0, 1]]
+
+
+@pytest.mark.parametrize("op", REDUCE_OPS)
+@pytest.mark.parametrize("keepdims", [0, 1])
+def test_reduce_axes_attribute_vs_ort(op: str, keepdims: int) -> None:
+    """Opset 11 (axes attribute, negative axes admitted)."""
+    pytest.importorskip("onnxruntime")
+    x = _data(op, (2, 3, 4))
+    for axes in AXES_CASES:
+        attrs: dict = {"keepdims": keepdims}
+        if axes is not None:
+            attrs["axes"] = axes
+        compare(op, [x], 11, attrs, rtol=1e-5)
+
+
+@pytest.mark.parametrize("op", REDUCE_OPS)
+@pytest.mark.parametrize("keepdims", [0, 1])
+@pytest.mark.parametrize("noop", [0, 1])
+def test_reduce_axes_input_vs_ort(op: str, keepdims: int, noop: int) -> None:
+    """Opset 13 (ReduceSum) / 18 (others): axes as input; absent or empty axes and noop_with_empty_axes."""
+    pytest.importorskip("onnxruntime")
+    v = _input_axes_version(op)
+    x = _data(op, (3, 2, 4))
+    attrs = {"keepdims": keepdims, "noop_with_empty_axes": noop}
+    for axes in [[0], [-1, 1], [-3, -2, -1]]:
+        compare(op, [x, np.array(axes, dtype=np.int64)], v, attrs, rtol=1e-5)
+    compare(op, [x, np.array([], dtype=np.int64)], v, attrs, rtol=1e-5)
+    compare(op, [x], v, attrs, rtol=1e-5)
+
+
+@pytest.mark.parametrize("op", ["ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceMean", "ReduceSumSquare"])
+@pytest.mark.parametrize("dtype", ["int32", "int64", "float64", "float16"])
+def test_reduce_types_vs_ort(op: str, dtype: str) -> None:
+    pytest.importorskip("onnxruntime")
+    x = _data(op, (3, 5), dtype)
+    compare(op, [x, np.array([1], np.int64)], _input_axes_version(op), {"keepdims": 0}, rtol=2e-3)
+
+
+# Empty reductions: the definitions' identities. onnxruntime is the oracle where it agrees; the
+# expectations are also written out from the definitions so the test cannot pass vacuously.
+EMPTY_IDENTITY = {
+    "ReduceSum": 0.0,
+    "ReduceSumSquare": 0.0,
+    "ReduceL1": 0.0,
+    "ReduceL2": 0.0,
+    "ReduceProd": 1.0,
+    "ReduceLogSum": -np.inf,
+    "ReduceLogSumExp": -np.inf,
+    "ReduceMax": -np.inf,
+    "ReduceMin": np.inf,
+}
+
+
+@pytest.mark.parametrize("op", sorted(EMPTY_IDENTITY))
+@pytest.mark.parametrize("keepdims", [0, 1])
+def test_reduce_empty_set_identity(op: str, keepdims: int) -> None:
+    x = np.zeros((2, 0, 4), dtype=np.float32)
+    (y,) = run_ours(op, [x, np.array([1], np.int64)], _input_axes_version(op), {"keepdims": keepdims})
+    assert y.shape == ((2, 1, 4) if keepdims else (2, 4))
+    assert y.dtype == np.float32
+    np.testing.assert_array_equal(y, np.full(y.shape, EMPTY_IDENTITY[op], np.float32))
+    # Reducing a non-empty axis of an empty tensor gives an empty result.
+    (z,) = run_ours(op, [x, np.array([2], np.int64)], _input_axes_version(op), {"keepdims": keepdims})
+    assert z.shape == ((2, 0, 1) if keepdims else (2, 0))
+
+
+@pytest.mark.parametrize("op", sorted(EMPTY_IDENTITY))
+def test_reduce_empty_tensors_vs_ort(op: str) -> None:
+    pytest.importorskip("onnxruntime")
+    x = np.zeros((2, 0, 3), np.float32)
+    v = _input_axes_version(op)
+    for axes in ([1], [0], [-2, 0], []):
+        for keepdims in (0, 1):
+            compare(op, [x, np.array(axes, np.int64)], v, {"keepdims": keepdims})
+
+
+def test_reduce_empty_int_and_bool_extremes() -> None:
+    x = np.zeros((0, 3), dtype=np.int32)
+    (y,) = run_ours("ReduceMax", [x, np.array([0], np.int64)], 20, {"keepdims": 0})
+    assert y.dtype == np.int32 and y.tolist() == [np.iinfo(np.int32).min] * 3
+    (y,) = run_ours("ReduceMin", [x.astype(np.uint8), np.array([0], np.int64)], 20, {"keepdims": 0})
+    assert y.tolist() == [255] * 3
+    b = np.zeros((0, 2), dtype=bool)
+    (y,) = run_ours("ReduceMax", [b, np.array([0], np.int64)], 20, {"keepdims": 0})
+    assert y.dtype == np.bool_ and y.tolist() == [False, False]
+    (y,) = run_ours("ReduceMean", [np.zeros((0,), np.float32)], 18, {"keepdims": 0})
+    assert y.shape == () and np.isnan(y)
+
+
+def test_reduce_max_bool_and_nan() -> None:
+    b = np.array([[True, False], [False, False]])
+    (y,) = run_ours("ReduceMax", [b, np.array([1], np.int64)], 20, {"keepdims": 0})
+    assert y.tolist() == [True, False]
+    x = np.array([[1.0, np.nan], [2.0, 3.0]], np.float32)
+    (y,) = run_ours("ReduceMax", [x, np.array([1], np.int64)], 18, {"keepdims": 0})
+    assert np.isnan(y[0]) and y[1] == 3.0
+
+
+def test_reduce_rejects_bad_axes() -> None:
+    from onnxcore.errors import EvaluationError
+
+    x = np.zeros((2, 3), np.float32)
+    with pytest.raises(EvaluationError):
+        run_ours("ReduceSum", [x, np.array([2], np.int64)], 13)
+    with pytest.raises(EvaluationError):
+        run_ours("ReduceMean", [x], 11, {"axes": [0, -2]})
+
+
+def test_reduce_rank0_input() -> None:
+    x = np.array(3.5, np.float32)
+    for op in REDUCE_OPS:
+        (y,) = run_ours(op, [x], 18 if op != "ReduceSum" else 13, {"keepdims": 1})
+        assert y.shape == ()
+
+
+@pytest.mark.parametrize("op", ["ArgMax", "ArgMin"])
+@pytest.mark.parametrize("opset", [11, 13])
+@pytest.mark.parametrize("keepdims", [0, 1])
+def test_arg_vs_ort(op: str, opset: int, keepdims: int) -> None:
+    pytest.importorskip("onnxruntime")
+    # Small integers as floats give ties, so first/last index selection is exercised.
+    x = RNG.integers(0, 3, size=(3, 4, 5)).astype(np.float32)
+    for axis in (0, 1, -1, -3):
+        attrs = {"axis": axis, "keepdims": keepdims}
+        compare(op, [x], opset, attrs)
+        if opset >= 12:
+            compare(op, [x], opset, {**attrs, "select_last_index": 1})
+
+
+def test_arg_select_last_index_ties() -> None:
+    x = np.array([[2, 5, 5, 1], [1, 1, 0, 0]], np.int32)
+    (y,) = run_ours("ArgMax", [x], 13, {"axis": 1, "select_last_index": 1})
+    assert y.dtype == np.int64 and y.tolist() == [[2], [1]]
+    (y,) = run_ours("ArgMin", [x], 13, {"axis": 1, "keepdims": 0})
+    assert y.tolist() == [3, 2]
+
+
+@pytest.mark.parametrize("op", ["CumSum", "CumProd"])
+@pytest.mark.parametrize("exclusive", [0, 1])
+@pytest.mark.parametrize("reverse", [0, 1])
+@pytest.mark.parametrize("dtype", ["float32", "int64", "float64", "int32"])
+def test_cumulative_vs_ort(op: str, exclusive: int, reverse: int, dtype: str) -> None:
+    x = RNG.integers(1, 4, size=(3, 4)).astype(dtype)
+    attrs = {"exclusive": exclusive, "reverse": reverse}
+    if op == "CumProd":
+        # onnxruntime 1.31 has no CumProd-26 kernel; the definition's formula is the oracle.
+        for axis in (0, 1, -1):
+            (y,) = run_ours(op, [x, np.array(axis, np.int64)], 26, attrs)
+            a = axis % 2
+            xs = np.flip(x, a) if reverse else x
+            ref = np.cumprod(xs, axis=a, dtype=x.dtype)
+            if exclusive:
+                ref = np.concatenate([np.ones_like(np.take(ref, [0], a)), np.delete(ref, -1, a)], axis=a)
+            ref = np.flip(ref, a) if reverse else ref
+            assert y.dtype == x.dtype
+            np.testing.assert_array_equal(y, ref)
+        return
+    pytest.importorskip("onnxruntime")
+    for axis in (0, 1, -1, -2):
+        compare(op, [x, np.array(axis, np.int64)], 14, attrs)
+        compare(op, [x, np.array([axis], np.int32)], 11, attrs)
+
+
+@pytest.mark.parametrize("op", ["Softmax", "LogSoftmax", "Hardmax"])
+@pytest.mark.parametrize("opset", [11, 13])
+def test_softmax_family_vs_ort(op: str, opset: int) -> None:
+    """Opset 11: 2-D coercion at ``axis``; opset 13: along one axis (the results differ)."""
+    pytest.importorskip("onnxruntime")
+    x = RNG.normal(size=(2, 3, 4)).astype(np.float32) * 3
+    x[0, 0, :2] = 5.0  # a tie for Hardmax
+    for axis in (0, 1, 2, -1, -2):
+        compare(op, [x], opset, {"axis": axis}, rtol=1e-5)
+    compare(op, [x], opset)
+
+
+def test_softmax_coercion_differs_from_axis_semantics() -> None:
+    x = RNG.normal(size=(2, 3, 4)).astype(np.float32)
+    (y11,) = run_ours("Softmax", [x], 11, {"axis": 1})
+    (y13,) = run_ours("Softmax", [x], 13, {"axis": 1})
+    np.testing.assert_allclose(y11.reshape(2, 12).sum(axis=1), 1.0, rtol=1e-6)
+    np.testing.assert_allclose(y13.sum(axis=1), 1.0, rtol=1e-6)
+    assert not np.allclose(y11, y13)
+
+
+def test_softmax_large_and_infinite() -> None:
+    x = np.array([[1000.0, 1000.0, -np.inf], [-np.inf, 0.0, 1.0]], np.float32)
+    (y,) = run_ours("Softmax", [x], 13)
+    np.testing.assert_allclose(y[0], [0.5, 0.5, 0.0])
+    (z,) = run_ours("LogSoftmax", [x], 13)
+    assert z[0, 2] == -np.inf and np.isfinite(z[1, 1:]).all()
+
+
+@pytest.mark.parametrize("opset", [10, 11, 24])
+@pytest.mark.parametrize("largest", [0, 1])
+@pytest.mark.parametrize("dtype", ["float32", "int64", "float64"])
+def test_topk_vs_ort(opset: int, largest: int, dtype: str) -> None:
+    pytest.importorskip("onnxruntime")
+    if opset == 10 and (not largest or dtype == "int64"):
+        pytest.skip("largest is an attribute, and integer types admitted, from opset 11")
+    x = RNG.integers(0, 4, size=(3, 6)).astype(dtype)  # many ties: index order decides
+    for axis, k in ((1, 3), (-1, 6), (0, 2), (1, 0)):
+        attrs = {"axis": axis}
+        if opset >= 11:
+            attrs["largest"] = largest
+        compare("TopK", [x, np.array([k], np.int64)], opset, attrs, n_outputs=2)
+
+
+def test_topk_v1_attribute_and_tie_order() -> None:
+    x = np.array([[3.0, 1.0, 3.0, 2.0, 3.0]], np.float32)
+    values, idx = run_ours("TopK", [x], 1, {"k": 3})
+    assert values.tolist() == [[3.0, 3.0, 3.0]] and idx.tolist() == [[0, 2, 4]]
+    values, idx = run_ours("TopK", [x, np.array([2], np.int64)], 11, {"largest": 0})
+    assert values.tolist() == [[1.0, 2.0]] and idx.tolist() == [[1, 3]]
+
+
+def _reduce_build(op: str):  # type: ignore[no-untyped-def]
+    x = _data(op, (2, 3, 4))
+
+    def build(v: int) -> tuple:
+        if (op == "ReduceSum" and v >= 13) or (op != "ReduceSum" and v >= 18):
+            return [x, np.array([-1, 0], np.int64)], {"keepdims": 0}
+        return [x], {"axes": [-1, 0] if v >= 11 else [2, 0], "keepdims": 0}
+
+    return build
+
+
+@pytest.mark.parametrize("op", REDUCE_OPS)
+def test_reduce_every_version_vs_ort(op: str) -> None:
+    pytest.importorskip("onnxruntime")
+    from ops import sweep_versions
+
+    assert sweep_versions(op, _reduce_build(op), rtol=1e-5) > 0
+
+
+@pytest.mark.parametrize("op", ["ArgMax", "ArgMin", "CumSum", "Softmax", "LogSoftmax", "Hardmax", "TopK"])
+def test_other_every_version_vs_ort(op: str) -> None:
+    pytest.importorskip("onnxruntime")
+    from ops import sweep_versions
+
+    x = RNG.integers(0, 5, size=(2, 3, 4)).astype(np.float32)
+
+    def build(v: int) -> tuple:
+        if op in ("ArgMax", "ArgMin"):
+            return [x], {"axis": -2 if v >= 11 else 1, "keepdims": 0}
+        if op == "CumSum":
+            return [x, np.array(-1, np.int64)], {"exclusive": 1}
+        if op == "TopK":
+            if v == 1:
+                return [x], {"k": 2, "axis": 1}
+            return [x, np.array([2], np.int64)], {"axis": 1}
+        return [x], {"axis": 1}
+
+    assert sweep_versions(op, build, rtol=1e-5, n_outputs=2 if op == "TopK" else 1) > 0

@@ -1,0 +1,305 @@
+"""Session: construction, feeds (InputError), outputs, intermediates, errors, unsupported operators.
+
+Models are built with the onnx helper (an oracle/tool in tests only) and handed to onnxcore as octets.
+Results are compared with onnxruntime where a numeric result is asserted.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import onnxcore
+from onnxcore import EvaluationError, InputError, LimitError, UnsupportedOperatorError, ValidationError
+from onnxcore.runtime.registry import kernel
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto as TP  # noqa: E402
+from onnx import helper as h  # noqa: E402
+
+TEST_DOMAIN = "test.onnxcore"
+
+
+# Test-only kernels, in a custom domain that no production kernel uses (Clause 16.1).
+@kernel("Fail", 1, domain=TEST_DOMAIN)
+def _fail(x: np.ndarray) -> np.ndarray:
+    raise ZeroDivisionError("deliberate failure")
+
+
+@kernel("Twice", 1, domain=TEST_DOMAIN)
+def _twice(x: np.ndarray, *, factor: int = 2) -> np.ndarray:
+    return x * np.asarray(factor, dtype=x.dtype)
+
+
+@kernel("Counter", 1, domain=TEST_DOMAIN)
+def _counter(x: np.ndarray) -> np.ndarray:
+    _counter.calls += 1  # type: ignore[attr-defined]
+    return x
+
+
+_counter.calls = 0  # type: ignore[attr-defined]
+
+
+def _model(nodes: list[Any], inputs: list[Any], outputs: list[Any], *, opset: int = 18, **kw: Any) -> bytes:
+    g = h.make_graph(nodes, "g", inputs, outputs, initializer=kw.pop("initializer", None))
+    imports = [h.make_opsetid("", opset), h.make_opsetid(TEST_DOMAIN, 1), *kw.pop("extra_imports", [])]
+    m = h.make_model(g, opset_imports=imports, ir_version=kw.pop("ir_version", 10), **kw)
+    return m.SerializeToString()
+
+
+def _ort(model: bytes, feeds: dict[str, Any]) -> list[Any]:
+    ort = pytest.importorskip("onnxruntime")
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    s = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+    return s.run(None, feeds)
+
+
+def _vi(name: str, elem: int = TP.FLOAT, shape: list[Any] | None = None) -> Any:
+    return h.make_tensor_value_info(name, elem, shape)
+
+
+@pytest.fixture
+def chain() -> bytes:
+    nodes = [
+        h.make_node("Add", ["x", "y"], ["s"], name="add"),
+        h.make_node("Relu", ["s"], ["r"], name="relu"),
+        h.make_node("Mul", ["r", "x"], ["z"], name="mul"),
+    ]
+    return _model(nodes, [_vi("x", shape=[2, "N"]), _vi("y", shape=[2, "N"])], [_vi("z", shape=[2, "N"])])
+
+
+def test_run_matches_onnxruntime(chain: bytes) -> None:
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 5), dtype=np.float32)
+    y = rng.standard_normal((2, 5), dtype=np.float32)
+    s = onnxcore.Session(chain)
+    (got,) = s.run(None, {"x": x, "y": y})
+    (want,) = _ort(chain, {"x": x, "y": y})
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert [d.name for d in s.inputs] == ["x", "y"] and [d.name for d in s.outputs] == ["z"]
+    assert s.inputs[0].type.elem_type == onnxcore.ElementType.FLOAT
+    assert s.inputs[0].type.shape == onnxcore.Shape(2, "N")
+
+
+def test_session_from_path_and_model(tmp_path: Any, chain: bytes) -> None:
+    p = tmp_path / "m.onnx"
+    p.write_bytes(chain)
+    x = np.ones((2, 3), np.float32)
+    a = onnxcore.Session(p).run(None, {"x": x, "y": x})
+    b = onnxcore.Session(onnxcore.load(chain)).run(["z"], {"x": x, "y": x})
+    np.testing.assert_array_equal(a[0], b[0])
+    np.testing.assert_array_equal(a[0], (x + x) * x)
+
+
+def test_intermediates_returns_every_node_value(chain: bytes) -> None:
+    x = np.arange(6, dtype=np.float32).reshape(2, 3) - 3
+    y = np.ones((2, 3), np.float32)
+    outs, values = onnxcore.Session(chain).run(None, {"x": x, "y": y}, intermediates=True)
+    assert set(values) == {"s", "r", "z"}
+    np.testing.assert_array_equal(values["s"], x + y)
+    np.testing.assert_array_equal(values["r"], np.maximum(x + y, 0))
+    np.testing.assert_array_equal(outs[0], values["z"])
+
+
+def test_output_subset_and_intermediate_name(chain: bytes) -> None:
+    x = np.full((2, 2), -1.0, np.float32)
+    s = onnxcore.Session(chain)
+    (r, z) = s.run(["r", "z"], {"x": x, "y": x})
+    np.testing.assert_array_equal(r, np.zeros((2, 2), np.float32))
+    np.testing.assert_array_equal(z, np.zeros((2, 2), np.float32))
+    with pytest.raises(InputError, match="unknown output"):
+        s.run(["nope"], {"x": x, "y": x})
+
+
+def test_unused_nodes_are_not_evaluated() -> None:
+    # Clause 8.2: a node whose outputs nobody uses may be elided.
+    nodes = [
+        h.make_node("Counter", ["x"], ["dead"], domain=TEST_DOMAIN),
+        h.make_node("Counter", ["x"], ["live"], domain=TEST_DOMAIN),
+        h.make_node("Identity", ["live"], ["y"]),
+    ]
+    s = onnxcore.Session(_model(nodes, [_vi("x", shape=[1])], [_vi("y", shape=[1])]))
+    before = _counter.calls  # type: ignore[attr-defined]
+    s.run(None, {"x": np.ones(1, np.float32)})
+    assert _counter.calls - before == 1  # type: ignore[attr-defined]
+    s.run(None, {"x": np.ones(1, np.float32)}, intermediates=True)  # debugging evaluates everything
+    assert _counter.calls - before == 3  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("feed", "match"),
+    [
+        ({"x": np.ones((2, 3), np.float64), "y": np.ones((2, 3), np.float32)}, "element type"),
+        ({"x": np.ones((2, 3, 1), np.float32), "y": np.ones((2, 3), np.float32)}, "rank"),
+        ({"x": np.ones((3, 3), np.float32), "y": np.ones((3, 3), np.float32)}, "extent"),
+        ({"x": np.ones((2, 3), np.float32), "y": np.ones((2, 4), np.float32)}, "dimension variable 'N'"),
+        ({"x": np.ones((2, 3), np.float32)}, "not fed"),
+        ({"x": [[1.0]], "y": np.ones((2, 3), np.float32)}, "numpy array"),
+        ({"x": np.ones((2, 3), np.float32), "y": np.ones((2, 3), np.float32), "w": np.ones(1)}, "not an input"),
+    ],
+)
+def test_input_errors(chain: bytes, feed: dict[str, Any], match: str) -> None:
+    with pytest.raises(InputError, match=match):
+        onnxcore.Session(chain).run(None, feed)
+
+
+def test_initializers_default_override_and_constants() -> None:
+    # Clause 7.2: an initializer that is also an input is a default the caller may override;
+    # one that is not an input is a constant and cannot be fed.
+    nodes = [h.make_node("Add", ["x", "b"], ["t"]), h.make_node("Mul", ["t", "k"], ["y"])]
+    inits = [h.make_tensor("b", TP.FLOAT, [2], [1.0, 2.0]), h.make_tensor("k", TP.FLOAT, [2], [10.0, 10.0])]
+    model = _model(nodes, [_vi("x", shape=[2]), _vi("b", shape=[2])], [_vi("y", shape=[2])], initializer=inits)
+    s = onnxcore.Session(model)
+    x = np.zeros(2, np.float32)
+    np.testing.assert_array_equal(s.run(None, {"x": x})[0], [10.0, 20.0])
+    np.testing.assert_array_equal(s.run(None, {"x": x, "b": np.ones(2, np.float32)})[0], [10.0, 10.0])
+    assert [d.has_default for d in s.inputs] == [False, True]
+    with pytest.raises(InputError, match=r"Clause 7\.2"):
+        s.run(None, {"x": x, "k": x})
+
+
+def test_output_that_is_an_initializer_is_a_private_copy() -> None:
+    inits = [h.make_tensor("c", TP.FLOAT, [2], [1.0, 2.0])]
+    model = _model([h.make_node("Identity", ["c"], ["y"])], [], [_vi("y", shape=[2])], initializer=inits)
+    s = onnxcore.Session(model)
+    (y,) = s.run(None, {})
+    y[:] = 99
+    np.testing.assert_array_equal(s.run(None, {})[0], [1.0, 2.0])
+
+
+def test_string_feeds_become_bytes() -> None:
+    model = _model([h.make_node("Identity", ["x"], ["y"])], [_vi("x", TP.STRING, [2])], [_vi("y", TP.STRING, [2])])
+    (y,) = onnxcore.Session(model).run(None, {"x": np.array(["a", "é"])})
+    assert y.dtype == object and y.tolist() == [b"a", "é".encode()]
+
+
+def test_evaluation_error_names_the_node() -> None:
+    nodes = [
+        h.make_node("Relu", ["x"], ["r"], name="first"),
+        h.make_node("Fail", ["r"], ["y"], name="boom", domain=TEST_DOMAIN),
+    ]
+    s = onnxcore.Session(_model(nodes, [_vi("x", shape=[2, 3])], [_vi("y", shape=[2, 3])]))
+    with pytest.raises(EvaluationError) as ei:
+        s.run(None, {"x": np.ones((2, 3), np.float32)})
+    err = ei.value
+    msg = str(err)
+    assert "boom" in msg and "Fail" in msg and "node 1" in msg and "float32[2, 3]" in msg
+    assert err.node_index == 1 and err.node_name == "boom" and err.op_type == "Fail"  # type: ignore[attr-defined]
+    assert err.inputs == [("r", "float32[2, 3]")]  # type: ignore[attr-defined]
+    assert isinstance(err.__cause__, ZeroDivisionError)
+
+
+def test_unsupported_operators_listed_all_at_once() -> None:
+    # Clause 4.4, 16.1: every unsupported operator is named, in the graph, its subgraphs and a
+    # custom domain, before anything is evaluated.
+    then_g = h.make_graph(
+        [h.make_node("NoSuchOp", ["x"], ["a"], domain="other.domain")], "then", [], [_vi("a", shape=[1])]
+    )
+    else_g = h.make_graph([h.make_node("Identity", ["x"], ["b"])], "else", [], [_vi("b", shape=[1])])
+    nodes = [
+        h.make_node("Frobnicate", ["x"], ["f"], domain=TEST_DOMAIN),
+        h.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g),
+        h.make_node("Relu", ["x"], ["z"]),
+    ]
+    model = _model(
+        nodes,
+        [_vi("x", shape=[1]), _vi("c", TP.BOOL, [])],
+        [_vi("y", shape=[1]), _vi("z", shape=[1]), _vi("f", shape=[1])],
+        extra_imports=[h.make_opsetid("other.domain", 3)],
+    )
+    with pytest.raises(UnsupportedOperatorError) as ei:
+        onnxcore.Session(model, check=False)
+    ops = ei.value.operators
+    assert (TEST_DOMAIN, "Frobnicate", 1) in ops and ("other.domain", "NoSuchOp", 3) in ops
+    assert len(ops) == 2
+    assert "Frobnicate" in str(ei.value) and "NoSuchOp" in str(ei.value)
+
+
+def test_operator_not_in_imported_version_is_unsupported() -> None:
+    # Gelu enters the default domain at version 20; a model importing 18 cannot use it.
+    model = _model([h.make_node("Gelu", ["x"], ["y"])], [_vi("x", shape=[1])], [_vi("y", shape=[1])])
+    with pytest.raises(UnsupportedOperatorError) as ei:
+        onnxcore.Session(model, check=False)
+    assert ei.value.operators == [("", "Gelu", 18)]
+
+
+def test_custom_domain_kernel_with_attribute() -> None:
+    node = h.make_node("Twice", ["x"], ["y"], domain=TEST_DOMAIN, factor=3)
+    s = onnxcore.Session(_model([node], [_vi("x", shape=[2])], [_vi("y", shape=[2])]))
+    np.testing.assert_array_equal(s.run(None, {"x": np.array([1, 2], np.float32)})[0], [3, 6])
+
+
+def test_model_with_errors_is_refused() -> None:
+    import importlib
+
+    if not callable(getattr(importlib.import_module("onnxcore.check"), "check", None)):
+        pytest.skip("validator not available yet")
+    # A node reads a value nobody defines (Clause 7.5).
+    model = _model([h.make_node("Relu", ["nowhere"], ["y"])], [_vi("x", shape=[1])], [_vi("y", shape=[1])])
+    with pytest.raises(ValidationError):
+        onnxcore.Session(model)
+
+
+def test_undefined_value_is_refused_without_validator() -> None:
+    model = _model([h.make_node("Relu", ["nowhere"], ["y"])], [_vi("x", shape=[1])], [_vi("y", shape=[1])])
+    with pytest.raises(ValidationError, match="nowhere"):
+        onnxcore.Session(model, check=False)
+
+
+def _nested_ifs(depth: int) -> bytes:
+    inner = h.make_graph([h.make_node("Identity", ["x"], ["o0"])], "g0", [], [_vi("o0", shape=[1])])
+    for d in range(1, depth + 1):
+        inner = h.make_graph(
+            [h.make_node("If", ["c"], [f"o{d}"], then_branch=inner, else_branch=inner)],
+            f"g{d}",
+            [],
+            [_vi(f"o{d}", shape=[1])],
+        )
+    nodes = [h.make_node("If", ["c"], ["y"], then_branch=inner, else_branch=inner)]
+    return _model(nodes, [_vi("x", shape=[1]), _vi("c", TP.BOOL, [])], [_vi("y", shape=[1])])
+
+
+def test_nesting_depth_limit() -> None:
+    model = _nested_ifs(4)
+    x = np.array([5.0], np.float32)
+    (y,) = onnxcore.Session(model, check=False).run(None, {"x": x, "c": np.array(True)})
+    np.testing.assert_array_equal(y, x)
+    with pytest.raises(LimitError, match="max_nesting_depth"):
+        onnxcore.Session(model, check=False, limits=onnxcore.Limits(max_nesting_depth=3))
+
+
+def test_interpreted_plan_matches_generated(monkeypatch: pytest.MonkeyPatch, chain: bytes) -> None:
+    # Plans longer than codegen.MAX_STEPS are interpreted step by step; both paths agree and
+    # both name a failing node.
+    from onnxcore.runtime import plan as plan_mod
+
+    x = np.linspace(-2, 2, 6, dtype=np.float32).reshape(2, 3)
+    want = onnxcore.Session(chain).run(None, {"x": x, "y": x})
+    monkeypatch.setattr(plan_mod, "MAX_STEPS", 0)
+    s = onnxcore.Session(chain)
+    assert s._plan._run is None
+    np.testing.assert_array_equal(s.run(None, {"x": x, "y": x})[0], want[0])
+    outs, values = s.run(None, {"x": x, "y": x}, intermediates=True)
+    np.testing.assert_array_equal(values["s"], x + x)
+    np.testing.assert_array_equal(outs[0], want[0])
+    nodes = [h.make_node("Fail", ["x"], ["y"], name="bad", domain=TEST_DOMAIN)]
+    s = onnxcore.Session(_model(nodes, [_vi("x", shape=[2])], [_vi("y", shape=[2])]))
+    with pytest.raises(EvaluationError, match="bad") as ei:
+        s.run(None, {"x": np.ones(2, np.float32)})
+    assert ei.value.inputs == [("x", "float32[2]")]  # type: ignore[attr-defined]
+
+
+def test_scalar_feed_and_optional_input() -> None:
+    opt = h.make_tensor_type_proto(TP.FLOAT, [])
+    opt_in = h.make_value_info("o", h.make_optional_type_proto(opt))
+    nodes = [h.make_node("Identity", ["x"], ["y"])]
+    g = h.make_graph(nodes, "g", [_vi("x", shape=[]), opt_in], [_vi("y", shape=[])])
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 18)], ir_version=10)
+    s = onnxcore.Session(m.SerializeToString())
+    (y,) = s.run(None, {"x": np.float32(2.5)})  # a numpy scalar is taken as a 0-d array
+    assert isinstance(y, np.ndarray) and y.shape == () and float(y) == 2.5
+    with pytest.raises(InputError, match="element type"):
+        s.run(None, {"x": np.float64(2.5)})
