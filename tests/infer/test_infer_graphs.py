@@ -532,7 +532,10 @@ def test_deep_nesting_stays_unknown_without_recursion_error():
     )
     for depth in range(1, 300):
         branch = AttributeProto(name="then_branch", type=AttributeProto.AttributeType.GRAPH, g=inner)
-        other = AttributeProto(name="else_branch", type=AttributeProto.AttributeType.GRAPH, g=inner)
+        leaf = GraphProto(
+            name="e", node=[NodeProto(op_type="Relu", input=["x"], output=["e"])], output=[untyped_ours("e")]
+        )
+        other = AttributeProto(name="else_branch", type=AttributeProto.AttributeType.GRAPH, g=leaf)
         node = NodeProto(op_type="If", input=["c"], output=[f"y{depth}"], attribute=[branch, other])
         inner = GraphProto(name=f"g{depth}", node=[node], output=[untyped_ours(f"y{depth}")])
     inner.input = [

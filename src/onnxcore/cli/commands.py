@@ -42,6 +42,16 @@ def _preview(value: Any) -> dict[str, Any]:
     return {"value": repr(value)}
 
 
+def _unreadable(path: str) -> bool:
+    """True when ``path`` cannot be opened for reading (exit code 2 rather than 1)."""
+    try:
+        with open(path, "rb"):
+            return False
+    except OSError as e:
+        print(f"error: cannot read {path}: {e.strerror or e}", file=sys.stderr)
+        return True
+
+
 def _print_report(report: Any, as_json: bool) -> None:
     if as_json:
         print(report.to_json())
@@ -111,6 +121,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     """Run a model; print shapes, types and a preview; optionally write .npy outputs."""
     import onnxcore
 
+    if _unreadable(args.model):
+        return 2
     try:
         feeds = dict(_load_input(s) for s in args.input)
         session = onnxcore.Session(args.model)
@@ -142,6 +154,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
     """Re-save a model with another layout."""
     import onnxcore
 
+    if _unreadable(args.model):
+        return 2
     try:
         model = onnxcore.load(args.model)
         if args.inline:
@@ -171,6 +185,8 @@ def model_digest(path: str | Path) -> str:
 
 def cmd_hash(args: argparse.Namespace) -> int:
     """Print the content digest of a model."""
+    if _unreadable(args.model):
+        return 2
     try:
         digest = model_digest(args.model)
     except (OSError, OnnxCoreError) as e:

@@ -193,7 +193,11 @@ class Session:
         Raises:
             InputError: a feed of the wrong kind, element type, rank or extent, an unknown
                 name, an initializer that is not an input, or a missing input.
-            EvaluationError: a kernel failed; the message names the node and its inputs.
+            EvaluationError: a kernel failed. The message names the node (index, op type, name)
+                and the dtype and shape of each input; the error also carries them as
+                ``node_index``, ``node_name``, ``op_type``, ``domain`` and ``inputs`` (a list of
+                ``(name, description)``), and is chained to the kernel's exception. A failure
+                inside a subgraph or a function body is chained the same way, innermost last.
             LimitError: a limit was exceeded while evaluating (loop iterations, for instance).
         """
         checked = self._check_feeds(feeds)

@@ -132,7 +132,10 @@ def test_reduce_empty_tensors_vs_ort(op: str) -> None:
     pytest.importorskip("onnxruntime")
     x = np.zeros((2, 0, 3), np.float32)
     v = _input_axes_version(op)
-    for axes in ([1], [0], [-2, 0], []):
+    # Not compared: several axes of an empty tensor at once, where onnxruntime 1.31 returns shape
+    # (0, 3) for axes [-2, 0] of (2, 0, 3) with keepdims=0 (the reduced shape is (3,));
+    # test_reduce_empty_set_identity covers ours.
+    for axes in ([1], [0], []):
         for keepdims in (0, 1):
             compare(op, [x, np.array(axes, np.int64)], v, {"keepdims": keepdims})
 
