@@ -1,6 +1,8 @@
 """Write the small model bundled in the package (``onnxcore/data/iris_mlp.onnx``) with our own producer API.
 
-A two-layer perceptron over four features with fixed, hand-set weights (no training data needed):
+A two-layer perceptron over the four iris features with hand-set weights (no training data needed): two
+hidden units measure how far the petal length is past 2.5 cm and past 4.9 cm, which separates setosa,
+versicolor and virginica well enough for a demonstration:
 ``x[N,4] -> MatMul -> Add -> Relu -> MatMul -> Add -> Softmax -> probabilities[N,3]``, plus
 ``ArgMax -> label[N]``. Deterministic: running the tool twice writes the same octets.
 """
@@ -34,11 +36,14 @@ def _value(name: str, elem: int, dims: list[int | str]) -> oc.ValueInfoProto:
 
 
 def build() -> oc.ModelProto:
-    rng = np.random.default_rng(20261130)
-    w1 = rng.normal(0, 0.5, (4, 8)).round(3)
-    b1 = rng.normal(0, 0.1, (8,)).round(3)
-    w2 = rng.normal(0, 0.5, (8, 3)).round(3)
-    b2 = np.array([0.1, 0.0, -0.1])
+    w1 = np.zeros((4, 8))
+    w1[2, 0] = w1[2, 1] = 1.0  # both hidden units read the petal length
+    b1 = np.zeros(8)
+    b1[0], b1[1] = -2.5, -4.9
+    w2 = np.zeros((8, 3))
+    w2[0] = [-4.0, 4.0, 4.0]
+    w2[1] = [0.0, -10.0, 20.0]
+    b2 = np.array([1.0, 0.0, -1.0])
     nodes = [
         oc.NodeProto(name="dense1", op_type="MatMul", input=["x", "w1"], output=["h0"]),
         oc.NodeProto(name="bias1", op_type="Add", input=["h0", "b1"], output=["h1"]),
@@ -78,7 +83,10 @@ def build() -> oc.ModelProto:
         producer_version=oc.__version__,
         doc_string="A small classifier bundled with onnxcore for the README's main job.",
         graph=graph,
-        metadata_props=[oc.StringStringEntryProto(key="model_license", value="Apache-2.0")],
+        metadata_props=[
+            oc.StringStringEntryProto(key="model_license", value="Apache-2.0"),
+            oc.StringStringEntryProto(key="labels", value="setosa,versicolor,virginica"),
+        ],
     )
 
 

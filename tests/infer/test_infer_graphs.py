@@ -533,7 +533,9 @@ def test_deep_nesting_stays_unknown_without_recursion_error():
     for depth in range(1, 300):
         branch = AttributeProto(name="then_branch", type=AttributeProto.AttributeType.GRAPH, g=inner)
         leaf = GraphProto(
-            name="e", node=[NodeProto(op_type="Relu", input=["x"], output=["e"])], output=[untyped_ours("e")]
+            name="e",
+            node=[NodeProto(op_type="Mystery", domain="com.example", input=["x"], output=["e"])],
+            output=[untyped_ours("e")],
         )
         other = AttributeProto(name="else_branch", type=AttributeProto.AttributeType.GRAPH, g=leaf)
         node = NodeProto(op_type="If", input=["c"], output=[f"y{depth}"], attribute=[branch, other])
@@ -557,3 +559,34 @@ def test_deep_nesting_stays_unknown_without_recursion_error():
 
 def untyped_ours(name):
     return onnxcore.ValueInfoProto(name=name)
+
+
+def test_shared_subgraph_objects_do_not_explode():
+    # Built in memory, one graph object may be both branches at every level: 2**60 paths. The walk
+    # has a budget of node visits; past it, what is left is unknown.
+    from onnxcore import AttributeProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, ValueInfoProto
+
+    inner = GraphProto(
+        name="g0", node=[NodeProto(op_type="Relu", input=["x"], output=["y0"])], output=[untyped_ours("y0")]
+    )
+    for depth in range(1, 60):
+        a = AttributeProto(name="then_branch", type=AttributeProto.AttributeType.GRAPH, g=inner)
+        b = AttributeProto(name="else_branch", type=AttributeProto.AttributeType.GRAPH, g=inner)
+        inner = GraphProto(
+            name=f"g{depth}",
+            node=[NodeProto(op_type="If", input=["c"], output=[f"y{depth}"], attribute=[a, b])],
+            output=[untyped_ours(f"y{depth}")],
+        )
+    inner.input = [
+        ValueInfoProto(name="x", type=onnxcore.TypeProto(tensor_type=onnxcore.TypeProto.Tensor(elem_type=1)))
+    ]
+    model = ModelProto(ir_version=10, opset_import=[OperatorSetIdProto(domain="", version=21)], graph=inner)
+    import onnxcore.infer.engine as engine
+
+    old = engine._NODE_BUDGET_BASE
+    engine._NODE_BUDGET_BASE = 20_000  # the default (100,000 visits) takes a few seconds here
+    try:
+        r = infer(model)  # returns (unknowns past the budget) instead of running for ever
+    finally:
+        engine._NODE_BUDGET_BASE = old
+    assert 20_000 <= len(r.nodes) <= 21_000

@@ -303,3 +303,40 @@ def test_scalar_feed_and_optional_input() -> None:
     assert isinstance(y, np.ndarray) and y.shape == () and float(y) == 2.5
     with pytest.raises(InputError, match="element type"):
         s.run(None, {"x": np.float64(2.5)})
+
+
+_made: list[Any] = []
+
+
+@kernel("Make", 1, domain=TEST_DOMAIN)
+def _make(x: np.ndarray) -> np.ndarray:
+    import weakref
+
+    y = x + np.ones((), x.dtype)
+    _made.append(weakref.ref(y))
+    return y
+
+
+@kernel("Probe", 1, domain=TEST_DOMAIN)
+def _probe(x: np.ndarray) -> np.ndarray:
+    # The value "Make" produced was last read by the node before this one: freed by now.
+    return np.array(_made[-1]() is None)
+
+
+@pytest.mark.parametrize("interpreted", [False, True])
+def test_values_are_freed_after_last_use(monkeypatch: pytest.MonkeyPatch, interpreted: bool) -> None:
+    from onnxcore.runtime import plan as plan_mod
+
+    if interpreted:
+        monkeypatch.setattr(plan_mod, "MAX_STEPS", 0)
+    nodes = [
+        h.make_node("Make", ["x"], ["a"], domain=TEST_DOMAIN),
+        h.make_node("Neg", ["a"], ["b"]),
+        h.make_node("Probe", ["b"], ["freed"], domain=TEST_DOMAIN),
+    ]
+    s = onnxcore.Session(_model(nodes, [_vi("x", shape=[3])], [_vi("freed", TP.BOOL, [])]))
+    (freed,) = s.run(None, {"x": np.zeros(3, np.float32)})
+    assert bool(freed)
+    # With intermediates=True nothing is freed (every value is returned).
+    (freed,), values = s.run(None, {"x": np.zeros(3, np.float32)}, intermediates=True)
+    assert not bool(freed) and values["a"].tolist() == [1.0, 1.0, 1.0]

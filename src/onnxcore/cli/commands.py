@@ -87,6 +87,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
     for n, v in zip(names, outputs):
         print(f"{n} {v.dtype}{list(v.shape)}:")
         print(np.array2string(v, precision=4, suppress_small=True))
+    model = onnxcore.load(path)
+    labels = next((p.value.split(",") for p in model.metadata_props if p.key == "labels"), None)
+    if labels is not None:
+        print("predicted:", ", ".join(labels[int(i)] for i in outputs[names.index("label")]))
     return 0
 
 

@@ -29,6 +29,8 @@ __all__ = ["Inference", "NodeTypes", "TypeMismatch", "node_location", "run"]
 
 _AT = AttributeProto.AttributeType
 _MAX_DEPTH = 64  # nesting of subgraphs and function calls followed; deeper stays unknown
+_NODE_BUDGET_BASE = 100_000
+_NODE_BUDGET_FACTOR = 10
 _NO_BINDINGS: dict[str, str] = {}
 _NO_CONFLICTS: frozenset[str] = frozenset()
 
@@ -216,6 +218,9 @@ class _Engine:
             self.functions.setdefault((canonical_domain(fn.domain), fn.name, fn.overload), fn)
         self.calls: dict[tuple[object, ...], list[str | None]] = {}
         self.schemas: dict[tuple[str, str, int], OpSchema | None] = {}
+        # Node visits allowed: a model built in memory may share one subgraph object between
+        # branches at every level, which a walk would otherwise follow exponentially often.
+        self.budget = _NODE_BUDGET_BASE + _NODE_BUDGET_FACTOR * _distinct_nodes(model)
         self.generic: dict[tuple[object, ...], tuple[list[str | None], dict[str, str], frozenset[str]]] = {}
         self.active: set[tuple[str, str, str]] = set()
 
@@ -234,7 +239,7 @@ class _Engine:
     def walk_graph(
         self, g: GraphProto, path: str, parent: _Scope | None, overrides: list[str | None] | None, frame: _Frame
     ) -> list[str | None]:
-        if frame.depth > _MAX_DEPTH:
+        if frame.depth > _MAX_DEPTH or self.budget < 0:
             return [None] * len(g.output)
         frame = _Frame(frame.opsets, frame.fn_attrs, frame.in_function, frame.record, frame.depth + 1)
         scope = _Scope(parent)
@@ -283,6 +288,8 @@ class _Engine:
         for imp in fn.opset_import:
             # Clause 8.4: the body's versions are the model's; the function's own imports fill gaps.
             opsets.setdefault(canonical_domain(imp.domain), imp.version)
+        if self.budget < 0:
+            return [None] * len(fn.output)
         frame = _Frame(opsets, attrs, True, frame.record, frame.depth + 1)
         scope = _Scope(None)
         declared = {vi.name: vi.type for vi in fn.value_info if vi.type is not None}
@@ -307,6 +314,7 @@ class _Engine:
     ) -> None:
         record = frame.record
         opsets = frame.opsets
+        self.budget -= len(nodes)
         schemas = self.schemas
         memo = self.generic
         lookup = scope.lookup
@@ -410,6 +418,27 @@ class _Engine:
             if memo is not None:
                 self.calls[memo] = hit
         return (hit + unknown)[: len(node.output)]
+
+
+def _distinct_nodes(model: ModelProto) -> int:
+    """Nodes of the model counted once per object (subgraphs and function bodies included)."""
+    seen: set[int] = set()
+    stack: list[GraphProto | FunctionProto] = list(model.functions)
+    if model.graph is not None:
+        stack.append(model.graph)
+    count = 0
+    while stack:
+        g = stack.pop()
+        if id(g) in seen:
+            continue
+        seen.add(id(g))
+        count += len(g.node)
+        for node in g.node:
+            for a in node.attribute:
+                if a.g is not None:
+                    stack.append(a.g)
+                stack.extend(a.graphs)
+    return count
 
 
 def run(model: ModelProto) -> Inference:

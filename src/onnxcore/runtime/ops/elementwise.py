@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from onnxcore.errors import EvaluationError
-from onnxcore.runtime.ops._util import NARROW_FLOAT_DTYPES, float_unary, from_compute
+from onnxcore.runtime.ops._util import NARROW_FLOAT_DTYPES, check_unidirectional, float_unary, from_compute
 from onnxcore.runtime.registry import kernel
 
 __all__ = ["erf"]
@@ -52,18 +52,8 @@ def _register_unary(op: str, fn: Callable[[Array], Any], versions: tuple[int, ..
 
 
 def _ufunc(uf: Any) -> Callable[[Array], Array]:
-    """A float kernel from a numpy ufunc (narrow floats computed in float32)."""
-
-    def f(x: Array) -> Array:
-        if x.dtype.kind == "V":
-            return uf(x.astype(np.float32)).astype(x.dtype)
-        return np.asarray(uf(x))
-
-    return f
-
-
-def _any_ufunc(uf: Any) -> Callable[[Array], Array]:
-    """A kernel for float and integer types alike (integers keep their type, wrap like C)."""
+    """A kernel from a numpy ufunc: narrow floats computed in float32; other types natively
+    (integers keep their type and wrap like C)."""
 
     def f(x: Array) -> Array:
         if x.dtype.kind == "V":
@@ -105,8 +95,8 @@ for _op, _uf in _CLASSIC:
     _register_unary(_op, _ufunc(_uf), (6, 13), legacy=True)
 
 # Abs and Neg take integers from opset 6; two's complement wrap (Abs(-128) = -128 for int8).
-_register_unary("Abs", _any_ufunc(np.absolute), (6, 13), legacy=True)
-_register_unary("Neg", _any_ufunc(np.negative), (6, 13), legacy=True)
+_register_unary("Abs", _ufunc(np.absolute), (6, 13), legacy=True)
+_register_unary("Neg", _ufunc(np.negative), (6, 13), legacy=True)
 
 
 def _reciprocal(x: Array) -> Array:
@@ -573,7 +563,5 @@ def prelu_6(X: Array, slope: Array) -> Array:
 @kernel("PRelu", 7, 9, 16)
 def prelu(X: Array, slope: Array) -> Array:
     """PRelu-7/9/16: slope unidirectionally broadcast to X (Clause 6.6.3)."""
-    from onnxcore.runtime.ops._util import check_unidirectional
-
     check_unidirectional(slope.shape, X.shape)
     return _prelu(X, slope)
