@@ -115,29 +115,11 @@ def run_single_node_case(case_dir: Path) -> tuple[list[Any], list[Any]] | None:
 
 
 def assert_close(actual: Any, expected: Any, rtol: float = 1e-3, atol: float = 1e-7) -> None:
-    """Compare like the onnx backend harness: NaN equal to NaN, exact for ints/bools/strings."""
-    if isinstance(expected, list):
-        assert isinstance(actual, list) and len(actual) == len(expected)
-        for a, e in zip(actual, expected):
-            assert_close(a, e, rtol, atol)
-        return
-    if expected is None:
-        assert actual is None
-        return
-    actual = np.asarray(actual)
-    expected = np.asarray(expected)
-    assert actual.shape == expected.shape, f"shape {actual.shape} != {expected.shape}"
-    if expected.dtype == object:
-        assert actual.tolist() == expected.tolist()
-        return
-    assert actual.dtype == expected.dtype, f"dtype {actual.dtype} != {expected.dtype}"
-    if expected.dtype.kind in "fc" or expected.dtype.kind == "V" or "float" in str(expected.dtype):
-        np.testing.assert_allclose(
-            actual.astype(np.float64) if expected.dtype.kind != "c" else actual,
-            expected.astype(np.float64) if expected.dtype.kind != "c" else expected,
-            rtol=rtol,
-            atol=atol,
-            equal_nan=True,
-        )
-    else:
-        np.testing.assert_array_equal(actual, expected)
+    """Compare as the conformance runner does (onnxcore.conformance.compare): NaN equal to NaN, exact for
+    ints/bools/strings, one ulp relative for element types narrower than float32."""
+    from onnxcore.conformance.compare import compare_values
+
+    if isinstance(actual, tuple):
+        actual = list(actual)
+    c = compare_values(actual, expected, rtol=rtol, atol=atol)
+    assert c.ok, f"{c.reason} (at {c.where}, max abs {c.max_abs}, max rel {c.max_rel})"

@@ -61,6 +61,18 @@ def _vi(name: str, elem: int = TP.FLOAT, shape: list[Any] | None = None) -> Any:
     return h.make_tensor_value_info(name, elem, shape)
 
 
+@pytest.fixture(params=["compiled", "interpreted"])
+def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Evaluate plans as generated Python from the first run, or interpret them always."""
+    from onnxcore.runtime import plan as plan_mod
+
+    if request.param == "compiled":
+        monkeypatch.setattr(plan_mod, "COMPILE_AFTER", 0)
+    else:
+        monkeypatch.setattr(plan_mod, "MAX_STEPS", 0)
+    return str(request.param)
+
+
 @pytest.fixture
 def chain() -> bytes:
     nodes = [
@@ -71,7 +83,7 @@ def chain() -> bytes:
     return _model(nodes, [_vi("x", shape=[2, "N"]), _vi("y", shape=[2, "N"])], [_vi("z", shape=[2, "N"])])
 
 
-def test_run_matches_onnxruntime(chain: bytes) -> None:
+def test_run_matches_onnxruntime(chain: bytes, mode: str) -> None:
     rng = np.random.default_rng(0)
     x = rng.standard_normal((2, 5), dtype=np.float32)
     y = rng.standard_normal((2, 5), dtype=np.float32)
@@ -94,7 +106,7 @@ def test_session_from_path_and_model(tmp_path: Any, chain: bytes) -> None:
     np.testing.assert_array_equal(a[0], (x + x) * x)
 
 
-def test_intermediates_returns_every_node_value(chain: bytes) -> None:
+def test_intermediates_returns_every_node_value(chain: bytes, mode: str) -> None:
     x = np.arange(6, dtype=np.float32).reshape(2, 3) - 3
     y = np.ones((2, 3), np.float32)
     outs, values = onnxcore.Session(chain).run(None, {"x": x, "y": y}, intermediates=True)
@@ -114,7 +126,7 @@ def test_output_subset_and_intermediate_name(chain: bytes) -> None:
         s.run(["nope"], {"x": x, "y": x})
 
 
-def test_unused_nodes_are_not_evaluated() -> None:
+def test_unused_nodes_are_not_evaluated(mode: str) -> None:
     # Clause 8.2: a node whose outputs nobody uses may be elided.
     nodes = [
         h.make_node("Counter", ["x"], ["dead"], domain=TEST_DOMAIN),
@@ -161,7 +173,7 @@ def test_initializers_default_override_and_constants() -> None:
         s.run(None, {"x": x, "k": x})
 
 
-def test_output_that_is_an_initializer_is_a_private_copy() -> None:
+def test_output_that_is_an_initializer_is_a_private_copy(mode: str) -> None:
     inits = [h.make_tensor("c", TP.FLOAT, [2], [1.0, 2.0])]
     model = _model([h.make_node("Identity", ["c"], ["y"])], [], [_vi("y", shape=[2])], initializer=inits)
     s = onnxcore.Session(model)
@@ -176,7 +188,7 @@ def test_string_feeds_become_bytes() -> None:
     assert y.dtype == object and y.tolist() == [b"a", "é".encode()]
 
 
-def test_evaluation_error_names_the_node() -> None:
+def test_evaluation_error_names_the_node(mode: str) -> None:
     nodes = [
         h.make_node("Relu", ["x"], ["r"], name="first"),
         h.make_node("Fail", ["r"], ["y"], name="boom", domain=TEST_DOMAIN),
@@ -271,25 +283,23 @@ def test_nesting_depth_limit() -> None:
         onnxcore.Session(model, check=False, limits=onnxcore.Limits(max_nesting_depth=3))
 
 
-def test_interpreted_plan_matches_generated(monkeypatch: pytest.MonkeyPatch, chain: bytes) -> None:
-    # Plans longer than codegen.MAX_STEPS are interpreted step by step; both paths agree and
-    # both name a failing node.
+def test_compiled_after_first_run_and_interpreted_when_long(monkeypatch: pytest.MonkeyPatch, chain: bytes) -> None:
+    # A plan is interpreted on its first evaluation and compiled from the second; plans longer
+    # than MAX_STEPS are always interpreted. All paths agree.
     from onnxcore.runtime import plan as plan_mod
 
     x = np.linspace(-2, 2, 6, dtype=np.float32).reshape(2, 3)
-    want = onnxcore.Session(chain).run(None, {"x": x, "y": x})
+    s = onnxcore.Session(chain)
+    first = s.run(None, {"x": x, "y": x})
+    assert s._plan._run is None
+    second = s.run(None, {"x": x, "y": x})
+    assert s._plan._run is not None
+    np.testing.assert_array_equal(first[0], second[0])
     monkeypatch.setattr(plan_mod, "MAX_STEPS", 0)
     s = onnxcore.Session(chain)
+    for _ in range(3):
+        np.testing.assert_array_equal(s.run(None, {"x": x, "y": x})[0], first[0])
     assert s._plan._run is None
-    np.testing.assert_array_equal(s.run(None, {"x": x, "y": x})[0], want[0])
-    outs, values = s.run(None, {"x": x, "y": x}, intermediates=True)
-    np.testing.assert_array_equal(values["s"], x + x)
-    np.testing.assert_array_equal(outs[0], want[0])
-    nodes = [h.make_node("Fail", ["x"], ["y"], name="bad", domain=TEST_DOMAIN)]
-    s = onnxcore.Session(_model(nodes, [_vi("x", shape=[2])], [_vi("y", shape=[2])]))
-    with pytest.raises(EvaluationError, match="bad") as ei:
-        s.run(None, {"x": np.ones(2, np.float32)})
-    assert ei.value.inputs == [("x", "float32[2]")]  # type: ignore[attr-defined]
 
 
 def test_scalar_feed_and_optional_input() -> None:
@@ -323,12 +333,7 @@ def _probe(x: np.ndarray) -> np.ndarray:
     return np.array(_made[-1]() is None)
 
 
-@pytest.mark.parametrize("interpreted", [False, True])
-def test_values_are_freed_after_last_use(monkeypatch: pytest.MonkeyPatch, interpreted: bool) -> None:
-    from onnxcore.runtime import plan as plan_mod
-
-    if interpreted:
-        monkeypatch.setattr(plan_mod, "MAX_STEPS", 0)
+def test_values_are_freed_after_last_use(mode: str) -> None:
     nodes = [
         h.make_node("Make", ["x"], ["a"], domain=TEST_DOMAIN),
         h.make_node("Neg", ["a"], ["b"]),

@@ -3,6 +3,11 @@
 Floating-point tensors pass when ``|actual - expected| <= atol + rtol * |expected|`` element-wise, NaN equal
 to NaN and infinities equal to themselves (same sign); integers, booleans and strings compare exactly.
 Sequences, maps and optionals compare element by element.
+
+For element types narrower than float32 (float16, bfloat16, the float8, float6 and float4 types) the expected
+values are themselves rounded to the type, so two correct results may differ by one unit in the last place:
+``rtol`` is raised to the type's machine epsilon (one ulp relative) when that is larger. This is the
+tolerance onnxcore states per element type (Clause 11.5).
 """
 
 from __future__ import annotations
@@ -10,9 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
-__all__ = ["Comparison", "compare_values", "DEFAULT_RTOL", "DEFAULT_ATOL"]
+__all__ = ["Comparison", "compare_values", "type_rtol", "DEFAULT_RTOL", "DEFAULT_ATOL"]
 
 # The onnx backend harness's convention for float32 (Clause 11.5 editorial note).
 DEFAULT_RTOL = 1e-3
@@ -38,6 +44,17 @@ class Comparison:
     max_rel: float = 0.0
     where: str = ""
     dtype: str = ""
+
+
+def type_rtol(dtype: np.dtype[Any], rtol: float = DEFAULT_RTOL) -> float:
+    """The relative tolerance applied to ``dtype``: ``rtol``, or one ulp for types narrower than float32."""
+    if dtype.kind in "fc" and dtype.itemsize >= 4:
+        return rtol
+    try:
+        eps = float(ml_dtypes.finfo(dtype).eps)
+    except (ValueError, TypeError):
+        return rtol
+    return max(rtol, eps)
 
 
 def _is_float(dt: np.dtype[Any]) -> bool:
@@ -71,6 +88,7 @@ def _tensor(actual: Any, expected: np.ndarray, rtol: float, atol: float) -> Comp
             where=_index(i, expected.shape),
             dtype=dt,
         )
+    rtol = type_rtol(expected.dtype, rtol)
     if expected.dtype.kind == "c":
         a = actual.astype(np.complex128)
         e = expected.astype(np.complex128)

@@ -31,6 +31,9 @@ from onnxcore.runtime.registry import KernelContext, KernelDef, kernel_versions,
 
 __all__ = ["CompileEnv", "GraphIR", "Plan", "compile_graph", "compile_function", "describe_value"]
 
+COMPILE_AFTER = 1
+"""Interpreted evaluations of a plan before it is compiled to Python (see :meth:`Plan.execute`)."""
+
 NONE_SLOT = 0  # always holds None: an input left unsupplied (Clause 7.3.3)
 TRASH_SLOT = 1  # receives outputs nobody named
 
@@ -217,6 +220,8 @@ class Plan:
 
     __slots__ = (
         "_run",
+        "_runs",
+        "keep_all",
         "info",
         "input_slot_list",
         "input_slots",
@@ -309,21 +314,37 @@ class Plan:
         self.template = template
         self.names = names
         self.node_slots = node_slots
+        self.keep_all = keep_all
         self._run: Callable[[list[Any]], None] | None = None
-        if len(steps) <= MAX_STEPS:
-            first_node_slot = min(node_slots) if node_slots else len(template)
-            prefilled = list(range(2, first_node_slot))
-            stores = sorted(set(self.output_slots) | (set(node_slots) if keep_all else set()))
-            self._run = generate(steps, [bn.may_tuple for bn in info], prefilled, stores, self._error, repr(ir.label))
+        self._runs = 0
+
+    def _compile(self) -> Callable[[list[Any]], None]:
+        node_slots = self.node_slots
+        first_node_slot = min(node_slots) if node_slots else len(self.template)
+        prefilled = list(range(2, first_node_slot))
+        stores = sorted(set(self.output_slots) | (set(node_slots) if self.keep_all else set()))
+        may_tuple = [bn.may_tuple for bn in self.info]
+        return generate(self.steps, may_tuple, prefilled, stores, self._error, repr(self.ir.label))
 
     def execute(self, vals: list[Any]) -> None:
         """Evaluate every step over ``vals`` (a copy of ``template`` with the inputs filled).
 
         Afterwards the output slots (every node slot for a ``keep_all`` plan) hold their values.
         """
-        if self._run is not None:
-            self._run(vals)
-            return
+        run = self._run
+        if run is None:
+            # Compiling costs about as much as a few interpreted runs: a plan evaluated once
+            # (most sessions' first run) is interpreted; one evaluated again (a later run, a loop
+            # body's next iteration) is compiled to straight-line code (see codegen).
+            if self._runs >= COMPILE_AFTER and len(self.steps) <= MAX_STEPS:
+                run = self._run = self._compile()
+            else:
+                self._runs += 1
+                self._interpret(vals)
+                return
+        run(vals)
+
+    def _interpret(self, vals: list[Any]) -> None:
         i = 0
         try:
             for i, (fn, ins, out0, outs, kw, frees) in enumerate(self.steps):  # noqa: B007

@@ -24,8 +24,11 @@ def _light_models() -> list[Any]:
     return [pytest.param(p, id=p.stem, marks=pytest.mark.slow if p.stem in _SLOW else ()) for p in models]
 
 
-# The two largest models take several seconds each on a shared machine.
-_SLOW = {"light_vgg19", "light_zfnet512", "light_bvlc_alexnet"}
+# All but the two smallest models take seconds each on a shared 2-core machine (run with -m slow).
+_SLOW = {
+    "light_vgg19", "light_zfnet512", "light_bvlc_alexnet", "light_densenet121", "light_inception_v1",
+    "light_inception_v2", "light_resnet50",
+}  # fmt: skip
 
 
 def _session_cls() -> Any:

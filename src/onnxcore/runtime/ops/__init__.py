@@ -23,6 +23,7 @@ FAMILIES: tuple[str, ...] = (
     "recurrent",
     "attention",
     "image",
+    "sampling",
     "dropout_loss",
 )
 

@@ -1,0 +1,161 @@
+"""Light model zoo benchmark (issue 8): onnxcore.Session against onnxruntime and onnx.reference.
+
+Every ``light_*.onnx`` in the onnx wheel (resnet50, inception_v1, inception_v2, densenet121,
+squeezenet, shufflenet, vgg19, zfnet512, bvlc_alexnet) is run by:
+
+- onnxcore.Session;
+- onnxruntime with ``intra_op_num_threads=1`` (the target: median within 1.5x of it) and with its
+  default thread count;
+- onnx.reference.ReferenceEvaluator (target: every model at least 20x slower than onnxcore).
+
+The single graph input is fed seeded random data of its declared shape (the wheel ships only the
+expected outputs). Each engine gets one warm-up run, then the best of ``--repeat`` timed runs
+(wall clock) is reported; the reference evaluator is timed once (it is slow). Outputs are checked
+against onnxruntime (rtol 1e-3, atol 1e-5). A Markdown table goes to stdout.
+
+Usage: ``python benchmarks/bench_models.py [--repeat 5] [--blas-threads 1] [--no-reference]
+[--models resnet50 vgg19 ...] [--profile]``. onnxruntime single-threaded is compared fairly with
+``--blas-threads 1``; on a loaded machine OpenBLAS's spinning threads can make numpy's matmul an
+order of magnitude slower than with one thread. ``--profile`` prints onnxcore's time per operator type.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+# BLAS threads must be fixed before numpy loads OpenBLAS.
+if "--blas-threads" in sys.argv:
+    _n = sys.argv[sys.argv.index("--blas-threads") + 1]
+    for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[_var] = _n
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx.reference import ReferenceEvaluator
+
+import onnxcore
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+import corpus  # noqa: E402
+
+
+def light_models(names: list[str] | None) -> list[Path]:
+    paths = [p for p in corpus.shipped_models() if p.name.startswith("light_")]
+    if names:
+        paths = [p for p in paths if any(n in p.stem for n in names)]
+    return paths
+
+
+def model_input(path: Path) -> tuple[str, np.ndarray]:
+    m = onnx.load(str(path), load_external_data=False)
+    inits = {i.name for i in m.graph.initializer}
+    (inp,) = [i for i in m.graph.input if i.name not in inits]
+    shape = [d.dim_value for d in inp.type.tensor_type.shape.dim]
+    return inp.name, np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+
+
+def best_of(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
+    out = fn()  # warm-up
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        out = fn()
+        best = min(best, time.perf_counter() - t0)
+    return best, out
+
+
+def ort_session(path: Path, threads: int | None) -> Any:
+    so = ort.SessionOptions()
+    if threads is not None:
+        so.intra_op_num_threads = threads
+    so.log_severity_level = 3
+    return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+
+
+def profile_ops(sess: Any, feeds: dict[str, np.ndarray], repeat: int) -> Counter[str]:
+    """Seconds per run spent in each operator type (wraps the plan's steps; diagnostic only)."""
+    plan = sess._plan
+    acc: Counter[str] = Counter()
+    saved = plan.steps
+    steps = []
+    for st, bn in zip(plan.steps, plan.info):
+
+        def timed(*a: Any, _fn: Any = st[0], _op: str = bn.node.op_type, **k: Any) -> Any:
+            t0 = time.perf_counter()
+            r = _fn(*a, **k)
+            acc[_op] += time.perf_counter() - t0
+            return r
+
+        steps.append((timed, *st[1:]))
+    plan.steps = steps
+    try:
+        sess.run(None, feeds)
+        acc.clear()
+        for _ in range(repeat):
+            sess.run(None, feeds)
+    finally:
+        plan.steps = saved
+    return Counter({k: v / repeat for k, v in acc.items()})
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--blas-threads", type=int, default=None)
+    ap.add_argument("--no-reference", action="store_true", help="skip onnx.reference (minutes)")
+    ap.add_argument("--models", nargs="*", default=None)
+    ap.add_argument("--profile", action="store_true")
+    args = ap.parse_args()
+
+    rows = []
+    for path in light_models(args.models):
+        name, x = model_input(path)
+        feeds = {name: x}
+        ours = onnxcore.Session(str(path))
+        t_ours, out = best_of(lambda s=ours: s.run(None, feeds), args.repeat)
+        s1 = ort_session(path, 1)
+        t_ort1, ref = best_of(lambda s=s1: s.run(None, feeds), args.repeat)
+        sd = ort_session(path, None)
+        t_ortd, _ = best_of(lambda s=sd: s.run(None, feeds), args.repeat)
+        ok = bool(np.allclose(out[0], ref[0], rtol=1e-3, atol=1e-5))
+        t_ref = float("nan")
+        if not args.no_reference:
+            ev = ReferenceEvaluator(str(path))
+            t0 = time.perf_counter()
+            ev.run(None, feeds)
+            t_ref = time.perf_counter() - t0
+        rows.append((path.stem.removeprefix("light_"), t_ours, t_ort1, t_ortd, t_ref, ok))
+        print(f"# {path.stem}: done", file=sys.stderr, flush=True)
+        if args.profile:
+            prof = profile_ops(ours, feeds, max(1, args.repeat // 2))
+            top = ", ".join(f"{k} {v * 1e3:.1f}" for k, v in prof.most_common(6))
+            print(f"#   per op (ms): {top}", file=sys.stderr, flush=True)
+
+    blas = os.environ.get("OPENBLAS_NUM_THREADS", "default")
+    print(f"Light model zoo, best of {args.repeat} runs (ms); BLAS threads: {blas}; ratio = onnxcore / other.\n")
+    print("| model | onnxcore | ORT 1 thread | ratio | ORT default | ratio | reference | reference / onnxcore | matches |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|:---:|")
+    for model, t_o, t_1, t_d, t_r, ok in rows:
+        ref_cells = f"{t_r * 1e3:.0f} | {t_r / t_o:.0f}x" if t_r == t_r else "- | -"
+        print(f"| {model} | {t_o * 1e3:.1f} | {t_1 * 1e3:.1f} | {t_o / t_1:.2f} | {t_d * 1e3:.1f} | {t_o / t_d:.2f} | "
+              f"{ref_cells} | {'yes' if ok else 'NO'} |")  # fmt: skip
+    if rows:
+        r1 = float(np.median([t_o / t_1 for _, t_o, t_1, _, _, _ in rows]))
+        rd = float(np.median([t_o / t_d for _, t_o, _, t_d, _, _ in rows]))
+        print(f"\nMedian ratio to onnxruntime: {r1:.2f} (1 thread), {rd:.2f} (default threads).")
+        refs = [t_r / t_o for _, t_o, _, _, t_r, _ in rows if t_r == t_r]
+        if refs:
+            print(f"Reference evaluator / onnxcore: min {min(refs):.0f}x, median {float(np.median(refs)):.0f}x.")
+    return 0 if all(r[-1] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
