@@ -116,7 +116,7 @@ def run_single_node_case(case_dir: Path) -> tuple[list[Any], list[Any]] | None:
 
 def assert_close(actual: Any, expected: Any, rtol: float = 1e-3, atol: float = 1e-7) -> None:
     """Compare as the conformance runner does (onnxcore.conformance.compare): NaN equal to NaN, exact for
-    ints/bools/strings, one ulp relative for element types narrower than float32."""
+    ints/bools/strings, two ulps relative for element types narrower than float32."""
     from onnxcore.conformance.compare import compare_values
 
     if isinstance(actual, tuple):

@@ -5,9 +5,10 @@ to NaN and infinities equal to themselves (same sign); integers, booleans and st
 Sequences, maps and optionals compare element by element.
 
 For element types narrower than float32 (float16, bfloat16, the float8, float6 and float4 types) the expected
-values are themselves rounded to the type, so two correct results may differ by one unit in the last place:
-``rtol`` is raised to the type's machine epsilon (one ulp relative) when that is larger. This is the
-tolerance onnxcore states per element type (Clause 11.5).
+values are themselves rounded to the type, so two correct results may differ by a unit in the last place:
+``rtol`` is raised to twice the type's machine epsilon (two ulps relative, the onnx backend harness's own
+widening for bfloat16) when that is larger. This is the tolerance onnxcore states per element type
+(Clause 11.5).
 """
 
 from __future__ import annotations
@@ -47,14 +48,14 @@ class Comparison:
 
 
 def type_rtol(dtype: np.dtype[Any], rtol: float = DEFAULT_RTOL) -> float:
-    """The relative tolerance applied to ``dtype``: ``rtol``, or one ulp for types narrower than float32."""
+    """The relative tolerance applied to ``dtype``: ``rtol``, or two ulps for types narrower than float32."""
     if dtype.kind in "fc" and dtype.itemsize >= 4:
         return rtol
     try:
         eps = float(ml_dtypes.finfo(dtype).eps)
     except (ValueError, TypeError):
         return rtol
-    return max(rtol, eps)
+    return max(rtol, 2.0 * eps)
 
 
 def _is_float(dt: np.dtype[Any]) -> bool:
