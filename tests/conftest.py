@@ -14,3 +14,11 @@ import corpus
 def node_cases() -> list[Path]:
     """Directories of the ONNX 1-3 node test cases (generated into the cache once)."""
     return corpus.node_case_dirs()
+
+
+@pytest.fixture(scope="session")
+def package_results(node_cases: list[Path]) -> list:
+    """One run of the conformance runner over the whole ONNX 1-3 node package, shared by the tests."""
+    from onnxcore.conformance.runner import run_package
+
+    return run_package(node_cases)

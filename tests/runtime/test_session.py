@@ -103,6 +103,10 @@ def test_session_from_path_and_model(tmp_path: Any, chain: bytes) -> None:
     a = onnxcore.Session(p).run(None, {"x": x, "y": x})
     b = onnxcore.Session(onnxcore.load(chain)).run(["z"], {"x": x, "y": x})
     np.testing.assert_array_equal(a[0], b[0])
+    c = onnxcore.Session(onnx.load_from_string(chain)).run(None, {"x": x, "y": x})  # onnx's own ModelProto
+    np.testing.assert_array_equal(a[0], c[0])
+    with pytest.raises(TypeError):
+        onnxcore.Session(42)
     np.testing.assert_array_equal(a[0], (x + x) * x)
 
 
@@ -345,3 +349,20 @@ def test_values_are_freed_after_last_use(mode: str) -> None:
     # With intermediates=True nothing is freed (every value is returned).
     (freed,), values = s.run(None, {"x": np.zeros(3, np.float32)}, intermediates=True)
     assert not bool(freed) and values["a"].tolist() == [1.0, 1.0, 1.0]
+
+
+@kernel("Attrs", 1, domain=TEST_DOMAIN)
+def _attrs(x: np.ndarray, **kw: Any) -> np.ndarray:
+    return np.array(sorted(kw), dtype=object)
+
+
+def test_attribute_names_are_never_code(mode: str) -> None:
+    # Attribute names come from the (untrusted) model; in generated code only identifiers are
+    # spelled as keywords, anything else is passed through a dict.
+    node = h.make_node(
+        "Attrs", ["x"], ["y"], domain=TEST_DOMAIN, **{"a-b": 1, "x) or __import__('os') #": 2, "lambda": 3, "ok": 4}
+    )
+    s = onnxcore.Session(_model([node], [_vi("x", shape=[1])], [_vi("y", TP.STRING, [4])]), check=False)
+    for _ in range(2):
+        (y,) = s.run(None, {"x": np.ones(1, np.float32)})
+        assert y.tolist() == sorted(["a-b", "x) or __import__('os') #", "lambda", "ok"])

@@ -37,10 +37,6 @@ COMPILE_AFTER = 1
 NONE_SLOT = 0  # always holds None: an input left unsupplied (Clause 7.3.3)
 TRASH_SLOT = 1  # receives outputs nobody named
 
-# Domains of ONNX 1-2, used only while onnxcore.defs is unavailable: their operators must never be
-# bound by registry order alone (that could evaluate a node with another version's semantics).
-_STANDARD_DOMAINS = frozenset({"", "ai.onnx.ml", "ai.onnx.preview.training", "ai.onnx.preview"})
-
 
 class CompileEnv:
     """State shared while compiling one model.
@@ -66,14 +62,10 @@ class CompileEnv:
         self.rng = rng
         self.unsupported: list[tuple[str, str, int]] = []
         self._fn_stack: list[tuple[str, str, str]] = []
-        try:
-            from onnxcore import defs as _defs
+        from onnxcore import defs
 
-            self._get_schema: Callable[..., Any] | None = _defs.get_schema
-            self._known = frozenset(norm_domain(d) for d in _defs.known_domains())
-        except (ImportError, AttributeError):  # TODO(defs): remove once onnxcore.defs has landed
-            self._get_schema = None
-            self._known = _STANDARD_DOMAINS
+        self._get_schema: Callable[..., Any] = defs.get_schema
+        self._known = frozenset(norm_domain(d) for d in defs.known_domains())
 
     def report_unsupported(self, domain: str, op_type: str, version: int) -> None:
         """Record an operator that has neither a kernel nor a body (Clause 4.4, 16.1)."""
@@ -83,8 +75,6 @@ class CompileEnv:
 
     def schema(self, op_type: str, version: int, domain: str) -> Any:
         """The operator definition in force at ``version`` of ``domain`` (Clause 14.3), or None."""
-        if self._get_schema is None:
-            return None
         return self._get_schema(op_type, version, domain)
 
     def find_kernel(self, domain: str, op_type: str, version: int) -> tuple[KernelDef | None, int, Any]:
@@ -221,11 +211,11 @@ class Plan:
     __slots__ = (
         "_run",
         "_runs",
-        "keep_all",
         "info",
         "input_slot_list",
         "input_slots",
         "ir",
+        "keep_all",
         "names",
         "node_slots",
         "outer_slots",

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from onnxcore.errors import InputError, UnsupportedOperatorError
+from onnxcore.errors import InputError, LimitError, UnsupportedOperatorError
 from onnxcore.limits import DEFAULT_LIMITS, Limits
 from onnxcore.proto import ModelProto, TypeProto
 from onnxcore.runtime.feeds import check_feed
@@ -63,15 +63,16 @@ def _load(model_or_path: Any) -> tuple[ModelProto, Path | None]:
     if isinstance(model_or_path, str | os.PathLike):
         path = Path(model_or_path)
         return onnxcore.load(path), path.resolve().parent
+    serialize = getattr(model_or_path, "SerializeToString", None)
+    if callable(serialize):  # a protobuf-generated ModelProto (onnx's), taken by its octets
+        return onnxcore.load(bytes(serialize())), None
     raise TypeError(f"Session: expected a ModelProto, bytes or a path, got {type(model_or_path).__name__}")
 
 
 def _validate(model: ModelProto, limits: Limits, base_dir: Path | None) -> None:
     # Clause 15.5. The validator raises ValidationError carrying the whole report.
-    try:
-        from onnxcore.check import check as check_model
-    except ImportError:  # TODO(check): remove once onnxcore.check has landed
-        return
+    from onnxcore.check import check as check_model
+
     report = check_model(model, limits=limits, base_dir=base_dir)
     report.raise_for_errors()
 
@@ -80,7 +81,8 @@ class Session:
     """Evaluates one model.
 
     Args:
-        model_or_path: A ``ModelProto``, the model's octets, or a path to a model file.
+        model_or_path: A ``ModelProto``, the model's octets, a path to a model file, or any
+            object with ``SerializeToString()`` (such as ``onnx.ModelProto``).
         limits: Resource limits (Clause 15.4); ``DEFAULT_LIMITS`` when None.
         check: Validate the model first (Clause 15.5). Turn off only for models already checked.
 
@@ -110,7 +112,10 @@ class Session:
         if not model.opset_import and model.ir_version < 3:
             opsets[""] = 1  # before IR version 3, a model without imports means ai.onnx version 1
         env = CompileEnv(local_function_table(list(model.functions)), self._limits, base_dir, np.random.default_rng())
-        ir = compile_graph(env, graph, opsets, 0, label=f"graph {graph.name!r}")
+        try:
+            ir = compile_graph(env, graph, opsets, 0, label=f"graph {graph.name!r}")
+        except RecursionError:  # only reachable with max_nesting_depth=None
+            raise LimitError("subgraphs nest deeper than this interpreter can follow (Clause 15.4)") from None
         if env.unsupported:
             ops = ", ".join(f"{d or 'ai.onnx'}::{op}-{v}" for d, op, v in env.unsupported)
             raise UnsupportedOperatorError(

@@ -10,10 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import corpus
 import numpy as np
 import pytest
-
-import corpus
 
 
 def _light_models() -> list[Any]:

@@ -317,3 +317,32 @@ def test_other_every_version_vs_ort(op: str) -> None:
         return [x], {"axis": 1}
 
     assert sweep_versions(op, build, rtol=1e-5, n_outputs=2 if op == "TopK" else 1) > 0
+
+
+def test_topk_matches_definition_brute_force() -> None:
+    """Random shapes, axes, k and heavy ties (both the sort and the partition paths): the k best
+    values, equal values in ascending index order (TopK definition)."""
+    rng = np.random.default_rng(3)
+
+    def reference(x: np.ndarray, k: int, a: int, largest: int) -> np.ndarray:
+        xm = np.moveaxis(x, a, -1)
+        idx = np.empty(xm.shape[:-1] + (k,), np.int64)
+        for r in np.ndindex(xm.shape[:-1]):
+            row = [float(v) for v in xm[r]]
+            idx[r] = sorted(range(len(row)), key=lambda i: (-row[i] if largest else row[i], i))[:k]
+        return np.moveaxis(idx, -1, a)
+
+    for trial in range(150):
+        shape = [int(v) for v in rng.integers(1, 5, size=rng.integers(1, 4))]
+        a = int(rng.integers(0, len(shape)))
+        shape[a] = int(rng.integers(1, 40))
+        dt = ["float32", "int64", "uint8", "int8"][trial % 4]
+        x = rng.integers(0, 50 if trial % 3 == 0 else 4, size=shape).astype(dt)
+        k = int(rng.integers(0, shape[a] + 1)) if trial % 2 else int(rng.integers(0, shape[a] // 4 + 1))
+        largest = int(rng.integers(0, 2))
+        axis = a - len(shape) if trial % 2 else a
+        values, idx = run_ours("TopK", [x, np.array([k], np.int64)], 11, {"axis": axis, "largest": largest})
+        ref = reference(x, k, a, largest)
+        np.testing.assert_array_equal(idx, ref)
+        np.testing.assert_array_equal(values, np.take_along_axis(x, ref, a))
+        assert values.dtype == x.dtype and idx.dtype == np.int64

@@ -25,6 +25,14 @@ FAMILIES: tuple[str, ...] = (
     "image",
     "sampling",
     "dropout_loss",
+    "sequence",
+    "quantize",
+    "random",
+    "text",
+    "signal",
+    "ml",
+    "ml_linear",
+    "ml_tree",
 )
 
 

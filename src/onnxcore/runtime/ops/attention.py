@@ -4,8 +4,13 @@ Every version of the default domain (ONNX 1-2). Attention computes all heads of 
 batched matmuls; grouped-query attention (GQA/MQA) folds the query heads sharing a key/value head into
 the row dimension of one matmul instead of repeating K and V. The masks (``attn_mask``, ``is_causal``,
 the sliding window of version 25 and the ``nonpad_kv_seqlen`` padding of version 24) are composed into
-one additive bias, broadcast rather than materialised per head. Float16 and bfloat16 compute in float32
-and round once at the end.
+one additive bias, broadcast rather than materialised per head (the mask broadcasts multidirectionally,
+Clause 6.6.2, to (batch, heads, q_sequence, total_sequence)).
+
+Float16 and bfloat16 compute in float32 and round once at the end (Clause 11.4 permits the wider
+accumulation); the result is then within half an ulp of the exact value, where the ONNX 1-3 bfloat16
+vectors, made rounding every intermediate step, can be up to about 1.3 ulps away (their harness compares
+bfloat16 at rtol 2**-6, Clause 11.5). Invalid inputs raise (Clause 8.6).
 """
 
 from __future__ import annotations
@@ -177,7 +182,7 @@ def _attention(
         probs = probs.astype(narrow).astype(np.float32)
     if bias is not None:
         # A query row whose combined bias is -inf everywhere attends nothing: its weights are 0, not NaN.
-        dead = np.isneginf(np.max(bias, axis=-1, keepdims=True))
+        dead = np.isneginf(np.max(bias, axis=-1, keepdims=True, initial=-np.inf))
         if dead.any():
             probs = np.where(dead, probs.dtype.type(0), probs)
     y = _grouped_matmul(probs.astype(ct, copy=False), v)  # (B, Hq, Sq, Dv)
@@ -190,7 +195,7 @@ def _attention(
 
 def _masked_softmax(x: np.ndarray) -> np.ndarray:
     """Softmax over the last axis; a row that is -inf everywhere gives zeros (never NaN)."""
-    m = np.max(x, axis=-1, keepdims=True)
+    m = np.max(x, axis=-1, keepdims=True, initial=-np.inf)
     m = np.where(np.isneginf(m), x.dtype.type(0), m)
     with np.errstate(invalid="ignore", over="ignore"):
         e = np.exp(x - m)
@@ -222,9 +227,7 @@ def _attention_bias(
         short = total - m.shape[-1]
         if short > 0 and m.shape[-1] != 1:
             if version < 24:
-                raise ShapeError(
-                    f"Attention: attn_mask {m.shape} does not broadcast to total sequence length {total}"
-                )
+                raise ShapeError(f"Attention: attn_mask {m.shape} does not broadcast to total sequence length {total}")
             # Version 24+: a shorter last axis is padded with -inf (False) up to total_sequence_length.
             pad = [(0, 0)] * (m.ndim - 1) + [(0, short)]
             m = np.pad(m, pad, constant_values=False if m.dtype == np.bool_ else -np.inf)
@@ -237,7 +240,9 @@ def _attention_bias(
         try:
             np.broadcast_shapes(bias.shape, (batch, 1, sq, total))
         except ValueError:
-            raise ShapeError(f"Attention: attn_mask {m.shape} does not broadcast to ({batch}, H, {sq}, {total})") from None
+            raise ShapeError(
+                f"Attention: attn_mask {m.shape} does not broadcast to ({batch}, H, {sq}, {total})"
+            ) from None
 
     # Offset of the query block: cached keys before it (internal cache), or per batch item
     # nonpad_kv_seqlen - Sq (external cache), else 0.
@@ -439,9 +444,7 @@ def rotary_embedding(
             raise ShapeError("RotaryEmbedding: without position_ids the caches must be 3-D (B, S, rot/2)")
         cos, sin = cos_cache, sin_cache
     if cos.shape != (batch, seq, half) or sin.shape != (batch, seq, half):
-        raise ShapeError(
-            f"RotaryEmbedding: caches give {cos.shape} / {sin.shape}, expected ({batch}, {seq}, {half})"
-        )
+        raise ShapeError(f"RotaryEmbedding: caches give {cos.shape} / {sin.shape}, expected ({batch}, {seq}, {half})")
     cos = np.expand_dims(cos.astype(ct), head_axis)
     sin = np.expand_dims(sin.astype(ct), head_axis)
     if interleaved:
@@ -582,7 +585,7 @@ def linear_attention(
 
 @kernel("CausalConvWithState", 27)
 def causal_conv_with_state(
-    input: np.ndarray,  # noqa: A002 - the schema's input name
+    input: np.ndarray,
     weight: np.ndarray,
     bias: np.ndarray | None = None,
     past_state: np.ndarray | None = None,

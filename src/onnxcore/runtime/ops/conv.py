@@ -85,14 +85,16 @@ def conv_pads(
     auto_pad: str,
     *,
     ceil_mode: int = 0,
+    drop_tail: bool = False,
 ) -> tuple[list[int], list[int], list[int]]:
     """Resolve (pads_begin, pads_end, out_shape) of a forward window operation.
 
     ``auto_pad`` SAME_* gives ``out = ceil(in / stride)`` and splits the needed padding, the odd
     element going to the end (SAME_UPPER) or the beginning (SAME_LOWER); VALID pads nothing and
     gives ``floor((in - ek) / stride) + 1``; NOTSET uses ``pads``. With ``ceil_mode`` (pools), the
-    explicit-padding size rounds up, but a window that would start in the end padding is dropped
-    (the rule AveragePool-22/MaxPool-22 state, which onnxruntime applies for every version).
+    explicit-padding size rounds up; with ``drop_tail`` too, a window that would start in the end
+    padding is dropped (the sentence the version-22 pools added; onnx's shape inference applies it
+    from opset 22 only, onnxruntime in every version).
 
     Raises:
         ShapeError: the padded input is smaller than the dilated kernel.
@@ -120,11 +122,12 @@ def conv_pads(
         span = in_shape[i] + pb[i] + pe[i] - ek[i]
         if span < 0:
             raise ShapeError(
-                f"spatial axis {i}: padded input {in_shape[i] + pb[i] + pe[i]} is smaller than the dilated kernel {ek[i]}"
+                f"spatial axis {i}: padded input {in_shape[i] + pb[i] + pe[i]} is smaller than "
+                f"the dilated kernel {ek[i]}"
             )
         if ceil_mode and mode == "NOTSET":
             o = -(-span // strides[i]) + 1
-            if (o - 1) * strides[i] >= in_shape[i] + pb[i]:
+            if drop_tail and (o - 1) * strides[i] >= in_shape[i] + pb[i]:
                 o -= 1
         else:
             o = span // strides[i] + 1
@@ -138,9 +141,17 @@ def pad_spatial(x: np.ndarray, pb: Sequence[int], pe: Sequence[int], value: Any 
         return x
     lead = x.ndim - len(pb)
     shape = x.shape[:lead] + tuple(s + b + e for s, b, e in zip(x.shape[lead:], pb, pe))
-    out = np.full(shape, value, dtype=x.dtype)
-    sl = (slice(None),) * lead + tuple(slice(b, b + s) for b, s in zip(pb, x.shape[lead:]))
-    out[sl] = x
+    out = np.empty(shape, dtype=x.dtype)
+    inner = [slice(b, b + s) for b, s in zip(pb, x.shape[lead:])]
+    out[(slice(None),) * lead + tuple(inner)] = x
+    # Fill only the border slabs (one pass over the data instead of two).
+    for i, (b, e) in enumerate(zip(pb, pe)):
+        pre = (slice(None),) * lead + tuple(inner[:i])
+        if b:
+            out[(*pre, slice(0, b))] = value
+        if e:
+            out[(*pre, slice(shape[lead + i] - e, None))] = value
+        inner[i] = slice(None)
     return out
 
 
@@ -163,9 +174,7 @@ def window_view(
 def _offset_slices(
     offs: Sequence[int], strides: Sequence[int], dilations: Sequence[int], count: Sequence[int]
 ) -> tuple[slice, ...]:
-    return tuple(
-        slice(k * d, k * d + (c - 1) * s + 1, s) for k, d, s, c in zip(offs, dilations, strides, count)
-    )
+    return tuple(slice(k * d, k * d + (c - 1) * s + 1, s) for k, d, s, c in zip(offs, dilations, strides, count))
 
 
 def col2im_accumulate(
@@ -280,9 +289,7 @@ def _conv_core(
 _CHUNK_BYTES = 1 << 20
 
 
-def _chunked_matmul(
-    wm: np.ndarray, view: np.ndarray, n_img: int, group: int, k_rows: int, length: int
-) -> np.ndarray:
+def _chunked_matmul(wm: np.ndarray, view: np.ndarray, n_img: int, group: int, k_rows: int, length: int) -> np.ndarray:
     """``wm @ view.reshape(n_img, group, k_rows, length)``, building the columns in bands."""
     total = n_img * group * k_rows * length * view.itemsize
     if total <= 2 * _CHUNK_BYTES:
@@ -298,7 +305,7 @@ def _chunked_matmul(
 
 # The flat layout computes outputs on the padded grid's row pitch; skip it when the wasted
 # columns would exceed this fraction of the useful ones.
-_FLAT_WASTE = 0.35
+_FLAT_WASTE = 0.15
 
 
 def _flat_conv(
@@ -314,8 +321,9 @@ def _flat_conv(
 
     With stride 1, output ``o`` and kernel offset ``k`` read padded position ``o + k*d``; in the
     flattened padded image that is ``flat(o) + flat(k*d)``, so each kernel offset is one
-    contiguous slice of length ``out[0] * prod(padded[1:])``. The im2col copy then runs over long contiguous rows; the surplus columns (positions past
-    ``out`` along the inner axes) are cropped at the end.
+    contiguous slice of length ``out[0] * prod(padded[1:])``. The im2col copy then runs over long
+    contiguous rows; the surplus columns (positions past ``out`` along the inner axes) are
+    cropped at the end.
     """
     n_img, c = x.shape[:2]
     m = w.shape[0]
@@ -341,7 +349,7 @@ def _flat_conv(
     kk = len(offsets)
     # Kernel offsets are not one uniform stride in general; view cols as (N, C, *kernel, L)
     # (or (N, C, kk, L) when they are) and let one reshape do the im2col copy.
-    if kk == 1 or len({b - a for a, b in zip(offsets, offsets[1:])}) == 1:
+    if kk == 1 or len({b - a for a, b in itertools.pairwise(offsets)}) == 1:
         step = offsets[1] - offsets[0] if kk > 1 else 0
         view = as_strided(buf, shape=(n_img, c, kk, length),
                           strides=(buf.strides[0], buf.strides[1], step * item, item), writeable=False)  # fmt: skip
@@ -403,7 +411,15 @@ def conv(
     stride 1 is the same rule; Conv-11 stated it for any stride.
     """
     return _conv(
-        X, W, B, auto_pad=auto_pad, dilations=dilations, group=group, kernel_shape=kernel_shape, pads=pads, strides=strides
+        X,
+        W,
+        B,
+        auto_pad=auto_pad,
+        dilations=dilations,
+        group=group,
+        kernel_shape=kernel_shape,
+        pads=pads,
+        strides=strides,
     )
 
 
@@ -608,7 +624,7 @@ def _deform_conv(
     in_sp = list(x.shape[2:])
     st = spatial_attr(strides, nd, 1, "strides")
     dil = spatial_attr(dilations, nd, 1, "dilations")
-    pb, pe, out = conv_pads(in_sp, kernel, st, dil, pads, "NOTSET")
+    pb, _, out = conv_pads(in_sp, kernel, st, dil, pads, "NOTSET")
     if offset_group < 1 or c % offset_group:
         raise EvaluationError(f"offset_group={offset_group} must be positive and divide C={c}")
     og = offset_group

@@ -49,12 +49,20 @@ def _wants_mask(ctx: KernelContext) -> bool:
     return len(ctx.outputs_requested) > 1 and bool(ctx.outputs_requested[1])
 
 
-@kernel("Dropout", 1, 6, context=True)
+@kernel("Dropout", 1, context=True)
 def dropout_1(
     ctx: KernelContext, data: np.ndarray, *, consumed_inputs: list[int] | None = None, is_test: int = 0,
     ratio: float = 0.5,
 ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:  # fmt: skip
-    """Dropout-1/6: identity when ``is_test`` is set, else a random dropout scaled by
+    """Dropout-1: as -6 (``consumed_inputs`` is a legacy hint without effect)."""
+    return dropout_6(ctx, data, is_test=is_test, ratio=ratio)
+
+
+@kernel("Dropout", 6, context=True)
+def dropout_6(
+    ctx: KernelContext, data: np.ndarray, *, is_test: int = 0, ratio: float = 0.5
+) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+    """Dropout-6: identity when ``is_test`` is set, else a random dropout scaled by
     ``1/(1-ratio)``; the mask has the data's type (1 kept, 0 dropped)."""
     if is_test:
         y, keep = data, np.ones(data.shape, dtype=bool)

@@ -63,8 +63,10 @@ def _div(A: Array, B: Array) -> Array:
                 return _wrap(np.floor_divide(A, B))
             # Truncation toward zero: q = (a - fmod(a, b)) / b is exact in integers.
             r = np.fmod(A, B)
-            q = np.subtract(A, r)
+            q = np.asarray(np.subtract(A, r))
             nz = B != 0
+            if nz.all():
+                return _wrap(np.floor_divide(q, B, out=q if q.shape == r.shape else None))
             return _wrap(np.floor_divide(q, np.where(nz, B, 1)) * nz)
         except ValueError:
             raise _bcast_error(A, B) from None

@@ -98,15 +98,25 @@ def _bn_legacy(
     return y, rm.reshape(mean.shape), rv.reshape(var.shape), sm.reshape(mean.shape), sv.reshape(var.shape)
 
 
-@kernel("BatchNormalization", 1, 6)
+@kernel("BatchNormalization", 1)
 def batch_normalization_1(
     X: np.ndarray, scale: np.ndarray, B: np.ndarray, mean: np.ndarray, var: np.ndarray, *,
     consumed_inputs: list[int] | None = None, epsilon: float = 1e-5, is_test: int = 0,
     momentum: float = 0.9, spatial: int = 1,
 ) -> np.ndarray | tuple[np.ndarray, ...]:  # fmt: skip
-    """BatchNormalization-1/6: ``is_test`` selects inference; otherwise training mode (batch
-    statistics; outputs mean, var = running statistics, saved_mean, saved_var = batch statistics).
-    ``spatial=0`` keeps one statistic per feature."""
+    """BatchNormalization-1: as -6 (``consumed_inputs`` is a legacy hint without effect)."""
+    return batch_normalization_6(X, scale, B, mean, var, epsilon=epsilon, is_test=is_test, momentum=momentum,
+                                 spatial=spatial)  # fmt: skip
+
+
+@kernel("BatchNormalization", 6)
+def batch_normalization_6(
+    X: np.ndarray, scale: np.ndarray, B: np.ndarray, mean: np.ndarray, var: np.ndarray, *,
+    epsilon: float = 1e-5, is_test: int = 0, momentum: float = 0.9, spatial: int = 1,
+) -> np.ndarray | tuple[np.ndarray, ...]:  # fmt: skip
+    """BatchNormalization-6: ``is_test`` selects inference; otherwise training mode (batch
+    statistics; outputs mean, var = running statistics, saved_mean, saved_var = batch mean and
+    population variance). ``spatial=0`` keeps one statistic per feature."""
     return _bn_legacy(X, scale, B, mean, var, epsilon=epsilon, momentum=momentum, spatial=spatial,
                       training=not is_test)  # fmt: skip
 
@@ -167,11 +177,17 @@ def _standardize(xw: np.ndarray, axes: tuple[int, ...], epsilon: float) -> tuple
     return d, mean, inv
 
 
-@kernel("InstanceNormalization", 1, 6, 22)
-def instance_normalization(
+@kernel("InstanceNormalization", 1)
+def instance_normalization_1(
     input: np.ndarray, scale: np.ndarray, B: np.ndarray, *, consumed_inputs: list[int] | None = None,
     epsilon: float = 1e-5,
 ) -> np.ndarray:  # fmt: skip
+    """InstanceNormalization-1: as -6 (``consumed_inputs`` is a legacy hint without effect)."""
+    return instance_normalization(input, scale, B, epsilon=epsilon)
+
+
+@kernel("InstanceNormalization", 6, 22)
+def instance_normalization(input: np.ndarray, scale: np.ndarray, B: np.ndarray, *, epsilon: float = 1e-5) -> np.ndarray:
     """InstanceNormalization: per (n, c) standardization over the spatial axes, then scale and B."""
     x = input
     if x.ndim < 3:

@@ -35,6 +35,7 @@ def _setup(
     pads: Any,
     auto_pad: str,
     ceil_mode: int,
+    drop_tail: bool = False,
 ) -> tuple[list[int], list[int], list[int], list[int], list[int], list[int]]:
     if x.ndim < 3:
         raise ShapeError(f"X must have rank >= 3 (N, C, spatial...), got shape {x.shape}")
@@ -46,7 +47,7 @@ def _setup(
         raise EvaluationError(f"kernel_shape must be positive, got {kernel}")
     st = spatial_attr(strides, nd, 1, "strides")
     dil = spatial_attr(dilations, nd, 1, "dilations")
-    pb, pe, out = conv_pads(x.shape[2:], kernel, st, dil, pads, auto_pad, ceil_mode=ceil_mode)
+    pb, pe, out = conv_pads(x.shape[2:], kernel, st, dil, pads, auto_pad, ceil_mode=ceil_mode, drop_tail=drop_tail)
     return kernel, st, dil, pb, pe, out
 
 
@@ -90,6 +91,43 @@ def _window_reduce(
     return acc
 
 
+def _separable_reduce(
+    xp: np.ndarray, kernel: Sequence[int], st: Sequence[int], dil: Sequence[int], out: Sequence[int], op: str
+) -> np.ndarray:
+    """Sum or max over every window, one spatial axis at a time (both are separable).
+
+    Along the innermost axis a stride ``s`` is handled by splitting the row into its ``s`` phases
+    once, so every kernel tap reads a contiguous run (SIMD-friendly) instead of a strided one;
+    along outer axes strided slicing keeps the inner axis contiguous anyway.
+    """
+    fn = np.add if op == "sum" else np.maximum
+    nd = len(kernel)
+    arr = xp
+    for a in reversed(range(nd)):
+        ax = 2 + a
+        k, s, d, o = kernel[a], st[a], dil[a], out[a]
+        if k == 1 and s == 1 and arr.shape[ax] == o:
+            continue
+        taps: list[np.ndarray] = []
+        if a == nd - 1 and s > 1:
+            phases: dict[int, np.ndarray] = {}
+            for i in range(k):
+                ph, shift = (i * d) % s, (i * d) // s
+                if ph not in phases:
+                    phases[ph] = np.ascontiguousarray(arr[..., ph::s])
+                taps.append(phases[ph][..., shift : shift + o])
+        else:
+            for i in range(k):
+                sl = [slice(None)] * arr.ndim
+                sl[ax] = slice(i * d, i * d + (o - 1) * s + 1, s)
+                taps.append(arr[tuple(sl)])
+        acc = taps[0].copy()
+        for t in taps[1:]:
+            fn(acc, t, out=acc)
+        arr = acc
+    return arr if arr is not xp else xp.copy()
+
+
 # Rows shorter than this make numpy's per-row overhead dominate; the flat layout avoids rows.
 _SHORT_ROW = 32
 
@@ -115,8 +153,10 @@ def _pool_reduce(
     nd = len(kernel)
     s0 = st[0]
     kk = math.prod(kernel)
-    if kk > _MANY_OFFSETS or any(v != s0 for v in st) or (s0 != 1 and out[-1] >= _SHORT_ROW):
+    if kk > _MANY_OFFSETS:
         return _window_reduce(_padded(x, kernel, st, dil, pb, pe, out, value), kernel, st, dil, out, op)
+    if any(v != s0 for v in st) or out[-1] >= _SHORT_ROW:
+        return _separable_reduce(_padded(x, kernel, st, dil, pb, pe, out, value), kernel, st, dil, out, op)
     need = [(o - 1) * s + (k - 1) * d + 1 for o, s, k, d in zip(out, st, kernel, dil)]
     pe2 = [max(e, n - i - b) for e, n, i, b in zip(pe, need, x.shape[2:], pb)]
     padded = [i + b + e for i, b, e in zip(x.shape[2:], pb, pe2)]
@@ -143,9 +183,7 @@ def _pool_reduce(
     return np.ascontiguousarray(y[(slice(None), slice(None), slice(None)) + tuple(slice(0, o) for o in out[1:])])
 
 
-def _axis_counts(
-    size: int, k: int, s: int, d: int, b: int, e: int, o: int, include_pad: bool
-) -> np.ndarray:
+def _axis_counts(size: int, k: int, s: int, d: int, b: int, e: int, o: int, include_pad: bool) -> np.ndarray:
     """How many window taps of each output position along one axis fall in the counted region."""
     taps = np.arange(o)[:, None] * s - b + np.arange(k)[None, :] * d
     lo, hi = (-b, size + e) if include_pad else (0, size)
@@ -169,26 +207,28 @@ def _divisor(x_sp: Sequence[int], kernel: Sequence[int], st: Sequence[int], dil:
 # ---------------------------------------------------------------------------------------------
 
 
-@kernel("AveragePool", 1, 7, 10, 11, 19, 22)
-def average_pool(
+def _average_pool(
     X: np.ndarray,
     *,
-    auto_pad: str = "NOTSET",
-    ceil_mode: int = 0,
-    count_include_pad: int = 0,
-    dilations: list[int] | None = None,
-    kernel_shape: list[int] | None = None,
-    pads: list[int] | None = None,
-    strides: list[int] | None = None,
+    auto_pad: str,
+    ceil_mode: int,
+    count_include_pad: int,
+    dilations: list[int] | None,
+    kernel_shape: list[int] | None,
+    pads: list[int] | None,
+    strides: list[int] | None,
+    drop_tail: bool = False,
 ) -> np.ndarray:
-    """AveragePool-1..22 (attributes a version lacks keep their defaults, which is its behaviour).
+    """AveragePool of every version (an attribute a version lacks has the default it implies).
 
     With ``count_include_pad`` the divisor counts taps inside the explicitly padded region; taps a
     ceil_mode window puts beyond that region never count (as in onnxruntime and the test vectors).
     For auto_pad SAME_* the output is ``ceil(in / stride)`` in every version (AveragePool-11's
-    "floor" text was corrected in AveragePool-19 to an equivalent of the ceil form).
+    "floor" text was corrected in AveragePool-19 to an equivalent of the ceil form). Before
+    version 22 a ceil_mode window may lie wholly in the end padding (its average is then NaN,
+    or 0 with count_include_pad).
     """
-    kernel, st, dil, pb, pe, out = _setup(X, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode)
+    kernel, st, dil, pb, pe, out = _setup(X, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode, drop_tail)
     dt = X.dtype
     wd = work_dtype(dt)
     if any(o <= 0 for o in out) or X.size == 0:
@@ -198,6 +238,59 @@ def average_pool(
     with np.errstate(divide="ignore", invalid="ignore"):
         acc /= div.astype(wd)
     return acc.astype(dt, copy=False)
+
+
+@kernel("AveragePool", 1)
+def average_pool_1(
+    X: np.ndarray, *, auto_pad: str = "NOTSET", kernel_shape: list[int] | None = None,
+    pads: list[int] | None = None, strides: list[int] | None = None,
+) -> np.ndarray:  # fmt: skip
+    """AveragePool-1: padding never counts."""
+    return _average_pool(X, auto_pad=auto_pad, ceil_mode=0, count_include_pad=0, dilations=None,
+                         kernel_shape=kernel_shape, pads=pads, strides=strides)  # fmt: skip
+
+
+@kernel("AveragePool", 7)
+def average_pool_7(
+    X: np.ndarray, *, auto_pad: str = "NOTSET", count_include_pad: int = 0, kernel_shape: list[int] | None = None,
+    pads: list[int] | None = None, strides: list[int] | None = None,
+) -> np.ndarray:  # fmt: skip
+    """AveragePool-7: adds count_include_pad."""
+    return _average_pool(X, auto_pad=auto_pad, ceil_mode=0, count_include_pad=count_include_pad, dilations=None,
+                         kernel_shape=kernel_shape, pads=pads, strides=strides)  # fmt: skip
+
+
+@kernel("AveragePool", 10, 11)
+def average_pool_10(
+    X: np.ndarray, *, auto_pad: str = "NOTSET", ceil_mode: int = 0, count_include_pad: int = 0,
+    kernel_shape: list[int] | None = None, pads: list[int] | None = None, strides: list[int] | None = None,
+) -> np.ndarray:  # fmt: skip
+    """AveragePool-10/11: adds ceil_mode."""
+    return _average_pool(X, auto_pad=auto_pad, ceil_mode=ceil_mode, count_include_pad=count_include_pad,
+                         dilations=None, kernel_shape=kernel_shape, pads=pads, strides=strides)  # fmt: skip
+
+
+@kernel("AveragePool", 19)
+def average_pool_19(
+    X: np.ndarray, *, auto_pad: str = "NOTSET", ceil_mode: int = 0, count_include_pad: int = 0,
+    dilations: list[int] | None = None, kernel_shape: list[int] | None = None, pads: list[int] | None = None,
+    strides: list[int] | None = None,
+) -> np.ndarray:  # fmt: skip
+    """AveragePool-19: adds dilations."""
+    return _average_pool(X, auto_pad=auto_pad, ceil_mode=ceil_mode, count_include_pad=count_include_pad,
+                         dilations=dilations, kernel_shape=kernel_shape, pads=pads, strides=strides)  # fmt: skip
+
+
+@kernel("AveragePool", 22)
+def average_pool(
+    X: np.ndarray, *, auto_pad: str = "NOTSET", ceil_mode: int = 0, count_include_pad: int = 0,
+    dilations: list[int] | None = None, kernel_shape: list[int] | None = None, pads: list[int] | None = None,
+    strides: list[int] | None = None,
+) -> np.ndarray:  # fmt: skip
+    """AveragePool-22: a ceil_mode window that would start in the end padding is dropped."""
+    return _average_pool(X, auto_pad=auto_pad, ceil_mode=ceil_mode, count_include_pad=count_include_pad,
+                         dilations=dilations, kernel_shape=kernel_shape, pads=pads, strides=strides,
+                         drop_tail=True)  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------
@@ -222,8 +315,9 @@ def _maxpool(
     pads: Any,
     storage_order: int,
     strides: Any,
+    drop_tail: bool = False,
 ) -> tuple[np.ndarray, np.ndarray | None]:
-    kernel, st, dil, pb, pe, out = _setup(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode)
+    kernel, st, dil, pb, pe, out = _setup(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode, drop_tail)
     dt = x.dtype
     wd = work_dtype(dt) if dt.kind not in "iu" else dt
     nd = len(kernel)
@@ -279,8 +373,17 @@ def max_pool_1(
     return y
 
 
-@kernel("MaxPool", 8, 10, 11, 12, 22, context=True)
-def max_pool(
+@kernel("MaxPool", 8, context=True)
+def max_pool_8(
+    ctx: KernelContext, X: np.ndarray, *, auto_pad: str = "NOTSET", kernel_shape: list[int] | None = None,
+    pads: list[int] | None = None, storage_order: int = 0, strides: list[int] | None = None,
+) -> np.ndarray | tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """MaxPool-8: adds the Indices output and storage_order (no ceil_mode, no dilations)."""
+    return _max_pool_ctx(ctx, X, auto_pad=auto_pad, kernel_shape=kernel_shape, pads=pads,
+                         storage_order=storage_order, strides=strides)  # fmt: skip
+
+
+def _max_pool_ctx(
     ctx: KernelContext,
     X: np.ndarray,
     *,
@@ -291,15 +394,42 @@ def max_pool(
     pads: list[int] | None = None,
     storage_order: int = 0,
     strides: list[int] | None = None,
+    drop_tail: bool = False,
 ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """MaxPool-8..22 with the optional Indices output (flat over N x C x D1.. x Dn, without padding;
     ``storage_order=1`` numbers the spatial positions column-major). Ties keep the first tap."""
     want = len(ctx.outputs_requested) > 1 and bool(ctx.outputs_requested[1])
     y, i = _maxpool(X, want, auto_pad=auto_pad, ceil_mode=ceil_mode, dilations=dilations,
-                    kernel_shape=kernel_shape, pads=pads, storage_order=storage_order, strides=strides)  # fmt: skip
+                    kernel_shape=kernel_shape, pads=pads, storage_order=storage_order, strides=strides,
+                    drop_tail=drop_tail)  # fmt: skip
     if i is None:
         return y
     return y, i
+
+
+@kernel("MaxPool", 10, 11, 12, context=True)
+def max_pool_10(
+    ctx: KernelContext, X: np.ndarray, *, auto_pad: str = "NOTSET", ceil_mode: int = 0,
+    dilations: list[int] | None = None, kernel_shape: list[int] | None = None, pads: list[int] | None = None,
+    storage_order: int = 0, strides: list[int] | None = None,
+) -> np.ndarray | tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """MaxPool-10/11/12 (int8/uint8 from 12): adds ceil_mode and dilations. A ceil_mode window
+    wholly in the end padding yields the type's lowest value (-inf for floats)."""
+    return _max_pool_ctx(ctx, X, auto_pad=auto_pad, ceil_mode=ceil_mode, dilations=dilations,
+                         kernel_shape=kernel_shape, pads=pads, storage_order=storage_order,
+                         strides=strides)  # fmt: skip
+
+
+@kernel("MaxPool", 22, context=True)
+def max_pool(
+    ctx: KernelContext, X: np.ndarray, *, auto_pad: str = "NOTSET", ceil_mode: int = 0,
+    dilations: list[int] | None = None, kernel_shape: list[int] | None = None, pads: list[int] | None = None,
+    storage_order: int = 0, strides: list[int] | None = None,
+) -> np.ndarray | tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """MaxPool-22: a ceil_mode window that would start in the end padding is dropped."""
+    return _max_pool_ctx(ctx, X, auto_pad=auto_pad, ceil_mode=ceil_mode, dilations=dilations,
+                         kernel_shape=kernel_shape, pads=pads, storage_order=storage_order, strides=strides,
+                         drop_tail=True)  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------
@@ -315,8 +445,38 @@ def _lp_root(s: np.ndarray, p: float) -> np.ndarray:
     return np.power(s, 1.0 / p, out=s)
 
 
-@kernel("LpPool", 1, 2, 11, 18, 22)
+@kernel("LpPool", 1, 2, 11)
+def lp_pool_1(
+    X: np.ndarray, *, auto_pad: str = "NOTSET", kernel_shape: list[int] | None = None, p: float = 2,
+    pads: list[int] | None = None, strides: list[int] | None = None,
+) -> np.ndarray:  # fmt: skip
+    """LpPool-1/2/11 (``p`` a float in v1, an int from v2; no ceil_mode, no dilations)."""
+    return _lp_pool(X, auto_pad=auto_pad, kernel_shape=kernel_shape, p=p, pads=pads, strides=strides)
+
+
+@kernel("LpPool", 18)
+def lp_pool_18(
+    X: np.ndarray, *, auto_pad: str = "NOTSET", ceil_mode: int = 0, dilations: list[int] | None = None,
+    kernel_shape: list[int] | None = None, p: float = 2, pads: list[int] | None = None,
+    strides: list[int] | None = None,
+) -> np.ndarray:  # fmt: skip
+    """LpPool-18: adds ceil_mode and dilations."""
+    return _lp_pool(X, auto_pad=auto_pad, ceil_mode=ceil_mode, dilations=dilations, kernel_shape=kernel_shape,
+                    p=p, pads=pads, strides=strides)  # fmt: skip
+
+
+@kernel("LpPool", 22)
 def lp_pool(
+    X: np.ndarray, *, auto_pad: str = "NOTSET", ceil_mode: int = 0, dilations: list[int] | None = None,
+    kernel_shape: list[int] | None = None, p: float = 2, pads: list[int] | None = None,
+    strides: list[int] | None = None,
+) -> np.ndarray:  # fmt: skip
+    """LpPool-22: a ceil_mode window that would start in the end padding is dropped."""
+    return _lp_pool(X, auto_pad=auto_pad, ceil_mode=ceil_mode, dilations=dilations, kernel_shape=kernel_shape,
+                    p=p, pads=pads, strides=strides, drop_tail=True)  # fmt: skip
+
+
+def _lp_pool(
     X: np.ndarray,
     *,
     auto_pad: str = "NOTSET",
@@ -326,10 +486,10 @@ def lp_pool(
     p: float = 2,
     pads: list[int] | None = None,
     strides: list[int] | None = None,
+    drop_tail: bool = False,
 ) -> np.ndarray:
-    """LpPool-1..22: ``(sum |x|^p)^(1/p)`` over each window, padding contributing zero
-    (``p`` is a float in LpPool-1, an int from LpPool-2; ceil_mode and dilations from 18)."""
-    kernel, st, dil, pb, pe, out = _setup(X, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode)
+    """``(sum |x|^p)^(1/p)`` over each window, padding contributing zero."""
+    kernel, st, dil, pb, pe, out = _setup(X, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode, drop_tail)
     dt = X.dtype
     wd = work_dtype(dt)
     if any(o <= 0 for o in out) or X.size == 0:

@@ -248,30 +248,46 @@ def argmin(data: Array, *, axis: int = 0, keepdims: int = 1, select_last_index: 
 # --- CumSum / CumProd -------------------------------------------------------------------------
 
 
+def _accumulate(uf: Any, src: Array, out: Array, inner: int) -> None:
+    """Inclusive running ``uf`` of ``src`` along axis 0 into ``out`` (same shape, axis 0 first).
+
+    numpy's ``ufunc.accumulate`` walks the axis element by element in its inner loop; when each
+    step is a slab with ``inner`` contiguous elements (the extents after the axis in memory),
+    one vectorized operation per step is several times faster.
+    """
+    n = src.shape[0]
+    if n == 0:
+        return
+    if inner >= 32 and n <= 4096:
+        out[0] = src[0]
+        for i in range(1, n):
+            uf(out[i - 1], src[i], out=out[i])
+    else:
+        uf.accumulate(src, axis=0, dtype=out.dtype, out=out)
+
+
 def _cumulative(x: Array, axis: Array, exclusive: int, reverse: int, prod: bool) -> Array:
     if x.ndim == 0:
         raise EvaluationError("CumSum/CumProd: input must have rank >= 1")
     a = normalize_axis(int(scalar_of(axis, name="axis")), x.ndim)
     dt = x.dtype
     xc = _acc_input(x)
+    y = np.empty(xc.shape, dtype=xc.dtype)
+    # Work on views with the axis first (and reversed for ``reverse``); y is written through them.
+    src = np.moveaxis(xc, a, 0)
+    dst = np.moveaxis(y, a, 0)
     if reverse:
-        xc = np.flip(xc, axis=a)
+        src = src[::-1]
+        dst = dst[::-1]
     uf = np.multiply if prod else np.add
+    inner = int(np.prod(x.shape[a + 1 :], dtype=np.int64))
     if exclusive:
-        y = np.empty(xc.shape, dtype=xc.dtype)
-        head = [slice(None)] * x.ndim
-        tail = [slice(None)] * x.ndim
-        head[a] = slice(0, 1)
-        tail[a] = slice(1, None)
-        y[tuple(head)] = 1 if prod else 0
-        src = [slice(None)] * x.ndim
-        src[a] = slice(0, -1)
-        uf.accumulate(xc[tuple(src)], axis=a, dtype=xc.dtype, out=y[tuple(tail)])
+        if dst.shape[0]:
+            dst[0] = 1 if prod else 0
+        _accumulate(uf, src[:-1], dst[1:], inner)
     else:
-        y = uf.accumulate(xc, axis=a, dtype=xc.dtype)
-    if reverse:
-        y = np.flip(y, axis=a)
-    return np.ascontiguousarray(_finish(y, dt))
+        _accumulate(uf, src, dst, inner)
+    return _finish(y, dt)
 
 
 @kernel("CumSum", 11, 14)
@@ -386,6 +402,38 @@ def hardmax(input: Array, *, axis: int = -1) -> Array:
 # --- TopK -------------------------------------------------------------------------------------
 
 
+def _stable_order(v: Array, largest: int) -> Array:
+    """Order of ``v`` along the last axis, best first, equal values by ascending index."""
+    if largest:
+        # A stable ascending sort of the reversed axis, read backwards, puts the largest first
+        # and keeps equal values in ascending index order.
+        n = v.shape[-1]
+        order = np.argsort(v[..., ::-1], axis=-1, kind="stable")[..., ::-1]
+        return (n - 1) - order
+    return np.argsort(v, axis=-1, kind="stable")
+
+
+def _topk_last(xm: Array, k: int, largest: int) -> Array:
+    """Indices (int64) of the top ``k`` along the last axis of ``xm``, in TopK order."""
+    n = xm.shape[-1]
+    use_partition = 0 < k and 4 * k < n and not (xm.dtype.kind == "f" and np.isnan(xm).any())
+    if not use_partition:
+        return np.ascontiguousarray(_stable_order(xm, largest)[..., :k]).astype(np.int64)
+    # Selection in O(n): the k-th best value by partition; every strictly better element, then
+    # the equal ones of lowest index until k are chosen (the definition's tie order).
+    pos = n - k if largest else k - 1
+    kth = np.partition(xm, pos, axis=-1)[..., pos : pos + 1]
+    better = xm > kth if largest else xm < kth
+    need = k - np.count_nonzero(better, axis=-1, keepdims=True)
+    eq = xm == kth
+    chosen = np.cumsum(eq, axis=-1, dtype=np.int64)
+    np.less_equal(chosen, need, out=eq, where=eq)
+    better |= eq
+    cols = np.nonzero(better)[-1].reshape(xm.shape[:-1] + (k,))
+    cand = np.take_along_axis(xm, cols, axis=-1)
+    return np.take_along_axis(cols, _stable_order(cand, largest), axis=-1).astype(np.int64)
+
+
 def _topk(x: Array, k: int, axis: int, largest: int) -> tuple[Array, Array]:
     if x.ndim == 0:
         raise EvaluationError("TopK: input must have rank >= 1")
@@ -394,15 +442,8 @@ def _topk(x: Array, k: int, axis: int, largest: int) -> tuple[Array, Array]:
     if k < 0 or k > n:
         raise EvaluationError(f"TopK: k={k} is outside [0, {n}] for axis {a}")
     xc = x.astype(np.float32) if x.dtype.kind == "V" else x
-    # Ties keep the lower index first (definition): a stable ascending sort does that for
-    # smallest; for largest, sort the reversed axis stably and read it backwards.
-    if largest:
-        order = np.argsort(np.flip(xc, axis=a), axis=a, kind="stable")
-        order = np.flip(order, axis=a)
-        order = (n - 1) - order
-    else:
-        order = np.argsort(xc, axis=a, kind="stable")
-    idx = np.take(order, np.arange(k), axis=a).astype(np.int64)
+    idx = _topk_last(np.moveaxis(xc, a, -1), k, largest)
+    idx = np.ascontiguousarray(np.moveaxis(idx, -1, a))
     values = np.take_along_axis(x, idx, axis=a)
     return values, idx
 

@@ -5,6 +5,10 @@ their indices and weights, computed for every output point at once; the result i
 (taps ** rank) combinations of one vectorised gather each. NonMaxSuppression runs the greedy selection
 for every (batch, class) pair together: each round selects the best remaining box of every still-active
 pair and suppresses, with one vectorised IoU, the boxes overlapping it.
+
+Float16 and bfloat16 values interpolate in float32 and round once (Clause 11.4); integer values
+interpolate in float64 and convert at the end, as the GridSample definition says. Invalid inputs raise
+(Clause 8.6).
 """
 
 from __future__ import annotations
@@ -66,7 +70,10 @@ def _axis_taps(
     if mode == "nearest":
         # Round half to even (the definition), then fold the coordinate into the border.
         x = np.rint(x)
-    if padding_mode == "border":
+    if padding_mode == "border" and mode != "cubic":
+        # Cubic leaves the coordinate alone and reads every tap at its clamped index (PyTorch's bicubic,
+        # which the definition cites, and onnxruntime); clamping the coordinate first, as onnx.reference
+        # does, would move the fractional offset of an outside point. No ONNX 1-3 vector covers the pair.
         x = np.where((x < lo) | (x > hi), np.clip(x, 0, size - 1), x)
     elif padding_mode == "reflection":
         x = np.where((x < lo) | (x > hi), _reflect(x, lo, hi), x)
@@ -120,9 +127,9 @@ def _grid_sample(X: np.ndarray, grid: np.ndarray, mode: str, padding_mode: str, 
     for axis, size in enumerate(in_sizes):
         gn = g[:, :, r - 1 - axis]
         if align_corners:
-            xs = (gn + 1) / 2 * (size - 1)
+            xs = np.multiply(gn + 1, 0.5 * (size - 1))
         else:
-            xs = ((gn + 1) * size - 1) / 2
+            xs = np.multiply(np.multiply(gn + 1, size) - 1, 0.5)
         taps_per_axis.append(_axis_taps(xs, size, mode, padding_mode, bool(align_corners)))
     strides = np.cumprod((1, *in_sizes[::-1]))[::-1][1:]  # row-major strides of the spatial axes
     flat = X.reshape(n, c, -1)
@@ -276,43 +283,49 @@ def non_max_suppression(
     if score_threshold is not None and np.asarray(score_threshold).size:
         st = np.float32(scalar_of(score_threshold, name="score_threshold"))
         alive = np.take_along_axis(sc, order, axis=1) > st
-    # Box coordinates in each row's sorted order: (R, S).
-    rb = rows_batch[:, None]
-    cx0, cx1 = x_min[rb, order], x_max[rb, order]
-    cy0, cy1 = y_min[rb, order], y_max[rb, order]
-    carea = area[rb, order]
+    # Candidates above the score threshold form a prefix of each sorted row: drop the tail columns.
+    width = int(alive.sum(axis=1).max())
+    if width == 0:
+        return empty
+    order, alive = order[:, :width], alive[:, :width]
+    # The working set: rows that still have candidates, with their boxes in sorted order (R, width).
+    # It is compacted whenever a row runs out, so every round touches live rows only.
+    rows_a = np.flatnonzero(alive.any(axis=1))
+    rb = rows_batch[rows_a][:, None]
+    order_a, al = order[rows_a], alive[rows_a]
+    cx0, cx1 = x_min[rb, order_a], x_max[rb, order_a]
+    cy0, cy1 = y_min[rb, order_a], y_max[rb, order_a]
+    carea = area[rb, order_a]
 
     picked_rows: list[np.ndarray] = []
     picked_boxes: list[np.ndarray] = []
     picked_step: list[np.ndarray] = []
-    active = np.flatnonzero(alive.any(axis=1))
     step = 0
-    while active.size and step < limit:
-        al = alive[active]
+    zero = np.float32(0)
+    while rows_a.size and step < limit:
         pos = np.argmax(al, axis=1)  # first alive in sorted order = best remaining box
-        ar = np.arange(active.size)
-        picked_rows.append(active)
-        picked_boxes.append(order[active, pos])
-        picked_step.append(np.full(active.size, step))
+        ar = np.arange(rows_a.size)
+        picked_rows.append(rows_a)
+        picked_boxes.append(order_a[ar, pos])
+        picked_step.append(np.full(rows_a.size, step))
         al[ar, pos] = False
         # IoU of the chosen box with every box of its row; suppress where strictly above the threshold.
-        sx0, sx1 = cx0[active, pos][:, None], cx1[active, pos][:, None]
-        sy0, sy1 = cy0[active, pos][:, None], cy1[active, pos][:, None]
-        sa = carea[active, pos][:, None]
-        ix0 = np.maximum(sx0, cx0[active])
-        ix1 = np.minimum(sx1, cx1[active])
-        iy0 = np.maximum(sy0, cy0[active])
-        iy1 = np.minimum(sy1, cy1[active])
-        overlap = (ix1 > ix0) & (iy1 > iy0)
-        inter = np.where(overlap, (ix1 - ix0) * (iy1 - iy0), np.float32(0))
-        ca = carea[active]
-        union = sa + ca - inter
-        valid = overlap & (inter > 0) & (sa > 0) & (ca > 0) & (union > 0)
+        sx0, sx1 = cx0[ar, pos][:, None], cx1[ar, pos][:, None]
+        sy0, sy1 = cy0[ar, pos][:, None], cy1[ar, pos][:, None]
+        sa = carea[ar, pos][:, None]
+        iw = np.minimum(sx1, cx1) - np.maximum(sx0, cx0)
+        ih = np.minimum(sy1, cy1) - np.maximum(sy0, cy0)
+        valid = (iw > zero) & (ih > zero)
+        inter = np.where(valid, iw * ih, zero)
+        union = sa + carea - inter
+        valid &= (inter > zero) & (sa > zero) & (carea > zero) & (union > zero)
         with np.errstate(divide="ignore", invalid="ignore"):
-            iou = np.where(valid, inter / np.where(valid, union, np.float32(1)), np.float32(0))
+            iou = inter / np.where(valid, union, np.float32(1))
         al &= ~(valid & (iou > thr))
-        alive[active] = al
-        active = active[al.any(axis=1)]
+        keep = al.any(axis=1)
+        if not keep.all():
+            rows_a, order_a, al = rows_a[keep], order_a[keep], al[keep]
+            cx0, cx1, cy0, cy1, carea = cx0[keep], cx1[keep], cy0[keep], cy1[keep], carea[keep]
         step += 1
     if not picked_rows:
         return empty
@@ -323,4 +336,3 @@ def non_max_suppression(
     rows, boxes_sel = rows[sort], boxes_sel[sort]
     out = np.stack([rows // nc, rows % nc, boxes_sel], axis=1).astype(np.int64)
     return out
-

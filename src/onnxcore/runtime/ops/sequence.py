@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from onnxcore.errors import EvaluationError
+from onnxcore.errors import EvaluationError, LimitError
 from onnxcore.proto import GraphProto
 from onnxcore.runtime.ops._util import normalize_axis, scalar_of
 from onnxcore.runtime.registry import KernelContext, kernel
@@ -181,8 +181,6 @@ def sequence_map(
             )
     limit = getattr(ctx.limits, "max_loop_iterations", None)
     if limit is not None and n > limit:
-        from onnxcore.errors import LimitError
-
         raise LimitError(f"SequenceMap: {n} iterations exceed max_loop_iterations={limit} (Clause 15.4)")
     n_out = len(body.output)
     outs: list[list[Any]] = [[] for _ in range(n_out)]

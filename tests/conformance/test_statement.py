@@ -1,0 +1,68 @@
+"""The conformance statement (Annex A) and the test-package runner (issue 7)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import corpus
+from onnxcore.cli import main
+from onnxcore.conformance.runner import CaseResult, discover
+from onnxcore.conformance.statement import build_statement, render_markdown
+
+DOC = Path(__file__).resolve().parent.parent.parent / "docs" / "conformance.md"
+
+TABLE_A1 = [
+    "## Identity and version",
+    "## Conformance classes claimed",
+    "## Conformance profiles claimed",
+    "## IR versions supported",
+    "## Operator set versions supported, per domain",
+    "## Operators not supported, per operator set version",
+    "## Numerical tolerance achieved, per element type",
+    "## Result of the test package (ONNX 1-3), by version",
+    "## Known divergences from ONNX Part 1",
+    "## External data handling policy",
+    "## Resource limits",
+]
+
+
+def test_runner_count_matches_an_independent_count(node_cases: list[Path], package_results: list[CaseResult]) -> None:
+    # Independent count: what onnx's own collector produced when the package was generated.
+    marker = corpus.cache_dir() / "node.complete"
+    assert len(discover(corpus.node_cases_dir())) == int(marker.read_text()) == len(node_cases)
+    assert len(package_results) == len(node_cases)
+    assert {r.name for r in package_results} == {c.name for c in node_cases}
+    assert all(r.status in ("pass", "fail", "error", "unsupported") for r in package_results)
+
+
+def test_statement_has_every_item_of_table_a1(package_results: list[CaseResult]) -> None:
+    st = build_statement(package_results)
+    md = render_markdown(st)
+    for heading in TABLE_A1:
+        assert heading in md
+    assert st["test_package"]["cases"] == len(package_results)
+    totals = st["test_package"]["totals"]
+    assert sum(totals.values()) == len(package_results)
+    assert st["tolerances"]["achieved_by_element_type"]["float32"]["cases"] > 100
+    assert json.loads(json.dumps(st)) == st
+
+
+def test_docs_conformance_md_is_current(package_results: list[CaseResult]) -> None:
+    """docs/conformance.md is what `onnxcore statement --markdown` generates from this code."""
+    expected = render_markdown(build_statement(package_results))
+    if DOC.read_text(encoding="utf-8") != expected:
+        pytest.fail("docs/conformance.md is stale: regenerate it with `onnxcore statement --markdown --output docs/conformance.md`")
+
+
+def test_conformance_command_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "r.json"
+    code = main(["conformance", str(corpus.node_cases_dir()), "--filter", "test_relu*", "--json", str(out)])
+    records = json.loads(out.read_text())
+    names = {c.name for c in discover(corpus.node_cases_dir(), "test_relu*")}
+    assert {r["name"] for r in records} == names and len(records) == len(names)
+    assert code == (0 if all(r["status"] in ("pass", "unsupported") for r in records) else 1)
+    text = capsys.readouterr().out
+    assert f"{len(names)} cases:" in text and "Relu" in text
