@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import corpus
 import pytest
 
-import corpus
 from onnxcore.cli import main
 from onnxcore.conformance.runner import CaseResult, discover
 from onnxcore.conformance.statement import build_statement, render_markdown
@@ -54,7 +54,9 @@ def test_docs_conformance_md_is_current(package_results: list[CaseResult]) -> No
     """docs/conformance.md is what `onnxcore statement --markdown` generates from this code."""
     expected = render_markdown(build_statement(package_results))
     if DOC.read_text(encoding="utf-8") != expected:
-        pytest.fail("docs/conformance.md is stale: regenerate it with `onnxcore statement --markdown --output docs/conformance.md`")
+        pytest.fail(
+            "docs/conformance.md is stale: regenerate it with `onnxcore statement --markdown --output docs/conformance.md`"
+        )
 
 
 def test_conformance_command_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -169,18 +169,22 @@ class Scope:
         "init_names",
         "inputs",
         "kind",
-        "loc",
+        "_loc",
+        "seg",
         "nodes",
         "opsets",
         "outputs",
         "owner",
         "parent",
+        "tin",
+        "tout",
+        "has_children",
     )
 
     def __init__(
         self,
         kind: str,
-        loc: str,
+        loc: str | None,
         *,
         graph: GraphProto | None = None,
         function: FunctionProto | None = None,
@@ -193,13 +197,17 @@ class Scope:
         self.kind = kind
         self.graph = graph
         self.function = function
-        self.loc = loc
+        self._loc: str | None = loc  # rendered on demand for subgraphs (deep nesting stays linear)
+        self.seg = ""
         self.depth = depth
         self.parent = parent
         self.owner = owner
         self.attr_name = attr_name
         self.nodes: list[NodeRef] = []
         self.opsets: dict[str, int] = opsets or {}
+        self.tin = 0  # pre-order number and the greatest one below it: ancestry in O(1)
+        self.tout = 0
+        self.has_children = False
         defs: dict[str, tuple[str, int]] = {}
         if graph is not None:
             self.inputs = [v.name for v in graph.input]
@@ -218,6 +226,14 @@ class Scope:
             defs.setdefault(n, ("initializer", i))
         self.defs = defs
         self.dup_defs: list[tuple[NodeRef, int, str]] = []  # node outputs defined already
+
+    @property
+    def loc(self) -> str:
+        """Readable location: ``graph``, ``graph/node[3] "loop"/body``, ``functions[0] "d:f"``."""
+        if self._loc is None:
+            assert self.owner is not None
+            self._loc = f"{self.owner.loc}/{self.seg}"
+        return self._loc
 
     def ancestors(self) -> Iterator[Scope]:
         """The enclosing scopes, innermost first."""
@@ -268,6 +284,7 @@ class Context:
         self.multi_attr: list[NodeRef] = []  # nodes with two or more attributes
         self.attr_refs: list[NodeRef] = []  # nodes with an attribute reference (ref_attr_name)
         self._walk_graphs()
+        self._number_scopes()
 
     # ---- generic walk -------------------------------------------------------------------
     def _walk_messages(self) -> None:
@@ -432,30 +449,70 @@ class Context:
                     for k, g in enumerate(attr.graphs):
                         subs.append((f"{attr.name}[{k}]", g))
                     for seg, g in subs:
-                        loc = f"{ref.loc}/{seg}"
                         depth = scope.depth + 1
                         if id(g) in seen or g is scope.graph:
                             if g is scope.graph or any(a.graph is g for a in scope.ancestors()):
-                                self.graph_cycles.append(loc)
+                                self.graph_cycles.append(f"{ref.loc}/{seg}")
                             continue
                         if max_depth is not None and depth > max_depth:
-                            self.too_deep.append((loc, depth))
+                            self.too_deep.append((f"{ref.loc}/{seg}", depth))
                             continue
                         seen.add(id(g))
-                        children.append(
-                            Scope(
-                                "subgraph",
-                                loc,
-                                graph=g,
-                                depth=depth,
-                                parent=scope,
-                                owner=ref,
-                                attr_name=attr.name,
-                                opsets=scope.opsets,
-                            )
+                        child = Scope(
+                            "subgraph",
+                            None,
+                            graph=g,
+                            depth=depth,
+                            parent=scope,
+                            owner=ref,
+                            attr_name=attr.name,
+                            opsets=scope.opsets,
                         )
+                        child.seg = seg
+                        children.append(child)
             children.reverse()
             pending.extend(children)
+
+    def _number_scopes(self) -> None:
+        for i, s in enumerate(self.scopes):
+            s.tin = s.tout = i
+            if s.parent is not None:
+                s.parent.has_children = True
+        for s in reversed(self.scopes):
+            if s.parent is not None and s.tout > s.parent.tout:
+                s.parent.tout = s.tout
+        defining: dict[str, list[Scope]] = {}
+        for s in self.scopes:
+            if s.has_children:
+                for name in s.defs:
+                    defining.setdefault(name, []).append(s)
+        self._defining = defining
+
+    def lookup_outer(self, scope: Scope, name: str) -> tuple[Scope, tuple[str, int], int] | None:
+        """The definition of ``name`` visible in ``scope`` from an enclosing graph (Clause 5.4.3).
+
+        Returns ``(enclosing scope, its definition, index there of the node holding the subgraph
+        on the way to scope, or -1 when the definition is not a node output)``, the innermost
+        such scope, or None.
+        """
+        candidates = self._defining.get(name)
+        if not candidates:
+            return None
+        best: Scope | None = None
+        for c in candidates:
+            if c.tin < scope.tin <= c.tout and (best is None or c.tin > best.tin):
+                best = c  # pre-order: the innermost enclosing scope has the greatest number
+        if best is None:
+            return None
+        d = best.defs[name]
+        if d[0] != "node":
+            return best, d, -1
+        child = scope
+        while child.parent is not best:
+            assert child.parent is not None
+            child = child.parent
+        assert child.owner is not None
+        return best, d, child.owner.index
 
     def _bind(self, ref: NodeRef) -> tuple[str, int, Any, FunctionProto | None]:
         """(status, imported version, schema, function) of a node; see :class:`NodeRef`."""

@@ -23,20 +23,6 @@ class Resolution:
     cycles: list[tuple[str, str]] = dataclasses.field(default_factory=list)
 
 
-def _lookup_outer(scope: Scope, name: str) -> tuple[Scope, tuple[str, int], int] | None:
-    """Find ``name`` in the scopes enclosing ``scope``: (scope, definition, index of the owning node there)."""
-    child = scope
-    p = scope.parent
-    while p is not None:
-        d = p.defs.get(name)
-        if d is not None:
-            assert child.owner is not None
-            return p, d, child.owner.index
-        child = p
-        p = p.parent
-    return None
-
-
 def resolve(ctx: Context) -> Resolution:
     """Resolve every use of every scope (Clauses 5.4.2, 5.4.3, 7.5)."""
     cached = ctx.cache.get("resolution")
@@ -53,7 +39,7 @@ def resolve(ctx: Context) -> Resolution:
                     continue
                 d = defs.get(name)
                 if d is None:
-                    outer = _lookup_outer(scope, name)
+                    outer = ctx.lookup_outer(scope, name)
                     if outer is None:
                         res.undefined.append(
                             (f"{ref.loc}/input[{k}]", f"{ref.label()} consumes {name!r}, which nothing produces")
@@ -75,7 +61,7 @@ def resolve(ctx: Context) -> Resolution:
                         (f"{ref.loc}/input[{k}]", f"{name!r} is produced later, by {ref_p.loc} ({ref_p.label()})")
                     )
         for k, name in enumerate(scope.outputs):
-            if name and name not in defs and _lookup_outer(scope, name) is None:
+            if name and name not in defs and ctx.lookup_outer(scope, name) is None:
                 res.undefined.append((f"{scope.loc}/output[{k}]", f"graph output {name!r} is produced by nothing"))
         if back:
             on_cycle = _cycle_nodes(scope)
@@ -249,7 +235,7 @@ def scope_shadow(ctx: Context) -> Found:
         if scope.parent is None:
             continue
         for name, (kind, idx) in scope.defs.items():
-            outer = _lookup_outer(scope, name)
+            outer = ctx.lookup_outer(scope, name)
             if outer is None:
                 continue
             if kind == "input":

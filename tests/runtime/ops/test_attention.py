@@ -453,4 +453,4 @@ def test_attention_empty_keys() -> None:
     q, k, v = _f(1, 2, 3, 4), _f(1, 2, 0, 4), _f(1, 2, 0, 5)
     y, pk, pv, qk = lookup("", "Attention", 23).fn(q, k, v, is_causal=1)
     assert y.shape == (1, 2, 3, 5) and not y.any()
-    assert pk.shape == (1, 2, 0, 4) and qk.shape == (1, 2, 3, 0)
+    assert pk.shape == (1, 2, 0, 4) and pv.shape == (1, 2, 0, 5) and qk.shape == (1, 2, 3, 0)

@@ -155,6 +155,7 @@ def _attention(
         version=version,
         ct=ct,
         batch=batch,
+        hq=hq,
         sq=sq,
         total=total,
         past_len=past_len,
@@ -174,10 +175,14 @@ def _attention(
         import ml_dtypes
 
         narrow = ml_dtypes.bfloat16
+    qk_out: np.ndarray | None = None
+    if qk_matmul_output_mode != 3:
+        qk_out = np.broadcast_to((raw, capped, logits)[qk_matmul_output_mode], (batch, hq, sq, total))
+        qk_out = qk_out.astype(out_dtype)  # a copy: the softmax below works in place
     x = logits.astype(sm_dtype, copy=False)
     if narrow is not None:
         x = x.astype(narrow).astype(np.float32)
-    probs = _masked_softmax(x)
+    probs = _softmax_inplace(x)
     if narrow is not None:
         probs = probs.astype(narrow).astype(np.float32)
     if bias is not None:
@@ -188,20 +193,22 @@ def _attention(
     y = _grouped_matmul(probs.astype(ct, copy=False), v)  # (B, Hq, Sq, Dv)
     if rank3:
         y = y.transpose(0, 2, 1, 3).reshape(batch, sq, -1)
-    qk_out = (raw, capped, logits, probs)[qk_matmul_output_mode]
-    qk_out = np.broadcast_to(qk_out, (batch, hq, sq, total)).astype(out_dtype)
+    if qk_out is None:
+        qk_out = np.broadcast_to(probs, (batch, hq, sq, total)).astype(out_dtype)
     return y.astype(out_dtype, copy=False), present_key, present_value, qk_out
 
 
-def _masked_softmax(x: np.ndarray) -> np.ndarray:
-    """Softmax over the last axis; a row that is -inf everywhere gives zeros (never NaN)."""
+def _softmax_inplace(x: np.ndarray) -> np.ndarray:
+    """Softmax over the last axis, overwriting ``x``; a row that is -inf everywhere gives zeros (never NaN)."""
     m = np.max(x, axis=-1, keepdims=True, initial=-np.inf)
-    m = np.where(np.isneginf(m), x.dtype.type(0), m)
+    m[np.isneginf(m)] = 0
     with np.errstate(invalid="ignore", over="ignore"):
-        e = np.exp(x - m)
-        s = np.sum(e, axis=-1, keepdims=True)
-        s = np.where(s == 0, x.dtype.type(1), s)
-        return e / s
+        np.subtract(x, m, out=x)
+        np.exp(x, out=x)
+        s = np.sum(x, axis=-1, keepdims=True)
+        s[s == 0] = 1
+        np.divide(x, s, out=x)
+    return x
 
 
 def _attention_bias(
@@ -211,6 +218,7 @@ def _attention_bias(
     version: int,
     ct: np.dtype[Any],
     batch: int,
+    hq: int,
     sq: int,
     total: int,
     past_len: int,
@@ -238,11 +246,11 @@ def _attention_bias(
         else:
             bias = m.astype(ct)
         try:
-            np.broadcast_shapes(bias.shape, (batch, 1, sq, total))
+            full: tuple[int, ...] = np.broadcast_shapes(bias.shape, (batch, hq, sq, total))
         except ValueError:
-            raise ShapeError(
-                f"Attention: attn_mask {m.shape} does not broadcast to ({batch}, H, {sq}, {total})"
-            ) from None
+            full = ()
+        if full != (batch, hq, sq, total):
+            raise ShapeError(f"Attention: attn_mask {m.shape} does not broadcast to ({batch}, {hq}, {sq}, {total})")
 
     # Offset of the query block: cached keys before it (internal cache), or per batch item
     # nonpad_kv_seqlen - Sq (external cache), else 0.

@@ -342,19 +342,21 @@ def _maxpool(
     nc = (np.arange(x.shape[0] * x.shape[1], dtype=np.int64) * math.prod(sp)).reshape(
         (x.shape[0], x.shape[1]) + (1,) * nd
     )
-    acc: np.ndarray | None = None
-    idx: np.ndarray | None = None
+    shape = (x.shape[0], x.shape[1], *out)
+    acc = np.full(shape, low, dtype=wd)
+    idx = np.full(shape, -1, dtype=np.int64)
     for offs in itertools.product(*(range(k) for k in kernel)):
         vals = xp[_offset_slices(offs, st, dil, out)]
-        lin = sum(((base_axes[i] + offs[i] * dil[i]) * mult[i] for i in range(nd)), np.zeros((1,) * nd, np.int64))
-        if acc is None or idx is None:
-            acc = vals.copy()
-            idx = np.broadcast_to(lin, acc.shape).copy()
-            continue
-        better = vals > acc
+        pos = [base_axes[i] + offs[i] * dil[i] for i in range(nd)]
+        lin = sum((p * m for p, m in zip(pos, mult)), np.zeros((1,) * nd, np.int64))
+        # A padding tap never wins, even against a real element equal to the padding value.
+        inside = np.ones((1,) * nd, dtype=bool)
+        for i in range(nd):
+            inside = inside & (pos[i] >= 0) & (pos[i] < sp[i])
+        better = ((vals > acc) | (idx < 0)) & inside
         np.copyto(acc, vals, where=better)
-        np.copyto(idx, np.broadcast_to(lin, acc.shape), where=better)
-    assert acc is not None and idx is not None
+        np.copyto(idx, np.broadcast_to(lin, shape), where=better)
+    idx = np.where(idx < 0, 0, idx)  # windows wholly in padding (before version 22)
     return acc.astype(dt, copy=False), (idx + nc).astype(np.int64, copy=False)
 
 

@@ -65,6 +65,13 @@ def _object_array(values: list[Any], shape: tuple[int, ...]) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 
 
+def _simple_case(w: str, fn: Any) -> str:
+    mapped: str = fn(w)
+    if len(mapped) == len(w):
+        return mapped
+    return "".join(m if len(m := fn(ch)) == 1 else ch for ch in w)
+
+
 @kernel("StringNormalizer", 10)
 def string_normalizer(
     X: np.ndarray,
@@ -76,9 +83,10 @@ def string_normalizer(
 ) -> np.ndarray:
     """StringNormalizer: drop the stop words of a [C] or [1, C] tensor, then change case.
 
-    Matching stop words without case sensitivity compares lowercased forms. Case changes use
-    Unicode's default case mapping (``locale`` names an environment locale; only en_US-like
-    behaviour, the default, is offered). When every element is dropped the result is one empty
+    Matching stop words without case sensitivity compares lowercased forms. Case changes map
+    character by character with Unicode's simple case mapping (a character whose mapping is
+    several characters, like "ß" to upper case, is kept), as onnxruntime's wide-character
+    mapping does; ``locale`` is accepted but only this locale-independent mapping is offered. When every element is dropped the result is one empty
     string, of shape [1] or [1, 1].
     """
     x = _strings(X, "StringNormalizer")
@@ -100,9 +108,9 @@ def string_normalizer(
             stop = {s.lower() for s in stopwords}
             words = [w for w in words if w.lower() not in stop]
     if action == "LOWER":
-        words = [w.lower() for w in words]
+        words = [_simple_case(w, str.lower) for w in words]
     elif action == "UPPER":
-        words = [w.upper() for w in words]
+        words = [_simple_case(w, str.upper) for w in words]
     values = [_encode(w) for w in words] or [b""]
     return _object_array(values, (1, len(values)) if two_d else (len(values),))
 
@@ -135,7 +143,11 @@ def string_split(
     x = _strings(X, "StringSplit")
     sep = _encode(delimiter) if delimiter else None
     limit = -1 if maxsplit is None or maxsplit < 0 else int(maxsplit)
-    parts = [_bytes_of(v).split(sep, limit) for v in x.ravel()]
+    if sep is None:
+        # Leading and trailing whitespace is removed, also from the unsplit remainder after maxsplit.
+        parts = [_bytes_of(v).strip().split(None, limit) for v in x.ravel()]
+    else:
+        parts = [_bytes_of(v).split(sep, limit) for v in x.ravel()]
     counts = np.array([len(p) for p in parts], dtype=np.int64).reshape(x.shape)
     width = max((len(p) for p in parts), default=0)
     flat = [p[i] if i < len(p) else b"" for p in parts for i in range(width)]
