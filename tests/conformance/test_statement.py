@@ -55,7 +55,8 @@ def test_docs_conformance_md_is_current(package_results: list[CaseResult]) -> No
     expected = render_markdown(build_statement(package_results))
     if DOC.read_text(encoding="utf-8") != expected:
         pytest.fail(
-            "docs/conformance.md is stale: regenerate it with `onnxcore statement --markdown --output docs/conformance.md`"
+            "docs/conformance.md is stale: regenerate it with `onnxcore statement --markdown "
+            "--package .cache/onnx-1.23.2/node --output docs/conformance.md`"
         )
 
 
