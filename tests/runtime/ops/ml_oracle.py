@@ -61,13 +61,13 @@ def _normalise_expected(value: Any) -> Any:
         return {(k.encode() if isinstance(k, str) else k): np.asarray(v) for k, v in value.items()}
     arr = np.asarray(value)
     if arr.dtype == object or arr.dtype.kind == "U":
-        return np.array([v.encode() if isinstance(v, str) else v for v in arr.ravel()], dtype=object).reshape(
-            arr.shape
-        )
+        return np.array([v.encode() if isinstance(v, str) else v for v in arr.ravel()], dtype=object).reshape(arr.shape)
     return arr
 
 
-def make_model(op: str, version: int, inputs: dict[str, Any], outputs: list[tuple[str, Any]], attrs: dict) -> onnx.ModelProto:
+def make_model(
+    op: str, version: int, inputs: dict[str, Any], outputs: list[tuple[str, Any]], attrs: dict
+) -> onnx.ModelProto:
     """A one-node model: ``outputs`` are (name, TypeProto | elem_type int)."""
     node = helper.make_node(op, list(inputs), [o[0] for o in outputs], domain=ML, **attrs)
     outs = []

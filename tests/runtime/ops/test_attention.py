@@ -12,6 +12,7 @@ intermediate step to bfloat16 (our result is within half an ulp of the float64 v
 
 from __future__ import annotations
 
+import functools
 import itertools
 from typing import Any
 
@@ -20,6 +21,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 from runtime.node_harness import assert_close, run_single_node_case
+
+from onnxcore.runtime.registry import KernelContext
 
 onnx = pytest.importorskip("onnx")
 from onnx import helper  # noqa: E402
@@ -79,9 +82,30 @@ def _ours(model: Any, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
     for a in node.attribute:
         v = helper.get_attribute_value(a)
         attrs[a.name] = v.decode() if isinstance(v, bytes) else v
-    out = k.fn(*[feeds[n] if n else None for n in node.input], **attrs)
+    args = [feeds[n] if n else None for n in node.input]
+    if k.context:
+        ctx = KernelContext(
+            None,
+            since_version=since,
+            opset_version=opset,
+            num_outputs=len(node.output),
+            outputs_requested=[bool(o) for o in node.output],
+        )
+        out = k.fn(ctx, *args, **attrs)
+    else:
+        out = k.fn(*args, **attrs)
     out = out if isinstance(out, tuple) else (out,)
     return list(out[: len(node.output)])
+
+
+def _attention_fn(version: int, n_out: int = 4) -> Any:
+    """The Attention kernel of ``version`` as a plain function, for a node declaring ``n_out`` outputs."""
+    from onnxcore.runtime.registry import lookup
+
+    k = lookup("", "Attention", version)
+    assert k is not None and k.context
+    ctx = KernelContext(None, since_version=version, opset_version=version, num_outputs=n_out)
+    return functools.partial(k.fn, ctx)
 
 
 def _ort(model: Any, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
@@ -253,11 +277,10 @@ def test_attention_dtypes_against_onnxruntime(dtype: Any) -> None:
 
 
 def test_attention_fully_masked_row_is_zero() -> None:
-    from onnxcore.runtime.registry import lookup
 
     q, k, v = _qkv(False, 1, 2, 2, 2, 3, 4, 4)
     mask = np.array([[True, True, True], [False, False, False]])
-    y, _, _, probs = lookup("", "Attention", 23).fn(q, k, v, mask, qk_matmul_output_mode=3)
+    y, _, _, probs = _attention_fn(23)(q, k, v, mask, qk_matmul_output_mode=3)
     assert not np.isnan(y).any()
     assert (y[:, :, 1] == 0).all() and (probs[:, :, 1] == 0).all()
     np.testing.assert_allclose(probs[:, :, 0].sum(-1), 1.0, rtol=1e-6)
@@ -265,9 +288,8 @@ def test_attention_fully_masked_row_is_zero() -> None:
 
 def test_attention_bfloat16_rounds_once() -> None:
     """bfloat16 computes in float32: the result is float32's rounded to bfloat16."""
-    from onnxcore.runtime.registry import lookup
 
-    fn = lookup("", "Attention", 23).fn
+    fn = _attention_fn(23)
     q, k, v = _qkv(False, 2, 2, 2, 3, 4, 8, 8)
     qb, kb, vb = (x.astype(ml_dtypes.bfloat16) for x in (q, k, v))
     y = fn(qb, kb, vb, is_causal=1)[0]
@@ -278,9 +300,8 @@ def test_attention_bfloat16_rounds_once() -> None:
 
 def test_attention_errors() -> None:
     from onnxcore.errors import OnnxCoreError
-    from onnxcore.runtime.registry import lookup
 
-    fn = lookup("", "Attention", 23).fn
+    fn = _attention_fn(23)
     q, k, v = _qkv(True, 1, 4, 2, 3, 5, 8, 8)
     with pytest.raises(OnnxCoreError):
         fn(q, k, v)  # 3-D without head counts
@@ -295,7 +316,7 @@ def test_attention_errors() -> None:
     with pytest.raises(OnnxCoreError):
         fn(q4, k4, v4, np.ones((3, 4), bool))  # mask shorter than the keys: refused before version 24
     with pytest.raises(OnnxCoreError):
-        lookup("", "Attention", 25).fn(q4, k4, v4, q_num_heads=2, kv_num_heads=2)
+        _attention_fn(25)(q4, k4, v4, q_num_heads=2, kv_num_heads=2)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -448,9 +469,17 @@ def test_attention_softmax_precision_against_onnxruntime(precision: int) -> None
 
 def test_attention_empty_keys() -> None:
     """No keys at all: every query row is fully masked, so Y is zeros (not NaN, not an error)."""
-    from onnxcore.runtime.registry import lookup
 
     q, k, v = _f(1, 2, 3, 4), _f(1, 2, 0, 4), _f(1, 2, 0, 5)
-    y, pk, pv, qk = lookup("", "Attention", 23).fn(q, k, v, is_causal=1)
+    y, pk, pv, qk = _attention_fn(23)(q, k, v, is_causal=1)
     assert y.shape == (1, 2, 3, 5) and not y.any()
     assert pk.shape == (1, 2, 0, 4) and pv.shape == (1, 2, 0, 5) and qk.shape == (1, 2, 3, 0)
+
+
+def test_attention_skips_unrequested_qk_output() -> None:
+    """A node naming only Y (or Y and the cache) gets no qk_matmul_output (it would cost a copy)."""
+    q, k, v = _qkv(False, 1, 2, 2, 3, 4, 8, 8)
+    assert len(_attention_fn(23, n_out=1)(q, k, v)) == 3
+    full = _attention_fn(23, n_out=4)(q, k, v)
+    assert len(full) == 4 and full[3].shape == (1, 2, 3, 4)
+    np.testing.assert_array_equal(_attention_fn(23, n_out=1)(q, k, v)[0], full[0])

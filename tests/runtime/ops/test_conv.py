@@ -342,3 +342,27 @@ def test_col2im_rejects_mismatched_blocks() -> None:
     x = np.zeros((1, 4, 5), np.float32)
     with pytest.raises(ShapeError):
         run_ours("Col2Im", [x, np.array([3, 3], np.int64), np.array([2, 2], np.int64)], 18, {})
+
+
+def test_conv_banded_im2col_matches_unbanded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Building the columns in cache-sized bands changes nothing (strided and flat layouts, groups)."""
+    import onnxcore.runtime.ops.conv as conv_mod
+
+    rng = np.random.default_rng(21)
+    cases = [
+        ((2, 6, 19, 17), (4, 3, 3, 2), {"group": 2, "strides": [2, 1], "pads": [1, 0, 1, 1]}),
+        ((1, 4, 21, 21), (5, 4, 3, 3), {"pads": [1, 1, 1, 1]}),
+        ((1, 6, 15, 15), (6, 1, 3, 3), {"group": 6, "pads": [1, 1, 1, 1]}),
+    ]
+    for xs, ws, attrs in cases:
+        x = rng.standard_normal(xs).astype(np.float32)
+        w = rng.standard_normal(ws).astype(np.float32)
+        monkeypatch.setattr(conv_mod, "_CHUNK_BYTES", 1 << 40)
+        (whole,) = run_ours("Conv", [x, w], 11, attrs)
+        monkeypatch.setattr(conv_mod, "_CHUNK_BYTES", 256)
+        (banded,) = run_ours("Conv", [x, w], 11, attrs)
+        np.testing.assert_allclose(banded, whole, rtol=1e-6, atol=1e-6)
+        x64 = x.astype(np.float64)
+        pads = attrs.get("pads", [0] * 4)
+        ref = naive_conv(x64, w, None, attrs.get("strides", [1, 1]), [1, 1], pads[:2], pads[2:], attrs.get("group", 1))
+        np.testing.assert_allclose(banded, ref, rtol=1e-4, atol=1e-4)

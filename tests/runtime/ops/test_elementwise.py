@@ -143,10 +143,21 @@ def test_legacy_broadcast_zero_requires_same_shape() -> None:
     a = _rand((2, 3), "float32")
     with pytest.raises(ShapeError):
         run_ours("Sub", [a, _rand((3,), "float32")], 6)
-    (y,) = run_ours("Sub", [a, a], 6, {"consumed_inputs": [0]} if False else None)
-    assert not y.any()
+    (y,) = run_ours("Sub", [a, a], 6)
+    assert y.shape == (2, 3) and not y.any()
     (y,) = run_ours("Sub", [a, a], 1, {"consumed_inputs": [0, 0]})
-    assert not y.any()
+    assert y.shape == (2, 3) and not y.any()
+
+
+def test_legacy_broadcast_no_one_dim_expansion() -> None:
+    """Opset 1/6: "1-dim expansion doesn't work yet": B must match a contiguous run exactly."""
+    from onnxcore.errors import ShapeError
+
+    a = _rand((2, 3, 4, 5), "float32")
+    with pytest.raises(ShapeError):
+        run_ours("Add", [a, _rand((3, 1), "float32")], 6, {"broadcast": 1, "axis": 1})
+    with pytest.raises(ShapeError):
+        run_ours("Mul", [a, _rand((4, 6), "float32")], 1, {"broadcast": 1})
 
 
 @pytest.mark.parametrize("opset", [7, 9, 13])
@@ -432,6 +443,16 @@ def test_prelu_unidirectional_vs_ort(opset: int) -> None:
     x = _rand((2, 3, 4), "float32")
     for s in [(4,), (3, 1), (1,), (3, 4)]:
         compare("PRelu", [x, _rand(s, "float32", 0, 1)], opset)
+
+
+@pytest.mark.parametrize("opset", [1, 6])
+def test_prelu_legacy_per_channel(opset: int) -> None:
+    x = _rand((2, 3, 4), "float32")
+    slope = np.array([0.1, 0.2, 0.3], np.float32)
+    (y,) = run_ours("PRelu", [x, slope], opset)
+    np.testing.assert_allclose(y, np.where(x < 0, x * slope.reshape(3, 1), x), rtol=1e-6)
+    (y,) = run_ours("PRelu", [x, np.array([0.5], np.float32)], opset)
+    np.testing.assert_allclose(y, np.where(x < 0, x * 0.5, x), rtol=1e-6)
 
 
 def test_swish_matches_definition() -> None:

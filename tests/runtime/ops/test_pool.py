@@ -276,3 +276,12 @@ def test_same_with_dilations() -> None:
     np.testing.assert_array_equal(y[0, 0], [1, 4, 7, 8])
     (a,) = ours("AveragePool", [x], 19, {**attrs, "auto_pad": "SAME_LOWER"})
     np.testing.assert_allclose(a[0, 0], [1, 3, 6, 8])
+
+
+def test_max_pool_indices_never_point_into_padding() -> None:
+    """A real element equal to the padding value (int8 -128, float -inf) still wins the index."""
+    for x in (np.full((1, 1, 3, 3), -128, np.int8), np.full((1, 1, 3, 3), -np.inf, np.float32)):
+        y, idx = ours("MaxPool", [x], 12, {"kernel_shape": [2, 2], "pads": [1, 1, 1, 1]}, n_outputs=2)
+        assert y.shape == (1, 1, 4, 4)
+        assert idx.min() >= 0 and idx.max() < 9
+        np.testing.assert_array_equal(idx[0, 0, 0], [0, 0, 1, 2])  # first real tap of each window

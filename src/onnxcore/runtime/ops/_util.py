@@ -154,10 +154,11 @@ def check_unidirectional(b_shape: Sequence[int], a_shape: Sequence[int]) -> None
 def legacy_broadcast(a: np.ndarray, b: np.ndarray, broadcast: int, axis: int | None) -> np.ndarray:
     """``b`` reshaped for the pre-opset-7 ``broadcast``/``axis`` attributes of binary ops.
 
-    Before opset 7, ``B`` either has ``A``'s shape (``broadcast=0``) or, with ``broadcast=1``, a
-    shape that matches a contiguous run of ``A``'s dimensions starting at ``axis`` (by default
-    the suffix), where extents of 1 also broadcast. The returned view of ``b`` broadcasts
-    with numpy's rules against ``a``.
+    Before opset 7, ``B`` has ``A``'s shape (``broadcast=0``) or, with ``broadcast=1``, either a
+    single element (of rank at most ``A``'s) or a shape equal to a contiguous run of ``A``'s
+    dimensions starting at ``axis`` (by default the suffix). The definitions say "1-dim
+    expansion doesn't work yet", so an extent of 1 does not stretch. The returned view of ``b``
+    broadcasts with numpy's rules against ``a``.
 
     Raises:
         ShapeError: the shapes do not satisfy the rule.
@@ -167,17 +168,13 @@ def legacy_broadcast(a: np.ndarray, b: np.ndarray, broadcast: int, axis: int | N
             raise ShapeError(f"shapes {a.shape} and {b.shape} differ and broadcast=0 (opset < 7)")
         return b
     ra, rb = a.ndim, b.ndim
-    # A scalar B: the opset-1 text allows rank 0 and a single element tensor alike.
-    if rb == 0 or (rb == 1 and b.shape[0] == 1 and axis is None):
-        return b.reshape(())
     if rb > ra:
         raise ShapeError(f"broadcast B {b.shape} has greater rank than A {a.shape}")
+    if b.size == 1:
+        return b.reshape(())
     start = ra - rb if axis is None else normalize_axis(axis, ra)
-    if start + rb > ra:
-        raise ShapeError(f"B {b.shape} does not fit A {a.shape} at axis {start}")
-    for i, e in enumerate(b.shape):
-        if e != 1 and e != a.shape[start + i]:
-            raise ShapeError(f"B {b.shape} does not match A {a.shape} at axis {start}")
+    if start + rb > ra or a.shape[start : start + rb] != b.shape:
+        raise ShapeError(f"B {b.shape} does not match A {a.shape} at axis {start} (opset < 7 broadcasting)")
     return b.reshape(b.shape + (1,) * (ra - start - rb))
 
 

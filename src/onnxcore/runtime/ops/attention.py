@@ -21,7 +21,7 @@ import numpy as np
 
 from onnxcore.errors import EvaluationError, ShapeError
 from onnxcore.runtime.ops._util import compute_dtype
-from onnxcore.runtime.registry import kernel
+from onnxcore.runtime.registry import KernelContext, kernel
 
 __all__: list[str] = []
 
@@ -94,6 +94,7 @@ def _attention(
     softmax_precision: int | None,
     left_window_size: int = -1,
     right_window_size: int = -1,
+    want_qk: bool = True,
 ) -> tuple[np.ndarray, ...]:
     out_dtype = Q.dtype
     if not (Q.ndim == K.ndim == V.ndim) or Q.ndim not in (3, 4):
@@ -140,14 +141,21 @@ def _attention(
     if scale is None:
         scale = 1.0 / np.sqrt(head) if head else 1.0
     # Scaling Q alone by `scale` equals scaling Q and K by sqrt(scale) up to rounding.
-    q = q4.astype(ct) * ct.type(scale)
+    if q4.dtype == ct:
+        q = q4 * ct.type(scale)
+    else:
+        q = q4.astype(ct)
+        q *= ct.type(scale)
     k = present_key.astype(ct, copy=False)
     v = present_value.astype(ct, copy=False)
-    scores = _grouped_matmul(q, k.swapaxes(-1, -2))  # (B, Hq, Sq, T)
-    raw = scores
+    scores = _grouped_matmul(q, k.swapaxes(-1, -2))  # (B, Hq, Sq, T), a fresh array worked on in place
+    qk_out: np.ndarray | None = None
+    if want_qk and qk_matmul_output_mode == 0:
+        qk_out = scores.astype(out_dtype)
     if softcap > 0:
         scores = ct.type(softcap) * np.tanh(scores / ct.type(softcap))
-    capped = scores
+    if want_qk and qk_matmul_output_mode == 1:
+        qk_out = scores.astype(out_dtype)
 
     bias = _attention_bias(
         attn_mask,
@@ -163,7 +171,10 @@ def _attention(
         left=left_window_size,
         right=right_window_size,
     )
-    logits = scores if bias is None else scores + bias
+    if bias is not None:
+        scores += bias
+    if want_qk and qk_matmul_output_mode == 2:
+        qk_out = scores.astype(out_dtype)
 
     if softmax_precision is not None and softmax_precision not in (*_SOFTMAX_PRECISION, _BFLOAT16_TAG):
         raise EvaluationError(f"Attention: softmax_precision={softmax_precision} is not 1, 10, 11 or 16")
@@ -175,11 +186,7 @@ def _attention(
         import ml_dtypes
 
         narrow = ml_dtypes.bfloat16
-    qk_out: np.ndarray | None = None
-    if qk_matmul_output_mode != 3:
-        qk_out = np.broadcast_to((raw, capped, logits)[qk_matmul_output_mode], (batch, hq, sq, total))
-        qk_out = qk_out.astype(out_dtype)  # a copy: the softmax below works in place
-    x = logits.astype(sm_dtype, copy=False)
+    x = scores.astype(sm_dtype, copy=False)
     if narrow is not None:
         x = x.astype(narrow).astype(np.float32)
     probs = _softmax_inplace(x)
@@ -193,9 +200,12 @@ def _attention(
     y = _grouped_matmul(probs.astype(ct, copy=False), v)  # (B, Hq, Sq, Dv)
     if rank3:
         y = y.transpose(0, 2, 1, 3).reshape(batch, sq, -1)
+    y = y.astype(out_dtype, copy=False)
+    if not want_qk:
+        return y, present_key, present_value
     if qk_out is None:
-        qk_out = np.broadcast_to(probs, (batch, hq, sq, total)).astype(out_dtype)
-    return y.astype(out_dtype, copy=False), present_key, present_value, qk_out
+        qk_out = probs.astype(out_dtype)
+    return y, present_key, present_value, qk_out
 
 
 def _softmax_inplace(x: np.ndarray) -> np.ndarray:
@@ -283,8 +293,15 @@ def _attention_bias(
     return bias
 
 
-@kernel("Attention", 23)
+def _wants_qk(ctx: KernelContext) -> bool:
+    """Whether the node names the fourth output (qk_matmul_output): computing it costs a copy."""
+    req = ctx.outputs_requested
+    return len(req) > 3 and bool(req[3])
+
+
+@kernel("Attention", 23, context=True)
 def attention_23(
+    ctx: KernelContext,
     Q: np.ndarray,
     K: np.ndarray,
     V: np.ndarray,
@@ -310,6 +327,7 @@ def attention_23(
         past_value,
         None,
         version=23,
+        want_qk=_wants_qk(ctx),
         is_causal=is_causal,
         kv_num_heads=kv_num_heads,
         q_num_heads=q_num_heads,
@@ -320,8 +338,9 @@ def attention_23(
     )
 
 
-@kernel("Attention", 24)
+@kernel("Attention", 24, context=True)
 def attention_24(
+    ctx: KernelContext,
     Q: np.ndarray,
     K: np.ndarray,
     V: np.ndarray,
@@ -348,6 +367,7 @@ def attention_24(
         past_value,
         nonpad_kv_seqlen,
         version=24,
+        want_qk=_wants_qk(ctx),
         is_causal=is_causal,
         kv_num_heads=kv_num_heads,
         q_num_heads=q_num_heads,
@@ -358,8 +378,9 @@ def attention_24(
     )
 
 
-@kernel("Attention", 25)
+@kernel("Attention", 25, context=True)
 def attention_25(
+    ctx: KernelContext,
     Q: np.ndarray,
     K: np.ndarray,
     V: np.ndarray,
@@ -388,6 +409,7 @@ def attention_25(
         past_value,
         nonpad_kv_seqlen,
         version=25,
+        want_qk=_wants_qk(ctx),
         is_causal=is_causal,
         kv_num_heads=kv_num_heads,
         q_num_heads=q_num_heads,
@@ -420,7 +442,7 @@ def rotary_embedding(
     ct = _work_dtype(X.dtype)
     if X.ndim == 4:
         # (B, H, S, D): the caches broadcast as (B, 1, S, half).
-        x = X.astype(ct)
+        x = X.astype(ct, copy=False)
         head_axis = 1
     elif X.ndim == 3:
         if not num_heads or num_heads <= 0:
@@ -428,7 +450,7 @@ def rotary_embedding(
         b, s, hidden = X.shape
         if hidden % num_heads:
             raise ShapeError(f"RotaryEmbedding: hidden size {hidden} is not a multiple of num_heads={num_heads}")
-        x = X.astype(ct).reshape(b, s, num_heads, hidden // num_heads)  # (B, S, H, D)
+        x = X.astype(ct, copy=False).reshape(b, s, num_heads, hidden // num_heads)  # (B, S, H, D)
         head_axis = 2
     else:
         raise ShapeError(f"RotaryEmbedding: input must have rank 3 or 4, has shape {X.shape}")
@@ -461,15 +483,19 @@ def rotary_embedding(
     else:
         x1 = x[..., :half]
         x2 = x[..., half:rot]
-    real = cos * x1 - sin * x2
-    imag = sin * x1 + cos * x2
-    out = x  # a private copy made by astype above
+    # Written straight into the output, two temporaries of half the rotated width in all.
+    out = np.empty(x.shape, ct)
     if interleaved:
-        out[..., 0:rot:2] = real
-        out[..., 1:rot:2] = imag
+        real, imag = out[..., 0:rot:2], out[..., 1:rot:2]
     else:
-        out[..., :half] = real
-        out[..., half:rot] = imag
+        real, imag = out[..., :half], out[..., half:rot]
+    tmp = np.multiply(sin, x2)
+    np.multiply(cos, x1, out=real)
+    real -= tmp
+    np.multiply(cos, x2, out=tmp)
+    np.multiply(sin, x1, out=imag)
+    imag += tmp
+    out[..., rot:] = x[..., rot:]
     return out.reshape(X.shape).astype(X.dtype, copy=False)
 
 

@@ -600,15 +600,24 @@ def _prelu(X: Array, slope: Array) -> Array:
 
 @kernel("PRelu", 1)
 def prelu_1(X: Array, slope: Array, *, consumed_inputs: list[int] | None = None) -> Array:
-    """PRelu-1: slope of one element, or broadcast against X."""
+    """PRelu-1: as PRelu-6."""
     return prelu_6(X, slope)
 
 
 @kernel("PRelu", 6)
 def prelu_6(X: Array, slope: Array) -> Array:
-    """PRelu-6: slope shared when of size 1, else of X's shape (numpy-broadcast otherwise)."""
+    """PRelu-6: one slope shared by every channel when of size 1, else one per channel.
+
+    The definition (as Caffe2's, where it came from) speaks of channels: a 1-D slope of
+    extent C = X.shape[1] applies along axis 1; any other shape must broadcast
+    unidirectionally to X (the later definition's rule).
+    """
     if slope.size == 1:
         slope = slope.reshape(())
+    elif slope.ndim == 1 and X.ndim >= 2 and slope.shape[0] == X.shape[1]:
+        slope = slope.reshape((-1,) + (1,) * (X.ndim - 2))
+    else:
+        check_unidirectional(slope.shape, X.shape)
     return _prelu(X, slope)
 
 

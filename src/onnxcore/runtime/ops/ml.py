@@ -267,7 +267,10 @@ def scaler(x: np.ndarray, *, offset: list[float] | None = None, scale: list[floa
 
 @kernel("Normalizer", 1, domain=ML)
 def normalizer(x: np.ndarray, *, norm: str = "MAX") -> np.ndarray:
-    """Normalise each row (``[N, C]``, or ``[C]`` as one row) by its max, L1 or L2 norm; a zero divisor leaves the row."""
+    """Normalise each row (``[N, C]``, or ``[C]`` as one row) by its max, L1 or L2 norm.
+
+    A row whose divisor is zero is returned unchanged.
+    """
     x = np.asarray(x)
     rows = as_rows(x).astype(np.float64)
     if norm == "MAX":
@@ -329,7 +332,9 @@ def label_encoder_1(
     x = np.asarray(x)
     classes = string_array(encode_strings(classes_strings))
     if _is_string(x):
-        return lookup_table(classes, np.arange(classes.size, dtype=np.int64), _as_bytes_array(x), np.int64(default_int64))
+        return lookup_table(
+            classes, np.arange(classes.size, dtype=np.int64), _as_bytes_array(x), np.int64(default_int64)
+        )
     xi = x.astype(np.int64)
     ok = (xi >= 0) & (xi < classes.size)
     out = np.empty(x.shape, dtype=object)
@@ -338,15 +343,15 @@ def label_encoder_1(
     return out
 
 
-def _keys_values(
-    attrs: dict[str, Any], allow_tensor: bool
-) -> tuple[np.ndarray, np.ndarray, str]:
+def _keys_values(attrs: dict[str, Any], allow_tensor: bool) -> tuple[np.ndarray, np.ndarray, str]:
     """The key and value arrays of LabelEncoder 2/4 and the kind of the values (strings|int64s|floats|tensor)."""
     keys: np.ndarray | None = None
     values: np.ndarray | None = None
     kind = ""
     given_k = [k for k in ("keys_strings", "keys_int64s", "keys_floats", "keys_tensor") if attrs.get(k) is not None]
-    given_v = [k for k in ("values_strings", "values_int64s", "values_floats", "values_tensor") if attrs.get(k) is not None]
+    given_v = [
+        k for k in ("values_strings", "values_int64s", "values_floats", "values_tensor") if attrs.get(k) is not None
+    ]
     if not allow_tensor and ("keys_tensor" in given_k or "values_tensor" in given_v):
         raise EvaluationError("LabelEncoder: keys_tensor/values_tensor need version 4")
     if len(given_k) != 1 or len(given_v) != 1:
@@ -550,10 +555,11 @@ def dict_vectorizer(
     else:
         raise EvaluationError("DictVectorizer: a vocabulary attribute is required")
     dtype = _map_value_dtype(ctx, vals)
-    out = np.zeros((vocab.size,), dtype=dtype) if dtype != object else string_array([b""] * vocab.size)
+    is_str = dtype is object
+    out = string_array([b""] * vocab.size) if is_str else np.zeros((vocab.size,), dtype=dtype)
     if karr.size:
         pos = lookup_table(vocab, np.arange(vocab.size, dtype=np.int64), karr, np.int64(-1))
-        if dtype == object:
+        if is_str:
             varr: np.ndarray = string_array([_to_str_bytes(v) for v in vals])
         else:
             varr = np.asarray(vals, dtype=dtype)

@@ -154,11 +154,7 @@ def _kernel_matrix(
     if kernel_type == "POLY":
         return np.power(gamma * (rows @ vectors.T) + coef0, degree)
     if kernel_type == "RBF":
-        d2 = (
-            np.square(rows).sum(axis=1)[:, None]
-            + np.square(vectors).sum(axis=1)[None, :]
-            - 2.0 * (rows @ vectors.T)
-        )
+        d2 = np.square(rows).sum(axis=1)[:, None] + np.square(vectors).sum(axis=1)[None, :] - 2.0 * (rows @ vectors.T)
         return np.exp(-gamma * np.maximum(d2, 0.0))
     if kernel_type == "SIGMOID":
         return np.tanh(gamma * (rows @ vectors.T) + coef0)

@@ -48,19 +48,22 @@ class _Forest:
     """A flattened tree ensemble: node arrays, tree roots and the dense per-node target weights."""
 
     __slots__ = (
-        "feature",
-        "threshold",
-        "mode",
-        "true_idx",
         "false_idx",
-        "missing_true",
+        "feature",
         "member_row",
         "member_sets",
+        "missing_true",
+        "mode",
+        "n_targets",
         "roots",
-        "w_sum",
-        "w_min",
-        "w_max",
+        "threshold",
+        "true_idx",
         "w_has",
+        "w_node",
+        "w_row",
+        "w_sum",
+        "w_target",
+        "w_value",
     )
 
     def __init__(
@@ -106,21 +109,24 @@ class _Forest:
         self.member_sets = np.full((len(sets), width), np.nan)
         for i, s in enumerate(sets):
             self.member_sets[i, : s.size] = s
-        # Dense weights: w_sum[node, target] etc.; a target a leaf does not vote for has w_has False.
-        if n_targets < 1:
-            raise EvaluationError("tree ensemble: the number of targets/classes must be positive")
-        if w_target.size and (w_target.min() < 0 or w_target.max() >= n_targets):
-            raise EvaluationError(f"tree ensemble: a target/class id is outside [0, {n_targets})")
-        if w_node.size and (w_node.min() < 0 or w_node.max() >= m):
-            raise EvaluationError("tree ensemble: a weight refers to no node")
-        self.w_sum = np.zeros((m, n_targets))
-        self.w_min = np.full((m, n_targets), np.inf)
-        self.w_max = np.full((m, n_targets), -np.inf)
-        self.w_has = np.zeros((m, n_targets), dtype=bool)
-        np.add.at(self.w_sum, (w_node, w_target), w_value)
-        np.minimum.at(self.w_min, (w_node, w_target), w_value)
-        np.maximum.at(self.w_max, (w_node, w_target), w_value)
-        self.w_has[w_node, w_target] = True
+        # Weights as dense rows over the targets, one row per node that carries weights plus a last,
+        # empty row shared by every other node (w_row maps a node to its row).
+        self.n_targets = n_targets
+        self.w_node, self.w_target, self.w_value = w_node, w_target, w_value.astype(np.float64)
+        carriers = np.unique(w_node)
+        self.w_row = np.full(m, carriers.size, dtype=np.int64)
+        self.w_row[carriers] = np.arange(carriers.size)
+        rows = self.w_row[w_node]
+        self.w_sum = np.zeros((carriers.size + 1, n_targets))
+        np.add.at(self.w_sum, (rows, w_target), self.w_value)
+        self.w_has = np.zeros((carriers.size + 1, n_targets), dtype=bool)
+        self.w_has[rows, w_target] = True
+
+    def _extreme(self, fn: Any, start: float) -> np.ndarray:
+        """Per weight-row minimum or maximum of the weights (``start`` where a target has none)."""
+        out = np.full(self.w_sum.shape, start)
+        fn.at(out, (self.w_row[self.w_node], self.w_target), self.w_value)
+        return out
 
     def leaves(self, x: np.ndarray) -> np.ndarray:
         """The leaf reached by each row in each tree, ``[N, T]``, all rows and trees a level at a time."""
@@ -157,26 +163,29 @@ class _Forest:
     def aggregate(self, x: np.ndarray, aggregate: str) -> tuple[np.ndarray, np.ndarray]:
         """Per-target aggregate of the reached leaves' weights, ``[N, K]``, and whether any leaf voted."""
         leaves = self.leaves(x)
-        n, k = x.shape[0], self.w_sum.shape[1]
+        n, k = x.shape[0], self.n_targets
+        rows = self.w_row[leaves]
         has = np.zeros((n, k), dtype=bool)
         if aggregate in ("SUM", "AVERAGE"):
             acc = np.zeros((n, k))
-            for t in range(leaves.shape[1]):
-                acc += self.w_sum[leaves[:, t]]
-                has |= self.w_has[leaves[:, t]]
-            if aggregate == "AVERAGE" and leaves.shape[1]:
-                acc /= leaves.shape[1]
+            for t in range(rows.shape[1]):
+                acc += self.w_sum[rows[:, t]]
+                has |= self.w_has[rows[:, t]]
+            if aggregate == "AVERAGE" and rows.shape[1]:
+                acc /= rows.shape[1]
             return acc, has
         if aggregate == "MIN":
+            w_min = self._extreme(np.minimum, np.inf)
             acc = np.full((n, k), np.inf)
-            for t in range(leaves.shape[1]):
-                acc = np.minimum(acc, self.w_min[leaves[:, t]])
-                has |= self.w_has[leaves[:, t]]
+            for t in range(rows.shape[1]):
+                acc = np.minimum(acc, w_min[rows[:, t]])
+                has |= self.w_has[rows[:, t]]
         elif aggregate == "MAX":
+            w_max = self._extreme(np.maximum, -np.inf)
             acc = np.full((n, k), -np.inf)
-            for t in range(leaves.shape[1]):
-                acc = np.maximum(acc, self.w_max[leaves[:, t]])
-                has |= self.w_has[leaves[:, t]]
+            for t in range(rows.shape[1]):
+                acc = np.maximum(acc, w_max[rows[:, t]])
+                has |= self.w_has[rows[:, t]]
         else:
             raise EvaluationError(f"unknown aggregate_function {aggregate!r} (one of {', '.join(_AGGREGATES)})")
         return np.where(has, acc, 0.0), has
@@ -200,9 +209,7 @@ def _values(plain: list[float] | None, tensor: np.ndarray | None, name: str) -> 
     return np.asarray(plain or [], dtype=np.float32).astype(np.float64)
 
 
-def _legacy_forest(
-    attrs: dict[str, Any], prefix: str, n_targets: int, ids_name: str
-) -> tuple[_Forest, np.ndarray]:
+def _legacy_forest(attrs: dict[str, Any], prefix: str, n_targets: int, ids_name: str) -> tuple[_Forest, np.ndarray]:
     """Build a forest from the ``nodes_*`` attributes and the ``<prefix>_*`` leaf weights; return it and the
     weight ids (class or target of each weight)."""
     treeids = _ints(attrs.get("nodes_treeids"))

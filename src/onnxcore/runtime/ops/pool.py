@@ -342,9 +342,9 @@ def _maxpool(
     nc = (np.arange(x.shape[0] * x.shape[1], dtype=np.int64) * math.prod(sp)).reshape(
         (x.shape[0], x.shape[1]) + (1,) * nd
     )
-    shape = (x.shape[0], x.shape[1], *out)
-    acc = np.full(shape, low, dtype=wd)
-    idx = np.full(shape, -1, dtype=np.int64)
+    oshape = (x.shape[0], x.shape[1], *out)
+    acc = np.full(oshape, low, dtype=wd)
+    idx = np.full(oshape, -1, dtype=np.int64)
     for offs in itertools.product(*(range(k) for k in kernel)):
         vals = xp[_offset_slices(offs, st, dil, out)]
         pos = [base_axes[i] + offs[i] * dil[i] for i in range(nd)]
@@ -355,7 +355,7 @@ def _maxpool(
             inside = inside & (pos[i] >= 0) & (pos[i] < sp[i])
         better = ((vals > acc) | (idx < 0)) & inside
         np.copyto(acc, vals, where=better)
-        np.copyto(idx, np.broadcast_to(lin, shape), where=better)
+        np.copyto(idx, np.broadcast_to(lin, oshape), where=better)
     idx = np.where(idx < 0, 0, idx)  # windows wholly in padding (before version 22)
     return acc.astype(dt, copy=False), (idx + nc).astype(np.int64, copy=False)
 

@@ -132,37 +132,43 @@ def _grid_sample(X: np.ndarray, grid: np.ndarray, mode: str, padding_mode: str, 
             xs = np.multiply(np.multiply(gn + 1, size) - 1, 0.5)
         taps_per_axis.append(_axis_taps(xs, size, mode, padding_mode, bool(align_corners)))
     strides = np.cumprod((1, *in_sizes[::-1]))[::-1][1:]  # row-major strides of the spatial axes
-    flat = X.reshape(n, c, -1)
     if kind in "iub" or X.dtype == np.float16 or compute_dtype(X.dtype) != X.dtype:
         vdt = np.dtype(np.float64) if kind in "iu" else np.dtype(np.float32)
     else:
         vdt = X.dtype
+    # Channels last, so each gathered position reads C contiguous values:
+    # (N * S, C): row b * S + s holds the C values of spatial position s of batch item b.
+    flat = np.ascontiguousarray(X.reshape(n, c, -1).transpose(0, 2, 1)).reshape(-1, c)
     if interp:
         flat = flat.astype(vdt, copy=False)
-    bidx = np.arange(n)[:, None]
+    base = (np.arange(n) * int(np.prod(in_sizes)))[:, None]
     if not interp:
         # One tap per axis; under zeros padding an out-of-range position reads 0.
-        lin = np.zeros((n, npts), np.int64)
+        lin = np.repeat(base, npts, axis=1)
         ok: np.ndarray | None = None
         for ((idx, wt),), stride in zip(taps_per_axis, strides):
             lin += idx * int(stride)
             if wt is not None:
                 ok = wt > 0 if ok is None else ok & (wt > 0)
-        acc = flat[bidx, :, lin]  # (N, P, C)
+        acc = flat.take(lin, axis=0)  # (N, P, C)
         if ok is not None:
             acc = np.where(ok[:, :, None], acc, np.zeros((), X.dtype))
     else:
         acc = None
         for combo in itertools.product(*taps_per_axis):
-            lin = np.zeros((n, npts), np.int64)
+            lin = np.repeat(base, npts, axis=1)
             w: np.ndarray | None = None
             for (idx, wt), stride in zip(combo, strides):
                 lin += idx * int(stride)
                 if wt is not None:
                     w = wt if w is None else w * wt
             assert w is not None
-            vals = flat[bidx, :, lin] * w[:, :, None].astype(vdt, copy=False)  # (N, P, C)
-            acc = vals if acc is None else acc + vals
+            vals = flat.take(lin, axis=0)  # (N, P, C)
+            vals *= w[:, :, None].astype(vdt, copy=False)
+            if acc is None:
+                acc = vals
+            else:
+                acc += vals
     assert acc is not None
     y = np.moveaxis(acc, 2, 1).reshape(out_shape)
     if kind in "iu" and interp:

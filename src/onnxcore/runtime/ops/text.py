@@ -8,13 +8,13 @@ surrogate escapes and encoded back unchanged); concatenation and splitting on a 
 on the octets directly.
 
 RegexFullMatch uses Python's :mod:`re` in place of RE2. For the patterns both accept they agree
-on full matches; the differences, documented here: RE2-only syntax (``\\pN``, ``\\p{Greek}``,
-``[[:alpha:]]``, ``\\C``, ``(?P=name)`` is Python's only) is refused by ``re`` with an
-:class:`~onnxcore.errors.EvaluationError`; constructs RE2 refuses (backreferences ``\\1``,
-lookaround ``(?=``, ``(?!``, ``(?<=``, ``(?<!``, possessive and atomic groups) are refused here
-too, so a pattern is never given a meaning RE2 does not give it. ``\\d``, ``\\w`` and ``\\s``
-are ASCII-only in RE2, so the pattern is compiled with ``re.ASCII``; ``.`` does not match a
-newline in either.
+on full matches. The differences: RE2-only syntax (``\\pN``, ``\\p{Greek}``, ``\\C``) is
+refused by ``re``, and POSIX classes (``[[:alpha:]]``, which ``re`` would read as a plain set)
+are refused here, with an :class:`~onnxcore.errors.EvaluationError`; constructs RE2 refuses
+(backreferences ``\\1``, lookaround ``(?=``, ``(?!``, ``(?<=``, ``(?<!``, possessive
+quantifiers and atomic groups) are refused here too, so a pattern is never given a meaning RE2
+does not give it. ``\\d``, ``\\w`` and ``\\s`` are ASCII-only in RE2, so the pattern is
+compiled with ``re.ASCII``; ``.`` does not match a newline in either.
 """
 
 from __future__ import annotations
@@ -161,12 +161,16 @@ def string_split(
 # Constructs Python's re accepts and RE2 refuses: backreferences (numbered or named), lookaround,
 # atomic groups and possessive quantifiers, conditionals.
 _NOT_RE2 = re.compile(r"\\[1-9]|\(\?P=|\(\?[=!]|\(\?<[=!]|\(\?>|[*+?}]\+|\(\?\(")
+# RE2 syntax that Python's re would silently read otherwise: POSIX classes ([[:alpha:]]).
+_POSIX_CLASS = re.compile(r"\[:\^?[a-z]+:\]")
 
 
 def _compile_re2(pattern: str) -> re.Pattern[str]:
     # Escaped backslashes are dropped first so that "\\1" (a literal backslash and 1) is not refused.
     if _NOT_RE2.search(pattern.replace("\\\\", "")):
         raise EvaluationError(f"RegexFullMatch: pattern {pattern!r} is not RE2 syntax (backreference or lookaround)")
+    if _POSIX_CLASS.search(pattern):
+        raise EvaluationError(f"RegexFullMatch: POSIX character classes in {pattern!r} are not supported")
     try:
         return re.compile(pattern, re.ASCII)
     except re.error as e:
