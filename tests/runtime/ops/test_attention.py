@@ -483,3 +483,15 @@ def test_attention_skips_unrequested_qk_output() -> None:
     full = _attention_fn(23, n_out=4)(q, k, v)
     assert len(full) == 4 and full[3].shape == (1, 2, 3, 4)
     np.testing.assert_array_equal(_attention_fn(23, n_out=1)(q, k, v)[0], full[0])
+
+
+@pytest.mark.parametrize("precision", [10, 16])
+def test_attention_narrow_softmax_precision(precision: int) -> None:
+    """FLOAT16/BFLOAT16 softmax precision: the weights are those types' values (rounded once each way)."""
+    q, k, v = _qkv(False, 1, 2, 2, 3, 4, 8, 8)
+    fn = _attention_fn(23)
+    narrow = np.float16 if precision == 10 else ml_dtypes.bfloat16
+    probs = fn(q, k, v, softmax_precision=precision, qk_matmul_output_mode=3)[3]
+    exact = fn(q, k, v, qk_matmul_output_mode=3)[3]
+    assert (probs.astype(narrow).astype(np.float32) == probs).all()
+    np.testing.assert_allclose(probs, exact, rtol=2.0**-7, atol=1e-3)

@@ -220,7 +220,11 @@ def test_quantize_float16_scale_and_output_dtype() -> None:
         helper.make_node("DequantizeLinear", ["q", "s"], ["y"], axis=0),
     ]
     eq, ey = _ort(
-        nodes, {"x": x}, [numpy_helper.from_array(scale, "s")], [("q", TensorProto.INT8), ("y", TensorProto.FLOAT16)], 21
+        nodes,
+        {"x": x},
+        [numpy_helper.from_array(scale, "s")],
+        [("q", TensorProto.INT8), ("y", TensorProto.FLOAT16)],
+        21,
     )
     q = _fn("QuantizeLinear", 21)(x, scale, **attrs)
     np.testing.assert_array_equal(q, eq)
@@ -322,9 +326,7 @@ def test_conv_integer_against_onnxruntime(x_shape: Any, w_shape: Any, attrs: dic
 
 @pytest.mark.parametrize(("x_shape", "w_shape", "attrs"), CONV_CASES)
 @pytest.mark.parametrize("per_channel", [False, True])
-def test_qlinear_conv_against_onnxruntime(
-    x_shape: Any, w_shape: Any, attrs: dict[str, Any], per_channel: bool
-) -> None:
+def test_qlinear_conv_against_onnxruntime(x_shape: Any, w_shape: Any, attrs: dict[str, Any], per_channel: bool) -> None:
     rng = np.random.default_rng(9)
     m = w_shape[0]
     x = rng.integers(0, 255, x_shape).astype(np.uint8)

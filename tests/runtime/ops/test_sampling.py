@@ -287,3 +287,22 @@ def test_grid_sample_16_is_2d_only() -> None:
     with pytest.raises(OnnxCoreError):
         lookup("", "GridSample", 16).fn(x, grid)
     assert lookup("", "GridSample", 20).fn(x, grid).shape == (1, 1, 1, 1, 1)
+
+
+def test_nms_chain_against_onnxruntime() -> None:
+    """A chain of overlapping boxes: a suppressed box suppresses nothing (greedy, not transitive)."""
+    n = 12
+    x0 = np.arange(n, dtype=np.float32) * 0.5  # neighbours: IoU 1/3; two apart: touching only
+    boxes = np.stack([np.zeros(n), x0, np.ones(n), x0 + 1], axis=-1).astype(np.float32)[None]  # [y1, x1, y2, x2]
+    scores = np.linspace(1.0, 0.1, n, dtype=np.float32)[None, None]
+    scores[0, 0, 3] = 0.95  # out of order in the middle of the chain
+    for iou in (0.1, 0.3, 0.4):
+        inputs = [
+            ("boxes", boxes),
+            ("scores", scores),
+            ("max_output_boxes_per_class", np.array([n], np.int64)),
+            ("iou_threshold", np.array([iou], np.float32)),
+        ]
+        actual, expected = _run_both("NonMaxSuppression", 11, inputs, TensorProto.INT64, {})
+        np.testing.assert_array_equal(actual, expected, err_msg=f"iou={iou}")
+        assert 1 < len(actual) < n if iou < 1 / 3 else len(actual) == n

@@ -70,7 +70,9 @@ def _run_with_subgraphs(case: Path) -> tuple[list[Any], list[Any]]:
         sess = onnxcore.Session(m.SerializeToString())
         return list(sess.run(None, {vi.name: v for vi, v in zip(g.input, inputs)}))
 
-    ctx = KernelContext(None, since_version=17, opset_version=17, num_outputs=len(node.output), run_subgraph=run_subgraph)
+    ctx = KernelContext(
+        None, since_version=17, opset_version=17, num_outputs=len(node.output), run_subgraph=run_subgraph
+    )
     out = _fn(node.op_type, 17)(ctx, *[by_name[n] for n in node.input], **attrs)
     return list(out), expected
 
@@ -137,7 +139,9 @@ def test_split_to_sequence_against_onnxruntime() -> None:
             helper.make_tensor_value_info("last", TensorProto.FLOAT, None),
         ]
         n, f, la = _ort_run([split_to, length, first, last], vis, outs, feeds)
-        (seq,) = fn(x, split, axis=axis, keepdims=keepdims) if split is not None else fn(x, axis=axis, keepdims=keepdims)
+        (seq,) = (
+            fn(x, split, axis=axis, keepdims=keepdims) if split is not None else fn(x, axis=axis, keepdims=keepdims)
+        )
         assert len(seq) == int(n)
         np.testing.assert_array_equal(seq[0], f)
         np.testing.assert_array_equal(seq[-1], la)

@@ -77,7 +77,7 @@ DFT_COMBOS = list(itertools.product([0, 1], [0, 1], [None, 5, 12], [1, -2, 2, -3
 def test_dft_against_onnxruntime(version: int) -> None:
     rng = np.random.default_rng(version)
     for inverse, onesided, length, axis in DFT_COMBOS:
-        complex_in = bool(inverse and onesided) or bool(rng.integers(0, 2)) and not onesided
+        complex_in = bool(inverse and onesided) or (bool(rng.integers(0, 2)) and not onesided)
         x = rng.standard_normal((2, 8, 6, 2 if complex_in else 1)).astype(np.float32)
         dl = None if length is None else np.array(length, np.int64)
         attrs: dict[str, Any] = {"inverse": inverse, "onesided": onesided}
@@ -98,7 +98,9 @@ def test_dft_against_onnxruntime(version: int) -> None:
         else:
             expected = _ort("DFT", version, feeds, attrs)
         assert actual.dtype == np.float32 and actual.shape == expected.shape, (inverse, onesided, length, axis)
-        np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-4, err_msg=str((inverse, onesided, length, axis)))
+        np.testing.assert_allclose(
+            actual, expected, rtol=1e-4, atol=1e-4, err_msg=str((inverse, onesided, length, axis))
+        )
 
 
 def test_dft_defaults_and_errors() -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from onnxcore.errors import EvaluationError, ShapeError
@@ -25,9 +26,8 @@ from onnxcore.runtime.registry import KernelContext, kernel
 
 __all__: list[str] = []
 
-# TensorProto.DataType tags accepted by Attention's softmax_precision (FLOAT, FLOAT16, DOUBLE, BFLOAT16).
-_SOFTMAX_PRECISION = {1: np.dtype(np.float32), 10: np.dtype(np.float16), 11: np.dtype(np.float64)}
-_BFLOAT16_TAG = 16
+# TensorProto.DataType tags accepted by Attention's softmax_precision: FLOAT, FLOAT16, DOUBLE, BFLOAT16.
+_SOFTMAX_PRECISIONS = (1, 10, 11, 16)
 
 
 def _work_dtype(dtype: Any) -> np.dtype[Any]:
@@ -176,16 +176,12 @@ def _attention(
     if want_qk and qk_matmul_output_mode == 2:
         qk_out = scores.astype(out_dtype)
 
-    if softmax_precision is not None and softmax_precision not in (*_SOFTMAX_PRECISION, _BFLOAT16_TAG):
+    if softmax_precision is not None and softmax_precision not in _SOFTMAX_PRECISIONS:
         raise EvaluationError(f"Attention: softmax_precision={softmax_precision} is not 1, 10, 11 or 16")
+    # Softmax runs in float64 for DOUBLE, else in the compute type; FLOAT16/BFLOAT16 round its input
+    # and output to that type (the computation itself stays in float32, Clause 11.4).
     sm_dtype = np.dtype(np.float64) if softmax_precision == 11 else ct
-    narrow: Any = None
-    if softmax_precision == 10:
-        narrow = np.float16
-    elif softmax_precision == _BFLOAT16_TAG:
-        import ml_dtypes
-
-        narrow = ml_dtypes.bfloat16
+    narrow: Any = {10: np.float16, 16: ml_dtypes.bfloat16}.get(softmax_precision or 0)
     x = scores.astype(sm_dtype, copy=False)
     if narrow is not None:
         x = x.astype(narrow).astype(np.float32)

@@ -64,7 +64,14 @@ def _exact(a: np.ndarray) -> np.ndarray:
 
 
 def _param_shape(
-    x_shape: tuple[int, ...], p: np.ndarray, axis: int, block_size: int, *, allow_axis: bool, allow_block: bool, what: str
+    x_shape: tuple[int, ...],
+    p: np.ndarray,
+    axis: int,
+    block_size: int,
+    *,
+    allow_axis: bool,
+    allow_block: bool,
+    what: str,
 ) -> np.ndarray:
     """``p`` (a scale or zero point) arranged to broadcast against an input of ``x_shape``."""
     r = len(x_shape)

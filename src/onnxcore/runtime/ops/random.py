@@ -98,11 +98,27 @@ def _uniform(rng: np.random.Generator, low: float, high: float, dims: tuple[int,
     if not (math.isfinite(low) and math.isfinite(high)) or high < low:
         raise EvaluationError(f"RandomUniform: [{low}, {high}) is not a finite interval")
     y = rng.uniform(low, high, dims).astype(dt)
-    # Rounding to a narrow type can reach ``high`` itself; keep the half-open interval.
-    if high > low:
-        y = np.where(y.astype(np.float64) >= high, np.asarray(np.nextafter(high, low)).astype(dt), y)
-        y = np.maximum(y, np.asarray(low).astype(dt)).astype(dt)
+    # Rounding to a narrower type can reach ``high`` itself: keep the half-open interval.
+    if high > low and y.size:
+        top = np.asarray(high).astype(dt)
+        if float(top) >= high:
+            top = _step_down(top)
+        y = np.where(y.astype(np.float64) >= high, top, y).astype(dt)
     return np.asarray(y)
+
+
+def _step_down(v: np.ndarray) -> np.ndarray:
+    """The greatest value of ``v``'s (IEEE-like binary float) type below the 0-d ``v``."""
+    ut = np.dtype(f"u{v.dtype.itemsize}")
+    bits = int(np.asarray(v).reshape(()).view(ut))
+    sign = 1 << (8 * v.dtype.itemsize - 1)
+    if float(v) > 0:
+        bits -= 1
+    elif float(v) == 0:
+        bits = sign | 1
+    else:
+        bits += 1
+    return np.asarray(bits, dtype=ut).view(v.dtype)
 
 
 @kernel("RandomNormalLike", 1, 22, context=True)
@@ -138,7 +154,9 @@ def random_uniform_like(
 
 
 @kernel("Bernoulli", 15, 22, context=True)
-def bernoulli(ctx: KernelContext, input: np.ndarray, *, dtype: int | None = None, seed: float | None = None) -> np.ndarray:
+def bernoulli(
+    ctx: KernelContext, input: np.ndarray, *, dtype: int | None = None, seed: float | None = None
+) -> np.ndarray:
     """Bernoulli: 1 with probability ``input`` (each element in [0, 1]), else 0, as ``dtype`` (default: the input's)."""
     p = np.asarray(input)
     if not is_float(p.dtype):

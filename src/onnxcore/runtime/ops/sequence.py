@@ -131,7 +131,9 @@ def split_to_sequence(
             raise EvaluationError(f"SplitToSequence: split {lengths} does not partition an axis of extent {n}")
     else:
         raise EvaluationError(f"SplitToSequence: split must be a scalar or 1-D, got shape {s.shape}")
-    bounds = np.cumsum(lengths)[:-1] if lengths else []
+    if not lengths:
+        return ([],)
+    bounds = [int(b) for b in np.cumsum(lengths)[:-1]]
     return (list(np.split(x, bounds, axis=ax)),)
 
 
@@ -153,9 +155,7 @@ def concat_from_sequence(input_sequence: list[np.ndarray], *, axis: int, new_axi
     ax = normalize_axis(axis, rank)
     for a in arrays[1:]:
         if a.ndim != rank or any(d != e for i, (d, e) in enumerate(zip(a.shape, arrays[0].shape)) if i != ax):
-            raise EvaluationError(
-                f"ConcatFromSequence: shapes {arrays[0].shape} and {a.shape} differ off axis {ax}"
-            )
+            raise EvaluationError(f"ConcatFromSequence: shapes {arrays[0].shape} and {a.shape} differ off axis {ax}")
     return np.concatenate(arrays, axis=ax)
 
 
@@ -176,9 +176,7 @@ def sequence_map(
     n = len(seq)
     for j, extra in enumerate(additional_inputs):
         if isinstance(extra, list) and len(extra) != n:
-            raise EvaluationError(
-                f"SequenceMap: additional input {j} is a sequence of length {len(extra)}, not {n}"
-            )
+            raise EvaluationError(f"SequenceMap: additional input {j} is a sequence of length {len(extra)}, not {n}")
     limit = getattr(ctx.limits, "max_loop_iterations", None)
     if limit is not None and n > limit:
         raise LimitError(f"SequenceMap: {n} iterations exceed max_loop_iterations={limit} (Clause 15.4)")

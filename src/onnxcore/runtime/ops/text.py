@@ -86,8 +86,8 @@ def string_normalizer(
     Matching stop words without case sensitivity compares lowercased forms. Case changes map
     character by character with Unicode's simple case mapping (a character whose mapping is
     several characters, like "ß" to upper case, is kept), as onnxruntime's wide-character
-    mapping does; ``locale`` is accepted but only this locale-independent mapping is offered. When every element is dropped the result is one empty
-    string, of shape [1] or [1, 1].
+    mapping does; ``locale`` is accepted but only this locale-independent mapping is offered.
+    When every element is dropped the result is one empty string, of shape [1] or [1, 1].
     """
     x = _strings(X, "StringNormalizer")
     if x.ndim == 1:
@@ -182,9 +182,7 @@ def regex_full_match(X: np.ndarray, *, pattern: str = "") -> np.ndarray:
     """RegexFullMatch: whether each element matches ``pattern`` in full (see the module text on RE2)."""
     x = _strings(X, "RegexFullMatch")
     rx = _compile_re2(pattern)
-    return np.array([rx.fullmatch(_decode(_bytes_of(v))) is not None for v in x.ravel()], dtype=bool).reshape(
-        x.shape
-    )
+    return np.array([rx.fullmatch(_decode(_bytes_of(v))) is not None for v in x.ravel()], dtype=bool).reshape(x.shape)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -295,6 +293,6 @@ def tfidf_vectorizer(
     elif mode == "TFIDF":
         counts = counts * w
     y = np.zeros((n_rows, out_size), np.float64)
-    np.add.at(y, (slice(None), out_idx), counts)
+    np.add.at(y.T, out_idx, counts.T)  # several n-grams may share an output coordinate
     y32 = y.astype(np.float32)
     return y32.reshape(out_size) if x.ndim == 1 else y32
