@@ -6,13 +6,19 @@ import inspect
 
 import pytest
 
-from onnxcore.defs import get_schema, schema_versions
-from onnxcore.runtime.registry import registered
+from onnxcore.defs import get_schema, known_domains, schema_versions
+from onnxcore.runtime.registry import KernelDef, registered
+
+
+def _ours() -> list[KernelDef]:
+    # Kernels that tests register under their own custom domains are not ONNX 1-2 definitions.
+    domains = set(known_domains())
+    return [k for k in registered() if k.domain in domains]
 
 
 def test_every_kernel_is_a_real_since_version() -> None:
     bad = []
-    for k in registered():
+    for k in _ours():
         if k.since_version not in schema_versions(k.op_type, k.domain):
             bad.append(repr(k))
     assert bad == []
@@ -21,7 +27,7 @@ def test_every_kernel_is_a_real_since_version() -> None:
 def test_kernel_signatures_read_like_the_schema() -> None:
     """Attributes are keyword-only parameters named as the schema's attributes (or taken by **kwargs)."""
     bad = []
-    for k in registered():
+    for k in _ours():
         schema = get_schema(k.op_type, k.since_version, k.domain)
         assert schema is not None
         params = inspect.signature(k.fn).parameters.values()

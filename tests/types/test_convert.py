@@ -56,19 +56,31 @@ def test_cast_vectors(node_cases: list[Path]) -> None:
 # ------------------------------------------------------------------ exact model of RNE with overflow
 
 
+_TABLES: dict[ElementType, tuple[list[Fraction], list[int], int]] = {}
+
+
+def _table(et: ElementType) -> tuple[list[Fraction], list[int], int]:
+    """Sorted non-negative finite values of ``et`` with their codes, plus the virtual value just past the
+    largest (the code after it), which stands for overflow."""
+    if et not in _TABLES:
+        bits = et.bits
+        codes = np.arange(1 << (bits - 1), dtype=np.uint16 if bits == 16 else np.uint8)
+        mags = codes.view(et.np_dtype).astype(np.float64)
+        pairs = sorted((Fraction(float(m)), int(c)) for m, c in zip(mags, codes, strict=True) if math.isfinite(m))
+        vmax, cmax = pairs[-1]
+        pairs.append((vmax + (vmax - pairs[-2][0]), cmax + 1))
+        _TABLES[et] = ([v for v, _ in pairs], [c for _, c in pairs], cmax)
+    return _TABLES[et]
+
+
 def _exact_round(x: float, et: ElementType, saturate: bool) -> int:
     """The code of ``x`` rounded to ``et``: nearest representable value, ties to the even code; a
     value past the largest finite one by half an ulp or more overflows (saturate: the largest
     finite value; else infinity where the type has one, else NaN)."""
-    dt = et.np_dtype
+    import bisect
+
+    vals, codes, cmax = _table(et)
     bits = et.bits
-    codes = np.arange(1 << (bits - 1), dtype=np.uint16 if bits == 16 else np.uint8)
-    mags = codes.view(dt).astype(np.float64) if bits == 16 else codes.astype(np.uint8).view(dt).astype(np.float64)
-    finite = [(Fraction(float(m)), int(c)) for m, c in zip(mags, codes, strict=True) if math.isfinite(m)]
-    finite.sort()
-    vmax, cmax = finite[-1]
-    ulp = vmax - finite[-2][0]
-    cands = [*finite, (vmax + ulp, cmax + 1)]  # the virtual value just past the largest
     sign = (1 << (bits - 1)) if math.copysign(1.0, x) < 0 else 0
     nan_code = {
         E.FLOAT8E4M3FN: 0x7F,
@@ -78,15 +90,22 @@ def _exact_round(x: float, et: ElementType, saturate: bool) -> int:
         E.BFLOAT16: 0x7FC0,
     }.get(et)
     no_nan = et in (E.FLOAT4E2M1, E.FLOAT6E2M3, E.FLOAT6E3M2)
-    if math.isnan(x):
-        raise AssertionError("NaN is not modelled here")
-    ax = abs(x)
-    if math.isinf(x):
+    assert not math.isnan(x), "NaN is not modelled here"
+    code: int | None
+    if math.isinf(x) or Fraction(abs(x)) >= vals[-1]:
         code = None
     else:
-        fx = Fraction(ax)
-        best = min(cands, key=lambda vc: (abs(vc[0] - fx), vc[1] & 1))
-        code = best[1] if best[1] != cmax + 1 else None
+        fx = Fraction(abs(x))
+        i = bisect.bisect_left(vals, fx)
+        if vals[i] == fx:
+            code = codes[i]
+        else:
+            lo, hi = i - 1, i
+            dlo, dhi = fx - vals[lo], vals[hi] - fx
+            pick = lo if dlo < dhi else hi if dhi < dlo else (lo if codes[lo] % 2 == 0 else hi)
+            code = codes[pick]
+        if code == cmax + 1:
+            code = None
     if code is None:  # overflow
         if saturate or no_nan:
             return cmax | sign

@@ -21,6 +21,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from onnxcore.errors import EvaluationError, LimitError, OnnxCoreError, ValidationError
 from onnxcore.limits import Limits
 from onnxcore.proto import AttributeProto, FunctionProto, GraphProto, NodeProto, TypeProto
@@ -259,10 +261,24 @@ class Plan:
 
         raw: list[tuple[BoundNode, list[int], int, list[tuple[int, int]]]] = []
         node_slots: list[int] = []
+        seen: dict[tuple[Any, ...], BoundNode] = {}
         for k, bn in enumerate(ir.nodes):
             if not live[k]:
                 continue
             ins = [slots[n] if n else NONE_SLOT for n in bn.inputs] + [slots[n] for n in bn.outer]
+            # Clause 8.2 permits fusing computations: a deterministic node that repeats an earlier one
+            # (same implementation, inputs and attributes) reuses its outputs instead of running again.
+            # In debugging mode (keep_all) every node runs, so each intermediate is its own.
+            key = None if keep_all else _cse_key(bn, ins)
+            if key is not None:
+                first = seen.get(key)
+                if first is not None and len(first.outputs) == len(bn.outputs):
+                    if all((a == "") == (b == "") for a, b in zip(first.outputs, bn.outputs)):
+                        for a, b in zip(first.outputs, bn.outputs):
+                            if b:
+                                slots[b] = slots[a]
+                        continue
+                seen[key] = bn
             outs: list[tuple[int, int]] = []
             out0 = TRASH_SLOT
             for j, o in enumerate(bn.outputs):
@@ -446,6 +462,46 @@ class _SubgraphCall:
 
         ctx = KernelContext(run_subgraph=run_subgraph, **self.ctx_args)
         return self.fn(ctx, *args[: self.n_in], **kw)
+
+
+# Operators whose result is not a function of inputs and attributes alone (Clause 8.5), never merged.
+_NONDETERMINISTIC = frozenset(
+    {
+        "RandomNormal",
+        "RandomUniform",
+        "RandomNormalLike",
+        "RandomUniformLike",
+        "Bernoulli",
+        "Multinomial",
+        "Dropout",
+    }
+)
+
+
+def _freeze(v: Any) -> Any:
+    if isinstance(v, np.ndarray):
+        return ("nd", v.dtype.str, v.shape, v.tobytes()) if v.dtype != object else ("obj", id(v))
+    if isinstance(v, list | tuple):
+        return tuple(_freeze(x) for x in v)
+    if isinstance(v, int | float | str | bytes | bool) or v is None:
+        return (type(v).__name__, v)
+    return ("id", id(v))
+
+
+def _cse_key(bn: BoundNode, ins: list[int]) -> tuple[Any, ...] | None:
+    """The identity of a node's computation, or None when it must not be merged with another."""
+    node = bn.node
+    if bn.call is None or node.op_type in _NONDETERMINISTIC or bn.outer:
+        return None
+    if any(a.g is not None or a.graphs for a in node.attribute):
+        return None
+    try:
+        attrs = tuple(sorted((k, _freeze(v)) for k, v in bn.kw.items()))
+        key = (bn.call, node.domain, node.op_type, tuple(ins), attrs)
+        hash(key)
+    except TypeError:
+        return None
+    return key
 
 
 def _graph_types(g: GraphProto | FunctionProto) -> dict[str, TypeProto]:

@@ -191,6 +191,8 @@ def dequantize(
     else:
         out = _etype(scale.dtype)
         if out == ElementType.FLOAT8E8M0:
+            # "The output type is the scale's" cannot hold for a float8e8m0 scale (not in T3):
+            # without output_dtype such a node yields float.
             out = ElementType.FLOAT
     kw = {"allow_axis": allow_axis, "allow_block": allow_block}
     s = _exact(_param_shape(x.shape, scale, axis, block_size, what="scale", **kw))
@@ -334,7 +336,9 @@ def dynamic_quantize_linear(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.n
     if scale == 0:
         return np.zeros(x.shape, np.uint8), np.array(1.0, np.float32), np.array(0, np.uint8)
     zp = float(np.clip(np.rint(np.float32(0) - np.float32(lo) / scale), 0, 255))
-    y = np.clip(np.rint(x / scale) + zp, 0, 255).astype(np.uint8)
+    q = np.clip(np.rint(x / scale) + zp, 0, 255)
+    # NaN has no quantized value (the definition is silent): it becomes the zero point.
+    y = np.where(np.isnan(q), zp, q).astype(np.uint8)
     return y, np.array(scale, np.float32), np.array(zp, np.uint8)
 
 

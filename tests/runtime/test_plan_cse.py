@@ -1,0 +1,67 @@
+"""Repeated deterministic computations are evaluated once (Clause 8.2 permits fusing); random ones are not."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import TensorProto as TP
+from onnx import helper as h
+
+import onnxcore
+from onnxcore.runtime.registry import kernel
+
+DOMAIN = "test.onnxcore.cse"
+CALLS = {"n": 0}
+
+
+@kernel("CountedNeg", 1, domain=DOMAIN)
+def _counted_neg(x: np.ndarray) -> np.ndarray:
+    CALLS["n"] += 1
+    return -x
+
+
+def _model(nodes: list, outputs: list[tuple[str, list[int]]]) -> bytes:
+    g = h.make_graph(
+        nodes,
+        "g",
+        [h.make_tensor_value_info("x", TP.FLOAT, [2, 3])],
+        [h.make_tensor_value_info(o, TP.FLOAT, shape) for o, shape in outputs],
+    )
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 22), h.make_opsetid(DOMAIN, 1)])
+    m.ir_version = 10
+    return m.SerializeToString()
+
+
+def test_identical_nodes_share_one_evaluation() -> None:
+    nodes = [
+        h.make_node("CountedNeg", ["x"], ["a"], domain=DOMAIN),
+        h.make_node("CountedNeg", ["x"], ["b"], domain=DOMAIN),
+        h.make_node("Add", ["a", "b"], ["y"]),
+        h.make_node("ReduceSum", ["x"], ["c"], keepdims=1),
+        h.make_node("ReduceSum", ["x"], ["d"], keepdims=0),
+    ]
+    s = onnxcore.Session(_model(nodes, [("y", [2, 3]), ("c", [1, 1]), ("d", [])]))
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    before = CALLS["n"]
+    y, c, d = s.run(None, {"x": x})
+    assert CALLS["n"] - before == 1
+    np.testing.assert_allclose(y, -2 * x)
+    np.testing.assert_allclose(c, x.sum(keepdims=True))  # different attributes: not merged
+    np.testing.assert_allclose(d, x.sum())
+    _, values = s.run(None, {"x": x}, intermediates=True)  # debugging evaluates every node
+    assert CALLS["n"] - before == 3
+    assert {"a", "b", "y"} <= set(values)
+
+
+def test_random_nodes_are_not_merged() -> None:
+    nodes = [
+        h.make_node("RandomUniformLike", ["x"], ["a"]),
+        h.make_node("RandomUniformLike", ["x"], ["b"]),
+        h.make_node("Sub", ["a", "b"], ["y"]),
+    ]
+    try:
+        s = onnxcore.Session(_model(nodes, [("y", [2, 3])]))
+    except onnxcore.UnsupportedOperatorError:
+        pytest.skip("RandomUniformLike not implemented yet")
+    y = s.run(None, {"x": np.zeros((2, 3), np.float32)})[0]
+    assert np.abs(y).max() > 0
