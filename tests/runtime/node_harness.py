@@ -92,6 +92,16 @@ def run_single_node_case(case_dir: Path) -> tuple[list[Any], list[Any]] | None:
     args = [by_name[n] if n else None for n in node.input]
     attrs = {a.name: _attr_value(a) for a in node.attribute}
     if k.context:
+        # GRAPH attributes run through onnxcore.Session (the subgraph's own inputs only, no outer scope).
+        graphs = {id(attrs[a.name]): a.g for a in node.attribute if a.type == onnx.AttributeProto.GRAPH}
+
+        def run_subgraph(graph: Any, inputs: list[Any], outer: Any = None) -> list[Any]:
+            import onnxcore
+
+            g = graphs[id(graph)]
+            m = onnx.helper.make_model(g, opset_imports=list(model.opset_import), ir_version=model.ir_version)
+            return list(onnxcore.Session(m.SerializeToString()).run(None, dict(zip([i.name for i in g.input], inputs))))
+
         from onnxcore import decode
         from onnxcore.proto import NodeProto
 
@@ -101,6 +111,7 @@ def run_single_node_case(case_dir: Path) -> tuple[list[Any], list[Any]] | None:
             opset_version=version,
             num_outputs=len(node.output),
             outputs_requested=[bool(o) for o in node.output],
+            run_subgraph=run_subgraph,
         )
         out = k.fn(ctx, *args, **attrs)
     else:

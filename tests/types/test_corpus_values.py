@@ -131,7 +131,7 @@ def test_sparse_tensor_value_round_trip() -> None:
 )
 def test_map_values_like_onnx(value: dict[Any, Any]) -> None:
     """Maps written by onnx.numpy_helper.from_dict read back equal (keys: int, or bytes for STRING)."""
-    from onnxcore.types import MapType, SequenceType, TensorType, ElementType
+    from onnxcore.types import ElementType, MapType, SequenceType, TensorType
 
     if any(isinstance(v, list) for v in value.values()):
         seq = [numpy_helper.from_list(v, "s", dtype=onnx.SequenceProto.TENSOR) for v in value.values()]

@@ -20,7 +20,7 @@ from typing import Any
 from onnxcore.limits import DEFAULT_LIMITS, Limits
 from onnxcore.proto import MESSAGE_CLASSES, MESSAGE_SPECS
 from onnxcore.proto.message import Message
-from onnxcore.proto.messages import FunctionProto, GraphProto, ModelProto, NodeProto
+from onnxcore.proto.messages import AttributeProto, FunctionProto, GraphProto, ModelProto, NodeProto
 
 __all__ = ["Context", "Scope", "NodeRef", "Defs", "norm_domain"]
 
@@ -295,14 +295,17 @@ class Context:
         entries.append((self.model, -1, "", -1))
         by_class.setdefault(type(self.model), []).append(0)
         node_entries = by_class.setdefault(NodeProto, [])
-        stack = [0]
+        limit = self.limits.max_nesting_depth
+        # (entry, subgraph depth): messages below the nesting limit are not visited (the graph
+        # walk reports the refusal), so a hostile depth costs no more than the limit allows.
+        stack = [(0, 0)]
         while stack:
-            i = stack.pop()
+            i, depth = stack.pop()
             msg = entries[i][0]
             fields = plan.get(type(msg), ())
             if not fields:
                 continue
-            pushed: list[int] = []
+            pushed: list[tuple[int, int]] = []
             if type(msg) is GraphProto:
                 # Nodes are most of a model: record them without a trip through the stack, and
                 # descend only into those that hold messages. A node cannot enclose itself
@@ -312,8 +315,11 @@ class Context:
                     entries.append((n, i, "node", k))
                     node_entries.append(j)
                     if n.attribute or n.metadata_props or n.device_configurations:
-                        pushed.append(j)
+                        pushed.append((j, depth))
                 fields = fields[1:]  # ("node", True) is GraphProto's first message field
+            sub_depth = depth + 1 if type(msg) is AttributeProto else depth
+            if limit is not None and sub_depth > limit and type(msg) is AttributeProto:
+                fields = tuple(f for f in fields if f[0] not in ("g", "graphs"))
             for fname, repeated in fields:
                 v = getattr(msg, fname)
                 if repeated:
@@ -328,7 +334,7 @@ class Context:
                         j = len(entries)
                         entries.append((c, i, fname, k))
                         by_class.setdefault(type(c), []).append(j)
-                        pushed.append(j)
+                        pushed.append((j, sub_depth))
                 elif v is not None:
                     if id(v) in seen:
                         self.repeated_objects.append(len(entries))
@@ -338,7 +344,7 @@ class Context:
                     j = len(entries)
                     entries.append((v, i, fname, -1))
                     by_class.setdefault(type(v), []).append(j)
-                    pushed.append(j)
+                    pushed.append((j, sub_depth))
             pushed.reverse()
             stack.extend(pushed)
 

@@ -237,7 +237,10 @@ def inference(ctx: Context) -> Any:
     result = None
     deepest = max((s.depth for s in ctx.scopes), default=0)
     # Inference walks subgraphs recursively; models nested deeper than the limit are refused anyway.
-    if ctx.defs.available and not ctx.too_deep and not ctx.graph_cycles and deepest <= 64:
+    # A graph object held twice (only a model built in code can share one) would be inferred once
+    # per reference, exponentially in the depth of sharing; such models get no type checks.
+    shared = bool(ctx.repeated_objects)
+    if ctx.defs.available and not ctx.too_deep and not ctx.graph_cycles and not shared and deepest <= 64:
         try:
             from onnxcore.infer import infer
         except ImportError:

@@ -151,28 +151,28 @@ _ELEM_FIELDS = (
 )
 
 
-def _elem_tags(ctx: Context) -> Iterator[tuple[str, int]]:
+def _elem_tags(ctx: Context) -> Iterator[tuple[int, str, int]]:
     for cls, field, needs_presence in _ELEM_FIELDS:
         for i in ctx.of(cls):
             msg = ctx.entries[i][0]
             # An absent elem_type of a type is reported by E-PROTO-MANDATORY, not twice.
             if needs_presence and not msg.has(field):
                 continue
-            yield f"{ctx.path(i)}/{field}", int(getattr(msg, field))
+            yield i, field, int(getattr(msg, field))
 
 
 @rule("E-ELEM-UNDEFINED", "6.2", "element type tag 0 (UNDEFINED) used as the element type of a value")
 def elem_undefined(ctx: Context) -> Found:
-    for loc, tag in _elem_tags(ctx):
+    for i, field, tag in _elem_tags(ctx):
         if tag == 0:
-            yield loc, "element type 0 (UNDEFINED) is not the type of any value"
+            yield f"{ctx.path(i)}/{field}", "element type 0 (UNDEFINED) is not the type of any value"
 
 
 @rule("E-ELEM-UNKNOWN", "6.2", "an element type tag not listed in Table 5")
 def elem_unknown(ctx: Context) -> Found:
-    for loc, tag in _elem_tags(ctx):
+    for i, field, tag in _elem_tags(ctx):
         if tag != 0 and elem_type(tag) is None:
-            yield loc, f"element type tag {tag} is not in Table 5"
+            yield f"{ctx.path(i)}/{field}", f"element type tag {tag} is not in Table 5"
 
 
 AT = AttributeProto.AttributeType

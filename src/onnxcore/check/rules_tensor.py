@@ -296,7 +296,8 @@ def limit_tensor(ctx: Context) -> Found:
     for i in ctx.of(TensorProto):
         t = ctx.entries[i][0]
         assert isinstance(t, TensorProto)
-        yield from _over(ctx.path(i), list(t.dims), t.data_type, lim)
+        for msg in _over(list(t.dims), t.data_type, lim):
+            yield ctx.path(i), msg
     for cls in (TypeProto.Tensor, TypeProto.SparseTensor):
         for i in ctx.of(cls):
             tt = ctx.entries[i][0]
@@ -307,21 +308,22 @@ def limit_tensor(ctx: Context) -> Found:
             if lim.max_rank is not None and rank > lim.max_rank:
                 yield ctx.path(i), f"declared rank {rank} exceeds the limit {lim.max_rank}"
             elif len(dims) == rank:
-                yield from _over(ctx.path(i), dims, tt.elem_type, lim, rank_checked=True)  # type: ignore[attr-defined]
+                for msg in _over(dims, tt.elem_type, lim, rank_checked=True):  # type: ignore[attr-defined]
+                    yield ctx.path(i), msg
 
 
-def _over(loc: str, dims: list[int], tag: int, lim: Any, rank_checked: bool = False) -> Found:
+def _over(dims: list[int], tag: int, lim: Any, rank_checked: bool = False) -> Iterator[str]:
     if not rank_checked and lim.max_rank is not None and len(dims) > lim.max_rank:
-        yield loc, f"rank {len(dims)} exceeds the limit {lim.max_rank}"
+        yield f"rank {len(dims)} exceeds the limit {lim.max_rank}"
         return
     n = _count(dims)
     if n is None:
         return
     if lim.max_tensor_elements is not None and n > lim.max_tensor_elements:
-        yield loc, f"{n} elements exceed the limit of {lim.max_tensor_elements}"
+        yield f"{n} elements exceed the limit of {lim.max_tensor_elements}"
         return
     et = elem_type(tag)
     if et is not None and lim.max_tensor_bytes is not None:
         size = (n * et.bits + 7) // 8 if et.bits else n  # STRING: at least one octet each
         if size > lim.max_tensor_bytes:
-            yield loc, f"{size} octets exceed the limit of {lim.max_tensor_bytes}"
+            yield f"{size} octets exceed the limit of {lim.max_tensor_bytes}"

@@ -132,6 +132,11 @@ def to_array(tensor: TensorProto, *, base_dir: str | None = None) -> npt.NDArray
     et = _element_type_of(tensor)
     n = tensor_element_count(tensor)
     shape = tuple(tensor.dims)
+    if n == 0:
+        try:  # numpy refuses some empty shapes whose other extents are huge
+            np.empty(shape, dtype=et.np_dtype)
+        except ValueError:
+            raise TensorError(f"{_label(tensor)}: dims {list(shape)} cannot be held as an array") from None
     if tensor.data_location == TensorProto.DataLocation.EXTERNAL:
         return _decode_raw(tensor, et, n, shape, _external_bytes(tensor, base_dir), "external data")
     elif tensor.data_location != TensorProto.DataLocation.DEFAULT:

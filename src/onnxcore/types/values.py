@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from onnxcore.errors import TensorError
+from onnxcore.errors import LimitError, TensorError
+from onnxcore.limits import DEFAULT_LIMITS, Limits
 from onnxcore.proto import MapProto, OptionalProto, SequenceProto, SparseTensorProto, TensorProto
 from onnxcore.types.elements import ElementType, ElementTypeError, element_type
 from onnxcore.types.tensors import from_array, to_array
@@ -75,9 +76,20 @@ class SparseTensor:
                 f"sparse tensor: indices shape {self.indices.shape} is neither ({nnz},) nor ({nnz}, {rank})"
             )
 
-    def to_dense(self) -> npt.NDArray[Any]:
-        """The dense array (zeros, or empty strings, where no value is given)."""
-        dense = np.zeros(self.dims, dtype=self.values.dtype)
+    def to_dense(self, *, limits: Limits | None = None) -> npt.NDArray[Any]:
+        """The dense array (zeros, or empty strings, where no value is given).
+
+        Raises:
+            LimitError: The dense array would exceed ``limits`` (default :data:`DEFAULT_LIMITS`).
+        """
+        lim = DEFAULT_LIMITS if limits is None else limits
+        count = math.prod(self.dims)
+        lim.check_elements(count, "dense form of a sparse tensor")
+        lim.check_bytes(count * self.values.dtype.itemsize, "dense form of a sparse tensor")
+        try:
+            dense = np.zeros(self.dims, dtype=self.values.dtype)
+        except (MemoryError, ValueError) as e:
+            raise LimitError(f"dense form of a sparse tensor with dims {list(self.dims)}: {e}") from None
         if self.values.dtype == object:
             dense[...] = b""
         flat = dense.reshape(-1)

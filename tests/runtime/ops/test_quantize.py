@@ -375,3 +375,54 @@ def test_qlinear_matmul_against_onnxruntime(version: int, a_t: Any, y_t: Any) ->
         assert actual.dtype == np.dtype(y_t)
         diff = np.abs(actual.astype(np.int32) - expected.astype(np.int32))
         assert diff.max(initial=0) <= 1 and (diff > 0).mean() < 0.02
+
+
+def test_precision_and_output_dtype_from_23() -> None:
+    # 2.5009766 / 1 rounds to 3 in float32 but is 2.5 in float16, which rounds (to even) to 2.
+    x = np.array([2.5009766, -3.5, 7.0], np.float32)
+    one = np.array(1.0, np.float32)
+    zp = np.array(0, np.int8)
+    for v in (23, 24, 25, 28):
+        np.testing.assert_array_equal(_fn("QuantizeLinear", v)(x, one, zp), [3, -4, 7])
+        np.testing.assert_array_equal(_fn("QuantizeLinear", v)(x, one, zp, precision=TensorProto.FLOAT16), [2, -4, 7])
+        y = _fn("DequantizeLinear", v)(np.array([1, -2], np.int8), np.array(0.5, np.float32), output_dtype=10)
+        assert y.dtype == np.float16 and y.tolist() == [0.5, -1.0]
+    # A float8e8m0 scale (24 and later) is a power of two.
+    s = np.array(4.0, np.float32).astype(ml_dtypes.float8_e8m0fnu)
+    np.testing.assert_array_equal(_fn("QuantizeLinear", 24)(np.array([8.0, 10.0], np.float32), s, zp), [2, 2])
+    y = _fn("DequantizeLinear", 24)(np.array([3, -1], np.int8), s)
+    assert y.dtype == np.float32 and y.tolist() == [12.0, -4.0]
+
+
+def test_int2_targets_from_25() -> None:
+    x = np.array([-9.0, -2.0, -1.4, 0.0, 0.6, 1.0, 9.0], np.float32)
+    one = np.array(1.0, np.float32)
+    q = _fn("QuantizeLinear", 25)(x, one, np.array(0, ml_dtypes.int2))
+    assert q.dtype == np.dtype(ml_dtypes.int2)
+    assert q.astype(np.int8).tolist() == [-2, -2, -1, 0, 1, 1, 1]
+    u = _fn("QuantizeLinear", 25)(x, one, output_dtype=TensorProto.UINT2)
+    assert u.dtype == np.dtype(ml_dtypes.uint2) and u.astype(np.int8).tolist() == [0, 0, 0, 0, 1, 1, 3]
+    with pytest.raises(EvaluationError):  # float is no quantization target
+        _fn("QuantizeLinear", 21)(x, one, output_dtype=TensorProto.FLOAT, saturate=1)
+
+
+@pytest.mark.parametrize(
+    "op",
+    [
+        "QuantizeLinear",
+        "DequantizeLinear",
+        "DynamicQuantizeLinear",
+        "MatMulInteger",
+        "ConvInteger",
+        "QLinearMatMul",
+        "QLinearConv",
+    ],
+)
+def test_every_since_version_has_a_kernel(op: str) -> None:
+    onnx_defs = pytest.importorskip("onnx.defs")
+    from onnxcore.runtime.registry import kernel_versions
+
+    versions = sorted(
+        {s.since_version for s in onnx_defs.get_all_schemas_with_history() if s.domain == "" and s.name == op}
+    )
+    assert versions and kernel_versions("", op) == versions

@@ -135,3 +135,16 @@ def test_context_generator_is_used() -> None:
     y1 = _call("RandomUniform", 22, shape=[5], rng=np.random.default_rng(42))
     y2 = _call("RandomUniform", 22, shape=[5], rng=np.random.default_rng(42))
     np.testing.assert_array_equal(y1, y2)
+
+
+@pytest.mark.parametrize(
+    "op", ["RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Bernoulli", "Multinomial"]
+)
+def test_every_since_version_has_a_kernel(op: str) -> None:
+    onnx_defs = pytest.importorskip("onnx.defs")
+    from onnxcore.runtime.registry import kernel_versions
+
+    versions = sorted(
+        {s.since_version for s in onnx_defs.get_all_schemas_with_history() if s.domain == "" and s.name == op}
+    )
+    assert versions and kernel_versions("", op) == versions

@@ -42,46 +42,24 @@ def test_node_vectors(node_cases: list[Path]) -> None:
             assert_close(a, e)
 
 
-def _run_with_subgraphs(case: Path) -> tuple[list[Any], list[Any]]:
-    """Like ``run_single_node_case``, with ``run_subgraph`` evaluating the body through a Session.
-
-    (The whole case is not run through the Session: its feed check binds a dimension variable
-    across the elements of a sequence, which these vectors do not satisfy; see the report.)
-    """
-    from onnx import helper
-    from runtime.node_harness import _attr_value, _load_value
+def _run_session(case: Path) -> tuple[list[Any], list[Any]]:
+    """The case through :class:`onnxcore.Session` (which evaluates the body with ``run_subgraph``)."""
+    from runtime.node_harness import _load_value
 
     import onnxcore
-    from onnxcore.runtime.registry import KernelContext
 
     model = onnx.load(str(case / "model.onnx"))
-    node = model.graph.node[0]
     ds = case / "test_data_set_0"
-    feeds = [_load_value(ds / f"input_{i}.pb", vi.type) for i, vi in enumerate(model.graph.input)]
+    feeds = {vi.name: _load_value(ds / f"input_{i}.pb", vi.type) for i, vi in enumerate(model.graph.input)}
     expected = [_load_value(ds / f"output_{i}.pb", vi.type) for i, vi in enumerate(model.graph.output)]
-    by_name = {vi.name: v for vi, v in zip(model.graph.input, feeds)}
-    bodies = {a.name: a.g for a in node.attribute if a.type == onnx.AttributeProto.GRAPH}
-    attrs = {a.name: _attr_value(a) for a in node.attribute}
-
-    def run_subgraph(graph: Any, inputs: list[Any], outer: Any = None) -> list[Any]:
-        (g,) = [b for name, b in bodies.items() if attrs[name] is graph]
-        m = helper.make_model(g, opset_imports=list(model.opset_import))
-        m.ir_version = model.ir_version
-        sess = onnxcore.Session(m.SerializeToString())
-        return list(sess.run(None, {vi.name: v for vi, v in zip(g.input, inputs)}))
-
-    ctx = KernelContext(
-        None, since_version=17, opset_version=17, num_outputs=len(node.output), run_subgraph=run_subgraph
-    )
-    out = _fn(node.op_type, 17)(ctx, *[by_name[n] for n in node.input], **attrs)
-    return list(out), expected
+    return list(onnxcore.Session(str(case / "model.onnx")).run(None, feeds)), expected
 
 
 def test_sequence_map_vectors(node_cases: list[Path]) -> None:
     cases = [c for c in _single_node(node_cases) if c.name.startswith("test_sequence_map")]
     assert len(cases) >= 6
     for case in cases:
-        actual, expected = _run_with_subgraphs(case)
+        actual, expected = _run_session(case)
         assert len(actual) == len(expected)
         for a, e in zip(actual, expected):
             assert_close(a, e)
@@ -108,43 +86,36 @@ def test_split_to_sequence_against_onnxruntime() -> None:
     from onnx import TensorProto, helper
 
     rng = np.random.default_rng(0)
-    x = rng.standard_normal((5, 7)).astype(np.float32)
     fn = _fn("SplitToSequence", 11)
-    cases: list[tuple[np.ndarray | None, int, int]] = [
-        (None, 0, 1),
-        (None, 1, 0),
-        (None, -1, 0),
-        (np.array(3, np.int64), 1, 1),
-        (np.array(2, np.int32), -2, 1),
-        (np.array([1, 4, 2], np.int64), 1, 0),
-        (np.array([0, 5], np.int64), 0, 1),
+    cases: list[tuple[tuple[int, ...], np.ndarray | None, int, int]] = [
+        ((5, 7), None, 0, 1),
+        ((5, 7), None, 1, 0),
+        ((5, 7), None, -1, 0),
+        ((5, 7), np.array(3, np.int64), 1, 1),
+        ((5, 7), np.array(2, np.int32), -2, 1),
+        ((5, 7), np.array([1, 4, 2], np.int64), 1, 0),
+        ((5, 7), np.array([0, 5], np.int64), 0, 1),
+        ((2, 0, 3), np.array(2, np.int64), 2, 1),
+        ((4,), None, 0, 0),
     ]
-    for split, axis, keepdims in cases:
+    for shape, split, axis, keepdims in cases:
+        x = rng.standard_normal(shape).astype(np.float32)
         ins = ["x"] + (["s"] if split is not None else [])
-        split_to = helper.make_node("SplitToSequence", ins, ["seq"], axis=axis, keepdims=keepdims)
-        # onnxruntime cannot return sequences of a single-node graph reliably: concat them back with
-        # new_axis so that the element shapes and order are both checked.
-        length = helper.make_node("SequenceLength", ["seq"], ["n"])
-        first = helper.make_node("SequenceAt", ["seq", "zero"], ["first"])
-        last = helper.make_node("SequenceAt", ["seq", "minus1"], ["last"])
+        node = helper.make_node("SplitToSequence", ins, ["seq"], axis=axis, keepdims=keepdims)
         vis = [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))]
-        feeds: dict[str, Any] = {"x": x, "zero": np.array(0, np.int64), "minus1": np.array(-1, np.int64)}
+        feeds: dict[str, Any] = {"x": x}
         if split is not None:
             vis.append(helper.make_tensor_value_info("s", helper.np_dtype_to_tensor_dtype(split.dtype), None))
             feeds["s"] = split
-        vis += [helper.make_tensor_value_info(n, TensorProto.INT64, []) for n in ("zero", "minus1")]
-        outs = [
-            helper.make_tensor_value_info("n", TensorProto.INT64, []),
-            helper.make_tensor_value_info("first", TensorProto.FLOAT, None),
-            helper.make_tensor_value_info("last", TensorProto.FLOAT, None),
-        ]
-        n, f, la = _ort_run([split_to, length, first, last], vis, outs, feeds)
+        outs = [helper.make_tensor_sequence_value_info("seq", TensorProto.FLOAT, None)]
+        (expected,) = _ort_run([node], vis, outs, feeds)
         (seq,) = (
             fn(x, split, axis=axis, keepdims=keepdims) if split is not None else fn(x, axis=axis, keepdims=keepdims)
         )
-        assert len(seq) == int(n)
-        np.testing.assert_array_equal(seq[0], f)
-        np.testing.assert_array_equal(seq[-1], la)
+        assert isinstance(seq, list) and len(seq) == len(expected), (shape, split, axis)
+        for a, e in zip(seq, expected):
+            assert a.dtype == e.dtype and a.shape == e.shape
+            np.testing.assert_array_equal(a, e)
 
 
 @pytest.mark.parametrize(("axis", "new_axis"), [(0, 0), (1, 0), (-1, 0), (0, 1), (2, 1), (-3, 1), (-1, 1)])
@@ -237,3 +208,30 @@ def test_sequence_map_through_session() -> None:
     assert len(ys) == 2 and len(ss) == 2
     np.testing.assert_array_equal(ys[1], np.arange(4, dtype=np.float32) * 2)
     assert ss[0].tolist() == [2, 3] and ss[1].tolist() == [4]
+
+
+@pytest.mark.parametrize(
+    "op",
+    [
+        "SequenceConstruct",
+        "SequenceEmpty",
+        "SequenceAt",
+        "SequenceErase",
+        "SequenceInsert",
+        "SequenceLength",
+        "SplitToSequence",
+        "ConcatFromSequence",
+        "SequenceMap",
+        "Optional",
+        "OptionalGetElement",
+        "OptionalHasElement",
+    ],
+)
+def test_every_since_version_has_a_kernel(op: str) -> None:
+    onnx_defs = pytest.importorskip("onnx.defs")
+    from onnxcore.runtime.registry import kernel_versions
+
+    versions = sorted(
+        {s.since_version for s in onnx_defs.get_all_schemas_with_history() if s.domain == "" and s.name == op}
+    )
+    assert versions and kernel_versions("", op) == versions

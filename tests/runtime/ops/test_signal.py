@@ -176,3 +176,37 @@ def test_mel_weight_matrix_against_onnxruntime(
     actual = _fn("MelWeightMatrix", 17)(*feeds.values(), output_datatype=dtype)
     assert actual.dtype == expected.dtype and actual.shape == (n_dft // 2 + 1, n_mel)
     np.testing.assert_allclose(actual.astype(np.float64), expected.astype(np.float64), rtol=1e-3, atol=1e-6)
+
+
+@pytest.mark.parametrize("op", ["DFT", "STFT", "MelWeightMatrix"])
+def test_every_since_version_has_a_kernel(op: str) -> None:
+    onnx_defs = pytest.importorskip("onnx.defs")
+    from onnxcore.runtime.registry import kernel_versions
+
+    versions = sorted(
+        {s.since_version for s in onnx_defs.get_all_schemas_with_history() if s.domain == "" and s.name == op}
+    )
+    assert versions and kernel_versions("", op) == versions
+
+
+def test_dft_double_against_onnxruntime_and_half_rounds_once() -> None:
+    rng = np.random.default_rng(21)
+    x = rng.standard_normal((3, 7, 2))
+    for inverse in (0, 1):
+        feeds = {"x": x, "dl": None, "ax": np.array(-2, np.int64)}
+        expected = _ort("DFT", 20, feeds, {"inverse": inverse}, TensorProto.DOUBLE)
+        actual = _fn("DFT", 20)(x, None, np.array(-2), inverse=inverse)
+        assert actual.dtype == np.float64
+        # onnxruntime's double DFT is only float32-accurate (relative errors ~5e-8): numpy is the
+        # tight oracle, onnxruntime the loose one.
+        np.testing.assert_allclose(actual, expected, rtol=1e-6, atol=1e-6)
+        ref = (
+            np.fft.ifft(x[..., 0] + 1j * x[..., 1], axis=1)
+            if inverse
+            else np.fft.fft(x[..., 0] + 1j * x[..., 1], axis=1)
+        )
+        np.testing.assert_allclose(actual, np.stack([ref.real, ref.imag], -1), rtol=1e-12, atol=1e-12)
+    h = x.astype(np.float16)
+    z = np.fft.fft(h[..., 0].astype(np.float64) + 1j * h[..., 1].astype(np.float64), axis=1)
+    ref = np.stack([z.real, z.imag], -1).astype(np.float16)
+    np.testing.assert_array_equal(_fn("DFT", 20)(h), ref)

@@ -171,3 +171,14 @@ def test_tfidf_strings_against_onnxruntime() -> None:
     (expected,) = _ort("TfIdfVectorizer", 9, {"x": x}, attrs, [TensorProto.FLOAT])
     actual = _fn("TfIdfVectorizer", 9)(x, **attrs)
     np.testing.assert_array_equal(actual, expected)
+
+
+@pytest.mark.parametrize("op", ["StringNormalizer", "StringConcat", "StringSplit", "RegexFullMatch", "TfIdfVectorizer"])
+def test_every_since_version_has_a_kernel(op: str) -> None:
+    onnx_defs = pytest.importorskip("onnx.defs")
+    from onnxcore.runtime.registry import kernel_versions
+
+    versions = sorted(
+        {s.since_version for s in onnx_defs.get_all_schemas_with_history() if s.domain == "" and s.name == op}
+    )
+    assert versions and kernel_versions("", op) == versions

@@ -22,6 +22,8 @@ FAMILIES: tuple[str, ...] = (
     "normalization",
     "recurrent",
     "attention",
+    "flex_attention",
+    "training",
     "image",
     "sampling",
     "dropout_loss",

@@ -30,6 +30,7 @@ from onnxcore.runtime.ops._util import int_list, is_narrow_float
 from onnxcore.runtime.registry import kernel
 
 __all__ = [
+    "fold_batch_norm",
     "work_dtype",
     "spatial_attr",
     "conv_pads",
@@ -286,7 +287,7 @@ def _conv_core(
 
 
 # Size of one im2col band: the columns of a band are built and consumed while in the L2 cache.
-_CHUNK_BYTES = 1 << 20
+_CHUNK_BYTES = 1 << 21
 
 
 def _chunked_matmul(wm: np.ndarray, view: np.ndarray, n_img: int, group: int, k_rows: int, length: int) -> np.ndarray:
@@ -306,6 +307,8 @@ def _chunked_matmul(wm: np.ndarray, view: np.ndarray, n_img: int, group: int, k_
 # The flat layout computes outputs on the padded grid's row pitch; skip it when the wasted
 # columns would exceed this fraction of the useful ones.
 _FLAT_WASTE = 0.15
+# Rows shorter than this make the strided im2col copy slow (numpy's per-row overhead).
+_SHORT_ROW = 16
 
 
 def _flat_conv(
@@ -334,6 +337,10 @@ def _flat_conv(
     inner_padded = math.prod(padded[1:])
     inner_out = math.prod(out[1:])
     if inner_out == 0 or inner_padded > (1 + _FLAT_WASTE) * inner_out:
+        return None
+    if cg * math.prod(kernel) < 4 * mg and out[-1] >= _SHORT_ROW:
+        # Few columns per output channel: the final crop (a pass over the output) costs more than
+        # the long-row im2col saves; rows are long enough for the strided copy.
         return None
     pitch = [math.prod(padded[i + 1 :]) for i in range(nd)]
     length = out[0] * inner_padded
@@ -421,6 +428,31 @@ def conv(
         pads=pads,
         strides=strides,
     )
+
+
+def fold_batch_norm(
+    w: np.ndarray,
+    b: np.ndarray | None,
+    scale: np.ndarray,
+    bias: np.ndarray,
+    mean: np.ndarray,
+    var: np.ndarray,
+    epsilon: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Weights and bias of one Conv equal to Conv(w, b) followed by inference BatchNormalization.
+
+    ``BN(conv(x)) = conv(x) * k + (B - mean * k)`` with ``k = scale / sqrt(var + epsilon)`` per
+    output channel, so ``w' = w * k`` and ``b' = (b - mean) * k + B`` (computed in float64, returned
+    in ``w``'s dtype). For a plan-time rewrite of a Conv whose only consumer is an inference-mode
+    BatchNormalization with constant parameters (what onnxruntime does at session creation); the
+    results agree to rounding, not bit for bit.
+    """
+    m = w.shape[0]
+    k = scale.astype(np.float64).reshape(m) / np.sqrt(var.astype(np.float64).reshape(m) + epsilon)
+    b0 = np.zeros(m) if b is None else b.astype(np.float64).reshape(m)
+    w2 = (w.astype(np.float64) * k.reshape((m,) + (1,) * (w.ndim - 1))).astype(w.dtype)
+    b2 = ((b0 - mean.astype(np.float64).reshape(m)) * k + bias.astype(np.float64).reshape(m)).astype(w.dtype)
+    return w2, b2
 
 
 # ---------------------------------------------------------------------------------------------

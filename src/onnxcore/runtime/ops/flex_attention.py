@@ -107,7 +107,9 @@ def flex_attention(
     _check_shapes(Q, K, V)
     t1 = Q.dtype
     if K.dtype != t1 or V.dtype != t1:
-        raise EvaluationError(f"FlexAttention: Q, K, V must share one element type, got {Q.dtype}, {K.dtype}, {V.dtype}")
+        raise EvaluationError(
+            f"FlexAttention: Q, K, V must share one element type, got {Q.dtype}, {K.dtype}, {V.dtype}"
+        )
     if softmax_precision is None:
         sp = np.dtype(np.float64) if t1 == np.float64 else np.dtype(np.float32)
     elif int(softmax_precision) in _SOFTMAX_TYPES:
@@ -133,7 +135,8 @@ def flex_attention(
     # Steps 3-5: modifiers and softmax on whole tensors.
     if score_mod is not None:
         scores = _modify(ctx, score_mod, scores, "score_mod")
-    probs = _softmax_13(scores, axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):  # a fully masked row: NaN, no warning
+        probs = _softmax_13(scores, axis=-1)
     if prob_mod is not None:
         probs = _modify(ctx, prob_mod, probs, "prob_mod")
 

@@ -165,19 +165,97 @@ def _check_equation(equation: str, inputs: tuple[Array, ...]) -> str:
     return eq
 
 
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _explicit_terms(eq: str, inputs: tuple[Array, ...]) -> tuple[list[str], str] | None:
+    """The input terms and output term with every ellipsis spelled out as fresh letters and the
+    implicit output made explicit (Einsum definition), or ``None`` if letters run out."""
+    lhs, arrow, rhs = eq.partition("->")
+    terms = lhs.split(",")
+    used = set(eq)
+    free = [c for c in _LETTERS if c not in used]
+    width = max((x.ndim - (len(t) - 3) for t, x in zip(terms, inputs) if "..." in t), default=0)
+    if width > len(free) or width < 0:
+        return None
+    ell = "".join(free[:width])
+    terms = [t.replace("...", ell) for t in terms]
+    if arrow:
+        out = rhs.replace("...", ell)
+    else:
+        # Implicit form: the ellipsis dimensions first, then the letters used exactly once in
+        # increasing ASCII order (upper case before lower case).
+        counts: dict[str, int] = {}
+        for t in terms:
+            for c in t:
+                counts[c] = counts.get(c, 0) + 1
+        out = ell + "".join(sorted(c for c, n in counts.items() if n == 1 and c not in ell))
+    return terms, out
+
+
+def _einsum2_matmul(ta: str, tb: str, out: str, a: Array, b: Array) -> Array | None:
+    """A two-operand einsum as one batched matmul (None where that lowering does not apply)."""
+    if len(set(ta)) != len(ta) or len(set(tb)) != len(tb) or len(set(out)) != len(out):
+        return None  # diagonals: numpy.einsum
+    if a.ndim != len(ta) or b.ndim != len(tb) or not set(out) <= set(ta) | set(tb):
+        return None
+    sa, sb, so = set(ta), set(tb), set(out)
+    # Letters of one operand absent from the other and from the output are summed out first.
+    a_sum = tuple(i for i, c in enumerate(ta) if c not in sb and c not in so)
+    if a_sum:
+        a = a.sum(axis=a_sum)
+        ta = "".join(c for i, c in enumerate(ta) if i not in a_sum)
+    b_sum = tuple(i for i, c in enumerate(tb) if c not in sa and c not in so)
+    if b_sum:
+        b = b.sum(axis=b_sum)
+        tb = "".join(c for i, c in enumerate(tb) if i not in b_sum)
+    da = dict(zip(ta, a.shape))
+    db = dict(zip(tb, b.shape))
+    batch = [c for c in out if c in da and c in db]
+    contract = [c for c in ta if c in db and c not in so]
+    left = [c for c in out if c in da and c not in db]
+    right = [c for c in out if c in db and c not in da]
+    if any(da[c] != db[c] for c in batch + contract):
+        return None  # extents broadcasting against 1: numpy.einsum
+    nb = int(np.prod([da[c] for c in batch], dtype=np.int64))
+    nl = int(np.prod([da[c] for c in left], dtype=np.int64))
+    nc = int(np.prod([da[c] for c in contract], dtype=np.int64))
+    nr = int(np.prod([db[c] for c in right], dtype=np.int64))
+    ap = a.transpose([ta.index(c) for c in batch + left + contract]).reshape(nb, nl, nc)
+    bp = b.transpose([tb.index(c) for c in batch + contract + right]).reshape(nb, nc, nr)
+    y = np.matmul(ap, bp)
+    order = batch + left + right
+    y = y.reshape([da[c] for c in batch] + [da[c] for c in left] + [db[c] for c in right])
+    return y.transpose([order.index(c) for c in out])
+
+
 @kernel("Einsum", 12, 28)
 def einsum(*Inputs: Array, equation: str) -> Array:
-    """Einsum-12/28: Einstein summation (explicit or implicit output, ellipsis broadcasting)."""
+    """Einsum-12/28: Einstein summation (explicit or implicit output, ellipsis broadcasting).
+
+    Two operands without repeated letters run as one batched ``numpy.matmul`` (BLAS); other
+    forms go to ``numpy.einsum`` with contraction-order optimization.
+    """
     if not Inputs:
         raise EvaluationError("Einsum: at least one input is required")
     dt = Inputs[0].dtype
     eq = _check_equation(equation, Inputs)
     ops = [_widen(x) for x in Inputs]
-    try:
-        y = np.einsum(eq, *ops, optimize=len(ops) > 1)
-    except ValueError as e:
-        raise ShapeError(f"Einsum {equation!r}: {e}") from None
-    return _narrow(np.asarray(y), dt)
+    y: Any = None
+    if len(ops) == 2 and ops[0].dtype == ops[1].dtype:
+        spelled = _explicit_terms(eq, Inputs)
+        if spelled is not None:
+            (ta, tb), out = spelled
+            y = _einsum2_matmul(ta, tb, out, ops[0], ops[1])
+    if y is None:
+        try:
+            y = np.einsum(eq, *ops, optimize=len(ops) > 1)
+        except ValueError as e:
+            raise ShapeError(f"Einsum {equation!r}: {e}") from None
+    y = np.asarray(y)
+    if not y.flags.c_contiguous:
+        y = y.copy()  # np.ascontiguousarray would turn a rank-0 result into rank 1
+    return _narrow(y, dt)
 
 
 # --- Det --------------------------------------------------------------------------------------

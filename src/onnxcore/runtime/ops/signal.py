@@ -14,6 +14,7 @@ import numpy as np
 
 from onnxcore.errors import EvaluationError
 from onnxcore.runtime.ops._util import scalar_of
+from onnxcore.runtime.ops.tensor import check_elements
 from onnxcore.runtime.registry import kernel
 from onnxcore.types.elements import ElementType
 
@@ -64,6 +65,8 @@ def _dft(x: np.ndarray, dft_length: Any, axis: int, inverse: int, onesided: int)
         n = extent
     if n < 1:
         raise EvaluationError(f"DFT: dft_length must be positive, got {n}")
+    # dft_length comes from data: refuse a huge request before allocating (Clause 15.2).
+    check_elements([*x.shape[:ax], n, *x.shape[ax + 1 :]], "DFT")
     if onesided and inverse:
         # IRFFT: the input holds bins 0..n//2 of a Hermitian spectrum; the output is real.
         return _pack(np.fft.irfft(z, n=n, axis=ax), x.dtype, real=True)
@@ -179,6 +182,7 @@ def mel_weight_matrix(
     if not 0 <= lo_hz < hi_hz:
         raise EvaluationError(f"MelWeightMatrix: edges [{lo_hz}, {hi_hz}] are not increasing from 0")
     bins = n_dft // 2 + 1
+    check_elements([bins, n_mel], "MelWeightMatrix")
     lo_mel = 2595.0 * np.log10(1.0 + lo_hz / 700.0)
     hi_mel = 2595.0 * np.log10(1.0 + hi_hz / 700.0)
     # The step divides the mel range by num_mel_bins + 2 (so the last edge falls short of

@@ -26,6 +26,7 @@ import numpy as np
 
 from onnxcore.errors import EvaluationError
 from onnxcore.runtime.ops._util import broadcast_shape
+from onnxcore.runtime.ops.tensor import check_elements
 from onnxcore.runtime.registry import kernel
 
 __all__: list[str] = []
@@ -259,6 +260,7 @@ def tfidf_vectorizer(
     out_idx = np.asarray(ngram_indexes, dtype=np.int64)
     if np.any(out_idx < 0):
         raise EvaluationError("TfIdfVectorizer: ngram_indexes must be non-negative")
+    check_elements([n_rows, out_size], "TfIdfVectorizer")
     counts = np.zeros((n_rows, n_grams_total), np.float64)
     gram_base = 0
     for n in range(1, len(starts) + 1):
