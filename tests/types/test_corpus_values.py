@@ -175,3 +175,17 @@ def test_optional_absent_and_present() -> None:
     o.ParseFromString(bytes(encode(present)))
     np.testing.assert_array_equal(numpy_helper.to_optional(o), np.array([1.0], np.float32))
     assert value_from_proto(present).tolist() == [1.0]
+
+
+def test_sequence_of_optionals() -> None:
+    """A list holding None is a sequence of optionals (OptionalProto elements)."""
+    from onnxcore import encode
+
+    value = [np.array([1, 2], dtype=np.int64), None]
+    p = value_to_proto(value, "s")
+    assert p.elem_type == SequenceProto.DataType.OPTIONAL and len(p.optional_values) == 2
+    back = value_from_proto(decode(SequenceProto, bytes(encode(p))))
+    assert _equal(back, value)
+    o = onnx.SequenceProto()
+    o.ParseFromString(bytes(encode(p)))
+    assert len(o.optional_values) == 2 and o.optional_values[0].elem_type == onnx.OptionalProto.TENSOR

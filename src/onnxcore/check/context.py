@@ -160,25 +160,25 @@ class Scope:
     """
 
     __slots__ = (
+        "_loc",
         "attr_name",
         "defs",
         "depth",
         "dup_defs",
         "function",
         "graph",
+        "has_children",
         "init_names",
         "inputs",
         "kind",
-        "_loc",
-        "seg",
         "nodes",
         "opsets",
         "outputs",
         "owner",
         "parent",
+        "seg",
         "tin",
         "tout",
-        "has_children",
     )
 
     def __init__(

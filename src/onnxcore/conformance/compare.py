@@ -20,7 +20,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-__all__ = ["Comparison", "compare_values", "type_rtol", "DEFAULT_RTOL", "DEFAULT_ATOL"]
+__all__ = ["Comparison", "compare_values", "compare_type_and_shape", "type_rtol", "DEFAULT_RTOL", "DEFAULT_ATOL"]
 
 # The onnx backend harness's convention for float32 (Clause 11.5 editorial note).
 DEFAULT_RTOL = 1e-3
@@ -158,6 +158,27 @@ def compare_values(actual: Any, expected: Any, *, rtol: float = DEFAULT_RTOL, at
 
 def _index(flat: int, shape: tuple[int, ...]) -> str:
     return str(tuple(int(x) for x in np.unravel_index(flat, shape))) if shape else "()"
+
+
+def compare_type_and_shape(actual: Any, expected: Any) -> Comparison:
+    """Compare kind, element type and shape only (for non-deterministic operators, Clause 11.6)."""
+    if isinstance(expected, np.ndarray):
+        if not isinstance(actual, np.ndarray):
+            return Comparison(False, f"expected a tensor, got {_describe(actual)}", dtype=str(expected.dtype))
+        if actual.dtype != expected.dtype or actual.shape != expected.shape:
+            return Comparison(
+                False, f"{_describe(actual)} where {_describe(expected)} was expected", dtype=str(expected.dtype)
+            )
+        return Comparison(True, dtype=str(expected.dtype))
+    if isinstance(expected, list):
+        if not isinstance(actual, list) or len(actual) != len(expected):
+            return Comparison(False, f"expected a sequence of {len(expected)}, got {_describe(actual)}")
+        for a, e in zip(actual, expected):
+            c = compare_type_and_shape(a, e)
+            if not c.ok:
+                return c
+        return Comparison(True)
+    return compare_values(actual, expected)
 
 
 def _describe(v: Any) -> str:

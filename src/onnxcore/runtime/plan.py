@@ -29,7 +29,7 @@ from onnxcore.proto import AttributeProto, FunctionProto, GraphProto, NodeProto,
 from onnxcore.runtime.attrs import attribute_value, constant_array
 from onnxcore.runtime.codegen import MAX_STEPS, generate
 from onnxcore.runtime.functions import FunctionBody, bind_attribute_refs, norm_domain
-from onnxcore.runtime.registry import KernelContext, KernelDef, kernel_versions, lookup
+from onnxcore.runtime.registry import NONDETERMINISTIC, KernelContext, KernelDef, kernel_versions, lookup
 
 __all__ = ["CompileEnv", "GraphIR", "Plan", "compile_graph", "compile_function", "describe_value"]
 
@@ -464,20 +464,6 @@ class _SubgraphCall:
         return self.fn(ctx, *args[: self.n_in], **kw)
 
 
-# Operators whose result is not a function of inputs and attributes alone (Clause 8.5), never merged.
-_NONDETERMINISTIC = frozenset(
-    {
-        "RandomNormal",
-        "RandomUniform",
-        "RandomNormalLike",
-        "RandomUniformLike",
-        "Bernoulli",
-        "Multinomial",
-        "Dropout",
-    }
-)
-
-
 def _freeze(v: Any) -> Any:
     if isinstance(v, np.ndarray):
         return ("nd", v.dtype.str, v.shape, v.tobytes()) if v.dtype != object else ("obj", id(v))
@@ -491,7 +477,8 @@ def _freeze(v: Any) -> Any:
 def _cse_key(bn: BoundNode, ins: list[int]) -> tuple[Any, ...] | None:
     """The identity of a node's computation, or None when it must not be merged with another."""
     node = bn.node
-    if bn.call is None or node.op_type in _NONDETERMINISTIC or bn.outer:
+    # Dropout is random in training mode; the random operators always (Clause 8.5).
+    if bn.call is None or node.op_type in NONDETERMINISTIC or node.op_type == "Dropout" or bn.outer:
         return None
     if any(a.g is not None or a.graphs for a in node.attribute):
         return None

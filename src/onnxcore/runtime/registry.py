@@ -16,7 +16,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-__all__ = ["KernelDef", "KernelContext", "kernel", "lookup", "registered", "kernel_versions"]
+__all__ = ["KernelDef", "KernelContext", "NONDETERMINISTIC", "kernel", "lookup", "registered", "kernel_versions"]
+
+# Operators of the default domain whose results are not a function of their inputs and attributes
+# (Clause 8.5, 11.6): they draw random numbers. Never merged by the plan; the conformance runner checks
+# only the type and shape of what they produce.
+NONDETERMINISTIC: frozenset[str] = frozenset(
+    {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Bernoulli", "Multinomial"}
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 

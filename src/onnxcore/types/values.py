@@ -250,7 +250,9 @@ def value_type_of(value: Any) -> ValueType | None:
     if isinstance(value, SparseTensor):
         return SparseTensorType(ElementType.from_dtype(value.values.dtype), Shape(value.dims))
     if isinstance(value, list):
-        return SequenceType(value_type_of(value[0]) if value else None)
+        present = next((v for v in value if v is not None), None)
+        inner = None if present is None else value_type_of(present)
+        return SequenceType(OptionalType(inner) if any(v is None for v in value) else inner)
     if isinstance(value, dict):
         if not value:
             return MapType(None, None)
@@ -319,6 +321,10 @@ def _to(value: Any, name: str, t: ValueType | None, raw: bool, depth: int) -> An
         )
     if isinstance(value, list):
         elem_t = t.elem if isinstance(t, SequenceType) else None
+        if elem_t is None and any(v is None for v in value):
+            # an absent element can only be an optional: the elements are optionals
+            present = next((v for v in value if v is not None), None)
+            elem_t = OptionalType(None if present is None else value_type_of(present))
         seq = SequenceProto(name=nm)
         kind = _kind_tag(elem_t, value[0] if value else None)
         seq.elem_type = kind

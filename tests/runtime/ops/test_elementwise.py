@@ -569,3 +569,20 @@ def test_every_version_vs_ort(op: str) -> None:
         compared += 1
     if not compared:
         pytest.skip(f"onnxruntime implements no version of {op} on these types")
+
+
+@pytest.mark.parametrize("op", sorted(ELEMENTWISE_OPS))
+@pytest.mark.parametrize("dtype", ["float32", "float16", "float64"])
+def test_rank0_inputs_give_rank0_arrays(op: str, dtype: str) -> None:
+    """Rank 0 in, rank 0 out, always an ndarray (never a numpy scalar), at the latest version."""
+    from onnxcore.defs import schema_versions
+
+    inputs, attrs = _sweep_inputs(op)
+    scalars = [np.asarray(np.asarray(a).reshape(-1)[0]) for a in inputs]
+    scalars = [s.astype(dtype) if s.dtype == np.float32 else s for s in scalars]
+    if op == "BitCast":
+        attrs = {"to": {"float32": 6, "float16": 5, "float64": 7}[dtype]}
+    version = max(v for v in schema_versions(op) if v <= 26 or op in ("Mod",))
+    outs = run_ours(op, scalars, version, attrs)
+    for y in outs:
+        assert type(y) is np.ndarray and y.shape == ()

@@ -126,6 +126,21 @@ EINSUM_CASES = [
     ("...i->...", [(2, 3, 4)]),
     ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 2)]),
     ("bn,anm,bm->ba", [(2, 3), (4, 3, 5), (2, 5)]),
+    # two operands lowered to one batched matmul (and its edge cases)
+    ("bhqd,bhkd->bhqk", [(2, 3, 4, 5), (2, 3, 6, 5)]),
+    ("bhqk,bhkd->bqhd", [(2, 3, 4, 6), (2, 3, 6, 5)]),
+    ("bij,jk->bik", [(2, 3, 4), (4, 5)]),
+    ("ij,kj->ik", [(3, 4), (5, 4)]),
+    ("ij,k->i", [(3, 4), (5,)]),
+    ("ij,ij->ij", [(3, 4), (3, 4)]),
+    ("ij,ij->", [(3, 4), (3, 4)]),
+    ("i,j", [(3,), (4,)]),
+    ("ba,ab", [(3, 4), (4, 3)]),
+    ("...d,...d->...", [(2, 3, 4), (2, 3, 4)]),
+    ("...ij,...jk", [(2, 3, 4), (2, 4, 5)]),
+    ("bij,bjk->bik", [(1, 3, 4), (2, 4, 5)]),
+    ("ij,jk->ik", [(0, 4), (4, 3)]),
+    ("ij,jk->ik", [(3, 0), (0, 2)]),
 ]
 
 
@@ -198,3 +213,14 @@ def test_every_version_vs_ort(op: str) -> None:
         return [_r((2, 3, 4)), np.array(1, np.int64)], {"upper": 0}
 
     assert sweep_versions(op, build, rtol=1e-5, atol=1e-5) > 0
+
+
+def test_rank0_results_are_arrays() -> None:
+    (y,) = run_ours("MatMul", [_r((4,)), _r((4,))], 13)
+    assert type(y) is np.ndarray and y.shape == ()
+    (y,) = run_ours("Det", [_r((3, 3))], 11)
+    assert type(y) is np.ndarray and y.shape == ()
+    for eq in ("i,i", "i,i->", "ij,ij", "ii"):
+        ins = [_r((3, 3) if "j" in eq or eq == "ii" else (3,))] * (2 if "," in eq else 1)
+        (y,) = run_ours("Einsum", ins, 12, {"equation": eq})
+        assert type(y) is np.ndarray and y.shape == ()

@@ -172,11 +172,23 @@ def test_reduce_rejects_bad_axes() -> None:
         run_ours("ReduceMean", [x], 11, {"axes": [0, -2]})
 
 
-def test_reduce_rank0_input() -> None:
+def test_reduce_rank0_input_and_output() -> None:
+    """Rank-0 results are 0-d ndarrays, never numpy scalars."""
     x = np.array(3.5, np.float32)
+    full = RNG.uniform(0.5, 2, size=(2, 3)).astype(np.float32)
     for op in REDUCE_OPS:
-        (y,) = run_ours(op, [x], 18 if op != "ReduceSum" else 13, {"keepdims": 1})
-        assert y.shape == ()
+        v = _input_axes_version(op)
+        (y,) = run_ours(op, [x], v, {"keepdims": 1})
+        assert type(y) is np.ndarray and y.shape == ()
+        (y,) = run_ours(op, [full], v, {"keepdims": 0})
+        assert type(y) is np.ndarray and y.shape == () and y.dtype == np.float32
+        (y,) = run_ours(op, [full], 11, {"keepdims": 0})
+        assert type(y) is np.ndarray and y.shape == ()
+    for op in ("Softmax", "LogSoftmax", "Hardmax"):
+        (y,) = run_ours(op, [x], 13)
+        assert type(y) is np.ndarray and y.shape == ()
+    (y,) = run_ours("ArgMax", [full.ravel()], 13, {"keepdims": 0})
+    assert type(y) is np.ndarray and y.shape == () and y.dtype == np.int64
 
 
 @pytest.mark.parametrize("op", ["ArgMax", "ArgMin"])

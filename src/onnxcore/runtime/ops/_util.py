@@ -253,6 +253,9 @@ def float_unary(x: np.ndarray, fn: Callable[[np.ndarray], np.ndarray]) -> np.nda
     would otherwise round at every step); float32 and float64 natively. ``fn`` must not write
     into its argument (it may be ``x`` itself); its result is converted back to ``x.dtype``.
     """
+    if x.ndim == 0:
+        # numpy returns scalars from 0-d operations, which in-place steps (out=) cannot take.
+        return float_unary(x.reshape(1), fn).reshape(())
     dt = x.dtype
     if dt in NARROW_FLOAT_DTYPES or dt == np.float16:
         return np.asarray(fn(x.astype(np.float32))).astype(dt)
@@ -278,4 +281,5 @@ def select(mask: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     out = np.bitwise_xor(a_bits, b_bits)
     out &= m
     out ^= b_bits
-    return out.view(a.dtype)
+    # ascontiguousarray made rank 0 into rank 1: restore the shape.
+    return out.view(a.dtype).reshape(a.shape)

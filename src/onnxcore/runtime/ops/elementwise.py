@@ -236,6 +236,8 @@ class _ErfApprox:
     BLOCK = 1 << 15
 
     def __call__(self, x: Array) -> Array:
+        if x.ndim == 0:
+            return self._eval(x.reshape(1)).reshape(())  # in-place steps need arrays, not scalars
         if x.size <= self.BLOCK:
             return self._eval(x)
         flat = np.ascontiguousarray(x).reshape(-1)
@@ -591,7 +593,7 @@ def _prelu(X: Array, slope: Array) -> Array:
     s = slope.astype(x.dtype) if slope.dtype != x.dtype else slope
     if x.dtype.kind == "f" and np.isfinite(s).all():
         # min(x, 0)*slope + max(x, 0) avoids a select; exact for finite slopes.
-        y = np.minimum(x, 0)
+        y = np.asarray(np.minimum(x, 0))
         y = np.multiply(y, s, out=y if y.shape == np.broadcast_shapes(y.shape, s.shape) else None)
         y += np.maximum(x, 0)
         return from_compute(y, dt)

@@ -313,7 +313,7 @@ def _variadic(op: str, arrays: tuple[Array, ...], uf: np.ufunc, same_shape: bool
         if len(xs) == 1:
             acc = xs[0].copy()
         else:
-            acc = uf(xs[0], xs[1])
+            acc = np.asarray(uf(xs[0], xs[1]))
             for a in xs[2:]:
                 if acc.shape == np.broadcast_shapes(acc.shape, a.shape):
                     uf(acc, a, out=acc)
@@ -380,7 +380,7 @@ def bitcast(input: Array, *, to: int) -> Array:
     if wi < 8:
         # Sub-byte types hold one element per byte in memory; move the low bits explicitly.
         mask = (1 << wi) - 1
-        raw = np.ascontiguousarray(input).view(np.uint8) & mask
+        raw = (np.ascontiguousarray(input).view(np.uint8) & mask).reshape(input.shape)
         ucode = {2: "uint2", 4: "uint4"}[wi]
         import ml_dtypes
 

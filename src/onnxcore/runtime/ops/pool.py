@@ -18,12 +18,13 @@ import numpy as np
 
 from onnxcore.errors import EvaluationError, ShapeError
 from onnxcore.runtime.ops._util import int_list
-from onnxcore.runtime.ops.conv import conv_pads, pad_spatial, spatial_attr, window_view, work_dtype
+from onnxcore.runtime.ops.conv import conv_pads, pad_spatial, spatial_attr, work_dtype
 from onnxcore.runtime.registry import KernelContext, kernel
 
 __all__: list[str] = []
 
-# Above this many kernel offsets a window view reduced over the kernel axes beats one pass per offset.
+# Above this many kernel offsets the separable reduction (sum of the extents, not their product)
+# beats one pass per offset even for short rows.
 _MANY_OFFSETS = 48
 
 
@@ -71,24 +72,6 @@ def _offset_slices(offs: Sequence[int], st: Sequence[int], dil: Sequence[int], o
     return (slice(None), slice(None)) + tuple(
         slice(k * d, k * d + (o - 1) * s + 1, s) for k, d, s, o in zip(offs, dil, st, out)
     )
-
-
-def _window_reduce(
-    xp: np.ndarray, kernel: Sequence[int], st: Sequence[int], dil: Sequence[int], out: Sequence[int], op: str
-) -> np.ndarray:
-    """Sum or max of every window of the padded ``xp`` (``op`` is "sum" or "max")."""
-    nd = len(kernel)
-    if math.prod(kernel) > _MANY_OFFSETS:
-        view = window_view(xp, kernel, st, dil, out)
-        axes = tuple(range(2, 2 + nd))
-        return view.sum(axis=axes) if op == "sum" else view.max(axis=axes)
-    offsets = itertools.product(*(range(k) for k in kernel))
-    first = next(offsets)
-    acc = xp[_offset_slices(first, st, dil, out)].copy()
-    fn = np.add if op == "sum" else np.maximum
-    for offs in offsets:
-        fn(acc, xp[_offset_slices(offs, st, dil, out)], out=acc)
-    return acc
 
 
 def _separable_reduce(
@@ -153,9 +136,7 @@ def _pool_reduce(
     nd = len(kernel)
     s0 = st[0]
     kk = math.prod(kernel)
-    if kk > _MANY_OFFSETS:
-        return _window_reduce(_padded(x, kernel, st, dil, pb, pe, out, value), kernel, st, dil, out, op)
-    if any(v != s0 for v in st) or out[-1] >= _SHORT_ROW:
+    if kk > _MANY_OFFSETS or any(v != s0 for v in st) or out[-1] >= _SHORT_ROW:
         return _separable_reduce(_padded(x, kernel, st, dil, pb, pe, out, value), kernel, st, dil, out, op)
     need = [(o - 1) * s + (k - 1) * d + 1 for o, s, k, d in zip(out, st, kernel, dil)]
     pe2 = [max(e, n - i - b) for e, n, i, b in zip(pe, need, x.shape[2:], pb)]
