@@ -14,11 +14,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import mutants  # noqa: E402
+import mutants
 
-import onnxcore  # noqa: E402
-from onnxcore.check import RULES, check  # noqa: E402
-from onnxcore.check.rules_proto import DIVERGENCES  # noqa: E402
+import onnxcore
+from onnxcore.check import RULES, check
+from onnxcore.check.rules_proto import DIVERGENCES
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "validation.md"
 

@@ -8,7 +8,7 @@ import pytest
 import onnxcore
 import onnxcore.defs
 from onnxcore.infer import infer, infer_types, node_location
-from onnxcore.infer.typestr import type_string
+from onnxcore.types.typestr import type_string
 
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto as T  # noqa: E402

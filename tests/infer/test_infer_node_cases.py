@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import onnxcore
 from onnxcore.infer import infer
-from onnxcore.infer.typestr import type_string
+from onnxcore.types.typestr import type_string
 
 
 def test_inferred_output_types_match_declared(node_cases):

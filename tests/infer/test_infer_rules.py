@@ -7,7 +7,7 @@ import pytest
 import onnxcore
 from onnxcore import defs
 from onnxcore.infer.rules import RULES
-from onnxcore.infer.typestr import parse_type_string, type_string
+from onnxcore.types.typestr import parse_type_string, type_string
 
 
 def _unbound_outputs(schema):

@@ -552,7 +552,7 @@ class Context:
         """
         cached = self.cache.get("groups")
         if cached is not None:
-            return cached  # type: ignore[no-any-return]
+            return cached
         groups: dict[tuple[Any, ...], list[NodeRef]] = {}
         for s in self.scopes:
             for ref in s.nodes:

@@ -27,7 +27,7 @@ def resolve(ctx: Context) -> Resolution:
     """Resolve every use of every scope (Clauses 5.4.2, 5.4.3, 7.5)."""
     cached = ctx.cache.get("resolution")
     if cached is not None:
-        return cached  # type: ignore[no-any-return]
+        return cached
     res = Resolution()
     for scope in ctx.scopes:
         defs = scope.defs
@@ -207,8 +207,8 @@ def name_empty(ctx: Context) -> Found:
         for ref in scope.nodes:
             if not ref.node.op_type:
                 yield ref.loc, "the node names no operator (op_type is empty; Clause 7.3.1)"
-            for k, a in enumerate(ref.node.attribute):
-                if a.has("name") and not a.name:
+            for k, at in enumerate(ref.node.attribute):
+                if at.has("name") and not at.name:
                     yield f"{ref.loc}/attribute[{k}]", "an attribute has an empty name"
 
 

@@ -64,7 +64,7 @@ def opset_duplicate(ctx: Context) -> Found:
         yield from _duplicate_imports(ctx, f.opset_import, f'functions[{i}] "{f.domain}:{f.name}"/opset_import')
 
 
-def _duplicate_imports(ctx: Context, imports: list, prefix: str) -> Found:  # type: ignore[type-arg]
+def _duplicate_imports(ctx: Context, imports: list, prefix: str) -> Found:
     seen: dict[str, int] = {}
     for i, o in enumerate(imports):
         d = norm_domain(o.domain)
@@ -83,7 +83,7 @@ def opset_version(ctx: Context) -> Found:
                 yield f"{prefix}[{i}]", f"operator set version {o.version} of domain {o.domain!r} is not positive"
 
 
-def _all_imports(ctx: Context) -> Iterator[tuple[str, list]]:  # type: ignore[type-arg]
+def _all_imports(ctx: Context) -> Iterator[tuple[str, list]]:
     yield "opset_import", ctx.model.opset_import
     for i, f in enumerate(ctx.model.functions):
         yield f'functions[{i}] "{f.domain}:{f.name}"/opset_import', f.opset_import
@@ -171,8 +171,8 @@ def ir_feature(ctx: Context) -> Found:
     if ir < 11 and ctx.model.configuration:
         yield "configuration", late("a multi-device configuration", 11)
     if ir < _META_SINCE:
-        for cls in _FEATURE_MSGS:
-            for i in ctx.of(cls):
+        for fcls in _FEATURE_MSGS:
+            for i in ctx.of(fcls):
                 if ctx.entries[i][0].metadata_props:  # type: ignore[attr-defined]
                     yield ctx.path(i) + "/metadata_props", late("metadata properties on this item", _META_SINCE)
     for i in ctx.of(TypeProto):

@@ -40,32 +40,22 @@ def tensor_type_string(tag: int) -> str | None:
     return None if et is None else f"tensor({et.type_name})"
 
 
-_type_string_impl: Any = None
-
-
 def type_string(tp: TypeProto | None) -> str | None:
     """The onnx type string of a declared type (``"tensor(float)"``, ``"seq(tensor(int64))"``...).
 
     None where the type is unknown or incomplete; unknown is never an error by itself (Clause 9.4).
     """
-    global _type_string_impl
     if tp is None:
         return None
     t = tp.tensor_type
     if t is not None and tp.which_oneof("value") == "tensor_type":
         # The common case, without the general conversion.
         return tensor_type_string(t.elem_type) if t.elem_type else None
-    if _type_string_impl is None:
-        try:
-            from onnxcore.types import type_string as impl  # type: ignore[attr-defined]
-        except ImportError:
-            impl = False
-        _type_string_impl = impl
-    if _type_string_impl is False:
-        return None
+    from onnxcore.types import type_string as impl
+
     try:
-        s = _type_string_impl(tp)
-    except Exception:
+        s = impl(tp)
+    except Exception:  # an unanalysable type is unknown, not a crash
         return None
     return s if isinstance(s, str) else None
 

@@ -48,8 +48,8 @@ from onnxcore.infer.engine import (
     run,
 )
 from onnxcore.infer.rules import bind_inputs, formal_at
-from onnxcore.infer.typestr import parse_type_string, type_string
 from onnxcore.proto.messages import ModelProto, TypeProto
+from onnxcore.types.typestr import parse_type_string, type_string
 
 __all__ = [
     "Inference",

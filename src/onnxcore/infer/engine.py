@@ -1,7 +1,7 @@
 """The inference walk: graphs in node order, subgraphs in their enclosing scope, functions per call site.
 
 Scoping follows Clause 5.4 and 7.6: a subgraph sees the values of its enclosing graphs; a function body
-sees only its own parameters (Clause 8.4). Types are type strings (see :mod:`onnxcore.infer.typestr`);
+sees only its own parameters (Clause 8.4). Types are type strings (see :mod:`onnxcore.types.typestr`);
 None is unknown (Clause 9.4).
 """
 
@@ -14,7 +14,6 @@ from onnxcore.defs.registry import canonical_domain, get_schema
 from onnxcore.defs.schema import OpSchema
 from onnxcore.errors import OnnxCoreError
 from onnxcore.infer.rules import RULES, UNRESOLVED, _Unresolved, generic_outputs, infer_outputs
-from onnxcore.infer.typestr import elem_type_string, parse_type_string, type_string
 from onnxcore.io import encode
 from onnxcore.proto.messages import (
     AttributeProto,
@@ -24,6 +23,7 @@ from onnxcore.proto.messages import (
     NodeProto,
     TypeProto,
 )
+from onnxcore.types.typestr import elem_type_string, parse_type_string, type_string
 
 __all__ = ["Inference", "NodeTypes", "TypeMismatch", "node_location", "run"]
 

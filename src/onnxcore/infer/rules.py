@@ -19,8 +19,8 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from onnxcore.defs.schema import FormalParameter, OpSchema
-from onnxcore.infer.typestr import elem_type_string, tensor_elem, type_string
 from onnxcore.proto.messages import AttributeProto, NodeProto
+from onnxcore.types.typestr import elem_type_string, tensor_elem, type_string
 
 __all__ = ["RULES", "NodeView", "bind_inputs", "formal_at", "generic_outputs", "infer_outputs"]
 

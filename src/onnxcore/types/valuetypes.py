@@ -395,31 +395,10 @@ def type_string(type_proto: TypeProto | ValueType | None) -> str | None:
     ``optional(seq(tensor(float)))``, ``sparse_tensor(float)``; None when the type or an element
     type inside it is unstated or not in Table 5.
     """
-    if isinstance(type_proto, TypeProto):
-        try:
-            t = type_from_proto(type_proto)
-        except (ValueError, ShapeError):
-            t = _type_from_proto_ignoring_shape(type_proto)
-    else:
-        t = type_proto
-    return None if t is None else t.type_str()
-
-
-def _type_from_proto_ignoring_shape(proto: TypeProto) -> ValueType | None:
-    # A bad extent does not change the type string; a bad element type tag gives None.
-    try:
-        which = proto.which_oneof("value")
-        if which == "tensor_type" and proto.tensor_type is not None:
-            return TensorType(_elem(proto.tensor_type.elem_type))
-        if which == "sparse_tensor_type" and proto.sparse_tensor_type is not None:
-            return SparseTensorType(_elem(proto.sparse_tensor_type.elem_type))
-        if which == "sequence_type" and proto.sequence_type is not None:
-            return SequenceType(_type_from_proto_ignoring_shape(proto.sequence_type.elem_type or TypeProto()))
-        if which == "map_type" and proto.map_type is not None:
-            inner = _type_from_proto_ignoring_shape(proto.map_type.value_type or TypeProto())
-            return MapType(_elem(proto.map_type.key_type), inner)
-        if which == "optional_type" and proto.optional_type is not None:
-            return OptionalType(_type_from_proto_ignoring_shape(proto.optional_type.elem_type or TypeProto()))
-        return type_from_proto(proto)
-    except ValueError:
+    if type_proto is None:
         return None
+    if isinstance(type_proto, TypeProto):
+        from onnxcore.types.typestr import type_string as from_message
+
+        return from_message(type_proto)
+    return type_proto.type_str()

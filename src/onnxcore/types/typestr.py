@@ -71,9 +71,8 @@ def _type_string(tp: TypeProto | None, depth: int = 0) -> str | None:
 def type_string(tp: TypeProto | None) -> str | None:
     """The type string of ``tp`` in the canonical form of the constraints; None when not fully known.
 
-    The same reading as the shared :func:`onnxcore.types.type_string` (``tests/infer`` checks they agree),
-    done directly on the message: inference calls it once per declared value, and building the full
-    value type with its shape first costs ten times as much.
+    Read directly from the message (no value type with its shape is built): inference and validation call
+    it once per declared value. :func:`onnxcore.types.type_string` is this function for messages.
     """
     return _type_string(tp)
 
