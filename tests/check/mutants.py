@@ -303,9 +303,9 @@ MUTANTS: list[Mutant] = [
     Mutant(
         "E-PROTO-MANDATORY",
         "B.1",
-        'graph/value_info[0] "s"/type/tensor_type',
-        mut("base", lambda m: m.graph.value_info.append(_tensor_vi("s", 0, [2, 3], elem_present=False))),
-        "TypeProto.Tensor without elem_type",
+        "graph/value_info[0]",
+        mut("base", lambda m: m.graph.value_info.append(ValueInfoProto(type=_tensor_vi("s", T.FLOAT, [2, 3]).type))),
+        "a value_info without a name",
     ),
     Mutant(
         "E-PROTO-ONEOF",

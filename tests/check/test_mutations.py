@@ -20,8 +20,8 @@ from onnxcore.proto.messages import (
 mutants = pytest.importorskip("mutants")  # needs onnx.helper to build the bases
 
 # Codes with no mutant, and why: E-INTERNAL is a defect of ours (tested by injection below);
-# W-PROTO-DEPRECATED has no field left to fire on once AttributeProto.tp is a known divergence.
-NO_MUTANT = {"E-INTERNAL", "W-PROTO-DEPRECATED", "W-MODEL-IR-VERSION-NEWER", "W-OPSET-NEWER"}
+# E-EXTERNAL-FILE needs files (test_report.py); W-PROTO-DEPRECATED has no field left to fire on once AttributeProto.tp is a known divergence.
+NO_MUTANT = {"E-INTERNAL", "E-EXTERNAL-FILE", "W-PROTO-DEPRECATED", "W-MODEL-IR-VERSION-NEWER", "W-OPSET-NEWER"}
 
 
 def _run(m: mutants.Mutant) -> onnxcore.Report:
@@ -96,6 +96,17 @@ def test_every_node_of_a_failing_group_is_reported() -> None:
     assert {f.code for f in report.errors} == {"E-OUTPUT-EXTRA"}
 
 
+def test_every_node_with_a_bad_input_type_is_reported() -> None:
+    m = mutants.base()
+    assert m.graph is not None
+    m.graph.input.append(mutants._tensor_vi("sx", 8, [2]))  # STRING
+    for k in range(3):
+        m.graph.node.append(NodeProto(op_type="Relu", input=["sx"], output=[f"r{k}"]))
+    report = check(m)
+    assert [f.location for f in report.errors] == [f"graph/node[{k}]/input[0]" for k in (2, 3, 4)]
+    assert {f.code for f in report.errors} == {"E-TYPE-CONSTRAINT"}
+
+
 def test_rule_registry_is_explicit_and_stable() -> None:
     codes = [r.code for r in RULES]
     assert len(codes) == len(set(codes))
@@ -167,3 +178,15 @@ def test_divergences_are_not_errors() -> None:
     assert not m.opset_import[0].has("domain")
     report = check(m)
     assert report.findings == []
+
+
+def test_partly_unknown_types_are_errors_only_at_the_top_level() -> None:
+    m = mutants.base_if()
+    assert m.graph is not None
+    then_g = next(a.g for a in m.graph.node[0].attribute if a.name == "then_branch")
+    assert then_g is not None
+    then_g.output[0].type.tensor_type.clear_field("elem_type")  # unknown element type (Clause 9.4)
+    assert check(m).findings == []
+    m.graph.output[0].type.tensor_type.clear_field("elem_type")
+    report = check(m)
+    assert [(f.code, f.location) for f in report.errors] == [("E-IO-TYPE", 'graph/output[0] "y"')]

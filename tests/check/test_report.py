@@ -62,6 +62,8 @@ def test_path_and_octets_and_decode_errors(tmp_path: Path) -> None:
     path.write_bytes(path.read_bytes()[:-5])
     broken = check(path)
     assert [f.code for f in broken.errors] == ["E-DECODE"]
+    too_big = check(path.read_bytes(), limits=onnxcore.Limits(max_message_bytes=10))
+    assert [f.code for f in too_big.errors] == ["E-DECODE-LIMIT"]
     with pytest.raises(onnxcore.OnnxCoreError):
         check(tmp_path / "missing.onnx")
     with pytest.raises(TypeError):
@@ -108,13 +110,20 @@ def test_external_references_are_verified_from_a_path(tmp_path: Path) -> None:
     path = tmp_path / "m.onnx"
     onnxcore.save(m, path)
     missing = check(path)
-    assert [f.code for f in missing.errors] == ["E-EXTERNAL-REF"]
+    assert [(f.code, f.clause) for f in missing.errors] == [("E-EXTERNAL-FILE", "15.3")]
     assert missing.errors[0].location == 'graph/initializer[0] "w"'
     (tmp_path / "w.bin").write_bytes(bytes(24))
     assert check(path).findings == []
     w.external_data = [onnxcore.StringStringEntryProto(key="location", value="../w.bin")]
     onnxcore.save(m, path)
     assert [f.code for f in check(path).errors] == ["E-EXTERNAL-REF"]  # Clause 13.2: parent component
+    # Clause 15.3: a symbolic link is refused even inside the directory.
+    w.external_data = [onnxcore.StringStringEntryProto(key="location", value="link.bin")]
+    onnxcore.save(m, path)
+    (tmp_path / "link.bin").symlink_to(tmp_path / "w.bin")
+    assert [f.code for f in check(path).errors] == ["E-EXTERNAL-FILE"]
+    # Without a path, only the reference itself is checked.
+    assert check(m).findings == []
 
 
 def test_cli_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -117,15 +117,24 @@ class NodeRef:
 
     __slots__ = ("domain", "function", "index", "node", "schema", "scope", "status", "version")
 
-    def __init__(self, node: NodeProto, index: int, scope: Scope) -> None:
+    def __init__(
+        self,
+        node: NodeProto,
+        index: int,
+        scope: Scope,
+        status: str = "nodefs",
+        version: int = 0,
+        schema: Any = None,
+        function: FunctionProto | None = None,
+    ) -> None:
         self.node = node
         self.index = index
         self.scope = scope
         self.domain = norm_domain(node.domain)
-        self.version = 0
-        self.status = "nodefs"
-        self.schema: Any = None
-        self.function: FunctionProto | None = None
+        self.status = status
+        self.version = version
+        self.schema: Any = schema
+        self.function = function
 
     @property
     def loc(self) -> str:
@@ -418,14 +427,13 @@ class Context:
             nodes = scope.nodes
             opsets_id = id(scope.opsets)
             for idx, node in enumerate(body):
-                ref = NodeRef(node, idx, scope)
                 key = (opsets_id, node.domain, node.op_type, node.overload)
                 bound = bind_cache.get(key)
                 if bound is None:
-                    bound = bind_cache[key] = self._bind(ref)
-                ref.status, ref.version, ref.schema, ref.function = bound
+                    bound = bind_cache[key] = self._bind(NodeRef(node, idx, scope))
+                ref = NodeRef(node, idx, scope, *bound)
                 nodes.append(ref)
-                if ref.status != "schema":
+                if bound[0] != "schema":
                     unusual.append(ref)
                 for k, o in enumerate(node.output):
                     if o:
@@ -560,10 +568,12 @@ class Context:
                     continue
                 node = ref.node
                 attrs = node.attribute
+                ins = node.input
+                outs = node.output
                 key = (
                     id(ref.schema),
-                    tuple(map(bool, node.input)),
-                    tuple(map(bool, node.output)),
+                    tuple(map(bool, ins)) if "" in ins else len(ins),
+                    tuple(map(bool, outs)) if "" in outs else len(outs),
                     tuple((a.name, a.type, bool(a.ref_attr_name)) for a in attrs) if attrs else (),
                 )
                 g = groups.get(key)

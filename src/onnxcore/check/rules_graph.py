@@ -275,7 +275,11 @@ def graph_name(ctx: Context) -> Found:
             yield scope.loc, "the graph has no name"
 
 
-@rule("E-IO-TYPE", "7.1", "a top-level input or output without a type, or a tensor one without a shape (6.5.1)")
+@rule(
+    "E-IO-TYPE",
+    "7.1",
+    "a top-level input or output without a type, or a tensor one without element type or shape (6.5.1)",
+)
 def io_type(ctx: Context) -> Found:
     g = ctx.model.graph
     if g is None:
@@ -289,6 +293,8 @@ def io_type(ctx: Context) -> Found:
                 yield loc, f"top-level {field} {vi.name!r} declares no type"
             elif kind in ("tensor_type", "sparse_tensor_type"):
                 t = getattr(tp, kind)
+                if not t.has("elem_type"):
+                    yield loc, f"top-level {field} {vi.name!r} declares no element type"
                 if t.shape is None:
                     yield loc, f"top-level {field} {vi.name!r} declares no shape, so its rank is not stated"
 

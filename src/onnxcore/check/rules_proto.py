@@ -37,6 +37,12 @@ DIVERGENCES: dict[tuple[str, str], str] = {
         "inputs and outputs, and value_info is an optional constraint; the type is required for the "
         "inputs and outputs of the top-level graph, by rule E-IO-TYPE."
     ),
+    ("TypeProto.Tensor", "elem_type"): (
+        "Annex B marks `elem_type` mandatory, but a value's type may be partly unknown (Clause 9.4) and "
+        "Clause 7.1 lets a subgraph omit types; a tensor type without an element type is an unknown "
+        "element type. Required for the inputs and outputs of the top-level graph, by rule E-IO-TYPE."
+    ),
+    ("TypeProto.SparseTensor", "elem_type"): "As for `TypeProto.Tensor.elem_type`.",
     ("TypeProto", "value"): (
         "Annex B requires exactly one member of the group, but an empty type is how producers write a "
         "type that is unknown (Clause 9.4), which Clause 7.1 permits in subgraphs; required at the "

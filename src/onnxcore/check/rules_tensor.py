@@ -89,34 +89,49 @@ def tensor_data(ctx: Context) -> Found:
             yield loc, f"the tensor has no contents; dims {list(t.dims)} declare {n} element(s)"
 
 
-@rule("E-EXTERNAL-REF", "13.2", "an external data reference that is malformed or refused (13.1, 13.2, 15.3)")
-def external_ref(ctx: Context) -> Found:
-    try:
-        from onnxcore.external import parse_reference, verify_references
-    except ImportError:
-        return
-    by_name: dict[str, int] = {}
-    externals: list[int] = []
-    for i in ctx.of(TensorProto):
-        t = ctx.entries[i][0]
-        if t.data_location == EXTERNAL:  # type: ignore[attr-defined]
-            externals.append(i)
-            by_name.setdefault(t.name, i)  # type: ignore[attr-defined]
+def _external(ctx: Context) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """(malformed references, refused resolutions), computed once for the two rules below."""
+    cached = ctx.cache.get("external")
+    if cached is not None:
+        return cached  # type: ignore[no-any-return]
+    malformed: list[tuple[str, str]] = []
+    refused: list[tuple[str, str]] = []
+    ctx.cache["external"] = (malformed, refused)
+    externals = [i for i in ctx.of(TensorProto) if ctx.entries[i][0].data_location == EXTERNAL]  # type: ignore[attr-defined]
     if not externals:
-        return
-    base_dir = ctx.cache.get("base_dir")
-    if base_dir is not None:
-        for err in verify_references(ctx.model, base_dir, limits=ctx.limits):
-            name = getattr(err, "tensor", "") or ""
-            j = by_name.get(name)
-            yield (ctx.path(j) if j is not None else str(name)), str(err)
-        return
+        return malformed, refused
+    from onnxcore.external import parse_reference, verify_references
+
+    bad_names: set[str] = set()
+    by_name: dict[str, int] = {}
     for i in externals:
         t = ctx.entries[i][0]
+        assert isinstance(t, TensorProto)
+        by_name.setdefault(t.name, i)
         try:
-            parse_reference(t, t.name or ctx.path(i))  # type: ignore[arg-type, attr-defined]
-        except Exception as err:
-            yield ctx.path(i), str(err)
+            parse_reference(t, t.name or ctx.path(i))
+        except Exception as err:  # an ExternalDataError naming the rule and clause
+            malformed.append((ctx.path(i), str(err)))
+            bad_names.add(t.name)
+    base_dir = ctx.cache.get("base_dir")
+    if base_dir is not None:
+        for refusal in verify_references(ctx.model, base_dir, limits=ctx.limits):
+            name = str(getattr(refusal, "tensor", "") or "")
+            if name in bad_names:
+                continue  # already reported as malformed
+            j = by_name.get(name)
+            refused.append((ctx.path(j) if j is not None else name, str(refusal)))
+    return malformed, refused
+
+
+@rule("E-EXTERNAL-REF", "13.2", "an external data reference that is malformed (Table 11, Clause 13.1)")
+def external_ref(ctx: Context) -> Found:
+    yield from _external(ctx)[0]
+
+
+@rule("E-EXTERNAL-FILE", "15.3", "an external data reference whose file is refused (missing, outside, link, range)")
+def external_file(ctx: Context) -> Found:
+    yield from _external(ctx)[1]
 
 
 @rule(

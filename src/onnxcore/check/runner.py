@@ -38,7 +38,7 @@ def _internal(ctx: Context) -> Any:
 _SPECIAL = frozenset({"E-DECODE", "E-DECODE-LIMIT", "E-INTERNAL"})
 
 
-def _load(path: str | os.PathLike[str], limits: Limits) -> ModelProto:
+def _load(source: str | os.PathLike[str] | bytes | bytearray | memoryview, limits: Limits) -> ModelProto:
     from onnxcore import io
 
     params = inspect.signature(io.load).parameters
@@ -49,7 +49,7 @@ def _load(path: str | os.PathLike[str], limits: Limits) -> ModelProto:
         kwargs["limits"] = limits
     elif "max_depth" in params:
         kwargs["max_depth"] = limits.message_depth()
-    return io.load(path, **kwargs)
+    return io.load(source, **kwargs)
 
 
 def check(
@@ -92,13 +92,8 @@ def check(
             if base_dir is None:
                 base_dir = Path(os.fspath(model_or_path)).resolve().parent  # type: ignore[arg-type]
         try:
-            if is_path:
-                model = _load(model_or_path, lim)  # type: ignore[arg-type]
-            else:
-                from onnxcore.io import decode
-
-                model = decode(ModelProto, model_or_path, max_depth=lim.message_depth())  # type: ignore[arg-type]
-        except DecodeError as e:
+            model = _load(model_or_path, lim)
+        except (DecodeError, LimitError) as e:
             code, clause = ("E-DECODE-LIMIT", "15.4") if isinstance(e, LimitError) else ("E-DECODE", "12")
             report.findings.append(Finding(ERROR, code, clause, str(e), getattr(e, "path", "") or ""))
             return report

@@ -72,9 +72,14 @@ def make_node_model(
         elem = helper.np_dtype_to_tensor_dtype(a.dtype) if a.dtype != object else 8
         vis.append(helper.make_tensor_value_info(f"x{i}", elem, list(a.shape)))
     outs = [f"y{i}" for i in range(n_outputs)]
-    node = helper.make_node(op, names, outs, **(attrs or {}))
     import onnx
 
+    node = helper.make_node(op, names, outs)
+    for key, value in (attrs or {}).items():
+        if isinstance(value, list) and not value:  # an empty INTS list has no inferable type
+            node.attribute.append(helper.make_attribute(key, value, attr_type=onnx.AttributeProto.INTS))
+        else:
+            node.attribute.append(helper.make_attribute(key, value))
     graph = helper.make_graph([node], "g", vis, [helper.make_value_info(o, onnx.TypeProto()) for o in outs])
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
 

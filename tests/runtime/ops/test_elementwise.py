@@ -90,6 +90,10 @@ def test_div_int_truncates_like_c() -> None:
     b = np.array([2, 2, -2, -2, 5, 3], dtype=np.int32)
     (y,) = run_ours("Div", [a, b], 14)
     assert y.tolist() == [3, -3, -3, 3, 0, 0]
+    for dt in ("int8", "int16", "int64", "uint8", "uint32", "uint64"):
+        x = np.array([7, 9, 100], dt) if dt[0] == "u" else np.array([7, -9, 100], dt)
+        (q,) = run_ours("Div", [x, np.array([2, 4, 0], dt)], 14)
+        assert q.dtype == np.dtype(dt) and q.tolist() == ([3, 2, 0] if dt[0] == "u" else [3, -2, 0])
     pytest.importorskip("onnxruntime")
     compare("Div", [a, b], 14)
 
@@ -306,6 +310,12 @@ def test_max_min_propagate_nan(op: str) -> None:
     b = np.array([0.0, np.nan, 3.0], dtype=np.float32)
     (y,) = run_ours(op, [a, b], 13)
     assert np.isnan(y[0]) and np.isnan(y[1])
+    (y,) = run_ours(op, [b, a], 8)
+    assert np.isnan(y[0]) and np.isnan(y[1])
+    (r,) = run_ours("Relu", [a], 14)
+    assert np.isnan(r[0])
+    (c,) = run_ours("Clip", [a, np.array(0.0, np.float32), np.array(1.5, np.float32)], 13)
+    assert np.isnan(c[0]) and c[1] == 1.0
     pytest.importorskip("onnxruntime")
     compare(op, [a, b], 13)
 

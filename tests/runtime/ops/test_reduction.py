@@ -60,7 +60,7 @@ def _data(op: str, shape: tuple[int, ...], dtype: str = "float32") -> np.ndarray
     return RNG.uniform(lo, 2.0, size=shape).astype(dtype)
 
 
-AXES_CASES = [None, [0], [-1], [1, -1], [-3, 2], [2, 0, 1]]
+AXES_CASES = [None, [], [0], [-1], [1, -1], [-3, 2], [2, 0, 1]]
 
 
 @pytest.mark.parametrize("op", REDUCE_OPS)

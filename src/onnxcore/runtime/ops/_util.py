@@ -75,10 +75,17 @@ def normalize_axes(
     Raises:
         EvaluationError: an axis out of range or named twice.
     """
-    out = tuple(normalize_axis(int(a), rank, name=name, allow_end=allow_end) for a in np.asarray(axes).ravel())
+    # Plain Python ints: this runs once per node evaluation, so it avoids numpy calls.
+    vals = axes.ravel().tolist() if isinstance(axes, np.ndarray) else [int(a) for a in axes]
+    hi = rank + 1 if allow_end else rank
+    out = []
+    for a in vals:
+        if a < -hi or a >= hi:
+            raise EvaluationError(f"{name}={a} is out of range for rank {rank} (accepted [{-hi}, {hi - 1}])")
+        out.append(a + hi if a < 0 else a)
     if len(set(out)) != len(out):
-        raise EvaluationError(f"{name} {list(np.asarray(axes).ravel())} repeats an axis")
-    return out
+        raise EvaluationError(f"{name} {vals} repeats an axis")
+    return tuple(out)
 
 
 def axes_from_input(axes: np.ndarray | None) -> list[int] | None:
@@ -94,7 +101,7 @@ def axes_from_input(axes: np.ndarray | None) -> list[int] | None:
         raise EvaluationError(f"axes input must be 1-D, got shape {arr.shape}")
     if arr.size and arr.dtype.kind not in "iu":
         raise EvaluationError(f"axes input must be an integer tensor, got {arr.dtype}")
-    return [int(a) for a in arr.ravel()]
+    return [int(a) for a in arr.ravel().tolist()]
 
 
 def int_list(value: Any) -> list[int]:

@@ -4,14 +4,25 @@ Broadcasting is multidirectional (Clause 6.6.2) from opset 7 (variadic ops from 
 binary ops of opsets 1 and 6 use the legacy ``broadcast``/``axis`` attributes instead.
 
 Max and Min, NaN (Clause 11.3): onnxcore implements IEEE 754-2019 ``maximum``/``minimum``
-(NaN-propagating: ``Max(NaN, 0) = NaN``), not ``maxNum``/``minNum``. This matches numpy's
-``maximum``, onnxruntime, and ReduceMax/ReduceMin. The ONNX 1-3 vectors of Max/Min contain no NaN,
-so they do not decide between the two.
+(NaN-propagating: ``Max(NaN, 0) = NaN``, ``Min(0, NaN) = NaN``), not ``maxNum``/``minNum``. The
+same holds for ReduceMax/ReduceMin, Relu (``max(0, NaN) = NaN``) and Clip. onnxruntime 1.31
+agrees (tests/runtime/ops/test_elementwise.py::test_max_min_propagate_nan). The ONNX 1-3 vectors
+of Max, Min, ReduceMax and ReduceMin contain no NaN, so they do not decide between the two.
 
 Integer arithmetic wraps modulo 2^bits (two's complement). Integer Div truncates toward zero
 (C semantics, vector ``test_div_int32_trunc``); integer division or Mod by zero is not defined by
 the operator definitions and yields 0 here (numpy's result). Mod follows the ``fmod`` attribute:
-0 is floor modulo (sign of the divisor), 1 is C ``fmod`` (sign of the dividend).
+0 is floor modulo (sign of the divisor), 1 is C ``fmod`` (sign of the dividend); before opset 28
+a floating-point Mod with ``fmod=0`` is refused (the definition requires ``fmod=1``).
+
+Pow: the result has X's type. Integer X with integer Y wraps like repeated multiplication, and a
+negative exponent gives the truncated 1/X^|Y| (1, -1 or 0); integer X with float Y is computed
+in float64 and converted toward zero; float X with an integer or wider Y is computed in float64
+and rounded once.
+
+BitShift: amounts outside [0, bits) give what the sign extension alone gives (BitShift-28's
+statement, applied to the unsigned types of BitShift-11 as well): 0, or -1 for a right shift of
+a negative signed value.
 """
 
 from __future__ import annotations
@@ -59,6 +70,14 @@ def _div(A: Array, B: Array) -> Array:
     k = A.dtype.kind
     if k in "iu":
         try:
+            if A.dtype.itemsize <= 4:
+                # Exact in float64 (|a|, |b| < 2^32, so no quotient is within rounding of an
+                # integer it is not), and several times faster than two integer divisions.
+                q = np.asarray(np.true_divide(A, B, dtype=np.float64))
+                np.trunc(q, out=q)
+                if not np.all(B):
+                    q[np.broadcast_to(B == 0, q.shape)] = 0.0
+                return _wrap(q.astype(A.dtype))
             if k == "u":
                 return _wrap(np.floor_divide(A, B))
             # Truncation toward zero: q = (a - fmod(a, b)) / b is exact in integers.

@@ -7,6 +7,7 @@ and wrap.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -148,85 +149,95 @@ def gemm(
 # --- Einsum -----------------------------------------------------------------------------------
 
 
-def _check_equation(equation: str, inputs: tuple[Array, ...]) -> str:
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+_ALLOWED = frozenset(_LETTERS + ".,->")
+
+# A two-operand einsum lowered to one batched matmul: the axes summed out of each operand first,
+# the transposition and 3-D shape of each, then the shape and transposition of the product.
+_Plan2 = tuple[
+    tuple[int, ...],
+    tuple[int, ...],
+    tuple[int, int, int],
+    tuple[int, ...],
+    tuple[int, ...],
+    tuple[int, int, int],
+    tuple[int, ...],
+    tuple[int, ...],
+]
+
+
+@functools.lru_cache(maxsize=1024)
+def _einsum_plan(equation: str, shapes: tuple[tuple[int, ...], ...]) -> tuple[str, _Plan2 | None]:
+    """Validate ``equation`` against the input shapes; return it without spaces and, for two
+    operands that allow it, a matmul plan. Cached: a model calls one equation many times."""
     eq = equation.replace(" ", "")
-    lhs = eq.split("->", 1)[0]
+    lhs, arrow, rhs = eq.partition("->")
     terms = lhs.split(",")
-    if len(terms) != len(inputs):
-        raise EvaluationError(f"Einsum: equation {equation!r} has {len(terms)} terms for {len(inputs)} inputs")
-    allowed = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.,->")
-    if not set(eq) <= allowed:
+    if len(terms) != len(shapes):
+        raise EvaluationError(f"Einsum: equation {equation!r} has {len(terms)} terms for {len(shapes)} inputs")
+    if not set(eq) <= _ALLOWED:
         raise EvaluationError(f"Einsum: invalid characters in equation {equation!r}")
     # Every ellipsis stands for the same number of dimensions (Einsum definition), unlike numpy,
     # which also broadcasts ellipses of different lengths.
-    widths = {x.ndim - (len(t) - 3) for t, x in zip(terms, inputs) if "..." in t}
+    widths = {len(sh) - (len(t) - 3) for t, sh in zip(terms, shapes) if "..." in t}
     if len(widths) > 1:
         raise ShapeError(f"Einsum {equation!r}: ellipses represent different numbers of dimensions")
-    return eq
-
-
-_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-
-
-def _explicit_terms(eq: str, inputs: tuple[Array, ...]) -> tuple[list[str], str] | None:
-    """The input terms and output term with every ellipsis spelled out as fresh letters and the
-    implicit output made explicit (Einsum definition), or ``None`` if letters run out."""
-    lhs, arrow, rhs = eq.partition("->")
-    terms = lhs.split(",")
-    used = set(eq)
-    free = [c for c in _LETTERS if c not in used]
-    width = max((x.ndim - (len(t) - 3) for t, x in zip(terms, inputs) if "..." in t), default=0)
-    if width > len(free) or width < 0:
-        return None
+    if len(shapes) != 2:
+        return eq, None
+    # Spell every ellipsis as fresh letters and make an implicit output explicit: the ellipsis
+    # dimensions first, then the letters used exactly once in increasing ASCII order.
+    free = [c for c in _LETTERS if c not in eq]
+    width = widths.pop() if widths else 0
+    if width < 0 or width > len(free):
+        return eq, None
     ell = "".join(free[:width])
-    terms = [t.replace("...", ell) for t in terms]
+    ta, tb = (t.replace("...", ell) for t in terms)
     if arrow:
         out = rhs.replace("...", ell)
     else:
-        # Implicit form: the ellipsis dimensions first, then the letters used exactly once in
-        # increasing ASCII order (upper case before lower case).
-        counts: dict[str, int] = {}
-        for t in terms:
-            for c in t:
-                counts[c] = counts.get(c, 0) + 1
-        out = ell + "".join(sorted(c for c, n in counts.items() if n == 1 and c not in ell))
-    return terms, out
+        once = [c for c in sorted(set(ta + tb)) if (ta + tb).count(c) == 1 and c not in ell]
+        out = ell + "".join(once)
+    return eq, _matmul_plan(ta, tb, out, shapes[0], shapes[1])
 
 
-def _einsum2_matmul(ta: str, tb: str, out: str, a: Array, b: Array) -> Array | None:
-    """A two-operand einsum as one batched matmul (None where that lowering does not apply)."""
+def _matmul_plan(ta: str, tb: str, out: str, sha: tuple[int, ...], shb: tuple[int, ...]) -> _Plan2 | None:
     if len(set(ta)) != len(ta) or len(set(tb)) != len(tb) or len(set(out)) != len(out):
-        return None  # diagonals: numpy.einsum
-    if a.ndim != len(ta) or b.ndim != len(tb) or not set(out) <= set(ta) | set(tb):
+        return None  # a repeated letter (diagonal): numpy.einsum
+    if len(sha) != len(ta) or len(shb) != len(tb) or not set(out) <= set(ta) | set(tb):
         return None
     sa, sb, so = set(ta), set(tb), set(out)
     # Letters of one operand absent from the other and from the output are summed out first.
     a_sum = tuple(i for i, c in enumerate(ta) if c not in sb and c not in so)
-    if a_sum:
-        a = a.sum(axis=a_sum)
-        ta = "".join(c for i, c in enumerate(ta) if i not in a_sum)
     b_sum = tuple(i for i, c in enumerate(tb) if c not in sa and c not in so)
-    if b_sum:
-        b = b.sum(axis=b_sum)
-        tb = "".join(c for i, c in enumerate(tb) if i not in b_sum)
-    da = dict(zip(ta, a.shape))
-    db = dict(zip(tb, b.shape))
+    ta2 = "".join(c for i, c in enumerate(ta) if i not in a_sum)
+    tb2 = "".join(c for i, c in enumerate(tb) if i not in b_sum)
+    da = {c: e for i, (c, e) in enumerate(zip(ta, sha)) if i not in a_sum}
+    db = {c: e for i, (c, e) in enumerate(zip(tb, shb)) if i not in b_sum}
     batch = [c for c in out if c in da and c in db]
-    contract = [c for c in ta if c in db and c not in so]
+    contract = [c for c in ta2 if c in db and c not in so]
     left = [c for c in out if c in da and c not in db]
     right = [c for c in out if c in db and c not in da]
     if any(da[c] != db[c] for c in batch + contract):
-        return None  # extents broadcasting against 1: numpy.einsum
-    nb = int(np.prod([da[c] for c in batch], dtype=np.int64))
-    nl = int(np.prod([da[c] for c in left], dtype=np.int64))
-    nc = int(np.prod([da[c] for c in contract], dtype=np.int64))
-    nr = int(np.prod([db[c] for c in right], dtype=np.int64))
-    ap = a.transpose([ta.index(c) for c in batch + left + contract]).reshape(nb, nl, nc)
-    bp = b.transpose([tb.index(c) for c in batch + contract + right]).reshape(nb, nc, nr)
-    y = np.matmul(ap, bp)
+        return None  # an extent broadcasting against 1: numpy.einsum
+
+    def size(letters: list[str], d: dict[str, int]) -> int:
+        n = 1
+        for c in letters:
+            n *= d[c]
+        return n
+
+    nb, nl, nc, nr = size(batch, da), size(left, da), size(contract, da), size(right, db)
     order = batch + left + right
-    y = y.reshape([da[c] for c in batch] + [da[c] for c in left] + [db[c] for c in right])
-    return y.transpose([order.index(c) for c in out])
+    return (
+        a_sum,
+        tuple(ta2.index(c) for c in batch + left + contract),
+        (nb, nl, nc),
+        b_sum,
+        tuple(tb2.index(c) for c in batch + contract + right),
+        (nb, nc, nr),
+        tuple([da[c] for c in batch] + [da[c] for c in left] + [db[c] for c in right]),
+        tuple(order.index(c) for c in out),
+    )
 
 
 @kernel("Einsum", 12, 28)
@@ -239,15 +250,16 @@ def einsum(*Inputs: Array, equation: str) -> Array:
     if not Inputs:
         raise EvaluationError("Einsum: at least one input is required")
     dt = Inputs[0].dtype
-    eq = _check_equation(equation, Inputs)
+    eq, plan = _einsum_plan(equation, tuple(x.shape for x in Inputs))
     ops = [_widen(x) for x in Inputs]
-    y: Any = None
-    if len(ops) == 2 and ops[0].dtype == ops[1].dtype:
-        spelled = _explicit_terms(eq, Inputs)
-        if spelled is not None:
-            (ta, tb), out = spelled
-            y = _einsum2_matmul(ta, tb, out, ops[0], ops[1])
-    if y is None:
+    y: Any
+    if plan is not None and ops[0].dtype == ops[1].dtype:
+        a_sum, a_perm, a3, b_sum, b_perm, b3, y_shape, y_perm = plan
+        a = ops[0].sum(axis=a_sum) if a_sum else ops[0]
+        b = ops[1].sum(axis=b_sum) if b_sum else ops[1]
+        y = np.matmul(a.transpose(a_perm).reshape(a3), b.transpose(b_perm).reshape(b3))
+        y = y.reshape(y_shape).transpose(y_perm)
+    else:
         try:
             y = np.einsum(eq, *ops, optimize=len(ops) > 1)
         except ValueError as e:

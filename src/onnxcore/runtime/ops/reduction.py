@@ -158,7 +158,9 @@ def _reduce_int(op: str, x: Array, ax: tuple[int, ...] | None, keepdims: bool) -
 
 
 def _axes_attr(x: Array, axes: list[int] | None) -> tuple[int, ...] | None:
-    if axes is None:
+    # An absent or empty ``axes`` attribute reduces over every dimension (the attribute forms
+    # have no noop_with_empty_axes; onnxruntime reads an empty list the same way).
+    if not axes:
         return None
     return normalize_axes(axes, x.ndim)
 
@@ -419,17 +421,24 @@ def _topk_last(xm: Array, k: int, largest: int) -> Array:
     use_partition = 0 < k and 4 * k < n and not (xm.dtype.kind == "f" and np.isnan(xm).any())
     if not use_partition:
         return np.ascontiguousarray(_stable_order(xm, largest)[..., :k]).astype(np.int64)
-    # Selection in O(n): the k-th best value by partition; every strictly better element, then
-    # the equal ones of lowest index until k are chosen (the definition's tie order).
+    # Selection in O(n) by partition. The chosen set is right unless the k-th best value also
+    # occurs outside it (a tie across the boundary), where the definition wants the equal
+    # elements of lowest index: detected by counting, and then chosen explicitly.
     pos = n - k if largest else k - 1
-    kth = np.partition(xm, pos, axis=-1)[..., pos : pos + 1]
-    better = xm > kth if largest else xm < kth
-    need = k - np.count_nonzero(better, axis=-1, keepdims=True)
-    eq = xm == kth
-    chosen = np.cumsum(eq, axis=-1, dtype=np.int64)
-    np.less_equal(chosen, need, out=eq, where=eq)
-    better |= eq
-    cols = np.nonzero(better)[-1].reshape(xm.shape[:-1] + (k,))
+    part = np.argpartition(xm, pos, axis=-1)
+    cols = part[..., pos:] if largest else part[..., :k]
+    kth = np.take_along_axis(xm, part[..., pos : pos + 1], axis=-1)
+    cand = np.take_along_axis(xm, cols, axis=-1)
+    if not np.array_equal(np.count_nonzero(cand == kth, axis=-1), np.count_nonzero(xm == kth, axis=-1)):
+        better = xm > kth if largest else xm < kth
+        need = k - np.count_nonzero(better, axis=-1, keepdims=True)
+        eq = xm == kth
+        chosen = np.cumsum(eq, axis=-1, dtype=np.int64)
+        np.less_equal(chosen, need, out=eq, where=eq)
+        better |= eq
+        cols = np.nonzero(better)[-1].reshape(xm.shape[:-1] + (k,))
+    else:
+        cols = np.sort(cols, axis=-1)  # ascending index, so the stable sort below keeps tie order
     cand = np.take_along_axis(xm, cols, axis=-1)
     return np.take_along_axis(cols, _stable_order(cand, largest), axis=-1).astype(np.int64)
 

@@ -1,0 +1,199 @@
+"""TIFF decoding for ImageDecoder (private): first image (IFD) of a classic TIFF, in strips.
+
+Compression: none, LZW, Deflate (Adobe and old), PackBits; horizontal-differencing predictor;
+photometric WhiteIsZero, BlackIsZero, RGB and palette; 1/2/4/8/16-bit samples, chunky or planar.
+Tiles, JPEG/CCITT compression, CMYK/YCbCr/Lab photometrics and float samples are refused as not
+implemented.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+
+from onnxcore.errors import EvaluationError
+from onnxcore.limits import Limits
+from onnxcore.runtime.ops._image_common import CorruptImage, check_size, inflate
+from onnxcore.runtime.ops._image_png import unpack_samples
+
+__all__ = ["decode_tiff"]
+
+_TYPE_FMT = {1: "B", 2: "B", 3: "H", 4: "I", 6: "b", 7: "B", 8: "h", 9: "i", 16: "Q"}
+
+
+def _read_ifd(data: bytes, bo: str) -> dict[int, tuple[int, ...]]:
+    (off,) = struct.unpack_from(bo + "I", data, 4)
+    (n,) = struct.unpack_from(bo + "H", data, off)
+    tags: dict[int, tuple[int, ...]] = {}
+    for i in range(n):
+        tag, typ, count, val = struct.unpack_from(bo + "HHI4s", data, off + 2 + 12 * i)
+        fmt = _TYPE_FMT.get(typ)
+        if fmt is None:
+            continue  # rationals, floats: nothing we read
+        size = struct.calcsize(fmt) * count
+        if count > len(data):
+            raise CorruptImage("TIFF tag count")
+        if size <= 4:
+            raw = val[:size]
+        else:
+            (voff,) = struct.unpack(bo + "I", val)
+            raw = data[voff : voff + size]
+            if len(raw) < size:
+                raise CorruptImage("TIFF tag value truncated")
+        tags[tag] = struct.unpack(f"{bo}{count}{fmt}", raw)
+    return tags
+
+
+def _packbits(src: bytes, expected: int) -> bytes:
+    out = bytearray()
+    i, n = 0, len(src)
+    while i < n and len(out) < expected:
+        c = src[i]
+        i += 1
+        if c < 128:
+            out += src[i : i + c + 1]
+            i += c + 1
+        elif c > 128:
+            if i >= n:
+                break
+            out += src[i : i + 1] * (257 - c)
+            i += 1
+    if len(out) < expected:
+        raise CorruptImage("PackBits strip truncated")
+    return bytes(out[:expected])
+
+
+def _lzw(src: bytes, expected: int) -> bytes:
+    # TIFF LZW: MSB-first codes of 9..12 bits, Clear 256, EOI 257, width grows one code early.
+    out = bytearray()
+    table: list[bytes] = [bytes((i,)) for i in range(256)] + [b"", b""]
+    width = 9
+    bitbuf = nbits = 0
+    prev: bytes | None = None
+    it = iter(src)
+    while len(out) < expected:
+        while nbits < width:
+            b = next(it, None)
+            if b is None:
+                raise CorruptImage("LZW strip truncated")
+            bitbuf = (bitbuf << 8) | b
+            nbits += 8
+        nbits -= width
+        code = (bitbuf >> nbits) & ((1 << width) - 1)
+        bitbuf &= (1 << nbits) - 1
+        if code == 256:
+            del table[258:]
+            width = 9
+            prev = None
+            continue
+        if code == 257:
+            break
+        if prev is None:
+            if code > 255:
+                raise CorruptImage("LZW code after clear")
+            entry = table[code]
+        elif code < len(table):
+            entry = table[code]
+            table.append(prev + entry[:1])
+        elif code == len(table):
+            entry = prev + prev[:1]
+            table.append(entry)
+        else:
+            raise CorruptImage("LZW code out of range")
+        out += entry
+        prev = entry
+        if len(table) + 1 >= (1 << width) and width < 12:
+            width += 1
+        if len(table) >= 4096:
+            raise CorruptImage("LZW table overflow without clear")
+    if len(out) < expected:
+        raise CorruptImage("LZW strip truncated")
+    return bytes(out[:expected])
+
+
+def _one(tags: dict[int, tuple[int, ...]], tag: int, default: int | None = None) -> int:
+    v = tags.get(tag)
+    if not v:
+        if default is None:
+            raise CorruptImage(f"TIFF tag {tag} missing")
+        return default
+    return v[0]
+
+
+def decode_tiff(data: bytes, limits: Limits | None) -> np.ndarray:
+    """Decode the first image of a TIFF stream to uint8 (H, W, 1) or (H, W, 3)."""
+    bo = "<" if data[:2] == b"II" else ">"
+    tags = _read_ifd(data, bo)
+    w, h = _one(tags, 256), _one(tags, 257)
+    spp = _one(tags, 277, 1)
+    bps_all = tags.get(258, (1,))
+    bps = bps_all[0]
+    comp = _one(tags, 259, 1)
+    photo = _one(tags, 262, 1 if spp < 3 else 2)
+    planar = _one(tags, 284, 1)
+    predictor = _one(tags, 317, 1)
+    if 322 in tags or 324 in tags:
+        raise EvaluationError("tiled TIFF decoding is not implemented")
+    if comp not in (1, 5, 8, 32946, 32773):
+        raise EvaluationError(f"TIFF compression {comp} decoding is not implemented")
+    if photo not in (0, 1, 2, 3):
+        raise EvaluationError(f"TIFF photometric interpretation {photo} decoding is not implemented")
+    if _one(tags, 339, 1) not in (1, 2) or _one(tags, 266, 1) != 1:
+        raise EvaluationError("TIFF floating-point samples / fill order 2 decoding is not implemented")
+    if bps not in (1, 2, 4, 8, 16) or any(b != bps for b in bps_all) or not 1 <= spp <= 16 or planar not in (1, 2):
+        raise CorruptImage("TIFF sample layout")
+    if predictor not in (1, 2):
+        raise EvaluationError(f"TIFF predictor {predictor} decoding is not implemented")
+    if (photo == 2 and spp < 3) or (photo == 3 and bps > 8):
+        raise CorruptImage("TIFF photometric vs samples")
+    check_size(h, w, spp, limits)
+    rps = min(_one(tags, 278, h) or h, h)
+    offsets, counts = tags.get(273, ()), tags.get(279, ())
+    nstrips = (h + rps - 1) // rps
+    planes = spp if planar == 2 else 1
+    lane = 1 if planar == 2 else spp
+    rowbytes = (w * lane * bps + 7) // 8
+    if len(offsets) < nstrips * planes or len(counts) < nstrips * planes:
+        raise CorruptImage("TIFF strip tables")
+    plane_imgs = []
+    for p in range(planes):
+        parts = []
+        for s in range(nstrips):
+            rows = min(rps, h - s * rps)
+            need = rows * rowbytes
+            k = p * nstrips + s
+            src = data[offsets[k] : offsets[k] + counts[k]]
+            if comp == 1:
+                raw = src[:need]
+                if len(raw) < need:
+                    raise CorruptImage("TIFF strip truncated")
+            elif comp == 32773:
+                raw = _packbits(src, need)
+            elif comp == 5:
+                raw = _lzw(src, need)
+            else:
+                raw = inflate(src, need)
+            parts.append(np.frombuffer(raw, dtype=np.uint8).reshape(rows, rowbytes))
+        samples = unpack_samples(np.concatenate(parts), w, lane, bps, big_endian=bo == ">")
+        if predictor == 2:
+            if bps < 8:
+                raise EvaluationError("TIFF predictor with sub-octet samples is not implemented")
+            samples = np.cumsum(samples, axis=1, dtype=samples.dtype)
+        plane_imgs.append(samples)
+    img = np.concatenate(plane_imgs, axis=2) if planes > 1 else plane_imgs[0]
+    if photo == 3:
+        cmap = tags.get(320, ())
+        n = 1 << bps
+        if len(cmap) < 3 * n:
+            raise CorruptImage("TIFF colour map")
+        pal = (np.array(cmap[: 3 * n], dtype=np.uint16).reshape(3, n).T >> 8).astype(np.uint8)
+        return pal[img[:, :, 0]]
+    if bps == 16:
+        img = (img >> 8).astype(np.uint8)
+    elif bps < 8:
+        img = img * np.uint8(255 // ((1 << bps) - 1))
+    img = img[:, :, :3] if photo == 2 else img[:, :, :1]
+    if photo == 0:
+        img = 255 - img
+    return np.ascontiguousarray(img.astype(np.uint8))
