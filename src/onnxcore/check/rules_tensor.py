@@ -93,7 +93,7 @@ def _external(ctx: Context) -> tuple[list[tuple[str, str]], list[tuple[str, str]
     """(malformed references, refused resolutions), computed once for the two rules below."""
     cached = ctx.cache.get("external")
     if cached is not None:
-        return cached  # type: ignore[no-any-return]
+        return cached
     malformed: list[tuple[str, str]] = []
     refused: list[tuple[str, str]] = []
     ctx.cache["external"] = (malformed, refused)
