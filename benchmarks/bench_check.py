@@ -88,10 +88,14 @@ def main() -> None:
         t_full = _best(lambda: onnxcore.check(ours), args.repeat)
         t_fast = _best(lambda: onnxcore.check(ours, full=False), args.repeat)
         t_path = _best(lambda: onnxcore.check(chain), args.repeat)
+        t_onnx_path = _best(lambda: onnx.checker.check_model(str(chain), full_check=True), args.repeat)
         print(f"{args.nodes}-node graph: onnx.checker(full_check=True) {t_onnx:.3f} s")
         print(f"  onnxcore.check(model)             {t_full:.3f} s  ratio {t_full / t_onnx:.2f} (target <= 3)")
         print(f"  onnxcore.check(model, full=False) {t_fast:.3f} s  ratio {t_fast / t_onnx:.2f}")
         print(f"  onnxcore.check(path) incl. load   {t_path:.3f} s  ratio {t_path / t_onnx:.2f}")
+        print(
+            f"  against onnx.checker(path): {t_onnx_path:.3f} s; onnxcore.check(path) ratio {t_path / t_onnx_path:.2f}"
+        )
 
         heavy = Path(tmp) / "weights.onnx"
         build_weights(heavy, args.weights_mib)

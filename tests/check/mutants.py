@@ -239,6 +239,14 @@ MUTANTS: list[Mutant] = [
         mut("base", lambda m: m.clear_field("ir_version")),
         "ir_version removed",
     ),
+    Mutant("W-MODEL-IR-VERSION-NEWER", "14.2", "ir_version", mut("base", _set(ir_version=99)), "ir_version 99"),
+    Mutant(
+        "W-OPSET-NEWER",
+        "14.4",
+        "opset_import[0]",
+        mut("base", lambda m: setattr(m.opset_import[0], "version", 99)),
+        "default domain version 99",
+    ),
     Mutant("E-MODEL-GRAPH", "5.3.1", "graph", mut("base", _set(graph=None)), "graph removed"),
     Mutant(
         "E-OPSET-MISSING",

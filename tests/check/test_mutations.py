@@ -191,3 +191,28 @@ def test_partly_unknown_types_are_errors_only_at_the_top_level() -> None:
     m.graph.output[0].type.tensor_type.clear_field("elem_type")
     report = check(m)
     assert [(f.code, f.location) for f in report.errors] == [("E-IO-TYPE", 'graph/output[0] "y"')]
+
+
+def test_a_subgraph_using_a_value_produced_after_its_node_is_out_of_order() -> None:
+    # Clause 7.5: the If node consumes (implicitly, through its branch) a value produced after it.
+    m = mutants.base_if()
+    assert m.graph is not None
+    then_g = next(a.g for a in m.graph.node[0].attribute if a.name == "then_branch")
+    assert then_g is not None
+    then_g.node[0].input[0] = "late"
+    m.graph.node.append(NodeProto(op_type="Neg", input=["x"], output=["late"], name="neg"))
+    report = check(m)
+    assert [(f.code, f.location) for f in report.errors] == [
+        ("E-TOPO-ORDER", 'graph/node[0] "if"/then_branch/node[0]/input[0]')
+    ]
+
+
+def test_a_cycle_and_an_unrelated_ordering_fault_are_both_reported() -> None:
+    m = mutants.base()
+    assert m.graph is not None
+    m.graph.node[0].input[1] = "y"  # add <-> leaky: a cycle
+    m.graph.node.insert(0, NodeProto(op_type="Relu", input=["r_in"], output=["r_out"], name="early"))
+    m.graph.node.append(NodeProto(op_type="Relu", input=["x"], output=["r_in"], name="late"))
+    report = check(m)
+    codes = sorted((f.code, f.location) for f in report.errors)
+    assert codes == [("E-TOPO-CYCLE", "graph"), ("E-TOPO-ORDER", 'graph/node[0] "early"/input[0]')]

@@ -65,3 +65,48 @@ def test_random_nodes_are_not_merged() -> None:
         pytest.skip("RandomUniformLike not implemented yet")
     y = s.run(None, {"x": np.zeros((2, 3), np.float32)})[0]
     assert np.abs(y).max() > 0
+
+
+def test_constant_subgraphs_are_folded_once() -> None:
+    w = h.make_tensor("w", TP.FLOAT, [2, 3], list(range(6)))
+    nodes = [
+        h.make_node("CountedNeg", ["w"], ["nw"], domain=DOMAIN),  # constants only: evaluated once
+        h.make_node("Add", ["x", "nw"], ["y"]),
+        h.make_node("Identity", ["nw"], ["z"]),
+    ]
+    g = h.make_graph(
+        nodes,
+        "g",
+        [h.make_tensor_value_info("x", TP.FLOAT, [2, 3])],
+        [h.make_tensor_value_info("y", TP.FLOAT, [2, 3]), h.make_tensor_value_info("z", TP.FLOAT, [2, 3])],
+        [w],
+    )
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 22), h.make_opsetid(DOMAIN, 1)])
+    m.ir_version = 10
+    s = onnxcore.Session(m.SerializeToString())
+    before = CALLS["n"]
+    x = np.ones((2, 3), np.float32)
+    for _ in range(3):
+        y, z = s.run(None, {"x": x})
+    assert CALLS["n"] - before <= 1
+    expected = -np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_array_equal(y, x + expected)
+    z[0, 0] = 42.0  # the caller owns its outputs: the folded constant is not changed by this
+    assert s.run(None, {"x": x})[1][0, 0] == 0.0
+
+
+def test_initializer_that_is_an_input_is_not_folded() -> None:
+    w = h.make_tensor("w", TP.FLOAT, [2, 3], list(range(6)))
+    nodes = [h.make_node("CountedNeg", ["w"], ["y"], domain=DOMAIN)]
+    g = h.make_graph(
+        nodes,
+        "g",
+        [h.make_tensor_value_info("w", TP.FLOAT, [2, 3])],
+        [h.make_tensor_value_info("y", TP.FLOAT, [2, 3])],
+        [w],
+    )
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 22), h.make_opsetid(DOMAIN, 1)])
+    m.ir_version = 10
+    s = onnxcore.Session(m.SerializeToString())
+    np.testing.assert_array_equal(s.run(None, {})[0], -np.arange(6, dtype=np.float32).reshape(2, 3))
+    np.testing.assert_array_equal(s.run(None, {"w": np.ones((2, 3), np.float32)})[0], -np.ones((2, 3)))

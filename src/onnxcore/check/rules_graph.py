@@ -5,9 +5,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 
-from onnxcore.check.context import Context, NodeRef, Scope
+from onnxcore.check.context import Context, Scope
 from onnxcore.check.registry import rule
-from onnxcore.proto.messages import AttributeProto, GraphProto
 
 __all__ = ["resolve"]
 
@@ -31,7 +30,7 @@ def resolve(ctx: Context) -> Resolution:
     res = Resolution()
     for scope in ctx.scopes:
         defs = scope.defs
-        back: list[tuple[int, int]] = []  # (producer index, consumer index)
+        back: list[tuple[int, int, str, str]] = []  # (producer, consumer, location, message)
         for ref in scope.nodes:
             idx = ref.index
             for k, name in enumerate(ref.node.input):
@@ -55,11 +54,9 @@ def resolve(ctx: Context) -> Resolution:
                                 )
                             )
                 elif d[0] == "node" and d[1] >= idx:
-                    back.append((d[1], idx))
                     ref_p = scope.nodes[d[1]]
-                    res.order.append(
-                        (f"{ref.loc}/input[{k}]", f"{name!r} is produced later, by {ref_p.loc} ({ref_p.label()})")
-                    )
+                    msg = f"{name!r} is produced later, by {ref_p.loc} ({ref_p.label()})"
+                    back.append((d[1], idx, f"{ref.loc}/input[{k}]", msg))
         for k, name in enumerate(scope.outputs):
             if name and name not in defs and ctx.lookup_outer(scope, name) is None:
                 res.undefined.append((f"{scope.loc}/output[{k}]", f"graph output {name!r} is produced by nothing"))
@@ -75,15 +72,8 @@ def resolve(ctx: Context) -> Resolution:
                         + " lie on a cycle",
                     )
                 )
-                # An edge inside a cycle is reported as the cycle, not also as an ordering fault.
-                keep = []
-                for loc, msg in res.order:
-                    if loc.startswith(scope.loc + "/node["):
-                        idx_s = loc[len(scope.loc) + 6 :].split("]", 1)[0]
-                        if idx_s.isdigit() and int(idx_s) in on_cycle and "produced later" in msg:
-                            continue
-                    keep.append((loc, msg))
-                res.order = keep
+            # An edge inside a cycle is reported as the cycle, not also as an ordering fault.
+            res.order.extend((loc, msg) for p, c, loc, msg in back if not (p in on_cycle and c in on_cycle))
     ctx.cache["resolution"] = res
     return res
 
@@ -335,6 +325,3 @@ def limit_nesting(ctx: Context) -> Found:
             f"subgraph nesting depth {depth} exceeds the limit {ctx.limits.max_nesting_depth}; "
             "the graphs below it were not checked",
         )
-
-
-_ = (AttributeProto, GraphProto, NodeRef)

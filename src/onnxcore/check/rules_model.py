@@ -9,7 +9,6 @@ from onnxcore.check.registry import rule
 from onnxcore.proto.messages import (
     FunctionProto,
     GraphProto,
-    ModelProto,
     NodeDeviceConfigurationProto,
     NodeProto,
     StringStringEntryProto,
@@ -206,6 +205,3 @@ def _elem_name(tag: int) -> str:
         return TP.DataType(tag).name
     except ValueError:
         return str(tag)
-
-
-_ = ModelProto

@@ -30,12 +30,6 @@ def _per_group(ctx: Context, fn: NodeCheck) -> Found:
             yield from fn(ref, ref.schema)
 
 
-def _bound(ctx: Context) -> Iterator[tuple[NodeRef, Any]]:
-    for ref in ctx.all_nodes():
-        if ref.status == "schema":
-            yield ref, ref.schema
-
-
 @rule("E-OP-UNDEFINED", "10.2", "a node whose operator no version of its (ONNX) domain defines")
 def op_undefined(ctx: Context) -> Found:
     for ref in ctx.unusual:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from onnxcore.proto.messages import TensorProto, TypeProto
+from onnxcore.proto.messages import TypeProto
 
 __all__ = [
     "elem_ir_version",
@@ -84,6 +84,3 @@ def elem_of(tp: TypeProto | None) -> int:
         return 0
     t = tp.tensor_type if tp.tensor_type is not None else tp.sparse_tensor_type
     return int(t.elem_type) if t is not None else 0
-
-
-_ = TensorProto

@@ -248,11 +248,17 @@ class Plan:
                 new_slot(name, value)
         self.outer_slots = [(n, new_slot(n)) for n in ir.free_names]
 
+        # Clause 8.2: a node computed from constants alone is evaluated once, when the plan is made, and its
+        # outputs become constants (not in debugging mode, where every node runs).
+        folded = set() if keep_all else _fold_constants(ir, self.input_slots, new_slot)
+
         # Clause 8.2: a node none of whose outputs is needed is not evaluated.
         needed = set(outputs)
         live = [keep_all] * len(ir.nodes)
         if not keep_all:
             for k in range(len(ir.nodes) - 1, -1, -1):
+                if k in folded:
+                    continue
                 bn = ir.nodes[k]
                 if any(o in needed for o in bn.outputs if o):
                     live[k] = True
@@ -462,6 +468,48 @@ class _SubgraphCall:
 
         ctx = KernelContext(run_subgraph=run_subgraph, **self.ctx_args)
         return self.fn(ctx, *args[: self.n_in], **kw)
+
+
+# A folded value larger than this stays a run-time computation (it would be held for the session's life).
+FOLD_LIMIT_BYTES = 1 << 26
+
+
+def _fold_constants(ir: GraphIR, inputs: Mapping[str, int], new_slot: Callable[[str, Any], int]) -> set[int]:
+    """Evaluate the nodes whose inputs are all constants; return their indices.
+
+    Constants are initializers that are not graph inputs (an input's initializer is only a default, 7.2)
+    and outputs of nodes folded before. Random operators, nodes with subgraphs or enclosing-scope values, and
+    nodes that fail are left to run time (a failure is then reported with the node, as usual).
+    """
+    const = {n: v for n, v in ir.inits.items() if n not in inputs}
+    folded: set[int] = set()
+    for k, bn in enumerate(ir.nodes):
+        node = bn.node
+        if bn.call is None or bn.outer or node.op_type in NONDETERMINISTIC or node.op_type == "Dropout":
+            continue
+        if any(a.g is not None or a.graphs for a in node.attribute):
+            continue
+        if any(n and n not in const for n in bn.inputs):
+            continue
+        try:
+            with np.errstate(all="ignore"):
+                res = bn.call(*[const[n] if n else None for n in bn.inputs], **bn.kw)
+        except Exception:
+            continue
+        values = res if type(res) is tuple else (res,)
+        named = [(j, o) for j, o in enumerate(bn.outputs) if o]
+        if any(j >= len(values) for j, _ in named):
+            continue
+        if any(isinstance(values[j], np.ndarray) and values[j].nbytes > FOLD_LIMIT_BYTES for j, _ in named):
+            continue
+        for j, o in named:
+            v = values[j]
+            if isinstance(v, np.ndarray) and v.flags.writeable:
+                v.flags.writeable = False  # shared by every run: the session copies it for the caller
+            const[o] = v
+            new_slot(o, v)
+        folded.add(k)
+    return folded
 
 
 def _freeze(v: Any) -> Any:

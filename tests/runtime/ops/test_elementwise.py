@@ -582,16 +582,20 @@ def test_every_version_vs_ort(op: str) -> None:
 
 
 @pytest.mark.parametrize("op", sorted(ELEMENTWISE_OPS))
-@pytest.mark.parametrize("dtype", ["float32", "float16", "float64"])
+@pytest.mark.parametrize("dtype", ["float32", "float16", "float64", "bfloat16"])
 def test_rank0_inputs_give_rank0_arrays(op: str, dtype: str) -> None:
     """Rank 0 in, rank 0 out, always an ndarray (never a numpy scalar), at the latest version."""
     from onnxcore.defs import schema_versions
 
     inputs, attrs = _sweep_inputs(op)
     scalars = [np.asarray(np.asarray(a).reshape(-1)[0]) for a in inputs]
+    if dtype == "bfloat16":
+        import ml_dtypes
+
+        dtype = ml_dtypes.bfloat16
     scalars = [s.astype(dtype) if s.dtype == np.float32 else s for s in scalars]
     if op == "BitCast":
-        attrs = {"to": {"float32": 6, "float16": 5, "float64": 7}[dtype]}
+        attrs = {"to": {"float32": 6, "float16": 5, "float64": 7}.get(str(np.dtype(dtype)), 16)}
     version = max(v for v in schema_versions(op) if v <= 26 or op in ("Mod",))
     outs = run_ours(op, scalars, version, attrs)
     for y in outs:

@@ -141,6 +141,8 @@ EINSUM_CASES = [
     ("bij,bjk->bik", [(1, 3, 4), (2, 4, 5)]),
     ("ij,jk->ik", [(0, 4), (4, 3)]),
     ("ij,jk->ik", [(3, 0), (0, 2)]),
+    ("bA,Ac", [(2, 3), (3, 4)]),
+    ("zA,Az", [(2, 3), (3, 2)]),
 ]
 
 
@@ -148,6 +150,25 @@ EINSUM_CASES = [
 def test_einsum_vs_ort(eq: str, shapes: list) -> None:
     pytest.importorskip("onnxruntime")
     compare("Einsum", [_r(s) for s in shapes], 12, {"equation": eq}, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("eq", "shapes"),
+    [
+        ("Ba,aC", [(2, 3), (3, 4)]),
+        ("Ca,aB", [(2, 3), (3, 4)]),
+        ("aB,Ba", [(2, 3), (3, 2)]),
+        ("bC,Ca", [(2, 3), (3, 4)]),
+    ],
+)
+def test_einsum_implicit_output_ascii_order(eq: str, shapes: list) -> None:
+    """Implicit output: letters in increasing ASCII order, upper case first (Einsum definition).
+    onnxruntime 1.31 rejects some of these labels, so numpy.einsum in float64 is the oracle."""
+    ops = [_r(sh) for sh in shapes]
+    (y,) = run_ours("Einsum", ops, 12, {"equation": eq})
+    ref = np.einsum(eq, *[o.astype(np.float64) for o in ops])
+    assert y.shape == ref.shape
+    np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-6)
 
 
 def test_einsum_integer_and_bad_equation() -> None:

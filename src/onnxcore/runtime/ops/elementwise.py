@@ -8,8 +8,8 @@ float16, float32 and float64; composite formulas (Sigmoid, Elu, HardSwish, Gelu,
 float16 in float32 and round once. bfloat16 and the 8-bit float types always compute in float32
 and are rounded once to the element type at the end.
 IEEE 754 special values propagate as numpy's ufuncs propagate them (Clause 11.3).
-``Erf`` (which numpy lacks) is evaluated in float64 by a power series for ``|x| < 2.5`` and
-a continued fraction for ``erfc`` beyond, accurate to a few ulps of float64.
+``Erf`` (which numpy lacks) is a Taylor series below 1/2 and exp(-x^2) times a Chebyshev-fitted
+polynomial above (see ``_ErfApprox``): within 2e-15 relative in float64, 3 ulps in float32.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def _ufunc(uf: Any) -> Callable[[Array], Array]:
 
     def f(x: Array) -> Array:
         if x.dtype.kind == "V":
-            return uf(x.astype(np.float32)).astype(x.dtype)
+            return np.asarray(uf(x.astype(np.float32))).astype(x.dtype)
         return np.asarray(uf(x))
 
     return f
@@ -101,7 +101,7 @@ _register_unary("Neg", _ufunc(np.negative), (6, 13), legacy=True)
 
 def _reciprocal(x: Array) -> Array:
     if x.dtype.kind == "V":
-        return np.reciprocal(x.astype(np.float32)).astype(x.dtype)
+        return np.asarray(np.reciprocal(x.astype(np.float32))).astype(x.dtype)
     return np.asarray(np.reciprocal(x))
 
 
@@ -123,7 +123,7 @@ _register_unary("Sigmoid", _sigmoid, (6, 13), legacy=True)
 
 def _relu(x: Array) -> Array:
     if x.dtype.kind == "V":
-        return np.maximum(x.astype(np.float32), 0).astype(x.dtype)
+        return np.asarray(np.maximum(x.astype(np.float32), 0)).astype(x.dtype)
     # A Python 0 is a weak scalar (NEP 50): the result keeps x's dtype.
     r = np.maximum(x, 0)
     return r if type(r) is np.ndarray else np.asarray(r)
@@ -155,9 +155,9 @@ _register_unary("Softsign", _softsign, (1, 22))
 
 def _sign(x: Array) -> Array:
     if x.dtype.kind == "V":
-        return np.sign(x.astype(np.float32)).astype(x.dtype)
+        return np.asarray(np.sign(x.astype(np.float32))).astype(x.dtype)
     if x.dtype.kind == "u":
-        return (x != 0).astype(x.dtype)
+        return np.asarray(x != 0).astype(x.dtype)
     return np.asarray(np.sign(x))
 
 
@@ -166,7 +166,7 @@ _register_unary("Sign", _sign, (9, 13))
 
 def _isnan(x: Array) -> Array:
     if x.dtype.kind == "V":
-        return np.isnan(x.astype(np.float32))
+        return np.asarray(np.isnan(x.astype(np.float32)))
     return np.asarray(np.isnan(x))
 
 

@@ -57,7 +57,7 @@ def _arith(uf: np.ufunc) -> BinFn:
                 r = uf(A.astype(np.float32), B.astype(np.float32))
             except ValueError:
                 raise _bcast_error(A, B) from None
-            return r.astype(A.dtype)
+            return np.asarray(r).astype(A.dtype)
         try:
             return _wrap(uf(A, B))
         except ValueError:

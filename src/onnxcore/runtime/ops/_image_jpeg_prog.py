@@ -1,0 +1,190 @@
+"""Progressive JPEG scans (SOF2, Huffman) for ImageDecoder (private): spectral selection and successive
+approximation, DC and AC, first and refinement passes, end-of-band runs and restart intervals, with
+libjpeg's handling of each (jdphuff.c semantics, written from ITU-T T.81 Annex G).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from onnxcore.runtime.ops._image_common import CorruptImage
+
+if TYPE_CHECKING:
+    from onnxcore.runtime.ops._image_jpeg import _Component, _Frame
+
+__all__ = ["decode_progressive_scan"]
+
+
+class _Bits:
+    """MSB-first bit reader over one unstuffed restart interval (4 zero octets of padding)."""
+
+    __slots__ = ("bp", "buf", "limit")
+
+    def __init__(self, buf: bytes) -> None:
+        self.buf = buf
+        self.bp = 0
+        self.limit = 8 * (len(buf) - 4)
+
+    def bits(self, s: int) -> int:
+        bp = self.bp
+        if bp > self.limit:
+            raise CorruptImage("entropy-coded data truncated")
+        buf = self.buf
+        i = bp >> 3
+        win = (buf[i] << 24) | (buf[i + 1] << 16) | (buf[i + 2] << 8) | buf[i + 3]
+        self.bp = bp + s
+        return (win >> (32 - (bp & 7) - s)) & ((1 << s) - 1)
+
+    def symbol(self, lut: list[int]) -> int:
+        bp = self.bp
+        if bp > self.limit:
+            raise CorruptImage("entropy-coded data truncated")
+        buf = self.buf
+        i = bp >> 3
+        e = lut[(((buf[i] << 16) | (buf[i + 1] << 8) | buf[i + 2]) >> (8 - (bp & 7))) & 0xFFFF]
+        if not e:
+            raise CorruptImage("bad Huffman code")
+        self.bp = bp + (e >> 8)
+        return e & 255
+
+    def extend(self, s: int) -> int:
+        v = self.bits(s)
+        return v - (1 << s) + 1 if v < 1 << (s - 1) else v
+
+
+def _wrap16(v: int) -> int:
+    return ((v + 32768) & 0xFFFF) - 32768
+
+
+def decode_progressive_scan(
+    frame: _Frame,
+    comps: list[_Component],
+    tables: list[tuple[int, int]],
+    chunks: list[bytes],
+    ss: int,
+    se: int,
+    ah: int,
+    al: int,
+) -> None:
+    """Decode one progressive scan into the components' coefficient arrays."""
+    from onnxcore.runtime.ops._image_jpeg import _NATURAL as natural
+
+    if ss == 0:
+        if se != 0:
+            raise CorruptImage("progressive DC scan with Se != 0")
+    elif se < ss or se > 63 or len(comps) != 1:
+        raise CorruptImage("progressive AC scan parameters")
+    if (ah and al != ah - 1) or al > 13:
+        raise CorruptImage("successive approximation parameters")
+    try:
+        if ss == 0 and not ah:
+            luts = [frame.dc[t[0]] for t in tables]
+        elif ss:
+            luts = [frame.ac[t[1]] for t in tables]
+        else:
+            luts = []
+    except KeyError:
+        raise CorruptImage("Huffman table missing") from None
+    mx_n, my_n, layout = frame.scan_layout(comps)
+    hv = [(1, 1)] if len(comps) == 1 else [(c.h, c.v) for c in comps]
+    coefs = [c.coef for c in comps]
+    interval = frame.restart
+    chunk_i = 0
+    rd = _Bits(chunks[0])
+    pred = [0] * len(comps)
+    eobrun = 0
+    p1 = 1 << al
+    m1 = -1 << al
+    for mcu in range(mx_n * my_n):
+        if interval and mcu and mcu % interval == 0:
+            chunk_i += 1
+            if chunk_i >= len(chunks):
+                raise CorruptImage("restart marker missing")
+            rd = _Bits(chunks[chunk_i])
+            pred = [0] * len(comps)
+            eobrun = 0
+        my, mx = divmod(mcu, mx_n)
+        for ci, dy, dx, bw in layout:
+            h, v = hv[ci]
+            base = ((my * v + dy) * bw + mx * h + dx) * 64
+            co = coefs[ci]
+            if ss == 0:
+                if not ah:
+                    s = rd.symbol(luts[ci])
+                    if s > 15:
+                        raise CorruptImage("bad DC category")
+                    pred[ci] += rd.extend(s) if s else 0
+                    co[base] = _wrap16(pred[ci] << al)
+                elif rd.bits(1):
+                    co[base] = _wrap16(co[base] | p1)
+                continue
+            if not ah:
+                if eobrun:
+                    eobrun -= 1
+                    continue
+                k = ss
+                while k <= se:
+                    rs = rd.symbol(luts[0])
+                    r, s = rs >> 4, rs & 15
+                    if s:
+                        k += r
+                        co[base + natural[k]] = _wrap16(rd.extend(s) << al)
+                    elif r == 15:
+                        k += 15
+                    else:
+                        eobrun = (1 << r) + (rd.bits(r) if r else 0) - 1
+                        break
+                    k += 1
+                continue
+            _refine_ac(rd, co, base, ss, se, p1, m1, luts[0], natural, eobrun)
+            eobrun = _refine_eobrun
+        if rd.bp > rd.limit:
+            raise CorruptImage("entropy-coded data truncated")
+
+
+_refine_eobrun = 0
+
+
+def _refine_ac(
+    rd: _Bits, co: object, base: int, ss: int, se: int, p1: int, m1: int, lut: list[int], natural: tuple[int, ...], eobrun: int
+) -> None:
+    # T.81 G.1.2.3: correction bits for coefficients already non-zero, new coefficients of +-1.
+    global _refine_eobrun
+    c = co  # array('i'), indexed in place
+    k = ss
+    if not eobrun:
+        while k <= se:
+            rs = rd.symbol(lut)
+            r, s = rs >> 4, rs & 15
+            if s:
+                if s != 1:
+                    raise CorruptImage("bad refinement coefficient size")
+                s = p1 if rd.bits(1) else m1
+            elif r != 15:
+                eobrun = 1 << r
+                if r:
+                    eobrun += rd.bits(r)
+                break
+            while k <= se:
+                pos = base + natural[k]
+                cur = c[pos]  # type: ignore[index]
+                if cur:
+                    if rd.bits(1) and not cur & p1:
+                        c[pos] = cur + (p1 if cur >= 0 else m1)  # type: ignore[index]
+                else:
+                    r -= 1
+                    if r < 0:
+                        break
+                k += 1
+            if s:
+                c[base + natural[k]] = s  # type: ignore[index]
+            k += 1
+    if eobrun:
+        while k <= se:
+            pos = base + natural[k]
+            cur = c[pos]  # type: ignore[index]
+            if cur and rd.bits(1) and not cur & p1:
+                c[pos] = cur + (p1 if cur >= 0 else m1)  # type: ignore[index]
+            k += 1
+        eobrun -= 1
+    _refine_eobrun = eobrun
