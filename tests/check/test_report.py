@@ -138,3 +138,14 @@ def test_cli_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert doc["errors"] == 1
     assert main([str(tmp_path / "nope.onnx")]) == 2
     assert "nope.onnx" in capsys.readouterr().err
+
+
+def test_full_false_skips_the_type_checks() -> None:
+    m = next(x for x in mutants.MUTANTS if x.code == "E-TYPE-CONSTRAINT").build()
+    assert "E-TYPE-CONSTRAINT" in check(m).codes()
+    assert check(m, full=False).findings == []
+
+
+def test_a_local_function_call_is_not_a_custom_operator() -> None:
+    report = check(mutants.base_fn())
+    assert report.findings == []

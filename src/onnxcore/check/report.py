@@ -101,6 +101,3 @@ class Report:
         lines = [f"{self.source}: {status} ({n_err} error(s), {n_warn} warning(s))"]
         lines.extend(f"  {f}" for f in self.findings)
         return "\n".join(lines)
-
-    def __len__(self) -> int:
-        return len(self.findings)

@@ -8,7 +8,15 @@ from pathlib import Path
 from typing import Any
 
 # The rule modules register their rules on import, in this order (the order of the findings).
-from onnxcore.check import rules_function, rules_graph, rules_model, rules_ops, rules_proto, rules_tensor  # noqa: F401
+# isort: off
+from onnxcore.check import rules_model  # noqa: F401
+from onnxcore.check import rules_proto  # noqa: F401
+from onnxcore.check import rules_graph  # noqa: F401
+from onnxcore.check import rules_ops  # noqa: F401
+from onnxcore.check import rules_tensor  # noqa: F401
+from onnxcore.check import rules_function  # noqa: F401
+
+# isort: on
 from onnxcore.check.context import Context
 from onnxcore.check.registry import RULES, rule
 from onnxcore.check.report import ERROR, Finding, Report

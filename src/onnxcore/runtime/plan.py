@@ -115,7 +115,7 @@ class CompileEnv:
 class BoundNode:
     """A node bound to an implementation, before slot layout."""
 
-    __slots__ = ("call", "index", "inputs", "kw", "may_tuple", "node", "outer", "outputs")
+    __slots__ = ("call", "index", "inputs", "kw", "may_tuple", "node", "outer", "outputs", "since")
 
     def __init__(
         self,
@@ -134,6 +134,8 @@ class BoundNode:
         self.outputs: list[str] = list(node.output)
         # Whether ``call`` may return a tuple (an operator with several formal outputs).
         self.may_tuple = True
+        # The since_version of the definition a kernel was bound for (0: a function body, or unbound).
+        self.since = 0
 
 
 class GraphIR:
@@ -241,7 +243,12 @@ class Plan:
 
         self.input_slot_list = [new_slot(n) for n in ir.input_names]
         self.input_slots = dict(zip(ir.input_names, self.input_slot_list))
-        for name, value in ir.inits.items():
+        inits = dict(ir.inits)
+        nodes = list(ir.nodes)
+        if not keep_all:
+            # Clause 8.2 permits fusing: an inference BatchNormalization goes into the Conv before it.
+            nodes = _fuse_conv_batchnorm(nodes, inits, self.input_slots, outputs)
+        for name, value in inits.items():
             if name in slots:
                 template[slots[name]] = value
             else:
@@ -250,16 +257,16 @@ class Plan:
 
         # Clause 8.2: a node computed from constants alone is evaluated once, when the plan is made, and its
         # outputs become constants (not in debugging mode, where every node runs).
-        folded = set() if keep_all else _fold_constants(ir, self.input_slots, new_slot)
+        folded = set() if keep_all else _fold_constants(nodes, inits, self.input_slots, new_slot)
 
         # Clause 8.2: a node none of whose outputs is needed is not evaluated.
         needed = set(outputs)
-        live = [keep_all] * len(ir.nodes)
+        live = [keep_all] * len(nodes)
         if not keep_all:
-            for k in range(len(ir.nodes) - 1, -1, -1):
+            for k in range(len(nodes) - 1, -1, -1):
                 if k in folded:
                     continue
-                bn = ir.nodes[k]
+                bn = nodes[k]
                 if any(o in needed for o in bn.outputs if o):
                     live[k] = True
                     needed.update(bn.inputs)
@@ -268,7 +275,7 @@ class Plan:
         raw: list[tuple[BoundNode, list[int], int, list[tuple[int, int]]]] = []
         node_slots: list[int] = []
         seen: dict[tuple[Any, ...], BoundNode] = {}
-        for k, bn in enumerate(ir.nodes):
+        for k, bn in enumerate(nodes):
             if not live[k]:
                 continue
             ins = [slots[n] if n else NONE_SLOT for n in bn.inputs] + [slots[n] for n in bn.outer]
@@ -474,16 +481,18 @@ class _SubgraphCall:
 FOLD_LIMIT_BYTES = 1 << 26
 
 
-def _fold_constants(ir: GraphIR, inputs: Mapping[str, int], new_slot: Callable[[str, Any], int]) -> set[int]:
+def _fold_constants(
+    nodes: Sequence[BoundNode], inits: Mapping[str, Any], inputs: Mapping[str, int], new_slot: Callable[[str, Any], int]
+) -> set[int]:
     """Evaluate the nodes whose inputs are all constants; return their indices.
 
     Constants are initializers that are not graph inputs (an input's initializer is only a default, 7.2)
     and outputs of nodes folded before. Random operators, nodes with subgraphs or enclosing-scope values, and
     nodes that fail are left to run time (a failure is then reported with the node, as usual).
     """
-    const = {n: v for n, v in ir.inits.items() if n not in inputs}
+    const = {n: v for n, v in inits.items() if n not in inputs}
     folded: set[int] = set()
-    for k, bn in enumerate(ir.nodes):
+    for k, bn in enumerate(nodes):
         node = bn.node
         if bn.call is None or bn.outer or node.op_type in NONDETERMINISTIC or node.op_type == "Dropout":
             continue
@@ -510,6 +519,75 @@ def _fold_constants(ir: GraphIR, inputs: Mapping[str, int], new_slot: Callable[[
             new_slot(o, v)
         folded.add(k)
     return folded
+
+
+def _fuse_conv_batchnorm(
+    nodes: list[BoundNode], inits: dict[str, Any], inputs: Mapping[str, int], outputs: Sequence[str]
+) -> list[BoundNode]:
+    """Fold each inference BatchNormalization whose input only a Conv with constant weights produces.
+
+    The Conv gets new constant weights and bias (added to ``inits``) and produces the BatchNormalization's
+    output; the BatchNormalization is dropped. Results agree to rounding (Clause 11.4 permits it).
+    """
+    from onnxcore.runtime.ops.conv import fold_batch_norm
+
+    const = {n: v for n, v in inits.items() if n not in inputs}
+    uses: dict[str, int] = {}
+    for bn in nodes:
+        for n in (*bn.inputs, *bn.outer):
+            if n:
+                uses[n] = uses.get(n, 0) + 1
+    for o in outputs:
+        uses[o] = uses.get(o, 0) + 1
+    producer = {o: k for k, bn in enumerate(nodes) for o in bn.outputs if o}
+    drop: set[int] = set()
+    for k, bnorm in enumerate(nodes):
+        node = bnorm.node
+        if node.op_type != "BatchNormalization" or node.domain not in ("", "ai.onnx") or bnorm.call is None:
+            continue
+        # Versions 1 and 6 train by default (is_test=0); from 7 a single output means inference.
+        if bnorm.since < 7 or bnorm.kw.get("training_mode", 0) or bnorm.kw.get("spatial", 1) != 1:
+            continue
+        named = [o for o in bnorm.outputs if o]
+        if len(named) != 1 or not bnorm.outputs[0] or len(bnorm.inputs) != 5:
+            continue
+        if any(x not in const or not isinstance(const[x], np.ndarray) for x in bnorm.inputs[1:]):
+            continue
+        src = bnorm.inputs[0]
+        j = producer.get(src)
+        if j is None or uses.get(src) != 1:
+            continue
+        conv = nodes[j]
+        cn = conv.node
+        if cn.op_type != "Conv" or cn.domain not in ("", "ai.onnx") or conv.call is None or conv.outer:
+            continue
+        if len([o for o in conv.outputs if o]) != 1 or len(conv.inputs) < 2 or conv.inputs[1] not in const:
+            continue
+        bias_name = conv.inputs[2] if len(conv.inputs) > 2 else ""
+        if bias_name and bias_name not in const:
+            continue
+        w = const[conv.inputs[1]]
+        if not isinstance(w, np.ndarray) or w.dtype not in (np.float32, np.float64) or w.ndim < 3:
+            continue
+        scale, shift, mean, var = (const[x] for x in bnorm.inputs[1:])
+        if any(a.size != w.shape[0] for a in (scale, shift, mean, var)):
+            continue
+        w2, b2 = fold_batch_norm(
+            w, const[bias_name] if bias_name else None, scale, shift, mean, var, float(bnorm.kw.get("epsilon", 1e-5))
+        )
+        out = bnorm.outputs[0]
+        wname, bname = f"{out}\x00fused_w", f"{out}\x00fused_b"  # a NUL never occurs in a model's names
+        for name, value in ((wname, w2), (bname, b2)):
+            value.flags.writeable = False
+            inits[name] = value
+        fused = BoundNode(conv.index, cn, conv.call, conv.kw, conv.outer)
+        fused.inputs = [conv.inputs[0], wname, bname]
+        fused.outputs = [out]
+        fused.since = conv.since
+        fused.may_tuple = conv.may_tuple
+        nodes[j] = fused
+        drop.add(k)
+    return [bn for k, bn in enumerate(nodes) if k not in drop]
 
 
 def _freeze(v: Any) -> Any:
@@ -624,7 +702,9 @@ def _bind_node(
                 call = functools.partial(kdef.fn, KernelContext(**ctx_args))
         # A kernel may answer any node with a tuple (Identity returns a 1-tuple so that a sequence
         # is never mistaken for a list of outputs), so every result is checked.
-        return BoundNode(index, node, call, kw, outer)
+        bound = BoundNode(index, node, call, kw, outer)
+        bound.since = since
+        return bound
 
     body = env.find_body(node, domain, version, schema)
     if body is None:

@@ -25,6 +25,7 @@ FAMILIES: tuple[str, ...] = (
     "flex_attention",
     "training",
     "image",
+    "image_decoder",
     "sampling",
     "dropout_loss",
     "sequence",

@@ -5,6 +5,7 @@ libjpeg's handling of each (jdphuff.c semantics, written from ITU-T T.81 Annex G
 
 from __future__ import annotations
 
+from array import array
 from typing import TYPE_CHECKING
 
 from onnxcore.runtime.ops._image_common import CorruptImage
@@ -136,29 +137,31 @@ def decode_progressive_scan(
                         break
                     k += 1
                 continue
-            _refine_ac(rd, co, base, ss, se, p1, m1, luts[0], natural, eobrun)
-            eobrun = _refine_eobrun
+            eobrun = _refine_ac(rd, co, base, ss, se, p1, m1, luts[0], natural, eobrun)
         if rd.bp > rd.limit:
             raise CorruptImage("entropy-coded data truncated")
 
 
-_refine_eobrun = 0
-
-
 def _refine_ac(
-    rd: _Bits, co: object, base: int, ss: int, se: int, p1: int, m1: int, lut: list[int], natural: tuple[int, ...], eobrun: int
-) -> None:
-    # T.81 G.1.2.3: correction bits for coefficients already non-zero, new coefficients of +-1.
-    global _refine_eobrun
-    c = co  # array('i'), indexed in place
+    rd: _Bits,
+    c: array[int],
+    base: int,
+    ss: int,
+    se: int,
+    p1: int,
+    m1: int,
+    lut: list[int],
+    natural: tuple[int, ...],
+    eobrun: int,
+) -> int:
+    """One block of an AC refinement scan (T.81 G.1.2.3); returns the end-of-band run left."""
     k = ss
     if not eobrun:
         while k <= se:
             rs = rd.symbol(lut)
             r, s = rs >> 4, rs & 15
             if s:
-                if s != 1:
-                    raise CorruptImage("bad refinement coefficient size")
+                # libjpeg only warns about a size other than 1 and reads one bit anyway.
                 s = p1 if rd.bits(1) else m1
             elif r != 15:
                 eobrun = 1 << r
@@ -167,24 +170,24 @@ def _refine_ac(
                 break
             while k <= se:
                 pos = base + natural[k]
-                cur = c[pos]  # type: ignore[index]
+                cur = c[pos]
                 if cur:
                     if rd.bits(1) and not cur & p1:
-                        c[pos] = cur + (p1 if cur >= 0 else m1)  # type: ignore[index]
+                        c[pos] = cur + (p1 if cur >= 0 else m1)
                 else:
                     r -= 1
                     if r < 0:
                         break
                 k += 1
             if s:
-                c[base + natural[k]] = s  # type: ignore[index]
+                c[base + natural[k]] = s
             k += 1
     if eobrun:
         while k <= se:
             pos = base + natural[k]
-            cur = c[pos]  # type: ignore[index]
+            cur = c[pos]
             if cur and rd.bits(1) and not cur & p1:
-                c[pos] = cur + (p1 if cur >= 0 else m1)  # type: ignore[index]
+                c[pos] = cur + (p1 if cur >= 0 else m1)
             k += 1
         eobrun -= 1
-    _refine_eobrun = eobrun
+    return eobrun
