@@ -351,6 +351,23 @@ MUTANTS: list[Mutant] = [
         "elem_type 99 declared",
     ),
     Mutant(
+        "E-TYPE-COMPOSITE",
+        "6.8",
+        'graph/value_info[0] "m"/type/map_type/key_type',
+        mut(
+            "base",
+            lambda m: m.graph.value_info.append(
+                ValueInfoProto(
+                    name="m",
+                    type=TypeProto(
+                        map_type=TypeProto.Map(key_type=T.FLOAT, value_type=_tensor_vi("", T.FLOAT, [1]).type)
+                    ),
+                )
+            ),
+        ),
+        "a map type keyed by float",
+    ),
+    Mutant(
         "E-ATTR-VALUE",
         "7.4",
         'graph/node[1] "leaky"/attribute[0] "alpha"',

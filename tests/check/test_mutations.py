@@ -216,3 +216,21 @@ def test_a_cycle_and_an_unrelated_ordering_fault_are_both_reported() -> None:
     report = check(m)
     codes = sorted((f.code, f.location) for f in report.errors)
     assert codes == [("E-TOPO-CYCLE", "graph"), ("E-TOPO-ORDER", 'graph/node[0] "early"/input[0]')]
+
+
+def test_composite_type_rules() -> None:
+    def with_value_info(tp: TypeProto) -> onnxcore.Report:
+        m = mutants.base()
+        assert m.graph is not None
+        m.graph.value_info.append(ValueInfoProto(name="v", type=tp))
+        return check(m)
+
+    tensor = mutants._tensor_vi("", 1, [1]).type
+    nested = TypeProto(
+        optional_type=TypeProto.Optional(elem_type=TypeProto(optional_type=TypeProto.Optional(elem_type=tensor)))
+    )
+    opaque = TypeProto(opaque_type=TypeProto.Opaque(domain="com.example"))
+    good_map = TypeProto(map_type=TypeProto.Map(key_type=8, value_type=tensor))  # string keys
+    for tp, code in ((nested, "E-TYPE-COMPOSITE"), (opaque, "E-TYPE-COMPOSITE")):
+        assert [f.code for f in with_value_info(tp).errors] == [code]
+    assert with_value_info(good_map).findings == []

@@ -225,3 +225,31 @@ def attr_value(ctx: Context) -> Found:
                 ctx.path(i),
                 f"attribute {a.name!r} has type {AT(t).name} but its value is in field {used[0]!r}",
             )
+
+
+_MAP_KEYS = frozenset({2, 3, 4, 5, 6, 7, 8, 12, 13})  # the integral element types and STRING (6.8.2)
+_OPTIONAL_ELEMS = frozenset({"tensor_type", "sparse_tensor_type", "sequence_type", "map_type"})
+
+
+@rule(
+    "E-TYPE-COMPOSITE", "6.8", "a map key that is not integral or string, an optional of an optional, a nameless opaque"
+)
+def type_composite(ctx: Context) -> Found:
+    for i in ctx.of(TypeProto.Map):
+        mt = ctx.entries[i][0]
+        assert isinstance(mt, TypeProto.Map)
+        key = int(mt.key_type)
+        if mt.has("key_type") and key not in _MAP_KEYS and elem_type(key) is not None:
+            yield f"{ctx.path(i)}/key_type", f"map keys are integers or strings (6.8.2), not {elem_type(key).name}"
+    for i in ctx.of(TypeProto.Optional):
+        ot = ctx.entries[i][0]
+        assert isinstance(ot, TypeProto.Optional)
+        inner = ot.elem_type.which_oneof("value") if ot.elem_type is not None else None
+        if inner is not None and inner not in _OPTIONAL_ELEMS:
+            kind = inner.removesuffix("_type")
+            yield f"{ctx.path(i)}/elem_type", f"an optional holds a tensor, sparse tensor, sequence or map, not {kind}"
+    for i in ctx.of(TypeProto.Opaque):
+        op = ctx.entries[i][0]
+        assert isinstance(op, TypeProto.Opaque)
+        if not op.name:
+            yield ctx.path(i), "an opaque type has no name (6.8.4: the name is required; Annex B: optional)"

@@ -221,7 +221,10 @@ class Session:
         slots = plan.input_slots
         for name, value in checked.items():
             vals[slots[name]] = value
-        plan.execute(vals)
+        # IEEE 754 results such as log(0) = -inf or 0/0 = NaN are results here, not events to warn about
+        # (Clause 11.2); numpy's warnings are silenced once per run rather than in every kernel.
+        with np.errstate(all="ignore"):
+            plan.execute(vals)
         outs = [_owned(vals[s]) for s in plan.output_slots]
         if not intermediates:
             return outs
