@@ -17,7 +17,7 @@ lookups by name.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -179,16 +179,20 @@ class GraphIR:
                 free.append(n)
         self.free_names = free
 
-    def plan(self, outputs: Sequence[str] | None = None, *, keep_all: bool = False) -> Plan:
+    def plan(
+        self, outputs: Sequence[str] | None = None, *, keep_all: bool = False, fed: frozenset[str] | None = None
+    ) -> Plan:
         """The plan computing ``outputs`` (all declared outputs by default); cached.
 
         With ``keep_all`` every node is evaluated and no value is freed (for ``intermediates``).
+        ``fed`` names the inputs the caller supplies; an input left out of it keeps its initializer,
+        which then counts as a constant (Clause 7.2). None: every input is supplied (subgraphs, functions).
         """
         outs = tuple(self.output_names if outputs is None else outputs)
-        key = (outs, keep_all)
+        key = (outs, keep_all, fed)
         p = self._plans.get(key)
         if p is None:
-            p = Plan(self, outs, keep_all)
+            p = Plan(self, outs, keep_all, fed)
             self._plans[key] = p
         return p
 
@@ -228,7 +232,7 @@ class Plan:
         "template",
     )
 
-    def __init__(self, ir: GraphIR, outputs: tuple[str, ...], keep_all: bool) -> None:
+    def __init__(self, ir: GraphIR, outputs: tuple[str, ...], keep_all: bool, fed: frozenset[str] | None = None) -> None:
         self.ir = ir
         slots: dict[str, int] = {}
         names: list[str] = ["", ""]
@@ -245,9 +249,11 @@ class Plan:
         self.input_slots = dict(zip(ir.input_names, self.input_slot_list))
         inits = dict(ir.inits)
         nodes = list(ir.nodes)
+        # Values that vary between runs: the inputs supplied; an input left to its initializer is constant.
+        variable = set(ir.input_names) if fed is None else {n for n in ir.input_names if n in fed or n not in inits}
         if not keep_all:
             # Clause 8.2 permits fusing: an inference BatchNormalization goes into the Conv before it.
-            nodes = _fuse_conv_batchnorm(nodes, inits, self.input_slots, outputs)
+            nodes = _fuse_conv_batchnorm(nodes, inits, variable, outputs)
         for name, value in inits.items():
             if name in slots:
                 template[slots[name]] = value
@@ -257,7 +263,7 @@ class Plan:
 
         # Clause 8.2: a node computed from constants alone is evaluated once, when the plan is made, and its
         # outputs become constants (not in debugging mode, where every node runs).
-        folded = set() if keep_all else _fold_constants(nodes, inits, self.input_slots, new_slot)
+        folded = set() if keep_all else _fold_constants(nodes, inits, variable, new_slot)
 
         # Clause 8.2: a node none of whose outputs is needed is not evaluated.
         needed = set(outputs)
@@ -482,7 +488,7 @@ FOLD_LIMIT_BYTES = 1 << 26
 
 
 def _fold_constants(
-    nodes: Sequence[BoundNode], inits: Mapping[str, Any], inputs: Mapping[str, int], new_slot: Callable[[str, Any], int]
+    nodes: Sequence[BoundNode], inits: Mapping[str, Any], inputs: Collection[str], new_slot: Callable[[str, Any], int]
 ) -> set[int]:
     """Evaluate the nodes whose inputs are all constants; return their indices.
 
@@ -522,7 +528,7 @@ def _fold_constants(
 
 
 def _fuse_conv_batchnorm(
-    nodes: list[BoundNode], inits: dict[str, Any], inputs: Mapping[str, int], outputs: Sequence[str]
+    nodes: list[BoundNode], inits: dict[str, Any], inputs: Collection[str], outputs: Sequence[str]
 ) -> list[BoundNode]:
     """Fold each inference BatchNormalization whose input only a Conv with constant weights produces.
 

@@ -211,12 +211,15 @@ class Session:
         if bad:
             raise InputError(f"unknown output name(s) {bad}; outputs: {self._output_names}")
         plan: Plan
+        # An initializer the caller overrides is not a constant for this run (Clause 7.2).
+        overridden = [n for n in checked if n in self._ir.inits]
+        fed = self._fed if not overridden else self._fed.union(overridden)
         if intermediates:
-            plan = self._ir.plan(names, keep_all=True)
-        elif output_names is None:
+            plan = self._ir.plan(names, keep_all=True, fed=fed)
+        elif output_names is None and not overridden:
             plan = self._plan
         else:
-            plan = self._ir.plan(names)
+            plan = self._ir.plan(names, fed=fed)
         vals = plan.template.copy()
         slots = plan.input_slots
         for name, value in checked.items():
