@@ -166,7 +166,7 @@ class GraphIR:
         self.output_names = output_names
         self.label = label
         self.complete = all(bn.call is not None for bn in nodes)
-        self._plans: dict[tuple[tuple[str, ...], bool], Plan] = {}
+        self._plans: dict[tuple[tuple[str, ...], bool, frozenset[str] | None], Plan] = {}
         defined = set(input_names) | set(inits)
         free: list[str] = []
         for bn in nodes:
@@ -232,7 +232,9 @@ class Plan:
         "template",
     )
 
-    def __init__(self, ir: GraphIR, outputs: tuple[str, ...], keep_all: bool, fed: frozenset[str] | None = None) -> None:
+    def __init__(
+        self, ir: GraphIR, outputs: tuple[str, ...], keep_all: bool, fed: frozenset[str] | None = None
+    ) -> None:
         self.ir = ir
         slots: dict[str, int] = {}
         names: list[str] = ["", ""]

@@ -133,7 +133,9 @@ class Session:
         self._input_by_name = {d.name: d for d in self.inputs}
         self._output_names = [d.name for d in self.outputs]
         self._constants = init_names - set(self._input_by_name)
-        self._plan = ir.plan()
+        # Inputs the caller must feed; an input with an initializer that is not fed keeps it as a constant.
+        self._fed = frozenset(n for n in self._input_by_name if n not in init_names)
+        self._plan = ir.plan(fed=self._fed)
         known = set(self._output_names) | set(ir.inits) | set(self._input_by_name)
         known.update(o for bn in ir.nodes for o in bn.outputs if o)
         self._known_names = frozenset(known)

@@ -100,9 +100,7 @@ def _cols_shift(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _interleave(a: np.ndarray, b: np.ndarray, axis: int) -> np.ndarray:
-    return np.stack([a, b], axis=axis + 1).reshape(
-        a.shape[:axis] + (a.shape[axis] * 2,) + a.shape[axis + 1 :]
-    )
+    return np.stack([a, b], axis=axis + 1).reshape(a.shape[:axis] + (a.shape[axis] * 2,) + a.shape[axis + 1 :])
 
 
 def _upsample(plane: np.ndarray, fh: int, fv: int) -> np.ndarray:
@@ -162,7 +160,7 @@ def _huff_lut(counts: bytes, symbols: bytes) -> list[int]:
 
 
 class _Component:
-    __slots__ = ("bh", "bw", "coef", "cid", "dh", "dw", "h", "quant", "tq", "v")
+    __slots__ = ("bh", "bw", "cid", "coef", "dh", "dw", "h", "quant", "tq", "v")
 
     def __init__(self, cid: int, h: int, v: int, tq: int) -> None:
         self.cid, self.h, self.v, self.tq = cid, h, v, tq
@@ -419,7 +417,7 @@ class _Frame:
                     if s:
                         k += r
                         i = bp >> 3
-                        val = ((((buf[i] << 16) | (buf[i + 1] << 8) | buf[i + 2]) >> (24 - (bp & 7) - s))) & (
+                        val = (((buf[i] << 16) | (buf[i + 1] << 8) | buf[i + 2]) >> (24 - (bp & 7) - s)) & (
                             (1 << s) - 1
                         )
                         bp += s

@@ -113,7 +113,7 @@ def _decode_pnm(data: bytes, limits: Limits | None) -> np.ndarray:
     if kind == 7:
         return _decode_pam(data, limits)
     pos = 2
-    if pos >= len(data) or not data[pos : pos + 1].isspace() and data[pos : pos + 1] != b"#":
+    if pos >= len(data) or (not data[pos : pos + 1].isspace() and data[pos : pos + 1] != b"#"):
         raise CorruptImage("PNM magic")
     (w, h), pos = _pnm_tokens(data, pos, 2)
     maxval = 1
