@@ -1,5 +1,12 @@
 from __future__ import annotations
 
+import os
+
+# Tests on a shared 2-core machine: one BLAS thread keeps numpy's matmul from fighting itself for the cores
+# (set before numpy is imported; a caller's own setting wins).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 import sys
 from pathlib import Path
 
