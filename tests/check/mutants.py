@@ -266,8 +266,15 @@ MUTANTS: list[Mutant] = [
         "E-OPSET-DUPLICATE",
         "5.3.2",
         "opset_import[1]",
-        mut("base", lambda m: m.opset_import.append(OperatorSetIdProto(domain="ai.onnx", version=21))),
-        '"ai.onnx" imported besides ""',
+        mut("base", lambda m: m.opset_import.append(OperatorSetIdProto(domain="ai.onnx", version=20))),
+        '"ai.onnx" imported at another version besides ""',
+    ),
+    Mutant(
+        "W-OPSET-REPEATED",
+        "5.3.2",
+        "opset_import[1]",
+        mut("base", lambda m: m.opset_import.append(OperatorSetIdProto(domain="", version=21))),
+        '"" imported twice at one version (as skl2onnx writes)',
     ),
     Mutant(
         "E-OPSET-VERSION",

@@ -73,7 +73,7 @@ def test_several_rules_at_once_are_all_reported() -> None:
     m.graph.node[0].input[1] = "nowhere"  # E-VALUE-UNDEFINED
     m.graph.node[1].attribute.append(AttributeProto(name="beta", type=AttributeProto.AttributeType.FLOAT, f=1.0))
     m.graph.node.append(NodeProto(op_type="NoSuchOp", input=["x"], output=["q"]))  # E-OP-UNDEFINED
-    m.opset_import.append(OperatorSetIdProto(domain="ai.onnx", version=21))  # E-OPSET-DUPLICATE
+    m.opset_import.append(OperatorSetIdProto(domain="ai.onnx", version=20))  # E-OPSET-DUPLICATE
     m.graph.initializer[0].raw_data = b"\x00" * 4  # E-TENSOR-DATA
     report = check(m)
     assert {f.code for f in report.errors} == {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from onnxcore.check.context import Context, norm_domain
 from onnxcore.check.registry import rule
@@ -56,20 +57,37 @@ def opset_missing(ctx: Context) -> Found:
         yield "opset_import", "the model declares no operator set import (Table 2 makes them mandatory)"
 
 
-@rule("E-OPSET-DUPLICATE", "5.3.2", 'a domain imported more than once ("" and "ai.onnx" are one domain)')
+@rule("E-OPSET-DUPLICATE", "5.3.2", "a domain imported twice with different versions (which one binds is ambiguous)")
 def opset_duplicate(ctx: Context) -> Found:
-    yield from _duplicate_imports(ctx, ctx.model.opset_import, "opset_import")
-    for i, f in enumerate(ctx.model.functions):
-        yield from _duplicate_imports(ctx, f.opset_import, f'functions[{i}] "{f.domain}:{f.name}"/opset_import')
+    for prefix, imports in _all_imports(ctx):
+        for i, j, o in _repeated_imports(imports):
+            if o.version != imports[j].version:
+                shown = o.domain or '""'
+                yield (
+                    f"{prefix}[{i}]",
+                    f"domain {shown} version {o.version} is already imported at version {imports[j].version} by "
+                    f"opset_import[{j}]",
+                )
 
 
-def _duplicate_imports(ctx: Context, imports: list, prefix: str) -> Found:
+# skl2onnx writes the default domain twice at one version, and every runtime accepts it: a redundancy, not an
+# ambiguity, so a warning (a model every producer writes and every runtime accepts is not an error).
+@rule("W-OPSET-REPEATED", "5.3.2", "a domain imported twice at the same version (redundant)")
+def opset_repeated(ctx: Context) -> Found:
+    for prefix, imports in _all_imports(ctx):
+        for i, j, o in _repeated_imports(imports):
+            if o.version == imports[j].version:
+                shown = o.domain or '""'
+                yield f"{prefix}[{i}]", f"domain {shown} is already imported at the same version by opset_import[{j}]"
+
+
+def _repeated_imports(imports: list) -> Iterator[tuple[int, int, Any]]:
+    """(index, index of the first import of the same domain, import) for each repeat."""
     seen: dict[str, int] = {}
     for i, o in enumerate(imports):
         d = norm_domain(o.domain)
         if d in seen:
-            shown = o.domain or '""'
-            yield f"{prefix}[{i}]", f"domain {shown} is already imported by opset_import[{seen[d]}]"
+            yield i, seen[d], o
         else:
             seen[d] = i
 

@@ -108,7 +108,9 @@ def test_pam() -> None:
 
 
 # ------------------------------------------------------------------------------------------------ BMP
-def _bmp(img: np.ndarray, bpp: int, *, top_down: bool = False, palette: np.ndarray | None = None, rle: bool = False) -> bytes:
+def _bmp(
+    img: np.ndarray, bpp: int, *, top_down: bool = False, palette: np.ndarray | None = None, rle: bool = False
+) -> bytes:
     h, w = img.shape[:2]
     if bpp <= 8:
         assert palette is not None
@@ -143,7 +145,11 @@ def _bmp(img: np.ndarray, bpp: int, *, top_down: bool = False, palette: np.ndarr
         elif bpp == 32:
             px = np.concatenate([img[..., ::-1], np.full((h, w, 1), 77, np.uint8)], axis=2)
         else:  # 16-bit 5-5-5
-            v = ((img[..., 0].astype(np.uint16) >> 3) << 10) | ((img[..., 1] >> 3).astype(np.uint16) << 5) | (img[..., 2] >> 3)
+            v = (
+                ((img[..., 0].astype(np.uint16) >> 3) << 10)
+                | ((img[..., 1] >> 3).astype(np.uint16) << 5)
+                | (img[..., 2] >> 3)
+            )
             px = v.astype("<u2").view(np.uint8).reshape(h, w, 2)
         rows = px.reshape(h, -1)
         stride = ((rows.shape[1] + 3) // 4) * 4
@@ -151,8 +157,20 @@ def _bmp(img: np.ndarray, bpp: int, *, top_down: bool = False, palette: np.ndarr
         pix = (rows if top_down else rows[::-1]).tobytes()
         pal = b""
     comp = 1 if rle else 0
-    info = struct.pack("<IiiHHIIiiII", 40, w, -h if top_down else h, 1, bpp, comp, len(pix), 2835, 2835,
-                       len(palette) if palette is not None else 0, 0)  # fmt: skip
+    info = struct.pack(
+        "<IiiHHIIiiII",
+        40,
+        w,
+        -h if top_down else h,
+        1,
+        bpp,
+        comp,
+        len(pix),
+        2835,
+        2835,
+        len(palette) if palette is not None else 0,
+        0,
+    )
     off = 14 + len(info) + len(pal)
     return b"BM" + struct.pack("<IHHI", off + len(pix), 0, 0, off) + info + pal + pix
 
@@ -175,7 +193,9 @@ def test_bmp_palette(bpp: int, rle: bool) -> None:
     idx[2, 3:12] = 5 % n  # a run for RLE
     out = decode_image(_bmp(idx, bpp, palette=palette, rle=rle))
     assert np.array_equal(out, palette[idx[..., 0]])
-    assert np.array_equal(decode_image(_bmp(idx, bpp, palette=palette, rle=rle), "BGR"), palette[idx[..., 0]][..., ::-1])
+    assert np.array_equal(
+        decode_image(_bmp(idx, bpp, palette=palette, rle=rle), "BGR"), palette[idx[..., 0]][..., ::-1]
+    )
 
 
 # ------------------------------------------------------------------------------------------------ PNG
@@ -230,8 +250,15 @@ def _filter(rows: list[bytes], bpp: int, rng: np.random.Generator) -> bytes:
 _ADAM7 = ((0, 0, 8, 8), (4, 0, 8, 8), (0, 4, 4, 8), (2, 0, 4, 4), (0, 2, 2, 4), (1, 0, 2, 2), (0, 1, 1, 2))
 
 
-def _png(samples: np.ndarray, ctype: int, depth: int, *, interlace: bool = False, palette: np.ndarray | None = None,
-         seed: int = 0) -> bytes:  # fmt: skip
+def _png(
+    samples: np.ndarray,
+    ctype: int,
+    depth: int,
+    *,
+    interlace: bool = False,
+    palette: np.ndarray | None = None,
+    seed: int = 0,
+) -> bytes:
     h, w, ch = samples.shape
     rng = np.random.default_rng(seed)
     bpp = max(1, ch * depth // 8)
@@ -252,8 +279,23 @@ def _png(samples: np.ndarray, ctype: int, depth: int, *, interlace: bool = False
     return out + _chunk(b"IDAT", z[:half]) + _chunk(b"IDAT", z[half:]) + _chunk(b"IEND", b"")
 
 
-_PNG_KINDS = [(0, 1), (0, 2), (0, 4), (0, 8), (0, 16), (2, 8), (2, 16), (3, 1), (3, 2), (3, 4), (3, 8), (4, 8), (4, 16),
-              (6, 8), (6, 16)]  # fmt: skip
+_PNG_KINDS = [
+    (0, 1),
+    (0, 2),
+    (0, 4),
+    (0, 8),
+    (0, 16),
+    (2, 8),
+    (2, 16),
+    (3, 1),
+    (3, 2),
+    (3, 4),
+    (3, 8),
+    (4, 8),
+    (4, 16),
+    (6, 8),
+    (6, 16),
+]
 
 
 @pytest.mark.parametrize("interlace", [False, True])
@@ -347,17 +389,35 @@ def _lzw(data: bytes) -> bytes:
     return bytes(out)
 
 
-def _tiff(samples: np.ndarray, bps: int, photometric: int, *, bo: str = "<", compression: int = 1, predictor: int = 1,
-          planar: int = 1, rps: int = 3, colormap: np.ndarray | None = None) -> bytes:  # fmt: skip
+def _tiff(
+    samples: np.ndarray,
+    bps: int,
+    photometric: int,
+    *,
+    bo: str = "<",
+    compression: int = 1,
+    predictor: int = 1,
+    planar: int = 1,
+    rps: int = 3,
+    colormap: np.ndarray | None = None,
+    tile: tuple[int, int] | None = None,
+) -> bytes:
     h, w, spp = samples.shape
     vals = samples.astype(np.int64)
-    if predictor == 2:
-        vals = np.concatenate([vals[:, :1], np.diff(vals, axis=1)], axis=1) % (1 << bps)
     planes = [vals[..., i : i + 1] for i in range(spp)] if planar == 2 else [vals]
+    if tile:
+        tw, tl = tile
+        segs = [(y, x, tl, tw) for y in range(0, h, tl) for x in range(0, w, tw)]
+    else:
+        segs = [(y, 0, rps, w) for y in range(0, h, rps)]
     strips = []
     for plane in planes:
-        for y in range(0, h, rps):
-            part = plane[y : y + rps]
+        for y, x, rows, cols in segs:
+            part = plane[y : y + rows, x : x + cols]
+            if tile:  # tiles are always whole, padded at the right and bottom edges
+                part = np.pad(part, ((0, rows - part.shape[0]), (0, cols - part.shape[1]), (0, 0)))
+            if predictor == 2:
+                part = np.concatenate([part[:, :1], np.diff(part, axis=1)], axis=1) % (1 << bps)
             if bps == 16:
                 raw = part.astype(bo + "u2").tobytes()
             else:
@@ -366,9 +426,20 @@ def _tiff(samples: np.ndarray, bps: int, photometric: int, *, bo: str = "<", com
             strips.append(raw)
     body = b"".join(strips)
     offsets = list(np.cumsum([0] + [len(s) for s in strips[:-1]]) + 8)
-    tags = [(256, 4, [w]), (257, 4, [h]), (258, 3, [bps] * spp), (259, 3, [compression]), (262, 3, [photometric]),
-            (273, 4, offsets), (277, 3, [spp]), (278, 4, [rps]), (279, 4, [len(s) for s in strips]),
-            (284, 3, [planar]), (317, 3, [predictor])]  # fmt: skip
+    tags = [
+        (256, 4, [w]),
+        (257, 4, [h]),
+        (258, 3, [bps] * spp),
+        (259, 3, [compression]),
+        (262, 3, [photometric]),
+        (277, 3, [spp]),
+        (284, 3, [planar]),
+        (317, 3, [predictor]),
+    ]
+    if tile:
+        tags += [(322, 3, [tile[0]]), (323, 3, [tile[1]]), (324, 4, offsets), (325, 4, [len(s) for s in strips])]
+    else:
+        tags += [(273, 4, offsets), (278, 4, [rps]), (279, 4, [len(s) for s in strips])]
     if colormap is not None:
         tags.append((320, 3, list(colormap.T.ravel())))
     if spp == 4:
@@ -412,6 +483,38 @@ def test_tiff_gray_and_16bit(bps: int, photometric: int) -> None:
     assert np.array_equal(decode_image(data, "RGB" if spp == 3 else "Grayscale"), expected)
 
 
+@pytest.mark.parametrize(("planar", "predictor", "compression"), [(1, 1, 1), (1, 2, 8), (2, 2, 5), (2, 1, 32773)])
+def test_tiff_tiles(planar: int, predictor: int, compression: int) -> None:
+    img = _rgb_image(21, 35, planar + predictor)  # 3 x 2 tiles of 16 x 16, padded at the edges
+    data = _tiff(img, 8, 2, planar=planar, predictor=predictor, compression=compression, tile=(16, 16))
+    assert np.array_equal(decode_image(data), img)
+
+
+_TIFFCP = shutil.which("tiffcp")
+
+
+@pytest.mark.skipif(not _TIFFCP, reason="libtiff's tiffcp not installed")
+@pytest.mark.parametrize(
+    "options",
+    [
+        ["-c", "lzw"],
+        ["-c", "lzw:2"],
+        ["-c", "zip:2"],
+        ["-c", "packbits", "-p", "separate"],
+        ["-t", "-c", "zip"],
+        ["-B"],
+    ],
+)
+def test_tiff_written_by_libtiff(tmp_path: Path, options: list[str]) -> None:
+    # libtiff re-encodes our uncompressed file (LZW/Deflate with predictor, planar, tiles, big-endian).
+    img = _rgb_image(37, 45, 5)
+    src, dst = tmp_path / "in.tif", tmp_path / "out.tif"
+    src.write_bytes(_tiff(img, 8, 2))
+    assert _TIFFCP
+    subprocess.run([_TIFFCP, *options, str(src), str(dst)], check=True, capture_output=True)
+    assert np.array_equal(decode_image(dst.read_bytes()), img)
+
+
 def test_tiff_palette_and_alpha() -> None:
     rng = np.random.default_rng(9)
     cmap = rng.integers(0, 65536, (256, 3))
@@ -448,7 +551,7 @@ JPEG_FIXTURES: dict[str, tuple[tuple[int, ...], str, str]] = {
         "8vP09fb3+Pn6/90ABAAC/9oADAMBAAIRAxEAPwDy6y0MmVcKw475/wAPWuqsNHbdhIiVAAIxn9fxruwyT3PQyjGrTWx0VtpDRxbS"
         "vTuWA5x07/5NFe3FQtq2j7qnjHKKa1/r1P/QjsNEAYfuyQBx3wOev+e1dJaaJtEblQiKeCMg4x/n/wDXXXRqRpxdSbskr/I8HKcZ"
         "sjThsWcsX3IBgAbwv49R2xRX59i85xtevKrTqSjFvRJ2sun/AAfM/RKVdci92/yP/9Hs7aJE2Mq4JY5/I/4Vpk7ZdqgBcBsY75/+"
-        "tXmZ3OSy1pPe1/vPhMgbdZL+tmaXlIoAVQBjtxRXyFKlCUE2j9HhVnyrU//Z"
+        "tXmZ3OSy1pPe1/vPhMgbdZL+tmaXlIoAVQBjtxRXyFKlCUE2j9HhVnyrU//Z",
     ),
     "q100_444": (
         (9, 11, 3),
@@ -467,7 +570,7 @@ JPEG_FIXTURES: dict[str, tuple[tuple[int, ...], str, str]] = {
         "X4tCvHkhupre4mbS59Bu7q2guLiKW4s2vp31C5spbe61AR3s9xGnJR8Zs7xFDD18JS4UWGq4bD1MP7fhDAY2rKjKhTdObxWN5sTW"
         "VSNpwlUlUShKMadSpSUKkv8Ao24F/aCf2VwlkeAln2f0ZYfCS5qNPIXmEaLq161Z0ZY3Na1PMMRUouo6VapiaVGXtozUKNGkoUof"
         "fX7GX/Iq6F/2Gr7/ANLdZr+SMB/yWWcf9fcs/wDULNz/AM+X6HH+6ZX/ANjPiX/1nax+y3gL/kU9L/3tR/8ATpe1+Vcbf8lDV/7F"
-        "fDn/AKzmUn/Rvwr/AMk7lH/YHT/OR//Z"
+        "fDn/AKzmUn/Rvwr/AMk7lH/YHT/OR//Z",
     ),
     "progressive_420": (
         (17, 18, 3),
@@ -481,7 +584,7 @@ JPEG_FIXTURES: dict[str, tuple[tuple[int, ...], str, str]] = {
         "AgIDAQAAAAAAAAAAAAAAARExECFhweHw/9oACAEBAAE/IWzVjOCVi1NpAmvD6jH2x//aAAwDAQACAAMAAAAQNMiD/8QAGREBAAID"
         "AAAAAAAAAAAAAAAAAQAQESFB/9oACAEDAQE/EDU3Mvb/AP/EABwRAAIBBQEAAAAAAAAAAAAAAAABESExcaHB8P/aAAgBAgEBPxBC"
         "SsQ0fhg3HBn/xAAfEAEBAAEEAgMAAAAAAAAAAAABEQAhMUGxocFhgZH/2gAIAQEAAT8QOBKCAGpymrefFxQgIEczb0vGUCUJtDTx"
-        "hlICSBU/J3gaiF301M+rJjRgJ829Z6u8ez3ju5//2Q=="
+        "hlICSBU/J3gaiF301M+rJjRgJ829Z6u8ez3ju5//2Q==",
     ),
     "gray_prog": (
         (10, 13, 1),
@@ -490,7 +593,7 @@ JPEG_FIXTURES: dict[str, tuple[tuple[int, ...], str, str]] = {
         "NDQ0Hyc5PTgyPC4zNDL/wgALCAAKAA0BAREA/8QAFAABAAAAAAAAAAAAAAAAAAAABf/aAAgBAQAAAAEttNr/xAAZEAACAwEAAAAA"
         "AAAAAAAAAAACAwAEMSH/2gAIAQEAAQUCXSgUuJwc/8QAFxAAAwEAAAAAAAAAAAAAAAAAABAxQf/aAAgBAQAGPwKGv//EABoQAQAC"
         "AwEAAAAAAAAAAAAAAAEAESExUYH/2gAIAQEAAT8hqpI5/BAVxAGs/9oACAEBAAAAEM//xAAeEAEAAQMFAQAAAAAAAAAAAAABABEh"
-        "cTFBYYHh8P/aAAgBAQABPxAqpoO/n2YRe9jD3BKAeDEogBd0J//Z"
+        "cTFBYYHh8P/aAAgBAQABPxAqpoO/n2YRe9jD3BKAeDEogBd0J//Z",
     ),
     "h1v2": (
         (15, 9, 3),
@@ -504,7 +607,7 @@ JPEG_FIXTURES: dict[str, tuple[tuple[int, ...], str, str]] = {
         "AxEEBSExBhJBUQdhcRMiMoEIFEKRobHBCSMzUvAVYnLRChYkNOEl8RcYGRomJygpKjU2Nzg5OkNERUZHSElKU1RVVldYWVpjZGVm"
         "Z2hpanN0dXZ3eHl6goOEhYaHiImKkpOUlZaXmJmaoqOkpaanqKmqsrO0tba3uLm6wsPExcbHyMnK0tPU1dbX2Nna4uPk5ebn6Onq"
         "8vP09fb3+Pn6/9oADAMBAAIRAxEAPwDkPD/hzIXKMXYD5W7c4NeseH9CiUBSVDEEg45Hr/SuKVdp6mGQ8QNNa7nKf8ItN/zy/wDH"
-        "z/hXq39gJ/zy/wDHEqeZ9j7z/WCX8x//2Q=="
+        "z/hXq39gJ/zy/wDHEqeZ9j7z/WCX8x//2Q==",
     ),
 }
 
@@ -529,9 +632,18 @@ _CJPEG, _DJPEG = shutil.which("cjpeg"), shutil.which("djpeg")
 @pytest.mark.parametrize("shape", [(1, 1), (2, 3), (7, 13), (17, 33), (40, 23)])
 @pytest.mark.parametrize(
     "options",
-    [["-sample", "2x2"], ["-sample", "2x1", "-restart", "1"], ["-sample", "1x2"], ["-sample", "1x1", "-quality", "100"],
-     ["-sample", "4x1"], ["-sample", "4x2", "-optimize"], ["-progressive"], ["-progressive", "-sample", "2x1", "-restart", "2"],
-     ["-grayscale"], ["-rgb"]],  # fmt: skip
+    [
+        ["-sample", "2x2"],
+        ["-sample", "2x1", "-restart", "1"],
+        ["-sample", "1x2"],
+        ["-sample", "1x1", "-quality", "100"],
+        ["-sample", "4x1"],
+        ["-sample", "4x2", "-optimize"],
+        ["-progressive"],
+        ["-progressive", "-sample", "2x1", "-restart", "2"],
+        ["-grayscale"],
+        ["-rgb"],
+    ],
 )
 def test_jpeg_against_djpeg(shape: tuple[int, int], options: list[str]) -> None:
     h, w = shape
@@ -545,13 +657,37 @@ def test_jpeg_against_djpeg(shape: tuple[int, int], options: list[str]) -> None:
     assert np.array_equal(out, expected)
 
 
+_SCAN_SCRIPTS = {
+    "sequential_one_scan_per_component": "0;\n1;\n2;\n",
+    "successive_approximation": "0 1 2: 0 0 0 1;\n0: 1 5 0 2;\n0: 6 63 0 2;\n1: 1 63 0 1;\n2: 1 63 0 0;\n"
+    "0: 1 63 2 1;\n0: 1 63 1 0;\n1: 1 63 1 0;\n0 1 2: 0 0 1 0;\n",
+}
+
+
+@pytest.mark.skipif(not (_CJPEG and _DJPEG), reason="libjpeg-turbo's cjpeg/djpeg not installed")
+@pytest.mark.parametrize("script", sorted(_SCAN_SCRIPTS))
+@pytest.mark.parametrize("sampling", ["1x1", "2x2", "2x2,2x1,1x2", "1x1,2x2,1x1", "3x1"])
+def test_jpeg_scan_scripts_and_sampling_against_djpeg(tmp_path: Path, script: str, sampling: str) -> None:
+    img = _rgb_image(23, 37, 7)
+    scans = tmp_path / "scans.txt"
+    scans.write_text(_SCAN_SCRIPTS[script])
+    ppm = b"P6\n37 23\n255\n" + img.tobytes()
+    assert _CJPEG and _DJPEG
+    args = [_CJPEG, "-sample", sampling, "-scans", str(scans), "-restart", "1B"]
+    jpg = subprocess.run(args, input=ppm, capture_output=True, check=True).stdout
+    ref = subprocess.run([_DJPEG, "-pnm"], input=jpg, capture_output=True, check=True).stdout
+    assert np.array_equal(decode_image(jpg), decode_image(ref))
+
+
 def _sof_variant(marker: int) -> bytes:
     _, _, data = _jpeg_fixture("q100_444")
     i = data.find(b"\xff\xc0")
     return data[: i + 1] + bytes((marker,)) + data[i + 2 :]
 
 
-@pytest.mark.parametrize(("marker", "what"), [(0xC9, "arithmetic-coded JPEG"), (0xC3, "lossless JPEG"), (0xC5, "hierarchical JPEG")])
+@pytest.mark.parametrize(
+    ("marker", "what"), [(0xC9, "arithmetic-coded JPEG"), (0xC3, "lossless JPEG"), (0xC5, "hierarchical JPEG")]
+)
 def test_jpeg_unimplemented_processes_are_refused(marker: int, what: str) -> None:
     with pytest.raises(EvaluationError, match=f"{what} decoding is not implemented"):
         decode_image(_sof_variant(marker))
@@ -561,8 +697,12 @@ def test_jpeg_unimplemented_processes_are_refused(marker: int, what: str) -> Non
 @pytest.mark.parametrize("fmt", ["png", "bmp", "tiff", "pnm"])
 def test_pixel_formats(fmt: str) -> None:
     img = _rgb_image(6, 9, 11)
-    data = {"png": lambda: _png(img, 2, 8), "bmp": lambda: _bmp(img, 24), "tiff": lambda: _tiff(img, 8, 2),
-            "pnm": lambda: _pnm(6, img)}[fmt]()  # fmt: skip
+    data = {
+        "png": lambda: _png(img, 2, 8),
+        "bmp": lambda: _bmp(img, 24),
+        "tiff": lambda: _tiff(img, 8, 2),
+        "pnm": lambda: _pnm(6, img),
+    }[fmt]()
     assert np.array_equal(decode_image(data, "RGB"), img)
     assert np.array_equal(decode_image(data, "BGR"), img[..., ::-1])
     gray = decode_image(data, "Grayscale")
@@ -599,8 +739,13 @@ def test_kernel_registered_and_checks_input() -> None:
 def test_limits_refuse_before_allocating(fmt: str) -> None:
     small = dataclasses.replace(DEFAULT_LIMITS, max_tensor_elements=100)
     img = _rgb_image(6, 7)
-    data = {"png": lambda: _png(img, 2, 8), "bmp": lambda: _bmp(img, 24), "tiff": lambda: _tiff(img, 8, 2),
-            "pnm": lambda: _pnm(6, img), "jpeg": lambda: _jpeg_fixture("q100_444")[2]}[fmt]()  # fmt: skip
+    data = {
+        "png": lambda: _png(img, 2, 8),
+        "bmp": lambda: _bmp(img, 24),
+        "tiff": lambda: _tiff(img, 8, 2),
+        "pnm": lambda: _pnm(6, img),
+        "jpeg": lambda: _jpeg_fixture("q100_444")[2],
+    }[fmt]()
     with pytest.raises(LimitError):
         decode_image(data, "RGB", small)
     assert decode_image(data, "RGB").shape[2] == 3
@@ -610,7 +755,12 @@ def test_huge_declared_sizes_are_not_allocated() -> None:
     # Headers claiming 60000 x 60000 pixels with no data behind them: empty output, no allocation.
     assert decode_image(b"P6\n60000 60000\n255\n" + b"\x00" * 10).shape == (0, 0, 3)
     ihdr = struct.pack(">IIBBBBB", 60000, 60000, 8, 2, 0, 0, 0)
-    png = b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", ihdr) + _chunk(b"IDAT", zlib.compress(b"\x00" * 100)) + _chunk(b"IEND", b"")
+    png = (
+        b"\x89PNG\r\n\x1a\n"
+        + _chunk(b"IHDR", ihdr)
+        + _chunk(b"IDAT", zlib.compress(b"\x00" * 100))
+        + _chunk(b"IEND", b"")
+    )
     assert decode_image(png).shape == (0, 0, 3)
     _, _, jpg = _jpeg_fixture("q100_444")
     i = jpg.find(b"\xff\xc0")
@@ -640,7 +790,7 @@ def _fuzz_seeds() -> dict[str, bytes]:
 @pytest.mark.parametrize("seed_name", sorted(_fuzz_seeds()))
 def test_fuzz_mutations_give_image_empty_or_our_error(seed_name: str) -> None:
     seed = _fuzz_seeds()[seed_name]
-    rng = np.random.default_rng(abs(hash(seed_name)) % 1000)
+    rng = np.random.default_rng(zlib.crc32(seed_name.encode()))
     for trial in range(120):
         data = bytearray(seed)
         op = trial % 4

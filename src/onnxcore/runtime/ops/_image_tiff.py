@@ -1,8 +1,8 @@
-"""TIFF decoding for ImageDecoder (private): first image (IFD) of a classic TIFF, in strips.
+"""TIFF decoding for ImageDecoder (private): first image (IFD) of a classic TIFF, in strips or tiles.
 
 Compression: none, LZW, Deflate (Adobe and old), PackBits; horizontal-differencing predictor;
 photometric WhiteIsZero, BlackIsZero, RGB and palette; 1/2/4/8/16-bit samples, chunky or planar.
-Tiles, JPEG/CCITT compression, CMYK/YCbCr/Lab photometrics and float samples are refused as not
+JPEG/CCITT compression, CMYK/YCbCr/Lab photometrics and float samples are refused as not
 implemented.
 """
 
@@ -121,6 +121,12 @@ def _one(tags: dict[int, tuple[int, ...]], tag: int, default: int | None = None)
     return v[0]
 
 
+def _check_tables(offsets: tuple[int, ...], counts: tuple[int, ...], n: int) -> None:
+    # Checked before the segments are listed: a hostile height must not make a list of millions.
+    if len(offsets) < n or len(counts) < n:
+        raise CorruptImage("TIFF strip/tile tables")
+
+
 def decode_tiff(data: bytes, limits: Limits | None) -> np.ndarray:
     """Decode the first image of a TIFF stream to uint8 (H, W, 1) or (H, W, 3)."""
     bo = "<" if data[:2] == b"II" else ">"
@@ -133,8 +139,6 @@ def decode_tiff(data: bytes, limits: Limits | None) -> np.ndarray:
     photo = _one(tags, 262, 1 if spp < 3 else 2)
     planar = _one(tags, 284, 1)
     predictor = _one(tags, 317, 1)
-    if 322 in tags or 324 in tags:
-        raise EvaluationError("tiled TIFF decoding is not implemented")
     if comp not in (1, 5, 8, 32946, 32773):
         raise EvaluationError(f"TIFF compression {comp} decoding is not implemented")
     if photo not in (0, 1, 2, 3):
@@ -148,39 +152,52 @@ def decode_tiff(data: bytes, limits: Limits | None) -> np.ndarray:
     if (photo == 2 and spp < 3) or (photo == 3 and bps > 8):
         raise CorruptImage("TIFF photometric vs samples")
     check_size(h, w, spp, limits)
-    rps = min(_one(tags, 278, h) or h, h)
-    offsets, counts = tags.get(273, ()), tags.get(279, ())
-    nstrips = (h + rps - 1) // rps
     planes = spp if planar == 2 else 1
     lane = 1 if planar == 2 else spp
-    rowbytes = (w * lane * bps + 7) // 8
-    if len(offsets) < nstrips * planes or len(counts) < nstrips * planes:
-        raise CorruptImage("TIFF strip tables")
+    # Segments (strips or tiles) as (top, left, rows, columns), each plane's in the same order.
+    if 322 in tags or 324 in tags:
+        tw, tl = _one(tags, 322), _one(tags, 323)
+        if not (0 < tw <= 1 << 16 and 0 < tl <= 1 << 16):
+            raise CorruptImage("TIFF tile size")
+        offsets, counts = tags.get(324, ()), tags.get(325, ())
+        _check_tables(offsets, counts, -(-h // tl) * -(-w // tw) * planes)
+        segs = [(ty, tx, tl, tw) for ty in range(0, h, tl) for tx in range(0, w, tw)]
+    else:
+        rps = min(_one(tags, 278, h) or h, h)
+        offsets, counts = tags.get(273, ()), tags.get(279, ())
+        _check_tables(offsets, counts, -(-h // rps) * planes)
+        segs = [(y, 0, min(rps, h - y), w) for y in range(0, h, rps)]
+    if predictor == 2 and bps < 8:
+        raise EvaluationError("TIFF predictor with sub-octet samples is not implemented")
+    decoded = []
+    for k in range(len(segs) * planes):
+        _, _, rows, cols = segs[k % len(segs)]
+        rowbytes = (cols * lane * bps + 7) // 8
+        need = rows * rowbytes
+        src = data[offsets[k] : offsets[k] + counts[k]]
+        if comp == 1:
+            raw = src[:need]
+            if len(raw) < need:
+                raise CorruptImage("TIFF strip truncated")
+        elif comp == 32773:
+            raw = _packbits(src, need)
+        elif comp == 5:
+            raw = _lzw(src, need)
+        else:
+            raw = inflate(src, need)
+        samples = unpack_samples(
+            np.frombuffer(raw, dtype=np.uint8).reshape(rows, rowbytes), cols, lane, bps, big_endian=bo == ">"
+        )
+        if predictor == 2:
+            samples = np.cumsum(samples, axis=1, dtype=samples.dtype)
+        decoded.append(samples)
     plane_imgs = []
     for p in range(planes):
-        parts = []
-        for s in range(nstrips):
-            rows = min(rps, h - s * rps)
-            need = rows * rowbytes
-            k = p * nstrips + s
-            src = data[offsets[k] : offsets[k] + counts[k]]
-            if comp == 1:
-                raw = src[:need]
-                if len(raw) < need:
-                    raise CorruptImage("TIFF strip truncated")
-            elif comp == 32773:
-                raw = _packbits(src, need)
-            elif comp == 5:
-                raw = _lzw(src, need)
-            else:
-                raw = inflate(src, need)
-            parts.append(np.frombuffer(raw, dtype=np.uint8).reshape(rows, rowbytes))
-        samples = unpack_samples(np.concatenate(parts), w, lane, bps, big_endian=bo == ">")
-        if predictor == 2:
-            if bps < 8:
-                raise EvaluationError("TIFF predictor with sub-octet samples is not implemented")
-            samples = np.cumsum(samples, axis=1, dtype=samples.dtype)
-        plane_imgs.append(samples)
+        canvas = np.zeros((h, w, lane), dtype=decoded[0].dtype)
+        for (top, left, _, _), samples in zip(segs, decoded[p * len(segs) : (p + 1) * len(segs)]):
+            part = samples[: h - top, : w - left]  # edge tiles are padded
+            canvas[top : top + part.shape[0], left : left + part.shape[1]] = part
+        plane_imgs.append(canvas)
     img = np.concatenate(plane_imgs, axis=2) if planes > 1 else plane_imgs[0]
     if photo == 3:
         cmap = tags.get(320, ())

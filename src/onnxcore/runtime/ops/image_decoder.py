@@ -147,8 +147,8 @@ def _decode_pnm(data: bytes, limits: Limits | None) -> np.ndarray:
         raw = data[pos : pos + stride * h]
         if len(raw) < stride * h:
             raise CorruptImage("PBM raster truncated")
-        bits = np.unpackbits(np.frombuffer(raw, dtype=np.uint8).reshape(h, stride), axis=1)[:, :w]
-        return ((1 - bits) * 255).astype(np.uint8).reshape(h, w, 1)
+        pbits = np.unpackbits(np.frombuffer(raw, dtype=np.uint8).reshape(h, stride), axis=1)[:, :w]
+        return ((1 - pbits) * 255).astype(np.uint8).reshape(h, w, 1)
     return _pnm_binary(data, pos, h, w, ch, maxval)
 
 
@@ -271,6 +271,12 @@ def _decode_bmp(data: bytes, limits: Limits | None) -> np.ndarray:
 
 def _bmp_rle(buf: bytes, w: int, h: int, four: bool) -> np.ndarray:
     # RLE8/RLE4 (bottom-up rows): runs, end-of-line, end-of-bitmap, delta and absolute groups.
+    # Two octets paint at most 255 pixels; rows may be cut short (end of line, delta) and left 0.
+    # Beyond 1 Mpixel, a header claiming over 1024 pixels per octet of stream (8 times what runs
+    # can paint) is refused as implausible before its output is allocated (hostile-input guard).
+    area = w * h
+    if area > 1 << 20 and area > 1024 * len(buf):
+        raise CorruptImage("BMP RLE stream far too short for its dimensions")
     out = bytearray(w * h)
     x = y = 0
     i, n = 0, len(buf)
