@@ -8,6 +8,7 @@ repeated fields in the form Annex B records for them, then the unknown fields (C
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import numpy as np
@@ -125,6 +126,31 @@ def _scalar_op(f: FieldSpec) -> int:
     }[f.type]
 
 
+def _make_blank(cls: type[Message]) -> Callable[[], Message]:
+    """A constructor of an absent-everything instance of ``cls``, without keyword processing.
+
+    Decoding creates one message per embedded occurrence (50,000 nodes: 50,000 calls), so the
+    generated ``__init__`` with its keyword arguments is worth bypassing here.
+    """
+    lines = ["def blank():", "    o = new(cls)"]
+    for f in cls._SPEC.fields:
+        if f.repeated:
+            value = "[]"
+        elif f.kind == "message":
+            value = "None"
+        else:
+            value = repr(f.default)
+        lines.append(f"    o.{f.name} = {value}")
+    lines += ["    o._present = 0", "    o._unknown = None", "    return o"]
+    ns: dict[str, Any] = {"new": object.__new__, "cls": cls}
+    exec("\n".join(lines), ns)  # field names come from Annex B (schema.py), never from input
+    blank: Callable[[], Message] = ns["blank"]
+    return blank
+
+
+_BLANK: dict[type[Message], Callable[[], Message]] = {cls: _make_blank(cls) for cls in MESSAGE_CLASSES.values()}
+
+
 def _build_decode_table(name: str) -> dict[int, _Entry]:
     spec = MESSAGE_SPECS[name]
     table: dict[int, _Entry] = {}
@@ -133,7 +159,7 @@ def _build_decode_table(name: str) -> dict[int, _Entry]:
         if f.oneof is not None:
             others = tuple((o, spec.by_name[o].index) for o in spec.oneofs[f.oneof] if o != f.name)
         bit = 1 << f.index
-        sub = MESSAGE_CLASSES[f.type] if f.kind == "message" else None
+        sub = _BLANK[MESSAGE_CLASSES[f.type]] if f.kind == "message" else None
         if f.kind == "message":
             op = _R_MSG if f.repeated else _MSG
             table[(f.tag << 3) | WIRE_LEN] = (op, f.name, bit, sub, others)

@@ -815,3 +815,15 @@ def test_fuzz_mutations_give_image_empty_or_our_error(seed_name: str) -> None:
                 continue
             assert out.dtype == np.uint8 and out.ndim == 3 and out.shape[2] == c
             assert out.size == 0 or (out.shape[0] > 0 and out.shape[1] > 0)
+
+
+def test_bmp_with_embedded_png_and_no_nesting() -> None:
+    img = _rgb_image(5, 6)
+    png = _png(img, 2, 8)
+    info = struct.pack("<IiiHHIIiiII", 40, 6, 5, 1, 0, 5, len(png), 0, 0, 0, 0)
+    bmp = b"BM" + struct.pack("<IHHI", 54 + len(png), 0, 0, 54) + info + png
+    assert np.array_equal(decode_image(bmp), img)
+    # A BMP "JPEG-compressed" with another BMP as payload is no format: empty output, no recursion.
+    info4 = struct.pack("<IiiHHIIiiII", 40, 6, 5, 1, 0, 4, len(bmp), 0, 0, 0, 0)
+    nested = b"BM" + struct.pack("<IHHI", 54 + len(bmp), 0, 0, 54) + info4 + bmp
+    assert decode_image(nested).shape == (0, 0, 3)

@@ -54,6 +54,8 @@ def decode_image(data: bytes, pixel_format: str = "RGB", limits: Limits | None =
         img = _decode_any(data, limits)
     except (EvaluationError, LimitError):
         raise
+    except MemoryError:
+        raise LimitError("ImageDecoder: not enough memory to decode the image") from None
     except (CorruptImage, ValueError, IndexError, KeyError, struct.error, zlib.error, OverflowError):
         # Hostile or damaged input: the definition's empty matrix. (Decoders validate what they
         # read; the broad net only keeps a missed check from escaping as a non-onnxcore error.)
@@ -220,8 +222,17 @@ def _decode_bmp(data: bytes, limits: Limits | None) -> np.ndarray:
         else:
             masks = struct.unpack_from("<4I", data, 54)
     elif comp in (4, 5):
-        # The pixel data is a whole JPEG or PNG stream.
-        return _decode_any(bytes(data[offset:]), limits)
+        # The pixel data is a whole JPEG or PNG stream (only those: no nesting of BMPs).
+        payload = bytes(data[offset:])
+        if comp == 4 and payload[:2] == b"\xff\xd8":
+            from onnxcore.runtime.ops._image_jpeg import decode_jpeg
+
+            return decode_jpeg(payload, limits)
+        if comp == 5 and payload[:8] == b"\x89PNG\r\n\x1a\n":
+            from onnxcore.runtime.ops._image_png import decode_png
+
+            return decode_png(payload, limits)
+        raise CorruptImage("BMP with JPEG/PNG compression but no such stream")
     elif comp not in (0, 1, 2):
         raise EvaluationError(f"BMP compression {comp} decoding is not implemented")
     palette = None
