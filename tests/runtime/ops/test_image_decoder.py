@@ -515,6 +515,30 @@ def test_tiff_written_by_libtiff(tmp_path: Path, options: list[str]) -> None:
     assert np.array_equal(decode_image(dst.read_bytes()), img)
 
 
+@pytest.mark.skipif(not (_TIFFCP and shutil.which("tiff2rgba")), reason="libtiff's tiffcp/tiff2rgba not installed")
+@pytest.mark.parametrize(
+    ("options", "gray"),
+    [
+        (["-c", "jpeg", "-r", "16"], False),
+        (["-c", "jpeg:r", "-r", "8"], False),
+        (["-c", "jpeg", "-t"], False),
+        (["-c", "jpeg", "-r", "8"], True),
+    ],
+)
+def test_tiff_jpeg_against_libtiff(tmp_path: Path, options: list[str], gray: bool) -> None:
+    # JPEG-in-TIFF (YCbCr 4:2:0 strips, RGB strips, tiles, grey) against libtiff's own RGBA decode.
+    img = _rgb_image(37, 45, 5)
+    src, dst, ref = tmp_path / "in.tif", tmp_path / "out.tif", tmp_path / "ref.tif"
+    src.write_bytes(_tiff(img[..., :1], 8, 1) if gray else _tiff(img, 8, 2))
+    assert _TIFFCP
+    subprocess.run([_TIFFCP, *options, str(src), str(dst)], check=True, capture_output=True)
+    subprocess.run(["tiff2rgba", "-c", "none", str(dst), str(ref)], check=True, capture_output=True)
+    expected = decode_image(ref.read_bytes())  # uncompressed RGBA, read by the plain path
+    pf = "Grayscale" if gray else "RGB"
+    out = decode_image(dst.read_bytes(), pf)
+    assert np.array_equal(out, expected[..., :1] if gray else expected)
+
+
 def test_tiff_palette_and_alpha() -> None:
     rng = np.random.default_rng(9)
     cmap = rng.integers(0, 65536, (256, 3))
@@ -525,12 +549,16 @@ def test_tiff_palette_and_alpha() -> None:
     assert np.array_equal(decode_image(_tiff(rgba, 8, 2, compression=5)), rgba[..., :3])
 
 
-def test_tiff_refusals() -> None:
+@pytest.mark.parametrize("compression", [2, 6, 34712])  # CCITT RLE, old-style JPEG, JPEG 2000
+def test_tiff_refusals(compression: int) -> None:
     data = bytearray(_tiff(_rgb_image(4, 4), 8, 2))
     i = data.find(struct.pack("<HHI", 259, 3, 1))
-    data[i + 8 : i + 10] = struct.pack("<H", 7)  # JPEG-in-TIFF
-    with pytest.raises(EvaluationError, match="TIFF compression 7 decoding is not implemented"):
+    data[i + 8 : i + 10] = struct.pack("<H", compression)
+    with pytest.raises(EvaluationError, match=f"TIFF compression {compression} decoding is not implemented"):
         decode_image(bytes(data))
+    # A JPEG-compressed strip that is no JPEG stream: empty.
+    data[i + 8 : i + 10] = struct.pack("<H", 7)
+    assert decode_image(bytes(data)).shape == (0, 0, 3)
 
 
 # ----------------------------------------------------------------------------------------------- JPEG

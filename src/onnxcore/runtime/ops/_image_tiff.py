@@ -1,9 +1,10 @@
 """TIFF decoding for ImageDecoder (private): first image (IFD) of a classic TIFF, in strips or tiles.
 
-Compression: none, LZW, Deflate (Adobe and old), PackBits; horizontal-differencing predictor;
+Compression: none, LZW, Deflate (Adobe and old), PackBits, JPEG (TIFF 6 technote 2: each strip or tile a
+JPEG stream, YCbCr converted by the JPEG decoder); horizontal-differencing predictor;
 photometric WhiteIsZero, BlackIsZero, RGB and palette; 1/2/4/8/16-bit samples, chunky or planar.
-JPEG/CCITT compression, CMYK/YCbCr/Lab photometrics and float samples are refused as not
-implemented.
+Old-style JPEG and CCITT compression, CMYK/Lab photometrics, YCbCr outside JPEG and float samples are
+refused as not implemented.
 """
 
 from __future__ import annotations
@@ -127,6 +128,17 @@ def _check_tables(offsets: tuple[int, ...], counts: tuple[int, ...], n: int) -> 
         raise CorruptImage("TIFF strip/tile tables")
 
 
+def _jpeg_segment(tags: dict[int, tuple[int, ...]], src: bytes, limits: Limits | None) -> np.ndarray:
+    from onnxcore.runtime.ops._image_jpeg import decode_jpeg
+
+    tables = bytes(tags.get(347, ()))
+    if tables[:2] == b"\xff\xd8" and tables[-2:] == b"\xff\xd9" and src[:2] == b"\xff\xd8":
+        src = tables[:-2] + src[2:]  # abbreviated stream: the tables go in front of its frame
+    if src[:2] != b"\xff\xd8":
+        raise CorruptImage("TIFF JPEG strip without SOI")
+    return decode_jpeg(src, limits)
+
+
 def decode_tiff(data: bytes, limits: Limits | None) -> np.ndarray:
     """Decode the first image of a TIFF stream to uint8 (H, W, 1) or (H, W, 3)."""
     bo = "<" if data[:2] == b"II" else ">"
@@ -139,8 +151,14 @@ def decode_tiff(data: bytes, limits: Limits | None) -> np.ndarray:
     photo = _one(tags, 262, 1 if spp < 3 else 2)
     planar = _one(tags, 284, 1)
     predictor = _one(tags, 317, 1)
-    if comp not in (1, 5, 8, 32946, 32773):
+    if comp not in (1, 5, 7, 8, 32946, 32773):
         raise EvaluationError(f"TIFF compression {comp} decoding is not implemented")
+    if comp == 7:
+        # Each strip/tile is a JPEG stream (sharing the JPEGTables tag's tables), decoded to RGB or
+        # grey by libjpeg's rules, as libtiff does in its RGB colour mode.
+        if bps != 8 or planar != 1 or photo not in (0, 1, 2, 6):
+            raise EvaluationError("TIFF with JPEG compression of this sample layout: decoding is not implemented")
+        photo = 2 if photo == 6 else photo
     if photo not in (0, 1, 2, 3):
         raise EvaluationError(f"TIFF photometric interpretation {photo} decoding is not implemented")
     if _one(tags, 339, 1) not in (1, 2) or _one(tags, 266, 1) != 1:
@@ -175,6 +193,9 @@ def decode_tiff(data: bytes, limits: Limits | None) -> np.ndarray:
         rowbytes = (cols * lane * bps + 7) // 8
         need = rows * rowbytes
         src = data[offsets[k] : offsets[k] + counts[k]]
+        if comp == 7:
+            decoded.append(_jpeg_segment(tags, src, limits))
+            continue
         if comp == 1:
             raw = src[:need]
             if len(raw) < need:
@@ -193,7 +214,7 @@ def decode_tiff(data: bytes, limits: Limits | None) -> np.ndarray:
         decoded.append(samples)
     plane_imgs = []
     for p in range(planes):
-        canvas = np.zeros((h, w, lane), dtype=decoded[0].dtype)
+        canvas = np.zeros((h, w, decoded[0].shape[2]), dtype=decoded[0].dtype)
         for (top, left, _, _), samples in zip(segs, decoded[p * len(segs) : (p + 1) * len(segs)]):
             part = samples[: h - top, : w - left]  # edge tiles are padded
             canvas[top : top + part.shape[0], left : left + part.shape[1]] = part
