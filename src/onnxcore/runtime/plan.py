@@ -17,11 +17,9 @@ lookups by name.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from onnxcore.errors import EvaluationError, LimitError, OnnxCoreError, ValidationError
 from onnxcore.limits import Limits
@@ -29,7 +27,8 @@ from onnxcore.proto import AttributeProto, FunctionProto, GraphProto, NodeProto,
 from onnxcore.runtime.attrs import attribute_value, constant_array
 from onnxcore.runtime.codegen import MAX_STEPS, generate
 from onnxcore.runtime.functions import FunctionBody, bind_attribute_refs, norm_domain
-from onnxcore.runtime.registry import NONDETERMINISTIC, KernelContext, KernelDef, kernel_versions, lookup
+from onnxcore.runtime.optimize import cse_key, fold_constants, fuse_conv_batchnorm
+from onnxcore.runtime.registry import KernelContext, KernelDef, kernel_versions, lookup
 
 __all__ = ["CompileEnv", "GraphIR", "Plan", "compile_graph", "compile_function", "describe_value"]
 
@@ -255,7 +254,7 @@ class Plan:
         variable = set(ir.input_names) if fed is None else {n for n in ir.input_names if n in fed or n not in inits}
         if not keep_all:
             # Clause 8.2 permits fusing: an inference BatchNormalization goes into the Conv before it.
-            nodes = _fuse_conv_batchnorm(nodes, inits, variable, outputs)
+            nodes = fuse_conv_batchnorm(nodes, inits, variable, outputs)
         for name, value in inits.items():
             if name in slots:
                 template[slots[name]] = value
@@ -265,7 +264,7 @@ class Plan:
 
         # Clause 8.2: a node computed from constants alone is evaluated once, when the plan is made, and its
         # outputs become constants (not in debugging mode, where every node runs).
-        folded = set() if keep_all else _fold_constants(nodes, inits, variable, new_slot)
+        folded = set() if keep_all else fold_constants(nodes, inits, variable, new_slot)
 
         # Clause 8.2: a node none of whose outputs is needed is not evaluated.
         needed = set(outputs)
@@ -290,7 +289,7 @@ class Plan:
             # Clause 8.2 permits fusing computations: a deterministic node that repeats an earlier one
             # (same implementation, inputs and attributes) reuses its outputs instead of running again.
             # In debugging mode (keep_all) every node runs, so each intermediate is its own.
-            key = None if keep_all else _cse_key(bn, ins)
+            key = None if keep_all else cse_key(bn, ins)
             if key is not None:
                 first = seen.get(key)
                 if first is not None and len(first.outputs) == len(bn.outputs):
@@ -483,146 +482,6 @@ class _SubgraphCall:
 
         ctx = KernelContext(run_subgraph=run_subgraph, **self.ctx_args)
         return self.fn(ctx, *args[: self.n_in], **kw)
-
-
-# A folded value larger than this stays a run-time computation (it would be held for the session's life).
-FOLD_LIMIT_BYTES = 1 << 26
-
-
-def _fold_constants(
-    nodes: Sequence[BoundNode], inits: Mapping[str, Any], inputs: Collection[str], new_slot: Callable[[str, Any], int]
-) -> set[int]:
-    """Evaluate the nodes whose inputs are all constants; return their indices.
-
-    Constants are initializers that are not graph inputs (an input's initializer is only a default, 7.2)
-    and outputs of nodes folded before. Random operators, nodes with subgraphs or enclosing-scope values, and
-    nodes that fail are left to run time (a failure is then reported with the node, as usual).
-    """
-    const = {n: v for n, v in inits.items() if n not in inputs}
-    folded: set[int] = set()
-    for k, bn in enumerate(nodes):
-        node = bn.node
-        if bn.call is None or bn.outer or node.op_type in NONDETERMINISTIC or node.op_type == "Dropout":
-            continue
-        if any(a.g is not None or a.graphs for a in node.attribute):
-            continue
-        if any(n and n not in const for n in bn.inputs):
-            continue
-        try:
-            with np.errstate(all="ignore"):
-                res = bn.call(*[const[n] if n else None for n in bn.inputs], **bn.kw)
-        except Exception:
-            continue
-        values = res if type(res) is tuple else (res,)
-        named = [(j, o) for j, o in enumerate(bn.outputs) if o]
-        if any(j >= len(values) for j, _ in named):
-            continue
-        if any(isinstance(values[j], np.ndarray) and values[j].nbytes > FOLD_LIMIT_BYTES for j, _ in named):
-            continue
-        for j, o in named:
-            v = values[j]
-            if isinstance(v, np.ndarray) and v.flags.writeable:
-                v.flags.writeable = False  # shared by every run: the session copies it for the caller
-            const[o] = v
-            new_slot(o, v)
-        folded.add(k)
-    return folded
-
-
-def _fuse_conv_batchnorm(
-    nodes: list[BoundNode], inits: dict[str, Any], inputs: Collection[str], outputs: Sequence[str]
-) -> list[BoundNode]:
-    """Fold each inference BatchNormalization whose input only a Conv with constant weights produces.
-
-    The Conv gets new constant weights and bias (added to ``inits``) and produces the BatchNormalization's
-    output; the BatchNormalization is dropped. Results agree to rounding (Clause 11.4 permits it).
-    """
-    from onnxcore.runtime.ops.conv import fold_batch_norm
-
-    const = {n: v for n, v in inits.items() if n not in inputs}
-    uses: dict[str, int] = {}
-    for bn in nodes:
-        for n in (*bn.inputs, *bn.outer):
-            if n:
-                uses[n] = uses.get(n, 0) + 1
-    for o in outputs:
-        uses[o] = uses.get(o, 0) + 1
-    producer = {o: k for k, bn in enumerate(nodes) for o in bn.outputs if o}
-    drop: set[int] = set()
-    for k, bnorm in enumerate(nodes):
-        node = bnorm.node
-        if node.op_type != "BatchNormalization" or node.domain not in ("", "ai.onnx") or bnorm.call is None:
-            continue
-        # Versions 1 and 6 train by default (is_test=0); from 7 a single output means inference.
-        if bnorm.since < 7 or bnorm.kw.get("training_mode", 0) or bnorm.kw.get("spatial", 1) != 1:
-            continue
-        named = [o for o in bnorm.outputs if o]
-        if len(named) != 1 or not bnorm.outputs[0] or len(bnorm.inputs) != 5:
-            continue
-        if any(x not in const or not isinstance(const[x], np.ndarray) for x in bnorm.inputs[1:]):
-            continue
-        src = bnorm.inputs[0]
-        j = producer.get(src)
-        if j is None or uses.get(src) != 1:
-            continue
-        conv = nodes[j]
-        cn = conv.node
-        if cn.op_type != "Conv" or cn.domain not in ("", "ai.onnx") or conv.call is None or conv.outer:
-            continue
-        if len([o for o in conv.outputs if o]) != 1 or len(conv.inputs) < 2 or conv.inputs[1] not in const:
-            continue
-        bias_name = conv.inputs[2] if len(conv.inputs) > 2 else ""
-        if bias_name and bias_name not in const:
-            continue
-        w = const[conv.inputs[1]]
-        if not isinstance(w, np.ndarray) or w.dtype not in (np.float32, np.float64) or w.ndim < 3:
-            continue
-        scale, shift, mean, var = (const[x] for x in bnorm.inputs[1:])
-        if any(a.size != w.shape[0] for a in (scale, shift, mean, var)):
-            continue
-        w2, b2 = fold_batch_norm(
-            w, const[bias_name] if bias_name else None, scale, shift, mean, var, float(bnorm.kw.get("epsilon", 1e-5))
-        )
-        out = bnorm.outputs[0]
-        wname, bname = f"{out}\x00fused_w", f"{out}\x00fused_b"  # a NUL never occurs in a model's names
-        for name, value in ((wname, w2), (bname, b2)):
-            value.flags.writeable = False
-            inits[name] = value
-        fused = BoundNode(conv.index, cn, conv.call, conv.kw, conv.outer)
-        fused.inputs = [conv.inputs[0], wname, bname]
-        fused.outputs = [out]
-        fused.since = conv.since
-        fused.may_tuple = conv.may_tuple
-        nodes[j] = fused
-        drop.add(k)
-    return [bn for k, bn in enumerate(nodes) if k not in drop]
-
-
-def _freeze(v: Any) -> Any:
-    if isinstance(v, np.ndarray):
-        return ("nd", v.dtype.str, v.shape, v.tobytes()) if v.dtype != object else ("obj", id(v))
-    if isinstance(v, list | tuple):
-        return tuple(_freeze(x) for x in v)
-    if isinstance(v, int | float | str | bytes | bool) or v is None:
-        return (type(v).__name__, v)
-    return ("id", id(v))
-
-
-def _cse_key(bn: BoundNode, ins: list[int]) -> tuple[Any, ...] | None:
-    """The identity of a node's computation, or None when it must not be merged with another."""
-    node = bn.node
-    # Dropout is random in training mode; the random operators always (Clause 8.5).
-    if bn.call is None or node.op_type in NONDETERMINISTIC or node.op_type == "Dropout" or bn.outer:
-        return None
-    if any(a.g is not None or a.graphs for a in node.attribute):
-        return None
-    try:
-        attrs = tuple(sorted((k, _freeze(v)) for k, v in bn.kw.items()))
-        key = (bn.call, node.domain, node.op_type, tuple(ins), attrs)
-        hash(key)
-    except TypeError:
-        return None
-    return key
 
 
 def _graph_types(g: GraphProto | FunctionProto) -> dict[str, TypeProto]:
