@@ -35,7 +35,8 @@ class Comparison:
         ok: Whether the values agree within tolerance.
         reason: Why not (empty when ok).
         max_abs: Largest absolute error over floating-point elements (0 for exact types).
-        max_rel: Largest relative error (``|a - e| / |e|`` over elements with ``e != 0``).
+        max_rel: Largest relative error (``|a - e| / |e|`` over elements with ``|e| > atol / rtol``, where
+            the relative criterion governs).
         where: Index of the worst element, as text.
         dtype: The expected element dtype name.
     """
@@ -107,7 +108,9 @@ def _tensor(actual: Any, expected: np.ndarray, rtol: float, atol: float) -> Comp
         err = np.where(both_nan | same_inf, 0.0, err)
         err = np.where(np.isnan(err), np.inf, err)
         tol = atol + rtol * np.abs(np.where(np.isfinite(e), e, 0.0))
-        rel = np.where(np.abs(e) > 0, err / np.where(np.abs(e) > 0, np.abs(e), 1.0), 0.0)
+        # Relative error where the relative criterion governs (|e| beyond atol/rtol); near zero only atol does.
+        big = np.abs(e) > atol / rtol
+        rel = np.where(big, err / np.where(big, np.abs(e), 1.0), 0.0)
     bad = err > tol
     worst = int(np.argmax(err))
     comp = Comparison(
