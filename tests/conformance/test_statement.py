@@ -46,7 +46,7 @@ def test_statement_has_every_item_of_table_a1(package_results: list[CaseResult])
     assert st["test_package"]["cases"] == len(package_results)
     totals = st["test_package"]["totals"]
     assert sum(totals.values()) == len(package_results)
-    assert st["tolerances"]["achieved_by_element_type"]["float32"]["cases"] > 100
+    assert st["tolerances"]["achieved_by_element_type"]["FLOAT"]["cases"] > 100
     assert json.loads(json.dumps(st)) == st
 
 
