@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import corpus
@@ -50,14 +51,28 @@ def test_statement_has_every_item_of_table_a1(package_results: list[CaseResult])
     assert json.loads(json.dumps(st)) == st
 
 
+_BIN = re.compile(r"<= (1e[+-]\d+|0)")
+
+
+def _exponent(cell: str) -> int:
+    return -99 if cell == "0" else int(cell[2:])
+
+
 def test_docs_conformance_md_is_current(package_results: list[CaseResult]) -> None:
-    """docs/conformance.md is what `onnxcore statement --markdown` generates from this code."""
+    """docs/conformance.md is what `onnxcore statement --markdown` generates from this code.
+
+    The measured error bounds may differ by one power of ten between processors (BLAS kernels round
+    differently); everything else must match exactly.
+    """
     expected = render_markdown(build_statement(package_results))
-    if DOC.read_text(encoding="utf-8") != expected:
+    committed = DOC.read_text(encoding="utf-8")
+    if _BIN.sub("<= N", committed) != _BIN.sub("<= N", expected):
         pytest.fail(
             "docs/conformance.md is stale: regenerate it with `onnxcore statement --markdown "
             "--package .cache/onnx-1.23.2/node --output docs/conformance.md`"
         )
+    for ours, theirs in zip(_BIN.findall(committed), _BIN.findall(expected)):
+        assert abs(_exponent(ours) - _exponent(theirs)) <= 1 or ("0" in (ours, theirs) and ours == theirs)
 
 
 def test_conformance_command_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
