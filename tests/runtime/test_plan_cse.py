@@ -110,3 +110,34 @@ def test_initializer_that_is_an_input_is_not_folded() -> None:
     s = onnxcore.Session(m.SerializeToString())
     np.testing.assert_array_equal(s.run(None, {})[0], -np.arange(6, dtype=np.float32).reshape(2, 3))
     np.testing.assert_array_equal(s.run(None, {"w": np.ones((2, 3), np.float32)})[0], -np.ones((2, 3)))
+
+
+@kernel("CountedAdd", 1, domain=DOMAIN)
+def _counted_add(x: np.ndarray, c: np.ndarray) -> np.ndarray:
+    CALLS["n"] += 1
+    return x + c
+
+
+@pytest.mark.parametrize(("second", "calls"), [([1.0, 2.0, 3.0], 1), ([1.0, 2.0, 4.0], 2)])
+def test_equal_constants_make_equal_computations(second: list[float], calls: int) -> None:
+    c1 = h.make_tensor("c1", TP.FLOAT, [3], [1.0, 2.0, 3.0])
+    c2 = h.make_tensor("c2", TP.FLOAT, [3], second)
+    nodes = [
+        h.make_node("CountedAdd", ["x", "c1"], ["a"], domain=DOMAIN),
+        h.make_node("CountedAdd", ["x", "c2"], ["b"], domain=DOMAIN),
+        h.make_node("Sub", ["a", "b"], ["y"]),
+    ]
+    g = h.make_graph(
+        nodes,
+        "g",
+        [h.make_tensor_value_info("x", TP.FLOAT, [2, 3])],
+        [h.make_tensor_value_info("y", TP.FLOAT, [2, 3])],
+        [c1, c2],
+    )
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 22), h.make_opsetid(DOMAIN, 1)])
+    m.ir_version = 10
+    s = onnxcore.Session(m.SerializeToString())
+    before = CALLS["n"]
+    y = s.run(None, {"x": np.ones((2, 3), np.float32)})[0]
+    assert CALLS["n"] - before == calls
+    np.testing.assert_array_equal(y, np.array([1.0, 2.0, 3.0], np.float32) - np.array(second, np.float32))

@@ -144,8 +144,24 @@ def _freeze(v: Any) -> Any:
     return ("id", id(v))
 
 
-def cse_key(bn: BoundNode, ins: list[int]) -> tuple[Any, ...] | None:
-    """The identity of a node's computation, or None when it must not be merged with another."""
+# Small constants are compared by value, so that two nodes reading equal constants (say two axes
+# initializers holding [1]) count as the same computation; larger ones by identity (their slot).
+_SMALL_CONSTANT = 4096
+
+
+def input_token(slot: int, constants: Mapping[int, Any]) -> Any:
+    """How an input takes part in a node's identity: its constant value when small, else its slot."""
+    v = constants.get(slot)
+    if isinstance(v, np.ndarray) and v.size <= _SMALL_CONSTANT and v.dtype != object:
+        return ("c", v.dtype.str, v.shape, v.tobytes())
+    return slot
+
+
+def cse_key(bn: BoundNode, ins: list[Any]) -> tuple[Any, ...] | None:
+    """The identity of a node's computation, or None when it must not be merged with another.
+
+    ``ins`` are the inputs' tokens (:func:`input_token`).
+    """
     node = bn.node
     # Dropout is random in training mode; the random operators always (Clause 8.5).
     if bn.call is None or node.op_type in NONDETERMINISTIC or node.op_type == "Dropout" or bn.outer:

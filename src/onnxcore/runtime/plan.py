@@ -27,7 +27,7 @@ from onnxcore.proto import AttributeProto, FunctionProto, GraphProto, NodeProto,
 from onnxcore.runtime.attrs import attribute_value, constant_array
 from onnxcore.runtime.codegen import MAX_STEPS, generate
 from onnxcore.runtime.functions import FunctionBody, bind_attribute_refs, norm_domain
-from onnxcore.runtime.optimize import cse_key, fold_constants, fuse_conv_batchnorm
+from onnxcore.runtime.optimize import cse_key, fold_constants, fuse_conv_batchnorm, input_token
 from onnxcore.runtime.registry import KernelContext, KernelDef, kernel_versions, lookup
 
 __all__ = ["CompileEnv", "GraphIR", "Plan", "compile_graph", "compile_function", "describe_value"]
@@ -265,6 +265,10 @@ class Plan:
         # Clause 8.2: a node computed from constants alone is evaluated once, when the plan is made, and its
         # outputs become constants (not in debugging mode, where every node runs).
         folded = set() if keep_all else fold_constants(nodes, inits, variable, new_slot)
+        # Slots holding the same value on every run: constant initializers and folded outputs.
+        constants = {slots[n]: template[slots[n]] for n in inits if n not in variable}
+        for k in folded:
+            constants.update((slots[o], template[slots[o]]) for o in nodes[k].outputs if o)
 
         # Clause 8.2: a node none of whose outputs is needed is not evaluated.
         needed = set(outputs)
@@ -289,7 +293,7 @@ class Plan:
             # Clause 8.2 permits fusing computations: a deterministic node that repeats an earlier one
             # (same implementation, inputs and attributes) reuses its outputs instead of running again.
             # In debugging mode (keep_all) every node runs, so each intermediate is its own.
-            key = None if keep_all else cse_key(bn, ins)
+            key = None if keep_all else cse_key(bn, [input_token(j, constants) for j in ins])
             if key is not None:
                 first = seen.get(key)
                 if first is not None and len(first.outputs) == len(bn.outputs):
