@@ -18,6 +18,8 @@ from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from onnxcore.conformance.compare import DEFAULT_ATOL, DEFAULT_RTOL, compare_type_and_shape, compare_values
 from onnxcore.runtime.registry import NONDETERMINISTIC
 
@@ -39,6 +41,8 @@ class CaseResult:
     where: str = ""
     output_dtypes: list[str] = field(default_factory=list)
     errors_by_dtype: dict[str, list[float]] = field(default_factory=dict)
+    # Narrow float outputs only: [ours vs float64 abs, rel, expected vs float64 abs, rel] (recompute.py).
+    recomputed_by_dtype: dict[str, list[float]] = field(default_factory=dict)
     seconds: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
@@ -149,6 +153,8 @@ def run_case(case: str | os.PathLike[str], *, rtol: float = DEFAULT_RTOL, atol: 
                     result.where = f"output {i} ({names[i]}) {c.where}"
                     result.detail = c.reason
         result.status = "pass" if ok else "fail"
+        if ok and not random_ops:
+            _measure_against_float64(result, model, path, names, session, atol, rtol)
     except Exception as e:  # a case that breaks us is reported, not raised
         result.status = "error"
         result.detail = f"{type(e).__name__}: {e}"
@@ -157,6 +163,50 @@ def run_case(case: str | os.PathLike[str], *, rtol: float = DEFAULT_RTOL, atol: 
     finally:
         result.seconds = time.perf_counter() - start
     return result
+
+
+def _deviation(a: np.ndarray, ref: np.ndarray, atol: float, rtol: float) -> tuple[float, float]:
+    a64 = a.astype(np.float64)
+    r64 = ref.astype(np.float64)
+    finite = np.isfinite(a64) & np.isfinite(r64)
+    if not finite.any():
+        return 0.0, 0.0
+    err = np.abs(a64[finite] - r64[finite])
+    mag = np.abs(r64)[finite]
+    big = mag > atol / rtol
+    rel = float(np.max(err[big] / mag[big])) if big.any() else 0.0
+    return float(err.max()), rel
+
+
+def _measure_against_float64(
+    result: CaseResult, model: Any, path: Path, names: list[str], session: Any, atol: float, rtol: float
+) -> None:
+    """For narrow float outputs, the error of ours and of the expected values against a float64 re-computation."""
+    from onnxcore.conformance.recompute import NARROW_FLOATS, recompute_float64
+    from onnxcore.types import ElementType
+
+    narrow = [
+        i
+        for i, vi in enumerate(model.graph.output)
+        if vi.type is not None and vi.type.tensor_type is not None and vi.type.tensor_type.elem_type in NARROW_FLOATS
+    ]
+    if not narrow:
+        return
+    for feeds, expected in load_case_values(path, model):
+        wide = recompute_float64(model, feeds, names)
+        if wide is None:
+            return
+        actual = session.run(names, feeds)
+        for i in narrow:
+            a, e, ref = actual[i], expected[i], wide[i]
+            if not all(isinstance(v, np.ndarray) for v in (a, e, ref)) or a.shape != ref.shape:
+                continue
+            ours = _deviation(a, ref, atol, rtol)
+            theirs = _deviation(e, ref, atol, rtol)
+            key = ElementType.from_dtype(e.dtype).name
+            row = result.recomputed_by_dtype.setdefault(key, [0.0, 0.0, 0.0, 0.0])
+            for j, v in enumerate((*ours, *theirs)):
+                row[j] = max(row[j], v)
 
 
 def _run_one(args: tuple[str, float, float]) -> CaseResult:
