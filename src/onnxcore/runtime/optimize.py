@@ -7,7 +7,7 @@ none changes a result beyond the rounding Clause 11.4 admits, and none applies i
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -25,9 +25,9 @@ FOLD_LIMIT_BYTES = 1 << 26
 
 
 def fold_constants(
-    nodes: Sequence[BoundNode], inits: Mapping[str, Any], inputs: Collection[str], new_slot: Callable[[str, Any], int]
-) -> set[int]:
-    """Evaluate the nodes whose inputs are all constants; return their indices.
+    nodes: Sequence[BoundNode], inits: Mapping[str, Any], inputs: Collection[str]
+) -> tuple[set[int], dict[str, Any]]:
+    """Evaluate the nodes whose inputs are all constants; return their indices and their outputs by name.
 
     Constants are initializers that are not graph inputs (an input's initializer is only a default, 7.2)
     and outputs of nodes folded before. Random operators, nodes with subgraphs or enclosing-scope values, and
@@ -35,6 +35,7 @@ def fold_constants(
     """
     const = {n: v for n, v in inits.items() if n not in inputs}
     folded: set[int] = set()
+    values_out: dict[str, Any] = {}
     for k, bn in enumerate(nodes):
         node = bn.node
         if bn.call is None or bn.outer or node.op_type in NONDETERMINISTIC or node.op_type == "Dropout":
@@ -59,23 +60,24 @@ def fold_constants(
             if isinstance(v, np.ndarray) and v.flags.writeable:
                 v.flags.writeable = False  # shared by every run: the session copies it for the caller
             const[o] = v
-            new_slot(o, v)
+            values_out[o] = v
         folded.add(k)
-    return folded
+    return folded, values_out
 
 
 def fuse_conv_batchnorm(
-    nodes: list[BoundNode], inits: dict[str, Any], inputs: Collection[str], outputs: Sequence[str]
-) -> list[BoundNode]:
+    nodes: list[BoundNode], const: Mapping[str, Any], outputs: Sequence[str]
+) -> tuple[list[BoundNode], dict[str, Any]]:
     """Fold each inference BatchNormalization whose input only a Conv with constant weights produces.
 
-    The Conv gets new constant weights and bias (added to ``inits``) and produces the BatchNormalization's
-    output; the BatchNormalization is dropped. Results agree to rounding (Clause 11.4 permits it).
+    ``const`` holds the values that are the same on every run (constant initializers, folded outputs). The
+    Conv gets new constant weights and bias (returned, by name) and produces the BatchNormalization's output;
+    the BatchNormalization is dropped. Results agree to rounding (Clause 11.4 permits it).
     """
     from onnxcore.runtime.ops.conv import fold_batch_norm
     from onnxcore.runtime.plan import BoundNode
 
-    const = {n: v for n, v in inits.items() if n not in inputs}
+    added: dict[str, Any] = {}
     uses: dict[str, int] = {}
     for bn in nodes:
         for n in (*bn.inputs, *bn.outer):
@@ -89,8 +91,10 @@ def fuse_conv_batchnorm(
         node = bnorm.node
         if node.op_type != "BatchNormalization" or node.domain not in ("", "ai.onnx") or bnorm.call is None:
             continue
-        # Versions 1 and 6 train by default (is_test=0); from 7 a single output means inference.
-        if bnorm.since < 7 or bnorm.kw.get("training_mode", 0) or bnorm.kw.get("spatial", 1) != 1:
+        # Versions 1 and 6 train unless is_test=1; from 7 a single output means inference (14: training_mode=0).
+        if bnorm.since < 7 and not bnorm.kw.get("is_test", 0):
+            continue
+        if bnorm.kw.get("training_mode", 0) or bnorm.kw.get("spatial", 1) != 1:
             continue
         named = [o for o in bnorm.outputs if o]
         if len(named) != 1 or not bnorm.outputs[0] or len(bnorm.inputs) != 5:
@@ -123,7 +127,7 @@ def fuse_conv_batchnorm(
         wname, bname = f"{out}\x00fused_w", f"{out}\x00fused_b"  # a NUL never occurs in a model's names
         for name, value in ((wname, w2), (bname, b2)):
             value.flags.writeable = False
-            inits[name] = value
+            added[name] = value
         fused = BoundNode(conv.index, cn, conv.call, conv.kw, conv.outer)
         fused.inputs = [conv.inputs[0], wname, bname]
         fused.outputs = [out]
@@ -131,7 +135,7 @@ def fuse_conv_batchnorm(
         fused.may_tuple = conv.may_tuple
         nodes[j] = fused
         drop.add(k)
-    return [bn for k, bn in enumerate(nodes) if k not in drop]
+    return [bn for k, bn in enumerate(nodes) if k not in drop], added
 
 
 def _freeze(v: Any) -> Any:

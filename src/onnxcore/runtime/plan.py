@@ -252,31 +252,31 @@ class Plan:
         nodes = list(ir.nodes)
         # Values that vary between runs: the inputs supplied; an input left to its initializer is constant.
         variable = set(ir.input_names) if fed is None else {n for n in ir.input_names if n in fed or n not in inits}
+        derived: dict[str, Any] = {}
         if not keep_all:
-            # Clause 8.2 permits fusing: an inference BatchNormalization goes into the Conv before it.
-            nodes = fuse_conv_batchnorm(nodes, inits, variable, outputs)
+            # Clause 8.2: a node computed from constants alone is evaluated once, when the plan is made, and its
+            # outputs become constants; then an inference BatchNormalization is fused into the Conv before it.
+            folded, derived = fold_constants(nodes, inits, variable)
+            nodes = [bn for k, bn in enumerate(nodes) if k not in folded]
+            const = {n: v for n, v in inits.items() if n not in variable} | derived
+            nodes, fused = fuse_conv_batchnorm(nodes, const, outputs)
+            derived |= fused
         for name, value in inits.items():
             if name in slots:
                 template[slots[name]] = value
             else:
                 new_slot(name, value)
+        for name, value in derived.items():
+            new_slot(name, value)
         self.outer_slots = [(n, new_slot(n)) for n in ir.free_names]
-
-        # Clause 8.2: a node computed from constants alone is evaluated once, when the plan is made, and its
-        # outputs become constants (not in debugging mode, where every node runs).
-        folded = set() if keep_all else fold_constants(nodes, inits, variable, new_slot)
-        # Slots holding the same value on every run: constant initializers and folded outputs.
-        constants = {slots[n]: template[slots[n]] for n in inits if n not in variable}
-        for k in folded:
-            constants.update((slots[o], template[slots[o]]) for o in nodes[k].outputs if o)
+        # Slots holding the same value on every run: constant initializers and values derived from them.
+        constants = {slots[n]: template[slots[n]] for n in (*inits, *derived) if n not in variable}
 
         # Clause 8.2: a node none of whose outputs is needed is not evaluated.
         needed = set(outputs)
         live = [keep_all] * len(nodes)
         if not keep_all:
             for k in range(len(nodes) - 1, -1, -1):
-                if k in folded:
-                    continue
                 bn = nodes[k]
                 if any(o in needed for o in bn.outputs if o):
                     live[k] = True
