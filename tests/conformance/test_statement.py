@@ -84,3 +84,19 @@ def test_conformance_command_json(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert code == (0 if all(r["status"] in ("pass", "unsupported") for r in records) else 1)
     text = capsys.readouterr().out
     assert f"{len(names)} cases:" in text and "Relu" in text
+
+
+def test_generate_writes_the_node_package(tmp_path: Path) -> None:
+    """`onnxcore conformance --generate` writes the same cases the test suite's own generation found."""
+    assert main(["conformance", str(tmp_path), "--generate"]) == 0
+    written = {p.name for p in (tmp_path / "node").iterdir() if (p / "model.onnx").exists()}
+    assert written == {c.name for c in corpus.node_case_dirs()}
+
+
+def test_parallel_run_gives_the_same_records(tmp_path: Path) -> None:
+    one, two = tmp_path / "one.json", tmp_path / "two.json"
+    node_dir = str(corpus.node_cases_dir())
+    main(["conformance", node_dir, "--filter", "test_add*", "--json", str(one)])
+    main(["conformance", node_dir, "--filter", "test_add*", "--json", str(two), "--jobs", "2"])
+    strip = lambda recs: [{k: v for k, v in r.items() if k != "seconds"} for r in recs]  # noqa: E731
+    assert strip(json.loads(one.read_text())) == strip(json.loads(two.read_text()))
