@@ -241,126 +241,124 @@ def _decode_packed(buf: Buffer, op: int, a: int, b: int, name: str) -> list[Any]
 
 
 def _decode_into(obj: Message, buf: Buffer, pos: int, end: int, depth: int, max_depth: int) -> None:
-    cls = type(obj)
-    table = _DECODE_TABLES[cls]
-    while pos < end:
-        key_pos = pos
-        c = buf[pos]
-        if c < 0x80:
-            key = c
+    """Decode the fields in ``buf[pos:end]`` into ``obj`` (the generated decoder of its class)."""
+    _DECODERS[type(obj)](obj, buf, pos, end, depth, max_depth)
+
+
+def _one_field(
+    obj: Message, key: int, key_pos: int, buf: Buffer, pos: int, end: int, depth: int, max_depth: int
+) -> int:
+    """Decode one field whose key was read (any form, any field); return the position after it."""
+    entry = _DECODE_TABLES[type(obj)].get(key)
+    if entry is None:
+        return _unknown_field(obj, buf, key, key_pos, pos, end)
+    op, name, bit, sub, others = entry
+    if op <= _RAW:
+        c = buf[pos] if pos < end else 0x80
+        if c < 0x80 and pos + 1 + c <= end:
+            a = pos + 1
+            b = a + c
+        else:
+            a, b = read_length(buf, pos, end)
+        pos = b
+        if op == _R_STR:
+            try:
+                getattr(obj, name).append(str(buf[a:b], "utf-8"))
+            except UnicodeDecodeError as e:
+                raise _utf8_error(e, a, name) from None
+        elif op == _R_MSG:
+            lst = getattr(obj, name)
+            child = sub()
+            if depth >= max_depth:
+                raise DecodeLimitError(f"messages nested deeper than {max_depth} levels (Clause 15.4)", a, name)
+            try:
+                _decode_into(child, buf, a, b, depth + 1, max_depth)
+            except DecodeError as e:
+                e.add_parent(f"{name}[{len(lst)}]")
+                raise
+            lst.append(child)
+        elif op == _STR:
+            try:
+                setattr(obj, name, str(buf[a:b], "utf-8"))
+            except UnicodeDecodeError as e:
+                raise _utf8_error(e, a, name) from None
+            obj._present |= bit
+            if others:
+                _clear_others(obj, others)
+        elif op == _MSG:
+            child = getattr(obj, name)
+            if child is None:
+                child = sub()
+                setattr(obj, name, child)
+            if others:
+                _clear_others(obj, others)
+            if depth >= max_depth:
+                raise DecodeLimitError(f"messages nested deeper than {max_depth} levels (Clause 15.4)", a, name)
+            try:
+                # A message field given twice is merged field by field (Clause 12.3.2).
+                _decode_into(child, buf, a, b, depth + 1, max_depth)
+            except DecodeError as e:
+                e.add_parent(name)
+                raise
+        elif op == _RAW:
+            setattr(obj, name, buf[a:b])
+            obj._present |= bit
+        elif op == _BYT:
+            setattr(obj, name, bytes(buf[a:b]))
+            obj._present |= bit
+        else:
+            getattr(obj, name).append(bytes(buf[a:b]))
+        return pos
+    if op <= _R_U64:
+        vpos = pos
+        if pos < end and buf[pos] < 0x80:
+            v = buf[pos]
             pos += 1
         else:
-            key, pos = read_varint(buf, pos, end)
-        entry = table.get(key)
-        if entry is None:
-            pos = _unknown_field(obj, buf, key, key_pos, pos, end)
-            continue
-        op, name, bit, sub, others = entry
-        if op <= _RAW:
-            c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
-                a, b = read_length(buf, pos, end)
-            pos = b
-            if op == _R_STR:
-                try:
-                    getattr(obj, name).append(str(buf[a:b], "utf-8"))
-                except UnicodeDecodeError as e:
-                    raise _utf8_error(e, a, name) from None
-            elif op == _R_MSG:
-                lst = getattr(obj, name)
-                child = sub()
-                if depth >= max_depth:
-                    raise DecodeLimitError(f"messages nested deeper than {max_depth} levels (Clause 15.4)", a, name)
-                try:
-                    _decode_into(child, buf, a, b, depth + 1, max_depth)
-                except DecodeError as e:
-                    e.add_parent(f"{name}[{len(lst)}]")
-                    raise
-                lst.append(child)
-            elif op == _STR:
-                try:
-                    setattr(obj, name, str(buf[a:b], "utf-8"))
-                except UnicodeDecodeError as e:
-                    raise _utf8_error(e, a, name) from None
-                obj._present |= bit
-                if others:
-                    _clear_others(obj, others)
-            elif op == _MSG:
-                child = getattr(obj, name)
-                if child is None:
-                    child = sub()
-                    setattr(obj, name, child)
-                if others:
-                    _clear_others(obj, others)
-                if depth >= max_depth:
-                    raise DecodeLimitError(f"messages nested deeper than {max_depth} levels (Clause 15.4)", a, name)
-                try:
-                    # A message field given twice is merged field by field (Clause 12.3.2).
-                    _decode_into(child, buf, a, b, depth + 1, max_depth)
-                except DecodeError as e:
-                    e.add_parent(name)
-                    raise
-            elif op == _RAW:
-                setattr(obj, name, buf[a:b])
-                obj._present |= bit
-            elif op == _BYT:
-                setattr(obj, name, bytes(buf[a:b]))
-                obj._present |= bit
-            else:
-                getattr(obj, name).append(bytes(buf[a:b]))
-            continue
-        if op <= _R_U64:
-            vpos = pos
-            if pos < end and buf[pos] < 0x80:
-                v = buf[pos]
-                pos += 1
-            else:
-                v, pos = read_varint(buf, pos, end)
-            if op == _I64 or op == _R_I64:
-                if v >= _I64_LIM:
-                    v -= _U64
-            elif op == _I32 or op == _R_I32:
-                if v >= _I64_LIM:
-                    v -= _U64
-                if not _I32_MIN <= v < _I32_LIM:
-                    raise DecodeError(f"value {v} is outside the int32 range (Clause 12.2.3)", vpos, name)
-            if op >= _R_I64:
-                getattr(obj, name).append(v)
-            else:
-                setattr(obj, name, v)
-                obj._present |= bit
-                if others:
-                    _clear_others(obj, others)
-            continue
-        if op == _FLT or op == _R_FLT:
-            if pos + 4 > end:
-                raise DecodeError("truncated 32-bit value", pos, name)
-            fv = _f32(buf, pos)
-            pos += 4
-            if op == _FLT:
-                setattr(obj, name, fv)
-                obj._present |= bit
-            else:
-                getattr(obj, name).append(fv)
-            continue
-        if op == _DBL or op == _R_DBL:
-            if pos + 8 > end:
-                raise DecodeError("truncated 64-bit value", pos, name)
-            dv = _F64.unpack_from(buf, pos)[0]
-            pos += 8
-            if op == _DBL:
-                setattr(obj, name, dv)
-                obj._present |= bit
-            else:
-                getattr(obj, name).append(dv)
-            continue
-        # Packed repeated field (Clause 12.3.3); appended to what is there already.
-        a, b = read_length(buf, pos, end)
-        pos = b
-        getattr(obj, name).extend(_decode_packed(buf, op, a, b, name))
+            v, pos = read_varint(buf, pos, end)
+        if op == _I64 or op == _R_I64:
+            if v >= _I64_LIM:
+                v -= _U64
+        elif op == _I32 or op == _R_I32:
+            if v >= _I64_LIM:
+                v -= _U64
+            if not _I32_MIN <= v < _I32_LIM:
+                raise DecodeError(f"value {v} is outside the int32 range (Clause 12.2.3)", vpos, name)
+        if op >= _R_I64:
+            getattr(obj, name).append(v)
+        else:
+            setattr(obj, name, v)
+            obj._present |= bit
+            if others:
+                _clear_others(obj, others)
+        return pos
+    if op == _FLT or op == _R_FLT:
+        if pos + 4 > end:
+            raise DecodeError("truncated 32-bit value", pos, name)
+        fv = _f32(buf, pos)
+        pos += 4
+        if op == _FLT:
+            setattr(obj, name, fv)
+            obj._present |= bit
+        else:
+            getattr(obj, name).append(fv)
+        return pos
+    if op == _DBL or op == _R_DBL:
+        if pos + 8 > end:
+            raise DecodeError("truncated 64-bit value", pos, name)
+        dv = _F64.unpack_from(buf, pos)[0]
+        pos += 8
+        if op == _DBL:
+            setattr(obj, name, dv)
+            obj._present |= bit
+        else:
+            getattr(obj, name).append(dv)
+        return pos
+    # Packed repeated field (Clause 12.3.3); appended to what is there already.
+    a, b = read_length(buf, pos, end)
+    pos = b
+    getattr(obj, name).extend(_decode_packed(buf, op, a, b, name))
+    return pos
 
 
 def _unknown_field(obj: Message, buf: Buffer, key: int, key_pos: int, pos: int, end: int) -> int:
@@ -386,6 +384,139 @@ def _unknown_field(obj: Message, buf: Buffer, key: int, key_pos: int, pos: int, 
         obj._unknown = []
     obj._unknown.append((tag, buf[key_pos:npos]))
     return npos
+
+
+def _make_decoder(cls: type[Message]) -> Callable[[Message, Buffer, int, int, int, int], None]:
+    """A decoder specialised to ``cls``: the common field forms inline, the rest through :func:`_one_field`.
+
+    Inline: strings, embedded messages and varint scalars outside oneof groups, repeated strings and
+    messages, unpacked repeated varints. Everything else (packed forms, bytes, floats, oneof members,
+    unknown fields, wrong wire types) takes the generic path, which has the same semantics.
+    The generated source names only fields of Annex B (schema.py), never anything read from input.
+    """
+    spec = cls._SPEC
+    ns: dict[str, Any] = {
+        "read_varint": read_varint,
+        "read_length": read_length,
+        "one_field": _one_field,
+        "DecodeError": DecodeError,
+        "DecodeLimitError": DecodeLimitError,
+        "utf8_error": _utf8_error,
+        "I64_LIM": _I64_LIM,
+        "U64": _U64,
+        "I32_MIN": _I32_MIN,
+        "I32_LIM": _I32_LIM,
+        "DECODERS": _DECODERS,
+    }
+    body: list[str] = []
+    for f in spec.fields:
+        if f.oneof is not None:
+            continue
+        bit = 1 << f.index
+        if f.kind == "message":
+            key = (f.tag << 3) | WIRE_LEN
+            child = MESSAGE_CLASSES[f.type]
+            ns[f"new_{f.index}"] = _BLANK[child]
+            ns[f"cls_{f.index}"] = child
+            body.append(f"        elif key == {key}:")
+            body += _LEN_READ
+            if f.repeated:
+                body += [
+                    f"            lst = obj.{f.name}",
+                    f"            child = new_{f.index}()",
+                    "            if depth >= max_depth:",
+                    f"                raise DecodeLimitError(LIMIT_MSG % max_depth, a, {f.name!r})",
+                    "            try:",
+                    f"                DECODERS[cls_{f.index}](child, buf, a, b, depth + 1, max_depth)",
+                    "            except DecodeError as e:",
+                    f"                e.add_parent(f'{f.name}[{{len(lst)}}]')",
+                    "                raise",
+                    "            lst.append(child)",
+                ]
+            else:
+                body += [
+                    f"            child = obj.{f.name}",
+                    "            if child is None:",
+                    f"                child = obj.{f.name} = new_{f.index}()",
+                    "            if depth >= max_depth:",
+                    f"                raise DecodeLimitError(LIMIT_MSG % max_depth, a, {f.name!r})",
+                    "            try:",
+                    f"                DECODERS[cls_{f.index}](child, buf, a, b, depth + 1, max_depth)",
+                    "            except DecodeError as e:",
+                    f"                e.add_parent({f.name!r})",
+                    "                raise",
+                ]
+        elif f.type == "string":
+            key = (f.tag << 3) | WIRE_LEN
+            body.append(f"        elif key == {key}:")
+            body += _LEN_READ
+            store = f"obj.{f.name}.append(text)" if f.repeated else f"obj.{f.name} = text"
+            body += [
+                "            try:",
+                "                text = str(buf[a:b], 'utf-8')",
+                "            except UnicodeDecodeError as e:",
+                f"                raise utf8_error(e, a, {f.name!r}) from None",
+                f"            {store}",
+            ]
+            if not f.repeated:
+                body.append(f"            obj._present |= {bit}")
+        elif f.element_wire_type == WIRE_VARINT and (f.type in ("int64", "int32") or f.kind == "enum"):
+            key = (f.tag << 3) | WIRE_VARINT
+            body += [
+                f"        elif key == {key}:",
+                "            vpos = pos",
+                "            if pos < end and buf[pos] < 0x80:",
+                "                v = buf[pos]",
+                "                pos += 1",
+                "            else:",
+                "                v, pos = read_varint(buf, pos, end)",
+                "                if v >= I64_LIM:",
+                "                    v -= U64",
+            ]
+            if f.type != "int64":
+                body += [
+                    "                if not I32_MIN <= v < I32_LIM:",
+                    f"                    raise DecodeError(INT32_MSG % v, vpos, {f.name!r})",
+                ]
+            if f.repeated:
+                body.append(f"            obj.{f.name}.append(v)")
+            else:
+                body += [f"            obj.{f.name} = v", f"            obj._present |= {bit}"]
+    ns["LIMIT_MSG"] = "messages nested deeper than %d levels (Clause 15.4)"
+    ns["INT32_MSG"] = "value %d is outside the int32 range (Clause 12.2.3)"
+    lines = [
+        "def decode(obj, buf, pos, end, depth, max_depth):",
+        "    while pos < end:",
+        "        key_pos = pos",
+        "        c = buf[pos]",
+        "        if c < 0x80:",
+        "            key = c",
+        "            pos += 1",
+        "        else:",
+        "            key, pos = read_varint(buf, pos, end)",
+        "        if False:",
+        "            pass",
+        *body,
+        "        else:",
+        "            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth)",
+    ]
+    exec("\n".join(lines), ns)
+    decoder: Callable[[Message, Buffer, int, int, int, int], None] = ns["decode"]
+    return decoder
+
+
+_LEN_READ = [
+    "            c = buf[pos] if pos < end else 0x80",
+    "            if c < 0x80 and pos + 1 + c <= end:",
+    "                a = pos + 1",
+    "                b = a + c",
+    "            else:",
+    "                a, b = read_length(buf, pos, end)",
+    "            pos = b",
+]
+
+_DECODERS: dict[type[Message], Callable[[Message, Buffer, int, int, int, int], None]] = {}
+_DECODERS.update((cls, _make_decoder(cls)) for cls in MESSAGE_CLASSES.values())
 
 
 def decode_message(cls: type[M], data: Buffer, *, max_depth: int = DEFAULT_MAX_DEPTH) -> M:
