@@ -109,7 +109,7 @@ def _tensor(actual: Any, expected: np.ndarray, rtol: float, atol: float) -> Comp
         err = np.where(np.isnan(err), np.inf, err)
         tol = atol + rtol * np.abs(np.where(np.isfinite(e), e, 0.0))
         # Relative error where the relative criterion governs (|e| beyond atol/rtol); near zero only atol does.
-        big = np.abs(e) > atol / rtol
+        big = np.abs(e) > (atol / rtol if rtol > 0 else 0.0)
         rel = np.where(big, err / np.where(big, np.abs(e), 1.0), 0.0)
     bad = err > tol
     worst = int(np.argmax(err))

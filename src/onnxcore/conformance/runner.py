@@ -173,7 +173,7 @@ def _deviation(a: np.ndarray, ref: np.ndarray, atol: float, rtol: float) -> tupl
         return 0.0, 0.0
     err = np.abs(a64[finite] - r64[finite])
     mag = np.abs(r64)[finite]
-    big = mag > atol / rtol
+    big = mag > (atol / rtol if rtol > 0 else 0.0)
     rel = float(np.max(err[big] / mag[big])) if big.any() else 0.0
     return float(err.max()), rel
 
