@@ -7,6 +7,7 @@ repeated fields in the form Annex B records for them, then the unknown fields (C
 
 from __future__ import annotations
 
+import mmap
 import struct
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -301,7 +302,8 @@ def _one_field(
                 e.add_parent(name)
                 raise
         elif op == _RAW:
-            setattr(obj, name, buf[a:b])
+            # Zero-copy whatever ``buf`` is (a memoryview, or the bytes/mmap object behind one).
+            setattr(obj, name, memoryview(buf)[a:b])
             obj._present |= bit
         elif op == _BYT:
             setattr(obj, name, bytes(buf[a:b]))
@@ -519,6 +521,18 @@ _DECODERS: dict[type[Message], Callable[[Message, Buffer, int, int, int, int], N
 _DECODERS.update((cls, _make_decoder(cls)) for cls in MESSAGE_CLASSES.values())
 
 
+def _source(buf: memoryview) -> Buffer:
+    """The object to decode from: the bytes or mmap behind ``buf`` when it spans all of it, else ``buf``.
+
+    Slicing bytes or an mmap gives bytes, from which ``str`` decodes about twice as fast as from a
+    memoryview slice; strings are most of a large graph. ``raw_data`` stays a zero-copy view either way.
+    """
+    obj = buf.obj
+    if isinstance(obj, bytes | mmap.mmap) and buf.c_contiguous and len(obj) == buf.nbytes:
+        return obj
+    return buf
+
+
 def decode_message(cls: type[M], data: Buffer, *, max_depth: int = DEFAULT_MAX_DEPTH) -> M:
     """Decode ``data`` as one message of class ``cls``.
 
@@ -532,7 +546,7 @@ def decode_message(cls: type[M], data: Buffer, *, max_depth: int = DEFAULT_MAX_D
         buf = buf.cast("B")
     obj = cls()
     try:
-        _decode_into(obj, buf, 0, len(buf), 0, max_depth)
+        _decode_into(obj, _source(buf), 0, len(buf), 0, max_depth)
     except DecodeError as e:
         e.add_parent(cls._SPEC.name)
         raise

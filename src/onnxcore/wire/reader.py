@@ -7,6 +7,7 @@ errors name the byte offset in the whole input.
 
 from __future__ import annotations
 
+import mmap
 import struct
 from collections.abc import Iterator
 from typing import NamedTuple
@@ -25,7 +26,7 @@ __all__ = [
     "iter_fields",
 ]
 
-Buffer = bytes | bytearray | memoryview
+Buffer = bytes | bytearray | memoryview | mmap.mmap
 
 _U64_LIM = 1 << 64
 _F32 = struct.Struct("<I")
