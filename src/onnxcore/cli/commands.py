@@ -52,13 +52,6 @@ def _unreadable(path: str) -> bool:
         return True
 
 
-def _print_report(report: Any, as_json: bool) -> None:
-    if as_json:
-        print(report.to_json())
-    else:
-        print(report)
-
-
 def cmd_demo(args: argparse.Namespace) -> int:
     """Validate the bundled model, run it on four flowers, print the result."""
     import onnxcore
