@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 from typing import IO, TypeVar
 
-from onnxcore.errors import DecodeError, DecodeLimitError, OnnxCoreError
+from onnxcore.errors import DecodeLimitError, OnnxCoreError
 from onnxcore.limits import DEFAULT_LIMITS, Limits
 from onnxcore.proto.codec import DEFAULT_MAX_DEPTH, decode_message, encode_parts
 from onnxcore.proto.message import Message
@@ -207,6 +207,3 @@ def save(
         checksum=checksum,
         canonical=canonical,
     )
-
-
-_ = DecodeError

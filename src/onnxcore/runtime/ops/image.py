@@ -11,7 +11,6 @@ saturated on the way back).
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 
@@ -293,6 +292,3 @@ def upsample_7(X: np.ndarray, *, mode: str = "nearest", scales: list[float] | No
 def upsample_9(X: np.ndarray, scales: np.ndarray, *, mode: str = "nearest") -> np.ndarray:
     """Upsample-9 and the deprecated -10 (still evaluated, Clause 14.5): scales input."""
     return _upsample(X, [float(s) for s in scales.ravel()], mode)
-
-
-_: Any = None
