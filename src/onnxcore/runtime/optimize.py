@@ -7,7 +7,7 @@ none changes a result beyond the rounding Clause 11.4 admits, and none applies i
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -17,7 +17,15 @@ from onnxcore.runtime.registry import NONDETERMINISTIC
 if TYPE_CHECKING:
     from onnxcore.runtime.plan import BoundNode
 
-__all__ = ["FOLD_LIMIT_BYTES", "cse_key", "fold_constants", "fuse_conv_batchnorm"]
+__all__ = [
+    "FOLD_LIMIT_BYTES",
+    "AffineChain",
+    "cse_key",
+    "fold_constants",
+    "fuse_affine_chains",
+    "fuse_conv_batchnorm",
+    "input_token",
+]
 
 
 # A folded value larger than this stays a run-time computation (it would be held for the session's life).
@@ -179,3 +187,181 @@ def cse_key(bn: BoundNode, ins: list[Any]) -> tuple[Any, ...] | None:
     except TypeError:
         return None
     return key
+
+
+class AffineChain:
+    """One pass for a chain like BatchNormalization -> Mul(c) -> Add(c) -> Relu on a float tensor.
+
+    Each step is affine per element (``y = x * a + b`` with broadcastable constants), so the chain is
+    ``x * A + B`` (then ``max(., 0)`` for a closing Relu) with ``A`` and ``B`` composed once per rank and
+    dtype. The composed constants reassociate the arithmetic, which Clause 11.4 permits. Any other input
+    dtype runs the original kernels one after the other.
+    """
+
+    __slots__ = ("_cache", "bn", "fallback", "ops", "relu")
+
+    def __init__(
+        self,
+        bn: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float] | None,
+        ops: list[tuple[str, np.ndarray]],
+        relu: bool,
+        fallback: list[tuple[Callable[..., Any], list[Any], dict[str, Any]]],
+    ) -> None:
+        self.bn = bn
+        self.ops = ops
+        self.relu = relu
+        # (call, arguments with None standing for the running value, attributes) per original node.
+        self.fallback = fallback
+        self._cache: dict[tuple[int, str], tuple[np.ndarray, np.ndarray]] = {}
+
+    def _coefficients(self, ndim: int, dtype: np.dtype[Any]) -> tuple[np.ndarray, np.ndarray]:
+        key = (ndim, dtype.str)
+        found = self._cache.get(key)
+        if found is not None:
+            return found
+        a: np.ndarray = np.ones((), np.float64)
+        b: np.ndarray = np.zeros((), np.float64)
+        if self.bn is not None:
+            scale, bias, mean, var, eps = (np.asarray(v, np.float64) for v in self.bn)
+            shape = (-1,) + (1,) * (ndim - 2)
+            a = (scale / np.sqrt(var + eps)).reshape(shape)
+            b = bias.reshape(shape) - mean.reshape(shape) * a
+        for op, c in self.ops:
+            c64 = c.astype(np.float64)
+            if op == "mul":
+                a, b = a * c64, b * c64
+            else:
+                b = b + c64
+        found = (a.astype(dtype), b.astype(dtype))
+        self._cache[key] = found
+        return found
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        if x.dtype not in (np.float32, np.float64) or (self.bn is not None and x.ndim < 2):
+            value = x
+            for call, args, kw in self.fallback:
+                out = call(*[value if a is None else a for a in args], **kw)
+                value = out[0] if type(out) is tuple else out
+            return value
+        a, b = self._coefficients(x.ndim, x.dtype)
+        y = np.multiply(x, a)
+        if y.shape == np.broadcast_shapes(y.shape, b.shape):
+            y += b
+        else:
+            y = y + b
+        if self.relu:
+            np.maximum(y, 0, out=y)
+        return y
+
+
+def _bn_parameters(bn: BoundNode, const: Mapping[str, Any]) -> tuple[Any, ...] | None:
+    node = bn.node
+    if node.op_type != "BatchNormalization" or node.domain not in ("", "ai.onnx") or bn.call is None:
+        return None
+    if bn.since < 7 and not bn.kw.get("is_test", 0):
+        return None
+    if bn.kw.get("training_mode", 0) or bn.kw.get("spatial", 1) != 1 or len(bn.inputs) != 5:
+        return None
+    if len([o for o in bn.outputs if o]) != 1 or not bn.outputs[0]:
+        return None
+    params: list[np.ndarray] = []
+    for n in bn.inputs[1:]:
+        p = const.get(n)
+        if not isinstance(p, np.ndarray) or p.dtype.kind != "f":
+            return None
+        params.append(p)
+    if len({p.size for p in params}) != 1:
+        return None
+    return (*[p.ravel() for p in params], float(bn.kw.get("epsilon", 1e-5)))
+
+
+def _affine_step(bn: BoundNode, current: str, const: Mapping[str, Any]) -> tuple[str, np.ndarray] | None:
+    """("mul"|"add", constant) when ``bn`` is Mul/Add of ``current`` and a float constant."""
+    node = bn.node
+    if node.op_type not in ("Mul", "Add") or node.domain not in ("", "ai.onnx") or bn.call is None or bn.kw:
+        return None
+    if len(bn.inputs) != 2 or current not in bn.inputs or bn.since < 7:
+        return None
+    other = bn.inputs[1] if bn.inputs[0] == current else bn.inputs[0]
+    c = const.get(other)
+    if not isinstance(c, np.ndarray) or c.dtype not in (np.float32, np.float64) or other == current:
+        return None
+    return ("mul" if node.op_type == "Mul" else "add"), c
+
+
+def fuse_affine_chains(nodes: list[BoundNode], const: Mapping[str, Any], outputs: Sequence[str]) -> list[BoundNode]:
+    """Replace each chain of per-element affine steps (and a closing Relu) by one :class:`AffineChain` node.
+
+    A chain starts at an inference BatchNormalization or at a Mul/Add with a float constant, continues
+    through Mul/Add with float constants, and may end with a Relu; every intermediate value has exactly
+    one reader and is not a graph output. Chains of one node are left alone.
+    """
+    from onnxcore.runtime.plan import BoundNode
+
+    uses: dict[str, int] = {}
+    for bn in nodes:
+        for n in (*bn.inputs, *bn.outer):
+            if n:
+                uses[n] = uses.get(n, 0) + 1
+    for o in outputs:
+        uses[o] = uses.get(o, 0) + 2  # a graph output is never an intermediate of a chain
+    reader: dict[str, int] = {}
+    for k, bn in enumerate(nodes):
+        for n in bn.inputs:
+            if n:
+                reader[n] = k
+    out: list[BoundNode] = []
+    consumed: set[int] = set()
+    for k, head in enumerate(nodes):
+        if k in consumed:
+            continue
+        bnp = _bn_parameters(head, const)
+        first = None if bnp is not None else _affine_step(head, _variable_input(head, const), const)
+        if bnp is None and first is None:
+            out.append(head)
+            continue
+        x = head.inputs[0] if bnp is not None else _variable_input(head, const)
+        ops: list[tuple[str, np.ndarray]] = [] if first is None else [first]
+        fallback = [_fallback_entry(head, x, const)]
+        members = [k]
+        current = head.outputs[0]
+        relu = False
+        while uses.get(current) == 1 and current in reader:
+            j = reader[current]
+            nxt = nodes[j]
+            if nxt.node.op_type == "Relu" and nxt.node.domain in ("", "ai.onnx") and nxt.call is not None:
+                relu = True
+            else:
+                step = _affine_step(nxt, current, const)
+                if step is None:
+                    break
+                ops.append(step)
+            fallback.append(_fallback_entry(nxt, current, const))
+            members.append(j)
+            current = nxt.outputs[0]
+            if relu:
+                break
+        if len(members) < 2:
+            out.append(head)
+            continue
+        fused = BoundNode(head.index, head.node, AffineChain(bnp, ops, relu, fallback), {}, [])
+        fused.inputs = [x]
+        fused.outputs = [current]
+        fused.may_tuple = False
+        fused.since = head.since
+        consumed.update(members)
+        out.append(fused)
+    return out
+
+
+def _variable_input(bn: BoundNode, const: Mapping[str, Any]) -> str:
+    vs = [n for n in bn.inputs if n and n not in const]
+    return vs[0] if len(vs) == 1 else ""
+
+
+def _fallback_entry(
+    bn: BoundNode, current: str, const: Mapping[str, Any]
+) -> tuple[Callable[..., Any], list[Any], dict[str, Any]]:
+    # The node's own call, with None where it reads the running value and its constants bound.
+    assert bn.call is not None
+    return bn.call, [None if n == current else const[n] for n in bn.inputs], dict(bn.kw)

@@ -27,7 +27,7 @@ from onnxcore.proto import AttributeProto, FunctionProto, GraphProto, NodeProto,
 from onnxcore.runtime.attrs import attribute_value, constant_array
 from onnxcore.runtime.codegen import MAX_STEPS, generate
 from onnxcore.runtime.functions import FunctionBody, bind_attribute_refs, norm_domain
-from onnxcore.runtime.optimize import cse_key, fold_constants, fuse_conv_batchnorm, input_token
+from onnxcore.runtime.optimize import cse_key, fold_constants, fuse_affine_chains, fuse_conv_batchnorm, input_token
 from onnxcore.runtime.registry import KernelContext, KernelDef, kernel_versions, lookup
 
 __all__ = ["CompileEnv", "GraphIR", "Plan", "compile_graph", "compile_function", "describe_value"]
@@ -261,6 +261,7 @@ class Plan:
             const = {n: v for n, v in inits.items() if n not in variable} | derived
             nodes, fused = fuse_conv_batchnorm(nodes, const, outputs)
             derived |= fused
+            nodes = fuse_affine_chains(nodes, const, outputs)
         for name, value in inits.items():
             if name in slots:
                 template[slots[name]] = value

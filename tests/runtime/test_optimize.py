@@ -1,4 +1,4 @@
-"""Repeated deterministic computations are evaluated once (Clause 8.2 permits fusing); random ones are not."""
+"""Plan-time optimisations (runtime/optimize.py, Clause 8.2): repeats evaluated once, constants folded, fusions."""
 
 from __future__ import annotations
 
@@ -142,3 +142,73 @@ def test_equal_constants_make_equal_computations(second: list[float], calls: int
     assert CALLS["n"] - before == calls
     diff = np.array([1.0, 2.0, 3.0], np.float32) - np.array(second, np.float32)
     np.testing.assert_array_equal(y, np.broadcast_to(diff, (2, 3)))
+
+
+def test_affine_chain_is_fused_and_matches_onnxruntime() -> None:
+    ort = pytest.importorskip("onnxruntime")
+    rng = np.random.default_rng(3)
+    c = 6
+    inits = [
+        h.make_tensor(n, TP.FLOAT, [c], rng.random(c).astype(np.float32) + (0.5 if n == "var" else 0.0))
+        for n in ("scale", "bias", "mean", "var")
+    ]
+    inits += [
+        h.make_tensor("s", TP.FLOAT, [c, 1, 1], rng.standard_normal(c).astype(np.float32)),
+        h.make_tensor("t", TP.FLOAT, [c, 1, 1], rng.standard_normal(c).astype(np.float32)),
+    ]
+    nodes = [
+        h.make_node("BatchNormalization", ["x", "scale", "bias", "mean", "var"], ["b"], epsilon=1e-3),
+        h.make_node("Mul", ["b", "s"], ["m"]),
+        h.make_node("Add", ["t", "m"], ["a"]),
+        h.make_node("Relu", ["a"], ["y"]),
+    ]
+    g = h.make_graph(
+        nodes,
+        "g",
+        [h.make_tensor_value_info("x", TP.FLOAT, [2, c, 4, 5])],
+        [h.make_tensor_value_info("y", TP.FLOAT, [2, c, 4, 5])],
+        inits,
+    )
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 15)])
+    m.ir_version = 8
+    data = m.SerializeToString()
+    s = onnxcore.Session(data)
+    x = rng.standard_normal((2, c, 4, 5)).astype(np.float32)
+    ours = s.run(None, {"x": x})[0]
+    theirs = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)
+    assert len(s._plan.steps) == 1  # the four nodes run as one step
+    debug, values = s.run(None, {"x": x}, intermediates=True)  # debugging runs every node as written
+    assert {"b", "m", "a"} <= set(values)
+    np.testing.assert_allclose(debug[0], ours, rtol=1e-5, atol=1e-6)
+
+
+def test_conv_batchnorm_fusion_matches_onnxruntime() -> None:
+    ort = pytest.importorskip("onnxruntime")
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    inits = [h.make_tensor("w", TP.FLOAT, list(w.shape), w.ravel())]
+    inits += [
+        h.make_tensor(n, TP.FLOAT, [4], rng.random(4).astype(np.float32) + (0.5 if n == "var" else 0.0))
+        for n in ("scale", "bias", "mean", "var")
+    ]
+    nodes = [
+        h.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+        h.make_node("BatchNormalization", ["c", "scale", "bias", "mean", "var"], ["y"]),
+    ]
+    g = h.make_graph(
+        nodes,
+        "g",
+        [h.make_tensor_value_info("x", TP.FLOAT, [1, 3, 8, 8])],
+        [h.make_tensor_value_info("y", TP.FLOAT, [1, 4, 8, 8])],
+        inits,
+    )
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 15)])
+    m.ir_version = 8
+    data = m.SerializeToString()
+    s = onnxcore.Session(data)
+    x = rng.standard_normal((1, 3, 8, 8)).astype(np.float32)
+    ours = s.run(None, {"x": x})[0]
+    assert [bn.node.op_type for bn in s._plan.info] == ["Conv"]
+    theirs = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-5)
