@@ -165,6 +165,14 @@ def _shape_str(shape: Shape | None) -> str:
     return "" if shape is None else str(shape)
 
 
+def _normalize_elem_and_shape(t: TensorType | SparseTensorType) -> None:
+    # Accept tags and plain tuples at construction; store ElementType and Shape (frozen dataclasses).
+    if t.elem_type is not None and not isinstance(t.elem_type, ElementType):
+        object.__setattr__(t, "elem_type", element_type(t.elem_type))
+    if t.shape is not None and not isinstance(t.shape, Shape):
+        object.__setattr__(t, "shape", Shape(t.shape))
+
+
 @dataclass(frozen=True)
 class TensorType:
     """A tensor type: element type (None when unstated) and shape (None = unknown rank)."""
@@ -174,10 +182,7 @@ class TensorType:
     denotation: str = field(default="", kw_only=True)
 
     def __post_init__(self) -> None:
-        if self.elem_type is not None and not isinstance(self.elem_type, ElementType):
-            object.__setattr__(self, "elem_type", element_type(self.elem_type))
-        if self.shape is not None and not isinstance(self.shape, Shape):
-            object.__setattr__(self, "shape", Shape(self.shape))
+        _normalize_elem_and_shape(self)
 
     def type_str(self) -> str | None:
         """The operator-constraint type string, e.g. ``tensor(float)``; None when the element type is unstated."""
@@ -196,10 +201,7 @@ class SparseTensorType:
     denotation: str = field(default="", kw_only=True)
 
     def __post_init__(self) -> None:
-        if self.elem_type is not None and not isinstance(self.elem_type, ElementType):
-            object.__setattr__(self, "elem_type", element_type(self.elem_type))
-        if self.shape is not None and not isinstance(self.shape, Shape):
-            object.__setattr__(self, "shape", Shape(self.shape))
+        _normalize_elem_and_shape(self)
 
     def type_str(self) -> str | None:
         """The type string, e.g. ``sparse_tensor(float)``; None when the element type is unstated."""
