@@ -25,31 +25,33 @@ for _p in (_HERE.parent, _HERE.parent.parent):  # tests/runtime (node_harness), 
 
 
 @functools.lru_cache(maxsize=1)
-def _case_index() -> tuple[tuple[str, str, Path], ...]:
-    """(case name, op_type, dir) of every single-node default-domain ONNX 1-3 case."""
+def _case_index() -> tuple[tuple[str, str, Path, bool], ...]:
+    """(case name, op_type, dir, is an "_expanded" case) of every single-node default-domain ONNX 1-3 case."""
     import corpus
     import onnx
 
     out = []
     for d in corpus.node_case_dirs():
-        if d.name.endswith("_expanded") or "_expanded_" in d.name:
-            continue
         m = onnx.load(str(d / "model.onnx"), load_external_data=False)
         if len(m.graph.node) != 1 or m.graph.node[0].domain not in ("", "ai.onnx"):
             continue
-        out.append((d.name, m.graph.node[0].op_type, d))
+        expanded = d.name.endswith("_expanded") or "_expanded_" in d.name
+        out.append((d.name, m.graph.node[0].op_type, d, expanded))
     return tuple(out)
 
 
-def single_node_cases(ops: set[str]) -> list[Any]:
-    """pytest params (id = case name) of the single-node cases of ``ops``; empty if onnx is missing."""
+def single_node_cases(ops: set[str] | frozenset[str], *, include_expanded: bool = False) -> list[Any]:
+    """pytest params (id = case name) of the single-node cases of ``ops``; empty if onnx is missing.
+
+    ``include_expanded`` adds the "_expanded" cases whose function body is itself one node of ``ops``.
+    """
     import pytest
 
     try:
         index = _case_index()
     except ImportError:
         return []
-    return [pytest.param(d, id=name) for name, op, d in index if op in ops]
+    return [pytest.param(d, id=name) for name, op, d, exp in index if op in ops and (include_expanded or not exp)]
 
 
 def make_node_model(

@@ -18,11 +18,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 onnx = pytest.importorskip("onnx")
 
-import corpus  # noqa: E402
 from node_harness import assert_close, run_single_node_case  # noqa: E402
 
 from onnxcore.errors import EvaluationError  # noqa: E402
 from onnxcore.runtime.registry import KernelContext, lookup  # noqa: E402
+from ops import single_node_cases  # noqa: E402
 
 INDEXING_OPS = frozenset(
     "Gather GatherElements GatherND NonZero OneHot ReverseSequence Scatter ScatterElements ScatterND Unique "
@@ -30,23 +30,13 @@ INDEXING_OPS = frozenset(
 )
 
 
-def _single_node_cases(ops: frozenset[str]) -> list[str]:
-    names = []
-    # Single-node cases only (an "_expanded" case whose function body is one node counts).
-    for d in corpus.node_case_dirs():
-        m = onnx.load(str(d / "model.onnx"), load_external_data=False)
-        if len(m.graph.node) == 1 and m.graph.node[0].domain in ("", "ai.onnx") and m.graph.node[0].op_type in ops:
-            names.append(d.name)
-    return names
-
-
-CASES = _single_node_cases(INDEXING_OPS)
+CASES = single_node_cases(INDEXING_OPS, include_expanded=True)
 
 
 def test_every_indexing_op_has_node_cases() -> None:
     ops = set()
-    for name in CASES:
-        m = onnx.load(str(corpus.node_cases_dir() / name / "model.onnx"), load_external_data=False)
+    for param in CASES:
+        m = onnx.load(str(param.values[0] / "model.onnx"), load_external_data=False)
         ops.add(m.graph.node[0].op_type)
     assert ops == INDEXING_OPS
 
@@ -61,10 +51,10 @@ def test_every_since_version_has_a_kernel(op: str) -> None:
     assert kernel_versions("", op) == versions
 
 
-@pytest.mark.parametrize("name", CASES)
-def test_node_case(name: str) -> None:
-    result = run_single_node_case(corpus.node_cases_dir() / name)
-    assert result is not None, f"no kernel for {name}"
+@pytest.mark.parametrize("case_dir", CASES)
+def test_node_case(case_dir: Path) -> None:
+    result = run_single_node_case(case_dir)
+    assert result is not None, f"no kernel for {case_dir.name}"
     actual, expected = result
     assert len(actual) == len(expected)
     for a, e in zip(actual, expected):
