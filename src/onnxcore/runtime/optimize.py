@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from onnxcore.runtime.plan import BoundNode
 
 __all__ = [
-    "FOLD_LIMIT_BYTES",
+    "FOLD_BUDGET_BYTES",
     "AffineChain",
     "cse_key",
     "fold_constants",
@@ -28,8 +28,11 @@ __all__ = [
 ]
 
 
-# A folded value larger than this stays a run-time computation (it would be held for the session's life).
-FOLD_LIMIT_BYTES = 1 << 26
+# Folded values are held for the session's life: once a graph's folded values total this many bytes, further
+# constant nodes stay run-time computations. Generous on purpose: a model that builds its weights from
+# ConstantOfShape (the onnx light zoo does) should not rebuild hundreds of megabytes on every run; onnxruntime
+# folds them all.
+FOLD_BUDGET_BYTES = 1 << 32
 
 
 def fold_constants(
@@ -44,6 +47,7 @@ def fold_constants(
     const = {n: v for n, v in inits.items() if n not in inputs}
     folded: set[int] = set()
     values_out: dict[str, Any] = {}
+    budget = FOLD_BUDGET_BYTES
     for k, bn in enumerate(nodes):
         node = bn.node
         if bn.call is None or bn.outer or node.op_type in NONDETERMINISTIC or node.op_type == "Dropout":
@@ -61,8 +65,10 @@ def fold_constants(
         named = [(j, o) for j, o in enumerate(bn.outputs) if o]
         if any(j >= len(values) for j, _ in named):
             continue
-        if any(isinstance(values[j], np.ndarray) and values[j].nbytes > FOLD_LIMIT_BYTES for j, _ in named):
+        size = sum(values[j].nbytes for j, _ in named if isinstance(values[j], np.ndarray))
+        if size > budget:
             continue
+        budget -= size
         for j, o in named:
             v = values[j]
             if isinstance(v, np.ndarray) and v.flags.writeable:

@@ -262,6 +262,9 @@ class Plan:
             nodes, fused = fuse_conv_batchnorm(nodes, const, outputs)
             derived |= fused
             nodes = fuse_affine_chains(nodes, const, outputs)
+            # Folding and fusion leave constants nothing reads any more (a weight before its fusion): drop them.
+            read = set(outputs).union(*(bn.inputs for bn in nodes), *(bn.outer for bn in nodes))
+            derived = {n: v for n, v in derived.items() if n in read}
         for name, value in inits.items():
             if name in slots:
                 template[slots[name]] = value
