@@ -10,7 +10,7 @@ squeezenet, shufflenet, vgg19, zfnet512, bvlc_alexnet) is run by:
 
 The single graph input is fed seeded random data of its declared shape (the wheel ships only the
 expected outputs). Each engine gets one warm-up run, then the best of ``--repeat`` timed runs
-(wall clock) is reported; the reference evaluator is timed once (it is slow). Outputs are checked
+(the engines taking turns) is reported; the reference evaluator is timed once (it is slow). Outputs are checked
 against onnxruntime (rtol 1e-3, atol 1e-5). A Markdown table goes to stdout.
 
 Usage: ``python benchmarks/bench_models.py [--repeat 5] [--blas-threads 1] [--no-reference]
@@ -65,14 +65,17 @@ def model_input(path: Path) -> tuple[str, np.ndarray]:
 CLOCK: Callable[[], float] = time.perf_counter
 
 
-def best_of(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
-    out = fn()  # warm-up
-    best = float("inf")
+def best_of(fns: list[Callable[[], Any]], repeat: int) -> tuple[list[float], list[Any]]:
+    """Best time and last result of each engine; the engines take turns, so a change in the machine's
+    load during the measurement affects all of them alike."""
+    outs = [fn() for fn in fns]  # warm-up
+    best = [float("inf")] * len(fns)
     for _ in range(repeat):
-        t0 = CLOCK()
-        out = fn()
-        best = min(best, CLOCK() - t0)
-    return best, out
+        for i, fn in enumerate(fns):
+            t0 = CLOCK()
+            outs[i] = fn()
+            best[i] = min(best[i], CLOCK() - t0)
+    return best, outs
 
 
 def ort_session(path: Path, threads: int | None) -> Any:
@@ -133,11 +136,12 @@ def main() -> int:
         name, x = model_input(path)
         feeds = {name: x}
         ours = onnxcore.Session(str(path))
-        t_ours, out = best_of(lambda s=ours, f=feeds: s.run(None, f), args.repeat)
         s1 = ort_session(path, 1)
-        t_ort1, ref = best_of(lambda s=s1, f=feeds: s.run(None, f), args.repeat)
+        (t_ours, t_ort1), (out, ref) = best_of([lambda s=s, f=feeds: s.run(None, f) for s in (ours, s1)], args.repeat)
+        # Apart: onnxruntime's pool threads spin after a run and would be charged to whatever runs next.
         sd = ort_session(path, None)
-        t_ortd, _ = best_of(lambda s=sd, f=feeds: s.run(None, f), args.repeat)
+        (t_ortd,), _ = best_of([lambda s=sd, f=feeds: s.run(None, f)], args.repeat)
+        del sd
         ok = bool(np.allclose(out[0], ref[0], rtol=1e-3, atol=1e-5))
         t_ref = float("nan")
         if not args.no_reference:

@@ -23,7 +23,8 @@ __all__ = [
     "cse_key",
     "fold_constants",
     "fuse_affine_chains",
-    "fuse_conv_batchnorm",
+    "ConvRelu",
+    "fuse_conv_chains",
     "input_token",
 ]
 
@@ -79,16 +80,20 @@ def fold_constants(
     return folded, values_out
 
 
-def fuse_conv_batchnorm(
+def fuse_conv_chains(
     nodes: list[BoundNode], const: Mapping[str, Any], outputs: Sequence[str]
 ) -> tuple[list[BoundNode], dict[str, Any]]:
-    """Fold each inference BatchNormalization whose input only a Conv with constant weights produces.
+    """Fold per-channel affine steps and a closing Relu that follow a Conv with constant weights into it.
 
-    ``const`` holds the values that are the same on every run (constant initializers, folded outputs). The
-    Conv gets new constant weights and bias (returned, by name) and produces the BatchNormalization's output;
-    the BatchNormalization is dropped. Results agree to rounding (Clause 11.4 permits it).
+    From a Conv whose weights (and bias) are constants, the chain continues while the running value has
+    exactly one reader and is not a graph output, through inference BatchNormalization with constant
+    parameters and Mul/Add with a float constant that varies along the channel axis only; a Relu ends it.
+    The steps compose to ``conv(x) * k + s`` per output channel, so the Conv gets weights ``w * k`` and
+    bias ``b * k + s`` (computed in float64, stored in the weights' type) and the Relu runs in place on its
+    output (:class:`ConvRelu`). What onnxruntime does at session creation; results agree to rounding
+    (Clause 11.4). ``const`` holds the values that are the same on every run; the new weights and biases are
+    returned by name.
     """
-    from onnxcore.runtime.ops.conv import fold_batch_norm
     from onnxcore.runtime.plan import BoundNode
 
     added: dict[str, Any] = {}
@@ -98,58 +103,105 @@ def fuse_conv_batchnorm(
             if n:
                 uses[n] = uses.get(n, 0) + 1
     for o in outputs:
-        uses[o] = uses.get(o, 0) + 1
-    producer = {o: k for k, bn in enumerate(nodes) for o in bn.outputs if o}
+        uses[o] = uses.get(o, 0) + 2  # a graph output is never an intermediate of a chain
+    reader = {n: k for k, bn in enumerate(nodes) for n in bn.inputs if n}
     drop: set[int] = set()
-    for k, bnorm in enumerate(nodes):
-        node = bnorm.node
-        if node.op_type != "BatchNormalization" or node.domain not in ("", "ai.onnx") or bnorm.call is None:
+    for j, conv in enumerate(nodes):
+        weights = _conv_weights(conv, const)
+        if weights is None:
             continue
-        # Versions 1 and 6 train unless is_test=1; from 7 a single output means inference (14: training_mode=0).
-        if bnorm.since < 7 and not bnorm.kw.get("is_test", 0):
+        w, b0 = weights
+        m, rank = w.shape[0], w.ndim
+        k = np.ones(m)
+        shift = np.zeros(m)
+        relu = False
+        members: list[int] = []
+        current = conv.outputs[0]
+        while uses.get(current) == 1 and current in reader:
+            i = reader[current]
+            nxt = nodes[i]
+            bnp = _bn_parameters(nxt, const)
+            if bnp is not None:
+                scale, bias, mean, var, eps = (np.asarray(v, np.float64) for v in bnp)
+                if scale.size != m or nxt.inputs[0] != current:
+                    break
+                kb = scale / np.sqrt(var + eps)
+                k, shift = k * kb, shift * kb + (bias - mean * kb)
+            elif nxt.node.op_type == "Relu" and nxt.node.domain in ("", "ai.onnx") and nxt.call is not None:
+                relu = True
+            else:
+                step = _affine_step(nxt, current, const)
+                c = None if step is None else _per_channel(step[1], w.dtype, m, rank)
+                if step is None or c is None:
+                    break
+                if step[0] == "mul":
+                    k, shift = k * c, shift * c
+                else:
+                    shift = shift + c
+            members.append(i)
+            current = nxt.outputs[0]
+            if relu:
+                break
+        if not members:
             continue
-        if bnorm.kw.get("training_mode", 0) or bnorm.kw.get("spatial", 1) != 1:
-            continue
-        named = [o for o in bnorm.outputs if o]
-        if len(named) != 1 or not bnorm.outputs[0] or len(bnorm.inputs) != 5:
-            continue
-        if any(x not in const or not isinstance(const[x], np.ndarray) for x in bnorm.inputs[1:]):
-            continue
-        src = bnorm.inputs[0]
-        j = producer.get(src)
-        if j is None or uses.get(src) != 1:
-            continue
-        conv = nodes[j]
-        cn = conv.node
-        if cn.op_type != "Conv" or cn.domain not in ("", "ai.onnx") or conv.call is None or conv.outer:
-            continue
-        if len([o for o in conv.outputs if o]) != 1 or len(conv.inputs) < 2 or conv.inputs[1] not in const:
-            continue
-        bias_name = conv.inputs[2] if len(conv.inputs) > 2 else ""
-        if bias_name and bias_name not in const:
-            continue
-        w = const[conv.inputs[1]]
-        if not isinstance(w, np.ndarray) or w.dtype not in (np.float32, np.float64) or w.ndim < 3:
-            continue
-        scale, shift, mean, var = (const[x] for x in bnorm.inputs[1:])
-        if any(a.size != w.shape[0] for a in (scale, shift, mean, var)):
-            continue
-        w2, b2 = fold_batch_norm(
-            w, const[bias_name] if bias_name else None, scale, shift, mean, var, float(bnorm.kw.get("epsilon", 1e-5))
-        )
-        out = bnorm.outputs[0]
-        wname, bname = f"{out}\x00fused_w", f"{out}\x00fused_b"  # a NUL never occurs in a model's names
+        kshape = (m,) + (1,) * (rank - 1)
+        w2 = (w.astype(np.float64) * k.reshape(kshape)).astype(w.dtype)
+        b2 = ((np.zeros(m) if b0 is None else b0.astype(np.float64).reshape(m)) * k + shift).astype(w.dtype)
+        wname, bname = f"{current}\x00fused_w", f"{current}\x00fused_b"  # a NUL never occurs in a model's names
         for name, value in ((wname, w2), (bname, b2)):
             value.flags.writeable = False
             added[name] = value
-        fused = BoundNode(conv.index, cn, conv.call, conv.kw, conv.outer)
+        assert conv.call is not None
+        fused = BoundNode(conv.index, conv.node, ConvRelu(conv.call) if relu else conv.call, conv.kw, conv.outer)
         fused.inputs = [conv.inputs[0], wname, bname]
-        fused.outputs = [out]
+        fused.outputs = [current]
         fused.since = conv.since
         fused.may_tuple = conv.may_tuple
         nodes[j] = fused
-        drop.add(k)
+        drop.update(members)
     return [bn for k, bn in enumerate(nodes) if k not in drop], added
+
+
+def _conv_weights(conv: BoundNode, const: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray | None] | None:
+    """The constant float weights and bias of a default-domain Conv with one output, else None."""
+    cn = conv.node
+    if cn.op_type != "Conv" or cn.domain not in ("", "ai.onnx") or conv.call is None or conv.outer:
+        return None
+    if len(conv.outputs) != 1 or not conv.outputs[0] or len(conv.inputs) < 2:
+        return None
+    w = const.get(conv.inputs[1])
+    if not isinstance(w, np.ndarray) or w.dtype not in (np.float32, np.float64) or w.ndim < 3:
+        return None
+    bias_name = conv.inputs[2] if len(conv.inputs) > 2 else ""
+    b = const.get(bias_name) if bias_name else None
+    if bias_name and (not isinstance(b, np.ndarray) or b.dtype != w.dtype or b.size != w.shape[0]):
+        return None
+    return w, b
+
+
+def _per_channel(c: np.ndarray, dtype: np.dtype[Any], m: int, rank: int) -> np.ndarray | None:
+    """``c`` as ``m`` float64 values when it broadcasts against ``(N, m, *spatial)`` along axis 1 only."""
+    if c.dtype != dtype or c.ndim > rank:
+        return None
+    shape = (1,) * (rank - c.ndim) + c.shape
+    if any(d != 1 for i, d in enumerate(shape) if i != 1) or shape[1] not in (1, m):
+        return None
+    return np.broadcast_to(c.astype(np.float64).reshape(-1), (m,))
+
+
+class ConvRelu:
+    """A Conv kernel followed by Relu applied in place on its fresh output (one allocation less)."""
+
+    __slots__ = ("conv",)
+
+    def __init__(self, conv: Callable[..., Any]) -> None:
+        self.conv = conv
+
+    def __call__(self, *args: Any, **kw: Any) -> Any:
+        y = self.conv(*args, **kw)
+        if y.flags.writeable:
+            return np.maximum(y, 0, out=y)
+        return np.maximum(y, 0)
 
 
 def _freeze(v: Any) -> Any:

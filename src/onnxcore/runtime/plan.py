@@ -27,7 +27,7 @@ from onnxcore.proto import AttributeProto, FunctionProto, GraphProto, NodeProto,
 from onnxcore.runtime.attrs import attribute_value, constant_array
 from onnxcore.runtime.codegen import MAX_STEPS, generate
 from onnxcore.runtime.functions import FunctionBody, bind_attribute_refs, norm_domain
-from onnxcore.runtime.optimize import cse_key, fold_constants, fuse_affine_chains, fuse_conv_batchnorm, input_token
+from onnxcore.runtime.optimize import cse_key, fold_constants, fuse_affine_chains, fuse_conv_chains, input_token
 from onnxcore.runtime.registry import KernelContext, KernelDef, kernel_versions, lookup
 
 __all__ = ["CompileEnv", "GraphIR", "Plan", "compile_graph", "compile_function", "describe_value"]
@@ -255,11 +255,11 @@ class Plan:
         derived: dict[str, Any] = {}
         if not keep_all:
             # Clause 8.2: a node computed from constants alone is evaluated once, when the plan is made, and its
-            # outputs become constants; then an inference BatchNormalization is fused into the Conv before it.
+            # outputs become constants; then per-channel affine steps and a Relu after a Conv are fused into it.
             folded, derived = fold_constants(nodes, inits, variable)
             nodes = [bn for k, bn in enumerate(nodes) if k not in folded]
             const = {n: v for n, v in inits.items() if n not in variable} | derived
-            nodes, fused = fuse_conv_batchnorm(nodes, const, outputs)
+            nodes, fused = fuse_conv_chains(nodes, const, outputs)
             derived |= fused
             nodes = fuse_affine_chains(nodes, const, outputs)
             # Folding and fusion leave constants nothing reads any more (a weight before its fusion): drop them.
