@@ -75,40 +75,58 @@ def _offset_slices(offs: Sequence[int], st: Sequence[int], dil: Sequence[int], o
 
 
 def _separable_reduce(
-    xp: np.ndarray, kernel: Sequence[int], st: Sequence[int], dil: Sequence[int], out: Sequence[int], op: str
+    x: np.ndarray,
+    kernel: Sequence[int],
+    st: Sequence[int],
+    dil: Sequence[int],
+    pb: Sequence[int],
+    out: Sequence[int],
+    value: Any,
+    op: str,
 ) -> np.ndarray:
-    """Sum or max over every window, one spatial axis at a time (both are separable).
+    """Sum or max over every window, one spatial axis at a time (both are separable), unpadded.
 
-    Along the innermost axis a stride ``s`` is handled by splitting the row into its ``s`` phases
-    once, so every kernel tap reads a contiguous run (SIMD-friendly) instead of a strided one;
-    along outer axes strided slicing keeps the inner axis contiguous anyway.
+    The outer axes go first: their passes read whole contiguous rows and shrink the array by the
+    stride before the innermost axis, whose taps are strided, is reduced.
     """
     fn = np.add if op == "sum" else np.maximum
-    nd = len(kernel)
-    arr = xp
-    for a in reversed(range(nd)):
-        ax = 2 + a
-        k, s, d, o = kernel[a], st[a], dil[a], out[a]
-        if k == 1 and s == 1 and arr.shape[ax] == o:
-            continue
-        taps: list[np.ndarray] = []
-        if a == nd - 1 and s > 1:
-            phases: dict[int, np.ndarray] = {}
-            for i in range(k):
-                ph, shift = (i * d) % s, (i * d) // s
-                if ph not in phases:
-                    phases[ph] = np.ascontiguousarray(arr[..., ph::s])
-                taps.append(phases[ph][..., shift : shift + o])
-        else:
-            for i in range(k):
-                sl = [slice(None)] * arr.ndim
-                sl[ax] = slice(i * d, i * d + (o - 1) * s + 1, s)
-                taps.append(arr[tuple(sl)])
-        acc = taps[0].copy()
-        for t in taps[1:]:
-            fn(acc, t, out=acc)
-        arr = acc
-    return arr if arr is not xp else xp.copy()
+    arr = x
+    for a in range(len(kernel)):
+        arr = _axis_reduce(arr, 2 + a, kernel[a], st[a], dil[a], pb[a], out[a], fn, value)
+    return arr if arr is not x else x.copy()
+
+
+def _axis_reduce(
+    a: np.ndarray, ax: int, k: int, s: int, d: int, b: int, o: int, fn: Any, value: Any
+) -> np.ndarray:
+    """Windows along axis ``ax``: ``res[j] = fn over t of a[j*s + t*d - b]``, padding taps skipped.
+
+    No padded copy is made: each tap covers the outputs whose input index is inside ``a``; the tap
+    covering the most outputs initialises the result and the positions no tap covers hold ``value``.
+    """
+    n = a.shape[ax]
+    if k == 1 and s == 1 and b == 0 and o == n:
+        return a
+    taps = []
+    for t in range(k):
+        off = t * d - b
+        lo = 0 if off >= 0 else -(off // s)
+        hi = min(o, (n - 1 - off) // s + 1) if off <= n - 1 else 0
+        taps.append((lo, max(lo, hi), off))
+    first = max(range(k), key=lambda t: taps[t][1] - taps[t][0])
+    pre = (slice(None),) * ax
+    res = np.empty(a.shape[:ax] + (o,) + a.shape[ax + 1 :], dtype=a.dtype)
+    lo, hi, off = taps[first]
+    res[(*pre, slice(lo, hi))] = a[(*pre, slice(lo * s + off, (hi - 1) * s + off + 1, s))]
+    if lo > 0:
+        res[(*pre, slice(0, lo))] = value
+    if hi < o:
+        res[(*pre, slice(hi, o))] = value
+    for t, (lo, hi, off) in enumerate(taps):
+        if t != first and hi > lo:
+            r = res[(*pre, slice(lo, hi))]
+            fn(r, a[(*pre, slice(lo * s + off, (hi - 1) * s + off + 1, s))], out=r)
+    return res
 
 
 # Rows shorter than this make numpy's per-row overhead dominate; the flat layout avoids rows.
@@ -128,36 +146,43 @@ def _pool_reduce(
 ) -> np.ndarray:
     """Sum or max over every window of ``x`` padded with ``value``.
 
-    When every stride is the same ``s`` (and the rows are short, or ``s`` is 1), the padded image
-    is flattened: window origin ``o`` sits at ``s * flat(o)``, so each kernel offset is a single
-    1-D slice of step ``s`` covering all outputs (plus surplus columns cropped at the end), and
-    numpy runs one long inner loop per offset instead of one per output row.
+    Strided windows, and rows long enough for numpy's per-row overhead not to matter, are reduced
+    one axis at a time (:func:`_separable_reduce`). Stride-1 windows over short rows use the
+    flattened padded image: each kernel offset is then one contiguous slice covering all outputs
+    (plus surplus columns cropped at the end), so numpy runs one long inner loop per offset
+    instead of one per output row.
     """
     nd = len(kernel)
-    s0 = st[0]
     kk = math.prod(kernel)
-    if kk > _MANY_OFFSETS or any(v != s0 for v in st) or out[-1] >= _SHORT_ROW:
-        return _separable_reduce(_padded(x, kernel, st, dil, pb, pe, out, value), kernel, st, dil, out, op)
-    need = [(o - 1) * s + (k - 1) * d + 1 for o, s, k, d in zip(out, st, kernel, dil)]
+    if kk > _MANY_OFFSETS or any(v != 1 for v in st) or out[-1] >= _SHORT_ROW:
+        return _separable_reduce(x, kernel, st, dil, pb, out, value, op)
+    need = [(o - 1) + (k - 1) * d + 1 for o, k, d in zip(out, kernel, dil)]
     pe2 = [max(e, n - i - b) for e, n, i, b in zip(pe, need, x.shape[2:], pb)]
     padded = [i + b + e for i, b, e in zip(x.shape[2:], pb, pe2)]
     pitch = [math.prod(padded[i + 1 :]) for i in range(nd)]
-    inner = math.prod(padded[1:])
-    length = out[0] * inner
-    offsets = [sum(k * d * p for k, d, p in zip(offs, dil, pitch))
-               for offs in itertools.product(*(range(k) for k in kernel))]  # fmt: skip
+    length = out[0] * math.prod(padded[1:])
+    # Separable on the flat layout too: axis a's taps are slices offset by t * dil * pitch; each pass
+    # keeps the positions the later (outer) passes still read.
+    reach = [(k - 1) * d * p for k, d, p in zip(kernel, dil, pitch)]
     total = math.prod(padded)
-    span = s0 * (length - 1) + 1
-    extra = max(0, max(offsets) + span - total)
+    extra = max(0, length + sum(reach) - total)
     n_img, c = x.shape[:2]
     buf = np.full((n_img, c, total + extra), value, dtype=x.dtype)
     buf[:, :, :total].reshape(n_img, c, *padded)[
         (slice(None), slice(None)) + tuple(slice(b, b + i) for b, i in zip(pb, x.shape[2:]))
     ] = x
-    acc = buf[:, :, offsets[0] : offsets[0] + span : s0].copy()
     fn = np.add if op == "sum" else np.maximum
-    for off in offsets[1:]:
-        fn(acc, buf[:, :, off : off + span : s0], out=acc)
+    acc = buf
+    for a in reversed(range(nd)):
+        if kernel[a] == 1:
+            continue
+        span = length + sum(reach[:a])
+        step = dil[a] * pitch[a]
+        src = acc
+        acc = fn(src[:, :, :span], src[:, :, step : step + span])
+        for t in range(2, kernel[a]):
+            fn(acc, src[:, :, t * step : t * step + span], out=acc)
+    acc = acc[:, :, :length] if acc is not buf else buf[:, :, :length].copy()
     y = acc.reshape(n_img, c, out[0], *padded[1:])
     if list(padded[1:]) == list(out[1:]):
         return y
@@ -307,7 +332,7 @@ def _maxpool(
         return empty, (np.zeros(empty.shape, dtype=np.int64) if want_indices else None)
     low = _lowest(np.dtype(wd))
     if not want_indices:
-        return _pool_reduce(x.astype(wd, copy=False), kernel, st, dil, pb, pe, out, low, "max").astype(dt), None
+        return _pool_reduce(x.astype(wd, copy=False), kernel, st, dil, pb, pe, out, low, "max").astype(dt, copy=False), None
     xp = _padded(x.astype(wd, copy=False), kernel, st, dil, pb, pe, out, low)
     sp = list(x.shape[2:])
     if storage_order:
