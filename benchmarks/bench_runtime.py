@@ -138,11 +138,13 @@ def _engines(model: onnx.ModelProto) -> dict[str, Callable[[dict[str, np.ndarray
     sod.log_severity_level = 3
     ortd = ort.InferenceSession(data, sod, providers=["CPUExecutionProvider"])
     ref = ReferenceEvaluator(model)
+    # Timed in this order: onnxruntime's pool threads spin for a while after a run and would be charged
+    # to whatever ran next, so its default-threads session goes last.
     return {
         "onnxcore": lambda f: ours.run(None, f),
         "ort (1 thread)": lambda f: ort1.run(None, f),
-        "ort (default)": lambda f: ortd.run(None, f),
         "onnx.reference": lambda f: ref.run(None, f),
+        "ort (default)": lambda f: ortd.run(None, f),
     }
 
 
@@ -163,6 +165,7 @@ def main() -> None:
             rep = args.repeat if ename != "onnx.reference" else max(1, args.repeat // 2)
             results[ename] = _time(lambda fn=fn, feeds=feeds: fn(feeds), rep)
         rows.append((gname, len(model.graph.node), results))
+        del engines
     names = ["onnxcore", "ort (1 thread)", "ort (default)", "onnx.reference"]
     print(f"{'graph':<10} {'nodes':>6} " + " ".join(f"{n:>16}" for n in names) + "   per-node (onnxcore)")
     for gname, n, res in rows:

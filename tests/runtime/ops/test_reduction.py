@@ -91,6 +91,40 @@ def test_reduce_axes_input_vs_ort(op: str, keepdims: int, noop: int) -> None:
     compare(op, [x], v, attrs, rtol=1e-5)
 
 
+@pytest.mark.parametrize(
+    "op", ["ReduceSum", "ReduceMean", "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSumExp"]
+)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_large_sums_vs_ort(op: str, dtype: str) -> None:
+    """Tensors large enough for the BLAS sums (a product with ones, an einsum for squares): every split
+    of consecutive axes (leading, middle, trailing, all), non-consecutive axes, and a non-contiguous input."""
+    pytest.importorskip("onnxruntime")
+    from onnxcore.runtime.ops import reduction
+
+    x = _data(op, (8, 40, 6, 20), dtype)
+    assert x.size >= reduction._BLAS_SUM_MIN
+    for axes in [[0], [1], [-1], [1, 2], [0, 1], [2, 3], [0, 1, 2, 3], [0, 2], [1, 3]]:
+        compare(op, [x, np.array(axes, np.int64)], 18, {"keepdims": 1}, rtol=1e-5, atol=1e-5)
+        compare(op, [x, np.array(axes, np.int64)], 18, {"keepdims": 0}, rtol=1e-5, atol=1e-5)
+    compare(op, [np.ascontiguousarray(x.transpose(3, 1, 2, 0))[::2], np.array([1, 2], np.int64)], 18,
+            {"keepdims": 0}, rtol=1e-5, atol=1e-5)  # fmt: skip
+
+
+def test_large_sums_propagate_nan_and_infinity() -> None:
+    from onnxcore.runtime.ops.reduction import _reduce_core
+
+    x = np.ones((64, 32, 16), np.float32)
+    x[3, 5, 7] = np.nan
+    x[10, 2, 1] = np.inf
+    x[11, 2, 1] = -np.inf
+    y = _reduce_core("sum", x, (1,), False)
+    assert np.isnan(y[3, 7]) and y[10, 1] == np.inf and y[11, 1] == -np.inf
+    assert np.isnan(y).sum() == 1 and np.isinf(y).sum() == 2
+    np.testing.assert_array_equal(np.delete(y.ravel(), [3 * 16 + 7, 10 * 16 + 1, 11 * 16 + 1]), 32.0)
+    l2 = _reduce_core("l2", x, (2,), True)
+    assert l2.shape == (64, 32, 1) and np.isnan(l2[3, 5, 0]) and l2[10, 2, 0] == np.inf
+
+
 @pytest.mark.parametrize("op", ["ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceMean", "ReduceSumSquare"])
 @pytest.mark.parametrize("dtype", ["int32", "int64", "float64", "float16"])
 def test_reduce_types_vs_ort(op: str, dtype: str) -> None:

@@ -96,9 +96,7 @@ def _separable_reduce(
     return arr if arr is not x else x.copy()
 
 
-def _axis_reduce(
-    a: np.ndarray, ax: int, k: int, s: int, d: int, b: int, o: int, fn: Any, value: Any
-) -> np.ndarray:
+def _axis_reduce(a: np.ndarray, ax: int, k: int, s: int, d: int, b: int, o: int, fn: Any, value: Any) -> np.ndarray:
     """Windows along axis ``ax``: ``res[j] = fn over t of a[j*s + t*d - b]``, padding taps skipped.
 
     No padded copy is made: each tap covers the outputs whose input index is inside ``a``; the tap
@@ -332,7 +330,9 @@ def _maxpool(
         return empty, (np.zeros(empty.shape, dtype=np.int64) if want_indices else None)
     low = _lowest(np.dtype(wd))
     if not want_indices:
-        return _pool_reduce(x.astype(wd, copy=False), kernel, st, dil, pb, pe, out, low, "max").astype(dt, copy=False), None
+        return _pool_reduce(x.astype(wd, copy=False), kernel, st, dil, pb, pe, out, low, "max").astype(
+            dt, copy=False
+        ), None
     xp = _padded(x.astype(wd, copy=False), kernel, st, dil, pb, pe, out, low)
     sp = list(x.shape[2:])
     if storage_order:

@@ -22,6 +22,7 @@ their own type (wrapping), float32/float64 by numpy's pairwise summation.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -68,6 +69,48 @@ def _highest(dt: np.dtype[Any]) -> Any:
     return np.inf
 
 
+def _blocks(x: Array, ax: tuple[int, ...] | None) -> tuple[int, int, int] | None:
+    """``(A, R, B)`` when ``x`` is C-contiguous and reducing ``ax`` is reducing the middle axis of
+    ``x.reshape(A, R, B)`` (the reduced axes are consecutive), else None."""
+    if not x.flags.c_contiguous or x.size == 0:
+        return None
+    axes = sorted({a % x.ndim for a in ax}) if ax is not None else list(range(x.ndim))
+    if not axes or axes != list(range(axes[0], axes[-1] + 1)):
+        return None
+    shape = x.shape
+    return math.prod(shape[: axes[0]]), math.prod(shape[axes[0] : axes[-1] + 1]), math.prod(shape[axes[-1] + 1 :])
+
+
+# Below this many elements a reduction's call overhead outweighs the BLAS speed-up (measured).
+_BLAS_SUM_MIN = 1 << 14
+
+
+def _sum(xc: Array, ax: tuple[int, ...] | None, keepdims: bool, *, square: bool = False) -> Array:
+    """Sum (of squares with ``square``) of ``xc`` over ``ax``.
+
+    For float32 and float64 over consecutive axes the sum is a product with a vector of ones (BLAS),
+    and the sum of squares an einsum: 3-4x faster than numpy's reductions, whose inner loops are
+    the short rows of the non-reduced axes. Both accumulate in another order than numpy's pairwise
+    sum, which Clause 11.4 permits (the tolerance statement covers it).
+    """
+    blocks = _blocks(xc, ax) if xc.dtype in (np.float32, np.float64) and xc.size >= _BLAS_SUM_MIN else None
+    # Reducing everything, numpy's pairwise sum runs one long SIMD loop and is the faster.
+    if blocks is None or blocks[0] == blocks[2] == 1:
+        return _ADD.reduce(np.square(xc) if square else xc, axis=ax, keepdims=keepdims)
+    a, r, b = blocks
+    if square:
+        y = np.einsum("arb,arb->ab", *(xc.reshape(a, r, b),) * 2)
+    elif b == 1:
+        y = xc.reshape(a, r) @ np.ones(r, xc.dtype)
+    elif a == 1:
+        y = np.ones(r, xc.dtype) @ xc.reshape(r, b)
+    else:
+        y = np.matmul(np.ones((1, r), xc.dtype), xc.reshape(a, r, b))
+    axes = range(xc.ndim) if ax is None else {i % xc.ndim for i in ax}
+    shape = [1 if i in axes else n for i, n in enumerate(xc.shape)]
+    return y.reshape(shape if keepdims else [n for i, n in enumerate(xc.shape) if i not in axes])
+
+
 def _reduce_core(op: str, x: Array, axes: tuple[int, ...] | None, keepdims: bool) -> Array:
     """Reduce ``x`` over ``axes`` (``None``: all) with the named reduction."""
     dt = x.dtype
@@ -86,21 +129,21 @@ def _reduce_core(op: str, x: Array, axes: tuple[int, ...] | None, keepdims: bool
         return _reduce_int(op, x, ax, keepdims)
     xc = _acc_input(x)
     if op == "sum":
-        y = _ADD.reduce(xc, axis=ax, keepdims=keepdims)
+        y = _sum(xc, ax, keepdims)
     elif op == "mean":
         n = _count(x.shape, ax)
-        y = _ADD.reduce(xc, axis=ax, keepdims=keepdims)
+        y = _sum(xc, ax, keepdims)
         y = np.true_divide(y, n) if n else np.full(np.shape(y), np.nan, dtype=xc.dtype)
     elif op == "prod":
         y = _MUL.reduce(xc, axis=ax, keepdims=keepdims)
     elif op == "sumsquare":
-        y = _ADD.reduce(np.square(xc), axis=ax, keepdims=keepdims)
+        y = _sum(xc, ax, keepdims, square=True)
     elif op == "l1":
-        y = _ADD.reduce(np.abs(xc), axis=ax, keepdims=keepdims)
+        y = _sum(np.abs(xc), ax, keepdims)
     elif op == "l2":
-        y = np.sqrt(_ADD.reduce(np.square(xc), axis=ax, keepdims=keepdims))
+        y = np.sqrt(_sum(xc, ax, keepdims, square=True))
     elif op == "logsum":
-        y = np.log(_ADD.reduce(xc, axis=ax, keepdims=keepdims))
+        y = np.log(_sum(xc, ax, keepdims))
     elif op == "logsumexp":
         y = _logsumexp(xc, ax, keepdims)
     else:  # pragma: no cover - the table below names only the ops above
@@ -123,7 +166,7 @@ def _logsumexp(xc: Array, ax: tuple[int, ...] | None, keepdims: bool) -> Array:
     m = np.where(np.isfinite(m), m, np.zeros((), m.dtype))
     e = np.asarray(np.subtract(xc, m))
     np.exp(e, out=e)
-    s = np.log(_ADD.reduce(e, axis=ax, keepdims=keepdims))
+    s = np.log(_sum(e, ax, keepdims))
     return np.asarray(s + (m if keepdims else m.reshape(np.shape(s))))
 
 
