@@ -210,6 +210,12 @@ def build_statement(results: list[CaseResult], *, package: str = "ONNX 1-3 node 
             "float16 keeps rtol 1e-3 (about one ulp). Float16 and bfloat16 inputs of "
             "the NN operators compute in float32 and round once.",
             "special_values": "Max and Min propagate NaN (IEEE 754-2019 maximum/minimum, Clause 11.3).",
+            "reassociation": "Clause 11.4: float32/float64 sums over consecutive axes of tensors of 16,384 "
+            "elements or more are BLAS products with a vector of ones (sums of squares an einsum), not numpy's "
+            "pairwise sum; matrix products use the BLAS blocked order. At plan time (never with "
+            "intermediates=True) constant subgraphs are folded, and the per-channel steps after a Conv "
+            "(inference BatchNormalization, Mul and Add by constants) are composed in float64 into its weights "
+            "and bias, chains of such steps elsewhere into one multiply-add, each rounded once to the type.",
             "achieved_by_element_type": _tolerances(results),
         },
         "test_package": {
@@ -276,6 +282,8 @@ def render_markdown(st: dict[str, Any]) -> str:
         f"Criterion: rtol {tol['criterion']['rtol']}, atol {tol['criterion']['atol']}. {tol['rule']}",
         "",
         f"Special values: {tol['special_values']}",
+        "",
+        f"Reassociation: {tol['reassociation']}",
         "",
         "Largest error over the passing cases, as an upper bound (power of ten):",
         "",
