@@ -212,3 +212,79 @@ def test_conv_batchnorm_fusion_matches_onnxruntime() -> None:
     assert [bn.node.op_type for bn in s._plan.info] == ["Conv"]
     theirs = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
     np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-5)
+
+
+def _run_both(nodes: list, inits: list, x: np.ndarray, out_shape: list[int], opset: int = 15) -> tuple:
+    ort = pytest.importorskip("onnxruntime")
+    g = h.make_graph(
+        nodes,
+        "g",
+        [h.make_tensor_value_info("x", TP.FLOAT, list(x.shape))],
+        [h.make_tensor_value_info("y", TP.FLOAT, out_shape)],
+        inits,
+    )
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", opset)])
+    m.ir_version = 8
+    data = m.SerializeToString()
+    s = onnxcore.Session(data)
+    ours = s.run(None, {"x": x})[0]
+    theirs = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    debug, _ = s.run(None, {"x": x}, intermediates=True)  # every node as written
+    return s, ours, theirs, debug[0]
+
+
+def test_conv_per_channel_chain_and_relu_fold_into_the_conv() -> None:
+    """Conv -> Mul(c) -> Add(c) -> BatchNormalization -> Relu becomes one Conv step (Clause 8.2); a Mul by a
+    constant that is not per channel stops the chain."""
+    rng = np.random.default_rng(11)
+    w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    inits = [h.make_tensor("w", TP.FLOAT, list(w.shape), w.ravel())]
+    inits += [h.make_tensor("b", TP.FLOAT, [4], rng.standard_normal(4).astype(np.float32))]
+    inits += [h.make_tensor("s", TP.FLOAT, [1, 4, 1, 1], rng.standard_normal(4).astype(np.float32))]
+    inits += [h.make_tensor("t", TP.FLOAT, [4, 1, 1], rng.standard_normal(4).astype(np.float32))]
+    inits += [
+        h.make_tensor(n, TP.FLOAT, [4], rng.random(4).astype(np.float32) + (0.5 if n == "var" else 0.0))
+        for n in ("scale", "bias", "mean", "var")
+    ]
+    inits += [h.make_tensor("sp", TP.FLOAT, [8], rng.standard_normal(8).astype(np.float32))]
+    nodes = [
+        h.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+        h.make_node("Mul", ["c", "s"], ["m"]),
+        h.make_node("Add", ["t", "m"], ["a"]),
+        h.make_node("BatchNormalization", ["a", "scale", "bias", "mean", "var"], ["n"]),
+        h.make_node("Relu", ["n"], ["y"]),
+    ]
+    x = rng.standard_normal((2, 3, 8, 8)).astype(np.float32)
+    s, ours, theirs, debug = _run_both(nodes, inits, x, [2, 4, 8, 8])
+    assert [bn.node.op_type for bn in s._plan.info] == ["Conv"]
+    assert ours.min() == 0.0
+    np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(debug, ours, rtol=1e-4, atol=1e-5)
+    # A constant varying along the last axis is not per channel: Conv(+Mul+Add+BN folded) stops before it.
+    nodes[4] = h.make_node("Mul", ["n", "sp"], ["y"])
+    s, ours, theirs, _ = _run_both(nodes, inits, x, [2, 4, 8, 8])
+    assert [bn.node.op_type for bn in s._plan.info] == ["Conv", "Mul"]
+    np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-5)
+
+
+def test_gemm_weights_transposed_once_and_relu_in_place() -> None:
+    rng = np.random.default_rng(12)
+    w = rng.standard_normal((6, 5)).astype(np.float32)
+    inits = [
+        h.make_tensor("w", TP.FLOAT, [6, 5], w.ravel()),
+        h.make_tensor("c", TP.FLOAT, [6], rng.standard_normal(6).astype(np.float32)),
+    ]
+    nodes = [
+        h.make_node("Gemm", ["x", "w", "c"], ["g"], transB=1, alpha=0.5),
+        h.make_node("Relu", ["g"], ["y"]),
+    ]
+    x = rng.standard_normal((4, 5)).astype(np.float32)
+    s, ours, theirs, debug = _run_both(nodes, inits, x, [4, 6])
+    (step,) = s._plan.info
+    assert step.kw["transB"] == 0 and step.inputs[1] != "w"
+    wt = s._plan.template[s._plan.steps[0][1][1]]
+    np.testing.assert_array_equal(wt, w.T)
+    assert wt.flags.c_contiguous and not wt.flags.writeable
+    np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(debug, ours)
+    assert ours.min() == 0.0

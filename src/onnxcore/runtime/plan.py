@@ -27,7 +27,14 @@ from onnxcore.proto import AttributeProto, FunctionProto, GraphProto, NodeProto,
 from onnxcore.runtime.attrs import attribute_value, constant_array
 from onnxcore.runtime.codegen import MAX_STEPS, generate
 from onnxcore.runtime.functions import FunctionBody, bind_attribute_refs, norm_domain
-from onnxcore.runtime.optimize import cse_key, fold_constants, fuse_affine_chains, fuse_conv_chains, input_token
+from onnxcore.runtime.optimize import (
+    cse_key,
+    fold_constants,
+    fuse_affine_chains,
+    fuse_conv_chains,
+    input_token,
+    prepack_gemm,
+)
 from onnxcore.runtime.registry import KernelContext, KernelDef, kernel_versions, lookup
 
 __all__ = ["CompileEnv", "GraphIR", "Plan", "compile_graph", "compile_function", "describe_value"]
@@ -261,6 +268,8 @@ class Plan:
             const = {n: v for n, v in inits.items() if n not in variable} | derived
             nodes, fused = fuse_conv_chains(nodes, const, outputs)
             derived |= fused
+            nodes, packed = prepack_gemm(nodes, const, outputs)
+            derived |= packed
             nodes = fuse_affine_chains(nodes, const, outputs)
             # Folding and fusion leave constants nothing reads any more (a weight before its fusion): drop them.
             read = set(outputs).union(*(bn.inputs for bn in nodes), *(bn.outer for bn in nodes))
