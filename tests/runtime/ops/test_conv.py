@@ -140,7 +140,8 @@ def test_conv_random_vs_ort(nd: int) -> None:
 
 
 def test_conv_large_paths_vs_ort() -> None:
-    """The fast paths: 1x1 (strided), stride-1 flat layout, depthwise, banded im2col of a large input."""
+    """The fast paths: 1x1 (strided), stride-1 flat layout, depthwise, banded im2col of a large input, summed
+    per-offset matmuls."""
     pytest.importorskip("onnxruntime")
     rng = np.random.default_rng(5)
     cases = [
@@ -151,6 +152,11 @@ def test_conv_large_paths_vs_ort() -> None:
         ((1, 8, 150, 150), (16, 8, 3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1]}),
         ((1, 6, 9, 9, 9), (4, 3, 3, 3, 3), {"group": 2, "pads": [1] * 6}),
         ((1, 4, 30), (5, 4, 4), {"dilations": [3], "pads": [2, 1]}),
+        # Few output channels per input channel: one matmul per kernel offset, summed (no im2col).
+        ((2, 48, 21, 19), (8, 48, 3, 3), {"pads": [1, 2, 0, 1]}),
+        ((1, 64, 40, 40), (16, 32, 3, 3), {"group": 2, "dilations": [2, 1], "pads": [2, 1, 2, 1]}),
+        ((1, 24, 4, 40, 38), (6, 24, 3, 2, 3), {"pads": [1, 0, 1, 1, 1, 1]}),
+        ((1, 30, 50), (4, 30, 5), {"auto_pad": "SAME_LOWER"}),
     ]
     for xs, ws, attrs in cases:
         x = rng.standard_normal(xs).astype(np.float32)

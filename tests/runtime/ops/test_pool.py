@@ -285,3 +285,27 @@ def test_max_pool_indices_never_point_into_padding() -> None:
         assert y.shape == (1, 1, 4, 4)
         assert idx.min() >= 0 and idx.max() < 9
         np.testing.assert_array_equal(idx[0, 0, 0], [0, 0, 1, 2])  # first real tap of each window
+
+
+@pytest.mark.parametrize("op", ["MaxPool", "AveragePool"])
+def test_pool_strided_and_padded_windows_vs_ort(op: str) -> None:
+    """The separable reduction without a padded copy: strides, asymmetric pads, dilations, ceil_mode,
+    count_include_pad, windows overrunning the end, 1-D to 3-D."""
+    pytest.importorskip("onnxruntime")
+    rng = np.random.default_rng(21)
+    cases = [
+        ((1, 8, 56, 57), {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [0, 0, 1, 1]}),
+        ((2, 5, 33, 40), {"kernel_shape": [3, 2], "strides": [2, 3], "pads": [1, 0, 2, 1], "ceil_mode": 1}),
+        ((1, 4, 40, 41), {"kernel_shape": [2, 2], "strides": [2, 2]}),
+        ((1, 3, 38, 35), {"kernel_shape": [3, 3], "strides": [3, 2], "dilations": [2, 3], "pads": [2, 1, 2, 2]}),
+        ((1, 3, 50), {"kernel_shape": [4], "strides": [3], "pads": [3, 2], "ceil_mode": 1}),
+        ((1, 2, 9, 34, 36), {"kernel_shape": [2, 3, 3], "strides": [2, 2, 2], "pads": [1, 1, 1, 0, 0, 0]}),
+        ((1, 6, 12, 12), {"kernel_shape": [3, 3], "strides": [1, 1], "pads": [1, 1, 1, 1]}),
+        ((1, 6, 40, 40), {"kernel_shape": [3, 3], "strides": [1, 1], "pads": [1, 0, 2, 1], "dilations": [1, 2]}),
+    ]
+    for shape, attrs in cases:
+        x = rng.standard_normal(shape).astype(np.float32)
+        for opset in (12 if op == "MaxPool" else 19, 22):
+            check(op, [x], opset, attrs, n_outputs=2 if op == "MaxPool" and opset == 12 else 1)
+            if op == "AveragePool":
+                check(op, [x], opset, {**attrs, "count_include_pad": 1})
