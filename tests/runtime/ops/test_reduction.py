@@ -392,3 +392,23 @@ def test_topk_matches_definition_brute_force() -> None:
         np.testing.assert_array_equal(idx, ref)
         np.testing.assert_array_equal(values, np.take_along_axis(x, ref, a))
         assert values.dtype == x.dtype and idx.dtype == np.int64
+
+
+@pytest.mark.parametrize("op", ["max", "min"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "uint8", "bool"])
+def test_large_max_min_over_trailing_axes(op: str, dtype: str) -> None:
+    """Short trailing rows (column passes, reduceat) give numpy's values exactly, NaN propagating."""
+    from onnxcore.runtime.ops.reduction import _BLAS_SUM_MIN, _reduce_core
+
+    ref = np.max if op == "max" else np.min
+    for shape, axes in [((4096, 5), (1,)), ((64, 32, 16), (2,)), ((64, 32, 16), (1, 2)), ((16, 1024, 3), (-1,)),
+                        ((9, 2000, 2), (1, 2)), ((128, 300), (-1,)), ((40, 1100), (1,))]:  # fmt: skip
+        x = (RNG.standard_normal(shape) * 50).astype(dtype) if dtype != "bool" else RNG.random(shape) > 0.7
+        assert x.size >= _BLAS_SUM_MIN
+        if dtype.startswith("float"):
+            x[0, 1] = np.nan
+        for keepdims in (False, True):
+            got = _reduce_core(op, x, axes, keepdims)
+            want = ref(x, axis=axes, keepdims=keepdims)
+            assert got.dtype == x.dtype and got.shape == want.shape
+            np.testing.assert_array_equal(got, want)

@@ -106,9 +106,37 @@ def _sum(xc: Array, ax: tuple[int, ...] | None, keepdims: bool, *, square: bool 
         y = np.ones(r, xc.dtype) @ xc.reshape(r, b)
     else:
         y = np.matmul(np.ones((1, r), xc.dtype), xc.reshape(a, r, b))
-    axes = range(xc.ndim) if ax is None else {i % xc.ndim for i in ax}
-    shape = [1 if i in axes else n for i, n in enumerate(xc.shape)]
-    return y.reshape(shape if keepdims else [n for i, n in enumerate(xc.shape) if i not in axes])
+    return _reduced_shape(y, xc.shape, ax, keepdims)
+
+
+def _reduced_shape(y: Array, shape: tuple[int, ...], ax: tuple[int, ...] | None, keepdims: bool) -> Array:
+    """``y`` (the reduced values in order) shaped as reducing ``shape`` over ``ax`` gives."""
+    axes = set(range(len(shape))) if ax is None else {i % len(shape) for i in ax}
+    if keepdims:
+        return y.reshape([1 if i in axes else n for i, n in enumerate(shape)])
+    return y.reshape([n for i, n in enumerate(shape) if i not in axes])
+
+
+def _extreme(uf: Any, xc: Array, ax: tuple[int, ...] | None, keepdims: bool) -> Array:
+    """Max or min (``uf``) of a non-empty ``xc`` over ``ax``.
+
+    numpy reduces short trailing rows one row at a time, with a set-up cost per row that dominates
+    below a few hundred elements; for those, a few elementwise passes over the columns (rows of up to
+    16) or one ``reduceat`` over the flat data are 2-10x faster (measured). Same values: max and min
+    do not round.
+    """
+    blocks = _blocks(xc, ax) if xc.size >= _BLAS_SUM_MIN else None
+    if blocks is None or blocks[2] != 1 or blocks[1] >= 1024:
+        return uf.reduce(xc, axis=ax, keepdims=keepdims)
+    a, r, _ = blocks
+    rows = xc.reshape(a, r)
+    if r <= 16:
+        y = rows[:, 0].copy()
+        for j in range(1, r):
+            uf(y, rows[:, j], out=y)
+    else:
+        y = uf.reduceat(xc.reshape(-1), np.arange(0, a * r, r))
+    return _reduced_shape(y, xc.shape, ax, keepdims)
 
 
 def _reduce_core(op: str, x: Array, axes: tuple[int, ...] | None, keepdims: bool) -> Array:
@@ -123,7 +151,7 @@ def _reduce_core(op: str, x: Array, axes: tuple[int, ...] | None, keepdims: bool
             init = _lowest(xc.dtype) if op == "max" else _highest(xc.dtype)
             y = uf.reduce(xc, axis=ax, keepdims=keepdims, initial=init)
         else:
-            y = uf.reduce(xc, axis=ax, keepdims=keepdims)
+            y = _extreme(uf, xc, ax, keepdims)
         return _finish(y, dt)
     if dt.kind in "iu":
         return _reduce_int(op, x, ax, keepdims)
