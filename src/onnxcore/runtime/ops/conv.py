@@ -242,8 +242,27 @@ def _conv_core(
     strides: Sequence[int],
     dilations: Sequence[int],
     out: Sequence[int],
+    bias: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Forward convolution in the work dtype, without bias: ``(N, M, *out)``."""
+    """Forward convolution in the work dtype, ``(N, M, *out)``, plus ``bias`` (one value per output channel)."""
+    y, biased = _conv_paths(x, w, group, pb, pe, strides, dilations, out, bias)
+    if bias is not None and not biased:
+        y += bias.reshape((1, -1) + (1,) * len(out))
+    return y
+
+
+def _conv_paths(
+    x: np.ndarray,
+    w: np.ndarray,
+    group: int,
+    pb: Sequence[int],
+    pe: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+    out: Sequence[int],
+    bias: np.ndarray | None,
+) -> tuple[np.ndarray, bool]:
+    """The convolution by the fastest path for its shape, and whether that path added ``bias``."""
     n_img, c = x.shape[:2]
     m = w.shape[0]
     cg, mg = c // group, m // group
@@ -252,7 +271,7 @@ def _conv_core(
     p_out = math.prod(out)
     kk = math.prod(kernel)
     if p_out == 0 or n_img == 0 or m == 0:
-        return np.zeros((n_img, m, *out), dtype=x.dtype)
+        return np.zeros((n_img, m, *out), dtype=x.dtype), False
     if kk == 1 and not any(pb) and not any(pe):
         # 1x1 kernel: a plain matmul on the (strided) input, no im2col.
         if any(s != 1 for s in strides):
@@ -261,11 +280,11 @@ def _conv_core(
             xs = x
         xs = np.ascontiguousarray(xs).reshape(n_img, group, cg, p_out)
         y = np.matmul(w.reshape(group, mg, cg), xs)
-        return y.reshape(n_img, m, *out)
+        return y.reshape(n_img, m, *out), False
     if all(st == 1 for st in strides):
-        flat = _flat_conv(x, w, group, pb, pe, dilations, out)
+        flat = _flat_conv(x, w, group, pb, pe, dilations, out, bias)
         if flat is not None:
-            return flat
+            return flat, True
     xp = pad_spatial(x, pb, pe)
     view = window_view(xp.reshape(n_img, group, cg, *xp.shape[2:]), kernel, strides, dilations, out)
     if nd > 1 and n_img * c * kk * p_out * x.itemsize > 2 * _CHUNK_BYTES:
@@ -280,10 +299,10 @@ def _conv_core(
             band = view[(slice(None),) * (3 + nd) + (slice(r0, r1),)]
             cols = band.reshape(n_img, group, cg * kk, (r1 - r0) * math.prod(out[1:]))
             y[:, :, :, r0:r1, :] = np.matmul(wm, cols).reshape(n_img, group, mg, r1 - r0, -1)
-        return y.reshape(n_img, m, *out)
+        return y.reshape(n_img, m, *out), False
     cols = view.reshape(n_img, group, cg * kk, p_out)
     y = np.matmul(w.reshape(group, mg, cg * kk), cols)
-    return y.reshape(n_img, m, *out)
+    return y.reshape(n_img, m, *out), False
 
 
 # Size of one im2col band: the columns of a band are built and consumed while in the L2 cache.
@@ -348,8 +367,9 @@ def _flat_conv(
     pe: Sequence[int],
     dilations: Sequence[int],
     out: Sequence[int],
+    bias: np.ndarray | None,
 ) -> np.ndarray | None:
-    """Stride-1 convolution on the flattened padded image (``None`` when not worthwhile).
+    """Stride-1 convolution plus ``bias`` on the flattened padded image (``None`` when not worthwhile).
 
     With stride 1, output ``o`` and kernel offset ``k`` read padded position ``o + k*d``; in the
     flattened padded image that is ``flat(o) + flat(k*d)``, so each kernel offset is one
@@ -387,10 +407,7 @@ def _flat_conv(
         # Few output channels per input channel: summing one matmul per kernel offset reads the
         # image in place, where the column matrix would copy it kk times (1.5-1.8x faster measured).
         y = _tap_matmul(w, buf, offsets, group, length)
-        y = y.reshape(n_img, m, out[0], *padded[1:])
-        if inner_padded == inner_out:
-            return y.reshape(n_img, m, *out)
-        return np.ascontiguousarray(y[(slice(None), slice(None), slice(None)) + tuple(slice(0, o) for o in out[1:])])
+        return _cropped(y.reshape(n_img, m, out[0], *padded[1:]), out, bias)
     # Kernel offsets are not one uniform stride in general; view cols as (N, C, *kernel, L)
     # (or (N, C, kk, L) when they are) and let one reshape do the im2col copy.
     if kk == 1 or len({b - a for a, b in itertools.pairwise(offsets)}) == 1:
@@ -403,10 +420,18 @@ def _flat_conv(
                           strides=(buf.strides[0], buf.strides[1], *kstr, item), writeable=False)  # fmt: skip
     # Depthwise convolutions become C tiny matmuls (mg x kk) @ (kk x L) in one batched call.
     y = _chunked_matmul(w.reshape(group, mg, cg * kk), view, n_img, group, cg * kk, length)
-    y = y.reshape(n_img, m, out[0], *padded[1:])
-    if inner_padded == inner_out:
-        return y.reshape(n_img, m, *out)
-    return np.ascontiguousarray(y[(slice(None), slice(None), slice(None)) + tuple(slice(0, o) for o in out[1:])])
+    return _cropped(y.reshape(n_img, m, out[0], *padded[1:]), out, bias)
+
+
+def _cropped(y: np.ndarray, out: Sequence[int], bias: np.ndarray | None) -> np.ndarray:
+    """The leading ``out`` extents of ``y``'s spatial axes plus ``bias`` per channel: one pass, not two."""
+    b = None if bias is None else bias.reshape((1, -1) + (1,) * len(out))
+    if tuple(y.shape[2:]) == tuple(out):
+        if b is not None:
+            y += b
+        return y
+    view = y[(slice(None), slice(None)) + tuple(slice(0, o) for o in out)]
+    return np.ascontiguousarray(view) if b is None else np.add(view, b)
 
 
 def _conv(
@@ -429,10 +454,9 @@ def _conv(
     pb, pe, out = conv_pads(x.shape[2:], kernel, st, dil, pads, auto_pad)
     dt = x.dtype
     wd = work_dtype(dt)
-    y = _conv_core(x.astype(wd, copy=False), w.astype(wd, copy=False), group, pb, pe, st, dil, out)
     bias = _bias(b, w.shape[0])
-    if bias is not None:
-        y += bias.astype(wd, copy=False).reshape((1, -1) + (1,) * nd)
+    wb = None if bias is None else bias.astype(wd, copy=False)
+    y = _conv_core(x.astype(wd, copy=False), w.astype(wd, copy=False), group, pb, pe, st, dil, out, wb)
     return y.astype(dt, copy=False)
 
 
