@@ -263,6 +263,30 @@ def test_nms_against_onnxruntime(opset: int) -> None:
         )
 
 
+def test_nms_many_boxes_against_onnxruntime() -> None:
+    """Hundreds of boxes per class, clustered so that most are suppressed (the working set is compacted
+    between rounds), with boxes of zero area and tied scores."""
+    for limit, iou, score in [(1000, 0.5, None), (50, 0.3, 0.2), (1000, 0.0, None), (7, 0.9, 0.5)]:
+        nb, nc, ns = 2, 4, 700
+        centres = RNG.uniform(0, 40, (nb, 12, 2))[:, RNG.integers(0, 12, ns)]
+        xy = centres + RNG.normal(0, 1.5, (nb, ns, 2))
+        wh = RNG.uniform(2, 6, (nb, ns, 2))
+        wh[:, ::50] = 0  # empty boxes never suppress nor are suppressed
+        boxes = np.concatenate([xy[..., ::-1], (xy + wh)[..., ::-1]], axis=-1).astype(np.float32)
+        scores = RNG.random((nb, nc, ns)).astype(np.float32)
+        scores[:, :, 100:130] = 0.75
+        inputs = [
+            ("boxes", boxes),
+            ("scores", scores),
+            ("max_output_boxes_per_class", np.array([limit], np.int64)),
+            ("iou_threshold", np.array([iou], np.float32)),
+            ("score_threshold", None if score is None else np.array([score], np.float32)),
+        ]
+        actual, expected = _run_both("NonMaxSuppression", 11, inputs, TensorProto.INT64, {})
+        assert len(expected) > 50
+        np.testing.assert_array_equal(actual, expected, err_msg=f"limit={limit} iou={iou} score={score}")
+
+
 def test_nms_defaults_and_empty() -> None:
     from onnxcore.runtime.registry import lookup
 

@@ -302,12 +302,16 @@ def non_max_suppression(
     cx0, cx1 = x_min[rb, order_a], x_max[rb, order_a]
     cy0, cy1 = y_min[rb, order_a], y_max[rb, order_a]
     carea = area[rb, order_a]
+    # A box of empty area neither suppresses nor is suppressed (its IoU is taken as 0).
+    cpos = carea > 0
 
     picked_rows: list[np.ndarray] = []
     picked_boxes: list[np.ndarray] = []
     picked_step: list[np.ndarray] = []
     step = 0
-    zero = np.float32(0)
+    # Scratch arrays reused every round (the loop is the whole cost): no allocation per round.
+    iw, ih, iou = (np.empty(al.shape, np.float32) for _ in range(3))
+    sup = np.empty(al.shape, bool)
     while rows_a.size and step < limit:
         pos = np.argmax(al, axis=1)  # first alive in sorted order = best remaining box
         ar = np.arange(rows_a.size)
@@ -316,22 +320,40 @@ def non_max_suppression(
         picked_step.append(np.full(rows_a.size, step))
         al[ar, pos] = False
         # IoU of the chosen box with every box of its row; suppress where strictly above the threshold.
-        sx0, sx1 = cx0[ar, pos][:, None], cx1[ar, pos][:, None]
-        sy0, sy1 = cy0[ar, pos][:, None], cy1[ar, pos][:, None]
-        sa = carea[ar, pos][:, None]
-        iw = np.minimum(sx1, cx1) - np.maximum(sx0, cx0)
-        ih = np.minimum(sy1, cy1) - np.maximum(sy0, cy0)
-        valid = (iw > zero) & (ih > zero)
-        inter = np.where(valid, iw * ih, zero)
-        union = sa + carea - inter
-        valid &= (inter > zero) & (sa > zero) & (carea > zero) & (union > zero)
+        np.minimum(cx1[ar, pos][:, None], cx1, out=iw)
+        iw -= np.maximum(cx0[ar, pos][:, None], cx0)
+        np.maximum(iw, 0, out=iw)
+        np.minimum(cy1[ar, pos][:, None], cy1, out=ih)
+        ih -= np.maximum(cy0[ar, pos][:, None], cy0)
+        np.maximum(ih, 0, out=ih)
+        inter = np.multiply(iw, ih, out=iw)
+        # Both areas positive: the union is at least the larger area, never 0.
+        np.add(carea[ar, pos][:, None], carea, out=iou)
+        iou -= inter
         with np.errstate(divide="ignore", invalid="ignore"):
-            iou = inter / np.where(valid, union, np.float32(1))
-        al &= ~(valid & (iou > thr))
-        keep = al.any(axis=1)
-        if not keep.all():
-            rows_a, order_a, al = rows_a[keep], order_a[keep], al[keep]
-            cx0, cx1, cy0, cy1, carea = cx0[keep], cx1[keep], cy0[keep], cy1[keep], carea[keep]
+            np.divide(inter, iou, out=iou)
+        np.greater(iou, thr, out=sup)
+        if thr < 0:  # an IoU of 0 (disjoint boxes) never suppresses
+            sup &= inter > 0
+        sup &= cpos
+        sup &= cpos[ar, pos][:, None]
+        np.logical_not(sup, out=sup)
+        al &= sup
+        live = al.sum(axis=1)
+        keep = live > 0
+        width = int(live.max()) if live.size else 0
+        if not keep.all() or 2 * width < al.shape[1]:
+            # Drop finished rows, and when most columns are dead, move each row's alive boxes to the
+            # front (in order) and cut the width: later rounds touch live boxes only.
+            sel = np.flatnonzero(keep)
+            cols = np.argsort(~al[sel], axis=1, kind="stable")[:, :width]
+            rsel = sel[:, None]
+            rows_a = rows_a[sel]
+            order_a, al = order_a[rsel, cols], al[rsel, cols]
+            cx0, cx1, cy0, cy1 = cx0[rsel, cols], cx1[rsel, cols], cy0[rsel, cols], cy1[rsel, cols]
+            carea, cpos = carea[rsel, cols], cpos[rsel, cols]
+            iw, ih, iou = (np.empty(al.shape, np.float32) for _ in range(3))
+            sup = np.empty(al.shape, bool)
         step += 1
     if not picked_rows:
         return empty
