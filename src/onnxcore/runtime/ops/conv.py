@@ -17,6 +17,7 @@ The window helpers (``window_params`` etc.) are shared with :mod:`onnxcore.runti
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Sequence
@@ -208,21 +209,23 @@ def col2im_accumulate(
     return out
 
 
-def _weights_check(x: np.ndarray, w: np.ndarray, group: int, kernel_shape: Any, *, transpose: bool) -> None:
-    if x.ndim < 3:
-        raise ShapeError(f"X must have rank >= 3 (N, C, spatial...), got shape {x.shape}")
-    if w.ndim != x.ndim:
-        raise ShapeError(f"W rank {w.ndim} differs from X rank {x.ndim}")
+def _shapes_check(
+    x_shape: tuple[int, ...], w_shape: tuple[int, ...], group: int, kernel_shape: Any, *, transpose: bool
+) -> None:
+    if len(x_shape) < 3:
+        raise ShapeError(f"X must have rank >= 3 (N, C, spatial...), got shape {x_shape}")
+    if len(w_shape) != len(x_shape):
+        raise ShapeError(f"W rank {len(w_shape)} differs from X rank {len(x_shape)}")
     if group < 1:
         raise EvaluationError(f"group must be positive, got {group}")
-    c = x.shape[1]
+    c = x_shape[1]
     if transpose:
-        if w.shape[0] != c or c % group:
-            raise ShapeError(f"W.shape[0]={w.shape[0]} must equal C={c}, divisible by group={group}")
-    elif w.shape[1] * group != c or w.shape[0] % group:
-        raise ShapeError(f"W shape {w.shape} is incompatible with C={c} and group={group}")
-    if kernel_shape is not None and int_list(kernel_shape) != list(w.shape[2:]):
-        raise ShapeError(f"kernel_shape {list(kernel_shape)} disagrees with W shape {w.shape}")
+        if w_shape[0] != c or c % group:
+            raise ShapeError(f"W.shape[0]={w_shape[0]} must equal C={c}, divisible by group={group}")
+    elif w_shape[1] * group != c or w_shape[0] % group:
+        raise ShapeError(f"W shape {w_shape} is incompatible with C={c} and group={group}")
+    if kernel_shape is not None and int_list(kernel_shape) != list(w_shape[2:]):
+        raise ShapeError(f"kernel_shape {list(kernel_shape)} disagrees with W shape {w_shape}")
 
 
 def _bias(b: np.ndarray | None, m: int) -> np.ndarray | None:
@@ -434,6 +437,34 @@ def _cropped(y: np.ndarray, out: Sequence[int], bias: np.ndarray | None) -> np.n
     return np.ascontiguousarray(view) if b is None else np.add(view, b)
 
 
+def _key(value: Any) -> Any:
+    # INTS attributes arrive as lists; a hashable copy lets the geometry below be cached.
+    return tuple(value) if isinstance(value, list | np.ndarray) else value
+
+
+@functools.lru_cache(maxsize=4096)
+def _conv_geometry(
+    x_shape: tuple[int, ...],
+    w_shape: tuple[int, ...],
+    group: int,
+    kernel_shape: Any,
+    strides: Any,
+    dilations: Any,
+    pads: Any,
+    auto_pad: str,
+) -> tuple[list[int], list[int], list[int], list[int], list[int]]:
+    """Checked strides, dilations, pads and output extents of a Conv: the same for every run of a
+    node, so they are computed once per shape (a model's Conv calls cost tens of microseconds each
+    otherwise)."""
+    _shapes_check(x_shape, w_shape, group, kernel_shape, transpose=False)
+    nd = len(x_shape) - 2
+    kernel = list(w_shape[2:])
+    st = spatial_attr(strides, nd, 1, "strides")
+    dil = spatial_attr(dilations, nd, 1, "dilations")
+    pb, pe, out = conv_pads(x_shape[2:], kernel, st, dil, pads, auto_pad)
+    return st, dil, pb, pe, out
+
+
 def _conv(
     x: np.ndarray,
     w: np.ndarray,
@@ -446,12 +477,9 @@ def _conv(
     pads: Any,
     strides: Any,
 ) -> np.ndarray:
-    _weights_check(x, w, group, kernel_shape, transpose=False)
-    nd = x.ndim - 2
-    kernel = list(w.shape[2:])
-    st = spatial_attr(strides, nd, 1, "strides")
-    dil = spatial_attr(dilations, nd, 1, "dilations")
-    pb, pe, out = conv_pads(x.shape[2:], kernel, st, dil, pads, auto_pad)
+    st, dil, pb, pe, out = _conv_geometry(
+        x.shape, w.shape, group, _key(kernel_shape), _key(strides), _key(dilations), _key(pads), auto_pad
+    )
     dt = x.dtype
     wd = work_dtype(dt)
     bias = _bias(b, w.shape[0])
@@ -536,7 +564,7 @@ def _convtranspose(
     strides: Any,
     legacy_split: bool,
 ) -> np.ndarray:
-    _weights_check(x, w, group, kernel_shape, transpose=True)
+    _shapes_check(x.shape, w.shape, group, kernel_shape, transpose=True)
     nd = x.ndim - 2
     kernel = list(w.shape[2:])
     st = spatial_attr(strides, nd, 1, "strides")
@@ -710,7 +738,7 @@ def _deform_conv(
     pads: Any,
     strides: Any,
 ) -> np.ndarray:
-    _weights_check(x, w, group, kernel_shape, transpose=False)
+    _shapes_check(x.shape, w.shape, group, kernel_shape, transpose=False)
     nd = x.ndim - 2
     n_img, c = x.shape[:2]
     kernel = list(w.shape[2:])
