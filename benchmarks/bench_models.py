@@ -14,9 +14,11 @@ expected outputs). Each engine gets one warm-up run, then the best of ``--repeat
 against onnxruntime (rtol 1e-3, atol 1e-5). A Markdown table goes to stdout.
 
 Usage: ``python benchmarks/bench_models.py [--repeat 5] [--blas-threads 1] [--no-reference]
-[--models resnet50 vgg19 ...] [--profile] [--clock wall|cpu]``. onnxruntime single-threaded is compared fairly with
-``--blas-threads 1``; on a loaded machine OpenBLAS's spinning threads can make numpy's matmul an
+[--models resnet50 vgg19 ...] [--profile] [--floor] [--clock wall|cpu]``. onnxruntime single-threaded is
+compared fairly with ``--blas-threads 1``; on a loaded machine OpenBLAS's spinning threads can make numpy's matmul an
 order of magnitude slower than with one thread. ``--profile`` prints onnxcore's time per operator type.
+``--floor`` times the model's matrix products alone with ``numpy.matmul`` on ready operands: no engine
+built on numpy's BLAS can run the model faster than that.
 """
 
 from __future__ import annotations
@@ -113,6 +115,53 @@ def profile_ops(sess: Any, feeds: dict[str, np.ndarray], repeat: int) -> Counter
     return Counter({k: v / repeat for k, v in acc.items()})
 
 
+def gemm_shapes(sess: Any, feeds: dict[str, np.ndarray]) -> list[tuple[int, int, int, int]]:
+    """``(batch, M, K, N)`` of the matrix product each Conv, Gemm and MatMul step of one run amounts to."""
+    plan = sess._plan
+    shapes: list[tuple[int, int, int, int]] = []
+    saved, saved_run = plan.steps, plan._run
+    steps = []
+    for st, bn in zip(plan.steps, plan.info):
+
+        def spy(*a: Any, _fn: Any = st[0], _op: str = bn.node.op_type, _kw: Any = st[4], **k: Any) -> Any:
+            y = _fn(*a, **k)
+            if _op == "Conv":
+                x, w = a[0], a[1]
+                g = int(_kw.get("group", 1))
+                shapes.append((x.shape[0] * g, w.shape[0] // g, int(np.prod(w.shape[1:])), int(np.prod(y.shape[2:]))))
+            elif _op in ("Gemm", "MatMul") and y.ndim == 2:
+                shapes.append(
+                    (
+                        1,
+                        y.shape[0],
+                        a[0].shape[-1] if _op == "MatMul" or not _kw.get("transA") else a[0].shape[0],
+                        y.shape[1],
+                    )
+                )
+            return y
+
+        steps.append((spy, *st[1:]))
+    plan.steps, plan._run = steps, None
+    try:
+        sess.run(None, feeds)
+    finally:
+        plan.steps, plan._run = saved, saved_run
+    return shapes
+
+
+def gemm_floor(shapes: list[tuple[int, int, int, int]], repeat: int) -> float:
+    """Seconds numpy's BLAS needs for those products alone, on contiguous operands (no im2col, no
+    epilogue): a lower bound for any engine built on ``numpy.matmul``."""
+    rng = np.random.default_rng(0)
+    total = 0.0
+    for b, m, k, n in shapes:
+        w = rng.standard_normal((b, m, k)).astype(np.float32)
+        cols = rng.standard_normal((b, k, n)).astype(np.float32)
+        t, _ = best_of([lambda w=w, c=cols: np.matmul(w, c)], repeat)
+        total += t[0]
+    return total
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=5)
@@ -120,6 +169,11 @@ def main() -> int:
     ap.add_argument("--no-reference", action="store_true", help="skip onnx.reference (minutes)")
     ap.add_argument("--models", nargs="*", default=None)
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument(
+        "--floor",
+        action="store_true",
+        help="also time the model's Conv/Gemm/MatMul products alone with numpy.matmul (a lower bound)",
+    )
     ap.add_argument(
         "--clock",
         choices=("wall", "cpu"),
@@ -149,7 +203,8 @@ def main() -> int:
             t0 = CLOCK()
             ev.run(None, feeds)
             t_ref = CLOCK() - t0
-        rows.append((path.stem.removeprefix("light_"), t_ours, t_ort1, t_ortd, t_ref, ok))
+        floor = gemm_floor(gemm_shapes(ours, feeds), args.repeat) if args.floor else float("nan")
+        rows.append((path.stem.removeprefix("light_"), t_ours, t_ort1, t_ortd, t_ref, floor, ok))
         print(f"# {path.stem}: done", file=sys.stderr, flush=True)
         if args.profile:
             prof = profile_ops(ours, feeds, max(1, args.repeat // 2))
@@ -165,17 +220,26 @@ def main() -> int:
         "| model | onnxcore | ORT 1 thread | ratio | ORT default | ratio | reference | reference / onnxcore | matches |"
     )
     print("|---|---:|---:|---:|---:|---:|---:|---:|:---:|")
-    for model, t_o, t_1, t_d, t_r, ok in rows:
+    for model, t_o, t_1, t_d, t_r, _floor, ok in rows:
         ref_cells = f"{t_r * 1e3:.0f} | {t_r / t_o:.0f}x" if t_r == t_r else "- | -"
         print(f"| {model} | {t_o * 1e3:.1f} | {t_1 * 1e3:.1f} | {t_o / t_1:.2f} | {t_d * 1e3:.1f} | {t_o / t_d:.2f} | "
               f"{ref_cells} | {'yes' if ok else 'NO'} |")  # fmt: skip
     if rows:
-        r1 = float(np.median([t_o / t_1 for _, t_o, t_1, _, _, _ in rows]))
-        rd = float(np.median([t_o / t_d for _, t_o, _, t_d, _, _ in rows]))
+        r1 = float(np.median([r[1] / r[2] for r in rows]))
+        rd = float(np.median([r[1] / r[3] for r in rows]))
         print(f"\nMedian ratio to onnxruntime: {r1:.2f} (1 thread), {rd:.2f} (default threads).")
-        refs = [t_r / t_o for _, t_o, _, _, t_r, _ in rows if t_r == t_r]
+        refs = [r[4] / r[1] for r in rows if r[4] == r[4]]
         if refs:
             print(f"Reference evaluator / onnxcore: min {min(refs):.0f}x, median {float(np.median(refs)):.0f}x.")
+    if args.floor and rows:
+        print(
+            "\nBLAS floor: the model's Conv/Gemm/MatMul products alone as numpy.matmul on ready operands "
+            "(no im2col, no other operator), against onnxruntime single-threaded running the whole model.\n"
+        )
+        print("| model | products alone | share of onnxcore's time | floor / ORT 1 thread |")
+        print("|---|---:|---:|---:|")
+        for model, t_o, t_1, _t_d, _t_r, floor, _ok in rows:
+            print(f"| {model} | {floor * 1e3:.1f} | {floor / t_o:.0%} | {floor / t_1:.2f} |")
     return 0 if all(r[-1] for r in rows) else 1
 
 
