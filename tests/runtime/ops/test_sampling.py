@@ -240,6 +240,18 @@ def _random_boxes(nb: int, ns: int, center: int) -> np.ndarray:
     return b.astype(np.float32)
 
 
+def _nms_inputs(
+    boxes: np.ndarray, scores: np.ndarray, limit: int, iou: float, score: float | None
+) -> list[tuple[str, np.ndarray | None]]:
+    return [
+        ("boxes", boxes),
+        ("scores", scores),
+        ("max_output_boxes_per_class", np.array([limit], np.int64)),
+        ("iou_threshold", np.array([iou], np.float32)),
+        ("score_threshold", None if score is None else np.array([score], np.float32)),
+    ]
+
+
 @pytest.mark.parametrize("opset", [10, 11])
 def test_nms_against_onnxruntime(opset: int) -> None:
     for center, limit, iou, score in itertools.product([0, 1], [1, 3, 100], [0.0, 0.3, 0.7], [None, 0.4]):
@@ -247,13 +259,7 @@ def test_nms_against_onnxruntime(opset: int) -> None:
         boxes = _random_boxes(nb, ns, center)
         scores = RNG.random((nb, nc, ns)).astype(np.float32)
         scores[:, :, 5:9] = 0.5  # ties: lower index first
-        inputs = [
-            ("boxes", boxes),
-            ("scores", scores),
-            ("max_output_boxes_per_class", np.array([limit], np.int64)),
-            ("iou_threshold", np.array([iou], np.float32)),
-            ("score_threshold", None if score is None else np.array([score], np.float32)),
-        ]
+        inputs = _nms_inputs(boxes, scores, limit, iou, score)
         actual, expected = _run_both(
             "NonMaxSuppression", opset, inputs, TensorProto.INT64, {"center_point_box": center}
         )
@@ -275,13 +281,7 @@ def test_nms_many_boxes_against_onnxruntime() -> None:
         boxes = np.concatenate([xy[..., ::-1], (xy + wh)[..., ::-1]], axis=-1).astype(np.float32)
         scores = RNG.random((nb, nc, ns)).astype(np.float32)
         scores[:, :, 100:130] = 0.75
-        inputs = [
-            ("boxes", boxes),
-            ("scores", scores),
-            ("max_output_boxes_per_class", np.array([limit], np.int64)),
-            ("iou_threshold", np.array([iou], np.float32)),
-            ("score_threshold", None if score is None else np.array([score], np.float32)),
-        ]
+        inputs = _nms_inputs(boxes, scores, limit, iou, score)
         actual, expected = _run_both("NonMaxSuppression", 11, inputs, TensorProto.INT64, {})
         assert len(expected) > 50
         np.testing.assert_array_equal(actual, expected, err_msg=f"limit={limit} iou={iou} score={score}")

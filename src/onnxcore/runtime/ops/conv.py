@@ -236,24 +236,6 @@ def _bias(b: np.ndarray | None, m: int) -> np.ndarray | None:
     return b
 
 
-def _conv_core(
-    x: np.ndarray,
-    w: np.ndarray,
-    group: int,
-    pb: Sequence[int],
-    pe: Sequence[int],
-    strides: Sequence[int],
-    dilations: Sequence[int],
-    out: Sequence[int],
-    bias: np.ndarray | None = None,
-) -> np.ndarray:
-    """Forward convolution in the work dtype, ``(N, M, *out)``, plus ``bias`` (one value per output channel)."""
-    y, biased = _conv_paths(x, w, group, pb, pe, strides, dilations, out, bias)
-    if bias is not None and not biased:
-        y += bias.reshape((1, -1) + (1,) * len(out))
-    return y
-
-
 def _conv_paths(
     x: np.ndarray,
     w: np.ndarray,
@@ -265,7 +247,8 @@ def _conv_paths(
     out: Sequence[int],
     bias: np.ndarray | None,
 ) -> tuple[np.ndarray, bool]:
-    """The convolution by the fastest path for its shape, and whether that path added ``bias``."""
+    """Forward convolution in the work dtype, ``(N, M, *out)``, by the fastest path for its shape; and
+    whether that path added ``bias`` (one value per output channel) too."""
     n_img, c = x.shape[:2]
     m = w.shape[0]
     cg, mg = c // group, m // group
@@ -484,7 +467,9 @@ def _conv(
     wd = work_dtype(dt)
     bias = _bias(b, w.shape[0])
     wb = None if bias is None else bias.astype(wd, copy=False)
-    y = _conv_core(x.astype(wd, copy=False), w.astype(wd, copy=False), group, pb, pe, st, dil, out, wb)
+    y, biased = _conv_paths(x.astype(wd, copy=False), w.astype(wd, copy=False), group, pb, pe, st, dil, out, wb)
+    if wb is not None and not biased:
+        y += wb.reshape((1, -1) + (1,) * len(out))
     return y.astype(dt, copy=False)
 
 
