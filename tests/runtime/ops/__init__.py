@@ -190,3 +190,27 @@ def sweep_versions(op: str, build: Any, *, rtol: float = 2e-6, atol: float = 1e-
             assert_same(a, t, rtol=rtol, atol=atol)
         compared += 1
     return compared
+
+
+def assert_every_version_has_a_kernel(op: str, domain: str = "") -> None:
+    """Clause 14.3: a kernel is registered for every since_version of the operator's definition."""
+    import onnx
+
+    from onnxcore.runtime.registry import kernel_versions
+
+    versions = sorted(
+        {s.since_version for s in onnx.defs.get_all_schemas_with_history() if s.domain == domain and s.name == op}
+    )
+    assert versions and kernel_versions(domain, op) == versions, op
+
+
+def assert_node_case(case_dir: Path) -> None:
+    """One ONNX 1-3 single-node case passes (rtol 1e-3, atol 1e-7; Clause 11.5)."""
+    from node_harness import assert_close, run_single_node_case
+
+    result = run_single_node_case(case_dir)
+    assert result is not None, f"no kernel for {case_dir.name}"
+    actual, expected = result
+    assert len(actual) == len(expected), case_dir.name
+    for a, e in zip(actual, expected):
+        assert_close(a, e)

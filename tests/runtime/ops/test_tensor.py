@@ -19,11 +19,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 onnx = pytest.importorskip("onnx")
 
-from node_harness import assert_close, run_single_node_case  # noqa: E402
+from node_harness import assert_close  # noqa: E402
 
 from onnxcore.errors import EvaluationError  # noqa: E402
 from onnxcore.runtime.registry import KernelContext, lookup  # noqa: E402
-from ops import single_node_cases  # noqa: E402
+from ops import assert_every_version_has_a_kernel, assert_node_case, single_node_cases  # noqa: E402
 
 TENSOR_OPS = frozenset(
     "Cast CastLike Concat Constant ConstantOfShape Expand EyeLike Flatten Identity Pad Range Reshape Shape "
@@ -44,22 +44,12 @@ def test_every_tensor_op_has_node_cases() -> None:
 
 @pytest.mark.parametrize("op", sorted(TENSOR_OPS))
 def test_every_since_version_has_a_kernel(op: str) -> None:
-    from onnxcore.runtime.registry import kernel_versions
-
-    versions = sorted(
-        {s.since_version for s in onnx.defs.get_all_schemas_with_history() if s.name == op and s.domain == ""}
-    )
-    assert kernel_versions("", op) == versions
+    assert_every_version_has_a_kernel(op)
 
 
 @pytest.mark.parametrize("case_dir", CASES)
 def test_node_case(case_dir: Path) -> None:
-    result = run_single_node_case(case_dir)
-    assert result is not None, f"no kernel for {case_dir.name}"
-    actual, expected = result
-    assert len(actual) == len(expected)
-    for a, e in zip(actual, expected):
-        assert_close(a, e)
+    assert_node_case(case_dir)
 
 
 # ---------------------------------------------------------------------------------------------
