@@ -99,10 +99,10 @@ def test_large_sums_vs_ort(op: str, dtype: str) -> None:
     """Tensors large enough for the BLAS sums (a product with ones, an einsum for squares): every split
     of consecutive axes (leading, middle, trailing, all), non-consecutive axes, and a non-contiguous input."""
     pytest.importorskip("onnxruntime")
-    from onnxcore.runtime.ops import reduction
+    from onnxcore.runtime.ops._util import BLAS_SUM_MIN
 
     x = _data(op, (8, 40, 6, 20), dtype)
-    assert x.size >= reduction._BLAS_SUM_MIN
+    assert x.size >= BLAS_SUM_MIN
     for axes in [[0], [1], [-1], [1, 2], [0, 1], [2, 3], [0, 1, 2, 3], [0, 2], [1, 3]]:
         compare(op, [x, np.array(axes, np.int64)], 18, {"keepdims": 1}, rtol=1e-5, atol=1e-5)
         compare(op, [x, np.array(axes, np.int64)], 18, {"keepdims": 0}, rtol=1e-5, atol=1e-5)
@@ -398,13 +398,14 @@ def test_topk_matches_definition_brute_force() -> None:
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "uint8", "bool"])
 def test_large_max_min_over_trailing_axes(op: str, dtype: str) -> None:
     """Short trailing rows (column passes, reduceat) give numpy's values exactly, NaN propagating."""
-    from onnxcore.runtime.ops.reduction import _BLAS_SUM_MIN, _reduce_core
+    from onnxcore.runtime.ops._util import BLAS_SUM_MIN
+    from onnxcore.runtime.ops.reduction import _reduce_core
 
     ref = np.max if op == "max" else np.min
     for shape, axes in [((4096, 5), (1,)), ((64, 32, 16), (2,)), ((64, 32, 16), (1, 2)), ((16, 1024, 3), (-1,)),
                         ((9, 2000, 2), (1, 2)), ((128, 300), (-1,)), ((40, 1100), (1,))]:  # fmt: skip
         x = (RNG.standard_normal(shape) * 50).astype(dtype) if dtype != "bool" else RNG.random(shape) > 0.7
-        assert x.size >= _BLAS_SUM_MIN
+        assert x.size >= BLAS_SUM_MIN
         if dtype.startswith("float"):
             x[0, 1] = np.nan
         for keepdims in (False, True):

@@ -8,6 +8,7 @@ broadcast raise :class:`ShapeError`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -17,6 +18,10 @@ import numpy as np
 from onnxcore.errors import EvaluationError, ShapeError
 
 __all__ = [
+    "BLAS_SUM_MIN",
+    "consecutive_blocks",
+    "float_sum",
+    "reduced_shape",
     "normalize_axis",
     "normalize_axes",
     "axes_from_input",
@@ -290,3 +295,52 @@ def select(mask: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     out ^= b_bits
     # ascontiguousarray made rank 0 into rank 1: restore the shape.
     return out.view(a.dtype).reshape(a.shape)
+
+
+def consecutive_blocks(x: np.ndarray, ax: tuple[int, ...] | None) -> tuple[int, int, int] | None:
+    """``(A, R, B)`` when ``x`` is C-contiguous and reducing ``ax`` is reducing the middle axis of
+    ``x.reshape(A, R, B)`` (the reduced axes are consecutive), else None."""
+    if not x.flags.c_contiguous or x.size == 0:
+        return None
+    axes = sorted({a % x.ndim for a in ax}) if ax is not None else list(range(x.ndim))
+    if not axes or axes != list(range(axes[0], axes[-1] + 1)):
+        return None
+    shape = x.shape
+    return math.prod(shape[: axes[0]]), math.prod(shape[axes[0] : axes[-1] + 1]), math.prod(shape[axes[-1] + 1 :])
+
+
+# Below this many elements a reduction's call overhead outweighs the BLAS speed-up (measured).
+BLAS_SUM_MIN = 1 << 14
+
+
+def float_sum(xc: np.ndarray, ax: tuple[int, ...] | None, keepdims: bool, *, square: bool = False) -> np.ndarray:
+    """Sum (of squares with ``square``) of ``xc`` over ``ax``.
+
+    For float32 and float64 over consecutive axes the sum is a product with a vector of ones (BLAS),
+    and the sum of squares an einsum: 3-4x faster than numpy's reductions, whose inner loops are
+    the short rows of the non-reduced axes. Both accumulate in another order than numpy's pairwise
+    sum, which Clause 11.4 permits (the tolerance statement covers it).
+    """
+    blocks = consecutive_blocks(xc, ax) if xc.dtype in (np.float32, np.float64) and xc.size >= BLAS_SUM_MIN else None
+    # Reducing everything, numpy's pairwise sum runs one long SIMD loop and is the faster.
+    if blocks is None or blocks[0] == blocks[2] == 1:
+        add: Any = np.add  # numpy's stubs reject a non-literal keepdims on ufunc.reduce
+        return np.asarray(add.reduce(np.square(xc) if square else xc, axis=ax, keepdims=keepdims))
+    a, r, b = blocks
+    if square:
+        y = np.einsum("arb,arb->ab", *(xc.reshape(a, r, b),) * 2)
+    elif b == 1:
+        y = xc.reshape(a, r) @ np.ones(r, xc.dtype)
+    elif a == 1:
+        y = np.ones(r, xc.dtype) @ xc.reshape(r, b)
+    else:
+        y = np.matmul(np.ones((1, r), xc.dtype), xc.reshape(a, r, b))
+    return reduced_shape(y, xc.shape, ax, keepdims)
+
+
+def reduced_shape(y: np.ndarray, shape: tuple[int, ...], ax: tuple[int, ...] | None, keepdims: bool) -> np.ndarray:
+    """``y`` (the reduced values in order) shaped as reducing ``shape`` over ``ax`` gives."""
+    axes = set(range(len(shape))) if ax is None else {i % len(shape) for i in ax}
+    if keepdims:
+        return y.reshape([1 if i in axes else n for i, n in enumerate(shape)])
+    return y.reshape([n for i, n in enumerate(shape) if i not in axes])

@@ -8,13 +8,14 @@ every output is rounded once; where a definition has ``stash_type`` the first st
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import ml_dtypes
 import numpy as np
 
 from onnxcore.errors import EvaluationError, ShapeError
-from onnxcore.runtime.ops._util import check_unidirectional, normalize_axes, normalize_axis
+from onnxcore.runtime.ops._util import check_unidirectional, float_sum, normalize_axes, normalize_axis
 from onnxcore.runtime.ops.conv import work_dtype
 from onnxcore.runtime.registry import KernelContext, kernel
 
@@ -168,10 +169,16 @@ def batch_normalization(
 
 
 def _standardize(xw: np.ndarray, axes: tuple[int, ...], epsilon: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(normalized, mean, inv_std) of ``xw`` over ``axes`` (keepdims), in ``xw``'s dtype."""
-    mean = xw.mean(axis=axes, keepdims=True)
-    d = xw - mean
-    var = np.mean(d * d, axis=axes, keepdims=True)
+    """(normalized, mean, inv_std) of ``xw`` over ``axes`` (keepdims), in ``xw``'s dtype.
+
+    The normalized values are a new array (callers scale it in place). The sums are
+    :func:`~onnxcore.runtime.ops._util.float_sum` (BLAS for large float tensors; Clause 11.4).
+    """
+    n = math.prod(xw.shape[a] for a in axes)
+    with np.errstate(divide="ignore", invalid="ignore"):  # an empty reduction gives NaN, as numpy's mean
+        mean = float_sum(xw, axes, True) / np.asarray(n, xw.dtype)
+        d = xw - mean
+        var = float_sum(d, axes, True, square=True) / np.asarray(n, xw.dtype)
     inv = 1 / np.sqrt(var + xw.dtype.type(epsilon))
     d *= inv
     return d, mean, inv
@@ -195,7 +202,7 @@ def instance_normalization(input: np.ndarray, scale: np.ndarray, B: np.ndarray, 
     _check_channel_param(scale, "scale", (x.shape[1],))
     _check_channel_param(B, "B", (x.shape[1],))
     wd = work_dtype(x.dtype)
-    y, _, _ = _standardize(x.astype(wd), tuple(range(2, x.ndim)), epsilon)
+    y, _, _ = _standardize(x.astype(wd, copy=False), tuple(range(2, x.ndim)), epsilon)
     y *= scale.astype(wd).reshape(_channel_shape(x))
     y += B.astype(wd).reshape(_channel_shape(x))
     return y.astype(x.dtype, copy=False)
@@ -214,13 +221,14 @@ def _group_norm(
     _check_channel_param(scale, "scale", expected)
     _check_channel_param(bias, "bias", expected)
     wd = work_dtype(x.dtype)
-    xg = x.astype(stash).reshape(n, num_groups, -1)
+    xg = x.astype(stash, copy=False).reshape(n, num_groups, -1)
     norm, _, _ = _standardize(xg, (2,), epsilon)
-    y = norm.reshape(x.shape).astype(x.dtype).astype(wd, copy=False)
+    y = norm.reshape(x.shape).astype(x.dtype, copy=False).astype(wd, copy=False)
     sc, bi = scale.astype(wd), bias.astype(wd)
     if not per_channel:
         sc, bi = np.repeat(sc, c // num_groups), np.repeat(bi, c // num_groups)
-    y = y * sc.reshape(_channel_shape(x)) + bi.reshape(_channel_shape(x))
+    y *= sc.reshape(_channel_shape(x))  # y is new (norm, or a copy of it): scaled in place
+    y += bi.reshape(_channel_shape(x))
     return y.astype(x.dtype, copy=False)
 
 
@@ -274,11 +282,13 @@ def layer_normalization(
         check_unidirectional(B.shape, X.shape)
     stash = _stash_dtype(stash_type)
     out_stash = _STASH[int(stash_type)]
-    norm, mean, inv = _standardize(X.astype(stash), tuple(range(a, X.ndim)), epsilon)
+    norm, mean, inv = _standardize(X.astype(stash, copy=False), tuple(range(a, X.ndim)), epsilon)
     wd = work_dtype(X.dtype)
-    y = norm.astype(X.dtype).astype(wd, copy=False) * Scale.astype(wd)
+    # Stage two starts from the normalized values in X's type (a rounding when the stash is wider).
+    y = norm.astype(X.dtype, copy=False).astype(wd, copy=False)
+    y *= Scale.astype(wd, copy=False)  # y is a new array of X's shape: Scale broadcasts to it
     if B is not None:
-        y += B.astype(wd)
+        y += B.astype(wd, copy=False)
     return y.astype(X.dtype, copy=False), mean.astype(out_stash), inv.astype(out_stash)
 
 

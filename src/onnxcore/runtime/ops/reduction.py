@@ -22,13 +22,21 @@ their own type (wrapping), float32/float64 by numpy's pairwise summation.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 
 from onnxcore.errors import EvaluationError
-from onnxcore.runtime.ops._util import axes_from_input, normalize_axes, normalize_axis, scalar_of
+from onnxcore.runtime.ops._util import (
+    BLAS_SUM_MIN,
+    axes_from_input,
+    consecutive_blocks,
+    float_sum,
+    normalize_axes,
+    normalize_axis,
+    reduced_shape,
+    scalar_of,
+)
 from onnxcore.runtime.registry import kernel
 
 __all__: list[str] = []
@@ -69,54 +77,6 @@ def _highest(dt: np.dtype[Any]) -> Any:
     return np.inf
 
 
-def _blocks(x: Array, ax: tuple[int, ...] | None) -> tuple[int, int, int] | None:
-    """``(A, R, B)`` when ``x`` is C-contiguous and reducing ``ax`` is reducing the middle axis of
-    ``x.reshape(A, R, B)`` (the reduced axes are consecutive), else None."""
-    if not x.flags.c_contiguous or x.size == 0:
-        return None
-    axes = sorted({a % x.ndim for a in ax}) if ax is not None else list(range(x.ndim))
-    if not axes or axes != list(range(axes[0], axes[-1] + 1)):
-        return None
-    shape = x.shape
-    return math.prod(shape[: axes[0]]), math.prod(shape[axes[0] : axes[-1] + 1]), math.prod(shape[axes[-1] + 1 :])
-
-
-# Below this many elements a reduction's call overhead outweighs the BLAS speed-up (measured).
-_BLAS_SUM_MIN = 1 << 14
-
-
-def _sum(xc: Array, ax: tuple[int, ...] | None, keepdims: bool, *, square: bool = False) -> Array:
-    """Sum (of squares with ``square``) of ``xc`` over ``ax``.
-
-    For float32 and float64 over consecutive axes the sum is a product with a vector of ones (BLAS),
-    and the sum of squares an einsum: 3-4x faster than numpy's reductions, whose inner loops are
-    the short rows of the non-reduced axes. Both accumulate in another order than numpy's pairwise
-    sum, which Clause 11.4 permits (the tolerance statement covers it).
-    """
-    blocks = _blocks(xc, ax) if xc.dtype in (np.float32, np.float64) and xc.size >= _BLAS_SUM_MIN else None
-    # Reducing everything, numpy's pairwise sum runs one long SIMD loop and is the faster.
-    if blocks is None or blocks[0] == blocks[2] == 1:
-        return _ADD.reduce(np.square(xc) if square else xc, axis=ax, keepdims=keepdims)
-    a, r, b = blocks
-    if square:
-        y = np.einsum("arb,arb->ab", *(xc.reshape(a, r, b),) * 2)
-    elif b == 1:
-        y = xc.reshape(a, r) @ np.ones(r, xc.dtype)
-    elif a == 1:
-        y = np.ones(r, xc.dtype) @ xc.reshape(r, b)
-    else:
-        y = np.matmul(np.ones((1, r), xc.dtype), xc.reshape(a, r, b))
-    return _reduced_shape(y, xc.shape, ax, keepdims)
-
-
-def _reduced_shape(y: Array, shape: tuple[int, ...], ax: tuple[int, ...] | None, keepdims: bool) -> Array:
-    """``y`` (the reduced values in order) shaped as reducing ``shape`` over ``ax`` gives."""
-    axes = set(range(len(shape))) if ax is None else {i % len(shape) for i in ax}
-    if keepdims:
-        return y.reshape([1 if i in axes else n for i, n in enumerate(shape)])
-    return y.reshape([n for i, n in enumerate(shape) if i not in axes])
-
-
 def _extreme(uf: Any, xc: Array, ax: tuple[int, ...] | None, keepdims: bool) -> Array:
     """Max or min (``uf``) of a non-empty ``xc`` over ``ax``.
 
@@ -125,7 +85,7 @@ def _extreme(uf: Any, xc: Array, ax: tuple[int, ...] | None, keepdims: bool) -> 
     16) or one ``reduceat`` over the flat data are 2-10x faster (measured). Same values: max and min
     do not round.
     """
-    blocks = _blocks(xc, ax) if xc.size >= _BLAS_SUM_MIN else None
+    blocks = consecutive_blocks(xc, ax) if xc.size >= BLAS_SUM_MIN else None
     if blocks is None or blocks[2] != 1 or blocks[1] >= 1024:
         return uf.reduce(xc, axis=ax, keepdims=keepdims)
     a, r, _ = blocks
@@ -136,7 +96,7 @@ def _extreme(uf: Any, xc: Array, ax: tuple[int, ...] | None, keepdims: bool) -> 
             uf(y, rows[:, j], out=y)
     else:
         y = uf.reduceat(xc.reshape(-1), np.arange(0, a * r, r))
-    return _reduced_shape(y, xc.shape, ax, keepdims)
+    return reduced_shape(y, xc.shape, ax, keepdims)
 
 
 def _reduce_core(op: str, x: Array, axes: tuple[int, ...] | None, keepdims: bool) -> Array:
@@ -157,21 +117,21 @@ def _reduce_core(op: str, x: Array, axes: tuple[int, ...] | None, keepdims: bool
         return _reduce_int(op, x, ax, keepdims)
     xc = _acc_input(x)
     if op == "sum":
-        y = _sum(xc, ax, keepdims)
+        y = float_sum(xc, ax, keepdims)
     elif op == "mean":
         n = _count(x.shape, ax)
-        y = _sum(xc, ax, keepdims)
+        y = float_sum(xc, ax, keepdims)
         y = np.true_divide(y, n) if n else np.full(np.shape(y), np.nan, dtype=xc.dtype)
     elif op == "prod":
         y = _MUL.reduce(xc, axis=ax, keepdims=keepdims)
     elif op == "sumsquare":
-        y = _sum(xc, ax, keepdims, square=True)
+        y = float_sum(xc, ax, keepdims, square=True)
     elif op == "l1":
-        y = _sum(np.abs(xc), ax, keepdims)
+        y = float_sum(np.abs(xc), ax, keepdims)
     elif op == "l2":
-        y = np.sqrt(_sum(xc, ax, keepdims, square=True))
+        y = np.sqrt(float_sum(xc, ax, keepdims, square=True))
     elif op == "logsum":
-        y = np.log(_sum(xc, ax, keepdims))
+        y = np.log(float_sum(xc, ax, keepdims))
     elif op == "logsumexp":
         y = _logsumexp(xc, ax, keepdims)
     else:  # pragma: no cover - the table below names only the ops above
@@ -194,7 +154,7 @@ def _logsumexp(xc: Array, ax: tuple[int, ...] | None, keepdims: bool) -> Array:
     m = np.where(np.isfinite(m), m, np.zeros((), m.dtype))
     e = np.asarray(np.subtract(xc, m))
     np.exp(e, out=e)
-    s = np.log(_sum(e, ax, keepdims))
+    s = np.log(float_sum(e, ax, keepdims))
     return np.asarray(s + (m if keepdims else m.reshape(np.shape(s))))
 
 
