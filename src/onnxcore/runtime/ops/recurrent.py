@@ -23,13 +23,10 @@ Activation = Callable[[np.ndarray], np.ndarray]
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
-    # Split by sign so exp never overflows.
-    out = np.empty_like(x)
-    pos = x >= 0
-    out[pos] = 1.0 / (1.0 + np.exp(-x[pos]))
-    e = np.exp(x[~pos])
-    out[~pos] = e / (1.0 + e)
-    return out
+    # 1 / (1 + e^-x) for x >= 0 and e^x / (1 + e^x) below, with e = exp(-|x|) <= 1: exp never
+    # overflows, and no boolean indexing (it ran once per time step).
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1, e) / (1 + e)
 
 
 def _make_activation(name: str, alpha: float | None, beta: float | None) -> Activation:
@@ -155,49 +152,66 @@ def _recurrent(
     def clipped(v: np.ndarray) -> np.ndarray:
         return np.clip(v, -clip, clip) if clip is not None else v
 
+    # Every sequence runs all steps: no masking per step (the common case).
+    full = bool(valid.all())
+    peep = P is not None
     for d in range(num_dir):
         reverse = direction == "reverse" or d == 1
         wb, rb = b[d, : k * hidden], b[d, k * hidden :]
-        xw = x @ w[d].T + wb  # every step's input projection in one matmul: [seq, batch, k*H]
+        # Every step's input projection in one matmul, [seq, batch, k*H], with the recurrence bias
+        # added once where it is added outside the gate products (all of it but GRU's candidate
+        # gate with linear_before_reset).
+        folded = k * hidden if op != "GRU" or not linear_before_reset else 2 * hidden
+        # BLAS multiplies by a transposed view several times slower at these sizes: transpose once.
+        xw = x @ np.ascontiguousarray(w[d].T) + wb
+        xw[..., :folded] += rb[:folded]
+        rb = np.concatenate([np.zeros(folded, ct), rb[folded:]])
         if reverse:
             t_of = np.where(valid, lens[None, :] - 1 - steps[:, None], 0)  # output step of each processed step
             xw = xw[t_of, bidx[None, :]]
         else:
             t_of = np.broadcast_to(steps[:, None], (seq_len, batch))
-        rt = r[d].T
+        rt = np.ascontiguousarray(r[d].T)
         h = h0[d].copy()
         c = c0[d].copy()
         fns = acts[d]
+        pi, po, pf = p[d, :hidden], p[d, hidden : 2 * hidden], p[d, 2 * hidden :]
         for t in range(seq_len):
-            m = valid[t][:, None]
             gx = xw[t]
             if op == "RNN":
-                h_new = fns[0](clipped(gx + h @ rt + rb))
+                h_new = fns[0](clipped(gx + h @ rt))
             elif op == "GRU":
-                hr = h @ rt[:, : 2 * hidden] + rb[: 2 * hidden]
+                hr = h @ rt[:, : 2 * hidden]
                 z = fns[0](clipped(gx[:, :hidden] + hr[:, :hidden]))
                 rg = fns[0](clipped(gx[:, hidden : 2 * hidden] + hr[:, hidden:]))
                 if linear_before_reset:
                     hh = gx[:, 2 * hidden :] + rg * (h @ rt[:, 2 * hidden :] + rb[2 * hidden :])
                 else:
-                    hh = gx[:, 2 * hidden :] + (rg * h) @ rt[:, 2 * hidden :] + rb[2 * hidden :]
+                    hh = gx[:, 2 * hidden :] + (rg * h) @ rt[:, 2 * hidden :]
                 cand = fns[1](clipped(hh))
                 h_new = (1 - z) * cand + z * h
             else:
-                g = gx + h @ rt + rb  # gates i, o, f, c
-                pi, po, pf = p[d, :hidden], p[d, hidden : 2 * hidden], p[d, 2 * hidden :]
-                i_g = fns[0](clipped(g[:, :hidden] + pi * c))
+                g = h @ rt  # gates i, o, f, c
+                g += gx
+                i_g = fns[0](clipped(g[:, :hidden] + pi * c if peep else g[:, :hidden]))
                 if input_forget:
                     f_g = 1 - i_g
                 else:
-                    f_g = fns[0](clipped(g[:, 2 * hidden : 3 * hidden] + pf * c))
+                    f_g = fns[0](
+                        clipped(g[:, 2 * hidden : 3 * hidden] + pf * c if peep else g[:, 2 * hidden : 3 * hidden])
+                    )
                 c_cand = fns[1](clipped(g[:, 3 * hidden :]))
                 c_new = f_g * c + i_g * c_cand
-                o_g = fns[0](clipped(g[:, hidden : 2 * hidden] + po * c_new))
+                o_g = fns[0](clipped(g[:, hidden : 2 * hidden] + po * c_new if peep else g[:, hidden : 2 * hidden]))
                 h_new = o_g * fns[2](c_new)
-                c = np.where(m, c_new, c)
-            h = np.where(m, h_new, h)
-            y[t_of[t], d, bidx] = np.where(m, h_new, y[t_of[t], d, bidx])
+                c = c_new if full else np.where(valid[t][:, None], c_new, c)
+            if full:
+                h = h_new
+                y[t_of[t, 0], d] = h_new
+            else:
+                m = valid[t][:, None]
+                h = np.where(m, h_new, h)
+                y[t_of[t], d, bidx] = np.where(m, h_new, y[t_of[t], d, bidx])
         y_h[d] = h
         y_c[d] = c
     if layout:
