@@ -360,7 +360,7 @@ def _softmax_axis(x: Array, a: int, log: bool) -> Array:
             m = np.where(np.isfinite(m), m, np.zeros((), xc.dtype))
         shifted = np.asarray(np.subtract(xc, m))
         e = np.exp(shifted) if log else np.exp(shifted, out=shifted)
-    s = np.asarray(_ADD.reduce(e, axis=a, keepdims=True))
+    s = float_sum(e, (a,), True)
     if log:
         np.log(s, out=s)
         out = np.asarray(np.subtract(shifted, s))
