@@ -235,6 +235,77 @@ def affine_grid(theta: np.ndarray, size: np.ndarray, *, align_corners: int = 0) 
 # NonMaxSuppression (10, 11)
 # ---------------------------------------------------------------------------------------------
 
+# Greedy rounds touch every remaining candidate once per selected box; when far fewer boxes can be
+# selected than there are candidates, the block-wise pass (:func:`_nms_blocks`) touches only the
+# candidates in front of the last selection.
+_NMS_BLOCK_RATIO = 4
+_NMS_BLOCK = 64
+
+
+def _suppresses(a: tuple[np.ndarray, ...], b: tuple[np.ndarray, ...], thr: np.float32) -> np.ndarray:
+    """Whether boxes ``a`` and ``b`` (broadcast against each other) overlap with IoU above ``thr``.
+
+    ``a`` and ``b`` are ``(x0, x1, y0, y1, area, positive)``; a box of empty area never suppresses
+    nor is suppressed, and disjoint boxes never suppress (also when ``thr`` is negative).
+    """
+    ax0, ax1, ay0, ay1, aarea, apos = a
+    bx0, bx1, by0, by1, barea, bpos = b
+    iw = np.minimum(ax1, bx1) - np.maximum(ax0, bx0)
+    ih = np.minimum(ay1, by1) - np.maximum(ay0, by0)
+    inter = np.maximum(iw, 0) * np.maximum(ih, 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        iou = inter / (aarea + barea - inter)
+    return (iou > thr) & (inter > 0) & apos & bpos
+
+
+def _nms_blocks(
+    rows: np.ndarray,
+    order: np.ndarray,
+    alive: np.ndarray,
+    cand: tuple[np.ndarray, ...],
+    thr: np.float32,
+    limit: int,
+    picked: tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]],
+) -> None:
+    """Greedy NMS of every row at once, candidates taken in sorted order a block at a time.
+
+    A candidate is selected when no box selected before it suppresses it, so each block is first
+    checked against the selections so far (one broadcast IoU), then resolved within itself in order;
+    rows stop at ``limit`` selections, and the pass stops when every row has. Appends the selected
+    rows, boxes and selection steps to ``picked``.
+    """
+    n_rows, width = alive.shape
+    count = np.zeros(n_rows, np.int64)
+    sel = tuple(np.zeros((n_rows, limit), c.dtype) for c in cand)
+    for b0 in range(0, width, _NMS_BLOCK):
+        b1 = min(width, b0 + _NMS_BLOCK)
+        block = alive[:, b0:b1] & (count < limit)[:, None]
+        if not block.any():
+            if not (count < limit).any():
+                break
+            continue
+        here = tuple(c[:, b0:b1] for c in cand)
+        s_max = int(count.max())
+        if s_max:
+            hit = _suppresses(
+                tuple(v[:, :s_max, None] for v in sel), tuple(v[:, None, :] for v in here), thr
+            )  # (rows, selected, block)
+            hit &= (np.arange(s_max)[None, :] < count[:, None])[:, :, None]
+            block &= ~hit.any(axis=1)
+        within = _suppresses(tuple(v[:, :, None] for v in here), tuple(v[:, None, :] for v in here), thr)
+        for i in range(b1 - b0):
+            take = np.flatnonzero(block[:, i] & (count < limit))
+            if not take.size:
+                continue
+            c = count[take]
+            for v, src in zip(sel, here):
+                v[take, c] = src[take, i]
+            picked[0].append(rows[take])
+            picked[1].append(order[take, b0 + i])
+            picked[2].append(c)
+            count[take] += 1
+            block[take, i + 1 :] &= ~within[take, i, i + 1 :]
+
 
 @kernel("NonMaxSuppression", 10, 11)
 def non_max_suppression(
@@ -308,6 +379,10 @@ def non_max_suppression(
     picked_rows: list[np.ndarray] = []
     picked_boxes: list[np.ndarray] = []
     picked_step: list[np.ndarray] = []
+    if _NMS_BLOCK_RATIO * limit < al.shape[1]:
+        _nms_blocks(rows_a, order_a, al, (cx0, cx1, cy0, cy1, carea, cpos), thr, limit,
+                    (picked_rows, picked_boxes, picked_step))  # fmt: skip
+        rows_a = rows_a[:0]  # done: skip the rounds below
     step = 0
     # Scratch arrays reused every round (the loop is the whole cost): no allocation per round.
     iw, ih, iou = (np.empty(al.shape, np.float32) for _ in range(3))
