@@ -181,9 +181,10 @@ def _recurrent(
             if op == "RNN":
                 h_new = fns[0](clipped(gx + h @ rt))
             elif op == "GRU":
-                hr = h @ rt[:, : 2 * hidden]
-                z = fns[0](clipped(gx[:, :hidden] + hr[:, :hidden]))
-                rg = fns[0](clipped(gx[:, hidden : 2 * hidden] + hr[:, hidden:]))
+                zr = h @ rt[:, : 2 * hidden]
+                zr += gx[:, : 2 * hidden]
+                zr = fns[0](clipped(zr))  # both gates in one call: the activation is elementwise
+                z, rg = zr[:, :hidden], zr[:, hidden:]
                 if linear_before_reset:
                     hh = gx[:, 2 * hidden :] + rg * (h @ rt[:, 2 * hidden :] + rb[2 * hidden :])
                 else:
@@ -193,16 +194,18 @@ def _recurrent(
             else:
                 g = h @ rt  # gates i, o, f, c
                 g += gx
-                i_g = fns[0](clipped(g[:, :hidden] + pi * c if peep else g[:, :hidden]))
+                if peep:
+                    i_g = fns[0](clipped(g[:, :hidden] + pi * c))
+                    f_g = fns[0](clipped(g[:, 2 * hidden : 3 * hidden] + pf * c))
+                else:
+                    # i, o and f in one call (the activation is elementwise); o needs no c_new then.
+                    iof = fns[0](clipped(g[:, : 3 * hidden]))
+                    i_g, f_g = iof[:, :hidden], iof[:, 2 * hidden :]
                 if input_forget:
                     f_g = 1 - i_g
-                else:
-                    f_g = fns[0](
-                        clipped(g[:, 2 * hidden : 3 * hidden] + pf * c if peep else g[:, 2 * hidden : 3 * hidden])
-                    )
                 c_cand = fns[1](clipped(g[:, 3 * hidden :]))
                 c_new = f_g * c + i_g * c_cand
-                o_g = fns[0](clipped(g[:, hidden : 2 * hidden] + po * c_new if peep else g[:, hidden : 2 * hidden]))
+                o_g = fns[0](clipped(g[:, hidden : 2 * hidden] + po * c_new)) if peep else iof[:, hidden : 2 * hidden]
                 h_new = o_g * fns[2](c_new)
                 c = c_new if full else np.where(valid[t][:, None], c_new, c)
             if full:
