@@ -288,3 +288,40 @@ def test_gemm_weights_transposed_once_and_relu_in_place() -> None:
     np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)
     np.testing.assert_array_equal(debug, ours)
     assert ours.min() == 0.0
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_grouped_conv_batchnorm_relu_fold(bias: bool) -> None:
+    """Grouped Conv (with and without bias) -> BatchNormalization -> Relu: one step, as written to rounding."""
+    rng = np.random.default_rng(23)
+    w = rng.standard_normal((6, 2, 3, 3)).astype(np.float32)
+    inits = [h.make_tensor("w", TP.FLOAT, list(w.shape), w.ravel())]
+    inits += [h.make_tensor(n, TP.FLOAT, [6], rng.standard_normal(6).astype(np.float32)) for n in ("s", "bb", "m")]
+    inits += [h.make_tensor("v", TP.FLOAT, [6], rng.uniform(0.5, 2, 6).astype(np.float32))]
+    conv_in = ["x", "w"]
+    if bias:
+        inits += [h.make_tensor("b", TP.FLOAT, [6], rng.standard_normal(6).astype(np.float32))]
+        conv_in.append("b")
+    nodes = [
+        h.make_node("Conv", conv_in, ["c"], group=2, pads=[1, 1, 1, 1]),
+        h.make_node("BatchNormalization", ["c", "s", "bb", "m", "v"], ["n"], epsilon=1e-3),
+        h.make_node("Relu", ["n"], ["y"]),
+    ]
+    x = rng.standard_normal((2, 4, 9, 9)).astype(np.float32)
+    s, ours, theirs, debug = _run_both(nodes, inits, x, [2, 6, 9, 9])
+    assert [bn.node.op_type for bn in s._plan.info] == ["Conv"]
+    np.testing.assert_allclose(ours, debug, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-4)
+
+
+def test_conv_relu_alone_keeps_the_weights() -> None:
+    """A Relu alone after a Conv runs in place; the Conv keeps its own weights (no copy is made)."""
+    rng = np.random.default_rng(24)
+    w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    inits = [h.make_tensor("w", TP.FLOAT, list(w.shape), w.ravel())]
+    nodes = [h.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]), h.make_node("Relu", ["c"], ["y"])]
+    x = rng.standard_normal((1, 3, 8, 8)).astype(np.float32)
+    s, ours, theirs, _ = _run_both(nodes, inits, x, [1, 4, 8, 8])
+    (step,) = s._plan.info
+    assert step.inputs == ["x", "w"]
+    np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-5)

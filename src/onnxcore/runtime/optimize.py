@@ -139,16 +139,19 @@ def fuse_conv_chains(
                 break
         if not members:
             continue
-        kshape = (m,) + (1,) * (rank - 1)
-        w2 = (w.astype(np.float64) * k.reshape(kshape)).astype(w.dtype)
-        b2 = ((np.zeros(m) if b0 is None else b0.astype(np.float64).reshape(m)) * k + shift).astype(w.dtype)
-        wname, bname = f"{current}\x00fused_w", f"{current}\x00fused_b"  # a NUL never occurs in a model's names
-        for name, value in ((wname, w2), (bname, b2)):
-            value.flags.writeable = False
-            added[name] = value
+        inputs = list(conv.inputs)
+        if len(members) > relu:  # affine steps to fold (a Relu alone keeps the weights as they are)
+            kshape = (m,) + (1,) * (rank - 1)
+            w2 = (w.astype(np.float64) * k.reshape(kshape)).astype(w.dtype)
+            b2 = ((np.zeros(m) if b0 is None else b0.astype(np.float64).reshape(m)) * k + shift).astype(w.dtype)
+            wname, bname = f"{current}\x00fused_w", f"{current}\x00fused_b"  # a NUL never occurs in a name
+            for name, value in ((wname, w2), (bname, b2)):
+                value.flags.writeable = False
+                added[name] = value
+            inputs = [conv.inputs[0], wname, bname]
         assert conv.call is not None
         fused = BoundNode(conv.index, conv.node, InPlaceRelu(conv.call) if relu else conv.call, conv.kw, conv.outer)
-        fused.inputs = [conv.inputs[0], wname, bname]
+        fused.inputs = inputs
         fused.outputs = [current]
         fused.since = conv.since
         fused.may_tuple = conv.may_tuple

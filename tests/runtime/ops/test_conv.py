@@ -374,26 +374,3 @@ def test_conv_banded_im2col_matches_unbanded(monkeypatch: pytest.MonkeyPatch) ->
         pads = attrs.get("pads", [0] * 4)
         ref = naive_conv(x64, w, None, attrs.get("strides", [1, 1]), [1, 1], pads[:2], pads[2:], attrs.get("group", 1))
         np.testing.assert_allclose(banded, ref, rtol=1e-4, atol=1e-4)
-
-
-def test_fold_batch_norm_equals_conv_then_bn() -> None:
-    """The plan-time helper: Conv followed by inference BatchNormalization is one Conv."""
-    from onnxcore.runtime.ops.conv import fold_batch_norm
-
-    rng = np.random.default_rng(23)
-    x = rng.standard_normal((2, 4, 9, 9)).astype(np.float32)
-    w = rng.standard_normal((6, 2, 3, 3)).astype(np.float32)
-    b = rng.standard_normal(6).astype(np.float32)
-    s, bb, m = (rng.standard_normal(6).astype(np.float32) for _ in range(3))
-    v = rng.uniform(0.5, 2, 6).astype(np.float32)
-    attrs = {"group": 2, "pads": [1, 1, 1, 1]}
-    (y,) = run_ours("Conv", [x, w, b], 11, attrs)
-    (ref,) = run_ours("BatchNormalization", [y, s, bb, m, v], 15, {"epsilon": 1e-3})
-    w2, b2 = fold_batch_norm(w, b, s, bb, m, v, 1e-3)
-    (folded,) = run_ours("Conv", [x, w2, b2], 11, attrs)
-    np.testing.assert_allclose(folded, ref, rtol=1e-4, atol=1e-4)
-    w3, b3 = fold_batch_norm(w, None, s, bb, m, v, 1e-3)
-    (ref0,) = run_ours(
-        "BatchNormalization", [run_ours("Conv", [x, w], 11, attrs)[0], s, bb, m, v], 15, {"epsilon": 1e-3}
-    )
-    np.testing.assert_allclose(run_ours("Conv", [x, w3, b3], 11, attrs)[0], ref0, rtol=1e-4, atol=1e-4)

@@ -31,7 +31,6 @@ from onnxcore.runtime.ops._util import int_list, is_narrow_float
 from onnxcore.runtime.registry import kernel
 
 __all__ = [
-    "fold_batch_norm",
     "work_dtype",
     "spatial_attr",
     "conv_pads",
@@ -502,31 +501,6 @@ def conv(
         pads=pads,
         strides=strides,
     )
-
-
-def fold_batch_norm(
-    w: np.ndarray,
-    b: np.ndarray | None,
-    scale: np.ndarray,
-    bias: np.ndarray,
-    mean: np.ndarray,
-    var: np.ndarray,
-    epsilon: float,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Weights and bias of one Conv equal to Conv(w, b) followed by inference BatchNormalization.
-
-    ``BN(conv(x)) = conv(x) * k + (B - mean * k)`` with ``k = scale / sqrt(var + epsilon)`` per
-    output channel, so ``w' = w * k`` and ``b' = (b - mean) * k + B`` (computed in float64, returned
-    in ``w``'s dtype). For a plan-time rewrite of a Conv whose only consumer is an inference-mode
-    BatchNormalization with constant parameters (what onnxruntime does at session creation); the
-    results agree to rounding, not bit for bit.
-    """
-    m = w.shape[0]
-    k = scale.astype(np.float64).reshape(m) / np.sqrt(var.astype(np.float64).reshape(m) + epsilon)
-    b0 = np.zeros(m) if b is None else b.astype(np.float64).reshape(m)
-    w2 = (w.astype(np.float64) * k.reshape((m,) + (1,) * (w.ndim - 1))).astype(w.dtype)
-    b2 = ((b0 - mean.astype(np.float64).reshape(m)) * k + bias.astype(np.float64).reshape(m)).astype(w.dtype)
-    return w2, b2
 
 
 # ---------------------------------------------------------------------------------------------
