@@ -325,3 +325,67 @@ def test_conv_relu_alone_keeps_the_weights() -> None:
     (step,) = s._plan.info
     assert step.inputs == ["x", "w"]
     np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-5)
+
+
+def test_random_conv_gemm_chains_fused_equal_unfused() -> None:
+    """Seeded random chains after Conv and Gemm (BatchNormalization, Mul/Add by constants of assorted shapes,
+    Relu, a second reader, a graph output in the middle): the optimised plan gives what the node-by-node run
+    (intermediates=True, nothing fused) gives, or both refuse the model with our error."""
+    rng = np.random.default_rng(99)
+    for trial in range(60):
+        gemm = trial % 4 == 3
+        m = int(rng.integers(1, 5))
+        if gemm:
+            x_shape, w_shape, out_shape = [3, 4], [m, 4], [3, m]
+            first = h.make_node("Gemm", ["x", "w"], ["v0"], transB=1)
+        else:
+            x_shape, w_shape, out_shape = [2, 3, 5, 5], [m, 3, 3, 3], [2, m, 5, 5]
+            first = h.make_node("Conv", ["x", "w"], ["v0"], pads=[1, 1, 1, 1])
+        inits = [h.make_tensor("w", TP.FLOAT, w_shape, rng.standard_normal(w_shape).astype(np.float32).ravel())]
+        nodes = [first]
+        outputs = []
+        for k in range(int(rng.integers(1, 5))):
+            cur, nxt = f"v{k}", f"v{k + 1}"
+            kind = rng.choice(["bn", "mul", "add", "relu", "fork"])
+            if kind == "bn" and not gemm:
+                names = [f"bn_{p}{k}" for p in ("scale", "bias", "mean", "var")]
+                for n in names:
+                    val = rng.random(m).astype(np.float32) + (0.5 if n.startswith("bn_var") else 0.0)
+                    inits.append(h.make_tensor(n, TP.FLOAT, [m], val))
+                nodes.append(h.make_node("BatchNormalization", [cur, *names], [nxt]))
+            elif kind in ("mul", "add", "bn"):
+                shape = [[m, 1, 1], [1, m, 1, 1], [1], [out_shape[-1]], [m]][int(rng.integers(0, 5))]
+                if gemm:
+                    shape = [[m], [1], [1, m]][int(rng.integers(0, 3))]
+                c = rng.standard_normal(shape).astype(np.float32)
+                inits.append(h.make_tensor(f"c{k}", TP.FLOAT, shape, c.ravel()))
+                op = "Mul" if kind == "mul" else "Add"
+                ins = [cur, f"c{k}"] if rng.random() < 0.5 else [f"c{k}", cur]
+                nodes.append(h.make_node(op, ins, [nxt]))
+            elif kind == "relu":
+                nodes.append(h.make_node("Relu", [cur], [nxt]))
+            else:  # a second reader of the running value, itself a graph output
+                nodes.append(h.make_node("Neg", [cur], [f"fork{k}"]))
+                outputs.append(h.make_tensor_value_info(f"fork{k}", TP.FLOAT, None))
+                nodes.append(h.make_node("Identity", [cur], [nxt]))
+        last = nodes[-1].output[0]
+        g = h.make_graph(
+            nodes,
+            "g",
+            [h.make_tensor_value_info("x", TP.FLOAT, x_shape)],
+            [h.make_tensor_value_info(last, TP.FLOAT, None), *outputs],
+            inits,
+        )
+        model = h.make_model(g, opset_imports=[h.make_opsetid("", 15)])
+        model.ir_version = 8
+        x = rng.standard_normal(x_shape).astype(np.float32)
+        try:
+            s = onnxcore.Session(model.SerializeToString(), check=False)
+            fast = s.run(None, {"x": x})
+        except onnxcore.OnnxCoreError:
+            with pytest.raises(onnxcore.OnnxCoreError):
+                onnxcore.Session(model.SerializeToString(), check=False).run(None, {"x": x}, intermediates=True)
+            continue
+        slow, _ = s.run(None, {"x": x}, intermediates=True)
+        for a, b in zip(fast, slow):
+            np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5, err_msg=f"trial {trial}")
