@@ -389,3 +389,13 @@ def test_random_conv_gemm_chains_fused_equal_unfused() -> None:
         slow, _ = s.run(None, {"x": x}, intermediates=True)
         for a, b in zip(fast, slow):
             np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5, err_msg=f"trial {trial}")
+
+
+@pytest.mark.parametrize("shape", [(3, 5), (2100, 2049), (1, 4_300_000)])
+def test_weights_transposed_tile_by_tile_equal_numpy(shape: tuple[int, int]) -> None:
+    from onnxcore.runtime.optimize import _transposed
+
+    w = np.random.default_rng(4).standard_normal(shape).astype(np.float32)
+    t = _transposed(w)
+    assert t.flags.c_contiguous
+    np.testing.assert_array_equal(t, w.T)
