@@ -168,11 +168,14 @@ def batch_normalization(
 # ---------------------------------------------------------------------------------------------
 
 
-def _standardize(xw: np.ndarray, axes: tuple[int, ...], epsilon: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _standardize(
+    xw: np.ndarray, axes: tuple[int, ...], epsilon: float, *, normalize: bool = True
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(normalized, mean, inv_std) of ``xw`` over ``axes`` (keepdims), in ``xw``'s dtype.
 
-    The normalized values are a new array (callers scale it in place). The sums are
-    :func:`~onnxcore.runtime.ops._util.float_sum` (BLAS for large float tensors; Clause 11.4).
+    The normalized values are a new array (callers scale it in place); with ``normalize=False`` they
+    are left centred only (``xw - mean``), for a caller that folds ``inv_std`` into its own scale. The
+    sums are :func:`~onnxcore.runtime.ops._util.float_sum` (BLAS for large float tensors; Clause 11.4).
     """
     n = math.prod(xw.shape[a] for a in axes)
     with np.errstate(divide="ignore", invalid="ignore"):  # an empty reduction gives NaN, as numpy's mean
@@ -180,7 +183,8 @@ def _standardize(xw: np.ndarray, axes: tuple[int, ...], epsilon: float) -> tuple
         d = xw - mean
         var = float_sum(d, axes, True, square=True) / np.asarray(n, xw.dtype)
     inv = 1 / np.sqrt(var + xw.dtype.type(epsilon))
-    d *= inv
+    if normalize:
+        d *= inv
     return d, mean, inv
 
 
@@ -202,8 +206,9 @@ def instance_normalization(input: np.ndarray, scale: np.ndarray, B: np.ndarray, 
     _check_channel_param(scale, "scale", (x.shape[1],))
     _check_channel_param(B, "B", (x.shape[1],))
     wd = work_dtype(x.dtype)
-    y, _, _ = _standardize(x.astype(wd, copy=False), tuple(range(2, x.ndim)), epsilon)
-    y *= scale.astype(wd).reshape(_channel_shape(x))
+    y, _, inv = _standardize(x.astype(wd, copy=False), tuple(range(2, x.ndim)), epsilon, normalize=False)
+    # One pass for 1/std and scale together (both per (n, c)).
+    y *= inv * scale.astype(wd).reshape(_channel_shape(x))
     y += B.astype(wd).reshape(_channel_shape(x))
     return y.astype(x.dtype, copy=False)
 
