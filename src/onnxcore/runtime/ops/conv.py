@@ -697,14 +697,13 @@ def _deform_conv(
     pads: Any,
     strides: Any,
 ) -> np.ndarray:
-    _shapes_check(x.shape, w.shape, group, kernel_shape, transpose=False)
+    st, dil, pb, _, out = _conv_geometry(
+        x.shape, w.shape, group, _key(kernel_shape), _key(strides), _key(dilations), _key(pads), "NOTSET"
+    )
     nd = x.ndim - 2
     n_img, c = x.shape[:2]
     kernel = list(w.shape[2:])
     in_sp = list(x.shape[2:])
-    st = spatial_attr(strides, nd, 1, "strides")
-    dil = spatial_attr(dilations, nd, 1, "dilations")
-    pb, _, out = conv_pads(in_sp, kernel, st, dil, pads, "NOTSET")
     if offset_group < 1 or c % offset_group:
         raise EvaluationError(f"offset_group={offset_group} must be positive and divide C={c}")
     og = offset_group
