@@ -334,7 +334,7 @@ def _variadic(op: str, arrays: tuple[Array, ...], uf: np.ufunc, same_shape: bool
         else:
             acc = np.asarray(uf(xs[0], xs[1]))
             for a in xs[2:]:
-                if acc.shape == np.broadcast_shapes(acc.shape, a.shape):
+                if a.shape == acc.shape or acc.shape == np.broadcast_shapes(acc.shape, a.shape):
                     uf(acc, a, out=acc)
                 else:
                     acc = uf(acc, a)

@@ -81,21 +81,30 @@ def _extreme(uf: Any, xc: Array, ax: tuple[int, ...] | None, keepdims: bool) -> 
     """Max or min (``uf``) of a non-empty ``xc`` over ``ax``.
 
     numpy reduces short trailing rows one row at a time, with a set-up cost per row that dominates
-    below a few hundred elements; for those, a few elementwise passes over the columns (rows of up to
-    16) or one ``reduceat`` over the flat data are 2-10x faster (measured). Same values: max and min
-    do not round.
+    below a few hundred elements. For those, rows of even length are first halved in place of the
+    flat data (the max of its even and odd elements: one long pass each), then the odd rest is
+    reduced by a few elementwise passes over its columns (up to 16) or one ``reduceat``: 2-10x faster
+    than numpy's reduction (measured on rows of 2 to 1024). Same values: max and min do not round.
     """
     blocks = consecutive_blocks(xc, ax) if xc.size >= BLAS_SUM_MIN else None
     if blocks is None or blocks[2] != 1 or blocks[1] >= 1024:
         return uf.reduce(xc, axis=ax, keepdims=keepdims)
     a, r, _ = blocks
-    rows = xc.reshape(a, r)
-    if r <= 16:
+    flat = y = xc.reshape(-1)
+    odd = r
+    while odd % 2 == 0:
+        odd //= 2
+    if r < 256 and odd <= 16:
+        while r % 2 == 0:
+            y = uf(y[0::2], y[1::2])
+            r //= 2
+    if r > 16:
+        y = uf.reduceat(y, np.arange(0, a * r, r))
+    elif r > 1 or y is flat:  # never return a view of the input
+        rows = y.reshape(a, r)
         y = rows[:, 0].copy()
         for j in range(1, r):
             uf(y, rows[:, j], out=y)
-    else:
-        y = uf.reduceat(xc.reshape(-1), np.arange(0, a * r, r))
     return reduced_shape(y, xc.shape, ax, keepdims)
 
 
