@@ -399,3 +399,43 @@ def test_weights_transposed_tile_by_tile_equal_numpy(shape: tuple[int, int]) -> 
     t = _transposed(w)
     assert t.flags.c_contiguous
     np.testing.assert_array_equal(t, w.T)
+
+
+@pytest.mark.parametrize("op", ["Add", "Sum", "MatMul", "Sub"])
+def test_relu_runs_in_place_on_a_fresh_result(op: str) -> None:
+    """``x op x^2 -> Relu`` (a residual Add, a Sum, a MatMul) is one step with the Relu applied in place; the
+    feed is left untouched and the value is what onnxruntime and the node-by-node run give."""
+    from onnxcore.runtime.optimize import InPlaceRelu
+
+    rng = np.random.default_rng(31)
+    x = rng.standard_normal((5, 5)).astype(np.float32)
+    before = x.copy()
+    nodes = [
+        h.make_node("Mul", ["x", "x"], ["sq"]),
+        h.make_node(op, ["x", "sq"], ["r"]),
+        h.make_node("Relu", ["r"], ["y"]),
+    ]
+    s, ours, theirs, debug = _run_both(nodes, [], x, [5, 5])
+    assert [bn.node.op_type for bn in s._plan.info] == ["Mul", op]
+    assert isinstance(s._plan.info[1].call, InPlaceRelu)
+    np.testing.assert_array_equal(x, before)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(ours, debug)
+    assert ours.min() == 0.0 and ours.max() > 0.0
+
+
+def test_relu_not_fused_when_the_result_has_another_reader() -> None:
+    """The Add's result is also a graph output: the Relu must not overwrite it."""
+    rng = np.random.default_rng(32)
+    x = rng.standard_normal((4, 3)).astype(np.float32)
+    g = h.make_graph(
+        [h.make_node("Add", ["x", "x"], ["r"]), h.make_node("Relu", ["r"], ["y"])],
+        "g",
+        [h.make_tensor_value_info("x", TP.FLOAT, [4, 3])],
+        [h.make_tensor_value_info("y", TP.FLOAT, [4, 3]), h.make_tensor_value_info("r", TP.FLOAT, [4, 3])],
+    )
+    s = onnxcore.Session(h.make_model(g, opset_imports=[h.make_opsetid("", 15)], ir_version=8).SerializeToString())
+    y, r = s.run(None, {"x": x})
+    assert [bn.node.op_type for bn in s._plan.info] == ["Add", "Relu"]
+    np.testing.assert_array_equal(r, x + x)
+    np.testing.assert_array_equal(y, np.maximum(x + x, 0))

@@ -25,6 +25,7 @@ __all__ = [
     "fuse_affine_chains",
     "InPlaceRelu",
     "fuse_conv_chains",
+    "fuse_relu",
     "input_token",
     "prepack_gemm",
 ]
@@ -166,16 +167,12 @@ def prepack_gemm(
     """Give each Gemm with constant weights and ``transB=1`` its weights transposed once, as a contiguous copy.
 
     BLAS multiplies by a transposed operand up to 2x slower than by a row-major one (measured on the light
-    zoo's fully connected layers and an MLP); the product is the same. A Gemm followed by a Relu that is the
-    only reader of its output also gets the Relu applied in place (:class:`InPlaceRelu`). Returns the nodes
-    and the new constants by name.
+    zoo's fully connected layers and an MLP); the product is the same. Returns the nodes and the new constants
+    by name.
     """
     from onnxcore.runtime.plan import BoundNode
 
     added: dict[str, Any] = {}
-    uses = _use_counts(nodes, outputs)
-    reader = {n: k for k, bn in enumerate(nodes) for n in bn.inputs if n}
-    drop: set[int] = set()
     for j, bn in enumerate(nodes):
         node = bn.node
         if node.op_type != "Gemm" or node.domain not in ("", "ai.onnx") or bn.call is None or len(bn.inputs) < 2:
@@ -193,22 +190,50 @@ def prepack_gemm(
                 added[name] = wt
             inputs[1] = name
             kw["transB"] = 0
-        call: Callable[..., Any] = bn.call
-        out = bn.outputs[0]
-        k = reader.get(out)
-        if uses.get(out) == 1 and k is not None and _is_relu(nodes[k]):
-            call = InPlaceRelu(call)
-            drop.add(k)
-            out = nodes[k].outputs[0]
-        if inputs == bn.inputs and call is bn.call:
+        else:
             continue
-        fused = BoundNode(bn.index, node, call, kw, bn.outer)
-        fused.inputs = inputs
-        fused.outputs = [out]
+        packed = BoundNode(bn.index, node, bn.call, kw, bn.outer)
+        packed.inputs = inputs
+        packed.outputs = list(bn.outputs)
+        packed.since = bn.since
+        packed.may_tuple = bn.may_tuple
+        nodes[j] = packed
+    return nodes, added
+
+
+# Kernels whose result is always a new array (never one of their inputs), so a Relu may overwrite it.
+_FRESH_RESULT = frozenset({"Add", "Sub", "Mul", "Sum", "Gemm", "MatMul"})
+
+
+def fuse_relu(nodes: list[BoundNode], outputs: Sequence[str]) -> list[BoundNode]:
+    """Apply a Relu in place on the result of the node before it, when the Relu is that result's only reader.
+
+    The residual ``Add -> Relu`` of a ResNet block and the ``Gemm -> Relu`` of a fully connected layer then
+    allocate one array, not two (:class:`InPlaceRelu`; a Conv's Relu is fused with the rest of its chain by
+    :func:`fuse_conv_chains`). The values are the same.
+    """
+    from onnxcore.runtime.plan import BoundNode
+
+    uses = _use_counts(nodes, outputs)
+    reader = {n: k for k, bn in enumerate(nodes) for n in bn.inputs if n}
+    drop: set[int] = set()
+    for j, bn in enumerate(nodes):
+        node = bn.node
+        if node.op_type not in _FRESH_RESULT or node.domain not in ("", "ai.onnx") or bn.call is None:
+            continue
+        if len(bn.outputs) != 1 or not bn.outputs[0] or j in drop:
+            continue
+        k = reader.get(bn.outputs[0])
+        if uses.get(bn.outputs[0]) != 1 or k is None or not _is_relu(nodes[k]):
+            continue
+        fused = BoundNode(bn.index, node, InPlaceRelu(bn.call), dict(bn.kw), bn.outer)
+        fused.inputs = list(bn.inputs)
+        fused.outputs = list(nodes[k].outputs)
         fused.since = bn.since
         fused.may_tuple = bn.may_tuple
         nodes[j] = fused
-    return [bn for k, bn in enumerate(nodes) if k not in drop], added
+        drop.add(k)
+    return [bn for k, bn in enumerate(nodes) if k not in drop]
 
 
 def _transposed(w: np.ndarray, tile: int = 256) -> np.ndarray:
@@ -268,7 +293,7 @@ def _per_channel(c: np.ndarray, dtype: np.dtype[Any], m: int, rank: int) -> np.n
 
 
 class InPlaceRelu:
-    """A kernel (Conv, Gemm) followed by Relu applied in place on its fresh output (one allocation less)."""
+    """A kernel (Conv, Gemm, Add, ...) followed by Relu applied in place on its fresh output (one allocation less)."""
 
     __slots__ = ("call",)
 

@@ -32,6 +32,7 @@ from onnxcore.runtime.optimize import (
     fold_constants,
     fuse_affine_chains,
     fuse_conv_chains,
+    fuse_relu,
     input_token,
     prepack_gemm,
 )
@@ -271,6 +272,7 @@ class Plan:
             nodes, packed = prepack_gemm(nodes, const, outputs)
             derived |= packed
             nodes = fuse_affine_chains(nodes, const, outputs)
+            nodes = fuse_relu(nodes, outputs)
             # Folding and fusion leave constants nothing reads any more (a weight before its fusion): drop them.
             read = set(outputs).union(*(bn.inputs for bn in nodes), *(bn.outer for bn in nodes))
             derived = {n: v for n, v in derived.items() if n in read}
