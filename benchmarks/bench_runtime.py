@@ -5,9 +5,10 @@ Graphs (built in memory with the onnx helper):
 - matmul: a 16-layer MLP of MatMul+Add / Gemm with Relu, batch 64, width 512;
 - reduce: 60 reductions (ReduceSum/Mean/Max/L2 over various axes) of a 64x128x64 tensor.
 
-Each engine runs every graph after one warm-up; the best of several timed runs is reported, with
-the ratio to onnxcore (a ratio > 1 means onnxcore is faster). Targets: at least 10x faster than
-ReferenceEvaluator everywhere, within 2x of onnxruntime on the MatMul graph.
+Each engine runs every graph after one warm-up; the engines then take turns, and the best of several
+timed runs of each is reported, with the ratio to onnxcore (a ratio > 1 means onnxcore is faster).
+Targets: at least 10x faster than ReferenceEvaluator everywhere, within 2x of onnxruntime on the MatMul
+graph.
 Usage: ``python benchmarks/bench_runtime.py [--repeat 5] [--blas-threads 1]``. On a loaded machine,
 OpenBLAS's spinning threads can make numpy's matmul an order of magnitude slower than with one thread.
 """
@@ -114,14 +115,23 @@ def reduce_graph(count: int = 60) -> tuple[onnx.ModelProto, dict[str, np.ndarray
     return model, {"x": rng.standard_normal((64, 128, 64)).astype(np.float32)}
 
 
-def _time(fn: Callable[[], Any], repeat: int, budget: float = 20.0) -> float:
-    fn()  # warm-up
-    best = float("inf")
-    start = time.perf_counter()
-    for _ in range(repeat):
-        t = time.perf_counter()
+def _best_in_turns(fns: dict[str, Callable[[], Any]], repeat: dict[str, int], budget: float = 60.0) -> dict[str, float]:
+    """Best time of each function, the functions taking turns (one warm-up run each first).
+
+    Taking turns spreads this machine's minute-to-minute speed changes over every engine alike; timing one
+    engine after the other let a slow minute fall on one of them (ratios swung 2x between runs).
+    """
+    for fn in fns.values():
         fn()
-        best = min(best, time.perf_counter() - t)
+    best = dict.fromkeys(fns, float("inf"))
+    start = time.perf_counter()
+    for r in range(max(repeat.values())):
+        for name, fn in fns.items():
+            if r >= repeat[name]:
+                continue
+            t = time.perf_counter()
+            fn()
+            best[name] = min(best[name], time.perf_counter() - t)
         if time.perf_counter() - start > budget:
             break
     return best
@@ -138,8 +148,6 @@ def _engines(model: onnx.ModelProto) -> dict[str, Callable[[dict[str, np.ndarray
     sod.log_severity_level = 3
     ortd = ort.InferenceSession(data, sod, providers=["CPUExecutionProvider"])
     ref = ReferenceEvaluator(model)
-    # Timed in this order: onnxruntime's pool threads spin for a while after a run and would be charged
-    # to whatever ran next, so its default-threads session goes last.
     return {
         "onnxcore": lambda f: ours.run(None, f),
         "ort (1 thread)": lambda f: ort1.run(None, f),
@@ -157,13 +165,17 @@ def main() -> None:
     rows = []
     for gname, (model, feeds) in graphs.items():
         engines = _engines(model)
-        results = {}
         want = engines["ort (1 thread)"](feeds)[0]
         got = engines["onnxcore"](feeds)[0]
         np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4)
-        for ename, fn in engines.items():
-            rep = args.repeat if ename != "onnx.reference" else max(1, args.repeat // 2)
-            results[ename] = _time(lambda fn=fn, feeds=feeds: fn(feeds), rep)
+        # onnxruntime's default-threads session is timed apart, last: its pool threads spin for a while after a
+        # run and would be charged to whatever ran next.
+        results: dict[str, float] = {}
+        for group in (["onnxcore", "ort (1 thread)", "onnx.reference"], ["ort (default)"]):
+            results |= _best_in_turns(
+                {e: (lambda fn=engines[e], feeds=feeds: fn(feeds)) for e in group},
+                {e: args.repeat if e != "onnx.reference" else max(1, args.repeat // 2) for e in group},
+            )
         rows.append((gname, len(model.graph.node), results))
         del engines
     names = ["onnxcore", "ort (1 thread)", "ort (default)", "onnx.reference"]
