@@ -397,8 +397,8 @@ def test_topk_matches_definition_brute_force() -> None:
 @pytest.mark.parametrize("op", ["max", "min"])
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "uint8", "bool"])
 def test_large_max_min_over_trailing_axes(op: str, dtype: str) -> None:
-    """Short trailing rows (flat halving, column passes, reduceat) give numpy's values exactly, NaN
-    propagating, in a new array (never a view of the input)."""
+    """Short rows (halving, column passes, reduceat; trailing and inner axes) give numpy's values exactly,
+    NaN propagating, in a new array (never a view of the input)."""
     from onnxcore.runtime.ops._util import BLAS_SUM_MIN
     from onnxcore.runtime.ops.reduction import _reduce_core
 
@@ -406,7 +406,8 @@ def test_large_max_min_over_trailing_axes(op: str, dtype: str) -> None:
     for shape, axes in [((4096, 5), (1,)), ((64, 32, 16), (2,)), ((64, 32, 16), (1, 2)), ((16, 1024, 3), (-1,)),
                         ((9, 2000, 2), (1, 2)), ((128, 300), (-1,)), ((40, 1100), (1,)), ((64, 16, 64), (2,)),
                         ((512, 48), (1,)), ((200, 100), (-1,)), ((3, 8192, 1), (2,)), ((8192, 2), (1,)),
-                        ((64, 4, 96), (1, 2))]:  # fmt: skip
+                        ((64, 4, 96), (1, 2)), ((64, 128, 8), (1,)), ((16, 96, 64), (1,)), ((8, 100, 32), (1,)),
+                        ((32, 64, 2, 16), (1, 2)), ((4, 4096, 1), (1,))]:  # fmt: skip
         x = (RNG.standard_normal(shape) * 50).astype(dtype) if dtype != "bool" else RNG.random(shape) > 0.7
         assert x.size >= BLAS_SUM_MIN
         if dtype.startswith("float"):
