@@ -96,7 +96,6 @@ def fuse_conv_chains(
     (Clause 11.4). ``const`` holds the values that are the same on every run; the new weights and biases are
     returned by name.
     """
-    from onnxcore.runtime.plan import BoundNode
 
     added: dict[str, Any] = {}
     uses = _use_counts(nodes, outputs)
@@ -151,53 +150,33 @@ def fuse_conv_chains(
                 added[name] = value
             inputs = [conv.inputs[0], wname, bname]
         assert conv.call is not None
-        fused = BoundNode(conv.index, conv.node, InPlaceRelu(conv.call) if relu else conv.call, conv.kw, conv.outer)
-        fused.inputs = inputs
-        fused.outputs = [current]
-        fused.since = conv.since
-        fused.may_tuple = conv.may_tuple
-        nodes[j] = fused
+        nodes[j] = _rebound(conv, InPlaceRelu(conv.call) if relu else conv.call, conv.kw, inputs, [current])
         drop.update(members)
     return [bn for k, bn in enumerate(nodes) if k not in drop], added
 
 
-def prepack_gemm(
-    nodes: list[BoundNode], const: Mapping[str, Any], outputs: Sequence[str]
-) -> tuple[list[BoundNode], dict[str, Any]]:
+def prepack_gemm(nodes: list[BoundNode], const: Mapping[str, Any]) -> tuple[list[BoundNode], dict[str, Any]]:
     """Give each Gemm with constant weights and ``transB=1`` its weights transposed once, as a contiguous copy.
 
     BLAS multiplies by a transposed operand up to 2x slower than by a row-major one (measured on the light
     zoo's fully connected layers and an MLP); the product is the same. Returns the nodes and the new constants
     by name.
     """
-    from onnxcore.runtime.plan import BoundNode
-
     added: dict[str, Any] = {}
     for j, bn in enumerate(nodes):
         node = bn.node
         if node.op_type != "Gemm" or node.domain not in ("", "ai.onnx") or bn.call is None or len(bn.inputs) < 2:
             continue
-        if len(bn.outputs) != 1 or not bn.outputs[0]:
-            continue
         w = const.get(bn.inputs[1])
-        kw = dict(bn.kw)
-        inputs = list(bn.inputs)
-        if kw.get("transB", 0) and isinstance(w, np.ndarray) and w.ndim == 2 and w.dtype.kind == "f":
-            name = f"{bn.inputs[1]}\x00transposed"  # a NUL never occurs in a model's names
-            if name not in added:
-                wt = _transposed(w)
-                wt.flags.writeable = False
-                added[name] = wt
-            inputs[1] = name
-            kw["transB"] = 0
-        else:
+        if not (bn.kw.get("transB", 0) and isinstance(w, np.ndarray) and w.ndim == 2 and w.dtype.kind == "f"):
             continue
-        packed = BoundNode(bn.index, node, bn.call, kw, bn.outer)
-        packed.inputs = inputs
-        packed.outputs = list(bn.outputs)
-        packed.since = bn.since
-        packed.may_tuple = bn.may_tuple
-        nodes[j] = packed
+        name = f"{bn.inputs[1]}\x00transposed"  # a NUL never occurs in a model's names
+        if name not in added:
+            wt = _transposed(w)
+            wt.flags.writeable = False
+            added[name] = wt
+        inputs = [bn.inputs[0], name, *bn.inputs[2:]]
+        nodes[j] = _rebound(bn, bn.call, {**bn.kw, "transB": 0}, inputs, list(bn.outputs))
     return nodes, added
 
 
@@ -212,7 +191,6 @@ def fuse_relu(nodes: list[BoundNode], outputs: Sequence[str]) -> list[BoundNode]
     allocate one array, not two (:class:`InPlaceRelu`; a Conv's Relu is fused with the rest of its chain by
     :func:`fuse_conv_chains`). The values are the same.
     """
-    from onnxcore.runtime.plan import BoundNode
 
     uses = _use_counts(nodes, outputs)
     reader = {n: k for k, bn in enumerate(nodes) for n in bn.inputs if n}
@@ -221,19 +199,28 @@ def fuse_relu(nodes: list[BoundNode], outputs: Sequence[str]) -> list[BoundNode]
         node = bn.node
         if node.op_type not in _FRESH_RESULT or node.domain not in ("", "ai.onnx") or bn.call is None:
             continue
-        if len(bn.outputs) != 1 or not bn.outputs[0] or j in drop:
+        if len(bn.outputs) != 1 or not bn.outputs[0]:
             continue
         k = reader.get(bn.outputs[0])
         if uses.get(bn.outputs[0]) != 1 or k is None or not _is_relu(nodes[k]):
             continue
-        fused = BoundNode(bn.index, node, InPlaceRelu(bn.call), dict(bn.kw), bn.outer)
-        fused.inputs = list(bn.inputs)
-        fused.outputs = list(nodes[k].outputs)
-        fused.since = bn.since
-        fused.may_tuple = bn.may_tuple
-        nodes[j] = fused
+        nodes[j] = _rebound(bn, InPlaceRelu(bn.call), dict(bn.kw), list(bn.inputs), list(nodes[k].outputs))
         drop.add(k)
     return [bn for k, bn in enumerate(nodes) if k not in drop]
+
+
+def _rebound(
+    bn: BoundNode, call: Callable[..., Any], kw: dict[str, Any], inputs: list[str], outputs: list[str]
+) -> BoundNode:
+    """A copy of ``bn`` (same node, index and version) running ``call`` from ``inputs`` to ``outputs``."""
+    from onnxcore.runtime.plan import BoundNode
+
+    out = BoundNode(bn.index, bn.node, call, kw, bn.outer)
+    out.inputs = inputs
+    out.outputs = outputs
+    out.since = bn.since
+    out.may_tuple = bn.may_tuple
+    return out
 
 
 def _transposed(w: np.ndarray, tile: int = 256) -> np.ndarray:

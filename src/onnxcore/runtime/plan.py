@@ -269,7 +269,7 @@ class Plan:
             const = {n: v for n, v in inits.items() if n not in variable} | derived
             nodes, fused = fuse_conv_chains(nodes, const, outputs)
             derived |= fused
-            nodes, packed = prepack_gemm(nodes, const, outputs)
+            nodes, packed = prepack_gemm(nodes, const)
             derived |= packed
             nodes = fuse_affine_chains(nodes, const, outputs)
             nodes = fuse_relu(nodes, outputs)
