@@ -439,3 +439,156 @@ def test_relu_not_fused_when_the_result_has_another_reader() -> None:
     assert [bn.node.op_type for bn in s._plan.info] == ["Add", "Relu"]
     np.testing.assert_array_equal(r, x + x)
     np.testing.assert_array_equal(y, np.maximum(x + x, 0))
+
+
+def _preactivation_model(
+    rng: np.random.Generator, c: int, m: int, *, group: int = 1, pads: int = 0, scale: np.ndarray | None = None
+) -> tuple[list, list]:
+    """``BatchNormalization -> Relu -> Conv`` (DenseNet's pre-activation) on ``x`` with ``c`` channels."""
+    if scale is None:
+        scale = rng.standard_normal(c).astype(np.float32)
+    bn = {
+        "scale": scale,
+        "bias": rng.standard_normal(c).astype(np.float32),
+        "mean": rng.standard_normal(c).astype(np.float32),
+        "var": rng.random(c).astype(np.float32) + 0.5,
+    }
+    w = rng.standard_normal((m, c // group, 1 + 2 * pads, 1 + 2 * pads)).astype(np.float32)
+    inits = [h.make_tensor(n, TP.FLOAT, [c], v) for n, v in bn.items()]
+    inits += [h.make_tensor("w", TP.FLOAT, list(w.shape), w.ravel())]
+    inits += [h.make_tensor("b", TP.FLOAT, [m], rng.standard_normal(m).astype(np.float32))]
+    nodes = [
+        h.make_node("BatchNormalization", ["x", "scale", "bias", "mean", "var"], ["n"]),
+        h.make_node("Relu", ["n"], ["r"]),
+        h.make_node("Conv", ["r", "w", "b"], ["y"], group=group, pads=[pads] * 4),
+    ]
+    return nodes, inits
+
+
+@pytest.mark.parametrize("group", [1, 2])
+def test_preactivation_folds_into_an_unpadded_conv(group: int) -> None:
+    """Clause 8.2: ``BatchNormalization -> Relu -> Conv 1x1`` is one step, a clamp and the Conv with folded
+    weights; BatchNormalization scales of both signs (the negative ones take the two-pass clamp). The value is
+    onnxruntime's and the node-by-node run's, and the feed is untouched."""
+    from onnxcore.runtime.optimize import PreActivatedConv
+
+    rng = np.random.default_rng(41)
+    nodes, inits = _preactivation_model(rng, 6, 4, group=group)
+    x = rng.standard_normal((2, 6, 5, 7)).astype(np.float32)
+    before = x.copy()
+    s, ours, theirs, debug = _run_both(nodes, inits, x, [2, 4, 5, 7])
+    assert [type(bn.call) for bn in s._plan.info] == [PreActivatedConv]
+    assert s._plan.info[0].call.sign is not None  # the random scales include negative ones
+    np.testing.assert_array_equal(x, before)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(ours, debug, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("case", ["padded", "zero scale"])
+def test_preactivation_left_alone(case: str) -> None:
+    """A padded Conv would read zeros where the clamp needs ``-b/|a|``; a zero scale has no clamp: both keep
+    the chain and the Conv as two steps."""
+    rng = np.random.default_rng(42)
+    scale = rng.random(4).astype(np.float32) + 0.5
+    if case == "zero scale":
+        scale[2] = 0.0
+    nodes, inits = _preactivation_model(rng, 4, 3, pads=1 if case == "padded" else 0, scale=scale)
+    x = rng.standard_normal((1, 4, 6, 6)).astype(np.float32)
+    s, ours, theirs, debug = _run_both(nodes, inits, x, [1, 3, 6, 6])
+    assert [bn.node.op_type for bn in s._plan.info] == ["BatchNormalization", "Conv"]
+    np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(ours, debug, rtol=1e-5, atol=1e-5)
+
+
+def test_dense_block_concatenations_are_read_in_pieces() -> None:
+    """A DenseNet block: each layer's ``Concat -> BatchNormalization -> Relu -> Conv 1x1`` reads the features
+    concatenated so far. Nested Concats are flattened and each taken into the Conv that reads it, so no
+    Concat is left to copy the growing features; the block's output Concat, a graph output, stays. The
+    values are onnxruntime's."""
+    from onnxcore.runtime.optimize import PreActivatedConv
+
+    rng = np.random.default_rng(43)
+    c0, k, layers = 5, 3, 4
+    nodes, inits = [], []
+    feats, c = "x", c0
+    for i in range(layers):
+        scale = rng.random(c).astype(np.float32) + 0.5
+        if i == 2:
+            scale[0] = -scale[0]  # one layer takes the two-pass clamp
+        params = {
+            f"s{i}": scale,
+            f"t{i}": rng.standard_normal(c).astype(np.float32),
+            f"m{i}": rng.standard_normal(c).astype(np.float32),
+            f"v{i}": rng.random(c).astype(np.float32) + 0.5,
+        }
+        inits += [h.make_tensor(n, TP.FLOAT, [c], v) for n, v in params.items()]
+        w = rng.standard_normal((k, c, 1, 1)).astype(np.float32)
+        inits.append(h.make_tensor(f"w{i}", TP.FLOAT, list(w.shape), w.ravel()))
+        nodes += [
+            h.make_node("BatchNormalization", [feats, *params], [f"n{i}"]),
+            h.make_node("Relu", [f"n{i}"], [f"r{i}"]),
+            h.make_node("Conv", [f"r{i}", f"w{i}"], [f"f{i}"], kernel_shape=[1, 1]),
+            h.make_node("Concat", [feats, f"f{i}"], [f"cat{i}"], axis=1),
+        ]
+        feats, c = f"cat{i}", c + k
+    x = rng.standard_normal((1, c0, 4, 6)).astype(np.float32)
+    nodes.append(h.make_node("Identity", [feats], ["y"]))
+    s, ours, theirs, debug = _run_both(nodes, inits, x, [1, c, 4, 6])
+    ops = [bn.node.op_type for bn in s._plan.info]
+    assert ops == ["Conv"] * layers + ["Concat", "Identity"]
+    assert all(isinstance(bn.call, PreActivatedConv) for bn in s._plan.info[:layers])
+    assert [len(bn.inputs) for bn in s._plan.info[:layers]] == [1, 2, 3, 4]  # x and the features so far
+    assert len(s._plan.info[layers].inputs) == layers + 1
+    np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(ours, debug, rtol=1e-5, atol=1e-5)
+
+
+def test_random_preactivations_fused_equal_unfused() -> None:
+    """Seeded random ``[Concat] -> affine steps -> Relu -> Conv`` graphs (BatchNormalization, Mul/Add by
+    constants of assorted shapes and signs, groups, a Concat that is also a graph output, a padded Conv): the
+    optimised plan gives what the node-by-node run gives."""
+    from onnxcore.runtime.optimize import PreActivatedConv
+
+    rng = np.random.default_rng(77)
+    fused = 0
+    for trial in range(40):
+        group = int(rng.choice([1, 2]))
+        c, m = 2 * int(rng.integers(1, 4)), 2 * int(rng.integers(1, 3))
+        pads = int(rng.random() < 0.2)
+        split = int(rng.integers(0, c))  # x is the concatenation of two pieces when split > 0
+        inits, nodes, outputs = [], [], []
+        inputs = [h.make_tensor_value_info("x", TP.FLOAT, [2, c - split if split else c, 4, 5])]
+        cur = "x"
+        if split:
+            inputs.append(h.make_tensor_value_info("x2", TP.FLOAT, [2, split, 4, 5]))
+            nodes.append(h.make_node("Concat", ["x", "x2"], ["cat"], axis=1))
+            cur = "cat"
+            if rng.random() < 0.3:
+                outputs.append(h.make_tensor_value_info("cat", TP.FLOAT, None))
+        for k in range(int(rng.integers(1, 4))):
+            kind = rng.choice(["bn", "mul", "add"])
+            if kind == "bn":
+                names = [f"bn{p}{k}" for p in ("s", "b", "m", "v")]
+                vals = [rng.standard_normal(c), rng.standard_normal(c), rng.standard_normal(c), rng.random(c) + 0.5]
+                inits += [h.make_tensor(n, TP.FLOAT, [c], v.astype(np.float32)) for n, v in zip(names, vals)]
+                nodes.append(h.make_node("BatchNormalization", [cur, *names], [f"a{k}"]))
+            else:
+                shape = [[c, 1, 1], [1, c, 1, 1], [1], [5]][int(rng.integers(0, 4))]
+                inits.append(h.make_tensor(f"k{k}", TP.FLOAT, shape, rng.standard_normal(shape).astype(np.float32)))
+                nodes.append(h.make_node("Mul" if kind == "mul" else "Add", [cur, f"k{k}"], [f"a{k}"]))
+            cur = f"a{k}"
+        nodes.append(h.make_node("Relu", [cur], ["r"]))
+        w = rng.standard_normal((m, c // group, 1 + 2 * pads, 1)).astype(np.float32)
+        inits.append(h.make_tensor("w", TP.FLOAT, list(w.shape), w.ravel()))
+        nodes.append(h.make_node("Conv", ["r", "w"], ["y"], group=group, pads=[pads, 0, pads, 0]))
+        g = h.make_graph(nodes, "g", inputs, [h.make_tensor_value_info("y", TP.FLOAT, None), *outputs], inits)
+        model = h.make_model(g, opset_imports=[h.make_opsetid("", 15)], ir_version=8)
+        feeds = {i.name: rng.standard_normal([d.dim_value for d in i.type.tensor_type.shape.dim]).astype(np.float32)
+                 for i in inputs}  # fmt: skip
+        s = onnxcore.Session(model.SerializeToString(), check=False)  # outputs without shapes
+        fast = s.run(None, feeds)
+        slow, _ = s.run(None, feeds, intermediates=True)
+        fused += any(isinstance(bn.call, PreActivatedConv) for bn in s._plan.info)
+        for a, b in zip(fast, slow):
+            np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5, err_msg=f"trial {trial}")
+    assert 10 <= fused < 40  # both the fused and the unfused forms were exercised

@@ -29,9 +29,11 @@ from onnxcore.runtime.codegen import MAX_STEPS, generate
 from onnxcore.runtime.functions import FunctionBody, bind_attribute_refs, norm_domain
 from onnxcore.runtime.optimize import (
     cse_key,
+    flatten_concats,
     fold_constants,
     fuse_affine_chains,
     fuse_conv_chains,
+    fuse_preactivation,
     fuse_relu,
     input_token,
     prepack_gemm,
@@ -269,9 +271,11 @@ class Plan:
             const = {n: v for n, v in inits.items() if n not in variable} | derived
             nodes, fused = fuse_conv_chains(nodes, const, outputs)
             derived |= fused
+            const |= fused
             nodes, packed = prepack_gemm(nodes, const)
             derived |= packed
             nodes = fuse_affine_chains(nodes, const, outputs)
+            nodes = fuse_preactivation(flatten_concats(nodes), const, outputs)
             nodes = fuse_relu(nodes, outputs)
             # Folding and fusion leave constants nothing reads any more (a weight before its fusion): drop them.
             read = set(outputs).union(*(bn.inputs for bn in nodes), *(bn.outer for bn in nodes))
