@@ -37,6 +37,7 @@ from onnxcore.runtime.optimize import (
     fuse_relu,
     input_token,
     prepack_gemm,
+    use_winograd,
 )
 from onnxcore.runtime.registry import KernelContext, KernelDef, kernel_versions, lookup
 
@@ -277,6 +278,7 @@ class Plan:
             nodes = fuse_affine_chains(nodes, const, outputs)
             nodes = fuse_preactivation(flatten_concats(nodes), const, outputs)
             nodes = fuse_relu(nodes, outputs)
+            nodes = use_winograd(nodes, const)
             # Folding and fusion leave constants nothing reads any more (a weight before its fusion): drop them.
             read = set(outputs).union(*(bn.inputs for bn in nodes), *(bn.outer for bn in nodes))
             derived = {n: v for n, v in derived.items() if n in read}

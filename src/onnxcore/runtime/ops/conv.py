@@ -447,6 +447,22 @@ def _conv_geometry(
     return st, dil, pb, pe, out
 
 
+def conv_geometry(
+    x_shape: tuple[int, ...], w_shape: tuple[int, ...], kw: dict[str, Any]
+) -> tuple[list[int], list[int], list[int], list[int], list[int]]:
+    """Strides, dilations, leading and trailing pads and output extents of a Conv with attributes ``kw``."""
+    return _conv_geometry(
+        x_shape,
+        w_shape,
+        kw.get("group", 1),
+        _key(kw.get("kernel_shape")),
+        _key(kw.get("strides")),
+        _key(kw.get("dilations")),
+        _key(kw.get("pads")),
+        kw.get("auto_pad", "NOTSET"),
+    )
+
+
 def _conv(
     x: np.ndarray,
     w: np.ndarray,
