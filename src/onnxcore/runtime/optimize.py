@@ -396,20 +396,9 @@ class AffineChain:
         found = self._cache.get(key)
         if found is not None:
             return found
-        ndim = len(shape)
-        a: np.ndarray = np.ones((), np.float64)
-        b: np.ndarray = np.zeros((), np.float64)
-        if self.bn is not None:
-            scale, bias, mean, var, eps = (np.asarray(v, np.float64) for v in self.bn)
-            cshape = (-1,) + (1,) * (ndim - 2)
-            a = (scale / np.sqrt(var + eps)).reshape(cshape)
-            b = bias.reshape(cshape) - mean.reshape(cshape) * a
-        for op, c in self.ops:
-            c64 = c.astype(np.float64)
-            if op == "mul":
-                a, b = a * c64, b * c64
-            else:
-                b = b + c64
+        composed = self._compose((-1,) + (1,) * (len(shape) - 2), lambda c: c.astype(np.float64))
+        assert composed is not None
+        a, b = composed
         y_shape = np.broadcast_shapes(shape, a.shape)
         # No Mul and no BatchNormalization: A is 1 and the chain is one addition.
         a_out = None if a.shape == () and a == 1 else a.astype(dtype)
@@ -447,15 +436,26 @@ class AffineChain:
     def per_channel(self, channels: int, dtype: np.dtype[Any], rank: int) -> tuple[np.ndarray, np.ndarray] | None:
         """``(a, b)``, float64 vectors of ``channels`` values, when the chain is ``x * a + b`` along axis 1 of
         rank-``rank`` inputs of ``dtype``; None when some step varies along another axis."""
-        a, b = np.ones(channels), np.zeros(channels)
+        if self.bn is not None and np.size(self.bn[0]) != channels:
+            return None
+        composed = self._compose((channels,), lambda c: _per_channel(c, dtype, channels, rank))
+        if composed is None:
+            return None
+        return np.broadcast_to(composed[0], (channels,)), np.broadcast_to(composed[1], (channels,))
+
+    def _compose(
+        self, bn_shape: tuple[int, ...], constant: Callable[[np.ndarray], np.ndarray | None]
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """The chain's ``(A, B)`` in float64: BatchNormalization's per-channel factors shaped ``bn_shape``, each
+        Mul/Add constant as ``constant`` gives it (None: the chain does not compose that way)."""
+        a: np.ndarray = np.ones((), np.float64)
+        b: np.ndarray = np.zeros((), np.float64)
         if self.bn is not None:
             scale, bias, mean, var, eps = (np.asarray(v, np.float64) for v in self.bn)
-            if scale.size != channels:
-                return None
-            a = scale / np.sqrt(var + eps)
-            b = bias - mean * a
+            a = (scale / np.sqrt(var + eps)).reshape(bn_shape)
+            b = bias.reshape(bn_shape) - mean.reshape(bn_shape) * a
         for op, c in self.ops:
-            c64 = _per_channel(c, dtype, channels, rank)
+            c64 = constant(c)
             if c64 is None:
                 return None
             if op == "mul":
@@ -621,7 +621,7 @@ def fuse_preactivation(nodes: list[BoundNode], const: Mapping[str, Any], outputs
     drop: set[int] = set()
     for j, head in enumerate(nodes):
         chain = head.call
-        if not isinstance(chain, AffineChain) or not chain.relu or j in drop:
+        if not isinstance(chain, AffineChain) or not chain.relu:
             continue
         current = head.outputs[0]
         k = reader.get(current)

@@ -66,7 +66,7 @@ def test_winograd_equals_the_direct_convolution(
     x = rng.standard_normal((n, c, *hw)).astype(np.float32)
     w = rng.standard_normal((m, c, 3, 3)).astype(np.float32)
     b = rng.standard_normal(m).astype(np.float32)
-    _, _, pb, _, out = conv_geometry(x.shape, w.shape, kw)
+    _, _, pb, _, out = conv_geometry(x.shape, w.shape, **kw)
     y = winograd_conv(x, transformed_weights(w), b, pb, out)
     ref = _direct64(x, w, b, **kw)
     assert y.shape == ref.shape and y.dtype == np.float32

@@ -144,7 +144,7 @@ class WinogradConv:
     def __call__(self, x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None, **kw: Any) -> np.ndarray:
         if not self._applies(x, w, b, kw):
             return self.call(x, w, b, **kw)
-        st, dil, pb, _, out = conv_geometry(x.shape, w.shape, kw)
+        st, dil, pb, _, out = conv_geometry(x.shape, w.shape, **kw)
         if any(v != 1 for v in (*st, *dil)) or -(-out[0] // _M) * -(-out[1] // _M) * x.shape[0] < MIN_BLOCKS:
             return self.call(x, w, b, **kw)
         if self._w is not w:

@@ -448,18 +448,19 @@ def _conv_geometry(
 
 
 def conv_geometry(
-    x_shape: tuple[int, ...], w_shape: tuple[int, ...], kw: dict[str, Any]
+    x_shape: tuple[int, ...],
+    w_shape: tuple[int, ...],
+    *,
+    auto_pad: str = "NOTSET",
+    dilations: Any = None,
+    group: int = 1,
+    kernel_shape: Any = None,
+    pads: Any = None,
+    strides: Any = None,
 ) -> tuple[list[int], list[int], list[int], list[int], list[int]]:
-    """Strides, dilations, leading and trailing pads and output extents of a Conv with attributes ``kw``."""
+    """Strides, dilations, leading and trailing pads and output extents of a Conv with these attributes."""
     return _conv_geometry(
-        x_shape,
-        w_shape,
-        kw.get("group", 1),
-        _key(kw.get("kernel_shape")),
-        _key(kw.get("strides")),
-        _key(kw.get("dilations")),
-        _key(kw.get("pads")),
-        kw.get("auto_pad", "NOTSET"),
+        x_shape, w_shape, group, _key(kernel_shape), _key(strides), _key(dilations), _key(pads), auto_pad
     )
 
 
@@ -475,8 +476,15 @@ def _conv(
     pads: Any,
     strides: Any,
 ) -> np.ndarray:
-    st, dil, pb, pe, out = _conv_geometry(
-        x.shape, w.shape, group, _key(kernel_shape), _key(strides), _key(dilations), _key(pads), auto_pad
+    st, dil, pb, pe, out = conv_geometry(
+        x.shape,
+        w.shape,
+        auto_pad=auto_pad,
+        dilations=dilations,
+        group=group,
+        kernel_shape=kernel_shape,
+        pads=pads,
+        strides=strides,
     )
     dt = x.dtype
     wd = work_dtype(dt)
@@ -713,8 +721,8 @@ def _deform_conv(
     pads: Any,
     strides: Any,
 ) -> np.ndarray:
-    st, dil, pb, _, out = _conv_geometry(
-        x.shape, w.shape, group, _key(kernel_shape), _key(strides), _key(dilations), _key(pads), "NOTSET"
+    st, dil, pb, _, out = conv_geometry(
+        x.shape, w.shape, dilations=dilations, group=group, kernel_shape=kernel_shape, pads=pads, strides=strides
     )
     nd = x.ndim - 2
     n_img, c = x.shape[:2]
