@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from onnxcore.runtime.ops._scratch import scratch
 from onnxcore.runtime.ops.conv import conv_geometry
 
 __all__ = ["WinogradConv", "toom_cook"]
@@ -98,35 +99,54 @@ def winograd_conv(
 ) -> np.ndarray:
     """3x3 stride-1 convolution of float32 ``x`` (N, C, H, W) by transformed weights ``u`` plus ``bias``.
 
-    ``pb`` are the leading pads and ``out`` the output extents (trailing pads follow from them).
+    ``pb`` are the leading pads and ``out`` the output extents (trailing pads follow from them). Every
+    temporary lives in this thread's scratch buffers (:mod:`onnxcore.runtime.ops._scratch`): afresh, they cost
+    more in page faults than the products.
     """
     n, c, h, wd = x.shape
     m = u.shape[1]
     oh, ow = out
     ty, tx = -(-oh // _M), -(-ow // _M)
     # Padded input with channels first (batch second), so the block view below reshapes to (36, C, N * blocks).
-    xp = np.zeros((c, n, _M * ty + 2, _M * tx + 2), np.float32)
+    xp = scratch("winograd.x", (c, n, _M * ty + 2, _M * tx + 2))
+    xp.fill(0)
     rows, cols = min(h, _M * ty + 2 - pb[0]), min(wd, _M * tx + 2 - pb[1])
     xp[:, :, pb[0] : pb[0] + rows, pb[1] : pb[1] + cols] = x[:, :, :rows, :cols].transpose(1, 0, 2, 3)
+    # The blocks are written through a 6-D view of the output in one pass; when the extents are not multiples
+    # of 4 that output is a scratch of whole blocks, cropped into the result at the end.
+    whole = oh % _M == 0 and ow % _M == 0
     y = np.empty((n, m, oh, ow), np.float32)
-    b = None if bias is None else bias.reshape(1, m, 1, 1)
+    yb = y if whole else scratch("winograd.y", (n, m, _M * ty, _M * tx))
+    b = None if bias is None else bias.reshape(1, m, 1, 1, 1, 1)
     s = xp.strides
     per_row = _N * _N * (c + m) * n * tx * 4
     band = max(1, min(ty, _BAND_BYTES // per_row))
+    cap = band * tx * n
+    d_buf = scratch("winograd.d", (_N * _N * c * cap,))
+    v_buf = scratch("winograd.v", (_N * _N * c * cap,))
+    p_buf = scratch("winograd.p", (_N * _N * m * cap,))
+    o_buf = scratch("winograd.o", (_M * _M * m * cap,))
     for t0 in range(0, ty, band):
         t1 = min(ty, t0 + band)
-        blocks = (t1 - t0) * tx * n
-        d = as_strided(xp[:, :, _M * t0 :], (_N, _N, c, n, t1 - t0, tx), (s[2], s[3], s[0], s[1], _M * s[2], _M * s[3]))
-        v = np.matmul(_IN, d.reshape(_N * _N, c * blocks)).reshape(_N * _N, c, blocks)
-        prod = np.matmul(u, v)
-        o = np.matmul(_OUT, prod.reshape(_N * _N, m * blocks)).reshape(_M, _M, m, n, t1 - t0, tx)
-        r1 = min(oh, _M * t1)
-        o = o.transpose(3, 2, 4, 0, 5, 1).reshape(n, m, _M * (t1 - t0), _M * tx)[:, :, : r1 - _M * t0, :ow]
-        target = y[:, :, _M * t0 : r1]
+        bt = t1 - t0
+        blocks = bt * tx * n
+        d = as_strided(xp[:, :, _M * t0 :], (_N, _N, c, n, bt, tx), (s[2], s[3], s[0], s[1], _M * s[2], _M * s[3]))
+        dc = d_buf[: _N * _N * c * blocks].reshape(_N, _N, c, n, bt, tx)
+        np.copyto(dc, d)
+        v = np.matmul(_IN, dc.reshape(_N * _N, c * blocks), out=v_buf[: _N * _N * c * blocks].reshape(_N * _N, -1))
+        prod = p_buf[: _N * _N * m * blocks].reshape(_N * _N, m, blocks)
+        np.matmul(u, v.reshape(_N * _N, c, blocks), out=prod)
+        o = o_buf[: _M * _M * m * blocks].reshape(_M * _M, m * blocks)
+        np.matmul(_OUT, prod.reshape(_N * _N, m * blocks), out=o)
+        # (i, j, m, n, t, s) -> (n, m, t, i, s, j): block row t, row i in it; block column s, column j in it.
+        o6 = o.reshape(_M, _M, m, n, bt, tx).transpose(3, 2, 4, 0, 5, 1)
+        target = yb[:, :, _M * t0 : _M * t1].reshape(n, m, bt, _M, tx, _M)
         if b is None:
-            target[...] = o
+            np.copyto(target, o6)
         else:
-            np.add(o, b, out=target)
+            np.add(o6, b, out=target)
+    if not whole:
+        np.copyto(y, yb[:, :, :oh, :ow])
     return y
 
 
