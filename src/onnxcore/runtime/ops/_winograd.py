@@ -109,9 +109,14 @@ def winograd_conv(
     ty, tx = -(-oh // _M), -(-ow // _M)
     # Padded input with channels first (batch second), so the block view below reshapes to (36, C, N * blocks).
     xp = scratch("winograd.x", (c, n, _M * ty + 2, _M * tx + 2))
-    xp.fill(0)
     rows, cols = min(h, _M * ty + 2 - pb[0]), min(wd, _M * tx + 2 - pb[1])
-    xp[:, :, pb[0] : pb[0] + rows, pb[1] : pb[1] + cols] = x[:, :, :rows, :cols].transpose(1, 0, 2, 3)
+    r0, r1, c0, c1 = pb[0], pb[0] + rows, pb[1], pb[1] + cols
+    xp[:, :, r0:r1, c0:c1] = x[:, :, :rows, :cols].transpose(1, 0, 2, 3)
+    # Only the border is zeroed: the scratch holds the previous call's values.
+    xp[:, :, :r0] = 0
+    xp[:, :, r1:] = 0
+    xp[:, :, r0:r1, :c0] = 0
+    xp[:, :, r0:r1, c1:] = 0
     # The blocks are written through a 6-D view of the output in one pass; when the extents are not multiples
     # of 4 that output is a scratch of whole blocks, cropped into the result at the end.
     whole = oh % _M == 0 and ow % _M == 0
@@ -121,22 +126,18 @@ def winograd_conv(
     s = xp.strides
     per_row = _N * _N * (c + m) * n * tx * 4
     band = max(1, min(ty, _BAND_BYTES // per_row))
-    cap = band * tx * n
-    d_buf = scratch("winograd.d", (_N * _N * c * cap,))
-    v_buf = scratch("winograd.v", (_N * _N * c * cap,))
-    p_buf = scratch("winograd.p", (_N * _N * m * cap,))
-    o_buf = scratch("winograd.o", (_M * _M * m * cap,))
     for t0 in range(0, ty, band):
         t1 = min(ty, t0 + band)
         bt = t1 - t0
         blocks = bt * tx * n
         d = as_strided(xp[:, :, _M * t0 :], (_N, _N, c, n, bt, tx), (s[2], s[3], s[0], s[1], _M * s[2], _M * s[3]))
-        dc = d_buf[: _N * _N * c * blocks].reshape(_N, _N, c, n, bt, tx)
+        dc = scratch("winograd.d", (_N, _N, c, n, bt, tx))
         np.copyto(dc, d)
-        v = np.matmul(_IN, dc.reshape(_N * _N, c * blocks), out=v_buf[: _N * _N * c * blocks].reshape(_N * _N, -1))
-        prod = p_buf[: _N * _N * m * blocks].reshape(_N * _N, m, blocks)
-        np.matmul(u, v.reshape(_N * _N, c, blocks), out=prod)
-        o = o_buf[: _M * _M * m * blocks].reshape(_M * _M, m * blocks)
+        v = scratch("winograd.v", (_N * _N, c, blocks))
+        np.matmul(_IN, dc.reshape(_N * _N, c * blocks), out=v.reshape(_N * _N, c * blocks))
+        prod = scratch("winograd.p", (_N * _N, m, blocks))
+        np.matmul(u, v, out=prod)
+        o = scratch("winograd.o", (_M * _M, m * blocks))
         np.matmul(_OUT, prod.reshape(_N * _N, m * blocks), out=o)
         # (i, j, m, n, t, s) -> (n, m, t, i, s, j): block row t, row i in it; block column s, column j in it.
         o6 = o.reshape(_M, _M, m, n, bt, tx).transpose(3, 2, 4, 0, 5, 1)
