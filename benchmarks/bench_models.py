@@ -123,12 +123,17 @@ def gemm_shapes(sess: Any, feeds: dict[str, np.ndarray]) -> list[tuple[int, int,
     steps = []
     for st, bn in zip(plan.steps, plan.info):
 
-        def spy(*a: Any, _fn: Any = st[0], _op: str = bn.node.op_type, _kw: Any = st[4], **k: Any) -> Any:
+        def spy(
+            *a: Any, _fn: Any = st[0], _node: Any = bn.node, _call: Any = bn.call, _kw: Any = st[4], **k: Any
+        ) -> Any:
             y = _fn(*a, **k)
+            _op = _node.op_type
             if _op == "Conv":
-                x, w = a[0], a[1]
+                # A fused step (PreActivatedConv) holds its folded weights and takes the pieces of its input.
+                w2 = getattr(_call, "w2", None)
+                ws = a[1].shape if w2 is None else w2.shape
                 g = int(_kw.get("group", 1))
-                shapes.append((x.shape[0] * g, w.shape[0] // g, int(np.prod(w.shape[1:])), int(np.prod(y.shape[2:]))))
+                shapes.append((y.shape[0] * g, ws[0] // g, int(np.prod(ws[1:])), int(np.prod(y.shape[2:]))))
             elif _op in ("Gemm", "MatMul") and y.ndim == 2:
                 shapes.append(
                     (
