@@ -144,6 +144,80 @@ def test_equal_constants_make_equal_computations(second: list[float], calls: int
     np.testing.assert_array_equal(y, np.broadcast_to(diff, (2, 3)))
 
 
+def _reductions_model(nodes: list, outputs: dict[str, list[int]], x_shape: list[int] | None, inits: list) -> bytes:
+    g = h.make_graph(
+        nodes,
+        "g",
+        [h.make_tensor_value_info("x", TP.FLOAT, x_shape)],
+        [h.make_tensor_value_info(o, TP.INT64 if o == "j" else TP.FLOAT, shape) for o, shape in outputs.items()],
+        inits,
+    )
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 18)])
+    m.ir_version = 10
+    return m.SerializeToString()
+
+
+def _ops_run(s: onnxcore.Session) -> list[str]:
+    return [bn.node.op_type for bn in s._plan.info]
+
+
+@pytest.mark.parametrize("declared", [True, False])
+def test_equal_axes_spelled_differently_are_one_computation(declared: bool) -> None:
+    """Clause 8.2: with the input's rank known (declared, and every feed checked against it), axes [-1] and
+    [2], or [2, 1] and [1, 2], of a rank-3 input are one reduction; without a declared rank (a model that does
+    not conform, Clause 7.1, run unchecked) they stay two."""
+    axes = {"a": [2], "b": [-1], "c": [1, 2], "d": [-1, 1], "e": [-1, -2, 0]}
+    inits = [h.make_tensor(f"ax_{k}", TP.INT64, [len(v)], v) for k, v in axes.items()]
+    nodes = [h.make_node("ReduceMax", ["x", f"ax_{k}"], [k], keepdims=0) for k in axes]
+    nodes += [
+        h.make_node("ReduceL1", ["x", "ax_b"], ["f"]),
+        h.make_node("ReduceL1", ["x", "ax_a"], ["g"]),
+        h.make_node("Softmax", ["x"], ["h"], axis=-1),
+        h.make_node("Softmax", ["x"], ["i"], axis=2),
+        h.make_node("ArgMax", ["x"], ["j"], axis=1),  # a different axis: not merged
+    ]
+    outputs = {"a": [2, 3], "b": [2, 3], "c": [2], "d": [2], "e": [], "f": [2, 3, 1], "g": [2, 3, 1]}
+    outputs |= {"h": [2, 3, 4], "i": [2, 3, 4], "j": [2, 1, 4]}
+    model = _reductions_model(nodes, outputs, [2, 3, 4] if declared else None, inits)
+    s = onnxcore.Session(model, check=declared)
+    x = np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32)
+    got = dict(zip(outputs, s.run(None, {"x": x})))
+    ops = _ops_run(s)
+    if declared:
+        assert ops.count("ReduceMax") == 3 and ops.count("ReduceL1") == 1 and ops.count("Softmax") == 1
+    else:
+        assert ops.count("ReduceMax") == 5 and ops.count("ReduceL1") == 2 and ops.count("Softmax") == 2
+    np.testing.assert_array_equal(got["a"], x.max(axis=2))
+    np.testing.assert_array_equal(got["b"], x.max(axis=2))
+    np.testing.assert_array_equal(got["c"], x.max(axis=(1, 2)))
+    np.testing.assert_array_equal(got["d"], x.max(axis=(1, 2)))
+    np.testing.assert_array_equal(got["e"], x.max(axis=(0, 1, 2)))
+    np.testing.assert_allclose(got["f"], np.abs(x).sum(axis=2, keepdims=True), rtol=1e-6)
+    np.testing.assert_array_equal(got["f"], got["g"])
+    np.testing.assert_array_equal(got["h"], got["i"])
+    np.testing.assert_array_equal(got["j"], x.argmax(axis=1, keepdims=True))
+
+
+def test_invalid_axes_are_not_merged_with_valid_ones() -> None:
+    """An axis out of range or repeated is refused when the node runs; it is never taken for a valid one."""
+    inits = [h.make_tensor("ax_ok", TP.INT64, [1], [2]), h.make_tensor("ax_bad", TP.INT64, [1], [5])]
+    nodes = [
+        h.make_node("ReduceSum", ["x", "ax_ok"], ["a"], keepdims=0),
+        h.make_node("ReduceSum", ["x", "ax_bad"], ["b"], keepdims=0),
+    ]
+    s = onnxcore.Session(_reductions_model(nodes, {"a": [2, 4], "b": [2, 3]}, [2, 3, 4], inits), check=False)
+    assert _ops_run(s).count("ReduceSum") == 2
+    with pytest.raises(onnxcore.EvaluationError, match="ReduceSum"):
+        s.run(None, {"x": np.ones((2, 3, 4), np.float32)})
+    repeated = [h.make_tensor("ax_rep", TP.INT64, [2], [2, -1]), h.make_tensor("ax_one", TP.INT64, [1], [2])]
+    nodes = [
+        h.make_node("ReduceSum", ["x", "ax_rep"], ["a"], keepdims=0),
+        h.make_node("ReduceSum", ["x", "ax_one"], ["b"], keepdims=0),
+    ]
+    s = onnxcore.Session(_reductions_model(nodes, {"a": [2, 3], "b": [2, 3]}, [2, 3, 4], repeated), check=False)
+    assert _ops_run(s).count("ReduceSum") == 2
+
+
 def test_affine_chain_is_fused_and_matches_onnxruntime() -> None:
     ort = pytest.importorskip("onnxruntime")
     rng = np.random.default_rng(3)

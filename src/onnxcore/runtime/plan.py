@@ -21,6 +21,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from onnxcore.errors import EvaluationError, LimitError, OnnxCoreError, ValidationError
 from onnxcore.limits import Limits
 from onnxcore.proto import AttributeProto, FunctionProto, GraphProto, NodeProto, TypeProto
@@ -176,7 +178,7 @@ class GraphIR:
         self.output_names = output_names
         self.label = label
         self.complete = all(bn.call is not None for bn in nodes)
-        self._plans: dict[tuple[tuple[str, ...], bool, frozenset[str] | None], Plan] = {}
+        self._plans: dict[tuple[Any, ...], Plan] = {}
         defined = set(input_names) | set(inits)
         free: list[str] = []
         for bn in nodes:
@@ -190,19 +192,26 @@ class GraphIR:
         self.free_names = free
 
     def plan(
-        self, outputs: Sequence[str] | None = None, *, keep_all: bool = False, fed: frozenset[str] | None = None
+        self,
+        outputs: Sequence[str] | None = None,
+        *,
+        keep_all: bool = False,
+        fed: frozenset[str] | None = None,
+        ranks: Mapping[str, int] | None = None,
     ) -> Plan:
         """The plan computing ``outputs`` (all declared outputs by default); cached.
 
         With ``keep_all`` every node is evaluated and no value is freed (for ``intermediates``).
         ``fed`` names the inputs the caller supplies; an input left out of it keeps its initializer,
         which then counts as a constant (Clause 7.2). None: every input is supplied (subgraphs, functions).
+        ``ranks`` are input ranks the caller guarantees (a session checks every feed against its declared
+        rank); the plan may rely on them.
         """
         outs = tuple(self.output_names if outputs is None else outputs)
-        key = (outs, keep_all, fed)
+        key = (outs, keep_all, fed, None if ranks is None else frozenset(ranks.items()))
         p = self._plans.get(key)
         if p is None:
-            p = Plan(self, outs, keep_all, fed)
+            p = Plan(self, outs, keep_all, fed, ranks)
             self._plans[key] = p
         return p
 
@@ -243,7 +252,12 @@ class Plan:
     )
 
     def __init__(
-        self, ir: GraphIR, outputs: tuple[str, ...], keep_all: bool, fed: frozenset[str] | None = None
+        self,
+        ir: GraphIR,
+        outputs: tuple[str, ...],
+        keep_all: bool,
+        fed: frozenset[str] | None = None,
+        ranks: Mapping[str, int] | None = None,
     ) -> None:
         self.ir = ir
         slots: dict[str, int] = {}
@@ -292,6 +306,9 @@ class Plan:
         self.outer_slots = [(n, new_slot(n)) for n in ir.free_names]
         # Slots holding the same value on every run: constant initializers and values derived from them.
         constants = {slots[n]: template[slots[n]] for n in (*inits, *derived) if n not in variable}
+        # Ranks known when the plan is made: the guaranteed input ranks and every constant's.
+        rank_of = {self.input_slots[n]: r for n, r in (ranks or {}).items() if n in self.input_slots}
+        rank_of.update((s, v.ndim) for s, v in constants.items() if isinstance(v, np.ndarray))
 
         # Clause 8.2: a node none of whose outputs is needed is not evaluated.
         needed = set(outputs)
@@ -314,7 +331,8 @@ class Plan:
             # Clause 8.2 permits fusing computations: a deterministic node that repeats an earlier one
             # (same implementation, inputs and attributes) reuses its outputs instead of running again.
             # In debugging mode (keep_all) every node runs, so each intermediate is its own.
-            key = None if keep_all else cse_key(bn, [input_token(j, constants) for j in ins])
+            tokens = [input_token(j, constants) for j in ins]
+            key = None if keep_all else cse_key(bn, tokens, rank=rank_of.get(ins[0]) if ins else None)
             if key is not None:
                 first = seen.get(key)
                 if first is not None and len(first.outputs) == len(bn.outputs):

@@ -135,7 +135,9 @@ class Session:
         self._constants = init_names - set(self._input_by_name)
         # Inputs the caller must feed; an input with an initializer that is not fed keeps it as a constant.
         self._fed = frozenset(n for n in self._input_by_name if n not in init_names)
-        self._plan = ir.plan(fed=self._fed)
+        # Every feed is checked against its declared rank, so the plan may rely on those ranks.
+        self._ranks = {d.name: r for d in self.inputs if (r := _declared_rank(d.type_proto)) is not None}
+        self._plan = ir.plan(fed=self._fed, ranks=self._ranks)
         known = set(self._output_names) | set(ir.inits) | set(self._input_by_name)
         known.update(o for bn in ir.nodes for o in bn.outputs if o)
         self._known_names = frozenset(known)
@@ -221,7 +223,7 @@ class Session:
         elif output_names is None and not overridden:
             plan = self._plan
         else:
-            plan = self._ir.plan(names, fed=fed)
+            plan = self._ir.plan(names, fed=fed, ranks=self._ranks)
         vals = plan.template.copy()
         slots = plan.input_slots
         for name, value in checked.items():
@@ -235,6 +237,14 @@ class Session:
             return outs
         values = {plan.names[s]: _owned(vals[s]) for s in plan.node_slots}
         return outs, values
+
+
+def _declared_rank(tp: TypeProto | None) -> int | None:
+    """The rank a tensor input declares (None: not a tensor, or no shape declared)."""
+    if tp is None or tp.which_oneof("value") != "tensor_type" or tp.tensor_type is None:
+        return None
+    shape = tp.tensor_type.shape
+    return None if shape is None else len(shape.dim)
 
 
 def _owned(v: Any) -> Any:
