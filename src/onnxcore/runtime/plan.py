@@ -331,8 +331,10 @@ class Plan:
             # Clause 8.2 permits fusing computations: a deterministic node that repeats an earlier one
             # (same implementation, inputs and attributes) reuses its outputs instead of running again.
             # In debugging mode (keep_all) every node runs, so each intermediate is its own.
-            tokens = [input_token(j, constants) for j in ins]
-            key = None if keep_all else cse_key(bn, tokens, rank=rank_of.get(ins[0]) if ins else None)
+            key = None
+            if not keep_all:
+                tokens = [input_token(j, constants) for j in ins]
+                key = cse_key(bn, tokens, rank=rank_of.get(ins[0]) if ins else None)
             if key is not None:
                 first = seen.get(key)
                 if first is not None and len(first.outputs) == len(bn.outputs):
