@@ -8,8 +8,9 @@ float16, float32 and float64; composite formulas (Sigmoid, Elu, HardSwish, Gelu,
 float16 in float32 and round once. bfloat16 and the 8-bit float types always compute in float32
 and are rounded once to the element type at the end.
 IEEE 754 special values propagate as numpy's ufuncs propagate them (Clause 11.3).
-``Erf`` (which numpy lacks) is a Taylor series below 1/2 and exp(-x^2) times a Chebyshev-fitted
-polynomial above (see ``_ErfApprox``): within 2e-15 relative in float64, 3 ulps in float32.
+``Erf`` (which numpy lacks): in float64 a Taylor series below 1/2 and exp(-x^2) times a Chebyshev-fitted
+polynomial above (see ``_ErfApprox``), within 2e-15 relative; float32 and narrower by a rational
+approximation evaluated in float64 and rounded once (see ``_erf32``), within 0.54 ulp of float32.
 """
 
 from __future__ import annotations
@@ -201,12 +202,12 @@ def bitwise_not(X: Array) -> Array:
 
 # --- Erf ------------------------------------------------------------------------------------
 #
-# numpy has no erf. Below |x| < 1/2 the odd Taylor series of erf is summed (Horner in x^2, all
-# terms smaller than 1, so no cancellation); above, erfc(x) = exp(-x^2) * R(x) where R is smooth
+# numpy has no erf. float64: below |x| < 1/2 the odd Taylor series of erf is summed (Horner in x^2,
+# all terms smaller than 1, so no cancellation); above, erfc(x) = exp(-x^2) * R(x) where R is smooth
 # and is approximated by a polynomial in s = (x - 2)/(x + 2), fitted at import time by Chebyshev
 # interpolation of the standard library's math.erfc. Beyond a cut-off erfc is below half an ulp
 # of 1 and erf(x) = sign(x). Whole-array in-place evaluation (no gathers, no Python loop over
-# elements). float64: max relative error ~2e-15; float32: ~3 ulp.
+# elements). Max relative error ~2e-15.
 
 
 class _ErfApprox:
@@ -279,7 +280,58 @@ class _ErfApprox:
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 _ERF64 = _ErfApprox(np.float64, 20, 14, 6.0)
-_ERF32 = _ErfApprox(np.float32, 8, 6, 4.0)
+
+# float32: erf(x) ~ x P(x^2) / Q(x^2) for x clamped to [-4, 4] (beyond, erf rounds to +-1 in float32),
+# P of degree 6 and Q of degree 5, fitted by tools/fit_erf.py (largest relative error 2.1e-9). Evaluated
+# in float64 and rounded once, the float32 result is within 0.54 ulp (checked on 2 million points by the
+# tests); one formula for every x, so ~26 passes per block where the two regimes of ``_ErfApprox`` need
+# ~48 in float32 (and were within 3 ulps).
+_ERF_P = (
+    1.1283791693188876,
+    0.18520813543134979,
+    0.054317090626296013,
+    0.00384975590574145,
+    0.00037959243941912895,
+    4.684200353731014e-06,
+    -1.3199527003987944e-08,
+)
+_ERF_Q = (
+    1.0,
+    0.4974698494620066,
+    0.11396002961004417,
+    0.015462314205319827,
+    0.0013075780396357602,
+    6.310522002533626e-05,
+)
+# Elements per block: the float64 temporaries of a block stay in the L2 cache.
+_ERF_BLOCK = 1 << 14
+
+
+def _erf32(x: Array) -> Array:
+    """erf of a float32 array (fresh float32 result)."""
+    flat = np.ascontiguousarray(x).reshape(-1)
+    out = np.empty(flat.shape, np.float32)
+    size = min(flat.size, _ERF_BLOCK)
+    xs, u, p, q = (np.empty(size, np.float64) for _ in range(4))
+    for i in range(0, flat.size, _ERF_BLOCK):
+        j = min(flat.size, i + _ERF_BLOCK)
+        xb, ub, pb, qb = xs[: j - i], u[: j - i], p[: j - i], q[: j - i]
+        # Clamping keeps the polynomials finite; NaN passes through (and -0.0 keeps its sign).
+        np.clip(flat[i:j], -4.0, 4.0, out=xb)
+        np.square(xb, out=ub)
+        np.multiply(ub, _ERF_P[-1], out=pb)
+        pb += _ERF_P[-2]
+        for c in _ERF_P[-3::-1]:
+            pb *= ub
+            pb += c
+        np.multiply(ub, _ERF_Q[-1], out=qb)
+        qb += _ERF_Q[-2]
+        for c in _ERF_Q[-3::-1]:
+            qb *= ub
+            qb += c
+        pb *= xb
+        np.divide(pb, qb, out=out[i:j], casting="same_kind")
+    return out.reshape(x.shape)
 
 
 def _erf64(x: Array) -> Array:
@@ -293,9 +345,9 @@ def erf(x: Array) -> Array:
     if dt == np.float64:
         return np.asarray(_ERF64(x))
     if dt == np.float32:
-        return np.asarray(_ERF32(x))
+        return _erf32(x)
     if dt.kind in "fV":
-        return np.asarray(_ERF32(x.astype(np.float32))).astype(dt)
+        return _erf32(x.astype(np.float32)).astype(dt)
     return from_compute(_ERF64(x.astype(np.float64)), dt)
 
 
@@ -491,9 +543,9 @@ def gelu(X: Array, *, approximate: str = "none") -> Array:
 
         return float_unary(X, f)
     if dt == np.float64:
-        xw, approx = X, _ERF64
+        xw, approx = X, _erf64
     else:
-        xw, approx = X.astype(np.float32), _ERF32
+        xw, approx = X.astype(np.float32), _erf32
     t = xw.dtype.type
     y = np.asarray(approx(xw * t(1.0 / math.sqrt(2.0))))
     y += t(1.0)
