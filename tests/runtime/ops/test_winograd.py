@@ -82,17 +82,18 @@ def test_the_kernel_takes_winograd_only_where_it_applies(monkeypatch: pytest.Mon
     monkeypatch.setattr(_winograd, "winograd_conv", lambda *a: taken.append(1) or winograd_conv(*a))
     kernel = WinogradConv(conv)
     rng = np.random.default_rng(5)
-    w = rng.standard_normal((16, 16, 3, 3)).astype(np.float32)
-    x = rng.standard_normal((1, 16, 24, 24)).astype(np.float32)
+    w = rng.standard_normal((16, 64, 3, 3)).astype(np.float32)
+    x = rng.standard_normal((1, 64, 24, 24)).astype(np.float32)
     y = kernel(x, w, pads=[1, 1, 1, 1])
     assert taken == [1]
     assert np.abs(y - _direct64(x, w, None, pads=[1, 1, 1, 1])).max() <= 3e-5 * np.abs(y).max()
     cases = [
         (x, w, {"pads": [1, 1, 1, 1], "strides": [2, 2]}),
         (x, w, {"pads": [1, 1, 1, 1], "dilations": [2, 2]}),
-        (x, w[:, :8], {"pads": [1, 1, 1, 1], "group": 2}),
+        (x, w[:, :32], {"pads": [1, 1, 1, 1], "group": 2}),
         (x.astype(np.float64), w.astype(np.float64), {"pads": [1, 1, 1, 1]}),
-        (x[:, :8], w[:, :8], {"pads": [1, 1, 1, 1]}),  # 8 input channels
+        (x[:, :32], w[:, :32], {"pads": [1, 1, 1, 1]}),  # 32 input channels
+        (x, w[:8], {"pads": [1, 1, 1, 1]}),  # 8 output channels
         (x[:, :, :20, :20], w, {}),  # 5 x 5 = 25 output blocks
     ]
     for xi, wi, kw in cases:
@@ -104,8 +105,8 @@ def test_special_values_spread_as_in_the_direct_convolution() -> None:
     """An infinity mixes into a whole 6x6 block in Winograd's transform; the kernel then computes directly, so
     the NaN and infinity pattern is the direct product's."""
     rng = np.random.default_rng(6)
-    w = rng.standard_normal((16, 16, 3, 3)).astype(np.float32)
-    x = rng.standard_normal((1, 16, 24, 24)).astype(np.float32)
+    w = rng.standard_normal((16, 64, 3, 3)).astype(np.float32)
+    x = rng.standard_normal((1, 64, 24, 24)).astype(np.float32)
     x[0, 3, 10, 10] = np.inf
     x[0, 5, 2, 20] = np.nan
     y = WinogradConv(conv)(x, w, pads=[1, 1, 1, 1])
@@ -114,21 +115,21 @@ def test_special_values_spread_as_in_the_direct_convolution() -> None:
 
 
 def test_session_uses_winograd_and_matches_onnxruntime() -> None:
-    """Conv -> Relu with 32 channels on 28 x 28: the plan's Conv step is Winograd with the Relu in place; the
+    """Conv -> Relu, 64 to 32 channels on 28 x 28: the plan's Conv step is Winograd with the Relu in place; the
     outputs agree with onnxruntime and with the node-by-node run (the direct product) to 3e-5 of the largest."""
     ort = pytest.importorskip("onnxruntime")
     rng = np.random.default_rng(7)
-    w = rng.standard_normal((32, 32, 3, 3)).astype(np.float32)
+    w = rng.standard_normal((32, 64, 3, 3)).astype(np.float32)
     b = rng.standard_normal(32).astype(np.float32)
     g = h.make_graph(
         [h.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]), h.make_node("Relu", ["c"], ["y"])],
         "g",
-        [h.make_tensor_value_info("x", TP.FLOAT, [1, 32, 28, 28])],
+        [h.make_tensor_value_info("x", TP.FLOAT, [1, 64, 28, 28])],
         [h.make_tensor_value_info("y", TP.FLOAT, [1, 32, 28, 28])],
         [h.make_tensor("w", TP.FLOAT, list(w.shape), w.ravel()), h.make_tensor("b", TP.FLOAT, [32], b)],
     )
     data = h.make_model(g, opset_imports=[h.make_opsetid("", 13)], ir_version=8).SerializeToString()
-    x = rng.standard_normal((1, 32, 28, 28)).astype(np.float32)
+    x = rng.standard_normal((1, 64, 28, 28)).astype(np.float32)
     s = onnxcore.Session(data)
     (step,) = s._plan.info
     assert isinstance(step.call, InPlaceRelu) and isinstance(step.call.call, WinogradConv)
@@ -138,4 +139,5 @@ def test_session_uses_winograd_and_matches_onnxruntime() -> None:
     scale = np.abs(theirs).max()
     assert np.abs(ours - theirs).max() <= 3e-5 * scale
     assert np.abs(ours - debug).max() <= 3e-5 * scale
+    assert not np.array_equal(ours, debug)  # the Winograd product ran: its rounding is not the direct one's
     assert ours.min() == 0.0

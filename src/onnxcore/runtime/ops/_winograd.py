@@ -34,9 +34,12 @@ __all__ = ["WinogradConv", "toom_cook"]
 _M, _R = 4, 3
 _N = _M + _R - 1
 # Layers with fewer output blocks than this, or fewer channels, run faster as im2col (measured: 16 blocks of
-# 256 channels break even; 49 blocks of 128 channels gain 1.6x).
+# 256 channels break even; 49 blocks of 128 channels gain 1.6x). With few input channels the transforms
+# outweigh the saved products: 16 input channels ran 1.5-2.1x slower than im2col, 32 up to 1.4x (27x27 and
+# 55x55 images, 32-256 output channels); from 64 on Winograd breaks even or gains.
 MIN_BLOCKS = 36
 MIN_CHANNELS = 16
+MIN_IN_CHANNELS = 64
 # One band of block rows is transformed, multiplied and transformed back while its operands are in cache.
 _BAND_BYTES = 1 << 23
 
@@ -184,6 +187,8 @@ class WinogradConv:
     def _applies(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, kw: dict[str, Any]) -> bool:
         if x.dtype != np.float32 or w.dtype != np.float32 or x.ndim != 4 or w.shape[2:] != (3, 3):
             return False
-        if kw.get("group", 1) != 1 or x.shape[1] != w.shape[1] or min(w.shape[:2]) < MIN_CHANNELS:
+        if kw.get("group", 1) != 1 or x.shape[1] != w.shape[1] or w.shape[0] < MIN_CHANNELS:
+            return False
+        if w.shape[1] < MIN_IN_CHANNELS:
             return False
         return b is None or (b.dtype == np.float32 and b.shape == (w.shape[0],))
