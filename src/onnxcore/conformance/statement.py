@@ -29,9 +29,10 @@ IR_VERSIONS = (1, 14)  # Clause 14.1.2: this edition specifies IR version 14.
 LIMITATIONS: tuple[tuple[str, str], ...] = (
     (
         "ImageDecoder",
-        "BMP, PNM, PNG, TIFF (uncompressed, LZW, Deflate, PackBits, JPEG) and JPEG (baseline, extended, "
-        "progressive Huffman) decode exactly; JPEG 2000, WebP, arithmetic-coded, lossless, hierarchical and "
-        "12-bit JPEG are refused naming the format.",
+        "BMP, PNM, PNG, TIFF (uncompressed, LZW, Deflate, PackBits, JPEG), JPEG (baseline, extended, "
+        "progressive Huffman) and JPEG 2000 (JP2 and raw codestreams) decode exactly; WebP, arithmetic-coded, "
+        "lossless, hierarchical and 12-bit JPEG, JPEG 2000 palettes and colour spaces other than grey and "
+        "sRGB are refused naming the format.",
     ),
     ("RegexFullMatch", "Python's re stands in for RE2; patterns RE2 would refuse are refused."),
     ("Gradient (ai.onnx.preview.training)", "not supported: it needs automatic differentiation of a graph."),

@@ -21,8 +21,8 @@ from onnxcore.errors import EvaluationError, LimitError, OnnxCoreError
 from onnxcore.limits import DEFAULT_LIMITS
 from onnxcore.runtime.ops.image_decoder import decode_image
 
-SUPPORTED = ("bmp_rgb", "jpeg_bgr", "jpeg_grayscale", "jpeg_rgb", "png_rgb", "pnm_rgb", "tiff_rgb")
-REFUSED = {"jpeg2k_rgb": "JPEG 2000", "webp_rgb": "WebP"}
+SUPPORTED = ("bmp_rgb", "jpeg2k_rgb", "jpeg_bgr", "jpeg_grayscale", "jpeg_rgb", "png_rgb", "pnm_rgb", "tiff_rgb")
+REFUSED = {"webp_rgb": "WebP"}
 
 
 def _rgb_image(h: int, w: int, seed: int = 0) -> np.ndarray:

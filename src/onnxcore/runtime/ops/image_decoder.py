@@ -1,9 +1,10 @@
 """ImageDecoder (default domain, since_version 20): decode an encoded image stream to uint8 (H, W, C).
 
-Pure Python + numpy decoders for PNM (P1-P7), BMP, PNG, TIFF and baseline/extended-sequential JPEG
-(the JPEG path reproduces libjpeg-turbo's integer IDCT, "fancy" chroma upsampling and YCbCr->RGB
-tables exactly, as the definition requires for chroma upsampling). JPEG 2000 and WebP are recognised
-and refused with :class:`onnxcore.EvaluationError` (nothing is approximated, Clause 4.4).
+Pure Python + numpy decoders for PNM (P1-P7), BMP, PNG, TIFF, baseline/extended-sequential and
+progressive JPEG (the JPEG path reproduces libjpeg-turbo's integer IDCT, "fancy" chroma upsampling and
+YCbCr->RGB tables exactly, as the definition requires for chroma upsampling) and JPEG 2000 (T.800: JP2
+files and raw codestreams, reversible and irreversible, equal to OpenJPEG's output as Pillow gives it).
+WebP is recognised and refused with :class:`onnxcore.EvaluationError` (nothing is approximated, Clause 4.4).
 
 The definition: a stream that cannot be decoded gives an empty matrix; here that is shape (0, 0, C)
 with C the channel count of ``pixel_format`` (3, or 1 for "Grayscale"). Alpha channels are dropped;
@@ -89,7 +90,9 @@ def _decode_any(data: bytes, limits: Limits | None) -> np.ndarray:
 
         return decode_jpeg(data, limits)
     if data[:12] == b"\x00\x00\x00\x0cjP  \r\n\x87\n" or data[:4] == b"\xff\x4f\xff\x51":
-        raise EvaluationError("JPEG 2000 decoding is not implemented")
+        from onnxcore.runtime.ops._image_jp2 import decode_jpeg2000
+
+        return decode_jpeg2000(data, limits)
     if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
         raise EvaluationError("WebP decoding is not implemented")
     raise CorruptImage("unknown image format")
