@@ -30,9 +30,9 @@ LIMITATIONS: tuple[tuple[str, str], ...] = (
     (
         "ImageDecoder",
         "BMP, PNM, PNG, TIFF (uncompressed, LZW, Deflate, PackBits, JPEG), JPEG (baseline, extended, "
-        "progressive Huffman) and JPEG 2000 (JP2 and raw codestreams) decode exactly; WebP, arithmetic-coded, "
-        "lossless, hierarchical and 12-bit JPEG, JPEG 2000 palettes and colour spaces other than grey and "
-        "sRGB are refused naming the format.",
+        "progressive Huffman), JPEG 2000 (JP2 and raw codestreams) and WebP (lossy, lossless, extended) "
+        "decode exactly; animated WebP, arithmetic-coded, lossless, hierarchical and 12-bit JPEG, JPEG 2000 "
+        "palettes and colour spaces other than grey and sRGB are refused naming the feature.",
     ),
     ("RegexFullMatch", "Python's re stands in for RE2; patterns RE2 would refuse are refused."),
     ("Gradient (ai.onnx.preview.training)", "not supported: it needs automatic differentiation of a graph."),

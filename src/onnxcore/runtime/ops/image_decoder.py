@@ -2,9 +2,12 @@
 
 Pure Python + numpy decoders for PNM (P1-P7), BMP, PNG, TIFF, baseline/extended-sequential and
 progressive JPEG (the JPEG path reproduces libjpeg-turbo's integer IDCT, "fancy" chroma upsampling and
-YCbCr->RGB tables exactly, as the definition requires for chroma upsampling) and JPEG 2000 (T.800: JP2
-files and raw codestreams, reversible and irreversible, equal to OpenJPEG's output as Pillow gives it).
-WebP is recognised and refused with :class:`onnxcore.EvaluationError` (nothing is approximated, Clause 4.4).
+YCbCr->RGB tables exactly, as the definition requires for chroma upsampling), JPEG 2000 (T.800: JP2
+files and raw codestreams, reversible and irreversible, equal to OpenJPEG's output as Pillow gives it)
+and WebP (lossy VP8 per RFC 6386 with libwebp's fancy upsampling and YUV->RGB conversion, lossless VP8L,
+the extended format; equal to libwebp's output). Features a decoder does not implement (animated WebP,
+JPEG 2000 palettes, arithmetic-coded JPEG, ...) are refused with :class:`onnxcore.EvaluationError`
+naming them (nothing is approximated, Clause 4.4).
 
 The definition: a stream that cannot be decoded gives an empty matrix; here that is shape (0, 0, C)
 with C the channel count of ``pixel_format`` (3, or 1 for "Grayscale"). Alpha channels are dropped;
@@ -94,7 +97,9 @@ def _decode_any(data: bytes, limits: Limits | None) -> np.ndarray:
 
         return decode_jpeg2000(data, limits)
     if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
-        raise EvaluationError("WebP decoding is not implemented")
+        from onnxcore.runtime.ops._image_webp import decode_webp
+
+        return decode_webp(data, limits)
     raise CorruptImage("unknown image format")
 
 
