@@ -5,7 +5,8 @@ bodies.) Complex values are carried as a trailing axis of extent 2 (real, imagin
 signal has a trailing axis of extent 1. Transforms run numpy's FFT in the input's precision: float32
 signals in complex64 (as onnxruntime and the reference evaluator do; the ONNX 1-3 vectors hold that
 arithmetic's rounding, e.g. 2e-7 where an exact result is 0), float64 in complex128; float16 and
-bfloat16 compute in complex128 and round once.
+bfloat16 compute in complex128 and round once. (numpy before 2.0 computes every FFT in double precision;
+with it float32 results are the double-precision ones rounded once.)
 """
 
 from __future__ import annotations
