@@ -36,6 +36,12 @@ def f32(*shape: int) -> np.ndarray:
     return RNG.standard_normal(shape).astype(np.float32)
 
 
+def weights(*shape: int) -> np.ndarray:
+    """Convolution weights scaled by 1/sqrt(fan-in), as trained networks have them: outputs of order 1, so
+    the check's atol means what it says (Winograd's reassociation error scales with the largest output)."""
+    return (RNG.standard_normal(shape) / np.sqrt(np.prod(shape[1:]))).astype(np.float32)
+
+
 def _boxes(n: int) -> np.ndarray:
     xy = RNG.uniform(0, 100, (1, n, 2))
     wh = RNG.uniform(1, 20, (1, n, 2))
@@ -46,11 +52,11 @@ def _boxes(n: int) -> np.ndarray:
 Case = tuple[str, str, int, dict[str, np.ndarray], dict[str, np.ndarray], dict[str, Any], int]
 
 CASES: list[Case] = [
-    ("Conv 3x3 64->64 @56", "Conv", 13, {"x": f32(1, 64, 56, 56)}, {"w": f32(64, 64, 3, 3)}, {"pads": [1] * 4}, 1),
-    ("Conv 3x3 128->32 @56 (few outputs)", "Conv", 13, {"x": f32(1, 128, 56, 56)}, {"w": f32(32, 128, 3, 3)},
+    ("Conv 3x3 64->64 @56", "Conv", 13, {"x": f32(1, 64, 56, 56)}, {"w": weights(64, 64, 3, 3)}, {"pads": [1] * 4}, 1),
+    ("Conv 3x3 128->32 @56 (few outputs)", "Conv", 13, {"x": f32(1, 128, 56, 56)}, {"w": weights(32, 128, 3, 3)},
      {"pads": [1] * 4}, 1),
-    ("Conv 1x1 256->1024 @14", "Conv", 13, {"x": f32(1, 256, 14, 14)}, {"w": f32(1024, 256, 1, 1)}, {}, 1),
-    ("Conv depthwise 3x3 272 @14", "Conv", 13, {"x": f32(1, 272, 14, 14)}, {"w": f32(272, 1, 3, 3)},
+    ("Conv 1x1 256->1024 @14", "Conv", 13, {"x": f32(1, 256, 14, 14)}, {"w": weights(1024, 256, 1, 1)}, {}, 1),
+    ("Conv depthwise 3x3 272 @14", "Conv", 13, {"x": f32(1, 272, 14, 14)}, {"w": weights(272, 1, 3, 3)},
      {"pads": [1] * 4, "group": 272}, 1),
     ("ConvTranspose 4x4 s2 64->32 @28", "ConvTranspose", 11, {"x": f32(1, 64, 28, 28)}, {"w": f32(64, 32, 4, 4)},
      {"strides": [2, 2], "pads": [1] * 4}, 1),
