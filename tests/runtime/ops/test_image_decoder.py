@@ -723,6 +723,17 @@ def test_jpeg_unimplemented_processes_are_refused(marker: int, what: str) -> Non
         decode_image(_sof_variant(marker))
 
 
+@pytest.mark.parametrize("precision", [0, 9, 16, 190])
+def test_jpeg_impossible_precision_is_corrupt_and_12_bit_refused(precision: int) -> None:
+    """T.81 B.2.2: DCT-based frames have 8- or 12-bit samples; any other precision is a damaged stream (the
+    empty matrix), 12 bits a process not implemented (refused by name)."""
+    _, _, data = _jpeg_fixture("q100_444")
+    i = data.find(b"\xff\xc0") + 4  # marker, two length octets, then P
+    assert decode_image(data[:i] + bytes((precision,)) + data[i + 1 :]).shape == (0, 0, 3)
+    with pytest.raises(EvaluationError, match="12-bit JPEG decoding is not implemented"):
+        decode_image(data[:i] + bytes((12,)) + data[i + 1 :])
+
+
 # ------------------------------------------------------------------------------------ pixel formats
 @pytest.mark.parametrize("fmt", ["png", "bmp", "tiff", "pnm"])
 def test_pixel_formats(fmt: str) -> None:

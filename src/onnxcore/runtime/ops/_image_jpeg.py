@@ -159,6 +159,35 @@ def _huff_lut(counts: bytes, symbols: bytes) -> list[int]:
     return lut
 
 
+def _fast_ac(lut: list[int]) -> list[int]:
+    """AC lookup decoding a whole coefficient from a 16-bit peek where its code and its value bits fit in it:
+    entry ``(value << 16) | (run << 8) | bits consumed`` (value 0: end of block, or a run of 16 zeros when
+    the run is 15), 0 where the slow path must decode (longer codes, or no code)."""
+    e = np.array(lut, dtype=np.int64)
+    length, r, size = e >> 8, (e >> 4) & 15, e & 15
+    peek = np.arange(65536, dtype=np.int64)
+    total = length + size
+    fits = (e != 0) & (total <= 16)
+    extra = (peek >> np.maximum(16 - total, 0)) & ((1 << size) - 1)
+    value = np.where(extra < (1 << size) >> 1, extra - (1 << size) + 1, extra)  # F.2.2.1 EXTEND
+    value = np.where(size == 0, 0, value)
+    fast = (value << 16) | (r << 8) | total
+    return np.where(fits, fast, 0).tolist()
+
+
+def _windows(buf: bytes) -> list[int]:
+    """The 32 bits starting at each octet of ``buf`` (big-endian), past its end zeros: one list index and a
+    shift then peek at any bit position. The padding covers a whole block read past a truncated end, which
+    the caller then reports."""
+    b = np.frombuffer(buf + bytes(_WINDOW_PAD), dtype=np.uint8).astype(np.int64)
+    w = (b[:-3] << 24) | (b[1:-2] << 16) | (b[2:-1] << 8) | b[3:]
+    return w.tolist()
+
+
+# A block codes at most 64 coefficients of at most 16 + 16 bits.
+_WINDOW_PAD = 64 * 4 + 4
+
+
 class _Component:
     __slots__ = ("bh", "bw", "cid", "coef", "dh", "dw", "h", "quant", "tq", "v")
 
@@ -243,6 +272,8 @@ class _Frame:
         if self.comps or len(seg) < 6:
             raise CorruptImage("SOF")
         p, y, x, nf = seg[0], (seg[1] << 8) | seg[2], (seg[3] << 8) | seg[4], seg[5]
+        if p not in (8, 12):
+            raise CorruptImage(f"sample precision {p} (T.81 B.2.2: 8 or 12 for DCT-based frames)")
         if p != 8:
             raise EvaluationError(f"{p}-bit JPEG decoding is not implemented")
         if y == 0:
@@ -354,6 +385,7 @@ class _Frame:
             acs = [self.ac[t[1]] for t in tables]
         except KeyError:
             raise CorruptImage("Huffman table missing") from None
+        fasts = [_fast_ac(lut) for lut in acs]
         mx_n, my_n, layout = self.scan_layout(comps)
         single = len(comps) == 1
         hv = [(1, 1)] if single else [(c.h, c.v) for c in comps]
@@ -362,8 +394,8 @@ class _Frame:
         interval = self.restart
         total = mx_n * my_n
         chunk_i = 0
-        buf = chunks[0]
-        limit = 8 * (len(buf) - 4)
+        win = _windows(chunks[0])
+        limit = 8 * (len(chunks[0]) - 4)
         bp = 0
         pred = [0] * len(comps)
         for mcu in range(total):
@@ -373,8 +405,8 @@ class _Frame:
                 chunk_i += 1
                 if chunk_i >= len(chunks):
                     raise CorruptImage("restart marker missing")
-                buf = chunks[chunk_i]
-                limit = 8 * (len(buf) - 4)
+                win = _windows(chunks[chunk_i])
+                limit = 8 * (len(chunks[chunk_i]) - 4)
                 bp = 0
                 pred = [0] * len(comps)
             my, mx = divmod(mcu, mx_n)
@@ -382,11 +414,10 @@ class _Frame:
                 h, v = hv[ci]
                 base = ((my * v + dy) * bw + mx * h + dx) * 64
                 co = coefs[ci]
-                dclut = dcs[ci]
                 aclut = acs[ci]
+                fast = fasts[ci]
                 # DC
-                i = bp >> 3
-                e = dclut[(((buf[i] << 16) | (buf[i + 1] << 8) | buf[i + 2]) >> (8 - (bp & 7))) & 0xFFFF]
+                e = dcs[ci][(win[bp >> 3] >> (16 - (bp & 7))) & 0xFFFF]
                 if not e:
                     raise CorruptImage("bad Huffman code")
                 bp += e >> 8
@@ -395,20 +426,31 @@ class _Frame:
                 if s:
                     if s > 16 or bp > limit:
                         raise CorruptImage("bad DC category")
-                    i = bp >> 3
-                    win = (buf[i] << 24) | (buf[i + 1] << 16) | (buf[i + 2] << 8) | buf[i + 3]
-                    diff = (win >> (32 - (bp & 7) - s)) & ((1 << s) - 1)
+                    diff = (win[bp >> 3] >> (32 - (bp & 7) - s)) & ((1 << s) - 1)
                     bp += s
                     if diff < 1 << (s - 1):
                         diff -= (1 << s) - 1
                 pred[ci] += diff
                 # JCOEF is 16-bit: the DC value wraps on store.
                 co[base] = ((pred[ci] + 32768) & 0xFFFF) - 32768
-                # AC
+                # AC: one lookup per coefficient whose code and value fit in 16 bits, else code then value.
                 k = 1
                 while k < 64:
-                    i = bp >> 3
-                    e = aclut[(((buf[i] << 16) | (buf[i + 1] << 8) | buf[i + 2]) >> (8 - (bp & 7))) & 0xFFFF]
+                    peek = (win[bp >> 3] >> (16 - (bp & 7))) & 0xFFFF
+                    f = fast[peek]
+                    if f:
+                        bp += f & 255
+                        val = f >> 16
+                        if val:
+                            k += (f >> 8) & 255
+                            co[base + natural[k]] = val
+                            k += 1
+                        elif (f >> 8) & 255 == 15:
+                            k += 16
+                        else:
+                            break
+                        continue
+                    e = aclut[peek]
                     if not e:
                         raise CorruptImage("bad Huffman code")
                     bp += e >> 8
@@ -416,10 +458,7 @@ class _Frame:
                     r, s = rs >> 4, rs & 15
                     if s:
                         k += r
-                        i = bp >> 3
-                        val = (((buf[i] << 16) | (buf[i + 1] << 8) | buf[i + 2]) >> (24 - (bp & 7) - s)) & (
-                            (1 << s) - 1
-                        )
+                        val = (win[bp >> 3] >> (32 - (bp & 7) - s)) & ((1 << s) - 1)
                         bp += s
                         if val < 1 << (s - 1):
                             val -= (1 << s) - 1
