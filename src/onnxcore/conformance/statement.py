@@ -25,7 +25,8 @@ __all__ = ["build_statement", "render_markdown", "unsupported_operators", "is_su
 
 IR_VERSIONS = (1, 14)  # Clause 14.1.2: this edition specifies IR version 14.
 
-# Operators that have a kernel but refuse some inputs with EvaluationError rather than approximate (4.4).
+# Operators that have a kernel but refuse some inputs rather than approximate (Clause 4.4): with EvaluationError
+# when a node runs, or (Gradient) with UnsupportedOperatorError when the session is made.
 LIMITATIONS: tuple[tuple[str, str], ...] = (
     (
         "ImageDecoder",
@@ -35,7 +36,16 @@ LIMITATIONS: tuple[tuple[str, str], ...] = (
         "palettes and colour spaces other than grey and sRGB are refused naming the feature.",
     ),
     ("RegexFullMatch", "Python's re stands in for RE2; patterns RE2 would refuse are refused."),
-    ("Gradient (ai.onnx.preview.training)", "not supported: it needs automatic differentiation of a graph."),
+    (
+        "Gradient (ai.onnx.preview.training)",
+        "first-order reverse-mode differentiation of the graph that encloses the node; a y with more than one "
+        "element is differentiated as the sum of its elements (a seed of ones), an xs tensor y does not depend "
+        "on gets zeros; ties of Max/Min go to the first input, of MaxPool to the first element of the window, "
+        "of ReduceMax/ReduceMin are shared equally. "
+        "Refused when the session is made, naming the node: a node on the path without a differentiation "
+        "rule (see onnxcore.runtime.gradient_rules), with subgraphs or itself a Gradient (higher order), an "
+        "input that is neither computed from xs/zs nor a constant, a y not computed from xs/zs, integer xs.",
+    ),
 )
 
 EXTERNAL_DATA_POLICY = (

@@ -29,6 +29,7 @@ from onnxcore.proto import AttributeProto, FunctionProto, GraphProto, NodeProto,
 from onnxcore.runtime.attrs import attribute_value, constant_array
 from onnxcore.runtime.codegen import MAX_STEPS, generate
 from onnxcore.runtime.functions import FunctionBody, bind_attribute_refs, norm_domain
+from onnxcore.runtime.gradient import bind_gradients
 from onnxcore.runtime.optimize import (
     cse_key,
     flatten_concats,
@@ -646,6 +647,8 @@ def _build(
     label: str,
 ) -> GraphIR:
     bound = [_bind_node(env, i, n, opsets, depth, types, label) for i, n in enumerate(nodes)]
+    # A Gradient node differentiates nodes of this graph: it is bound once they all are.
+    bind_gradients(bound, inits, types, label)
     return GraphIR(inputs, inits, bound, outputs, label)
 
 

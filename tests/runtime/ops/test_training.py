@@ -1,4 +1,4 @@
-"""Adagrad-1, Adam-1 and Momentum-1 (``ai.onnx.preview.training``); Gradient-1 stays unsupported.
+"""Adagrad-1, Adam-1 and Momentum-1 (``ai.onnx.preview.training``); Gradient-1 is tested in test_gradient.py.
 
 Oracles: every single-node ONNX 1-3 vector (``test_adagrad*``, ``test_adam*``, ``test_momentum*``,
 ``test_nesterov_momentum*``) through the kernel registry and through :class:`onnxcore.Session`
@@ -203,8 +203,8 @@ def test_refused(op: str, feeds: dict[str, np.ndarray], n_out: int, attrs: dict[
         _run_unchecked(op, feeds, n_out, attrs)
 
 
-def test_gradient_is_unsupported() -> None:
-    assert lookup(TRAINING, "Gradient", 1) is None
+def test_gradient_is_bound_to_its_graph() -> None:
+    assert lookup(TRAINING, "Gradient", 1) is not None
     x = helper.make_tensor_value_info("X", TP.FLOAT, [2])
     dy = helper.make_tensor_value_info("dY_dX", TP.FLOAT, [2])
     nodes = [
@@ -215,5 +215,11 @@ def test_gradient_is_unsupported() -> None:
     m = helper.make_model(
         g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(TRAINING, 1)], ir_version=8
     )
-    with pytest.raises(UnsupportedOperatorError, match="Gradient"):
-        onnxcore.Session(m.SerializeToString()).run(None, {"X": np.ones(2, np.float32)})
+    (got,) = onnxcore.Session(m.SerializeToString()).run(None, {"X": np.array([1, -3], np.float32)})
+    np.testing.assert_array_equal(got, np.array([2, -6], np.float32))
+    # a Gradient whose y is not computed from xs is refused when the session is made
+    nodes[1] = helper.make_node("Gradient", ["X"], ["dY_dX"], domain=TRAINING, xs=["X"], y="nowhere")
+    m.graph.ClearField("node")
+    m.graph.node.extend(nodes)
+    with pytest.raises(UnsupportedOperatorError, match=r"Gradient.*'nowhere'"):
+        onnxcore.Session(m.SerializeToString())

@@ -10,10 +10,13 @@ computes in the widest of its element types and each output keeps the type of th
 replaces (X_new that of X, H_new that of H, ...). The scalar learning-rate factor is computed in
 double and rounded once to the group's type.
 
-``Gradient-1`` of the same domain is not implemented: it asks for the automatic differentiation of
-a part of the enclosing graph named by its ``xs``/``zs``/``y`` attributes, which this runtime does
-not provide. It has no kernel and no function body, so a model using it is reported unsupported
-(Clause 4.4) rather than approximated.
+``Gradient-1`` of the same domain differentiates a part of the enclosing graph named by its
+``xs``/``zs``/``y`` attributes, so it cannot be evaluated from its inputs alone: the kernel registered
+here only marks it as bound, and when the enclosing graph is built
+:func:`onnxcore.runtime.gradient.bind_gradients` replaces it with a reverse-mode differentiation of
+that graph's nodes, or refuses the model (Clause 4.4) naming what it cannot differentiate. See
+:mod:`onnxcore.runtime.gradient` for the positions taken (a non-scalar ``y`` is differentiated as the
+sum of its elements; an ``xs`` tensor ``y`` does not depend on gets zeros).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from onnxcore.errors import EvaluationError
 from onnxcore.runtime.ops._util import check_broadcast, scalar_of
 from onnxcore.runtime.registry import kernel
 
-__all__ = ["adagrad", "adam", "momentum"]
+__all__ = ["adagrad", "adam", "gradient", "momentum"]
 
 _TRAINING = "ai.onnx.preview.training"
 
@@ -164,3 +167,11 @@ def momentum(
         xs.append(x_new.astype(x.dtype, copy=False))
         vs.append(v_new.astype(v.dtype, copy=False))
     return tuple(xs + vs)
+
+
+@kernel("Gradient", 1, domain=_TRAINING)
+def gradient(
+    *inputs: np.ndarray, xs: list[str] | None = None, y: str | None = None, zs: list[str] | None = None
+) -> Any:
+    """Gradient-1: bound to the enclosing graph when it is built (see the module docstring); never called."""
+    raise EvaluationError("Gradient: the node was not bound to the graph that encloses it")
