@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from onnxcore.errors import OnnxCoreError
+from onnxcore.runtime.ops._util import normalize_axes
 from onnxcore.runtime.registry import NONDETERMINISTIC
 
 if TYPE_CHECKING:
@@ -367,13 +369,9 @@ def _axes_set(axes: Any, rank: int) -> tuple[int, ...] | None:
     """``axes`` as sorted non-negative axes of a rank-``rank`` input; None unless every axis is in range and
     none repeats (such a node is refused when it runs, and must stay distinct from a valid one)."""
     try:
-        values = [int(a) for a in axes]
-    except (TypeError, ValueError):
+        return tuple(sorted(normalize_axes(axes, rank))) or None
+    except (OnnxCoreError, TypeError, ValueError):
         return None
-    if not values or any(not -rank <= a < rank for a in values):
-        return None
-    canonical = sorted({a % rank for a in values})
-    return tuple(canonical) if len(canonical) == len(values) else None
 
 
 def _canonical_axes(bn: BoundNode, ins: list[Any], attrs: dict[str, Any], rank: int) -> None:
