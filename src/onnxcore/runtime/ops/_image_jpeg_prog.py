@@ -17,12 +17,15 @@ __all__ = ["decode_progressive_scan"]
 
 
 class _Bits:
-    """MSB-first bit reader over one unstuffed restart interval (4 zero octets of padding)."""
+    """MSB-first bit reader over one unstuffed restart interval (4 zero octets of padding), peeking through
+    the 32-bit windows of :func:`~onnxcore.runtime.ops._image_jpeg._windows` (one list index per read)."""
 
-    __slots__ = ("bp", "buf", "limit")
+    __slots__ = ("bp", "limit", "win")
 
     def __init__(self, buf: bytes) -> None:
-        self.buf = buf
+        from onnxcore.runtime.ops._image_jpeg import _windows
+
+        self.win = _windows(buf)
         self.bp = 0
         self.limit = 8 * (len(buf) - 4)
 
@@ -30,19 +33,21 @@ class _Bits:
         bp = self.bp
         if bp > self.limit:
             raise CorruptImage("entropy-coded data truncated")
-        buf = self.buf
-        i = bp >> 3
-        win = (buf[i] << 24) | (buf[i + 1] << 16) | (buf[i + 2] << 8) | buf[i + 3]
         self.bp = bp + s
-        return (win >> (32 - (bp & 7) - s)) & ((1 << s) - 1)
+        return (self.win[bp >> 3] >> (32 - (bp & 7) - s)) & ((1 << s) - 1)
+
+    def bit(self) -> int:
+        bp = self.bp
+        if bp > self.limit:
+            raise CorruptImage("entropy-coded data truncated")
+        self.bp = bp + 1
+        return (self.win[bp >> 3] >> (31 - (bp & 7))) & 1
 
     def symbol(self, lut: list[int]) -> int:
         bp = self.bp
         if bp > self.limit:
             raise CorruptImage("entropy-coded data truncated")
-        buf = self.buf
-        i = bp >> 3
-        e = lut[(((buf[i] << 16) | (buf[i + 1] << 8) | buf[i + 2]) >> (8 - (bp & 7))) & 0xFFFF]
+        e = lut[(self.win[bp >> 3] >> (16 - (bp & 7))) & 0xFFFF]
         if not e:
             raise CorruptImage("bad Huffman code")
         self.bp = bp + (e >> 8)
@@ -116,7 +121,7 @@ def decode_progressive_scan(
                         raise CorruptImage("bad DC category")
                     pred[ci] += rd.extend(s) if s else 0
                     co[base] = _wrap16(pred[ci] << al)
-                elif rd.bits(1):
+                elif rd.bit():
                     co[base] = _wrap16(co[base] | p1)
                 continue
             if not ah:
@@ -154,25 +159,41 @@ def _refine_ac(
     natural: tuple[int, ...],
     eobrun: int,
 ) -> int:
-    """One block of an AC refinement scan (T.81 G.1.2.3); returns the end-of-band run left."""
+    """One block of an AC refinement scan (T.81 G.1.2.3); returns the end-of-band run left.
+
+    The hottest loop of progressive decoding: the reads are inlined on the reader's windows (a block reads
+    at most ~140 octets, within their zero padding); the caller checks the position after each MCU.
+    """
+    win = rd.win
+    bp = rd.bp
     k = ss
     if not eobrun:
         while k <= se:
-            rs = rd.symbol(lut)
+            if bp > rd.limit:
+                raise CorruptImage("entropy-coded data truncated")
+            e = lut[(win[bp >> 3] >> (16 - (bp & 7))) & 0xFFFF]
+            if not e:
+                raise CorruptImage("bad Huffman code")
+            bp += e >> 8
+            rs = e & 255
             r, s = rs >> 4, rs & 15
             if s:
                 # libjpeg only warns about a size other than 1 and reads one bit anyway.
-                s = p1 if rd.bits(1) else m1
+                s = p1 if (win[bp >> 3] >> (31 - (bp & 7))) & 1 else m1
+                bp += 1
             elif r != 15:
                 eobrun = 1 << r
                 if r:
-                    eobrun += rd.bits(r)
+                    eobrun += (win[bp >> 3] >> (32 - (bp & 7) - r)) & ((1 << r) - 1)
+                    bp += r
                 break
             while k <= se:
                 pos = base + natural[k]
                 cur = c[pos]
                 if cur:
-                    if rd.bits(1) and not cur & p1:
+                    bit = (win[bp >> 3] >> (31 - (bp & 7))) & 1
+                    bp += 1
+                    if bit and not cur & p1:
                         c[pos] = cur + (p1 if cur >= 0 else m1)
                 else:
                     r -= 1
@@ -186,8 +207,12 @@ def _refine_ac(
         while k <= se:
             pos = base + natural[k]
             cur = c[pos]
-            if cur and rd.bits(1) and not cur & p1:
-                c[pos] = cur + (p1 if cur >= 0 else m1)
+            if cur:
+                bit = (win[bp >> 3] >> (31 - (bp & 7))) & 1
+                bp += 1
+                if bit and not cur & p1:
+                    c[pos] = cur + (p1 if cur >= 0 else m1)
             k += 1
         eobrun -= 1
+    rd.bp = bp
     return eobrun
