@@ -9,6 +9,7 @@ from array import array
 from typing import TYPE_CHECKING
 
 from onnxcore.runtime.ops._image_common import CorruptImage
+from onnxcore.runtime.ops._image_jpeg import _NATURAL, _windows
 
 if TYPE_CHECKING:
     from onnxcore.runtime.ops._image_jpeg import _Component, _Frame
@@ -23,8 +24,6 @@ class _Bits:
     __slots__ = ("bp", "limit", "win")
 
     def __init__(self, buf: bytes) -> None:
-        from onnxcore.runtime.ops._image_jpeg import _windows
-
         self.win = _windows(buf)
         self.bp = 0
         self.limit = 8 * (len(buf) - 4)
@@ -73,7 +72,7 @@ def decode_progressive_scan(
     al: int,
 ) -> None:
     """Decode one progressive scan into the components' coefficient arrays."""
-    from onnxcore.runtime.ops._image_jpeg import _NATURAL as natural
+    natural = _NATURAL
 
     if ss == 0:
         if se != 0:
