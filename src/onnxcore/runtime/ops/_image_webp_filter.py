@@ -20,7 +20,7 @@ _AR8 = np.arange(-4, 4)
 
 def _c(v: np.ndarray) -> np.ndarray:
     # The RFC's c(): clamp to a signed 8-bit value.
-    return np.clip(v, -128, 127)
+    return np.minimum(np.maximum(v, -128), 127)
 
 
 def _gather(

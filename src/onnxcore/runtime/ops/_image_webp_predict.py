@@ -34,7 +34,7 @@ def predict_mb(plane: np.ndarray, r: int, c: int, size: int, mode: int, mx: int,
         return np.broadcast_to(plane[r : r + size, c - 1 : c].astype(np.int32), (size, size))
     above = plane[r - 1, c : c + size].astype(np.int32)
     left = plane[r : r + size, c - 1].astype(np.int32)
-    out: np.ndarray = np.clip(left[:, None] + above[None, :] - int(plane[r - 1, c - 1]), 0, 255)
+    out: np.ndarray = np.minimum(np.maximum(left[:, None] + above[None, :] - int(plane[r - 1, c - 1]), 0), 255)
     return out
 
 
@@ -141,7 +141,7 @@ def reconstruct_bpred(yb: np.ndarray, r: int, c: int, bmodes: list[int], resid: 
     resid is the macroblock's 16x16 residue; clamping it to [-255, 255] leaves every clamped sum
     (section 14.5) unchanged and lets a table do the clamping.
     """
-    res = (np.clip(resid, -255, 255) + 255).tolist()
+    res = (np.minimum(np.maximum(resid, -255), 255) + 255).tolist()
     clamp = _CLAMP
     above_right = yb[r - 1, c + 16 : c + 20].tolist()
     for i in range(16):

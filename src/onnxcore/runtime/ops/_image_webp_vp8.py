@@ -640,13 +640,13 @@ def decode_vp8(data: bytes, limits: Limits | None) -> np.ndarray:
             c = 1 + 16 * mx
             if bmodes is None:
                 pred = predict_mb(yb, r, c, 16, ymode, mx, my)
-                yb[r : r + 16, c : c + 16] = np.clip(pred + ry[mx], 0, 255)
+                yb[r : r + 16, c : c + 16] = np.minimum(np.maximum(pred + ry[mx], 0), 255)
             else:
                 reconstruct_bpred(yb, r, c, bmodes, ry[mx])
             cc = 1 + 8 * mx
             for buf, rr in ((ubuf, ru), (vbuf, rv)):
                 pred = predict_mb(buf, rc, cc, 8, uvmode, mx, my)
-                buf[rc : rc + 8, cc : cc + 8] = np.clip(pred + rr[mx], 0, 255)
+                buf[rc : rc + 8, cc : cc + 8] = np.minimum(np.maximum(pred + rr[mx], 0), 255)
             if fparams is not None:
                 lim, il, ht = fparams[seg][bmodes is not None]
                 limit[my, mx], ilimit[my, mx], hev_t[my, mx] = lim, il, ht
