@@ -56,7 +56,8 @@ def test_requests_over_the_cap_are_not_kept(monkeypatch: pytest.MonkeyPatch) -> 
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="page-fault counts from getrusage are Linux's")
-def test_winograd_temporaries_take_no_fresh_pages() -> None:
+@pytest.mark.parametrize("last", [False, True], ids=["channels_first", "channels_last"])
+def test_winograd_temporaries_take_no_fresh_pages(last: bool) -> None:
     """The reason scratch exists: repeated Winograd calls fault no pages for their ~10 MB of temporaries
     (afresh, each call took ~2,400 faults after glibc trimmed its heap; measured on DenseNet-121's first block)."""
     import resource
@@ -65,11 +66,11 @@ def test_winograd_temporaries_take_no_fresh_pages() -> None:
 
     rng = np.random.default_rng(0)
     x = rng.standard_normal((1, 128, 56, 56)).astype(np.float32)
-    u = transformed_weights(rng.standard_normal((8, 128, 3, 3)).astype(np.float32))
+    u = transformed_weights(rng.standard_normal((8, 128, 3, 3)).astype(np.float32), channels_last=last)
     for _ in range(2):
-        winograd_conv(x, u, None, [1, 1], [56, 56])
+        winograd_conv(x, u, None, [1, 1], [56, 56], channels_last=last)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     for _ in range(5):
-        winograd_conv(x, u, None, [1, 1], [56, 56])
+        winograd_conv(x, u, None, [1, 1], [56, 56], channels_last=last)
     # The output (100 KB) is fresh on each call; the temporaries (36 x 128 x 196 floats, three of them) are not.
     assert resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before < 5 * 100

@@ -8,6 +8,7 @@ output; the direct float32 product is about 5e-7), onnxruntime and the node-by-n
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 import pytest
@@ -58,8 +59,16 @@ def _direct64(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, **kw: object) 
     ],
 )
 @pytest.mark.parametrize("band_bytes", [1 << 23, 1])  # one band, and one block row per band
+@pytest.mark.parametrize("last", [False, True], ids=["channels_first", "channels_last"])
 def test_winograd_equals_the_direct_convolution(
-    n: int, c: int, m: int, hw: tuple[int, int], kw: dict, band_bytes: int, monkeypatch: pytest.MonkeyPatch
+    n: int,
+    c: int,
+    m: int,
+    hw: tuple[int, int],
+    kw: dict,
+    band_bytes: int,
+    last: bool,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(_winograd, "_BAND_BYTES", band_bytes)
     rng = np.random.default_rng(sum(hw) + c)
@@ -67,11 +76,13 @@ def test_winograd_equals_the_direct_convolution(
     w = rng.standard_normal((m, c, 3, 3)).astype(np.float32)
     b = rng.standard_normal(m).astype(np.float32)
     _, _, pb, _, out = conv_geometry(x.shape, w.shape, **kw)
-    y = winograd_conv(x, transformed_weights(w), b, pb, out)
+    u = transformed_weights(w, channels_last=last)
+    assert u.shape == ((36, c, m) if last else (36, m, c))
+    y = winograd_conv(x, u, b, pb, out, channels_last=last)
     ref = _direct64(x, w, b, **kw)
     assert y.shape == ref.shape and y.dtype == np.float32
     assert np.abs(y - ref).max() <= 3e-5 * np.abs(ref).max()
-    y0 = winograd_conv(x, transformed_weights(w), None, pb, out)
+    y0 = winograd_conv(x, u, None, pb, out, channels_last=last)
     assert np.abs(y0 - (ref - b.reshape(1, m, 1, 1))).max() <= 3e-5 * np.abs(ref).max()
 
 
@@ -79,7 +90,7 @@ def test_the_kernel_takes_winograd_only_where_it_applies(monkeypatch: pytest.Mon
     """Large float32 3x3 stride-1 layers take Winograd; strides, dilations, groups, float64, few channels and
     few output blocks run the Conv kernel, with its exact result."""
     taken = []
-    monkeypatch.setattr(_winograd, "winograd_conv", lambda *a: taken.append(1) or winograd_conv(*a))
+    monkeypatch.setattr(_winograd, "winograd_conv", lambda *a, **k: taken.append(1) or winograd_conv(*a, **k))
     kernel = WinogradConv(conv)
     rng = np.random.default_rng(5)
     w = rng.standard_normal((16, 64, 3, 3)).astype(np.float32)
@@ -99,6 +110,28 @@ def test_the_kernel_takes_winograd_only_where_it_applies(monkeypatch: pytest.Mon
     for xi, wi, kw in cases:
         np.testing.assert_array_equal(kernel(xi, wi, **kw), conv(xi, wi, **kw))
     assert taken == [1]
+
+
+def test_the_layout_follows_the_input_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inputs that fit in CHANNELS_LAST_BYTES are gathered channels-last, larger ones channels-first; each layout
+    transforms the weights once, and both give the direct product's result within Winograd's error."""
+    layouts: list[bool] = []
+    monkeypatch.setattr(
+        _winograd,
+        "winograd_conv",
+        lambda *a, channels_last: layouts.append(channels_last) or winograd_conv(*a, channels_last=channels_last),
+    )
+    kernel = WinogradConv(conv)
+    rng = np.random.default_rng(8)
+    w = rng.standard_normal((16, 64, 3, 3)).astype(np.float32)
+    small = rng.standard_normal((1, 64, 24, 24)).astype(np.float32)  # 147 KB
+    side = math.isqrt(_winograd.CHANNELS_LAST_BYTES // (64 * 4)) + 1
+    large = rng.standard_normal((1, 64, side, side)).astype(np.float32)
+    for x in (small, large, small, large):
+        y = kernel(x, w, pads=[1, 1, 1, 1])
+        assert np.abs(y - _direct64(x, w, None, pads=[1, 1, 1, 1])).max() <= 3e-5 * np.abs(y).max()
+    assert layouts == [True, False, True, False]
+    assert sorted(u.shape for u in kernel._u.values()) == [(36, 16, 64), (36, 64, 16)]
 
 
 def test_special_values_spread_as_in_the_direct_convolution() -> None:

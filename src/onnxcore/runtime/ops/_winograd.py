@@ -40,6 +40,8 @@ _N = _M + _R - 1
 MIN_BLOCKS = 36
 MIN_CHANNELS = 16
 MIN_IN_CHANNELS = 64
+# Inputs up to this size (about the L2 cache of one core) are gathered into blocks from a channels-last copy.
+CHANNELS_LAST_BYTES = 1 << 21
 # One band of block rows is transformed, multiplied and transformed back while its operands are in cache.
 _BAND_BYTES = 1 << 23
 
@@ -90,60 +92,90 @@ _IN = np.kron(_BT, _BT).astype(np.float32)
 _OUT = np.kron(_AT, _AT).astype(np.float32)
 
 
-def transformed_weights(w: np.ndarray) -> np.ndarray:
-    """``U = G g G^T`` of every (output, input) channel pair of 3x3 weights, as ``(36, M, C)`` float32."""
+def transformed_weights(w: np.ndarray, *, channels_last: bool = False) -> np.ndarray:
+    """``U = G g G^T`` of every (output, input) channel pair of 3x3 weights, as ``(36, M, C)`` float32, or as
+    ``(36, C, M)`` with ``channels_last`` (the operand :func:`winograd_conv` takes in that layout)."""
     m, c = w.shape[:2]
-    u = np.einsum("ik,mckl,jl->ijmc", _G, w.astype(np.float64), _G, optimize=True)
-    return np.ascontiguousarray(u.reshape(_N * _N, m, c).astype(np.float32))
+    u = np.einsum("ik,mckl,jl->ijmc", _G, w.astype(np.float64), _G, optimize=True).reshape(_N * _N, m, c)
+    return np.ascontiguousarray((u.transpose(0, 2, 1) if channels_last else u).astype(np.float32))
 
 
 def winograd_conv(
-    x: np.ndarray, u: np.ndarray, bias: np.ndarray | None, pb: Sequence[int], out: Sequence[int]
+    x: np.ndarray,
+    u: np.ndarray,
+    bias: np.ndarray | None,
+    pb: Sequence[int],
+    out: Sequence[int],
+    *,
+    channels_last: bool = False,
 ) -> np.ndarray:
     """3x3 stride-1 convolution of float32 ``x`` (N, C, H, W) by transformed weights ``u`` plus ``bias``.
 
     ``pb`` are the leading pads and ``out`` the output extents (trailing pads follow from them). Every
     temporary lives in this thread's scratch buffers (:mod:`onnxcore.runtime.ops._scratch`): afresh, they cost
     more in page faults than the products.
+
+    The 6x6 input blocks are gathered from a padded copy of ``x``. With ``channels_last`` (``u`` from
+    ``transformed_weights(w, channels_last=True)``) that copy is (N, H, W, C), so the gather moves runs of C
+    contiguous values instead of rows of a few strided ones, and the products run as (blocks x C) @ (C x M):
+    1.1-1.3x faster on inputs that fit in the L2 cache, 0.85-0.9x on larger ones (measured), where the
+    transposing copy and the scatter of the output blocks cost more than the gather saves.
     """
     n, c, h, wd = x.shape
-    m = u.shape[1]
+    m = u.shape[2] if channels_last else u.shape[1]
     oh, ow = out
     ty, tx = -(-oh // _M), -(-ow // _M)
-    # Padded input with channels first (batch second), so the block view below reshapes to (36, C, N * blocks).
-    xp = scratch("winograd.x", (c, n, _M * ty + 2, _M * tx + 2))
     rows, cols = min(h, _M * ty + 2 - pb[0]), min(wd, _M * tx + 2 - pb[1])
     r0, r1, c0, c1 = pb[0], pb[0] + rows, pb[1], pb[1] + cols
-    xp[:, :, r0:r1, c0:c1] = x[:, :, :rows, :cols].transpose(1, 0, 2, 3)
+    if channels_last:
+        xp = scratch("winograd.x", (n, _M * ty + 2, _M * tx + 2, c))
+        np.copyto(xp[:, r0:r1, c0:c1], x[:, :, :rows, :cols].transpose(0, 2, 3, 1))
+        image = xp.transpose(3, 0, 1, 2)  # the same memory as (C, N, H, W) for the border below
+    else:
+        # Channels first (batch second), so the block view below reshapes to (36, C, N * blocks).
+        xp = scratch("winograd.x", (c, n, _M * ty + 2, _M * tx + 2))
+        xp[:, :, r0:r1, c0:c1] = x[:, :, :rows, :cols].transpose(1, 0, 2, 3)
+        image = xp
     # Only the border is zeroed: the scratch holds the previous call's values.
-    xp[:, :, :r0] = 0
-    xp[:, :, r1:] = 0
-    xp[:, :, r0:r1, :c0] = 0
-    xp[:, :, r0:r1, c1:] = 0
+    image[:, :, :r0] = 0
+    image[:, :, r1:] = 0
+    image[:, :, r0:r1, :c0] = 0
+    image[:, :, r0:r1, c1:] = 0
     # The blocks are written through a 6-D view of the output in one pass; when the extents are not multiples
     # of 4 that output is a scratch of whole blocks, cropped into the result at the end.
     whole = oh % _M == 0 and ow % _M == 0
     y = np.empty((n, m, oh, ow), np.float32)
     yb = y if whole else scratch("winograd.y", (n, m, _M * ty, _M * tx))
     b = None if bias is None else bias.reshape(1, m, 1, 1, 1, 1)
-    s = xp.strides
+    s = image.strides  # (C, N, H, W) in either layout
     per_row = _N * _N * (c + m) * n * tx * 4
     band = max(1, min(ty, _BAND_BYTES // per_row))
     for t0 in range(0, ty, band):
         t1 = min(ty, t0 + band)
         bt = t1 - t0
         blocks = bt * tx * n
-        d = as_strided(xp[:, :, _M * t0 :], (_N, _N, c, n, bt, tx), (s[2], s[3], s[0], s[1], _M * s[2], _M * s[3]))
-        dc = scratch("winograd.d", (_N, _N, c, n, bt, tx))
+        rest = image[:, :, _M * t0 :]
+        if channels_last:
+            d = as_strided(rest, (_N, _N, n, bt, tx, c), (s[2], s[3], s[1], _M * s[2], _M * s[3], s[0]))
+            dc = scratch("winograd.d", (_N, _N, n, bt, tx, c))
+        else:
+            d = as_strided(rest, (_N, _N, c, n, bt, tx), (s[2], s[3], s[0], s[1], _M * s[2], _M * s[3]))
+            dc = scratch("winograd.d", (_N, _N, c, n, bt, tx))
         np.copyto(dc, d)
-        v = scratch("winograd.v", (_N * _N, c, blocks))
-        np.matmul(_IN, dc.reshape(_N * _N, c * blocks), out=v.reshape(_N * _N, c * blocks))
-        prod = scratch("winograd.p", (_N * _N, m, blocks))
-        np.matmul(u, v, out=prod)
+        v = scratch("winograd.v", (_N * _N, c * blocks))
+        np.matmul(_IN, dc.reshape(_N * _N, c * blocks), out=v)
+        prod = scratch("winograd.p", (_N * _N, m * blocks))
         o = scratch("winograd.o", (_M * _M, m * blocks))
-        np.matmul(_OUT, prod.reshape(_N * _N, m * blocks), out=o)
-        # (i, j, m, n, t, s) -> (n, m, t, i, s, j): block row t, row i in it; block column s, column j in it.
-        o6 = o.reshape(_M, _M, m, n, bt, tx).transpose(3, 2, 4, 0, 5, 1)
+        if channels_last:
+            np.matmul(v.reshape(_N * _N, blocks, c), u, out=prod.reshape(_N * _N, blocks, m))
+            np.matmul(_OUT, prod, out=o)
+            # (i, j, n, t, s, m) -> (n, m, t, i, s, j): block row t, row i in it; block column s, column j in it.
+            o6 = o.reshape(_M, _M, n, bt, tx, m).transpose(2, 5, 3, 0, 4, 1)
+        else:
+            np.matmul(u, v.reshape(_N * _N, c, blocks), out=prod.reshape(_N * _N, m, blocks))
+            np.matmul(_OUT, prod, out=o)
+            # (i, j, m, n, t, s) -> (n, m, t, i, s, j)
+            o6 = o.reshape(_M, _M, m, n, bt, tx).transpose(3, 2, 4, 0, 5, 1)
         target = yb[:, :, _M * t0 : _M * t1].reshape(n, m, bt, _M, tx, _M)
         if b is None:
             np.copyto(target, o6)
@@ -156,14 +188,16 @@ def winograd_conv(
 
 class WinogradConv:
     """A Conv kernel that takes :func:`winograd_conv` for large float32 3x3 stride-1 layers and its own
-    ``call`` otherwise; the weights are transformed on the first run that needs them, then kept."""
+    ``call`` otherwise; the weights are transformed on the first run that needs them (in the layout the input's
+    size calls for), then kept."""
 
     __slots__ = ("_u", "_w", "call")
 
     def __init__(self, call: Callable[..., Any]) -> None:
         self.call = call
         self._w: np.ndarray | None = None
-        self._u: np.ndarray | None = None
+        # Transformed weights by layout (channels_last False, True): a layer whose input size is fixed uses one.
+        self._u: dict[bool, np.ndarray] = {}
 
     def __call__(self, x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None, **kw: Any) -> np.ndarray:
         if not self._applies(x, w, b, kw):
@@ -172,10 +206,13 @@ class WinogradConv:
         if any(v != 1 for v in (*st, *dil)) or -(-out[0] // _M) * -(-out[1] // _M) * x.shape[0] < MIN_BLOCKS:
             return self.call(x, w, b, **kw)
         if self._w is not w:
-            self._u, self._w = transformed_weights(w), w
-        assert self._u is not None
+            self._u, self._w = {}, w
+        last = x.nbytes <= CHANNELS_LAST_BYTES
+        u = self._u.get(last)
+        if u is None:
+            u = self._u[last] = transformed_weights(w, channels_last=last)
         with np.errstate(invalid="ignore", over="ignore"):  # a non-finite result is recomputed below
-            y = winograd_conv(x, self._u, b, pb, out)
+            y = winograd_conv(x, u, b, pb, out, channels_last=last)
             total = float(y.sum())
         if not math.isfinite(total):
             # A block's transform mixes all 36 of its inputs (0 * inf is NaN), so an infinity or NaN would reach
