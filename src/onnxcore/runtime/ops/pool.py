@@ -99,8 +99,9 @@ def _separable_reduce(
 def _axis_reduce(a: np.ndarray, ax: int, k: int, s: int, d: int, b: int, o: int, fn: Any, value: Any) -> np.ndarray:
     """Windows along axis ``ax``: ``res[j] = fn over t of a[j*s + t*d - b]``, padding taps skipped.
 
-    No padded copy is made: each tap covers the outputs whose input index is inside ``a``; the tap
-    covering the most outputs initialises the result and the positions no tap covers hold ``value``.
+    No padded copy is made: each tap covers the outputs whose input index is inside ``a``; the two taps
+    covering the most outputs initialise the result (one pass, not a copy and a pass) and the positions no
+    tap covers hold ``value``.
     """
     n = a.shape[ax]
     if k == 1 and s == 1 and b == 0 and o == n:
@@ -111,19 +112,37 @@ def _axis_reduce(a: np.ndarray, ax: int, k: int, s: int, d: int, b: int, o: int,
         lo = 0 if off >= 0 else -(off // s)
         hi = min(o, (n - 1 - off) // s + 1) if off <= n - 1 else 0
         taps.append((lo, max(lo, hi), off))
-    first = max(range(k), key=lambda t: taps[t][1] - taps[t][0])
+    order = sorted(range(k), key=lambda t: taps[t][0] - taps[t][1])  # widest coverage first
+    first = order[0]
     pre = (slice(None),) * ax
+
+    def tap(t: int, lo: int, hi: int) -> np.ndarray:
+        off = taps[t][2]
+        return a[(*pre, slice(lo * s + off, (hi - 1) * s + off + 1, s))]
+
     res = np.empty(a.shape[:ax] + (o,) + a.shape[ax + 1 :], dtype=a.dtype)
-    lo, hi, off = taps[first]
-    res[(*pre, slice(lo, hi))] = a[(*pre, slice(lo * s + off, (hi - 1) * s + off + 1, s))]
+    lo, hi, _ = taps[first]
+    done = {first}
+    second = order[1] if k > 1 else first
+    lo2, hi2, _ = taps[second]
+    if second != first and lo <= lo2 < hi2 <= hi:
+        # The two widest taps combine straight into the result (no pass copying the first one).
+        fn(tap(first, lo2, hi2), tap(second, lo2, hi2), out=res[(*pre, slice(lo2, hi2))])
+        if lo < lo2:
+            res[(*pre, slice(lo, lo2))] = tap(first, lo, lo2)
+        if hi2 < hi:
+            res[(*pre, slice(hi2, hi))] = tap(first, hi2, hi)
+        done.add(second)
+    else:
+        res[(*pre, slice(lo, hi))] = tap(first, lo, hi)
     if lo > 0:
         res[(*pre, slice(0, lo))] = value
     if hi < o:
         res[(*pre, slice(hi, o))] = value
-    for t, (lo, hi, off) in enumerate(taps):
-        if t != first and hi > lo:
+    for t, (lo, hi, _) in enumerate(taps):
+        if t not in done and hi > lo:
             r = res[(*pre, slice(lo, hi))]
-            fn(r, a[(*pre, slice(lo * s + off, (hi - 1) * s + off + 1, s))], out=r)
+            fn(r, tap(t, lo, hi), out=r)
     return res
 
 
