@@ -91,9 +91,10 @@ DIVERGENCES: tuple[tuple[str, str, str], ...] = (
         "Clause 8.2 read as admitting algebraically exact rewrites whose float error stays far inside the stated "
         "tolerance: large float32 3x3 stride-1 Conv layers run as Winograd F(4x4, 3x3) (error about 1e-5 of the "
         "layer's largest output, against 5e-7 for the direct product), a BatchNormalization and Relu before an "
-        "unpadded Conv as a clamp with the scale folded into the weights. A result with an infinity or NaN is "
-        "computed directly again, so special values spread exactly as in the direct convolution; "
-        "intermediates=True runs every node as written.",
+        "unpadded Conv as a clamp with the scale folded into the weights, an AveragePool then a narrowing 1x1 Conv "
+        "as the projection then the pool. A Winograd result with an infinity or NaN is computed directly again, "
+        "so special values spread exactly as in the direct convolution; intermediates=True runs every node as "
+        "written.",
     ),
     (
         "11.5",

@@ -229,10 +229,12 @@ def build_statement(results: list[CaseResult], *, package: str = "ONNX 1-3 node 
             "and bias, chains of such steps elsewhere into one multiply-add, each rounded once to the type; "
             "such a chain ending in Relu before an unpadded Conv becomes relu(a x + b) = |a| max(sign(a) x, "
             "-b/|a|) + b per channel, |a| and b folded into the Conv, so clamped elements cancel to within "
-            "rounding of the weights times b. Float32 3x3 stride-1 Conv layers of at least 16 input and output "
-            "channels and 36 output blocks run as Winograd F(4x4, 3x3) (points 0, 1, -1, 2, -2, infinity): error "
-            "about 1e-5 of the layer's largest output (direct: 5e-7); a result holding an infinity or NaN is "
-            "recomputed directly.",
+            "rounding of the weights times b. Float32 3x3 stride-1 Conv layers of at least 64 input channels, 16 "
+            "output channels and 36 output blocks run as Winograd F(4x4, 3x3) (points 0, 1, -1, 2, -2, "
+            "infinity): error about 1e-5 of the layer's largest output (direct: 5e-7); a result holding an "
+            "infinity or NaN is recomputed directly. An AveragePool that keeps the image size followed by a 1x1 "
+            "Conv that narrows the channels runs projection first (avgpool(W x) + b, equal to W avgpool(x) + b "
+            "in real arithmetic): each output is the same sums taken in another order.",
             "achieved_by_element_type": _tolerances(results),
         },
         "test_package": {

@@ -43,6 +43,7 @@ from onnxcore.runtime.optimize import (
     use_winograd,
 )
 from onnxcore.runtime.registry import KernelContext, KernelDef, kernel_versions, lookup
+from onnxcore.runtime.reorder import project_before_pooling
 
 __all__ = ["CompileEnv", "GraphIR", "Plan", "compile_graph", "compile_function", "describe_value"]
 
@@ -293,6 +294,7 @@ class Plan:
             nodes = fuse_affine_chains(nodes, const, outputs)
             nodes = fuse_preactivation(flatten_concats(nodes), const, outputs)
             nodes = fuse_relu(nodes, outputs)
+            nodes = project_before_pooling(nodes, const, outputs)
             nodes = use_winograd(nodes, const)
             # Folding and fusion leave constants nothing reads any more (a weight before its fusion): drop them.
             read = set(outputs).union(*(bn.inputs for bn in nodes), *(bn.outer for bn in nodes))

