@@ -25,9 +25,7 @@ if TYPE_CHECKING:
 __all__ = ["ProjectedPool", "project_before_pooling"]
 
 
-def project_before_pooling(
-    nodes: list[BoundNode], const: Mapping[str, Any], outputs: Sequence[str]
-) -> list[BoundNode]:
+def project_before_pooling(nodes: list[BoundNode], const: Mapping[str, Any], outputs: Sequence[str]) -> list[BoundNode]:
     """Run each AveragePool -> 1x1 Conv pair whose pool keeps the image size and whose Conv narrows the channels
     as one step that projects first (:class:`ProjectedPool`); the pool's output must have no other reader."""
     uses = _use_counts(nodes, outputs)

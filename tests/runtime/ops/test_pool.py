@@ -159,6 +159,27 @@ def test_pool_flat_and_strided_layouts_vs_ort() -> None:
         check("LpPool", [x], 18, {**attrs, "p": 3}, rtol=1e-4)
 
 
+@pytest.mark.parametrize(
+    ("shape", "attrs"),
+    [
+        ((1, 64, 7, 7), {"kernel_shape": [7, 7]}),  # ResNet's closing pool
+        ((2, 5, 6, 6), {"kernel_shape": [7, 7], "pads": [0, 0, 1, 1]}),  # GoogLeNet's: the window overhangs
+        ((2, 5, 6, 6), {"kernel_shape": [7, 7], "pads": [0, 0, 1, 1], "count_include_pad": 1}),
+        ((1, 3, 5, 4, 6), {"kernel_shape": [5, 6, 6], "pads": [0, 1, 0, 0, 1, 0]}),
+        ((1, 3, 11), {"kernel_shape": [11]}),
+        ((1, 4, 5, 5), {"kernel_shape": [3, 3], "dilations": [2, 2]}),  # covers the corners only
+    ],
+)
+def test_whole_image_windows_vs_ort(shape: tuple[int, ...], attrs: dict[str, Any]) -> None:
+    """One window holding every input element is reduced over the spatial axes at once; the same values."""
+    pytest.importorskip("onnxruntime")
+    x = np.random.default_rng(23).standard_normal(shape).astype(np.float32)
+    check("AveragePool", [x], 19, attrs)
+    check("MaxPool", [x], 12, {k: v for k, v in attrs.items() if k != "count_include_pad"})
+    if "count_include_pad" not in attrs:
+        check("LpPool", [x], 18, {**attrs, "p": 2})
+
+
 def test_lp_pool_random_vs_ort() -> None:
     pytest.importorskip("onnxruntime")
     rng = np.random.default_rng(19)

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from onnxcore.errors import EvaluationError, ShapeError
-from onnxcore.runtime.ops._util import int_list
+from onnxcore.runtime.ops._util import float_sum, int_list
 from onnxcore.runtime.ops.conv import conv_pads, pad_spatial, spatial_attr, work_dtype
 from onnxcore.runtime.registry import KernelContext, kernel
 
@@ -171,6 +171,15 @@ def _pool_reduce(
     """
     nd = len(kernel)
     kk = math.prod(kernel)
+    if all(o == 1 for o in out) and all(
+        d == 1 and b >= 0 and k - 1 - b >= n - 1 for k, d, b, n in zip(kernel, dil, pb, x.shape[2:])
+    ):
+        # One window holding the whole image (ResNet's and Inception's closing pools): a reduction over the
+        # spatial axes, where the separable passes would run one short row at a time.
+        spatial = tuple(range(2, x.ndim))
+        if op == "sum":
+            return float_sum(x, spatial, True)
+        return np.maximum.reduce(x, spatial, keepdims=True)
     if kk > _MANY_OFFSETS or any(v != 1 for v in st) or out[-1] >= _SHORT_ROW:
         return _separable_reduce(x, kernel, st, dil, pb, out, value, op)
     need = [(o - 1) + (k - 1) * d + 1 for o, k, d in zip(out, kernel, dil)]
