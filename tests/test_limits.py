@@ -134,6 +134,10 @@ def test_limits_defaults_and_checks() -> None:
         64,
     )
     assert (lim.max_loop_iterations, lim.max_external_file_bytes, lim.max_message_bytes) == (1 << 31, 1 << 40, 1 << 40)
+    assert lim.max_image_pixels == 1 << 27
+    lim.check_pixels(1 << 13, 1 << 14)
+    with pytest.raises(LimitError, match="max_image_pixels"):
+        lim.check_pixels(1 << 14, (1 << 13) + 1)
     assert lim.message_depth() == 4 * 64 + 16
     assert Limits.unlimited().message_depth() == UNLIMITED_DEPTH
     lim.check_tensor([1 << 10, 1 << 10], 32)

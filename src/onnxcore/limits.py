@@ -37,6 +37,9 @@ class Limits:
         max_loop_iterations: Iterations of one ``Loop`` or ``Scan`` evaluation. Default 2**31.
         max_external_file_bytes: Size of one external data file. Default 2**40 (1 TiB).
         max_message_bytes: Size of the model file (the top-level message). Default 2**40.
+        max_image_pixels: Pixels (height times width) of one image an ``ImageDecoder`` node decodes. A stream of
+            a few hundred octets can declare a huge image (a decompression bomb), so this is checked against the
+            header before any pixel is decoded. Default 2**27 (about 134 million, 11,585 x 11,585).
     """
 
     max_tensor_elements: int | None = 1 << 34
@@ -46,6 +49,7 @@ class Limits:
     max_loop_iterations: int | None = 1 << 31
     max_external_file_bytes: int | None = 1 << 40
     max_message_bytes: int | None = 1 << 40
+    max_image_pixels: int | None = 1 << 27
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -92,6 +96,10 @@ class Limits:
     def check_iterations(self, count: int, what: str = "loop") -> None:
         """Raise :class:`LimitError` when ``count`` iterations exceed ``max_loop_iterations``."""
         self._exceeds("max_loop_iterations", count, what)
+
+    def check_pixels(self, height: int, width: int, what: str = "image") -> None:
+        """Raise :class:`LimitError` when a ``height`` x ``width`` image exceeds ``max_image_pixels``."""
+        self._exceeds("max_image_pixels", height * width, f"{what} of {height}x{width} pixels")
 
     def check_tensor(self, dims: list[int] | tuple[int, ...], bits: int, what: str = "tensor") -> None:
         """Check a tensor's rank, element count and size before anything is allocated for it.

@@ -20,6 +20,7 @@ from runtime.node_harness import assert_close, run_single_node_case
 from onnxcore.errors import EvaluationError, LimitError, OnnxCoreError
 from onnxcore.limits import DEFAULT_LIMITS
 from onnxcore.runtime.ops.image_decoder import decode_image
+from onnxcore.runtime.ops.image_decoder import decode_image as _decode_image
 
 SUPPORTED = (
     "bmp_rgb",
@@ -790,10 +791,35 @@ def test_limits_refuse_before_allocating(fmt: str) -> None:
     with pytest.raises(LimitError):
         decode_image(data, "RGB", small)
     assert decode_image(data, "RGB").shape[2] == 3
+    # max_image_pixels bounds height x width (42 here), whatever the channels.
+    h, w = decode_image(data, "RGB").shape[:2]
+    with pytest.raises(LimitError, match="max_image_pixels"):
+        decode_image(data, "RGB", dataclasses.replace(DEFAULT_LIMITS, max_image_pixels=h * w - 1))
+    assert decode_image(data, "Grayscale", dataclasses.replace(DEFAULT_LIMITS, max_image_pixels=h * w)).shape == (
+        h,
+        w,
+        1,
+    )
+
+
+def test_decompression_bombs_are_refused_from_the_header() -> None:
+    """A few dozen octets declaring 60000 x 60000 pixels are refused by max_image_pixels (default 2^27) before
+    anything is decoded; the limit names itself and the size."""
+    ihdr = struct.pack(">IIBBBBB", 60000, 60000, 8, 2, 0, 0, 0)
+    png = b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", ihdr) + _chunk(b"IDAT", zlib.compress(b"\x00" * 100))
+    for data in (b"P6\n60000 60000\n255\n" + b"\x00" * 10, png):
+        with pytest.raises(LimitError, match=r"60000x60000 pixels.*max_image_pixels \(134217728\)"):
+            decode_image(data)
 
 
 def test_huge_declared_sizes_are_not_allocated() -> None:
-    # Headers claiming 60000 x 60000 pixels with no data behind them: empty output, no allocation.
+    # Without the pixel limit, headers claiming 60000 x 60000 pixels with no data behind them: empty output,
+    # no allocation.
+    unlimited = dataclasses.replace(DEFAULT_LIMITS, max_image_pixels=None)
+
+    def decode_image(data: bytes) -> np.ndarray:
+        return _decode_image(data, "RGB", unlimited)
+
     assert decode_image(b"P6\n60000 60000\n255\n" + b"\x00" * 10).shape == (0, 0, 3)
     ihdr = struct.pack(">IIBBBBB", 60000, 60000, 8, 2, 0, 0, 0)
     png = (

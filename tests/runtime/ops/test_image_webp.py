@@ -510,8 +510,12 @@ def test_hostile_dimensions() -> None:
     lossy[26:30] = b"\xff\x3f\xff\x3f"
     lossless = bytearray(_encode(_content("flat", 40, 40), lossless=True))
     lossless[21:25] = (0x3FFF | (0x3FFF << 14) | ((lossless[24] >> 4) << 28)).to_bytes(4, "little")
+    unlimited = dataclasses.replace(DEFAULT_LIMITS, max_image_pixels=None)
     for data in (lossy, lossless):
+        # 268 million pixels: over the default max_image_pixels, refused from the header.
+        with pytest.raises(LimitError, match=r"1638[34]x1638[34] pixels"):
+            decode_webp(bytes(data), None)
         t = time.perf_counter()
         with pytest.raises(CorruptImage):
-            decode_webp(bytes(data), None)
+            decode_webp(bytes(data), unlimited)
         assert time.perf_counter() - t < 5.0

@@ -26,6 +26,7 @@ def check_size(height: int, width: int, channels: int, limits: Limits | None) ->
     """Refuse impossible or over-limit dimensions before anything of that size is allocated."""
     if height <= 0 or width <= 0:
         raise CorruptImage(f"image dimensions {height}x{width}")
+    (limits or DEFAULT_LIMITS).check_pixels(height, width, "ImageDecoder: an image")
     lim = (limits or DEFAULT_LIMITS).max_tensor_elements
     n = height * width * max(channels, 3)
     if lim is not None and n > lim:
