@@ -8,16 +8,20 @@ squeezenet, shufflenet, vgg19, zfnet512, bvlc_alexnet) is run by:
   default thread count;
 - onnx.reference.ReferenceEvaluator (target: every model at least 20x slower than onnxcore).
 
-The single graph input is fed seeded random data of its declared shape (the wheel ships only the
-expected outputs). Each engine gets one warm-up run, then the best of ``--repeat`` timed runs
-(the engines taking turns) is reported; the reference evaluator is timed once (it is slow). Outputs are checked
-against onnxruntime (rtol 1e-3, atol 1e-5). A Markdown table goes to stdout.
+The single graph input is fed seeded random data of its declared shape (the wheel ships only the expected
+outputs). The shipped models build every weight as ``ConstantOfShape`` of 0.02, which makes every output the
+uniform distribution; the models are therefore run with seeded random weights (``tests/corpus.py``,
+``with_random_weights``) so that "matches" means the computations agree, not only the shapes
+(``--shipped-weights`` runs them as shipped; the timings are the same). Each engine gets one warm-up run, then
+the best of ``--repeat`` timed runs (the engines taking turns) is reported; the reference evaluator is timed
+once (it is slow). Outputs are checked against onnxruntime (rtol 1e-3, atol 1e-5). A Markdown table goes to
+stdout.
 
-Usage: ``python benchmarks/bench_models.py [--repeat 5] [--blas-threads 1] [--no-reference]
-[--models resnet50 vgg19 ...] [--profile] [--floor] [--clock wall|cpu]``. onnxruntime single-threaded is
-compared fairly with ``--blas-threads 1``; on a loaded machine OpenBLAS's spinning threads can make numpy's matmul an
-order of magnitude slower than with one thread. ``--profile`` prints onnxcore's time per operator type.
-``--floor`` times the model's matrix products alone with ``numpy.matmul`` on ready operands: no engine
+Usage: ``python benchmarks/bench_models.py [--repeat 5] [--blas-threads 1] [--no-reference] [--models resnet50
+vgg19 ...] [--profile] [--floor] [--clock wall|cpu] [--shipped-weights]``. onnxruntime single-threaded is
+compared fairly with ``--blas-threads 1``; on a loaded machine OpenBLAS's spinning threads can make numpy's
+matmul an order of magnitude slower than with one thread. ``--profile`` prints onnxcore's time per operator
+type. ``--floor`` times the model's matrix products alone with ``numpy.matmul`` on ready operands: no engine
 built on numpy's BLAS can run the model faster than that.
 """
 
@@ -56,14 +60,6 @@ def light_models(names: list[str] | None) -> list[Path]:
     return paths
 
 
-def model_input(path: Path) -> tuple[str, np.ndarray]:
-    m = onnx.load(str(path), load_external_data=False)
-    inits = {i.name for i in m.graph.initializer}
-    (inp,) = [i for i in m.graph.input if i.name not in inits]
-    shape = [d.dim_value for d in inp.type.tensor_type.shape.dim]
-    return inp.name, np.random.default_rng(0).standard_normal(shape).astype(np.float32)
-
-
 CLOCK: Callable[[], float] = time.perf_counter
 
 
@@ -80,12 +76,12 @@ def best_of(fns: list[Callable[[], Any]], repeat: int) -> tuple[list[float], lis
     return best, outs
 
 
-def ort_session(path: Path, threads: int | None) -> Any:
+def ort_session(model: bytes, threads: int | None) -> Any:
     so = ort.SessionOptions()
     if threads is not None:
         so.intra_op_num_threads = threads
     so.log_severity_level = 3
-    return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+    return ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
 
 
 def profile_ops(sess: Any, feeds: dict[str, np.ndarray], repeat: int) -> Counter[str]:
@@ -175,6 +171,11 @@ def main() -> int:
     ap.add_argument("--models", nargs="*", default=None)
     ap.add_argument("--profile", action="store_true")
     ap.add_argument(
+        "--shipped-weights",
+        action="store_true",
+        help="run the models as shipped (every weight 0.02: the output is uniform, so 'matches' proves shapes only)",
+    )
+    ap.add_argument(
         "--floor",
         action="store_true",
         help="also time the model's Conv/Gemm/MatMul products alone with numpy.matmul (a lower bound)",
@@ -192,19 +193,21 @@ def main() -> int:
 
     rows = []
     for path in light_models(args.models):
-        name, x = model_input(path)
+        name, x = corpus.light_model_input(path)
         feeds = {name: x}
-        ours = onnxcore.Session(str(path))
-        s1 = ort_session(path, 1)
+        proto = onnx.load(str(path)) if args.shipped_weights else corpus.with_random_weights(path)
+        model = proto.SerializeToString()
+        ours = onnxcore.Session(model)
+        s1 = ort_session(model, 1)
         (t_ours, t_ort1), (out, ref) = best_of([lambda s=s, f=feeds: s.run(None, f) for s in (ours, s1)], args.repeat)
         # Apart: onnxruntime's pool threads spin after a run and would be charged to whatever runs next.
-        sd = ort_session(path, None)
+        sd = ort_session(model, None)
         (t_ortd,), _ = best_of([lambda s=sd, f=feeds: s.run(None, f)], args.repeat)
         del sd
         ok = bool(np.allclose(out[0], ref[0], rtol=1e-3, atol=1e-5))
         t_ref = float("nan")
         if not args.no_reference:
-            ev = ReferenceEvaluator(str(path))
+            ev = ReferenceEvaluator(proto)
             t0 = CLOCK()
             ev.run(None, feeds)
             t_ref = CLOCK() - t0
