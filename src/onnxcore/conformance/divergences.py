@@ -132,6 +132,14 @@ DIVERGENCES: tuple[tuple[str, str, str], ...] = (
         "Stated per operator set version below: every operator not supported at a version is listed.",
     ),
     (
+        "ONNX 1-2 (Add, Sub, Mul, Div, Pow, And, Or, Xor, Equal, Greater, Less before opset 7)",
+        "With broadcast=1 the definitions require B's shape to equal a contiguous run of A's and say '1-dim "
+        "expansion doesn't work yet'; the onnx project's own vectors (pytorch-operator test_operator_add_size1_*) "
+        "expect an extent of 1 in B to stretch.",
+        "An extent of 1 in B stretches to A's extent at its position, as those vectors, onnx's reference evaluator "
+        "and onnx's shape inference have it; any other mismatch is refused (ShapeError).",
+    ),
+    (
         "8.4",
         "Context-dependent function bodies (built by onnx per node) cannot be stored as data.",
         "Only static function bodies serve as fallbacks; an operator whose only body is context-dependent and that "

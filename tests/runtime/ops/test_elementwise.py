@@ -153,15 +153,27 @@ def test_legacy_broadcast_zero_requires_same_shape() -> None:
     assert y.shape == (2, 3) and not y.any()
 
 
-def test_legacy_broadcast_no_one_dim_expansion() -> None:
-    """Opset 1/6: "1-dim expansion doesn't work yet": B must match a contiguous run exactly."""
+def test_legacy_broadcast_one_extents_stretch_and_nothing_else() -> None:
+    """Opset 1/6 with broadcast=1: B matches a contiguous run of A's dimensions, where an extent of 1 in B
+    stretches (the position taken against "1-dim expansion doesn't work yet": the onnx project's
+    pytorch-operator vectors test_operator_add_size1_* expect it); any other mismatch is refused."""
     from onnxcore.errors import ShapeError
 
-    a = _rand((2, 3, 4, 5), "float32")
+    a = _rand((2, 3), "float64")
+    for bshape in ((2, 1), (1, 3)):  # the shapes of the shipped vectors, at axis 0
+        b = _rand(bshape, "float64")
+        (y,) = run_ours("Add", [a, b], 6, {"broadcast": 1, "axis": 0})
+        np.testing.assert_array_equal(y, a + b)
+    a4 = _rand((2, 3, 4, 5), "float32")
+    b = _rand((3, 1), "float32")
+    (y,) = run_ours("Mul", [a4, b], 6, {"broadcast": 1, "axis": 1})
+    np.testing.assert_array_equal(y, a4 * b.reshape(3, 1, 1))
     with pytest.raises(ShapeError):
-        run_ours("Add", [a, _rand((3, 1), "float32")], 6, {"broadcast": 1, "axis": 1})
+        run_ours("Add", [a4, _rand((3, 2), "float32")], 6, {"broadcast": 1, "axis": 1})
     with pytest.raises(ShapeError):
-        run_ours("Mul", [a, _rand((4, 6), "float32")], 1, {"broadcast": 1})
+        run_ours("Mul", [a4, _rand((4, 6), "float32")], 1, {"broadcast": 1})
+    with pytest.raises(ShapeError):  # runs past A's last axis
+        run_ours("Sub", [a4, _rand((4, 5), "float32")], 6, {"broadcast": 1, "axis": 3})
 
 
 @pytest.mark.parametrize("opset", [7, 9, 13])
