@@ -1,4 +1,4 @@
-"""Plan-time optimisations (runtime/optimize.py, Clause 8.2): repeats evaluated once, constants folded, fusions."""
+"""Plan-time optimisations (runtime/optimize/, Clause 8.2): repeats evaluated once, constants folded, fusions."""
 
 from __future__ import annotations
 
@@ -467,7 +467,7 @@ def test_random_conv_gemm_chains_fused_equal_unfused() -> None:
 
 @pytest.mark.parametrize("shape", [(3, 5), (2100, 2049), (1, 4_300_000)])
 def test_weights_transposed_tile_by_tile_equal_numpy(shape: tuple[int, int]) -> None:
-    from onnxcore.runtime.optimize import _transposed
+    from onnxcore.runtime.optimize._common import transposed as _transposed
 
     w = np.random.default_rng(4).standard_normal(shape).astype(np.float32)
     t = _transposed(w)

@@ -1,4 +1,4 @@
-"""AveragePool -> 1x1 Conv run projection first (runtime/reorder.py, Clause 8.2).
+"""AveragePool -> 1x1 Conv run projection first (runtime/optimize/reorder.py, Clause 8.2).
 
 The rewrite is exact in real arithmetic; its float32 results are compared with onnxruntime and with the
 node-by-node run (``intermediates=True``, the order as written) on random weights, and the pairs it must leave
@@ -15,7 +15,7 @@ from onnx import TensorProto as TP
 from onnx import helper as h
 
 import onnxcore
-from onnxcore.runtime.reorder import ProjectedPool
+from onnxcore.runtime.optimize import ProjectedPool
 
 
 def _model(

@@ -40,10 +40,10 @@ from onnxcore.runtime.optimize import (
     fuse_relu,
     input_token,
     prepack_gemm,
+    project_before_pooling,
     use_winograd,
 )
 from onnxcore.runtime.registry import KernelContext, KernelDef, kernel_versions, lookup
-from onnxcore.runtime.reorder import project_before_pooling
 
 __all__ = ["CompileEnv", "GraphIR", "Plan", "compile_graph", "compile_function", "describe_value"]
 

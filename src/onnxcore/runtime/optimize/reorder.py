@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from onnxcore.runtime.optimize import InPlaceRelu, _conv_weights, _rebound, _use_counts
+from onnxcore.runtime.optimize._common import InPlaceRelu, conv_weights, rebound, use_counts
 
 if TYPE_CHECKING:
     from onnxcore.runtime.plan import BoundNode
@@ -28,7 +28,7 @@ __all__ = ["ProjectedPool", "project_before_pooling"]
 def project_before_pooling(nodes: list[BoundNode], const: Mapping[str, Any], outputs: Sequence[str]) -> list[BoundNode]:
     """Run each AveragePool -> 1x1 Conv pair whose pool keeps the image size and whose Conv narrows the channels
     as one step that projects first (:class:`ProjectedPool`); the pool's output must have no other reader."""
-    uses = _use_counts(nodes, outputs)
+    uses = use_counts(nodes, outputs)
     reader = {n: k for k, bn in enumerate(nodes) for n in bn.inputs if n}
     drop: set[int] = set()
     for j, pool in enumerate(nodes):
@@ -38,7 +38,7 @@ def project_before_pooling(nodes: list[BoundNode], const: Mapping[str, Any], out
         if k is None or k in drop:
             continue
         conv = nodes[k]
-        weights = _conv_weights(conv, const)
+        weights = conv_weights(conv, const)
         if weights is None or conv.inputs[0] != pool.outputs[0] or not _pointwise(conv.kw, weights[0]):
             continue
         relu = isinstance(conv.call, InPlaceRelu)
@@ -47,7 +47,7 @@ def project_before_pooling(nodes: list[BoundNode], const: Mapping[str, Any], out
             continue
         assert pool.call is not None
         fused = ProjectedPool(kernel, pool.call, dict(pool.kw), relu)
-        nodes[k] = _rebound(conv, fused, dict(conv.kw), [pool.inputs[0], *conv.inputs[1:]], list(conv.outputs))
+        nodes[k] = rebound(conv, fused, dict(conv.kw), [pool.inputs[0], *conv.inputs[1:]], list(conv.outputs))
         drop.add(j)
     return [bn for k, bn in enumerate(nodes) if k not in drop]
 

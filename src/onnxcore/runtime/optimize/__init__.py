@@ -1,0 +1,43 @@
+"""Plan-time optimisations that Clause 8.2 permits: folding, fusion, reordering, and evaluating repeats once.
+
+Each works on the bound nodes of one graph before slots are laid out (:class:`onnxcore.runtime.plan.Plan`);
+none changes a result beyond the rounding Clause 11.4 admits, and none applies in debugging mode
+(``intermediates=True``), where every node is evaluated as written. One module per kind of rewrite:
+
+- ``fold``: constant folding;
+- ``cse``: the identity of a computation, so that repeats run once;
+- ``affine``: chains of per-element affine steps as one pass;
+- ``fuse``: steps folded into a Conv or Gemm, an in-place Relu, prepacked weights, Winograd;
+- ``preactivation``: an affine chain and Relu folded into the Conv that reads them;
+- ``reorder``: a channel projection moved before the pooling it follows;
+- ``_common``: helpers they share.
+"""
+
+from __future__ import annotations
+
+from onnxcore.runtime.optimize._common import InPlaceRelu
+from onnxcore.runtime.optimize.affine import AffineChain, fuse_affine_chains
+from onnxcore.runtime.optimize.cse import cse_key, input_token
+from onnxcore.runtime.optimize.fold import FOLD_BUDGET_BYTES, fold_constants
+from onnxcore.runtime.optimize.fuse import fuse_conv_chains, fuse_relu, prepack_gemm, use_winograd
+from onnxcore.runtime.optimize.preactivation import PreActivatedConv, flatten_concats, fuse_preactivation
+from onnxcore.runtime.optimize.reorder import ProjectedPool, project_before_pooling
+
+__all__ = [
+    "FOLD_BUDGET_BYTES",
+    "AffineChain",
+    "InPlaceRelu",
+    "PreActivatedConv",
+    "ProjectedPool",
+    "cse_key",
+    "flatten_concats",
+    "fold_constants",
+    "fuse_affine_chains",
+    "fuse_conv_chains",
+    "fuse_preactivation",
+    "fuse_relu",
+    "input_token",
+    "prepack_gemm",
+    "project_before_pooling",
+    "use_winograd",
+]

@@ -1,0 +1,114 @@
+"""The identity of a node's computation, so that repeats are evaluated once (Clause 8.2)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from onnxcore.errors import OnnxCoreError
+from onnxcore.runtime.ops._util import normalize_axes
+from onnxcore.runtime.registry import NONDETERMINISTIC
+
+if TYPE_CHECKING:
+    from onnxcore.runtime.plan import BoundNode
+
+__all__ = ["cse_key", "input_token"]
+
+
+def _freeze(v: Any) -> Any:
+    if isinstance(v, np.ndarray):
+        return ("nd", v.dtype.str, v.shape, v.tobytes()) if v.dtype != object else ("obj", id(v))
+    if isinstance(v, list | tuple):
+        return tuple(_freeze(x) for x in v)
+    if isinstance(v, int | float | str | bytes | bool) or v is None:
+        return (type(v).__name__, v)
+    return ("id", id(v))
+
+
+# Small constants are compared by value, so that two nodes reading equal constants (say two axes
+# initializers holding [1]) count as the same computation; larger ones by identity (their slot).
+_SMALL_CONSTANT = 4096
+
+
+def input_token(slot: int, constants: Mapping[int, Any]) -> Any:
+    """How an input takes part in a node's identity: its constant value when small, else its slot."""
+    v = constants.get(slot)
+    if isinstance(v, np.ndarray) and v.size <= _SMALL_CONSTANT and v.dtype != object:
+        return ("c", v.dtype.str, v.shape, v.tobytes())
+    return slot
+
+
+# Operators whose axes name a set of axes of their first input: once that input's rank is known, [-1] and [2]
+# of a rank-3 input, or [2, 1] and [1, 2], are one computation. Their axes are an attribute in the early
+# versions and the second input later.
+_AXES_SETS = frozenset(
+    {
+        "ReduceL1",
+        "ReduceL2",
+        "ReduceLogSum",
+        "ReduceLogSumExp",
+        "ReduceMax",
+        "ReduceMean",
+        "ReduceMin",
+        "ReduceProd",
+        "ReduceSum",
+        "ReduceSumSquare",
+    }
+)
+
+
+# Operators with one ``axis`` attribute counted on their first input's rank.
+_ONE_AXIS = frozenset({"ArgMax", "ArgMin", "Hardmax", "LogSoftmax", "Softmax"})
+
+
+def _axes_set(axes: Any, rank: int) -> tuple[int, ...] | None:
+    """``axes`` as sorted non-negative axes of a rank-``rank`` input; None unless every axis is in range and
+    none repeats (such a node is refused when it runs, and must stay distinct from a valid one)."""
+    try:
+        return tuple(sorted(normalize_axes(axes, rank))) or None
+    except (OnnxCoreError, TypeError, ValueError):
+        return None
+
+
+def _canonical_axes(bn: BoundNode, ins: list[Any], attrs: dict[str, Any], rank: int) -> None:
+    """Rewrites the axes of ``bn`` in its identity (``ins`` tokens, ``attrs``) to their canonical form."""
+    op = bn.node.op_type
+    if op in _ONE_AXIS and isinstance(attrs.get("axis"), int):
+        axis = _axes_set([attrs["axis"]], rank)
+        if axis is not None:
+            attrs["axis"] = axis[0]
+    elif op in _AXES_SETS:
+        if "axes" in attrs:
+            axes = _axes_set(attrs["axes"], rank)
+            if axes is not None:
+                attrs["axes"] = list(axes)
+        elif len(ins) > 1 and isinstance(ins[1], tuple) and ins[1][0] == "c" and np.dtype(ins[1][1]).kind == "i":
+            axes = _axes_set(np.frombuffer(ins[1][3], np.dtype(ins[1][1])), rank)
+            if axes is not None:
+                ins[1] = ("axes", axes)
+
+
+def cse_key(bn: BoundNode, ins: list[Any], *, rank: int | None = None) -> tuple[Any, ...] | None:
+    """The identity of a node's computation, or None when it must not be merged with another.
+
+    ``ins`` are the inputs' tokens (:func:`input_token`); ``rank`` is the first input's rank when the plan
+    knows it, which makes equal axes spelled differently one computation.
+    """
+    node = bn.node
+    # Dropout is random in training mode; the random operators always (Clause 8.5).
+    if bn.call is None or node.op_type in NONDETERMINISTIC or node.op_type == "Dropout" or bn.outer:
+        return None
+    if any(a.g is not None or a.graphs for a in node.attribute):
+        return None
+    ins, kw = list(ins), dict(bn.kw)
+    if rank is not None:
+        _canonical_axes(bn, ins, kw, rank)
+    try:
+        attrs = tuple(sorted((k, _freeze(v)) for k, v in kw.items()))
+        key = (bn.call, node.domain, node.op_type, tuple(ins), attrs)
+        hash(key)
+    except TypeError:
+        return None
+    return key

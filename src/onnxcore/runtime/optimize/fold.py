@@ -1,0 +1,66 @@
+"""Constant folding (Clause 8.2): nodes whose inputs are all constants are evaluated once, at plan time."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from onnxcore.runtime.registry import NONDETERMINISTIC
+
+if TYPE_CHECKING:
+    from onnxcore.runtime.plan import BoundNode
+
+__all__ = ["FOLD_BUDGET_BYTES", "fold_constants"]
+
+
+# Folded values are held for the session's life: once a graph's folded values total this many bytes, further
+# constant nodes stay run-time computations. Generous on purpose: a model that builds its weights from
+# ConstantOfShape (the onnx light zoo does) should not rebuild hundreds of megabytes on every run; onnxruntime
+# folds them all.
+FOLD_BUDGET_BYTES = 1 << 32
+
+
+def fold_constants(
+    nodes: Sequence[BoundNode], inits: Mapping[str, Any], inputs: Collection[str]
+) -> tuple[set[int], dict[str, Any]]:
+    """Evaluate the nodes whose inputs are all constants; return their indices and their outputs by name.
+
+    Constants are initializers that are not graph inputs (an input's initializer is only a default, 7.2)
+    and outputs of nodes folded before. Random operators, nodes with subgraphs or enclosing-scope values, and
+    nodes that fail are left to run time (a failure is then reported with the node, as usual).
+    """
+    const = {n: v for n, v in inits.items() if n not in inputs}
+    folded: set[int] = set()
+    values_out: dict[str, Any] = {}
+    budget = FOLD_BUDGET_BYTES
+    for k, bn in enumerate(nodes):
+        node = bn.node
+        if bn.call is None or bn.outer or node.op_type in NONDETERMINISTIC or node.op_type == "Dropout":
+            continue
+        if any(a.g is not None or a.graphs for a in node.attribute):
+            continue
+        if any(n and n not in const for n in bn.inputs):
+            continue
+        try:
+            with np.errstate(all="ignore"):
+                res = bn.call(*[const[n] if n else None for n in bn.inputs], **bn.kw)
+        except Exception:
+            continue
+        values = res if type(res) is tuple else (res,)
+        named = [(j, o) for j, o in enumerate(bn.outputs) if o]
+        if any(j >= len(values) for j, _ in named):
+            continue
+        size = sum(values[j].nbytes for j, _ in named if isinstance(values[j], np.ndarray))
+        if size > budget:
+            continue
+        budget -= size
+        for j, o in named:
+            v = values[j]
+            if isinstance(v, np.ndarray) and v.flags.writeable:
+                v.flags.writeable = False  # shared by every run: the session copies it for the caller
+            const[o] = v
+            values_out[o] = v
+        folded.add(k)
+    return folded, values_out

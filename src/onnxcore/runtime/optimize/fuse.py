@@ -1,0 +1,173 @@
+"""Fusions into a Conv or a Gemm: folded per-channel steps, an in-place Relu, prepacked weights, Winograd."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from onnxcore.runtime.optimize._common import (
+    InPlaceRelu,
+    conv_weights,
+    is_relu,
+    per_channel_values,
+    rebound,
+    transposed,
+    use_counts,
+)
+from onnxcore.runtime.optimize.affine import affine_step, bn_parameters
+from onnxcore.runtime.optimize.preactivation import PreActivatedConv
+
+if TYPE_CHECKING:
+    from onnxcore.runtime.plan import BoundNode
+
+__all__ = ["fuse_conv_chains", "fuse_relu", "prepack_gemm", "use_winograd"]
+
+
+def fuse_conv_chains(
+    nodes: list[BoundNode], const: Mapping[str, Any], outputs: Sequence[str]
+) -> tuple[list[BoundNode], dict[str, Any]]:
+    """Fold per-channel affine steps and a closing Relu that follow a Conv with constant weights into it.
+
+    From a Conv whose weights (and bias) are constants, the chain continues while the running value has
+    exactly one reader and is not a graph output, through inference BatchNormalization with constant
+    parameters and Mul/Add with a float constant that varies along the channel axis only; a Relu ends it.
+    The steps compose to ``conv(x) * k + s`` per output channel, so the Conv gets weights ``w * k`` and
+    bias ``b * k + s`` (computed in float64, stored in the weights' type) and the Relu runs in place on its
+    output (:class:`InPlaceRelu`). What onnxruntime does at session creation; results agree to rounding
+    (Clause 11.4). ``const`` holds the values that are the same on every run; the new weights and biases are
+    returned by name.
+    """
+
+    added: dict[str, Any] = {}
+    uses = use_counts(nodes, outputs)
+    reader = {n: k for k, bn in enumerate(nodes) for n in bn.inputs if n}
+    drop: set[int] = set()
+    for j, conv in enumerate(nodes):
+        weights = conv_weights(conv, const)
+        if weights is None:
+            continue
+        w, b0 = weights
+        m, rank = w.shape[0], w.ndim
+        k = np.ones(m)
+        shift = np.zeros(m)
+        relu = False
+        members: list[int] = []
+        current = conv.outputs[0]
+        while uses.get(current) == 1 and current in reader:
+            i = reader[current]
+            nxt = nodes[i]
+            bnp = bn_parameters(nxt, const)
+            if bnp is not None:
+                scale, bias, mean, var, eps = (np.asarray(v, np.float64) for v in bnp)
+                if scale.size != m or nxt.inputs[0] != current:
+                    break
+                kb = scale / np.sqrt(var + eps)
+                k, shift = k * kb, shift * kb + (bias - mean * kb)
+            elif is_relu(nxt):
+                relu = True
+            else:
+                step = affine_step(nxt, current, const)
+                c = None if step is None else per_channel_values(step[1], w.dtype, m, rank)
+                if step is None or c is None:
+                    break
+                if step[0] == "mul":
+                    k, shift = k * c, shift * c
+                else:
+                    shift = shift + c
+            members.append(i)
+            current = nxt.outputs[0]
+            if relu:
+                break
+        if not members:
+            continue
+        inputs = list(conv.inputs)
+        if len(members) > relu:  # affine steps to fold (a Relu alone keeps the weights as they are)
+            kshape = (m,) + (1,) * (rank - 1)
+            w2 = (w.astype(np.float64) * k.reshape(kshape)).astype(w.dtype)
+            b2 = ((np.zeros(m) if b0 is None else b0.astype(np.float64).reshape(m)) * k + shift).astype(w.dtype)
+            wname, bname = f"{current}\x00fused_w", f"{current}\x00fused_b"  # a NUL never occurs in a name
+            for name, value in ((wname, w2), (bname, b2)):
+                value.flags.writeable = False
+                added[name] = value
+            inputs = [conv.inputs[0], wname, bname]
+        assert conv.call is not None
+        nodes[j] = rebound(conv, InPlaceRelu(conv.call) if relu else conv.call, conv.kw, inputs, [current])
+        drop.update(members)
+    return [bn for k, bn in enumerate(nodes) if k not in drop], added
+
+
+def prepack_gemm(nodes: list[BoundNode], const: Mapping[str, Any]) -> tuple[list[BoundNode], dict[str, Any]]:
+    """Give each Gemm with constant weights and ``transB=1`` its weights transposed once, as a contiguous copy.
+
+    BLAS multiplies by a transposed operand up to 2x slower than by a row-major one (measured on the light
+    zoo's fully connected layers and an MLP); the product is the same. Returns the nodes and the new constants
+    by name.
+    """
+    added: dict[str, Any] = {}
+    for j, bn in enumerate(nodes):
+        node = bn.node
+        if node.op_type != "Gemm" or node.domain not in ("", "ai.onnx") or bn.call is None or len(bn.inputs) < 2:
+            continue
+        w = const.get(bn.inputs[1])
+        if not (bn.kw.get("transB", 0) and isinstance(w, np.ndarray) and w.ndim == 2 and w.dtype.kind == "f"):
+            continue
+        name = f"{bn.inputs[1]}\x00transposed"  # a NUL never occurs in a model's names
+        if name not in added:
+            wt = transposed(w)
+            wt.flags.writeable = False
+            added[name] = wt
+        inputs = [bn.inputs[0], name, *bn.inputs[2:]]
+        nodes[j] = rebound(bn, bn.call, {**bn.kw, "transB": 0}, inputs, list(bn.outputs))
+    return nodes, added
+
+
+# Kernels whose result is always a new array (never one of their inputs), so a Relu may overwrite it.
+_FRESH_RESULT = frozenset({"Add", "Sub", "Mul", "Sum", "Gemm", "MatMul"})
+
+
+def fuse_relu(nodes: list[BoundNode], outputs: Sequence[str]) -> list[BoundNode]:
+    """Apply a Relu in place on the result of the node before it, when the Relu is that result's only reader.
+
+    The residual ``Add -> Relu`` of a ResNet block and the ``Gemm -> Relu`` of a fully connected layer then
+    allocate one array, not two (:class:`InPlaceRelu`; a Conv's Relu is fused with the rest of its chain by
+    :func:`fuse_conv_chains`). The values are the same.
+    """
+
+    uses = use_counts(nodes, outputs)
+    reader = {n: k for k, bn in enumerate(nodes) for n in bn.inputs if n}
+    drop: set[int] = set()
+    for j, bn in enumerate(nodes):
+        node = bn.node
+        if node.op_type not in _FRESH_RESULT or node.domain not in ("", "ai.onnx") or bn.call is None:
+            continue
+        if len(bn.outputs) != 1 or not bn.outputs[0]:
+            continue
+        k = reader.get(bn.outputs[0])
+        if uses.get(bn.outputs[0]) != 1 or k is None or not is_relu(nodes[k]):
+            continue
+        nodes[j] = rebound(bn, InPlaceRelu(bn.call), dict(bn.kw), list(bn.inputs), list(nodes[k].outputs))
+        drop.add(k)
+    return [bn for k, bn in enumerate(nodes) if k not in drop]
+
+
+def use_winograd(nodes: list[BoundNode], const: Mapping[str, Any]) -> list[BoundNode]:
+    """Give each float32 3x3 Conv with constant weights of at least 16 input and output channels the Winograd
+    kernel (:class:`onnxcore.runtime.ops._winograd.WinogradConv`), which takes the layers large enough to gain
+    and leaves the rest to the Conv kernel. Clause 8.2; the error it adds is stated in the conformance
+    statement."""
+    from onnxcore.runtime.ops._winograd import MIN_CHANNELS, WinogradConv
+
+    for j, bn in enumerate(nodes):
+        weights = conv_weights(bn, const)
+        call = bn.call
+        if weights is None or isinstance(call, PreActivatedConv) or bn.kw.get("group", 1) != 1:
+            continue
+        w = weights[0]
+        if w.dtype != np.float32 or w.shape[2:] != (3, 3) or min(w.shape[:2]) < MIN_CHANNELS:
+            continue
+        assert call is not None
+        wrapped = InPlaceRelu(WinogradConv(call.call)) if isinstance(call, InPlaceRelu) else WinogradConv(call)
+        nodes[j] = rebound(bn, wrapped, dict(bn.kw), list(bn.inputs), list(bn.outputs))
+    return nodes
