@@ -666,3 +666,53 @@ def test_random_preactivations_fused_equal_unfused() -> None:
         for a, b in zip(fast, slow):
             np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5, err_msg=f"trial {trial}")
     assert 10 <= fused < 40  # both the fused and the unfused forms were exercised
+
+
+def _named_chain_model(with_conv: bool) -> bytes:
+    rng = np.random.default_rng(5)
+    c = 4
+    bn_params = [rng.uniform(0.5, 1.5, c), rng.normal(0, 0.1, c), rng.normal(0, 0.1, c), rng.uniform(0.5, 1.5, c)]
+    inits = [h.make_tensor(n, TP.FLOAT, [c], v.astype(np.float32)) for n, v in zip("sbmv", bn_params)]
+    nodes = []
+    first = "x"
+    if with_conv:
+        w = rng.standard_normal((c, c, 3, 3)).astype(np.float32)
+        inits.append(h.make_tensor("w", TP.FLOAT, list(w.shape), w.ravel()))
+        nodes.append(h.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]))
+        first = "c"
+    nodes += [
+        h.make_node("BatchNormalization", [first, "s", "b", "m", "v"], ["n"], name="norm"),
+        h.make_node("Mul", ["n", "s"], ["k"], name="scale") if not with_conv else None,
+        h.make_node("Relu", ["n" if with_conv else "k"], ["y"], name="act"),
+    ]
+    g = h.make_graph(
+        [n for n in nodes if n is not None],
+        "g",
+        [h.make_tensor_value_info("x", TP.FLOAT, ["n", "c", "h", "w"])],
+        [h.make_tensor_value_info("y", TP.FLOAT, ["n", "m", "h", "w"])],
+        inits,
+    )
+    return h.make_model(g, opset_imports=[h.make_opsetid("", 15)], ir_version=8).SerializeToString()
+
+
+@pytest.mark.parametrize(
+    ("with_conv", "failing", "fused"),
+    [
+        (True, "node 0 (Conv, name 'conv')", [(1, "BatchNormalization", "norm"), (2, "Relu", "act")]),
+        (False, "node 0 (BatchNormalization, name 'norm')", [(1, "Mul", "scale"), (2, "Relu", "act")]),
+    ],
+)
+def test_an_error_in_a_fused_step_names_every_node_in_it(with_conv: bool, failing: str, fused: list) -> None:
+    """Conv -> BatchNormalization -> Relu runs as one Conv; BatchNormalization -> Mul -> Relu as one chain: a
+    failure there names the nodes folded in, and the node-by-node run names the one that failed."""
+    s = onnxcore.Session(_named_chain_model(with_conv))
+    assert len(s._plan.info) == 1
+    x = np.zeros((1, 3, 5, 5), np.float32)  # 3 channels where the weights and statistics have 4
+    with pytest.raises(onnxcore.EvaluationError) as info:
+        s.run(None, {"x": x})
+    assert failing in str(info.value) and "intermediates=True" in str(info.value)
+    assert "\x00" not in str(info.value)  # the folded weights' internal names are shown as "y/fused_w"
+    assert info.value.fused_nodes == fused  # type: ignore[attr-defined]
+    with pytest.raises(onnxcore.EvaluationError) as info:
+        s.run(None, {"x": x}, intermediates=True)
+    assert failing in str(info.value) and "fused" not in str(info.value)

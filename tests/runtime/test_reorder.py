@@ -144,3 +144,28 @@ def test_special_values_reach_the_same_outputs() -> None:
     finite = np.isfinite(as_written)
     assert 0 < finite.sum() < finite.size
     np.testing.assert_allclose(ours[finite], as_written[finite], rtol=1e-5, atol=1e-6)
+
+
+def test_an_error_in_the_fused_step_names_the_pool_too() -> None:
+    """A failure inside the reordered step names the Conv it replaced and the AveragePool folded into it."""
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((4, 16, 1, 1)).astype(np.float32)
+    nodes = [
+        h.make_node("AveragePool", ["x"], ["p"], name="pool", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        h.make_node("Conv", ["p", "w"], ["y"], name="proj"),
+    ]
+    g = h.make_graph(
+        nodes,
+        "g",
+        [h.make_tensor_value_info("x", TP.FLOAT, ["n", "c", "h", "w"])],
+        [h.make_tensor_value_info("y", TP.FLOAT, ["n", "m", "h", "w"])],
+        [h.make_tensor("w", TP.FLOAT, list(w.shape), w.ravel())],
+    )
+    s = onnxcore.Session(h.make_model(g, opset_imports=[h.make_opsetid("", 19)], ir_version=9).SerializeToString())
+    assert _projected(s)
+    with pytest.raises(onnxcore.EvaluationError) as info:
+        s.run(None, {"x": np.zeros((1, 12, 8, 8), np.float32)})  # 12 channels where the weights take 16
+    msg = str(info.value)
+    assert "node 1 (Conv, name 'proj')" in msg and "node 0 (AveragePool, name 'pool')" in msg
+    assert "intermediates=True" in msg
+    assert info.value.fused_nodes == [(0, "AveragePool", "pool")]  # type: ignore[attr-defined]

@@ -129,7 +129,7 @@ class CompileEnv:
 class BoundNode:
     """A node bound to an implementation, before slot layout."""
 
-    __slots__ = ("call", "index", "inputs", "kw", "may_tuple", "node", "outer", "outputs", "since")
+    __slots__ = ("call", "fused", "index", "inputs", "kw", "may_tuple", "node", "outer", "outputs", "since")
 
     def __init__(
         self,
@@ -150,6 +150,9 @@ class BoundNode:
         self.may_tuple = True
         # The since_version of the definition a kernel was bound for (0: a function body, or unbound).
         self.since = 0
+        # Other nodes a plan-time rewrite folded into this step (Clause 8.2), in graph order: an error
+        # in the step names them too.
+        self.fused: list[BoundNode] = []
 
 
 class GraphIR:
@@ -440,20 +443,27 @@ class Plan:
         _fn, ins, _o0, _outs, _kw, _fr = self.steps[i]
         node = bn.node
         n_real = len(bn.inputs)
-        desc = ", ".join(
-            f"{name or '<unsupplied>'}: {describe_value(value_of(s))}" for name, s in zip(bn.inputs, ins[:n_real])
-        )
+        # Values made at plan time are named after a model value, a NUL and what they are (never a model's name).
+        names = [name.replace("\x00", "/") if name else "<unsupplied>" for name in bn.inputs]
+        desc = ", ".join(f"{name}: {describe_value(value_of(s))}" for name, s in zip(names, ins[:n_real]))
         op = f"{node.domain}::{node.op_type}" if node.domain else node.op_type
         msg = (
             f"{self.ir.label}: node {bn.index} ({op}, name {node.name!r}) failed: "
             f"{type(e).__name__}: {e} [inputs: {desc}]"
         )
+        if bn.fused:
+            others = ", ".join(f"node {f.index} ({f.node.op_type}, name {f.node.name!r})" for f in bn.fused)
+            msg += (
+                f" (this step also evaluates {others}, fused with it at plan time, Clause 8.2; "
+                "run(..., intermediates=True) evaluates every node as written)"
+            )
         err = EvaluationError(msg)
         err.node_index = bn.index  # type: ignore[attr-defined]
         err.node_name = node.name  # type: ignore[attr-defined]
         err.op_type = node.op_type  # type: ignore[attr-defined]
         err.domain = node.domain  # type: ignore[attr-defined]
-        err.inputs = [(name, describe_value(value_of(s))) for name, s in zip(bn.inputs, ins[:n_real])]  # type: ignore[attr-defined]
+        err.inputs = [(name, describe_value(value_of(s))) for name, s in zip(names, ins[:n_real])]  # type: ignore[attr-defined]
+        err.fused_nodes = [(f.index, f.node.op_type, f.node.name) for f in bn.fused]  # type: ignore[attr-defined]
         return err
 
     def run(self, inputs: Sequence[Any], outer: Mapping[str, Any] | None = None) -> list[Any]:

@@ -205,8 +205,12 @@ class Session:
             EvaluationError: a kernel failed. The message names the node (index, op type, name)
                 and the dtype and shape of each input; the error also carries them as
                 ``node_index``, ``node_name``, ``op_type``, ``domain`` and ``inputs`` (a list of
-                ``(name, description)``), and is chained to the kernel's exception. A failure
-                inside a subgraph or a function body is chained the same way, innermost last.
+                ``(name, description)``), and is chained to the kernel's exception. When the
+                step had other nodes fused into it at plan time (a BatchNormalization and Relu
+                into a Conv, say), the message names them too, and ``fused_nodes`` lists them as
+                ``(index, op_type, name)``; ``intermediates=True`` runs every node as written. A
+                failure inside a subgraph or a function body is chained the same way, innermost
+                last.
             LimitError: a limit was exceeded while evaluating (loop iterations, for instance).
         """
         checked = self._check_feeds(feeds)

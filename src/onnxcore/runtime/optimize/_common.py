@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 __all__ = [
     "InPlaceRelu",
     "conv_weights",
+    "fused_with",
     "is_relu",
     "per_channel_values",
     "rebound",
@@ -23,9 +24,16 @@ __all__ = [
 
 
 def rebound(
-    bn: BoundNode, call: Callable[..., Any], kw: dict[str, Any], inputs: list[str], outputs: list[str]
+    bn: BoundNode,
+    call: Callable[..., Any],
+    kw: dict[str, Any],
+    inputs: list[str],
+    outputs: list[str],
+    *,
+    absorbed: Sequence[BoundNode] = (),
 ) -> BoundNode:
-    """A copy of ``bn`` (same node, index and version) running ``call`` from ``inputs`` to ``outputs``."""
+    """A copy of ``bn`` (same node, index and version) running ``call`` from ``inputs`` to ``outputs``; the
+    ``absorbed`` nodes (and those already fused into them) are recorded as fused into it, for error messages."""
     from onnxcore.runtime.plan import BoundNode
 
     out = BoundNode(bn.index, bn.node, call, kw, bn.outer)
@@ -33,7 +41,16 @@ def rebound(
     out.outputs = outputs
     out.since = bn.since
     out.may_tuple = bn.may_tuple
+    out.fused = fused_with(bn, absorbed)
     return out
+
+
+def fused_with(bn: BoundNode, absorbed: Sequence[BoundNode]) -> list[BoundNode]:
+    """What ``bn`` has fused into it once the ``absorbed`` nodes join it, in graph order."""
+    merged = {f.index: f for f in bn.fused}
+    for a in absorbed:
+        merged.update({f.index: f for f in (a, *a.fused) if f.index != bn.index})
+    return [merged[k] for k in sorted(merged)]
 
 
 def transposed(w: np.ndarray, tile: int = 256) -> np.ndarray:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from onnxcore.runtime.optimize._common import is_relu, per_channel_values, use_counts
+from onnxcore.runtime.optimize._common import fused_with, is_relu, per_channel_values, use_counts
 
 if TYPE_CHECKING:
     from onnxcore.runtime.plan import BoundNode
@@ -207,6 +207,7 @@ def fuse_affine_chains(nodes: list[BoundNode], const: Mapping[str, Any], outputs
         fused.outputs = [current]
         fused.may_tuple = False
         fused.since = head.since
+        fused.fused = fused_with(head, [nodes[m] for m in members[1:]])
         consumed.update(members)
         out.append(fused)
     return out

@@ -93,7 +93,8 @@ def fuse_conv_chains(
                 added[name] = value
             inputs = [conv.inputs[0], wname, bname]
         assert conv.call is not None
-        nodes[j] = rebound(conv, InPlaceRelu(conv.call) if relu else conv.call, conv.kw, inputs, [current])
+        call = InPlaceRelu(conv.call) if relu else conv.call
+        nodes[j] = rebound(conv, call, conv.kw, inputs, [current], absorbed=[nodes[i] for i in members])
         drop.update(members)
     return [bn for k, bn in enumerate(nodes) if k not in drop], added
 
@@ -147,7 +148,9 @@ def fuse_relu(nodes: list[BoundNode], outputs: Sequence[str]) -> list[BoundNode]
         k = reader.get(bn.outputs[0])
         if uses.get(bn.outputs[0]) != 1 or k is None or not is_relu(nodes[k]):
             continue
-        nodes[j] = rebound(bn, InPlaceRelu(bn.call), dict(bn.kw), list(bn.inputs), list(nodes[k].outputs))
+        nodes[j] = rebound(
+            bn, InPlaceRelu(bn.call), dict(bn.kw), list(bn.inputs), list(nodes[k].outputs), absorbed=[nodes[k]]
+        )
         drop.add(k)
     return [bn for k, bn in enumerate(nodes) if k not in drop]
 

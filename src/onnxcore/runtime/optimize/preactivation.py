@@ -98,17 +98,18 @@ def fuse_preactivation(nodes: list[BoundNode], const: Mapping[str, Any], outputs
         b2 = (b64 + (w64 * b[rows].reshape(m, cg, *spatial)).reshape(m, -1).sum(axis=1)).astype(w.dtype)
         sign = None if np.all(a > 0) else np.sign(a).astype(w.dtype).reshape(c_in, *spatial)
         assert conv.call is not None
-        inputs, concat = [head.inputs[0]], None
+        inputs, concat, absorbed = [head.inputs[0]], None, [head]
         q = producer.get(head.inputs[0])
         if q is not None and _concat_axis(nodes[q]) == 1 and uses.get(head.inputs[0]) == 1:
             # The features concatenated for this chain alone: its pass reads the pieces, nothing copies them.
             concat = nodes[q].call
             inputs = list(nodes[q].inputs)
+            absorbed.append(nodes[q])
             drop.add(q)
         fused = PreActivatedConv(
             chain, conv.call, dict(conv.kw), w, b0, w2, b2, clamp.reshape(c_in, *spatial), sign, concat
         )
-        nodes[k] = rebound(conv, fused, {}, inputs, list(conv.outputs))
+        nodes[k] = rebound(conv, fused, {}, inputs, list(conv.outputs), absorbed=absorbed)
         drop.add(j)
     return [bn for k, bn in enumerate(nodes) if k not in drop]
 

@@ -47,7 +47,8 @@ def project_before_pooling(nodes: list[BoundNode], const: Mapping[str, Any], out
             continue
         assert pool.call is not None
         fused = ProjectedPool(kernel, pool.call, dict(pool.kw), relu)
-        nodes[k] = rebound(conv, fused, dict(conv.kw), [pool.inputs[0], *conv.inputs[1:]], list(conv.outputs))
+        inputs = [pool.inputs[0], *conv.inputs[1:]]
+        nodes[k] = rebound(conv, fused, dict(conv.kw), inputs, list(conv.outputs), absorbed=[pool])
         drop.add(j)
     return [bn for k, bn in enumerate(nodes) if k not in drop]
 
