@@ -106,3 +106,30 @@ def test_random_weights_replace_every_constant_weight() -> None:
     assert all(
         np.array_equal(inits[t.name], numpy_helper.to_array(t)) for t in again.graph.initializer if t.name in consts
     )
+
+
+def test_one_session_follows_changing_input_shapes() -> None:
+    """squeezenet with symbolic batch and image extents, run at several shapes by one session: every cache
+    the plan keeps per shape (geometry, folded affine constants, Winograd weights, scratch buffers) follows."""
+    ort = pytest.importorskip("onnxruntime")
+    paths = [p for p in corpus.shipped_models() if p.stem == "light_squeezenet"]
+    if not paths:
+        pytest.skip("light_squeezenet is not in this onnx wheel")
+    model = corpus.with_random_weights(paths[0])
+    name, _ = corpus.light_model_input(paths[0])
+    (inp,) = [i for i in model.graph.input if i.name == name]
+    for k, symbol in ((0, "N"), (2, "H"), (3, "W")):
+        inp.type.tensor_type.shape.dim[k].dim_param = symbol
+    for out in model.graph.output:
+        out.type.tensor_type.shape.dim[0].dim_param = "N"
+    data = model.SerializeToString()
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    theirs = ort.InferenceSession(data, so, providers=["CPUExecutionProvider"])
+    ours = _session_cls()(data)
+    for n, hh, ww in ((1, 224, 224), (2, 160, 192), (1, 97, 131), (1, 224, 224)):
+        x = np.random.default_rng(hh * ww).standard_normal((n, 3, hh, ww)).astype(np.float32)
+        expected = theirs.run(None, {name: x})[0]
+        (actual,) = ours.run(None, {name: x})
+        assert actual.shape == expected.shape == (n, 1000, 1, 1)
+        np.testing.assert_allclose(actual, expected, rtol=1e-3, atol=1e-5)
