@@ -85,30 +85,11 @@ def ort_session(model: bytes, threads: int | None) -> Any:
 
 
 def profile_ops(sess: Any, feeds: dict[str, np.ndarray], repeat: int) -> Counter[str]:
-    """Seconds per run spent in each operator type (wraps the plan's steps; diagnostic only)."""
-    plan = sess._plan
+    """Seconds per run spent in each operator type (a fused step counts for its first node's operator)."""
     acc: Counter[str] = Counter()
-    saved = plan.steps
-    steps = []
-    for st, bn in zip(plan.steps, plan.info):
-
-        def timed(*a: Any, _fn: Any = st[0], _op: str = bn.node.op_type, **k: Any) -> Any:
-            t0 = time.perf_counter()
-            r = _fn(*a, **k)
-            acc[_op] += time.perf_counter() - t0
-            return r
-
-        steps.append((timed, *st[1:]))
-    saved_run = plan._run
-    plan.steps, plan._run = steps, None  # the compiled function holds the unwrapped kernels
-    try:
-        sess.run(None, feeds)
-        acc.clear()
-        for _ in range(repeat):
-            sess.run(None, feeds)
-    finally:
-        plan.steps, plan._run = saved, saved_run
-    return Counter({k: v / repeat for k, v in acc.items()})
+    for step in sess.profile(feeds, repeat=repeat):
+        acc[step.op_type] += step.seconds
+    return acc
 
 
 def gemm_shapes(sess: Any, feeds: dict[str, np.ndarray]) -> list[tuple[int, int, int, int]]:

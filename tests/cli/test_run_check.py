@@ -50,3 +50,22 @@ def test_check_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     doc = json.loads(capsys.readouterr().out)
     assert doc["errors"] >= 1 and any(f["clause"].startswith(("10.2", "7.5")) for f in doc["findings"])
     assert main(["check", str(tmp_path / "missing.onnx")]) == 2
+
+
+def test_run_profile_lists_the_steps(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    np.save(tmp_path / "x.npy", _DEMO_INPUT)
+    args = ["run", str(bundled_model_path()), "--input", f"x={tmp_path / 'x.npy'}"]
+    assert main([*args, "--profile", "2"]) == 0
+    printed = capsys.readouterr().out
+    assert "probabilities" in printed
+    assert "ms per run (sum of" in printed and "mean of 2 runs" in printed and "per operator" in printed
+    steps = oc.Session(bundled_model_path())._plan.info
+    assert any(bn.node.op_type in printed for bn in steps)
+    assert main([*args, "--profile", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert set(doc) == {"outputs", "profile"} and doc["profile"]["runs"] == 5
+    assert "probabilities" in doc["outputs"]
+    assert len(doc["profile"]["steps"]) == len(steps)
+    assert all(s["seconds"] >= 0 and {"index", "op_type", "name", "fused"} <= set(s) for s in doc["profile"]["steps"])
+    assert main([*args, "--profile", "0"]) == 0  # 0: no profile
+    assert "per operator" not in capsys.readouterr().out

@@ -6,6 +6,7 @@ Results are compared with onnxruntime where a numeric result is asserted.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
@@ -40,6 +41,12 @@ def _counter(x: np.ndarray) -> np.ndarray:
 
 
 _counter.calls = 0  # type: ignore[attr-defined]
+
+
+@kernel("Sleep", 1, domain=TEST_DOMAIN)
+def _sleep(x: np.ndarray, *, ms: int = 1) -> np.ndarray:
+    time.sleep(ms / 1000)
+    return x
 
 
 def _model(nodes: list[Any], inputs: list[Any], outputs: list[Any], *, opset: int = 18, **kw: Any) -> bytes:
@@ -366,3 +373,36 @@ def test_attribute_names_are_never_code(mode: str) -> None:
     for _ in range(2):
         (y,) = s.run(None, {"x": np.ones(1, np.float32)})
         assert y.tolist() == sorted(["a-b", "x) or __import__('os') #", "lambda", "ok"])
+
+
+def test_profile_times_each_step_and_names_what_is_fused() -> None:
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    nodes = [
+        h.make_node("Sleep", ["x"], ["s"], name="nap", domain=TEST_DOMAIN, ms=30),
+        h.make_node("Conv", ["s", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+        h.make_node("Relu", ["c"], ["y"], name="act"),
+    ]
+    inits = [h.make_tensor("w", TP.FLOAT, list(w.shape), w.ravel())]
+    model = _model(nodes, [_vi("x", shape=[1, 3, 8, 8])], [_vi("y", shape=[1, 4, 8, 8])], initializer=inits)
+    s = onnxcore.Session(model)
+    feeds = {"x": rng.standard_normal((1, 3, 8, 8)).astype(np.float32)}
+    steps = s.profile(feeds, repeat=2)
+    assert [(st.index, st.op_type, st.name) for st in steps] == [(0, "Sleep", "nap"), (1, "Conv", "conv")]
+    assert steps[0].domain == TEST_DOMAIN and steps[0].fused == ()
+    assert steps[1].fused == ((2, "Relu", "act"),)
+    assert 0.03 <= steps[0].seconds < 1 and 0 < steps[1].seconds < steps[0].seconds
+    # Only what the requested outputs need is timed, and the run's results are unaffected.
+    assert [st.op_type for st in s.profile(feeds, output_names=["s"], repeat=1)] == ["Sleep"]
+    np.testing.assert_array_equal(s.run(None, feeds)[0], s.run(None, feeds, intermediates=True)[0][0])
+    with pytest.raises(InputError):
+        s.profile(feeds, repeat=0)
+    with pytest.raises(InputError):
+        s.profile({"x": np.zeros((1, 2, 8, 8), np.float32)})
+
+
+def test_profile_reports_a_failing_step_as_run_does() -> None:
+    nodes = [h.make_node("Fail", ["x"], ["y"], name="boom", domain=TEST_DOMAIN)]
+    s = onnxcore.Session(_model(nodes, [_vi("x", shape=[2])], [_vi("y", shape=[2])]))
+    with pytest.raises(EvaluationError, match="boom"):
+        s.profile({"x": np.ones(2, np.float32)})

@@ -40,6 +40,16 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--input", action="append", default=[], metavar="NAME=FILE", help="a graph input (repeatable)")
     r.add_argument("--output-dir", help="write each output to OUTPUT_DIR/<name>.npy")
     r.add_argument("--json", action="store_true", help="print shapes, types and previews as JSON")
+    r.add_argument(
+        "--profile",
+        type=int,
+        nargs="?",
+        const=5,
+        default=0,
+        metavar="RUNS",
+        help="also time each step of the plan over RUNS runs (default 5): the costliest steps, the time per "
+        'operator (with --json: {"outputs": ..., "profile": ...})',
+    )
 
     v = sub.add_parser("convert", help="re-save a model: external data, canonical form, inline")
     v.add_argument("model")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 import sys
@@ -128,6 +129,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 2 if isinstance(e, OSError) else 1
     try:
         outputs = session.run(None, feeds)
+        steps = session.profile(feeds, repeat=args.profile) if args.profile else None
     except OnnxCoreError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
@@ -139,12 +141,36 @@ def cmd_run(args: argparse.Namespace) -> int:
             if isinstance(v, np.ndarray):
                 np.save(out / f"{n}.npy", v, allow_pickle=v.dtype == object)
     if args.json:
-        print(json.dumps({n: _preview(v) for n, v in zip(names, outputs)}, indent=1))
+        doc: dict[str, Any] = {n: _preview(v) for n, v in zip(names, outputs)}
+        if steps is not None:
+            doc = {"outputs": doc, "profile": {"runs": args.profile, "steps": [dataclasses.asdict(s) for s in steps]}}
+        print(json.dumps(doc, indent=1))
     else:
         for n, v in zip(names, outputs):
             p = _preview(v)
             print(f"{n}: {json.dumps(p)}")
+        if steps is not None:
+            print(profile_table(steps, args.profile))
     return 0
+
+
+def profile_table(steps: list[Any], runs: int, *, top: int = 15) -> str:
+    """The costliest ``top`` steps of a :meth:`onnxcore.Session.profile` and the time per operator, as text."""
+    total = sum(s.seconds for s in steps) or 1e-30
+    lines = [f"profile: {total * 1e3:.3f} ms per run (sum of {len(steps)} steps, mean of {runs} runs)"]
+    lines.append(f"{'ms':>9} {'share':>6}  {'node':>6}  operator (with the nodes fused into it)  name")
+    for s in sorted(steps, key=lambda s: -s.seconds)[:top]:
+        op = f"{s.domain}::{s.op_type}" if s.domain else s.op_type
+        if s.fused:
+            op += f" (with {', '.join(f[1] for f in s.fused)})"
+        lines.append(f"{s.seconds * 1e3:9.3f} {s.seconds / total:6.1%}  {s.index:>6}  {op}  {s.name}")
+    per_op: dict[str, float] = {}
+    for s in steps:
+        per_op[s.op_type] = per_op.get(s.op_type, 0.0) + s.seconds
+    lines.append("per operator (a fused step counts for its first node's operator):")
+    for op, t in sorted(per_op.items(), key=lambda kv: -kv[1]):
+        lines.append(f"{t * 1e3:9.3f} {t / total:6.1%}  {op}")
+    return "\n".join(lines)
 
 
 def cmd_convert(args: argparse.Namespace) -> int:

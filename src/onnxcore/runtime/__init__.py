@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from onnxcore.runtime.session import Session, ValueDescription
+from onnxcore.runtime.session import Session, StepTime, ValueDescription
 
-__all__ = ["Session", "ValueDescription"]
+__all__ = ["Session", "StepTime", "ValueDescription"]

@@ -17,6 +17,7 @@ lookups by name.
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -421,11 +422,17 @@ class Plan:
                 return
         run(vals)
 
-    def _interpret(self, vals: list[Any]) -> None:
+    def _interpret(self, vals: list[Any], times: list[float] | None = None) -> None:
+        clock = time.perf_counter
+        t0 = 0.0
         i = 0
         try:
-            for i, (fn, ins, out0, outs, kw, frees) in enumerate(self.steps):  # noqa: B007
+            for i, (fn, ins, out0, outs, kw, frees) in enumerate(self.steps):
+                if times is not None:
+                    t0 = clock()
                 res = fn(*[vals[j] for j in ins], **kw)
+                if times is not None:
+                    times[i] = clock() - t0
                 if type(res) is tuple:
                     for k, s in outs:
                         vals[s] = res[k]
@@ -437,6 +444,12 @@ class Plan:
             raise
         except Exception as e:
             raise self._error(i, vals.__getitem__, e) from e
+
+    def profile(self, vals: list[Any]) -> list[float]:
+        """Evaluate every step over ``vals`` as :meth:`execute` does, interpreted; each step's wall time."""
+        times = [0.0] * len(self.steps)
+        self._interpret(vals, times)
+        return times
 
     def _error(self, i: int, value_of: Callable[[int], Any], e: BaseException) -> EvaluationError:
         bn = self.info[i]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,29 @@ from onnxcore.runtime.feeds import check_feed
 from onnxcore.runtime.functions import local_function_table, norm_domain
 from onnxcore.runtime.plan import CompileEnv, GraphIR, Plan, compile_graph
 
-__all__ = ["Session", "ValueDescription"]
+__all__ = ["Session", "StepTime", "ValueDescription"]
+
+
+@dataclass(frozen=True, slots=True)
+class StepTime:
+    """The time one step of a session's plan took (:meth:`Session.profile`).
+
+    Attributes:
+        index: The position of the step's node in the graph.
+        op_type: Its operator.
+        domain: Its domain (``""``: ai.onnx).
+        name: Its name (often empty).
+        fused: ``(index, op_type, name)`` of the nodes fused into this step at plan time (Clause 8.2): its
+            time is theirs too.
+        seconds: Wall time per run, the mean over the timed runs.
+    """
+
+    index: int
+    op_type: str
+    domain: str
+    name: str
+    fused: tuple[tuple[int, str, str], ...]
+    seconds: float
 
 
 class ValueDescription:
@@ -213,6 +236,64 @@ class Session:
                 last.
             LimitError: a limit was exceeded while evaluating (loop iterations, for instance).
         """
+        plan, vals = self._prepare(output_names, feeds, intermediates)
+        # IEEE 754 results such as log(0) = -inf or 0/0 = NaN are results here, not events to warn about
+        # (Clause 11.2); numpy's warnings are silenced once per run rather than in every kernel.
+        with np.errstate(all="ignore"):
+            plan.execute(vals)
+        outs = [_owned(vals[s]) for s in plan.output_slots]
+        if not intermediates:
+            return outs
+        values = {plan.names[s]: _owned(vals[s]) for s in plan.node_slots}
+        return outs, values
+
+    def profile(
+        self, feeds: Mapping[str, Any], *, output_names: Sequence[str] | None = None, repeat: int = 3
+    ) -> list[StepTime]:
+        """Time each step of the plan :meth:`run` evaluates for these feeds.
+
+        One untimed run first (caches and scratch buffers fill as in any first run), then ``repeat`` timed
+        ones; steps are timed one by one with a wall clock, so their sum slightly exceeds a plain run's time.
+
+        Args:
+            feeds: As for :meth:`run`.
+            output_names: As for :meth:`run`.
+            repeat: Timed runs to average over (at least 1).
+
+        Returns:
+            One :class:`StepTime` per step, in evaluation order; ``sorted(..., key=lambda s: -s.seconds)``
+            puts the costliest first.
+
+        Raises:
+            InputError: as :meth:`run`, or ``repeat`` below 1.
+            EvaluationError, LimitError: as :meth:`run`.
+        """
+        if repeat < 1:
+            raise InputError(f"profile: repeat must be at least 1, got {repeat}")
+        self.run(output_names, feeds)
+        total: list[float] = []
+        plan = self._plan
+        for _ in range(repeat):
+            plan, vals = self._prepare(output_names, feeds, False)
+            with np.errstate(all="ignore"):
+                times = plan.profile(vals)
+            total = times if not total else [a + b for a, b in zip(total, times)]
+        return [
+            StepTime(
+                bn.index,
+                bn.node.op_type,
+                bn.node.domain,
+                bn.node.name,
+                tuple((f.index, f.node.op_type, f.node.name) for f in bn.fused),
+                t / repeat,
+            )
+            for bn, t in zip(plan.info, total)
+        ]
+
+    def _prepare(
+        self, output_names: Sequence[str] | None, feeds: Mapping[str, Any], intermediates: bool
+    ) -> tuple[Plan, list[Any]]:
+        """The plan for these outputs and feeds, and its value slots with the feeds in place."""
         checked = self._check_feeds(feeds)
         names = self._output_names if output_names is None else list(output_names)
         bad = [] if output_names is None else [n for n in names if n not in self._known_names]
@@ -232,15 +313,7 @@ class Session:
         slots = plan.input_slots
         for name, value in checked.items():
             vals[slots[name]] = value
-        # IEEE 754 results such as log(0) = -inf or 0/0 = NaN are results here, not events to warn about
-        # (Clause 11.2); numpy's warnings are silenced once per run rather than in every kernel.
-        with np.errstate(all="ignore"):
-            plan.execute(vals)
-        outs = [_owned(vals[s]) for s in plan.output_slots]
-        if not intermediates:
-            return outs
-        values = {plan.names[s]: _owned(vals[s]) for s in plan.node_slots}
-        return outs, values
+        return plan, vals
 
 
 def _declared_rank(tp: TypeProto | None) -> int | None:
