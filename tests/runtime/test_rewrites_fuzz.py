@@ -2,7 +2,8 @@
 
 Each example is a random DAG over NCHW float32 values built from the operators the rewrites of
 ``runtime/optimize/`` look for (Conv with and without bias, BatchNormalization, Mul and Add by constants,
-Add and Sum of two values, Relu, AveragePool and MaxPool that keep the size, Concat along channels),
+Add and Sum of two values, Relu, AveragePool and MaxPool that keep the size, Concat along channels, and
+repeats of an earlier node, which are evaluated once),
 wired at random, so a value may have several readers and an intermediate value may be a graph output: the
 cases where a fusion must not apply. The session's outputs are compared with onnxruntime and with the
 node-by-node run (``intermediates=True``, every node as written).
@@ -23,7 +24,7 @@ ort = pytest.importorskip("onnxruntime")
 from onnx import TensorProto as TP  # noqa: E402
 from onnx import helper as h  # noqa: E402
 
-_OPS = ("conv", "bn", "mul", "add_const", "add", "sum", "relu", "avgpool", "maxpool", "concat")
+_OPS = ("conv", "bn", "mul", "add_const", "add", "sum", "relu", "avgpool", "maxpool", "concat", "repeat")
 # Sequences the rewrites look for, added as a unit (their first node still reads a random value): an
 # AveragePool then a narrowing 1x1 Conv (reorder), a Conv then per-channel steps then Relu (fuse), an optional
 # Concat then BatchNormalization, Relu and a 1x1 Conv (preactivation).
@@ -68,6 +69,14 @@ class _Builder:
                     self.add(step.rstrip("?"))
             return
         out = f"v{len(self.nodes)}"
+        if op == "repeat" and self.nodes:
+            # The same computation again (same operator, inputs and attributes): evaluated once, read twice.
+            k = self.draw(st.integers(0, len(self.nodes) - 1))
+            node = self.nodes[k]
+            self.nodes.append(h.make_node(node.op_type, list(node.input), [out]))
+            self.nodes[-1].attribute.extend(node.attribute)
+            self.values.append((out, self.values[k + 1][1]))
+            return
         src, c = self.pick()
         kind = {"channels": c}
         if op.startswith("conv"):
@@ -86,7 +95,7 @@ class _Builder:
             operand = self.const(shape, low=0.5 if op == "mul" else None)
             ins = [src, operand] if self.draw(st.booleans()) else [operand, src]
             self.nodes.append(h.make_node("Mul" if op == "mul" else "Add", ins, [out]))
-        elif op in ("add", "sum"):
+        elif op in ("add", "sum", "repeat"):
             other, _ = self.pick(c)
             self.nodes.append(h.make_node("Add" if op == "add" else "Sum", [src, other], [out]))
         elif op == "relu":
