@@ -7,11 +7,14 @@ against, in ``docs/external-data.md`` (they are part of the conformance statemen
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
+from collections.abc import Iterator
 
 from onnxcore.errors import LimitError
 
-__all__ = ["Limits", "DEFAULT_LIMITS", "UNLIMITED_DEPTH"]
+__all__ = ["Limits", "DEFAULT_LIMITS", "UNLIMITED_DEPTH", "active_limits", "limits_in_effect"]
 
 UNLIMITED_DEPTH = 100_000
 """Message nesting bound used when ``max_nesting_depth`` is None.
@@ -118,3 +121,24 @@ class Limits:
 
 
 DEFAULT_LIMITS = Limits()
+
+
+# The limits of the evaluation running in this context: kernels that size a tensor from data (ConstantOfShape,
+# Expand, Resize, ...) check against the session's limits without each receiving them as an argument.
+_ACTIVE: contextvars.ContextVar[Limits] = contextvars.ContextVar("onnxcore_limits")
+
+
+def active_limits() -> Limits:
+    """The limits in effect: those of the :class:`onnxcore.Session` evaluating in this context (its run,
+    and the constant folding when it is made), else :data:`DEFAULT_LIMITS`."""
+    return _ACTIVE.get(DEFAULT_LIMITS)
+
+
+@contextlib.contextmanager
+def limits_in_effect(limits: Limits) -> Iterator[None]:
+    """Make ``limits`` the :func:`active_limits` of this context (thread, task) inside the ``with`` block."""
+    token = _ACTIVE.set(limits)
+    try:
+        yield
+    finally:
+        _ACTIVE.reset(token)

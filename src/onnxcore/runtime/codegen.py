@@ -11,8 +11,6 @@ plan once as the body of one Python function, each value a local variable and ea
             _4 = f0(_2, _3)
             _5 = f1(_4, alpha=k1_0); _4 = None
             ...
-        except _LimitError:
-            raise
         except Exception as e:
             raise _fail(e, locals()) from e
         v[7] = _7
@@ -25,8 +23,6 @@ from __future__ import annotations
 import keyword
 from collections.abc import Callable, Sequence
 from typing import Any
-
-from onnxcore.errors import LimitError
 
 __all__ = ["generate", "MAX_STEPS"]
 
@@ -58,7 +54,7 @@ def generate(
         fail: ``fail(step_index, value_of_slot, exc)`` builds the exception raised for a failure.
         label: Names the graph in tracebacks.
     """
-    ns: dict[str, Any] = {"_LimitError": LimitError}
+    ns: dict[str, Any] = {}
     lines = ["def _run(v):"]
     lines += [f"    _{s} = v[{s}]" for s in prefilled]
     lines.append("    try:")
@@ -93,8 +89,6 @@ def generate(
     if not steps:
         lines.append("        pass")
     lines += [
-        "    except _LimitError:",
-        "        raise",
         "    except Exception as e:",
         "        raise _fail(e, locals()) from e",
     ]

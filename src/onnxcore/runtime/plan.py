@@ -440,8 +440,6 @@ class Plan:
                     vals[out0] = res
                 for s in frees:
                     vals[s] = None
-        except LimitError:
-            raise
         except Exception as e:
             raise self._error(i, vals.__getitem__, e) from e
 
@@ -451,7 +449,9 @@ class Plan:
         self._interpret(vals, times)
         return times
 
-    def _error(self, i: int, value_of: Callable[[int], Any], e: BaseException) -> EvaluationError:
+    def _error(self, i: int, value_of: Callable[[int], Any], e: BaseException) -> OnnxCoreError:
+        """The error to raise for step ``i`` failing with ``e``: an :class:`EvaluationError` naming the node, its
+        inputs and what is fused into it; a limit exceeded stays a :class:`LimitError`, prefixed with the node."""
         bn = self.info[i]
         _fn, ins, _o0, _outs, _kw, _fr = self.steps[i]
         node = bn.node
@@ -470,7 +470,13 @@ class Plan:
                 f" (this step also evaluates {others}, fused with it at plan time, Clause 8.2; "
                 "run(..., intermediates=True) evaluates every node as written)"
             )
-        err = EvaluationError(msg)
+        if isinstance(e, LimitError):
+            # The refusal keeps its type (Clause 15.4); the node is named, innermost last for a subgraph's.
+            limit = LimitError(f"{self.ir.label}: node {bn.index} ({op}, name {node.name!r}): {e}")
+            limit.node_index = bn.index  # type: ignore[attr-defined]
+            limit.node_name = node.name  # type: ignore[attr-defined]
+            return limit
+        err: OnnxCoreError = EvaluationError(msg)
         err.node_index = bn.index  # type: ignore[attr-defined]
         err.node_name = node.name  # type: ignore[attr-defined]
         err.op_type = node.op_type  # type: ignore[attr-defined]

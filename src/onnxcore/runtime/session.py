@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from onnxcore.errors import InputError, LimitError, UnsupportedOperatorError
-from onnxcore.limits import DEFAULT_LIMITS, Limits
+from onnxcore.limits import DEFAULT_LIMITS, Limits, limits_in_effect
 from onnxcore.proto import ModelProto, TypeProto
 from onnxcore.runtime.feeds import check_feed
 from onnxcore.runtime.functions import local_function_table, norm_domain
@@ -136,7 +136,9 @@ class Session:
             opsets[""] = 1  # before IR version 3, a model without imports means ai.onnx version 1
         env = CompileEnv(local_function_table(list(model.functions)), self._limits, base_dir, np.random.default_rng())
         try:
-            ir = compile_graph(env, graph, opsets, 0, label=f"graph {graph.name!r}")
+            # Plans fold constants by running kernels: under this session's limits, as its runs are.
+            with limits_in_effect(self._limits):
+                ir = compile_graph(env, graph, opsets, 0, label=f"graph {graph.name!r}")
         except RecursionError:  # only reachable with max_nesting_depth=None
             raise LimitError("subgraphs nest deeper than this interpreter can follow (Clause 15.4)") from None
         if env.unsupported:
@@ -160,7 +162,8 @@ class Session:
         self._fed = frozenset(n for n in self._input_by_name if n not in init_names)
         # Every feed is checked against its declared rank, so the plan may rely on those ranks.
         self._ranks = {d.name: r for d in self.inputs if (r := _declared_rank(d.type_proto)) is not None}
-        self._plan = ir.plan(fed=self._fed, ranks=self._ranks)
+        with limits_in_effect(self._limits):
+            self._plan = ir.plan(fed=self._fed, ranks=self._ranks)
         known = set(self._output_names) | set(ir.inits) | set(self._input_by_name)
         known.update(o for bn in ir.nodes for o in bn.outputs if o)
         self._known_names = frozenset(known)
@@ -236,10 +239,11 @@ class Session:
                 last.
             LimitError: a limit was exceeded while evaluating (loop iterations, for instance).
         """
-        plan, vals = self._prepare(output_names, feeds, intermediates)
         # IEEE 754 results such as log(0) = -inf or 0/0 = NaN are results here, not events to warn about
-        # (Clause 11.2); numpy's warnings are silenced once per run rather than in every kernel.
-        with np.errstate(all="ignore"):
+        # (Clause 11.2); numpy's warnings are silenced once per run rather than in every kernel. Kernels that
+        # size a tensor from data check it against this session's limits.
+        with limits_in_effect(self._limits), np.errstate(all="ignore"):
+            plan, vals = self._prepare(output_names, feeds, intermediates)
             plan.execute(vals)
         outs = [_owned(vals[s]) for s in plan.output_slots]
         if not intermediates:
@@ -274,8 +278,8 @@ class Session:
         total: list[float] = []
         plan = self._plan
         for _ in range(repeat):
-            plan, vals = self._prepare(output_names, feeds, False)
-            with np.errstate(all="ignore"):
+            with limits_in_effect(self._limits), np.errstate(all="ignore"):
+                plan, vals = self._prepare(output_names, feeds, False)
                 times = plan.profile(vals)
             total = times if not total else [a + b for a, b in zip(total, times)]
         return [

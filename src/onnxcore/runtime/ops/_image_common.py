@@ -13,7 +13,7 @@ import zlib
 import numpy as np
 
 from onnxcore.errors import LimitError
-from onnxcore.limits import DEFAULT_LIMITS, Limits
+from onnxcore.limits import Limits, active_limits
 
 __all__ = ["CorruptImage", "check_size", "inflate", "scale_to_8bit"]
 
@@ -26,8 +26,8 @@ def check_size(height: int, width: int, channels: int, limits: Limits | None) ->
     """Refuse impossible or over-limit dimensions before anything of that size is allocated."""
     if height <= 0 or width <= 0:
         raise CorruptImage(f"image dimensions {height}x{width}")
-    (limits or DEFAULT_LIMITS).check_pixels(height, width, "ImageDecoder: an image")
-    lim = (limits or DEFAULT_LIMITS).max_tensor_elements
+    (limits or active_limits()).check_pixels(height, width, "ImageDecoder: an image")
+    lim = (limits or active_limits()).max_tensor_elements
     n = height * width * max(channels, 3)
     if lim is not None and n > lim:
         raise LimitError(f"ImageDecoder: a {height}x{width} image has {n} elements, over the limit {lim}")

@@ -15,9 +15,11 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from onnxcore.errors import EvaluationError, ShapeError
+from onnxcore.errors import EvaluationError, LimitError, ShapeError
+from onnxcore.limits import active_limits
 
 __all__ = [
+    "check_elements",
     "BLAS_SUM_MIN",
     "consecutive_blocks",
     "float_sum",
@@ -43,6 +45,22 @@ __all__ = [
     "int_list",
     "select",
 ]
+
+
+def check_elements(shape: tuple[int, ...] | list[int], what: str) -> None:
+    """Refuse to allocate a tensor whose shape comes from data and exceeds the element limit.
+
+    Shapes read from tensor values or attributes (ConstantOfShape, Expand, Tile, Range, Pad, Resize,
+    ConvTranspose, ...) are untrusted (Clause 15.2): a huge request is refused with
+    :class:`LimitError` before anything is allocated, rather than surfacing as ``MemoryError`` (or
+    as the system killing the process once an over-committed allocation is written). The limit is
+    ``max_tensor_elements`` of the session's :class:`onnxcore.Limits` (:func:`active_limits`).
+    """
+    if any(d < 0 for d in shape):
+        raise EvaluationError(f"{what}: negative extent in shape {tuple(shape)}")
+    limit = active_limits().max_tensor_elements
+    if limit is not None and math.prod(shape) > limit:
+        raise LimitError(f"{what}: shape {tuple(shape)} exceeds the limit of {limit} elements (Clause 15.4)")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from onnxcore.errors import EvaluationError, ShapeError
-from onnxcore.runtime.ops._util import int_list, is_narrow_float
+from onnxcore.runtime.ops._util import check_elements, int_list, is_narrow_float
 from onnxcore.runtime.registry import kernel
 
 __all__ = [
@@ -458,10 +458,18 @@ def conv_geometry(
     pads: Any = None,
     strides: Any = None,
 ) -> tuple[list[int], list[int], list[int], list[int], list[int]]:
-    """Strides, dilations, leading and trailing pads and output extents of a Conv with these attributes."""
-    return _conv_geometry(
+    """Strides, dilations, leading and trailing pads and output extents of a Conv with these attributes.
+
+    Raises:
+        LimitError: the padded input or the output would exceed the element limit (pads are attributes of an
+            untrusted model; checked here, outside the cache, against the limits in effect).
+    """
+    st, dil, pb, pe, out = _conv_geometry(
         x_shape, w_shape, group, _key(kernel_shape), _key(strides), _key(dilations), _key(pads), auto_pad
     )
+    check_elements([*x_shape[:2], *(s + b + e for s, b, e in zip(x_shape[2:], pb, pe))], "Conv (padded input)")
+    check_elements([x_shape[0], w_shape[0], *out], "Conv")
+    return st, dil, pb, pe, out
 
 
 def _conv(
@@ -588,12 +596,14 @@ def _convtranspose(
     mg = w.shape[1]
     m = mg * group
     kk = math.prod(kernel)
+    full = [s * (i - 1) + e for s, i, e in zip(st, in_sp, ek)]
+    for shape, what in (([n_img, m, *kernel, *in_sp], "columns"), ([n_img, m, *full], "image"), ([n_img, m, *out], "")):
+        check_elements(shape, f"ConvTranspose {what}".rstrip())
     dt = x.dtype
     wd = work_dtype(dt)
     xw = x.astype(wd, copy=False).reshape(n_img, group, cg, math.prod(in_sp))
     wt = w.astype(wd, copy=False).reshape(group, cg, mg * kk).transpose(0, 2, 1)
     cols = np.matmul(wt, xw).reshape(n_img, m, *kernel, *in_sp)
-    full = [s * (i - 1) + e for s, i, e in zip(st, in_sp, ek)]
     buf = col2im_accumulate(cols, kernel, st, dil, in_sp, full)
     y = np.zeros((n_img, m, *out), dtype=wd)
     src, dst = [], []
@@ -697,6 +707,7 @@ def col2im(
     wd = work_dtype(dt) if dt.kind == "f" or is_narrow_float(dt) else dt
     cols = input.astype(wd, copy=False).reshape(n_img, c, *blk, *counts)
     full = [i + b + e for i, b, e in zip(img, pb, pe)]
+    check_elements([n_img, c, *full], "Col2Im")
     buf = col2im_accumulate(cols, blk, st, dil, counts, full)
     sl = (slice(None), slice(None)) + tuple(slice(b, b + i) for b, i in zip(pb, img))
     return np.ascontiguousarray(buf[sl]).astype(dt, copy=False)

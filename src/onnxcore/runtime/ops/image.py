@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from onnxcore.errors import EvaluationError
-from onnxcore.runtime.ops._util import normalize_axes
+from onnxcore.runtime.ops._util import check_elements, normalize_axes
 from onnxcore.runtime.registry import kernel
 
 __all__: list[str] = []
@@ -166,6 +166,12 @@ def _resize(
             sc = [s] * len(ax)
         else:
             raise EvaluationError(f"Resize: unknown keep_aspect_ratio_policy {keep_aspect_ratio_policy!r}")
+    # Every intermediate (one axis resized at a time) is checked too: growing one axis before shrinking another
+    # can pass through a larger array than the result.
+    running = list(X.shape)
+    for a, o in zip(ax, out_shape):
+        running[a] = o
+        check_elements(running, "Resize")
     out_dtype = X.dtype
     integral = X.dtype.kind in "iub"
     y: np.ndarray = X if mode == "nearest" else X.astype(np.float64 if X.dtype == np.float64 else np.float32)

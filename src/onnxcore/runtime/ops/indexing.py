@@ -13,8 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from onnxcore.errors import EvaluationError
-from onnxcore.runtime.ops._util import NARROW_FLOAT_DTYPES, normalize_axis, scalar_of
-from onnxcore.runtime.ops.tensor import check_elements
+from onnxcore.runtime.ops._util import NARROW_FLOAT_DTYPES, check_elements, normalize_axis, scalar_of
 from onnxcore.runtime.registry import kernel
 
 __all__: list[str] = []

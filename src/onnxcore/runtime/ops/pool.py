@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from onnxcore.errors import EvaluationError, ShapeError
-from onnxcore.runtime.ops._util import float_sum, int_list
+from onnxcore.runtime.ops._util import check_elements, float_sum, int_list
 from onnxcore.runtime.ops.conv import conv_pads, pad_spatial, spatial_attr, work_dtype
 from onnxcore.runtime.registry import KernelContext, kernel
 
@@ -49,6 +49,8 @@ def _setup(
     st = spatial_attr(strides, nd, 1, "strides")
     dil = spatial_attr(dilations, nd, 1, "dilations")
     pb, pe, out = conv_pads(x.shape[2:], kernel, st, dil, pads, auto_pad, ceil_mode=ceil_mode, drop_tail=drop_tail)
+    check_elements([*x.shape[:2], *(s + b + e for s, b, e in zip(x.shape[2:], pb, pe))], "pool (padded input)")
+    check_elements([*x.shape[:2], *out], "pool")
     return kernel, st, dil, pb, pe, out
 
 
@@ -605,6 +607,8 @@ def max_unpool(
         shape = int_list(output_shape)
         if len(shape) != X.ndim or shape[:2] != list(X.shape[:2]) or any(s < 0 for s in shape):
             raise ShapeError(f"output_shape {shape} must be (N, C, ...) of rank {X.ndim} matching X")
+    check_elements(shape, "MaxUnpool")
+    check_elements(inferred, "MaxUnpool")
     idx = I.astype(np.int64, copy=False).ravel()
     total = math.prod(inferred)
     if idx.size and (idx.min() < 0 or idx.max() >= total):
@@ -675,6 +679,7 @@ def _roi_align(
     n_img, c, h, w = x.shape
     r_n = rois.shape[0]
     oh, ow = int(output_height), int(output_width)
+    check_elements([r_n, x.shape[1], oh, ow], "RoiAlign")
     dt = x.dtype
     wd = work_dtype(dt)
     bidx = batch_indices.astype(np.int64)
@@ -795,6 +800,7 @@ def max_roi_pool(
         raise EvaluationError("pooled_shape (height, width) is required")
     ph, pw = (int(v) for v in pooled_shape)
     n_img, c, h, w = X.shape
+    check_elements([rois.shape[0], c, ph, pw], "MaxRoiPool")
     dt = X.dtype
     wd = work_dtype(dt)
     xw = X.astype(wd, copy=False)

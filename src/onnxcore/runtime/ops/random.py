@@ -20,8 +20,7 @@ from typing import Any
 import numpy as np
 
 from onnxcore.errors import EvaluationError
-from onnxcore.runtime.ops._util import is_float
-from onnxcore.runtime.ops.tensor import check_elements
+from onnxcore.runtime.ops._util import check_elements, is_float
 from onnxcore.runtime.registry import KernelContext, kernel
 from onnxcore.types.elements import ElementType
 

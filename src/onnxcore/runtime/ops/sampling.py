@@ -18,7 +18,7 @@ import itertools
 import numpy as np
 
 from onnxcore.errors import EvaluationError, ShapeError
-from onnxcore.runtime.ops._util import compute_dtype, scalar_of
+from onnxcore.runtime.ops._util import check_elements, compute_dtype, scalar_of
 from onnxcore.runtime.registry import kernel
 
 __all__: list[str] = []
@@ -221,6 +221,7 @@ def affine_grid(theta: np.ndarray, size: np.ndarray, *, align_corners: int = 0) 
         raise EvaluationError(f"AffineGrid: size {dims} has a negative extent")
     r = len(dims) - 2
     n, spatial = dims[0], dims[2:]
+    check_elements([n, *spatial, r + 1], "AffineGrid")
     if theta.shape != (n, r, r + 1):
         raise ShapeError(f"AffineGrid: theta must have shape ({n}, {r}, {r + 1}), has {theta.shape}")
     axes = [_base_coords(s, align_corners) for s in spatial]  # outermost (D or H) first

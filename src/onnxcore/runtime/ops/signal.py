@@ -16,8 +16,7 @@ from typing import Any
 import numpy as np
 
 from onnxcore.errors import EvaluationError
-from onnxcore.runtime.ops._util import scalar_of
-from onnxcore.runtime.ops.tensor import check_elements
+from onnxcore.runtime.ops._util import check_elements, scalar_of
 from onnxcore.runtime.registry import kernel
 from onnxcore.types.elements import ElementType
 

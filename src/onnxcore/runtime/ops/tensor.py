@@ -18,11 +18,11 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from onnxcore.errors import EvaluationError, LimitError
-from onnxcore.limits import DEFAULT_LIMITS
+from onnxcore.errors import EvaluationError
 from onnxcore.runtime.ops._util import (
     axes_from_input,
     broadcast_shape,
+    check_elements,
     int_list,
     normalize_axes,
     normalize_axis,
@@ -32,25 +32,11 @@ from onnxcore.runtime.registry import kernel
 from onnxcore.types.convert import cast_array
 from onnxcore.types.elements import ElementType
 
-__all__ = ["check_elements", "int_input", "zero_of"]
+__all__ = ["int_input", "zero_of"]
 
 # ---------------------------------------------------------------------------------------------
 # Shared helpers
 # ---------------------------------------------------------------------------------------------
-
-
-def check_elements(shape: tuple[int, ...] | list[int], what: str) -> None:
-    """Refuse to allocate a tensor whose shape comes from data and exceeds the element limit.
-
-    Shapes read from tensor values (ConstantOfShape, Expand, Tile, Range, Pad, ...) are
-    untrusted (Clause 15.2): a huge request is refused with :class:`LimitError` rather than
-    surfacing as ``MemoryError``.
-    """
-    if any(d < 0 for d in shape):
-        raise EvaluationError(f"{what}: negative extent in shape {tuple(shape)}")
-    limit = DEFAULT_LIMITS.max_tensor_elements
-    if limit is not None and math.prod(shape) > limit:
-        raise LimitError(f"{what}: shape {tuple(shape)} exceeds the limit of {limit} elements (Clause 15.4)")
 
 
 def zero_of(dtype: np.dtype[Any]) -> np.ndarray:

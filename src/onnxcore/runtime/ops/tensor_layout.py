@@ -11,8 +11,8 @@ from typing import Any, cast
 import numpy as np
 
 from onnxcore.errors import EvaluationError
-from onnxcore.runtime.ops._util import axes_from_input, int_list, normalize_axes, normalize_axis
-from onnxcore.runtime.ops.tensor import check_elements, int_input, zero_of
+from onnxcore.runtime.ops._util import axes_from_input, check_elements, int_list, normalize_axes, normalize_axis
+from onnxcore.runtime.ops.tensor import int_input, zero_of
 from onnxcore.runtime.registry import KernelContext, kernel
 
 __all__: list[str] = []

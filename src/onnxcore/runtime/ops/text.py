@@ -25,8 +25,7 @@ from typing import Any
 import numpy as np
 
 from onnxcore.errors import EvaluationError
-from onnxcore.runtime.ops._util import broadcast_shape
-from onnxcore.runtime.ops.tensor import check_elements
+from onnxcore.runtime.ops._util import broadcast_shape, check_elements
 from onnxcore.runtime.registry import kernel
 
 __all__: list[str] = []

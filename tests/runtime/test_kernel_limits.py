@@ -1,0 +1,191 @@
+"""Kernels that size a tensor from data or attributes refuse it under the session's limits (Clause 15.2, 15.4).
+
+A few octets of an untrusted model (a shape input, a scale, a pad, a stride) can ask for a tensor of any size.
+Every such kernel checks the size against ``max_tensor_elements`` of the :class:`onnxcore.Limits` the session
+was made with, before allocating, and raises :class:`onnxcore.LimitError` naming the node; nothing is
+allocated, so neither ``MemoryError`` nor the system's out-of-memory killer is reached.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+import pytest
+from onnx import TensorProto as TP
+from onnx import helper as h
+
+import onnxcore
+from onnxcore.limits import DEFAULT_LIMITS, active_limits, limits_in_effect
+from onnxcore.runtime.registry import kernel
+
+_DOMAIN = "test.onnxcore.limits"
+_SEEN: list[Any] = []
+
+
+@kernel("SeeLimits", 1, domain=_DOMAIN)
+def _see_limits(x: np.ndarray) -> np.ndarray:
+    _SEEN.append(active_limits())
+    return x
+
+
+def _vi(name: str, elem: int, rank: int) -> Any:
+    return h.make_tensor_value_info(name, elem, [f"{name}{i}" for i in range(rank)])
+
+
+def _model(node: Any, inputs: list[Any], rank: int, opset: int = 19) -> bytes:
+    g = h.make_graph([node], "g", inputs, [_vi("y", TP.FLOAT, rank)])
+    imports = [h.make_opsetid("", opset), h.make_opsetid(_DOMAIN, 1)]
+    return h.make_model(g, opset_imports=imports, ir_version=9).SerializeToString()
+
+
+def _f(*shape: int) -> np.ndarray:
+    return np.ones(shape, np.float32)
+
+
+# (operator, model, feeds that ask for about 10^6 elements): under a 10^5 limit each is refused; under the
+# defaults each runs.
+CASES: dict[str, tuple[bytes, dict[str, np.ndarray]]] = {
+    "ConstantOfShape": (
+        _model(h.make_node("ConstantOfShape", ["s"], ["y"]), [_vi("s", TP.INT64, 1)], 2),
+        {"s": np.array([1000, 1000])},
+    ),
+    "Resize": (
+        _model(
+            h.make_node("Resize", ["x", "", "sc"], ["y"]),
+            [_vi("x", TP.FLOAT, 4), _vi("sc", TP.FLOAT, 1)],
+            4,
+        ),
+        {"x": _f(1, 1, 4, 4), "sc": np.array([1, 1, 250, 250], np.float32)},
+    ),
+    "Upsample": (
+        _model(h.make_node("Upsample", ["x", "sc"], ["y"]), [_vi("x", TP.FLOAT, 4), _vi("sc", TP.FLOAT, 1)], 4, 9),
+        {"x": _f(1, 1, 4, 4), "sc": np.array([1, 1, 250, 250], np.float32)},
+    ),
+    "ConvTranspose": (
+        _model(
+            h.make_node("ConvTranspose", ["x", "w"], ["y"], strides=[300, 300]),
+            [_vi("x", TP.FLOAT, 4), _vi("w", TP.FLOAT, 4)],
+            4,
+        ),
+        {"x": _f(1, 1, 4, 4), "w": _f(1, 1, 3, 3)},
+    ),
+    "Conv": (
+        _model(
+            h.make_node("Conv", ["x", "w"], ["y"], pads=[500, 500, 500, 500]),
+            [_vi("x", TP.FLOAT, 4), _vi("w", TP.FLOAT, 4)],
+            4,
+        ),
+        {"x": _f(1, 1, 4, 4), "w": _f(1, 1, 3, 3)},
+    ),
+    "AveragePool": (
+        _model(
+            h.make_node("AveragePool", ["x"], ["y"], kernel_shape=[3, 3], pads=[500, 500, 500, 500]),
+            [_vi("x", TP.FLOAT, 4)],
+            4,
+        ),
+        {"x": _f(1, 1, 4, 4)},
+    ),
+    "MaxUnpool": (
+        _model(
+            h.make_node("MaxUnpool", ["x", "i", "s"], ["y"], kernel_shape=[2, 2]),
+            [_vi("x", TP.FLOAT, 4), _vi("i", TP.INT64, 4), _vi("s", TP.INT64, 1)],
+            4,
+        ),
+        {"x": _f(1, 1, 2, 2), "i": np.zeros((1, 1, 2, 2), np.int64), "s": np.array([1, 1, 1000, 1000])},
+    ),
+    "RoiAlign": (
+        _model(
+            h.make_node("RoiAlign", ["x", "r", "b"], ["y"], output_height=1000, output_width=1000),
+            [_vi("x", TP.FLOAT, 4), _vi("r", TP.FLOAT, 2), _vi("b", TP.INT64, 1)],
+            4,
+        ),
+        {"x": _f(1, 1, 4, 4), "r": np.array([[0, 0, 3, 3]], np.float32), "b": np.zeros(1, np.int64)},
+    ),
+    "MaxRoiPool": (
+        _model(
+            h.make_node("MaxRoiPool", ["x", "r"], ["y"], pooled_shape=[1000, 1000]),
+            [_vi("x", TP.FLOAT, 4), _vi("r", TP.FLOAT, 2)],
+            4,
+        ),
+        {"x": _f(1, 1, 4, 4), "r": np.array([[0, 0, 0, 3, 3]], np.float32)},
+    ),
+    "AffineGrid": (
+        _model(
+            h.make_node("AffineGrid", ["t", "s"], ["y"]),
+            [_vi("t", TP.FLOAT, 3), _vi("s", TP.INT64, 1)],
+            4,
+            20,
+        ),
+        {"t": np.array([[[1, 0, 0], [0, 1, 0]]], np.float32), "s": np.array([1, 1, 700, 700])},
+    ),
+    "Col2Im": (
+        _model(
+            h.make_node("Col2Im", ["x", "img", "blk"], ["y"], strides=[998, 998]),
+            [_vi("x", TP.FLOAT, 3), _vi("img", TP.INT64, 1), _vi("blk", TP.INT64, 1)],
+            4,
+        ),
+        {"x": _f(1, 4, 4), "img": np.array([1000, 1000]), "blk": np.array([2, 2])},
+    ),
+}
+
+STRICT = dataclasses.replace(DEFAULT_LIMITS, max_tensor_elements=100_000)
+
+
+@pytest.mark.parametrize("op", sorted(CASES))
+def test_a_data_sized_tensor_is_refused_under_the_session_limits(op: str) -> None:
+    model, feeds = CASES[op]
+    with pytest.raises(onnxcore.LimitError, match=r"node 0 \(" + op + r".*exceeds the limit of 100000 elements"):
+        onnxcore.Session(model, limits=STRICT).run(None, feeds)
+    (y,) = onnxcore.Session(model).run(None, feeds)  # the defaults admit it
+    assert y.size > 100_000
+
+
+def test_constant_folding_runs_under_the_session_limits() -> None:
+    """A ConstantOfShape of a constant shape is folded when the session is made; under strict limits the
+    fold is refused, and the refusal surfaces when the node runs."""
+    shape = h.make_tensor("s", TP.INT64, [2], [1000, 1000])
+    g = h.make_graph([h.make_node("ConstantOfShape", ["s"], ["y"])], "g", [], [_vi("y", TP.FLOAT, 2)], [shape])
+    model = h.make_model(g, opset_imports=[h.make_opsetid("", 19)], ir_version=9).SerializeToString()
+    session = onnxcore.Session(model, limits=STRICT)
+    with pytest.raises(onnxcore.LimitError, match="ConstantOfShape"):
+        session.run(None, {})
+    assert onnxcore.Session(model).run(None, {})[0].shape == (1000, 1000)
+
+
+def test_kernels_see_the_limits_of_the_session_that_runs_them() -> None:
+    g = h.make_graph(
+        [h.make_node("SeeLimits", ["x"], ["y"], domain=_DOMAIN)], "g", [_vi("x", TP.FLOAT, 1)], [_vi("y", TP.FLOAT, 1)]
+    )
+    model = h.make_model(g, opset_imports=[h.make_opsetid("", 19), h.make_opsetid(_DOMAIN, 1)], ir_version=9)
+    data = model.SerializeToString()
+    strict, default = onnxcore.Session(data, limits=STRICT), onnxcore.Session(data)
+    _SEEN.clear()
+    strict.run(None, {"x": _f(2)})
+    default.run(None, {"x": _f(2)})
+    strict.profile({"x": _f(2)}, repeat=1)
+    assert _SEEN[:2] == [STRICT, DEFAULT_LIMITS] and all(s is STRICT for s in _SEEN[2:])
+    assert active_limits() is DEFAULT_LIMITS  # restored after each run
+    with limits_in_effect(STRICT):
+        assert active_limits() is STRICT
+        default.run(None, {"x": _f(2)})  # a session's own limits win inside its run
+        assert _SEEN[-1] is DEFAULT_LIMITS and active_limits() is STRICT
+    assert active_limits() is DEFAULT_LIMITS
+
+
+def test_a_limit_inside_a_subgraph_names_both_nodes() -> None:
+    body = h.make_graph(
+        [h.make_node("ConstantOfShape", ["s"], ["z"], name="inner")], "then", [], [_vi("z", TP.FLOAT, 2)]
+    )
+    g = h.make_graph(
+        [h.make_node("If", ["c"], ["y"], name="outer", then_branch=body, else_branch=body)],
+        "g",
+        [_vi("c", TP.BOOL, 0), _vi("s", TP.INT64, 1)],
+        [_vi("y", TP.FLOAT, 2)],
+    )
+    model = h.make_model(g, opset_imports=[h.make_opsetid("", 19)], ir_version=9).SerializeToString()
+    with pytest.raises(onnxcore.LimitError) as info:
+        onnxcore.Session(model, limits=STRICT).run(None, {"c": np.array(True), "s": np.array([1000, 1000])})
+    msg = str(info.value)
+    assert msg.index("'outer'") < msg.index("'inner'") < msg.index("exceeds the limit")
