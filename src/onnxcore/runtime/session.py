@@ -237,7 +237,10 @@ class Session:
                 ``(index, op_type, name)``; ``intermediates=True`` runs every node as written. A
                 failure inside a subgraph or a function body is chained the same way, innermost
                 last.
-            LimitError: a limit was exceeded while evaluating (loop iterations, for instance).
+            LimitError: a limit of the session's ``Limits`` was exceeded while evaluating (loop
+                iterations, or a tensor a kernel sizes from data or attributes: ConstantOfShape,
+                Expand, Resize, Conv padding, ...), checked before anything is allocated; the
+                message names the node.
         """
         # IEEE 754 results such as log(0) = -inf or 0/0 = NaN are results here, not events to warn about
         # (Clause 11.2); numpy's warnings are silenced once per run rather than in every kernel. Kernels that
