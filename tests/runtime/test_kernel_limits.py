@@ -189,3 +189,34 @@ def test_a_limit_inside_a_subgraph_names_both_nodes() -> None:
         onnxcore.Session(model, limits=STRICT).run(None, {"c": np.array(True), "s": np.array([1000, 1000])})
     msg = str(info.value)
     assert msg.index("'outer'") < msg.index("'inner'") < msg.index("exceeds the limit")
+
+
+def _broadcast_model(nodes: list[Any], inputs: list[Any], inits: list[Any] | None = None) -> bytes:
+    g = h.make_graph(nodes, "g", inputs, [_vi("y", TP.FLOAT, 2)], inits or [])
+    return h.make_model(g, opset_imports=[h.make_opsetid("", 19)], ir_version=9).SerializeToString()
+
+
+@pytest.mark.parametrize("op", ["Add", "Mul", "Sum", "Max", "Where", "chain"])
+def test_a_broadcast_that_multiplies_extents_is_refused(op: str) -> None:
+    """(1000, 1) with (1, 1000): two inputs of 1000 elements broadcast to 10^6."""
+    col, row = _f(1000, 1), _f(1, 1000)
+    if op == "Where":
+        nodes = [h.make_node("Where", ["c", "a", "b"], ["y"])]
+        inputs = [_vi("c", TP.BOOL, 2), _vi("a", TP.FLOAT, 2), _vi("b", TP.FLOAT, 2)]
+        feeds: dict[str, np.ndarray] = {"c": np.ones((1000, 1), bool), "a": col, "b": row}
+        inits = None
+    elif op == "chain":  # Mul then Add by constants: one fused step
+        nodes = [h.make_node("Mul", ["a", "k"], ["t"]), h.make_node("Add", ["t", "k"], ["y"])]
+        inputs, feeds = [_vi("a", TP.FLOAT, 2)], {"a": col}
+        inits = [h.make_tensor("k", TP.FLOAT, [1, 1000], row.ravel())]
+    else:
+        nodes = [h.make_node(op, ["a", "b"], ["y"])]
+        inputs, feeds, inits = [_vi("a", TP.FLOAT, 2), _vi("b", TP.FLOAT, 2)], {"a": col, "b": row}, None
+    model = _broadcast_model(nodes, inputs, inits)
+    with pytest.raises(onnxcore.LimitError, match="exceeds the limit of 100000 elements"):
+        onnxcore.Session(model, limits=STRICT).run(None, feeds)
+    assert onnxcore.Session(model).run(None, feeds)[0].shape == (1000, 1000)
+    # Inputs of equal shapes (10^5 elements each, at the limit) do not grow: admitted.
+    same = {k: np.ones((1000, 100), v.dtype) for k, v in feeds.items()}
+    if op != "chain":
+        assert onnxcore.Session(model, limits=STRICT).run(None, same)[0].shape == (1000, 100)

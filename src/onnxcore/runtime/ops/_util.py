@@ -19,6 +19,7 @@ from onnxcore.errors import EvaluationError, LimitError, ShapeError
 from onnxcore.limits import active_limits
 
 __all__ = [
+    "check_broadcast_size",
     "check_elements",
     "BLAS_SUM_MIN",
     "consecutive_blocks",
@@ -61,6 +62,24 @@ def check_elements(shape: tuple[int, ...] | list[int], what: str) -> None:
     limit = active_limits().max_tensor_elements
     if limit is not None and math.prod(shape) > limit:
         raise LimitError(f"{what}: shape {tuple(shape)} exceeds the limit of {limit} elements (Clause 15.4)")
+
+
+def check_broadcast_size(arrays: Sequence[np.ndarray], what: str) -> None:
+    """Refuse a broadcast whose result would exceed the element limit (:func:`check_elements`).
+
+    Broadcasting multiplies extents: a ``(100000, 1)`` and a ``(1, 100000)`` constant of 400 kB each make
+    10^10 elements. The result cannot hold more elements than the product of the inputs' sizes, so the exact
+    extents are worked out only when that product is over the limit: the common case costs a multiplication.
+    """
+    limit = active_limits().max_tensor_elements
+    if limit is None or math.prod(a.size for a in arrays) <= limit:
+        return
+    rank = max(a.ndim for a in arrays)
+    shape = []
+    for k in range(rank):
+        dims = [a.shape[a.ndim - rank + k] for a in arrays if a.ndim - rank + k >= 0]
+        shape.append(0 if 0 in dims else max(dims))
+    check_elements(shape, what)
 
 
 # ---------------------------------------------------------------------------------------------

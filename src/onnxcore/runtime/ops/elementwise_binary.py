@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from onnxcore.errors import EvaluationError, ShapeError
-from onnxcore.runtime.ops._util import from_compute, legacy_broadcast
+from onnxcore.runtime.ops._util import check_broadcast_size, from_compute, legacy_broadcast
 from onnxcore.runtime.registry import kernel
 
 __all__: list[str] = []
@@ -127,6 +127,8 @@ def _register_binary(
     (opset 1/6) take ``broadcast``/``axis`` (and ``consumed_inputs`` at opset 1 when ``consumed``)."""
 
     def k(A: Array, B: Array) -> Array:
+        if A.shape != B.shape:
+            check_broadcast_size((A, B), op)
         return fn(A, B)
 
     k.__name__ = k.__qualname__ = op.lower()
@@ -304,6 +306,7 @@ def bitshift(X: Array, Y: Array, *, direction: str) -> Array:
 @kernel("Where", 9, 16)
 def where(condition: Array, X: Array, Y: Array) -> Array:
     """Where-9/16: elements of X where condition, else of Y (multidirectional broadcasting)."""
+    check_broadcast_size((condition, X, Y), "Where")
     try:
         r = np.where(condition, X, Y)
     except ValueError:
@@ -327,6 +330,8 @@ def _variadic(op: str, arrays: tuple[Array, ...], uf: np.ufunc, same_shape: bool
                 raise ShapeError(
                     f"{op} before opset 8: inputs must have one shape, got {arrays[0].shape} and {a.shape}"
                 )
+    if not same_shape:
+        check_broadcast_size(arrays, op)
     xs = [a.astype(np.float32) for a in arrays] if narrow else list(arrays)
     try:
         if len(xs) == 1:

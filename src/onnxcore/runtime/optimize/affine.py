@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from onnxcore.runtime.ops._util import check_elements
 from onnxcore.runtime.optimize._common import fused_with, is_relu, per_channel_values, use_counts
 
 if TYPE_CHECKING:
@@ -53,6 +54,8 @@ class AffineChain:
         assert composed is not None
         a, b = composed
         y_shape = np.broadcast_shapes(shape, a.shape)
+        # The constants may broadcast the input to a larger result: refused as the unfused Mul/Add would be.
+        check_elements(list(np.broadcast_shapes(y_shape, b.shape)), "Mul/Add chain")
         # No Mul and no BatchNormalization: A is 1 and the chain is one addition.
         a_out = None if a.shape == () and a == 1 else a.astype(dtype)
         found = (a_out, b.astype(dtype), y_shape == np.broadcast_shapes(y_shape, b.shape))
