@@ -103,6 +103,9 @@ def _validate(model: ModelProto, limits: Limits, base_dir: Path | None) -> None:
 class Session:
     """Evaluates one model.
 
+    A session may be run from several threads at once: each run has its own values, kernels keep their
+    temporaries in per-thread buffers, and the caches a plan keeps per input shape are replaced whole.
+
     Args:
         model_or_path: A ``ModelProto``, the model's octets, a path to a model file, or any
             object with ``SerializeToString()`` (such as ``onnx.ModelProto``).

@@ -25,7 +25,7 @@ class AffineChain:
     dtype runs the original kernels one after the other.
     """
 
-    __slots__ = ("_cache", "_dtype", "_last", "_shape", "bn", "fallback", "ops", "relu")
+    __slots__ = ("_cache", "_last", "bn", "fallback", "ops", "relu")
 
     def __init__(
         self,
@@ -40,9 +40,15 @@ class AffineChain:
         # (call, arguments with None standing for the running value, attributes) per original node.
         self.fallback = fallback
         self._cache: dict[tuple[tuple[int, ...], str], tuple[np.ndarray | None, np.ndarray, bool]] = {}
-        self._shape: tuple[int, ...] | None = None
-        self._dtype: np.dtype[Any] | None = None
-        self._last: tuple[np.ndarray | None, np.ndarray, bool] = (None, np.zeros(()), True)
+        # (shape, dtype, A, B, in place) of the previous run, replaced as one tuple: a session run from several
+        # threads never pairs one shape with another's coefficients.
+        self._last: tuple[tuple[int, ...], np.dtype[Any] | None, np.ndarray | None, np.ndarray, bool] = (
+            (),
+            None,
+            None,
+            np.zeros(()),
+            True,
+        )
 
     def _coefficients(self, shape: tuple[int, ...], dtype: np.dtype[Any]) -> tuple[np.ndarray | None, np.ndarray, bool]:
         """``A`` (None when 1), ``B`` for inputs of this shape and dtype, and whether ``B`` can be added in place."""
@@ -66,8 +72,9 @@ class AffineChain:
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         # The shape and dtype of the previous run are checked first: on tiny tensors the lookup is the cost.
-        if x.shape == self._shape and x.dtype == self._dtype:
-            a, b, in_place = self._last
+        last = self._last
+        if x.shape == last[0] and x.dtype == last[1]:
+            a, b, in_place = last[2], last[3], last[4]
         elif x.dtype not in (np.float32, np.float64) or (self.bn is not None and x.ndim < 2):
             value = x
             for call, args, kw in self.fallback:
@@ -75,8 +82,8 @@ class AffineChain:
                 value = out[0] if type(out) is tuple else out
             return value
         else:
-            a, b, in_place = self._last = self._coefficients(x.shape, x.dtype)
-            self._shape, self._dtype = x.shape, x.dtype
+            a, b, in_place = self._coefficients(x.shape, x.dtype)
+            self._last = (x.shape, x.dtype, a, b, in_place)
         if a is None:
             y = np.add(x, b)
         else:
