@@ -96,8 +96,9 @@ def with_random_weights(path: Path, *, seed: int = 0) -> Any:
     The shipped models build every weight with ``ConstantOfShape`` of 0.02, so each class gets the
     same logit and the output is the uniform distribution whatever happens inside: comparing it
     proves the shapes only. Here each such constant becomes an initializer drawn for its role:
-    He-scaled zero-mean weights for Conv and Gemm (activations keep their scale through 100+
-    layers), gains and variances in [0.5, 1.5], biases and means N(0, 0.1).
+    He-scaled zero-mean weights for Conv and Gemm, gains and variances in [0.5, 1.5], biases and
+    means N(0, 0.1); then the classifier is scaled so the output is neither one-hot nor uniform
+    (:func:`_calibrate_classifier`).
     """
     import numpy as np
     import onnx

@@ -282,7 +282,6 @@ class Session:
             raise InputError(f"profile: repeat must be at least 1, got {repeat}")
         self.run(output_names, feeds)
         total: list[float] = []
-        plan = self._plan
         for _ in range(repeat):
             with limits_in_effect(self._limits), np.errstate(all="ignore"):
                 plan, vals = self._prepare(output_names, feeds, False)
