@@ -57,7 +57,7 @@ def check_elements(shape: tuple[int, ...] | list[int], what: str) -> None:
     as the system killing the process once an over-committed allocation is written). The limit is
     ``max_tensor_elements`` of the session's :class:`onnxcore.Limits` (:func:`active_limits`).
     """
-    if any(d < 0 for d in shape):
+    if min(shape, default=0) < 0:
         raise EvaluationError(f"{what}: negative extent in shape {tuple(shape)}")
     limit = active_limits().max_tensor_elements
     if limit is not None and math.prod(shape) > limit:

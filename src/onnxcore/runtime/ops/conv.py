@@ -434,17 +434,18 @@ def _conv_geometry(
     dilations: Any,
     pads: Any,
     auto_pad: str,
-) -> tuple[list[int], list[int], list[int], list[int], list[int]]:
-    """Checked strides, dilations, pads and output extents of a Conv: the same for every run of a
-    node, so they are computed once per shape (a model's Conv calls cost tens of microseconds each
-    otherwise)."""
+) -> tuple[list[int], list[int], list[int], list[int], list[int], list[int], list[int]]:
+    """Checked strides, dilations, pads and output extents of a Conv, and the shapes of its padded input
+    and output: the same for every run of a node, so they are computed once per shape (a model's Conv
+    calls cost tens of microseconds each otherwise)."""
     _shapes_check(x_shape, w_shape, group, kernel_shape, transpose=False)
     nd = len(x_shape) - 2
     kernel = list(w_shape[2:])
     st = spatial_attr(strides, nd, 1, "strides")
     dil = spatial_attr(dilations, nd, 1, "dilations")
     pb, pe, out = conv_pads(x_shape[2:], kernel, st, dil, pads, auto_pad)
-    return st, dil, pb, pe, out
+    padded = [*x_shape[:2], *(s + b + e for s, b, e in zip(x_shape[2:], pb, pe))]
+    return st, dil, pb, pe, out, padded, [x_shape[0], w_shape[0], *out]
 
 
 def conv_geometry(
@@ -464,11 +465,11 @@ def conv_geometry(
         LimitError: the padded input or the output would exceed the element limit (pads are attributes of an
             untrusted model; checked here, outside the cache, against the limits in effect).
     """
-    st, dil, pb, pe, out = _conv_geometry(
+    st, dil, pb, pe, out, padded, y_shape = _conv_geometry(
         x_shape, w_shape, group, _key(kernel_shape), _key(strides), _key(dilations), _key(pads), auto_pad
     )
-    check_elements([*x_shape[:2], *(s + b + e for s, b, e in zip(x_shape[2:], pb, pe))], "Conv (padded input)")
-    check_elements([x_shape[0], w_shape[0], *out], "Conv")
+    check_elements(padded, "Conv (padded input)")
+    check_elements(y_shape, "Conv")
     return st, dil, pb, pe, out
 
 
