@@ -17,7 +17,13 @@ from onnx import helper as h
 
 import onnxcore
 from onnxcore.runtime.ops import _winograd
-from onnxcore.runtime.ops._winograd import WinogradConv, toom_cook, transformed_weights, winograd_conv
+from onnxcore.runtime.ops._winograd import (
+    WinogradConv,
+    small_image_conv,
+    toom_cook,
+    transformed_weights,
+    winograd_conv,
+)
 from onnxcore.runtime.ops.conv import conv, conv_geometry
 from onnxcore.runtime.optimize import InPlaceRelu
 
@@ -105,11 +111,45 @@ def test_the_kernel_takes_winograd_only_where_it_applies(monkeypatch: pytest.Mon
         (x.astype(np.float64), w.astype(np.float64), {"pads": [1, 1, 1, 1]}),
         (x[:, :32], w[:, :32], {"pads": [1, 1, 1, 1]}),  # 32 input channels
         (x, w[:8], {"pads": [1, 1, 1, 1]}),  # 8 output channels
-        (x[:, :, :20, :20], w, {}),  # 5 x 5 = 25 output blocks
     ]
     for xi, wi, kw in cases:
         np.testing.assert_array_equal(kernel(xi, wi, **kw), conv(xi, wi, **kw))
     assert taken == [1]
+
+
+@pytest.mark.parametrize(
+    ("n", "hw", "kw"),
+    [
+        (1, (7, 7), {"pads": [1, 1, 1, 1]}),  # DenseNet's and ResNet's last stage
+        (1, (14, 14), {"pads": [1, 1, 1, 1]}),  # 16 blocks
+        (2, (14, 14), {"pads": [1, 1, 1, 1]}),  # 32 blocks over two images
+        (1, (20, 20), {}),  # unpadded: 18 x 18 outputs, 25 blocks
+        (1, (5, 9), {"pads": [0, 2, 1, 0]}),  # asymmetric pads, not square
+        (1, (6, 6), {"auto_pad": "SAME_UPPER"}),
+        (3, (1, 1), {"pads": [1, 1, 1, 1]}),  # one pixel: only the kernel's centre meets data
+    ],
+)
+@pytest.mark.parametrize("bias", [False, True])
+def test_few_blocks_take_the_channels_last_direct_product(
+    n: int, hw: tuple[int, int], kw: dict[str, object], bias: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Layers with too few blocks for Winograd run the direct product on a channels-last im2col
+    (small_image_conv): the float32 result of the direct convolution, summed in another order."""
+    taken: list[int] = []
+    monkeypatch.setattr(_winograd, "small_image_conv", lambda *a: taken.append(1) or small_image_conv(*a))
+    monkeypatch.setattr(_winograd, "winograd_conv", lambda *a, **k: pytest.fail("Winograd taken"))
+    rng = np.random.default_rng(9)
+    w = rng.standard_normal((24, 64, 3, 3)).astype(np.float32)
+    x = rng.standard_normal((n, 64, *hw)).astype(np.float32)
+    b = rng.standard_normal(24).astype(np.float32) if bias else None
+    kernel = WinogradConv(conv)
+    for _ in range(2):  # the rearranged weights are kept from the first call
+        y = kernel(x, w, b, **kw)
+        ref = _direct64(x, w, b, **kw)
+        assert y.dtype == np.float32 and y.shape == ref.shape
+        assert np.abs(y - ref).max() <= 1e-5 * max(1.0, np.abs(ref).max())
+        np.testing.assert_allclose(y, conv(x, w, b, **kw), rtol=1e-4, atol=1e-4)
+    assert taken == [1, 1] and list(kernel._u) == ["small"]
 
 
 def test_the_layout_follows_the_input_size(monkeypatch: pytest.MonkeyPatch) -> None:
