@@ -7,6 +7,9 @@ Two models are generated into a temporary directory:
 * a weights-heavy model (one large initializer, 256 MiB by default, ``--weights-mib`` to change):
   ``check`` reads no weight byte, so it should take a small fraction of onnx's checker.
 
+Shape inference (Clause 9) is timed against ``onnx.shape_inference.infer_shapes`` on the chain and on three
+models of the light zoo (from the onnx wheel).
+
 Each measurement is the best of ``--repeat`` runs, onnx and onnxcore interleaved, because the
 machine is shared and timings are noisy; the ratio is what is reported.
 """
@@ -66,6 +69,13 @@ def build_weights(path: Path, mib: int) -> None:
     save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)]), str(path))
 
 
+def _light(name: str) -> Path | None:
+    import onnx
+
+    p = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light" / f"light_{name}.onnx"
+    return p if p.exists() else None
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--nodes", type=int, default=50_000)
@@ -96,6 +106,21 @@ def main() -> None:
         print(
             f"  against onnx.checker(path): {t_onnx_path:.3f} s; onnxcore.check(path) ratio {t_path / t_onnx_path:.2f}"
         )
+
+        from onnxcore.infer import infer_shapes
+
+        t_onnx_si = _best(lambda: onnx.shape_inference.infer_shapes(onnx_model), args.repeat)
+        t_ours_si = _best(lambda: infer_shapes(ours), args.repeat)
+        print(f"  shape inference: onnx.shape_inference.infer_shapes {t_onnx_si:.3f} s")
+        print(f"  onnxcore.infer.infer_shapes       {t_ours_si:.3f} s  ratio {t_ours_si / t_onnx_si:.2f}")
+        for name in ("resnet50", "inception_v2", "vgg19"):
+            light = _light(name)
+            if light is None:
+                continue
+            theirs, mine = onnx.load(str(light), load_external_data=False), onnxcore.load(light)
+            t_a = _best(lambda theirs=theirs: onnx.shape_inference.infer_shapes(theirs), args.repeat)
+            t_b = _best(lambda mine=mine: infer_shapes(mine), args.repeat)
+            print(f"  light {name}: onnx {t_a * 1e3:.1f} ms, onnxcore {t_b * 1e3:.1f} ms, ratio {t_b / t_a:.2f}")
 
         heavy = Path(tmp) / "weights.onnx"
         build_weights(heavy, args.weights_mib)

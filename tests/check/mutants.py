@@ -674,6 +674,20 @@ MUTANTS: list[Mutant] = [
         "y declared [2,3] and [2,4]",
     ),
     Mutant(
+        "E-SHAPE-MISMATCH",
+        "9.4",
+        'graph/node[1] "leaky"/output[0]',
+        mut("base", lambda m: setattr(m.graph.output[0], "type", _tensor_vi("y", T.FLOAT, [2, 4]).type)),
+        "output declared [2,4], inferred [2,3]",
+    ),
+    Mutant(
+        "E-SHAPE-INCOMPATIBLE",
+        "10.3",
+        'graph/node[0] "add"',
+        mut("base", lambda m: setattr(m.graph.input[0], "type", _tensor_vi("x", T.FLOAT, [2, 4]).type)),
+        "Add of [2,4] and the [2,3] initializer",
+    ),
+    Mutant(
         "E-INIT-TYPE",
         "7.2",
         'graph/initializer[1] "u"',

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import onnxcore
@@ -20,7 +21,8 @@ def _bad_model() -> onnxcore.ModelProto:
     m.graph.name = ""
     m.graph.node[1].op_type = "Upsample"  # deprecated: a warning ...
     m.graph.node[1].attribute = []
-    m.graph.node[1].input.append("w")  # ... with float scales, but wrong rank: not checked here
+    m.graph.node[1].input.append("sc")  # ... with one float scale per axis of its [2, 3] input
+    m.graph.initializer.append(onnxcore.from_array(np.ones(2, np.float32), "sc"))
     return m
 
 

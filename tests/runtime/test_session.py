@@ -406,3 +406,17 @@ def test_profile_reports_a_failing_step_as_run_does() -> None:
     s = onnxcore.Session(_model(nodes, [_vi("x", shape=[2])], [_vi("y", shape=[2])]))
     with pytest.raises(EvaluationError, match="boom"):
         s.profile({"x": np.ones(2, np.float32)})
+
+
+def test_a_scalar_constant_read_from_unaligned_octets_stays_a_scalar() -> None:
+    # The raw_data of this Constant sits at an odd offset of the file, so it is copied once to be aligned;
+    # numpy's ascontiguousarray would have made the scalar one-dimensional (found by shape inference).
+    import corpus
+
+    path = corpus.onnx_data_dir() / "pytorch-converted" / "test_Softsign" / "model.onnx"
+    model = onnxcore.load(path)
+    assert model.graph.node[1].op_type == "Constant" and not model.graph.node[1].attribute[0].t.dims
+    x = np.linspace(-2, 2, 30, dtype=np.float32).reshape(3, 2, 5)
+    (y,), values = onnxcore.Session(model).run(None, {"0": x}, intermediates=True)
+    assert values["2"].shape == ()
+    np.testing.assert_allclose(y, x / (1 + np.abs(x)), rtol=1e-6)

@@ -10,7 +10,7 @@ from onnxcore.check.context import Context, NodeRef
 from onnxcore.check.registry import rule
 from onnxcore.proto.messages import AttributeProto
 
-__all__ = ["inference"]
+__all__ = ["inference", "shape_inference"]
 
 Found = Iterator[tuple[str, str]]
 AT = AttributeProto.AttributeType
@@ -317,6 +317,50 @@ def _formal(formals: tuple[Any, ...], k: int) -> Any:
 )
 def type_mismatch(ctx: Context) -> Found:
     inf = inference(ctx)
+    if inf is None:
+        return
+    for m in inf.mismatches:
+        yield m.location, m.message
+
+
+# ---- shapes (Clause 10.3, 9.4), from onnxcore.infer.shapes ------------------------------------------
+
+
+def shape_inference(ctx: Context) -> Any:
+    """The shape inference of the model (computed once), or None when it cannot be run (see :func:`inference`)."""
+    if "shapes" in ctx.cache:
+        return ctx.cache["shapes"]
+    result = None
+    if inference(ctx) is not None:
+        from onnxcore.infer.shapes import infer_shapes
+
+        result = infer_shapes(ctx.model)
+    ctx.cache["shapes"] = result
+    return result
+
+
+@rule(
+    "E-SHAPE-INCOMPATIBLE",
+    "10.3",
+    "a node whose statically known input extents contradict its operator definition",
+    full_only=True,
+)
+def shape_incompatible(ctx: Context) -> Found:
+    inf = shape_inference(ctx)
+    if inf is None:
+        return
+    for s in inf.incompatibilities:
+        yield s.location, f"{s.op_type}: {s.message}"
+
+
+@rule(
+    "E-SHAPE-MISMATCH",
+    "9.4",
+    "an inferred shape that contradicts the shape declared for the same value (10.3)",
+    full_only=True,
+)
+def shape_mismatch(ctx: Context) -> Found:
+    inf = shape_inference(ctx)
     if inf is None:
         return
     for m in inf.mismatches:

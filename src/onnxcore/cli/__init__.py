@@ -57,6 +57,12 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("--external-data", action="store_true", help="move large tensors to a data file beside OUT")
     v.add_argument("--inline", action="store_true", help="bring external contents into the model file")
     v.add_argument("--canonical", action="store_true", help="write the canonical form (docs/canonical.md)")
+    v.add_argument(
+        "--infer-shapes",
+        action="store_true",
+        help="state the inferred type and shape of each intermediate value (value_info) and the shape of each "
+        "output declared without one (Clause 9)",
+    )
 
     k = sub.add_parser("conformance", help="run a test package laid out as the ONNX 1-3 vectors (Clause 4, 11)")
     k.add_argument("directory", help="the test package (cases with model.onnx and test_data_set_N/)")

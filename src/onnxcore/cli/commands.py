@@ -183,6 +183,10 @@ def cmd_convert(args: argparse.Namespace) -> int:
         model = onnxcore.load(args.model)
         if args.inline:
             model = onnxcore.internalize(model)
+        if args.infer_shapes:
+            from onnxcore.infer import annotate
+
+            model = annotate(model)
         onnxcore.save(model, args.out, external_data=bool(args.external_data), canonical=bool(args.canonical))
     except (OSError, OnnxCoreError) as e:
         print(f"error: {e}", file=sys.stderr)

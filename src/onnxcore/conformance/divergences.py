@@ -11,6 +11,29 @@ __all__ = ["DIVERGENCES"]
 # (clause, gap or inconsistency, position taken)
 DIVERGENCES: tuple[tuple[str, str, str], ...] = (
     (
+        "10.3, 9",
+        "How far shape checking is obliged to go is left to be decided together with Clause 9 (editorial note).",
+        "Shapes are inferred (onnxcore.infer.infer_shapes) and two contradictions are errors: a node whose fixed "
+        "input extents contradict its definition (E-SHAPE-INCOMPATIBLE) and an inferred fixed extent or rank that "
+        "contradicts a declared one (E-SHAPE-MISMATCH). Unknown extents and dimension variables are checked "
+        "against nothing.",
+    ),
+    (
+        "7.2, 9",
+        "An initializer that is also a graph input is a default the caller may override, so its value is not "
+        "entailed; yet before IR version 4 every initializer had to be declared an input, constants included.",
+        "Shape inference uses the value of such an initializer (a Reshape's shape, say) only in models before IR "
+        "version 4; from IR 4 on only its declared type and shape count.",
+    ),
+    (
+        "6.6.4, 9.4",
+        "A dimension variable is 'not known to be equal to 1', so a shape holding one is not broadcastable by the "
+        "letter of 6.6.4, while 9.4 forbids treating what inference cannot decide as a failure.",
+        "Broadcasting a variable against a fixed extent k is not an error and gives k (the only extent an evaluation "
+        "can produce); against another variable or an unknown extent it gives unknown. A variable is never "
+        "concluded equal to an integer or to another variable (9.3).",
+    ),
+    (
         "12.8",
         "No canonical serialization is defined.",
         "onnxcore defines one (docs/canonical.md): the ordinary writer's output with unknown fields sorted by tag; "

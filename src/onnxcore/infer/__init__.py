@@ -1,4 +1,9 @@
-"""Type inference, types only (Clause 9), across a model's graph, its subgraphs and its functions.
+"""Type and shape inference (Clause 9), across a model's graph, its subgraphs and its functions.
+
+Shapes: ``infer_shapes(model) -> ShapeInference`` (:mod:`onnxcore.infer.shapes`) gives the shape of every
+tensor value it can tell, with the contradictions it finds; ``annotate(model)`` returns the model with a
+``value_info`` entry (type and shape) for each intermediate value whose type is known. What follows is the
+contract of the type inference.
 
 Contract (for the validator and the runtime)
 --------------------------------------------
@@ -48,17 +53,23 @@ from onnxcore.infer.engine import (
     run,
 )
 from onnxcore.infer.rules import bind_inputs, formal_at
+from onnxcore.infer.shapes import ShapeIncompatibility, ShapeInference, ShapeMismatch, annotate, infer_shapes
 from onnxcore.proto.messages import ModelProto, TypeProto
 from onnxcore.types.typestr import parse_type_string, type_string
 
 __all__ = [
+    "annotate",
     "Inference",
+    "ShapeIncompatibility",
+    "ShapeInference",
+    "ShapeMismatch",
     "NodeTypes",
     "TypeMismatch",
     "bind_inputs",
     "formal_at",
     "function_location",
     "infer",
+    "infer_shapes",
     "infer_types",
     "node_location",
     "parse_type_string",

@@ -108,7 +108,7 @@ def constant_array(a: Any) -> Any:
     """
     if isinstance(a, np.ndarray):
         if not a.flags.aligned or not a.flags.c_contiguous:
-            a = np.ascontiguousarray(a).copy()
+            a = a.copy(order="C")  # not ascontiguousarray, which makes a scalar one-dimensional
         try:
             a.flags.writeable = False
         except ValueError:

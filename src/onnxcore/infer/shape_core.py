@@ -1,0 +1,301 @@
+"""What a shape rule sees and the arithmetic it shares (Clause 9, shapes).
+
+A shape is a tuple of extents: an ``int`` (fixed), a ``str`` (a dimension variable, Clause 6.5.2) or
+``None`` (unknown); a value whose rank is unknown has the shape ``None``. One rule per operator (all its
+versions; ``ctx.since`` tells which definition the node binds to) is registered with :func:`shape_rule`
+and returns one shape per output (``None`` where it cannot tell, Clause 9.4). A rule that finds two
+statically known extents contradicting the definition calls ``ctx.fail(...)``: that is a finding under
+Clause 10.3 (the position taken on its editorial note: a mismatch between two fixed extents is an
+error; unknown extents and dimension variables are checked against nothing).
+
+Clause 9.3 is kept: a dimension variable propagates only where an output extent equals an input extent;
+no two distinct variables are concluded equal, no variable is concluded to be a particular integer,
+and no arithmetic is done on variables (``5 + N`` is unknown).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
+
+import numpy as np
+
+from onnxcore.proto.messages import AttributeProto, NodeProto
+
+__all__ = [
+    "Extent",
+    "ShapeT",
+    "ShapeIncompatible",
+    "ShapeContext",
+    "SHAPE_RULES",
+    "shape_rule",
+    "broadcast",
+    "unify",
+    "unify_shapes",
+    "norm_axis",
+    "dim_mul",
+    "dim_add",
+    "dim_prod",
+    "same_as_input",
+    "shape_from_input",
+]
+
+Extent = int | str | None
+ShapeT = tuple[Extent, ...]
+Rule = Callable[["ShapeContext"], Sequence[ShapeT | None]]
+
+SHAPE_RULES: dict[tuple[str, str], Rule] = {}
+
+_MISSING = object()
+
+
+def shape_rule(*op_types: str, domain: str = "") -> Callable[[Rule], Rule]:
+    """Register a shape rule for every version of each of ``op_types`` in ``domain`` (explicitly, never by scan).
+
+    The rule returns a sequence with one entry per output it can speak of (a shorter sequence leaves the
+    rest unknown).
+    """
+
+    def deco(fn: Rule) -> Rule:
+        for op in op_types:
+            key = (domain, op)
+            if key in SHAPE_RULES:
+                raise RuntimeError(f"shape rule for {domain or 'ai.onnx'}:{op} registered twice")
+            SHAPE_RULES[key] = fn
+        return fn
+
+    return deco
+
+
+class ShapeIncompatible(Exception):
+    """A node whose statically known extents contradict its operator definition (Clause 10.3)."""
+
+
+class ShapeContext:
+    """One node, as a shape rule sees it.
+
+    Attributes:
+        node: The node.
+        op_type: ``node.op_type``.
+        since: The since_version of the definition the node binds to (Clause 14.4); 0 for a model-local
+            function or an operator without a definition.
+        n_inputs: ``len(node.input)`` (a trailing optional input may be omitted, a middle one left ``""``).
+        n_outputs: ``len(node.output)``.
+    """
+
+    __slots__ = (
+        "_attrs",
+        "_defaults",
+        "_out_values",
+        "_shapes",
+        "_values",
+        "n_inputs",
+        "n_outputs",
+        "node",
+        "op_type",
+        "since",
+    )
+
+    def __init__(
+        self,
+        node: NodeProto,
+        since: int,
+        shapes: Sequence[ShapeT | None],
+        values: Sequence[np.ndarray | None],
+        attrs: dict[str, AttributeProto],
+        defaults: dict[str, AttributeProto] | None,
+    ) -> None:
+        self.node = node
+        self.op_type = node.op_type
+        self.since = since
+        self.n_inputs = len(node.input)
+        self.n_outputs = len(node.output)
+        self._shapes = shapes
+        self._values = values
+        self._attrs = attrs
+        self._defaults = defaults
+        self._out_values: dict[int, np.ndarray] = {}
+
+    # --- inputs ---------------------------------------------------------------------------------
+
+    def present(self, i: int) -> bool:
+        """Whether input ``i`` is supplied (not omitted, not ``""``)."""
+        return i < self.n_inputs and bool(self.node.input[i])
+
+    def shape(self, i: int) -> ShapeT | None:
+        """The shape of input ``i``; None when it is absent or its rank is unknown."""
+        return self._shapes[i] if i < len(self._shapes) else None
+
+    def rank(self, i: int) -> int | None:
+        """The rank of input ``i``, or None."""
+        s = self.shape(i)
+        return None if s is None else len(s)
+
+    def value(self, i: int) -> np.ndarray | None:
+        """The value of input ``i`` when it is statically known (an initializer, a Constant, a folded node)."""
+        return self._values[i] if i < len(self._values) else None
+
+    def ints(self, i: int) -> list[int] | None:
+        """The statically known value of input ``i`` as a flat list of ints (integer tensors only)."""
+        v = self.value(i)
+        if v is None or not isinstance(v, np.ndarray) or v.dtype.kind not in "iub":
+            return None
+        return [int(x) for x in v.reshape(-1)]
+
+    # --- attributes -----------------------------------------------------------------------------
+
+    def has_attr(self, name: str) -> bool:
+        """Whether the node sets attribute ``name``."""
+        return name in self._attrs
+
+    def attr(self, name: str, default: Any = _MISSING) -> Any:
+        """Attribute ``name`` in Python form (int, float, str, list, ``np.ndarray``, ``GraphProto``).
+
+        When the node does not set it: ``default`` if given, else the definition's default, else None.
+        """
+        a = self._attrs.get(name)
+        if a is None:
+            if default is not _MISSING:
+                return default
+            if self._defaults is None:
+                return None
+            a = self._defaults.get(name)
+            if a is None:
+                return None
+        return _attr_value(a)
+
+    # --- outputs --------------------------------------------------------------------------------
+
+    def set_value(self, k: int, value: np.ndarray) -> None:
+        """Record the statically known value of output ``k`` (e.g. ``Shape`` of a fixed shape)."""
+        self._out_values[k] = value
+
+    def fail(self, message: str) -> NoReturn:
+        """Report that statically known extents contradict the operator definition (Clause 10.3)."""
+        raise ShapeIncompatible(message)
+
+
+def _attr_value(a: AttributeProto) -> Any:
+    from onnxcore.runtime.attrs import attribute_value
+
+    return attribute_value(a)
+
+
+# --- extent arithmetic (Clause 9.3: nothing is computed over variables) -----------------------------
+
+
+def unify(ctx: ShapeContext, a: Extent, b: Extent, what: str) -> Extent:
+    """Two extents the definition requires equal: the more informative one; fail when both are fixed and differ."""
+    if a is None:
+        return b
+    if b is None or a == b:
+        return a
+    if isinstance(a, int) and isinstance(b, int):
+        ctx.fail(f"{what}: extents {a} and {b} differ")
+    if isinstance(a, int):
+        return a
+    if isinstance(b, int):
+        return b
+    return a  # two variables: both denote the same extent if the model runs; keep the first
+
+
+def unify_shapes(ctx: ShapeContext, a: ShapeT | None, b: ShapeT | None, what: str) -> ShapeT | None:
+    """Two shapes the definition requires equal (rank and every extent)."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    if len(a) != len(b):
+        ctx.fail(f"{what}: ranks {len(a)} and {len(b)} differ")
+    return tuple(unify(ctx, x, y, f"{what}, axis {i}") for i, (x, y) in enumerate(zip(a, b)))
+
+
+def _bdim(ctx: ShapeContext, a: Extent, b: Extent, pos: int) -> Extent:
+    if a == b:
+        return a
+    if a == 1:
+        return b
+    if b == 1:
+        return a
+    if isinstance(a, int) and isinstance(b, int):
+        ctx.fail(f"shapes are not broadcastable (Clause 6.6.2): extents {a} and {b} at position {pos} from the right")
+    # A fixed extent other than 1 is the result whatever the other is, if the model runs at all.
+    if isinstance(a, int):
+        return a
+    if isinstance(b, int):
+        return b
+    return None  # distinct variables, or unknown: not concluded equal (Clause 6.6.4, 9.3)
+
+
+def broadcast(ctx: ShapeContext, shapes: Sequence[ShapeT | None]) -> ShapeT | None:
+    """Multidirectional broadcasting (Clause 6.6.2) of known shapes; None if any rank is unknown."""
+    if any(s is None for s in shapes):
+        return None
+    known: list[ShapeT] = [s for s in shapes if s is not None]
+    if not known:
+        return None
+    rank = max(len(s) for s in known)
+    out: list[Extent] = [1] * rank
+    for s in known:
+        off = rank - len(s)
+        for j, d in enumerate(s):
+            out[off + j] = _bdim(ctx, out[off + j], d, rank - off - j)
+    return tuple(out)
+
+
+def norm_axis(ctx: ShapeContext, axis: int, rank: int, what: str = "axis") -> int:
+    """``axis`` in ``[0, rank)``; a negative one counts from the end. Fails when out of range."""
+    if not -rank <= axis < rank:
+        ctx.fail(f"{what} {axis} is out of range for rank {rank}")
+    return axis + rank if axis < 0 else axis
+
+
+def dim_mul(a: Extent, b: Extent) -> Extent:
+    """``a * b`` when both are fixed; a variable times 1 is itself; otherwise unknown (0 times anything is 0)."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a * b
+    if a == 0 or b == 0:
+        return 0
+    if a == 1:
+        return b
+    if b == 1:
+        return a
+    return None
+
+
+def dim_add(a: Extent, b: Extent) -> Extent:
+    """``a + b`` when both are fixed; a variable plus 0 is itself; otherwise unknown."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a + b
+    if a == 0:
+        return b
+    if b == 0:
+        return a
+    return None
+
+
+def dim_prod(dims: Sequence[Extent]) -> Extent:
+    """The product of ``dims`` (see :func:`dim_mul`); 1 for none."""
+    out: Extent = 1
+    for d in dims:
+        out = dim_mul(out, d)
+    return out
+
+
+def same_as_input(ctx: ShapeContext) -> list[ShapeT | None]:
+    """Every output has the shape of input 0 (unary elementwise operators)."""
+    return [ctx.shape(0)] * max(1, ctx.n_outputs)
+
+
+def shape_from_input(ctx: ShapeContext, i: int) -> ShapeT | None:
+    """A shape given as the contents of 1-D input ``i`` (ConstantOfShape, Expand): its extents if known,
+    else its length as the rank."""
+    dims = ctx.ints(i)
+    if dims is not None:
+        if any(d < 0 for d in dims):
+            ctx.fail(f"shape input {i} holds a negative extent: {dims}")
+        return tuple(dims)
+    s = ctx.shape(i)
+    if s is not None and len(s) == 1 and isinstance(s[0], int):
+        return (None,) * s[0]
+    return None

@@ -1,0 +1,10 @@
+"""Shape rules per operator family (Clause 9), registered with :func:`onnxcore.infer.shape_core.shape_rule`.
+
+The list of modules is explicit: importing this package registers every rule.
+"""
+
+from __future__ import annotations
+
+from onnxcore.infer.shape_ops import elementwise, linalg, nn, tensor
+
+__all__ = ["elementwise", "linalg", "nn", "tensor"]
