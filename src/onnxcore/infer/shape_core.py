@@ -36,6 +36,7 @@ __all__ = [
     "dim_mul",
     "dim_add",
     "dim_prod",
+    "resolve",
     "same_as_input",
     "shape_from_input",
 ]
@@ -133,7 +134,7 @@ class ShapeContext:
 
     def value(self, i: int) -> np.ndarray | None:
         """The value of input ``i`` when it is statically known (an initializer, a Constant, a folded node)."""
-        return self._values[i] if i < len(self._values) else None
+        return resolve(self._values[i]) if i < len(self._values) else None
 
     def ints(self, i: int) -> list[int] | None:
         """The statically known value of input ``i`` as a flat list of ints (integer tensors only)."""
@@ -173,6 +174,14 @@ class ShapeContext:
     def fail(self, message: str) -> NoReturn:
         """Report that statically known extents contradict the operator definition (Clause 10.3)."""
         raise ShapeIncompatible(message)
+
+
+def resolve(v: Any) -> np.ndarray | None:
+    """A known value: an array, or one the engine computes when first asked for (an object with ``get()``)."""
+    if v is None or isinstance(v, np.ndarray):
+        return v
+    got: np.ndarray | None = v.get()
+    return got
 
 
 def _attr_value(a: AttributeProto) -> Any:

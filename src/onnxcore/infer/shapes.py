@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +30,8 @@ import onnxcore.infer.shape_ops  # noqa: F401  (registers the shape rules)
 from onnxcore.defs.registry import canonical_domain, get_schema
 from onnxcore.defs.schema import OpSchema
 from onnxcore.infer.engine import function_location, node_location
-from onnxcore.infer.shape_core import SHAPE_RULES, Extent, ShapeContext, ShapeIncompatible, ShapeT
+from onnxcore.infer.shape_core import SHAPE_RULES, Extent, ShapeContext, ShapeIncompatible, ShapeT, resolve
+from onnxcore.limits import Limits
 from onnxcore.proto.messages import (
     AttributeProto,
     FunctionProto,
@@ -52,6 +54,7 @@ _FOLD_ELEMENTS = 1 << 16
 _NO_FOLD = frozenset(
     {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Bernoulli", "Multinomial", "Dropout"}
 )
+_FOLD_LIMITS = Limits(max_tensor_elements=_FOLD_ELEMENTS, max_tensor_bytes=8 * _FOLD_ELEMENTS)
 # Set by the tests: a rule that raises anything but ShapeIncompatible is a defect, not an unknown.
 STRICT = False
 
@@ -180,7 +183,7 @@ class _Scope:
     def __init__(self, parent: _Scope | None) -> None:
         self.parent = parent
         self.shapes: dict[str, ShapeT | None] = {}
-        self.values: dict[str, np.ndarray] = {}
+        self.values: dict[str, Any] = {}  # arrays, or values computed when first read (shape_core.resolve)
 
     def shape(self, name: str) -> ShapeT | None:
         s: _Scope | None = self
@@ -190,7 +193,7 @@ class _Scope:
             s = s.parent
         return None
 
-    def value(self, name: str) -> np.ndarray | None:
+    def value(self, name: str) -> Any:
         s: _Scope | None = self
         while s is not None:
             if name in s.shapes:
@@ -391,21 +394,47 @@ class _Engine:
         schema = self.schema(domain, node.op_type, frame)
         if schema is None:
             return unknown, {}
-        if not node.input or any(v is not None for v in in_values):
+        rule = SHAPE_RULES.get((domain, node.op_type))
+        foldable = all(v is not None for n, v in zip(node.input, in_values) if n)
+        outcome: _Outcome | None = None
+        if rule is not None:
+            outcome = self.apply(rule, node, schema, in_shapes, in_values, attrs)
+            if not foldable or not isinstance(outcome, tuple):
+                return outcome
+            outs = outcome[0]
+            if all(o is not None and all(isinstance(d, int) for d in o) for o in outs):
+                # The rule tells every shape: the values are computed only if a later rule asks for them
+                # (most constants of a model are weights nobody reads as a shape).
+                pending = _PendingFold(self, node, domain, schema, in_values, attrs)
+                # Lazy values travel where arrays do (scopes, ShapeContext), resolved where read (resolve).
+                small: dict[int, Any] = {k: _LazyValue(pending, k) for k, o in enumerate(outs) if _small_shape(o)}
+                return outs, {**small, **outcome[1]}
+            folded = self.fold(node, domain, schema, in_values, attrs)
+            return folded if folded is not None else outcome
+        if foldable:
             folded = self.fold(node, domain, schema, in_values, attrs)
             if folded is not None:
                 return folded
-        rule = SHAPE_RULES.get((domain, node.op_type))
-        if rule is None:
-            version = frame.opsets[domain]
-            bkey = (id(schema), version)
-            if bkey in self.bodies:
-                body = self.bodies[bkey]
-            else:
-                body = self.bodies[bkey] = schema.function_body(version)
-            if body is not None:
-                return self.call(body, node, in_shapes, in_values, attrs, schema, frame), {}
-            return _UNRULED
+        version = frame.opsets[domain]
+        bkey = (id(schema), version)
+        if bkey in self.bodies:
+            body = self.bodies[bkey]
+        else:
+            body = self.bodies[bkey] = schema.function_body(version)
+        if body is not None:
+            return self.call(body, node, in_shapes, in_values, attrs, schema, frame), {}
+        return _UNRULED
+
+    def apply(
+        self,
+        rule: Callable[[ShapeContext], Sequence[ShapeT | None]],
+        node: NodeProto,
+        schema: OpSchema,
+        in_shapes: list[ShapeT | None],
+        in_values: list[np.ndarray | None],
+        attrs: dict[str, AttributeProto],
+    ) -> _Outcome:
+        """The outcome of an operator's shape rule on one node."""
         ctx = ShapeContext(node, int(schema.since_version), in_shapes, in_values, attrs, self.schema_defaults(schema))
         try:
             outs = list(rule(ctx))
@@ -414,7 +443,7 @@ class _Engine:
         except Exception:
             if STRICT:
                 raise
-            return unknown, {}
+            return [None] * len(node.output), {}
         return outs, {k: v for k, v in ctx._out_values.items() if _small_value(v) is not None}
 
     def schema(self, domain: str, op_type: str, frame: _Frame) -> OpSchema | None:
@@ -483,21 +512,21 @@ class _Engine:
         """Evaluate a node whose inputs are all known small tensors with its kernel, under tight limits."""
         if node.op_type in _NO_FOLD:
             return None
+        in_values = [resolve(v) for v in in_values]
         for n, v in zip(node.input, in_values):
             if n and v is None:
                 return None
-        from onnxcore.limits import Limits, limits_in_effect
+        from onnxcore.limits import limits_in_effect
         from onnxcore.runtime.attrs import attribute_value
         from onnxcore.runtime.registry import lookup
 
         kdef = lookup(domain, node.op_type, int(schema.since_version))
         if kdef is None or kdef.context:
             return None
-        tight = Limits(max_tensor_elements=_FOLD_ELEMENTS, max_tensor_bytes=8 * _FOLD_ELEMENTS)
         try:
             kw = {name: attribute_value(a) for name, a in attrs.items()}
             args = [v if n else None for n, v in zip(node.input, in_values)]
-            with limits_in_effect(tight), np.errstate(all="ignore"):
+            with limits_in_effect(_FOLD_LIMITS), np.errstate(all="ignore"):
                 res = kdef.fn(*args, **kw)
         except Exception:
             return None
@@ -545,7 +574,7 @@ class _Engine:
         # what is contradictory there is a finding only when the condition is known to take that branch.
         taken: str | None = None
         if schema is not None and schema.domain == "" and node.op_type == "If":
-            cond = in_values[0] if in_values else None
+            cond = resolve(in_values[0]) if in_values else None
             taken = (
                 ""
                 if cond is None or cond.size != 1
@@ -634,14 +663,73 @@ def _attrs_key(attrs: dict[str, AttributeProto]) -> tuple[object, ...] | None:
     return tuple(key)
 
 
+def _small_shape(s: ShapeT | None) -> bool:
+    return s is not None and math.prod(d for d in s if isinstance(d, int)) <= _MAX_VALUE_ELEMENTS
+
+
+class _PendingFold:
+    """A node whose inputs are all known, evaluated the first time one of its outputs' values is asked for."""
+
+    __slots__ = ("args", "done", "results")
+
+    def __init__(self, *args: Any) -> None:
+        self.args = args
+        self.done = False
+        self.results: dict[int, np.ndarray] = {}
+
+    def value(self, k: int) -> np.ndarray | None:
+        if not self.done:
+            self.done = True
+            engine, node, domain, schema, in_values, attrs = self.args
+            folded = engine.fold(node, domain, schema, in_values, attrs)
+            if folded is not None:
+                self.results = folded[1]
+            self.args = ()
+        return self.results.get(k)
+
+
+class _LazyValue:
+    """Output ``k`` of a :class:`_PendingFold`: a value known to exist, computed on demand."""
+
+    __slots__ = ("k", "pending")
+
+    def __init__(self, pending: _PendingFold, k: int) -> None:
+        self.pending = pending
+        self.k = k
+
+    def get(self) -> np.ndarray | None:
+        return self.pending.value(self.k)
+
+
 def _dims(dims: Sequence[int]) -> ShapeT | None:
     # Negative dims are reported on their own (Clause 6.5.1); the shape is then unknown here.
     out = tuple(int(d) for d in dims)
     return None if any(d < 0 for d in out) else out
 
 
-def _initializer_value(t: Any) -> np.ndarray | None:
-    """The contents of a small numeric initializer stored inline (weights and external data are not read)."""
+class _InitializerValue:
+    """The contents of a small numeric initializer stored inline, decoded when a rule first asks for them."""
+
+    __slots__ = ("tensor", "value")
+
+    def __init__(self, tensor: Any) -> None:
+        self.tensor: Any = tensor
+        self.value: np.ndarray | None = None
+
+    def get(self) -> np.ndarray | None:
+        if self.tensor is not None:
+            from onnxcore.types import to_array
+
+            try:
+                self.value = _small_value(to_array(self.tensor))
+            except Exception:
+                self.value = None
+            self.tensor = None
+        return self.value
+
+
+def _initializer_value(t: Any) -> _InitializerValue | None:
+    """A small numeric initializer stored inline, to be read on demand (weights and external data never are)."""
     from onnxcore.proto.messages import TensorProto
 
     count = 1
@@ -651,12 +739,7 @@ def _initializer_value(t: Any) -> np.ndarray | None:
         count *= int(d)
     if count > _MAX_VALUE_ELEMENTS or t.data_location == TensorProto.DataLocation.EXTERNAL:
         return None
-    try:
-        from onnxcore.types import to_array
-
-        return _small_value(to_array(t))
-    except Exception:
-        return None
+    return _InitializerValue(t)
 
 
 def infer_shapes(model: ModelProto) -> ShapeInference:
