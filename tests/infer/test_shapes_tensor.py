@@ -613,11 +613,15 @@ def test_a_pytorch_view_chain_on_a_static_input_gives_a_static_reshape(opset: in
     assert r.shape("y") == (2, 3, 20)
 
 
-def test_the_chain_with_a_dynamic_batch_keeps_the_rank() -> None:
-    # Shape(x) is not a constant once an extent is a variable: the target's length still gives the rank.
+def test_the_chain_with_a_dynamic_batch_keeps_the_variable() -> None:
+    # Shape(x) is not a constant once an extent is a variable, but its elements are known as extents and are
+    # carried into the Reshape (data propagation, shape_ops/symbolic.py).
     r = _torch_chain(["N", 3, 4, 5], 13)
     assert r.shape("shape") == (4,) and r.shape("target") == (3,)
-    assert r.shape("y") == (None, None, None)
+    assert r.shape("y") == ("N", 3, 20)
+    # With an unknown extent the element is unknown: only what is certain is stated.
+    r = _torch_chain([None, 3, 4, 5], 13)
+    assert r.shape("y") == (None, 3, None)
 
 
 # --- definitions' corners -----------------------------------------------------------------------

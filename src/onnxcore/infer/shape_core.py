@@ -24,6 +24,9 @@ from onnxcore.proto.messages import AttributeProto, NodeProto
 
 __all__ = [
     "Extent",
+    "SymbolicValue",
+    "VALUE_RULES",
+    "value_rule",
     "ShapeT",
     "ShapeIncompatible",
     "ShapeContext",
@@ -63,6 +66,44 @@ def shape_rule(*op_types: str, domain: str = "") -> Callable[[Rule], Rule]:
             if key in SHAPE_RULES:
                 raise RuntimeError(f"shape rule for {domain or 'ai.onnx'}:{op} registered twice")
             SHAPE_RULES[key] = fn
+        return fn
+
+    return deco
+
+
+class SymbolicValue:
+    """A small integer tensor (rank 0 or 1) whose elements are extents: the value of ``Shape`` of a tensor with
+    dimension variables, and what ``Gather``, ``Slice``, ``Concat``... make of it. A ``Reshape`` to such a value
+    keeps the variables (data propagation; Clause 9.3 still holds: nothing is computed over them).
+
+    Attributes:
+        extents: The elements, as extents (int, str, or None for unknown).
+        scalar: Whether the tensor has rank 0 (then it holds one element).
+    """
+
+    __slots__ = ("extents", "scalar")
+
+    def __init__(self, extents: Sequence[Extent], scalar: bool = False) -> None:
+        self.extents = tuple(extents)
+        self.scalar = scalar
+
+    def get(self) -> None:
+        """No array: some element is not a fixed integer (see :func:`resolve`)."""
+        return None
+
+
+ValueRule = Callable[["ShapeContext"], "SymbolicValue | None"]
+VALUE_RULES: dict[tuple[str, str], ValueRule] = {}
+
+
+def value_rule(*op_types: str, domain: str = "") -> Callable[[ValueRule], ValueRule]:
+    """Register how each of ``op_types`` maps symbolic input values to the symbolic value of output 0."""
+
+    def deco(fn: ValueRule) -> ValueRule:
+        for op in op_types:
+            if (domain, op) in VALUE_RULES:
+                raise RuntimeError(f"value rule for {domain or 'ai.onnx'}:{op} registered twice")
+            VALUE_RULES[(domain, op)] = fn
         return fn
 
     return deco
@@ -142,6 +183,22 @@ class ShapeContext:
         if v is None or not isinstance(v, np.ndarray) or v.dtype.kind not in "iub":
             return None
         return [int(x) for x in v.reshape(-1)]
+
+    def symbolic(self, i: int) -> SymbolicValue | None:
+        """Input ``i`` as a :class:`SymbolicValue` when its elements are known as extents (a fixed integer tensor
+        of rank 0 or 1 included), else None."""
+        raw = self._values[i] if i < len(self._values) else None
+        if isinstance(raw, SymbolicValue):
+            return raw
+        v = resolve(raw)
+        if v is None or v.dtype.kind not in "iu" or v.ndim > 1:
+            return None
+        return SymbolicValue([int(x) for x in v.reshape(-1)], scalar=v.ndim == 0)
+
+    def dims(self, i: int) -> list[Extent] | None:
+        """The elements of 1-D input ``i`` as extents (a shape given as a tensor), when known, else None."""
+        sv = self.symbolic(i)
+        return None if sv is None else list(sv.extents)
 
     # --- attributes -----------------------------------------------------------------------------
 
@@ -297,11 +354,11 @@ def same_as_input(ctx: ShapeContext) -> list[ShapeT | None]:
 
 
 def shape_from_input(ctx: ShapeContext, i: int) -> ShapeT | None:
-    """A shape given as the contents of 1-D input ``i`` (ConstantOfShape, Expand): its extents if known,
-    else its length as the rank."""
-    dims = ctx.ints(i)
+    """A shape given as the contents of 1-D input ``i`` (ConstantOfShape, Expand): its extents if known (dimension
+    variables included, see :class:`SymbolicValue`), else its length as the rank."""
+    dims = ctx.dims(i)
     if dims is not None:
-        if any(d < 0 for d in dims):
+        if any(isinstance(d, int) and d < 0 for d in dims):
             ctx.fail(f"shape input {i} holds a negative extent: {dims}")
         return tuple(dims)
     s = ctx.shape(i)

@@ -30,7 +30,15 @@ import onnxcore.infer.shape_ops  # noqa: F401  (registers the shape rules)
 from onnxcore.defs.registry import canonical_domain, get_schema
 from onnxcore.defs.schema import OpSchema
 from onnxcore.infer.engine import function_location, node_location
-from onnxcore.infer.shape_core import SHAPE_RULES, Extent, ShapeContext, ShapeIncompatible, ShapeT, resolve
+from onnxcore.infer.shape_core import (
+    SHAPE_RULES,
+    VALUE_RULES,
+    Extent,
+    ShapeContext,
+    ShapeIncompatible,
+    ShapeT,
+    resolve,
+)
 from onnxcore.limits import Limits
 from onnxcore.proto.messages import (
     AttributeProto,
@@ -438,13 +446,23 @@ class _Engine:
         ctx = ShapeContext(node, int(schema.since_version), in_shapes, in_values, attrs, self.schema_defaults(schema))
         try:
             outs = list(rule(ctx))
+            values: dict[int, Any] = {k: v for k, v in ctx._out_values.items() if _small_value(v) is not None}
+            vrule = VALUE_RULES.get((schema.domain, node.op_type))
+            if vrule is not None and 0 not in values:
+                sv = vrule(ctx)
+                if sv is not None:
+                    fixed = [d for d in sv.extents if isinstance(d, int)]
+                    if len(fixed) == len(sv.extents):  # all fixed: an ordinary value
+                        values[0] = np.array(fixed[0] if sv.scalar else fixed, dtype=np.int64)
+                    else:
+                        values[0] = sv
         except ShapeIncompatible as e:
             return str(e)
         except Exception:
             if STRICT:
                 raise
             return [None] * len(node.output), {}
-        return outs, {k: v for k, v in ctx._out_values.items() if _small_value(v) is not None}
+        return outs, values
 
     def schema(self, domain: str, op_type: str, frame: _Frame) -> OpSchema | None:
         """The definition a node binds to under the imports in force (Clause 14.4), or None."""

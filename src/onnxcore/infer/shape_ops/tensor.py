@@ -114,15 +114,15 @@ def _reshape(ctx: ShapeContext) -> Shapes:
         attr = ctx.attr("shape", None)  # Reshape-1: the target is an attribute
         if attr is None:
             return [None]
-        dims = [int(d) for d in attr]
+        dims: list[Extent] = [int(d) for d in attr]
     else:
-        known = ctx.ints(1)
+        known = ctx.dims(1)  # fixed, or extents carried from a Shape (symbolic.py)
         if known is None:
             n = _input_len(ctx, 1)  # the target's length is the output's rank whatever its values
             return [None if n is None else (None,) * n]
         dims = known
     allowzero = ctx.since >= 14 and bool(ctx.attr("allowzero", 0))
-    if any(d < -1 for d in dims):
+    if any(isinstance(d, int) and d < -1 for d in dims):
         ctx.fail(f"shape {dims} holds an extent below -1")
     if dims.count(-1) > 1:
         ctx.fail(f"shape {dims} holds more than one -1")
@@ -135,8 +135,12 @@ def _reshape(ctx: ShapeContext) -> Shapes:
             if x is not None and i >= len(x):
                 ctx.fail(f"0 at position {i} of shape {dims} has no extent of the rank-{len(x)} input to copy")
             out.append(None if x is None else x[i])
-        else:
+        elif isinstance(d, int) or allowzero:
             out.append(d)
+        else:
+            # An extent that is a variable (or unknown) could be 0 at run time, which copies the input's extent:
+            # it is certain only where that extent is the same variable.
+            out.append(d if x is not None and i < len(x) and x[i] == d else None)
     total = None if x is None else dim_prod(x)
     if -1 in dims:
         k = dims.index(-1)
