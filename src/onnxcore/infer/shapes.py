@@ -4,10 +4,12 @@ The walk follows the type walk of :mod:`onnxcore.infer.engine` (graphs in node o
 enclosing scope, model-local functions per call site) and carries, per value, a shape (see
 :mod:`onnxcore.infer.shape_core`) and, for small tensors whose contents are statically known
 (initializers, ``Constant``, and the nodes computed from them), the value itself, so that a ``Reshape``
-to a computed shape has a known result. A node whose inputs are all known is evaluated with its kernel
-(small tensors only, under tight limits); otherwise its operator's shape rule gives the output shapes,
-or, for an operator without a rule, its function body (Clause 8.4) is walked; failing those, the outputs
-are unknown (Clause 9.4).
+to a computed shape has a known result; the elements of ``Shape`` of a tensor with dimension variables are
+carried as a :class:`~onnxcore.infer.shape_core.SymbolicValue` (data propagation, ``shape_ops/symbolic.py``).
+The operator's shape rule gives a node's output shapes; a node whose inputs are all known is also evaluated
+with its runtime kernel (small tensors only, under tight limits), at once when the rule cannot state every
+shape, else only when a later rule reads its value. For an operator without a rule, its function body
+(Clause 8.4) is walked; failing those, the outputs are unknown (Clause 9.4).
 
 Never raises on a malformed model: what it cannot decide stays unknown. What it finds contradictory is
 recorded: a node whose fixed input extents contradict its definition (:class:`ShapeIncompatibility`) and
@@ -59,6 +61,7 @@ _NODE_BUDGET = 2_000_000
 _MAX_VALUE_ELEMENTS = 4096
 # Nodes evaluated for their values: inputs and outputs of at most this many elements each.
 _FOLD_ELEMENTS = 1 << 16
+# The runtime's NONDETERMINISTIC operators (their results are not functions of the inputs), and Dropout.
 _NO_FOLD = frozenset(
     {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Bernoulli", "Multinomial", "Dropout"}
 )
