@@ -182,6 +182,11 @@ def test_einsum_integer_and_bad_equation() -> None:
         run_ours("Einsum", [a], 12, {"equation": "ij,jk->ik"})
     with pytest.raises(ShapeError):
         run_ours("Einsum", [_r((2, 3, 4)), _r((4, 5))], 12, {"equation": "...ij,...jk->...ik"})
+    # One letter, two extents (neither 1): numpy's einsum does not check it when the operand is empty.
+    with pytest.raises(ShapeError, match="letter 'i'"):
+        run_ours("Einsum", [_r((2, 0, 5))], 12, {"equation": "...ii->...i"})
+    with pytest.raises(ShapeError, match="letter 'j'"):
+        run_ours("Einsum", [_r((2, 3)), _r((4, 5))], 12, {"equation": "ij,jk->ik"})
 
 
 @pytest.mark.parametrize("shape", [(3, 3), (2, 4, 4), (2, 2, 1, 1), (0, 2, 2)], ids=str)

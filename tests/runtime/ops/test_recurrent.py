@@ -120,3 +120,23 @@ def test_activations_with_alpha_beta() -> None:
     actual = lookup("", "RNN", 14).fn(x, w, r, **attrs)
     for a, e in zip(actual, expected):
         np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("op", ["RNN", "GRU", "LSTM"])
+def test_weights_of_the_wrong_shape_are_refused_not_broadcast(op: str) -> None:
+    from onnxcore.errors import EvaluationError
+    from onnxcore.runtime.registry import lookup
+
+    fn = lookup("", op, 14).fn
+    k = {"RNN": 1, "GRU": 3, "LSTM": 4}[op]
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 1, 3)).astype(np.float32)
+    w = rng.standard_normal((1, k * 4, 3)).astype(np.float32)
+    r = rng.standard_normal((1, k * 4, 4)).astype(np.float32)
+    fn(x, w, r, hidden_size=4)  # the definition's shapes run
+    with pytest.raises(EvaluationError, match="R"):
+        fn(x, w, r[0], hidden_size=4)  # R of rank 2 (found by shape inference's differential fuzzing)
+    with pytest.raises(EvaluationError, match="input size"):
+        fn(x, w[:, :, :2], r, hidden_size=4)
+    with pytest.raises(EvaluationError, match="B"):
+        fn(x, w, r, np.zeros((1, k * 4), np.float32), hidden_size=4)

@@ -120,6 +120,13 @@ def test_dft_defaults_and_errors() -> None:
             _fn("DFT", 20)(x, None, np.array(bad))
     with pytest.raises(EvaluationError):
         _fn("DFT", 20)(x, np.array(0))
+    # onesided pairs a forward transform with a real signal and an inverse one with a complex spectrum only.
+    complex_x = np.stack([x[..., 0], x[..., 0]], -1)
+    for version in (17, 20):
+        with pytest.raises(EvaluationError, match="onesided"):
+            _fn("DFT", version)(complex_x, onesided=1)
+        with pytest.raises(EvaluationError, match="onesided"):
+            _fn("DFT", version)(x, onesided=1, inverse=1)
 
 
 @pytest.mark.parametrize(

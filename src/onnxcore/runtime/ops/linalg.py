@@ -182,6 +182,18 @@ def _einsum_plan(equation: str, shapes: tuple[tuple[int, ...], ...]) -> tuple[st
     widths = {len(sh) - (len(t) - 3) for t, sh in zip(terms, shapes) if "..." in t}
     if len(widths) > 1:
         raise ShapeError(f"Einsum {equation!r}: ellipses represent different numbers of dimensions")
+    # A letter names one extent (1 broadcasting, as numpy and onnxruntime allow); numpy does not check a
+    # repeated letter of an empty operand.
+    extents: dict[str, set[int]] = {}
+    for t, sh in zip(terms, shapes):
+        head, _, tail = t.partition("...")
+        letters = list(head) + ([] if "..." not in t else [""] * (len(sh) - len(head) - len(tail))) + list(tail)
+        for c, d in zip(letters, sh):
+            if c:
+                extents.setdefault(c, set()).add(int(d))
+    for c, ds in extents.items():
+        if len(ds - {1}) > 1:
+            raise ShapeError(f"Einsum {equation!r}: letter {c!r} has extents {sorted(ds)}")
     if len(shapes) != 2:
         return eq, None
     # Spell every ellipsis as fresh letters and make an implicit output explicit: the ellipsis

@@ -123,8 +123,15 @@ def _recurrent(
     hidden = R.shape[-1]
     if hidden_size is not None and hidden_size != hidden:
         raise EvaluationError(f"{op}: hidden_size={hidden_size} but R has {hidden} columns")
-    if W.shape[0] != num_dir or R.shape[0] != num_dir or W.shape[1] != k * hidden:
-        raise EvaluationError(f"{op}: W {W.shape} / R {R.shape} do not match direction={direction}, hidden {hidden}")
+    # The definitions fix every extent of W, R and B; broadcasting a wrong one would compute something else.
+    gates = k * hidden
+    if W.shape != (num_dir, gates, x.shape[2]) or R.shape != (num_dir, gates, hidden):
+        raise EvaluationError(
+            f"{op}: W {W.shape} / R {R.shape} do not match direction={direction}, hidden {hidden}, "
+            f"input size {x.shape[2]} (expected {(num_dir, gates, x.shape[2])} / {(num_dir, gates, hidden)})"
+        )
+    if B is not None and B.shape != (num_dir, 2 * gates):
+        raise EvaluationError(f"{op}: B {B.shape} should be {(num_dir, 2 * gates)}")
     w = W.astype(ct, copy=False)
     r = R.astype(ct, copy=False)
     b = np.zeros((num_dir, 2 * k * hidden), ct) if B is None else B.astype(ct, copy=False)

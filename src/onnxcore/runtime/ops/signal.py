@@ -60,6 +60,11 @@ def _dft(x: np.ndarray, dft_length: Any, axis: int, inverse: int, onesided: int)
     if not (-r <= axis <= -2 or 0 <= axis <= r - 2):
         raise EvaluationError(f"DFT: axis {axis} is outside [-{r}, -2] U [0, {r - 2}] for rank {r}")
     ax = axis + r if axis < 0 else axis
+    if onesided and x.shape[-1] != (2 if inverse else 1):
+        # DFT-17/20 onesided: a forward transform of a real signal (RFFT), an inverse one of a complex
+        # spectrum (IRFFT); the other pairings are not defined.
+        need = "a complex spectrum (last axis 2)" if inverse else "a real signal (last axis 1)"
+        raise EvaluationError(f"DFT: onesided with inverse={inverse} needs {need}, got shape {x.shape}")
     z, _ = _complex(x, "DFT")
     extent = x.shape[ax]
     if dft_length is not None:
