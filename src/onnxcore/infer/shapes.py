@@ -61,9 +61,23 @@ _NODE_BUDGET = 2_000_000
 _MAX_VALUE_ELEMENTS = 4096
 # Nodes evaluated for their values: inputs and outputs of at most this many elements each.
 _FOLD_ELEMENTS = 1 << 16
-# The runtime's NONDETERMINISTIC operators (their results are not functions of the inputs), and Dropout.
+# Not evaluated while inferring: the runtime's NONDETERMINISTIC operators (their results are not functions of
+# the inputs) and Dropout; and, should their kernels ever be folded (string values are not kept and ImageDecoder's
+# kernel takes a context, so neither is today), operators whose cost a small input does not bound, which would let
+# a model make its own validation hang: a regular expression can backtrack exponentially, an image stream of a
+# few kilobytes can hold millions of pixels to decode in Python.
 _NO_FOLD = frozenset(
-    {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Bernoulli", "Multinomial", "Dropout"}
+    {
+        "RandomNormal",
+        "RandomUniform",
+        "RandomNormalLike",
+        "RandomUniformLike",
+        "Bernoulli",
+        "Multinomial",
+        "Dropout",
+        "RegexFullMatch",
+        "ImageDecoder",
+    }
 )
 _FOLD_LIMITS = Limits(max_tensor_elements=_FOLD_ELEMENTS, max_tensor_bytes=8 * _FOLD_ELEMENTS)
 # Set by the tests: a rule that raises anything but ShapeIncompatible is a defect, not an unknown.
