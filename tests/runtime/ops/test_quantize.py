@@ -422,3 +422,16 @@ def test_int2_targets_from_25() -> None:
 def test_every_since_version_has_a_kernel(op: str) -> None:
     pytest.importorskip("onnx")
     assert_every_version_has_a_kernel(op)
+
+
+@pytest.mark.parametrize("version", [10, 21])
+def test_qlinear_matmul_refuses_scales_that_do_not_fit_the_product(version: int) -> None:
+    # Found by shape inference's differential fuzzing: a per-column b_scale of 4 entries for a product with one
+    # column broadcast the result to 4 columns instead of being refused.
+    f = _fn("QLinearMatMul", version)
+    a, b = np.ones((2, 2, 4), np.int8), np.ones((4, 1), np.int8)
+    one, zero = np.array(1.0, np.float32), np.array(0, np.int8)
+    assert f(a, one, zero, b, one, zero, one, zero).shape == (2, 2, 1)
+    assert f(a, one, zero, b, np.ones(1, np.float32), zero, one, zero).shape == (2, 2, 1)
+    with pytest.raises(EvaluationError, match="do not fit"):
+        f(a, one, zero, b, np.ones(4, np.float32), zero, one, zero)

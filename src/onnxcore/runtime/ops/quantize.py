@@ -485,6 +485,16 @@ def _qlinear_matmul(
     if ys.size != 1:
         raise EvaluationError("y_scale must be a scalar")
     mult = (sa * sb) / ys.reshape(())
+    # Per-row and per-column scales must fit the product: broadcasting them into a larger result would give
+    # a value the definition does not (its y has the shape of numpy.matmul's).
+    try:
+        fits = np.broadcast_shapes(acc.shape, np.shape(mult)) == acc.shape
+    except ValueError:
+        fits = False
+    if not fits:
+        raise EvaluationError(
+            f"a_scale {np.shape(a_scale)} and b_scale {np.shape(b_scale)} do not fit the product of shape {acc.shape}"
+        )
     return _requantize(acc, np.asarray(mult), y_zero_point, "y_zero_point")
 
 
