@@ -435,3 +435,6 @@ def test_qlinear_matmul_refuses_scales_that_do_not_fit_the_product(version: int)
     assert f(a, one, zero, b, np.ones(1, np.float32), zero, one, zero).shape == (2, 2, 1)
     with pytest.raises(EvaluationError, match="do not fit"):
         f(a, one, zero, b, np.ones(4, np.float32), zero, one, zero)
+    # A zero point of higher rank broadcasts like its operand, never into a larger one.
+    with pytest.raises(EvaluationError, match="does not fit"):
+        f(np.ones((2, 2), np.int8), one, zero, np.ones(1, np.int8), one, np.zeros((2, 1), np.int8), one, zero)

@@ -360,7 +360,14 @@ def _shifted(a: np.ndarray, zp: np.ndarray | None, *, rows: bool, what: str) -> 
         if z.shape[0] != n:
             raise EvaluationError(f"{what} has {z.shape[0]} entries for extent {n}")
         return v - (z.reshape(-1, 1) if rows else z)
-    # Higher-rank zero points broadcast like the operand (onnxruntime accepts [..., M, 1] / [..., 1, N]).
+    # Higher-rank zero points broadcast like the operand (onnxruntime accepts [..., M, 1] / [..., 1, N]), but
+    # never into a larger operand: that would multiply matrices the definition does not.
+    try:
+        fits = np.broadcast_shapes(v.shape, z.shape) == v.shape
+    except ValueError:
+        fits = False
+    if not fits:
+        raise EvaluationError(f"{what} of shape {z.shape} does not fit its operand of shape {a.shape}")
     return v - z
 
 
