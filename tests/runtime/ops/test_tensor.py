@@ -639,6 +639,7 @@ def test_cast_fnuz_infinity_saturates(to: int, opset: int) -> None:
         ("DepthToSpace", 13, [np.zeros((1, 3, 2, 2))], {"blocksize": 2}, 1),
         ("SpaceToDepth", 28, [np.zeros((1, 3, 2, 2))], {"blocksize": 2, "mode": "XYZ"}, 1),
         ("Flatten", 13, [np.zeros((2, 3))], {"axis": 3}, 1),
+        ("Flatten", 9, [np.zeros((2, 3))], {"axis": -1}, 1),  # negative axes from Flatten-11 only
         ("Cast", 21, [np.zeros(2)], {"to": 0}, 1),
         ("Cast", 1, [np.zeros(2)], {"to": "NOT_A_TYPE"}, 1),
         ("CenterCropPad", 18, [np.zeros((2, 3)), i64(1)], {}, 1),

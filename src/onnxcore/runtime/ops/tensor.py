@@ -442,7 +442,15 @@ def transpose(data: np.ndarray, *, perm: list[int] | None = None) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 
 
-@kernel("Flatten", 1, 9, 11, 13, 21, 23, 24, 25)
+@kernel("Flatten", 1, 9)
+def flatten_1(input: np.ndarray, *, axis: int = 1) -> np.ndarray:
+    """Flatten-1, -9: ``axis`` in [0, rank] (a negative one is defined only from Flatten-11)."""
+    if axis < 0:
+        raise EvaluationError(f"Flatten: axis={axis} is negative, which this version does not define (from 11)")
+    return flatten(input, axis=axis)
+
+
+@kernel("Flatten", 11, 13, 21, 23, 24, 25)
 def flatten(input: np.ndarray, *, axis: int = 1) -> np.ndarray:
     """Flatten: dims before ``axis`` to the rows, the rest to the columns (negative from 11)."""
     x = np.asarray(input)
