@@ -450,6 +450,7 @@ def _i(*v: int) -> np.ndarray:
         ("Compress", 11, [np.zeros((2, 3)), np.array([True])], {"axis": 2}, 1),
         ("ReverseSequence", 10, [np.zeros((3, 2)), _i(4, 1)], {}, 1),
         ("ReverseSequence", 10, [np.zeros((3, 2)), _i(1, 1, 1)], {}, 1),
+        ("ReverseSequence", 10, [np.zeros((3, 1)), np.array(2, np.int64)], {}, 1),  # lengths must be 1-D
         ("ReverseSequence", 10, [np.zeros((3, 2)), _i(1, 1)], {"batch_axis": 0, "time_axis": 0}, 1),
         ("Unique", 11, [np.zeros((2, 3))], {"axis": 2}, 4),
         ("TensorScatter", 24, [np.zeros((2, 4, 3)), np.zeros((2, 5, 3))], {"axis": 1}, 1),

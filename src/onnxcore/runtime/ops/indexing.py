@@ -372,7 +372,11 @@ def reverse_sequence(
         raise EvaluationError(f"ReverseSequence: input must have rank >= 2, got shape {x.shape}")
     if {batch_axis, time_axis} != {0, 1}:
         raise EvaluationError(f"ReverseSequence: batch_axis={batch_axis}, time_axis={time_axis} must be 0 and 1")
-    lens = np.asarray(sequence_lens).astype(np.int64).reshape(-1)
+    if np.ndim(sequence_lens) != 1:
+        raise EvaluationError(
+            f"ReverseSequence: sequence_lens must be 1-D [batch_size], got shape {np.shape(sequence_lens)}"
+        )
+    lens = np.asarray(sequence_lens).astype(np.int64)
     nb, nt = x.shape[batch_axis], x.shape[time_axis]
     if lens.shape[0] != nb:
         raise EvaluationError(f"ReverseSequence: {lens.shape[0]} sequence lengths for batch size {nb}")
