@@ -119,3 +119,88 @@ def test_squeeze_slice_backwards_and_a_float_cast_stop_nothing_they_should_not()
     assert r.shape("z") == ("C", "B", "A")
     assert r.shape("z1") == ("A",)
     assert r.shape("z2") == (None, None, None)  # through float the elements are not followed
+
+
+def _random_shape_program(rng: np.random.Generator, rank: int) -> tuple[list, list, list[str], list[int]]:
+    """Random exporter-style arithmetic on Shape(x): picks, slices, concatenations, then a Reshape of x to a
+    target of the same element count, a ConstantOfShape and an Expand."""
+    nodes: list = [h.make_node("Shape", ["x"], ["s"])]
+    inits: list = []
+    k = 0
+
+    def const(v: object) -> str:
+        nonlocal k
+        k += 1
+        inits.append(_c(f"c{k}", v))
+        return f"c{k}"
+
+    def fresh() -> str:
+        nonlocal k
+        k += 1
+        return f"v{k}"
+
+    # Pieces of 1-D int64 tensors whose elements are extents of x, in some order.
+    pieces = []
+    order = list(rng.permutation(rank))
+    i = 0
+    while i < rank:
+        n = int(rng.integers(1, rank - i + 1))
+        idx = order[i : i + n]
+        i += n
+        kind = rng.integers(0, 3)
+        out = fresh()
+        if kind == 0 or n > 1:  # a gather of several extents
+            nodes.append(h.make_node("Gather", ["s", const(list(map(int, idx)))], [out], axis=0))
+        elif kind == 1:  # one extent as a scalar, unsqueezed back
+            sc, unsq = fresh(), out
+            nodes.append(h.make_node("Gather", ["s", const(int(idx[0]))], [sc], axis=0))
+            nodes.append(h.make_node("Unsqueeze", [sc, const([0])], [unsq]))
+        else:  # a slice of one element, through a Cast and an Identity
+            a, b = fresh(), fresh()
+            nodes.append(h.make_node("Slice", ["s", const([int(idx[0])]), const([int(idx[0]) + 1])], [a]))
+            nodes.append(h.make_node("Cast", [a], [b], to=T.INT64))
+            nodes.append(h.make_node("Identity", [b], [out]))
+        pieces.append(out)
+    nodes.append(h.make_node("Concat", pieces, ["perm_shape"], axis=0))
+    # A Reshape to the permuted extents (same element count), one with a -1, a ConstantOfShape, an Expand.
+    nodes.append(h.make_node("Reshape", ["x", "perm_shape"], ["y_perm"]))
+    nodes.append(h.make_node("Concat", [pieces[0], const([-1])], ["head_rest"], axis=0))
+    nodes.append(h.make_node("Reshape", ["x", "head_rest"], ["y_rest"]))
+    nodes.append(h.make_node("ConstantOfShape", ["perm_shape"], ["y_fill"]))
+    nodes.append(h.make_node("Expand", ["one", "s"], ["y_expand"]))
+    return nodes, inits, ["y_perm", "y_rest", "y_fill", "y_expand"], [int(j) for j in order]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_shape_programs_agree_with_runs(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    rank = int(rng.integers(1, 5))
+    names = ["A", "B", "C", "D"][:rank]
+    # Each extent is a variable or a fixed number; a variable may repeat.
+    dims: list[int | str] = [
+        str(rng.choice(names)) if rng.random() < 0.6 else int(rng.integers(1, 4)) for _ in range(rank)
+    ]
+    nodes, inits, outs, order = _random_shape_program(rng, rank)
+    inputs = [h.make_tensor_value_info("x", T.FLOAT, dims), h.make_tensor_value_info("one", T.FLOAT, [1])]
+    m = _model(nodes, inputs, outs, inits, 18)
+    r = infer_shapes(m)
+    assert not r.incompatibilities and not r.mismatches
+    for _ in range(2):
+        env = {n: int(rng.integers(1, 4)) for n in names}
+        concrete = [env[d] if isinstance(d, str) else d for d in dims]
+        got = onnxcore.Session(annotate(m)).run(
+            None, {"x": np.zeros(concrete, np.float32), "one": np.ones(1, np.float32)}
+        )
+        for name, arr in zip(outs, got):
+            shape = r.shape(name)
+            assert shape is not None and len(shape) == arr.ndim, (name, shape, arr.shape)
+            for d, a in zip(shape, arr.shape):
+                assert d is None or env.get(d, d) == a, (name, dims, shape, arr.shape)  # type: ignore[arg-type]
+    # What must be known is known. The fill and the expand keep every extent. The Reshape keeps a variable only
+    # where x has the same one at that position (anywhere else it could be 0 at run time, which copies x's
+    # extent instead), and every fixed extent.
+    permuted = tuple(dims[j] for j in order)
+    assert r.shape("y_fill") == permuted
+    assert r.shape("y_expand") == tuple(dims)
+    expected = tuple(e if isinstance(e, int) or dims[i] == e else None for i, e in enumerate(permuted))
+    assert r.shape("y_perm") == expected
