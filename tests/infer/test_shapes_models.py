@@ -76,6 +76,30 @@ def test_every_intermediate_of_a_run_has_the_inferred_shape(name: str) -> None:
     assert checked > 50
 
 
+@pytest.mark.parametrize("name", RUN)
+def test_a_variable_batch_is_carried_and_agrees_with_a_run(name: str) -> None:
+    from onnxcore.proto.messages import TensorShapeProto
+
+    path = next(p for p in LIGHT if p.stem == f"light_{name}")
+    model = onnxcore.load(path)
+    feed_name, x = corpus.light_model_input(path)
+    for vi in [next(v for v in model.graph.input if v.name == feed_name), *model.graph.output]:
+        assert vi.type is not None and vi.type.tensor_type is not None and vi.type.tensor_type.shape is not None
+        dims = list(vi.type.tensor_type.shape.dim)
+        dims[0] = TensorShapeProto.Dimension(dim_param="N")
+        vi.type.tensor_type.shape = TensorShapeProto(dim=dims)
+    result = infer_shapes(model)
+    assert not result.incompatibilities and not result.mismatches
+    carried = [n for n, s in result.shapes["graph"].items() if s and s[0] == "N"]
+    assert len(carried) > 5
+    # The Caffe2 conversions reshape to a fixed batch of 1 before their classifier: run at N = 1.
+    _, values = onnxcore.Session(model).run(None, {feed_name: x}, intermediates=True)
+    for value_name, v in values.items():
+        shape = result.shape(value_name)
+        if isinstance(v, np.ndarray) and shape is not None:
+            assert tuple(1 if d == "N" else d for d in shape) == v.shape, value_name
+
+
 @pytest.mark.parametrize("path", corpus.shipped_models(), ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}")
 def test_shipped_model_shapes_never_contradict_onnx(path: Path) -> None:
     result = infer_shapes(onnxcore.load(path))
