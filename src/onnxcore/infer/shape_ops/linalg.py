@@ -367,7 +367,7 @@ def _tfidf(ctx: ShapeContext) -> list[ShapeT | None]:
     return [(width,) if len(x) == 1 else (x[0], width)]
 
 
-# --- optionals and sequences (a sequence's own shape is None) --------------------------------------
+# --- optionals and sequences (the other sequence operators: shape_ops/sequence.py) ----------------
 
 
 @shape_rule("OptionalGetElement")
@@ -379,15 +379,6 @@ def _optional_get_element(ctx: ShapeContext) -> list[ShapeT | None]:
 @shape_rule("OptionalHasElement", "SequenceLength")
 def _scalar_output(ctx: ShapeContext) -> list[ShapeT | None]:
     return [()]
-
-
-@shape_rule(
-    "Optional", "SequenceAt", "SequenceConstruct", "SequenceEmpty", "SequenceErase", "SequenceInsert",
-    "SplitToSequence", "ConcatFromSequence",
-)  # fmt: skip
-def _unknown(ctx: ShapeContext) -> list[ShapeT | None]:
-    # Sequence element shapes are not tracked, so a tensor taken from a sequence has an unknown shape.
-    return [None] * max(1, ctx.n_outputs)
 
 
 # --- ai.onnx.ml ---------------------------------------------------------------------------------
