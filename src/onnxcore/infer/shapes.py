@@ -159,7 +159,7 @@ class ShapeInference:
     Attributes:
         shapes: Graph path -> value name -> shape, for every tensor value of known rank (declared and
             inferred merged: the declared extent where the inference has none, the fixed one where both
-            speak).
+            speak); for a sequence, the shape its elements share; for an optional, its tensor's.
         mismatches: Every inferred shape contradicting a declared one.
         incompatibilities: Every node whose fixed extents contradict its definition.
         unruled: (location, op_type) of each node whose outputs stayed unknown because its operator has
