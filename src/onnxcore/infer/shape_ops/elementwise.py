@@ -102,24 +102,6 @@ def _dynamic_quantize(ctx: ShapeContext) -> list[ShapeT | None]:
 # --- shapes as values ---------------------------------------------------------------------------
 
 
-@shape_rule("Shape")
-def _shape(ctx: ShapeContext) -> list[ShapeT | None]:
-    x = ctx.shape(0)
-    if x is None:
-        return [None]
-    r = len(x)
-    start, end = 0, r
-    if ctx.since >= 15:
-        s = ctx.attr("start", 0)
-        e = ctx.attr("end", None)
-        start = min(max(s + r if s < 0 else s, 0), r)
-        end = r if e is None else min(max(e + r if e < 0 else e, 0), r)
-    dims = x[start:end] if end > start else ()
-    if all(isinstance(d, int) for d in dims):
-        ctx.set_value(0, np.array(dims, dtype=np.int64))
-    return [(len(dims),)]
-
-
 @shape_rule("Size")
 def _size(ctx: ShapeContext) -> list[ShapeT | None]:
     x = ctx.shape(0)

@@ -8,15 +8,15 @@ These rules carry the elements through those operators as a :class:`SymbolicValu
 
 from __future__ import annotations
 
-from onnxcore.infer.shape_core import ShapeContext, SymbolicValue, value_rule
+from onnxcore.infer.shape_core import ShapeContext, ShapeT, SymbolicValue, shape_rule, value_rule
 
 __all__: list[str] = []
 
 _INT_TYPES = frozenset({2, 3, 4, 5, 6, 7, 12, 13})  # TensorProto element types of the integers
 
 
-@value_rule("Shape")
-def _shape(ctx: ShapeContext) -> SymbolicValue | None:
+def _shape_elements(ctx: ShapeContext) -> ShapeT | None:
+    """The extents ``Shape`` returns: its input's, sliced by ``start`` and ``end`` from Shape-15 (clamped)."""
     x = ctx.shape(0)
     if x is None:
         return None
@@ -27,7 +27,20 @@ def _shape(ctx: ShapeContext) -> SymbolicValue | None:
         e = ctx.attr("end", None)
         start = min(max(s + r if s < 0 else s, 0), r)
         end = r if e is None else min(max(int(e) + r if int(e) < 0 else int(e), 0), r)
-    return SymbolicValue(x[start:end] if end > start else ())
+    return x[start:end] if end > start else ()
+
+
+@shape_rule("Shape")
+def _shape_shape(ctx: ShapeContext) -> list[ShapeT | None]:
+    dims = _shape_elements(ctx)
+    return [None if dims is None else (len(dims),)]
+
+
+@value_rule("Shape")
+def _shape(ctx: ShapeContext) -> SymbolicValue | None:
+    # All fixed, the engine stores these as an ordinary int64 value.
+    dims = _shape_elements(ctx)
+    return None if dims is None else SymbolicValue(dims)
 
 
 @value_rule("Identity")
