@@ -261,3 +261,13 @@ def test_a_branch_that_may_not_be_taken_is_not_held_to_its_shapes() -> None:
     assert inc.location == 'graph/node[1]/else_branch/node[0] "bad"'
     true = h.make_node("Constant", [], ["c"], value=numpy_helper.from_array(np.array(True)))
     assert not infer_shapes(_if_with_bad_else([true], [])).incompatibilities
+
+
+def test_every_operator_has_a_shape_rule() -> None:
+    # Scans every definition: a new operator makes this test fail until it has a rule (If, Loop and Scan are
+    # the engine's own, in shape_ops/control.py; SequenceMap's outputs are sequences of its body's results).
+    from onnxcore import defs
+
+    engine_handled = {("", "If"), ("", "Loop"), ("", "Scan"), ("", "SequenceMap")}
+    missing = {(s.domain, s.name) for s in defs.all_schemas()} - set(SHAPE_RULES) - engine_handled
+    assert not missing, sorted(missing)
