@@ -62,20 +62,10 @@ def type_string(tp: TypeProto | None) -> str | None:
 
 def dims_of(tp: TypeProto | None) -> list[int | str | None] | None:
     """The declared dims of a tensor type: ints, dimension variables, None for unknown; None if no shape."""
-    if tp is None:
-        return None
-    t = tp.tensor_type if tp.tensor_type is not None else tp.sparse_tensor_type
-    if t is None or t.shape is None:
-        return None
-    out: list[int | str | None] = []
-    for d in t.shape.dim:
-        if d.has("dim_value"):
-            out.append(int(d.dim_value))
-        elif d.dim_param:
-            out.append(d.dim_param)
-        else:
-            out.append(None)
-    return out
+    from onnxcore.infer.shapes import stated_dims
+
+    dims = stated_dims(tp)
+    return None if dims is None else list(dims)
 
 
 def elem_of(tp: TypeProto | None) -> int:

@@ -53,7 +53,15 @@ from onnxcore.proto.messages import (
     ValueInfoProto,
 )
 
-__all__ = ["ShapeInference", "ShapeIncompatibility", "ShapeMismatch", "annotate", "declared_shape", "infer_shapes"]
+__all__ = [
+    "ShapeInference",
+    "ShapeIncompatibility",
+    "ShapeMismatch",
+    "annotate",
+    "declared_shape",
+    "infer_shapes",
+    "stated_dims",
+]
 
 _MAX_DEPTH = 64
 _NODE_BUDGET = 2_000_000
@@ -84,26 +92,27 @@ _FOLD_LIMITS = Limits(max_tensor_elements=_FOLD_ELEMENTS, max_tensor_bytes=8 * _
 STRICT = False
 
 
-def declared_shape(tp: TypeProto | None) -> ShapeT | None:
-    """The shape a (sparse, or optional) tensor type declares: ints, dimension variables, None for unknown; None
-    if it states no shape."""
+def stated_dims(tp: TypeProto | None) -> ShapeT | None:
+    """The dims a (sparse) tensor type states, as written: ints (negative ones included), dimension variables,
+    None for an unknown extent; None when it states no shape."""
     if tp is None:
         return None
-    if tp.optional_type is not None:  # an optional tensor has the shape of its tensor when present
-        return declared_shape(tp.optional_type.elem_type)
     t = tp.tensor_type if tp.tensor_type is not None else tp.sparse_tensor_type
     if t is None or t.shape is None:
         return None
-    out: list[Extent] = []
-    for d in t.shape.dim:
-        if d.has("dim_value"):
-            v = int(d.dim_value)
-            out.append(v if v >= 0 else None)  # a negative extent is reported on its own (Clause 6.5.1)
-        elif d.dim_param:
-            out.append(d.dim_param)
-        else:
-            out.append(None)
-    return tuple(out)
+    return tuple(int(d.dim_value) if d.has("dim_value") else (d.dim_param or None) for d in t.shape.dim)
+
+
+def declared_shape(tp: TypeProto | None) -> ShapeT | None:
+    """The shape a (sparse, or optional) tensor type declares: ints, dimension variables, None for unknown; None
+    if it states no shape."""
+    if tp is not None and tp.optional_type is not None:  # an optional tensor has its tensor's shape when present
+        return declared_shape(tp.optional_type.elem_type)
+    dims = stated_dims(tp)
+    if dims is None:
+        return None
+    # A negative extent is reported on its own (Clause 6.5.1); here it is unknown.
+    return tuple(None if isinstance(d, int) and d < 0 else d for d in dims)
 
 
 def _fmt(s: ShapeT | None) -> str:
