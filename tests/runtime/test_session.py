@@ -272,6 +272,21 @@ def test_undefined_value_is_refused_without_validator() -> None:
         onnxcore.Session(model, check=False)
 
 
+def test_attribute_undefined_at_bound_version_is_refused_without_validator() -> None:
+    # LSTM's kernel serves versions 7, 14 and 22; layout enters at 14 (Clause 10.4), so LSTM-7 with
+    # layout=1 must not run as the batch-major layout of LSTM-14.
+    node = h.make_node("LSTM", ["x", "w", "r"], ["y"], hidden_size=2, layout=1)
+    inputs = [_vi("x", shape=[1, 3, 2]), _vi("w", shape=[1, 8, 2]), _vi("r", shape=[1, 8, 2])]
+    model = _model([node], inputs, [_vi("y")], opset=7)
+    with pytest.raises(ValidationError, match=r"'layout' is not defined by LSTM-7"):
+        onnxcore.Session(model, check=False)
+    # The same node at opset 14 binds and runs.
+    s = onnxcore.Session(_model([node], inputs, [_vi("y")], opset=14), check=False)
+    feeds = {n: np.ones(shp, np.float32) for n, shp in (("x", (1, 3, 2)), ("w", (1, 8, 2)), ("r", (1, 8, 2)))}
+    (y,) = s.run(None, feeds)
+    assert y.shape == (1, 3, 1, 2)
+
+
 def _nested_ifs(depth: int) -> bytes:
     inner = h.make_graph([h.make_node("Identity", ["x"], ["o0"])], "g0", [], [_vi("o0", shape=[1])])
     for d in range(1, depth + 1):

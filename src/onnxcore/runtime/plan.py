@@ -625,6 +625,15 @@ def _bind_node(
         env.report_unsupported(domain, node.op_type, 0)
         return BoundNode(index, node, None, kw, outer)
     kdef, since, schema = env.find_kernel(domain, node.op_type, version)
+    if schema is not None:
+        # A kernel serves several versions; an attribute its bound version does not define (10.4) would
+        # otherwise be honoured (LSTM-7 with layout) when the session runs unchecked.
+        for a in node.attribute:
+            if a.name not in schema.attributes:
+                raise ValidationError(
+                    f"{where}: attribute {a.name!r} is not defined by {node.op_type}-{since} "
+                    f"(opset {version}; Clause 10.4)"
+                )
     if kdef is not None:
         if not complete:
             return BoundNode(index, node, None, kw, outer)
