@@ -90,3 +90,22 @@ def test_optional_of_a_tensor_keeps_its_shape() -> None:
         h.make_node("OptionalGetElement", ["o"], ["y"]),
     ]
     _check(nodes, [2, 5], {"y": (2, 5)}, opset=18)
+
+
+def test_sequence_map_walks_its_body_per_element() -> None:
+    # SequenceMap (ONNX 1-2): the body sees one element of each sequence input and each tensor input whole;
+    # each output is a sequence of what the body makes of the elements.
+    body = h.make_graph(
+        [h.make_node("Transpose", ["e"], ["o1"], perm=[2, 0, 1]), h.make_node("Add", ["e", "b"], ["o2"])],
+        "body",
+        [h.make_tensor_value_info("e", T.FLOAT, None), h.make_tensor_value_info("b", T.FLOAT, None)],
+        [h.make_tensor_value_info("o1", T.FLOAT, None), h.make_tensor_value_info("o2", T.FLOAT, None)],
+    )
+    nodes = [
+        h.make_node("SplitToSequence", ["x", "two"], ["seq"], axis=1),
+        h.make_node("SequenceMap", ["seq", "t"], ["m1", "m2"], body=body),
+        h.make_node("SequenceAt", ["m1", "zero"], ["first"]),
+        h.make_node("SequenceAt", ["m2", "zero"], ["second"]),
+    ]
+    t = numpy_helper.from_array(np.ones((1, 1, 4), np.float32), "t")
+    _check(nodes, [2, 6, 4], {"first": (4, 2, 2), "second": (2, 2, 4)}, [_c("two", 2), _c("zero", 0), t])

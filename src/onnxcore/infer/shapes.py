@@ -631,14 +631,14 @@ class _Engine:
 
         walked: set[str] = set()
         outs: Sequence[ShapeT | None] = [None] * len(node.output)
-        if schema is not None and schema.domain == "" and node.op_type in ("If", "Loop", "Scan"):
+        if schema is not None and schema.domain == "" and node.op_type in ("If", "Loop", "Scan", "SequenceMap"):
             try:
                 outs = control_flow_outputs(node, schema, in_shapes, attrs, walk, walked)
             except Exception:
                 if STRICT:
                     raise
         elif schema is not None:
-            # Another operator holding graphs (FlexAttention's score_mod, SequenceMap): its own rule.
+            # Another operator holding graphs (FlexAttention's score_mod): its own rule.
             outs = self.memo_result(self.evaluate(node, in_shapes, in_values, attrs, frame), node, path, i, frame)[0]
         for a in node.attribute:
             if a.name in walked:

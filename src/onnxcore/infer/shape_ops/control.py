@@ -1,4 +1,4 @@
-"""Output shapes of the operators that hold subgraphs: ``If``, ``Loop``, ``Scan`` (Clause 9; ONNX 1-2).
+"""Output shapes of the operators that hold subgraphs: ``If``, ``Loop``, ``Scan``, ``SequenceMap`` (Clause 9).
 
 The engine walks each subgraph once, in its enclosing scope, with the input shapes given here; a subgraph
 of another operator is walked with its declared input shapes only.
@@ -61,7 +61,7 @@ def control_flow_outputs(
     walk: Walk,
     walked: set[str],
 ) -> list[ShapeT | None]:
-    """Output shapes of an ``If``, ``Loop`` or ``Scan`` node; unknown for other operators with subgraphs.
+    """Output shapes of an ``If``, ``Loop``, ``Scan`` or ``SequenceMap`` node; unknown for other such operators.
 
     ``walk(name, graph, input_shapes)`` walks one subgraph and returns its output shapes; each attribute
     walked is added to ``walked``.
@@ -104,6 +104,15 @@ def control_flow_outputs(
             return unknown
         walked.add("body")
         return _scan(schema, in_shapes, attrs, body, walk, n_out)
+    if op == "SequenceMap":
+        body = _graph(attrs, "body")
+        if body is None:
+            return unknown
+        walked.add("body")
+        # A sequence's shape here is the one its elements share, which is what the body sees of it per
+        # iteration; a tensor input is passed whole. Each output sequence holds the body output's shape.
+        outs = walk("body", body, list(in_shapes))
+        return [outs[k] if k < len(outs) else None for k in range(n_out)]
     return unknown
 
 
