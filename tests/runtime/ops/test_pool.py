@@ -330,3 +330,14 @@ def test_pool_strided_and_padded_windows_vs_ort(op: str) -> None:
             check(op, [x], opset, attrs, n_outputs=2 if op == "MaxPool" and opset == 12 else 1)
             if op == "AveragePool":
                 check(op, [x], opset, {**attrs, "count_include_pad": 1})
+
+
+@pytest.mark.parametrize(("op", "opset", "attrs"), [("LpPool", 18, {"kernel_shape": [2, 2]}), ("GlobalLpPool", 2, {})])
+def test_lp_pools_refuse_p_zero(op: str, opset: int, attrs: dict[str, Any]) -> None:
+    # p = 0 has no 1/p-th root: a clear error, not a ZeroDivisionError from inside the kernel (found by a
+    # differential fuzz against onnxruntime, which returns infinities).
+    from onnxcore.errors import EvaluationError
+
+    x = np.ones((1, 1, 3, 3), np.float32)
+    with pytest.raises(EvaluationError, match="p must not be 0"):
+        ours(op, [x], opset, {**attrs, "p": 0})

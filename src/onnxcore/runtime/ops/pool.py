@@ -476,6 +476,9 @@ def max_pool(
 
 
 def _lp_root(s: np.ndarray, p: float) -> np.ndarray:
+    if p == 0:
+        # The definitions give no meaning to an L0 "norm": its 1/p-th root divides by zero.
+        raise EvaluationError("p must not be 0: the norm's 1/p-th root is undefined")
     if p == 1:
         return s
     if p == 2:
