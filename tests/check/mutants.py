@@ -557,6 +557,24 @@ MUTANTS: list[Mutant] = [
         "alpha given as INT",
     ),
     Mutant(
+        "W-ATTR-FLAG",
+        "7.3.1",
+        'graph/node[2] "amax"/attribute[0] "keepdims"',
+        mut(
+            "base",
+            _add_node(
+                NodeProto(
+                    op_type="ArgMax",
+                    input=["y"],
+                    output=["am"],
+                    name="amax",
+                    attribute=[AttributeProto(name="keepdims", type=AT.INT, i=2)],
+                )
+            ),
+        ),
+        "ArgMax with keepdims=2",
+    ),
+    Mutant(
         "E-INPUT-ARITY",
         "7.3.2",
         'graph/node[0] "add"',

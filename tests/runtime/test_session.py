@@ -287,6 +287,21 @@ def test_attribute_undefined_at_bound_version_is_refused_without_validator() -> 
     assert y.shape == (1, 3, 1, 2)
 
 
+@pytest.mark.parametrize("check", [True, False])
+def test_flag_attribute_outside_0_and_1_is_refused(check: bool) -> None:
+    # keepdims=2 is read as true by numpy-based evaluators and as false by onnxruntime (defs/flags.py):
+    # the validator warns (W-ATTR-FLAG), the evaluator refuses rather than pick one (Clause 4.4).
+    node = h.make_node("ReduceSum", ["x"], ["y"], keepdims=2, name="sum")
+    model = _model([node], [_vi("x", shape=[2, 3])], [_vi("y", shape=[1, 1])], opset=13)
+    assert [f.code for f in onnxcore.check(model).findings] == ["W-ATTR-FLAG"]
+    with pytest.raises(ValidationError, match=r"node 0 \(ReduceSum\): attribute 'keepdims' is 2; ReduceSum-13"):
+        onnxcore.Session(model, check=check)
+    node = h.make_node("ReduceSum", ["x"], ["y"], keepdims=0, name="sum")
+    s = onnxcore.Session(_model([node], [_vi("x", shape=[2, 3])], [_vi("y", shape=[])], opset=13), check=check)
+    (y,) = s.run(None, {"x": np.ones((2, 3), np.float32)})
+    assert y.shape == () and y == 6
+
+
 def _nested_ifs(depth: int) -> bytes:
     inner = h.make_graph([h.make_node("Identity", ["x"], ["o0"])], "g0", [], [_vi("o0", shape=[1])])
     for d in range(1, depth + 1):

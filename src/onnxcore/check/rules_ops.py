@@ -8,6 +8,7 @@ from typing import Any
 
 from onnxcore.check.context import Context, NodeRef
 from onnxcore.check.registry import rule
+from onnxcore.defs.flags import is_flag
 from onnxcore.proto.messages import AttributeProto
 
 __all__ = ["inference", "shape_inference"]
@@ -140,6 +141,38 @@ def _count(formals: tuple[Any, ...], n: int) -> tuple[int, int]:
             lo = max(lo, i + f.min_arity)
     hi = n if formals and formals[-1].option == "variadic" else len(formals)
     return lo, hi
+
+
+@rule(
+    "W-ATTR-FLAG",
+    "7.3.1",
+    "a flag attribute (an INT its definition gives the values 0 and 1 only) with another value: its meaning is "
+    "left open, and evaluators differ (onnxcore refuses to evaluate it)",
+)
+def attr_flag(ctx: Context) -> Found:
+    for refs in ctx.groups():
+        first = refs[0]
+        defs = first.schema.attributes
+        flags = [
+            k
+            for k, a in enumerate(first.node.attribute)
+            if not a.ref_attr_name
+            and is_flag(first.domain, a.name)
+            and a.name in defs
+            and defs[a.name].type == AT.INT
+            and a.type == AT.INT
+        ]
+        if not flags:
+            continue
+        # The group shares attribute names and types, not values: every node is read.
+        for ref in refs:
+            for k in flags:
+                a = ref.node.attribute[k]
+                if a.i not in (0, 1):
+                    yield (
+                        f'{ref.loc}/attribute[{k}] "{a.name}"',
+                        f"{ref.label()} attribute {a.name!r} is {a.i}; the definition gives only 0 and 1",
+                    )
 
 
 @rule("E-INPUT-ARITY", "7.3.2", "too few or too many inputs for the operator (variadic minimum arity included)")

@@ -120,6 +120,20 @@ DIVERGENCES: tuple[tuple[str, str, str], ...] = (
         "written.",
     ),
     (
+        "7.3.1, 4.4",
+        "A node's attributes must satisfy the operator's signature, which gives their types, not their values; "
+        "ONNX 1-2 has no Boolean attribute, and a flag (an INT the definition gives the values 0 and 1, such as "
+        "keepdims or ceil_mode) with another value has no stated meaning: onnxruntime reads only 1 as true, "
+        "numpy-based evaluators any non-zero value.",
+        "Validation warns (W-ATTR-FLAG: the model conforms but relies on behaviour left open); the evaluator refuses "
+        "the node rather than pick a reading. The flags are listed in onnxcore.defs.flags.",
+    ),
+    (
+        "11.3",
+        "Integer division and modulo by zero are not defined by Div and Mod.",
+        "Refused with an EvaluationError when the divisor holds a zero (numpy would give 0; onnxruntime refuses).",
+    ),
+    (
         "11.5",
         "No numerical tolerance is specified.",
         "The tolerance achieved per element type is measured on the ONNX 1-3 vectors and stated below; the pass "

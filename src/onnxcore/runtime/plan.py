@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from onnxcore.defs.flags import is_flag
 from onnxcore.errors import EvaluationError, LimitError, OnnxCoreError, ValidationError
 from onnxcore.limits import Limits
 from onnxcore.proto import AttributeProto, FunctionProto, GraphProto, NodeProto, TypeProto
@@ -633,6 +634,12 @@ def _bind_node(
                 raise ValidationError(
                     f"{where}: attribute {a.name!r} is not defined by {node.op_type}-{since} "
                     f"(opset {version}; Clause 10.4)"
+                )
+            d = schema.attributes[a.name]
+            if d.type == AttributeProto.AttributeType.INT and is_flag(domain, a.name) and kw[a.name] not in (0, 1):
+                # Implementations read such a value differently (defs/flags.py); never guess (4.4).
+                raise ValidationError(
+                    f"{where}: attribute {a.name!r} is {kw[a.name]}; {node.op_type}-{since} defines only 0 and 1"
                 )
     if kdef is not None:
         if not complete:

@@ -328,8 +328,6 @@ def non_max_suppression(
         raise ShapeError(f"NonMaxSuppression: boxes must be (batches, boxes, 4), has shape {boxes.shape}")
     if scores.ndim != 3 or scores.shape[0] != boxes.shape[0] or scores.shape[2] != boxes.shape[1]:
         raise ShapeError(f"NonMaxSuppression: scores {scores.shape} do not match boxes {boxes.shape}")
-    if center_point_box not in (0, 1):
-        raise EvaluationError(f"NonMaxSuppression: center_point_box={center_point_box} is not 0 or 1")
     empty = np.zeros((0, 3), np.int64)
     limit = 0
     if max_output_boxes_per_class is not None and np.asarray(max_output_boxes_per_class).size:
