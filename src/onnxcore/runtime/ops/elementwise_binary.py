@@ -10,8 +10,9 @@ agrees (tests/runtime/ops/test_elementwise.py::test_max_min_propagate_nan). The 
 of Max, Min, ReduceMax and ReduceMin contain no NaN, so they do not decide between the two.
 
 Integer arithmetic wraps modulo 2^bits (two's complement). Integer Div truncates toward zero
-(C semantics, vector ``test_div_int32_trunc``); integer division or Mod by zero is not defined by
-the operator definitions and yields 0 here (numpy's result). Mod follows the ``fmod`` attribute:
+(C semantics, vector ``test_div_int32_trunc``). Integer division or Mod by zero is not defined by
+the operator definitions: it is refused with an EvaluationError (numpy would give 0 silently;
+onnxruntime refuses too), never approximated (Clause 4.4). Mod follows the ``fmod`` attribute:
 0 is floor modulo (sign of the divisor), 1 is C ``fmod`` (sign of the dividend); before opset 28
 a floating-point Mod with ``fmod=0`` is refused (the definition requires ``fmod=1``).
 
@@ -66,27 +67,28 @@ def _arith(uf: np.ufunc) -> BinFn:
     return f
 
 
+def _refuse_zero_divisor(op: str, B: Array) -> None:
+    if not np.all(B):
+        raise EvaluationError(f"{op}: integer division by zero (not defined by the operator; Clause 4.4)")
+
+
 def _div(A: Array, B: Array) -> Array:
     k = A.dtype.kind
     if k in "iu":
+        _refuse_zero_divisor("Div", B)
         try:
             if A.dtype.itemsize <= 4:
                 # Exact in float64 (|a|, |b| < 2^32, so no quotient is within rounding of an
                 # integer it is not), and several times faster than two integer divisions.
                 q = np.asarray(np.true_divide(A, B, dtype=np.float64))
                 np.trunc(q, out=q)
-                if not np.all(B):
-                    q[np.broadcast_to(B == 0, q.shape)] = 0.0
                 return _wrap(q.astype(A.dtype))
             if k == "u":
                 return _wrap(np.floor_divide(A, B))
             # Truncation toward zero: q = (a - fmod(a, b)) / b is exact in integers.
             r = np.fmod(A, B)
             q = np.asarray(np.subtract(A, r))
-            nz = B != 0
-            if nz.all():
-                return _wrap(np.floor_divide(q, B, out=q if q.shape == r.shape else None))
-            return _wrap(np.floor_divide(q, np.where(nz, B, 1)) * nz)
+            return _wrap(np.floor_divide(q, B, out=q if q.shape == r.shape else None))
         except ValueError:
             raise _bcast_error(A, B) from None
     return _arith(np.true_divide)(A, B)
@@ -238,11 +240,11 @@ def pow_(X: Array, Y: Array) -> Array:
 
 def _mod(A: Array, B: Array, fmod: int, floats_floor: bool) -> Array:
     dt = A.dtype
-    if fmod not in (0, 1):
-        raise EvaluationError(f"Mod: fmod must be 0 or 1, got {fmod}")
     is_float = dt.kind in "fV"
     if is_float and not fmod and not floats_floor:
         raise EvaluationError("Mod: fmod must be 1 for floating-point inputs before opset 28")
+    if not is_float:
+        _refuse_zero_divisor("Mod", B)
     a = A.astype(np.float32) if dt.kind == "V" else A
     b = B.astype(np.float32) if B.dtype.kind == "V" else B
     try:
