@@ -17,12 +17,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from onnxcore.defs.registry import canonical_domain
 from onnxcore.limits import DEFAULT_LIMITS, Limits
 from onnxcore.proto import MESSAGE_CLASSES, MESSAGE_SPECS
 from onnxcore.proto.message import Message
 from onnxcore.proto.messages import AttributeProto, FunctionProto, GraphProto, ModelProto, NodeProto
 
-__all__ = ["Context", "Scope", "NodeRef", "Defs", "norm_domain"]
+__all__ = ["Context", "Scope", "NodeRef", "Defs"]
 
 # Messages whose location segment is worth qualifying with their name.
 _NAMED = frozenset(
@@ -41,11 +42,6 @@ def _child_plan() -> dict[type, tuple[tuple[str, bool], ...]]:
 _PLAN = _child_plan()
 
 
-def norm_domain(domain: str) -> str:
-    """The default domain is written ``""`` or ``"ai.onnx"`` (Clause 5.3.2); both mean the same."""
-    return "" if domain == "ai.onnx" else domain
-
-
 class Defs:
     """The operator definitions of :mod:`onnxcore.defs`, with lookups cached; absent if not built."""
 
@@ -62,7 +58,7 @@ class Defs:
         self._domains: frozenset[str] = frozenset()
         self._ranges: dict[str, tuple[int, int] | None] = {}
         if self.available:
-            self._domains = frozenset(norm_domain(d) for d in mod.known_domains())
+            self._domains = frozenset(canonical_domain(d) for d in mod.known_domains())
 
     def is_known_domain(self, domain: str) -> bool:
         """Whether ``domain`` is one of the domains ONNX 1-2 defines."""
@@ -130,7 +126,7 @@ class NodeRef:
         self.node = node
         self.index = index
         self.scope = scope
-        self.domain = norm_domain(node.domain)
+        self.domain = canonical_domain(node.domain)
         self.status = status
         self.version = version
         self.schema: Any = schema
@@ -279,10 +275,10 @@ class Context:
         # Operator sets and functions.
         self.opsets: dict[str, int] = {}
         for o in model.opset_import:
-            self.opsets.setdefault(norm_domain(o.domain), int(o.version))
+            self.opsets.setdefault(canonical_domain(o.domain), int(o.version))
         self.functions: dict[tuple[str, str, str], tuple[int, FunctionProto]] = {}
         for i, f in enumerate(model.functions):
-            self.functions.setdefault((norm_domain(f.domain), f.name, f.overload), (i, f))
+            self.functions.setdefault((canonical_domain(f.domain), f.name, f.overload), (i, f))
         # Graph walk.
         self.scopes: list[Scope] = []
         self.too_deep: list[tuple[str, int]] = []
@@ -409,7 +405,7 @@ class Context:
             opsets = dict(self.opsets)
             for o in f.opset_import:
                 # Clause 8.4: the versions are the model's; the function's own imports fill gaps.
-                opsets.setdefault(norm_domain(o.domain), int(o.version))
+                opsets.setdefault(canonical_domain(o.domain), int(o.version))
             loc = f'functions[{i}] "{f.domain}:{f.name}"'
             pending.append(Scope("function", loc, function=f, opsets=opsets))
         seen: set[int] = set()

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from onnxcore.check.context import Context, NodeRef, norm_domain
+from onnxcore.check.context import Context, NodeRef
 from onnxcore.check.registry import rule
+from onnxcore.defs.registry import canonical_domain
 from onnxcore.proto.messages import FunctionProto
 
 __all__: list[str] = []
@@ -21,7 +22,7 @@ Found = Iterator[tuple[str, str]]
 def func_duplicate(ctx: Context) -> Found:
     seen: dict[tuple[str, str, str], int] = {}
     for i, f in enumerate(ctx.model.functions):
-        key = (norm_domain(f.domain), f.name, f.overload)
+        key = (canonical_domain(f.domain), f.name, f.overload)
         if key in seen:
             yield (
                 f'functions[{i}] "{f.domain}:{f.name}"',

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from onnxcore.check.context import Context, norm_domain
+from onnxcore.check.context import Context
 from onnxcore.check.registry import rule
+from onnxcore.defs.registry import canonical_domain
 from onnxcore.proto.messages import (
     FunctionProto,
     GraphProto,
@@ -85,7 +86,7 @@ def _repeated_imports(imports: list) -> Iterator[tuple[int, int, Any]]:
     """(index, index of the first import of the same domain, import) for each repeat."""
     seen: dict[str, int] = {}
     for i, o in enumerate(imports):
-        d = norm_domain(o.domain)
+        d = canonical_domain(o.domain)
         if d in seen:
             yield i, seen[d], o
         else:
@@ -111,7 +112,7 @@ def opset_newer(ctx: Context) -> Found:
     if not ctx.defs.available:
         return
     for i, o in enumerate(ctx.model.opset_import):
-        d = norm_domain(o.domain)
+        d = canonical_domain(o.domain)
         if not ctx.defs.is_known_domain(d):
             continue
         rng = ctx.defs.domain_range(d)

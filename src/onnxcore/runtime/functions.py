@@ -15,14 +15,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from onnxcore.defs.registry import canonical_domain
 from onnxcore.proto import AttributeProto, FunctionProto, GraphProto, NodeProto
 
-__all__ = ["FunctionBody", "norm_domain", "local_function_table", "bind_attribute_refs"]
-
-
-def norm_domain(domain: str) -> str:
-    """``ai.onnx`` and the empty string both name the default domain."""
-    return "" if domain == "ai.onnx" else domain
+__all__ = ["FunctionBody", "local_function_table", "bind_attribute_refs"]
 
 
 class FunctionBody:
@@ -45,7 +41,7 @@ class FunctionBody:
     def key(self) -> tuple[str, str, str]:
         """(domain, name, overload) of the function."""
         p = self.proto
-        return (norm_domain(p.domain), p.name, p.overload)
+        return (canonical_domain(p.domain), p.name, p.overload)
 
 
 def local_function_table(functions: list[FunctionProto]) -> dict[tuple[str, str, str], FunctionBody]:

@@ -25,12 +25,13 @@ from typing import Any
 import numpy as np
 
 from onnxcore.defs.flags import is_flag
+from onnxcore.defs.registry import canonical_domain
 from onnxcore.errors import EvaluationError, LimitError, OnnxCoreError, ValidationError
 from onnxcore.limits import Limits
 from onnxcore.proto import AttributeProto, FunctionProto, GraphProto, NodeProto, TypeProto
 from onnxcore.runtime.attrs import attribute_value, constant_array
 from onnxcore.runtime.codegen import MAX_STEPS, generate
-from onnxcore.runtime.functions import FunctionBody, bind_attribute_refs, norm_domain
+from onnxcore.runtime.functions import FunctionBody, bind_attribute_refs
 from onnxcore.runtime.gradient import bind_gradients
 from onnxcore.runtime.optimize import (
     cse_key,
@@ -83,7 +84,7 @@ class CompileEnv:
         from onnxcore import defs
 
         self._get_schema: Callable[..., Any] = defs.get_schema
-        self._known = frozenset(norm_domain(d) for d in defs.known_domains())
+        self._known = frozenset(canonical_domain(d) for d in defs.known_domains())
 
     def report_unsupported(self, domain: str, op_type: str, version: int) -> None:
         """Record an operator that has neither a kernel nor a body (Clause 4.4, 16.1)."""
@@ -600,7 +601,7 @@ def _bind_node(
     types: Mapping[str, TypeProto],
     label: str,
 ) -> BoundNode:
-    domain = norm_domain(node.domain)
+    domain = canonical_domain(node.domain)
     where = f"{label}/node {index} ({node.op_type})"
     for a in node.attribute:
         if a.ref_attr_name:
@@ -746,7 +747,7 @@ def compile_function(
     fp = body.proto
     opsets = dict(caller_opsets)
     for imp in fp.opset_import:
-        opsets[norm_domain(imp.domain)] = int(imp.version)
+        opsets[canonical_domain(imp.domain)] = int(imp.version)
     nodes = bind_attribute_refs(fp.node, callsite, body.defaults)
     env._fn_stack.append(key)
     try:

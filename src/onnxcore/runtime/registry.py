@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
+from onnxcore.defs.registry import canonical_domain
+
 __all__ = ["KernelDef", "KernelContext", "NONDETERMINISTIC", "kernel", "lookup", "registered", "kernel_versions"]
 
 # Operators of the default domain whose results are not a function of their inputs and attributes
@@ -101,10 +103,6 @@ class KernelDef:
 _REGISTRY: dict[tuple[str, str, int], KernelDef] = {}
 
 
-def _norm_domain(domain: str) -> str:
-    return "" if domain == "ai.onnx" else domain
-
-
 def kernel(op_type: str, *since_versions: int, domain: str = "", context: bool = False) -> Callable[[F], F]:
     """Register the decorated function as the kernel of ``op_type`` at each of ``since_versions``.
 
@@ -120,7 +118,7 @@ def kernel(op_type: str, *since_versions: int, domain: str = "", context: bool =
     """
     if not since_versions:
         raise ValueError(f"kernel {op_type}: give at least one since_version")
-    dom = _norm_domain(domain)
+    dom = canonical_domain(domain)
 
     def deco(fn: F) -> F:
         for v in since_versions:
@@ -136,13 +134,13 @@ def kernel(op_type: str, *since_versions: int, domain: str = "", context: bool =
 def lookup(domain: str, op_type: str, since_version: int) -> KernelDef | None:
     """The kernel registered for exactly this definition, or ``None``."""
     _load_ops()
-    return _REGISTRY.get((_norm_domain(domain), op_type, since_version))
+    return _REGISTRY.get((canonical_domain(domain), op_type, since_version))
 
 
 def kernel_versions(domain: str, op_type: str) -> list[int]:
     """Since_versions with a kernel for (domain, op_type), ascending."""
     _load_ops()
-    dom = _norm_domain(domain)
+    dom = canonical_domain(domain)
     return sorted(v for (d, o, v) in _REGISTRY if d == dom and o == op_type)
 
 

@@ -16,11 +16,12 @@ from typing import Any
 
 import numpy as np
 
+from onnxcore.defs.registry import canonical_domain
 from onnxcore.errors import InputError, LimitError, UnsupportedOperatorError
 from onnxcore.limits import DEFAULT_LIMITS, Limits, limits_in_effect
 from onnxcore.proto import ModelProto, TypeProto
 from onnxcore.runtime.feeds import check_feed
-from onnxcore.runtime.functions import local_function_table, norm_domain
+from onnxcore.runtime.functions import local_function_table
 from onnxcore.runtime.plan import CompileEnv, GraphIR, Plan, compile_graph
 
 __all__ = ["Session", "StepTime", "ValueDescription"]
@@ -134,7 +135,7 @@ class Session:
             from onnxcore.errors import ValidationError
 
             raise ValidationError("the model has no graph (Clause 5.3.1)")
-        opsets = {norm_domain(o.domain): int(o.version) for o in model.opset_import}
+        opsets = {canonical_domain(o.domain): int(o.version) for o in model.opset_import}
         if not model.opset_import and model.ir_version < 3:
             opsets[""] = 1  # before IR version 3, a model without imports means ai.onnx version 1
         env = CompileEnv(local_function_table(list(model.functions)), self._limits, base_dir, np.random.default_rng())
