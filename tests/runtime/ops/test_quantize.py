@@ -433,8 +433,34 @@ def test_qlinear_matmul_refuses_scales_that_do_not_fit_the_product(version: int)
     one, zero = np.array(1.0, np.float32), np.array(0, np.int8)
     assert f(a, one, zero, b, one, zero, one, zero).shape == (2, 2, 1)
     assert f(a, one, zero, b, np.ones(1, np.float32), zero, one, zero).shape == (2, 2, 1)
-    with pytest.raises(EvaluationError, match="do not fit"):
-        f(a, one, zero, b, np.ones(4, np.float32), zero, one, zero)
+    with pytest.raises(EvaluationError, match="b_scale of shape \\(4,\\) does not fit"):
+        f(a, one, zero, b, np.ones(4, np.float32), np.zeros(4, np.int8), one, zero)
     # A zero point of higher rank broadcasts like its operand, never into a larger one.
     with pytest.raises(EvaluationError, match="does not fit"):
-        f(np.ones((2, 2), np.int8), one, zero, np.ones(1, np.int8), one, np.zeros((2, 1), np.int8), one, zero)
+        b2 = np.ones(1, np.int8)
+        f(np.ones((2, 2), np.int8), one, zero, b2, np.ones((2, 1), np.float32), np.zeros((2, 1), np.int8), one, zero)
+
+
+@pytest.mark.parametrize("version", [10, 21])
+def test_qlinear_matmul_scales_and_zero_points_follow_the_definition_shapes(version: int) -> None:
+    # Found by a differential fuzz against onnxruntime: b_scale of shape (2, 1) for b of shape (2, 4, 3) is a
+    # per-row shape; it broadcast into the product as a scale per row of A instead of being refused.
+    f = _fn("QLinearMatMul", version)
+    rng = np.random.default_rng(3)
+    a, b = rng.integers(-5, 5, (2, 2, 4)).astype(np.int8), rng.integers(-5, 5, (2, 4, 3)).astype(np.int8)
+    one, zero = np.array(0.5, np.float32), np.array(0, np.int8)
+    with pytest.raises(EvaluationError, match=r"b_scale of shape \(2, 1\) does not fit"):
+        f(a, one, zero, b, np.ones((2, 1), np.float32), np.zeros((2, 1), np.int8), one, zero)
+    with pytest.raises(EvaluationError, match="must have the same shape"):
+        f(a, one, zero, b, np.ones((2, 1, 3), np.float32), np.zeros(3, np.int8), one, zero)
+    # The definition's shapes: per column [..., 1, N] of B and per row [..., M, 1] of A, equal to the 1-D forms.
+    bs = np.array([0.5, 0.25, 1.0], np.float32)
+    bz = np.array([1, 0, -1], np.int8)
+    col_nd = f(a, one, zero, b, np.broadcast_to(bs, (2, 1, 3)).copy(), np.broadcast_to(bz, (2, 1, 3)).copy(), one, zero)
+    col_1d = f(a, one, zero, b, bs, bz, one, zero)
+    np.testing.assert_array_equal(col_nd, col_1d)
+    a_s, a_z = np.array([0.5, 2.0], np.float32), np.array([0, 2], np.int8)
+    row_nd = f(a, a_s.reshape(2, 1), a_z.reshape(2, 1), b, one, zero, one, zero)
+    np.testing.assert_array_equal(row_nd, f(a, a_s, a_z, b, one, zero, one, zero))
+    expect = np.clip(np.rint(((a - a_z[:, None]) * a_s[:, None]).astype(np.float32) @ (b * 0.5) / 0.5), -128, 127)
+    np.testing.assert_array_equal(row_nd, expect.astype(np.int8))

@@ -347,28 +347,39 @@ def dynamic_quantize_linear(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.n
 # ---------------------------------------------------------------------------------------------
 
 
+def _matmul_param(p: np.ndarray, operand: np.ndarray, *, rows: bool, what: str) -> np.ndarray:
+    """A scale or zero point of a MatMulInteger/QLinearMatMul operand, shaped to broadcast against it.
+
+    The definitions allow a scalar (per tensor), an M-element vector per row of a 2-D A or an N-element vector per
+    column of a 2-D B, and for N-D operands the shapes [..., M, 1] (A) and [..., 1, N] (B). Any other shape is
+    refused: numpy would broadcast a per-row shape given for B across its rows, or a parameter into a larger
+    operand, and multiply matrices the definition does not.
+    """
+    if p.size == 1:
+        return p.reshape(())
+    side = "per row" if rows else "per column"
+    if operand.ndim >= 2:
+        n = operand.shape[-2] if rows else operand.shape[-1]
+        if p.ndim == 1 and p.shape[0] == n:
+            return p.reshape(-1, 1) if rows else p
+        if p.ndim >= 2 and p.shape[-1 if rows else -2] == 1:
+            try:
+                if np.broadcast_shapes(operand.shape, p.shape) == operand.shape:
+                    return p
+            except ValueError:
+                pass
+    raise EvaluationError(
+        f"{what} of shape {p.shape} does not fit its operand of shape {operand.shape} "
+        f"(a scalar, or {side}: {'[..., M, 1] or M' if rows else '[..., 1, N] or N'} entries)"
+    )
+
+
 def _shifted(a: np.ndarray, zp: np.ndarray | None, *, rows: bool, what: str) -> np.ndarray:
-    """``a - zp`` as float64 exactly; a 1-D zero point is per row of A (``rows``) or per column of B."""
+    """``a - zp`` as float64 exactly; a zero point per row of A (``rows``) or per column of B."""
     v = _exact(a)
     if zp is None:
         return v
-    z = _exact(zp)
-    if z.size == 1:
-        return v - z.reshape(())
-    if z.ndim == 1:
-        n = a.shape[-2] if rows else a.shape[-1]
-        if z.shape[0] != n:
-            raise EvaluationError(f"{what} has {z.shape[0]} entries for extent {n}")
-        return v - (z.reshape(-1, 1) if rows else z)
-    # Higher-rank zero points broadcast like the operand (onnxruntime accepts [..., M, 1] / [..., 1, N]), but
-    # never into a larger operand: that would multiply matrices the definition does not.
-    try:
-        fits = np.broadcast_shapes(v.shape, z.shape) == v.shape
-    except ValueError:
-        fits = False
-    if not fits:
-        raise EvaluationError(f"{what} of shape {z.shape} does not fit its operand of shape {a.shape}")
-    return v - z
+    return v - _matmul_param(_exact(zp), a, rows=rows, what=what)
 
 
 def _int_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -477,31 +488,22 @@ def _qlinear_matmul(
     y_scale: np.ndarray,
     y_zero_point: np.ndarray,
 ) -> np.ndarray:
+    for scale, zp, name in ((a_scale, a_zero_point, "a"), (b_scale, b_zero_point, "b")):
+        if (np.size(scale) != 1 or np.size(zp) != 1) and np.shape(scale) != np.shape(zp):
+            # "Scale and zero point must have same shape" (QLinearMatMul's definition).
+            raise EvaluationError(
+                f"{name}_scale {np.shape(scale)} and {name}_zero_point {np.shape(zp)} must have the same shape"
+            )
+    sa = _matmul_param(_scale32(a_scale), a, rows=True, what="a_scale")
+    sb = _matmul_param(_scale32(b_scale), b, rows=False, what="b_scale")
+    ys = _scale32(y_scale)
+    if ys.size != 1:
+        raise EvaluationError("y_scale must be a scalar")
     acc = _int_matmul(
         _shifted(a, a_zero_point, rows=True, what="a_zero_point"),
         _shifted(b, b_zero_point, rows=False, what="b_zero_point"),
     )
-    sa, sb = _scale32(a_scale), _scale32(b_scale)
-    if sa.size != 1 and sa.ndim == 1:
-        sa = sa.reshape(-1, 1)
-    if sa.size == 1:
-        sa = sa.reshape(())
-    if sb.size == 1:
-        sb = sb.reshape(())
-    ys = _scale32(y_scale)
-    if ys.size != 1:
-        raise EvaluationError("y_scale must be a scalar")
     mult = (sa * sb) / ys.reshape(())
-    # Per-row and per-column scales must fit the product: broadcasting them into a larger result would give
-    # a value the definition does not (its y has the shape of numpy.matmul's).
-    try:
-        fits = np.broadcast_shapes(acc.shape, np.shape(mult)) == acc.shape
-    except ValueError:
-        fits = False
-    if not fits:
-        raise EvaluationError(
-            f"a_scale {np.shape(a_scale)} and b_scale {np.shape(b_scale)} do not fit the product of shape {acc.shape}"
-        )
     return _requantize(acc, np.asarray(mult), y_zero_point, "y_zero_point")
 
 
