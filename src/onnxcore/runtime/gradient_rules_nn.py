@@ -68,8 +68,8 @@ def _conv(a: VJP) -> Grads:
     g = a.g
     n = x.ndim - 2
     kernel = list(w.shape[2:])
-    strides = spatial_attr(a.attr("strides"), n, 1, "strides")
-    dilations = spatial_attr(a.attr("dilations"), n, 1, "dilations")
+    strides = spatial_attr(a.attr("strides"), n, 1, "strides", least=1)
+    dilations = spatial_attr(a.attr("dilations"), n, 1, "dilations", least=1)
     pb, pe, out = conv_pads(x.shape[2:], kernel, strides, dilations, a.attr("pads"), a.attr("auto_pad", "NOTSET"))
     group = int(a.attr("group", 1))
     batch, c = x.shape[:2]
@@ -137,9 +137,9 @@ def _check_bn(bn: BoundNode) -> str | None:
 def _pool_geometry(a: VJP, x: np.ndarray) -> tuple[list[int], list[int], list[int], list[int], list[int], list[int]]:
     """(kernel, strides, dilations, pads begin, output extents, padded extents every window fits in)."""
     n = x.ndim - 2
-    kernel = spatial_attr(a.attr("kernel_shape"), n, 1, "kernel_shape")
-    strides = spatial_attr(a.attr("strides"), n, 1, "strides")
-    dilations = spatial_attr(a.attr("dilations"), n, 1, "dilations")
+    kernel = spatial_attr(a.attr("kernel_shape"), n, 1, "kernel_shape", least=1)
+    strides = spatial_attr(a.attr("strides"), n, 1, "strides", least=1)
+    dilations = spatial_attr(a.attr("dilations"), n, 1, "dilations", least=1)
     pb, _pe, _out = conv_pads(x.shape[2:], kernel, strides, dilations, a.attr("pads"), a.attr("auto_pad", "NOTSET"))
     # The output extents are the kernel's (ceil_mode and the version-22 tail rule included).
     out = list(np.shape(a.outs[0])[2:])

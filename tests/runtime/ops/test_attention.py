@@ -352,6 +352,19 @@ def test_rotary_embedding_against_onnxruntime() -> None:
         )
 
 
+def test_rotary_embedding_caches_of_different_shapes_are_refused() -> None:
+    # The definition gives cos_cache and sin_cache one shape; found by the differential fuzz against onnxruntime
+    # (which refuses): a (50, 4) cosine and a (5, 4) sine cache ran while the positions stayed below 5.
+    from onnxcore.errors import ShapeError
+    from onnxcore.runtime.registry import lookup
+
+    fn = lookup("", "RotaryEmbedding", 23).fn
+    x, pos = _f(2, 4, 3, 8), RNG.integers(0, 5, (2, 3)).astype(np.int64)
+    with pytest.raises(ShapeError, match=r"cos_cache \(50, 4\) and sin_cache \(5, 4\) differ"):
+        fn(x, _f(50, 4), _f(5, 4), pos)
+    assert fn(x, _f(5, 4), _f(5, 4), pos).shape == x.shape
+
+
 def test_rotary_embedding_float16() -> None:
     x = _f(1, 2, 4, 8, dtype=np.float16)
     cos, sin = _f(6, 4, dtype=np.float16), _f(6, 4, dtype=np.float16)

@@ -374,3 +374,35 @@ def test_conv_banded_im2col_matches_unbanded(monkeypatch: pytest.MonkeyPatch) ->
         pads = attrs.get("pads", [0] * 4)
         ref = naive_conv(x64, w, None, attrs.get("strides", [1, 1]), [1, 1], pads[:2], pads[2:], attrs.get("group", 1))
         np.testing.assert_allclose(banded, ref, rtol=1e-4, atol=1e-4)
+
+
+X4 = np.ones((1, 1, 3, 3), np.float32)
+IDX = np.zeros((1, 1, 2, 2), np.int64)
+COL = [np.ones((1, 4, 4), np.float32), np.array([3, 3]), np.array([2, 2])]
+
+
+@pytest.mark.parametrize(
+    ("op", "inputs", "opset", "attrs"),
+    [
+        # Found by a differential fuzz against onnxruntime: a ZeroDivisionError (Col2Im), a ValueError
+        # (ConvTranspose) or a made-up shape (MaxUnpool, ConvTranspose dilations 0 or output_padding -1).
+        ("Col2Im", COL, 18, {"strides": [0, 1]}),
+        ("Col2Im", COL, 18, {"dilations": [0, 1]}),
+        ("ConvTranspose", [X4, np.ones((1, 1, 2, 2), np.float32)], 11, {"strides": [0, 1]}),
+        ("ConvTranspose", [X4, np.ones((1, 1, 2, 2), np.float32)], 11, {"dilations": [0, 1]}),
+        ("ConvTranspose", [X4, np.ones((1, 1, 2, 2), np.float32)], 11, {"output_padding": [-1, 0]}),
+        ("Conv", [X4, np.ones((1, 1, 2, 2), np.float32)], 11, {"strides": [1, -1]}),
+        ("MaxUnpool", [X4[..., :2, :2], IDX], 11, {"kernel_shape": [2, 2], "strides": [0, 4]}),
+        ("MaxUnpool", [X4[..., :2, :2], IDX], 11, {"kernel_shape": [0, 2]}),
+        ("MaxUnpool", [X4[..., :2, :2], IDX], 11, {"kernel_shape": [2, 2], "pads": [-1, 0, 0, 0]}),
+        ("LpPool", [X4], 18, {"kernel_shape": [2, 0]}),
+        ("AveragePool", [X4], 19, {"kernel_shape": [2, 2], "dilations": [1, 0]}),
+    ],
+)
+def test_spatial_attributes_out_of_range_are_refused(
+    op: str, inputs: list[Any], opset: int, attrs: dict[str, Any]
+) -> None:
+    from onnxcore.errors import EvaluationError
+
+    with pytest.raises(EvaluationError, match=r"must be (positive|non-negative)"):
+        run_ours(op, inputs, opset, attrs)

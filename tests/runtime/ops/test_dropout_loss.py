@@ -130,3 +130,16 @@ def test_losses_reject_bad_targets() -> None:
         run_ours("SoftmaxCrossEntropyLoss", [x, np.array([0, 1, 2], np.int64)], 13, {})
     with pytest.raises(EvaluationError):
         run_ours("NegativeLogLikelihoodLoss", [x, np.array([0, 1], np.int64)], 13, {"reduction": "avg"})
+
+
+@pytest.mark.parametrize("ratio", [-0.5, 1.0, 2.0, float("nan")])
+@pytest.mark.parametrize("training", [False, True])
+def test_dropout_ratio_outside_the_definitions_range_is_refused(ratio: float, training: bool) -> None:
+    # Dropout-12 and later give ratio "value in [0, 1)"; 1 would divide by zero, a negative ratio scale by a
+    # negative factor. Refused in inference mode too, where the ratio is unused (onnxruntime agrees).
+    from onnxcore.errors import EvaluationError
+
+    x = np.ones((2, 3), np.float32)
+    for version in (12, 13, 22):
+        with pytest.raises(EvaluationError, match=r"ratio must be in \[0, 1\)"):
+            dropout(version, [x, np.array(ratio, np.float32), np.array(training)], {"seed": 0}, 1)

@@ -269,6 +269,20 @@ def test_nms_against_onnxruntime(opset: int) -> None:
         )
 
 
+@pytest.mark.parametrize("iou", [-0.1, 1.5, float("nan")])
+def test_nms_iou_threshold_outside_its_range_is_refused(iou: float) -> None:
+    # "Value range [0, 1]" (the definition); found by the differential fuzz against onnxruntime, which refuses.
+    from onnxcore.errors import EvaluationError
+    from onnxcore.runtime.registry import lookup
+
+    fn = lookup("", "NonMaxSuppression", 11).fn
+    inputs = [v for _, v in _nms_inputs(_random_boxes(1, 4, 0), RNG.random((1, 1, 4)).astype(np.float32), 3, iou, None)]
+    with pytest.raises(EvaluationError, match=r"iou_threshold .* is outside \[0, 1\]"):
+        fn(*inputs)
+    inputs[3] = np.array([1.0], np.float32)  # the bounds themselves are in range
+    assert fn(*inputs).shape == (3, 3)
+
+
 def test_nms_many_boxes_against_onnxruntime() -> None:
     """Hundreds of boxes per class, clustered so that most are suppressed (the working set is compacted
     between rounds), with boxes of zero area and tied scores."""

@@ -457,11 +457,14 @@ def rotary_embedding(
     half = rot // 2
     batch = x.shape[0]
     seq = x.shape[2] if X.ndim == 4 else x.shape[1]
+    if cos_cache.shape != sin_cache.shape:
+        # The definition gives both caches one shape; indexing each by its own extent would hide a mismatch.
+        raise ShapeError(f"RotaryEmbedding: cos_cache {cos_cache.shape} and sin_cache {sin_cache.shape} differ")
     if position_ids is not None:
         pos = np.asarray(position_ids).astype(np.int64)
         if cos_cache.ndim != 2 or sin_cache.ndim != 2:
             raise ShapeError("RotaryEmbedding: with position_ids the caches must be 2-D")
-        if pos.size and (pos.min() < 0 or pos.max() >= cos_cache.shape[0] or pos.max() >= sin_cache.shape[0]):
+        if pos.size and (pos.min() < 0 or pos.max() >= cos_cache.shape[0]):
             raise EvaluationError(f"RotaryEmbedding: position_ids out of range [0, {cos_cache.shape[0]})")
         cos = cos_cache[pos]
         sin = sin_cache[pos]

@@ -50,17 +50,21 @@ def work_dtype(dt: Any) -> np.dtype[Any]:
     return d
 
 
-def spatial_attr(value: Any, n: int, default: int, name: str) -> list[int]:
-    """An INTS attribute with one entry per spatial axis (``default`` everywhere when absent)."""
+def spatial_attr(value: Any, n: int, default: int, name: str, *, least: int) -> list[int]:
+    """An INTS attribute with one entry per spatial axis (``default`` everywhere when absent), each at least
+    ``least`` (1 for strides, dilations and kernel extents; 0 for output_padding)."""
     if value is None:
         return [default] * n
     vals = int_list(value)
     if len(vals) != n:
         raise EvaluationError(f"{name} has {len(vals)} values, expected {n} (one per spatial axis)")
+    if any(v < least for v in vals):
+        raise EvaluationError(f"{name} {vals} must be {'positive' if least == 1 else 'non-negative'}")
     return vals
 
 
-def _pads_attr(pads: Any, n: int) -> tuple[list[int], list[int]]:
+def pads_attr(pads: Any, n: int) -> tuple[list[int], list[int]]:
+    """The ``pads`` attribute as (begins, ends), one non-negative entry per spatial axis each."""
     if pads is None:
         return [0] * n, [0] * n
     p = int_list(pads)
@@ -117,7 +121,7 @@ def conv_pads(
     if mode == "VALID":
         pb, pe = [0] * n, [0] * n
     else:
-        pb, pe = _pads_attr(pads, n)
+        pb, pe = pads_attr(pads, n)
     out = []
     for i in range(n):
         span = in_shape[i] + pb[i] + pe[i] - ek[i]
@@ -441,8 +445,8 @@ def _conv_geometry(
     _shapes_check(x_shape, w_shape, group, kernel_shape, transpose=False)
     nd = len(x_shape) - 2
     kernel = list(w_shape[2:])
-    st = spatial_attr(strides, nd, 1, "strides")
-    dil = spatial_attr(dilations, nd, 1, "dilations")
+    st = spatial_attr(strides, nd, 1, "strides", least=1)
+    dil = spatial_attr(dilations, nd, 1, "dilations", least=1)
     pb, pe, out = conv_pads(x_shape[2:], kernel, st, dil, pads, auto_pad)
     padded = [*x_shape[:2], *(s + b + e for s, b, e in zip(x_shape[2:], pb, pe))]
     return st, dil, pb, pe, out, padded, [x_shape[0], w_shape[0], *out]
@@ -559,9 +563,9 @@ def _convtranspose(
     _shapes_check(x.shape, w.shape, group, kernel_shape, transpose=True)
     nd = x.ndim - 2
     kernel = list(w.shape[2:])
-    st = spatial_attr(strides, nd, 1, "strides")
-    dil = spatial_attr(dilations, nd, 1, "dilations")
-    opad = spatial_attr(output_padding, nd, 0, "output_padding")
+    st = spatial_attr(strides, nd, 1, "strides", least=1)
+    dil = spatial_attr(dilations, nd, 1, "dilations", least=1)
+    opad = spatial_attr(output_padding, nd, 0, "output_padding", least=0)
     mode = _check_auto_pad(auto_pad)
     in_sp = list(x.shape[2:])
     ek = [(k - 1) * d + 1 for k, d in zip(kernel, dil)]
@@ -588,7 +592,7 @@ def _convtranspose(
         if mode == "VALID":
             pb, pe = [0] * nd, [0] * nd
         else:
-            pb, pe = _pads_attr(pads, nd)
+            pb, pe = pads_attr(pads, nd)
         out = [nat - b - e for nat, b, e in zip(natural, pb, pe)]
         if any(o <= 0 for o in out):
             raise ShapeError(f"ConvTranspose output shape {out} is not positive")
@@ -693,9 +697,9 @@ def col2im(
         raise ShapeError(f"image_shape {img} and block_shape {blk} must have the same length")
     if input.ndim != 3:
         raise ShapeError(f"Col2Im input must be 3-D (N, C*prod(block), L), got {input.shape}")
-    st = spatial_attr(strides, nd, 1, "strides")
-    dil = spatial_attr(dilations, nd, 1, "dilations")
-    pb, pe = _pads_attr(pads, nd)
+    st = spatial_attr(strides, nd, 1, "strides", least=1)
+    dil = spatial_attr(dilations, nd, 1, "dilations", least=1)
+    pb, pe = pads_attr(pads, nd)
     kk = math.prod(blk)
     if kk <= 0 or input.shape[1] % kk:
         raise ShapeError(f"input.shape[1]={input.shape[1]} is not a multiple of prod(block_shape)={kk}")

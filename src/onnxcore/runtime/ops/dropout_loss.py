@@ -102,6 +102,9 @@ def dropout(
     ``output = data * mask / (1 - ratio)`` (ratio defaults to 0.5)."""
     training = training_mode is not None and bool(scalar_of(training_mode, name="training_mode"))
     r = 0.5 if ratio is None else float(scalar_of(ratio, name="ratio"))
+    if not 0.0 <= r < 1.0:
+        # The definition gives ratio the range [0, 1) whether or not it is used (onnxruntime refuses too).
+        raise EvaluationError(f"Dropout ratio must be in [0, 1), got {r}")
     if training and r != 0.0:
         y, keep = _dropout_train(ctx, data, r, seed)
     else:

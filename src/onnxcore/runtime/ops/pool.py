@@ -18,7 +18,7 @@ import numpy as np
 
 from onnxcore.errors import EvaluationError, ShapeError
 from onnxcore.runtime.ops._util import check_elements, float_sum, int_list
-from onnxcore.runtime.ops.conv import conv_pads, pad_spatial, spatial_attr, work_dtype
+from onnxcore.runtime.ops.conv import conv_pads, pad_spatial, pads_attr, spatial_attr, work_dtype
 from onnxcore.runtime.registry import KernelContext, kernel
 
 __all__: list[str] = []
@@ -43,11 +43,9 @@ def _setup(
     nd = x.ndim - 2
     if kernel_shape is None:
         raise EvaluationError("kernel_shape is required")
-    kernel = spatial_attr(kernel_shape, nd, 1, "kernel_shape")
-    if any(k <= 0 for k in kernel):
-        raise EvaluationError(f"kernel_shape must be positive, got {kernel}")
-    st = spatial_attr(strides, nd, 1, "strides")
-    dil = spatial_attr(dilations, nd, 1, "dilations")
+    kernel = spatial_attr(kernel_shape, nd, 1, "kernel_shape", least=1)
+    st = spatial_attr(strides, nd, 1, "strides", least=1)
+    dil = spatial_attr(dilations, nd, 1, "dilations", least=1)
     pb, pe, out = conv_pads(x.shape[2:], kernel, st, dil, pads, auto_pad, ceil_mode=ceil_mode, drop_tail=drop_tail)
     check_elements([*x.shape[:2], *(s + b + e for s, b, e in zip(x.shape[2:], pb, pe))], "pool (padded input)")
     check_elements([*x.shape[:2], *out], "pool")
@@ -596,13 +594,11 @@ def max_unpool(
     nd = X.ndim - 2
     if kernel_shape is None:
         raise EvaluationError("kernel_shape is required")
-    kernel = spatial_attr(kernel_shape, nd, 1, "kernel_shape")
-    st = spatial_attr(strides, nd, 1, "strides")
-    p = int_list(pads) if pads is not None else [0] * (2 * nd)
-    if len(p) != 2 * nd:
-        raise EvaluationError(f"pads has {len(p)} values, expected {2 * nd}")
-    inferred = list(X.shape[:2]) + [(i - 1) * s + k - p[j] - p[j + nd]
-                                    for j, (i, s, k) in enumerate(zip(X.shape[2:], st, kernel))]  # fmt: skip
+    kernel = spatial_attr(kernel_shape, nd, 1, "kernel_shape", least=1)
+    st = spatial_attr(strides, nd, 1, "strides", least=1)
+    pb, pe = pads_attr(pads, nd)
+    inferred = list(X.shape[:2]) + [(i - 1) * s + k - b - e
+                                    for i, s, k, b, e in zip(X.shape[2:], st, kernel, pb, pe)]  # fmt: skip
     if any(s < 0 for s in inferred):
         raise ShapeError(f"MaxUnpool output shape {inferred} is negative")
     shape = inferred

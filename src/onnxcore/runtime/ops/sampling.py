@@ -335,6 +335,9 @@ def non_max_suppression(
     thr = np.float32(0.0)
     if iou_threshold is not None and np.asarray(iou_threshold).size:
         thr = np.float32(scalar_of(iou_threshold, name="iou_threshold"))
+        if not 0.0 <= thr <= 1.0:
+            # "Value range [0, 1]" (the definition); onnxruntime refuses too.
+            raise EvaluationError(f"NonMaxSuppression: iou_threshold {thr} is outside [0, 1]")
     nb, nc, ns = scores.shape
     if limit == 0 or ns == 0 or nc == 0 or nb == 0:
         return empty
