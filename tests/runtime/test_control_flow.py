@@ -228,6 +228,15 @@ def test_scan_8_batch_and_sequence_lens() -> None:
         np.testing.assert_allclose(s[b], s0[b] + x[b, :n].sum(axis=0), rtol=1e-6)
         np.testing.assert_allclose(o[b, :n], s0[b] + np.cumsum(x[b, :n], axis=0), rtol=1e-6)
     assert o.shape == (3, 4, 2)
+    # Initial states of another batch size: an IndexError inside the kernel before (found by the onnxruntime fuzz).
+    model = _model(
+        [h.make_node("Scan", ["", "s0", "x"], ["s", "o"], body=body, num_scan_inputs=1)],
+        [_vi("s0", shape=[1, 2]), _vi("x", shape=[3, 4, 2])],
+        [_vi("s", shape=[1, 2]), _vi("o", shape=[3, 4, 2])],
+        8,
+    )
+    with pytest.raises(onnxcore.EvaluationError, match=r"initial states \[\(1, 2\)\] do not have the batch size 3"):
+        onnxcore.Session(model, check=False).run(None, {"s0": s0[:1], "x": x})
 
 
 def test_if_branches_with_outer_values_and_different_shapes() -> None:

@@ -352,6 +352,20 @@ def test_rotary_embedding_against_onnxruntime() -> None:
         )
 
 
+def test_attention_past_key_and_value_of_different_lengths_are_refused() -> None:
+    # A numpy matmul ValueError inside the kernel before (found by the differential fuzz against onnxruntime).
+    from onnxcore.errors import ShapeError
+    from onnxcore.runtime.registry import lookup
+
+    fn = lookup("", "Attention", 23).fn
+    ctx = KernelContext(None, since_version=23, opset_version=23, num_outputs=3)
+    q, k, v = _f(2, 3, 4, 8), _f(2, 3, 2, 8), _f(2, 3, 2, 8)
+    with pytest.raises(ShapeError, match=r"past_key \(2, 3, 8, 8\) and past_value \(2, 3, 3, 8\) differ in length"):
+        fn(ctx, q, k, v, None, _f(2, 3, 8, 8), _f(2, 3, 3, 8))
+    y, pk, pv = fn(ctx, q, k, v, None, _f(2, 3, 8, 8), _f(2, 3, 8, 8))
+    assert y.shape == (2, 3, 4, 8) and pk.shape == pv.shape == (2, 3, 10, 8)
+
+
 def test_rotary_embedding_caches_of_different_shapes_are_refused() -> None:
     # The definition gives cos_cache and sin_cache one shape; found by the differential fuzz against onnxruntime
     # (which refuses): a (50, 4) cosine and a (5, 4) sine cache ran while the positions stayed below 5.

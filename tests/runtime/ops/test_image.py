@@ -83,3 +83,21 @@ def test_integer_input_keeps_its_type() -> None:
     y = lookup("", "Resize", 19).fn(x, None, np.array([1, 1, 2, 2], np.float32), None, mode="linear")
     assert y.dtype == np.uint8 and y.shape == (1, 1, 8, 8)
     assert y.min() >= 0 and y.max() <= 225
+
+
+@pytest.mark.parametrize("antialias", [0, 1])
+@pytest.mark.parametrize(
+    ("shape", "sizes"), [((1, 1, 4, 4), [1, 1, 0, 0]), ((1, 1, 4, 4), [1, 1, -2, 2]), ((1, 1, 0, 4), [1, 1, 2, 2])]
+)
+def test_resize_sizes_implying_no_positive_scale_are_refused(
+    antialias: int, shape: tuple[int, ...], sizes: list[int]
+) -> None:
+    # The scale is "greater than 0" (Resize-13 and later); sizes of 0 made antialiasing divide by zero, an input
+    # extent of 0 the scale itself (found by the differential fuzz against onnxruntime, which refuses both).
+    from onnxcore.errors import EvaluationError
+    from onnxcore.runtime.registry import lookup
+
+    fn = lookup("", "Resize", 19).fn
+    x = np.ones(shape, np.float32)
+    with pytest.raises(EvaluationError, match="imply a scale that is not positive"):
+        fn(x, None, None, np.array(sizes, np.int64), mode="linear", antialias=antialias)

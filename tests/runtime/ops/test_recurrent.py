@@ -140,3 +140,16 @@ def test_weights_of_the_wrong_shape_are_refused_not_broadcast(op: str) -> None:
         fn(x, w[:, :, :2], r, hidden_size=4)
     with pytest.raises(EvaluationError, match="B"):
         fn(x, w, r, np.zeros((1, k * 4), np.float32), hidden_size=4)
+    # Initial states of another batch size broadcast, or raised a numpy ValueError (found by the fuzz against
+    # onnxruntime); LSTM's peepholes of another shape too.
+    h_batch3 = np.zeros((1, 3, 4), np.float32)
+    with pytest.raises(EvaluationError, match=r"initial_h \(1, 3, 4\) should be \(1, 1, 4\)"):
+        fn(x, w, r, None, None, h_batch3, hidden_size=4)
+    fn(x, w, r, None, None, np.zeros((1, 1, 4), np.float32), hidden_size=4)
+    with pytest.raises(EvaluationError, match=r"initial_h \(3, 1, 4\) should be \(1, 1, 4\)"):  # batch-major
+        fn(np.swapaxes(x, 0, 1), w, r, None, None, np.zeros((3, 1, 4), np.float32), hidden_size=4, layout=1)
+    if op == "LSTM":
+        with pytest.raises(EvaluationError, match=r"initial_c \(1, 3, 4\) should be"):
+            fn(x, w, r, None, None, None, h_batch3, hidden_size=4)
+        with pytest.raises(EvaluationError, match=r"P \(1, 1, 12\) should be \(1, 12\)"):
+            fn(x, w, r, None, None, None, None, np.zeros((1, 1, 12), np.float32), hidden_size=4)

@@ -156,6 +156,16 @@ def test_tfidf_against_onnxruntime(mode: str, min_n: int, max_n: int, skip: int)
         np.testing.assert_allclose(actual, expected, rtol=1e-6)
 
 
+@pytest.mark.parametrize("counts", [[-2, 0], [0, 12], [4, 0]])
+def test_tfidf_ngram_counts_outside_the_pool_are_refused(counts: list[int]) -> None:
+    # ngram_counts are the starts of the 1-grams, 2-grams, ... in the pool; [-2, 0] made a ValueError inside the
+    # kernel (found by the differential fuzz against onnxruntime).
+    attrs: dict[str, Any] = {"mode": "TF", "min_gram_length": 1, "max_gram_length": 2, "max_skip_count": 0}
+    attrs |= {"ngram_counts": counts, "ngram_indexes": [0, 1, 2, 3], "pool_int64s": [2, 3, 5, 4, 5, 6]}
+    with pytest.raises(EvaluationError, match=r"ngram_counts .* are not ascending starts in a pool of 6"):
+        _fn("TfIdfVectorizer", 9)(np.array([[2, 3, 5]], np.int64), **attrs)
+
+
 def test_tfidf_strings_against_onnxruntime() -> None:
     words = ["a", "b", "c", "d", "ü"]
     rng = np.random.default_rng(4)

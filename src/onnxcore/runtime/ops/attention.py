@@ -126,6 +126,8 @@ def _attention(
     if past_key is not None and past_value is not None:
         if past_key.ndim != 4 or past_value.ndim != 4:
             raise ShapeError("Attention: past_key and past_value must be 4-D")
+        if past_key.shape[2] != past_value.shape[2]:
+            raise ShapeError(f"Attention: past_key {past_key.shape} and past_value {past_value.shape} differ in length")
         try:
             present_key = np.concatenate((past_key, k4.astype(past_key.dtype, copy=False)), axis=2)
             present_value = np.concatenate((past_value, v4.astype(past_value.dtype, copy=False)), axis=2)

@@ -230,6 +230,9 @@ def scan_8(
     max_len = xs[0].shape[1]
     if any(x.shape[0] != batch or x.shape[1] != max_len for x in xs):
         raise EvaluationError("Scan-8: scan inputs differ in batch size or sequence length")
+    if any(s.ndim < 1 or s.shape[0] != batch for s in inits):
+        shapes = [s.shape for s in inits]
+        raise EvaluationError(f"Scan-8: initial states {shapes} do not have the batch size {batch} on axis 0")
     dirs = list(directions) if directions is not None else [0] * m
     lens = [max_len] * batch
     if sequence_lens is not None:

@@ -156,6 +156,9 @@ def _resize(
         sz = [int(v) for v in np.asarray(sizes).ravel()]
         if len(sz) != len(ax):
             raise EvaluationError(f"Resize: sizes {sz} invalid for {len(ax)} axes")
+        if any(o <= 0 for o in sz) or any(n == 0 for n in in_shape):
+            # The scale sizes imply (output / input extent) must be greater than 0, as given scales must.
+            raise EvaluationError(f"Resize: sizes {sz} for extents {list(in_shape)} imply a scale that is not positive")
         if keep_aspect_ratio_policy == "stretch":
             out_shape = sz
             sc = [o / n for o, n in zip(sz, in_shape)]

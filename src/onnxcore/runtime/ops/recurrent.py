@@ -139,14 +139,22 @@ def _recurrent(
     if lens.shape != (batch,) or (lens < 0).any() or (lens > seq_len).any():
         raise EvaluationError(f"{op}: sequence_lens {lens.tolist()} invalid for {seq_len} steps and batch {batch}")
 
-    def initial(v: np.ndarray | None) -> np.ndarray:
+    def initial(v: np.ndarray | None, name: str) -> np.ndarray:
         if v is None:
             return np.zeros((num_dir, batch, hidden), ct)
         v = v.astype(ct, copy=False)
-        return v.transpose(1, 0, 2) if layout else v
+        v = v.transpose(1, 0, 2) if layout and v.ndim == 3 else v
+        if v.shape != (num_dir, batch, hidden):
+            # Broadcasting another batch or direction count would run states the definition does not.
+            given = v.transpose(1, 0, 2).shape if layout and v.ndim == 3 else v.shape
+            want = (batch, num_dir, hidden) if layout else (num_dir, batch, hidden)
+            raise EvaluationError(f"{op}: {name} {given} should be {want}")
+        return v
 
-    h0 = initial(initial_h)
-    c0 = initial(initial_c)
+    h0 = initial(initial_h, "initial_h")
+    c0 = initial(initial_c, "initial_c")
+    if P is not None and P.shape != (num_dir, 3 * hidden):
+        raise EvaluationError(f"{op}: P {P.shape} should be {(num_dir, 3 * hidden)}")
     p = np.zeros((num_dir, 3 * hidden), ct) if P is None else P.astype(ct, copy=False)
     acts = _activations(op, num_dir, activations, activation_alpha, activation_beta)
     steps = np.arange(seq_len)

@@ -251,6 +251,11 @@ def tfidf_vectorizer(
         ids = np.where(uniq[pos] == xi, pos, -1) if len(uniq) else np.full(xi.shape, -1, np.int64)
 
     starts = [int(c) for c in ngram_counts]
+    if any(not 0 <= a <= b <= len(pool_ids) for a, b in zip(starts, [*starts[1:], len(pool_ids)])):
+        # The starting indexes in the pool of the 1-grams, 2-grams, ...: ascending, within the pool.
+        raise EvaluationError(
+            f"TfIdfVectorizer: ngram_counts {starts} are not ascending starts in a pool of {len(pool_ids)}"
+        )
     n_grams_total = len(ngram_indexes)
     out_size = max((int(i) for i in ngram_indexes), default=-1) + 1
     w = np.ones(n_grams_total, np.float64) if weights is None else np.asarray(weights, dtype=np.float64)
@@ -265,7 +270,7 @@ def tfidf_vectorizer(
     for n in range(1, len(starts) + 1):
         lo = starts[n - 1]
         hi = starts[n] if n < len(starts) else len(pool_ids)
-        if hi < lo or (hi - lo) % n:
+        if (hi - lo) % n:
             raise EvaluationError(f"TfIdfVectorizer: pool entries [{lo}, {hi}) do not hold whole {n}-grams")
         g = (hi - lo) // n
         if not (min_gram_length <= n <= max_gram_length) or g == 0:
