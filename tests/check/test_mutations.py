@@ -108,6 +108,21 @@ def test_every_node_with_a_bad_input_type_is_reported() -> None:
     assert {f.code for f in report.errors} == {"E-TYPE-CONSTRAINT"}
 
 
+def test_an_empty_name_among_variadic_inputs_is_reported() -> None:
+    # 7.3.3: only an optional formal may be left unsupplied; onnx's checker lets an empty variadic actual pass,
+    # and a structural fuzz of the session found the kernels then handed nothing (Max, Min).
+    m = mutants.base()
+    assert m.graph is not None
+    m.graph.node.append(NodeProto(op_type="Max", input=["y", "", "y"], output=["mx"], name="mx"))
+    m.graph.node.append(NodeProto(op_type="Max", input=["y", "y"], output=["ok"], name="ok"))
+    report = check(m)
+    assert [(f.code, f.location) for f in report.errors] == [("E-INPUT-UNSUPPLIED", 'graph/node[2] "mx"/input[1]')]
+    with pytest.raises(
+        onnxcore.ValidationError, match=r"node 2 \(Max\): input 1 \(data_0\) is required, but left empty"
+    ):
+        onnxcore.Session(m, check=False)
+
+
 def test_rule_registry_is_explicit_and_stable() -> None:
     codes = [r.code for r in RULES]
     assert len(codes) == len(set(codes))

@@ -12,9 +12,10 @@ onnxruntime (in a child process: a mutant once made it abort). Two properties:
 
 Where only one of the two runs nothing is asserted: onnxruntime refuses much that the definitions allow (newer
 operator sets, layouts it lacks) and some inputs onnxcore reads leniently (a rank-0 axes or K), and runs some
-things onnxcore refuses as the definitions exclude them (repeated reduction axes). The fuzz found the runtime's refusals of flag attributes outside {0, 1}, integer division by zero,
-quantization parameters of other shapes, spatial attributes below their range, and the kernel errors (Col2Im,
-ConvTranspose, Resize antialias, Scan-8, Attention caches, TfIdfVectorizer, LSTM states) now refused by name.
+things onnxcore refuses as the definitions exclude them (repeated reduction axes). The fuzz found the runtime's
+refusals of flag attributes outside {0, 1}, integer division by zero, quantization parameters of other shapes,
+spatial attributes below their range, and the kernel errors (Col2Im, ConvTranspose, Resize antialias, Scan-8,
+Attention caches, TfIdfVectorizer, LSTM states) now refused by name.
 """
 
 from __future__ import annotations

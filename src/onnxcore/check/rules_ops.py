@@ -199,12 +199,16 @@ def input_unsupplied(ctx: Context) -> Found:
 def _input_unsupplied(ref: NodeRef, schema: Any) -> Found:
     formals = schema.inputs
     for k, name in enumerate(ref.node.input):
-        if name or k >= len(formals):
-            continue
-        if formals[k].option == "single":
+        if name or not formals or (k >= len(formals) and formals[-1].option != "variadic"):
+            continue  # too many actuals is E-INPUT-ARITY's finding
+        # Actuals past the formals belong to the last one, which is then variadic (7.3.2); only an optional
+        # formal may be left unsupplied (7.3.3), so an empty name among variadic actuals is refused too
+        # (onnx's checker lets it pass; the kernels would be handed nothing).
+        formal = formals[min(k, len(formals) - 1)]
+        if formal.option != "optional":
             yield (
                 f"{ref.loc}/input[{k}]",
-                f"{ref.label()} input {k} ({formals[k].name}) is required, but left empty",
+                f"{ref.label()} input {k} ({formal.name}) is required, but left empty",
             )
 
 

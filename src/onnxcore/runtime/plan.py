@@ -642,6 +642,12 @@ def _bind_node(
                 raise ValidationError(
                     f"{where}: attribute {a.name!r} is {kw[a.name]}; {node.op_type}-{since} defines only 0 and 1"
                 )
+    if schema is not None and schema.inputs:
+        for k, name in enumerate(node.input):
+            formal = schema.inputs[min(k, len(schema.inputs) - 1)]
+            if not name and formal.option != "optional" and (k < len(schema.inputs) or formal.option == "variadic"):
+                # Only an optional input may be left unsupplied (7.3.3); a kernel would be handed nothing.
+                raise ValidationError(f"{where}: input {k} ({formal.name}) is required, but left empty (Clause 7.3.3)")
     if kdef is not None:
         if not complete:
             return BoundNode(index, node, None, kw, outer)
