@@ -287,6 +287,18 @@ def test_attribute_undefined_at_bound_version_is_refused_without_validator() -> 
     assert y.shape == (1, 3, 1, 2)
 
 
+def test_arity_is_refused_at_binding_without_validator() -> None:
+    # A structural fuzz of unchecked sessions found kernels called with too few inputs (a TypeError inside):
+    # binding refuses what E-INPUT-ARITY and E-OUTPUT-ARITY report (Clause 7.3.2).
+    x = _vi("x", shape=[2])
+    few = _model([h.make_node("Div", ["x"], ["y"])], [x], [_vi("y", shape=[2])])
+    with pytest.raises(ValidationError, match=r"node 0 \(Div\): Div-14 has at least 2 inputs, the node gives 1"):
+        onnxcore.Session(few, check=False)
+    many = _model([h.make_node("Relu", ["x"], ["y", "z"])], [x], [_vi("y", shape=[2])])
+    with pytest.raises(ValidationError, match=r"Relu-14 has at most 1 outputs, the node gives 2"):
+        onnxcore.Session(many, check=False)
+
+
 @pytest.mark.parametrize("check", [True, False])
 def test_flag_attribute_outside_0_and_1_is_refused(check: bool) -> None:
     # keepdims=2 is read as true by numpy-based evaluators and as false by onnxruntime (defs/flags.py):

@@ -131,18 +131,6 @@ def _at(t: int) -> str:
         return str(t)
 
 
-def _count(formals: tuple[Any, ...], n: int) -> tuple[int, int]:
-    """Fewest and most actuals the formals admit, variadic minimum arity included (Clause 7.3.2)."""
-    lo = 0
-    for i, f in enumerate(formals):
-        if f.option == "single":
-            lo = i + 1
-        elif f.option == "variadic":
-            lo = max(lo, i + f.min_arity)
-    hi = n if formals and formals[-1].option == "variadic" else len(formals)
-    return lo, hi
-
-
 @rule(
     "W-ATTR-FLAG",
     "7.3.1",
@@ -182,9 +170,7 @@ def input_arity(ctx: Context) -> Found:
 
 def _input_arity(ref: NodeRef, schema: Any) -> Found:
     n = len(ref.node.input)
-    lo, hi = _count(schema.inputs, n)
-    lo = max(lo, schema.min_input)
-    hi = min(hi, schema.max_input)
+    lo, hi = schema.input_bounds(n)
     if n < lo:
         yield ref.loc, f"{ref.label()} needs at least {lo} input(s), the node gives {n}"
     elif n > hi:
@@ -197,19 +183,10 @@ def input_unsupplied(ctx: Context) -> Found:
 
 
 def _input_unsupplied(ref: NodeRef, schema: Any) -> Found:
-    formals = schema.inputs
-    for k, name in enumerate(ref.node.input):
-        if name or not formals or (k >= len(formals) and formals[-1].option != "variadic"):
-            continue  # too many actuals is E-INPUT-ARITY's finding
-        # Actuals past the formals belong to the last one, which is then variadic (7.3.2); only an optional
-        # formal may be left unsupplied (7.3.3), so an empty name among variadic actuals is refused too
-        # (onnx's checker lets it pass; the kernels would be handed nothing).
-        formal = formals[min(k, len(formals) - 1)]
-        if formal.option != "optional":
-            yield (
-                f"{ref.loc}/input[{k}]",
-                f"{ref.label()} input {k} ({formal.name}) is required, but left empty",
-            )
+    # Empty names among variadic actuals are refused too (onnx's checker lets them pass; a kernel would be
+    # handed nothing).
+    for k, formal in schema.unsupplied_required(ref.node.input):
+        yield f"{ref.loc}/input[{k}]", f"{ref.label()} input {k} ({formal.name}) is required, but left empty"
 
 
 @rule("E-OUTPUT-ARITY", "7.3.2", "too few outputs for the operator (variadic minimum arity included)")
@@ -219,8 +196,7 @@ def output_arity(ctx: Context) -> Found:
 
 def _output_arity(ref: NodeRef, schema: Any) -> Found:
     n = len(ref.node.output)
-    lo, _hi = _count(schema.outputs, n)
-    lo = max(lo, schema.min_output)
+    lo, _hi = schema.output_bounds(n)
     if n < lo:
         yield ref.loc, f"{ref.label()} has at least {lo} output(s), the node names {n}"
 
@@ -233,8 +209,7 @@ def output_extra(ctx: Context) -> Found:
 def _output_extra(ref: NodeRef, schema: Any) -> Found:
     outs = ref.node.output
     n = len(outs)
-    _lo, hi = _count(schema.outputs, n)
-    hi = min(hi, schema.max_output)
+    _lo, hi = schema.output_bounds(n)
     for k in range(hi, n):
         if outs[k]:
             yield (

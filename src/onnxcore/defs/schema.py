@@ -7,7 +7,7 @@ such definition of ONNX 1-2, read from the data file that ``tools/gen_defs.py`` 
 from __future__ import annotations
 
 import base64
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Literal
 
 from onnxcore.io import decode
@@ -177,6 +177,31 @@ class OpSchema:
         self.function_versions = tuple(self._functions)
         self.context_dependent_function_versions = context_dependent_function_versions
 
+    def input_bounds(self, n: int) -> tuple[int, int]:
+        """Fewest and most inputs a node giving ``n`` may give (Clause 7.3.2, variadic minimum arity included)."""
+        lo, hi = _bounds(self.inputs, n)
+        return max(lo, self.min_input), min(hi, self.max_input)
+
+    def output_bounds(self, n: int) -> tuple[int, int]:
+        """Fewest and most outputs a node naming ``n`` may name (Clause 7.3.2)."""
+        lo, hi = _bounds(self.outputs, n)
+        return max(lo, self.min_output), min(hi, self.max_output)
+
+    def unsupplied_required(self, names: Sequence[str]) -> list[tuple[int, FormalParameter]]:
+        """The actual inputs left empty whose formal is not optional (Clause 7.3.3), with their formal.
+
+        Actuals past the formals belong to the last one when it is variadic; others are an arity matter.
+        """
+        formals = self.inputs
+        out = []
+        for k, name in enumerate(names):
+            if name or not formals or (k >= len(formals) and formals[-1].option != "variadic"):
+                continue
+            formal = formals[min(k, len(formals) - 1)]
+            if formal.option != "optional":
+                out.append((k, formal))
+        return out
+
     @property
     def has_function(self) -> bool:
         """Whether a static function body is stored (for some operator set version)."""
@@ -269,3 +294,14 @@ def schema_from_record(rec: Mapping[str, object]) -> OpSchema:
         functions={int(k): base64.b64decode(v) for k, v in raw_f.items()},
         context_dependent_function_versions=tuple(int(v) for v in raw_fc),
     )
+
+
+def _bounds(formals: tuple[FormalParameter, ...], n: int) -> tuple[int, int]:
+    lo = 0
+    for i, f in enumerate(formals):
+        if f.option == "single":
+            lo = i + 1
+        elif f.option == "variadic":
+            lo = max(lo, i + f.min_arity)
+    hi = n if formals and formals[-1].option == "variadic" else len(formals)
+    return lo, hi

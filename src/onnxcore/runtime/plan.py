@@ -642,12 +642,20 @@ def _bind_node(
                 raise ValidationError(
                     f"{where}: attribute {a.name!r} is {kw[a.name]}; {node.op_type}-{since} defines only 0 and 1"
                 )
-    if schema is not None and schema.inputs:
-        for k, name in enumerate(node.input):
-            formal = schema.inputs[min(k, len(schema.inputs) - 1)]
-            if not name and formal.option != "optional" and (k < len(schema.inputs) or formal.option == "variadic"):
-                # Only an optional input may be left unsupplied (7.3.3); a kernel would be handed nothing.
-                raise ValidationError(f"{where}: input {k} ({formal.name}) is required, but left empty (Clause 7.3.3)")
+    if schema is not None:
+        # What the validator reports (7.3.2, 7.3.3) is refused here too, so an unchecked session never hands a
+        # kernel too few inputs or nothing for a required one.
+        for kind, count, (lo, hi) in (
+            ("inputs", len(node.input), schema.input_bounds(len(node.input))),
+            ("outputs", len(node.output), schema.output_bounds(len(node.output))),
+        ):
+            if not lo <= count <= hi:
+                allowed = f"at least {lo}" if count < lo else f"at most {hi}"
+                raise ValidationError(
+                    f"{where}: {node.op_type}-{since} has {allowed} {kind}, the node gives {count} (7.3.2)"
+                )
+        for k, formal in schema.unsupplied_required(node.input):
+            raise ValidationError(f"{where}: input {k} ({formal.name}) is required, but left empty (Clause 7.3.3)")
     if kdef is not None:
         if not complete:
             return BoundNode(index, node, None, kw, outer)
