@@ -239,6 +239,22 @@ def test_scan_8_batch_and_sequence_lens() -> None:
         onnxcore.Session(model, check=False).run(None, {"s0": s0[:1], "x": x})
 
 
+def test_a_body_fed_fewer_inputs_than_it_declares_is_refused_unchecked() -> None:
+    # The validator reports it (E-SUBGRAPH-ARITY); unchecked, the body read an unfed input as missing deep inside
+    # and a numpy ValueError came out (found by the structural session fuzz).
+    body = h.make_graph(
+        [h.make_node("Identity", ["c_in"], ["c_out"]), h.make_node("Add", ["s_in", "s_in"], ["s_out"])],
+        "body",
+        [_vi("i", TP.INT64, []), _vi("c_in", TP.BOOL, []), _vi("s_in", shape=[2])],
+        [_vi("c_out", TP.BOOL, []), _vi("s_out", shape=[2])],
+    )
+    node = h.make_node("Loop", ["n", ""], ["s"], body=body)
+    model = _model([node], [_vi("n", TP.INT64, [])], [_vi("s", shape=[None, 2])], 16)
+    assert "E-SUBGRAPH-ARITY" in {f.code for f in onnxcore.check(model).errors}
+    with pytest.raises(onnxcore.EvaluationError, match="the body 'body' declares 3 inputs, the operator feeds 2"):
+        onnxcore.Session(model, check=False).run(None, {"n": np.array(2, np.int64)})
+
+
 def test_if_branches_with_outer_values_and_different_shapes() -> None:
     then_g = h.make_graph([h.make_node("Add", ["a", "b"], ["t"])], "then", [], [_vi("t")])
     else_g = h.make_graph([h.make_node("Concat", ["a", "b"], ["e"], axis=0)], "else", [], [_vi("e")])

@@ -557,6 +557,12 @@ class _SubgraphCall:
             plan = subplans.get(id(graph))
             if plan is None:
                 raise OnnxCoreError("run_subgraph: the graph is not an attribute of this node")
+            if len(inputs) != len(graph.input):
+                # A body's inputs are fixed by its operator (Loop: 2 + carried values, Scan: states + scan
+                # inputs); an unfed one would be read as missing deep inside the body.
+                raise EvaluationError(
+                    f"the body {graph.name!r} declares {len(graph.input)} inputs, the operator feeds {len(inputs)}"
+                )
             return plan.run(inputs, scope if outer is None else outer)
 
         ctx = KernelContext(run_subgraph=run_subgraph, **self.ctx_args)
