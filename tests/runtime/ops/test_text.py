@@ -166,6 +166,15 @@ def test_tfidf_ngram_counts_outside_the_pool_are_refused(counts: list[int]) -> N
         _fn("TfIdfVectorizer", 9)(np.array([[2, 3, 5]], np.int64), **attrs)
 
 
+@pytest.mark.parametrize("indexes", [[], [1, 0]])
+def test_tfidf_pool_with_other_n_gram_count_than_ngram_indexes_is_refused(indexes: list[int]) -> None:
+    # An IndexError inside the kernel before (the onnxruntime fuzz): the counts were written before the check.
+    attrs: dict[str, Any] = {"mode": "TF", "min_gram_length": 1, "max_gram_length": 2, "max_skip_count": 0}
+    attrs |= {"ngram_counts": [0, 4], "ngram_indexes": indexes, "pool_int64s": [3, 7, 2, 4, 3, 7, 4, 2]}
+    with pytest.raises(EvaluationError, match=f"the pool holds 6 n-grams, ngram_indexes {len(indexes)}"):
+        _fn("TfIdfVectorizer", 9)(np.array([[3, 7, 2, 4]], np.int64), **attrs)
+
+
 def test_tfidf_strings_against_onnxruntime() -> None:
     words = ["a", "b", "c", "d", "ü"]
     rng = np.random.default_rng(4)

@@ -251,7 +251,8 @@ def tfidf_vectorizer(
         ids = np.where(uniq[pos] == xi, pos, -1) if len(uniq) else np.full(xi.shape, -1, np.int64)
 
     starts = [int(c) for c in ngram_counts]
-    if any(not 0 <= a <= b <= len(pool_ids) for a, b in zip(starts, [*starts[1:], len(pool_ids)])):
+    ends = [*starts[1:], len(pool_ids)]
+    if any(not 0 <= a <= b <= len(pool_ids) for a, b in zip(starts, ends)):
         # The starting indexes in the pool of the 1-grams, 2-grams, ...: ascending, within the pool.
         raise EvaluationError(
             f"TfIdfVectorizer: ngram_counts {starts} are not ascending starts in a pool of {len(pool_ids)}"
@@ -266,12 +267,15 @@ def tfidf_vectorizer(
         raise EvaluationError("TfIdfVectorizer: ngram_indexes must be non-negative")
     check_elements([n_rows, out_size], "TfIdfVectorizer")
     counts = np.zeros((n_rows, n_grams_total), np.float64)
-    gram_base = 0
-    for n in range(1, len(starts) + 1):
-        lo = starts[n - 1]
-        hi = starts[n] if n < len(starts) else len(pool_ids)
+    # The pool's n-gram counts, checked against ngram_indexes before any is counted.
+    for n, (lo, hi) in enumerate(zip(starts, ends), start=1):
         if (hi - lo) % n:
             raise EvaluationError(f"TfIdfVectorizer: pool entries [{lo}, {hi}) do not hold whole {n}-grams")
+    held = sum((hi - lo) // n for n, (lo, hi) in enumerate(zip(starts, ends), start=1))
+    if held != n_grams_total:
+        raise EvaluationError(f"TfIdfVectorizer: the pool holds {held} n-grams, ngram_indexes {n_grams_total}")
+    gram_base = 0
+    for n, (lo, hi) in enumerate(zip(starts, ends), start=1):
         g = (hi - lo) // n
         if not (min_gram_length <= n <= max_gram_length) or g == 0:
             gram_base += g
@@ -292,8 +296,6 @@ def tfidf_vectorizer(
             row_of = np.repeat(np.arange(n_rows), count)
             np.add.at(counts, (row_of[hit], gram_base + order[pos[hit]]), 1.0)
         gram_base += g
-    if gram_base != n_grams_total:
-        raise EvaluationError(f"TfIdfVectorizer: the pool holds {gram_base} n-grams, ngram_indexes {n_grams_total}")
     if mode == "IDF":
         counts = np.minimum(counts, 1.0) * w
     elif mode == "TFIDF":
