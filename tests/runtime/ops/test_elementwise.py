@@ -645,3 +645,17 @@ def test_rank0_inputs_give_rank0_arrays(op: str, dtype: str) -> None:
     outs = run_ours(op, scalars, version, attrs)
     for y in outs:
         assert type(y) is np.ndarray and y.shape == ()
+
+
+@pytest.mark.parametrize("alpha", [float("inf"), float("-inf"), float("nan"), 1e39])
+@pytest.mark.parametrize("op", ["LeakyRelu", "Elu", "Selu"])
+def test_activation_with_a_non_finite_alpha_keeps_the_positive_side(op: str, alpha: float) -> None:
+    # The definitions are two-sided and alpha enters only the negative side; the select-free forms multiplied it
+    # by 0 on the positive side and gave NaN there (found by the onnxruntime fuzz, which agrees with the fix).
+    x = np.array([-2.0, -0.5, 0.5, 3.0], np.float32)
+    (y,) = run_ours(op, [x], 6 if op != "LeakyRelu" else 16, {"alpha": alpha})
+    gamma = np.float32(1.0507010221481323) if op == "Selu" else np.float32(1)
+    np.testing.assert_array_equal(y[2:], gamma * x[2:])
+    a = np.float32(alpha)
+    neg = a * x[:2] if op == "LeakyRelu" else a * np.expm1(x[:2])
+    np.testing.assert_array_equal(y[:2], gamma * neg)

@@ -358,12 +358,23 @@ _register_unary("Erf", erf, (9, 13))
 # --- activations with attributes ----------------------------------------------------------
 
 
+def _finite(alpha: float, dt: np.dtype[Any]) -> bool:
+    """Whether ``alpha`` stays finite in ``dt``: the select-free forms below multiply it by 0 on the other side
+    of the definition's two cases, which an infinite or NaN alpha would turn into NaN."""
+    with np.errstate(over="ignore"):
+        return bool(np.isfinite(np.asarray(alpha, dt)))
+
+
 def _elu(X: Array, alpha: float) -> Array:
     def f(v: Array) -> Array:
+        a = np.asarray(alpha, v.dtype)
+        if not _finite(alpha, v.dtype):
+            with np.errstate(invalid="ignore"):
+                return np.where(v > 0, v, a * np.expm1(v))
         # max(x, 0) + alpha*(exp(min(x, 0)) - 1): equal to the two-sided definition, and without
         # a select (np.where is several times slower than two passes of maximum/minimum).
         y = np.expm1(np.minimum(v, 0))
-        y *= np.asarray(alpha, v.dtype)
+        y *= a
         y += np.maximum(v, 0)
         return y
 
@@ -444,6 +455,9 @@ _register_unary("HardSwish", _hard_swish, (14, 22))
 def _leaky_relu(X: Array, alpha: float) -> Array:
     def f(v: Array) -> Array:
         a = np.asarray(alpha, v.dtype)
+        if not _finite(alpha, v.dtype):
+            with np.errstate(invalid="ignore"):
+                return np.where(v >= 0, v, a * v)
         if 0.0 <= alpha <= 1.0:
             # alpha*x <= x exactly when x >= 0, so the definition is max(x, alpha*x).
             y = v * a
@@ -474,10 +488,14 @@ def leaky_relu(X: Array, *, alpha: float = 0.009999999776482582) -> Array:
 def _selu(X: Array, alpha: float, gamma: float) -> Array:
     def f(v: Array) -> Array:
         a = np.asarray(alpha, v.dtype)
+        g = np.asarray(gamma, v.dtype)
+        if not _finite(alpha, v.dtype):
+            with np.errstate(invalid="ignore"):
+                return np.where(v > 0, g * v, g * (a * np.expm1(v)))
         y = np.expm1(np.minimum(v, 0))
         y *= a
         y += np.maximum(v, 0)
-        y *= np.asarray(gamma, v.dtype)
+        y *= g
         return y
 
     return float_unary(X, f)
