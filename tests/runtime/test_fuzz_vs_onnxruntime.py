@@ -1,8 +1,9 @@
 """Differential fuzz against onnxruntime: mutated single-node ONNX 1-3 vectors.
 
-Each mutant changes a vector's input shapes (extents, a dropped or an added axis) and some of its INT, INTS and
-FLOAT attributes, then runs in onnxcore (unchecked, so the kernels meet what the validator would refuse) and in
-onnxruntime (in a child process: a mutant once made it abort). Two properties:
+Each mutant changes a vector's input shapes (extents, a dropped or an added axis) and some of its INT, INTS,
+FLOAT and STRING attributes (no NaN or infinite values: the definitions leave special values open, 11.3), then
+runs in onnxcore (unchecked, so the kernels meet what the validator would refuse) and in onnxruntime (in a child
+process: a mutant once made it abort). Two properties:
 
 - onnxcore gives a result or one of its own errors. A node failure caused by anything else (a ZeroDivisionError,
   a numpy ValueError, an IndexError inside a kernel) is a defect, even though the session reports it as an
@@ -180,6 +181,12 @@ def _mutants(cases: list[Path], seed: int, count: int) -> Iterator[tuple[str, Mo
         g = m.graph
         if g is not None and len(g.node) == 1 and g.node[0].domain in ("", "ai.onnx") and "expanded" not in d.name:
             models.append((d.name, m))
+    # A STRING attribute takes another value the vectors give it (another mode), or one no definition allows.
+    strings: dict[str, list[bytes]] = {}
+    for _name, m in models:
+        for a in m.graph.node[0].attribute:  # type: ignore[union-attr]
+            if a.type == AT.STRING and a.s not in strings.setdefault(a.name, [b"", b"xyz"]):
+                strings[a.name].append(a.s)
     made = 0
     while made < count:
         name, m0 = models[rng.randrange(len(models))]
@@ -192,11 +199,15 @@ def _mutants(cases: list[Path], seed: int, count: int) -> Iterator[tuple[str, Mo
         for a in g.node[0].attribute:
             if rng.random() < 0.25:
                 if a.type == AT.INT:
-                    a.i = rng.randint(-2, 4)
-                elif a.type == AT.INTS and a.ints:
-                    a.ints = [rng.randint(-2, 4) for _ in a.ints]
+                    a.i = rng.choice([rng.randint(-2, 4), rng.randint(-6, 12), 1000, -1000])
+                elif a.type == AT.INTS and rng.random() < 0.8:
+                    a.ints = [rng.choice([rng.randint(-2, 4), rng.randint(-6, 9)]) for _ in a.ints]
+                elif a.type == AT.INTS:
+                    a.ints = [rng.randint(-2, 4) for _ in range(rng.randint(0, 6))]  # another length
                 elif a.type == AT.FLOAT:
-                    a.f = rng.choice([0.0, 0.5, -1.0, 2.0])
+                    a.f = rng.choice([0.0, 0.5, -1.0, 2.0, 1e-30])
+                elif a.type == AT.STRING:
+                    a.s = rng.choice(strings[a.name])
         # Outputs of unknown extents: the mutant's shapes are not the vector's.
         for vi in g.output:
             tt = vi.type.tensor_type if vi.type is not None else None
