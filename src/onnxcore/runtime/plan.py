@@ -598,6 +598,35 @@ def _graphs_in(kw: dict[str, Any]) -> list[GraphProto]:
     return out
 
 
+def _check_signature(
+    where: str, node: NodeProto, domain: str, version: int, since: int, schema: Any, kw: Mapping[str, Any]
+) -> None:
+    """Refuse at binding what the validator reports of a node's signature, so that an unchecked session never
+    hands a kernel what its bound version does not define (one kernel serves several versions: LSTM-7 with
+    layout ran as LSTM-14), too few inputs, nothing for a required one, or a flag it would have to guess at."""
+    label = f"{node.op_type}-{since}"
+    for a in node.attribute:
+        d = schema.attributes.get(a.name)
+        if d is None:
+            raise ValidationError(
+                f"{where}: attribute {a.name!r} is not defined by {label} (opset {version}; Clause 10.4)"
+            )
+        if d.type == AttributeProto.AttributeType.INT and is_flag(domain, a.name) and kw[a.name] not in (0, 1):
+            # Implementations read such a value differently (defs/flags.py); never guess (4.4).
+            raise ValidationError(f"{where}: attribute {a.name!r} is {kw[a.name]}; {label} defines only 0 and 1")
+    for kind, count, (lo, hi) in (
+        ("inputs", len(node.input), schema.input_bounds(len(node.input))),
+        ("outputs", len(node.output), schema.output_bounds(len(node.output))),
+    ):
+        if not lo <= count <= hi:
+            allowed = f"at least {lo}" if count < lo else f"at most {hi}"
+            raise ValidationError(f"{where}: {label} has {allowed} {kind}, the node gives {count} (7.3.2)")
+    missing = schema.unsupplied_required(node.input)
+    if missing:
+        k, formal = missing[0]
+        raise ValidationError(f"{where}: input {k} ({formal.name}) is required, but left empty (Clause 7.3.3)")
+
+
 def _bind_node(
     env: CompileEnv,
     index: int,
@@ -634,34 +663,7 @@ def _bind_node(
         return BoundNode(index, node, None, kw, outer)
     kdef, since, schema = env.find_kernel(domain, node.op_type, version)
     if schema is not None:
-        # A kernel serves several versions; an attribute its bound version does not define (10.4) would
-        # otherwise be honoured (LSTM-7 with layout) when the session runs unchecked.
-        for a in node.attribute:
-            if a.name not in schema.attributes:
-                raise ValidationError(
-                    f"{where}: attribute {a.name!r} is not defined by {node.op_type}-{since} "
-                    f"(opset {version}; Clause 10.4)"
-                )
-            d = schema.attributes[a.name]
-            if d.type == AttributeProto.AttributeType.INT and is_flag(domain, a.name) and kw[a.name] not in (0, 1):
-                # Implementations read such a value differently (defs/flags.py); never guess (4.4).
-                raise ValidationError(
-                    f"{where}: attribute {a.name!r} is {kw[a.name]}; {node.op_type}-{since} defines only 0 and 1"
-                )
-    if schema is not None:
-        # What the validator reports (7.3.2, 7.3.3) is refused here too, so an unchecked session never hands a
-        # kernel too few inputs or nothing for a required one.
-        for kind, count, (lo, hi) in (
-            ("inputs", len(node.input), schema.input_bounds(len(node.input))),
-            ("outputs", len(node.output), schema.output_bounds(len(node.output))),
-        ):
-            if not lo <= count <= hi:
-                allowed = f"at least {lo}" if count < lo else f"at most {hi}"
-                raise ValidationError(
-                    f"{where}: {node.op_type}-{since} has {allowed} {kind}, the node gives {count} (7.3.2)"
-                )
-        for k, formal in schema.unsupplied_required(node.input):
-            raise ValidationError(f"{where}: input {k} ({formal.name}) is required, but left empty (Clause 7.3.3)")
+        _check_signature(where, node, domain, version, since, schema, kw)
     if kdef is not None:
         if not complete:
             return BoundNode(index, node, None, kw, outer)

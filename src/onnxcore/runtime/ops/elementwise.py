@@ -15,6 +15,7 @@ approximation evaluated in float64 and rounded once (see ``_erf32``), within 0.5
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import Any
@@ -358,11 +359,16 @@ _register_unary("Erf", erf, (9, 13))
 # --- activations with attributes ----------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=8)
+def _largest(dt: np.dtype[Any]) -> float:
+    return float(np.finfo(dt).max)
+
+
 def _finite(alpha: float, dt: np.dtype[Any]) -> bool:
     """Whether ``alpha`` stays finite in ``dt``: the select-free forms below multiply it by 0 on the other side
-    of the definition's two cases, which an infinite or NaN alpha would turn into NaN."""
-    with np.errstate(over="ignore"):
-        return bool(np.isfinite(np.asarray(alpha, dt)))
+    of the definition's two cases, which an infinite or NaN alpha would turn into NaN. (A value that rounds down
+    to the largest finite one counts as infinite: the select is right for every alpha, only slower.)"""
+    return math.isfinite(alpha) and abs(alpha) <= _largest(dt)
 
 
 def _elu(X: Array, alpha: float) -> Array:
