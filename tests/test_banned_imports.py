@@ -40,7 +40,7 @@ def test_importing_everything_loads_no_oracle() -> None:
         "for m in pkgutil.walk_packages(onnxcore.__path__, 'onnxcore.'):\n"
         "    if m.name.endswith('__main__'): continue\n"
         "    importlib.import_module(m.name)\n"
-        "from onnxcore.runtime.registry import registered\n"
+        "from onnxcore.kernels.registry import registered\n"
         "list(registered())\n"
         f"bad = [m for m in sys.modules if any(m == b or m.startswith(b + '.') for b in {BANNED!r})]\n"
         "print(','.join(bad))\n"

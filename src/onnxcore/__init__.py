@@ -26,7 +26,6 @@ from onnxcore.io import decode, encode, load, save
 from onnxcore.limits import DEFAULT_LIMITS, Limits
 
 if TYPE_CHECKING:
-    from onnxcore.check import Finding, Report, check
     from onnxcore.external import externalize, internalize, load_external_data
     from onnxcore.runtime import Session
     from onnxcore.types import (
@@ -49,6 +48,7 @@ if TYPE_CHECKING:
         value_from_proto,
         value_to_proto,
     )
+    from onnxcore.validate import Finding, Report, check
 from onnxcore.proto import (
     AttributeProto,
     DeviceConfigurationProto,
@@ -103,10 +103,10 @@ _LAZY: dict[str, str] = {
     "type_to_proto": "onnxcore.types",
     "value_from_proto": "onnxcore.types",
     "value_to_proto": "onnxcore.types",
-    # Clause 10 (check/)
-    "check": "onnxcore.check",
-    "Report": "onnxcore.check",
-    "Finding": "onnxcore.check",
+    # Clause 10 (validate/)
+    "check": "onnxcore.validate",
+    "Report": "onnxcore.validate",
+    "Finding": "onnxcore.validate",
     # Clauses 13, 15 (external/)
     "load_external_data": "onnxcore.external",
     "externalize": "onnxcore.external",

@@ -71,7 +71,7 @@ def run_single_node_case(case_dir: Path) -> tuple[list[Any], list[Any]] | None:
     """Evaluate a single-node case with our kernel; return (actual, expected) or None if unsupported."""
     import onnx
 
-    from onnxcore.runtime.registry import KernelContext, lookup
+    from onnxcore.kernels.registry import KernelContext, lookup
 
     model = onnx.load(str(case_dir / "model.onnx"))
     if len(model.graph.node) != 1:

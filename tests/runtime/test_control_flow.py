@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import onnxcore
-import onnxcore.runtime.registry
+import onnxcore.kernels.registry
 from onnxcore import LimitError
 
 onnx = pytest.importorskip("onnx")
@@ -293,7 +293,7 @@ def test_subgraph_error_names_inner_node() -> None:
 _SEQ_DOMAIN = "test.onnxcore.cf"
 
 
-@onnxcore.runtime.registry.kernel("SeqAppend", 1, domain=_SEQ_DOMAIN)
+@onnxcore.kernels.registry.kernel("SeqAppend", 1, domain=_SEQ_DOMAIN)
 def _seq_append(seq: list[Any], x: np.ndarray) -> tuple[list[Any]]:
     return ([*seq, x],)
 

@@ -17,8 +17,8 @@ from onnx import TensorProto as TP
 from onnx import helper as h
 
 import onnxcore
+from onnxcore.kernels.registry import kernel
 from onnxcore.limits import DEFAULT_LIMITS, active_limits, limits_in_effect
-from onnxcore.runtime.registry import kernel
 
 _DOMAIN = "test.onnxcore.limits"
 _SEEN: list[Any] = []

@@ -7,7 +7,7 @@ import inspect
 import pytest
 
 from onnxcore.defs import get_schema, known_domains, schema_versions
-from onnxcore.runtime.registry import KernelDef, registered
+from onnxcore.kernels.registry import KernelDef, registered
 
 
 def _ours() -> list[KernelDef]:

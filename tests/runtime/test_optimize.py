@@ -8,7 +8,7 @@ from onnx import TensorProto as TP
 from onnx import helper as h
 
 import onnxcore
-from onnxcore.runtime.registry import kernel
+from onnxcore.kernels.registry import kernel
 
 DOMAIN = "test.onnxcore.cse"
 CALLS = {"n": 0}

@@ -10,7 +10,7 @@ import pytest
 
 import onnxcore
 from onnxcore import UnsupportedOperatorError, ValidationError
-from onnxcore.runtime import registry
+from onnxcore.kernels import registry
 
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto as TP  # noqa: E402

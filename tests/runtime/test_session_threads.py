@@ -1,6 +1,6 @@
 """One Session run from several threads at once gives each caller the result of a run alone.
 
-Kernels keep their temporaries in per-thread scratch buffers (``runtime/ops/_scratch.py``) and the plan's
+Kernels keep their temporaries in per-thread scratch buffers (``kernels/_scratch.py``) and the plan's
 per-shape caches are replaced whole, never field by field, so concurrent runs with different input shapes
 cannot mix one run's values or coefficients with another's.
 """

@@ -28,6 +28,8 @@ def _parser() -> argparse.ArgumentParser:
     c = sub.add_parser("check", help="validate a model (Clause 10): every finding, with severity and clause")
     c.add_argument("model")
     c.add_argument("--json", action="store_true", help="print the report as JSON")
+    c.add_argument("--fast", action="store_true", help="skip the type and shape checks (full=False)")
+    c.add_argument("--errors-only", action="store_true", help="omit warnings from the text report")
 
     i = sub.add_parser("inspect", help="show a model field by field with offsets, without reading weights")
     i.add_argument("model")

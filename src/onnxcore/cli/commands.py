@@ -90,10 +90,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_check(args: argparse.Namespace) -> int:
     """Validate a model; exit 0 without errors, 1 with errors, 2 if unreadable."""
-    from onnxcore.check.cli import main as check_main
+    from onnxcore.cli.validate import main as check_main
 
-    argv = [args.model] + (["--json"] if args.json else [])
-    return check_main(argv)
+    flags = [f for f, on in (("--json", args.json), ("--fast", args.fast), ("--errors-only", args.errors_only)) if on]
+    return check_main([args.model, *flags])
 
 
 def _load_input(spec: str) -> tuple[str, Any]:

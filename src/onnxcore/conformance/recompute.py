@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
+from onnxcore.kernels.registry import NONDETERMINISTIC
 from onnxcore.proto import GraphProto, ModelProto, TensorProto, TypeProto
 from onnxcore.proto.codec import copy_message
-from onnxcore.runtime.registry import NONDETERMINISTIC
 
 __all__ = ["NARROW_FLOATS", "widened_model", "recompute_float64"]
 

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from onnxcore.conformance.compare import DEFAULT_ATOL, DEFAULT_RTOL, compare_type_and_shape, compare_values
-from onnxcore.runtime.registry import NONDETERMINISTIC
+from onnxcore.kernels.registry import NONDETERMINISTIC
 
 __all__ = ["CaseResult", "discover", "run_case", "run_package", "summarize_by_operator", "load_case_values"]
 

@@ -73,7 +73,7 @@ def is_supported(domain: str, op_type: str, version: int) -> bool:
     whose every node is itself supported under the body's imports (Clause 8.4).
     """
     from onnxcore.defs import get_schema
-    from onnxcore.runtime.registry import lookup
+    from onnxcore.kernels.registry import lookup
 
     schema = get_schema(op_type, version, domain)
     if schema is None:

@@ -11,7 +11,7 @@ Context-dependent function bodies (onnx builds them per node from its types and 
 
 from __future__ import annotations
 
-from onnxcore.defs.registry import (
+from onnxcore.defs.binding import (
     all_schemas,
     canonical_domain,
     data_info,
@@ -20,7 +20,7 @@ from onnxcore.defs.registry import (
     known_domains,
     schema_versions,
 )
-from onnxcore.defs.schema import AttributeDef, FormalParameter, OpSchema, Option
+from onnxcore.defs.opschema import AttributeDef, FormalParameter, OpSchema, Option
 
 __all__ = [
     "AttributeDef",

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from onnxcore.defs.registry import canonical_domain, get_schema
-from onnxcore.defs.schema import OpSchema
+from onnxcore.defs.binding import canonical_domain, get_schema
+from onnxcore.defs.opschema import OpSchema
 from onnxcore.errors import OnnxCoreError
 from onnxcore.infer.rules import RULES, UNRESOLVED, _Unresolved, generic_outputs, infer_outputs
 from onnxcore.io import encode

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from onnxcore.defs.schema import FormalParameter, OpSchema
+from onnxcore.defs.opschema import FormalParameter, OpSchema
 from onnxcore.proto.messages import AttributeProto, NodeProto
 from onnxcore.types.typestr import elem_type_string, tensor_elem, type_string
 

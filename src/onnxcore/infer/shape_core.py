@@ -242,7 +242,7 @@ def resolve(v: Any) -> np.ndarray | None:
 
 
 def _attr_value(a: AttributeProto) -> Any:
-    from onnxcore.runtime.attrs import attribute_value
+    from onnxcore.graph.attributes import attribute_value
 
     return attribute_value(a)
 

@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 
 import onnxcore.infer.shape_ops  # noqa: F401  (registers the shape rules)
-from onnxcore.defs.registry import canonical_domain, get_schema
-from onnxcore.defs.schema import OpSchema
+from onnxcore.defs.binding import canonical_domain, get_schema
+from onnxcore.defs.opschema import OpSchema
 from onnxcore.infer.engine import function_location, node_location
 from onnxcore.infer.shape_core import (
     SHAPE_RULES,
@@ -560,9 +560,9 @@ class _Engine:
         for n, v in zip(node.input, in_values):
             if n and v is None:
                 return None
+        from onnxcore.graph.attributes import attribute_value
+        from onnxcore.kernels.registry import lookup
         from onnxcore.limits import limits_in_effect
-        from onnxcore.runtime.attrs import attribute_value
-        from onnxcore.runtime.registry import lookup
 
         kdef = lookup(domain, node.op_type, int(schema.since_version))
         if kdef is None or kdef.context:

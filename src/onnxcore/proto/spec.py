@@ -1,6 +1,6 @@
 """Annex B as queryable data: :class:`FieldSpec`, :class:`MessageSpec`, :class:`EnumSpec`.
 
-The rows come from :mod:`onnxcore.proto.schema` (generated from the spec). Codec, validator and
+The rows come from :mod:`onnxcore.proto.annex_b` (generated from the spec). Codec, validator and
 inspector all read the same objects, so there is one transcription of Annex B in the package.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from onnxcore.proto.schema import ENUMS, MESSAGES
+from onnxcore.proto.annex_b import ENUMS, MESSAGES
 
 __all__ = [
     "WIRE_VARINT",

@@ -41,10 +41,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from onnxcore.errors import EvaluationError, UnsupportedOperatorError
+from onnxcore.kernels._util import is_float
+from onnxcore.kernels.registry import NONDETERMINISTIC
 from onnxcore.runtime.gradient_rules import BASIC_RULES, CHECKS, VJP, Rule
 from onnxcore.runtime.gradient_rules_nn import NN_CHECKS, NN_RULES
-from onnxcore.runtime.ops._util import is_float
-from onnxcore.runtime.registry import NONDETERMINISTIC
 
 if TYPE_CHECKING:
     from onnxcore.proto import NodeProto, TypeProto

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from onnxcore.runtime.ops._util import is_float, legacy_broadcast, normalize_axes, normalize_axis
+from onnxcore.kernels._util import is_float, legacy_broadcast, normalize_axes, normalize_axis
 
 if TYPE_CHECKING:
     from onnxcore.runtime.plan import BoundNode

@@ -1,7 +1,7 @@
 """Vector-Jacobian products of MatMul, Gemm, Conv, AveragePool, MaxPool and BatchNormalization (inference).
 
 See :mod:`onnxcore.runtime.gradient_rules` for what a rule receives and returns. The convolution rules reuse
-the window helpers of :mod:`onnxcore.runtime.ops.conv`: the gradient of the input is the transposed
+the window helpers of :mod:`onnxcore.kernels.conv`: the gradient of the input is the transposed
 convolution of the output gradient (a scatter-add of the weight-weighted windows, ``col2im_accumulate``) and
 the gradient of the weights is the correlation of the padded input with the output gradient.
 """
@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from onnxcore.kernels.conv import col2im_accumulate, conv_pads, pad_spatial, spatial_attr, window_view
 from onnxcore.runtime.gradient_rules import VJP, Grads, Rule, unbroadcast
-from onnxcore.runtime.ops.conv import col2im_accumulate, conv_pads, pad_spatial, spatial_attr, window_view
 
 if TYPE_CHECKING:
     from onnxcore.runtime.plan import BoundNode

@@ -24,14 +24,15 @@ from typing import Any
 
 import numpy as np
 
+from onnxcore.defs.binding import canonical_domain
 from onnxcore.defs.flags import is_flag
-from onnxcore.defs.registry import canonical_domain
 from onnxcore.errors import EvaluationError, LimitError, OnnxCoreError, ValidationError
+from onnxcore.graph.attributes import attribute_value, constant_array
+from onnxcore.graph.functions import FunctionBody, bind_attribute_refs
+from onnxcore.kernels.registry import KernelContext, KernelDef, kernel_versions, lookup
 from onnxcore.limits import Limits
 from onnxcore.proto import AttributeProto, FunctionProto, GraphProto, NodeProto, TypeProto
-from onnxcore.runtime.attrs import attribute_value, constant_array
 from onnxcore.runtime.codegen import MAX_STEPS, generate
-from onnxcore.runtime.functions import FunctionBody, bind_attribute_refs
 from onnxcore.runtime.gradient import bind_gradients
 from onnxcore.runtime.optimize import (
     cse_key,
@@ -46,7 +47,6 @@ from onnxcore.runtime.optimize import (
     project_before_pooling,
     use_winograd,
 )
-from onnxcore.runtime.registry import KernelContext, KernelDef, kernel_versions, lookup
 
 __all__ = ["CompileEnv", "GraphIR", "Plan", "compile_graph", "compile_function", "describe_value"]
 

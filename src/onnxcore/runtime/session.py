@@ -16,12 +16,12 @@ from typing import Any
 
 import numpy as np
 
-from onnxcore.defs.registry import canonical_domain
+from onnxcore.defs.binding import canonical_domain
 from onnxcore.errors import InputError, LimitError, UnsupportedOperatorError
+from onnxcore.graph.functions import local_function_table
 from onnxcore.limits import DEFAULT_LIMITS, Limits, limits_in_effect
 from onnxcore.proto import ModelProto, TypeProto
 from onnxcore.runtime.feeds import check_feed
-from onnxcore.runtime.functions import local_function_table
 from onnxcore.runtime.plan import CompileEnv, GraphIR, Plan, compile_graph
 
 __all__ = ["Session", "StepTime", "ValueDescription"]
@@ -95,7 +95,7 @@ def _load(model_or_path: Any) -> tuple[ModelProto, Path | None]:
 
 def _validate(model: ModelProto, limits: Limits, base_dir: Path | None) -> None:
     # Clause 15.5. The validator raises ValidationError carrying the whole report.
-    from onnxcore.check import check as check_model
+    from onnxcore.validate import check as check_model
 
     report = check_model(model, limits=limits, base_dir=base_dir)
     report.raise_for_errors()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from onnxcore.defs.schema import OpSchema
+from onnxcore.defs.opschema import OpSchema
 from onnxcore.infer.shape_core import Extent, ShapeT
 from onnxcore.proto.messages import AttributeProto, GraphProto, NodeProto
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from onnxcore.runtime.ops._util import check_elements
+from onnxcore.kernels._util import check_elements
 from onnxcore.runtime.optimize._common import fused_with, is_relu, per_channel_values, use_counts
 
 if TYPE_CHECKING:

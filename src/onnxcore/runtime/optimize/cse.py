@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from onnxcore.errors import OnnxCoreError
-from onnxcore.runtime.ops._util import normalize_axes
-from onnxcore.runtime.registry import NONDETERMINISTIC
+from onnxcore.kernels._util import normalize_axes
+from onnxcore.kernels.registry import NONDETERMINISTIC
 
 if TYPE_CHECKING:
     from onnxcore.runtime.plan import BoundNode

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from onnxcore.runtime.registry import NONDETERMINISTIC
+from onnxcore.kernels.registry import NONDETERMINISTIC
 
 if TYPE_CHECKING:
     from onnxcore.runtime.plan import BoundNode

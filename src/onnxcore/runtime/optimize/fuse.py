@@ -157,10 +157,10 @@ def fuse_relu(nodes: list[BoundNode], outputs: Sequence[str]) -> list[BoundNode]
 
 def use_winograd(nodes: list[BoundNode], const: Mapping[str, Any]) -> list[BoundNode]:
     """Give each float32 3x3 Conv with constant weights of at least 16 input and output channels the Winograd
-    kernel (:class:`onnxcore.runtime.ops._winograd.WinogradConv`), which takes the layers large enough to gain
+    kernel (:class:`onnxcore.kernels._winograd.WinogradConv`), which takes the layers large enough to gain
     and leaves the rest to the Conv kernel. Clause 8.2; the error it adds is stated in the conformance
     statement."""
-    from onnxcore.runtime.ops._winograd import MIN_CHANNELS, WinogradConv
+    from onnxcore.kernels._winograd import MIN_CHANNELS, WinogradConv
 
     for j, bn in enumerate(nodes):
         weights = conv_weights(bn, const)

@@ -1,0 +1,126 @@
+"""Functions (Clause 8.4): finding a function body for a node, and binding its attribute parameters.
+
+A node that has no kernel is evaluated through a function body: a model-local function first,
+identified by (domain, name, overload), else the body of the operator definition in force
+(:meth:`OpSchema.function_body`). A kernel always wins over a body (Clause 8.4: the body is a
+fallback, not the definition of the operator's numerics).
+
+A body is evaluated as a sub-plan compiled for its call site; the uses of attribute parameters
+(``ref_attr_name``) in its nodes, subgraphs included, are replaced at that point by the value the
+call site supplies, else the parameter's default, else the attribute is omitted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from onnxcore.defs.binding import canonical_domain
+from onnxcore.proto import AttributeProto, FunctionProto, GraphProto, NodeProto
+
+__all__ = ["FunctionBody", "local_function_table", "bind_attribute_refs"]
+
+
+class FunctionBody:
+    """A function body selected for a node.
+
+    Attributes:
+        proto: The ``FunctionProto``.
+        defaults: Default values of its attribute parameters, by name.
+        origin: ``"local"`` (a model-local function) or ``"schema"`` (an operator definition's body).
+    """
+
+    __slots__ = ("defaults", "origin", "proto")
+
+    def __init__(self, proto: FunctionProto, defaults: dict[str, AttributeProto], origin: str) -> None:
+        self.proto = proto
+        self.defaults = defaults
+        self.origin = origin
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """(domain, name, overload) of the function."""
+        p = self.proto
+        return (canonical_domain(p.domain), p.name, p.overload)
+
+
+def local_function_table(functions: list[FunctionProto]) -> dict[tuple[str, str, str], FunctionBody]:
+    """Model-local functions by (domain, name, overload) (Clause 8.4)."""
+    table: dict[tuple[str, str, str], FunctionBody] = {}
+    for f in functions:
+        defaults = {a.name: a for a in f.attribute_proto}
+        body = FunctionBody(f, defaults, "local")
+        table[body.key] = body
+    return table
+
+
+def _shallow(msg: Any) -> Any:
+    # A new record sharing the field values (copy.copy would copy deeply).
+    cls: Any = type(msg)
+    out = cls.__new__(cls)
+    for f in msg._SPEC.fields:
+        setattr(out, f.name, getattr(msg, f.name))
+    out._present = msg._present
+    out._unknown = msg._unknown
+    return out
+
+
+def _substitute(attr: AttributeProto, callsite: Mapping[str, AttributeProto], defaults: Mapping[str, Any]) -> Any:
+    # Returns the attribute to use in place of a reference, or None when it is omitted.
+    src = callsite.get(attr.ref_attr_name)
+    if src is None:
+        src = defaults.get(attr.ref_attr_name)
+    if src is None:
+        return None
+    new = _shallow(src)
+    new.name = attr.name
+    new.clear_field("ref_attr_name")
+    return new
+
+
+def _resolve_graph(g: GraphProto, callsite: Mapping[str, AttributeProto], defaults: Mapping[str, Any]) -> GraphProto:
+    nodes = bind_attribute_refs(g.node, callsite, defaults)
+    if nodes is g.node:
+        return g
+    new = _shallow(g)
+    new.node = nodes
+    return new
+
+
+def _resolve_node(node: NodeProto, callsite: Mapping[str, AttributeProto], defaults: Mapping[str, Any]) -> NodeProto:
+    changed = False
+    attrs: list[AttributeProto] = []
+    for a in node.attribute:
+        if a.ref_attr_name:
+            changed = True
+            sub = _substitute(a, callsite, defaults)
+            if sub is not None:
+                attrs.append(sub)
+            continue
+        if a.g is not None or a.graphs:
+            g2 = _resolve_graph(a.g, callsite, defaults) if a.g is not None else None
+            gs2 = [_resolve_graph(g, callsite, defaults) for g in a.graphs]
+            if g2 is not a.g or any(x is not y for x, y in zip(gs2, a.graphs)):
+                changed = True
+                a = _shallow(a)
+                a.g = g2
+                a.graphs = gs2
+        attrs.append(a)
+    if not changed:
+        return node
+    new = _shallow(node)
+    new.attribute = attrs
+    return new
+
+
+def bind_attribute_refs(
+    nodes: list[NodeProto], callsite: Mapping[str, AttributeProto], defaults: Mapping[str, Any]
+) -> list[NodeProto]:
+    """The nodes of a body with every ``ref_attr_name`` use replaced (Clause 8.4).
+
+    Returns ``nodes`` itself when nothing refers to an attribute parameter.
+    """
+    out = [_resolve_node(n, callsite, defaults) for n in nodes]
+    if all(a is b for a, b in zip(out, nodes)):
+        return nodes
+    return out

@@ -1,0 +1,816 @@
+"""Convolution kernels: Conv, ConvTranspose, DeformConv, Col2Im (Clause 8; ONNX 1-2 definitions).
+
+Conv is im2col plus one BLAS matmul per group: the padded input is viewed (no copy) as
+``(N, group, C/group, *kernel, *out)`` windows, reshaped once into the column matrix
+``(N, group, C/group*prod(kernel), prod(out))`` and multiplied by the weights
+``(group, M/group, C/group*prod(kernel))``, which yields ``NCHW`` directly (depthwise kernels are C
+small matmuls in that one batched call). 1x1 kernels skip im2col; stride-1 kernels build the
+columns from contiguous slices of the flattened padded image (see ``_flat_conv``).
+
+ConvTranspose is the adjoint: one matmul ``W^T @ X`` per group gives every kernel offset's
+contribution, which is scattered into the output with one strided ``+=`` per kernel offset.
+
+Float16 and the narrow floats compute in float32 and round once at the end.
+
+The window helpers (``window_params`` etc.) are shared with :mod:`onnxcore.kernels.pool`.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from onnxcore.errors import EvaluationError, ShapeError
+from onnxcore.kernels._util import check_elements, int_list, is_narrow_float
+from onnxcore.kernels.registry import kernel
+
+__all__ = [
+    "work_dtype",
+    "spatial_attr",
+    "conv_pads",
+    "pad_spatial",
+    "window_view",
+    "col2im_accumulate",
+]
+
+_AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
+
+
+def work_dtype(dt: Any) -> np.dtype[Any]:
+    """The dtype kernels of this family compute in: float32 for float16 and narrow floats."""
+    d = np.dtype(dt)
+    if d == np.float16 or is_narrow_float(d):
+        return np.dtype(np.float32)
+    return d
+
+
+def spatial_attr(value: Any, n: int, default: int, name: str, *, least: int) -> list[int]:
+    """An INTS attribute with one entry per spatial axis (``default`` everywhere when absent), each at least
+    ``least`` (1 for strides, dilations and kernel extents; 0 for output_padding)."""
+    if value is None:
+        return [default] * n
+    vals = int_list(value)
+    if len(vals) != n:
+        raise EvaluationError(f"{name} has {len(vals)} values, expected {n} (one per spatial axis)")
+    if any(v < least for v in vals):
+        raise EvaluationError(f"{name} {vals} must be {'positive' if least == 1 else 'non-negative'}")
+    return vals
+
+
+def pads_attr(pads: Any, n: int) -> tuple[list[int], list[int]]:
+    """The ``pads`` attribute as (begins, ends), one non-negative entry per spatial axis each."""
+    if pads is None:
+        return [0] * n, [0] * n
+    p = int_list(pads)
+    if len(p) != 2 * n:
+        raise EvaluationError(f"pads has {len(p)} values, expected {2 * n}")
+    if any(v < 0 for v in p):
+        raise EvaluationError(f"pads must be non-negative, got {p}")
+    return p[:n], p[n:]
+
+
+def _check_auto_pad(auto_pad: str) -> str:
+    if auto_pad not in _AUTO_PADS:
+        raise EvaluationError(f"auto_pad {auto_pad!r} is not one of {', '.join(_AUTO_PADS)}")
+    return auto_pad
+
+
+def conv_pads(
+    in_shape: Sequence[int],
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+    pads: Any,
+    auto_pad: str,
+    *,
+    ceil_mode: int = 0,
+    drop_tail: bool = False,
+) -> tuple[list[int], list[int], list[int]]:
+    """Resolve (pads_begin, pads_end, out_shape) of a forward window operation.
+
+    ``auto_pad`` SAME_* gives ``out = ceil(in / stride)`` and splits the needed padding, the odd
+    element going to the end (SAME_UPPER) or the beginning (SAME_LOWER); VALID pads nothing and
+    gives ``floor((in - ek) / stride) + 1``; NOTSET uses ``pads``. With ``ceil_mode`` (pools), the
+    explicit-padding size rounds up; with ``drop_tail`` too, a window that would start in the end
+    padding is dropped (the sentence the version-22 pools added; onnx's shape inference applies it
+    from opset 22 only, onnxruntime in every version).
+
+    Raises:
+        ShapeError: the padded input is smaller than the dilated kernel.
+    """
+    n = len(in_shape)
+    mode = _check_auto_pad(auto_pad)
+    ek = [(k - 1) * d + 1 for k, d in zip(kernel, dilations)]
+    if any(s <= 0 for s in strides) or any(d <= 0 for d in dilations):
+        raise EvaluationError(f"strides {list(strides)} and dilations {list(dilations)} must be positive")
+    if mode in ("SAME_UPPER", "SAME_LOWER"):
+        out = [-(-i // s) for i, s in zip(in_shape, strides)]
+        total = [max(0, (o - 1) * s + e - i) for o, s, e, i in zip(out, strides, ek, in_shape)]
+        if mode == "SAME_UPPER":
+            pb = [t // 2 for t in total]
+        else:
+            pb = [t - t // 2 for t in total]
+        pe = [t - b for t, b in zip(total, pb)]
+        return pb, pe, out
+    if mode == "VALID":
+        pb, pe = [0] * n, [0] * n
+    else:
+        pb, pe = pads_attr(pads, n)
+    out = []
+    for i in range(n):
+        span = in_shape[i] + pb[i] + pe[i] - ek[i]
+        if span < 0:
+            raise ShapeError(
+                f"spatial axis {i}: padded input {in_shape[i] + pb[i] + pe[i]} is smaller than "
+                f"the dilated kernel {ek[i]}"
+            )
+        if ceil_mode and mode == "NOTSET":
+            o = -(-span // strides[i]) + 1
+            if drop_tail and (o - 1) * strides[i] >= in_shape[i] + pb[i]:
+                o -= 1
+        else:
+            o = span // strides[i] + 1
+        out.append(o)
+    return pb, pe, out
+
+
+def pad_spatial(x: np.ndarray, pb: Sequence[int], pe: Sequence[int], value: Any = 0) -> np.ndarray:
+    """``x`` with its trailing ``len(pb)`` axes padded by ``value`` (``x`` itself when no padding)."""
+    if not any(pb) and not any(pe):
+        return x
+    lead = x.ndim - len(pb)
+    shape = x.shape[:lead] + tuple(s + b + e for s, b, e in zip(x.shape[lead:], pb, pe))
+    out = np.empty(shape, dtype=x.dtype)
+    inner = [slice(b, b + s) for b, s in zip(pb, x.shape[lead:])]
+    out[(slice(None),) * lead + tuple(inner)] = x
+    # Fill only the border slabs (one pass over the data instead of two).
+    for i, (b, e) in enumerate(zip(pb, pe)):
+        pre = (slice(None),) * lead + tuple(inner[:i])
+        if b:
+            out[(*pre, slice(0, b))] = value
+        if e:
+            out[(*pre, slice(shape[lead + i] - e, None))] = value
+        inner[i] = slice(None)
+    return out
+
+
+def window_view(
+    xp: np.ndarray, kernel: Sequence[int], strides: Sequence[int], dilations: Sequence[int], out: Sequence[int]
+) -> np.ndarray:
+    """Read-only view of ``xp`` (``(*lead, *spatial)``) as ``(*lead, *kernel, *out)`` windows."""
+    n = len(kernel)
+    lead = xp.ndim - n
+    st = xp.strides
+    shape = tuple(xp.shape[:lead]) + tuple(kernel) + tuple(out)
+    strides_ = (
+        tuple(st[:lead])
+        + tuple(st[lead + i] * dilations[i] for i in range(n))
+        + tuple(st[lead + i] * strides[i] for i in range(n))
+    )
+    return as_strided(xp, shape=shape, strides=strides_, writeable=False)
+
+
+def _offset_slices(
+    offs: Sequence[int], strides: Sequence[int], dilations: Sequence[int], count: Sequence[int]
+) -> tuple[slice, ...]:
+    return tuple(slice(k * d, k * d + (c - 1) * s + 1, s) for k, d, s, c in zip(offs, dilations, strides, count))
+
+
+def col2im_accumulate(
+    cols: np.ndarray,
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+    counts: Sequence[int],
+    full: Sequence[int],
+) -> np.ndarray:
+    """Scatter-add ``cols`` of shape ``(*lead, *kernel, *counts)`` into ``(*lead, *full)``.
+
+    Window ``p`` (a position in ``counts``) covers ``p*stride + k*dilation`` of the output; one
+    strided in-place addition per kernel offset keeps the arithmetic vectorized.
+    """
+    n = len(kernel)
+    lead = cols.shape[: cols.ndim - 2 * n]
+    if cols.dtype == object:
+        out = np.full(tuple(lead) + tuple(full), b"", dtype=object)
+    else:
+        out = np.zeros(tuple(lead) + tuple(full), dtype=cols.dtype)
+    pre = (slice(None),) * len(lead)
+    for offs in itertools.product(*(range(k) for k in kernel)):
+        dst = pre + _offset_slices(offs, strides, dilations, counts)
+        src = cols[pre + tuple(offs)]
+        if out.dtype == np.bool_:
+            out[dst] |= src
+        else:
+            out[dst] += src
+    return out
+
+
+def _shapes_check(
+    x_shape: tuple[int, ...], w_shape: tuple[int, ...], group: int, kernel_shape: Any, *, transpose: bool
+) -> None:
+    if len(x_shape) < 3:
+        raise ShapeError(f"X must have rank >= 3 (N, C, spatial...), got shape {x_shape}")
+    if len(w_shape) != len(x_shape):
+        raise ShapeError(f"W rank {len(w_shape)} differs from X rank {len(x_shape)}")
+    if group < 1:
+        raise EvaluationError(f"group must be positive, got {group}")
+    c = x_shape[1]
+    if transpose:
+        if w_shape[0] != c or c % group:
+            raise ShapeError(f"W.shape[0]={w_shape[0]} must equal C={c}, divisible by group={group}")
+    elif w_shape[1] * group != c or w_shape[0] % group:
+        raise ShapeError(f"W shape {w_shape} is incompatible with C={c} and group={group}")
+    if kernel_shape is not None and int_list(kernel_shape) != list(w_shape[2:]):
+        raise ShapeError(f"kernel_shape {list(kernel_shape)} disagrees with W shape {w_shape}")
+
+
+def _bias(b: np.ndarray | None, m: int) -> np.ndarray | None:
+    if b is None:
+        return None
+    if b.shape != (m,):
+        raise ShapeError(f"B must have shape ({m},), got {b.shape}")
+    return b
+
+
+def _conv_paths(
+    x: np.ndarray,
+    w: np.ndarray,
+    group: int,
+    pb: Sequence[int],
+    pe: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+    out: Sequence[int],
+    bias: np.ndarray | None,
+) -> tuple[np.ndarray, bool]:
+    """Forward convolution in the work dtype, ``(N, M, *out)``, by the fastest path for its shape; and
+    whether that path added ``bias`` (one value per output channel) too."""
+    n_img, c = x.shape[:2]
+    m = w.shape[0]
+    cg, mg = c // group, m // group
+    kernel = w.shape[2:]
+    nd = len(kernel)
+    p_out = math.prod(out)
+    kk = math.prod(kernel)
+    if p_out == 0 or n_img == 0 or m == 0:
+        return np.zeros((n_img, m, *out), dtype=x.dtype), False
+    if kk == 1 and not any(pb) and not any(pe):
+        # 1x1 kernel: a plain matmul on the (strided) input, no im2col.
+        if any(s != 1 for s in strides):
+            xs = x[(slice(None), slice(None)) + tuple(slice(0, (o - 1) * s + 1, s) for o, s in zip(out, strides))]
+        else:
+            xs = x
+        xs = np.ascontiguousarray(xs).reshape(n_img, group, cg, p_out)
+        y = np.matmul(w.reshape(group, mg, cg), xs)
+        return y.reshape(n_img, m, *out), False
+    if all(st == 1 for st in strides):
+        flat = _flat_conv(x, w, group, pb, pe, dilations, out, bias)
+        if flat is not None:
+            return flat, True
+    xp = pad_spatial(x, pb, pe)
+    view = window_view(xp.reshape(n_img, group, cg, *xp.shape[2:]), kernel, strides, dilations, out)
+    if nd > 1 and n_img * c * kk * p_out * x.itemsize > 2 * _CHUNK_BYTES:
+        # Large inputs: im2col a band of output rows at a time so the columns stay in cache.
+        rows = out[0]
+        per_row = n_img * c * kk * math.prod(out[1:]) * x.itemsize
+        step = max(1, _CHUNK_BYTES // max(per_row, 1))
+        y = np.empty((n_img, group, mg, rows, math.prod(out[1:])), dtype=x.dtype)
+        wm = w.reshape(group, mg, cg * kk)
+        for r0 in range(0, rows, step):
+            r1 = min(rows, r0 + step)
+            band = view[(slice(None),) * (3 + nd) + (slice(r0, r1),)]
+            cols = band.reshape(n_img, group, cg * kk, (r1 - r0) * math.prod(out[1:]))
+            y[:, :, :, r0:r1, :] = np.matmul(wm, cols).reshape(n_img, group, mg, r1 - r0, -1)
+        return y.reshape(n_img, m, *out), False
+    cols = view.reshape(n_img, group, cg * kk, p_out)
+    y = np.matmul(w.reshape(group, mg, cg * kk), cols)
+    return y.reshape(n_img, m, *out), False
+
+
+# Size of one im2col band: the columns of a band are built and consumed while in the L2 cache.
+_CHUNK_BYTES = 1 << 21
+
+
+def _chunked_matmul(wm: np.ndarray, view: np.ndarray, n_img: int, group: int, k_rows: int, length: int) -> np.ndarray:
+    """``wm @ view.reshape(n_img, group, k_rows, length)``, building the columns in bands."""
+    total = n_img * group * k_rows * length * view.itemsize
+    if total <= 2 * _CHUNK_BYTES:
+        return np.matmul(wm, view.reshape(n_img, group, k_rows, length))
+    step = max(64, _CHUNK_BYTES // (n_img * group * k_rows * view.itemsize))
+    y = np.empty((n_img, group, wm.shape[1], length), dtype=view.dtype)
+    for t0 in range(0, length, step):
+        t1 = min(length, t0 + step)
+        cols = view[..., t0:t1].reshape(n_img, group, k_rows, t1 - t0)
+        np.matmul(wm, cols, out=y[..., t0:t1])
+    return y
+
+
+# The flat layout computes outputs on the padded grid's row pitch; skip it when the wasted
+# columns would exceed this fraction of the useful ones.
+_FLAT_WASTE = 0.15
+# Rows shorter than this make the strided im2col copy slow (numpy's per-row overhead).
+_SHORT_ROW = 16
+
+
+def _tap_matmul(w: np.ndarray, buf: np.ndarray, offsets: Sequence[int], group: int, length: int) -> np.ndarray:
+    """``sum_k W[..., k] @ buf[..., off_k : off_k + length]``: one matmul per kernel offset, no im2col.
+
+    Each offset's operand is a contiguous slice of the flattened padded image, which BLAS reads in
+    place; the partial products are summed a band of columns at a time so they stay in cache.
+    """
+    n_img, c = buf.shape[:2]
+    m = w.shape[0]
+    cg, mg = c // group, m // group
+    kk = len(offsets)
+    wk = np.ascontiguousarray(w.reshape(group, mg, cg, kk).transpose(3, 0, 1, 2))
+    src = buf.reshape(n_img, group, cg, buf.shape[-1])
+    y = np.empty((n_img, group, mg, length), dtype=buf.dtype)
+    step = max(256, _TAP_BAND_BYTES // ((cg + mg) * group * n_img * buf.itemsize))
+    tmp = np.empty((n_img, group, mg, min(step, length)), dtype=buf.dtype)
+    for t0 in range(0, length, step):
+        t1 = min(length, t0 + step)
+        yc = y[..., t0:t1]
+        tc = tmp[..., : t1 - t0]
+        np.matmul(wk[0], src[..., offsets[0] + t0 : offsets[0] + t1], out=yc)
+        for k in range(1, kk):
+            np.matmul(wk[k], src[..., offsets[k] + t0 : offsets[k] + t1], out=tc)
+            yc += tc
+    return y
+
+
+_TAP_BAND_BYTES = 1 << 20
+
+
+def _flat_conv(
+    x: np.ndarray,
+    w: np.ndarray,
+    group: int,
+    pb: Sequence[int],
+    pe: Sequence[int],
+    dilations: Sequence[int],
+    out: Sequence[int],
+    bias: np.ndarray | None,
+) -> np.ndarray | None:
+    """Stride-1 convolution plus ``bias`` on the flattened padded image (``None`` when not worthwhile).
+
+    With stride 1, output ``o`` and kernel offset ``k`` read padded position ``o + k*d``; in the
+    flattened padded image that is ``flat(o) + flat(k*d)``, so each kernel offset is one
+    contiguous slice of length ``out[0] * prod(padded[1:])``. The im2col copy then runs over long
+    contiguous rows; the surplus columns (positions past ``out`` along the inner axes) are
+    cropped at the end.
+    """
+    n_img, c = x.shape[:2]
+    m = w.shape[0]
+    cg, mg = c // group, m // group
+    kernel = w.shape[2:]
+    nd = len(kernel)
+    padded = [s + b + e for s, b, e in zip(x.shape[2:], pb, pe)]
+    inner_padded = math.prod(padded[1:])
+    inner_out = math.prod(out[1:])
+    if inner_out == 0 or inner_padded > (1 + _FLAT_WASTE) * inner_out:
+        return None
+    if cg * math.prod(kernel) < 4 * mg and out[-1] >= _SHORT_ROW:
+        # Few columns per output channel: the final crop (a pass over the output) costs more than
+        # the long-row im2col saves; rows are long enough for the strided copy.
+        return None
+    pitch = [math.prod(padded[i + 1 :]) for i in range(nd)]
+    length = out[0] * inner_padded
+    offsets = [sum(k * d * p for k, d, p in zip(offs, dilations, pitch))
+               for offs in itertools.product(*(range(k) for k in kernel))]  # fmt: skip
+    total = math.prod(padded)
+    extra = max(0, max(offsets) + length - total)
+    buf = np.zeros((n_img, c, total + extra), dtype=x.dtype)
+    buf[:, :, :total].reshape(n_img, c, *padded)[
+        (slice(None), slice(None)) + tuple(slice(b, b + s) for b, s in zip(pb, x.shape[2:]))
+    ] = x
+    item = buf.itemsize
+    kk = len(offsets)
+    if kk > 1 and 3 * mg <= 2 * cg:
+        # Few output channels per input channel: summing one matmul per kernel offset reads the
+        # image in place, where the column matrix would copy it kk times (1.5-1.8x faster measured).
+        y = _tap_matmul(w, buf, offsets, group, length)
+        return _cropped(y.reshape(n_img, m, out[0], *padded[1:]), out, bias)
+    # Kernel offsets are not one uniform stride in general; view cols as (N, C, *kernel, L)
+    # (or (N, C, kk, L) when they are) and let one reshape do the im2col copy.
+    if kk == 1 or len({b - a for a, b in itertools.pairwise(offsets)}) == 1:
+        step = offsets[1] - offsets[0] if kk > 1 else 0
+        view = as_strided(buf, shape=(n_img, c, kk, length),
+                          strides=(buf.strides[0], buf.strides[1], step * item, item), writeable=False)  # fmt: skip
+    else:
+        kstr = tuple(d * p * item for d, p in zip(dilations, pitch))
+        view = as_strided(buf, shape=(n_img, c, *kernel, length),
+                          strides=(buf.strides[0], buf.strides[1], *kstr, item), writeable=False)  # fmt: skip
+    # Depthwise convolutions become C tiny matmuls (mg x kk) @ (kk x L) in one batched call.
+    y = _chunked_matmul(w.reshape(group, mg, cg * kk), view, n_img, group, cg * kk, length)
+    return _cropped(y.reshape(n_img, m, out[0], *padded[1:]), out, bias)
+
+
+def _cropped(y: np.ndarray, out: Sequence[int], bias: np.ndarray | None) -> np.ndarray:
+    """The leading ``out`` extents of ``y``'s spatial axes plus ``bias`` per channel: one pass, not two."""
+    b = None if bias is None else bias.reshape((1, -1) + (1,) * len(out))
+    if tuple(y.shape[2:]) == tuple(out):
+        if b is not None:
+            y += b
+        return y
+    view = y[(slice(None), slice(None)) + tuple(slice(0, o) for o in out)]
+    return np.ascontiguousarray(view) if b is None else np.add(view, b)
+
+
+def _key(value: Any) -> Any:
+    # INTS attributes arrive as lists; a hashable copy lets the geometry below be cached.
+    return tuple(value) if isinstance(value, list | np.ndarray) else value
+
+
+@functools.lru_cache(maxsize=4096)
+def _conv_geometry(
+    x_shape: tuple[int, ...],
+    w_shape: tuple[int, ...],
+    group: int,
+    kernel_shape: Any,
+    strides: Any,
+    dilations: Any,
+    pads: Any,
+    auto_pad: str,
+) -> tuple[list[int], list[int], list[int], list[int], list[int], list[int], list[int]]:
+    """Checked strides, dilations, pads and output extents of a Conv, and the shapes of its padded input
+    and output: the same for every run of a node, so they are computed once per shape (a model's Conv
+    calls cost tens of microseconds each otherwise)."""
+    _shapes_check(x_shape, w_shape, group, kernel_shape, transpose=False)
+    nd = len(x_shape) - 2
+    kernel = list(w_shape[2:])
+    st = spatial_attr(strides, nd, 1, "strides", least=1)
+    dil = spatial_attr(dilations, nd, 1, "dilations", least=1)
+    pb, pe, out = conv_pads(x_shape[2:], kernel, st, dil, pads, auto_pad)
+    padded = [*x_shape[:2], *(s + b + e for s, b, e in zip(x_shape[2:], pb, pe))]
+    return st, dil, pb, pe, out, padded, [x_shape[0], w_shape[0], *out]
+
+
+def conv_geometry(
+    x_shape: tuple[int, ...],
+    w_shape: tuple[int, ...],
+    *,
+    auto_pad: str = "NOTSET",
+    dilations: Any = None,
+    group: int = 1,
+    kernel_shape: Any = None,
+    pads: Any = None,
+    strides: Any = None,
+) -> tuple[list[int], list[int], list[int], list[int], list[int]]:
+    """Strides, dilations, leading and trailing pads and output extents of a Conv with these attributes.
+
+    Raises:
+        LimitError: the padded input or the output would exceed the element limit (pads are attributes of an
+            untrusted model; checked here, outside the cache, against the limits in effect).
+    """
+    st, dil, pb, pe, out, padded, y_shape = _conv_geometry(
+        x_shape, w_shape, group, _key(kernel_shape), _key(strides), _key(dilations), _key(pads), auto_pad
+    )
+    check_elements(padded, "Conv (padded input)")
+    check_elements(y_shape, "Conv")
+    return st, dil, pb, pe, out
+
+
+def _conv(
+    x: np.ndarray,
+    w: np.ndarray,
+    b: np.ndarray | None,
+    *,
+    auto_pad: str,
+    dilations: Any,
+    group: int,
+    kernel_shape: Any,
+    pads: Any,
+    strides: Any,
+) -> np.ndarray:
+    st, dil, pb, pe, out = conv_geometry(
+        x.shape,
+        w.shape,
+        auto_pad=auto_pad,
+        dilations=dilations,
+        group=group,
+        kernel_shape=kernel_shape,
+        pads=pads,
+        strides=strides,
+    )
+    dt = x.dtype
+    wd = work_dtype(dt)
+    bias = _bias(b, w.shape[0])
+    wb = None if bias is None else bias.astype(wd, copy=False)
+    y, biased = _conv_paths(x.astype(wd, copy=False), w.astype(wd, copy=False), group, pb, pe, st, dil, out, wb)
+    if wb is not None and not biased:
+        y += wb.reshape((1, -1) + (1,) * len(out))
+    return y.astype(dt, copy=False)
+
+
+@kernel("Conv", 1, 11, 22)
+def conv(
+    X: np.ndarray,
+    W: np.ndarray,
+    B: np.ndarray | None = None,
+    *,
+    auto_pad: str = "NOTSET",
+    dilations: list[int] | None = None,
+    group: int = 1,
+    kernel_shape: list[int] | None = None,
+    pads: list[int] | None = None,
+    strides: list[int] | None = None,
+) -> np.ndarray:
+    """Conv-1/11/22: N-D grouped convolution (SAME_* gives ``out = ceil(in / stride)`` in all three).
+
+    Conv-1's text says SAME keeps "the output spatial size match the input", which for
+    stride 1 is the same rule; Conv-11 stated it for any stride.
+    """
+    return _conv(
+        X,
+        W,
+        B,
+        auto_pad=auto_pad,
+        dilations=dilations,
+        group=group,
+        kernel_shape=kernel_shape,
+        pads=pads,
+        strides=strides,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# ConvTranspose
+# ---------------------------------------------------------------------------------------------
+
+
+def _convtranspose(
+    x: np.ndarray,
+    w: np.ndarray,
+    b: np.ndarray | None,
+    *,
+    auto_pad: str,
+    dilations: Any,
+    group: int,
+    kernel_shape: Any,
+    output_padding: Any,
+    output_shape: Any,
+    pads: Any,
+    strides: Any,
+    legacy_split: bool,
+) -> np.ndarray:
+    _shapes_check(x.shape, w.shape, group, kernel_shape, transpose=True)
+    nd = x.ndim - 2
+    kernel = list(w.shape[2:])
+    st = spatial_attr(strides, nd, 1, "strides", least=1)
+    dil = spatial_attr(dilations, nd, 1, "dilations", least=1)
+    opad = spatial_attr(output_padding, nd, 0, "output_padding", least=0)
+    mode = _check_auto_pad(auto_pad)
+    in_sp = list(x.shape[2:])
+    ek = [(k - 1) * d + 1 for k, d in zip(kernel, dil)]
+    natural = [s * (i - 1) + o + e for s, i, o, e in zip(st, in_sp, opad, ek)]
+    target: list[int] | None = None
+    if output_shape is not None:
+        target = int_list(output_shape)
+        if len(target) == nd + 2:
+            target = target[2:]
+        if len(target) != nd:
+            raise EvaluationError(f"output_shape {list(output_shape)} must give {nd} spatial extents")
+    elif mode in ("SAME_UPPER", "SAME_LOWER"):
+        target = [i * s for i, s in zip(in_sp, st)]
+    if target is not None:
+        total = [nat - t for nat, t in zip(natural, target)]
+        # ConvTranspose-11: SAME_UPPER puts the odd element at the end, anything else at the
+        # beginning; ConvTranspose-1's text states the opposite assignment.
+        # A negative total (output_shape beyond the natural size) adds outputs; "/2" floors, which
+        # is what the test vectors show (test_convtranspose_output_shape: the extra at the end).
+        upper_small_begin = (mode == "SAME_UPPER") != legacy_split
+        pb = [t // 2 if upper_small_begin else t - t // 2 for t in total]
+        out = list(target)
+    else:
+        if mode == "VALID":
+            pb, pe = [0] * nd, [0] * nd
+        else:
+            pb, pe = pads_attr(pads, nd)
+        out = [nat - b - e for nat, b, e in zip(natural, pb, pe)]
+        if any(o <= 0 for o in out):
+            raise ShapeError(f"ConvTranspose output shape {out} is not positive")
+    n_img, c = x.shape[:2]
+    cg = c // group
+    mg = w.shape[1]
+    m = mg * group
+    kk = math.prod(kernel)
+    full = [s * (i - 1) + e for s, i, e in zip(st, in_sp, ek)]
+    for shape, what in (([n_img, m, *kernel, *in_sp], "columns"), ([n_img, m, *full], "image"), ([n_img, m, *out], "")):
+        check_elements(shape, f"ConvTranspose {what}".rstrip())
+    dt = x.dtype
+    wd = work_dtype(dt)
+    xw = x.astype(wd, copy=False).reshape(n_img, group, cg, math.prod(in_sp))
+    wt = w.astype(wd, copy=False).reshape(group, cg, mg * kk).transpose(0, 2, 1)
+    cols = np.matmul(wt, xw).reshape(n_img, m, *kernel, *in_sp)
+    buf = col2im_accumulate(cols, kernel, st, dil, in_sp, full)
+    y = np.zeros((n_img, m, *out), dtype=wd)
+    src, dst = [], []
+    for i in range(nd):
+        lo = max(pb[i], 0)
+        hi = min(full[i], pb[i] + out[i])
+        if hi <= lo:
+            lo = hi = 0
+            src.append(slice(0, 0))
+            dst.append(slice(0, 0))
+            continue
+        src.append(slice(lo, hi))
+        dst.append(slice(lo - pb[i], hi - pb[i]))
+    y[(slice(None), slice(None)) + tuple(dst)] = buf[(slice(None), slice(None)) + tuple(src)]
+    bias = _bias(b, m)
+    if bias is not None:
+        y += bias.astype(wd, copy=False).reshape((1, -1) + (1,) * nd)
+    return y.astype(dt, copy=False)
+
+
+@kernel("ConvTranspose", 1)
+def conv_transpose_1(
+    X: np.ndarray,
+    W: np.ndarray,
+    B: np.ndarray | None = None,
+    *,
+    auto_pad: str = "NOTSET",
+    dilations: list[int] | None = None,
+    group: int = 1,
+    kernel_shape: list[int] | None = None,
+    output_padding: list[int] | None = None,
+    output_shape: list[int] | None = None,
+    pads: list[int] | None = None,
+    strides: list[int] | None = None,
+) -> np.ndarray:
+    """ConvTranspose-1: pads generated from ``output_shape`` put the odd element at the end
+    unless auto_pad is SAME_UPPER (the reverse of ConvTranspose-11)."""
+    return _convtranspose(
+        X, W, B, auto_pad=auto_pad, dilations=dilations, group=group, kernel_shape=kernel_shape,
+        output_padding=output_padding, output_shape=output_shape, pads=pads, strides=strides, legacy_split=True,
+    )  # fmt: skip
+
+
+@kernel("ConvTranspose", 11, 22)
+def conv_transpose(
+    X: np.ndarray,
+    W: np.ndarray,
+    B: np.ndarray | None = None,
+    *,
+    auto_pad: str = "NOTSET",
+    dilations: list[int] | None = None,
+    group: int = 1,
+    kernel_shape: list[int] | None = None,
+    output_padding: list[int] | None = None,
+    output_shape: list[int] | None = None,
+    pads: list[int] | None = None,
+    strides: list[int] | None = None,
+) -> np.ndarray:
+    """ConvTranspose-11/22: N-D transposed convolution with output_padding and output_shape."""
+    return _convtranspose(
+        X, W, B, auto_pad=auto_pad, dilations=dilations, group=group, kernel_shape=kernel_shape,
+        output_padding=output_padding, output_shape=output_shape, pads=pads, strides=strides, legacy_split=False,
+    )  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------
+# Col2Im
+# ---------------------------------------------------------------------------------------------
+
+
+@kernel("Col2Im", 18)
+def col2im(
+    input: np.ndarray,
+    image_shape: np.ndarray,
+    block_shape: np.ndarray,
+    *,
+    dilations: list[int] | None = None,
+    pads: list[int] | None = None,
+    strides: list[int] | None = None,
+) -> np.ndarray:
+    """Col2Im-18: sum the column blocks ``(N, C*prod(block), L)`` back into ``(N, C, *image)``."""
+    img = int_list(image_shape)
+    blk = int_list(block_shape)
+    nd = len(img)
+    if len(blk) != nd or nd < 1:
+        raise ShapeError(f"image_shape {img} and block_shape {blk} must have the same length")
+    if input.ndim != 3:
+        raise ShapeError(f"Col2Im input must be 3-D (N, C*prod(block), L), got {input.shape}")
+    st = spatial_attr(strides, nd, 1, "strides", least=1)
+    dil = spatial_attr(dilations, nd, 1, "dilations", least=1)
+    pb, pe = pads_attr(pads, nd)
+    kk = math.prod(blk)
+    if kk <= 0 or input.shape[1] % kk:
+        raise ShapeError(f"input.shape[1]={input.shape[1]} is not a multiple of prod(block_shape)={kk}")
+    counts = [(i + b + e - ((k - 1) * d + 1)) // s + 1 for i, b, e, k, d, s in zip(img, pb, pe, blk, dil, st)]
+    if any(c <= 0 for c in counts) or math.prod(counts) != input.shape[2]:
+        raise ShapeError(f"L={input.shape[2]} does not match the {counts} blocks image_shape {img} allows")
+    n_img = input.shape[0]
+    c = input.shape[1] // kk
+    dt = input.dtype
+    wd = work_dtype(dt) if dt.kind == "f" or is_narrow_float(dt) else dt
+    cols = input.astype(wd, copy=False).reshape(n_img, c, *blk, *counts)
+    full = [i + b + e for i, b, e in zip(img, pb, pe)]
+    check_elements([n_img, c, *full], "Col2Im")
+    buf = col2im_accumulate(cols, blk, st, dil, counts, full)
+    sl = (slice(None), slice(None)) + tuple(slice(b, b + i) for b, i in zip(pb, img))
+    return np.ascontiguousarray(buf[sl]).astype(dt, copy=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# DeformConv
+# ---------------------------------------------------------------------------------------------
+
+
+def _deform_conv(
+    x: np.ndarray,
+    w: np.ndarray,
+    offset: np.ndarray,
+    b: np.ndarray | None,
+    mask: np.ndarray | None,
+    *,
+    dilations: Any,
+    group: int,
+    kernel_shape: Any,
+    offset_group: int,
+    pads: Any,
+    strides: Any,
+) -> np.ndarray:
+    st, dil, pb, _, out = conv_geometry(
+        x.shape, w.shape, dilations=dilations, group=group, kernel_shape=kernel_shape, pads=pads, strides=strides
+    )
+    nd = x.ndim - 2
+    n_img, c = x.shape[:2]
+    kernel = list(w.shape[2:])
+    in_sp = list(x.shape[2:])
+    if offset_group < 1 or c % offset_group:
+        raise EvaluationError(f"offset_group={offset_group} must be positive and divide C={c}")
+    og = offset_group
+    kk = math.prod(kernel)
+    p_out = math.prod(out)
+    if offset.shape != (n_img, og * kk * nd, *out):
+        raise ShapeError(f"offset shape {offset.shape} != {(n_img, og * kk * nd, *out)}")
+    if mask is not None and mask.shape != (n_img, og * kk, *out):
+        raise ShapeError(f"mask shape {mask.shape} != {(n_img, og * kk, *out)}")
+    dt = x.dtype
+    wd = work_dtype(dt)
+    xf = x.astype(wd, copy=False).reshape(n_img, og, c // og, math.prod(in_sp))
+    off = offset.astype(wd, copy=False).reshape(n_img, og, kk, nd, p_out)
+    # Sampling position of every (image, offset group, kernel offset, output position) along each axis.
+    grids = np.meshgrid(*(np.arange(o) for o in out), indexing="ij")
+    koffs = np.array(list(itertools.product(*(range(k) for k in kernel))), dtype=np.int64).reshape(kk, nd)
+    pos = []
+    for d in range(nd):
+        base = grids[d].reshape(1, p_out) * st[d] - pb[d] + koffs[:, d : d + 1] * dil[d]  # (kk, P)
+        pos.append(base.astype(wd) + off[:, :, :, d, :])  # (N, og, kk, P)
+    flo = [np.floor(p) for p in pos]
+    frac = [p - f for p, f in zip(pos, flo)]
+    flo_i = [f.astype(np.int64) for f in flo]
+    sp_strides = [math.prod(in_sp[d + 1 :]) for d in range(nd)]
+    sampled = np.zeros((n_img, og, c // og, kk * p_out), dtype=wd)
+    for corner in itertools.product((0, 1), repeat=nd):
+        weight = np.ones_like(pos[0])
+        valid = np.ones(pos[0].shape, dtype=bool)
+        lin = np.zeros(pos[0].shape, dtype=np.int64)
+        for d, cd in enumerate(corner):
+            idx = flo_i[d] + cd
+            weight = weight * (frac[d] if cd else 1 - frac[d])
+            valid &= (idx >= 0) & (idx < in_sp[d])
+            lin += np.clip(idx, 0, in_sp[d] - 1) * sp_strides[d]
+        weight = np.where(valid, weight, 0).reshape(n_img, og, 1, kk * p_out)
+        vals = np.take_along_axis(xf, lin.reshape(n_img, og, 1, kk * p_out), axis=3)
+        sampled += vals * weight
+    sampled = sampled.reshape(n_img, og, c // og, kk, p_out)
+    if mask is not None:
+        sampled *= mask.astype(wd, copy=False).reshape(n_img, og, 1, kk, p_out)
+    m = w.shape[0]
+    cg, mg = c // group, m // group
+    cols = sampled.reshape(n_img, group, cg * kk, p_out)
+    y = np.matmul(w.astype(wd, copy=False).reshape(group, mg, cg * kk), cols).reshape(n_img, m, *out)
+    bias = _bias(b, m)
+    if bias is not None:
+        y += bias.astype(wd, copy=False).reshape((1, -1) + (1,) * nd)
+    return y.astype(dt, copy=False)
+
+
+@kernel("DeformConv", 19, 22)
+def deform_conv(
+    X: np.ndarray,
+    W: np.ndarray,
+    offset: np.ndarray,
+    B: np.ndarray | None = None,
+    mask: np.ndarray | None = None,
+    *,
+    dilations: list[int] | None = None,
+    group: int = 1,
+    kernel_shape: list[int] | None = None,
+    offset_group: int = 1,
+    pads: list[int] | None = None,
+    strides: list[int] | None = None,
+) -> np.ndarray:
+    """DeformConv-19/22: N-D deformable convolution, bilinear sampling (zero outside the input)."""
+    return _deform_conv(
+        X, W, offset, B, mask, dilations=dilations, group=group, kernel_shape=kernel_shape,
+        offset_group=offset_group, pads=pads, strides=strides,
+    )  # fmt: skip

@@ -1,0 +1,313 @@
+"""Linear-algebra kernels: MatMul, Gemm, Einsum, Det, Trilu.
+
+float16, bfloat16 and the narrow floats are multiplied in float32 (BLAS) and rounded once to the
+element type (Clause 11.4 permits the wider accumulation). Integers multiply in their own type
+and wrap.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+
+from onnxcore.errors import EvaluationError, ShapeError
+from onnxcore.kernels._util import check_unidirectional, scalar_of
+from onnxcore.kernels.registry import kernel
+
+__all__: list[str] = []
+
+Array = np.ndarray
+
+
+def _widen(x: Array) -> Array:
+    dt = x.dtype
+    if dt.kind == "V" or dt == np.float16:
+        return x.astype(np.float32)
+    return x
+
+
+def _narrow(y: Array, dt: np.dtype[Any]) -> Array:
+    return y if y.dtype == dt else y.astype(dt)
+
+
+# --- MatMul -----------------------------------------------------------------------------------
+
+
+def _matmul(A: Array, B: Array) -> Array:
+    dt = A.dtype
+    if A.ndim == 0 or B.ndim == 0:
+        raise ShapeError("MatMul: inputs must have rank >= 1")
+    try:
+        y = np.matmul(_widen(A), _widen(B))
+    except ValueError:
+        raise ShapeError(f"MatMul: shapes {A.shape} and {B.shape} do not match (numpy.matmul semantics)") from None
+    return _narrow(np.asarray(y), dt)
+
+
+@kernel("MatMul", 1, 9, 13)
+def matmul(A: Array, B: Array) -> Array:
+    """MatMul-1/9/13: matrix product with numpy.matmul's broadcasting and 1-D promotion."""
+    return _matmul(A, B)
+
+
+# --- Gemm -------------------------------------------------------------------------------------
+
+
+def _gemm(A: Array, B: Array, C: Array | None, alpha: float, beta: float, transA: int, transB: int) -> Array:
+    if A.ndim != 2 or B.ndim != 2:
+        raise ShapeError(f"Gemm: A and B must be 2-D, got {A.shape} and {B.shape}")
+    dt = A.dtype
+    a = _widen(A)
+    b = _widen(B)
+    if transA:
+        a = a.T
+    if transB:
+        b = b.T
+    if a.shape[1] != b.shape[0]:
+        raise ShapeError(f"Gemm: inner dimensions differ: {a.shape} x {b.shape}")
+    exact_int = dt.kind in "iu" and float(alpha).is_integer() and float(beta).is_integer()
+    if dt.kind in "iu" and not exact_int:
+        a = a.astype(np.float64)
+        b = b.astype(np.float64)
+    y = np.matmul(a, b)
+    if alpha != 1.0:
+        y *= y.dtype.type(alpha)
+    if C is not None:
+        check_unidirectional(C.shape, y.shape)
+        c = _widen(C)
+        if c.dtype != y.dtype:
+            c = c.astype(y.dtype)
+        if beta == 1.0:
+            y += c
+        else:
+            y += c * y.dtype.type(beta)
+    return _narrow(y, dt)
+
+
+@kernel("Gemm", 1)
+def gemm_1(
+    A: Array,
+    B: Array,
+    C: Array,
+    *,
+    alpha: float = 1.0,
+    beta: float = 1.0,
+    broadcast: int = 0,
+    transA: int = 0,
+    transB: int = 0,
+) -> Array:
+    """Gemm-1/6: C of shape (M, N), or broadcast to it when ``broadcast`` is set."""
+    return gemm_6(A, B, C, alpha=alpha, beta=beta, broadcast=broadcast, transA=transA, transB=transB)
+
+
+@kernel("Gemm", 6)
+def gemm_6(
+    A: Array,
+    B: Array,
+    C: Array,
+    *,
+    alpha: float = 1.0,
+    beta: float = 1.0,
+    broadcast: int = 0,
+    transA: int = 0,
+    transB: int = 0,
+) -> Array:
+    """Gemm-6: as Gemm-1 (no ``consumed_inputs``-like differences in the computation)."""
+    if not broadcast:
+        m = A.shape[1] if transA else A.shape[0]
+        n = B.shape[0] if transB else B.shape[1]
+        if tuple(C.shape) != (m, n):
+            raise ShapeError(f"Gemm: C has shape {C.shape}, expected ({m}, {n}) with broadcast=0")
+    return _gemm(A, B, C, alpha, beta, transA, transB)
+
+
+@kernel("Gemm", 7, 9)
+def gemm_7(
+    A: Array, B: Array, C: Array, *, alpha: float = 1.0, beta: float = 1.0, transA: int = 0, transB: int = 0
+) -> Array:
+    """Gemm-7/9: C required, unidirectionally broadcast to (M, N)."""
+    return _gemm(A, B, C, alpha, beta, transA, transB)
+
+
+@kernel("Gemm", 11, 13)
+def gemm(
+    A: Array,
+    B: Array,
+    C: Array | None = None,
+    *,
+    alpha: float = 1.0,
+    beta: float = 1.0,
+    transA: int = 0,
+    transB: int = 0,
+) -> Array:
+    """Gemm-11/13: Y = alpha * A' B' + beta * C, C optional."""
+    return _gemm(A, B, C, alpha, beta, transA, transB)
+
+
+# --- Einsum -----------------------------------------------------------------------------------
+
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+_ALLOWED = frozenset(_LETTERS + ".,->")
+
+# A two-operand einsum lowered to one batched matmul: the axes summed out of each operand first,
+# the transposition and 3-D shape of each, then the shape and transposition of the product.
+_Plan2 = tuple[
+    tuple[int, ...],
+    tuple[int, ...],
+    tuple[int, int, int],
+    tuple[int, ...],
+    tuple[int, ...],
+    tuple[int, int, int],
+    tuple[int, ...],
+    tuple[int, ...],
+]
+
+
+@functools.lru_cache(maxsize=1024)
+def _einsum_plan(equation: str, shapes: tuple[tuple[int, ...], ...]) -> tuple[str, _Plan2 | None]:
+    """Validate ``equation`` against the input shapes; return it without spaces and, for two
+    operands that allow it, a matmul plan. Cached: a model calls one equation many times."""
+    eq = equation.replace(" ", "")
+    lhs, arrow, rhs = eq.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(shapes):
+        raise EvaluationError(f"Einsum: equation {equation!r} has {len(terms)} terms for {len(shapes)} inputs")
+    if not set(eq) <= _ALLOWED:
+        raise EvaluationError(f"Einsum: invalid characters in equation {equation!r}")
+    # Every ellipsis stands for the same number of dimensions (Einsum definition), unlike numpy,
+    # which also broadcasts ellipses of different lengths.
+    widths = {len(sh) - (len(t) - 3) for t, sh in zip(terms, shapes) if "..." in t}
+    if len(widths) > 1:
+        raise ShapeError(f"Einsum {equation!r}: ellipses represent different numbers of dimensions")
+    # A letter names one extent (1 broadcasting, as numpy and onnxruntime allow); numpy does not check a
+    # repeated letter of an empty operand.
+    extents: dict[str, set[int]] = {}
+    for t, sh in zip(terms, shapes):
+        head, _, tail = t.partition("...")
+        letters = list(head) + ([] if "..." not in t else [""] * (len(sh) - len(head) - len(tail))) + list(tail)
+        for c, d in zip(letters, sh):
+            if c:
+                extents.setdefault(c, set()).add(int(d))
+    for c, ds in extents.items():
+        if len(ds - {1}) > 1:
+            raise ShapeError(f"Einsum {equation!r}: letter {c!r} has extents {sorted(ds)}")
+    if len(shapes) != 2:
+        return eq, None
+    # Spell every ellipsis as fresh letters and make an implicit output explicit: the ellipsis
+    # dimensions first, then the letters used exactly once in increasing ASCII order.
+    free = [c for c in _LETTERS if c not in eq]
+    width = widths.pop() if widths else 0
+    if width < 0 or width > len(free):
+        return eq, None
+    ell = "".join(free[:width])
+    ta, tb = (t.replace("...", ell) for t in terms)
+    if arrow:
+        out = rhs.replace("...", ell)
+    else:
+        once = [c for c in sorted(set(ta + tb)) if (ta + tb).count(c) == 1 and c not in ell]
+        out = ell + "".join(once)
+    return eq, _matmul_plan(ta, tb, out, shapes[0], shapes[1])
+
+
+def _matmul_plan(ta: str, tb: str, out: str, sha: tuple[int, ...], shb: tuple[int, ...]) -> _Plan2 | None:
+    if len(set(ta)) != len(ta) or len(set(tb)) != len(tb) or len(set(out)) != len(out):
+        return None  # a repeated letter (diagonal): numpy.einsum
+    if len(sha) != len(ta) or len(shb) != len(tb) or not set(out) <= set(ta) | set(tb):
+        return None
+    sa, sb, so = set(ta), set(tb), set(out)
+    # Letters of one operand absent from the other and from the output are summed out first.
+    a_sum = tuple(i for i, c in enumerate(ta) if c not in sb and c not in so)
+    b_sum = tuple(i for i, c in enumerate(tb) if c not in sa and c not in so)
+    ta2 = "".join(c for i, c in enumerate(ta) if i not in a_sum)
+    tb2 = "".join(c for i, c in enumerate(tb) if i not in b_sum)
+    da = {c: e for i, (c, e) in enumerate(zip(ta, sha)) if i not in a_sum}
+    db = {c: e for i, (c, e) in enumerate(zip(tb, shb)) if i not in b_sum}
+    batch = [c for c in out if c in da and c in db]
+    contract = [c for c in ta2 if c in db and c not in so]
+    left = [c for c in out if c in da and c not in db]
+    right = [c for c in out if c in db and c not in da]
+    if any(da[c] != db[c] for c in batch + contract):
+        return None  # an extent broadcasting against 1: numpy.einsum
+
+    def size(letters: list[str], d: dict[str, int]) -> int:
+        n = 1
+        for c in letters:
+            n *= d[c]
+        return n
+
+    nb, nl, nc, nr = size(batch, da), size(left, da), size(contract, da), size(right, db)
+    order = batch + left + right
+    return (
+        a_sum,
+        tuple(ta2.index(c) for c in batch + left + contract),
+        (nb, nl, nc),
+        b_sum,
+        tuple(tb2.index(c) for c in batch + contract + right),
+        (nb, nc, nr),
+        tuple([da[c] for c in batch] + [da[c] for c in left] + [db[c] for c in right]),
+        tuple(order.index(c) for c in out),
+    )
+
+
+@kernel("Einsum", 12, 28)
+def einsum(*Inputs: Array, equation: str) -> Array:
+    """Einsum-12/28: Einstein summation (explicit or implicit output, ellipsis broadcasting).
+
+    Two operands without repeated letters run as one batched ``numpy.matmul`` (BLAS); other
+    forms go to ``numpy.einsum`` with contraction-order optimization.
+    """
+    if not Inputs:
+        raise EvaluationError("Einsum: at least one input is required")
+    dt = Inputs[0].dtype
+    eq, plan = _einsum_plan(equation, tuple(x.shape for x in Inputs))
+    ops = [_widen(x) for x in Inputs]
+    y: Any
+    if plan is not None and ops[0].dtype == ops[1].dtype:
+        a_sum, a_perm, a3, b_sum, b_perm, b3, y_shape, y_perm = plan
+        a = ops[0].sum(axis=a_sum) if a_sum else ops[0]
+        b = ops[1].sum(axis=b_sum) if b_sum else ops[1]
+        y = np.matmul(a.transpose(a_perm).reshape(a3), b.transpose(b_perm).reshape(b3))
+        y = y.reshape(y_shape).transpose(y_perm)
+    else:
+        try:
+            y = np.einsum(eq, *ops, optimize=len(ops) > 1)
+        except ValueError as e:
+            raise ShapeError(f"Einsum {equation!r}: {e}") from None
+    y = np.asarray(y)
+    if not y.flags.c_contiguous:
+        y = y.copy()  # np.ascontiguousarray would turn a rank-0 result into rank 1
+    return _narrow(y, dt)
+
+
+# --- Det --------------------------------------------------------------------------------------
+
+
+@kernel("Det", 11, 22)
+def det(X: Array) -> Array:
+    """Det-11/22: determinant of each square matrix in the last two dimensions."""
+    if X.ndim < 2 or X.shape[-1] != X.shape[-2]:
+        raise ShapeError(f"Det: input must be [*, M, M], got {X.shape}")
+    dt = X.dtype
+    x = _widen(X)
+    return _narrow(np.asarray(np.linalg.det(x)), dt)
+
+
+# --- Trilu ------------------------------------------------------------------------------------
+
+
+@kernel("Trilu", 14)
+def trilu(input: Array, k: Array | None = None, *, upper: int = 1) -> Array:
+    """Trilu-14: keep the upper (or lower) triangle relative to diagonal ``k`` of the last two dims."""
+    x = input
+    if x.ndim < 2:
+        raise ShapeError(f"Trilu: input must have rank >= 2, got {x.shape}")
+    kk = 0 if k is None else int(scalar_of(k, name="k"))
+    n, m = x.shape[-2], x.shape[-1]
+    rows = np.arange(n).reshape(n, 1)
+    cols = np.arange(m).reshape(1, m)
+    keep = (cols - rows >= kk) if upper else (cols - rows <= kk)
+    zero = np.asarray(b"", dtype=object) if x.dtype == object else np.zeros((), dtype=x.dtype)
+    return np.where(keep, x, zero)

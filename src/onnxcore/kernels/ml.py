@@ -1,0 +1,628 @@
+"""Operators of the ``ai.onnx.ml`` domain (ONNX 1-2 operator definitions): the feature transforms.
+
+ArrayFeatureExtractor, Binarizer, CastMap, CategoryMapper, DictVectorizer, FeatureVectorizer, Imputer,
+LabelEncoder (1, 2, 4), Normalizer, OneHotEncoder, Scaler and ZipMap live here, with the score
+post-transforms shared by the classifiers and regressors of :mod:`onnxcore.kernels.ml_linear` and
+:mod:`onnxcore.kernels.ml_tree`.
+
+Runtime values (Clause 6.8): a map is a ``dict`` (STRING keys as ``bytes``, integral keys as ``int``,
+values as 0-d arrays), a sequence a ``list``, a STRING tensor an object array of ``bytes``. STRINGS
+attributes arrive as ``list[str]`` and are encoded to UTF-8 where they meet tensor elements.
+
+Where the definitions leave a detail open (the shapes of 1-D inputs, the fill of sparse CastMap
+output, the row-wise Normalizer), the kernels do what the reference runtimes agree on; the tests
+compare them with onnxruntime.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from onnxcore.errors import EvaluationError
+from onnxcore.kernels.registry import KernelContext, kernel
+
+__all__: list[str] = []
+
+ML = "ai.onnx.ml"
+
+POST_TRANSFORMS = ("NONE", "SOFTMAX", "LOGISTIC", "SOFTMAX_ZERO", "PROBIT")
+
+# ---------------------------------------------------------------------------------------------
+# Shared helpers (used by ml_linear and ml_tree)
+# ---------------------------------------------------------------------------------------------
+
+
+def encode_strings(values: Sequence[str | bytes] | None) -> list[bytes]:
+    """STRINGS attribute values as ``bytes`` (the representation of STRING tensor elements)."""
+    return [v.encode("utf-8") if isinstance(v, str) else bytes(v) for v in (values or [])]
+
+
+def string_array(values: Sequence[bytes], shape: tuple[int, ...] | None = None) -> np.ndarray:
+    """An object array of ``bytes`` (never a numpy ``S`` array), reshaped to ``shape`` if given."""
+    out = np.empty(len(values), dtype=object)
+    out[:] = list(values)
+    return out if shape is None else out.reshape(shape)
+
+
+def as_rows(x: np.ndarray, *, name: str = "X") -> np.ndarray:
+    """``x`` as a 2-D ``[N, F]`` array: a 1-D input is one row (the ML operators read ``[F]`` as ``[1, F]``)."""
+    arr = np.asarray(x)
+    if arr.ndim == 1:
+        return arr.reshape(1, -1)
+    if arr.ndim == 2:
+        return arr
+    if arr.ndim == 0:
+        raise EvaluationError(f"{name} must have rank 1 or 2, got a scalar")
+    raise EvaluationError(f"{name} must have rank 1 or 2, got shape {arr.shape}")
+
+
+def sigmoid(x: np.ndarray) -> np.ndarray:
+    """The logistic function, without overflow for large ``|x|``."""
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+
+
+# Acklam's rational approximation of the standard normal quantile function (relative error
+# below 1.2e-9 on (0, 1)), far finer than the float32 the scores are returned in.
+_A = (-3.969683028665376e01, 2.209460984245205e02, -2.759285104469687e02, 1.383577518672690e02,
+      -3.066479806614716e01, 2.506628277459239e00)  # fmt: skip
+_B = (-5.447609879822406e01, 1.615858368580409e02, -1.556989798598866e02, 6.680131188771972e01,
+      -1.328068155288572e01)  # fmt: skip
+_C = (-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e00, -2.549732539343734e00,
+      4.374664141464968e00, 2.938163982698783e00)  # fmt: skip
+_D = (7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e00, 3.754408661907416e00)
+
+
+def _polyval(coefs: Sequence[float], x: np.ndarray) -> np.ndarray:
+    acc = np.full_like(x, coefs[0])
+    for c in coefs[1:]:
+        acc = acc * x + c
+    return acc
+
+
+def probit(p: np.ndarray) -> np.ndarray:
+    """The quantile function of the standard normal distribution, ``sqrt(2) * erfinv(2p - 1)``.
+
+    Values outside ``(0, 1)`` give ``-inf`` (at 0), ``inf`` (at 1) or NaN.
+    """
+    p = np.asarray(p, dtype=np.float64)
+    out = np.full(p.shape, np.nan)
+    low = 0.02425
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lo = (p > 0) & (p < low)
+        hi = (p > 1 - low) & (p < 1)
+        mid = (p >= low) & (p <= 1 - low)
+        q = np.sqrt(-2 * np.log(np.where(lo, p, 0.5)))
+        out = np.where(lo, _polyval(_C, q) / (_polyval(_D, q) * q + 1), out)
+        q = np.sqrt(-2 * np.log(np.where(hi, 1 - p, 0.5)))
+        out = np.where(hi, -_polyval(_C, q) / (_polyval(_D, q) * q + 1), out)
+        q = np.where(mid, p - 0.5, 0.0)
+        r = q * q
+        out = np.where(mid, _polyval(_A, r) * q / (_polyval(_B, r) * r + 1), out)
+    out = np.where(p == 0, -np.inf, out)
+    return np.where(p == 1, np.inf, out)
+
+
+def softmax_rows(s: np.ndarray) -> np.ndarray:
+    """Row-wise softmax of a 2-D array."""
+    if s.shape[1] == 0:
+        return s
+    e = np.exp(s - s.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def softmax_zero_rows(s: np.ndarray) -> np.ndarray:
+    """Row-wise softmax that leaves the (near-)zero scores at zero (SOFTMAX_ZERO).
+
+    A score within 1e-7 of zero counts as absent: it stays 0 and takes no share of the total.
+    """
+    if s.shape[1] == 0:
+        return s
+    nz = np.abs(s) > 1e-7
+    m = s.max(axis=1, keepdims=True)
+    e = np.where(nz, np.exp(s - m), 0.0)
+    total = e.sum(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(total > 0, e / np.where(total > 0, total, 1.0), 0.0)
+
+
+def post_transform_rows(scores: np.ndarray, post_transform: str) -> np.ndarray:
+    """Apply a post_transform (``NONE``, ``SOFTMAX``, ``LOGISTIC``, ``SOFTMAX_ZERO``, ``PROBIT``) to ``[N, E]`` scores.
+
+    Raises:
+        EvaluationError: an unknown transform name.
+    """
+    s = np.asarray(scores, dtype=np.float64)
+    if post_transform == "NONE":
+        return s
+    if post_transform == "SOFTMAX":
+        return softmax_rows(s)
+    if post_transform == "LOGISTIC":
+        return sigmoid(s)
+    if post_transform == "SOFTMAX_ZERO":
+        return softmax_zero_rows(s)
+    if post_transform == "PROBIT":
+        return probit(s)
+    raise EvaluationError(f"unknown post_transform {post_transform!r} (one of {', '.join(POST_TRANSFORMS)})")
+
+
+def check_post_transform(name: str) -> str:
+    """Refuse an unknown post_transform name early."""
+    if name not in POST_TRANSFORMS:
+        raise EvaluationError(f"unknown post_transform {name!r} (one of {', '.join(POST_TRANSFORMS)})")
+    return name
+
+
+def lookup_table(keys: np.ndarray, values: np.ndarray, x: np.ndarray, default: Any) -> np.ndarray:
+    """Map every element of ``x`` through ``keys -> values`` (``default`` when absent), vectorised.
+
+    Keys are sorted once and searched with ``searchsorted`` (object arrays of bytes included). A NaN
+    key matches every NaN element. When a key repeats, the last occurrence wins.
+    """
+    keys = np.asarray(keys)
+    values = np.asarray(values)
+    x = np.asarray(x)
+    out = np.empty(x.shape, dtype=values.dtype)
+    out[...] = default
+    if keys.size == 0 or x.size == 0:
+        return out
+    nan_value: Any = None
+    if keys.dtype.kind == "f":
+        nan_mask = np.isnan(keys)
+        if nan_mask.any():
+            nan_value = values[np.flatnonzero(nan_mask)[-1]]
+            keys, values = keys[~nan_mask], values[~nan_mask]
+    if keys.size:
+        # Last occurrence wins: unique over the reversed keys keeps the first of each, i.e. the last.
+        rev_keys = keys[::-1]
+        uk, first = np.unique(rev_keys, return_index=True)
+        uv = values[::-1][first]
+        flat = x.ravel()
+        try:
+            pos = np.searchsorted(uk, flat)
+        except TypeError:
+            raise EvaluationError("input elements are not comparable with the keys") from None
+        pos = np.minimum(pos, uk.size - 1)
+        hit = uk[pos] == flat
+        res = out.reshape(-1)
+        res[hit] = uv[pos[hit]]
+    if nan_value is not None and x.dtype.kind == "f":
+        out[np.isnan(x)] = nan_value
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# ArrayFeatureExtractor, Binarizer, Imputer, Scaler, Normalizer
+# ---------------------------------------------------------------------------------------------
+
+
+@kernel("ArrayFeatureExtractor", 1, domain=ML)
+def array_feature_extractor(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Select the elements at indices ``Y`` along the last axis of ``X`` (a 1-D ``X`` gives ``[1, K]``)."""
+    x = np.asarray(x)
+    idx = np.asarray(y).ravel()
+    if x.ndim == 0:
+        raise EvaluationError("ArrayFeatureExtractor: X must have rank >= 1")
+    n = x.shape[-1]
+    if idx.size and (idx.min() < 0 or idx.max() >= n):
+        raise EvaluationError(f"ArrayFeatureExtractor: index out of range [0, {n}) in {idx.tolist()}")
+    out = np.take(x, idx.astype(np.int64), axis=-1)
+    if x.ndim == 1:
+        out = out.reshape(1, -1)
+    return out
+
+
+@kernel("Binarizer", 1, domain=ML)
+def binarizer(x: np.ndarray, *, threshold: float = 0.0) -> np.ndarray:
+    """1 where ``X > threshold``, else 0, in the element type of ``X`` (NaN stays NaN)."""
+    x = np.asarray(x)
+    out = (x > threshold).astype(x.dtype)
+    if x.dtype.kind == "f":
+        out = np.where(np.isnan(x), x, out).astype(x.dtype)
+    return out
+
+
+@kernel("Imputer", 1, domain=ML)
+def imputer(
+    x: np.ndarray,
+    *,
+    imputed_value_floats: list[float] | None = None,
+    imputed_value_int64s: list[int] | None = None,
+    replaced_value_float: float = 0.0,
+    replaced_value_int64: int = 0,
+) -> np.ndarray:
+    """Replace the elements equal to the replaced value (NaN matches NaN) by the imputed value of their feature."""
+    x = np.asarray(x)
+    if x.dtype.kind == "f":
+        imputed = np.asarray(imputed_value_floats or [], dtype=np.float64)
+        rv: float = float(replaced_value_float)
+        hit = np.isnan(x) if np.isnan(rv) else x == rv
+    else:
+        imputed = np.asarray(imputed_value_int64s or [], dtype=np.int64)
+        hit = x == int(replaced_value_int64)
+    if imputed.size == 0:
+        raise EvaluationError("Imputer: the imputed value attribute for this element type is missing")
+    feats = x.shape[-1] if x.ndim else 1
+    if imputed.size not in (1, feats):
+        raise EvaluationError(f"Imputer: {imputed.size} imputed values for {feats} features")
+    fill = np.broadcast_to(imputed.astype(x.dtype), x.shape) if x.ndim else imputed.astype(x.dtype).reshape(())
+    return np.where(hit, fill, x).astype(x.dtype)
+
+
+@kernel("Scaler", 1, domain=ML)
+def scaler(x: np.ndarray, *, offset: list[float] | None = None, scale: list[float] | None = None) -> np.ndarray:
+    """``(X - offset) * scale`` per feature (last axis), as float32."""
+    x = np.asarray(x)
+    feats = x.shape[-1] if x.ndim else 1
+    off = np.asarray(offset if offset else [0.0], dtype=np.float32)
+    sc = np.asarray(scale if scale else [1.0], dtype=np.float32)
+    for name, v in (("offset", off), ("scale", sc)):
+        if v.size not in (1, feats):
+            raise EvaluationError(f"Scaler: {name} has {v.size} values for {feats} features")
+    return ((x.astype(np.float32) - off) * sc).astype(np.float32)
+
+
+@kernel("Normalizer", 1, domain=ML)
+def normalizer(x: np.ndarray, *, norm: str = "MAX") -> np.ndarray:
+    """Normalise each row (``[N, C]``, or ``[C]`` as one row) by its max, L1 or L2 norm.
+
+    A row whose divisor is zero is returned unchanged.
+    """
+    x = np.asarray(x)
+    rows = as_rows(x).astype(np.float64)
+    if norm == "MAX":
+        div = rows.max(axis=1, keepdims=True) if rows.shape[1] else np.zeros((rows.shape[0], 1))
+    elif norm == "L1":
+        div = np.abs(rows).sum(axis=1, keepdims=True)
+    elif norm == "L2":
+        div = np.sqrt(np.square(rows).sum(axis=1, keepdims=True))
+    else:
+        raise EvaluationError(f"Normalizer: norm must be MAX, L1 or L2, got {norm!r}")
+    out = np.where(div == 0, rows, rows / np.where(div == 0, 1.0, div))
+    return out.astype(np.float32).reshape(x.shape)
+
+
+# ---------------------------------------------------------------------------------------------
+# Encoders: CategoryMapper, LabelEncoder, OneHotEncoder
+# ---------------------------------------------------------------------------------------------
+
+
+def _is_string(x: np.ndarray) -> bool:
+    return x.dtype == object or x.dtype.kind in "SU"
+
+
+def _as_bytes_array(x: np.ndarray) -> np.ndarray:
+    if x.dtype == object and not any(isinstance(v, str) for v in x.ravel()):
+        return x
+    return string_array([v.encode("utf-8") if isinstance(v, str) else bytes(v) for v in x.ravel()], x.shape)
+
+
+@kernel("CategoryMapper", 1, domain=ML)
+def category_mapper(
+    x: np.ndarray,
+    *,
+    cats_int64s: list[int] | None = None,
+    cats_strings: list[str] | None = None,
+    default_int64: int = -1,
+    default_string: str = "_Unused",
+) -> np.ndarray:
+    """Strings to integers (default ``default_int64``) or integers to strings (default ``default_string``)."""
+    x = np.asarray(x)
+    ints = np.asarray(cats_int64s or [], dtype=np.int64)
+    strs = string_array(encode_strings(cats_strings))
+    if ints.size != strs.size:
+        raise EvaluationError(f"CategoryMapper: {ints.size} cats_int64s but {strs.size} cats_strings")
+    if _is_string(x):
+        return lookup_table(strs, ints, _as_bytes_array(x), np.int64(default_int64))
+    return lookup_table(ints, strs, x.astype(np.int64), default_string.encode("utf-8"))
+
+
+@kernel("LabelEncoder", 1, domain=ML)
+def label_encoder_1(
+    x: np.ndarray,
+    *,
+    classes_strings: list[str] | None = None,
+    default_int64: int = -1,
+    default_string: str = "_Unused",
+) -> np.ndarray:
+    """Version 1: a string becomes its index in ``classes_strings``; an integer indexes ``classes_strings``."""
+    x = np.asarray(x)
+    classes = string_array(encode_strings(classes_strings))
+    if _is_string(x):
+        return lookup_table(
+            classes, np.arange(classes.size, dtype=np.int64), _as_bytes_array(x), np.int64(default_int64)
+        )
+    xi = x.astype(np.int64)
+    ok = (xi >= 0) & (xi < classes.size)
+    out = np.empty(x.shape, dtype=object)
+    out[...] = default_string.encode("utf-8")
+    out[ok] = classes[xi[ok]]
+    return out
+
+
+def _keys_values(attrs: dict[str, Any], allow_tensor: bool) -> tuple[np.ndarray, np.ndarray, str]:
+    """The key and value arrays of LabelEncoder 2/4 and the kind of the values (strings|int64s|floats|tensor)."""
+    keys: np.ndarray | None = None
+    values: np.ndarray | None = None
+    kind = ""
+    given_k = [k for k in ("keys_strings", "keys_int64s", "keys_floats", "keys_tensor") if attrs.get(k) is not None]
+    given_v = [
+        k for k in ("values_strings", "values_int64s", "values_floats", "values_tensor") if attrs.get(k) is not None
+    ]
+    if not allow_tensor and ("keys_tensor" in given_k or "values_tensor" in given_v):
+        raise EvaluationError("LabelEncoder: keys_tensor/values_tensor need version 4")
+    if len(given_k) != 1 or len(given_v) != 1:
+        raise EvaluationError("LabelEncoder: exactly one keys_* and one values_* attribute must be set")
+    k, v = given_k[0], given_v[0]
+    if k == "keys_strings":
+        keys = string_array(encode_strings(attrs[k]))
+    elif k == "keys_int64s":
+        keys = np.asarray(attrs[k], dtype=np.int64)
+    elif k == "keys_floats":
+        keys = np.asarray(attrs[k], dtype=np.float32)
+    else:
+        keys = np.asarray(attrs[k]).ravel()
+        if keys.dtype.kind in "SUO":
+            keys = _as_bytes_array(keys)
+    if v == "values_strings":
+        values, kind = string_array(encode_strings(attrs[v])), "strings"
+    elif v == "values_int64s":
+        values, kind = np.asarray(attrs[v], dtype=np.int64), "int64s"
+    elif v == "values_floats":
+        values, kind = np.asarray(attrs[v], dtype=np.float32), "floats"
+    else:
+        values, kind = np.asarray(attrs[v]).ravel(), "tensor"
+        if values.dtype.kind in "SUO":
+            values = _as_bytes_array(values)
+    if keys.size != values.size:
+        raise EvaluationError(f"LabelEncoder: {keys.size} keys but {values.size} values")
+    return keys, values, kind
+
+
+def _label_encode(x: np.ndarray, keys: np.ndarray, values: np.ndarray, default: Any) -> np.ndarray:
+    x = np.asarray(x)
+    if _is_string(x) != (keys.dtype == object):
+        raise EvaluationError(f"LabelEncoder: input of type {x.dtype} does not match keys of type {keys.dtype}")
+    if _is_string(x):
+        x = _as_bytes_array(x)
+    elif x.dtype != keys.dtype:
+        # Keys and input share an element type by definition; compare floats in the keys' precision.
+        x = x.astype(keys.dtype) if keys.dtype.kind == "f" else x
+    return lookup_table(keys, values, x, default)
+
+
+@kernel("LabelEncoder", 2, domain=ML)
+def label_encoder_2(
+    x: np.ndarray,
+    *,
+    default_float: float = -0.0,
+    default_int64: int = -1,
+    default_string: str = "_Unused",
+    **attrs: Any,
+) -> np.ndarray:
+    """Version 2: map each element through the parallel ``keys_*``/``values_*`` lists (default for absent keys)."""
+    keys, values, kind = _keys_values(attrs, allow_tensor=False)
+    default: Any = {
+        "strings": default_string.encode("utf-8"),
+        "int64s": np.int64(default_int64),
+        "floats": np.float32(default_float),
+    }[kind]
+    return _label_encode(x, keys, values, default)
+
+
+@kernel("LabelEncoder", 4, domain=ML)
+def label_encoder_4(
+    x: np.ndarray,
+    *,
+    default_float: float = -0.0,
+    default_int64: int = -1,
+    default_string: str = "_Unused",
+    default_tensor: np.ndarray | None = None,
+    **attrs: Any,
+) -> np.ndarray:
+    """Version 4: as version 2, plus keys/values/default given as tensors (int16, int32, double too)."""
+    keys, values, kind = _keys_values(attrs, allow_tensor=True)
+    default: Any
+    if kind == "tensor":
+        if default_tensor is not None:
+            d = np.asarray(default_tensor).ravel()
+            if d.size != 1:
+                raise EvaluationError("LabelEncoder: default_tensor must hold one element")
+            default = d[0]
+            if isinstance(default, str):
+                default = default.encode("utf-8")
+        elif values.dtype == object:
+            default = b"_Unused"
+        elif values.dtype.kind in "iu":
+            default = -1
+        else:
+            default = -0.0
+    else:
+        default = {
+            "strings": default_string.encode("utf-8"),
+            "int64s": np.int64(default_int64),
+            "floats": np.float32(default_float),
+        }[kind]
+    return _label_encode(x, keys, values, default)
+
+
+@kernel("OneHotEncoder", 1, domain=ML)
+def one_hot_encoder(
+    x: np.ndarray, *, cats_int64s: list[int] | None = None, cats_strings: list[str] | None = None, zeros: int = 1
+) -> np.ndarray:
+    """One float32 one-hot vector per element over the categories (a new last axis)."""
+    x = np.asarray(x)
+    if _is_string(x):
+        cats: np.ndarray = string_array(encode_strings(cats_strings))
+        xv = _as_bytes_array(x)
+    else:
+        cats = np.asarray(cats_int64s or [], dtype=np.int64)
+        # Numbers are truncated to integers before the look-up (definition text).
+        xv = x.astype(np.int64) if x.dtype.kind != "f" else np.trunc(np.nan_to_num(x)).astype(np.int64)
+    if cats.size == 0:
+        raise EvaluationError("OneHotEncoder: the cats_* attribute matching the input type is missing")
+    pos = lookup_table(cats, np.arange(cats.size, dtype=np.int64), xv, np.int64(-1))
+    if not zeros and (pos < 0).any():
+        raise EvaluationError("OneHotEncoder: an input value is not among the categories and zeros=0")
+    return (pos[..., None] == np.arange(cats.size)).astype(np.float32)
+
+
+# ---------------------------------------------------------------------------------------------
+# Maps and vectors: CastMap, DictVectorizer, FeatureVectorizer, ZipMap
+# ---------------------------------------------------------------------------------------------
+
+
+def _map_items(m: Any, name: str) -> tuple[list[Any], list[Any]]:
+    if not isinstance(m, dict):
+        raise EvaluationError(f"{name}: input must be a map, got {type(m).__name__}")
+    keys = list(m.keys())
+    vals = [np.asarray(v).reshape(()) if np.asarray(v).size == 1 else np.asarray(v) for v in m.values()]
+    for v in vals:
+        if v.shape != ():
+            raise EvaluationError(f"{name}: map values must be single elements")
+    return keys, [v.item() for v in vals]
+
+
+def _to_str_bytes(v: Any) -> bytes:
+    if isinstance(v, bytes):
+        return v
+    if isinstance(v, str):
+        return v.encode("utf-8")
+    # Numbers print as C's "%f" does (six decimals), as onnxruntime's CastMap writes them.
+    return f"{float(v):f}".encode() if isinstance(v, float | np.floating) else str(v).encode()
+
+
+@kernel("CastMap", 1, domain=ML)
+def cast_map(x: Any, *, cast_to: str = "TO_FLOAT", map_form: str = "DENSE", max_map: int = 1) -> np.ndarray:
+    """The map's values in ascending key order as a ``[1, K]`` tensor (SPARSE: ``[1, max_map]`` indexed by key)."""
+    keys, vals = _map_items(x, "CastMap")
+    try:
+        k = np.asarray([int(kk) for kk in keys], dtype=np.int64)
+    except (TypeError, ValueError):
+        raise EvaluationError("CastMap: the map keys must be int64") from None
+    order = np.argsort(k, kind="stable")
+    k = k[order]
+    vals = [vals[i] for i in order]
+    out: np.ndarray
+    if cast_to == "TO_FLOAT":
+        try:
+            conv: np.ndarray = np.asarray([float(v) for v in vals], dtype=np.float32)
+        except ValueError:
+            raise EvaluationError("CastMap: a value does not convert to float") from None
+        fill: Any = 0.0
+    elif cast_to == "TO_INT64":
+        try:
+            conv = np.asarray([int(float(v)) for v in vals], dtype=np.int64)
+        except (ValueError, OverflowError):
+            raise EvaluationError("CastMap: a value does not convert to int64") from None
+        fill = 0
+    elif cast_to == "TO_STRING":
+        conv = string_array([_to_str_bytes(v) for v in vals])
+        fill = b"0"
+    else:
+        raise EvaluationError(f"CastMap: cast_to must be TO_FLOAT, TO_STRING or TO_INT64, got {cast_to!r}")
+    if map_form == "DENSE":
+        return conv.reshape(1, -1)
+    if map_form != "SPARSE":
+        raise EvaluationError(f"CastMap: map_form must be DENSE or SPARSE, got {map_form!r}")
+    if k.size and (k.min() < 0 or k.max() >= max_map):
+        raise EvaluationError(f"CastMap: a key is outside [0, max_map={max_map})")
+    out = np.empty((max_map,), dtype=conv.dtype)
+    out[...] = fill
+    out[k] = conv
+    return out.reshape(1, -1)
+
+
+@kernel("DictVectorizer", 1, domain=ML, context=True)
+def dict_vectorizer(
+    ctx: KernelContext,
+    x: Any,
+    *,
+    int64_vocabulary: list[int] | None = None,
+    string_vocabulary: list[str] | None = None,
+) -> np.ndarray:
+    """A ``[1, V]`` tensor with the map's value of each vocabulary entry (zero where the map lacks it)."""
+    keys, vals = _map_items(x, "DictVectorizer")
+    if string_vocabulary:
+        vocab: np.ndarray = string_array(encode_strings(string_vocabulary))
+        karr: np.ndarray = string_array([_to_str_bytes(kk) for kk in keys])
+    elif int64_vocabulary:
+        vocab = np.asarray(int64_vocabulary, dtype=np.int64)
+        karr = np.asarray([int(kk) for kk in keys], dtype=np.int64)
+    else:
+        raise EvaluationError("DictVectorizer: a vocabulary attribute is required")
+    dtype = _map_value_dtype(ctx, vals)
+    is_str = dtype is object
+    out = string_array([b""] * vocab.size) if is_str else np.zeros((vocab.size,), dtype=dtype)
+    if karr.size:
+        pos = lookup_table(vocab, np.arange(vocab.size, dtype=np.int64), karr, np.int64(-1))
+        if is_str:
+            varr: np.ndarray = string_array([_to_str_bytes(v) for v in vals])
+        else:
+            varr = np.asarray(vals, dtype=dtype)
+        ok = pos >= 0
+        out[pos[ok]] = varr[ok]
+    return out.reshape(1, -1)
+
+
+def _map_value_dtype(ctx: KernelContext, vals: list[Any]) -> Any:
+    types = ctx.input_types if ctx is not None else None
+    t = types[0] if types else None
+    if t is not None:
+        try:
+            elem = t.map_type.value_type.tensor_type.elem_type
+        except AttributeError:
+            elem = 0
+        table = {1: np.float32, 11: np.float64, 7: np.int64, 8: object}
+        if elem in table:
+            return table[elem]
+    if vals and isinstance(vals[0], bytes | str):
+        return object
+    if vals and isinstance(vals[0], int | np.integer) and not isinstance(vals[0], bool):
+        return np.int64
+    return np.float32
+
+
+@kernel("FeatureVectorizer", 1, domain=ML)
+def feature_vectorizer(*xs: np.ndarray, inputdimensions: list[int] | None = None) -> np.ndarray:
+    """Concatenate the inputs (each ``[N, C_i]``, 1-D as ``[1, C]``) along axis 1 as float32.
+
+    Each input contributes ``inputdimensions[i]`` columns: extra columns are dropped, missing ones are 0.
+    """
+    if not xs:
+        raise EvaluationError("FeatureVectorizer: at least one input is required")
+    rows = [np.asarray(a).reshape(1, -1) if np.asarray(a).ndim <= 1 else np.asarray(a) for a in xs]
+    rows = [r.reshape(r.shape[0], -1) for r in rows]
+    n = rows[0].shape[0]
+    if any(r.shape[0] != n for r in rows):
+        raise EvaluationError(f"FeatureVectorizer: inputs have different batch sizes {[r.shape[0] for r in rows]}")
+    dims = list(inputdimensions) if inputdimensions else [r.shape[1] for r in rows]
+    if len(dims) != len(rows):
+        raise EvaluationError(f"FeatureVectorizer: {len(dims)} inputdimensions for {len(rows)} inputs")
+    out = np.zeros((n, int(sum(dims))), dtype=np.float32)
+    col = 0
+    for r, d in zip(rows, dims, strict=True):
+        take = min(int(d), r.shape[1])
+        out[:, col : col + take] = r[:, :take]
+        col += int(d)
+    return out
+
+
+@kernel("ZipMap", 1, domain=ML)
+def zip_map(
+    x: np.ndarray, *, classlabels_int64s: list[int] | None = None, classlabels_strings: list[str] | None = None
+) -> list[dict[Any, np.ndarray]]:
+    """One map per row of ``X``: class label -> the row's score in that label's column."""
+    rows = as_rows(np.asarray(x, dtype=np.float32))
+    if classlabels_strings:
+        labels: list[Any] = encode_strings(classlabels_strings)
+    elif classlabels_int64s:
+        labels = [int(v) for v in classlabels_int64s]
+    else:
+        raise EvaluationError("ZipMap: one of classlabels_int64s and classlabels_strings is required")
+    if rows.shape[1] != len(labels):
+        raise EvaluationError(f"ZipMap: X has {rows.shape[1]} columns for {len(labels)} labels")
+    return [{lab: np.asarray(v, dtype=np.float32) for lab, v in zip(labels, row, strict=True)} for row in rows]

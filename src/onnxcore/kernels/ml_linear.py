@@ -1,0 +1,334 @@
+"""Linear models and support vector machines of ``ai.onnx.ml``: LinearClassifier, LinearRegressor,
+SVMClassifier, SVMRegressor (version 1 each).
+
+The definitions state the formulas loosely; where they are silent (the two-column scores of a binary
+classifier holding a single score, labels of a one-score classifier, the pairwise SVM scores) these
+kernels follow onnxruntime, the reference consumer of these operators, and the tests compare with it.
+Scores are computed in float64 and returned as float32 (the Z/Y outputs are tensor(float)).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from onnxcore.errors import EvaluationError
+from onnxcore.kernels.ml import (
+    ML,
+    as_rows,
+    check_post_transform,
+    encode_strings,
+    post_transform_rows,
+    sigmoid,
+    string_array,
+)
+from onnxcore.kernels.registry import kernel
+
+__all__: list[str] = []
+
+
+def _labels(ints: list[int] | None, strings: list[str] | None) -> np.ndarray | None:
+    """The class labels as an int64 array or an object array of bytes (None when neither is given)."""
+    if strings:
+        return string_array(encode_strings(strings))
+    if ints:
+        return np.asarray(ints, dtype=np.int64)
+    return None
+
+
+def _binary_labels(labels: np.ndarray | None, strings: bool) -> tuple[Any, Any]:
+    """(negative, positive) labels of a classifier producing one score: the two labels if there are two,
+    else 0/1 (or "0"/"1")."""
+    if labels is not None and labels.size == 2:
+        return labels[0], labels[1]
+    return (b"0", b"1") if strings else (np.int64(0), np.int64(1))
+
+
+def _pick(labels: np.ndarray | None, idx: np.ndarray, strings: bool) -> np.ndarray:
+    if labels is None:
+        return idx.astype(np.int64)
+    if idx.size and (idx.max() >= labels.size):
+        raise EvaluationError(f"class index {int(idx.max())} has no label ({labels.size} labels)")
+    return labels[idx] if not strings else string_array(list(labels[idx]))
+
+
+def _two_columns(s: np.ndarray, post_transform: str) -> np.ndarray:
+    """Scores ``[N, 2]`` of a binary classifier that computed one score per row: the complement and the
+    score itself. With NONE the complement is ``1 - s`` as onnxruntime writes it; a transform is applied to
+    the score first, and the complement of a probability ``p`` is ``1 - p``."""
+    if post_transform in ("SOFTMAX", "SOFTMAX_ZERO"):
+        return post_transform_rows(np.concatenate([-s, s], axis=1), post_transform)
+    t = post_transform_rows(s, post_transform)
+    return np.concatenate([1.0 - t, t], axis=1)
+
+
+# ---------------------------------------------------------------------------------------------
+# Linear models
+# ---------------------------------------------------------------------------------------------
+
+
+@kernel("LinearClassifier", 1, domain=ML)
+def linear_classifier(
+    x: np.ndarray,
+    *,
+    coefficients: list[float],
+    classlabels_ints: list[int] | None = None,
+    classlabels_strings: list[str] | None = None,
+    intercepts: list[float] | None = None,
+    multi_class: int = 0,
+    post_transform: str = "NONE",
+) -> tuple[np.ndarray, np.ndarray]:
+    """Scores ``X @ W^T + intercepts`` (one row of ``W`` per class) and the top class of each row.
+
+    A single row of coefficients with two labels is a binary classifier: the label is the second when
+    the score is positive, and Z holds two columns. ``multi_class`` does not change the evaluation.
+    """
+    check_post_transform(post_transform)
+    rows = as_rows(np.asarray(x)).astype(np.float64)
+    n, f = rows.shape
+    coef = np.asarray(coefficients, dtype=np.float32).astype(np.float64)
+    targets = len(intercepts) if intercepts else (coef.size // f if f else 0)
+    if targets == 0 or coef.size != targets * f:
+        raise EvaluationError(f"LinearClassifier: {coef.size} coefficients do not fit {f} features")
+    scores = rows @ coef.reshape(targets, f).T
+    if intercepts:
+        scores = scores + np.asarray(intercepts, dtype=np.float32).astype(np.float64)
+    strings = bool(classlabels_strings)
+    labels = _labels(classlabels_ints, classlabels_strings)
+    if targets == 1:
+        neg, pos = _binary_labels(labels, strings)
+        pick = scores[:, 0] > 0
+        y = np.where(pick, pos, neg)
+        y = string_array(list(y)) if strings else y.astype(np.int64)
+        if labels is not None and labels.size == 2:
+            z = _two_columns(scores, post_transform)
+        else:
+            z = post_transform_rows(scores, post_transform)
+    else:
+        if labels is not None and labels.size < targets:
+            raise EvaluationError(f"LinearClassifier: {targets} classes but {labels.size} labels")
+        y = _pick(labels, np.argmax(scores, axis=1) if n else np.zeros(0, np.int64), strings)
+        z = post_transform_rows(scores, post_transform)
+    return y, z.astype(np.float32)
+
+
+@kernel("LinearRegressor", 1, domain=ML)
+def linear_regressor(
+    x: np.ndarray,
+    *,
+    coefficients: list[float] | None = None,
+    intercepts: list[float] | None = None,
+    post_transform: str = "NONE",
+    targets: int = 1,
+) -> np.ndarray:
+    """``X @ W^T + intercepts`` with ``targets`` rows of coefficients, then the post transform."""
+    check_post_transform(post_transform)
+    rows = as_rows(np.asarray(x)).astype(np.float64)
+    f = rows.shape[1]
+    coef = np.asarray(coefficients or [], dtype=np.float32).astype(np.float64)
+    if targets < 1 or coef.size != targets * f:
+        raise EvaluationError(f"LinearRegressor: {coef.size} coefficients for {targets} targets x {f} features")
+    y = rows @ coef.reshape(targets, f).T
+    if intercepts:
+        b = np.asarray(intercepts, dtype=np.float32).astype(np.float64)
+        if b.size not in (1, targets):
+            raise EvaluationError(f"LinearRegressor: {b.size} intercepts for {targets} targets")
+        y = y + b
+    return post_transform_rows(y, post_transform).astype(np.float32)
+
+
+# ---------------------------------------------------------------------------------------------
+# Support vector machines
+# ---------------------------------------------------------------------------------------------
+
+
+def _kernel_matrix(
+    rows: np.ndarray, vectors: np.ndarray, kernel_type: str, kernel_params: list[float] | None
+) -> np.ndarray:
+    """``K[n, v] = k(x_n, sv_v)`` for the LINEAR, POLY, RBF and SIGMOID kernels (params: gamma, coef0, degree)."""
+    gamma, coef0, degree = (list(kernel_params or []) + [0.0, 0.0, 0.0])[:3]
+    gamma, coef0, degree = float(np.float32(gamma)), float(np.float32(coef0)), float(np.float32(degree))
+    if kernel_type == "LINEAR":
+        return rows @ vectors.T
+    if kernel_type == "POLY":
+        return np.power(gamma * (rows @ vectors.T) + coef0, degree)
+    if kernel_type == "RBF":
+        d2 = np.square(rows).sum(axis=1)[:, None] + np.square(vectors).sum(axis=1)[None, :] - 2.0 * (rows @ vectors.T)
+        return np.exp(-gamma * np.maximum(d2, 0.0))
+    if kernel_type == "SIGMOID":
+        return np.tanh(gamma * (rows @ vectors.T) + coef0)
+    raise EvaluationError(f"unknown kernel_type {kernel_type!r} (LINEAR, POLY, RBF or SIGMOID)")
+
+
+def _f32(values: list[float] | None) -> np.ndarray:
+    return np.asarray(values or [], dtype=np.float32).astype(np.float64)
+
+
+def _couple_probabilities(r: np.ndarray, iters: int = 100) -> np.ndarray:
+    """Class probabilities from pairwise ones (Wu, Lin and Weng 2004, method 2, as in libsvm).
+
+    ``r[n, i, j]`` estimates P(class i | i or j). Solved per row by the fixed-point iteration of libsvm,
+    vectorised over the rows (a row stops changing once it has converged).
+    """
+    n, k, _ = r.shape
+    eye = np.eye(k, dtype=bool)
+    rt = np.swapaxes(r, 1, 2)
+    # Q[t,t] = sum_{j != t} r[j,t]^2 ; Q[t,j] = -r[j,t] * r[t,j]
+    q = -rt * r
+    q[:, eye] = (np.square(rt) * ~eye).sum(axis=2)
+    p = np.full((n, k), 1.0 / k)
+    eps = 0.005 / k
+    active = np.ones(n, dtype=bool)
+    for _ in range(iters):
+        qp = np.einsum("nij,nj->ni", q, p)
+        pqp = np.einsum("ni,ni->n", p, qp)
+        err = np.abs(qp - pqp[:, None]).max(axis=1)
+        active &= err >= eps
+        if not active.any():
+            break
+        a = active
+        for t in range(k):
+            qtt = q[a, t, t]
+            diff = (-qp[a, t] + pqp[a]) / qtt
+            p_a = p[a]
+            p_a[:, t] += diff
+            pqp[a] = (pqp[a] + diff * (diff * qtt + 2 * qp[a, t])) / (1 + diff) / (1 + diff)
+            qp[a] = (qp[a] + diff[:, None] * q[a, t, :]) / (1 + diff)[:, None]
+            p[a] = p_a / (1 + diff)[:, None]
+    return p
+
+
+@kernel("SVMClassifier", 1, domain=ML)
+def svm_classifier(
+    x: np.ndarray,
+    *,
+    classlabels_ints: list[int] | None = None,
+    classlabels_strings: list[str] | None = None,
+    coefficients: list[float] | None = None,
+    kernel_params: list[float] | None = None,
+    kernel_type: str = "LINEAR",
+    post_transform: str = "NONE",
+    prob_a: list[float] | None = None,
+    prob_b: list[float] | None = None,
+    rho: list[float] | None = None,
+    support_vectors: list[float] | None = None,
+    vectors_per_class: list[int] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """A support vector classifier: one-vs-one voting over support vectors (libsvm layout), or a linear
+    model (liblinear layout) when no support vectors are given.
+
+    With support vectors, Z holds the pairwise decision values (two columns for two classes), or class
+    probabilities coupled from ``prob_a``/``prob_b`` when those are given; the label is the class with the
+    most votes. Without, Z holds one score per class and the label is the best scoring class.
+    """
+    check_post_transform(post_transform)
+    strings = bool(classlabels_strings)
+    labels = _labels(classlabels_ints, classlabels_strings)
+    if labels is None:
+        raise EvaluationError("SVMClassifier: one of classlabels_ints and classlabels_strings is required")
+    k = labels.size
+    rows = as_rows(np.asarray(x)).astype(np.float32).astype(np.float64)
+    n, f = rows.shape
+    coef = _f32(coefficients)
+    rho_v = _f32(rho)
+    pa, pb = _f32(prob_a), _f32(prob_b)
+    if pa.size != pb.size:
+        raise EvaluationError("SVMClassifier: prob_a and prob_b must have the same size")
+    vpc = [int(v) for v in (vectors_per_class or [])]
+    n_vec = sum(vpc)
+    if n_vec == 0:
+        # liblinear layout: one row of coefficients per class; kernel_type does not apply.
+        if f == 0 or coef.size != k * f or rho_v.size < 1:
+            raise EvaluationError(f"SVMClassifier: {coef.size} coefficients do not fit {k} classes x {f} features")
+        scores = rows @ coef.reshape(k, f).T + rho_v[0]
+        best = np.argmax(scores, axis=1) if n else np.zeros(0, np.int64)
+        if k == 2 and pa.size == 0:
+            mx = scores.max(axis=1) if n else np.zeros(0)
+            if (coef >= 0).all():
+                best = np.where(mx >= 0.5, 1, best)
+            else:
+                best = np.where(mx > 0, 1, best)
+        z = post_transform_rows(scores, post_transform) if k > 1 else scores
+        return _pick(labels, best, strings), z.astype(np.float32)
+    if len(vpc) != k:
+        raise EvaluationError(f"SVMClassifier: {len(vpc)} vectors_per_class for {k} classes")
+    sv = _f32(support_vectors)
+    if sv.size != n_vec * f:
+        raise EvaluationError(f"SVMClassifier: {sv.size} support vector values for {n_vec} vectors x {f} features")
+    pairs = k * (k - 1) // 2
+    if coef.size < (k - 1) * n_vec or rho_v.size < pairs:
+        raise EvaluationError("SVMClassifier: coefficients or rho too short for the classes and vectors")
+    kern = _kernel_matrix(rows, sv.reshape(n_vec, f), kernel_type, kernel_params)
+    coefm = coef[: (k - 1) * n_vec].reshape(k - 1, n_vec)
+    starts = np.concatenate([[0], np.cumsum(vpc)]).astype(np.int64)
+    dec = np.zeros((n, pairs))
+    votes = np.zeros((n, k), dtype=np.int64)
+    idx = 0
+    for i in range(k - 1):
+        si = slice(starts[i], starts[i + 1])
+        for j in range(i + 1, k):
+            sj = slice(starts[j], starts[j + 1])
+            s = kern[:, si] @ coefm[j - 1, si] + kern[:, sj] @ coefm[i, sj] + rho_v[idx]
+            dec[:, idx] = s
+            win = s > 0
+            votes[:, i] += win
+            votes[:, j] += ~win
+            idx += 1
+    best = np.argmax(votes, axis=1) if n else np.zeros(0, np.int64)
+    y = _pick(labels, best, strings)
+    if pa.size:
+        if pa.size < pairs:
+            raise EvaluationError("SVMClassifier: prob_a/prob_b too short for the classes")
+        # Pairwise probability 1 - sigmoid(s * A + B), kept inside [1e-7, 1 - 1e-7] (libsvm's Platt scaling).
+        pr = np.clip(1.0 - sigmoid(dec * pa[:pairs] + pb[:pairs]), 1e-7, 1 - 1e-7)
+        r = np.zeros((n, k, k))
+        iu, ju = np.triu_indices(k, 1)
+        r[:, iu, ju] = pr
+        r[:, ju, iu] = 1.0 - pr
+        z = post_transform_rows(_couple_probabilities(r), post_transform) if n else np.zeros((0, k))
+    elif k == 2:
+        s = dec[:, :1]
+        z = np.concatenate([-s, s], axis=1) if post_transform == "NONE" else np.concatenate([1.0 - s, s], axis=1)
+    else:
+        z = post_transform_rows(dec, post_transform)
+    return y, z.astype(np.float32)
+
+
+@kernel("SVMRegressor", 1, domain=ML)
+def svm_regressor(
+    x: np.ndarray,
+    *,
+    coefficients: list[float] | None = None,
+    kernel_params: list[float] | None = None,
+    kernel_type: str = "LINEAR",
+    n_supports: int = 0,
+    one_class: int = 0,
+    post_transform: str = "NONE",
+    rho: list[float] | None = None,
+    support_vectors: list[float] | None = None,
+) -> np.ndarray:
+    """``sum_v coef_v k(x, sv_v) + rho`` (or ``x . coef + rho`` without support vectors), shape ``[N, 1]``.
+
+    A one-class SVM (``one_class=1``) outputs 1 for a positive decision value and -1 otherwise.
+    """
+    check_post_transform(post_transform)
+    rows = as_rows(np.asarray(x)).astype(np.float32).astype(np.float64)
+    f = rows.shape[1]
+    coef = _f32(coefficients)
+    rho_v = _f32(rho)
+    r0 = rho_v[0] if rho_v.size else 0.0
+    if n_supports > 0:
+        sv = _f32(support_vectors)
+        if sv.size != n_supports * f or coef.size < n_supports:
+            raise EvaluationError(f"SVMRegressor: {sv.size} support vector values for {n_supports} vectors x {f}")
+        kern = _kernel_matrix(rows, sv.reshape(n_supports, f), kernel_type, kernel_params)
+        y = kern @ coef[:n_supports] + r0
+    else:
+        if coef.size != f:
+            raise EvaluationError(f"SVMRegressor: {coef.size} coefficients for {f} features")
+        y = rows @ coef + r0
+    y = y.reshape(-1, 1)
+    if one_class:
+        y = np.where(y > 0, 1.0, -1.0)
+    return post_transform_rows(y, post_transform).astype(np.float32)

@@ -1,0 +1,519 @@
+"""Tree ensembles of ``ai.onnx.ml``: TreeEnsembleRegressor and TreeEnsembleClassifier (1, 3, 5) and
+TreeEnsemble (5).
+
+Every encoding is first flattened into one :class:`_Forest`: arrays indexed by node (feature, threshold,
+comparison mode, true/false child, NaN routing, set membership) plus, per node, the weights it gives to
+each target. Evaluation is vectorised: all rows go through all trees at once, one tree level per step,
+with numpy index arithmetic (``idx[row, tree] -> child``); only the number of levels is a Python loop.
+
+A node routes a row to its true child when the comparison ``x[feature] <mode> threshold`` holds, or when
+the feature is NaN and the node's ``missing_value_tracks_true`` is set. Comparisons are made in float64
+on values already rounded to their declared type (float thresholds to float32, ``*_as_tensor`` ones in
+their own type), which is exact for float32 and float64 inputs.
+
+Aggregation (SUM, AVERAGE, MIN, MAX) is per target over the leaves reached; a target no reached leaf
+votes for scores 0 (plus its base value). The classifier's binary conventions (one voted class, the
+second Z column) follow onnxruntime, the reference consumer; the tests compare with it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from onnxcore.errors import EvaluationError
+from onnxcore.kernels.ml import (
+    ML,
+    POST_TRANSFORMS,
+    as_rows,
+    check_post_transform,
+    encode_strings,
+    post_transform_rows,
+    probit,
+    sigmoid,
+    string_array,
+)
+from onnxcore.kernels.registry import kernel
+
+__all__: list[str] = []
+
+_MODES = {"BRANCH_LEQ": 0, "BRANCH_LT": 1, "BRANCH_GTE": 2, "BRANCH_GT": 3, "BRANCH_EQ": 4, "BRANCH_NEQ": 5}
+_MEMBER = 6
+_LEAF = 7
+_AGGREGATES = ("AVERAGE", "SUM", "MIN", "MAX")
+
+
+class _Forest:
+    """A flattened tree ensemble: node arrays, tree roots and the dense per-node target weights."""
+
+    __slots__ = (
+        "false_idx",
+        "feature",
+        "member_row",
+        "member_sets",
+        "missing_true",
+        "mode",
+        "n_targets",
+        "roots",
+        "threshold",
+        "true_idx",
+        "w_has",
+        "w_node",
+        "w_row",
+        "w_sum",
+        "w_target",
+        "w_value",
+    )
+
+    def __init__(
+        self,
+        feature: np.ndarray,
+        threshold: np.ndarray,
+        mode: np.ndarray,
+        true_idx: np.ndarray,
+        false_idx: np.ndarray,
+        missing_true: np.ndarray,
+        roots: np.ndarray,
+        n_targets: int,
+        w_node: np.ndarray,
+        w_target: np.ndarray,
+        w_value: np.ndarray,
+        member_sets: list[np.ndarray] | None = None,
+    ) -> None:
+        m = feature.size
+        self.feature = feature.astype(np.int64)
+        self.threshold = threshold.astype(np.float64)
+        self.mode = mode.astype(np.int8)
+        self.true_idx = true_idx.astype(np.int64)
+        self.false_idx = false_idx.astype(np.int64)
+        self.missing_true = missing_true.astype(bool)
+        self.roots = roots.astype(np.int64)
+        inner = self.mode != _LEAF
+        for name, arr in (("true", self.true_idx), ("false", self.false_idx)):
+            bad = inner & ((arr < 0) | (arr >= m))
+            if bad.any():
+                raise EvaluationError(f"tree ensemble: node {int(np.flatnonzero(bad)[0])} has no valid {name} child")
+        if self.roots.size and (self.roots.min() < 0 or self.roots.max() >= m):
+            raise EvaluationError("tree ensemble: a tree root is not a node")
+        if inner.any() and self.feature[inner].min() < 0:
+            raise EvaluationError("tree ensemble: negative feature id")
+        # Set membership: row r of member_sets (NaN padded) is the set of the r-th BRANCH_MEMBER node.
+        sets = member_sets or []
+        self.member_row = np.full(m, -1, dtype=np.int64)
+        members = np.flatnonzero(self.mode == _MEMBER)
+        if members.size != len(sets):
+            raise EvaluationError(f"tree ensemble: {members.size} BRANCH_MEMBER nodes but {len(sets)} member sets")
+        self.member_row[members] = np.arange(members.size)
+        width = max([s.size for s in sets] + [1])
+        self.member_sets = np.full((len(sets), width), np.nan)
+        for i, s in enumerate(sets):
+            self.member_sets[i, : s.size] = s
+        # Weights as dense rows over the targets, one row per node that carries weights plus a last,
+        # empty row shared by every other node (w_row maps a node to its row).
+        self.n_targets = n_targets
+        self.w_node, self.w_target, self.w_value = w_node, w_target, w_value.astype(np.float64)
+        carriers = np.unique(w_node)
+        self.w_row = np.full(m, carriers.size, dtype=np.int64)
+        self.w_row[carriers] = np.arange(carriers.size)
+        rows = self.w_row[w_node]
+        self.w_sum = np.zeros((carriers.size + 1, n_targets))
+        np.add.at(self.w_sum, (rows, w_target), self.w_value)
+        self.w_has = np.zeros((carriers.size + 1, n_targets), dtype=bool)
+        self.w_has[rows, w_target] = True
+
+    def _extreme(self, fn: Any, start: float) -> np.ndarray:
+        """Per weight-row minimum or maximum of the weights (``start`` where a target has none)."""
+        out = np.full(self.w_sum.shape, start)
+        fn.at(out, (self.w_row[self.w_node], self.w_target), self.w_value)
+        return out
+
+    def leaves(self, x: np.ndarray) -> np.ndarray:
+        """The leaf reached by each row in each tree, ``[N, T]``, all rows and trees a level at a time."""
+        n = x.shape[0]
+        inner_nodes = self.mode != _LEAF
+        if inner_nodes.any() and self.feature[inner_nodes].max() >= x.shape[1]:
+            raise EvaluationError(
+                f"tree ensemble: feature id {int(self.feature[inner_nodes].max())} but X has {x.shape[1]} features"
+            )
+        idx = np.broadcast_to(self.roots, (n, self.roots.size)).copy()
+        for _ in range(self.mode.size + 1):
+            active = self.mode[idx] != _LEAF
+            if not active.any():
+                return idx
+            r, t = np.nonzero(active)
+            nd = idx[r, t]
+            val = x[r, self.feature[nd]]
+            thr = self.threshold[nd]
+            md = self.mode[nd]
+            with np.errstate(invalid="ignore"):
+                cond = np.select(
+                    [md == 0, md == 1, md == 2, md == 3, md == 4, md == 5],
+                    [val <= thr, val < thr, val >= thr, val > thr, val == thr, val != thr],
+                    default=False,
+                )
+            mem = md == _MEMBER
+            if mem.any():
+                sets = self.member_sets[self.member_row[nd[mem]]]
+                cond[mem] = (sets == val[mem, None]).any(axis=1)
+            cond |= self.missing_true[nd] & np.isnan(val)
+            idx[r, t] = np.where(cond, self.true_idx[nd], self.false_idx[nd])
+        raise EvaluationError("tree ensemble: a tree contains a cycle")
+
+    def aggregate(self, x: np.ndarray, aggregate: str) -> tuple[np.ndarray, np.ndarray]:
+        """Per-target aggregate of the reached leaves' weights, ``[N, K]``, and whether any leaf voted."""
+        leaves = self.leaves(x)
+        n, k = x.shape[0], self.n_targets
+        rows = self.w_row[leaves]
+        has = np.zeros((n, k), dtype=bool)
+        if aggregate in ("SUM", "AVERAGE"):
+            acc = np.zeros((n, k))
+            for t in range(rows.shape[1]):
+                acc += self.w_sum[rows[:, t]]
+                has |= self.w_has[rows[:, t]]
+            if aggregate == "AVERAGE" and rows.shape[1]:
+                acc /= rows.shape[1]
+            return acc, has
+        if aggregate == "MIN":
+            w_min = self._extreme(np.minimum, np.inf)
+            acc = np.full((n, k), np.inf)
+            for t in range(rows.shape[1]):
+                acc = np.minimum(acc, w_min[rows[:, t]])
+                has |= self.w_has[rows[:, t]]
+        elif aggregate == "MAX":
+            w_max = self._extreme(np.maximum, -np.inf)
+            acc = np.full((n, k), -np.inf)
+            for t in range(rows.shape[1]):
+                acc = np.maximum(acc, w_max[rows[:, t]])
+                has |= self.w_has[rows[:, t]]
+        else:
+            raise EvaluationError(f"unknown aggregate_function {aggregate!r} (one of {', '.join(_AGGREGATES)})")
+        return np.where(has, acc, 0.0), has
+
+
+# ---------------------------------------------------------------------------------------------
+# Legacy encoding (TreeEnsembleRegressor / TreeEnsembleClassifier): nodes named by (tree id, node id)
+# ---------------------------------------------------------------------------------------------
+
+
+def _ints(v: Any) -> np.ndarray:
+    return np.asarray(v if v is not None else [], dtype=np.int64).ravel()
+
+
+def _values(plain: list[float] | None, tensor: np.ndarray | None, name: str) -> np.ndarray:
+    """FLOATS attribute (rounded to float32) or its ``*_as_tensor`` form (kept in its own type), as float64."""
+    if tensor is not None and plain:
+        raise EvaluationError(f"{name} and {name}_as_tensor are both set")
+    if tensor is not None:
+        return np.asarray(tensor).astype(np.float64).ravel()
+    return np.asarray(plain or [], dtype=np.float32).astype(np.float64)
+
+
+def _legacy_forest(attrs: dict[str, Any], prefix: str, n_targets: int, ids_name: str) -> tuple[_Forest, np.ndarray]:
+    """Build a forest from the ``nodes_*`` attributes and the ``<prefix>_*`` leaf weights; return it and the
+    weight ids (class or target of each weight)."""
+    treeids = _ints(attrs.get("nodes_treeids"))
+    nodeids = _ints(attrs.get("nodes_nodeids"))
+    featureids = _ints(attrs.get("nodes_featureids"))
+    trueids = _ints(attrs.get("nodes_truenodeids"))
+    falseids = _ints(attrs.get("nodes_falsenodeids"))
+    modes_s = list(attrs.get("nodes_modes") or [])
+    thr = _values(attrs.get("nodes_values"), attrs.get("nodes_values_as_tensor"), "nodes_values")
+    m = treeids.size
+    if m == 0:
+        raise EvaluationError("tree ensemble: no nodes")
+    sizes = {nodeids.size, featureids.size, trueids.size, falseids.size, len(modes_s)}
+    if sizes != {m} or thr.size not in (m,):
+        raise EvaluationError("tree ensemble: the nodes_* attributes have different lengths")
+    try:
+        mode = np.asarray([_LEAF if s == "LEAF" else _MODES[s] for s in modes_s], dtype=np.int8)
+    except KeyError as e:
+        raise EvaluationError(f"tree ensemble: unknown node mode {e.args[0]!r}") from None
+    mvt = _ints(attrs.get("nodes_missing_value_tracks_true"))
+    missing = np.zeros(m, dtype=bool)
+    missing[: min(m, mvt.size)] = mvt[:m] != 0
+    # (tree id, node id) -> position, by sorting a combined key.
+    lo = int(min(nodeids.min(), trueids.min(), falseids.min()))
+    span = int(max(nodeids.max(), trueids.max(), falseids.max())) - lo + 1
+    tlo = int(treeids.min())
+    if (int(treeids.max()) - tlo + 1) * span >= 2**62:
+        raise EvaluationError("tree ensemble: tree/node ids out of range")
+    key = (treeids - tlo) * span + (nodeids - lo)
+    order = np.argsort(key, kind="stable")
+    skey = key[order]
+    if skey.size > 1 and (np.diff(skey) == 0).any():
+        raise EvaluationError("tree ensemble: a (tree id, node id) pair appears twice")
+
+    def find(tree: np.ndarray, node: np.ndarray, what: str) -> np.ndarray:
+        k = (tree - tlo) * span + (node - lo)
+        pos = np.minimum(np.searchsorted(skey, k), skey.size - 1)
+        found = skey[pos] == k
+        if not found.all():
+            raise EvaluationError(f"tree ensemble: {what} refers to a node that does not exist")
+        return order[pos]
+
+    inner = mode != _LEAF
+    true_idx = np.full(m, -1, dtype=np.int64)
+    false_idx = np.full(m, -1, dtype=np.int64)
+    true_idx[inner] = find(treeids[inner], trueids[inner], "a true branch")
+    false_idx[inner] = find(treeids[inner], falseids[inner], "a false branch")
+    # A tree's root is its node that no node of the tree points to (the first listed such node).
+    child = np.zeros(m, dtype=bool)
+    child[true_idx[inner]] = True
+    child[false_idx[inner]] = True
+    _, first = np.unique(treeids, return_index=True)
+    roots = []
+    for tid in treeids[np.sort(first)]:
+        cand = np.flatnonzero((treeids == tid) & ~child)
+        if cand.size == 0:
+            raise EvaluationError(f"tree ensemble: tree {int(tid)} has no root (a cycle)")
+        roots.append(cand[0])
+    w_tree = _ints(attrs.get(f"{prefix}_treeids"))
+    w_node = _ints(attrs.get(f"{prefix}_nodeids"))
+    w_ids = _ints(attrs.get(ids_name))
+    w_val = _values(attrs.get(f"{prefix}_weights"), attrs.get(f"{prefix}_weights_as_tensor"), f"{prefix}_weights")
+    if not (w_tree.size == w_node.size == w_ids.size == w_val.size):
+        raise EvaluationError(f"tree ensemble: the {prefix}_* attributes have different lengths")
+    w_pos = find(w_tree, w_node, f"a {prefix} weight") if w_tree.size else np.zeros(0, np.int64)
+    # Weights attached to interior nodes take no part (no row ends there).
+    forest = _Forest(
+        featureids, thr, mode, true_idx, false_idx, missing, np.asarray(roots), n_targets, w_pos, w_ids, w_val
+    )
+    return forest, w_ids
+
+
+def _legacy_rows(x: np.ndarray) -> np.ndarray:
+    return as_rows(np.asarray(x)).astype(np.float64)
+
+
+def _base(plain: list[float] | None, tensor: np.ndarray | None) -> np.ndarray:
+    return _values(plain, tensor, "base_values")
+
+
+def _regress(x: np.ndarray, attrs: dict[str, Any]) -> np.ndarray:
+    post = check_post_transform(attrs.get("post_transform", "NONE"))
+    agg = attrs.get("aggregate_function", "SUM")
+    if agg not in _AGGREGATES:
+        raise EvaluationError(f"unknown aggregate_function {agg!r} (one of {', '.join(_AGGREGATES)})")
+    n_targets = attrs.get("n_targets")
+    if n_targets is None:
+        ids = _ints(attrs.get("target_ids"))
+        n_targets = int(ids.max()) + 1 if ids.size else 1
+    forest, _ = _legacy_forest(attrs, "target", int(n_targets), "target_ids")
+    scores, _ = forest.aggregate(_legacy_rows(x), agg)
+    base = _base(attrs.get("base_values"), attrs.get("base_values_as_tensor"))
+    if base.size == scores.shape[1]:
+        scores = scores + base
+    elif base.size:
+        raise EvaluationError(f"tree ensemble: {base.size} base_values for {scores.shape[1]} targets")
+    return post_transform_rows(scores, post).astype(np.float32)
+
+
+_REGRESSOR_DOC = """Sum (or average, min, max) per target of the weights of the leaves reached, plus base_values,
+    then the post transform; ``[N, n_targets]`` float32."""
+
+
+@kernel("TreeEnsembleRegressor", 1, domain=ML)
+def tree_ensemble_regressor_1(x: np.ndarray, **attrs: Any) -> np.ndarray:
+    for k in attrs:
+        if k.endswith("_as_tensor"):
+            raise EvaluationError(f"TreeEnsembleRegressor-1 has no attribute {k} (added in version 3)")
+    return _regress(x, attrs)
+
+
+@kernel("TreeEnsembleRegressor", 3, 5, domain=ML)
+def tree_ensemble_regressor_3(x: np.ndarray, **attrs: Any) -> np.ndarray:
+    return _regress(x, attrs)
+
+
+tree_ensemble_regressor_1.__doc__ = _REGRESSOR_DOC
+tree_ensemble_regressor_3.__doc__ = _REGRESSOR_DOC + "\n\n    Version 3 adds the ``*_as_tensor`` (double) attributes."
+
+
+def _classify(x: np.ndarray, attrs: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    post = check_post_transform(attrs.get("post_transform", "NONE"))
+    strings = bool(attrs.get("classlabels_strings"))
+    if strings:
+        labels: np.ndarray = string_array(encode_strings(attrs["classlabels_strings"]))
+    elif attrs.get("classlabels_int64s"):
+        labels = _ints(attrs["classlabels_int64s"])
+    else:
+        raise EvaluationError("TreeEnsembleClassifier: one of classlabels_int64s and classlabels_strings is required")
+    k = labels.size
+    forest, class_ids = _legacy_forest(attrs, "class", k, "class_ids")
+    scores, has = forest.aggregate(_legacy_rows(x), "SUM")
+    base = _base(attrs.get("base_values"), attrs.get("base_values_as_tensor"))
+    if base.size > k:
+        raise EvaluationError(f"TreeEnsembleClassifier: {base.size} base_values for {k} classes")
+    n = scores.shape[0]
+    if k != 2:
+        if base.size:
+            scores[:, : base.size] += base
+            has[:, : base.size] = True
+        # The top class is the best scoring among the classes some leaf (or a base value) scored.
+        best = np.argmax(np.where(has, scores, -np.inf), axis=1) if n else np.zeros(0, np.int64)
+        best = np.where(has.any(axis=1), best, 0)
+        z = post_transform_rows(scores, post)
+        return labels[best], z.astype(np.float32)
+    # Two classes. A forest voting for one class only is a binary model: its score is that class's.
+    w = _values(attrs.get("class_weights"), attrs.get("class_weights_as_tensor"), "class_weights")
+    binary = np.unique(class_ids).size == 1
+    all_pos = bool((w >= 0).all())
+    s0, s1 = scores[:, 0].copy(), scores[:, 1].copy()
+    if base.size == 2:
+        s0 += base[0]
+        s1 += base[1]
+        two = np.ones(n, dtype=bool)
+    else:
+        if base.size == 1:
+            s0 += base[0]
+        two = has[:, 1].copy()
+    pos = np.where(has[:, 1], s1, np.where(has[:, 0], s0, 0.0))
+    if binary and all_pos:
+        win = pos > 0.5
+    else:
+        win = pos > 0
+    z = np.zeros((n, 2))
+    if two.any():
+        z[two] = post_transform_rows(np.stack([s0[two], s1[two]], axis=1), post)
+    one = ~two
+    if one.any():
+        s = s0[one]
+        if post == "PROBIT":
+            z[one, 0] = probit(s)
+        elif binary and all_pos:
+            z[one] = np.stack([1.0 - s, s], axis=1)
+        elif binary or base.size == 0:
+            z[one] = np.stack([sigmoid(-s), sigmoid(s)], axis=1) if post == "LOGISTIC" else np.stack([-s, s], axis=1)
+        else:
+            z[one, 0] = s
+    return labels[win.astype(np.int64)], z.astype(np.float32)
+
+
+_CLASSIFIER_DOC = """Per class, the sum of the weights of the leaves reached plus base_values; the top class and
+    the (post-transformed) class scores ``[N, E]``."""
+
+
+@kernel("TreeEnsembleClassifier", 1, domain=ML)
+def tree_ensemble_classifier_1(x: np.ndarray, **attrs: Any) -> tuple[np.ndarray, np.ndarray]:
+    for k in attrs:
+        if k.endswith("_as_tensor"):
+            raise EvaluationError(f"TreeEnsembleClassifier-1 has no attribute {k} (added in version 3)")
+    return _classify(x, attrs)
+
+
+@kernel("TreeEnsembleClassifier", 3, 5, domain=ML)
+def tree_ensemble_classifier_3(x: np.ndarray, **attrs: Any) -> tuple[np.ndarray, np.ndarray]:
+    return _classify(x, attrs)
+
+
+tree_ensemble_classifier_1.__doc__ = _CLASSIFIER_DOC
+tree_ensemble_classifier_3.__doc__ = _CLASSIFIER_DOC + "\n\n    Version 3 adds the ``*_as_tensor`` (double) attributes."
+
+
+# ---------------------------------------------------------------------------------------------
+# TreeEnsemble (5): interior nodes and leaves in separate arrays, modes and splits as tensors
+# ---------------------------------------------------------------------------------------------
+
+
+@kernel("TreeEnsemble", 5, domain=ML)
+def tree_ensemble(
+    x: np.ndarray,
+    *,
+    nodes_featureids: list[int],
+    nodes_modes: np.ndarray,
+    nodes_splits: np.ndarray,
+    nodes_truenodeids: list[int],
+    nodes_falsenodeids: list[int],
+    nodes_trueleafs: list[int],
+    nodes_falseleafs: list[int],
+    leaf_targetids: list[int],
+    leaf_weights: np.ndarray,
+    tree_roots: list[int],
+    aggregate_function: int = 1,
+    post_transform: int = 0,
+    n_targets: int | None = None,
+    nodes_hitrates: np.ndarray | None = None,
+    nodes_missing_value_tracks_true: list[int] | None = None,
+    membership_values: np.ndarray | None = None,
+) -> np.ndarray:
+    """Aggregate per target the weights of the leaves reached (AVERAGE 0, SUM 1, MIN 2, MAX 3), then the post
+    transform (NONE 0, SOFTMAX 1, LOGISTIC 2, SOFTMAX_ZERO 3, PROBIT 4); ``[N, n_targets]`` in X's type.
+
+    BRANCH_MEMBER nodes (mode 6) test membership in their set of ``membership_values`` (sets listed in
+    node order, separated by NaN).
+    """
+    xa = np.asarray(x)
+    if xa.ndim != 2:
+        raise EvaluationError(f"TreeEnsemble: X must be [N, F], got shape {xa.shape}")
+    if not 0 <= aggregate_function < len(_AGGREGATES):
+        raise EvaluationError(f"TreeEnsemble: aggregate_function {aggregate_function} is not in 0..3")
+    if not 0 <= post_transform < len(POST_TRANSFORMS):
+        raise EvaluationError(f"TreeEnsemble: post_transform {post_transform} is not in 0..4")
+    # Enumeration of the definition: 0 NONE, 1 SOFTMAX, 2 LOGISTIC, 3 SOFTMAX_ZERO, 4 PROBIT.
+    post = POST_TRANSFORMS[post_transform]
+    feat = _ints(nodes_featureids)
+    m = feat.size
+    modes = np.asarray(nodes_modes).astype(np.int64).ravel()
+    splits = np.asarray(nodes_splits).astype(np.float64).ravel()
+    t_ids, f_ids = _ints(nodes_truenodeids), _ints(nodes_falsenodeids)
+    t_leaf, f_leaf = _ints(nodes_trueleafs) != 0, _ints(nodes_falseleafs) != 0
+    if {modes.size, splits.size, t_ids.size, f_ids.size, t_leaf.size, f_leaf.size} != {m}:
+        raise EvaluationError("TreeEnsemble: the nodes_* attributes have different lengths")
+    if modes.size and (modes.min() < 0 or modes.max() > _MEMBER):
+        raise EvaluationError("TreeEnsemble: a node mode is not in 0..6")
+    targets = _ints(leaf_targetids)
+    weights = np.asarray(leaf_weights).astype(np.float64).ravel()
+    n_leaf = targets.size
+    if weights.size != n_leaf:
+        raise EvaluationError("TreeEnsemble: leaf_targetids and leaf_weights have different lengths")
+    for name, ids, is_leaf in (("true", t_ids, t_leaf), ("false", f_ids, f_leaf)):
+        bound = np.where(is_leaf, n_leaf, m)
+        if ((ids < 0) | (ids >= bound)).any():
+            raise EvaluationError(f"TreeEnsemble: a {name} branch points outside the nodes/leaves")
+    # One node space: interior nodes 0..m-1, then leaves m..m+L-1.
+    total = m + n_leaf
+    feature = np.concatenate([feat, np.zeros(n_leaf, np.int64)])
+    threshold = np.concatenate([splits, np.zeros(n_leaf)])
+    mode = np.concatenate([modes, np.full(n_leaf, _LEAF)])
+    true_idx = np.concatenate([np.where(t_leaf, t_ids + m, t_ids), np.full(n_leaf, -1)])
+    false_idx = np.concatenate([np.where(f_leaf, f_ids + m, f_ids), np.full(n_leaf, -1)])
+    mvt = _ints(nodes_missing_value_tracks_true)
+    missing = np.zeros(total, dtype=bool)
+    missing[: min(m, mvt.size)] = mvt[:m] != 0
+    sets: list[np.ndarray] = []
+    n_member = int((modes == _MEMBER).sum())
+    if n_member:
+        if membership_values is None:
+            raise EvaluationError("TreeEnsemble: BRANCH_MEMBER nodes need membership_values")
+        mv = np.asarray(membership_values).astype(np.float64).ravel()
+        cuts = np.flatnonzero(np.isnan(mv))
+        parts = np.split(mv, cuts)
+        sets = [parts[0]] + [p[1:] for p in parts[1:]]
+        # A trailing NaN ends the last set rather than opening an empty one.
+        if len(sets) == n_member + 1 and sets[-1].size == 0:
+            sets = sets[:-1]
+        if len(sets) != n_member:
+            raise EvaluationError(f"TreeEnsemble: {len(sets)} membership sets for {n_member} BRANCH_MEMBER nodes")
+    if n_targets is None:
+        n_targets = int(targets.max()) + 1 if targets.size else 1
+    roots = _ints(tree_roots)
+    if roots.size and (roots.min() < 0 or roots.max() >= m):
+        raise EvaluationError("TreeEnsemble: a tree root is not an interior node")
+    forest = _Forest(
+        feature,
+        threshold,
+        mode,
+        true_idx,
+        false_idx,
+        missing,
+        roots,
+        int(n_targets),
+        np.arange(m, total, dtype=np.int64),
+        targets,
+        weights,
+        sets,
+    )
+    rows = xa.astype(np.float64)
+    scores, _ = forest.aggregate(rows, _AGGREGATES[aggregate_function])
+    return post_transform_rows(scores, post).astype(xa.dtype)

@@ -1,0 +1,830 @@
+"""Pooling kernels (Clause 8; ONNX 1-2 definitions): AveragePool, MaxPool, LpPool, the global
+pools, MaxUnpool, MaxRoiPool and RoiAlign.
+
+Window pools loop over the kernel offsets only (a handful), each step a vectorized operation over
+every output element at once on a strided slice of the padded input; averages divide by a count
+that is separable per spatial axis. Float16 and the narrow floats compute in float32 and round
+once at the end; integer MaxPool stays exact in its own type.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from onnxcore.errors import EvaluationError, ShapeError
+from onnxcore.kernels._util import check_elements, float_sum, int_list
+from onnxcore.kernels.conv import conv_pads, pad_spatial, pads_attr, spatial_attr, work_dtype
+from onnxcore.kernels.registry import KernelContext, kernel
+
+__all__: list[str] = []
+
+# Above this many kernel offsets the separable reduction (sum of the extents, not their product)
+# beats one pass per offset even for short rows.
+_MANY_OFFSETS = 48
+
+
+def _setup(
+    x: np.ndarray,
+    kernel_shape: Any,
+    strides: Any,
+    dilations: Any,
+    pads: Any,
+    auto_pad: str,
+    ceil_mode: int,
+    drop_tail: bool = False,
+) -> tuple[list[int], list[int], list[int], list[int], list[int], list[int]]:
+    if x.ndim < 3:
+        raise ShapeError(f"X must have rank >= 3 (N, C, spatial...), got shape {x.shape}")
+    nd = x.ndim - 2
+    if kernel_shape is None:
+        raise EvaluationError("kernel_shape is required")
+    kernel = spatial_attr(kernel_shape, nd, 1, "kernel_shape", least=1)
+    st = spatial_attr(strides, nd, 1, "strides", least=1)
+    dil = spatial_attr(dilations, nd, 1, "dilations", least=1)
+    pb, pe, out = conv_pads(x.shape[2:], kernel, st, dil, pads, auto_pad, ceil_mode=ceil_mode, drop_tail=drop_tail)
+    check_elements([*x.shape[:2], *(s + b + e for s, b, e in zip(x.shape[2:], pb, pe))], "pool (padded input)")
+    check_elements([*x.shape[:2], *out], "pool")
+    return kernel, st, dil, pb, pe, out
+
+
+def _padded(
+    x: np.ndarray,
+    kernel: Sequence[int],
+    st: Sequence[int],
+    dil: Sequence[int],
+    pb: Sequence[int],
+    pe: Sequence[int],
+    out: Sequence[int],
+    value: Any,
+) -> np.ndarray:
+    """``x`` padded so every window of ``out`` fits (ceil_mode windows may overrun ``pe``)."""
+    need = [(o - 1) * s + (k - 1) * d + 1 for o, s, k, d in zip(out, st, kernel, dil)]
+    pe2 = [max(e, n - i - b) for e, n, i, b in zip(pe, need, x.shape[2:], pb)]
+    return pad_spatial(x, pb, pe2, value)
+
+
+def _offset_slices(offs: Sequence[int], st: Sequence[int], dil: Sequence[int], out: Sequence[int]) -> tuple[slice, ...]:
+    return (slice(None), slice(None)) + tuple(
+        slice(k * d, k * d + (o - 1) * s + 1, s) for k, d, s, o in zip(offs, dil, st, out)
+    )
+
+
+def _separable_reduce(
+    x: np.ndarray,
+    kernel: Sequence[int],
+    st: Sequence[int],
+    dil: Sequence[int],
+    pb: Sequence[int],
+    out: Sequence[int],
+    value: Any,
+    op: str,
+) -> np.ndarray:
+    """Sum or max over every window, one spatial axis at a time (both are separable), unpadded.
+
+    The outer axes go first: their passes read whole contiguous rows and shrink the array by the
+    stride before the innermost axis, whose taps are strided, is reduced.
+    """
+    fn = np.add if op == "sum" else np.maximum
+    arr = x
+    for a in range(len(kernel)):
+        arr = _axis_reduce(arr, 2 + a, kernel[a], st[a], dil[a], pb[a], out[a], fn, value)
+    return arr if arr is not x else x.copy()
+
+
+def _axis_reduce(a: np.ndarray, ax: int, k: int, s: int, d: int, b: int, o: int, fn: Any, value: Any) -> np.ndarray:
+    """Windows along axis ``ax``: ``res[j] = fn over t of a[j*s + t*d - b]``, padding taps skipped.
+
+    No padded copy is made: each tap covers the outputs whose input index is inside ``a``; the two taps
+    covering the most outputs initialise the result (one pass, not a copy and a pass) and the positions no
+    tap covers hold ``value``.
+    """
+    n = a.shape[ax]
+    if k == 1 and s == 1 and b == 0 and o == n:
+        return a
+    taps = []
+    for t in range(k):
+        off = t * d - b
+        lo = 0 if off >= 0 else -(off // s)
+        hi = min(o, (n - 1 - off) // s + 1) if off <= n - 1 else 0
+        taps.append((lo, max(lo, hi), off))
+    order = sorted(range(k), key=lambda t: taps[t][0] - taps[t][1])  # widest coverage first
+    first = order[0]
+    pre = (slice(None),) * ax
+
+    def tap(t: int, lo: int, hi: int) -> np.ndarray:
+        off = taps[t][2]
+        return a[(*pre, slice(lo * s + off, (hi - 1) * s + off + 1, s))]
+
+    res = np.empty(a.shape[:ax] + (o,) + a.shape[ax + 1 :], dtype=a.dtype)
+    lo, hi, _ = taps[first]
+    done = {first}
+    second = order[1] if k > 1 else first
+    lo2, hi2, _ = taps[second]
+    if second != first and lo <= lo2 < hi2 <= hi:
+        # The two widest taps combine straight into the result (no pass copying the first one).
+        fn(tap(first, lo2, hi2), tap(second, lo2, hi2), out=res[(*pre, slice(lo2, hi2))])
+        if lo < lo2:
+            res[(*pre, slice(lo, lo2))] = tap(first, lo, lo2)
+        if hi2 < hi:
+            res[(*pre, slice(hi2, hi))] = tap(first, hi2, hi)
+        done.add(second)
+    else:
+        res[(*pre, slice(lo, hi))] = tap(first, lo, hi)
+    if lo > 0:
+        res[(*pre, slice(0, lo))] = value
+    if hi < o:
+        res[(*pre, slice(hi, o))] = value
+    for t, (lo, hi, _) in enumerate(taps):
+        if t not in done and hi > lo:
+            r = res[(*pre, slice(lo, hi))]
+            fn(r, tap(t, lo, hi), out=r)
+    return res
+
+
+# Rows shorter than this make numpy's per-row overhead dominate; the flat layout avoids rows.
+_SHORT_ROW = 32
+
+
+def _pool_reduce(
+    x: np.ndarray,
+    kernel: Sequence[int],
+    st: Sequence[int],
+    dil: Sequence[int],
+    pb: Sequence[int],
+    pe: Sequence[int],
+    out: Sequence[int],
+    value: Any,
+    op: str,
+) -> np.ndarray:
+    """Sum or max over every window of ``x`` padded with ``value``.
+
+    Strided windows, and rows long enough for numpy's per-row overhead not to matter, are reduced
+    one axis at a time (:func:`_separable_reduce`). Stride-1 windows over short rows use the
+    flattened padded image: each kernel offset is then one contiguous slice covering all outputs
+    (plus surplus columns cropped at the end), so numpy runs one long inner loop per offset
+    instead of one per output row.
+    """
+    nd = len(kernel)
+    kk = math.prod(kernel)
+    if all(o == 1 for o in out) and all(
+        d == 1 and b >= 0 and k - 1 - b >= n - 1 for k, d, b, n in zip(kernel, dil, pb, x.shape[2:])
+    ):
+        # One window holding the whole image (ResNet's and Inception's closing pools): a reduction over the
+        # spatial axes, where the separable passes would run one short row at a time.
+        spatial = tuple(range(2, x.ndim))
+        if op == "sum":
+            return float_sum(x, spatial, True)
+        return np.maximum.reduce(x, spatial, keepdims=True)
+    if kk > _MANY_OFFSETS or any(v != 1 for v in st) or out[-1] >= _SHORT_ROW:
+        return _separable_reduce(x, kernel, st, dil, pb, out, value, op)
+    need = [(o - 1) + (k - 1) * d + 1 for o, k, d in zip(out, kernel, dil)]
+    pe2 = [max(e, n - i - b) for e, n, i, b in zip(pe, need, x.shape[2:], pb)]
+    padded = [i + b + e for i, b, e in zip(x.shape[2:], pb, pe2)]
+    pitch = [math.prod(padded[i + 1 :]) for i in range(nd)]
+    length = out[0] * math.prod(padded[1:])
+    # Separable on the flat layout too: axis a's taps are slices offset by t * dil * pitch; each pass
+    # keeps the positions the later (outer) passes still read.
+    reach = [(k - 1) * d * p for k, d, p in zip(kernel, dil, pitch)]
+    total = math.prod(padded)
+    extra = max(0, length + sum(reach) - total)
+    n_img, c = x.shape[:2]
+    buf = np.full((n_img, c, total + extra), value, dtype=x.dtype)
+    buf[:, :, :total].reshape(n_img, c, *padded)[
+        (slice(None), slice(None)) + tuple(slice(b, b + i) for b, i in zip(pb, x.shape[2:]))
+    ] = x
+    fn = np.add if op == "sum" else np.maximum
+    acc = buf
+    for a in reversed(range(nd)):
+        if kernel[a] == 1:
+            continue
+        span = length + sum(reach[:a])
+        step = dil[a] * pitch[a]
+        src = acc
+        acc = fn(src[:, :, :span], src[:, :, step : step + span])
+        for t in range(2, kernel[a]):
+            fn(acc, src[:, :, t * step : t * step + span], out=acc)
+    acc = acc[:, :, :length] if acc is not buf else buf[:, :, :length].copy()
+    y = acc.reshape(n_img, c, out[0], *padded[1:])
+    if list(padded[1:]) == list(out[1:]):
+        return y
+    return np.ascontiguousarray(y[(slice(None), slice(None), slice(None)) + tuple(slice(0, o) for o in out[1:])])
+
+
+def _axis_counts(size: int, k: int, s: int, d: int, b: int, e: int, o: int, include_pad: bool) -> np.ndarray:
+    """How many window taps of each output position along one axis fall in the counted region."""
+    taps = np.arange(o)[:, None] * s - b + np.arange(k)[None, :] * d
+    lo, hi = (-b, size + e) if include_pad else (0, size)
+    return ((taps >= lo) & (taps < hi)).sum(axis=1)
+
+
+def _divisor(x_sp: Sequence[int], kernel: Sequence[int], st: Sequence[int], dil: Sequence[int],
+             pb: Sequence[int], pe: Sequence[int], out: Sequence[int], include_pad: bool) -> np.ndarray:  # fmt: skip
+    nd = len(kernel)
+    cnt = np.ones((1, 1) + (1,) * nd, dtype=np.int64)
+    for i in range(nd):
+        c = _axis_counts(x_sp[i], kernel[i], st[i], dil[i], pb[i], pe[i], out[i], include_pad)
+        shape = [1] * (nd + 2)
+        shape[2 + i] = out[i]
+        cnt = cnt * c.reshape(shape)
+    return cnt
+
+
+# ---------------------------------------------------------------------------------------------
+# AveragePool
+# ---------------------------------------------------------------------------------------------
+
+
+def _average_pool(
+    X: np.ndarray,
+    *,
+    auto_pad: str,
+    ceil_mode: int,
+    count_include_pad: int,
+    dilations: list[int] | None,
+    kernel_shape: list[int] | None,
+    pads: list[int] | None,
+    strides: list[int] | None,
+    drop_tail: bool = False,
+) -> np.ndarray:
+    """AveragePool of every version (an attribute a version lacks has the default it implies).
+
+    With ``count_include_pad`` the divisor counts taps inside the explicitly padded region; taps a
+    ceil_mode window puts beyond that region never count (as in onnxruntime and the test vectors).
+    For auto_pad SAME_* the output is ``ceil(in / stride)`` in every version (AveragePool-11's
+    "floor" text was corrected in AveragePool-19 to an equivalent of the ceil form). Before
+    version 22 a ceil_mode window may lie wholly in the end padding (its average is then NaN,
+    or 0 with count_include_pad).
+    """
+    kernel, st, dil, pb, pe, out = _setup(X, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode, drop_tail)
+    dt = X.dtype
+    wd = work_dtype(dt)
+    if any(o <= 0 for o in out) or X.size == 0:
+        return np.zeros((*X.shape[:2], *out), dtype=dt)
+    acc = _pool_reduce(X.astype(wd, copy=False), kernel, st, dil, pb, pe, out, 0, "sum")
+    div = _divisor(X.shape[2:], kernel, st, dil, pb, pe, out, bool(count_include_pad))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        acc /= div.astype(wd)
+    return acc.astype(dt, copy=False)
+
+
+@kernel("AveragePool", 1)
+def average_pool_1(
+    X: np.ndarray, *, auto_pad: str = "NOTSET", kernel_shape: list[int] | None = None,
+    pads: list[int] | None = None, strides: list[int] | None = None,
+) -> np.ndarray:  # fmt: skip
+    """AveragePool-1: padding never counts."""
+    return _average_pool(X, auto_pad=auto_pad, ceil_mode=0, count_include_pad=0, dilations=None,
+                         kernel_shape=kernel_shape, pads=pads, strides=strides)  # fmt: skip
+
+
+@kernel("AveragePool", 7)
+def average_pool_7(
+    X: np.ndarray, *, auto_pad: str = "NOTSET", count_include_pad: int = 0, kernel_shape: list[int] | None = None,
+    pads: list[int] | None = None, strides: list[int] | None = None,
+) -> np.ndarray:  # fmt: skip
+    """AveragePool-7: adds count_include_pad."""
+    return _average_pool(X, auto_pad=auto_pad, ceil_mode=0, count_include_pad=count_include_pad, dilations=None,
+                         kernel_shape=kernel_shape, pads=pads, strides=strides)  # fmt: skip
+
+
+@kernel("AveragePool", 10, 11)
+def average_pool_10(
+    X: np.ndarray, *, auto_pad: str = "NOTSET", ceil_mode: int = 0, count_include_pad: int = 0,
+    kernel_shape: list[int] | None = None, pads: list[int] | None = None, strides: list[int] | None = None,
+) -> np.ndarray:  # fmt: skip
+    """AveragePool-10/11: adds ceil_mode."""
+    return _average_pool(X, auto_pad=auto_pad, ceil_mode=ceil_mode, count_include_pad=count_include_pad,
+                         dilations=None, kernel_shape=kernel_shape, pads=pads, strides=strides)  # fmt: skip
+
+
+@kernel("AveragePool", 19)
+def average_pool_19(
+    X: np.ndarray, *, auto_pad: str = "NOTSET", ceil_mode: int = 0, count_include_pad: int = 0,
+    dilations: list[int] | None = None, kernel_shape: list[int] | None = None, pads: list[int] | None = None,
+    strides: list[int] | None = None,
+) -> np.ndarray:  # fmt: skip
+    """AveragePool-19: adds dilations."""
+    return _average_pool(X, auto_pad=auto_pad, ceil_mode=ceil_mode, count_include_pad=count_include_pad,
+                         dilations=dilations, kernel_shape=kernel_shape, pads=pads, strides=strides)  # fmt: skip
+
+
+@kernel("AveragePool", 22)
+def average_pool(
+    X: np.ndarray, *, auto_pad: str = "NOTSET", ceil_mode: int = 0, count_include_pad: int = 0,
+    dilations: list[int] | None = None, kernel_shape: list[int] | None = None, pads: list[int] | None = None,
+    strides: list[int] | None = None,
+) -> np.ndarray:  # fmt: skip
+    """AveragePool-22: a ceil_mode window that would start in the end padding is dropped."""
+    return _average_pool(X, auto_pad=auto_pad, ceil_mode=ceil_mode, count_include_pad=count_include_pad,
+                         dilations=dilations, kernel_shape=kernel_shape, pads=pads, strides=strides,
+                         drop_tail=True)  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------
+# MaxPool
+# ---------------------------------------------------------------------------------------------
+
+
+def _lowest(dt: np.dtype[Any]) -> Any:
+    if dt.kind in "iu":
+        return np.iinfo(dt).min
+    return -np.inf
+
+
+def _maxpool(
+    x: np.ndarray,
+    want_indices: bool,
+    *,
+    auto_pad: str,
+    ceil_mode: int,
+    dilations: Any,
+    kernel_shape: Any,
+    pads: Any,
+    storage_order: int,
+    strides: Any,
+    drop_tail: bool = False,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    kernel, st, dil, pb, pe, out = _setup(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode, drop_tail)
+    dt = x.dtype
+    wd = work_dtype(dt) if dt.kind not in "iu" else dt
+    nd = len(kernel)
+    if any(o <= 0 for o in out) or x.size == 0:
+        empty = np.zeros((*x.shape[:2], *out), dtype=dt)
+        return empty, (np.zeros(empty.shape, dtype=np.int64) if want_indices else None)
+    low = _lowest(np.dtype(wd))
+    if not want_indices:
+        return _pool_reduce(x.astype(wd, copy=False), kernel, st, dil, pb, pe, out, low, "max").astype(
+            dt, copy=False
+        ), None
+    xp = _padded(x.astype(wd, copy=False), kernel, st, dil, pb, pe, out, low)
+    sp = list(x.shape[2:])
+    if storage_order:
+        mult = [math.prod(sp[:i]) for i in range(nd)]
+    else:
+        mult = [math.prod(sp[i + 1 :]) for i in range(nd)]
+    # Spatial linear index of each output position's window origin, per axis, broadcastable.
+    base_axes = []
+    for i in range(nd):
+        shape = [1] * nd
+        shape[i] = out[i]
+        base_axes.append((np.arange(out[i]) * st[i] - pb[i]).reshape(shape))
+    nc = (np.arange(x.shape[0] * x.shape[1], dtype=np.int64) * math.prod(sp)).reshape(
+        (x.shape[0], x.shape[1]) + (1,) * nd
+    )
+    oshape = (x.shape[0], x.shape[1], *out)
+    acc = np.full(oshape, low, dtype=wd)
+    idx = np.full(oshape, -1, dtype=np.int64)
+    for offs in itertools.product(*(range(k) for k in kernel)):
+        vals = xp[_offset_slices(offs, st, dil, out)]
+        pos = [base_axes[i] + offs[i] * dil[i] for i in range(nd)]
+        lin = sum((p * m for p, m in zip(pos, mult)), np.zeros((1,) * nd, np.int64))
+        # A padding tap never wins, even against a real element equal to the padding value.
+        inside = np.ones((1,) * nd, dtype=bool)
+        for i in range(nd):
+            inside = inside & (pos[i] >= 0) & (pos[i] < sp[i])
+        better = ((vals > acc) | (idx < 0)) & inside
+        np.copyto(acc, vals, where=better)
+        np.copyto(idx, np.broadcast_to(lin, oshape), where=better)
+    idx = np.where(idx < 0, 0, idx)  # windows wholly in padding (before version 22)
+    return acc.astype(dt, copy=False), (idx + nc).astype(np.int64, copy=False)
+
+
+@kernel("MaxPool", 1)
+def max_pool_1(
+    X: np.ndarray,
+    *,
+    auto_pad: str = "NOTSET",
+    kernel_shape: list[int] | None = None,
+    pads: list[int] | None = None,
+    strides: list[int] | None = None,
+) -> np.ndarray:
+    """MaxPool-1: max over each window (padding never wins)."""
+    y, _ = _maxpool(X, False, auto_pad=auto_pad, ceil_mode=0, dilations=None, kernel_shape=kernel_shape,
+                    pads=pads, storage_order=0, strides=strides)  # fmt: skip
+    return y
+
+
+@kernel("MaxPool", 8, context=True)
+def max_pool_8(
+    ctx: KernelContext, X: np.ndarray, *, auto_pad: str = "NOTSET", kernel_shape: list[int] | None = None,
+    pads: list[int] | None = None, storage_order: int = 0, strides: list[int] | None = None,
+) -> np.ndarray | tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """MaxPool-8: adds the Indices output and storage_order (no ceil_mode, no dilations)."""
+    return _max_pool_ctx(ctx, X, auto_pad=auto_pad, kernel_shape=kernel_shape, pads=pads,
+                         storage_order=storage_order, strides=strides)  # fmt: skip
+
+
+def _max_pool_ctx(
+    ctx: KernelContext,
+    X: np.ndarray,
+    *,
+    auto_pad: str = "NOTSET",
+    ceil_mode: int = 0,
+    dilations: list[int] | None = None,
+    kernel_shape: list[int] | None = None,
+    pads: list[int] | None = None,
+    storage_order: int = 0,
+    strides: list[int] | None = None,
+    drop_tail: bool = False,
+) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+    """MaxPool-8..22 with the optional Indices output (flat over N x C x D1.. x Dn, without padding;
+    ``storage_order=1`` numbers the spatial positions column-major). Ties keep the first tap."""
+    want = len(ctx.outputs_requested) > 1 and bool(ctx.outputs_requested[1])
+    y, i = _maxpool(X, want, auto_pad=auto_pad, ceil_mode=ceil_mode, dilations=dilations,
+                    kernel_shape=kernel_shape, pads=pads, storage_order=storage_order, strides=strides,
+                    drop_tail=drop_tail)  # fmt: skip
+    if i is None:
+        return y
+    return y, i
+
+
+@kernel("MaxPool", 10, 11, 12, context=True)
+def max_pool_10(
+    ctx: KernelContext, X: np.ndarray, *, auto_pad: str = "NOTSET", ceil_mode: int = 0,
+    dilations: list[int] | None = None, kernel_shape: list[int] | None = None, pads: list[int] | None = None,
+    storage_order: int = 0, strides: list[int] | None = None,
+) -> np.ndarray | tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """MaxPool-10/11/12 (int8/uint8 from 12): adds ceil_mode and dilations. A ceil_mode window
+    wholly in the end padding yields the type's lowest value (-inf for floats)."""
+    return _max_pool_ctx(ctx, X, auto_pad=auto_pad, ceil_mode=ceil_mode, dilations=dilations,
+                         kernel_shape=kernel_shape, pads=pads, storage_order=storage_order,
+                         strides=strides)  # fmt: skip
+
+
+@kernel("MaxPool", 22, context=True)
+def max_pool(
+    ctx: KernelContext, X: np.ndarray, *, auto_pad: str = "NOTSET", ceil_mode: int = 0,
+    dilations: list[int] | None = None, kernel_shape: list[int] | None = None, pads: list[int] | None = None,
+    storage_order: int = 0, strides: list[int] | None = None,
+) -> np.ndarray | tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """MaxPool-22: a ceil_mode window that would start in the end padding is dropped."""
+    return _max_pool_ctx(ctx, X, auto_pad=auto_pad, ceil_mode=ceil_mode, dilations=dilations,
+                         kernel_shape=kernel_shape, pads=pads, storage_order=storage_order, strides=strides,
+                         drop_tail=True)  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------
+# LpPool and the global pools
+# ---------------------------------------------------------------------------------------------
+
+
+def _lp_root(s: np.ndarray, p: float) -> np.ndarray:
+    if p == 0:
+        # The definitions give no meaning to an L0 "norm": its 1/p-th root divides by zero.
+        raise EvaluationError("p must not be 0: the norm's 1/p-th root is undefined")
+    if p == 1:
+        return s
+    if p == 2:
+        return np.sqrt(s, out=s)
+    return np.power(s, 1.0 / p, out=s)
+
+
+@kernel("LpPool", 1, 2, 11)
+def lp_pool_1(
+    X: np.ndarray, *, auto_pad: str = "NOTSET", kernel_shape: list[int] | None = None, p: float = 2,
+    pads: list[int] | None = None, strides: list[int] | None = None,
+) -> np.ndarray:  # fmt: skip
+    """LpPool-1/2/11 (``p`` a float in v1, an int from v2; no ceil_mode, no dilations)."""
+    return _lp_pool(X, auto_pad=auto_pad, kernel_shape=kernel_shape, p=p, pads=pads, strides=strides)
+
+
+@kernel("LpPool", 18)
+def lp_pool_18(
+    X: np.ndarray, *, auto_pad: str = "NOTSET", ceil_mode: int = 0, dilations: list[int] | None = None,
+    kernel_shape: list[int] | None = None, p: float = 2, pads: list[int] | None = None,
+    strides: list[int] | None = None,
+) -> np.ndarray:  # fmt: skip
+    """LpPool-18: adds ceil_mode and dilations."""
+    return _lp_pool(X, auto_pad=auto_pad, ceil_mode=ceil_mode, dilations=dilations, kernel_shape=kernel_shape,
+                    p=p, pads=pads, strides=strides)  # fmt: skip
+
+
+@kernel("LpPool", 22)
+def lp_pool(
+    X: np.ndarray, *, auto_pad: str = "NOTSET", ceil_mode: int = 0, dilations: list[int] | None = None,
+    kernel_shape: list[int] | None = None, p: float = 2, pads: list[int] | None = None,
+    strides: list[int] | None = None,
+) -> np.ndarray:  # fmt: skip
+    """LpPool-22: a ceil_mode window that would start in the end padding is dropped."""
+    return _lp_pool(X, auto_pad=auto_pad, ceil_mode=ceil_mode, dilations=dilations, kernel_shape=kernel_shape,
+                    p=p, pads=pads, strides=strides, drop_tail=True)  # fmt: skip
+
+
+def _lp_pool(
+    X: np.ndarray,
+    *,
+    auto_pad: str = "NOTSET",
+    ceil_mode: int = 0,
+    dilations: list[int] | None = None,
+    kernel_shape: list[int] | None = None,
+    p: float = 2,
+    pads: list[int] | None = None,
+    strides: list[int] | None = None,
+    drop_tail: bool = False,
+) -> np.ndarray:
+    """``(sum |x|^p)^(1/p)`` over each window, padding contributing zero."""
+    kernel, st, dil, pb, pe, out = _setup(X, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode, drop_tail)
+    dt = X.dtype
+    wd = work_dtype(dt)
+    if any(o <= 0 for o in out) or X.size == 0:
+        return np.zeros((*X.shape[:2], *out), dtype=dt)
+    a = np.abs(X.astype(wd, copy=False))
+    pw = a * a if p == 2 else (a if p == 1 else np.power(a, wd.type(p)))
+    acc = _pool_reduce(pw, kernel, st, dil, pb, pe, out, 0, "sum")
+    return _lp_root(acc, float(p)).astype(dt, copy=False)
+
+
+def _global_axes(x: np.ndarray) -> tuple[int, ...]:
+    if x.ndim < 2:
+        raise ShapeError(f"X must have rank >= 2 (N, C, spatial...), got shape {x.shape}")
+    return tuple(range(2, x.ndim))
+
+
+@kernel("GlobalAveragePool", 1, 22)
+def global_average_pool(X: np.ndarray) -> np.ndarray:
+    """GlobalAveragePool: mean over every spatial axis, kept as extents of 1."""
+    axes = _global_axes(X)
+    wd = work_dtype(X.dtype)
+    return np.asarray(X.astype(wd, copy=False).mean(axis=axes, keepdims=True)).astype(X.dtype, copy=False)
+
+
+@kernel("GlobalMaxPool", 1, 22)
+def global_max_pool(X: np.ndarray) -> np.ndarray:
+    """GlobalMaxPool: max over every spatial axis, kept as extents of 1."""
+    axes = _global_axes(X)
+    return np.asarray(X.max(axis=axes, keepdims=True))
+
+
+@kernel("GlobalLpPool", 1, 2, 22)
+def global_lp_pool(X: np.ndarray, *, p: float = 2) -> np.ndarray:
+    """GlobalLpPool: ``(sum |x|^p)^(1/p)`` over every spatial axis (``p`` float in v1, int from v2)."""
+    axes = _global_axes(X)
+    wd = work_dtype(X.dtype)
+    a = np.abs(X.astype(wd, copy=False))
+    s = np.asarray((a * a if p == 2 else np.power(a, wd.type(p))).sum(axis=axes, keepdims=True))
+    return _lp_root(s, float(p)).astype(X.dtype, copy=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# MaxUnpool
+# ---------------------------------------------------------------------------------------------
+
+
+@kernel("MaxUnpool", 9, 11, 22)
+def max_unpool(
+    X: np.ndarray,
+    I: np.ndarray,  # noqa: E741 (the schema's name)
+    output_shape: np.ndarray | None = None,
+    *,
+    kernel_shape: list[int] | None = None,
+    pads: list[int] | None = None,
+    strides: list[int] | None = None,
+) -> np.ndarray:
+    """MaxUnpool: scatter ``X`` to the flat positions ``I`` of a zero tensor; its shape is
+    ``output_shape`` when given, else ``(in - 1) * stride + kernel - pads`` per spatial axis."""
+    if X.ndim < 3:
+        raise ShapeError(f"X must have rank >= 3, got shape {X.shape}")
+    if I.shape != X.shape:
+        raise ShapeError(f"I shape {I.shape} differs from X shape {X.shape}")
+    nd = X.ndim - 2
+    if kernel_shape is None:
+        raise EvaluationError("kernel_shape is required")
+    kernel = spatial_attr(kernel_shape, nd, 1, "kernel_shape", least=1)
+    st = spatial_attr(strides, nd, 1, "strides", least=1)
+    pb, pe = pads_attr(pads, nd)
+    inferred = list(X.shape[:2]) + [(i - 1) * s + k - b - e
+                                    for i, s, k, b, e in zip(X.shape[2:], st, kernel, pb, pe)]  # fmt: skip
+    if any(s < 0 for s in inferred):
+        raise ShapeError(f"MaxUnpool output shape {inferred} is negative")
+    shape = inferred
+    if output_shape is not None:
+        shape = int_list(output_shape)
+        if len(shape) != X.ndim or shape[:2] != list(X.shape[:2]) or any(s < 0 for s in shape):
+            raise ShapeError(f"output_shape {shape} must be (N, C, ...) of rank {X.ndim} matching X")
+    check_elements(shape, "MaxUnpool")
+    check_elements(inferred, "MaxUnpool")
+    idx = I.astype(np.int64, copy=False).ravel()
+    total = math.prod(inferred)
+    if idx.size and (idx.min() < 0 or idx.max() >= total):
+        raise EvaluationError(f"MaxUnpool index out of range [0, {total})")
+    if shape != inferred:
+        # The indices number positions of the tensor MaxPool read (the inferred shape); an explicit
+        # output_shape keeps each element at the same coordinates (the test vectors' reading).
+        coords = np.unravel_index(idx, inferred)
+        if any((co >= lim).any() for co, lim in zip(coords, shape)):
+            raise EvaluationError(f"MaxUnpool indices do not fit output_shape {shape}")
+        idx = np.ravel_multi_index(coords, shape)
+    y = np.zeros(math.prod(shape), dtype=X.dtype)
+    y[idx] = X.ravel()
+    return y.reshape(shape)
+
+
+# ---------------------------------------------------------------------------------------------
+# RoiAlign
+# ---------------------------------------------------------------------------------------------
+
+
+def _axis_samples(
+    start: np.ndarray, bin_size: np.ndarray, grid: np.ndarray, pooled: int, size: int, wd: np.dtype[Any]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Bilinear taps of the sampling grid along one axis.
+
+    Returns (low, high, w_low, w_high), each ``(R, pooled, G)`` with ``G = max(grid)``; samples past
+    a RoI's own grid, and coordinates outside ``[-1, size]``, get weight zero.
+    """
+    g_max = max(int(grid.max()) if grid.size else 1, 1)
+    p = np.arange(pooled, dtype=wd)[None, :, None]
+    i = np.arange(g_max, dtype=wd)[None, None, :]
+    gr = np.maximum(grid, 1).astype(wd)[:, None, None]
+    coord = start[:, None, None] + p * bin_size[:, None, None] + (i + 0.5) * bin_size[:, None, None] / gr
+    keep = (np.arange(g_max)[None, None, :] < grid[:, None, None]) & (coord >= -1.0) & (coord <= size)
+    coord = np.maximum(coord, 0)
+    low = np.floor(coord).astype(np.int64)
+    at_end = low >= size - 1
+    low = np.where(at_end, size - 1, low)
+    high = np.where(at_end, size - 1, low + 1)
+    coord = np.where(at_end, low.astype(wd), coord)
+    frac = coord - low
+    w_high = np.where(keep, frac, 0).astype(wd)
+    w_low = np.where(keep, 1 - frac, 0).astype(wd)
+    return low, high, w_low, w_high
+
+
+def _roi_align(
+    x: np.ndarray,
+    rois: np.ndarray,
+    batch_indices: np.ndarray,
+    *,
+    mode: str,
+    output_height: int,
+    output_width: int,
+    sampling_ratio: int,
+    spatial_scale: float,
+    half_pixel: bool,
+) -> np.ndarray:
+    if x.ndim != 4:
+        raise ShapeError(f"RoiAlign X must be 4-D (N, C, H, W), got {x.shape}")
+    if rois.ndim != 2 or rois.shape[1] != 4:
+        raise ShapeError(f"rois must have shape (num_rois, 4), got {rois.shape}")
+    if batch_indices.shape != (rois.shape[0],):
+        raise ShapeError(f"batch_indices must have shape ({rois.shape[0]},), got {batch_indices.shape}")
+    if mode not in ("avg", "max"):
+        raise EvaluationError(f"RoiAlign mode {mode!r} is not 'avg' or 'max'")
+    n_img, c, h, w = x.shape
+    r_n = rois.shape[0]
+    oh, ow = int(output_height), int(output_width)
+    check_elements([r_n, x.shape[1], oh, ow], "RoiAlign")
+    dt = x.dtype
+    wd = work_dtype(dt)
+    bidx = batch_indices.astype(np.int64)
+    if r_n and (bidx.min() < 0 or bidx.max() >= n_img):
+        raise EvaluationError(f"batch_indices out of range [0, {n_img})")
+    if r_n == 0 or c == 0:
+        return np.zeros((r_n, c, oh, ow), dtype=dt)
+    rr = rois.astype(wd, copy=False) * wd.type(spatial_scale)
+    shift = wd.type(0.5 if half_pixel else 0.0)
+    x1, y1, x2, y2 = (rr[:, i] - shift for i in range(4))
+    roi_w, roi_h = x2 - x1, y2 - y1
+    if not half_pixel:
+        # Legacy (output_half_pixel) RoIs are at least one pixel wide and high.
+        roi_w, roi_h = np.maximum(roi_w, 1), np.maximum(roi_h, 1)
+    bin_h, bin_w = roi_h / oh, roi_w / ow
+    if sampling_ratio > 0:
+        gh = np.full(r_n, sampling_ratio, dtype=np.int64)
+        gw = gh.copy()
+    else:
+        gh = np.ceil(roi_h / oh).astype(np.int64)
+        gw = np.ceil(roi_w / ow).astype(np.int64)
+    count = np.maximum(gh * gw, 1).astype(wd)
+    yl, yh, wyl, wyh = _axis_samples(y1, bin_h, gh, oh, h, wd)
+    xl, xh, wxl, wxh = _axis_samples(x1, bin_w, gw, ow, w, wd)
+    xw = x.astype(wd, copy=False)
+    if mode == "avg":
+        # Bilinear averaging is separable: Y[r] = Ay[r] @ X[b_r] @ Ax[r]^T / count[r].
+        hh = np.arange(h)
+        ay = ((yl[..., None] == hh) * wyl[..., None] + (yh[..., None] == hh) * wyh[..., None]).sum(axis=2)
+        ww = np.arange(w)
+        ax = ((xl[..., None] == ww) * wxl[..., None] + (xh[..., None] == ww) * wxh[..., None]).sum(axis=2)
+        ay_ext = np.zeros((r_n, oh, n_img, h), dtype=wd)
+        ay_ext[np.arange(r_n), :, bidx, :] = ay.astype(wd)
+        xt = xw.transpose(0, 2, 1, 3).reshape(n_img * h, c * w)
+        z = (ay_ext.reshape(r_n * oh, n_img * h) @ xt).reshape(r_n, oh * c, w)
+        y = np.matmul(z, ax.astype(wd).transpose(0, 2, 1)).reshape(r_n, oh, c, ow).transpose(0, 2, 1, 3)
+        y = y / count[:, None, None, None]
+        return np.ascontiguousarray(y).astype(dt, copy=False)
+    # max: the largest weighted corner of every sample, then the largest sample of the bin.
+    g_h, g_w = yl.shape[2], xl.shape[2]
+    b = bidx[:, None, None, None, None]
+    best = np.full((r_n, oh, g_h, ow, g_w, c), -np.inf, dtype=wd)
+    for yi, wy in ((yl, wyl), (yh, wyh)):
+        for xi, wx in ((xl, wxl), (xh, wxh)):
+            v = xw[b, :, yi[:, :, :, None, None], xi[:, None, None, :, :]]
+            wgt = wy[:, :, :, None, None] * wx[:, None, None, :, :]
+            np.maximum(best, v * wgt[..., None], out=best)
+    valid = (np.arange(g_h)[None, :] < gh[:, None])[:, None, :, None, None, None] & (
+        np.arange(g_w)[None, :] < gw[:, None]
+    )[:, None, None, None, :, None]
+    best = np.where(valid, best, -np.inf).max(axis=(2, 4))
+    best = np.where(np.isneginf(best), 0, best)
+    return np.ascontiguousarray(best.transpose(0, 3, 1, 2)).astype(dt, copy=False)
+
+
+@kernel("RoiAlign", 10)
+def roi_align_10(
+    X: np.ndarray,
+    rois: np.ndarray,
+    batch_indices: np.ndarray,
+    *,
+    mode: str = "avg",
+    output_height: int = 1,
+    output_width: int = 1,
+    sampling_ratio: int = 0,
+    spatial_scale: float = 1.0,
+) -> np.ndarray:
+    """RoiAlign-10: no half-pixel shift of the input coordinates (what v16 calls output_half_pixel)."""
+    return _roi_align(X, rois, batch_indices, mode=mode, output_height=output_height, output_width=output_width,
+                      sampling_ratio=sampling_ratio, spatial_scale=spatial_scale, half_pixel=False)  # fmt: skip
+
+
+@kernel("RoiAlign", 16, 22)
+def roi_align(
+    X: np.ndarray,
+    rois: np.ndarray,
+    batch_indices: np.ndarray,
+    *,
+    coordinate_transformation_mode: str = "half_pixel",
+    mode: str = "avg",
+    output_height: int = 1,
+    output_width: int = 1,
+    sampling_ratio: int = 0,
+    spatial_scale: float = 1.0,
+) -> np.ndarray:
+    """RoiAlign-16/22: coordinate_transformation_mode half_pixel (default) or output_half_pixel."""
+    if coordinate_transformation_mode not in ("half_pixel", "output_half_pixel"):
+        raise EvaluationError(f"coordinate_transformation_mode {coordinate_transformation_mode!r} is not supported")
+    return _roi_align(X, rois, batch_indices, mode=mode, output_height=output_height, output_width=output_width,
+                      sampling_ratio=sampling_ratio, spatial_scale=spatial_scale,
+                      half_pixel=coordinate_transformation_mode == "half_pixel")  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------
+# MaxRoiPool
+# ---------------------------------------------------------------------------------------------
+
+
+def _round_half_away(v: np.ndarray) -> np.ndarray:
+    return np.sign(v) * np.floor(np.abs(v) + 0.5)
+
+
+@kernel("MaxRoiPool", 1, 22)
+def max_roi_pool(
+    X: np.ndarray, rois: np.ndarray, *, pooled_shape: list[int] | None = None, spatial_scale: float = 1.0
+) -> np.ndarray:
+    """MaxRoiPool: max over each of ``pooled_shape`` bins of every RoI ``[batch, x1, y1, x2, y2]``
+    (coordinates scaled and rounded half away from zero, RoIs at least one pixel, empty bins 0).
+
+    The RoIs are visited one by one (bins of different RoIs have different extents); within a
+    RoI every bin is reduced at once, separably along width then height.
+    """
+    if X.ndim != 4:
+        raise ShapeError(f"MaxRoiPool X must be 4-D, got {X.shape}")
+    if rois.ndim != 2 or rois.shape[1] != 5:
+        raise ShapeError(f"rois must have shape (num_rois, 5), got {rois.shape}")
+    if pooled_shape is None or len(pooled_shape) != 2:
+        raise EvaluationError("pooled_shape (height, width) is required")
+    ph, pw = (int(v) for v in pooled_shape)
+    n_img, c, h, w = X.shape
+    check_elements([rois.shape[0], c, ph, pw], "MaxRoiPool")
+    dt = X.dtype
+    wd = work_dtype(dt)
+    xw = X.astype(wd, copy=False)
+    r64 = rois.astype(np.float64)
+    bidx = r64[:, 0].astype(np.int64)
+    if rois.shape[0] and (bidx.min() < 0 or bidx.max() >= n_img):
+        raise EvaluationError(f"RoI batch index out of range [0, {n_img})")
+    coords = _round_half_away(r64[:, 1:] * spatial_scale).astype(np.int64)
+    y = np.zeros((rois.shape[0], c, ph, pw), dtype=wd)
+    for r in range(rois.shape[0]):
+        sw, sh, ew, eh = coords[r]
+        rh, rw = max(eh - sh + 1, 1), max(ew - sw + 1, 1)
+        hs = np.clip(np.floor(np.arange(ph) * rh / ph).astype(np.int64) + sh, 0, h)
+        he = np.clip(np.ceil((np.arange(ph) + 1) * rh / ph).astype(np.int64) + sh, 0, h)
+        ws = np.clip(np.floor(np.arange(pw) * rw / pw).astype(np.int64) + sw, 0, w)
+        we = np.clip(np.ceil((np.arange(pw) + 1) * rw / pw).astype(np.int64) + sw, 0, w)
+        h0, h1, w0, w1 = int(hs.min()), int(he.max()), int(ws.min()), int(we.max())
+        if h1 <= h0 or w1 <= w0:
+            continue
+        crop = xw[bidx[r], :, h0:h1, w0:w1]
+        cols = np.arange(w0, w1)
+        mw = (cols >= ws[:, None]) & (cols < we[:, None])  # (pw, w)
+        t = np.where(mw[None, None], crop[:, :, None, :], -np.inf).max(axis=3)  # (C, h, pw)
+        rows = np.arange(h0, h1)
+        mh = (rows >= hs[:, None]) & (rows < he[:, None])  # (ph, h)
+        v = np.where(mh[None, :, :, None], t[:, None, :, :], -np.inf).max(axis=2)  # (C, ph, pw)
+        y[r] = np.where(np.isneginf(v), 0, v)
+    return y.astype(dt, copy=False)

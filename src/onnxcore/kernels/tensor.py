@@ -1,0 +1,557 @@
+"""Tensor construction, conversion and reshaping kernels.
+
+Cast, CastLike, Constant, ConstantOfShape, EyeLike, Range, Identity, Shape, Size, Concat, Expand,
+Tile, Transpose, Flatten, Reshape, Squeeze and Unsqueeze, every version of the default domain.
+Slicing and padding (Slice, Split, Pad, CenterCropPad, DepthToSpace, SpaceToDepth) live in
+:mod:`onnxcore.kernels.tensor_layout`.
+
+Element conversions (Cast, CastLike) are those of :func:`onnxcore.types.convert.cast_array`
+(Clause 6.3); the kernels here only choose the target type and the attributes. Reshaping
+kernels return numpy views where numpy gives them: kernels never mutate their inputs.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from onnxcore.errors import EvaluationError
+from onnxcore.kernels._util import (
+    axes_from_input,
+    broadcast_shape,
+    check_elements,
+    int_list,
+    normalize_axes,
+    normalize_axis,
+    scalar_of,
+)
+from onnxcore.kernels.registry import kernel
+from onnxcore.types.convert import cast_array
+from onnxcore.types.elements import ElementType
+
+__all__ = ["int_input", "zero_of"]
+
+# ---------------------------------------------------------------------------------------------
+# Shared helpers
+# ---------------------------------------------------------------------------------------------
+
+
+def zero_of(dtype: np.dtype[Any]) -> np.ndarray:
+    """The zero of ``dtype`` as a 0-d array: 0, False, or the empty octet string for STRING."""
+    if dtype == np.dtype(object):
+        return np.array(b"", dtype=object)
+    return np.zeros((), dtype=dtype)
+
+
+def _element_type(tag: Any, what: str) -> ElementType:
+    try:
+        if isinstance(tag, str):
+            # Cast-1 names the target type by its DataType enum name (a STRING attribute).
+            return ElementType[tag.upper()]
+        return ElementType(int(tag))
+    except (KeyError, ValueError) as e:
+        raise EvaluationError(f"{what}: {tag!r} is not an element type of Table 5 (Clause 6.2)") from e
+
+
+# ---------------------------------------------------------------------------------------------
+# Cast, CastLike (Clause 6.3)
+# ---------------------------------------------------------------------------------------------
+
+
+def _cast(x: np.ndarray, to: ElementType, saturate: int, round_mode: str) -> np.ndarray:
+    # cast_array refuses an unknown round_mode with TensorError.
+    return cast_array(np.asarray(x), to, saturate=bool(saturate), round_mode=round_mode)
+
+
+def _cast_19(x: np.ndarray, to: ElementType, saturate: int) -> np.ndarray:
+    # Cast-19 to Cast-23 tabulate +/-Inf -> NaN for the saturating FNUZ casts; onnx PR 7085 (a
+    # "spec clarification", fixing onnx issue 6220) corrected that table to +/-FLT_MAX in
+    # Cast-24, which is what the reference implementation and onnxruntime do at every version.
+    # We follow the corrected table at every version (cast_array implements it).
+    return _cast(x, to, saturate, "up")
+
+
+@kernel("Cast", 1)
+def cast_1(input: np.ndarray, *, to: str | int) -> np.ndarray:
+    """Cast-1: ``to`` is the name of a DataType enum value (a STRING attribute)."""
+    return _cast(input, _element_type(to, "Cast"), 1, "up")
+
+
+@kernel("Cast", 6, 9, 13)
+def cast_6(input: np.ndarray, *, to: int) -> np.ndarray:
+    """Cast-6 to Cast-13: ``to`` is an element type tag; no narrow float targets exist yet."""
+    return _cast(input, _element_type(to, "Cast"), 1, "up")
+
+
+@kernel("Cast", 19, 21, 23)
+def cast_19(input: np.ndarray, *, to: int, saturate: int = 1) -> np.ndarray:
+    """Cast-19 to Cast-23: adds ``saturate`` for the float 8 targets."""
+    return _cast_19(input, _element_type(to, "Cast"), saturate)
+
+
+@kernel("Cast", 24, 25, 28)
+def cast_24(input: np.ndarray, *, to: int, saturate: int = 1, round_mode: str = "up") -> np.ndarray:
+    """Cast-24 and later: adds FLOAT8E8M0 and its ``round_mode``."""
+    return _cast(input, _element_type(to, "Cast"), saturate, round_mode)
+
+
+def _target_of(target_type: np.ndarray) -> ElementType:
+    return ElementType.from_dtype(np.asarray(target_type).dtype)
+
+
+@kernel("CastLike", 15)
+def castlike_15(input: np.ndarray, target_type: np.ndarray) -> np.ndarray:
+    """CastLike-15: cast to the element type of ``target_type``."""
+    return _cast(input, _target_of(target_type), 1, "up")
+
+
+@kernel("CastLike", 19, 21, 23)
+def castlike_19(input: np.ndarray, target_type: np.ndarray, *, saturate: int = 1) -> np.ndarray:
+    """CastLike-19 to CastLike-23 (``saturate`` as Cast-19)."""
+    return _cast_19(input, _target_of(target_type), saturate)
+
+
+@kernel("CastLike", 24, 25)
+def castlike_24(input: np.ndarray, target_type: np.ndarray, *, saturate: int = 1, round_mode: str = "up") -> np.ndarray:
+    """CastLike-24 and later (``saturate`` and ``round_mode`` as Cast-24)."""
+    return _cast(input, _target_of(target_type), saturate, round_mode)
+
+
+# ---------------------------------------------------------------------------------------------
+# Constant, ConstantOfShape, EyeLike, Range
+# ---------------------------------------------------------------------------------------------
+
+
+def _densify(sparse: Any) -> np.ndarray:
+    """The dense tensor of a sparse value (a ``SparseTensor``, or a ``SparseTensorProto``)."""
+    from onnxcore.types import SparseTensor, value_from_proto
+
+    sp = sparse if isinstance(sparse, SparseTensor) else value_from_proto(sparse)
+    if not isinstance(sp, SparseTensor):
+        raise EvaluationError(f"Constant: sparse_value is not a sparse tensor ({type(sparse).__name__})")
+    check_elements(list(sp.dims), "Constant sparse_value")
+    return np.asarray(sp.to_dense())
+
+
+def _bytes(s: str | bytes) -> bytes:
+    return s if isinstance(s, bytes) else s.encode("utf-8")
+
+
+@kernel("Constant", 1, 9)
+def constant_1(*, value: np.ndarray | None = None) -> np.ndarray:
+    """Constant-1, Constant-9: the ``value`` tensor attribute."""
+    if value is None:
+        raise EvaluationError("Constant: the value attribute is required")
+    return np.asarray(value)
+
+
+@kernel("Constant", 11)
+def constant_11(*, value: np.ndarray | None = None, sparse_value: Any = None) -> np.ndarray:
+    """Constant-11: exactly one of ``value`` and ``sparse_value`` (made dense)."""
+    return constant_12(value=value, sparse_value=sparse_value)
+
+
+@kernel("Constant", 12, 13, 19, 21, 23, 24, 25)
+def constant_12(
+    *,
+    value: np.ndarray | None = None,
+    sparse_value: Any = None,
+    value_float: float | None = None,
+    value_floats: list[float] | None = None,
+    value_int: int | None = None,
+    value_ints: list[int] | None = None,
+    value_string: str | None = None,
+    value_strings: list[str] | None = None,
+) -> np.ndarray:
+    """Constant-12 and later: exactly one of the value attributes gives the output."""
+    given = [
+        n
+        for n, v in (
+            ("value", value),
+            ("sparse_value", sparse_value),
+            ("value_float", value_float),
+            ("value_floats", value_floats),
+            ("value_int", value_int),
+            ("value_ints", value_ints),
+            ("value_string", value_string),
+            ("value_strings", value_strings),
+        )
+        if v is not None
+    ]
+    if len(given) != 1:
+        raise EvaluationError(f"Constant needs exactly one value attribute, got {given or 'none'}")
+    if value is not None:
+        return np.asarray(value)
+    if sparse_value is not None:
+        return _densify(sparse_value)
+    if value_float is not None:
+        return np.array(value_float, dtype=np.float32)
+    if value_floats is not None:
+        return np.array(value_floats, dtype=np.float32).reshape(-1)
+    if value_int is not None:
+        return np.array(value_int, dtype=np.int64)
+    if value_ints is not None:
+        return np.array(value_ints, dtype=np.int64).reshape(-1)
+    if value_string is not None:
+        return np.array(_bytes(value_string), dtype=object)
+    strs = value_strings or []
+    out = np.empty(len(strs), dtype=object)
+    out[:] = [_bytes(s) for s in strs]
+    return out
+
+
+def int_input(value: np.ndarray, what: str) -> list[int]:
+    """The Python ints of a 0-/1-D integer tensor input (a shape, pads, starts, ...).
+
+    Raises:
+        EvaluationError: the tensor has rank above 1 or a non-integer element type.
+    """
+    arr = np.asarray(value)
+    if arr.ndim > 1:
+        raise EvaluationError(f"{what} must be a 1-D tensor, got shape {arr.shape}")
+    if arr.size and arr.dtype.kind not in "iu":
+        raise EvaluationError(f"{what} must be an integer tensor, got {arr.dtype}")
+    return int_list(arr)
+
+
+@kernel("ConstantOfShape", 9, 20, 21, 23, 24, 25)
+def constant_of_shape(input: np.ndarray, *, value: np.ndarray | None = None) -> np.ndarray:
+    """ConstantOfShape: a tensor of shape ``input`` filled with the one element of ``value``."""
+    shape = int_input(input, "ConstantOfShape shape")
+    check_elements(shape, "ConstantOfShape")
+    if value is None:
+        fill = np.zeros((), dtype=np.float32)
+    else:
+        v = np.asarray(value)
+        if v.size != 1:
+            raise EvaluationError(f"ConstantOfShape: value must hold one element, got shape {v.shape}")
+        fill = v.reshape(())
+    out = np.empty(shape, dtype=fill.dtype)
+    out[...] = fill
+    return out
+
+
+@kernel("EyeLike", 9, 22)
+def eye_like(input: np.ndarray, *, dtype: int | None = None, k: int = 0) -> np.ndarray:
+    """EyeLike: ones on diagonal ``k`` of a matrix shaped like ``input``."""
+    x = np.asarray(input)
+    if x.ndim != 2:
+        raise EvaluationError(f"EyeLike: input must be 2-D, got shape {x.shape}")
+    dt = x.dtype if dtype is None else _element_type(dtype, "EyeLike").np_dtype
+    if dt == np.dtype(object):
+        raise EvaluationError("EyeLike: STRING is not an output type")
+    n, m = x.shape
+    out = np.zeros((n, m), dtype=dt)
+    rows = np.arange(max(0, -k), min(n, m - k)) if m - k > 0 else np.zeros(0, np.int64)
+    if rows.size:
+        out[rows, rows + k] = np.ones((), dtype=dt)
+    return out
+
+
+def _range(start: np.ndarray, limit: np.ndarray, delta: np.ndarray, stash_type: int | None) -> np.ndarray:
+    dt = np.asarray(start).dtype
+    for v, what in ((limit, "limit"), (delta, "delta")):
+        if np.asarray(v).dtype != dt:
+            raise EvaluationError(f"Range: {what} is {np.asarray(v).dtype}, start is {dt}")
+    s, lim, d = (scalar_of(v, name=w) for v, w in ((start, "start"), (limit, "limit"), (delta, "delta")))
+    if d == 0:
+        raise EvaluationError("Range: delta must not be zero")
+    if dt.kind in "iu":
+        s, lim, d = int(s), int(lim), int(d)
+        n = max(-((s - lim) // d), 0)
+        check_elements([n], "Range")
+        return (s + np.arange(n, dtype=np.int64) * d).astype(dt)
+    # output[i] = start + i * delta in T's arithmetic; float16/bfloat16 are stashed in float32
+    # when Range-27's stash_type is 1 (its default).
+    narrow = dt in (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
+    ct = np.dtype(np.float32) if narrow and stash_type in (None, 1) else dt
+    if ct == np.dtype(ml_dtypes.bfloat16):
+
+        def rnd(a: Any) -> np.ndarray:
+            # bfloat16 arithmetic: each operation exact in float32, then rounded once.
+            return np.asarray(a, dtype=np.float32).astype(ct)
+
+        def f32(a: np.ndarray) -> np.ndarray:
+            return a.astype(np.float32)
+
+    else:
+
+        def rnd(a: Any) -> np.ndarray:
+            return np.asarray(a).astype(ct)
+
+        def f32(a: np.ndarray) -> np.ndarray:
+            return a
+
+    cs, cl, cd = (np.asarray(v).reshape(()).astype(ct) for v in (start, limit, delta))
+    span = float(rnd(f32(cl) - f32(cs)))
+    q = span / float(cd)
+    if math.isnan(q) or math.isinf(q):
+        raise EvaluationError(f"Range: cannot count the elements from {s} to {lim} by {d}")
+    n = max(math.ceil(q), 0)
+    check_elements([n], "Range")
+    i = np.arange(n).astype(ct)
+    vals = rnd(f32(rnd(f32(i) * f32(cd))) + f32(cs))
+    return vals.astype(dt)
+
+
+@kernel("Range", 11)
+def range_11(start: np.ndarray, limit: np.ndarray, delta: np.ndarray) -> np.ndarray:
+    """Range-11: ``start + i * delta`` for ``i < max(ceil((limit - start) / delta), 0)``."""
+    return _range(start, limit, delta, None)
+
+
+@kernel("Range", 27)
+def range_27(start: np.ndarray, limit: np.ndarray, delta: np.ndarray, *, stash_type: int = 1) -> np.ndarray:
+    """Range-27: adds float16/bfloat16, computed in float32 when ``stash_type`` is 1."""
+    return _range(start, limit, delta, stash_type)
+
+
+# ---------------------------------------------------------------------------------------------
+# Identity, Shape, Size
+# ---------------------------------------------------------------------------------------------
+
+
+@kernel("Identity", 1, 13, 14, 16, 19, 21, 23, 24, 25)
+def identity(input: Any) -> tuple[Any]:
+    """Identity: the input itself (tensors, and from Identity-14/16 sequences and optionals).
+
+    Returned as a 1-tuple so that a sequence value (a list) is never mistaken for the list of
+    outputs.
+    """
+    return (input,)
+
+
+@kernel("Shape", 1, 13)
+def shape_1(data: np.ndarray) -> np.ndarray:
+    """Shape-1, Shape-13: the shape of ``data`` as a 1-D int64 tensor."""
+    return np.array(np.shape(data), dtype=np.int64)
+
+
+@kernel("Shape", 15, 19, 21, 23, 24, 25)
+def shape_15(data: np.ndarray, *, start: int = 0, end: int | None = None) -> np.ndarray:
+    """Shape-15 and later: the dims ``start:end``, each clamped to ``[0, rank]`` after adding rank."""
+    dims = np.shape(data)
+    r = len(dims)
+
+    def clamp(a: int) -> int:
+        a = a + r if a < 0 else a
+        return min(max(a, 0), r)
+
+    lo = clamp(int(start))
+    hi = r if end is None else clamp(int(end))
+    return np.array(dims[lo:hi], dtype=np.int64)
+
+
+@kernel("Size", 1, 13, 19, 21, 23, 24, 25)
+def size(data: np.ndarray) -> np.ndarray:
+    """Size: the number of elements of ``data`` as a 0-d int64 tensor."""
+    return np.array(np.size(data), dtype=np.int64)
+
+
+# ---------------------------------------------------------------------------------------------
+# Concat, Expand, Tile, Transpose
+# ---------------------------------------------------------------------------------------------
+
+
+def _concat(inputs: tuple[np.ndarray, ...], axis: int) -> np.ndarray:
+    if not inputs:
+        raise EvaluationError("Concat needs at least one input")
+    arrs = [np.asarray(x) for x in inputs]
+    r = arrs[0].ndim
+    if r == 0:
+        raise EvaluationError("Concat: inputs must have rank >= 1")
+    a = normalize_axis(axis, r)
+    for x in arrs[1:]:
+        if x.ndim != r or x.shape[:a] != arrs[0].shape[:a] or x.shape[a + 1 :] != arrs[0].shape[a + 1 :]:
+            raise EvaluationError(f"Concat: shapes {[y.shape for y in arrs]} differ off axis {a}")
+        if x.dtype != arrs[0].dtype:
+            raise EvaluationError(f"Concat: element types differ ({arrs[0].dtype} and {x.dtype})")
+    return np.concatenate(arrs, axis=a)
+
+
+@kernel("Concat", 1)
+def concat_1(*inputs: np.ndarray, axis: int = 1) -> np.ndarray:
+    """Concat-1: ``axis`` defaults to 1."""
+    return _concat(inputs, axis)
+
+
+@kernel("Concat", 4, 11, 13)
+def concat_4(*inputs: np.ndarray, axis: int | None = None) -> np.ndarray:
+    """Concat-4 and later: ``axis`` is required (negative from Concat-11)."""
+    if axis is None:
+        raise EvaluationError("Concat: the axis attribute is required")
+    return _concat(inputs, axis)
+
+
+@kernel("Expand", 8, 13)
+def expand(input: np.ndarray, shape: np.ndarray) -> np.ndarray:
+    """Expand: broadcast ``input`` and ``shape`` multidirectionally (Clause 6.6.2)."""
+    x = np.asarray(input)
+    target = int_input(shape, "Expand shape")
+    out_shape = broadcast_shape(x.shape, target)
+    check_elements(list(out_shape), "Expand")
+    # A materialised copy: a broadcast view is read-only and may alias one element many times.
+    return np.array(np.broadcast_to(x, out_shape))
+
+
+@kernel("Tile", 1)
+def tile_1(input: np.ndarray, tiles: np.ndarray, axis: np.ndarray) -> np.ndarray:
+    """Tile-1: repeat ``input`` ``tiles`` times along ``axis`` (both scalar inputs)."""
+    x = np.asarray(input)
+    a = normalize_axis(int(scalar_of(axis, name="axis")), x.ndim)
+    t = int(scalar_of(tiles, name="tiles"))
+    reps = [1] * x.ndim
+    reps[a] = t
+    return _tile(x, reps)
+
+
+@kernel("Tile", 6, 13)
+def tile_6(input: np.ndarray, repeats: np.ndarray) -> np.ndarray:
+    """Tile-6 and later: ``output_dim[i] = input_dim[i] * repeats[i]``."""
+    x = np.asarray(input)
+    reps = int_input(repeats, "Tile repeats")
+    if len(reps) != x.ndim:
+        raise EvaluationError(f"Tile: repeats has {len(reps)} values for an input of rank {x.ndim}")
+    return _tile(x, reps)
+
+
+def _tile(x: np.ndarray, reps: list[int]) -> np.ndarray:
+    if any(r < 0 for r in reps):
+        raise EvaluationError(f"Tile: negative repeats {reps}")
+    check_elements([d * r for d, r in zip(x.shape, reps)], "Tile")
+    return np.tile(x, reps) if x.ndim else x.copy()
+
+
+@kernel("Transpose", 1, 13, 21, 23, 24, 25)
+def transpose(data: np.ndarray, *, perm: list[int] | None = None) -> np.ndarray:
+    """Transpose: permute the axes by ``perm`` (reversed by default); a view."""
+    x = np.asarray(data)
+    if perm is None:
+        return x.transpose()
+    p = [int(v) for v in perm]
+    if sorted(p) != list(range(x.ndim)):
+        raise EvaluationError(f"Transpose: perm {p} is not a permutation of the {x.ndim} axes")
+    return x.transpose(p)
+
+
+# ---------------------------------------------------------------------------------------------
+# Flatten, Reshape, Squeeze, Unsqueeze
+# ---------------------------------------------------------------------------------------------
+
+
+@kernel("Flatten", 1, 9)
+def flatten_1(input: np.ndarray, *, axis: int = 1) -> np.ndarray:
+    """Flatten-1, -9: ``axis`` in [0, rank] (a negative one is defined only from Flatten-11)."""
+    if axis < 0:
+        raise EvaluationError(f"Flatten: axis={axis} is negative, which this version does not define (from 11)")
+    return flatten(input, axis=axis)
+
+
+@kernel("Flatten", 11, 13, 21, 23, 24, 25)
+def flatten(input: np.ndarray, *, axis: int = 1) -> np.ndarray:
+    """Flatten: dims before ``axis`` to the rows, the rest to the columns (negative from 11)."""
+    x = np.asarray(input)
+    r = x.ndim
+    if not -r <= axis <= r:
+        raise EvaluationError(f"Flatten: axis={axis} is out of range [{-r}, {r}]")
+    a = axis + r if axis < 0 else axis
+    return x.reshape(math.prod(x.shape[:a]), math.prod(x.shape[a:]))
+
+
+def _reshape(x: np.ndarray, shape: list[int], allowzero: int) -> np.ndarray:
+    dims = list(shape)
+    if any(d < -1 for d in dims):
+        raise EvaluationError(f"Reshape: invalid extent in shape {dims}")
+    infer = [i for i, d in enumerate(dims) if d == -1]
+    if len(infer) > 1:
+        raise EvaluationError(f"Reshape: shape {dims} has more than one -1")
+    if allowzero:
+        if infer and 0 in dims:
+            raise EvaluationError(f"Reshape: with allowzero, shape {dims} may not hold both 0 and -1")
+    else:
+        for i, d in enumerate(dims):
+            if d == 0:
+                if i >= x.ndim:
+                    raise EvaluationError(f"Reshape: 0 at position {i} of {dims} has no input dim to copy")
+                dims[i] = x.shape[i]
+    if infer:
+        known = math.prod(d for d in dims if d != -1)
+        if known == 0 or x.size % known:
+            raise EvaluationError(f"Reshape: cannot infer -1 of {shape} for {x.size} elements (shape {x.shape})")
+        dims[infer[0]] = x.size // known
+    if math.prod(dims) != x.size:
+        raise EvaluationError(f"Reshape: shape {shape} does not hold the {x.size} elements of shape {x.shape}")
+    return x.reshape(dims)
+
+
+@kernel("Reshape", 1)
+def reshape_1(
+    data: np.ndarray, *, shape: list[int] | None = None, consumed_inputs: list[int] | None = None
+) -> np.ndarray:
+    """Reshape-1: the new shape is the ``shape`` attribute (``consumed_inputs`` is legacy, ignored)."""
+    if shape is None:
+        raise EvaluationError("Reshape-1: the shape attribute is required")
+    return _reshape(np.asarray(data), [int(d) for d in shape], 0)
+
+
+@kernel("Reshape", 5, 13)
+def reshape_5(data: np.ndarray, shape: np.ndarray) -> np.ndarray:
+    """Reshape-5, Reshape-13: the new shape is an input; 0 copies the input's extent."""
+    return _reshape(np.asarray(data), int_input(shape, "Reshape shape"), 0)
+
+
+@kernel("Reshape", 14, 19, 21, 23, 24, 25)
+def reshape_14(data: np.ndarray, shape: np.ndarray, *, allowzero: int = 0) -> np.ndarray:
+    """Reshape-14 and later: ``allowzero`` makes 0 an explicit zero extent."""
+    return _reshape(np.asarray(data), int_input(shape, "Reshape shape"), allowzero)
+
+
+def _squeeze(x: np.ndarray, axes: list[int] | None) -> np.ndarray:
+    # An empty axes list squeezes every extent of 1, as an absent one does (onnxruntime reads an
+    # empty axes input so; the definition does not distinguish the two).
+    if not axes:
+        return x.reshape([d for d in x.shape if d != 1])
+    ax = normalize_axes(axes, x.ndim)
+    for a in ax:
+        if x.shape[a] != 1:
+            raise EvaluationError(f"Squeeze: axis {a} has extent {x.shape[a]}, not 1 (shape {x.shape})")
+    return x.reshape([d for i, d in enumerate(x.shape) if i not in ax])
+
+
+@kernel("Squeeze", 1, 11)
+def squeeze_1(data: np.ndarray, *, axes: list[int] | None = None) -> np.ndarray:
+    """Squeeze-1, Squeeze-11: ``axes`` attribute (negative from 11); all extents of 1 if absent."""
+    return _squeeze(np.asarray(data), None if axes is None else [int(a) for a in axes])
+
+
+@kernel("Squeeze", 13, 21, 23, 24, 25)
+def squeeze_13(data: np.ndarray, axes: np.ndarray | None = None) -> np.ndarray:
+    """Squeeze-13 and later: ``axes`` is an optional input."""
+    return _squeeze(np.asarray(data), axes_from_input(axes))
+
+
+def _unsqueeze(x: np.ndarray, axes: list[int]) -> np.ndarray:
+    r = x.ndim + len(axes)
+    ax = set(normalize_axes(axes, r))
+    it = iter(x.shape)
+    return x.reshape([1 if i in ax else next(it) for i in range(r)])
+
+
+@kernel("Unsqueeze", 1, 11)
+def unsqueeze_1(data: np.ndarray, *, axes: list[int] | None = None) -> np.ndarray:
+    """Unsqueeze-1, Unsqueeze-11: ``axes`` attribute, positions in the output (negative from 11)."""
+    if axes is None:
+        raise EvaluationError("Unsqueeze: the axes attribute is required")
+    return _unsqueeze(np.asarray(data), [int(a) for a in axes])
+
+
+@kernel("Unsqueeze", 13, 21, 23, 24, 25)
+def unsqueeze_13(data: np.ndarray, axes: np.ndarray) -> np.ndarray:
+    """Unsqueeze-13 and later: ``axes`` is a required input."""
+    ax = axes_from_input(axes)
+    if ax is None:
+        raise EvaluationError("Unsqueeze: the axes input is required")
+    return _unsqueeze(np.asarray(data), ax)

@@ -1,0 +1,306 @@
+"""String and text operators, every version of the default domain (ONNX 1-2).
+
+StringNormalizer, StringConcat, StringSplit, RegexFullMatch and TfIdfVectorizer.
+
+Strings are numpy object arrays of ``bytes`` (our position on Clause 6.4: octet strings). Case
+changes and regular expressions work on the UTF-8 decoding (undecodable octets are carried as
+surrogate escapes and encoded back unchanged); concatenation and splitting on a delimiter work
+on the octets directly.
+
+RegexFullMatch uses Python's :mod:`re` in place of RE2. For the patterns both accept they agree
+on full matches. The differences: RE2-only syntax (``\\pN``, ``\\p{Greek}``, ``\\C``) is
+refused by ``re``, and POSIX classes (``[[:alpha:]]``, which ``re`` would read as a plain set)
+are refused here, with an :class:`~onnxcore.errors.EvaluationError`; constructs RE2 refuses
+(backreferences ``\\1``, lookaround ``(?=``, ``(?!``, ``(?<=``, ``(?<!``, possessive
+quantifiers and atomic groups) are refused here too, so a pattern is never given a meaning RE2
+does not give it. ``\\d``, ``\\w`` and ``\\s`` are ASCII-only in RE2, so the pattern is
+compiled with ``re.ASCII``; ``.`` does not match a newline in either.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+
+from onnxcore.errors import EvaluationError
+from onnxcore.kernels._util import broadcast_shape, check_elements
+from onnxcore.kernels.registry import kernel
+
+__all__: list[str] = []
+
+
+def _bytes_of(v: Any) -> bytes:
+    if isinstance(v, bytes):
+        return v
+    if isinstance(v, str):
+        return v.encode("utf-8")
+    raise EvaluationError(f"expected a string element, got {type(v).__name__}")
+
+
+def _strings(x: Any, what: str) -> np.ndarray:
+    arr = np.asarray(x)
+    if arr.dtype != object and arr.dtype.kind not in "SU":
+        raise EvaluationError(f"{what}: expected a string tensor, got {arr.dtype}")
+    return arr
+
+
+def _decode(b: bytes) -> str:
+    return b.decode("utf-8", errors="surrogateescape")
+
+
+def _encode(s: str) -> bytes:
+    return s.encode("utf-8", errors="surrogateescape")
+
+
+def _object_array(values: list[Any], shape: tuple[int, ...]) -> np.ndarray:
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out.reshape(shape)
+
+
+# ---------------------------------------------------------------------------------------------
+# StringNormalizer
+# ---------------------------------------------------------------------------------------------
+
+
+def _simple_case(w: str, fn: Any) -> str:
+    mapped: str = fn(w)
+    if len(mapped) == len(w):
+        return mapped
+    return "".join(m if len(m := fn(ch)) == 1 else ch for ch in w)
+
+
+@kernel("StringNormalizer", 10)
+def string_normalizer(
+    X: np.ndarray,
+    *,
+    case_change_action: str = "NONE",
+    is_case_sensitive: int = 0,
+    locale: str = "",
+    stopwords: list[str] | None = None,
+) -> np.ndarray:
+    """StringNormalizer: drop the stop words of a [C] or [1, C] tensor, then change case.
+
+    Matching stop words without case sensitivity compares lowercased forms. Case changes map
+    character by character with Unicode's simple case mapping (a character whose mapping is
+    several characters, like "ß" to upper case, is kept), as onnxruntime's wide-character
+    mapping does; ``locale`` is accepted but only this locale-independent mapping is offered.
+    When every element is dropped the result is one empty string, of shape [1] or [1, 1].
+    """
+    x = _strings(X, "StringNormalizer")
+    if x.ndim == 1:
+        two_d = False
+    elif x.ndim == 2 and x.shape[0] == 1:
+        two_d = True
+    else:
+        raise EvaluationError(f"StringNormalizer: input must have shape [C] or [1, C], got {x.shape}")
+    action = case_change_action.upper()
+    if action not in ("NONE", "LOWER", "UPPER"):
+        raise EvaluationError(f"StringNormalizer: case_change_action {case_change_action!r} is not LOWER/UPPER/NONE")
+    words = [_decode(_bytes_of(v)) for v in x.ravel()]
+    if stopwords:
+        if is_case_sensitive:
+            stop = set(stopwords)
+            words = [w for w in words if w not in stop]
+        else:
+            stop = {s.lower() for s in stopwords}
+            words = [w for w in words if w.lower() not in stop]
+    if action == "LOWER":
+        words = [_simple_case(w, str.lower) for w in words]
+    elif action == "UPPER":
+        words = [_simple_case(w, str.upper) for w in words]
+    values = [_encode(w) for w in words] or [b""]
+    return _object_array(values, (1, len(values)) if two_d else (len(values),))
+
+
+# ---------------------------------------------------------------------------------------------
+# StringConcat, StringSplit
+# ---------------------------------------------------------------------------------------------
+
+
+@kernel("StringConcat", 20)
+def string_concat(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    """StringConcat: element-wise concatenation with multidirectional broadcasting (Clause 6.6.2)."""
+    x, y = _strings(X, "StringConcat"), _strings(Y, "StringConcat")
+    shape = broadcast_shape(x.shape, y.shape)
+    xb, yb = np.broadcast_to(x, shape).ravel(), np.broadcast_to(y, shape).ravel()
+    return _object_array([_bytes_of(a) + _bytes_of(b) for a, b in zip(xb, yb)], shape)
+
+
+@kernel("StringSplit", 20)
+def string_split(
+    X: np.ndarray, *, delimiter: str | None = None, maxsplit: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """StringSplit: split each element on ``delimiter`` (default: runs of whitespace), at most ``maxsplit`` times.
+
+    Returns the substrings, padded with empty strings on a new last axis as long as the longest
+    split, and the number of substrings of each element (int64). Whitespace splitting drops
+    leading and trailing whitespace (so an empty or blank element gives no substrings); with
+    a delimiter, consecutive delimiters delimit empty strings. Whitespace is ASCII whitespace.
+    """
+    x = _strings(X, "StringSplit")
+    sep = _encode(delimiter) if delimiter else None
+    limit = -1 if maxsplit is None or maxsplit < 0 else int(maxsplit)
+    if sep is None:
+        # Leading and trailing whitespace is removed, also from the unsplit remainder after maxsplit.
+        parts = [_bytes_of(v).strip().split(None, limit) for v in x.ravel()]
+    else:
+        parts = [_bytes_of(v).split(sep, limit) for v in x.ravel()]
+    counts = np.array([len(p) for p in parts], dtype=np.int64).reshape(x.shape)
+    width = max((len(p) for p in parts), default=0)
+    flat = [p[i] if i < len(p) else b"" for p in parts for i in range(width)]
+    return _object_array(flat, (*x.shape, width)), counts
+
+
+# ---------------------------------------------------------------------------------------------
+# RegexFullMatch
+# ---------------------------------------------------------------------------------------------
+
+# Constructs Python's re accepts and RE2 refuses: backreferences (numbered or named), lookaround,
+# atomic groups and possessive quantifiers, conditionals.
+_NOT_RE2 = re.compile(r"\\[1-9]|\(\?P=|\(\?[=!]|\(\?<[=!]|\(\?>|[*+?}]\+|\(\?\(")
+# RE2 syntax that Python's re would silently read otherwise: POSIX classes ([[:alpha:]]).
+_POSIX_CLASS = re.compile(r"\[:\^?[a-z]+:\]")
+
+
+def _compile_re2(pattern: str) -> re.Pattern[str]:
+    # Escaped backslashes are dropped first so that "\\1" (a literal backslash and 1) is not refused.
+    if _NOT_RE2.search(pattern.replace("\\\\", "")):
+        raise EvaluationError(f"RegexFullMatch: pattern {pattern!r} is not RE2 syntax (backreference or lookaround)")
+    if _POSIX_CLASS.search(pattern):
+        raise EvaluationError(f"RegexFullMatch: POSIX character classes in {pattern!r} are not supported")
+    try:
+        return re.compile(pattern, re.ASCII)
+    except re.error as e:
+        raise EvaluationError(f"RegexFullMatch: invalid pattern {pattern!r}: {e}") from None
+
+
+@kernel("RegexFullMatch", 20)
+def regex_full_match(X: np.ndarray, *, pattern: str = "") -> np.ndarray:
+    """RegexFullMatch: whether each element matches ``pattern`` in full (see the module text on RE2)."""
+    x = _strings(X, "RegexFullMatch")
+    rx = _compile_re2(pattern)
+    return np.array([rx.fullmatch(_decode(_bytes_of(v))) is not None for v in x.ravel()], dtype=bool).reshape(x.shape)
+
+
+# ---------------------------------------------------------------------------------------------
+# TfIdfVectorizer
+# ---------------------------------------------------------------------------------------------
+
+
+def _row_keys(a: np.ndarray) -> np.ndarray:
+    """Each row of the int64 matrix ``a`` as one opaque, comparable value."""
+    a = np.ascontiguousarray(a, dtype=np.int64)
+    return a.view(np.dtype((np.void, a.dtype.itemsize * a.shape[1]))).ravel()
+
+
+@kernel("TfIdfVectorizer", 9)
+def tfidf_vectorizer(
+    X: np.ndarray,
+    *,
+    max_gram_length: int,
+    max_skip_count: int,
+    min_gram_length: int,
+    mode: str,
+    ngram_counts: list[int],
+    ngram_indexes: list[int],
+    pool_int64s: list[int] | None = None,
+    pool_strings: list[str] | None = None,
+    weights: list[float] | None = None,
+) -> np.ndarray:
+    """TfIdfVectorizer: count the pool's n-grams (with up to ``max_skip_count`` skips) in each row.
+
+    For each length ``n`` in ``[min_gram_length, max_gram_length]`` and each skip ``s`` in
+    ``[0, max_skip_count]``, the n-grams of a row are ``x[i], x[i+s+1], ..., x[i+(n-1)(s+1)]``
+    (1-grams are counted once, whatever the skip). ``TF`` gives counts, ``IDF`` the weight of
+    every n-gram present, ``TFIDF`` counts times weights. Output ``[max(ngram_indexes) + 1]``
+    (1-D input) or ``[N, max(ngram_indexes) + 1]``, float.
+    """
+    if (pool_int64s is None) == (pool_strings is None):
+        raise EvaluationError("TfIdfVectorizer: give exactly one of pool_int64s and pool_strings")
+    if mode not in ("TF", "IDF", "TFIDF"):
+        raise EvaluationError(f"TfIdfVectorizer: mode {mode!r} is not TF, IDF or TFIDF")
+    if not 1 <= min_gram_length <= max_gram_length:
+        raise EvaluationError(f"TfIdfVectorizer: gram lengths [{min_gram_length}, {max_gram_length}] are invalid")
+    if max_skip_count < 0:
+        raise EvaluationError(f"TfIdfVectorizer: max_skip_count {max_skip_count} is negative")
+    x = np.asarray(X)
+    if x.ndim not in (1, 2):
+        raise EvaluationError(f"TfIdfVectorizer: input must be 1-D or 2-D, got shape {x.shape}")
+    rows = x.reshape(1, -1) if x.ndim == 1 else x
+    n_rows, width = rows.shape
+
+    # Vocabulary ids: pool items map to [0, V), other input items to -1 (never matched).
+    if pool_strings is not None:
+        if x.dtype != object:
+            raise EvaluationError("TfIdfVectorizer: pool_strings needs a string input")
+        pool_items = [_encode(s) for s in pool_strings]
+        vocab: dict[bytes, int] = {}
+        pool_ids = np.array([vocab.setdefault(s, len(vocab)) for s in pool_items], dtype=np.int64)
+        ids = np.array([vocab.get(_bytes_of(v), -1) for v in rows.ravel()], dtype=np.int64).reshape(rows.shape)
+    else:
+        if x.dtype.kind not in "iu":
+            raise EvaluationError(f"TfIdfVectorizer: pool_int64s needs an integer input, got {x.dtype}")
+        pool_vals = np.asarray(pool_int64s, dtype=np.int64)
+        uniq, pool_ids = np.unique(pool_vals, return_inverse=True)
+        pool_ids = pool_ids.astype(np.int64)
+        xi = rows.astype(np.int64)
+        pos = np.clip(np.searchsorted(uniq, xi), 0, max(len(uniq) - 1, 0))
+        ids = np.where(uniq[pos] == xi, pos, -1) if len(uniq) else np.full(xi.shape, -1, np.int64)
+
+    starts = [int(c) for c in ngram_counts]
+    ends = [*starts[1:], len(pool_ids)]
+    if any(not 0 <= a <= b <= len(pool_ids) for a, b in zip(starts, ends)):
+        # The starting indexes in the pool of the 1-grams, 2-grams, ...: ascending, within the pool.
+        raise EvaluationError(
+            f"TfIdfVectorizer: ngram_counts {starts} are not ascending starts in a pool of {len(pool_ids)}"
+        )
+    n_grams_total = len(ngram_indexes)
+    out_size = max((int(i) for i in ngram_indexes), default=-1) + 1
+    w = np.ones(n_grams_total, np.float64) if weights is None else np.asarray(weights, dtype=np.float64)
+    if len(w) != n_grams_total:
+        raise EvaluationError(f"TfIdfVectorizer: {len(w)} weights for {n_grams_total} n-grams")
+    out_idx = np.asarray(ngram_indexes, dtype=np.int64)
+    if np.any(out_idx < 0):
+        raise EvaluationError("TfIdfVectorizer: ngram_indexes must be non-negative")
+    check_elements([n_rows, out_size], "TfIdfVectorizer")
+    counts = np.zeros((n_rows, n_grams_total), np.float64)
+    # The pool's n-gram counts, checked against ngram_indexes before any is counted.
+    for n, (lo, hi) in enumerate(zip(starts, ends), start=1):
+        if (hi - lo) % n:
+            raise EvaluationError(f"TfIdfVectorizer: pool entries [{lo}, {hi}) do not hold whole {n}-grams")
+    held = sum((hi - lo) // n for n, (lo, hi) in enumerate(zip(starts, ends), start=1))
+    if held != n_grams_total:
+        raise EvaluationError(f"TfIdfVectorizer: the pool holds {held} n-grams, ngram_indexes {n_grams_total}")
+    gram_base = 0
+    for n, (lo, hi) in enumerate(zip(starts, ends), start=1):
+        g = (hi - lo) // n
+        if not (min_gram_length <= n <= max_gram_length) or g == 0:
+            gram_base += g
+            continue
+        pool_keys = _row_keys(pool_ids[lo:hi].reshape(g, n))
+        order = np.argsort(pool_keys, kind="stable")
+        sorted_keys = pool_keys[order]
+        for skip in range(max_skip_count + 1 if n > 1 else 1):
+            step = skip + 1
+            span = (n - 1) * step + 1
+            count = width - span + 1
+            if count <= 0:
+                break
+            grams = np.stack([ids[:, k * step : k * step + count] for k in range(n)], axis=-1)
+            keys = _row_keys(grams.reshape(-1, n))
+            pos = np.clip(np.searchsorted(sorted_keys, keys), 0, g - 1)
+            hit = sorted_keys[pos] == keys
+            row_of = np.repeat(np.arange(n_rows), count)
+            np.add.at(counts, (row_of[hit], gram_base + order[pos[hit]]), 1.0)
+        gram_base += g
+    if mode == "IDF":
+        counts = np.minimum(counts, 1.0) * w
+    elif mode == "TFIDF":
+        counts = counts * w
+    y = np.zeros((n_rows, out_size), np.float64)
+    np.add.at(y.T, out_idx, counts.T)  # several n-grams may share an output coordinate
+    y32 = y.astype(np.float32)
+    return y32.reshape(out_size) if x.ndim == 1 else y32

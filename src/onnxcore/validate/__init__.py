@@ -1,0 +1,17 @@
+"""The validator (Clause 10): every violation of a model, each with a severity, a clause and a place.
+
+``check(model_or_path, *, full=True, limits=None, base_dir=None) -> Report``. Each rule is a small
+function with a stable code (``E-...`` errors, ``W-...`` warnings), registered explicitly in
+:mod:`onnxcore.validate.catalog`; the catalogue is ``docs/validation.md``.
+
+The package is ``validate`` and the function ``check``, so that ``onnxcore.check`` is always the
+function, whichever modules are imported.
+"""
+
+from __future__ import annotations
+
+from onnxcore.validate.catalog import RULES, Rule, rules_by_code
+from onnxcore.validate.report import Finding, Report
+from onnxcore.validate.runner import check
+
+__all__ = ["RULES", "Finding", "Report", "Rule", "check", "rules_by_code"]

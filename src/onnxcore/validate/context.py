@@ -1,0 +1,218 @@
+"""One pass over a model building the indexes every rule reads (Clause 10).
+
+Two traversals, both iterative so that no model can exhaust the Python stack (Clause 15.2):
+
+* a generic walk over every embedded message, in pre-order, recording each message with its
+  parent so that a readable location can be rendered on demand (Annex B rules and tensor rules
+  read it by message class); it reads no ``raw_data`` and follows each message object once, so
+  a code-built model that contains itself cannot loop;
+* the bound model of :mod:`onnxcore.graph` (its scopes, every node bound to its operator definition or
+  local function, Clauses 14.3 and 8.4, stopping at the nesting limit of Clause 15.4), made here or handed
+  in by the caller, and shared with inference and the evaluator.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from onnxcore.graph.bound import BoundModel, NodeRef, Scope, bind
+from onnxcore.limits import DEFAULT_LIMITS, Limits
+from onnxcore.proto import MESSAGE_CLASSES, MESSAGE_SPECS
+from onnxcore.proto.message import Message
+from onnxcore.proto.messages import AttributeProto, GraphProto, ModelProto, NodeProto
+
+__all__ = ["Context", "NodeRef", "Scope"]
+
+# Messages whose location segment is worth qualifying with their name.
+_NAMED = frozenset(
+    {"NodeProto", "AttributeProto", "TensorProto", "ValueInfoProto", "FunctionProto", "StringStringEntryProto"}
+)
+
+
+def _child_plan() -> dict[type, tuple[tuple[str, bool], ...]]:
+    plan: dict[type, tuple[tuple[str, bool], ...]] = {}
+    for name, cls in MESSAGE_CLASSES.items():
+        spec = MESSAGE_SPECS[name]
+        plan[cls] = tuple((f.name, f.repeated) for f in spec.fields if f.kind == "message")
+    return plan
+
+
+_PLAN = _child_plan()
+
+
+class Context:
+    """Everything the rules read, built once per check."""
+
+    def __init__(
+        self,
+        model: ModelProto,
+        *,
+        limits: Limits | None = None,
+        full: bool = True,
+        bound: BoundModel | None = None,
+    ) -> None:
+        self.model = model
+        self.limits = limits or DEFAULT_LIMITS
+        self.full = full
+        self.cache: dict[str, Any] = {}
+        self.ir_version = int(model.ir_version)
+        # Generic walk.
+        self.entries: list[tuple[Message, int, str, int]] = []
+        self.by_class: dict[type, list[int]] = {}
+        self.repeated_objects: list[int] = []
+        self._walk_messages()
+        # The bound model (graph/): scopes, bindings and what the walk noticed, shared with inference.
+        self.bound = bound if bound is not None else bind(model, limits=self.limits)
+        b = self.bound
+        self.defs = b.definitions
+        self.opsets = b.opsets
+        self.functions = b.functions
+        self.scopes = b.scopes
+        self.too_deep = b.too_deep
+        self.graph_cycles = b.graph_cycles
+        self.unusual = b.unusual
+        self.dup_node_names = b.dup_node_names
+        self.overloads = b.overloads
+        self.multi_attr = b.multi_attr
+        self.attr_refs = b.attr_refs
+        self.lookup_outer = b.lookup_outer
+        self.all_nodes = b.all_nodes
+        self.main = b.main
+
+    # ---- generic walk -------------------------------------------------------------------
+    def _walk_messages(self) -> None:
+        entries = self.entries
+        by_class = self.by_class
+        plan = _PLAN
+        seen: set[int] = {id(self.model)}
+        entries.append((self.model, -1, "", -1))
+        by_class.setdefault(type(self.model), []).append(0)
+        node_entries = by_class.setdefault(NodeProto, [])
+        limit = self.limits.max_nesting_depth
+        # (entry, subgraph depth): messages below the nesting limit are not visited (the graph
+        # walk reports the refusal), so a hostile depth costs no more than the limit allows.
+        stack = [(0, 0)]
+        while stack:
+            i, depth = stack.pop()
+            msg = entries[i][0]
+            fields = plan.get(type(msg), ())
+            if not fields:
+                continue
+            pushed: list[tuple[int, int]] = []
+            if type(msg) is GraphProto:
+                # Nodes are most of a model: record them without a trip through the stack, and
+                # descend only into those that hold messages. A node cannot enclose itself
+                # except through a graph, which is guarded below.
+                for k, n in enumerate(msg.node):
+                    j = len(entries)
+                    entries.append((n, i, "node", k))
+                    node_entries.append(j)
+                    if n.attribute or n.metadata_props or n.device_configurations:
+                        pushed.append((j, depth))
+                fields = fields[1:]  # ("node", True) is GraphProto's first message field
+            sub_depth = depth + 1 if type(msg) is AttributeProto else depth
+            if limit is not None and sub_depth > limit and type(msg) is AttributeProto:
+                fields = tuple(f for f in fields if f[0] not in ("g", "graphs"))
+            for fname, repeated in fields:
+                v = getattr(msg, fname)
+                if repeated:
+                    if not v:
+                        continue
+                    for k, c in enumerate(v):
+                        if id(c) in seen:
+                            self.repeated_objects.append(len(entries))
+                            entries.append((c, i, fname, k))
+                            continue
+                        seen.add(id(c))
+                        j = len(entries)
+                        entries.append((c, i, fname, k))
+                        by_class.setdefault(type(c), []).append(j)
+                        pushed.append((j, sub_depth))
+                elif v is not None:
+                    if id(v) in seen:
+                        self.repeated_objects.append(len(entries))
+                        entries.append((v, i, fname, -1))
+                        continue
+                    seen.add(id(v))
+                    j = len(entries)
+                    entries.append((v, i, fname, -1))
+                    by_class.setdefault(type(v), []).append(j)
+                    pushed.append((j, sub_depth))
+            pushed.reverse()
+            stack.extend(pushed)
+
+    def of(self, cls: type) -> list[int]:
+        """Indexes into :attr:`entries` of every message of class ``cls``, in pre-order."""
+        return self.by_class.get(cls, [])
+
+    def path(self, i: int) -> str:
+        """Readable location of entry ``i``, e.g. ``graph/initializer[3] "w"``.
+
+        The spelling is that of :mod:`onnxcore.infer`: a subgraph is its node's location followed
+        by the attribute name (``graph/node[3] "loop"/body``, ``.../branches[1]``), a function body
+        is ``functions[0] "domain:name"``.
+        """
+        chain: list[int] = []
+        entries = self.entries
+        while i > 0:
+            chain.append(i)
+            i = entries[i][1]
+        chain.reverse()
+        segs: list[str] = []
+        for j in chain:
+            msg, parent, field, k = entries[j]
+            spec_name = msg._SPEC.name
+            if spec_name == "GraphProto" and field in ("g", "graphs") and parent > 0:
+                attr = entries[parent][0]
+                segs[-1] = attr.name if k < 0 else f"{attr.name}[{k}]"  # type: ignore[attr-defined]
+                continue
+            s = field if k < 0 else f"{field}[{k}]"
+            if spec_name == "FunctionProto" and parent == 0:
+                s = f'{s} "{msg.domain}:{msg.name}"'  # type: ignore[attr-defined]
+            elif spec_name in _NAMED:
+                name = getattr(msg, "name", None) or getattr(msg, "key", None)
+                if name:
+                    s = f'{s} "{name}"'
+            elif spec_name == "OperatorSetIdProto" and msg.domain:  # type: ignore[attr-defined]
+                s = f'{s} "{msg.domain}"'  # type: ignore[attr-defined]
+            segs.append(s)
+        return "/".join(segs) or "model"
+
+    def parent_of(self, i: int) -> int:
+        """Entry index of the parent of entry ``i`` (-1 for the model)."""
+        return self.entries[i][1]
+
+    def groups(self) -> list[list[NodeRef]]:
+        """Nodes bound to a definition, grouped by everything the signature rules look at.
+
+        Two nodes of a group bind the same definition with the same input and output slots
+        (supplied or empty) and the same attribute names and types, so a signature rule that
+        passes for one passes for all: the rules check one node per group, and every node only
+        of a group that fails (Clause 7.3.1).
+        """
+        cached = self.cache.get("groups")
+        if cached is not None:
+            return cached
+        groups: dict[tuple[Any, ...], list[NodeRef]] = {}
+        for s in self.scopes:
+            for ref in s.nodes:
+                if ref.status != "schema":
+                    continue
+                node = ref.node
+                attrs = node.attribute
+                ins = node.input
+                outs = node.output
+                key = (
+                    id(ref.schema),
+                    tuple(map(bool, ins)) if "" in ins else len(ins),
+                    tuple(map(bool, outs)) if "" in outs else len(outs),
+                    tuple((a.name, a.type, bool(a.ref_attr_name)) for a in attrs) if attrs else (),
+                )
+                g = groups.get(key)
+                if g is None:
+                    groups[key] = [ref]
+                else:
+                    g.append(ref)
+        result = list(groups.values())
+        self.cache["groups"] = result
+        return result

@@ -1,0 +1,146 @@
+"""``check``: build the indexes once, run every registered rule, collect every finding (Clause 10.5)."""
+
+from __future__ import annotations
+
+import inspect
+import os
+from pathlib import Path
+from typing import Any
+
+# The rule modules register their rules on import, in this order (the order of the findings).
+# isort: off
+from onnxcore.validate import rules_model  # noqa: F401
+from onnxcore.validate import rules_proto  # noqa: F401
+from onnxcore.validate import rules_graph  # noqa: F401
+from onnxcore.validate import rules_ops  # noqa: F401
+from onnxcore.validate import rules_tensor  # noqa: F401
+from onnxcore.validate import rules_function  # noqa: F401
+
+# isort: on
+from onnxcore.errors import DecodeError, LimitError
+from onnxcore.graph.bound import BoundModel
+from onnxcore.limits import DEFAULT_LIMITS, Limits
+from onnxcore.proto.messages import ModelProto
+from onnxcore.validate.catalog import RULES, rule
+from onnxcore.validate.context import Context
+from onnxcore.validate.report import ERROR, Finding, Report
+
+__all__ = ["check", "check_context"]
+
+
+# Conditions found before any rule can run: registered so that their codes are catalogued.
+@rule("E-DECODE", "12", "the octets are not a well-formed model (reported instead of every other rule)")
+def _decode(ctx: Context) -> Any:
+    return ()
+
+
+@rule("E-DECODE-LIMIT", "15.4", "decoding refused at a resource limit (message nesting or size): a refusal")
+def _decode_limit(ctx: Context) -> Any:
+    return ()
+
+
+@rule("E-INTERNAL", "10.1", "a rule failed on this model (a defect of the validator; reported, never raised)")
+def _internal(ctx: Context) -> Any:
+    return ()
+
+
+_SPECIAL = frozenset({"E-DECODE", "E-DECODE-LIMIT", "E-INTERNAL"})
+
+
+def _load(source: str | os.PathLike[str] | bytes | bytearray | memoryview, limits: Limits) -> ModelProto:
+    from onnxcore import io
+
+    params = inspect.signature(io.load).parameters
+    kwargs: dict[str, Any] = {}
+    if "external_data" in params:
+        kwargs["external_data"] = False  # Clause 15.5: resolving external data is an explicit step
+    if "limits" in params:
+        kwargs["limits"] = limits
+    elif "max_depth" in params:
+        kwargs["max_depth"] = limits.message_depth()
+    return io.load(source, **kwargs)
+
+
+def check(
+    model_or_path: ModelProto | str | os.PathLike[str] | bytes | bytearray | memoryview,
+    *,
+    full: bool = True,
+    limits: Limits | None = None,
+    base_dir: str | os.PathLike[str] | None = None,
+    bound: BoundModel | None = None,
+) -> Report:
+    """Validate a model under Clause 10 and report every finding.
+
+    Never raises on a bad model: malformed octets, a model breaking any rule, even a rule that
+    fails, all become findings. Reads no weight: ``raw_data`` is measured, never read, and
+    external data is verified by reference (Clause 13.2, 15.3), not loaded.
+
+    Args:
+        model_or_path: A decoded :class:`~onnxcore.ModelProto`, the octets of one, or a path to a
+            model file (loaded without its external data).
+        full: Also run the type checks (Clause 10.3, by type inference) and read sparse indices.
+        limits: Resource limits (Clause 15.4); :data:`onnxcore.DEFAULT_LIMITS` when None.
+        base_dir: Directory against which external references are resolved and verified; a
+            path argument supplies its own directory when this is None.
+        bound: The model already bound (:func:`onnxcore.graph.bind`, under the same limits), so that a caller
+            that goes on to evaluate it binds it once.
+
+    Returns:
+        The :class:`Report`.
+
+    Raises:
+        OnnxCoreError: the file cannot be read at all (it does not exist, or is not readable).
+        TypeError: ``model_or_path`` is none of the accepted kinds.
+    """
+    lim = limits or DEFAULT_LIMITS
+    report = Report()
+    model: ModelProto
+    if isinstance(model_or_path, ModelProto):
+        model = model_or_path
+    elif isinstance(model_or_path, bytes | bytearray | memoryview | str | os.PathLike):
+        is_path = isinstance(model_or_path, str | os.PathLike)
+        if is_path:
+            report.source = os.fspath(model_or_path)  # type: ignore[arg-type]
+            if base_dir is None:
+                base_dir = Path(os.fspath(model_or_path)).resolve().parent  # type: ignore[arg-type]
+        try:
+            model = _load(model_or_path, lim)
+        except (DecodeError, LimitError) as e:
+            code, clause = ("E-DECODE-LIMIT", "15.4") if isinstance(e, LimitError) else ("E-DECODE", "12")
+            report.findings.append(Finding(ERROR, code, clause, str(e), getattr(e, "path", "") or ""))
+            return report
+    else:
+        raise TypeError(f"check() takes a ModelProto, octets or a path, not {type(model_or_path).__name__}")
+
+    return check_context(model, lim, full=full, base_dir=base_dir, bound=bound, report=report)[0]
+
+
+def check_context(
+    model: ModelProto,
+    limits: Limits,
+    *,
+    full: bool = True,
+    base_dir: str | os.PathLike[str] | None = None,
+    bound: BoundModel | None = None,
+    report: Report | None = None,
+) -> tuple[Report, Context | None]:
+    """:func:`check` of a decoded model, with the :class:`Context` the rules read (None if it could not be
+    built): a caller that evaluates the model next reuses its bound model and its inference."""
+    report = report if report is not None else Report()
+    try:
+        ctx = Context(model, limits=limits, full=full, bound=bound)
+    except Exception as e:  # a defect of ours must not become the caller's crash
+        report.findings.append(Finding(ERROR, "E-INTERNAL", "10.1", f"indexing failed: {type(e).__name__}: {e}", ""))
+        return report, None
+    if base_dir is not None:
+        ctx.cache["base_dir"] = os.fspath(base_dir)
+    findings = report.findings
+    for r in RULES:
+        if r.code in _SPECIAL or (r.full_only and not full):
+            continue
+        try:
+            for loc, msg in r.func(ctx):
+                findings.append(Finding(r.severity, r.code, r.clause, msg, loc))
+        except Exception as e:
+            findings.append(Finding(ERROR, "E-INTERNAL", "10.1", f"rule {r.code} failed: {type(e).__name__}: {e}", ""))
+    return report, ctx

@@ -1,0 +1,252 @@
+"""Linear-algebra kernels: ONNX 1-3 vectors, and differential tests against onnxruntime."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kernels import compare, run_ours, single_node_cases
+
+LINALG_OPS = {"MatMul", "Gemm", "Einsum", "Det", "Trilu"}
+
+RNG = np.random.default_rng(11)
+
+
+@pytest.mark.parametrize("case_dir", single_node_cases(LINALG_OPS))
+def test_onnx_node_case(case_dir: Path) -> None:
+    """Every single-node ONNX 1-3 case of these operators (rtol 1e-3, atol 1e-7; Clause 11.5)."""
+    pytest.importorskip("onnx")
+    from node_harness import assert_close, run_single_node_case
+
+    result = run_single_node_case(case_dir)
+    assert result is not None, "kernel not registered"
+    actual, expected = result
+    for a, e in zip(actual, expected):
+        assert_close(a, e)
+
+
+def _r(shape: tuple[int, ...], dtype: str = "float32") -> np.ndarray:
+    if np.dtype(dtype).kind in "iu":
+        return RNG.integers(0, 5, size=shape).astype(dtype)
+    return RNG.normal(size=shape).astype(dtype)
+
+
+MATMUL_SHAPES = [
+    ((3, 4), (4, 5)),
+    ((4,), (4,)),
+    ((4,), (4, 5)),
+    ((3, 4), (4,)),
+    ((2, 3, 4), (4, 5)),
+    ((2, 1, 3, 4), (5, 4, 2)),
+    ((0, 4), (4, 3)),
+    ((3, 0), (0, 2)),
+    ((5,), (2, 5, 3)),
+]
+
+
+@pytest.mark.parametrize(("sa", "sb"), MATMUL_SHAPES, ids=str)
+@pytest.mark.parametrize(("opset", "dtype"), [(1, "float32"), (9, "int32"), (13, "float64"), (13, "float16")], ids=str)
+def test_matmul_vs_ort(sa: tuple, sb: tuple, opset: int, dtype: str) -> None:
+    pytest.importorskip("onnxruntime")
+    compare("MatMul", [_r(sa, dtype), _r(sb, dtype)], opset, rtol=2e-3 if dtype == "float16" else 1e-5, atol=1e-4)
+
+
+def test_matmul_mismatch_raises() -> None:
+    from onnxcore.errors import ShapeError
+
+    with pytest.raises(ShapeError):
+        run_ours("MatMul", [_r((2, 3)), _r((4, 2))], 13)
+
+
+GEMM_ATTRS = [
+    {},
+    {"transA": 1},
+    {"transB": 1},
+    {"transA": 1, "transB": 1, "alpha": 0.5, "beta": 2.0},
+    {"alpha": -1.5},
+    {"beta": 0.0},
+]
+C_SHAPES = [None, (), (1,), (5,), (3, 1), (3, 5), (1, 5)]
+
+
+@pytest.mark.parametrize("attrs", GEMM_ATTRS, ids=str)
+@pytest.mark.parametrize("opset", [11, 13])
+def test_gemm_vs_ort(attrs: dict, opset: int) -> None:
+    pytest.importorskip("onnxruntime")
+    a = _r((4, 3) if attrs.get("transA") else (3, 4))
+    b = _r((5, 4) if attrs.get("transB") else (4, 5))
+    for cs in C_SHAPES:
+        inputs = [a, b] if cs is None else [a, b, _r(cs)]
+        compare("Gemm", inputs, opset, attrs, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("opset", [7, 9])
+def test_gemm_required_c_vs_ort(opset: int) -> None:
+    pytest.importorskip("onnxruntime")
+    for cs in [(), (5,), (3, 5)]:
+        compare("Gemm", [_r((3, 4)), _r((4, 5)), _r(cs)], opset, {"alpha": 2.0}, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64", "float64"])
+def test_gemm_types_vs_ort(dtype: str) -> None:
+    pytest.importorskip("onnxruntime")
+    compare("Gemm", [_r((3, 4), dtype), _r((4, 5), dtype), _r((5,), dtype)], 13)
+
+
+@pytest.mark.parametrize("opset", [1, 6])
+def test_gemm_legacy_broadcast_attribute(opset: int) -> None:
+    """onnxruntime has no Gemm before 7; the definition's formula is the oracle."""
+    from onnxcore.errors import ShapeError
+
+    a, b = _r((3, 4)), _r((4, 5))
+    c = _r((5,))
+    (y,) = run_ours("Gemm", [a, b, c], opset, {"broadcast": 1, "alpha": 2.0, "beta": 0.5})
+    np.testing.assert_allclose(y, 2.0 * a @ b + 0.5 * c, rtol=1e-5)
+    with pytest.raises(ShapeError):
+        run_ours("Gemm", [a, b, c], opset, {"broadcast": 0})
+    (y,) = run_ours("Gemm", [a, b, _r((3, 5))], opset, {"transA": 0})
+    assert y.shape == (3, 5)
+
+
+EINSUM_CASES = [
+    ("ij,jk->ik", [(3, 4), (4, 5)]),
+    ("ij,jk", [(3, 4), (4, 5)]),
+    ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]),
+    ("ii->i", [(4, 4)]),
+    ("ii", [(4, 4)]),
+    ("ij->ji", [(3, 4)]),
+    ("...ij,...jk->...ik", [(2, 3, 4), (2, 4, 5)]),
+    ("...ij,...jk->...ik", [(2, 1, 3, 4), (1, 3, 4, 5)]),
+    ("i,i", [(6,), (6,)]),
+    ("i,j->ij", [(3,), (4,)]),
+    ("Ab,bc->Ac", [(2, 3), (3, 4)]),
+    ("ab, bc -> ac", [(2, 3), (3, 4)]),
+    ("...i->...", [(2, 3, 4)]),
+    ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 2)]),
+    ("bn,anm,bm->ba", [(2, 3), (4, 3, 5), (2, 5)]),
+    # two operands lowered to one batched matmul (and its edge cases)
+    ("bhqd,bhkd->bhqk", [(2, 3, 4, 5), (2, 3, 6, 5)]),
+    ("bhqk,bhkd->bqhd", [(2, 3, 4, 6), (2, 3, 6, 5)]),
+    ("bij,jk->bik", [(2, 3, 4), (4, 5)]),
+    ("ij,kj->ik", [(3, 4), (5, 4)]),
+    ("ij,k->i", [(3, 4), (5,)]),
+    ("ij,ij->ij", [(3, 4), (3, 4)]),
+    ("ij,ij->", [(3, 4), (3, 4)]),
+    ("i,j", [(3,), (4,)]),
+    ("ba,ab", [(3, 4), (4, 3)]),
+    ("...d,...d->...", [(2, 3, 4), (2, 3, 4)]),
+    ("...ij,...jk", [(2, 3, 4), (2, 4, 5)]),
+    ("bij,bjk->bik", [(1, 3, 4), (2, 4, 5)]),
+    ("ij,jk->ik", [(0, 4), (4, 3)]),
+    ("ij,jk->ik", [(3, 0), (0, 2)]),
+    ("bA,Ac", [(2, 3), (3, 4)]),
+    ("zA,Az", [(2, 3), (3, 2)]),
+]
+
+
+@pytest.mark.parametrize(("eq", "shapes"), EINSUM_CASES, ids=[c[0] for c in EINSUM_CASES])
+def test_einsum_vs_ort(eq: str, shapes: list) -> None:
+    pytest.importorskip("onnxruntime")
+    compare("Einsum", [_r(s) for s in shapes], 12, {"equation": eq}, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("eq", "shapes"),
+    [
+        ("Ba,aC", [(2, 3), (3, 4)]),
+        ("Ca,aB", [(2, 3), (3, 4)]),
+        ("aB,Ba", [(2, 3), (3, 2)]),
+        ("bC,Ca", [(2, 3), (3, 4)]),
+    ],
+)
+def test_einsum_implicit_output_ascii_order(eq: str, shapes: list) -> None:
+    """Implicit output: letters in increasing ASCII order, upper case first (Einsum definition).
+    onnxruntime 1.31 rejects some of these labels, so numpy.einsum in float64 is the oracle."""
+    ops = [_r(sh) for sh in shapes]
+    (y,) = run_ours("Einsum", ops, 12, {"equation": eq})
+    ref = np.einsum(eq, *[o.astype(np.float64) for o in ops])
+    assert y.shape == ref.shape
+    np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-6)
+
+
+def test_einsum_integer_and_bad_equation() -> None:
+    from onnxcore.errors import EvaluationError, ShapeError
+
+    a, b = _r((2, 3), "int32"), _r((3, 2), "int32")
+    (y,) = run_ours("Einsum", [a, b], 12, {"equation": "ij,jk->ik"})
+    assert y.dtype == np.int32
+    np.testing.assert_array_equal(y, a @ b)
+    with pytest.raises(EvaluationError):
+        run_ours("Einsum", [a], 12, {"equation": "ij,jk->ik"})
+    with pytest.raises(ShapeError):
+        run_ours("Einsum", [_r((2, 3, 4)), _r((4, 5))], 12, {"equation": "...ij,...jk->...ik"})
+    # One letter, two extents (neither 1): numpy's einsum does not check it when the operand is empty.
+    with pytest.raises(ShapeError, match="letter 'i'"):
+        run_ours("Einsum", [_r((2, 0, 5))], 12, {"equation": "...ii->...i"})
+    with pytest.raises(ShapeError, match="letter 'j'"):
+        run_ours("Einsum", [_r((2, 3)), _r((4, 5))], 12, {"equation": "ij,jk->ik"})
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (2, 4, 4), (2, 2, 1, 1), (0, 2, 2)], ids=str)
+def test_det_vs_ort(shape: tuple) -> None:
+    pytest.importorskip("onnxruntime")
+    compare("Det", [_r(shape)], 11, rtol=1e-4, atol=1e-5)
+
+
+def test_det_float16_and_bfloat16() -> None:
+    import ml_dtypes
+
+    x = np.array([[2.0, 1.0], [1.0, 3.0]], np.float32)
+    for dt in (np.float16, ml_dtypes.bfloat16):
+        (y,) = run_ours("Det", [x.astype(dt)], 22)
+        assert y.dtype == np.dtype(dt) and y.shape == () and float(y) == 5.0
+
+
+@pytest.mark.parametrize("upper", [0, 1])
+@pytest.mark.parametrize("dtype", ["float32", "int64", "bool"])
+def test_trilu_vs_ort(upper: int, dtype: str) -> None:
+    pytest.importorskip("onnxruntime")
+    x = _r((2, 4, 5), dtype) if dtype != "bool" else RNG.random((2, 4, 5)) < 0.7
+    compare("Trilu", [x], 14, {"upper": upper})
+    for k in (-7, -1, 0, 2, 6):
+        compare("Trilu", [x, np.array(k, np.int64)], 14, {"upper": upper})
+
+
+def test_trilu_strings_zero_is_empty() -> None:
+    x = np.array([[b"a", b"b"], [b"c", b"d"]], dtype=object)
+    (y,) = run_ours("Trilu", [x], 14, {"upper": 1})
+    assert y.tolist() == [[b"a", b"b"], [b"", b"d"]]
+
+
+@pytest.mark.parametrize("op", sorted(LINALG_OPS))
+def test_every_version_vs_ort(op: str) -> None:
+    pytest.importorskip("onnxruntime")
+    from kernels import sweep_versions
+
+    a, b, c = _r((3, 4)), _r((4, 5)), _r((3, 5))
+
+    def build(v: int) -> tuple:
+        if op == "MatMul":
+            return [_r((2, 3, 4)), b], {}
+        if op == "Gemm":
+            return [a, b, c], {"alpha": 0.5, "beta": 2.0}
+        if op == "Einsum":
+            return [a, b], {"equation": "ij,jk->ik"}
+        if op == "Det":
+            return [_r((2, 3, 3))], {}
+        return [_r((2, 3, 4)), np.array(1, np.int64)], {"upper": 0}
+
+    assert sweep_versions(op, build, rtol=1e-5, atol=1e-5) > 0
+
+
+def test_rank0_results_are_arrays() -> None:
+    (y,) = run_ours("MatMul", [_r((4,)), _r((4,))], 13)
+    assert type(y) is np.ndarray and y.shape == ()
+    (y,) = run_ours("Det", [_r((3, 3))], 11)
+    assert type(y) is np.ndarray and y.shape == ()
+    for eq in ("i,i", "i,i->", "ij,ij", "ii"):
+        ins = [_r((3, 3) if "j" in eq or eq == "ii" else (3,))] * (2 if "," in eq else 1)
+        (y,) = run_ours("Einsum", ins, 12, {"equation": eq})
+        assert type(y) is np.ndarray and y.shape == ()

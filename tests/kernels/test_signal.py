@@ -1,0 +1,215 @@
+"""DFT, STFT and MelWeightMatrix against the ONNX 1-3 vectors and onnxruntime on random inputs."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from runtime.node_harness import assert_close, run_single_node_case
+
+from kernels import assert_every_version_has_a_kernel
+from onnxcore.errors import EvaluationError
+from onnxcore.kernels.registry import lookup
+
+ort = pytest.importorskip("onnxruntime")
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper  # noqa: E402
+
+PREFIXES = ("test_dft", "test_stft", "test_melweightmatrix")
+
+
+def test_node_vectors(node_cases: list[Path]) -> None:
+    cases = [c for c in node_cases if c.name.startswith(PREFIXES) and "expanded" not in c.name]
+    assert len(cases) >= 13
+    for case in cases:
+        out = run_single_node_case(case)
+        assert out is not None, case.name
+        actual, expected = out
+        for a, e in zip(actual, expected):
+            # The vectors were computed in float32: values that are 0 exactly come out as float32
+            # rounding noise up to ~2e-6 there, while we compute in float64 and round once.
+            assert_close(a, e, rtol=1e-3, atol=1e-5)
+
+
+def _fn(op: str, version: int) -> Any:
+    k = lookup("", op, version)
+    assert k is not None
+    return k.fn
+
+
+def _ort(
+    op: str, opset: int, feeds: dict[str, np.ndarray | None], attrs: dict[str, Any], out: int = TensorProto.FLOAT
+) -> np.ndarray:
+    names = [k if v is not None else "" for k, v in feeds.items()]
+    while names and not names[-1]:
+        names.pop()
+    given = {k: v for k, v in feeds.items() if v is not None}
+    ins = [
+        helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype), list(v.shape))
+        for k, v in given.items()
+    ]
+    node = helper.make_node(op, names, ["y"], **attrs)
+    graph = helper.make_graph([node], "g", ins, [helper.make_tensor_value_info("y", out, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 9
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return sess.run(None, given)[0]
+
+
+def _reference(op: str, opset: int, feeds: dict[str, np.ndarray | None], attrs: dict[str, Any]) -> np.ndarray:
+    from onnx.reference import ReferenceEvaluator
+
+    names = [k if v is not None else "" for k, v in feeds.items()]
+    given = {k: v for k, v in feeds.items() if v is not None}
+    ins = [helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype), None) for k, v in given.items()]
+    node = helper.make_node(op, names, ["y"], **attrs)
+    graph = helper.make_graph([node], "g", ins, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    return ReferenceEvaluator(model).run(None, given)[0]
+
+
+DFT_COMBOS = list(itertools.product([0, 1], [0, 1], [None, 5, 12], [1, -2, 2, -3]))
+
+
+@pytest.mark.parametrize("version", [17, 20])
+def test_dft_against_onnxruntime(version: int) -> None:
+    rng = np.random.default_rng(version)
+    for inverse, onesided, length, axis in DFT_COMBOS:
+        complex_in = bool(inverse and onesided) or (bool(rng.integers(0, 2)) and not onesided)
+        x = rng.standard_normal((2, 8, 6, 2 if complex_in else 1)).astype(np.float32)
+        dl = None if length is None else np.array(length, np.int64)
+        attrs: dict[str, Any] = {"inverse": inverse, "onesided": onesided}
+        if version == 17:
+            attrs["axis"] = axis
+            feeds: dict[str, Any] = {"x": x, "dl": dl}
+            actual = _fn("DFT", 17)(x, dl, **attrs)
+        else:
+            ax = np.array(axis, np.int64)
+            feeds = {"x": x, "dl": dl, "ax": ax}
+            actual = _fn("DFT", 20)(x, dl, ax, **attrs)
+        if inverse and onesided and length is not None:
+            # onnxruntime's IRFFT with an explicit dft_length is an inverse real DFT only when
+            # dft_length // 2 + 1 bins fit the input and dft_length >= 2 (extent - 1) (otherwise
+            # it crops or pads something else: its results for 5, 6, 12, 14 disagree with every
+            # reading); the onnx reference implements numpy's irfft, like us.
+            expected = _reference("DFT", version, feeds, attrs)
+        else:
+            expected = _ort("DFT", version, feeds, attrs)
+        assert actual.dtype == np.float32 and actual.shape == expected.shape, (inverse, onesided, length, axis)
+        np.testing.assert_allclose(
+            actual, expected, rtol=1e-4, atol=1e-4, err_msg=str((inverse, onesided, length, axis))
+        )
+
+
+def test_dft_defaults_and_errors() -> None:
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((3, 5, 1)).astype(np.float64)
+    y = _fn("DFT", 20)(x)  # axis -2 = 1 here
+    np.testing.assert_allclose(y[..., 0] + 1j * y[..., 1], np.fft.fft(x[..., 0], axis=1), atol=1e-12)
+    y17 = _fn("DFT", 17)(x)  # axis attribute 1
+    np.testing.assert_array_equal(y, y17)
+    h = _fn("DFT", 20)(x.astype(np.float16))
+    assert h.dtype == np.float16
+    z = _fn("DFT", 20)(np.stack([x[..., 0], x[..., 0]], -1), None, np.array(1), inverse=1, onesided=1)
+    assert z.shape == (3, 8, 1)  # default length 2 * (5 - 1)
+    for bad in (2, -1, 3):
+        with pytest.raises(EvaluationError):
+            _fn("DFT", 20)(x, None, np.array(bad))
+    with pytest.raises(EvaluationError):
+        _fn("DFT", 20)(x, np.array(0))
+    # onesided pairs a forward transform with a real signal and an inverse one with a complex spectrum only.
+    complex_x = np.stack([x[..., 0], x[..., 0]], -1)
+    for version in (17, 20):
+        with pytest.raises(EvaluationError, match="onesided"):
+            _fn("DFT", version)(complex_x, onesided=1)
+        with pytest.raises(EvaluationError, match="onesided"):
+            _fn("DFT", version)(x, onesided=1, inverse=1)
+
+
+@pytest.mark.parametrize(
+    ("length", "step", "frame_length", "with_window", "onesided"),
+    [(32, 8, 16, True, 1), (30, 5, None, True, 0), (20, 3, 7, False, 1), (16, 4, None, False, 1), (25, 25, 9, True, 0)],
+)
+def test_stft_against_onnxruntime(
+    length: int, step: int, frame_length: int | None, with_window: bool, onesided: int
+) -> None:
+    rng = np.random.default_rng(length)
+    x = rng.standard_normal((2, length, 1)).astype(np.float32)
+    fl = frame_length if frame_length is not None else (10 if with_window else length)
+    win = np.hanning(fl).astype(np.float32) if with_window else None
+    feeds = {
+        "x": x,
+        "step": np.array(step, np.int64),
+        "w": win,
+        "fl": None if frame_length is None else np.array(frame_length, np.int64),
+    }
+    if win is None and frame_length is None:
+        # onnxruntime fails to size the output without window and frame_length; numpy is the oracle.
+        expected = np.fft.rfft(x[:, None, :, 0], axis=-1)
+        expected = np.stack([expected.real, expected.imag], -1).astype(np.float32)
+    else:
+        expected = _ort("STFT", 17, feeds, {"onesided": onesided})
+    actual = _fn("STFT", 17)(*feeds.values(), onesided=onesided)
+    assert actual.dtype == np.float32 and actual.shape == expected.shape
+    np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("n_mel", "n_dft", "rate", "lo", "hi", "dtype"),
+    [
+        (8, 16, 8192, 0.0, 4096.0, TensorProto.FLOAT),
+        (20, 512, 16000, 20.0, 8000.0, TensorProto.FLOAT),
+        (40, 1024, 22050, 0.0, 11025.0, TensorProto.DOUBLE),
+        (10, 64, 8000, 300.0, 3000.0, TensorProto.FLOAT16),
+    ],
+)
+def test_mel_weight_matrix_against_onnxruntime(
+    n_mel: int, n_dft: int, rate: int, lo: float, hi: float, dtype: int
+) -> None:
+    feeds = {
+        "n": np.array(n_mel, np.int64),
+        "d": np.array(n_dft, np.int64),
+        "r": np.array(rate, np.int64),
+        "lo": np.array(lo, np.float32),
+        "hi": np.array(hi, np.float32),
+    }
+    if dtype == TensorProto.FLOAT16:
+        # onnxruntime has no float16 output: its float result rounded is the oracle.
+        expected = _ort("MelWeightMatrix", 17, feeds, {}, TensorProto.FLOAT).astype(np.float16)
+    else:
+        expected = _ort("MelWeightMatrix", 17, feeds, {"output_datatype": dtype}, dtype)
+    actual = _fn("MelWeightMatrix", 17)(*feeds.values(), output_datatype=dtype)
+    assert actual.dtype == expected.dtype and actual.shape == (n_dft // 2 + 1, n_mel)
+    np.testing.assert_allclose(actual.astype(np.float64), expected.astype(np.float64), rtol=1e-3, atol=1e-6)
+
+
+@pytest.mark.parametrize("op", ["DFT", "STFT", "MelWeightMatrix"])
+def test_every_since_version_has_a_kernel(op: str) -> None:
+    pytest.importorskip("onnx")
+    assert_every_version_has_a_kernel(op)
+
+
+def test_dft_double_against_onnxruntime_and_half_rounds_once() -> None:
+    rng = np.random.default_rng(21)
+    x = rng.standard_normal((3, 7, 2))
+    for inverse in (0, 1):
+        feeds = {"x": x, "dl": None, "ax": np.array(-2, np.int64)}
+        expected = _ort("DFT", 20, feeds, {"inverse": inverse}, TensorProto.DOUBLE)
+        actual = _fn("DFT", 20)(x, None, np.array(-2), inverse=inverse)
+        assert actual.dtype == np.float64
+        # onnxruntime's double DFT is only float32-accurate (relative errors ~5e-8): numpy is the
+        # tight oracle, onnxruntime the loose one.
+        np.testing.assert_allclose(actual, expected, rtol=1e-6, atol=1e-6)
+        ref = (
+            np.fft.ifft(x[..., 0] + 1j * x[..., 1], axis=1)
+            if inverse
+            else np.fft.fft(x[..., 0] + 1j * x[..., 1], axis=1)
+        )
+        np.testing.assert_allclose(actual, np.stack([ref.real, ref.imag], -1), rtol=1e-12, atol=1e-12)
+    h = x.astype(np.float16)
+    z = np.fft.fft(h[..., 0].astype(np.float64) + 1j * h[..., 1].astype(np.float64), axis=1)
+    ref = np.stack([z.real, z.imag], -1).astype(np.float16)
+    np.testing.assert_array_equal(_fn("DFT", 20)(h), ref)
