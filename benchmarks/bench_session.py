@@ -19,10 +19,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import corpus  # noqa: E402
-from bench_check import build_chain  # noqa: E402
+import corpus
+from bench_check import build_chain
 
-import onnxcore  # noqa: E402
+import onnxcore
 
 
 def _best(fn: Callable[[], object], repeat: int) -> float:
@@ -46,8 +46,8 @@ def main() -> int:
         rows = []
         for path in [*paths, chain]:
             model = onnxcore.load(path)
-            checked = _best(lambda: onnxcore.Session(model), args.repeat)
-            unchecked = _best(lambda: onnxcore.Session(model, check=False), args.repeat)
+            checked = _best(lambda m=model: onnxcore.Session(m), args.repeat)
+            unchecked = _best(lambda m=model: onnxcore.Session(m, check=False), args.repeat)
             name = path.stem.removeprefix("light_")
             if path == chain:
                 name = f"chain of {args.chain:,} nodes"
