@@ -7,7 +7,10 @@ comparison failed, or the file is corrupt; 2 the file cannot be read or the argu
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+
+from onnxcore import __version__
 
 __all__ = ["main"]
 
@@ -89,8 +92,6 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _version() -> str:
-    from onnxcore import __version__
-
     return f"onnxcore {__version__}"
 
 
@@ -100,8 +101,6 @@ def main(argv: list[str] | None = None) -> int:
         return _main(argv)
     except BrokenPipeError:
         # Output piped into a reader that stopped early (e.g. ``| head``): not an error of ours.
-        import os
-
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
@@ -109,12 +108,15 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str] | None) -> int:
     args = _parser().parse_args(argv)
-    from onnxcore.cli import commands
-
     if args.command is None:
         _parser().print_help()
         return 2
+    # The commands load the validator, inference and the evaluator: only once a command is chosen, so that
+    # ``--help``, ``--version`` and argument errors answer at once.
+    from onnxcore.cli import commands
+
     if args.command == "inspect":
+        # inspect reads the wire format alone: none of the other commands' modules.
         from onnxcore.cli.inspect import run_inspect
 
         return run_inspect(args.model, depth=args.depth, max_items=args.max_items, as_json=args.json)

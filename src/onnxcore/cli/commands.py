@@ -13,7 +13,15 @@ from typing import Any
 
 import numpy as np
 
+import onnxcore
+from onnxcore.cli.validate import main as check_main
+from onnxcore.conformance.generate import generate_node_package
+from onnxcore.conformance.runner import discover, run_package, summarize_by_operator, terminal_progress
+from onnxcore.conformance.statement import build_statement, render_markdown
 from onnxcore.errors import OnnxCoreError
+from onnxcore.infer import annotate
+from onnxcore.proto.codec import encode_parts
+from onnxcore.types import value_from_proto
 
 __all__ = ["bundled_model_path", "model_digest", "cmd_demo", "cmd_check", "cmd_run", "cmd_convert", "cmd_hash"]
 
@@ -55,7 +63,6 @@ def _unreadable(path: str) -> bool:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """Validate the bundled model, run it on four flowers, print the result."""
-    import onnxcore
 
     path = bundled_model_path()
     report = onnxcore.check(path)
@@ -90,7 +97,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_check(args: argparse.Namespace) -> int:
     """Validate a model; exit 0 without errors, 1 with errors, 2 if unreadable."""
-    from onnxcore.cli.validate import main as check_main
 
     flags = [f for f, on in (("--json", args.json), ("--fast", args.fast), ("--errors-only", args.errors_only)) if on]
     return check_main([args.model, *flags])
@@ -103,8 +109,6 @@ def _load_input(spec: str) -> tuple[str, Any]:
     path = Path(file)
     if path.suffix == ".npy":
         return name, np.load(path, allow_pickle=False)
-    import onnxcore
-    from onnxcore.types import value_from_proto
 
     data = path.read_bytes()
     for cls in (onnxcore.TensorProto, onnxcore.SequenceProto, onnxcore.MapProto, onnxcore.OptionalProto):
@@ -117,7 +121,6 @@ def _load_input(spec: str) -> tuple[str, Any]:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Run a model; print shapes, types and a preview; optionally write .npy outputs."""
-    import onnxcore
 
     if _unreadable(args.model):
         return 2
@@ -175,7 +178,6 @@ def profile_table(steps: list[Any], runs: int, *, top: int = 15) -> str:
 
 def cmd_convert(args: argparse.Namespace) -> int:
     """Re-save a model with another layout."""
-    import onnxcore
 
     if _unreadable(args.model):
         return 2
@@ -184,8 +186,6 @@ def cmd_convert(args: argparse.Namespace) -> int:
         if args.inline:
             model = onnxcore.internalize(model)
         if args.infer_shapes:
-            from onnxcore.infer import annotate
-
             model = annotate(model)
         onnxcore.save(model, args.out, external_data=bool(args.external_data), canonical=bool(args.canonical))
     except (OSError, OnnxCoreError) as e:
@@ -200,8 +200,6 @@ def model_digest(path: str | Path) -> str:
     The same content gives the same digest whether the weights are inline or external and
     whatever order another writer put the fields in (canonical form, docs/canonical.md).
     """
-    import onnxcore
-    from onnxcore.proto.codec import encode_parts
 
     model = onnxcore.internalize(onnxcore.load(path))
     h = hashlib.sha256()
@@ -228,8 +226,6 @@ def cmd_hash(args: argparse.Namespace) -> int:
 
 def cmd_conformance(args: argparse.Namespace) -> int:
     """Run (or generate) a test package; exit 0 when no case failed or errored, 1 otherwise."""
-    from onnxcore.conformance.generate import generate_node_package
-    from onnxcore.conformance.runner import discover, run_package, summarize_by_operator, terminal_progress
 
     if args.generate:
         try:
@@ -264,10 +260,6 @@ def cmd_conformance(args: argparse.Namespace) -> int:
 def cmd_statement(args: argparse.Namespace) -> int:
     """Generate the conformance statement (Annex A) from a fresh run of the test package."""
     import tempfile
-
-    from onnxcore.conformance.generate import generate_node_package
-    from onnxcore.conformance.runner import discover, run_package, terminal_progress
-    from onnxcore.conformance.statement import build_statement, render_markdown
 
     with tempfile.TemporaryDirectory() as tmp:
         package = args.package

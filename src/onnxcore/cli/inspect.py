@@ -14,7 +14,8 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any, TextIO
 
-from onnxcore.errors import DecodeError
+from onnxcore.errors import DecodeError, OnnxCoreError
+from onnxcore.io import read_source
 from onnxcore.proto.spec import ENUM_SPECS, MESSAGE_SPECS, MessageSpec
 from onnxcore.wire.reader import Buffer, FieldRecord, iter_fields, read_key, read_varint
 from onnxcore.wire.varint import to_int64
@@ -206,8 +207,6 @@ def _format(row: Row) -> str:
 
 def run_inspect(path: str, *, depth: int, max_items: int, as_json: bool, out: TextIO | None = None) -> int:
     """Print the rows of ``path``; return the exit code (0 ok, 1 corrupt, 2 unreadable)."""
-    from onnxcore.errors import OnnxCoreError
-    from onnxcore.io import read_source
 
     if out is None:
         out = sys.stdout

@@ -9,6 +9,7 @@ import argparse
 import sys
 
 from onnxcore.errors import OnnxCoreError
+from onnxcore.validate.runner import check
 
 __all__ = ["main", "build_parser"]
 
@@ -26,7 +27,6 @@ def build_parser(prog: str = "onnxcore check") -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run ``onnxcore check``; returns the exit status (0 ok, 1 errors, 2 unreadable file)."""
     args = build_parser().parse_args(argv)
-    from onnxcore.validate.runner import check
 
     try:
         report = check(args.model, full=not args.fast)

@@ -15,9 +15,11 @@ from typing import Any
 
 import numpy as np
 
+import onnxcore
 from onnxcore.kernels.registry import NONDETERMINISTIC
 from onnxcore.proto import GraphProto, ModelProto, TensorProto, TypeProto
 from onnxcore.proto.codec import copy_message
+from onnxcore.types import ElementType, from_array, to_array
 
 __all__ = ["NARROW_FLOATS", "widened_model", "recompute_float64"]
 
@@ -60,7 +62,6 @@ def _widen_type(tp: TypeProto | None) -> None:
 def _widen_tensor(t: TensorProto) -> TensorProto:
     if t.data_type not in NARROW_FLOATS:
         return t
-    from onnxcore.types import from_array, to_array
 
     return from_array(to_array(t).astype(np.float64), t.name)
 
@@ -99,7 +100,6 @@ def widened_model(model: ModelProto) -> ModelProto | None:
 
 def recompute_float64(model: ModelProto, feeds: dict[str, Any], names: Sequence[str]) -> list[Any] | None:
     """The outputs ``names`` of ``model`` evaluated in float64, or None when it cannot be re-computed."""
-    import onnxcore
 
     wide = widened_model(model)
     if wide is None:
@@ -114,7 +114,6 @@ def recompute_float64(model: ModelProto, feeds: dict[str, Any], names: Sequence[
 def _is_narrow(v: Any) -> bool:
     if not isinstance(v, np.ndarray):
         return False
-    from onnxcore.types import ElementType
 
     try:
         return int(ElementType.from_dtype(v.dtype)) in NARROW_FLOATS

@@ -20,8 +20,11 @@ from typing import Any
 
 import numpy as np
 
+import onnxcore as oc
 from onnxcore.conformance.compare import DEFAULT_ATOL, DEFAULT_RTOL, compare_type_and_shape, compare_values
+from onnxcore.conformance.recompute import NARROW_FLOATS, recompute_float64
 from onnxcore.kernels.registry import NONDETERMINISTIC
+from onnxcore.types import ElementType, value_from_proto
 
 __all__ = ["CaseResult", "discover", "run_case", "run_package", "summarize_by_operator", "load_case_values"]
 
@@ -62,7 +65,6 @@ def discover(root: str | os.PathLike[str], pattern: str | None = None) -> list[P
 
 
 def _value_class(type_proto: Any) -> Any:
-    import onnxcore as oc
 
     which = type_proto.which_oneof("value") if type_proto is not None else None
     return {
@@ -75,8 +77,6 @@ def _value_class(type_proto: Any) -> Any:
 
 def load_case_values(case: Path, model: Any) -> list[tuple[dict[str, Any], list[Any]]]:
     """The data sets of a case: (feeds by input name, expected outputs in graph order)."""
-    import onnxcore as oc
-    from onnxcore.types import value_from_proto
 
     g = model.graph
     if g is None:
@@ -109,7 +109,6 @@ def _operators(model: Any) -> list[str]:
 
 def run_case(case: str | os.PathLike[str], *, rtol: float = DEFAULT_RTOL, atol: float = DEFAULT_ATOL) -> CaseResult:
     """Load, validate, evaluate and compare one case; never raises for a bad case."""
-    import onnxcore as oc
 
     path = Path(case)
     start = time.perf_counter()
@@ -182,8 +181,6 @@ def _measure_against_float64(
     result: CaseResult, model: Any, path: Path, names: list[str], session: Any, atol: float, rtol: float
 ) -> None:
     """For narrow float outputs, the error of ours and of the expected values against a float64 re-computation."""
-    from onnxcore.conformance.recompute import NARROW_FLOATS, recompute_float64
-    from onnxcore.types import ElementType
 
     narrow = [
         i

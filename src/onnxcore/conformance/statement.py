@@ -16,10 +16,14 @@ from collections.abc import Iterable
 from functools import cache
 from typing import Any
 
+import onnxcore
 from onnxcore.conformance.compare import DEFAULT_ATOL, DEFAULT_RTOL
 from onnxcore.conformance.divergences import DIVERGENCES
 from onnxcore.conformance.runner import CaseResult
+from onnxcore.defs import all_schemas, data_info, domain_versions, get_schema, known_domains
+from onnxcore.kernels.registry import lookup
 from onnxcore.limits import DEFAULT_LIMITS
+from onnxcore.types import ElementType
 
 __all__ = ["build_statement", "render_markdown", "unsupported_operators", "is_supported"]
 
@@ -72,8 +76,6 @@ def is_supported(domain: str, op_type: str, version: int) -> bool:
     Supported means a kernel for the definition bound at that version (Clause 14.4), or a static function body
     whose every node is itself supported under the body's imports (Clause 8.4).
     """
-    from onnxcore.defs import get_schema
-    from onnxcore.kernels.registry import lookup
 
     schema = get_schema(op_type, version, domain)
     if schema is None:
@@ -95,7 +97,6 @@ def is_supported(domain: str, op_type: str, version: int) -> bool:
 
 def unsupported_operators(domain: str, version: int) -> list[str]:
     """Operators defined in ``version`` of ``domain`` that onnxcore cannot evaluate (Clause 4.4)."""
-    from onnxcore.defs import all_schemas, get_schema
 
     names = sorted({s.name for s in all_schemas() if s.domain == domain and s.since_version <= version})
     out = []
@@ -114,7 +115,6 @@ def _ceil_pow10(x: float) -> str:
 
 
 def _element_type_name(dtype: str) -> str:
-    from onnxcore.types import ElementType
 
     try:
         return ElementType.from_dtype(dtype).name
@@ -181,8 +181,6 @@ def _compress(per_version: list[tuple[int, list[str]]]) -> list[dict[str, Any]]:
 
 def build_statement(results: list[CaseResult], *, package: str = "ONNX 1-3 node test vectors") -> dict[str, Any]:
     """The statement as a JSON-ready dict (Table A.1)."""
-    import onnxcore
-    from onnxcore.defs import data_info, domain_versions, known_domains
 
     domains = []
     for d in known_domains():

@@ -14,6 +14,7 @@ import numpy as np
 
 from onnxcore.errors import ValidationError
 from onnxcore.proto import AttributeProto
+from onnxcore.types import to_array, value_from_proto
 
 __all__ = ["attribute_value", "attribute_kind", "constant_array"]
 
@@ -84,15 +85,11 @@ def attribute_value(attr: AttributeProto, base_dir: str | None = None) -> Any:
     if kind == _A.TYPE_PROTOS:
         return list(attr.type_protos)
     if kind in (_A.TENSOR, _A.TENSORS):
-        from onnxcore.types import to_array
-
         if kind == _A.TENSOR:
             assert attr.t is not None
             return constant_array(to_array(attr.t, base_dir=base_dir))
         return [constant_array(to_array(t, base_dir=base_dir)) for t in attr.tensors]
     if kind in (_A.SPARSE_TENSOR, _A.SPARSE_TENSORS):
-        from onnxcore.types import value_from_proto
-
         if kind == _A.SPARSE_TENSOR:
             return value_from_proto(attr.sparse_tensor)
         return [value_from_proto(t) for t in attr.sparse_tensors]
