@@ -61,18 +61,13 @@ def _imports(path: Path) -> Iterator[tuple[int, str, bool]]:
             skip.update(id(n) for n in ast.walk(node))
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             inside.update(id(n) for n in ast.walk(node) if n is not node)
-    package = _module_name(path) if path.name == "__init__.py" else _module_name(path).rpartition(".")[0]
     for node in ast.walk(tree):
         if id(node) in skip:
             continue
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                base = ".".join(
-                    package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else [])
-                )
+            base = node.module or ""  # relative imports are banned (ruff TID252)
             names = [f"{base}.{a.name}" if _is_module(f"{base}.{a.name}") else base for a in node.names]
         else:
             continue
