@@ -20,7 +20,9 @@ from typing import Any, NoReturn
 
 import numpy as np
 
+from onnxcore.errors import ShapeError
 from onnxcore.proto.messages import AttributeProto, NodeProto
+from onnxcore.types.broadcast import broadcast_extents, unidirectional_extents
 
 __all__ = [
     "Extent",
@@ -33,6 +35,7 @@ __all__ = [
     "SHAPE_RULES",
     "shape_rule",
     "broadcast",
+    "unidirectional",
     "unify",
     "unify_shapes",
     "norm_axis",
@@ -276,37 +279,31 @@ def unify_shapes(ctx: ShapeContext, a: ShapeT | None, b: ShapeT | None, what: st
     return tuple(unify(ctx, x, y, f"{what}, axis {i}") for i, (x, y) in enumerate(zip(a, b)))
 
 
-def _bdim(ctx: ShapeContext, a: Extent, b: Extent, pos: int) -> Extent:
-    if a == b:
-        return a
-    if a == 1:
-        return b
-    if b == 1:
-        return a
-    if isinstance(a, int) and isinstance(b, int):
-        ctx.fail(f"shapes are not broadcastable (Clause 6.6.2): extents {a} and {b} at position {pos} from the right")
-    # A fixed extent other than 1 is the result whatever the other is, if the model runs at all.
-    if isinstance(a, int):
-        return a
-    if isinstance(b, int):
-        return b
-    return None  # distinct variables, or unknown: not concluded equal (Clause 6.6.4, 9.3)
-
-
 def broadcast(ctx: ShapeContext, shapes: Sequence[ShapeT | None]) -> ShapeT | None:
-    """Multidirectional broadcasting (Clause 6.6.2) of known shapes; None if any rank is unknown."""
-    if any(s is None for s in shapes):
+    """Multidirectional broadcasting (Clause 6.6.2, 6.6.4) of known shapes; None if any rank is unknown.
+
+    The rule is :func:`onnxcore.types.broadcast.broadcast_dims` (the one the public
+    :func:`onnxcore.broadcast_shapes` applies); two different fixed extents, neither 1, fail.
+    """
+    if not shapes or any(s is None for s in shapes):
         return None
-    known: list[ShapeT] = [s for s in shapes if s is not None]
-    if not known:
-        return None
-    rank = max(len(s) for s in known)
-    out: list[Extent] = [1] * rank
-    for s in known:
-        off = rank - len(s)
-        for j, d in enumerate(s):
-            out[off + j] = _bdim(ctx, out[off + j], d, rank - off - j)
-    return tuple(out)
+    try:
+        return broadcast_extents([s for s in shapes if s is not None])
+    except ShapeError as e:
+        ctx.fail(str(e))
+
+
+def unidirectional(ctx: ShapeContext, target: ShapeT | None, shape: ShapeT | None) -> ShapeT | None:
+    """Unidirectional broadcasting (Clause 6.6.3, 6.6.4) of ``shape`` to ``target``: ``target``, refined where
+    its extent is unknown or a variable and ``shape``'s is fixed and not 1 (the rule of
+    :func:`onnxcore.types.broadcast.unidirectional_dim`). None when ``target``'s rank is unknown; ``target``
+    when ``shape``'s is."""
+    if target is None or shape is None:
+        return target
+    try:
+        return unidirectional_extents(target, shape)
+    except ShapeError as e:
+        ctx.fail(str(e))
 
 
 def norm_axis(ctx: ShapeContext, axis: int, rank: int, what: str = "axis") -> int:
