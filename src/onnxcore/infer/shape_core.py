@@ -49,21 +49,21 @@ __all__ = [
 
 Extent = int | str | None
 ShapeT = tuple[Extent, ...]
-Rule = Callable[["ShapeContext"], Sequence[ShapeT | None]]
+ShapeRule = Callable[["ShapeContext"], Sequence[ShapeT | None]]
 
-SHAPE_RULES: dict[tuple[str, str], Rule] = {}
+SHAPE_RULES: dict[tuple[str, str], ShapeRule] = {}
 
 _MISSING = object()
 
 
-def shape_rule(*op_types: str, domain: str = "") -> Callable[[Rule], Rule]:
+def shape_rule(*op_types: str, domain: str = "") -> Callable[[ShapeRule], ShapeRule]:
     """Register a shape rule for every version of each of ``op_types`` in ``domain`` (explicitly, never by scan).
 
     The rule returns a sequence with one entry per output it can speak of (a shorter sequence leaves the
     rest unknown).
     """
 
-    def deco(fn: Rule) -> Rule:
+    def deco(fn: ShapeRule) -> ShapeRule:
         for op in op_types:
             key = (domain, op)
             if key in SHAPE_RULES:
