@@ -37,11 +37,15 @@ __all__ = [
     "broadcast",
     "unidirectional",
     "unify",
+    "unify_all",
     "unify_shapes",
     "norm_axis",
+    "dim_at",
+    "dim_div",
     "dim_mul",
     "dim_add",
     "dim_prod",
+    "require_rank",
     "resolve",
     "same_as_input",
     "shape_from_input",
@@ -311,6 +315,38 @@ def norm_axis(ctx: ShapeContext, axis: int, rank: int, what: str = "axis") -> in
     if not -rank <= axis < rank:
         ctx.fail(f"{what} {axis} is out of range for rank {rank}")
     return axis + rank if axis < 0 else axis
+
+
+def dim_at(s: ShapeT | None, i: int) -> Extent:
+    """Extent ``i`` of ``s`` (negative counts from the end); None when the rank is unknown or too small."""
+    if s is None or not -len(s) <= i < len(s):
+        return None
+    return s[i]
+
+
+def dim_div(ctx: ShapeContext, a: Extent, b: Extent, what: str) -> Extent:
+    """``a / b`` where the definition makes ``a`` a multiple of ``b`` (fails when both are fixed and it is not)."""
+    if b == 1:
+        return a
+    if isinstance(a, int) and isinstance(b, int) and b > 0:
+        if a % b:
+            ctx.fail(f"{what}: {a} is not a multiple of {b}")
+        return a // b
+    return None
+
+
+def unify_all(ctx: ShapeContext, dims: Sequence[Extent], what: str) -> Extent:
+    """Extents the definition requires equal, unified (fails on two fixed ones that differ)."""
+    out: Extent = None
+    for d in dims:
+        out = unify(ctx, out, d, what)
+    return out
+
+
+def require_rank(ctx: ShapeContext, s: ShapeT | None, ranks: Sequence[int], what: str) -> None:
+    """Fail when ``s`` is known and its rank is none of ``ranks``."""
+    if s is not None and len(s) not in ranks:
+        ctx.fail(f"{what} has rank {len(s)}, the definition requires {' or '.join(map(str, ranks))}")
 
 
 def dim_mul(a: Extent, b: Extent) -> Extent:
