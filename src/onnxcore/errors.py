@@ -91,7 +91,7 @@ class ExternalDataError(OnnxCoreError):
         tensor: Name (or, for an unnamed tensor, the field path) of the tensor holding the reference.
         location: The ``location`` value of the reference, as written in the model (None if absent).
         rule: Identifier of the rule that refused it, e.g. ``"location-parent"`` or ``"symlink"``
-            (the values of :class:`onnxcore.external.Rule`).
+            (the values of :class:`onnxcore.external.ReferenceRule`).
     """
 
     def __init__(

@@ -19,7 +19,7 @@ from ext_helpers import SECRET, add_model, ext_tensor, floats, ref, write_model
 
 import onnxcore
 from onnxcore import ExternalDataError, LimitError, Limits
-from onnxcore.external import Rule, resolve, verify_references
+from onnxcore.external import ReferenceRule, resolve, verify_references
 
 pytestmark = pytest.mark.skipif(not resolve.HAVE_DIR_FD, reason="POSIX openat semantics")
 
@@ -39,7 +39,7 @@ def _model(model_dir: Path, entries: list[tuple[str, str]], **kw: object) -> Pat
 
 
 def _refused(
-    path: Path, rule: Rule, location: str | None, *, tensor: str = "w", **load_kw: object
+    path: Path, rule: ReferenceRule, location: str | None, *, tensor: str = "w", **load_kw: object
 ) -> ExternalDataError:
     """Assert load and verify_references both refuse with ``rule``; return the load error."""
     with pytest.raises(ExternalDataError) as info:
@@ -68,12 +68,12 @@ def _refused(
 def test_parent_component_refused(layout: tuple[Path, Path], location: str) -> None:
     model_dir, _secret = layout
     (model_dir / "sub").mkdir()
-    _refused(_model(model_dir, ref(location)), Rule.LOCATION_PARENT, location)
+    _refused(_model(model_dir, ref(location)), ReferenceRule.LOCATION_PARENT, location)
 
 
 def test_absolute_path_refused(layout: tuple[Path, Path]) -> None:
     model_dir, secret = layout
-    _refused(_model(model_dir, ref(str(secret))), Rule.LOCATION_ABSOLUTE, str(secret))
+    _refused(_model(model_dir, ref(str(secret))), ReferenceRule.LOCATION_ABSOLUTE, str(secret))
 
 
 @pytest.mark.parametrize("location", ["C:\\outside\\secret.bin", "\\\\server\\share\\x", "c:secret.bin"])
@@ -81,13 +81,13 @@ def test_windows_absolute_forms_refused(
     layout: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, location: str
 ) -> None:
     model_dir, _secret = layout
-    _refused(_model(model_dir, ref(location)), Rule.LOCATION_ABSOLUTE, location)
+    _refused(_model(model_dir, ref(location)), ReferenceRule.LOCATION_ABSOLUTE, location)
     # Even allowed outside, a form that is not absolute here is never opened from the working directory.
     monkeypatch.chdir(model_dir)
     Path(location).write_bytes(b"\0" * 32)  # on POSIX this is a file name like any other, in the cwd
     with pytest.raises(ExternalDataError) as info:
         onnxcore.load(model_dir / "model.onnx", allow_outside=True)
-    assert info.value.rule == Rule.LOCATION_ABSOLUTE
+    assert info.value.rule == ReferenceRule.LOCATION_ABSOLUTE
 
 
 def test_allow_outside_is_the_explicit_opt_in(layout: tuple[Path, Path]) -> None:
@@ -106,14 +106,14 @@ def test_allow_outside_is_the_explicit_opt_in(layout: tuple[Path, Path]) -> None
 def test_symlink_file_refused(layout: tuple[Path, Path]) -> None:
     model_dir, secret = layout
     (model_dir / "w.bin").symlink_to(secret)
-    err = _refused(_model(model_dir, ref("w.bin")), Rule.SYMLINK, "w.bin")
+    err = _refused(_model(model_dir, ref("w.bin")), ReferenceRule.SYMLINK, "w.bin")
     assert "symbolic link" in str(err)
 
 
 def test_symlink_directory_component_refused(layout: tuple[Path, Path]) -> None:
     model_dir, secret = layout
     (model_dir / "sub").symlink_to(secret.parent, target_is_directory=True)
-    err = _refused(_model(model_dir, ref("sub/secret.bin")), Rule.SYMLINK, "sub/secret.bin")
+    err = _refused(_model(model_dir, ref("sub/secret.bin")), ReferenceRule.SYMLINK, "sub/secret.bin")
     assert "'sub'" in str(err)
 
 
@@ -121,7 +121,7 @@ def test_symlink_deeper_component_refused(layout: tuple[Path, Path]) -> None:
     model_dir, secret = layout
     (model_dir / "a").mkdir()
     (model_dir / "a" / "b").symlink_to(secret.parent, target_is_directory=True)
-    _refused(_model(model_dir, ref("a/b/secret.bin")), Rule.SYMLINK, "a/b/secret.bin")
+    _refused(_model(model_dir, ref("a/b/secret.bin")), ReferenceRule.SYMLINK, "a/b/secret.bin")
 
 
 def test_symlink_inside_the_directory_also_refused(layout: tuple[Path, Path]) -> None:
@@ -129,7 +129,7 @@ def test_symlink_inside_the_directory_also_refused(layout: tuple[Path, Path]) ->
     model_dir, _secret = layout
     (model_dir / "real.bin").write_bytes(floats(8).tobytes())
     (model_dir / "w.bin").symlink_to("real.bin")
-    _refused(_model(model_dir, ref("w.bin")), Rule.SYMLINK, "w.bin")
+    _refused(_model(model_dir, ref("w.bin")), ReferenceRule.SYMLINK, "w.bin")
 
 
 # -- Table 14: hard link exposure --------------------------------------------------------------
@@ -138,7 +138,7 @@ def test_symlink_inside_the_directory_also_refused(layout: tuple[Path, Path]) ->
 def test_hard_link_to_outside_file_refused(layout: tuple[Path, Path]) -> None:
     model_dir, secret = layout
     os.link(secret, model_dir / "w.bin")
-    err = _refused(_model(model_dir, ref("w.bin")), Rule.HARDLINK, "w.bin")
+    err = _refused(_model(model_dir, ref("w.bin")), ReferenceRule.HARDLINK, "w.bin")
     assert "2 hard links" in str(err)
 
 
@@ -155,16 +155,16 @@ def data_dir(layout: tuple[Path, Path]) -> Path:
 @pytest.mark.parametrize(
     ("offset", "length", "rule"),
     [
-        (0, 64, Rule.OUT_OF_BOUNDS),  # length beyond the file
-        (100, None, Rule.OUT_OF_BOUNDS),  # offset beyond the file
-        (16, 32, Rule.OUT_OF_BOUNDS),  # the range ends beyond the file
-        ((1 << 63) - 1, 8, Rule.OVERFLOW),  # offset + length overflows int64
-        (1 << 64, None, Rule.OVERFLOW),  # offset alone does not fit
-        (0, 1 << 70, Rule.OVERFLOW),
+        (0, 64, ReferenceRule.OUT_OF_BOUNDS),  # length beyond the file
+        (100, None, ReferenceRule.OUT_OF_BOUNDS),  # offset beyond the file
+        (16, 32, ReferenceRule.OUT_OF_BOUNDS),  # the range ends beyond the file
+        ((1 << 63) - 1, 8, ReferenceRule.OVERFLOW),  # offset + length overflows int64
+        (1 << 64, None, ReferenceRule.OVERFLOW),  # offset alone does not fit
+        (0, 1 << 70, ReferenceRule.OVERFLOW),
     ],
 )
 def test_range_refused_before_anything_is_mapped(
-    data_dir: Path, monkeypatch: pytest.MonkeyPatch, offset: int, length: int | None, rule: Rule
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch, offset: int, length: int | None, rule: ReferenceRule
 ) -> None:
     mapped: list[int] = []
     real_contents = resolve.Resolver._contents
@@ -182,7 +182,7 @@ def test_range_refused_before_anything_is_mapped(
     ("key", "value"), [("offset", "-1"), ("offset", " 1"), ("offset", "0x10"), ("length", "1e3"), ("length", "٣")]
 )
 def test_malformed_integers_refused(data_dir: Path, key: str, value: str) -> None:
-    rule = Rule.OFFSET_INVALID if key == "offset" else Rule.LENGTH_INVALID
+    rule = ReferenceRule.OFFSET_INVALID if key == "offset" else ReferenceRule.LENGTH_INVALID
     _refused(_model(data_dir, [("location", "w.bin"), (key, value)]), rule, "w.bin")
 
 
@@ -197,25 +197,29 @@ def test_exact_range_accepted(data_dir: Path) -> None:
 
 @pytest.mark.parametrize("key", ["basepath", "Location", "", "location "])
 def test_unknown_key_refused(data_dir: Path, key: str) -> None:
-    _refused(_model(data_dir, [("location", "w.bin"), (key, "x")]), Rule.KEY_UNKNOWN, "w.bin")
+    _refused(_model(data_dir, [("location", "w.bin"), (key, "x")]), ReferenceRule.KEY_UNKNOWN, "w.bin")
 
 
 def test_duplicate_key_refused(data_dir: Path) -> None:
-    _refused(_model(data_dir, [("location", "w.bin"), ("offset", "0"), ("offset", "4")]), Rule.KEY_DUPLICATE, "w.bin")
+    _refused(
+        _model(data_dir, [("location", "w.bin"), ("offset", "0"), ("offset", "4")]),
+        ReferenceRule.KEY_DUPLICATE,
+        "w.bin",
+    )
 
 
 def test_missing_location_refused(data_dir: Path) -> None:
-    _refused(_model(data_dir, [("offset", "0")]), Rule.LOCATION_MISSING, None)
+    _refused(_model(data_dir, [("offset", "0")]), ReferenceRule.LOCATION_MISSING, None)
 
 
 @pytest.mark.parametrize("location", ["", ".", "./", "//"])
 def test_empty_location_refused(data_dir: Path, location: str) -> None:
-    rule = Rule.LOCATION_ABSOLUTE if location.startswith("/") else Rule.LOCATION_EMPTY
+    rule = ReferenceRule.LOCATION_ABSOLUTE if location.startswith("/") else ReferenceRule.LOCATION_EMPTY
     _refused(_model(data_dir, ref(location)), rule, location)
 
 
 def test_nul_in_location_refused(data_dir: Path) -> None:
-    _refused(_model(data_dir, ref("w.bin\x00../../x")), Rule.LOCATION_INVALID, "w.bin\x00../../x")
+    _refused(_model(data_dir, ref("w.bin\x00../../x")), ReferenceRule.LOCATION_INVALID, "w.bin\x00../../x")
 
 
 def test_inline_and_external_refused(data_dir: Path) -> None:
@@ -224,9 +228,9 @@ def test_inline_and_external_refused(data_dir: Path) -> None:
     path = write_model(data_dir / "model.onnx", add_model([t]))
     with pytest.raises(ExternalDataError) as info:
         onnxcore.load(path)
-    assert info.value.rule == Rule.INLINE_AND_EXTERNAL
+    assert info.value.rule == ReferenceRule.INLINE_AND_EXTERNAL
     assert [e.rule for e in verify_references(onnxcore.load(path, external_data=False), data_dir)] == [
-        Rule.INLINE_AND_EXTERNAL
+        ReferenceRule.INLINE_AND_EXTERNAL
     ]
 
 
@@ -241,13 +245,13 @@ def test_checksum_verified(data_dir: Path) -> None:
 
 def test_checksum_mismatch_refused(data_dir: Path) -> None:
     bad = hashlib.sha1(b"something else").hexdigest()
-    err = _refused(_model(data_dir, [*ref("w.bin"), ("checksum", bad)]), Rule.CHECKSUM_MISMATCH, "w.bin")
+    err = _refused(_model(data_dir, [*ref("w.bin"), ("checksum", bad)]), ReferenceRule.CHECKSUM_MISMATCH, "w.bin")
     assert bad in str(err)
 
 
 @pytest.mark.parametrize("value", ["", "abc", "z" * 40, "sha256:" + "0" * 64])
 def test_checksum_malformed_refused(data_dir: Path, value: str) -> None:
-    _refused(_model(data_dir, [*ref("w.bin"), ("checksum", value)]), Rule.CHECKSUM_INVALID, "w.bin")
+    _refused(_model(data_dir, [*ref("w.bin"), ("checksum", value)]), ReferenceRule.CHECKSUM_INVALID, "w.bin")
 
 
 # -- Other file kinds --------------------------------------------------------------------------
@@ -255,24 +259,24 @@ def test_checksum_malformed_refused(data_dir: Path, value: str) -> None:
 
 def test_missing_file(layout: tuple[Path, Path]) -> None:
     model_dir, _ = layout
-    _refused(_model(model_dir, ref("nope.bin")), Rule.NOT_FOUND, "nope.bin")
+    _refused(_model(model_dir, ref("nope.bin")), ReferenceRule.NOT_FOUND, "nope.bin")
 
 
 def test_directory_is_not_a_file(layout: tuple[Path, Path]) -> None:
     model_dir, _ = layout
     (model_dir / "d").mkdir()
-    _refused(_model(model_dir, ref("d")), Rule.NOT_REGULAR, "d")
+    _refused(_model(model_dir, ref("d")), ReferenceRule.NOT_REGULAR, "d")
 
 
 def test_file_used_as_directory(data_dir: Path) -> None:
-    _refused(_model(data_dir, ref("w.bin/x")), Rule.NOT_DIRECTORY, "w.bin/x")
+    _refused(_model(data_dir, ref("w.bin/x")), ReferenceRule.NOT_DIRECTORY, "w.bin/x")
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs mkfifo")
 def test_fifo_refused_without_blocking(layout: tuple[Path, Path]) -> None:
     model_dir, _ = layout
     os.mkfifo(model_dir / "w.bin")
-    _refused(_model(model_dir, ref("w.bin")), Rule.NOT_REGULAR, "w.bin")
+    _refused(_model(model_dir, ref("w.bin")), ReferenceRule.NOT_REGULAR, "w.bin")
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="needs /dev/zero")
@@ -281,7 +285,7 @@ def test_device_reached_with_allow_outside_still_refused(layout: tuple[Path, Pat
     path = _model(model_dir, ref("/dev/zero", 0, 32))
     with pytest.raises(ExternalDataError) as info:
         onnxcore.load(path, allow_outside=True)
-    assert info.value.rule == Rule.NOT_REGULAR
+    assert info.value.rule == ReferenceRule.NOT_REGULAR
 
 
 def test_file_size_limit_is_a_limit_error(data_dir: Path) -> None:
@@ -289,7 +293,7 @@ def test_file_size_limit_is_a_limit_error(data_dir: Path) -> None:
     with pytest.raises(LimitError) as info:
         onnxcore.load(path, limits=Limits(max_external_file_bytes=16))
     assert isinstance(info.value, ExternalDataError)
-    assert info.value.rule == Rule.FILE_SIZE_LIMIT
+    assert info.value.rule == ReferenceRule.FILE_SIZE_LIMIT
     with pytest.raises(LimitError):
         onnxcore.load(path, limits=Limits(max_tensor_bytes=16))
 
@@ -327,7 +331,7 @@ def test_file_swapped_for_symlink_between_check_and_open(
     with pytest.raises(ExternalDataError) as info:
         onnxcore.load(path)
     assert calls == ["w.bin"]  # the swap did happen after the check
-    assert info.value.rule == Rule.SYMLINK
+    assert info.value.rule == ReferenceRule.SYMLINK
     assert "between the check and the open" in str(info.value)
     assert SECRET.decode() not in str(info.value)
 
@@ -348,7 +352,7 @@ def test_file_replaced_by_another_between_check_and_open(
     _swap_before_open(monkeypatch, "w.bin", swap)
     with pytest.raises(ExternalDataError) as info:
         onnxcore.load(path)
-    assert info.value.rule == Rule.IDENTITY
+    assert info.value.rule == ReferenceRule.IDENTITY
 
 
 def test_directory_swapped_for_symlink_between_check_and_open(
@@ -366,7 +370,7 @@ def test_directory_swapped_for_symlink_between_check_and_open(
     _swap_before_open(monkeypatch, "sub", swap)
     with pytest.raises(ExternalDataError) as info:
         onnxcore.load(path)
-    assert info.value.rule == Rule.SYMLINK
+    assert info.value.rule == ReferenceRule.SYMLINK
 
 
 def test_hard_link_made_between_check_and_open(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -375,7 +379,7 @@ def test_hard_link_made_between_check_and_open(data_dir: Path, monkeypatch: pyte
     _swap_before_open(monkeypatch, "w.bin", lambda: os.link(data_dir / "w.bin", data_dir.parent / "elsewhere.bin"))
     with pytest.raises(ExternalDataError) as info:
         onnxcore.load(path)
-    assert info.value.rule == Rule.HARDLINK
+    assert info.value.rule == ReferenceRule.HARDLINK
 
 
 # -- Our policy for a model directory reached through symbolic links ---------------------------
@@ -405,7 +409,7 @@ def test_hf_style_symlinked_data_file_needs_allow_outside(tmp_path: Path) -> Non
     path = write_model(snap / "model.onnx", add_model([ext_tensor("w", ref("model.onnx_data"))]))
     with pytest.raises(ExternalDataError) as info:
         onnxcore.load(path)
-    assert info.value.rule == Rule.SYMLINK
+    assert info.value.rule == ReferenceRule.SYMLINK
     model = onnxcore.load(path, allow_outside=True)
     assert np.array_equal(np.frombuffer(model.graph.initializer[0].raw_data, "<f4"), floats(8))
 
@@ -418,12 +422,12 @@ def test_bytes_without_base_dir_never_uses_cwd(data_dir: Path, monkeypatch: pyte
     monkeypatch.chdir(data_dir)  # the file *is* in the working directory
     with pytest.raises(ExternalDataError) as info:
         onnxcore.load(path.read_bytes())
-    assert info.value.rule == Rule.NO_BASE_DIR
+    assert info.value.rule == ReferenceRule.NO_BASE_DIR
     model = onnxcore.load(path.read_bytes(), base_dir=data_dir)
     assert np.array_equal(np.frombuffer(model.graph.initializer[0].raw_data, "<f4"), floats(8))
     # Unresolved, octets are fine to load; verifying them without a directory reports it.
     lazy = onnxcore.load(path.read_bytes(), external_data=False)
-    assert [e.rule for e in verify_references(lazy, None)] == [Rule.NO_BASE_DIR]
+    assert [e.rule for e in verify_references(lazy, None)] == [ReferenceRule.NO_BASE_DIR]
 
 
 # -- The path-based fallback (platforms without openat) applies the same rules -----------------
@@ -447,7 +451,9 @@ def test_fallback_without_openat(layout: tuple[Path, Path], monkeypatch: pytest.
         model = onnxcore.load(path)
         assert np.array_equal(np.frombuffer(model.graph.initializer[0].raw_data, "<f4"), floats(8))
         return
-    rule = {"symlink-file": Rule.SYMLINK, "symlink-dir": Rule.SYMLINK, "hardlink": Rule.HARDLINK}.get(
-        attack, Rule.NOT_FOUND
-    )
+    rule = {
+        "symlink-file": ReferenceRule.SYMLINK,
+        "symlink-dir": ReferenceRule.SYMLINK,
+        "hardlink": ReferenceRule.HARDLINK,
+    }.get(attack, ReferenceRule.NOT_FOUND)
     _refused(path, rule, location)

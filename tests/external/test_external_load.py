@@ -23,7 +23,7 @@ from onnxcore import (
     TrainingInfoProto,
 )
 from onnxcore.external import (
-    Rule,
+    ReferenceRule,
     is_resolved,
     load_external_data,
     read_external_tensor_bytes,
@@ -100,7 +100,7 @@ def test_resolution_is_all_or_nothing(tmp_path: Path) -> None:
     model = onnxcore.load(path, external_data=False)
     with pytest.raises(ExternalDataError) as info:
         load_external_data(model, tmp_path)
-    assert (info.value.tensor, info.value.rule) == ("v", Rule.NOT_FOUND)
+    assert (info.value.tensor, info.value.rule) == ("v", ReferenceRule.NOT_FOUND)
     assert not model.graph.initializer[0].has("raw_data")
 
 
@@ -165,7 +165,7 @@ def test_every_place_is_checked(tmp_path: Path) -> None:
     path = write_model(tmp_path / "model.onnx", model)
     errors = verify_references(onnxcore.load(path, external_data=False), tmp_path)
     assert sorted(e.tensor for e in errors) == [f"t{i}" for i in range(10)]  # type: ignore[type-var]
-    assert {e.rule for e in errors} == {Rule.LOCATION_PARENT}
+    assert {e.rule for e in errors} == {ReferenceRule.LOCATION_PARENT}
     with pytest.raises(ExternalDataError):
         onnxcore.load(path)
 
@@ -176,7 +176,7 @@ def test_verify_references_on_a_resolved_model(tmp_path: Path) -> None:
     assert verify_references(model, None) == []  # verified at load
     assert verify_references(model, tmp_path) == []  # and again on disk
     (tmp_path / "w.bin").write_bytes(b"short")
-    assert [e.rule for e in verify_references(model, tmp_path)] == [Rule.OUT_OF_BOUNDS]
+    assert [e.rule for e in verify_references(model, tmp_path)] == [ReferenceRule.OUT_OF_BOUNDS]
 
 
 def test_read_external_tensor_bytes(tmp_path: Path) -> None:
@@ -187,12 +187,12 @@ def test_read_external_tensor_bytes(tmp_path: Path) -> None:
     assert bytes(view) == data.tobytes()
     with pytest.raises(ExternalDataError) as info:
         read_external_tensor_bytes(t)
-    assert info.value.rule == Rule.NO_BASE_DIR
+    assert info.value.rule == ReferenceRule.NO_BASE_DIR
     resolved = onnxcore.load(path).graph.initializer[0]
     assert read_external_tensor_bytes(resolved) is resolved.raw_data
     with pytest.raises(ExternalDataError) as info:
         read_external_tensor_bytes(TensorProto(name="x", data_type=1, dims=[1], raw_data=b"\0" * 4))
-    assert info.value.rule == Rule.NOT_EXTERNAL
+    assert info.value.rule == ReferenceRule.NOT_EXTERNAL
 
 
 def test_copies_stay_resolved_and_replacing_raw_data_does_not(tmp_path: Path) -> None:
@@ -203,7 +203,7 @@ def test_copies_stay_resolved_and_replacing_raw_data_does_not(tmp_path: Path) ->
     t = model.graph.initializer[0]
     t.raw_data = memoryview(data.tobytes())  # a view, but not the registered one
     assert not is_resolved(t)
-    assert [e.rule for e in verify_references(model, None)] == [Rule.INLINE_AND_EXTERNAL]
+    assert [e.rule for e in verify_references(model, None)] == [ReferenceRule.INLINE_AND_EXTERNAL]
 
 
 def test_side_table_holds_nothing_alive(tmp_path: Path) -> None:
@@ -231,7 +231,7 @@ def test_parse_reference_tells_a_resolved_view_from_inline_contents(tmp_path: Pa
     assert parse_reference(t, "w").location == "w.bin"  # the side table says it is the resolution
     with pytest.raises(ExternalDataError) as info:
         parse_reference(t, "w", inline_ok=False)
-    assert info.value.rule == Rule.INLINE_AND_EXTERNAL
+    assert info.value.rule == ReferenceRule.INLINE_AND_EXTERNAL
 
 
 def test_check_accepts_a_model_loaded_with_external_data(tmp_path: Path) -> None:
@@ -296,7 +296,7 @@ def test_a_file_reopened_for_its_checksum_must_be_the_same_file(tmp_path: Path) 
         (tmp_path / "new.bin").replace(tmp_path / "w.bin")  # same octets, another file
         with pytest.raises(ExternalDataError) as info:
             r.check("b", second)
-    assert info.value.rule == Rule.IDENTITY
+    assert info.value.rule == ReferenceRule.IDENTITY
 
 
 def test_base_dir_of_sources(tmp_path: Path) -> None:
@@ -316,4 +316,4 @@ def test_base_dir_of_sources(tmp_path: Path) -> None:
         assert base_dir_of(fh) is None
         with pytest.raises(ExternalDataError) as info:
             onnxcore.load(fh)
-        assert info.value.rule == Rule.NO_BASE_DIR
+        assert info.value.rule == ReferenceRule.NO_BASE_DIR

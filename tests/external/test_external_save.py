@@ -14,7 +14,7 @@ from ext_helpers import EXTERNAL, add_model, ext_tensor, floats, ref, write_mode
 
 import onnxcore
 from onnxcore import ExternalDataError, TensorProto
-from onnxcore.external import Rule, externalize, internalize, is_resolved, write
+from onnxcore.external import ReferenceRule, externalize, internalize, is_resolved, write
 from onnxcore.external.walk import iter_tensors
 from onnxcore.proto.codec import NanBits
 
@@ -179,10 +179,10 @@ def test_save_inline_and_unresolved(tmp_path: Path) -> None:
     # ...and refused where contents are needed.
     with pytest.raises(ExternalDataError) as info:
         onnxcore.save(lazy, tmp_path / "x.onnx", external_data=True)
-    assert info.value.rule == Rule.UNRESOLVED
+    assert info.value.rule == ReferenceRule.UNRESOLVED
     with pytest.raises(ExternalDataError) as info:
         internalize(lazy)
-    assert info.value.rule == Rule.UNRESOLVED
+    assert info.value.rule == ReferenceRule.UNRESOLVED
 
 
 def test_save_refuses_external_with_inline_contents(tmp_path: Path) -> None:
@@ -190,7 +190,7 @@ def test_save_refuses_external_with_inline_contents(tmp_path: Path) -> None:
     t.raw_data = floats(8).tobytes()
     with pytest.raises(ExternalDataError) as info:
         onnxcore.save(add_model([t]), tmp_path / "m.onnx")
-    assert info.value.rule == Rule.INLINE_AND_EXTERNAL
+    assert info.value.rule == ReferenceRule.INLINE_AND_EXTERNAL
 
 
 def test_externalize_and_internalize_in_memory(tmp_path: Path) -> None:

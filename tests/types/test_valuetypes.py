@@ -8,6 +8,7 @@ import pytest
 
 import onnxcore
 from onnxcore import ShapeError, decode, encode
+from onnxcore.infer import shapes as shape_inference
 from onnxcore.proto import TensorShapeProto, TypeProto, ValueInfoProto
 from onnxcore.types import (
     Dim,
@@ -22,7 +23,10 @@ from onnxcore.types import (
     type_from_proto,
     type_string,
     type_to_proto,
+    typestr,
 )
+from onnxcore.types.valuetypes import declared_shape, stated_dims
+from onnxcore.validate import types_util
 
 E = ElementType
 onnx = pytest.importorskip("onnx")
@@ -130,3 +134,41 @@ def test_node_vector_types(node_cases: list[Path]) -> None:
                 assert ts in allowed, (case.name, name, ts, sorted(allowed)[:5])
                 checked += 1
     assert checked > 3000
+
+
+def test_one_type_string_spelling() -> None:
+    """Value types, messages, inference and the validator spell a type one way (types/typestr.py)."""
+    assert types_util.type_string is typestr.type_string
+    cases = {
+        TensorType(E.FLOAT): "tensor(float)",
+        SparseTensorType(E.INT8): "sparse_tensor(int8)",
+        MapType(E.STRING, SequenceType(TensorType(E.BOOL))): "map(string,seq(tensor(bool)))",
+        OptionalType(TensorType(E.BFLOAT16)): "optional(tensor(bfloat16))",
+        OpaqueType("com.example", "handle"): "opaque(com.example,handle)",
+        OpaqueType("", "handle"): "opaque(handle)",  # onnx's spelling: no domain, no comma
+    }
+    for t, text in cases.items():
+        assert t.type_str() == type_string(t) == typestr.type_string(type_to_proto(t)) == text
+        assert typestr.type_string(typestr.parse_type_string(text)) == text
+    for unknown in (TensorType(None), SequenceType(None), MapType(None, TensorType(E.FLOAT))):
+        assert unknown.type_str() is None and type_string(type_to_proto(unknown)) is None
+
+
+def test_stated_dims_and_declared_shape() -> None:
+    assert shape_inference.stated_dims is stated_dims and shape_inference.declared_shape is declared_shape
+    dims = [
+        TensorShapeProto.Dimension(dim_value=2),
+        TensorShapeProto.Dimension(dim_param="N"),
+        TensorShapeProto.Dimension(),
+        TensorShapeProto.Dimension(dim_value=-1),
+    ]
+    tensor = TypeProto(tensor_type=TypeProto.Tensor(elem_type=1, shape=TensorShapeProto(dim=dims)))
+    assert stated_dims(tensor) == (2, "N", None, -1)  # as written: the validator reports the negative extent
+    assert declared_shape(tensor) == (2, "N", None, None)  # as inference reads it: unknown
+    sparse = TypeProto(sparse_tensor_type=TypeProto.SparseTensor(elem_type=1, shape=TensorShapeProto(dim=dims[:2])))
+    assert stated_dims(sparse) == declared_shape(sparse) == (2, "N")
+    optional = TypeProto(optional_type=TypeProto.Optional(elem_type=tensor))
+    assert stated_dims(optional) is None and declared_shape(optional) == (2, "N", None, None)
+    assert declared_shape(TypeProto(tensor_type=TypeProto.Tensor(elem_type=1))) is None  # rank unknown
+    assert declared_shape(TypeProto(tensor_type=TypeProto.Tensor(elem_type=1, shape=TensorShapeProto()))) == ()
+    assert declared_shape(None) is None and declared_shape(TypeProto(sequence_type=TypeProto.Sequence())) is None

@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import mutants
 
 import onnxcore
-from onnxcore.validate import RULES, check
+from onnxcore.validate import CHECK_RULES, check
 from onnxcore.validate.rules_proto import DIVERGENCES
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "validation.md"
@@ -29,7 +29,7 @@ def _cell(text: str) -> str:
 
 def rule_table() -> str:
     lines = ["| Code | Severity | Clause | Detects |", "|---|---|---|---|"]
-    for r in RULES:
+    for r in CHECK_RULES:
         lines.append(f"| `{r.code}` | {r.severity} | {r.clause} | {_cell(r.summary)} |")
     return "\n".join(lines)
 

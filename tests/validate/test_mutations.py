@@ -15,7 +15,7 @@ from onnxcore.proto.messages import (
     TypeProto,
     ValueInfoProto,
 )
-from onnxcore.validate import RULES, check, rules_by_code
+from onnxcore.validate import CHECK_RULES, check, rules_by_code
 
 mutants = pytest.importorskip("mutants")  # needs onnx.helper to build the bases
 
@@ -52,7 +52,7 @@ def test_mutant_gives_its_finding_and_no_other_error(m: mutants.Mutant) -> None:
 
 def test_every_rule_has_a_mutant() -> None:
     covered = {m.code for m in mutants.MUTANTS}
-    registered = {r.code for r in RULES}
+    registered = {r.code for r in CHECK_RULES}
     assert registered - covered - NO_MUTANT == set()
     assert covered <= registered
 
@@ -124,9 +124,9 @@ def test_an_empty_name_among_variadic_inputs_is_reported() -> None:
 
 
 def test_rule_registry_is_explicit_and_stable() -> None:
-    codes = [r.code for r in RULES]
+    codes = [r.code for r in CHECK_RULES]
     assert len(codes) == len(set(codes))
-    for r in RULES:
+    for r in CHECK_RULES:
         assert r.severity == ("error" if r.code.startswith("E-") else "warning")
         assert r.clause and r.summary
 
@@ -137,14 +137,14 @@ def test_a_crashing_rule_becomes_an_internal_finding(monkeypatch: pytest.MonkeyP
     def boom(ctx: object) -> list[tuple[str, str]]:
         raise KeyError("boom")
 
-    bad = registry.Rule("E-GRAPH-NAME", "error", "7.1", "crashes", boom)
-    idx = next(i for i, r in enumerate(registry.RULES) if r.code == "E-GRAPH-NAME")
-    patched = list(registry.RULES)
+    bad = registry.CheckRule("E-GRAPH-NAME", "error", "7.1", "crashes", boom)
+    idx = next(i for i, r in enumerate(registry.CHECK_RULES) if r.code == "E-GRAPH-NAME")
+    patched = list(registry.CHECK_RULES)
     patched[idx] = bad
-    monkeypatch.setattr(registry, "RULES", patched)
+    monkeypatch.setattr(registry, "CHECK_RULES", patched)
     import onnxcore.validate.runner as runner
 
-    monkeypatch.setattr(runner, "RULES", patched)
+    monkeypatch.setattr(runner, "CHECK_RULES", patched)
     m = mutants.base()
     assert m.graph is not None
     m.graph.node[0].input[1] = "nowhere"

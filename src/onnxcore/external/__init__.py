@@ -16,14 +16,14 @@ from onnxcore.external.read import (
     read_external_tensor_bytes,
     verify_references,
 )
-from onnxcore.external.reference import ExternalRef, Rule, parse_reference, split_location
+from onnxcore.external.reference import ExternalRef, ReferenceRule, parse_reference, split_location
 from onnxcore.external.registry import Resolution, is_resolved, resolution
 from onnxcore.external.write import externalize, internalize, save_model
 
 __all__ = [
     "ExternalRef",
     "Resolution",
-    "Rule",
+    "ReferenceRule",
     "base_dir_of",
     "externalize",
     "has_external_tensors",

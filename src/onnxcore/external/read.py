@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from onnxcore.errors import ExternalDataError
-from onnxcore.external.reference import Rule, is_external, make_error, parse_reference
+from onnxcore.external.reference import ReferenceRule, is_external, make_error, parse_reference
 from onnxcore.external.registry import Resolution, register, resolution
 from onnxcore.external.resolve import Resolver
 from onnxcore.external.walk import iter_tensors, tensor_label
@@ -156,7 +156,7 @@ def read_external_tensor_bytes(
     """
     label = tensor_label("", tensor)
     if not is_external(tensor):
-        raise make_error(label, None, Rule.NOT_EXTERNAL, "the tensor's data location is not EXTERNAL")
+        raise make_error(label, None, ReferenceRule.NOT_EXTERNAL, "the tensor's data location is not EXTERNAL")
     if resolution(tensor) is not None:
         raw = tensor.raw_data
         assert isinstance(raw, memoryview)

@@ -19,7 +19,7 @@ __all__ = [
     "EXTERNAL",
     "INT64_MAX",
     "ExternalRef",
-    "Rule",
+    "ReferenceRule",
     "has_inline_contents",
     "is_external",
     "make_error",
@@ -31,7 +31,7 @@ EXTERNAL = TensorProto.DataLocation.EXTERNAL
 INT64_MAX = (1 << 63) - 1
 
 
-class Rule(str, enum.Enum):
+class ReferenceRule(str, enum.Enum):
     """Why a reference was refused; the value is what :attr:`ExternalDataError.rule` holds."""
 
     KEY_UNKNOWN = "key-unknown"
@@ -67,37 +67,37 @@ class Rule(str, enum.Enum):
 
 
 # Where each rule comes from, for the message of the error.
-_CLAUSE: dict[Rule, str] = {
-    Rule.KEY_UNKNOWN: "13.2, Table 11",
-    Rule.KEY_DUPLICATE: "13.2, Table 11",
-    Rule.LOCATION_MISSING: "13.2, Table 11",
-    Rule.LOCATION_EMPTY: "13.2",
-    Rule.LOCATION_ABSOLUTE: "13.2",
-    Rule.LOCATION_PARENT: "13.2",
-    Rule.LOCATION_INVALID: "13.2",
-    Rule.OFFSET_INVALID: "13.2, Table 11",
-    Rule.LENGTH_INVALID: "13.2, Table 11",
-    Rule.OVERFLOW: "15.4",
-    Rule.OUT_OF_BOUNDS: "13.2, 15.4",
-    Rule.CHECKSUM_INVALID: "13.3",
-    Rule.CHECKSUM_MISMATCH: "13.3",
-    Rule.INLINE_AND_EXTERNAL: "13.1",
-    Rule.NO_BASE_DIR: "13.2, 15.3",
-    Rule.UNRESOLVED: "13.2",
-    Rule.NOT_EXTERNAL: "13.1",
-    Rule.SYMLINK: "15.3",
-    Rule.HARDLINK: "15.3",
-    Rule.NOT_REGULAR: "15.3",
-    Rule.NOT_DIRECTORY: "13.2",
-    Rule.NOT_FOUND: "13.2",
-    Rule.UNREADABLE: "13.2",
-    Rule.IDENTITY: "15.3",
-    Rule.OUTSIDE: "13.2, 15.3",
-    Rule.FILE_SIZE_LIMIT: "15.4",
-    Rule.TENSOR_SIZE_LIMIT: "15.4",
+_CLAUSE: dict[ReferenceRule, str] = {
+    ReferenceRule.KEY_UNKNOWN: "13.2, Table 11",
+    ReferenceRule.KEY_DUPLICATE: "13.2, Table 11",
+    ReferenceRule.LOCATION_MISSING: "13.2, Table 11",
+    ReferenceRule.LOCATION_EMPTY: "13.2",
+    ReferenceRule.LOCATION_ABSOLUTE: "13.2",
+    ReferenceRule.LOCATION_PARENT: "13.2",
+    ReferenceRule.LOCATION_INVALID: "13.2",
+    ReferenceRule.OFFSET_INVALID: "13.2, Table 11",
+    ReferenceRule.LENGTH_INVALID: "13.2, Table 11",
+    ReferenceRule.OVERFLOW: "15.4",
+    ReferenceRule.OUT_OF_BOUNDS: "13.2, 15.4",
+    ReferenceRule.CHECKSUM_INVALID: "13.3",
+    ReferenceRule.CHECKSUM_MISMATCH: "13.3",
+    ReferenceRule.INLINE_AND_EXTERNAL: "13.1",
+    ReferenceRule.NO_BASE_DIR: "13.2, 15.3",
+    ReferenceRule.UNRESOLVED: "13.2",
+    ReferenceRule.NOT_EXTERNAL: "13.1",
+    ReferenceRule.SYMLINK: "15.3",
+    ReferenceRule.HARDLINK: "15.3",
+    ReferenceRule.NOT_REGULAR: "15.3",
+    ReferenceRule.NOT_DIRECTORY: "13.2",
+    ReferenceRule.NOT_FOUND: "13.2",
+    ReferenceRule.UNREADABLE: "13.2",
+    ReferenceRule.IDENTITY: "15.3",
+    ReferenceRule.OUTSIDE: "13.2, 15.3",
+    ReferenceRule.FILE_SIZE_LIMIT: "15.4",
+    ReferenceRule.TENSOR_SIZE_LIMIT: "15.4",
 }
 
-_LIMIT_RULES = frozenset({Rule.FILE_SIZE_LIMIT, Rule.TENSOR_SIZE_LIMIT})
+_LIMIT_RULES = frozenset({ReferenceRule.FILE_SIZE_LIMIT, ReferenceRule.TENSOR_SIZE_LIMIT})
 
 KEYS = ("location", "offset", "length", "checksum")
 _DIGITS = re.compile(r"[0-9]+", re.ASCII)
@@ -105,7 +105,7 @@ _SHA1 = re.compile(r"[0-9a-fA-F]{40}", re.ASCII)
 _DRIVE = re.compile(r"[A-Za-z]:")
 
 
-def make_error(tensor: str, location: str | None, rule: Rule, detail: str) -> ExternalDataError:
+def make_error(tensor: str, location: str | None, rule: ReferenceRule, detail: str) -> ExternalDataError:
     """An :class:`ExternalDataError` naming the tensor, the location and the rule.
 
     A refusal for a resource limit is an :class:`~onnxcore.errors.ExternalDataLimitError`, so it is
@@ -169,35 +169,41 @@ def split_location(location: str, tensor: str = "<tensor>", *, allow_outside: bo
             ``location-absolute`` or ``location-parent``.
     """
     if location == "":
-        raise make_error(tensor, location, Rule.LOCATION_EMPTY, "the location is empty")
+        raise make_error(tensor, location, ReferenceRule.LOCATION_EMPTY, "the location is empty")
     if "\x00" in location:
-        raise make_error(tensor, location, Rule.LOCATION_INVALID, "the location contains a NUL character")
+        raise make_error(tensor, location, ReferenceRule.LOCATION_INVALID, "the location contains a NUL character")
     try:
         location.encode("utf-8")
     except UnicodeEncodeError:
-        raise make_error(tensor, location, Rule.LOCATION_INVALID, "the location is not valid Unicode") from None
+        raise make_error(
+            tensor, location, ReferenceRule.LOCATION_INVALID, "the location is not valid Unicode"
+        ) from None
     absolute = location[0] in "/\\" or _DRIVE.match(location) is not None
     if absolute and not allow_outside:
-        raise make_error(tensor, location, Rule.LOCATION_ABSOLUTE, "the location is an absolute path")
+        raise make_error(tensor, location, ReferenceRule.LOCATION_ABSOLUTE, "the location is an absolute path")
     comps: list[str] = []
     for part in re.split(r"[/\\]", location):
         if part in ("", "."):
             continue
         if part == ".." and not allow_outside:
-            raise make_error(tensor, location, Rule.LOCATION_PARENT, "the location has a parent-directory component")
+            raise make_error(
+                tensor, location, ReferenceRule.LOCATION_PARENT, "the location has a parent-directory component"
+            )
         comps.append(part)
     if not comps and not absolute:
-        raise make_error(tensor, location, Rule.LOCATION_EMPTY, "the location names no file")
+        raise make_error(tensor, location, ReferenceRule.LOCATION_EMPTY, "the location names no file")
     return tuple(comps)
 
 
 def _integer(tensor: str, location: str | None, key: str, value: str) -> int:
-    rule = Rule.OFFSET_INVALID if key == "offset" else Rule.LENGTH_INVALID
+    rule = ReferenceRule.OFFSET_INVALID if key == "offset" else ReferenceRule.LENGTH_INVALID
     if _DIGITS.fullmatch(value) is None:
         raise make_error(tensor, location, rule, f"{key} {value[:40]!r} is not a non-negative decimal integer")
     digits = value.lstrip("0")
     if len(digits) > 19 or int(digits or "0") > INT64_MAX:
-        raise make_error(tensor, location, Rule.OVERFLOW, f"{key} {value[:40]!r} does not fit a signed 64-bit integer")
+        raise make_error(
+            tensor, location, ReferenceRule.OVERFLOW, f"{key} {value[:40]!r} does not fit a signed 64-bit integer"
+        )
     return int(digits or "0")
 
 
@@ -226,29 +232,37 @@ def parse_reference(
             break
     for entry in tensor.external_data:
         if entry.key not in KEYS:
-            raise make_error(label, location, Rule.KEY_UNKNOWN, f"key {entry.key[:40]!r} is not one of Table 11")
+            raise make_error(
+                label, location, ReferenceRule.KEY_UNKNOWN, f"key {entry.key[:40]!r} is not one of Table 11"
+            )
         if entry.key in seen:
-            raise make_error(label, location, Rule.KEY_DUPLICATE, f"key {entry.key!r} is given more than once")
+            raise make_error(label, location, ReferenceRule.KEY_DUPLICATE, f"key {entry.key!r} is given more than once")
         seen[entry.key] = entry.value
     if inline_ok is None:
         inline_ok = resolution(tensor) is not None
     if not inline_ok and has_inline_contents(tensor):
         raise make_error(
-            label, location, Rule.INLINE_AND_EXTERNAL, "the tensor is EXTERNAL and also carries contents in the model"
+            label,
+            location,
+            ReferenceRule.INLINE_AND_EXTERNAL,
+            "the tensor is EXTERNAL and also carries contents in the model",
         )
     if location is None:
-        raise make_error(label, None, Rule.LOCATION_MISSING, "the reference has no location")
+        raise make_error(label, None, ReferenceRule.LOCATION_MISSING, "the reference has no location")
     comps = split_location(location, label, allow_outside=allow_outside)
     absolute = location[0] in "/\\" or _DRIVE.match(location) is not None
     offset = _integer(label, location, "offset", seen["offset"]) if "offset" in seen else 0
     length = _integer(label, location, "length", seen["length"]) if "length" in seen else None
     if length is not None and offset + length > INT64_MAX:
-        raise make_error(label, location, Rule.OVERFLOW, f"offset {offset} plus length {length} overflows")
+        raise make_error(label, location, ReferenceRule.OVERFLOW, f"offset {offset} plus length {length} overflows")
     checksum = seen.get("checksum")
     if checksum is not None:
         if _SHA1.fullmatch(checksum) is None:
             raise make_error(
-                label, location, Rule.CHECKSUM_INVALID, f"checksum {checksum[:48]!r} is not 40 hexadecimal digits"
+                label,
+                location,
+                ReferenceRule.CHECKSUM_INVALID,
+                f"checksum {checksum[:48]!r} is not 40 hexadecimal digits",
             )
         checksum = checksum.lower()
     return ExternalRef(location, comps, absolute, offset, length, checksum)

@@ -25,7 +25,7 @@ import stat
 from types import TracebackType
 
 from onnxcore.errors import ExternalDataError
-from onnxcore.external.reference import ExternalRef, Rule, make_error
+from onnxcore.external.reference import ExternalRef, ReferenceRule, make_error
 from onnxcore.external.registry import Resolution
 from onnxcore.limits import DEFAULT_LIMITS, Limits
 
@@ -143,7 +143,7 @@ class Resolver:
             raise make_error(
                 label,
                 ref.location,
-                Rule.OUT_OF_BOUNDS,
+                ReferenceRule.OUT_OF_BOUNDS,
                 f"offset {ref.offset} is beyond the end of the file ({size} octets)",
             )
         length = size - ref.offset if ref.length is None else ref.length
@@ -151,13 +151,16 @@ class Resolver:
             raise make_error(
                 label,
                 ref.location,
-                Rule.OUT_OF_BOUNDS,
+                ReferenceRule.OUT_OF_BOUNDS,
                 f"offset {ref.offset} plus length {length} exceeds the file size ({size} octets)",
             )
         lim = self.limits.max_tensor_bytes
         if lim is not None and length > lim:
             raise make_error(
-                label, ref.location, Rule.TENSOR_SIZE_LIMIT, f"length {length} exceeds max_tensor_bytes ({lim})"
+                label,
+                ref.location,
+                ReferenceRule.TENSOR_SIZE_LIMIT,
+                f"length {length} exceeds max_tensor_bytes ({lim})",
             )
         if ref.checksum is not None:
             digest = self._sha1(label, ref, f)
@@ -165,7 +168,7 @@ class Resolver:
                 raise make_error(
                     label,
                     ref.location,
-                    Rule.CHECKSUM_MISMATCH,
+                    ReferenceRule.CHECKSUM_MISMATCH,
                     f"the file's SHA-1 is {digest}, the reference declares {ref.checksum}",
                 )
         if not self.keep_open and f.fd is not None:
@@ -204,7 +207,7 @@ class Resolver:
             raise make_error(
                 label,
                 ref.location,
-                Rule.FILE_SIZE_LIMIT,
+                ReferenceRule.FILE_SIZE_LIMIT,
                 f"the file has {st.st_size} octets, more than max_external_file_bytes ({lim})",
             )
         ident = (st.st_dev, st.st_ino)
@@ -224,14 +227,17 @@ class Resolver:
             # directory: refused.
             if not os.path.isabs(ref.location):
                 raise make_error(
-                    label, ref.location, Rule.LOCATION_ABSOLUTE, "the location is another platform's absolute path"
+                    label,
+                    ref.location,
+                    ReferenceRule.LOCATION_ABSOLUTE,
+                    "the location is another platform's absolute path",
                 )
             return self._open_by_path(label, ref, ref.location, contained=False)
         if self.base is None:
             raise make_error(
                 label,
                 ref.location,
-                Rule.NO_BASE_DIR,
+                ReferenceRule.NO_BASE_DIR,
                 "the model was not loaded from a file and no base_dir was given; nothing is resolved "
                 "relative to the working directory",
             )
@@ -251,7 +257,7 @@ class Resolver:
                 raise make_error(
                     label,
                     ref.location,
-                    Rule.NOT_FOUND,
+                    ReferenceRule.NOT_FOUND,
                     f"the model directory {self.base!r} cannot be opened ({e.strerror})",
                 ) from None
         return self._dir_fd
@@ -262,14 +268,16 @@ class Resolver:
         except OSError as e:
             raise self._os_error(e, shown, label, ref) from None
         except ValueError as e:  # e.g. an embedded NUL the caller let through
-            raise make_error(label, ref.location, Rule.LOCATION_INVALID, str(e)) from None
+            raise make_error(label, ref.location, ReferenceRule.LOCATION_INVALID, str(e)) from None
 
     def _os_error(self, e: OSError, shown: str, label: str, ref: ExternalRef) -> ExternalDataError:
         if e.errno == errno.ENOENT:
-            return make_error(label, ref.location, Rule.NOT_FOUND, f"{shown!r} does not exist")
+            return make_error(label, ref.location, ReferenceRule.NOT_FOUND, f"{shown!r} does not exist")
         if e.errno == errno.ENOTDIR:
-            return make_error(label, ref.location, Rule.NOT_DIRECTORY, f"a component of {shown!r} is not a directory")
-        return make_error(label, ref.location, Rule.UNREADABLE, f"{shown!r} cannot be read ({e.strerror})")
+            return make_error(
+                label, ref.location, ReferenceRule.NOT_DIRECTORY, f"a component of {shown!r} is not a directory"
+            )
+        return make_error(label, ref.location, ReferenceRule.UNREADABLE, f"{shown!r} cannot be read ({e.strerror})")
 
     def _open_checked(
         self, dir_fd: int, name: str, flags: int, before: os.stat_result, shown: str, label: str, ref: ExternalRef
@@ -286,11 +294,11 @@ class Resolver:
                     raise make_error(
                         label,
                         ref.location,
-                        Rule.SYMLINK,
+                        ReferenceRule.SYMLINK,
                         f"{shown!r} is a symbolic link (it became one between the check and the open)",
                     ) from None
                 raise make_error(
-                    label, ref.location, Rule.IDENTITY, f"{shown!r} changed between the check and the open"
+                    label, ref.location, ReferenceRule.IDENTITY, f"{shown!r} changed between the check and the open"
                 ) from None
             raise self._os_error(e, shown, label, ref) from None
         try:
@@ -303,7 +311,7 @@ class Resolver:
             raise make_error(
                 label,
                 ref.location,
-                Rule.IDENTITY,
+                ReferenceRule.IDENTITY,
                 f"the file opened as {shown!r} is not the file checked "
                 "(it was replaced between the check and the open)",
             )
@@ -320,10 +328,12 @@ class Resolver:
                 st = self._lstat(cur, name, shown, label, ref)
                 if stat.S_ISLNK(st.st_mode):
                     raise make_error(
-                        label, ref.location, Rule.SYMLINK, f"directory component {shown!r} is a symbolic link"
+                        label, ref.location, ReferenceRule.SYMLINK, f"directory component {shown!r} is a symbolic link"
                     )
                 if not stat.S_ISDIR(st.st_mode):
-                    raise make_error(label, ref.location, Rule.NOT_DIRECTORY, f"component {shown!r} is not a directory")
+                    raise make_error(
+                        label, ref.location, ReferenceRule.NOT_DIRECTORY, f"component {shown!r} is not a directory"
+                    )
                 flags = os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC
                 nfd = self._open_checked(cur, name, flags, st, shown, label, ref)
                 opened.append(nfd)
@@ -347,12 +357,15 @@ class Resolver:
 
     def _check_file(self, st: os.stat_result, shown: str, label: str, ref: ExternalRef, *, links: bool) -> None:
         if stat.S_ISLNK(st.st_mode):
-            raise make_error(label, ref.location, Rule.SYMLINK, f"{shown!r} is a symbolic link")
+            raise make_error(label, ref.location, ReferenceRule.SYMLINK, f"{shown!r} is a symbolic link")
         if not stat.S_ISREG(st.st_mode):
-            raise make_error(label, ref.location, Rule.NOT_REGULAR, f"{shown!r} is not a regular file")
+            raise make_error(label, ref.location, ReferenceRule.NOT_REGULAR, f"{shown!r} is not a regular file")
         if links and st.st_nlink != 1:
             raise make_error(
-                label, ref.location, Rule.HARDLINK, f"{shown!r} has {st.st_nlink} hard links (exactly one is required)"
+                label,
+                ref.location,
+                ReferenceRule.HARDLINK,
+                f"{shown!r} has {st.st_nlink} hard links (exactly one is required)",
             )
 
     def _open_by_path(
@@ -371,21 +384,23 @@ class Resolver:
                 except OSError as e:
                     raise self._os_error(e, shown, label, ref) from None
                 if stat.S_ISLNK(before.st_mode):
-                    raise make_error(label, ref.location, Rule.SYMLINK, f"{shown!r} is a symbolic link")
+                    raise make_error(label, ref.location, ReferenceRule.SYMLINK, f"{shown!r} is a symbolic link")
             real = os.path.realpath(path)
             if os.path.commonpath([real, self.base]) != self.base:
-                raise make_error(label, ref.location, Rule.OUTSIDE, "the location resolves outside the model directory")
+                raise make_error(
+                    label, ref.location, ReferenceRule.OUTSIDE, "the location resolves outside the model directory"
+                )
         flags = os.O_RDONLY | _O_NONBLOCK | _O_CLOEXEC | _O_BINARY | (_O_NOFOLLOW if contained else 0)
         try:
             fd = os.open(path, flags)
         except OSError as e:
             raise self._os_error(e, ref.location, label, ref) from None
         except ValueError as e:
-            raise make_error(label, ref.location, Rule.LOCATION_INVALID, str(e)) from None
+            raise make_error(label, ref.location, ReferenceRule.LOCATION_INVALID, str(e)) from None
         try:
             st = os.fstat(fd)
             if before is not None and not _same(st, before):
-                raise make_error(label, ref.location, Rule.IDENTITY, "the file opened is not the file checked")
+                raise make_error(label, ref.location, ReferenceRule.IDENTITY, "the file opened is not the file checked")
             self._check_file(st, ref.location, label, ref, links=contained)
         except BaseException:
             os.close(fd)
@@ -416,7 +431,9 @@ class Resolver:
                     if f.fd is None:
                         os.close(fd)
                 if pos != f.st.st_size:
-                    raise make_error(label, ref.location, Rule.IDENTITY, "the file changed size while it was read")
+                    raise make_error(
+                        label, ref.location, ReferenceRule.IDENTITY, "the file changed size while it was read"
+                    )
             f.sha1 = h.hexdigest()
         return f.sha1
 
@@ -425,7 +442,7 @@ class Resolver:
         fd, st, _path = self._open(label, ref)
         if not _same(st, f.st) or st.st_size != f.st.st_size:
             os.close(fd)
-            raise make_error(label, ref.location, Rule.IDENTITY, "the file changed since it was checked")
+            raise make_error(label, ref.location, ReferenceRule.IDENTITY, "the file changed since it was checked")
         return fd
 
     def _contents(self, label: str, ref: ExternalRef, f: _File) -> memoryview:
@@ -449,9 +466,11 @@ class Resolver:
                 # The whole file, read-only; views into it keep it mapped (and close on last use).
                 buf = memoryview(mmap.mmap(f.fd, 0, access=mmap.ACCESS_READ))
         except (OSError, ValueError) as e:
-            raise make_error(label, ref.location, Rule.UNREADABLE, f"the file cannot be mapped ({e})") from None
+            raise make_error(
+                label, ref.location, ReferenceRule.UNREADABLE, f"the file cannot be mapped ({e})"
+            ) from None
         if len(buf) < size:
-            raise make_error(label, ref.location, Rule.IDENTITY, "the file shrank after it was checked")
+            raise make_error(label, ref.location, ReferenceRule.IDENTITY, "the file shrank after it was checked")
         os.close(f.fd)
         f.fd = None
         f.buf = buf

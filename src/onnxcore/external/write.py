@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from onnxcore.errors import ExternalDataError
-from onnxcore.external.reference import Rule, has_inline_contents, is_external, make_error, split_location
+from onnxcore.external.reference import ReferenceRule, has_inline_contents, is_external, make_error, split_location
 from onnxcore.external.registry import Resolution, resolution
 from onnxcore.external.walk import iter_tensors, tensor_label
 from onnxcore.proto.codec import NanBits, copy_message, encode_parts
@@ -141,7 +141,7 @@ def _state(path: str, tensor: TensorProto) -> str:
         raise make_error(
             tensor_label(path, tensor),
             loc,
-            Rule.INLINE_AND_EXTERNAL,
+            ReferenceRule.INLINE_AND_EXTERNAL,
             "the tensor is EXTERNAL and carries contents that are not its resolved external data",
         )
     return "unresolved"
@@ -152,7 +152,7 @@ def _unresolved(path: str, tensor: TensorProto) -> ExternalDataError:
     return make_error(
         tensor_label(path, tensor),
         loc,
-        Rule.UNRESOLVED,
+        ReferenceRule.UNRESOLVED,
         "the reference is not resolved; call onnxcore.load_external_data(model, base_dir) first",
     )
 
@@ -407,7 +407,7 @@ def save_model(
     comps = split_location(loc, "<save>")
     data_path = os.path.join(directory, *comps)
     if os.path.abspath(data_path) == target:
-        raise make_error("<save>", loc, Rule.LOCATION_INVALID, "the data file would be the model file itself")
+        raise make_error("<save>", loc, ReferenceRule.LOCATION_INVALID, "the data file would be the model file itself")
     out, plan = _plan(model, loc, size_threshold, align)
     tmp_data: str | None = None
     tmp_model: str | None = None

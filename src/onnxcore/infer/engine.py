@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from onnxcore.defs.binding import canonical_domain, get_schema
 from onnxcore.defs.opschema import OpSchema
 from onnxcore.errors import OnnxCoreError
-from onnxcore.infer.rules import RULES, UNRESOLVED, _Unresolved, generic_outputs, infer_outputs
+from onnxcore.infer.rules import TYPE_RULES, UNRESOLVED, _Unresolved, generic_outputs, infer_outputs
 from onnxcore.io import encode
 from onnxcore.proto.messages import (
     AttributeProto,
@@ -343,7 +343,7 @@ class _Engine:
                         schema = schemas[skey] = get_schema(node.op_type, version, domain)
                 if schema is None:
                     out = (None,) * n_out
-                elif has_graphs or (schema.domain, schema.name) in RULES:
+                elif has_graphs or (schema.domain, schema.name) in TYPE_RULES:
                     view = _NodeView(self, frame, scope, node, node_location(path, i, node), schema, in_types)
                     out, bindings, conflicts = infer_outputs(view, n_out)
                     visited = view.visited

@@ -22,7 +22,7 @@ from onnxcore.defs.opschema import FormalParameter, OpSchema
 from onnxcore.proto.messages import AttributeProto, NodeProto
 from onnxcore.types.typestr import elem_type_string, tensor_elem, type_string
 
-__all__ = ["RULES", "NodeView", "bind_inputs", "formal_at", "generic_outputs", "infer_outputs"]
+__all__ = ["TYPE_RULES", "NodeView", "bind_inputs", "formal_at", "generic_outputs", "infer_outputs"]
 
 _AT = AttributeProto.AttributeType
 
@@ -117,7 +117,7 @@ def infer_outputs(view: NodeView, n_outputs: int) -> tuple[list[str | None], dic
     """Output types of one node bound to ``view.schema``: the generic rule, then the explicit one."""
     schema = view.schema
     out, bindings, conflicts = generic_outputs(schema, view.in_types, n_outputs)
-    rule = RULES.get((schema.domain, schema.name))
+    rule = TYPE_RULES.get((schema.domain, schema.name))
     if rule is not None:
         for j, t in rule(view).items():
             if 0 <= j < n_outputs:
@@ -175,10 +175,10 @@ def _supplied(view: NodeView, k: int) -> bool:
 
 # --- attribute-typed outputs ---------------------------------------------------------------------------
 
-Rule = Callable[[NodeView], dict[int, str | None]]
+TypeRule = Callable[[NodeView], dict[int, str | None]]
 
 
-def _from_attr(name: str, default: int | None, fallback_input: int | None = None) -> Rule:
+def _from_attr(name: str, default: int | None, fallback_input: int | None = None) -> TypeRule:
     """Output 0 has the element type of attribute ``name`` (else the default, else an input's type)."""
 
     def rule(view: NodeView) -> dict[int, str | None]:
@@ -425,7 +425,7 @@ def _sequence_map(view: NodeView) -> dict[int, str | None]:
     }
 
 
-def _optimizer(groups: int, produced: tuple[int, ...]) -> Rule:
+def _optimizer(groups: int, produced: tuple[int, ...]) -> TypeRule:
     """Training optimizers: inputs R, T, then ``groups`` runs of n tensors; outputs copy some runs' types."""
 
     def rule(view: NodeView) -> dict[int, str | None]:
@@ -448,7 +448,7 @@ def _linear_attention(view: NodeView) -> dict[int, str | None]:
     return {1: _input(view, 3) if _supplied(view, 3) else _input(view, 0)}
 
 
-RULES: dict[tuple[str, str], Rule] = {
+TYPE_RULES: dict[tuple[str, str], TypeRule] = {
     ("", "Cast"): _from_attr("to", None),
     ("", "BitCast"): _from_attr("to", None),
     ("", "Constant"): _constant,

@@ -20,7 +20,9 @@ from typing import Any, NoReturn
 
 import numpy as np
 
+from onnxcore.errors import ShapeError
 from onnxcore.proto.messages import AttributeProto, NodeProto
+from onnxcore.types.broadcast import broadcast_extents, unidirectional_extents
 
 __all__ = [
     "Extent",
@@ -33,12 +35,17 @@ __all__ = [
     "SHAPE_RULES",
     "shape_rule",
     "broadcast",
+    "unidirectional",
     "unify",
+    "unify_all",
     "unify_shapes",
     "norm_axis",
+    "dim_at",
+    "dim_div",
     "dim_mul",
     "dim_add",
     "dim_prod",
+    "require_rank",
     "resolve",
     "same_as_input",
     "shape_from_input",
@@ -46,21 +53,21 @@ __all__ = [
 
 Extent = int | str | None
 ShapeT = tuple[Extent, ...]
-Rule = Callable[["ShapeContext"], Sequence[ShapeT | None]]
+ShapeRule = Callable[["ShapeContext"], Sequence[ShapeT | None]]
 
-SHAPE_RULES: dict[tuple[str, str], Rule] = {}
+SHAPE_RULES: dict[tuple[str, str], ShapeRule] = {}
 
 _MISSING = object()
 
 
-def shape_rule(*op_types: str, domain: str = "") -> Callable[[Rule], Rule]:
+def shape_rule(*op_types: str, domain: str = "") -> Callable[[ShapeRule], ShapeRule]:
     """Register a shape rule for every version of each of ``op_types`` in ``domain`` (explicitly, never by scan).
 
     The rule returns a sequence with one entry per output it can speak of (a shorter sequence leaves the
     rest unknown).
     """
 
-    def deco(fn: Rule) -> Rule:
+    def deco(fn: ShapeRule) -> ShapeRule:
         for op in op_types:
             key = (domain, op)
             if key in SHAPE_RULES:
@@ -276,37 +283,31 @@ def unify_shapes(ctx: ShapeContext, a: ShapeT | None, b: ShapeT | None, what: st
     return tuple(unify(ctx, x, y, f"{what}, axis {i}") for i, (x, y) in enumerate(zip(a, b)))
 
 
-def _bdim(ctx: ShapeContext, a: Extent, b: Extent, pos: int) -> Extent:
-    if a == b:
-        return a
-    if a == 1:
-        return b
-    if b == 1:
-        return a
-    if isinstance(a, int) and isinstance(b, int):
-        ctx.fail(f"shapes are not broadcastable (Clause 6.6.2): extents {a} and {b} at position {pos} from the right")
-    # A fixed extent other than 1 is the result whatever the other is, if the model runs at all.
-    if isinstance(a, int):
-        return a
-    if isinstance(b, int):
-        return b
-    return None  # distinct variables, or unknown: not concluded equal (Clause 6.6.4, 9.3)
-
-
 def broadcast(ctx: ShapeContext, shapes: Sequence[ShapeT | None]) -> ShapeT | None:
-    """Multidirectional broadcasting (Clause 6.6.2) of known shapes; None if any rank is unknown."""
-    if any(s is None for s in shapes):
+    """Multidirectional broadcasting (Clause 6.6.2, 6.6.4) of known shapes; None if any rank is unknown.
+
+    The rule is :func:`onnxcore.types.broadcast.broadcast_dims` (the one the public
+    :func:`onnxcore.broadcast_shapes` applies); two different fixed extents, neither 1, fail.
+    """
+    if not shapes or any(s is None for s in shapes):
         return None
-    known: list[ShapeT] = [s for s in shapes if s is not None]
-    if not known:
-        return None
-    rank = max(len(s) for s in known)
-    out: list[Extent] = [1] * rank
-    for s in known:
-        off = rank - len(s)
-        for j, d in enumerate(s):
-            out[off + j] = _bdim(ctx, out[off + j], d, rank - off - j)
-    return tuple(out)
+    try:
+        return broadcast_extents([s for s in shapes if s is not None])
+    except ShapeError as e:
+        ctx.fail(str(e))
+
+
+def unidirectional(ctx: ShapeContext, target: ShapeT | None, shape: ShapeT | None) -> ShapeT | None:
+    """Unidirectional broadcasting (Clause 6.6.3, 6.6.4) of ``shape`` to ``target``: ``target``, refined where
+    its extent is unknown or a variable and ``shape``'s is fixed and not 1 (the rule of
+    :func:`onnxcore.types.broadcast.unidirectional_dim`). None when ``target``'s rank is unknown; ``target``
+    when ``shape``'s is."""
+    if target is None or shape is None:
+        return target
+    try:
+        return unidirectional_extents(target, shape)
+    except ShapeError as e:
+        ctx.fail(str(e))
 
 
 def norm_axis(ctx: ShapeContext, axis: int, rank: int, what: str = "axis") -> int:
@@ -314,6 +315,38 @@ def norm_axis(ctx: ShapeContext, axis: int, rank: int, what: str = "axis") -> in
     if not -rank <= axis < rank:
         ctx.fail(f"{what} {axis} is out of range for rank {rank}")
     return axis + rank if axis < 0 else axis
+
+
+def dim_at(s: ShapeT | None, i: int) -> Extent:
+    """Extent ``i`` of ``s`` (negative counts from the end); None when the rank is unknown or too small."""
+    if s is None or not -len(s) <= i < len(s):
+        return None
+    return s[i]
+
+
+def dim_div(ctx: ShapeContext, a: Extent, b: Extent, what: str) -> Extent:
+    """``a / b`` where the definition makes ``a`` a multiple of ``b`` (fails when both are fixed and it is not)."""
+    if b == 1:
+        return a
+    if isinstance(a, int) and isinstance(b, int) and b > 0:
+        if a % b:
+            ctx.fail(f"{what}: {a} is not a multiple of {b}")
+        return a // b
+    return None
+
+
+def unify_all(ctx: ShapeContext, dims: Sequence[Extent], what: str) -> Extent:
+    """Extents the definition requires equal, unified (fails on two fixed ones that differ)."""
+    out: Extent = None
+    for d in dims:
+        out = unify(ctx, out, d, what)
+    return out
+
+
+def require_rank(ctx: ShapeContext, s: ShapeT | None, ranks: Sequence[int], what: str) -> None:
+    """Fail when ``s`` is known and its rank is none of ``ranks``."""
+    if s is not None and len(s) not in ranks:
+        ctx.fail(f"{what} has rank {len(s)}, the definition requires {' or '.join(map(str, ranks))}")
 
 
 def dim_mul(a: Extent, b: Extent) -> Extent:

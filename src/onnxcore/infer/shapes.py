@@ -52,6 +52,7 @@ from onnxcore.proto.messages import (
     TypeProto,
     ValueInfoProto,
 )
+from onnxcore.types.valuetypes import declared_shape, stated_dims  # defined once, in types/ (re-exported)
 
 __all__ = [
     "ShapeInference",
@@ -90,29 +91,6 @@ _NO_FOLD = frozenset(
 _FOLD_LIMITS = Limits(max_tensor_elements=_FOLD_ELEMENTS, max_tensor_bytes=8 * _FOLD_ELEMENTS)
 # Set by the tests: a rule that raises anything but ShapeIncompatible is a defect, not an unknown.
 STRICT = False
-
-
-def stated_dims(tp: TypeProto | None) -> ShapeT | None:
-    """The dims a (sparse) tensor type states, as written: ints (negative ones included), dimension variables,
-    None for an unknown extent; None when it states no shape."""
-    if tp is None:
-        return None
-    t = tp.tensor_type if tp.tensor_type is not None else tp.sparse_tensor_type
-    if t is None or t.shape is None:
-        return None
-    return tuple(int(d.dim_value) if d.has("dim_value") else (d.dim_param or None) for d in t.shape.dim)
-
-
-def declared_shape(tp: TypeProto | None) -> ShapeT | None:
-    """The shape a (sparse, or optional) tensor type declares: ints, dimension variables, None for unknown; None
-    if it states no shape."""
-    if tp is not None and tp.optional_type is not None:  # an optional tensor has its tensor's shape when present
-        return declared_shape(tp.optional_type.elem_type)
-    dims = stated_dims(tp)
-    if dims is None:
-        return None
-    # A negative extent is reported on its own (Clause 6.5.1); here it is unknown.
-    return tuple(None if isinstance(d, int) and d < 0 else d for d in dims)
 
 
 def _fmt(s: ShapeT | None) -> str:

@@ -17,6 +17,7 @@ import numpy as np
 
 from onnxcore.errors import EvaluationError, LimitError, ShapeError
 from onnxcore.limits import active_limits
+from onnxcore.types.broadcast import unidirectional_extents
 
 __all__ = [
     "check_broadcast_size",
@@ -193,11 +194,7 @@ def check_unidirectional(b_shape: Sequence[int], a_shape: Sequence[int]) -> None
     Raises:
         ShapeError: ``b_shape`` has greater rank, or an extent differing from both ``a``'s and 1.
     """
-    a = tuple(a_shape)
-    b = tuple(b_shape)
-    ok = len(b) <= len(a) and all(x == 1 or x == y for x, y in zip(reversed(b), reversed(a)))
-    if not ok:
-        raise ShapeError(f"shape {b} is not unidirectionally broadcastable to {a} (Clause 6.6.3)")
+    unidirectional_extents(tuple(a_shape), tuple(b_shape))  # the one rule (onnxcore.types.broadcast)
 
 
 def legacy_broadcast(a: np.ndarray, b: np.ndarray, broadcast: int, axis: int | None) -> np.ndarray:

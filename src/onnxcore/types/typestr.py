@@ -64,7 +64,10 @@ def _type_string(tp: TypeProto | None, depth: int = 0) -> str | None:
         return None if key is None or value is None else f"map({key},{value})"
     if kind == "opaque_type":
         o = tp.opaque_type
-        return None if o is None else f"opaque({o.domain},{o.name})"
+        if o is None:
+            return None
+        # onnx's spelling: the domain and a comma only when the domain is not the default one
+        return f"opaque({o.domain},{o.name or ''})" if o.domain else f"opaque({o.name or ''})"
     return None
 
 
@@ -117,8 +120,8 @@ def _build(s: str) -> TypeProto:
         key, value = _split_top(inner)
         return TypeProto(map_type=TypeProto.Map(key_type=ELEM_TAGS[key], value_type=_build(value)))
     if head == "opaque":
-        domain, name = _split_top(inner)
-        return TypeProto(opaque_type=TypeProto.Opaque(domain=domain, name=name))
+        domain, name = _split_top(inner) if "," in inner else ("", inner)
+        return TypeProto(opaque_type=TypeProto.Opaque(domain=domain or None, name=name or None))
     raise ValueError(f"not a type string: {s!r}")
 
 

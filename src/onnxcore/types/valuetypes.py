@@ -8,6 +8,7 @@ from typing import Any, Union, overload
 
 from onnxcore.errors import ShapeError
 from onnxcore.proto import TensorShapeProto, TypeProto
+from onnxcore.types import typestr
 from onnxcore.types.elements import ElementType, element_type
 
 __all__ = [
@@ -26,6 +27,8 @@ __all__ = [
     "type_string",
     "shape_from_proto",
     "shape_to_proto",
+    "stated_dims",
+    "declared_shape",
 ]
 
 Extent = Union[int, str, None]  # noqa: UP007  (a runtime alias)
@@ -186,7 +189,7 @@ class TensorType:
 
     def type_str(self) -> str | None:
         """The operator-constraint type string, e.g. ``tensor(float)``; None when the element type is unstated."""
-        return None if self.elem_type is None else f"tensor({self.elem_type.type_name})"
+        return type_string(self)
 
     def __str__(self) -> str:
         return f"{self.type_str() or 'tensor(?)'}{_shape_str(self.shape)}"
@@ -205,7 +208,7 @@ class SparseTensorType:
 
     def type_str(self) -> str | None:
         """The type string, e.g. ``sparse_tensor(float)``; None when the element type is unstated."""
-        return None if self.elem_type is None else f"sparse_tensor({self.elem_type.type_name})"
+        return type_string(self)
 
     def __str__(self) -> str:
         return f"{self.type_str() or 'sparse_tensor(?)'}{_shape_str(self.shape)}"
@@ -220,8 +223,7 @@ class SequenceType:
 
     def type_str(self) -> str | None:
         """The type string, e.g. ``seq(tensor(int64))``; None when the element type is unknown."""
-        inner = None if self.elem is None else self.elem.type_str()
-        return None if inner is None else f"seq({inner})"
+        return type_string(self)
 
     def __str__(self) -> str:
         return f"seq({self.elem if self.elem is not None else '?'})"
@@ -241,10 +243,7 @@ class MapType:
 
     def type_str(self) -> str | None:
         """The type string, e.g. ``map(int64,tensor(float))``; None when a part is unknown."""
-        inner = None if self.value is None else self.value.type_str()
-        if self.key is None or inner is None:
-            return None
-        return f"map({self.key.type_name},{inner})"
+        return type_string(self)
 
     def __str__(self) -> str:
         key = self.key.type_name if self.key is not None else "?"
@@ -260,8 +259,7 @@ class OptionalType:
 
     def type_str(self) -> str | None:
         """The type string, e.g. ``optional(seq(tensor(float)))``; None when the element type is unknown."""
-        inner = None if self.elem is None else self.elem.type_str()
-        return None if inner is None else f"optional({inner})"
+        return type_string(self)
 
     def __str__(self) -> str:
         return f"optional({self.elem if self.elem is not None else '?'})"
@@ -277,7 +275,7 @@ class OpaqueType:
 
     def type_str(self) -> str | None:
         """The type string ``opaque(domain,name)`` (``opaque(name)`` in the default domain)."""
-        return f"opaque({self.domain},{self.name})" if self.domain else f"opaque({self.name})"
+        return type_string(self)
 
     def __str__(self) -> str:
         return self.type_str() or "opaque"
@@ -318,6 +316,46 @@ def shape_to_proto(shape: Shape | Iterable[Extent | Dim] | None) -> TensorShapeP
             kw["denotation"] = d.denotation
         out.append(TensorShapeProto.Dimension(**kw))
     return TensorShapeProto(dim=out)
+
+
+def stated_dims(tp: TypeProto | None) -> tuple[Extent, ...] | None:
+    """The dims a (sparse) tensor type states, read from the message as written.
+
+    Unlike :func:`shape_from_proto` nothing is validated: a negative ``dim_value`` is kept (the validator
+    reports it, Clause 6.5.1) and no :class:`Dim` is built (inference and validation read every declared
+    value).
+
+    Args:
+        tp: The type; None for none.
+
+    Returns:
+        ints (negative ones included), dimension variables, None for an unknown extent; None when the type
+        is not a (sparse) tensor type or states no shape (unknown rank).
+    """
+    if tp is None:
+        return None
+    t = tp.tensor_type if tp.tensor_type is not None else tp.sparse_tensor_type
+    if t is None or t.shape is None:
+        return None
+    return tuple(int(d.dim_value) if d.has("dim_value") else (d.dim_param or None) for d in t.shape.dim)
+
+
+def declared_shape(tp: TypeProto | None) -> tuple[Extent, ...] | None:
+    """The shape a (sparse, or optional) tensor type declares, as shape inference reads it (Clause 9).
+
+    Args:
+        tp: The type; None for none.
+
+    Returns:
+        ints, dimension variables, None for unknown (a negative extent included: it is reported on its own,
+        Clause 6.5.1); None if the type states no shape.
+    """
+    if tp is not None and tp.optional_type is not None:  # an optional tensor has its tensor's shape when present
+        return declared_shape(tp.optional_type.elem_type)
+    dims = stated_dims(tp)
+    if dims is None:
+        return None
+    return tuple(None if isinstance(d, int) and d < 0 else d for d in dims)
 
 
 def _elem(tag: int) -> ElementType | None:
@@ -394,13 +432,12 @@ def type_string(type_proto: TypeProto | ValueType | None) -> str | None:
     """The type string of a TypeProto (or value type) as used in operator type constraints.
 
     ``tensor(float)``, ``seq(tensor(int64))``, ``map(int64,tensor(float))``,
-    ``optional(seq(tensor(float)))``, ``sparse_tensor(float)``; None when the type or an element
-    type inside it is unstated or not in Table 5.
+    ``optional(seq(tensor(float)))``, ``sparse_tensor(float)``, ``opaque(domain,name)``; None when the
+    type or an element type inside it is unstated or not in Table 5. One spelling:
+    :func:`onnxcore.types.typestr.type_string`, a value type being read through its message.
     """
     if type_proto is None:
         return None
-    if isinstance(type_proto, TypeProto):
-        from onnxcore.types.typestr import type_string as from_message
-
-        return from_message(type_proto)
-    return type_proto.type_str()
+    if not isinstance(type_proto, TypeProto):
+        type_proto = type_to_proto(type_proto)
+    return typestr.type_string(type_proto)

@@ -10,8 +10,8 @@ function, whichever modules are imported.
 
 from __future__ import annotations
 
-from onnxcore.validate.catalog import RULES, Rule, rules_by_code
+from onnxcore.validate.catalog import CHECK_RULES, CheckRule, rules_by_code
 from onnxcore.validate.report import Finding, Report
 from onnxcore.validate.runner import check
 
-__all__ = ["RULES", "Finding", "Report", "Rule", "check", "rules_by_code"]
+__all__ = ["CHECK_RULES", "Finding", "Report", "CheckRule", "check", "rules_by_code"]

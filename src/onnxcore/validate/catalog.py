@@ -16,14 +16,14 @@ from onnxcore.validate.report import ERROR, WARNING
 if TYPE_CHECKING:
     from onnxcore.validate.context import Context
 
-__all__ = ["Rule", "RULES", "rule", "RuleFunc", "rules_by_code"]
+__all__ = ["CheckRule", "CHECK_RULES", "rule", "RuleFunc", "rules_by_code"]
 
 # A rule yields (location, message) pairs; the runner turns them into Findings.
 RuleFunc = Callable[["Context"], Iterable[tuple[str, str]]]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class Rule:
+class CheckRule:
     """A registered rule.
 
     Attributes:
@@ -44,7 +44,7 @@ class Rule:
     full_only: bool = False
 
 
-RULES: list[Rule] = []
+CHECK_RULES: list[CheckRule] = []
 
 
 def rule(code: str, clause: str, summary: str, *, full_only: bool = False) -> Callable[[RuleFunc], RuleFunc]:
@@ -57,14 +57,14 @@ def rule(code: str, clause: str, summary: str, *, full_only: bool = False) -> Ca
         raise ValueError(f"rule code {code!r} must start with E- or W-")
 
     def deco(func: RuleFunc) -> RuleFunc:
-        if any(r.code == code for r in RULES):
+        if any(r.code == code for r in CHECK_RULES):
             raise ValueError(f"rule code {code!r} registered twice")
-        RULES.append(Rule(code, severity, clause, summary, func, full_only))
+        CHECK_RULES.append(CheckRule(code, severity, clause, summary, func, full_only))
         return func
 
     return deco
 
 
-def rules_by_code() -> dict[str, Rule]:
+def rules_by_code() -> dict[str, CheckRule]:
     """Every registered rule, by code."""
-    return {r.code: r for r in RULES}
+    return {r.code: r for r in CHECK_RULES}

@@ -21,7 +21,7 @@ from onnxcore.errors import DecodeError, LimitError
 from onnxcore.graph.bound import BoundModel
 from onnxcore.limits import DEFAULT_LIMITS, Limits
 from onnxcore.proto.messages import ModelProto
-from onnxcore.validate.catalog import RULES, rule
+from onnxcore.validate.catalog import CHECK_RULES, rule
 from onnxcore.validate.context import Context
 from onnxcore.validate.report import ERROR, Finding, Report
 
@@ -135,7 +135,7 @@ def check_context(
     if base_dir is not None:
         ctx.cache["base_dir"] = os.fspath(base_dir)
     findings = report.findings
-    for r in RULES:
+    for r in CHECK_RULES:
         if r.code in _SPECIAL or (r.full_only and not full):
             continue
         try:

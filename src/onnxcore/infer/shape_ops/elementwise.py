@@ -17,6 +17,7 @@ from onnxcore.infer.shape_core import (
     same_as_input,
     shape_from_input,
     shape_rule,
+    unidirectional,
     unify_shapes,
 )
 
@@ -77,10 +78,8 @@ def _where(ctx: ShapeContext) -> list[ShapeT | None]:
 @shape_rule("PRelu")
 def _prelu(ctx: ShapeContext) -> list[ShapeT | None]:
     x, slope = ctx.shape(0), ctx.shape(1)
-    if ctx.since >= 7 and x is not None and slope is not None:
-        out = broadcast(ctx, [x, slope])  # slope is unidirectionally broadcastable to X (Clause 6.6.3)
-        if out is not None and len(out) != len(x):
-            ctx.fail(f"slope of rank {len(slope)} is not broadcastable to X of rank {len(x)}")
+    if ctx.since >= 7:
+        return [unidirectional(ctx, x, slope)]  # slope is unidirectionally broadcastable to X (Clause 6.6.3)
     return [x]
 
 

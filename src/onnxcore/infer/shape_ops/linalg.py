@@ -20,6 +20,7 @@ from onnxcore.infer.shape_core import (
     norm_axis,
     same_as_input,
     shape_rule,
+    unidirectional,
     unify,
 )
 
@@ -94,12 +95,8 @@ def _gemm(ctx: ShapeContext) -> list[ShapeT | None]:
                 ctx.fail(f"C of rank {len(c)} is not (M, N) (broadcast=0 before opset 7)")
             mn = [unify(ctx, mn[j], c[j], f"C and the output (M, N), axis {j}") for j in (0, 1)]
         else:
-            # C is unidirectionally broadcastable to (M, N) (Clause 6.6.3): an extent other than 1 is M or N.
-            if len(c) > 2:
-                ctx.fail(f"C of rank {len(c)} is not unidirectionally broadcastable to (M, N)")
-            for j, d in zip(range(2 - len(c), 2), c):
-                if d != 1 and isinstance(d, int):
-                    mn[j] = unify(ctx, mn[j], d, f"C and the output (M, N), axis {j}")
+            # C is unidirectionally broadcastable to (M, N) (Clause 6.6.3): a fixed extent other than 1 is M or N.
+            mn = list(unidirectional(ctx, (m, n), c) or (m, n))
         m, n = mn
     return [(m, n)]
 

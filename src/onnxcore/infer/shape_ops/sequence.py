@@ -2,7 +2,7 @@
 
 The shape the engine holds for a sequence value is the shape its elements share (extents they all agree on,
 the others unknown; unknown when its elements are not known), and for an optional the shape of its tensor, as
-:func:`onnxcore.infer.shapes.declared_shape` reads an optional type. So ``SequenceAt`` of a sequence built by
+:func:`onnxcore.types.valuetypes.declared_shape` reads an optional type. So ``SequenceAt`` of a sequence built by
 ``SplitToSequence`` has a shape.
 """
 
