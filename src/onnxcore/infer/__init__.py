@@ -10,7 +10,8 @@ Contract (for the validator and the runtime)
 ``infer(model) -> Inference`` never raises on a malformed model: what it cannot decide stays unknown
 (Clause 9.4), and unknown is never a finding by itself (Clause 9.5). It reads declared types (graph
 inputs, initializers, ``value_info``, graph outputs), binds each node to its definition with
-:func:`onnxcore.defs.get_schema` under the model's ``opset_import`` (Clause 14.4), binds the type
+the bound model (:func:`onnxcore.graph.bind`, one precedence rule: a model-local function first, then the
+definition in force under the imports, Clauses 8.4, 14.3), binds the type
 variables of the definition from the input types, and propagates them to the outputs; the operators
 whose output type comes from an attribute, a subgraph or the structure of an input type have explicit
 rules (:mod:`onnxcore.infer.rules`). Types are spelled as type strings (``"tensor(float)"``,
@@ -44,6 +45,7 @@ Nodes of ``training_info`` graphs are not walked.
 
 from __future__ import annotations
 
+from onnxcore.graph.bound import BoundModel
 from onnxcore.infer.engine import (
     Inference,
     NodeTypes,
@@ -54,6 +56,7 @@ from onnxcore.infer.engine import (
 )
 from onnxcore.infer.rules import bind_inputs, formal_at
 from onnxcore.infer.shapes import ShapeIncompatibility, ShapeInference, ShapeMismatch, annotate, infer_shapes
+from onnxcore.limits import Limits
 from onnxcore.proto.messages import ModelProto, TypeProto
 from onnxcore.types.typestr import parse_type_string, type_string
 
@@ -77,18 +80,24 @@ __all__ = [
 ]
 
 
-def infer(model: ModelProto) -> Inference:
+def infer(model: ModelProto, *, limits: Limits | None = None, bound: BoundModel | None = None) -> Inference:
     """Infer the type of every value of ``model`` (Clause 9). Never raises on a malformed model.
 
     Args:
         model: A decoded model.
+        limits: ``max_nesting_depth`` bounds the subgraphs walked, ``max_inference_nodes`` the node visits
+            (Clause 15.4); those ``bound`` was made under (else ``DEFAULT_LIMITS``) when None.
+        bound: The model bound by :func:`onnxcore.graph.bind`, used as is (no second binding); bound here
+            when None.
 
     Returns:
         The :class:`Inference`: known types per graph path, per-node views, and mismatches.
     """
-    return run(model)
+    return run(model, limits=limits, bound=bound)
 
 
-def infer_types(model: ModelProto) -> dict[str, dict[str, TypeProto]]:
-    """Graph path -> value name -> ``TypeProto`` for every value whose type is known or inferable."""
-    return run(model).types()
+def infer_types(
+    model: ModelProto, *, limits: Limits | None = None, bound: BoundModel | None = None
+) -> dict[str, dict[str, TypeProto]]:
+    """Graph path -> value name -> ``TypeProto`` for every known or inferable type (see :func:`infer`)."""
+    return run(model, limits=limits, bound=bound).types()

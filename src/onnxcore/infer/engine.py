@@ -1,8 +1,8 @@
-"""The inference walk: graphs in node order, subgraphs in their enclosing scope, functions per call site.
+"""The type pass of inference: graphs in node order, subgraphs in their enclosing scope, functions per call site.
 
 Scoping follows Clause 5.4 and 7.6: a subgraph sees the values of its enclosing graphs; a function body
 sees only its own parameters (Clause 8.4). Types are type strings (see :mod:`onnxcore.types.typestr`);
-None is unknown (Clause 9.4).
+None is unknown (Clause 9.4). The walk, the bindings and the limits are those of :mod:`onnxcore.infer.walk`.
 """
 
 from __future__ import annotations
@@ -10,11 +10,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from onnxcore.defs.binding import canonical_domain, get_schema
+from onnxcore.defs.binding import canonical_domain
 from onnxcore.defs.opschema import OpSchema
 from onnxcore.errors import OnnxCoreError
+from onnxcore.graph.bound import BoundModel, function_location
+from onnxcore.graph.functions import Unresolved
 from onnxcore.infer.rules import RULES, UNRESOLVED, _Unresolved, generic_outputs, infer_outputs
+from onnxcore.infer.walk import Binding, Frame, Walk, node_location
 from onnxcore.io import encode
+from onnxcore.limits import Limits
 from onnxcore.proto.messages import (
     AttributeProto,
     FunctionProto,
@@ -25,24 +29,10 @@ from onnxcore.proto.messages import (
 )
 from onnxcore.types.typestr import elem_type_string, parse_type_string, type_string
 
-__all__ = ["Inference", "NodeTypes", "TypeMismatch", "node_location", "run"]
+__all__ = ["Inference", "NodeTypes", "TypeMismatch", "function_location", "node_location", "run"]
 
-_AT = AttributeProto.AttributeType
-_MAX_DEPTH = 64  # nesting of subgraphs and function calls followed; deeper stays unknown
-_NODE_BUDGET_BASE = 100_000
-_NODE_BUDGET_FACTOR = 10
 _NO_BINDINGS: dict[str, str] = {}
 _NO_CONFLICTS: frozenset[str] = frozenset()
-
-
-def node_location(graph_path: str, index: int, node: NodeProto) -> str:
-    """The readable location of a node: ``graph/node[3] "name"`` (the name only when it has one)."""
-    return f'{graph_path}/node[{index}] "{node.name}"' if node.name else f"{graph_path}/node[{index}]"
-
-
-def function_location(index: int, fn: FunctionProto) -> str:
-    """The graph path of a model-local function's body: ``functions[0] "domain:name"``."""
-    return f'functions[{index}] "{fn.domain}:{fn.name}"'
 
 
 @dataclass(slots=True)
@@ -140,15 +130,17 @@ class Inference:
         return self._by_location.get(location)
 
 
-class _Scope:
+class _TypeEnv:
+    """The types of one walked body's values, seeing its enclosing bodies' (Clause 5.4.3)."""
+
     __slots__ = ("parent", "types")
 
-    def __init__(self, parent: _Scope | None) -> None:
+    def __init__(self, parent: _TypeEnv | None) -> None:
         self.parent = parent
         self.types: dict[str, str | None] = {}
 
     def lookup(self, name: str) -> str | None:
-        s: _Scope | None = self
+        s: _TypeEnv | None = self
         while s is not None:
             if name in s.types:
                 return s.types[name]
@@ -156,35 +148,24 @@ class _Scope:
         return None
 
 
-@dataclass(slots=True)
-class _Frame:
-    """The context of a walk: imports in force, the function's attributes, whether to record."""
+class _TypeNodeView:
+    """The type pass's implementation of :class:`onnxcore.infer.rules.NodeView`."""
 
-    opsets: dict[str, int]
-    fn_attrs: dict[str, AttributeProto] | None  # None: not in a function body, or no call site
-    in_function: bool
-    record: bool
-    depth: int
-
-
-class _NodeView:
-    """The engine's implementation of :class:`onnxcore.infer.rules.NodeView`."""
-
-    __slots__ = ("engine", "frame", "in_types", "location", "node", "schema", "scope", "visited")
+    __slots__ = ("env", "frame", "in_types", "location", "node", "schema", "visited", "walk")
 
     def __init__(
         self,
-        engine: _Engine,
-        frame: _Frame,
-        scope: _Scope,
+        walk: TypeWalk,
+        frame: Frame,
+        env: _TypeEnv,
         node: NodeProto,
         location: str,
         schema: OpSchema,
         in_types: tuple[str | None, ...],
     ) -> None:
-        self.engine = engine
+        self.walk = walk
         self.frame = frame
-        self.scope = scope
+        self.env = env
         self.node = node
         self.location = location
         self.schema = schema
@@ -194,7 +175,8 @@ class _NodeView:
     def attr(self, name: str) -> AttributeProto | _Unresolved | None:
         for a in self.node.attribute:
             if a.name == name:
-                return self.engine.resolve(a, self.frame)
+                r = self.walk.resolve(a, self.frame)
+                return UNRESOLVED if isinstance(r, Unresolved) else r
         return None
 
     def subgraph(self, name: str, inputs: Sequence[str | None]) -> list[str | None] | None:
@@ -204,45 +186,27 @@ class _NodeView:
         a = self.attr(name)
         if not isinstance(a, AttributeProto) or a.g is None:
             return None
-        return self.engine.walk_graph(a.g, f"{self.location}/{name}", self.scope, list(inputs), self.frame)
+        return self.walk.walk_graph(a.g, f"{self.location}/{name}", self.env, list(inputs), self.frame)
 
 
-class _Engine:
-    def __init__(self, model: ModelProto) -> None:
+class TypeWalk(Walk):
+    """The type pass (see :func:`onnxcore.infer.infer`)."""
+
+    def __init__(self, model: ModelProto, limits: Limits | None, bound: BoundModel | None) -> None:
+        super().__init__(model, limits, bound)
         self.result = Inference()
-        self.opsets: dict[str, int] = {}
-        for imp in model.opset_import:
-            self.opsets.setdefault(canonical_domain(imp.domain), imp.version)
-        self.functions: dict[tuple[str, str, str], FunctionProto] = {}
-        for fn in model.functions:
-            self.functions.setdefault((canonical_domain(fn.domain), fn.name, fn.overload), fn)
         self.calls: dict[tuple[object, ...], list[str | None]] = {}
-        self.schemas: dict[tuple[str, str, int], OpSchema | None] = {}
-        # Node visits allowed: a model built in memory may share one subgraph object between
-        # branches at every level, which a walk would otherwise follow exponentially often.
-        self.budget = _NODE_BUDGET_BASE + _NODE_BUDGET_FACTOR * _distinct_nodes(model)
         self.generic: dict[tuple[object, ...], tuple[list[str | None], dict[str, str], frozenset[str]]] = {}
-        self.active: set[tuple[str, str, str]] = set()
-
-    # --- attributes -----------------------------------------------------------------------------
-
-    def resolve(self, a: AttributeProto, frame: _Frame) -> AttributeProto | _Unresolved | None:
-        """Substitute a reference to a function attribute parameter (Clause 8.4)."""
-        if not a.ref_attr_name:
-            return a
-        if frame.fn_attrs is None:
-            return UNRESOLVED if frame.in_function else None
-        return frame.fn_attrs.get(a.ref_attr_name)
 
     # --- graphs ---------------------------------------------------------------------------------
 
     def walk_graph(
-        self, g: GraphProto, path: str, parent: _Scope | None, overrides: list[str | None] | None, frame: _Frame
+        self, g: GraphProto, path: str, parent: _TypeEnv | None, overrides: list[str | None] | None, frame: Frame
     ) -> list[str | None]:
-        if frame.depth > _MAX_DEPTH or self.budget < 0:
+        if self.too_deep(frame.depth) or self.budget < 0:
             return [None] * len(g.output)
-        frame = _Frame(frame.opsets, frame.fn_attrs, frame.in_function, frame.record, frame.depth + 1)
-        scope = _Scope(parent)
+        frame = Frame(frame.opsets, frame.fn_attrs, frame.in_function, frame.record, frame.depth + 1)
+        env = _TypeEnv(parent)
         declared: dict[str, TypeProto] = {}
         for vi in g.value_info:
             if vi.type is not None:
@@ -258,21 +222,21 @@ class _Engine:
                 declared[vi.name] = vi.type  # type: ignore[assignment]
                 if o is not None and o != d and mismatches is not None:
                     mismatches.append(TypeMismatch(path, vi.name, f"{path}/input[{k}]", d, o))
-            scope.types[vi.name] = d if d is not None else o
+            env.types[vi.name] = d if d is not None else o
         for t in g.initializer:
-            if scope.types.get(t.name) is None:
-                scope.types[t.name] = elem_type_string(t.data_type)
+            if env.types.get(t.name) is None:
+                env.types[t.name] = elem_type_string(t.data_type)
         for sp in g.sparse_initializer:
             # A sparse initializer is read as the dense tensor it denotes (Clause 7.2).
-            if sp.values is not None and scope.types.get(sp.values.name) is None:
-                scope.types[sp.values.name] = elem_type_string(sp.values.data_type)
-        self.walk_nodes(g.node, path, scope, declared, frame)
+            if sp.values is not None and env.types.get(sp.values.name) is None:
+                env.types[sp.values.name] = elem_type_string(sp.values.data_type)
+        self.walk_nodes(self.graph_bindings(g, frame.opsets), path, env, declared, frame)
         outs: list[str | None] = []
         for vi in g.output:
             d = type_string(vi.type)
-            outs.append(d if d is not None else scope.lookup(vi.name))
+            outs.append(d if d is not None else env.lookup(vi.name))
         if frame.record:
-            self.result.type_strings[path] = {n: t for n, t in scope.types.items() if t is not None}
+            self.result.type_strings[path] = {n: t for n, t in env.types.items() if t is not None}
             self.result.declared[path] = declared
         return outs
 
@@ -282,78 +246,63 @@ class _Engine:
         path: str,
         in_types: Sequence[str | None],
         attrs: dict[str, AttributeProto] | None,
-        frame: _Frame,
+        frame: Frame,
     ) -> list[str | None]:
-        opsets = dict(frame.opsets)
-        for imp in fn.opset_import:
-            # Clause 8.4: the body's versions are the model's; the function's own imports fill gaps.
-            opsets.setdefault(canonical_domain(imp.domain), imp.version)
         if self.budget < 0:
             return [None] * len(fn.output)
-        frame = _Frame(opsets, attrs, True, frame.record, frame.depth + 1)
-        scope = _Scope(None)
+        # Clause 8.4: the body's versions are the model's; the function's own imports fill gaps (its bound scope).
+        frame = Frame(self.function_frame_opsets(fn), attrs, True, frame.record, frame.depth + 1)
+        env = _TypeEnv(None)
         declared = {vi.name: vi.type for vi in fn.value_info if vi.type is not None}
         for k, name in enumerate(fn.input):
             d = type_string(declared.get(name))
             o = in_types[k] if k < len(in_types) else None
-            scope.types[name] = d if d is not None else o
-        self.walk_nodes(fn.node, path, scope, declared, frame)
-        outs = [scope.lookup(name) for name in fn.output]
+            env.types[name] = d if d is not None else o
+        self.walk_nodes(self.function_bindings(fn), path, env, declared, frame)
+        outs = [env.lookup(name) for name in fn.output]
         if frame.record:
-            self.result.type_strings[path] = {n: t for n, t in scope.types.items() if t is not None}
+            self.result.type_strings[path] = {n: t for n, t in env.types.items() if t is not None}
             self.result.declared[path] = declared
         return outs
 
     def walk_nodes(
         self,
-        nodes: Sequence[NodeProto],
+        bindings: Sequence[Binding],
         path: str,
-        scope: _Scope,
+        env: _TypeEnv,
         declared: dict[str, TypeProto],
-        frame: _Frame,
+        frame: Frame,
     ) -> None:
         record = frame.record
-        opsets = frame.opsets
-        self.budget -= len(nodes)
-        schemas = self.schemas
+        self.budget -= len(bindings)
         memo = self.generic
-        lookup = scope.lookup
-        for i, node in enumerate(nodes):
+        lookup = env.lookup
+        for i, b in enumerate(bindings):
+            node = b.node
             in_types = tuple(lookup(n) if n else None for n in node.input)
-            domain = node.domain
-            if domain == "ai.onnx":
-                domain = ""
-            fn = self.functions.get((domain, node.op_type, node.overload)) if self.functions else None
-            schema: OpSchema | None = None
+            fn = b.function
+            schema = b.schema
             out: list[str | None] | tuple[str | None, ...]
-            bindings: dict[str, str] = _NO_BINDINGS
+            bindings_: dict[str, str] = _NO_BINDINGS
             conflicts: frozenset[str] = _NO_CONFLICTS
             visited: set[str] | None = None
             n_out = len(node.output)
             has_graphs = any(a.g is not None or a.graphs for a in node.attribute)
             if fn is not None:
                 out = self.call(fn, node, in_types, frame)
+            elif schema is None:
+                out = (None,) * n_out
+            elif has_graphs or (schema.domain, schema.name) in RULES:
+                view = _TypeNodeView(self, frame, env, node, node_location(path, i, node), schema, in_types)
+                out, bindings_, conflicts = infer_outputs(view, n_out)
+                visited = view.visited
             else:
-                version = opsets.get(domain)
-                if version is not None:
-                    skey = (domain, node.op_type, version)
-                    if skey in schemas:
-                        schema = schemas[skey]
-                    else:
-                        schema = schemas[skey] = get_schema(node.op_type, version, domain)
-                if schema is None:
-                    out = (None,) * n_out
-                elif has_graphs or (schema.domain, schema.name) in RULES:
-                    view = _NodeView(self, frame, scope, node, node_location(path, i, node), schema, in_types)
-                    out, bindings, conflicts = infer_outputs(view, n_out)
-                    visited = view.visited
-                else:
-                    # The generic rule depends on the definition and the input types only.
-                    gkey = (schema, in_types, n_out)
-                    hit = memo.get(gkey)
-                    if hit is None:
-                        hit = memo[gkey] = generic_outputs(schema, in_types, n_out)
-                    out, bindings, conflicts = hit
+                # The generic rule depends on the definition and the input types only.
+                gkey = (schema, in_types, n_out)
+                hit = memo.get(gkey)
+                if hit is None:
+                    hit = memo[gkey] = generic_outputs(schema, in_types, n_out)
+                out, bindings_, conflicts = hit
             if has_graphs:
                 loc = node_location(path, i, node)
                 for a in node.attribute:
@@ -361,10 +310,10 @@ class _Engine:
                     if visited is not None and a.name in visited:
                         continue
                     if a.g is not None:
-                        self.walk_graph(a.g, f"{loc}/{a.name}", scope, None, frame)
+                        self.walk_graph(a.g, f"{loc}/{a.name}", env, None, frame)
                     for k, sub in enumerate(a.graphs):
-                        self.walk_graph(sub, f"{loc}/{a.name}[{k}]", scope, None, frame)
-            types = scope.types
+                        self.walk_graph(sub, f"{loc}/{a.name}[{k}]", env, None, frame)
+            types = env.types
             for k, name in enumerate(node.output):
                 if not name:
                     continue
@@ -377,24 +326,24 @@ class _Engine:
                 types[name] = d if d is not None else t
             if record:
                 self.result.nodes.append(
-                    NodeTypes(path, i, node, schema, fn, in_types, tuple(out[:n_out]), bindings, conflicts)
+                    NodeTypes(path, i, node, schema, fn, in_types, tuple(out[:n_out]), bindings_, conflicts)
                 )
 
     # --- model-local functions ------------------------------------------------------------------
 
     def call(
-        self, fn: FunctionProto, node: NodeProto, in_types: tuple[str | None, ...], frame: _Frame
+        self, fn: FunctionProto, node: NodeProto, in_types: tuple[str | None, ...], frame: Frame
     ) -> list[str | None]:
         """Output types of a call: the body inferred with this call site's input types and attributes."""
         unknown: list[str | None] = [None] * len(node.output)
         key = (canonical_domain(fn.domain), fn.name, fn.overload)
-        if key in self.active or frame.depth > _MAX_DEPTH:
+        if key in self.active or self.too_deep(frame.depth):
             return unknown  # a recursive call (invalid, Clause 8.4) or too deep: nothing inferred
         params = set(fn.attribute) | {a.name for a in fn.attribute_proto}
         attrs: dict[str, AttributeProto] = {a.name: a for a in fn.attribute_proto}
         for a in node.attribute:
             r = self.resolve(a, frame)
-            if isinstance(r, _Unresolved):
+            if isinstance(r, Unresolved):
                 return unknown
             if r is not None and a.name in params:
                 attrs[a.name] = r
@@ -403,7 +352,7 @@ class _Engine:
                 key,
                 in_types,
                 tuple(sorted((n, encode(a)) for n, a in attrs.items())),
-                tuple(sorted(frame.opsets.items())),
+                frame.okey,
             )
         except OnnxCoreError:  # an attribute built by code that cannot be encoded: no memo
             memo = None
@@ -411,7 +360,7 @@ class _Engine:
         if hit is None:
             self.active.add(key)
             try:
-                silent = _Frame(frame.opsets, None, True, False, frame.depth)
+                silent = Frame(frame.opsets, None, True, False, frame.depth)
                 hit = self.walk_function(fn, "", in_types, attrs, silent)
             finally:
                 self.active.discard(key)
@@ -420,35 +369,17 @@ class _Engine:
         return (hit + unknown)[: len(node.output)]
 
 
-def _distinct_nodes(model: ModelProto) -> int:
-    """Nodes of the model counted once per object (subgraphs and function bodies included)."""
-    seen: set[int] = set()
-    stack: list[GraphProto | FunctionProto] = list(model.functions)
-    if model.graph is not None:
-        stack.append(model.graph)
-    count = 0
-    while stack:
-        g = stack.pop()
-        if id(g) in seen:
-            continue
-        seen.add(id(g))
-        count += len(g.node)
-        for node in g.node:
-            for a in node.attribute:
-                if a.g is not None:
-                    stack.append(a.g)
-                stack.extend(a.graphs)
-    return count
-
-
-def run(model: ModelProto) -> Inference:
+def run(model: ModelProto, *, limits: Limits | None = None, bound: BoundModel | None = None) -> Inference:
     """Infer the types of every value of ``model`` (see :func:`onnxcore.infer.infer`)."""
-    engine = _Engine(model)
-    top = _Frame(engine.opsets, None, False, True, 0)
-    if model.graph is not None:
-        engine.walk_graph(model.graph, "graph", None, None, top)
-    for i, fn in enumerate(model.functions):
-        # Without a call site a body's attribute references are unresolved and its inputs untyped
-        # unless its value_info states them (Clause 8.4: a function may be polymorphic).
-        engine.walk_function(fn, function_location(i, fn), (), None, _Frame(engine.opsets, None, True, True, 0))
-    return engine.result
+    walk = TypeWalk(model, limits, bound)
+    try:
+        if model.graph is not None:
+            walk.walk_graph(model.graph, "graph", None, None, Frame(walk.top_opsets, None, False, True, 0))
+        for i, fn in enumerate(model.functions):
+            # Without a call site a body's attribute references are unresolved and its inputs untyped
+            # unless its value_info states them (Clause 8.4: a function may be polymorphic).
+            top = Frame(walk.top_opsets, None, True, True, 0)
+            walk.walk_function(fn, function_location(i, fn), (), None, top)
+    except RecursionError:
+        pass  # nesting (within a raised limit) beyond the interpreter's stack: what was inferred so far stands
+    return walk.result

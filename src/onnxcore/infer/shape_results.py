@@ -1,0 +1,140 @@
+"""What shape inference gives (Clause 9): shapes per graph path, and the contradictions it records.
+
+Also how a declared type states a shape (:func:`declared_shape`) and how a declared and an inferred shape
+combine (:func:`merge`); the walk itself is :mod:`onnxcore.infer.shapes`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from onnxcore.infer.shape_core import Extent, ShapeT
+from onnxcore.proto.messages import TypeProto
+
+__all__ = [
+    "ShapeIncompatibility",
+    "ShapeInference",
+    "ShapeMismatch",
+    "declared_shape",
+    "merge",
+    "stated_dims",
+]
+
+
+def stated_dims(tp: TypeProto | None) -> ShapeT | None:
+    """The dims a (sparse) tensor type states, as written: ints (negative ones included), dimension variables,
+    None for an unknown extent; None when it states no shape."""
+    if tp is None:
+        return None
+    t = tp.tensor_type if tp.tensor_type is not None else tp.sparse_tensor_type
+    if t is None or t.shape is None:
+        return None
+    return tuple(int(d.dim_value) if d.has("dim_value") else (d.dim_param or None) for d in t.shape.dim)
+
+
+def declared_shape(tp: TypeProto | None) -> ShapeT | None:
+    """The shape a (sparse, or optional) tensor type declares: ints, dimension variables, None for unknown; None
+    if it states no shape."""
+    if tp is not None and tp.optional_type is not None:  # an optional tensor has its tensor's shape when present
+        return declared_shape(tp.optional_type.elem_type)
+    dims = stated_dims(tp)
+    if dims is None:
+        return None
+    # A negative extent is reported on its own (Clause 6.5.1); here it is unknown.
+    return tuple(None if isinstance(d, int) and d < 0 else d for d in dims)
+
+
+def _fmt(s: ShapeT | None) -> str:
+    if s is None:
+        return "(rank unknown)"
+    return "[" + ", ".join("?" if d is None else str(d) for d in s) + "]"
+
+
+@dataclass(slots=True, frozen=True)
+class ShapeMismatch:
+    """An inferred shape that contradicts the declared one (Clause 9.4, last paragraph; reported under 10.3).
+
+    Attributes:
+        graph: Path of the graph holding the value.
+        name: The value's name.
+        location: The node output (``.../node[3] "n"/output[0]``) or subgraph input it was found at.
+        declared: The declared shape.
+        inferred: The inferred shape.
+    """
+
+    graph: str
+    name: str
+    location: str
+    declared: ShapeT
+    inferred: ShapeT
+
+    @property
+    def message(self) -> str:
+        return f"value {self.name!r} is declared with shape {_fmt(self.declared)} but inferred {_fmt(self.inferred)}"
+
+
+@dataclass(slots=True, frozen=True)
+class ShapeIncompatibility:
+    """A node whose statically known extents contradict its operator definition (Clause 10.3).
+
+    Attributes:
+        graph: Path of the graph holding the node.
+        location: The node's location.
+        op_type: Its operator.
+        message: What contradicts what.
+    """
+
+    graph: str
+    location: str
+    op_type: str
+    message: str
+
+
+@dataclass(slots=True)
+class ShapeInference:
+    """The result of :func:`infer_shapes`.
+
+    Attributes:
+        shapes: Graph path -> value name -> shape, for every tensor value of known rank (declared and
+            inferred merged: the declared extent where the inference has none, the fixed one where both
+            speak); for a sequence, the shape its elements share; for an optional, its tensor's.
+        mismatches: Every inferred shape contradicting a declared one.
+        incompatibilities: Every node whose fixed extents contradict its definition.
+        unruled: (location, op_type) of each node whose outputs stayed unknown because its operator has
+            neither a shape rule nor a function body (and its inputs were not all known).
+    """
+
+    shapes: dict[str, dict[str, ShapeT]] = field(default_factory=dict)
+    mismatches: list[ShapeMismatch] = field(default_factory=list)
+    incompatibilities: list[ShapeIncompatibility] = field(default_factory=list)
+    unruled: list[tuple[str, str]] = field(default_factory=list)
+
+    def shape(self, name: str, graph: str = "graph") -> ShapeT | None:
+        """The shape of value ``name`` of ``graph`` (the top-level graph by default), or None."""
+        return self.shapes.get(graph, {}).get(name)
+
+
+def merge(declared: ShapeT | None, inferred: ShapeT | None) -> tuple[ShapeT | None, bool]:
+    """The shape a value has given a declaration and an inference, and whether the two contradict each other.
+
+    A fixed extent wins over a variable (the inference shows which extent the variable takes here, Clause
+    6.5.2), a variable over unknown.
+    """
+    if declared is None:
+        return inferred, False
+    if inferred is None:
+        return declared, False
+    if len(declared) != len(inferred):
+        return declared, True
+    out: list[Extent] = []
+    clash = False
+    for d, i in zip(declared, inferred):
+        if isinstance(d, int):
+            if isinstance(i, int) and i != d:
+                clash = True
+            out.append(d)
+        elif isinstance(i, int):
+            out.append(i)
+        else:
+            out.append(d if d is not None else i)
+    return tuple(out), clash
