@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from onnxcore.infer.shape_results import stated_dims
 from onnxcore.proto.messages import TypeProto
 
 __all__ = [
@@ -62,8 +63,6 @@ def type_string(tp: TypeProto | None) -> str | None:
 
 def dims_of(tp: TypeProto | None) -> list[int | str | None] | None:
     """The declared dims of a tensor type: ints, dimension variables, None for unknown; None if no shape."""
-    from onnxcore.infer.shapes import stated_dims
-
     dims = stated_dims(tp)
     return None if dims is None else list(dims)
 
