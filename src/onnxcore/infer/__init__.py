@@ -1,7 +1,8 @@
 """Type and shape inference (Clause 9), across a model's graph, its subgraphs and its functions.
 
-Shapes: ``infer_shapes(model) -> ShapeInference`` (:mod:`onnxcore.infer.shapes`) gives the shape of every
-tensor value it can tell, with the contradictions it finds; ``annotate(model)`` returns the model with a
+One walk over the bound model (:mod:`onnxcore.infer.walk`) gives both the types and the shapes
+(``infer_both``). Shapes: ``infer_shapes(model) -> ShapeInference`` (:mod:`onnxcore.infer.shapes`) gives the
+shape of every tensor value it can tell, with the contradictions it finds; ``annotate(model)`` returns the model with a
 ``value_info`` entry (type and shape) for each intermediate value whose type is known. What follows is the
 contract of the type inference.
 
@@ -45,17 +46,12 @@ Nodes of ``training_info`` graphs are not walked.
 
 from __future__ import annotations
 
-from onnxcore.graph.bound import BoundModel
-from onnxcore.infer.engine import (
-    Inference,
-    NodeTypes,
-    TypeMismatch,
-    function_location,
-    node_location,
-    run,
-)
+from onnxcore.graph.bound import BoundModel, function_location
+from onnxcore.infer.frames import node_location
+from onnxcore.infer.results import Inference, NodeTypes, TypeMismatch
 from onnxcore.infer.rules import bind_inputs, formal_at
 from onnxcore.infer.shapes import ShapeIncompatibility, ShapeInference, ShapeMismatch, annotate, infer_shapes
+from onnxcore.infer.walk import run
 from onnxcore.limits import Limits
 from onnxcore.proto.messages import ModelProto, TypeProto
 from onnxcore.types.typestr import parse_type_string, type_string
@@ -72,6 +68,7 @@ __all__ = [
     "formal_at",
     "function_location",
     "infer",
+    "infer_both",
     "infer_shapes",
     "infer_types",
     "node_location",
@@ -93,11 +90,19 @@ def infer(model: ModelProto, *, limits: Limits | None = None, bound: BoundModel 
     Returns:
         The :class:`Inference`: known types per graph path, per-node views, and mismatches.
     """
-    return run(model, limits=limits, bound=bound)
+    return run(model, limits=limits, bound=bound).types
+
+
+def infer_both(
+    model: ModelProto, *, limits: Limits | None = None, bound: BoundModel | None = None
+) -> tuple[Inference, ShapeInference]:
+    """:func:`infer` and :func:`infer_shapes` of ``model`` from one walk (arguments as for :func:`infer`)."""
+    walk = run(model, limits=limits, bound=bound)
+    return walk.types, walk.shapes
 
 
 def infer_types(
     model: ModelProto, *, limits: Limits | None = None, bound: BoundModel | None = None
 ) -> dict[str, dict[str, TypeProto]]:
     """Graph path -> value name -> ``TypeProto`` for every known or inferable type (see :func:`infer`)."""
-    return run(model, limits=limits, bound=bound).types()
+    return run(model, limits=limits, bound=bound).types.types()

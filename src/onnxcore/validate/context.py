@@ -17,7 +17,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from onnxcore.graph.bound import BoundModel, NodeRef, Scope, bind
-from onnxcore.infer import Inference, ShapeInference, infer, infer_shapes
+from onnxcore.infer import Inference, ShapeInference, infer_both
 from onnxcore.limits import DEFAULT_LIMITS, Limits
 from onnxcore.proto import MESSAGE_CLASSES, MESSAGE_SPECS
 from onnxcore.proto.message import Message
@@ -233,21 +233,24 @@ class Context:
 
     # ---- inference (Clause 9), on the same bound model ----------------------------------------
     @cached_property
-    def inference(self) -> Inference | None:
-        """The type inference of the model, on :attr:`bound` and under :attr:`limits`; None when not run.
-
-        Not run on a model the validator refuses for its nesting (Clause 15.4) or whose subgraphs contain
-        themselves, nor on one that holds a graph object twice (only a model built in code can share one: it
-        would be inferred once per reference, exponentially in the depth of sharing); such models get no
-        type or shape checks.
-        """
+    def _inferred(self) -> tuple[Inference, ShapeInference] | None:
+        # Not run on a model the validator refuses for its nesting (Clause 15.4) or whose subgraphs contain
+        # themselves, nor on one that holds a graph object twice (only a model built in code can share one: it
+        # would be inferred once per reference, exponentially in the depth of sharing).
         if self.too_deep or self.graph_cycles or self.repeated_objects:
             return None
-        return infer(self.model, limits=self.limits, bound=self.bound)
+        return infer_both(self.model, limits=self.limits, bound=self.bound)
 
-    @cached_property
+    @property
+    def inference(self) -> Inference | None:
+        """The type inference of the model (Clause 9), on :attr:`bound` and under :attr:`limits`, computed once
+        with :attr:`shapes` by one walk; None when not run (a model refused for its nesting, or whose graphs
+        contain themselves or are shared: such models get no type or shape checks)."""
+        r = self._inferred
+        return None if r is None else r[0]
+
+    @property
     def shapes(self) -> ShapeInference | None:
-        """The shape inference of the model, when :attr:`inference` is run (same conditions), else None."""
-        if self.inference is None:
-            return None
-        return infer_shapes(self.model, limits=self.limits, bound=self.bound)
+        """The shape inference of the model, from the walk that gives :attr:`inference`; None when not run."""
+        r = self._inferred
+        return None if r is None else r[1]

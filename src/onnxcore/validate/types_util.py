@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from onnxcore.infer.shape_results import stated_dims
+from onnxcore.infer.results import stated_dims
 from onnxcore.proto.messages import TypeProto
 
 __all__ = [

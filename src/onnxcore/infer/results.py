@@ -1,24 +1,126 @@
-"""What shape inference gives (Clause 9): shapes per graph path, and the contradictions it records.
+"""What inference gives (Clause 9): the types and the shapes of a model's values, and the contradictions found.
 
-Also how a declared type states a shape (:func:`declared_shape`) and how a declared and an inferred shape
-combine (:func:`merge`); the walk itself is :mod:`onnxcore.infer.shapes`.
+:class:`Inference` is the type side (:func:`onnxcore.infer.infer`), :class:`ShapeInference` the shape side
+(:func:`onnxcore.infer.infer_shapes`); one walk (:mod:`onnxcore.infer.walk`) gives both. Also how a declared
+type states a shape (:func:`declared_shape`) and how a declared and an inferred shape combine (:func:`merge`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from onnxcore.defs.opschema import OpSchema
+from onnxcore.infer.frames import node_location
 from onnxcore.infer.shape_core import Extent, ShapeT
-from onnxcore.proto.messages import TypeProto
+from onnxcore.proto.messages import FunctionProto, NodeProto, TypeProto
+from onnxcore.types.typestr import parse_type_string, type_string
 
 __all__ = [
+    "Inference",
+    "NodeTypes",
     "ShapeIncompatibility",
     "ShapeInference",
     "ShapeMismatch",
+    "TypeMismatch",
     "declared_shape",
     "merge",
     "stated_dims",
 ]
+
+
+@dataclass(slots=True)
+class NodeTypes:
+    """What inference saw at one node.
+
+    Attributes:
+        graph: Path of the graph (or function body) holding the node.
+        index: Position of the node in it.
+        location: ``node_location(graph, index, node)``.
+        node: The node itself.
+        schema: The definition it binds to (Clause 14.4), or None (unknown op, undeclared domain, or a
+            call of a model-local function).
+        function: The model-local function it calls, if it calls one.
+        input_types: Type string of each actual input (None: unknown, or left unsupplied with "").
+        output_types: Type string inferred for each output before comparison with declared types.
+        bindings: Type variable -> type string, as the inputs bind them (shared between nodes: read only).
+        conflicts: Type variables two inputs bind to different types (Clause 10.3 homogeneity).
+    """
+
+    graph: str
+    index: int
+    node: NodeProto
+    schema: OpSchema | None
+    function: FunctionProto | None
+    input_types: tuple[str | None, ...]
+    output_types: tuple[str | None, ...]
+    bindings: dict[str, str]
+    conflicts: frozenset[str]
+
+    @property
+    def location(self) -> str:
+        """``node_location(graph, index, node)``."""
+        return node_location(self.graph, self.index, self.node)
+
+
+@dataclass(slots=True, frozen=True)
+class TypeMismatch:
+    """An inferred type contradicting a declared one (Clause 9.4, last paragraph; reported under 10.3).
+
+    Attributes:
+        graph: Path of the graph holding the value.
+        name: The value's name.
+        location: Where: a node output (``.../node[3] "n"/output[0]``) or a subgraph input
+            (``.../body/input[1]``, the type the enclosing node feeds it).
+        declared: The declared type string.
+        inferred: The inferred type string.
+    """
+
+    graph: str
+    name: str
+    location: str
+    declared: str
+    inferred: str
+
+    @property
+    def message(self) -> str:
+        return f"value {self.name!r} is declared {self.declared} but inferred {self.inferred}"
+
+
+@dataclass(slots=True)
+class Inference:
+    """The result of :func:`onnxcore.infer.infer`.
+
+    Attributes:
+        type_strings: Graph path -> value name -> type string, for every value of that graph (inputs,
+            initializers, node outputs) whose type is known. Declared types win over inferred ones.
+        declared: Graph path -> value name -> declared ``TypeProto`` (with its shape).
+        nodes: One :class:`NodeTypes` per node of the model's graphs, subgraphs and function bodies.
+        mismatches: Every contradiction between an inferred and a declared type.
+    """
+
+    type_strings: dict[str, dict[str, str]] = field(default_factory=dict)
+    declared: dict[str, dict[str, TypeProto]] = field(default_factory=dict)
+    nodes: list[NodeTypes] = field(default_factory=list)
+    mismatches: list[TypeMismatch] = field(default_factory=list)
+    _by_location: dict[str, NodeTypes] | None = None
+
+    def types(self) -> dict[str, dict[str, TypeProto]]:
+        """Graph path -> value name -> ``TypeProto``: the declared type if known, else the inferred one."""
+        out: dict[str, dict[str, TypeProto]] = {}
+        for path, names in self.type_strings.items():
+            decl = self.declared.get(path, {})
+            g: dict[str, TypeProto] = {}
+            for name, ts in names.items():
+                d = decl.get(name)
+                g[name] = d if d is not None and type_string(d) == ts else parse_type_string(ts)
+            out[path] = g
+        return out
+
+    def node(self, location: str) -> NodeTypes | None:
+        """The :class:`NodeTypes` at ``location`` (as :func:`node_location` spells it)."""
+        if self._by_location is None:
+            self._by_location = {n.location: n for n in self.nodes}
+        return self._by_location.get(location)
 
 
 def stated_dims(tp: TypeProto | None) -> ShapeT | None:
