@@ -90,7 +90,7 @@ def infer(model: ModelProto, *, limits: Limits | None = None, bound: BoundModel 
     Returns:
         The :class:`Inference`: known types per graph path, per-node views, and mismatches.
     """
-    return run(model, limits=limits, bound=bound).types
+    return run(model, limits=limits, bound=bound).type_result
 
 
 def infer_both(
@@ -98,11 +98,11 @@ def infer_both(
 ) -> tuple[Inference, ShapeInference]:
     """:func:`infer` and :func:`infer_shapes` of ``model`` from one walk (arguments as for :func:`infer`)."""
     walk = run(model, limits=limits, bound=bound)
-    return walk.types, walk.shapes
+    return walk.type_result, walk.shape_result
 
 
 def infer_types(
     model: ModelProto, *, limits: Limits | None = None, bound: BoundModel | None = None
 ) -> dict[str, dict[str, TypeProto]]:
     """Graph path -> value name -> ``TypeProto`` for every known or inferable type (see :func:`infer`)."""
-    return run(model, limits=limits, bound=bound).types.types()
+    return run(model, limits=limits, bound=bound).type_result.types()

@@ -55,7 +55,7 @@ def infer_shapes(model: ModelProto, *, limits: Limits | None = None, bound: Boun
     Returns:
         The :class:`ShapeInference`: shapes per graph path, contradictions found, and the nodes no rule covers.
     """
-    return run(model, limits=limits, bound=bound).shapes
+    return run(model, limits=limits, bound=bound).shape_result
 
 
 def _shape_proto(shape: ShapeT) -> TensorShapeProto:
@@ -96,8 +96,8 @@ def annotate(model: ModelProto, *, limits: Limits | None = None, bound: BoundMod
     if g is None:
         return m
     walk = run(model, limits=limits, bound=bound)
-    types = walk.types.types().get("graph", {})
-    shapes = walk.shapes.shapes.get("graph", {})
+    types = walk.type_result.types().get("graph", {})
+    shapes = walk.shape_result.shapes.get("graph", {})
     g = copy.copy(g)
     m.graph = g
     declared = {vi.name for vi in g.value_info} | {vi.name for vi in g.input} | {t.name for t in g.initializer}

@@ -133,13 +133,13 @@ class _TypeNodeView:
 
 
 class InferenceWalk(BoundWalk):
-    """The walk (see the module docstring); :attr:`types` and :attr:`shapes` hold what it finds."""
+    """The walk (see the module docstring); :attr:`type_result` and :attr:`shape_result` hold what it finds."""
 
     def __init__(self, model: ModelProto, limits: Limits | None, bound: BoundModel | None) -> None:
         super().__init__(model, limits, bound)
-        self.types = Inference()
-        self.shapes = ShapeInference()
-        self.step = ShapeStep(self, self.shapes)
+        self.type_result = Inference()
+        self.shape_result = ShapeInference()
+        self.step = ShapeStep(self, self.shape_result)
         self.ir_version = int(model.ir_version)
         self.generic: dict[tuple[object, ...], tuple[Types, dict[str, str], frozenset[str]]] = {}
         self.calls: dict[tuple[object, ...], tuple[Types, Shapes]] = {}
@@ -179,13 +179,13 @@ class InferenceWalk(BoundWalk):
             if d is not None:
                 decl_types[name] = vi.type  # type: ignore[assignment]
                 if o is not None and o != d and record:
-                    self.types.mismatches.append(TypeMismatch(path, name, f"{path}/input[{k}]", d, o))
+                    self.type_result.mismatches.append(TypeMismatch(path, name, f"{path}/input[{k}]", d, o))
             env.types[name] = d if d is not None else o
             ds = declared_shape(vi.type)
             os_ = shape_in[k] if shape_in is not None and k < len(shape_in) else None
             s, clash = merge(ds, os_)
             if clash and record and frame.report and ds is not None and os_ is not None:
-                self.shapes.mismatches.append(ShapeMismatch(path, name, f"{path}/input[{k}]", ds, os_))
+                self.shape_result.mismatches.append(ShapeMismatch(path, name, f"{path}/input[{k}]", ds, os_))
             env.shapes[name] = s
         for t in g.initializer:
             if env.types.get(t.name) is None:
@@ -229,9 +229,9 @@ class InferenceWalk(BoundWalk):
         self._record(path, env, decl_types)
 
     def _record(self, path: str, env: _Env, decl_types: dict[str, TypeProto]) -> None:
-        self.types.type_strings[path] = {n: t for n, t in env.types.items() if t is not None}
-        self.types.declared[path] = decl_types
-        self.shapes.shapes[path] = {n: s for n, s in env.shapes.items() if s is not None}
+        self.type_result.type_strings[path] = {n: t for n, t in env.types.items() if t is not None}
+        self.type_result.declared[path] = decl_types
+        self.shape_result.shapes[path] = {n: s for n, s in env.shapes.items() if s is not None}
 
     # --- nodes ----------------------------------------------------------------------------------
 
@@ -288,7 +288,7 @@ class InferenceWalk(BoundWalk):
                 d = type_string(dp) if dp is not None else None
                 if d is not None and t is not None and d != t and record:
                     where = f"{node_location(path, i, node)}/output[{k}]"
-                    self.types.mismatches.append(TypeMismatch(path, name, where, d, t))
+                    self.type_result.mismatches.append(TypeMismatch(path, name, where, d, t))
                 types[name] = d if d is not None else t
                 inferred = s_out[k] if k < n_s else None
                 ds = decl_shapes.get(name)
@@ -298,14 +298,14 @@ class InferenceWalk(BoundWalk):
                     merged, clash = merge(ds, inferred)
                     if clash and report and inferred is not None:
                         where = f"{node_location(path, i, node)}/output[{k}]"
-                        self.shapes.mismatches.append(ShapeMismatch(path, name, where, ds, inferred))
+                        self.shape_result.mismatches.append(ShapeMismatch(path, name, where, ds, inferred))
                     shapes[name] = merged
                 if values:
                     v = values.get(k)
                     if v is not None:
                         values_of[name] = v
             if record:
-                self.types.nodes.append(
+                self.type_result.nodes.append(
                     NodeTypes(path, i, node, b.schema, b.function, in_types, tuple(t_out[:n_out]), bindings_, conflicts)
                 )
 
