@@ -43,6 +43,10 @@ class Limits:
         max_image_pixels: Pixels (height times width) of one image an ``ImageDecoder`` node decodes. A stream of
             a few hundred octets can declare a huge image (a decompression bomb), so this is checked against the
             header before any pixel is decoded. Default 2**27 (about 134 million, 11,585 x 11,585).
+        max_inference_nodes: Node visits of one type or shape inference walk (Clause 9). A function body is
+            walked once per distinct call and a subgraph once per reference, so a model built in code that shares
+            one subgraph object between the branches of every level would otherwise be walked exponentially
+            often; past the budget what is left stays unknown (Clause 9.4). Default 2,000,000.
     """
 
     max_tensor_elements: int | None = 1 << 34
@@ -53,6 +57,7 @@ class Limits:
     max_external_file_bytes: int | None = 1 << 40
     max_message_bytes: int | None = 1 << 40
     max_image_pixels: int | None = 1 << 27
+    max_inference_nodes: int | None = 2_000_000
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):

@@ -581,12 +581,6 @@ def test_shared_subgraph_objects_do_not_explode():
         ValueInfoProto(name="x", type=onnxcore.TypeProto(tensor_type=onnxcore.TypeProto.Tensor(elem_type=1)))
     ]
     model = ModelProto(ir_version=10, opset_import=[OperatorSetIdProto(domain="", version=21)], graph=inner)
-    import onnxcore.infer.engine as engine
-
-    old = engine._NODE_BUDGET_BASE
-    engine._NODE_BUDGET_BASE = 20_000  # the default (100,000 visits) takes a few seconds here
-    try:
-        r = infer(model)  # returns (unknowns past the budget) instead of running for ever
-    finally:
-        engine._NODE_BUDGET_BASE = old
+    # The budget is Limits.max_inference_nodes (the default, 2,000,000 visits, takes a while here).
+    r = infer(model, limits=onnxcore.Limits(max_inference_nodes=20_000))  # unknowns past the budget, no hang
     assert 20_000 <= len(r.nodes) <= 21_000

@@ -24,7 +24,7 @@ from onnx import helper as h
 from onnx import numpy_helper
 
 import onnxcore
-from onnxcore.infer import shapes as shape_engine
+from onnxcore.infer import shape_step
 from onnxcore.infer.shapes import infer_shapes
 from onnxcore.proto.messages import ModelProto
 
@@ -37,7 +37,7 @@ REDUCE_OPS = [
 
 @pytest.fixture(autouse=True)
 def _strict(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(shape_engine, "STRICT", True)
+    monkeypatch.setattr(shape_step, "STRICT", True)
 
 
 @dataclass

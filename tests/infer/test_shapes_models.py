@@ -14,8 +14,7 @@ import pytest
 
 import onnxcore
 from onnxcore.cli import main
-from onnxcore.infer import annotate, infer_shapes
-from onnxcore.infer import shapes as shape_engine
+from onnxcore.infer import annotate, infer_shapes, shape_step
 from onnxcore.infer.shapes import declared_shape
 
 onnx = pytest.importorskip("onnx")
@@ -27,7 +26,7 @@ RUN = ("squeezenet", "resnet50", "inception_v1", "shufflenet", "densenet121")
 
 @pytest.fixture(autouse=True)
 def _strict(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(shape_engine, "STRICT", True)
+    monkeypatch.setattr(shape_step, "STRICT", True)
 
 
 def _onnx_shapes(path: Path) -> dict[str, tuple[int | str | None, ...]]:

@@ -23,7 +23,7 @@ from onnx import helper as h
 from onnx import numpy_helper
 
 import onnxcore
-from onnxcore.infer import shapes as shape_engine
+from onnxcore.infer import shape_step
 from onnxcore.infer.shapes import ShapeInference, infer_shapes
 from onnxcore.proto.messages import ModelProto
 
@@ -33,7 +33,7 @@ _NP: dict[int, Any] = {F: np.float32, I64: np.int64, U8: np.uint8, T.INT32: np.i
 
 @pytest.fixture(autouse=True)
 def _strict(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(shape_engine, "STRICT", True)
+    monkeypatch.setattr(shape_step, "STRICT", True)
 
 
 # --- harness --------------------------------------------------------------------------------------

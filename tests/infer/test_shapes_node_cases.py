@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import onnxcore
-from onnxcore.infer import shapes as shape_engine
+from onnxcore.infer import shape_step
 from onnxcore.infer.shapes import declared_shape, infer_shapes
 from onnxcore.proto.messages import ModelProto, TensorProto
 
@@ -27,7 +27,7 @@ COVERAGE_FLOOR = 0.85
 
 @pytest.fixture(autouse=True)
 def _strict(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(shape_engine, "STRICT", True)
+    monkeypatch.setattr(shape_step, "STRICT", True)
 
 
 def _stripped(model: ModelProto) -> ModelProto:

@@ -9,14 +9,13 @@ from onnx import helper as h
 from onnx import numpy_helper
 
 import onnxcore
-from onnxcore.infer import annotate, infer_shapes
-from onnxcore.infer import shapes as shape_engine
+from onnxcore.infer import annotate, infer_shapes, shape_step
 from onnxcore.proto.messages import ModelProto
 
 
 @pytest.fixture(autouse=True)
 def _strict(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(shape_engine, "STRICT", True)
+    monkeypatch.setattr(shape_step, "STRICT", True)
 
 
 def _c(name: str, v: object) -> object:

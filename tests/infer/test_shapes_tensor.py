@@ -25,7 +25,7 @@ from onnx import helper as h
 from onnx import numpy_helper as nh
 
 import onnxcore
-from onnxcore.infer import shapes as shape_engine
+from onnxcore.infer import shape_step
 from onnxcore.infer.shapes import ShapeInference, infer_shapes
 from onnxcore.proto.messages import ModelProto
 
@@ -35,7 +35,7 @@ Shape = tuple[Any, ...] | None
 
 @pytest.fixture(autouse=True)
 def _strict(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(shape_engine, "STRICT", True)
+    monkeypatch.setattr(shape_step, "STRICT", True)
 
 
 # --- building, running, inferring --------------------------------------------------------------

@@ -18,7 +18,14 @@ from typing import Any
 from onnxcore.defs.binding import canonical_domain
 from onnxcore.proto import AttributeProto, FunctionProto, GraphProto, NodeProto
 
-__all__ = ["FunctionBody", "local_function_table", "bind_attribute_refs"]
+__all__ = [
+    "UNRESOLVED",
+    "FunctionBody",
+    "Unresolved",
+    "bind_attribute_refs",
+    "local_function_table",
+    "resolve_attribute",
+]
 
 
 class FunctionBody:
@@ -63,6 +70,40 @@ def _shallow(msg: Any) -> Any:
     out._present = msg._present
     out._unknown = msg._unknown
     return out
+
+
+class Unresolved:
+    """The outcome of an attribute reference in a body walked without a call site (no value to bind)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNRESOLVED"
+
+
+UNRESOLVED = Unresolved()
+
+
+def resolve_attribute(
+    attr: AttributeProto, callsite: Mapping[str, AttributeProto] | None, defaults: Mapping[str, Any]
+) -> AttributeProto | Unresolved | None:
+    """One attribute of a body's node as its call site makes it (Clause 8.4).
+
+    Args:
+        attr: The attribute as written in the body.
+        callsite: The call site's attributes by name; None when the body is read without a call site.
+        defaults: The attribute parameters' default values, by name.
+
+    Returns:
+        ``attr`` itself when it refers to no parameter; else the value supplied for the parameter (renamed
+        to ``attr``'s name), else the parameter's default, else None (the attribute is omitted: the node's
+        own default applies); :data:`UNRESOLVED` when it refers to a parameter and there is no call site.
+    """
+    if not attr.ref_attr_name:
+        return attr
+    if callsite is None:
+        return UNRESOLVED
+    return _substitute(attr, callsite, defaults)
 
 
 def _substitute(attr: AttributeProto, callsite: Mapping[str, AttributeProto], defaults: Mapping[str, Any]) -> Any:

@@ -1,7 +1,8 @@
 """Type and shape inference (Clause 9), across a model's graph, its subgraphs and its functions.
 
-Shapes: ``infer_shapes(model) -> ShapeInference`` (:mod:`onnxcore.infer.shapes`) gives the shape of every
-tensor value it can tell, with the contradictions it finds; ``annotate(model)`` returns the model with a
+One walk over the bound model (:mod:`onnxcore.infer.walk`) gives both the types and the shapes
+(``infer_both``). Shapes: ``infer_shapes(model) -> ShapeInference`` (:mod:`onnxcore.infer.shapes`) gives the
+shape of every tensor value it can tell, with the contradictions it finds; ``annotate(model)`` returns the model with a
 ``value_info`` entry (type and shape) for each intermediate value whose type is known. What follows is the
 contract of the type inference.
 
@@ -10,7 +11,8 @@ Contract (for the validator and the runtime)
 ``infer(model) -> Inference`` never raises on a malformed model: what it cannot decide stays unknown
 (Clause 9.4), and unknown is never a finding by itself (Clause 9.5). It reads declared types (graph
 inputs, initializers, ``value_info``, graph outputs), binds each node to its definition with
-:func:`onnxcore.defs.get_schema` under the model's ``opset_import`` (Clause 14.4), binds the type
+the bound model (:func:`onnxcore.graph.bind`, one precedence rule: a model-local function first, then the
+definition in force under the imports, Clauses 8.4, 14.3), binds the type
 variables of the definition from the input types, and propagates them to the outputs; the operators
 whose output type comes from an attribute, a subgraph or the structure of an input type have explicit
 rules (:mod:`onnxcore.infer.rules`). Types are spelled as type strings (``"tensor(float)"``,
@@ -44,16 +46,13 @@ Nodes of ``training_info`` graphs are not walked.
 
 from __future__ import annotations
 
-from onnxcore.infer.engine import (
-    Inference,
-    NodeTypes,
-    TypeMismatch,
-    function_location,
-    node_location,
-    run,
-)
+from onnxcore.graph.bound import BoundModel, function_location
+from onnxcore.infer.frames import node_location
+from onnxcore.infer.results import Inference, NodeTypes, TypeMismatch
 from onnxcore.infer.rules import bind_inputs, formal_at
 from onnxcore.infer.shapes import ShapeIncompatibility, ShapeInference, ShapeMismatch, annotate, infer_shapes
+from onnxcore.infer.walk import run
+from onnxcore.limits import Limits
 from onnxcore.proto.messages import ModelProto, TypeProto
 from onnxcore.types.typestr import parse_type_string, type_string
 
@@ -69,6 +68,7 @@ __all__ = [
     "formal_at",
     "function_location",
     "infer",
+    "infer_both",
     "infer_shapes",
     "infer_types",
     "node_location",
@@ -77,18 +77,32 @@ __all__ = [
 ]
 
 
-def infer(model: ModelProto) -> Inference:
+def infer(model: ModelProto, *, limits: Limits | None = None, bound: BoundModel | None = None) -> Inference:
     """Infer the type of every value of ``model`` (Clause 9). Never raises on a malformed model.
 
     Args:
         model: A decoded model.
+        limits: ``max_nesting_depth`` bounds the subgraphs walked, ``max_inference_nodes`` the node visits
+            (Clause 15.4); those ``bound`` was made under (else ``DEFAULT_LIMITS``) when None.
+        bound: The model bound by :func:`onnxcore.graph.bind`, used as is (no second binding); bound here
+            when None.
 
     Returns:
         The :class:`Inference`: known types per graph path, per-node views, and mismatches.
     """
-    return run(model)
+    return run(model, limits=limits, bound=bound).type_result
 
 
-def infer_types(model: ModelProto) -> dict[str, dict[str, TypeProto]]:
-    """Graph path -> value name -> ``TypeProto`` for every value whose type is known or inferable."""
-    return run(model).types()
+def infer_both(
+    model: ModelProto, *, limits: Limits | None = None, bound: BoundModel | None = None
+) -> tuple[Inference, ShapeInference]:
+    """:func:`infer` and :func:`infer_shapes` of ``model`` from one walk (arguments as for :func:`infer`)."""
+    walk = run(model, limits=limits, bound=bound)
+    return walk.type_result, walk.shape_result
+
+
+def infer_types(
+    model: ModelProto, *, limits: Limits | None = None, bound: BoundModel | None = None
+) -> dict[str, dict[str, TypeProto]]:
+    """Graph path -> value name -> ``TypeProto`` for every known or inferable type (see :func:`infer`)."""
+    return run(model, limits=limits, bound=bound).type_result.types()

@@ -13,13 +13,18 @@ Two traversals, both iterative so that no model can exhaust the Python stack (Cl
 
 from __future__ import annotations
 
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 from onnxcore.graph.bound import BoundModel, NodeRef, Scope, bind
+from onnxcore.infer import Inference, ShapeInference, infer_both
 from onnxcore.limits import DEFAULT_LIMITS, Limits
 from onnxcore.proto import MESSAGE_CLASSES, MESSAGE_SPECS
 from onnxcore.proto.message import Message
 from onnxcore.proto.messages import AttributeProto, GraphProto, ModelProto, NodeProto
+
+if TYPE_CHECKING:  # the rule modules import this one
+    from onnxcore.validate.rules_graph import Resolution
 
 __all__ = ["Context", "NodeRef", "Scope"]
 
@@ -41,7 +46,14 @@ _PLAN = _child_plan()
 
 
 class Context:
-    """Everything the rules read, built once per check."""
+    """Everything the rules read, built once per check.
+
+    Attributes:
+        base_dir: The directory external data references are resolved against (None: not resolved).
+        resolution: The resolution of every use of every scope, once ``rules_graph.resolve`` made it.
+        external: (malformed references, refused resolutions), once ``rules_tensor`` made them.
+        fn_required: Model-local function (by id) -> the attributes a call must give (``rules_function``).
+    """
 
     def __init__(
         self,
@@ -54,7 +66,11 @@ class Context:
         self.model = model
         self.limits = limits or DEFAULT_LIMITS
         self.full = full
-        self.cache: dict[str, Any] = {}
+        self.base_dir: str | None = None
+        self.resolution: Resolution | None = None
+        self.external: tuple[list[tuple[str, str]], list[tuple[str, str]]] | None = None
+        self.fn_required: dict[int, set[str]] = {}
+        self._groups: list[list[NodeRef]] | None = None
         self.ir_version = int(model.ir_version)
         # Generic walk.
         self.entries: list[tuple[Message, int, str, int]] = []
@@ -190,9 +206,8 @@ class Context:
         passes for one passes for all: the rules check one node per group, and every node only
         of a group that fails (Clause 7.3.1).
         """
-        cached = self.cache.get("groups")
-        if cached is not None:
-            return cached
+        if self._groups is not None:
+            return self._groups
         groups: dict[tuple[Any, ...], list[NodeRef]] = {}
         for s in self.scopes:
             for ref in s.nodes:
@@ -213,6 +228,29 @@ class Context:
                     groups[key] = [ref]
                 else:
                     g.append(ref)
-        result = list(groups.values())
-        self.cache["groups"] = result
+        result = self._groups = list(groups.values())
         return result
+
+    # ---- inference (Clause 9), on the same bound model ----------------------------------------
+    @cached_property
+    def _inferred(self) -> tuple[Inference, ShapeInference] | None:
+        # Not run on a model the validator refuses for its nesting (Clause 15.4) or whose subgraphs contain
+        # themselves, nor on one that holds a graph object twice (only a model built in code can share one: it
+        # would be inferred once per reference, exponentially in the depth of sharing).
+        if self.too_deep or self.graph_cycles or self.repeated_objects:
+            return None
+        return infer_both(self.model, limits=self.limits, bound=self.bound)
+
+    @property
+    def inference(self) -> Inference | None:
+        """The type inference of the model (Clause 9), on :attr:`bound` and under :attr:`limits`, computed once
+        with :attr:`shapes` by one walk; None when not run (a model refused for its nesting, or whose graphs
+        contain themselves or are shared: such models get no type or shape checks)."""
+        r = self._inferred
+        return None if r is None else r[0]
+
+    @property
+    def shapes(self) -> ShapeInference | None:
+        """The shape inference of the model, from the walk that gives :attr:`inference`; None when not run."""
+        r = self._inferred
+        return None if r is None else r[1]

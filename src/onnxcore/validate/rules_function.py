@@ -80,7 +80,7 @@ def func_call_arity(ctx: Context) -> Found:
 
 def _required_attrs(ctx: Context, f: FunctionProto) -> set[str]:
     """Attributes without a default that a body node's definition requires (Clause 8.4: else omitted)."""
-    cache = ctx.cache.setdefault("fn_required", {})
+    cache = ctx.fn_required
     if id(f) in cache:
         return cache[id(f)]
     without_default = set(f.attribute) - {a.name for a in f.attribute_proto}

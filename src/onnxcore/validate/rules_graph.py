@@ -24,9 +24,8 @@ class Resolution:
 
 def resolve(ctx: Context) -> Resolution:
     """Resolve every use of every scope (Clauses 5.4.2, 5.4.3, 7.5)."""
-    cached = ctx.cache.get("resolution")
-    if cached is not None:
-        return cached
+    if ctx.resolution is not None:
+        return ctx.resolution
     res = Resolution()
     for scope in ctx.scopes:
         defs = scope.defs
@@ -74,7 +73,7 @@ def resolve(ctx: Context) -> Resolution:
                 )
             # An edge inside a cycle is reported as the cycle, not also as an ordering fault.
             res.order.extend((loc, msg) for p, c, loc, msg in back if not (p in on_cycle and c in on_cycle))
-    ctx.cache["resolution"] = res
+    ctx.resolution = res
     return res
 
 

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from onnxcore.defs.flags import is_flag
+from onnxcore.infer import Inference, ShapeInference, formal_at
 from onnxcore.proto.messages import AttributeProto
 from onnxcore.validate.catalog import rule
 from onnxcore.validate.context import Context, NodeRef
@@ -238,25 +239,9 @@ def _output_unnamed(ref: NodeRef, schema: Any) -> Found:
 # ---- types (Clause 10.3), from onnxcore.infer ------------------------------------------------------
 
 
-def inference(ctx: Context) -> Any:
-    """The type inference of the model (computed once), or None when it cannot be run."""
-    if "inference" in ctx.cache:
-        return ctx.cache["inference"]
-    result = None
-    deepest = max((s.depth for s in ctx.scopes), default=0)
-    # Inference walks subgraphs recursively; models nested deeper than the limit are refused anyway.
-    # A graph object held twice (only a model built in code can share one) would be inferred once
-    # per reference, exponentially in the depth of sharing; such models get no type checks.
-    shared = bool(ctx.repeated_objects)
-    if not ctx.too_deep and not ctx.graph_cycles and not shared and deepest <= 64:
-        try:
-            from onnxcore.infer import infer
-        except ImportError:
-            infer = None  # type: ignore[assignment]
-        if infer is not None:
-            result = infer(ctx.model)
-    ctx.cache["inference"] = result
-    return result
+def inference(ctx: Context) -> Inference | None:
+    """The type inference of the model (:attr:`Context.inference`: computed once, on the bound model)."""
+    return ctx.inference
 
 
 @rule("E-TYPE-CONSTRAINT", "10.3", "an input whose type the operator's type constraints do not admit", full_only=True)
@@ -264,8 +249,6 @@ def type_constraint(ctx: Context) -> Found:
     inf = inference(ctx)
     if inf is None:
         return
-    from onnxcore.infer import formal_at
-
     passed: set[tuple[int, tuple[str | None, ...]]] = set()
     for nt in inf.nodes:
         schema = nt.schema
@@ -340,17 +323,9 @@ def type_mismatch(ctx: Context) -> Found:
 # ---- shapes (Clause 10.3, 9.4), from onnxcore.infer.shapes ------------------------------------------
 
 
-def shape_inference(ctx: Context) -> Any:
-    """The shape inference of the model (computed once), or None when it cannot be run (see :func:`inference`)."""
-    if "shapes" in ctx.cache:
-        return ctx.cache["shapes"]
-    result = None
-    if inference(ctx) is not None:
-        from onnxcore.infer.shapes import infer_shapes
-
-        result = infer_shapes(ctx.model)
-    ctx.cache["shapes"] = result
-    return result
+def shape_inference(ctx: Context) -> ShapeInference | None:
+    """The shape inference of the model (:attr:`Context.shapes`: computed once, when types are inferred)."""
+    return ctx.shapes
 
 
 @rule(

@@ -91,12 +91,11 @@ def tensor_data(ctx: Context) -> Found:
 
 def _external(ctx: Context) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     """(malformed references, refused resolutions), computed once for the two rules below."""
-    cached = ctx.cache.get("external")
-    if cached is not None:
-        return cached
+    if ctx.external is not None:
+        return ctx.external
     malformed: list[tuple[str, str]] = []
     refused: list[tuple[str, str]] = []
-    ctx.cache["external"] = (malformed, refused)
+    ctx.external = (malformed, refused)
     externals = [i for i in ctx.of(TensorProto) if ctx.entries[i][0].data_location == EXTERNAL]  # type: ignore[attr-defined]
     if not externals:
         return malformed, refused
@@ -113,7 +112,7 @@ def _external(ctx: Context) -> tuple[list[tuple[str, str]], list[tuple[str, str]
         except Exception as err:  # an ExternalDataError naming the rule and clause
             malformed.append((ctx.path(i), str(err)))
             bad_names.add(t.name)
-    base_dir = ctx.cache.get("base_dir")
+    base_dir = ctx.base_dir
     if base_dir is not None:
         for refusal in verify_references(ctx.model, base_dir, limits=ctx.limits):
             name = str(getattr(refusal, "tensor", "") or "")

@@ -133,7 +133,7 @@ def check_context(
         report.findings.append(Finding(ERROR, "E-INTERNAL", "10.1", f"indexing failed: {type(e).__name__}: {e}", ""))
         return report, None
     if base_dir is not None:
-        ctx.cache["base_dir"] = os.fspath(base_dir)
+        ctx.base_dir = os.fspath(base_dir)
     findings = report.findings
     for r in CHECK_RULES:
         if r.code in _SPECIAL or (r.full_only and not full):

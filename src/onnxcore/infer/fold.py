@@ -1,0 +1,191 @@
+"""Constant folding for shape inference: small tensor values known statically, computed by the kernels.
+
+A node whose inputs are all known small tensors is evaluated with its kernel (:mod:`onnxcore.kernels`, never the
+evaluator) under tight limits (:func:`onnxcore.limits.limits_in_effect`), so that a later rule reading a value (a
+``Reshape`` to a computed shape) has it. Values are kept for small numeric tensors only; an initializer's
+contents are decoded when a rule first reads them, a folded node's when a later rule first asks.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from onnxcore.defs.opschema import OpSchema
+from onnxcore.graph.attributes import attribute_value
+from onnxcore.infer.shape_core import ShapeT, resolve
+from onnxcore.kernels.registry import lookup
+from onnxcore.limits import Limits, limits_in_effect
+from onnxcore.proto.messages import AttributeProto, NodeProto, TensorProto
+from onnxcore.types import to_array
+
+__all__ = [
+    "MAX_VALUE_ELEMENTS",
+    "LazyValue",
+    "PendingFold",
+    "dims_shape",
+    "fold",
+    "initializer_value",
+    "small_shape",
+    "small_value",
+]
+
+# Values kept: tensors of at most this many elements (shape tensors, scales, small constants).
+MAX_VALUE_ELEMENTS = 4096
+# Nodes evaluated for their values: inputs and outputs of at most this many elements each.
+_FOLD_ELEMENTS = 1 << 16
+# Not evaluated while inferring: the NONDETERMINISTIC operators (their results are not functions of the inputs)
+# and Dropout; and, should their kernels ever be folded (string values are not kept and ImageDecoder's kernel
+# takes a context, so neither is today), operators whose cost a small input does not bound, which would let a
+# model make its own validation hang: a regular expression can backtrack exponentially, an image stream of a
+# few kilobytes can hold millions of pixels to decode in Python.
+_NO_FOLD = frozenset(
+    {
+        "RandomNormal",
+        "RandomUniform",
+        "RandomNormalLike",
+        "RandomUniformLike",
+        "Bernoulli",
+        "Multinomial",
+        "Dropout",
+        "RegexFullMatch",
+        "ImageDecoder",
+    }
+)
+_FOLD_LIMITS = Limits(max_tensor_elements=_FOLD_ELEMENTS, max_tensor_bytes=8 * _FOLD_ELEMENTS)
+
+
+def small_value(a: Any) -> np.ndarray | None:
+    """``a`` when it is a numeric array small enough to keep, else None."""
+    if isinstance(a, np.ndarray) and a.size <= MAX_VALUE_ELEMENTS and a.dtype.kind in "biuf":
+        return a
+    return None
+
+
+def small_shape(s: ShapeT | None) -> bool:
+    """Whether a tensor of shape ``s`` (its fixed extents) is small enough for its value to be kept."""
+    return s is not None and math.prod(d for d in s if isinstance(d, int)) <= MAX_VALUE_ELEMENTS
+
+
+def fold(
+    node: NodeProto,
+    domain: str,
+    schema: OpSchema,
+    in_values: Sequence[Any],
+    attrs: dict[str, AttributeProto],
+) -> tuple[list[ShapeT | None], dict[int, np.ndarray]] | None:
+    """Evaluate a node whose inputs are all known small tensors with its kernel, under tight limits.
+
+    Returns:
+        The output shapes and the small values, or None when the node is not folded (no kernel, a kernel that
+        needs a context, an input not known, a result too large, or any failure: folding never raises).
+    """
+    if node.op_type in _NO_FOLD:
+        return None
+    values = [resolve(v) for v in in_values]
+    for n, v in zip(node.input, values):
+        if n and v is None:
+            return None
+    kdef = lookup(domain, node.op_type, int(schema.since_version))
+    if kdef is None or kdef.context:
+        return None
+    try:
+        kw = {name: attribute_value(a) for name, a in attrs.items()}
+        args = [v if n else None for n, v in zip(node.input, values)]
+        with limits_in_effect(_FOLD_LIMITS), np.errstate(all="ignore"):
+            res = kdef.fn(*args, **kw)
+    except Exception:
+        return None
+    results = res if type(res) is tuple else (res,)
+    # A kernel may give a numpy scalar (np.take with a scalar index does): it is a rank-0 tensor.
+    results = tuple(np.asarray(r) if isinstance(r, np.generic) else r for r in results)
+    shapes: list[ShapeT | None] = []
+    kept: dict[int, np.ndarray] = {}
+    for k, r in enumerate(results):
+        if not isinstance(r, np.ndarray):
+            shapes.append(None)
+            continue
+        if r.size > _FOLD_ELEMENTS:
+            return None
+        shapes.append(tuple(int(d) for d in r.shape))
+        v = small_value(r)
+        if v is not None:
+            kept[k] = v
+    return shapes, kept
+
+
+class PendingFold:
+    """A node whose inputs are all known, evaluated the first time one of its outputs' values is asked for."""
+
+    __slots__ = ("args", "done", "results")
+
+    def __init__(
+        self, node: NodeProto, domain: str, schema: OpSchema, in_values: Sequence[Any], attrs: dict[str, AttributeProto]
+    ) -> None:
+        self.args: tuple[Any, ...] = (node, domain, schema, in_values, attrs)
+        self.done = False
+        self.results: dict[int, np.ndarray] = {}
+
+    def value(self, k: int) -> np.ndarray | None:
+        """Output ``k``'s value (the node evaluated on first request), or None."""
+        if not self.done:
+            self.done = True
+            folded = fold(*self.args)
+            if folded is not None:
+                self.results = folded[1]
+            self.args = ()
+        return self.results.get(k)
+
+
+class LazyValue:
+    """Output ``k`` of a :class:`PendingFold`: a value known to exist, computed on demand."""
+
+    __slots__ = ("k", "pending")
+
+    def __init__(self, pending: PendingFold, k: int) -> None:
+        self.pending = pending
+        self.k = k
+
+    def get(self) -> np.ndarray | None:
+        """The value, or None when the evaluation fails."""
+        return self.pending.value(self.k)
+
+
+def dims_shape(dims: Sequence[int]) -> ShapeT | None:
+    """A tensor's stated dims as a shape; None when one is negative (reported on its own, Clause 6.5.1)."""
+    out = tuple(int(d) for d in dims)
+    return None if any(d < 0 for d in out) else out
+
+
+class _InitializerValue:
+    """The contents of a small numeric initializer stored inline, decoded when a rule first asks for them."""
+
+    __slots__ = ("tensor", "value")
+
+    def __init__(self, tensor: Any) -> None:
+        self.tensor: Any = tensor
+        self.value: np.ndarray | None = None
+
+    def get(self) -> np.ndarray | None:
+        if self.tensor is not None:
+            try:
+                self.value = small_value(to_array(self.tensor))
+            except Exception:
+                self.value = None
+            self.tensor = None
+        return self.value
+
+
+def initializer_value(t: TensorProto) -> _InitializerValue | None:
+    """A small numeric initializer stored inline, to be read on demand (weights and external data never are)."""
+    count = 1
+    for d in t.dims:
+        if d < 0:
+            return None
+        count *= int(d)
+    if count > MAX_VALUE_ELEMENTS or t.data_location == TensorProto.DataLocation.EXTERNAL:
+        return None
+    return _InitializerValue(t)

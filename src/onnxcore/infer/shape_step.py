@@ -1,0 +1,238 @@
+"""The shape side of one node in the inference walk (Clause 9): its rule, its folding, or its function body.
+
+The walk (:mod:`onnxcore.infer.walk`) gives each node without subgraphs to :meth:`ShapeStep.node`: the
+operator's shape rule states the output shapes (and small values); a node whose inputs are all known is also
+evaluated with its kernel (:mod:`onnxcore.infer.fold`), at once when the rule cannot state every shape, else
+only when a later rule reads its value; an operator without a rule has its function body walked (Clause 8.4)
+by the walk; failing those, the outputs are unknown (Clause 9.4). Outcomes are memoised: large models repeat
+a few layer configurations many times.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+import onnxcore.infer.shape_ops  # noqa: F401  (registers the shape rules)
+from onnxcore.defs.binding import canonical_domain
+from onnxcore.defs.opschema import OpSchema
+from onnxcore.graph.functions import Unresolved, resolve_attribute
+from onnxcore.infer.fold import LazyValue, PendingFold, fold, small_shape, small_value
+from onnxcore.infer.frames import Binding, Frame, node_location
+from onnxcore.infer.results import ShapeIncompatibility, ShapeInference
+from onnxcore.infer.shape_core import SHAPE_RULES, VALUE_RULES, ShapeContext, ShapeIncompatible, ShapeT
+from onnxcore.proto.messages import AttributeProto, NodeProto
+
+if TYPE_CHECKING:  # the walk imports this module
+    from onnxcore.infer.walk import InferenceWalk
+
+__all__ = ["STRICT", "ShapeStep", "Unresolvable"]
+
+# Set by the tests: a rule that raises anything but ShapeIncompatible is a defect, not an unknown.
+STRICT = False
+
+# What a node gives: output shapes and small values, or a message (an incompatibility), or _UNRULED.
+_UNRULED = "\x00unruled"
+_Outcome = tuple[list[ShapeT | None], dict[int, np.ndarray]] | str
+
+
+class Unresolvable(Exception):
+    """An attribute refers to a function parameter this walk cannot bind (a body walked without a call site)."""
+
+
+class ShapeStep:
+    """The shape side of the nodes of one walk, with its memo of rule outcomes."""
+
+    def __init__(self, walk: InferenceWalk, result: ShapeInference) -> None:
+        self.walk = walk
+        self.result = result
+        self.defaults: dict[int, dict[str, AttributeProto]] = {}
+        # Rule outcomes by (node's operator, imports, input shapes and values, output count, attributes).
+        self.memo: dict[tuple[object, ...], _Outcome] = {}
+        self.pinned: dict[int, np.ndarray] = {}
+
+    def node(
+        self,
+        b: Binding,
+        path: str,
+        i: int,
+        in_shapes: list[ShapeT | None],
+        in_values: list[np.ndarray | None],
+        attrs: dict[str, AttributeProto],
+        frame: Frame,
+    ) -> tuple[Sequence[ShapeT | None], dict[int, np.ndarray]]:
+        """Output shapes and small values of a node without subgraphs (``attrs``: :meth:`attributes`)."""
+        node = b.node
+        n_out = len(node.output)
+        memo_key: tuple[object, ...] | None = None
+        akey = _attrs_key(attrs)
+        if akey is not None:
+            # The outcome depends on nothing else (the binding follows from the node and the imports). Known
+            # input values enter the key by identity; the step holds them (self.pinned) so that an id is never
+            # reused for another array during the walk.
+            values_key = tuple(None if v is None else id(v) for v in in_values)
+            present = tuple(bool(n) for n in node.input)
+            memo_key = (
+                node.domain,
+                node.op_type,
+                node.overload,
+                frame.okey,
+                tuple(in_shapes),
+                values_key,
+                present,
+                n_out,
+                akey,
+            )
+            hit = self.memo.get(memo_key)
+            if hit is not None:
+                return self.memo_result(hit, node, path, i, frame)
+            for v in in_values:
+                if v is not None:
+                    self.pinned[id(v)] = v
+        outcome = self.evaluate(b, in_shapes, in_values, attrs, frame)
+        if memo_key is not None:
+            self.memo[memo_key] = outcome
+        return self.memo_result(outcome, node, path, i, frame)
+
+    def evaluate(
+        self,
+        b: Binding,
+        in_shapes: list[ShapeT | None],
+        in_values: list[np.ndarray | None],
+        attrs: dict[str, AttributeProto],
+        frame: Frame,
+    ) -> _Outcome:
+        """Output shapes (and small values) of a node: folded, by rule, or through a body."""
+        node = b.node
+        unknown: list[ShapeT | None] = [None] * len(node.output)
+        if b.function is not None:
+            fn = b.function
+            bodies = self.walk.function_bindings(fn)
+            opsets = self.walk.function_frame_opsets(fn)
+            return self.walk.call(fn, bodies, opsets, node, (), in_shapes, in_values, attrs, None, frame)[1], {}
+        schema = b.schema
+        if schema is None:
+            return unknown, {}
+        domain = canonical_domain(node.domain)
+        rule = SHAPE_RULES.get((domain, node.op_type))
+        foldable = all(v is not None for n, v in zip(node.input, in_values) if n)
+        if rule is not None:
+            outcome = self.apply(rule, node, schema, in_shapes, in_values, attrs)
+            if not foldable or not isinstance(outcome, tuple):
+                return outcome
+            outs = outcome[0]
+            if all(o is not None and all(isinstance(d, int) for d in o) for o in outs):
+                # The rule tells every shape: the values are computed only if a later rule asks for them
+                # (most constants of a model are weights nobody reads as a shape).
+                pending = PendingFold(node, domain, schema, in_values, attrs)
+                # Lazy values travel where arrays do (scopes, ShapeContext), resolved where read (resolve).
+                small: dict[int, Any] = {k: LazyValue(pending, k) for k, o in enumerate(outs) if small_shape(o)}
+                return outs, {**small, **outcome[1]}
+            folded = fold(node, domain, schema, in_values, attrs)
+            return folded if folded is not None else outcome
+        if foldable:
+            folded = fold(node, domain, schema, in_values, attrs)
+            if folded is not None:
+                return folded
+        body = self.walk.body(schema, b.version, frame.opsets)
+        if body is not None:
+            scope, bodies = body
+            assert scope.function is not None
+            fn = scope.function
+            return self.walk.call(fn, bodies, scope.opsets, node, (), in_shapes, in_values, attrs, schema, frame)[1], {}
+        return _UNRULED
+
+    def apply(
+        self,
+        rule: Callable[[ShapeContext], Sequence[ShapeT | None]],
+        node: NodeProto,
+        schema: OpSchema,
+        in_shapes: list[ShapeT | None],
+        in_values: list[np.ndarray | None],
+        attrs: dict[str, AttributeProto],
+    ) -> _Outcome:
+        """The outcome of an operator's shape rule on one node."""
+        ctx = ShapeContext(node, int(schema.since_version), in_shapes, in_values, attrs, self.schema_defaults(schema))
+        try:
+            outs = list(rule(ctx))
+            values: dict[int, Any] = {k: v for k, v in ctx._out_values.items() if small_value(v) is not None}
+            vrule = VALUE_RULES.get((schema.domain, node.op_type))
+            if vrule is not None and 0 not in values:
+                sv = vrule(ctx)
+                if sv is not None:
+                    fixed = [d for d in sv.extents if isinstance(d, int)]
+                    if len(fixed) == len(sv.extents):  # all fixed: an ordinary value
+                        values[0] = np.array(fixed[0] if sv.scalar else fixed, dtype=np.int64)
+                    else:
+                        values[0] = sv
+        except ShapeIncompatible as e:
+            return str(e)
+        except Exception:
+            if STRICT:
+                raise
+            return [None] * len(node.output), {}
+        return outs, values
+
+    def memo_result(
+        self, outcome: _Outcome, node: NodeProto, path: str, i: int, frame: Frame
+    ) -> tuple[Sequence[ShapeT | None], dict[int, np.ndarray]]:
+        """An outcome for this node: its shapes; or, recorded at this node, an incompatibility (a message) or
+        the absence of any rule."""
+        if isinstance(outcome, tuple):
+            return outcome
+        if frame.record:
+            loc = node_location(path, i, node)
+            if outcome is _UNRULED:
+                self.result.unruled.append((loc, node.op_type))
+            elif frame.report:
+                self.result.incompatibilities.append(ShapeIncompatibility(path, loc, node.op_type, str(outcome)))
+        return [None] * len(node.output), {}
+
+    @staticmethod
+    def attributes(node: NodeProto, frame: Frame) -> dict[str, AttributeProto]:
+        """The node's attributes by name, references to the function's parameters bound (Clause 8.4).
+
+        Raises:
+            Unresolvable: A reference without a call site (a body read on its own, or a reference outside
+                any function): the node's shapes are unknown.
+        """
+        out: dict[str, AttributeProto] = {}
+        for a in node.attribute:
+            if a.ref_attr_name:
+                # fn_attrs already holds the parameters' defaults under the call's values.
+                r = resolve_attribute(a, frame.fn_attrs, {})
+                if isinstance(r, Unresolved):
+                    raise Unresolvable
+                if r is None:
+                    continue  # the parameter is not set at the call site: the node's default applies
+                a = r
+            out[a.name] = a
+        return out
+
+    def schema_defaults(self, schema: OpSchema) -> dict[str, AttributeProto]:
+        """The default values of a definition's attributes, by name."""
+        d = self.defaults.get(id(schema))
+        if d is None:
+            d = self.defaults[id(schema)] = {
+                n: ad.default for n, ad in schema.attributes.items() if ad.default is not None
+            }
+        return d
+
+
+_SIMPLE_KINDS = frozenset({1, 2, 3, 6, 7, 8})  # FLOAT, INT, STRING, FLOATS, INTS, STRINGS
+
+
+def _attrs_key(attrs: dict[str, AttributeProto]) -> tuple[object, ...] | None:
+    """The attributes' values as a hashable key, or None when one is not a number, a string or a list of them."""
+    if not attrs:
+        return ()
+    key: list[object] = []
+    for name, a in attrs.items():
+        if a.type not in _SIMPLE_KINDS:
+            return None
+        key.append(
+            (name, a.type, a.i, a.f, bytes(a.s), tuple(a.ints), tuple(a.floats), tuple(bytes(x) for x in a.strings))
+        )
+    return tuple(key)
