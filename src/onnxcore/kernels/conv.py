@@ -153,9 +153,9 @@ def pad_spatial(x: np.ndarray, pb: Sequence[int], pe: Sequence[int], value: Any 
     for i, (b, e) in enumerate(zip(pb, pe)):
         pre = (slice(None),) * lead + tuple(inner[:i])
         if b:
-            out[(*pre, slice(0, b))] = value
+            out[pre + (slice(0, b),)] = value
         if e:
-            out[(*pre, slice(shape[lead + i] - e, None))] = value
+            out[pre + (slice(shape[lead + i] - e, None),)] = value
         inner[i] = slice(None)
     return out
 

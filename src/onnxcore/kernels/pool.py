@@ -118,7 +118,7 @@ def _axis_reduce(a: np.ndarray, ax: int, k: int, s: int, d: int, b: int, o: int,
 
     def tap(t: int, lo: int, hi: int) -> np.ndarray:
         off = taps[t][2]
-        return a[(*pre, slice(lo * s + off, (hi - 1) * s + off + 1, s))]
+        return a[pre + (slice(lo * s + off, (hi - 1) * s + off + 1, s),)]
 
     res = np.empty(a.shape[:ax] + (o,) + a.shape[ax + 1 :], dtype=a.dtype)
     lo, hi, _ = taps[first]
@@ -127,21 +127,21 @@ def _axis_reduce(a: np.ndarray, ax: int, k: int, s: int, d: int, b: int, o: int,
     lo2, hi2, _ = taps[second]
     if second != first and lo <= lo2 < hi2 <= hi:
         # The two widest taps combine straight into the result (no pass copying the first one).
-        fn(tap(first, lo2, hi2), tap(second, lo2, hi2), out=res[(*pre, slice(lo2, hi2))])
+        fn(tap(first, lo2, hi2), tap(second, lo2, hi2), out=res[pre + (slice(lo2, hi2),)])
         if lo < lo2:
-            res[(*pre, slice(lo, lo2))] = tap(first, lo, lo2)
+            res[pre + (slice(lo, lo2),)] = tap(first, lo, lo2)
         if hi2 < hi:
-            res[(*pre, slice(hi2, hi))] = tap(first, hi2, hi)
+            res[pre + (slice(hi2, hi),)] = tap(first, hi2, hi)
         done.add(second)
     else:
-        res[(*pre, slice(lo, hi))] = tap(first, lo, hi)
+        res[pre + (slice(lo, hi),)] = tap(first, lo, hi)
     if lo > 0:
-        res[(*pre, slice(0, lo))] = value
+        res[pre + (slice(0, lo),)] = value
     if hi < o:
-        res[(*pre, slice(hi, o))] = value
+        res[pre + (slice(hi, o),)] = value
     for t, (lo, hi, _) in enumerate(taps):
         if t not in done and hi > lo:
-            r = res[(*pre, slice(lo, hi))]
+            r = res[pre + (slice(lo, hi),)]
             fn(r, tap(t, lo, hi), out=r)
     return res
 
