@@ -17,7 +17,7 @@ import numpy as np
 
 from onnxcore.kernels.registry import NONDETERMINISTIC
 from onnxcore.proto import GraphProto, ModelProto, TensorProto, TypeProto
-from onnxcore.proto.codec import copy_message
+from onnxcore.proto.message import copy_message
 
 __all__ = ["NARROW_FLOATS", "widened_model", "recompute_float64"]
 
