@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import IO, TypeVar
 
 from onnxcore.errors import DecodeLimitError, OnnxCoreError
+from onnxcore.external import base_dir_of, load_external_data, save_model
 from onnxcore.limits import DEFAULT_LIMITS, Limits
 from onnxcore.proto.codec import DEFAULT_MAX_DEPTH, decode_message, encode_parts
 from onnxcore.proto.message import Message
@@ -135,8 +136,6 @@ def load(
     depth = max_depth if max_depth is not None else lim.message_depth()
     model = decode_message(ModelProto, buf, max_depth=depth)
     if external_data:
-        from onnxcore.external import base_dir_of, load_external_data
-
         bd = base_dir if base_dir is not None else base_dir_of(source)
         load_external_data(model, bd, allow_outside=allow_outside, limits=lim)
     return model
@@ -195,8 +194,6 @@ def save(
             one with ``external_data=True``, or a bad ``location``.
         EncodeError: a value that cannot be encoded.
     """
-    from onnxcore.external import save_model
-
     save_model(
         model,
         path,

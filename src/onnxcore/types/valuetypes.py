@@ -9,6 +9,7 @@ from typing import Any, Union, overload
 from onnxcore.errors import ShapeError
 from onnxcore.proto import TensorShapeProto, TypeProto
 from onnxcore.types.elements import ElementType, element_type
+from onnxcore.types.typestr import type_string as message_type_string
 
 __all__ = [
     "Dim",
@@ -400,7 +401,5 @@ def type_string(type_proto: TypeProto | ValueType | None) -> str | None:
     if type_proto is None:
         return None
     if isinstance(type_proto, TypeProto):
-        from onnxcore.types.typestr import type_string as from_message
-
-        return from_message(type_proto)
+        return message_type_string(type_proto)
     return type_proto.type_str()
