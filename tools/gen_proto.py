@@ -1,6 +1,8 @@
-"""Generate ``onnxcore/proto/schema.py`` from Annex B of the spec (dev-only).
+"""Generate ``onnxcore/proto/annex_b.py`` and ``onnxcore/proto/messages.py`` from Annex B of the spec (dev-only).
 
-Usage: ``python tools/gen_proto.py ../shared/spec/part1-core.txt``
+Usage: ``python tools/gen_proto.py [--check] [SPEC]`` (``SPEC`` defaults to ``../shared/spec/part1-core.txt``
+next to the repository). With ``--check`` nothing is written: the exit status is 1 when a committed file
+differs from what would be generated.
 
 The spec's Annex B tables are normative (Annex B, B.5); transcribing them by a
 program rather than by hand keeps names, tags, wire types and obligations exact.
@@ -8,12 +10,15 @@ program rather than by hand keeps names, tags, wire types and obligations exact.
 
 from __future__ import annotations
 
+import argparse
 import pprint
 import re
 import sys
 from pathlib import Path
 
-OUT = Path(__file__).resolve().parent.parent / "src" / "onnxcore" / "proto" / "schema.py"
+ROOT = Path(__file__).resolve().parent.parent
+SPEC = ROOT.parent / "shared" / "spec" / "part1-core.txt"
+OUT = ROOT / "src" / "onnxcore" / "proto" / "annex_b.py"
 
 SCALARS = {"int32", "int64", "uint64", "float", "double", "string", "bytes", "bool"}
 
@@ -104,12 +109,7 @@ def qualify(messages: list[dict], enums: list[dict]) -> None:
             f["kind"] = "enum" if any(e["name"] == f["type"] for e in enums) else "message"
 
 
-def main() -> None:
-    text = Path(sys.argv[1]).read_text(encoding="utf-8")
-    messages, enums = parse(text)
-    qualify(messages, enums)
-    n_fields = sum(len(m["fields"]) for m in messages)
-    print(f"{len(messages)} messages, {len(enums)} enumerations, {n_fields} fields")
+def gen_annex_b(messages: list[dict], enums: list[dict]) -> str:
     msg_rows = []
     for m in messages:
         fields = tuple(
@@ -142,7 +142,7 @@ def main() -> None:
         f"MESSAGES: tuple[MessageRow, ...] = {pprint.pformat(tuple(msg_rows), width=110)}\n\n"
         f"ENUMS: tuple[EnumRow, ...] = {pprint.pformat(tuple(enum_rows), width=110)}\n"
     )
-    OUT.write_text(src, encoding="utf-8")
+    return src
 
 
 # ---------------------------------------------------------------------------------------------
@@ -277,13 +277,32 @@ def gen_messages(messages: list[dict], enums: list[dict]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def main_messages() -> None:
-    text = Path(sys.argv[1]).read_text(encoding="utf-8")
+def build(text: str) -> dict[Path, str]:
+    """Every generated file (path -> text) from the spec's text."""
     messages, enums = parse(text)
     qualify(messages, enums)
-    MESSAGES_OUT.write_text(gen_messages(messages, enums), encoding="utf-8")
+    return {OUT: gen_annex_b(messages, enums), MESSAGES_OUT: gen_messages(messages, enums)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("spec", nargs="?", type=Path, default=SPEC, help="the text of ONNX Part 1")
+    ap.add_argument("--check", action="store_true", help="compare with the committed files instead of writing")
+    args = ap.parse_args(argv)
+    outputs = build(args.spec.read_text(encoding="utf-8"))
+    if args.check:
+        stale = [path for path, src in outputs.items() if not path.exists() or path.read_text(encoding="utf-8") != src]
+        for path in stale:
+            print(f"{path} is stale; run python tools/gen_proto.py", file=sys.stderr)
+        if stale:
+            return 1
+        print(f"{len(outputs)} generated files are up to date")
+        return 0
+    for path, src in outputs.items():
+        path.write_text(src, encoding="utf-8")
+        print(f"wrote {path}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
-    main_messages()
+    sys.exit(main())

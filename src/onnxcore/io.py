@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import IO, TypeVar
 
 from onnxcore.errors import DecodeLimitError, OnnxCoreError
+from onnxcore.external import base_dir_of, load_external_data, save_model
 from onnxcore.limits import DEFAULT_LIMITS, Limits
 from onnxcore.proto.codec import DEFAULT_MAX_DEPTH, decode_message, encode_parts
 from onnxcore.proto.message import Message
@@ -135,10 +136,6 @@ def load(
     depth = max_depth if max_depth is not None else lim.message_depth()
     model = decode_message(ModelProto, buf, max_depth=depth)
     if external_data:
-        # External data (Clause 13) is its own path, with file mapping and the checks of 15.3: loaded when a
-        # model needs it, so that ``import onnxcore`` and models without external data never pay for it.
-        from onnxcore.external import base_dir_of, load_external_data
-
         bd = base_dir if base_dir is not None else base_dir_of(source)
         load_external_data(model, bd, allow_outside=allow_outside, limits=lim)
     return model
@@ -197,9 +194,6 @@ def save(
             one with ``external_data=True``, or a bad ``location``.
         EncodeError: a value that cannot be encoded.
     """
-    # Saving goes through the external-data writer (Clause 13) even inline; loaded on first save (see load).
-    from onnxcore.external import save_model
-
     save_model(
         model,
         path,

@@ -18,7 +18,7 @@ import numpy as np
 import onnxcore
 from onnxcore.kernels.registry import NONDETERMINISTIC
 from onnxcore.proto import GraphProto, ModelProto, TensorProto, TypeProto
-from onnxcore.proto.codec import copy_message
+from onnxcore.proto.message import copy_message
 from onnxcore.types import ElementType, from_array, to_array
 
 __all__ = ["NARROW_FLOATS", "widened_model", "recompute_float64"]

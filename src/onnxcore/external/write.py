@@ -28,8 +28,8 @@ from onnxcore.errors import ExternalDataError
 from onnxcore.external.reference import ReferenceRule, has_inline_contents, is_external, make_error, split_location
 from onnxcore.external.registry import Resolution, resolution
 from onnxcore.external.walk import iter_tensors, tensor_label
-from onnxcore.proto.codec import NanBits, copy_message, encode_parts
-from onnxcore.proto.message import Message
+from onnxcore.proto.codec import NanBits, encode_parts
+from onnxcore.proto.message import Message, copy_message
 from onnxcore.proto.messages import StringStringEntryProto, TensorProto
 
 __all__ = ["externalize", "internalize", "save_model"]

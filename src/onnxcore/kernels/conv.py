@@ -1,4 +1,4 @@
-"""Convolution kernels: Conv, ConvTranspose, DeformConv, Col2Im (Clause 8; ONNX 1-2 definitions).
+"""Convolution kernels: Conv and DeformConv (Clause 8; ONNX 1-2 definitions), and the window helpers.
 
 Conv is im2col plus one BLAS matmul per group: the padded input is viewed (no copy) as
 ``(N, group, C/group, *kernel, *out)`` windows, reshaped once into the column matrix
@@ -7,12 +7,10 @@ Conv is im2col plus one BLAS matmul per group: the padded input is viewed (no co
 small matmuls in that one batched call). 1x1 kernels skip im2col; stride-1 kernels build the
 columns from contiguous slices of the flattened padded image (see ``_flat_conv``).
 
-ConvTranspose is the adjoint: one matmul ``W^T @ X`` per group gives every kernel offset's
-contribution, which is scattered into the output with one strided ``+=`` per kernel offset.
-
 Float16 and the narrow floats compute in float32 and round once at the end.
 
-The window helpers (``window_params`` etc.) are shared with :mod:`onnxcore.kernels.pool`.
+The window and attribute helpers are shared with :mod:`onnxcore.kernels.conv_transpose`,
+:mod:`onnxcore.kernels.pool` and the gradients of :mod:`onnxcore.runtime`.
 """
 
 from __future__ import annotations
@@ -33,10 +31,14 @@ from onnxcore.kernels.registry import kernel
 __all__ = [
     "work_dtype",
     "spatial_attr",
+    "pads_attr",
     "conv_pads",
     "pad_spatial",
     "window_view",
     "col2im_accumulate",
+    "check_auto_pad",
+    "check_conv_shapes",
+    "check_bias",
 ]
 
 _AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
@@ -75,7 +77,8 @@ def pads_attr(pads: Any, n: int) -> tuple[list[int], list[int]]:
     return p[:n], p[n:]
 
 
-def _check_auto_pad(auto_pad: str) -> str:
+def check_auto_pad(auto_pad: str) -> str:
+    """``auto_pad`` itself, when it is one of the four modes of the definitions."""
     if auto_pad not in _AUTO_PADS:
         raise EvaluationError(f"auto_pad {auto_pad!r} is not one of {', '.join(_AUTO_PADS)}")
     return auto_pad
@@ -105,7 +108,7 @@ def conv_pads(
         ShapeError: the padded input is smaller than the dilated kernel.
     """
     n = len(in_shape)
-    mode = _check_auto_pad(auto_pad)
+    mode = check_auto_pad(auto_pad)
     ek = [(k - 1) * d + 1 for k, d in zip(kernel, dilations)]
     if any(s <= 0 for s in strides) or any(d <= 0 for d in dilations):
         raise EvaluationError(f"strides {list(strides)} and dilations {list(dilations)} must be positive")
@@ -153,9 +156,9 @@ def pad_spatial(x: np.ndarray, pb: Sequence[int], pe: Sequence[int], value: Any 
     for i, (b, e) in enumerate(zip(pb, pe)):
         pre = (slice(None),) * lead + tuple(inner[:i])
         if b:
-            out[(*pre, slice(0, b))] = value
+            out[pre + (slice(0, b),)] = value
         if e:
-            out[(*pre, slice(shape[lead + i] - e, None))] = value
+            out[pre + (slice(shape[lead + i] - e, None),)] = value
         inner[i] = slice(None)
     return out
 
@@ -212,9 +215,11 @@ def col2im_accumulate(
     return out
 
 
-def _shapes_check(
+def check_conv_shapes(
     x_shape: tuple[int, ...], w_shape: tuple[int, ...], group: int, kernel_shape: Any, *, transpose: bool
 ) -> None:
+    """The ranks, channel counts and ``kernel_shape`` of X and W agree (W is ``(C, M/group, ...)`` when
+    ``transpose``, else ``(M, C/group, ...)``)."""
     if len(x_shape) < 3:
         raise ShapeError(f"X must have rank >= 3 (N, C, spatial...), got shape {x_shape}")
     if len(w_shape) != len(x_shape):
@@ -231,7 +236,8 @@ def _shapes_check(
         raise ShapeError(f"kernel_shape {list(kernel_shape)} disagrees with W shape {w_shape}")
 
 
-def _bias(b: np.ndarray | None, m: int) -> np.ndarray | None:
+def check_bias(b: np.ndarray | None, m: int) -> np.ndarray | None:
+    """The optional bias B, which has one value per output channel (``m``)."""
     if b is None:
         return None
     if b.shape != (m,):
@@ -442,7 +448,7 @@ def _conv_geometry(
     """Checked strides, dilations, pads and output extents of a Conv, and the shapes of its padded input
     and output: the same for every run of a node, so they are computed once per shape (a model's Conv
     calls cost tens of microseconds each otherwise)."""
-    _shapes_check(x_shape, w_shape, group, kernel_shape, transpose=False)
+    check_conv_shapes(x_shape, w_shape, group, kernel_shape, transpose=False)
     nd = len(x_shape) - 2
     kernel = list(w_shape[2:])
     st = spatial_attr(strides, nd, 1, "strides", least=1)
@@ -501,7 +507,7 @@ def _conv(
     )
     dt = x.dtype
     wd = work_dtype(dt)
-    bias = _bias(b, w.shape[0])
+    bias = check_bias(b, w.shape[0])
     wb = None if bias is None else bias.astype(wd, copy=False)
     y, biased = _conv_paths(x.astype(wd, copy=False), w.astype(wd, copy=False), group, pb, pe, st, dil, out, wb)
     if wb is not None and not biased:
@@ -538,184 +544,6 @@ def conv(
         pads=pads,
         strides=strides,
     )
-
-
-# ---------------------------------------------------------------------------------------------
-# ConvTranspose
-# ---------------------------------------------------------------------------------------------
-
-
-def _convtranspose(
-    x: np.ndarray,
-    w: np.ndarray,
-    b: np.ndarray | None,
-    *,
-    auto_pad: str,
-    dilations: Any,
-    group: int,
-    kernel_shape: Any,
-    output_padding: Any,
-    output_shape: Any,
-    pads: Any,
-    strides: Any,
-    legacy_split: bool,
-) -> np.ndarray:
-    _shapes_check(x.shape, w.shape, group, kernel_shape, transpose=True)
-    nd = x.ndim - 2
-    kernel = list(w.shape[2:])
-    st = spatial_attr(strides, nd, 1, "strides", least=1)
-    dil = spatial_attr(dilations, nd, 1, "dilations", least=1)
-    opad = spatial_attr(output_padding, nd, 0, "output_padding", least=0)
-    mode = _check_auto_pad(auto_pad)
-    in_sp = list(x.shape[2:])
-    ek = [(k - 1) * d + 1 for k, d in zip(kernel, dil)]
-    natural = [s * (i - 1) + o + e for s, i, o, e in zip(st, in_sp, opad, ek)]
-    target: list[int] | None = None
-    if output_shape is not None:
-        target = int_list(output_shape)
-        if len(target) == nd + 2:
-            target = target[2:]
-        if len(target) != nd:
-            raise EvaluationError(f"output_shape {list(output_shape)} must give {nd} spatial extents")
-    elif mode in ("SAME_UPPER", "SAME_LOWER"):
-        target = [i * s for i, s in zip(in_sp, st)]
-    if target is not None:
-        total = [nat - t for nat, t in zip(natural, target)]
-        # ConvTranspose-11: SAME_UPPER puts the odd element at the end, anything else at the
-        # beginning; ConvTranspose-1's text states the opposite assignment.
-        # A negative total (output_shape beyond the natural size) adds outputs; "/2" floors, which
-        # is what the test vectors show (test_convtranspose_output_shape: the extra at the end).
-        upper_small_begin = (mode == "SAME_UPPER") != legacy_split
-        pb = [t // 2 if upper_small_begin else t - t // 2 for t in total]
-        out = list(target)
-    else:
-        if mode == "VALID":
-            pb, pe = [0] * nd, [0] * nd
-        else:
-            pb, pe = pads_attr(pads, nd)
-        out = [nat - b - e for nat, b, e in zip(natural, pb, pe)]
-        if any(o <= 0 for o in out):
-            raise ShapeError(f"ConvTranspose output shape {out} is not positive")
-    n_img, c = x.shape[:2]
-    cg = c // group
-    mg = w.shape[1]
-    m = mg * group
-    kk = math.prod(kernel)
-    full = [s * (i - 1) + e for s, i, e in zip(st, in_sp, ek)]
-    for shape, what in (([n_img, m, *kernel, *in_sp], "columns"), ([n_img, m, *full], "image"), ([n_img, m, *out], "")):
-        check_elements(shape, f"ConvTranspose {what}".rstrip())
-    dt = x.dtype
-    wd = work_dtype(dt)
-    xw = x.astype(wd, copy=False).reshape(n_img, group, cg, math.prod(in_sp))
-    wt = w.astype(wd, copy=False).reshape(group, cg, mg * kk).transpose(0, 2, 1)
-    cols = np.matmul(wt, xw).reshape(n_img, m, *kernel, *in_sp)
-    buf = col2im_accumulate(cols, kernel, st, dil, in_sp, full)
-    y = np.zeros((n_img, m, *out), dtype=wd)
-    src, dst = [], []
-    for i in range(nd):
-        lo = max(pb[i], 0)
-        hi = min(full[i], pb[i] + out[i])
-        if hi <= lo:
-            lo = hi = 0
-            src.append(slice(0, 0))
-            dst.append(slice(0, 0))
-            continue
-        src.append(slice(lo, hi))
-        dst.append(slice(lo - pb[i], hi - pb[i]))
-    y[(slice(None), slice(None)) + tuple(dst)] = buf[(slice(None), slice(None)) + tuple(src)]
-    bias = _bias(b, m)
-    if bias is not None:
-        y += bias.astype(wd, copy=False).reshape((1, -1) + (1,) * nd)
-    return y.astype(dt, copy=False)
-
-
-@kernel("ConvTranspose", 1)
-def conv_transpose_1(
-    X: np.ndarray,
-    W: np.ndarray,
-    B: np.ndarray | None = None,
-    *,
-    auto_pad: str = "NOTSET",
-    dilations: list[int] | None = None,
-    group: int = 1,
-    kernel_shape: list[int] | None = None,
-    output_padding: list[int] | None = None,
-    output_shape: list[int] | None = None,
-    pads: list[int] | None = None,
-    strides: list[int] | None = None,
-) -> np.ndarray:
-    """ConvTranspose-1: pads generated from ``output_shape`` put the odd element at the end
-    unless auto_pad is SAME_UPPER (the reverse of ConvTranspose-11)."""
-    return _convtranspose(
-        X, W, B, auto_pad=auto_pad, dilations=dilations, group=group, kernel_shape=kernel_shape,
-        output_padding=output_padding, output_shape=output_shape, pads=pads, strides=strides, legacy_split=True,
-    )  # fmt: skip
-
-
-@kernel("ConvTranspose", 11, 22)
-def conv_transpose(
-    X: np.ndarray,
-    W: np.ndarray,
-    B: np.ndarray | None = None,
-    *,
-    auto_pad: str = "NOTSET",
-    dilations: list[int] | None = None,
-    group: int = 1,
-    kernel_shape: list[int] | None = None,
-    output_padding: list[int] | None = None,
-    output_shape: list[int] | None = None,
-    pads: list[int] | None = None,
-    strides: list[int] | None = None,
-) -> np.ndarray:
-    """ConvTranspose-11/22: N-D transposed convolution with output_padding and output_shape."""
-    return _convtranspose(
-        X, W, B, auto_pad=auto_pad, dilations=dilations, group=group, kernel_shape=kernel_shape,
-        output_padding=output_padding, output_shape=output_shape, pads=pads, strides=strides, legacy_split=False,
-    )  # fmt: skip
-
-
-# ---------------------------------------------------------------------------------------------
-# Col2Im
-# ---------------------------------------------------------------------------------------------
-
-
-@kernel("Col2Im", 18)
-def col2im(
-    input: np.ndarray,
-    image_shape: np.ndarray,
-    block_shape: np.ndarray,
-    *,
-    dilations: list[int] | None = None,
-    pads: list[int] | None = None,
-    strides: list[int] | None = None,
-) -> np.ndarray:
-    """Col2Im-18: sum the column blocks ``(N, C*prod(block), L)`` back into ``(N, C, *image)``."""
-    img = int_list(image_shape)
-    blk = int_list(block_shape)
-    nd = len(img)
-    if len(blk) != nd or nd < 1:
-        raise ShapeError(f"image_shape {img} and block_shape {blk} must have the same length")
-    if input.ndim != 3:
-        raise ShapeError(f"Col2Im input must be 3-D (N, C*prod(block), L), got {input.shape}")
-    st = spatial_attr(strides, nd, 1, "strides", least=1)
-    dil = spatial_attr(dilations, nd, 1, "dilations", least=1)
-    pb, pe = pads_attr(pads, nd)
-    kk = math.prod(blk)
-    if kk <= 0 or input.shape[1] % kk:
-        raise ShapeError(f"input.shape[1]={input.shape[1]} is not a multiple of prod(block_shape)={kk}")
-    counts = [(i + b + e - ((k - 1) * d + 1)) // s + 1 for i, b, e, k, d, s in zip(img, pb, pe, blk, dil, st)]
-    if any(c <= 0 for c in counts) or math.prod(counts) != input.shape[2]:
-        raise ShapeError(f"L={input.shape[2]} does not match the {counts} blocks image_shape {img} allows")
-    n_img = input.shape[0]
-    c = input.shape[1] // kk
-    dt = input.dtype
-    wd = work_dtype(dt) if dt.kind == "f" or is_narrow_float(dt) else dt
-    cols = input.astype(wd, copy=False).reshape(n_img, c, *blk, *counts)
-    full = [i + b + e for i, b, e in zip(img, pb, pe)]
-    check_elements([n_img, c, *full], "Col2Im")
-    buf = col2im_accumulate(cols, blk, st, dil, counts, full)
-    sl = (slice(None), slice(None)) + tuple(slice(b, b + i) for b, i in zip(pb, img))
-    return np.ascontiguousarray(buf[sl]).astype(dt, copy=False)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -788,7 +616,7 @@ def _deform_conv(
     cg, mg = c // group, m // group
     cols = sampled.reshape(n_img, group, cg * kk, p_out)
     y = np.matmul(w.astype(wd, copy=False).reshape(group, mg, cg * kk), cols).reshape(n_img, m, *out)
-    bias = _bias(b, m)
+    bias = check_bias(b, m)
     if bias is not None:
         y += bias.astype(wd, copy=False).reshape((1, -1) + (1,) * nd)
     return y.astype(dt, copy=False)

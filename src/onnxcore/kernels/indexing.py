@@ -99,7 +99,7 @@ def _gather_nd(x: np.ndarray, indices: np.ndarray, batch_dims: int) -> np.ndarra
     if k == 0:
         picked = np.broadcast_to(xr[:, None], (nb, ir.shape[1]) + rest)
         return np.array(picked).reshape(out_shape)
-    return xr[(bidx, *cols)].reshape(out_shape)
+    return xr[(bidx,) + tuple(cols)].reshape(out_shape)
 
 
 @kernel("GatherND", 11)

@@ -16,7 +16,7 @@ import numpy as np
 
 from onnxcore.errors import DecodeError, DecodeLimitError, EncodeError
 from onnxcore.proto import messages as _m
-from onnxcore.proto.message import Message
+from onnxcore.proto.message import Message, copy_message
 from onnxcore.proto.spec import MESSAGE_SPECS, WIRE_I32, WIRE_I64, WIRE_LEN, WIRE_VARINT, FieldSpec
 from onnxcore.wire.reader import Buffer, read_length, read_varint, skip_value
 from onnxcore.wire.varint import encode_key, encode_varint
@@ -29,7 +29,6 @@ __all__ = [
     "decode_message",
     "encode_message",
     "encode_parts",
-    "copy_message",
 ]
 
 M = TypeVar("M", bound=Message)
@@ -751,23 +750,4 @@ def _canonicalize(msg: M) -> M:
                 visit(v)
 
     visit(out)
-    return out
-
-
-def copy_message(msg: M) -> M:
-    """A deep copy of ``msg`` (zero-copy ``raw_data`` views are shared, being read-only)."""
-    cls = type(msg)
-    out = cls.__new__(cls)
-    for f in msg._SPEC.fields:
-        v = getattr(msg, f.name)
-        if f.kind == "message":
-            if f.repeated:
-                v = [copy_message(x) for x in v]
-            elif v is not None:
-                v = copy_message(v)
-        elif f.repeated:
-            v = list(v)
-        setattr(out, f.name, v)
-    out._present = msg._present
-    out._unknown = list(msg._unknown) if msg._unknown else None
     return out

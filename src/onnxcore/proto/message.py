@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import struct
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 if TYPE_CHECKING:
     from onnxcore.proto.spec import FieldSpec, MessageSpec
 
-__all__ = ["Message"]
+__all__ = ["Message", "copy_message"]
 
 _D = struct.Struct("<d")
 
@@ -136,14 +136,32 @@ class Message:
         return f"{self._SPEC.name}({', '.join(parts)})"
 
     def __copy__(self) -> Message:
-        from onnxcore.proto.codec import copy_message
-
         return copy_message(self)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Message:
-        from onnxcore.proto.codec import copy_message
-
         return copy_message(self)
+
+
+M = TypeVar("M", bound=Message)
+
+
+def copy_message(msg: M) -> M:
+    """A deep copy of ``msg`` (zero-copy ``raw_data`` views are shared, being read-only)."""
+    cls = type(msg)
+    out = cls.__new__(cls)
+    for f in msg._SPEC.fields:
+        v = getattr(msg, f.name)
+        if f.kind == "message":
+            if f.repeated:
+                v = [copy_message(x) for x in v]
+            elif v is not None:
+                v = copy_message(v)
+        elif f.repeated:
+            v = list(v)
+        setattr(out, f.name, v)
+    out._present = msg._present
+    out._unknown = list(msg._unknown) if msg._unknown else None
+    return out
 
 
 def _short(v: Any) -> str:

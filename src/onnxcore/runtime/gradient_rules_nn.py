@@ -85,7 +85,7 @@ def _conv(a: VJP) -> Grads:
         full = [s + b + e for s, b, e in zip(x.shape[2:], pb, pe)]
         gxp = col2im_accumulate(cols, kernel, strides, dilations, out, full)
         inner = tuple(slice(b, b + s) for b, s in zip(pb, x.shape[2:]))
-        res[0] = np.ascontiguousarray(gxp[(slice(None), slice(None), *inner)])
+        res[0] = np.ascontiguousarray(gxp[(slice(None), slice(None)) + inner])
     if a.need[1]:
         # Correlation of the padded input's windows with the output gradient.
         view = window_view(pad_spatial(x, pb, pe), kernel, strides, dilations, out)
@@ -153,7 +153,7 @@ def _scatter_windows(cols: np.ndarray, x: np.ndarray, geometry: tuple[list[int],
     kernel, strides, dilations, pb, out, full = geometry
     gxp = col2im_accumulate(cols, kernel, strides, dilations, out, full)
     inner = tuple(slice(b, b + i) for b, i in zip(pb, x.shape[2:]))
-    return np.ascontiguousarray(gxp[(slice(None), slice(None), *inner)])
+    return np.ascontiguousarray(gxp[(slice(None), slice(None)) + inner])
 
 
 def _average_pool(a: VJP) -> Grads:

@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from onnxcore.errors import TensorError
+from onnxcore.external.read import read_external_tensor_bytes
 from onnxcore.proto import TensorProto
 from onnxcore.proto.codec import NanBits
 from onnxcore.types.elements import ElementType, ElementTypeError, element_type
@@ -122,8 +123,8 @@ def to_array(tensor: TensorProto, *, base_dir: str | None = None) -> npt.NDArray
 
     Raises:
         TensorError: Unknown or UNDEFINED element type, a data length that disagrees with ``dims``,
-            data in both raw and typed storage or in a field of another type, a ``segment``,
-            or external data that cannot be read.
+            data in both raw and typed storage or in a field of another type, or a ``segment``.
+        ExternalDataError: external data whose reference is refused or cannot be read (Clause 15).
     """
     if not isinstance(tensor, TensorProto):
         raise TensorError(f"to_array expects a TensorProto, got {type(tensor).__name__}")
@@ -138,7 +139,7 @@ def to_array(tensor: TensorProto, *, base_dir: str | None = None) -> npt.NDArray
         except ValueError:
             raise TensorError(f"{_label(tensor)}: dims {list(shape)} cannot be held as an array") from None
     if tensor.data_location == TensorProto.DataLocation.EXTERNAL:
-        return _decode_raw(tensor, et, n, shape, _external_bytes(tensor, base_dir), "external data")
+        return _decode_raw(tensor, et, n, shape, read_external_tensor_bytes(tensor, base_dir), "external data")
     elif tensor.data_location != TensorProto.DataLocation.DEFAULT:
         raise TensorError(f"{_label(tensor)}: unknown data_location {tensor.data_location}")
     field = _TYPED_FIELD[et]
@@ -152,23 +153,6 @@ def to_array(tensor: TensorProto, *, base_dir: str | None = None) -> npt.NDArray
             raise TensorError(f"{_label(tensor)}: STRING tensors cannot use raw_data; use string_data")
         return _decode_raw(tensor, et, n, shape, tensor.raw_data, "raw_data")
     return _decode_typed(tensor, et, n, shape)
-
-
-def _external_bytes(tensor: TensorProto, base_dir: str | None) -> bytes | memoryview:
-    import importlib
-
-    try:
-        external: Any = importlib.import_module("onnxcore.external")
-    except ImportError:
-        external = None
-    reader = getattr(external, "read_external_tensor_bytes", None)
-    if reader is None:
-        raise TensorError(
-            f"{_label(tensor)}: its contents are external data, which must be loaded first "
-            "(onnxcore.load(..., external_data=True) or onnxcore.load_external_data)"
-        )
-    data: bytes | memoryview = reader(tensor, base_dir)
-    return data
 
 
 def _decode_raw(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from onnxcore.proto.message import copy_message
 from onnxcore.proto.messages import TensorProto, TypeProto
 
 __all__ = ["ELEM_NAMES", "ELEM_TAGS", "elem_type_string", "parse_type_string", "tensor_elem", "type_string"]
@@ -131,8 +132,6 @@ def parse_type_string(text: str) -> TypeProto:
     Raises:
         ValueError: ``text`` is not a type string.
     """
-    from onnxcore.proto.codec import copy_message
-
     try:
         proto = _parse(text)
     except KeyError as e:

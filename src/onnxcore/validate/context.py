@@ -2,10 +2,10 @@
 
 Two traversals, both iterative so that no model can exhaust the Python stack (Clause 15.2):
 
-* a generic walk over every embedded message, in pre-order, recording each message with its
-  parent so that a readable location can be rendered on demand (Annex B rules and tensor rules
-  read it by message class); it reads no ``raw_data`` and follows each message object once, so
-  a code-built model that contains itself cannot loop;
+* the generic walk of :mod:`onnxcore.proto.walk` over every embedded message, recording each
+  message with its parent so that a readable location can be rendered on demand (Annex B rules
+  and tensor rules read it by message class); it reads no ``raw_data`` and follows each message
+  object once, so a code-built model that contains itself cannot loop;
 * the bound model of :mod:`onnxcore.graph` (its scopes, every node bound to its operator definition or
   local function, Clauses 14.3 and 8.4, stopping at the nesting limit of Clause 15.4), made here or handed
   in by the caller, and shared with inference and the evaluator.
@@ -19,9 +19,8 @@ from typing import TYPE_CHECKING, Any
 from onnxcore.graph.bound import BoundModel, NodeRef, Scope, bind
 from onnxcore.infer import Inference, ShapeInference, infer_both
 from onnxcore.limits import DEFAULT_LIMITS, Limits
-from onnxcore.proto import MESSAGE_CLASSES, MESSAGE_SPECS
-from onnxcore.proto.message import Message
-from onnxcore.proto.messages import AttributeProto, GraphProto, ModelProto, NodeProto
+from onnxcore.proto.messages import ModelProto
+from onnxcore.proto.walk import Entry, walk_messages
 
 if TYPE_CHECKING:  # the rule modules import this one
     from onnxcore.validate.rules_graph import Resolution
@@ -32,17 +31,6 @@ __all__ = ["Context", "NodeRef", "Scope"]
 _NAMED = frozenset(
     {"NodeProto", "AttributeProto", "TensorProto", "ValueInfoProto", "FunctionProto", "StringStringEntryProto"}
 )
-
-
-def _child_plan() -> dict[type, tuple[tuple[str, bool], ...]]:
-    plan: dict[type, tuple[tuple[str, bool], ...]] = {}
-    for name, cls in MESSAGE_CLASSES.items():
-        spec = MESSAGE_SPECS[name]
-        plan[cls] = tuple((f.name, f.repeated) for f in spec.fields if f.kind == "message")
-    return plan
-
-
-_PLAN = _child_plan()
 
 
 class Context:
@@ -72,8 +60,8 @@ class Context:
         self.fn_required: dict[int, set[str]] = {}
         self._groups: list[list[NodeRef]] | None = None
         self.ir_version = int(model.ir_version)
-        # Generic walk.
-        self.entries: list[tuple[Message, int, str, int]] = []
+        # Generic walk (proto.walk): every message with its parent, by class.
+        self.entries: list[Entry] = []
         self.by_class: dict[type, list[int]] = {}
         self.repeated_objects: list[int] = []
         self._walk_messages()
@@ -97,68 +85,14 @@ class Context:
 
     # ---- generic walk -------------------------------------------------------------------
     def _walk_messages(self) -> None:
-        entries = self.entries
-        by_class = self.by_class
-        plan = _PLAN
-        seen: set[int] = {id(self.model)}
-        entries.append((self.model, -1, "", -1))
-        by_class.setdefault(type(self.model), []).append(0)
-        node_entries = by_class.setdefault(NodeProto, [])
-        limit = self.limits.max_nesting_depth
-        # (entry, subgraph depth): messages below the nesting limit are not visited (the graph
-        # walk reports the refusal), so a hostile depth costs no more than the limit allows.
-        stack = [(0, 0)]
-        while stack:
-            i, depth = stack.pop()
-            msg = entries[i][0]
-            fields = plan.get(type(msg), ())
-            if not fields:
-                continue
-            pushed: list[tuple[int, int]] = []
-            if type(msg) is GraphProto:
-                # Nodes are most of a model: record them without a trip through the stack, and
-                # descend only into those that hold messages. A node cannot enclose itself
-                # except through a graph, which is guarded below.
-                for k, n in enumerate(msg.node):
-                    j = len(entries)
-                    entries.append((n, i, "node", k))
-                    node_entries.append(j)
-                    if n.attribute or n.metadata_props or n.device_configurations:
-                        pushed.append((j, depth))
-                fields = fields[1:]  # ("node", True) is GraphProto's first message field
-            sub_depth = depth + 1 if type(msg) is AttributeProto else depth
-            if limit is not None and sub_depth > limit and type(msg) is AttributeProto:
-                fields = tuple(f for f in fields if f[0] not in ("g", "graphs"))
-            for fname, repeated in fields:
-                v = getattr(msg, fname)
-                if repeated:
-                    if not v:
-                        continue
-                    for k, c in enumerate(v):
-                        if id(c) in seen:
-                            self.repeated_objects.append(len(entries))
-                            entries.append((c, i, fname, k))
-                            continue
-                        seen.add(id(c))
-                        j = len(entries)
-                        entries.append((c, i, fname, k))
-                        by_class.setdefault(type(c), []).append(j)
-                        pushed.append((j, sub_depth))
-                elif v is not None:
-                    if id(v) in seen:
-                        self.repeated_objects.append(len(entries))
-                        entries.append((v, i, fname, -1))
-                        continue
-                    seen.add(id(v))
-                    j = len(entries)
-                    entries.append((v, i, fname, -1))
-                    by_class.setdefault(type(v), []).append(j)
-                    pushed.append((j, sub_depth))
-            pushed.reverse()
-            stack.extend(pushed)
+        # Messages below the nesting limit are not visited (the graph walk reports the refusal).
+        walk = walk_messages(self.model, unique=True, max_nesting=self.limits.max_nesting_depth)
+        self.entries = walk.entries
+        self.by_class = walk.by_class
+        self.repeated_objects = walk.repeated
 
     def of(self, cls: type) -> list[int]:
-        """Indexes into :attr:`entries` of every message of class ``cls``, in pre-order."""
+        """Indexes into :attr:`entries` of every message of class ``cls``, in entry order."""
         return self.by_class.get(cls, [])
 
     def path(self, i: int) -> str:

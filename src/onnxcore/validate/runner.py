@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import os
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from onnxcore.validate import rules_tensor  # noqa: F401
 from onnxcore.validate import rules_function  # noqa: F401
 
 # isort: on
+from onnxcore import io
 from onnxcore.errors import DecodeError, LimitError
 from onnxcore.graph.bound import BoundModel
 from onnxcore.limits import DEFAULT_LIMITS, Limits
@@ -48,17 +48,8 @@ _SPECIAL = frozenset({"E-DECODE", "E-DECODE-LIMIT", "E-INTERNAL"})
 
 
 def _load(source: str | os.PathLike[str] | bytes | bytearray | memoryview, limits: Limits) -> ModelProto:
-    from onnxcore import io
-
-    params = inspect.signature(io.load).parameters
-    kwargs: dict[str, Any] = {}
-    if "external_data" in params:
-        kwargs["external_data"] = False  # Clause 15.5: resolving external data is an explicit step
-    if "limits" in params:
-        kwargs["limits"] = limits
-    elif "max_depth" in params:
-        kwargs["max_depth"] = limits.message_depth()
-    return io.load(source, **kwargs)
+    # Clause 15.5: resolving external data is an explicit step, never part of checking.
+    return io.load(source, external_data=False, limits=limits)
 
 
 def check(

@@ -21,16 +21,11 @@ import numpy as np
 
 from onnxcore.errors import EvaluationError
 from onnxcore.kernels.codecs.common import CorruptImage, check_size
+from onnxcore.kernels.codecs.jpeg_common import NATURAL, Component, windows
+from onnxcore.kernels.codecs.jpeg_prog import decode_progressive_scan
 from onnxcore.limits import Limits
 
 __all__ = ["decode_jpeg"]
-
-# Zig-zag index -> natural (row-major) index; 16 extra entries absorb a run past the end as libjpeg does.
-_NATURAL = (
-    0, 1, 8, 16, 9, 2, 3, 10, 17, 24, 32, 25, 18, 11, 4, 5, 12, 19, 26, 33, 40, 48, 41, 34, 27, 20, 13, 6, 7, 14, 21,
-    28, 35, 42, 49, 56, 57, 50, 43, 36, 29, 22, 15, 23, 30, 37, 44, 51, 58, 59, 52, 45, 38, 31, 39, 46, 53, 60, 61,
-    54, 47, 55, 62, 63,
-) + (63,) * 16  # fmt: skip
 
 _SCAN_END = re.compile(rb"\xff+[^\x00\xd0-\xd7\xff]")
 _RST = re.compile(rb"\xff+[\xd0-\xd7]")
@@ -175,29 +170,6 @@ def _fast_ac(lut: list[int]) -> list[int]:
     return np.where(fits, fast, 0).tolist()
 
 
-def _windows(buf: bytes) -> list[int]:
-    """The 32 bits starting at each octet of ``buf`` (big-endian), past its end zeros: one list index and a
-    shift then peek at any bit position. The padding covers a whole block read past a truncated end, which
-    the caller then reports."""
-    b = np.frombuffer(buf + bytes(_WINDOW_PAD), dtype=np.uint8).astype(np.int64)
-    w = (b[:-3] << 24) | (b[1:-2] << 16) | (b[2:-1] << 8) | b[3:]
-    return w.tolist()
-
-
-# A block codes at most 64 coefficients of at most 16 + 16 bits.
-_WINDOW_PAD = 64 * 4 + 4
-
-
-class _Component:
-    __slots__ = ("bh", "bw", "cid", "coef", "dh", "dw", "h", "quant", "tq", "v")
-
-    def __init__(self, cid: int, h: int, v: int, tq: int) -> None:
-        self.cid, self.h, self.v, self.tq = cid, h, v, tq
-        self.quant: np.ndarray | None = None
-        self.coef: array[int] = array("i")
-        self.bh = self.bw = self.dh = self.dw = 0
-
-
 class _Frame:
     def __init__(self, data: bytes, limits: Limits | None) -> None:
         self.data = data
@@ -206,7 +178,7 @@ class _Frame:
         self.dc: dict[int, list[int]] = {}
         self.ac: dict[int, list[int]] = {}
         self.restart = 0
-        self.comps: list[_Component] = []
+        self.comps: list[Component] = []
         self.progressive = False
         self.width = self.height = 0
         self.hmax = self.vmax = 1
@@ -290,7 +262,7 @@ class _Frame:
             h, v = hv >> 4, hv & 15
             if not (1 <= h <= 4 and 1 <= v <= 4 and tq <= 3):
                 raise CorruptImage("SOF sampling factors")
-            self.comps.append(_Component(cid, h, v, tq))
+            self.comps.append(Component(cid, h, v, tq))
         self.hmax = max(c.h for c in self.comps)
         self.vmax = max(c.v for c in self.comps)
         self.mcux = -(-x // (8 * self.hmax))
@@ -330,7 +302,7 @@ class _Frame:
                 raise CorruptImage("DQT")
             vals = np.frombuffer(raw, dtype=">u2" if pq else np.uint8).astype(np.int64)
             table = np.zeros(64, dtype=np.int64)
-            table[np.array(_NATURAL[:64])] = vals
+            table[np.array(NATURAL[:64])] = vals
             self.qt[tq] = table
             pos += 1 + size
 
@@ -358,8 +330,6 @@ class _Frame:
         end = m.start() if m else len(self.data)
         chunks = [c.replace(b"\xff\x00", b"\xff") + b"\x00\x00\x00\x00" for c in _RST.split(self.data[pos:end])]
         if self.progressive:
-            from onnxcore.kernels.codecs.jpeg_prog import decode_progressive_scan
-
             decode_progressive_scan(self, comps, tables, chunks, ss, se, ah, al)
         else:
             if ss != 0 or se != 63 or ah or al:
@@ -367,7 +337,7 @@ class _Frame:
             self._sequential_scan(comps, tables, chunks)
         return end
 
-    def scan_layout(self, comps: list[_Component]) -> tuple[int, int, list[tuple[int, int, int, int]]]:
+    def scan_layout(self, comps: list[Component]) -> tuple[int, int, list[tuple[int, int, int, int]]]:
         """MCUs across, MCUs down, and per block of an MCU: (component index, dy, dx, bw) in blocks."""
         if len(comps) == 1:
             c = comps[0]
@@ -379,7 +349,7 @@ class _Frame:
                     layout.append((i, v, h, c.bw))
         return self.mcux, self.mcuy, layout
 
-    def _sequential_scan(self, comps: list[_Component], tables: list[tuple[int, int]], chunks: list[bytes]) -> None:
+    def _sequential_scan(self, comps: list[Component], tables: list[tuple[int, int]], chunks: list[bytes]) -> None:
         try:
             dcs = [self.dc[t[0]] for t in tables]
             acs = [self.ac[t[1]] for t in tables]
@@ -390,11 +360,11 @@ class _Frame:
         single = len(comps) == 1
         hv = [(1, 1)] if single else [(c.h, c.v) for c in comps]
         coefs = [c.coef for c in comps]
-        natural = _NATURAL
+        natural = NATURAL
         interval = self.restart
         total = mx_n * my_n
         chunk_i = 0
-        win = _windows(chunks[0])
+        win = windows(chunks[0])
         limit = 8 * (len(chunks[0]) - 4)
         bp = 0
         pred = [0] * len(comps)
@@ -405,7 +375,7 @@ class _Frame:
                 chunk_i += 1
                 if chunk_i >= len(chunks):
                     raise CorruptImage("restart marker missing")
-                win = _windows(chunks[chunk_i])
+                win = windows(chunks[chunk_i])
                 limit = 8 * (len(chunks[chunk_i]) - 4)
                 bp = 0
                 pred = [0] * len(comps)
@@ -472,7 +442,7 @@ class _Frame:
                     raise CorruptImage("entropy-coded data truncated")
 
     # ------------------------------------------------------------------------------------- output
-    def component_plane(self, c: _Component) -> np.ndarray:
+    def component_plane(self, c: Component) -> np.ndarray:
         """Dequantize, inverse-DCT and assemble one component's samples (dh, dw)."""
         if c.quant is None:
             raise CorruptImage("component without a scan")

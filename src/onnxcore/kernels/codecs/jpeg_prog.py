@@ -6,25 +6,21 @@ libjpeg's handling of each (jdphuff.c semantics, written from ITU-T T.81 Annex G
 from __future__ import annotations
 
 from array import array
-from typing import TYPE_CHECKING
 
 from onnxcore.kernels.codecs.common import CorruptImage
-from onnxcore.kernels.codecs.jpeg import _NATURAL, _windows
-
-if TYPE_CHECKING:
-    from onnxcore.kernels.codecs.jpeg import _Component, _Frame
+from onnxcore.kernels.codecs.jpeg_common import NATURAL, Component, ScanFrame, windows
 
 __all__ = ["decode_progressive_scan"]
 
 
 class _Bits:
     """MSB-first bit reader over one unstuffed restart interval (4 zero octets of padding), peeking through
-    the 32-bit windows of :func:`~onnxcore.kernels.codecs.jpeg._windows` (one list index per read)."""
+    the 32-bit windows of :func:`~onnxcore.kernels.codecs.jpeg_common.windows` (one list index per read)."""
 
     __slots__ = ("bp", "limit", "win")
 
     def __init__(self, buf: bytes) -> None:
-        self.win = _windows(buf)
+        self.win = windows(buf)
         self.bp = 0
         self.limit = 8 * (len(buf) - 4)
 
@@ -62,8 +58,8 @@ def _wrap16(v: int) -> int:
 
 
 def decode_progressive_scan(
-    frame: _Frame,
-    comps: list[_Component],
+    frame: ScanFrame,
+    comps: list[Component],
     tables: list[tuple[int, int]],
     chunks: list[bytes],
     ss: int,
@@ -72,7 +68,7 @@ def decode_progressive_scan(
     al: int,
 ) -> None:
     """Decode one progressive scan into the components' coefficient arrays."""
-    natural = _NATURAL
+    natural = NATURAL
 
     if ss == 0:
         if se != 0:
