@@ -18,6 +18,7 @@ from onnxcore.errors import EvaluationError, LimitError
 from onnxcore.kernels.registry import KernelContext, kernel
 from onnxcore.limits import active_limits
 from onnxcore.proto import GraphProto, TypeProto
+from onnxcore.types import ElementType
 
 __all__ = ["if_", "loop", "scan", "scan_8"]
 
@@ -61,8 +62,6 @@ def _empty_stack(body: GraphProto, out_index: int, rank_hint: int | None = None)
     tt = tp.tensor_type if tp is not None else None
     if tt is not None:
         if tt.elem_type:
-            from onnxcore.types import ElementType
-
             dtype = ElementType(tt.elem_type).np_dtype
         if tt.shape is not None:
             shape = [int(d.dim_value) if d.has("dim_value") else 0 for d in tt.shape.dim]

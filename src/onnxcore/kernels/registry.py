@@ -158,6 +158,8 @@ def _load_ops() -> None:
     if _loaded:
         return
     _loaded = True
+    # Function-local on purpose: the family modules import this module to register their kernels, so the
+    # package that lists them can only be imported once registration is first needed.
     from onnxcore.kernels import load_all
 
     load_all()

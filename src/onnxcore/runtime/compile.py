@@ -89,10 +89,11 @@ class CompileEnv:
                 if scope.graph is not None:
                     self._graph_scopes.setdefault(id(scope.graph), scope)
                 return scope
-        scope = self._graph_scopes.get(id(graph))
-        if scope is None:
+        # A graph object held twice was entered once, where it occurs first (see __init__).
+        shared = self._graph_scopes.get(id(graph))
+        if shared is None:
             raise ValidationError(f"{label}: the subgraph was not bound (Clause 7.6)")
-        return scope
+        return shared
 
 
 class _FunctionCall:
