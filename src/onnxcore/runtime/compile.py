@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from onnxcore.defs.flags import is_flag
+from onnxcore.defs.opschema import OpSchema
 from onnxcore.errors import EvaluationError, LimitError, OnnxCoreError, ValidationError
 from onnxcore.graph.attributes import attribute_value, constant_array
 from onnxcore.graph.bound import BoundModel, NodeRef, Scope
@@ -179,7 +180,7 @@ def _check_depth(env: CompileEnv, depth: int, label: str) -> None:
 
 
 def _check_signature(
-    where: str, node: NodeProto, domain: str, version: int, since: int, schema: Any, kw: Mapping[str, Any]
+    where: str, node: NodeProto, domain: str, version: int, since: int, schema: OpSchema, kw: Mapping[str, Any]
 ) -> None:
     """Refuse at binding what the validator reports of a node's signature, so that an unchecked session never
     hands a kernel what its bound version does not define (one kernel serves several versions: LSTM-7 with
