@@ -16,6 +16,8 @@ __all__ = [
     "InputError",
     "UnsupportedOperatorError",
     "EvaluationError",
+    "UnknownOperatorError",
+    "KernelNotFoundError",
 ]
 
 
@@ -133,3 +135,11 @@ class UnsupportedOperatorError(OnnxCoreError):
 
 class EvaluationError(OnnxCoreError):
     """An error inside a kernel, re-raised naming the node."""
+
+
+class UnknownOperatorError(OnnxCoreError, LookupError):
+    """No operator definition binds (domain, op_type) at the version asked for (Clause 14.3)."""
+
+
+class KernelNotFoundError(UnsupportedOperatorError):
+    """An operator that is defined, but that no kernel evaluates (Clause 4.4)."""

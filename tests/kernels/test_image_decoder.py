@@ -767,7 +767,7 @@ def test_kernel_registered_and_checks_input() -> None:
     assert onnx.defs.get_schema("ImageDecoder", 20).since_version == 20
     k = lookup("", "ImageDecoder", 20)
     assert k is not None and k.context
-    ctx = KernelContext(None, since_version=20, opset_version=21, num_outputs=1, limits=DEFAULT_LIMITS)
+    ctx = KernelContext(None, since_version=20, opset_version=21, num_outputs=1)
     img = _rgb_image(3, 4)
     data = np.frombuffer(_png(img, 2, 8), dtype=np.uint8)
     assert np.array_equal(k.fn(ctx, data, pixel_format="BGR"), img[..., ::-1])

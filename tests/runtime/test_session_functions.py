@@ -99,9 +99,11 @@ def test_overloads_select_the_body() -> None:
         np.testing.assert_array_equal(y, want)
 
 
-def test_body_imports_govern_binding_and_nesting() -> None:
-    # The inner function imports ai.onnx 11, so its Softmax has the 2-D coercion of Softmax-1/11,
-    # while the model imports 13. The outer function calls the inner one.
+def test_model_imports_govern_a_local_function_body_and_nesting() -> None:
+    # Clause 8.4: "a function does not carry an operator set version of its own: the version is that of its
+    # domain, as imported by the model". The inner function imports ai.onnx 11, the model 13: its Softmax is
+    # Softmax-13 (along axis 1 alone), not the 2-D coercion of Softmax-1/11, in the evaluator as in the
+    # validator (one bound model). The outer function calls the inner one.
     inner = h.make_function(
         LOCAL, "Inner", ["a"], ["b"], [h.make_node("Softmax", ["a"], ["b"], axis=1)], [h.make_opsetid("", 11)]
     )
@@ -115,9 +117,8 @@ def test_body_imports_govern_binding_and_nesting() -> None:
     )
     node = h.make_node("Outer", ["x"], ["y"], domain=LOCAL)
     (y,) = onnxcore.Session(_model([node], [inner, outer], opset=13), check=False).run(None, {"x": X3})
-    flat = X3.reshape(2, 12)
-    e = np.exp(flat - flat.max(axis=1, keepdims=True))
-    np.testing.assert_allclose(y, (e / e.sum(axis=1, keepdims=True)).reshape(2, 3, 4), rtol=1e-5)
+    e = np.exp(X3 - X3.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(y, e / e.sum(axis=1, keepdims=True), rtol=1e-5)
 
 
 def test_recursive_function_is_refused() -> None:

@@ -178,6 +178,16 @@ DIVERGENCES: tuple[tuple[str, str, str], ...] = (
     ),
     (
         "8.4",
+        "A function is identified by (domain, name, overload) alone, so a model-local function may carry the identity "
+        "of an operator ONNX 1-2 defines (a function ai.onnx.ml Scaler, say); which of the two a node invokes is not "
+        "stated.",
+        "The model-local function takes precedence over the operator definition and over any kernel, in validation, "
+        "inference and evaluation alike (one binding, onnxcore.graph.bind): the model states what the operator means "
+        "for it. Its body's nodes bind at the versions the model imports; the function's own imports only supply "
+        "domains the model does not import (8.4: a function carries no operator set version of its own).",
+    ),
+    (
+        "8.4",
         "Context-dependent function bodies (built by onnx per node) cannot be stored as data.",
         "Only static function bodies serve as fallbacks; an operator whose only body is context-dependent and that "
         "has no kernel is reported unsupported.",

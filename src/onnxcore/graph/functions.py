@@ -1,9 +1,9 @@
-"""Functions (Clause 8.4): finding a function body for a node, and binding its attribute parameters.
+"""Functions (Clause 8.4): a function body with its attribute defaults, and binding its attribute parameters.
 
-A node that has no kernel is evaluated through a function body: a model-local function first,
-identified by (domain, name, overload), else the body of the operator definition in force
-(:meth:`OpSchema.function_body`). A kernel always wins over a body (Clause 8.4: the body is a
-fallback, not the definition of the operator's numerics).
+Which body a node is evaluated through is the bound model's decision (:mod:`onnxcore.graph.bound`): a node
+bound to a model-local function (identified by domain, name and overload) is evaluated through its body, which
+wins over the operator definition and any kernel; a node bound to an operator definition is evaluated by its
+kernel, else through the definition's body (:meth:`OpSchema.function_body`, a fallback: Clause 8.4).
 
 A body is evaluated as a sub-plan compiled for its call site; the uses of attribute parameters
 (``ref_attr_name``) in its nodes, subgraphs included, are replaced at that point by the value the

@@ -16,7 +16,9 @@ import numpy as np
 
 from onnxcore.errors import EvaluationError, LimitError
 from onnxcore.kernels.registry import KernelContext, kernel
+from onnxcore.limits import active_limits
 from onnxcore.proto import GraphProto, TypeProto
+from onnxcore.types import ElementType
 
 __all__ = ["if_", "loop", "scan", "scan_8"]
 
@@ -39,15 +41,16 @@ def _scalar_int(v: Any, what: str) -> int:
     return int(a.reshape(-1)[0])
 
 
-def _limit(ctx: KernelContext) -> int | None:
-    lim = getattr(ctx.limits, "max_loop_iterations", None)
+def _limit() -> int | None:
+    # Clause 15.4: the limits of the session evaluating (active_limits), as every kernel reads them.
+    lim = active_limits().max_loop_iterations
     return None if lim is None else int(lim)
 
 
 def _refuse(ctx: KernelContext, n: int | str) -> LimitError:
     node = ctx.node
     return LimitError(
-        f"{node.op_type} node {node.name!r}: more than max_loop_iterations={_limit(ctx)} iterations ({n}) (Clause 15.4)"
+        f"{node.op_type} node {node.name!r}: more than max_loop_iterations={_limit()} iterations ({n}) (Clause 15.4)"
     )
 
 
@@ -59,8 +62,6 @@ def _empty_stack(body: GraphProto, out_index: int, rank_hint: int | None = None)
     tt = tp.tensor_type if tp is not None else None
     if tt is not None:
         if tt.elem_type:
-            from onnxcore.types import ElementType
-
             dtype = ElementType(tt.elem_type).np_dtype
         if tt.shape is not None:
             shape = [int(d.dim_value) if d.has("dim_value") else 0 for d in tt.shape.dim]
@@ -94,7 +95,7 @@ def loop(ctx: KernelContext, M: Any = None, cond: Any = None, *v_initial: Any, b
         )
     trip = None if M is None else _scalar_int(M, "Loop: M")
     keep = True if cond is None else _scalar_bool(cond, "Loop: cond")
-    limit = _limit(ctx)
+    limit = _limit()
     if cond is None and trip is not None and limit is not None and trip > limit:
         raise _refuse(ctx, trip)  # a plain counted loop: refused before any work
     carried = list(v_initial)
@@ -167,7 +168,7 @@ def scan(
     if len(lengths) != 1:
         raise EvaluationError(f"Scan: scan inputs differ in sequence length along their axes: {sorted(lengths)}")
     seq_len = lengths.pop()
-    limit = _limit(ctx)
+    limit = _limit()
     if limit is not None and seq_len > limit:
         raise _refuse(ctx, seq_len)
     n_out = len(body.output) - n_state
@@ -242,7 +243,7 @@ def scan_8(
         lens = [int(v) for v in sl]
         if any(not 0 <= v <= max_len for v in lens):
             raise EvaluationError(f"Scan-8: sequence_lens {lens} outside [0, {max_len}]")
-    limit = _limit(ctx)
+    limit = _limit()
     if limit is not None and max_len * batch > limit:
         raise _refuse(ctx, max_len * batch)
     n_out = len(body.output) - n_state

@@ -36,6 +36,7 @@ import numpy as np
 from onnxcore.errors import EvaluationError, ShapeError
 from onnxcore.kernels._util import check_broadcast_size, from_compute, legacy_broadcast
 from onnxcore.kernels.registry import kernel
+from onnxcore.types import ElementType
 
 __all__: list[str] = []
 
@@ -391,8 +392,6 @@ def _bit_width(dt: np.dtype[Any]) -> int:
 @kernel("BitCast", 26)
 def bitcast(input: Array, *, to: int) -> Array:
     """BitCast-26: reinterpret the bits (little-endian) as the element type ``to``."""
-    from onnxcore.types import ElementType
-
     try:
         target = np.dtype(ElementType(to).np_dtype)
     except ValueError:

@@ -74,6 +74,7 @@ def decode_image(data: bytes, pixel_format: str = "RGB", limits: Limits | None =
 
 
 def _decode_any(data: bytes, limits: Limits | None) -> np.ndarray:
+    # Each codec is imported only when an image of its kind is decoded (lazy on purpose: they are large).
     if data[:2] in (b"P1", b"P2", b"P3", b"P4", b"P5", b"P6", b"P7"):
         return _decode_pnm(data, limits)
     if data[:2] == b"BM":
@@ -232,6 +233,7 @@ def _decode_bmp(data: bytes, limits: Limits | None) -> np.ndarray:
     elif comp in (4, 5):
         # The pixel data is a whole JPEG or PNG stream (only those: no nesting of BMPs).
         payload = bytes(data[offset:])
+        # Lazy on purpose, as in _decode_any.
         if comp == 4 and payload[:2] == b"\xff\xd8":
             from onnxcore.kernels.codecs.jpeg import decode_jpeg
 

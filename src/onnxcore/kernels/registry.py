@@ -33,6 +33,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 class KernelContext:
     """What a kernel registered with ``context=True`` receives as its first argument.
 
+    The limits in force are not part of it: a kernel reads them from :func:`onnxcore.limits.active_limits`
+    (a session makes its own limits active for its runs and its plan-time folding).
+
     Attributes:
         node: The ``NodeProto`` being evaluated.
         since_version: The since_version of the definition the node is bound to.
@@ -43,13 +46,11 @@ class KernelContext:
         run_subgraph: ``run_subgraph(graph, inputs, outer)`` evaluates a ``GraphProto`` attribute
             with positional ``inputs`` and the enclosing scope's values ``outer``; returns the
             graph's outputs as a list.
-        limits: The session's ``Limits``.
         rng: A ``numpy.random.Generator`` for operators that draw random numbers.
     """
 
     __slots__ = (
         "input_types",
-        "limits",
         "node",
         "num_outputs",
         "opset_version",
@@ -69,7 +70,6 @@ class KernelContext:
         outputs_requested: list[bool] | None = None,
         input_types: list[Any] | None = None,
         run_subgraph: Callable[..., list[Any]] | None = None,
-        limits: Any = None,
         rng: Any = None,
     ) -> None:
         self.node = node
@@ -79,7 +79,6 @@ class KernelContext:
         self.outputs_requested = outputs_requested if outputs_requested is not None else [True] * num_outputs
         self.input_types = input_types
         self.run_subgraph = run_subgraph
-        self.limits = limits
         self.rng = rng
 
 
@@ -159,6 +158,8 @@ def _load_ops() -> None:
     if _loaded:
         return
     _loaded = True
+    # Function-local on purpose: the family modules import this module to register their kernels, so the
+    # package that lists them can only be imported once registration is first needed.
     from onnxcore.kernels import load_all
 
     load_all()

@@ -21,6 +21,7 @@ import numpy as np
 from onnxcore.errors import EvaluationError, LimitError
 from onnxcore.kernels._util import normalize_axis, scalar_of
 from onnxcore.kernels.registry import KernelContext, kernel
+from onnxcore.limits import active_limits
 from onnxcore.proto import GraphProto
 
 __all__: list[str] = []
@@ -177,7 +178,7 @@ def sequence_map(
     for j, extra in enumerate(additional_inputs):
         if isinstance(extra, list) and len(extra) != n:
             raise EvaluationError(f"SequenceMap: additional input {j} is a sequence of length {len(extra)}, not {n}")
-    limit = getattr(ctx.limits, "max_loop_iterations", None)
+    limit = active_limits().max_loop_iterations
     if limit is not None and n > limit:
         raise LimitError(f"SequenceMap: {n} iterations exceed max_loop_iterations={limit} (Clause 15.4)")
     n_out = len(body.output)

@@ -29,6 +29,7 @@ from onnxcore.kernels._util import (
     scalar_of,
 )
 from onnxcore.kernels.registry import kernel
+from onnxcore.types import SparseTensor, value_from_proto
 from onnxcore.types.convert import cast_array
 from onnxcore.types.elements import ElementType
 
@@ -127,8 +128,6 @@ def castlike_24(input: np.ndarray, target_type: np.ndarray, *, saturate: int = 1
 
 def _densify(sparse: Any) -> np.ndarray:
     """The dense tensor of a sparse value (a ``SparseTensor``, or a ``SparseTensorProto``)."""
-    from onnxcore.types import SparseTensor, value_from_proto
-
     sp = sparse if isinstance(sparse, SparseTensor) else value_from_proto(sparse)
     if not isinstance(sp, SparseTensor):
         raise EvaluationError(f"Constant: sparse_value is not a sparse tensor ({type(sparse).__name__})")

@@ -13,6 +13,7 @@ import numpy as np
 
 from onnxcore.errors import InputError
 from onnxcore.proto import TensorProto, TypeProto
+from onnxcore.types import ElementType, SparseTensor
 
 __all__ = ["check_feed"]
 
@@ -23,8 +24,6 @@ _dtype_cache: dict[int, np.dtype[Any] | None] = {}
 def _np_dtype(elem: int) -> np.dtype[Any] | None:
     if elem in _dtype_cache:
         return _dtype_cache[elem]
-    from onnxcore.types import ElementType
-
     try:
         dt: np.dtype[Any] | None = np.dtype(ElementType(elem).np_dtype)
     except (ValueError, TypeError):
@@ -127,8 +126,6 @@ def check_feed(value: Any, tp: TypeProto | None, where: str, dims: dict[str, int
         assert tp.optional_type is not None
         return check_feed(value, tp.optional_type.elem_type, where, dims)
     if kind == "sparse_tensor_type":
-        from onnxcore.types import SparseTensor
-
         if not isinstance(value, SparseTensor):
             raise InputError(f"{where}: expected a SparseTensor, got {type(value).__name__}")
         return value

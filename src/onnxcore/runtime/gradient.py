@@ -36,25 +36,23 @@ body); values read from an outer scope count as non-constant and are refused.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from onnxcore.errors import EvaluationError, UnsupportedOperatorError
 from onnxcore.kernels._util import is_float
 from onnxcore.kernels.registry import NONDETERMINISTIC
-from onnxcore.runtime.gradient_rules import BASIC_RULES, CHECKS, VJP, Rule
+from onnxcore.proto import NodeProto, TypeProto
+from onnxcore.runtime.gradient_rules import BASIC_RULES, CHECKS, VJP, GradientRule
 from onnxcore.runtime.gradient_rules_nn import NN_CHECKS, NN_RULES
+from onnxcore.runtime.step import PlanNode
 
-if TYPE_CHECKING:
-    from onnxcore.proto import NodeProto, TypeProto
-    from onnxcore.runtime.plan import BoundNode
-
-__all__ = ["RULES", "TRAINING_DOMAIN", "GradientCall", "bind_gradients", "check_rule", "is_gradient"]
+__all__ = ["GRADIENT_RULES", "TRAINING_DOMAIN", "GradientCall", "bind_gradients", "check_rule", "is_gradient"]
 
 TRAINING_DOMAIN = "ai.onnx.preview.training"
 
-RULES: dict[str, Rule] = {**BASIC_RULES, **NN_RULES}
+GRADIENT_RULES: dict[str, GradientRule] = {**BASIC_RULES, **NN_RULES}
 """The differentiation rules, by operator name of the default domain."""
 
 _CHECKS = {**CHECKS, **NN_CHECKS}
@@ -75,10 +73,10 @@ def _op(node: NodeProto) -> str:
     return f"{node.domain}::{node.op_type}" if node.domain not in ("", "ai.onnx") else node.op_type
 
 
-def check_rule(bn: BoundNode) -> str | None:
+def check_rule(bn: PlanNode) -> str | None:
     """Why ``bn`` cannot be differentiated (no rule, or a form its rule does not cover), or None."""
     node = bn.node
-    if node.domain not in ("", "ai.onnx") or node.op_type not in RULES:
+    if node.domain not in ("", "ai.onnx") or node.op_type not in GRADIENT_RULES:
         return f"no differentiation rule for {_op(node)}"
     if bn.since == 0:
         return f"{_op(node)} is evaluated through a function body, which is not differentiated"
@@ -90,7 +88,7 @@ def _shape_only(node: NodeProto) -> bool:
     return node.op_type in _SHAPE_ONLY and node.domain in ("", "ai.onnx")
 
 
-def _has_subgraphs(bn: BoundNode) -> bool:
+def _has_subgraphs(bn: PlanNode) -> bool:
     return bool(bn.outer) or any(a.g is not None or a.graphs for a in bn.node.attribute)
 
 
@@ -99,7 +97,7 @@ class _Refusal(Exception):
 
 
 def bind_gradients(
-    nodes: Sequence[BoundNode], inits: Mapping[str, Any], types: Mapping[str, TypeProto], label: str
+    nodes: Sequence[PlanNode], inits: Mapping[str, Any], types: Mapping[str, TypeProto], label: str
 ) -> None:
     """Give every bound Gradient node among ``nodes`` (one graph's, in order) its :class:`GradientCall`.
 
@@ -129,9 +127,9 @@ def bind_gradients(
 
 
 def _analyse(
-    bn: BoundNode,
+    bn: PlanNode,
     pos: int,
-    nodes: Sequence[BoundNode],
+    nodes: Sequence[PlanNode],
     inits: Mapping[str, Any],
     types: Mapping[str, TypeProto],
 ) -> tuple[GradientCall, list[str]] | None:
@@ -190,7 +188,7 @@ def _analyse(
     support: set[int] = set()
     const_names: list[str] = []
 
-    def constant(name: str, reader: BoundNode) -> None:
+    def constant(name: str, reader: PlanNode) -> None:
         """Check that ``name`` is computed from initializers alone; collect what computes it."""
         if name in inits:
             if name not in const_names:
@@ -283,7 +281,7 @@ class GradientCall:
         xs: list[str],
         zs: list[str],
         y: str,
-        forward: list[BoundNode],
+        forward: list[PlanNode],
         active: frozenset[str],
         const_names: list[str],
         n_outputs: int,
@@ -325,7 +323,7 @@ class GradientCall:
                 out.append(np.asarray(g).astype(xv.dtype))
         return tuple(out)
 
-    def _forward(self, env: dict[str, Any]) -> list[tuple[BoundNode, list[Any], list[Any]]]:
+    def _forward(self, env: dict[str, Any]) -> list[tuple[PlanNode, list[Any], list[Any]]]:
         tape = []
         for bn in self.forward:
             ins = [env[n] if n else None for n in bn.inputs]
@@ -345,7 +343,7 @@ class GradientCall:
         return tape
 
     def _backward(
-        self, tape: list[tuple[BoundNode, list[Any], list[Any]]], env: dict[str, Any], grads: dict[str, np.ndarray]
+        self, tape: list[tuple[PlanNode, list[Any], list[Any]]], env: dict[str, Any], grads: dict[str, np.ndarray]
     ) -> None:
         active = self.active
         for bn, ins, outs in reversed(tape):
@@ -355,7 +353,7 @@ class GradientCall:
             need = [bool(n) and n in active and _differentiable(v) for n, v in zip(bn.inputs, ins)]
             if not any(need):
                 continue
-            rule = RULES[bn.node.op_type]
+            rule = GRADIENT_RULES[bn.node.op_type]
             vjp = VJP(bn, [_work(v) for v in ins], [_work(v) for v in outs], gouts, need)
             try:
                 gins = rule(vjp)

@@ -23,16 +23,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from onnxcore.kernels._util import is_float, legacy_broadcast, normalize_axes, normalize_axis
+from onnxcore.runtime.step import PlanNode
 
-if TYPE_CHECKING:
-    from onnxcore.runtime.plan import BoundNode
-
-__all__ = ["BASIC_RULES", "CHECKS", "VJP", "Rule", "unbroadcast"]
+__all__ = ["BASIC_RULES", "CHECKS", "VJP", "GradientRule", "unbroadcast"]
 
 Grads = list[np.ndarray | None]
 
@@ -51,7 +49,7 @@ class VJP:
 
     __slots__ = ("bn", "gouts", "ins", "need", "outs")
 
-    def __init__(self, bn: BoundNode, ins: list[Any], outs: list[Any], gouts: list[Any], need: list[bool]) -> None:
+    def __init__(self, bn: PlanNode, ins: list[Any], outs: list[Any], gouts: list[Any], need: list[bool]) -> None:
         self.bn = bn
         self.ins = ins
         self.outs = outs
@@ -86,7 +84,7 @@ class VJP:
         return self.ins[i] if i < len(self.ins) else None
 
 
-Rule = Callable[[VJP], Grads]
+GradientRule = Callable[[VJP], Grads]
 
 
 def unbroadcast(g: np.ndarray, shape: Sequence[int]) -> np.ndarray:
@@ -104,7 +102,7 @@ def unbroadcast(g: np.ndarray, shape: Sequence[int]) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 
 
-def _unary(fn: Callable[[VJP, np.ndarray, np.ndarray, np.ndarray], np.ndarray]) -> Rule:
+def _unary(fn: Callable[[VJP, np.ndarray, np.ndarray, np.ndarray], np.ndarray]) -> GradientRule:
     def rule(a: VJP) -> Grads:
         dt = a.wdt
         x = np.asarray(a.ins[0], dt)
@@ -186,7 +184,9 @@ def _operands(a: VJP) -> tuple[np.ndarray, np.ndarray]:
     return A, B
 
 
-def _binary(fn: Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[bool]], tuple[Any, Any]]) -> Rule:
+def _binary(
+    fn: Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[bool]], tuple[Any, Any]],
+) -> GradientRule:
     def rule(a: VJP) -> Grads:
         A, B = _operands(a)
         y = np.asarray(a.outs[0], a.wdt)
@@ -307,7 +307,7 @@ def _reduced(a: VJP) -> tuple[np.ndarray, tuple[int, ...], np.ndarray, np.ndarra
     return x, ax, g, y
 
 
-def _reduction(fn: Callable[[np.ndarray, tuple[int, ...], np.ndarray, np.ndarray], np.ndarray]) -> Rule:
+def _reduction(fn: Callable[[np.ndarray, tuple[int, ...], np.ndarray, np.ndarray], np.ndarray]) -> GradientRule:
     def rule(a: VJP) -> Grads:
         x, ax, g, y = _reduced(a)
         if not ax:  # noop_with_empty_axes: the identity
@@ -349,7 +349,7 @@ _REDUCTIONS: dict[str, Callable[[np.ndarray, tuple[int, ...], np.ndarray, np.nda
 # ---------------------------------------------------------------------------------------------
 
 
-def _softmax_rule(log: bool) -> Rule:
+def _softmax_rule(log: bool) -> GradientRule:
     def rule(a: VJP) -> Grads:
         g = a.g
         y = np.asarray(a.outs[0], g.dtype)
@@ -380,7 +380,7 @@ _SELECTION_OPS = (
     "Pad", "DepthToSpace", "SpaceToDepth", "ReverseSequence", "Compress", "Trilu",
 )  # fmt: skip
 
-BASIC_RULES: dict[str, Rule] = {
+BASIC_RULES: dict[str, GradientRule] = {
     **{op: _unary(fn) for op, fn in _UNARY.items()},
     **{op: _binary(fn) for op, fn in _BINARY.items()},
     **{op: _reduction(fn) for op, fn in _REDUCTIONS.items()},
@@ -400,7 +400,7 @@ BASIC_RULES: dict[str, Rule] = {
 _FLOAT_TARGETS = frozenset({1, 10, 11, 16})
 
 
-def _check_cast(bn: BoundNode) -> str | None:
+def _check_cast(bn: PlanNode) -> str | None:
     to = bn.kw.get("to")
     if isinstance(to, str):  # Cast-1 names the type
         ok = to.upper() in ("FLOAT", "FLOAT16", "DOUBLE", "BFLOAT16")
@@ -409,5 +409,5 @@ def _check_cast(bn: BoundNode) -> str | None:
     return None if ok else f"Cast to element type {to!r} is not differentiable (only float to float)"
 
 
-CHECKS: dict[str, Callable[[BoundNode], str | None]] = {"Cast": _check_cast}
+CHECKS: dict[str, Callable[[PlanNode], str | None]] = {"Cast": _check_cast}
 """Conditions checked when a node is bound: a reason to refuse it, or None."""

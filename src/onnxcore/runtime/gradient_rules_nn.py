@@ -10,15 +10,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from onnxcore.kernels.conv import col2im_accumulate, conv_pads, pad_spatial, spatial_attr, window_view
-from onnxcore.runtime.gradient_rules import VJP, Grads, Rule, unbroadcast
-
-if TYPE_CHECKING:
-    from onnxcore.runtime.plan import BoundNode
+from onnxcore.runtime.gradient_rules import VJP, GradientRule, Grads, unbroadcast
+from onnxcore.runtime.step import PlanNode
 
 __all__ = ["NN_CHECKS", "NN_RULES"]
 
@@ -124,7 +121,7 @@ def _bn_inference(a: VJP) -> Grads:
     return [gr.reshape(np.shape(v)) if need else None for gr, v, need in zip(grads, a.ins, a.need)]
 
 
-def _check_bn(bn: BoundNode) -> str | None:
+def _check_bn(bn: PlanNode) -> str | None:
     if bn.since in (1, 6):
         training = not bn.kw.get("is_test", 0)
     elif bn.since in (7, 9):
@@ -187,7 +184,7 @@ def _max_pool(a: VJP) -> Grads:
     return [_scatter_windows(cols, x, geometry)]
 
 
-NN_RULES: dict[str, Rule] = {
+NN_RULES: dict[str, GradientRule] = {
     "AveragePool": _average_pool,
     "MaxPool": _max_pool,
     "MatMul": _matmul,
@@ -197,5 +194,5 @@ NN_RULES: dict[str, Rule] = {
 }
 """Rules by operator name (default domain)."""
 
-NN_CHECKS: dict[str, Callable[[BoundNode], str | None]] = {"BatchNormalization": _check_bn}
+NN_CHECKS: dict[str, Callable[[PlanNode], str | None]] = {"BatchNormalization": _check_bn}
 """Conditions checked when a node is bound: a reason to refuse it, or None."""

@@ -1,14 +1,10 @@
-"""Compiling a graph into a flat plan of bound kernels over integer slots (Clause 8).
+"""Plans: the bound nodes of a graph laid out as a flat list of steps over integer slots (Clause 8).
 
-Compilation happens once per session, in two stages:
-
-1. :func:`compile_graph` binds every node of a graph (and, recursively, of its subgraphs and of the
-   function bodies it calls) to a kernel or a function body, converts attributes once, and records
-   the names each node reads, including the names its subgraphs read from the enclosing scope.
-   Nodes that cannot be bound are collected in the :class:`CompileEnv` (Clause 4.4).
-2. :meth:`GraphIR.plan` lays a :class:`Plan` out for a set of requested outputs: the nodes whose
-   outputs are unused are left out (Clause 8.2), every value gets an integer slot in one list, and
-   each step names the slots it frees after its last use.
+:mod:`onnxcore.runtime.compile` binds the nodes of a graph to kernels and function bodies, from the bound model,
+into a :class:`GraphIR`; :meth:`GraphIR.plan` then lays a :class:`Plan` out for a set of requested outputs: the
+nodes whose outputs are unused are left out (Clause 8.2), constants are folded and steps fused (Clause 8.2, see
+:mod:`onnxcore.runtime.optimize`), every value gets an integer slot in one list, and each step names the slots
+it frees after its last use.
 
 At run time a step is a tuple ``(fn, input_slots, out0, outs, attrs, frees)``; the loop does no
 lookups by name.
@@ -16,24 +12,14 @@ lookups by name.
 
 from __future__ import annotations
 
-import functools
 import time
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from onnxcore.defs.binding import canonical_domain
-from onnxcore.defs.flags import is_flag
 from onnxcore.errors import EvaluationError, LimitError, OnnxCoreError, ValidationError
-from onnxcore.graph.attributes import attribute_value, constant_array
-from onnxcore.graph.functions import FunctionBody, bind_attribute_refs
-from onnxcore.kernels.registry import KernelContext, KernelDef, kernel_versions, lookup
-from onnxcore.limits import Limits
-from onnxcore.proto import AttributeProto, FunctionProto, GraphProto, NodeProto, TypeProto
 from onnxcore.runtime.codegen import MAX_STEPS, generate
-from onnxcore.runtime.gradient import bind_gradients
 from onnxcore.runtime.optimize import (
     cse_key,
     flatten_concats,
@@ -47,115 +33,15 @@ from onnxcore.runtime.optimize import (
     project_before_pooling,
     use_winograd,
 )
+from onnxcore.runtime.step import PlanNode
 
-__all__ = ["CompileEnv", "GraphIR", "Plan", "compile_graph", "compile_function", "describe_value"]
+__all__ = ["GraphIR", "Plan", "describe_value"]
 
 COMPILE_AFTER = 1
 """Interpreted evaluations of a plan before it is compiled to Python (see :meth:`Plan.execute`)."""
 
 NONE_SLOT = 0  # always holds None: an input left unsupplied (Clause 7.3.3)
 TRASH_SLOT = 1  # receives outputs nobody named
-
-
-class CompileEnv:
-    """State shared while compiling one model.
-
-    Attributes:
-        functions: Model-local functions by (domain, name, overload).
-        limits: The session's limits.
-        base_dir: Directory for resolving external tensor data in attributes.
-        rng: Random generator handed to context kernels.
-        unsupported: (domain, op_type, imported version) of every node that cannot be bound.
-    """
-
-    def __init__(
-        self,
-        functions: dict[tuple[str, str, str], FunctionBody],
-        limits: Limits,
-        base_dir: str | Path | None,
-        rng: Any,
-    ) -> None:
-        self.functions = functions
-        self.limits = limits
-        self.base_dir = None if base_dir is None else str(base_dir)
-        self.rng = rng
-        self.unsupported: list[tuple[str, str, int]] = []
-        self._fn_stack: list[tuple[str, str, str]] = []
-        from onnxcore import defs
-
-        self._get_schema: Callable[..., Any] = defs.get_schema
-        self._known = frozenset(canonical_domain(d) for d in defs.known_domains())
-
-    def report_unsupported(self, domain: str, op_type: str, version: int) -> None:
-        """Record an operator that has neither a kernel nor a body (Clause 4.4, 16.1)."""
-        key = (domain, op_type, version)
-        if key not in self.unsupported:
-            self.unsupported.append(key)
-
-    def schema(self, op_type: str, version: int, domain: str) -> Any:
-        """The operator definition in force at ``version`` of ``domain`` (Clause 14.3), or None."""
-        return self._get_schema(op_type, version, domain)
-
-    def find_kernel(self, domain: str, op_type: str, version: int) -> tuple[KernelDef | None, int, Any]:
-        """(kernel, since_version, schema) for a node of ``domain`` at imported ``version``.
-
-        A domain with operator definitions binds through them (Clause 14.3, 14.4) and then to
-        the kernel registered for exactly that since_version. A custom domain without
-        definitions (Clause 16.1) binds to the registered kernel of greatest since_version
-        not above the imported version.
-        """
-        schema = self.schema(op_type, version, domain)
-        if schema is not None:
-            since = int(schema.since_version)
-            return lookup(domain, op_type, since), since, schema
-        if domain in self._known:
-            return None, 0, None
-        versions = [v for v in kernel_versions(domain, op_type) if v <= version]
-        if versions:
-            return lookup(domain, op_type, versions[-1]), versions[-1], None
-        return None, 0, None
-
-    def find_body(self, node: NodeProto, domain: str, version: int, schema: Any) -> FunctionBody | None:
-        """A function body for ``node``: model-local first (Clause 8.4), else the schema's."""
-        local = self.functions.get((domain, node.op_type, node.overload))
-        if local is not None:
-            return local
-        if schema is None:
-            return None
-        fp = schema.function_body(version)
-        if fp is None:
-            return None
-        defaults = {name: ad.default for name, ad in schema.attributes.items() if ad.default is not None}
-        return FunctionBody(fp, defaults, "schema")
-
-
-class BoundNode:
-    """A node bound to an implementation, before slot layout."""
-
-    __slots__ = ("call", "fused", "index", "inputs", "kw", "may_tuple", "node", "outer", "outputs", "since")
-
-    def __init__(
-        self,
-        index: int,
-        node: NodeProto,
-        call: Callable[..., Any] | None,
-        kw: dict[str, Any],
-        outer: list[str],
-    ) -> None:
-        self.index = index
-        self.node = node
-        self.call = call
-        self.kw = kw
-        self.inputs: list[str] = list(node.input)
-        self.outer = outer
-        self.outputs: list[str] = list(node.output)
-        # Whether ``call`` may return a tuple (an operator with several formal outputs).
-        self.may_tuple = True
-        # The since_version of the definition a kernel was bound for (0: a function body, or unbound).
-        self.since = 0
-        # Other nodes a plan-time rewrite folded into this step (Clause 8.2), in graph order: an error
-        # in the step names them too.
-        self.fused: list[BoundNode] = []
 
 
 class GraphIR:
@@ -176,7 +62,7 @@ class GraphIR:
         self,
         input_names: list[str],
         inits: dict[str, Any],
-        nodes: list[BoundNode],
+        nodes: list[PlanNode],
         output_names: list[str],
         label: str,
     ) -> None:
@@ -330,9 +216,9 @@ class Plan:
                     needed.update(bn.inputs)
                     needed.update(bn.outer)
 
-        raw: list[tuple[BoundNode, list[int], int, list[tuple[int, int]]]] = []
+        raw: list[tuple[PlanNode, list[int], int, list[tuple[int, int]]]] = []
         node_slots: list[int] = []
-        seen: dict[tuple[Any, ...], BoundNode] = {}
+        seen: dict[tuple[Any, ...], PlanNode] = {}
         for k, bn in enumerate(nodes):
             if not live[k]:
                 continue
@@ -506,286 +392,3 @@ class Plan:
                 raise EvaluationError(f"{self.ir.label}: value {e} from the enclosing scope is not available") from None
         self.execute(vals)
         return [vals[s] for s in self.output_slots]
-
-
-class _FunctionCall:
-    """Evaluates a function body for one call site; returns one value per function output."""
-
-    __slots__ = ("n_out", "plan", "positions")
-
-    def __init__(self, plan: Plan, positions: list[int], n_out: int) -> None:
-        self.plan = plan
-        self.positions = positions
-        self.n_out = n_out
-
-    def __call__(self, *args: Any) -> tuple[Any, ...]:
-        res = self.plan.run(args)
-        out: list[Any] = [None] * self.n_out
-        for p, v in zip(self.positions, res):
-            out[p] = v
-        return tuple(out)
-
-
-class _SubgraphCall:
-    """Calls a context kernel whose attributes hold graphs, with the enclosing scope captured.
-
-    The values the subgraphs read from the enclosing scope arrive as extra positional arguments
-    after the node's own inputs (so that liveness and freeing see them as uses of the node).
-    """
-
-    __slots__ = ("ctx_args", "fn", "n_in", "outer_names", "subplans")
-
-    def __init__(
-        self,
-        fn: Callable[..., Any],
-        n_in: int,
-        outer_names: list[str],
-        subplans: dict[int, Plan],
-        ctx_args: dict[str, Any],
-    ) -> None:
-        self.fn = fn
-        self.n_in = n_in
-        self.outer_names = outer_names
-        self.subplans = subplans
-        self.ctx_args = ctx_args
-
-    def __call__(self, *args: Any, **kw: Any) -> Any:
-        scope = dict(zip(self.outer_names, args[self.n_in :]))
-        subplans = self.subplans
-
-        def run_subgraph(graph: GraphProto, inputs: Sequence[Any], outer: Mapping[str, Any] | None = None) -> list[Any]:
-            plan = subplans.get(id(graph))
-            if plan is None:
-                raise OnnxCoreError("run_subgraph: the graph is not an attribute of this node")
-            if len(inputs) != len(graph.input):
-                # A body's inputs are fixed by its operator (Loop: 2 + carried values, Scan: states + scan
-                # inputs); an unfed one would be read as missing deep inside the body.
-                raise EvaluationError(
-                    f"the body {graph.name!r} declares {len(graph.input)} inputs, the operator feeds {len(inputs)}"
-                )
-            return plan.run(inputs, scope if outer is None else outer)
-
-        ctx = KernelContext(run_subgraph=run_subgraph, **self.ctx_args)
-        return self.fn(ctx, *args[: self.n_in], **kw)
-
-
-def _graph_types(g: GraphProto | FunctionProto) -> dict[str, TypeProto]:
-    types: dict[str, TypeProto] = {}
-    vis = list(g.value_info)
-    if isinstance(g, GraphProto):
-        vis += list(g.input) + list(g.output)
-    for vi in vis:
-        if vi.type is not None:
-            types[vi.name] = vi.type
-    return types
-
-
-def _check_depth(env: CompileEnv, depth: int, label: str) -> None:
-    lim = env.limits.max_nesting_depth
-    if lim is not None and depth > lim:
-        raise LimitError(
-            f"{label}: subgraphs and function calls nest deeper than max_nesting_depth={lim} (Clause 15.4)"
-        )
-
-
-def _graphs_in(kw: dict[str, Any]) -> list[GraphProto]:
-    out: list[GraphProto] = []
-    for v in kw.values():
-        if isinstance(v, GraphProto):
-            out.append(v)
-        elif isinstance(v, list) and v and isinstance(v[0], GraphProto):
-            out.extend(v)
-    return out
-
-
-def _check_signature(
-    where: str, node: NodeProto, domain: str, version: int, since: int, schema: Any, kw: Mapping[str, Any]
-) -> None:
-    """Refuse at binding what the validator reports of a node's signature, so that an unchecked session never
-    hands a kernel what its bound version does not define (one kernel serves several versions: LSTM-7 with
-    layout ran as LSTM-14), too few inputs, nothing for a required one, or a flag it would have to guess at."""
-    label = f"{node.op_type}-{since}"
-    for a in node.attribute:
-        d = schema.attributes.get(a.name)
-        if d is None:
-            raise ValidationError(
-                f"{where}: attribute {a.name!r} is not defined by {label} (opset {version}; Clause 10.4)"
-            )
-        if d.type == AttributeProto.AttributeType.INT and is_flag(domain, a.name) and kw[a.name] not in (0, 1):
-            # Implementations read such a value differently (defs/flags.py); never guess (4.4).
-            raise ValidationError(f"{where}: attribute {a.name!r} is {kw[a.name]}; {label} defines only 0 and 1")
-    for kind, count, (lo, hi) in (
-        ("inputs", len(node.input), schema.input_bounds(len(node.input))),
-        ("outputs", len(node.output), schema.output_bounds(len(node.output))),
-    ):
-        if not lo <= count <= hi:
-            allowed = f"at least {lo}" if count < lo else f"at most {hi}"
-            raise ValidationError(f"{where}: {label} has {allowed} {kind}, the node gives {count} (7.3.2)")
-    missing = schema.unsupplied_required(node.input)
-    if missing:
-        k, formal = missing[0]
-        raise ValidationError(f"{where}: input {k} ({formal.name}) is required, but left empty (Clause 7.3.3)")
-
-
-def _bind_node(
-    env: CompileEnv,
-    index: int,
-    node: NodeProto,
-    opsets: Mapping[str, int],
-    depth: int,
-    types: Mapping[str, TypeProto],
-    label: str,
-) -> BoundNode:
-    domain = canonical_domain(node.domain)
-    where = f"{label}/node {index} ({node.op_type})"
-    for a in node.attribute:
-        if a.ref_attr_name:
-            raise ValidationError(f"{where}: attribute {a.name!r} refers to {a.ref_attr_name!r} outside a function")
-    kw = {a.name: attribute_value(a, env.base_dir) for a in node.attribute}
-
-    # Subgraphs are compiled whatever the binding, so their unsupported nodes are reported too.
-    subplans: dict[int, Plan] = {}
-    outer: list[str] = []
-    complete = True
-    for gi, g in enumerate(_graphs_in(kw)):
-        sub = compile_graph(env, g, opsets, depth + 1, label=f"{where}/graph {g.name or gi}")
-        if sub.complete:
-            subplans[id(g)] = sub.plan()
-        else:
-            complete = False
-        for n in sub.free_names:
-            if n not in outer:
-                outer.append(n)
-
-    version = opsets.get(domain)
-    if version is None:
-        env.report_unsupported(domain, node.op_type, 0)
-        return BoundNode(index, node, None, kw, outer)
-    kdef, since, schema = env.find_kernel(domain, node.op_type, version)
-    if schema is not None:
-        _check_signature(where, node, domain, version, since, schema, kw)
-    if kdef is not None:
-        if not complete:
-            return BoundNode(index, node, None, kw, outer)
-        call: Callable[..., Any] = kdef.fn
-        if kdef.context:
-            ctx_args = {
-                "node": node,
-                "since_version": since,
-                "opset_version": version,
-                "num_outputs": len(node.output),
-                "outputs_requested": [bool(o) for o in node.output],
-                "input_types": [types.get(n) if n else None for n in node.input],
-                "limits": env.limits,
-                "rng": env.rng,
-            }
-            if subplans:
-                call = _SubgraphCall(kdef.fn, len(node.input), outer, subplans, ctx_args)
-            else:
-                call = functools.partial(kdef.fn, KernelContext(**ctx_args))
-        # A kernel may answer any node with a tuple (Identity returns a 1-tuple so that a sequence
-        # is never mistaken for a list of outputs), so every result is checked.
-        bound = BoundNode(index, node, call, kw, outer)
-        bound.since = since
-        return bound
-
-    body = env.find_body(node, domain, version, schema)
-    if body is None:
-        env.report_unsupported(domain, node.op_type, version)
-        return BoundNode(index, node, None, kw, outer)
-    callsite = {a.name: a for a in node.attribute}
-    ir = compile_function(env, body, callsite, opsets, depth + 1, label=where)
-    if not ir.complete:
-        return BoundNode(index, node, None, kw, outer)
-    positions = [j for j, o in enumerate(node.output) if o and j < len(ir.output_names)]
-    fplan = ir.plan([ir.output_names[j] for j in positions])
-    fcall = _FunctionCall(fplan, positions, max(len(node.output), len(ir.output_names)))
-    # Attributes went into the body; the call takes the node's inputs only.
-    return BoundNode(index, node, fcall, {}, outer)
-
-
-def _build(
-    env: CompileEnv,
-    *,
-    inputs: list[str],
-    inits: dict[str, Any],
-    nodes: list[NodeProto],
-    outputs: list[str],
-    opsets: Mapping[str, int],
-    depth: int,
-    types: Mapping[str, TypeProto],
-    label: str,
-) -> GraphIR:
-    bound = [_bind_node(env, i, n, opsets, depth, types, label) for i, n in enumerate(nodes)]
-    # A Gradient node differentiates nodes of this graph: it is bound once they all are.
-    bind_gradients(bound, inits, types, label)
-    return GraphIR(inputs, inits, bound, outputs, label)
-
-
-def compile_graph(
-    env: CompileEnv, graph: GraphProto, opsets: Mapping[str, int], depth: int = 0, *, label: str = "graph"
-) -> GraphIR:
-    """Bind every node of ``graph`` (and of its subgraphs) and convert its initializers."""
-    _check_depth(env, depth, label)
-    from onnxcore.types import to_array, value_from_proto
-
-    inits: dict[str, Any] = {}
-    for t in graph.initializer:
-        inits[t.name] = constant_array(to_array(t, base_dir=env.base_dir))
-    for st in graph.sparse_initializer:
-        name = st.values.name if st.values is not None else ""
-        inits[name] = value_from_proto(st)
-    return _build(
-        env,
-        inputs=[vi.name for vi in graph.input],
-        inits=inits,
-        nodes=graph.node,
-        outputs=[vi.name for vi in graph.output],
-        opsets=opsets,
-        depth=depth,
-        types=_graph_types(graph),
-        label=label,
-    )
-
-
-def compile_function(
-    env: CompileEnv,
-    body: FunctionBody,
-    callsite: Mapping[str, AttributeProto],
-    caller_opsets: Mapping[str, int],
-    depth: int,
-    *,
-    label: str,
-) -> GraphIR:
-    """Bind a function body for one call site (Clause 8.4).
-
-    The body's own operator set imports govern the binding of its nodes; a domain it does not
-    import falls back to the caller's import.
-    """
-    key = body.key
-    if key in env._fn_stack:
-        raise ValidationError(f"{label}: function {key[0]}::{key[1]} calls itself (Clause 8.4)")
-    _check_depth(env, depth, label)
-    fp = body.proto
-    opsets = dict(caller_opsets)
-    for imp in fp.opset_import:
-        opsets[canonical_domain(imp.domain)] = int(imp.version)
-    nodes = bind_attribute_refs(fp.node, callsite, body.defaults)
-    env._fn_stack.append(key)
-    try:
-        ir = _build(
-            env,
-            inputs=list(fp.input),
-            inits={},
-            nodes=nodes,
-            outputs=list(fp.output),
-            opsets=opsets,
-            depth=depth,
-            types=_graph_types(fp),
-            label=f"{label}/function {key[0] or 'ai.onnx'}::{key[1]}",
-        )
-    finally:
-        env._fn_stack.pop()
-    if ir.free_names:
-        raise ValidationError(f"{ir.label}: names {ir.free_names} are used but not defined in the function body")
-    return ir

@@ -1,9 +1,10 @@
 """The evaluation session (Clause 8), shaped like onnxruntime's ``InferenceSession``.
 
-Construction loads the model, validates it (Clause 15.5: a consumer validates before it evaluates),
-binds every node of the graph, of its subgraphs and of the function bodies it calls, and refuses
-the model at once, naming every operator it cannot evaluate (Clause 4.4, 16.1). ``run`` checks the
-feeds and evaluates the compiled plan.
+Construction loads the model, binds it once (:func:`onnxcore.graph.bind`: every node of the graph, of its
+subgraphs and of the function bodies it calls), validates it on that bound model (Clause 15.5: a consumer
+validates before it evaluates), compiles its plan from the same bound model, and refuses the model at
+once, naming every operator it cannot evaluate (Clause 4.4, 16.1).
+``run`` checks the feeds and evaluates the compiled plan.
 """
 
 from __future__ import annotations
@@ -16,13 +17,16 @@ from typing import Any
 
 import numpy as np
 
-from onnxcore.defs.binding import canonical_domain
-from onnxcore.errors import InputError, LimitError, UnsupportedOperatorError
-from onnxcore.graph.functions import local_function_table
+from onnxcore.errors import InputError, LimitError, UnsupportedOperatorError, ValidationError
+from onnxcore.graph.bound import BoundModel, bind
+from onnxcore.io import load
 from onnxcore.limits import DEFAULT_LIMITS, Limits, limits_in_effect
 from onnxcore.proto import ModelProto, TypeProto
+from onnxcore.runtime.compile import CompileEnv, compile_graph
 from onnxcore.runtime.feeds import check_feed
-from onnxcore.runtime.plan import CompileEnv, GraphIR, Plan, compile_graph
+from onnxcore.runtime.plan import GraphIR, Plan
+from onnxcore.types import type_from_proto
+from onnxcore.validate.runner import check_context
 
 __all__ = ["Session", "StepTime", "ValueDescription"]
 
@@ -68,8 +72,6 @@ class ValueDescription:
         self.has_default = has_default
         self.type: Any = None
         if type_proto is not None:
-            from onnxcore.types import type_from_proto
-
             self.type = type_from_proto(type_proto)
 
     def __repr__(self) -> str:
@@ -78,27 +80,17 @@ class ValueDescription:
 
 
 def _load(model_or_path: Any) -> tuple[ModelProto, Path | None]:
-    import onnxcore
-
     if isinstance(model_or_path, ModelProto):
         return model_or_path, None
     if isinstance(model_or_path, bytes | bytearray | memoryview):
-        return onnxcore.load(bytes(model_or_path)), None
+        return load(bytes(model_or_path)), None
     if isinstance(model_or_path, str | os.PathLike):
         path = Path(model_or_path)
-        return onnxcore.load(path), path.resolve().parent
+        return load(path), path.resolve().parent
     serialize = getattr(model_or_path, "SerializeToString", None)
     if callable(serialize):  # a protobuf-generated ModelProto (onnx's), taken by its octets
-        return onnxcore.load(bytes(serialize())), None
+        return load(bytes(serialize())), None
     raise TypeError(f"Session: expected a ModelProto, bytes or a path, got {type(model_or_path).__name__}")
-
-
-def _validate(model: ModelProto, limits: Limits, base_dir: Path | None) -> None:
-    # Clause 15.5. The validator raises ValidationError carrying the whole report.
-    from onnxcore.validate import check as check_model
-
-    report = check_model(model, limits=limits, base_dir=base_dir)
-    report.raise_for_errors()
 
 
 class Session:
@@ -127,24 +119,21 @@ class Session:
     def __init__(self, model_or_path: Any, *, limits: Limits | None = None, check: bool = True) -> None:
         self._limits = limits if limits is not None else DEFAULT_LIMITS
         model, base_dir = _load(model_or_path)
-        if check:
-            _validate(model, self._limits, base_dir)
         self._model = model
+        bound = _bind_and_check(model, self._limits, base_dir, check)
         graph = model.graph
-        if graph is None:
-            from onnxcore.errors import ValidationError
-
+        main = bound.main()
+        if graph is None or main is None:
             raise ValidationError("the model has no graph (Clause 5.3.1)")
-        opsets = {canonical_domain(o.domain): int(o.version) for o in model.opset_import}
-        if not model.opset_import and model.ir_version < 3:
-            opsets[""] = 1  # before IR version 3, a model without imports means ai.onnx version 1
-        env = CompileEnv(local_function_table(list(model.functions)), self._limits, base_dir, np.random.default_rng())
+        env = CompileEnv(bound, base_dir, np.random.default_rng())
         try:
             # Plans fold constants by running kernels: under this session's limits, as its runs are.
             with limits_in_effect(self._limits):
-                ir = compile_graph(env, graph, opsets, 0, label=f"graph {graph.name!r}")
+                ir = compile_graph(env, graph, main, 0, label=f"graph {graph.name!r}")
         except RecursionError:  # only reachable with max_nesting_depth=None
-            raise LimitError("subgraphs nest deeper than this interpreter can follow (Clause 15.4)") from None
+            raise LimitError(
+                "subgraphs nest deeper than this interpreter can follow (E-LIMIT-NESTING, Clause 15.4)"
+            ) from None
         if env.unsupported:
             ops = ", ".join(f"{d or 'ai.onnx'}::{op}-{v}" for d, op, v in env.unsupported)
             raise UnsupportedOperatorError(
@@ -152,8 +141,6 @@ class Session:
                 list(env.unsupported),
             )
         if ir.free_names:
-            from onnxcore.errors import ValidationError
-
             raise ValidationError(f"values {ir.free_names} are used but never defined (Clause 7.5)")
         self._ir: GraphIR = ir
         init_names = set(ir.inits)
@@ -324,6 +311,22 @@ class Session:
         for name, value in checked.items():
             vals[slots[name]] = value
         return plan, vals
+
+
+def _bind_and_check(model: ModelProto, limits: Limits, base_dir: Path | None, check: bool) -> BoundModel:
+    """Bind the model once (the validator and the compiler share the bound model); with ``check``, validate it
+    first (Clause 15.5) and raise :class:`ValidationError` carrying the whole report if it has errors."""
+    try:
+        bound = bind(model, limits=limits)
+    except Exception:
+        if check:
+            # A model too malformed to bind: the validator reports why (it survives what bind cannot).
+            check_context(model, limits, base_dir=base_dir)[0].raise_for_errors()
+        raise
+    if check:
+        report, _ctx = check_context(model, limits, base_dir=base_dir, bound=bound)
+        report.raise_for_errors()
+    return bound
 
 
 def _declared_rank(tp: TypeProto | None) -> int | None:

@@ -129,6 +129,7 @@ def _check_tables(offsets: tuple[int, ...], counts: tuple[int, ...], n: int) -> 
 
 
 def _jpeg_segment(tags: dict[int, tuple[int, ...]], src: bytes, limits: Limits | None) -> np.ndarray:
+    # Lazy on purpose: the JPEG codec is large and only JPEG-compressed TIFFs need it.
     from onnxcore.kernels.codecs.jpeg import decode_jpeg
 
     tables = bytes(tags.get(347, ()))

@@ -43,6 +43,7 @@ def _chunks(data: bytes, pos: int, end: int) -> list[tuple[bytes, int, int]]:
 
 
 def _decode_bitstream(tag: bytes, payload: bytes, limits: Limits | None) -> np.ndarray:
+    # Each codec is imported only when an image of its kind is decoded (lazy on purpose: they are large).
     if tag == b"VP8 ":
         from onnxcore.kernels.codecs.webp_vp8 import decode_vp8
 

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from onnxcore.runtime.plan import BoundNode
+from onnxcore.runtime.step import PlanNode
 
 __all__ = [
     "InPlaceRelu",
@@ -24,19 +23,18 @@ __all__ = [
 
 
 def rebound(
-    bn: BoundNode,
+    bn: PlanNode,
     call: Callable[..., Any],
     kw: dict[str, Any],
     inputs: list[str],
     outputs: list[str],
     *,
-    absorbed: Sequence[BoundNode] = (),
-) -> BoundNode:
+    absorbed: Sequence[PlanNode] = (),
+) -> PlanNode:
     """A copy of ``bn`` (same node, index and version) running ``call`` from ``inputs`` to ``outputs``; the
     ``absorbed`` nodes (and those already fused into them) are recorded as fused into it, for error messages."""
-    from onnxcore.runtime.plan import BoundNode
 
-    out = BoundNode(bn.index, bn.node, call, kw, bn.outer)
+    out = PlanNode(bn.index, bn.node, call, kw, bn.outer)
     out.inputs = inputs
     out.outputs = outputs
     out.since = bn.since
@@ -45,7 +43,7 @@ def rebound(
     return out
 
 
-def fused_with(bn: BoundNode, absorbed: Sequence[BoundNode]) -> list[BoundNode]:
+def fused_with(bn: PlanNode, absorbed: Sequence[PlanNode]) -> list[PlanNode]:
     """What ``bn`` has fused into it once the ``absorbed`` nodes join it, in graph order."""
     merged = {f.index: f for f in bn.fused}
     for a in absorbed:
@@ -66,7 +64,7 @@ def transposed(w: np.ndarray, tile: int = 256) -> np.ndarray:
     return out
 
 
-def use_counts(nodes: Sequence[BoundNode], outputs: Sequence[str]) -> dict[str, int]:
+def use_counts(nodes: Sequence[PlanNode], outputs: Sequence[str]) -> dict[str, int]:
     """Readers of each value; a graph output counts twice, so it is never fused away as an intermediate."""
     uses: dict[str, int] = {}
     for bn in nodes:
@@ -78,11 +76,11 @@ def use_counts(nodes: Sequence[BoundNode], outputs: Sequence[str]) -> dict[str, 
     return uses
 
 
-def is_relu(bn: BoundNode) -> bool:
+def is_relu(bn: PlanNode) -> bool:
     return bn.node.op_type == "Relu" and bn.node.domain in ("", "ai.onnx") and bn.call is not None
 
 
-def conv_weights(conv: BoundNode, const: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray | None] | None:
+def conv_weights(conv: PlanNode, const: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray | None] | None:
     """The constant float weights and bias of a default-domain Conv with one output, else None."""
     cn = conv.node
     if cn.op_type != "Conv" or cn.domain not in ("", "ai.onnx") or conv.call is None or conv.outer:
@@ -109,7 +107,7 @@ def per_channel_values(c: np.ndarray, dtype: np.dtype[Any], m: int, rank: int) -
     return np.broadcast_to(c.astype(np.float64).reshape(-1), (m,))
 
 
-def unpadded(conv: BoundNode) -> bool:
+def unpadded(conv: PlanNode) -> bool:
     """Whether a Conv reads only its input's own elements (no padding), whatever the input's extents."""
     kw = conv.kw
     auto_pad = kw.get("auto_pad", "NOTSET")

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from onnxcore.kernels._util import check_elements
 from onnxcore.runtime.optimize._common import fused_with, is_relu, per_channel_values, use_counts
-
-if TYPE_CHECKING:
-    from onnxcore.runtime.plan import BoundNode
+from onnxcore.runtime.step import PlanNode
 
 __all__ = ["AffineChain", "affine_step", "bn_parameters", "fuse_affine_chains"]
 
@@ -128,7 +126,7 @@ class AffineChain:
         return a, b
 
 
-def bn_parameters(bn: BoundNode, const: Mapping[str, Any]) -> tuple[Any, ...] | None:
+def bn_parameters(bn: PlanNode, const: Mapping[str, Any]) -> tuple[Any, ...] | None:
     node = bn.node
     if node.op_type != "BatchNormalization" or node.domain not in ("", "ai.onnx") or bn.call is None:
         return None
@@ -149,7 +147,7 @@ def bn_parameters(bn: BoundNode, const: Mapping[str, Any]) -> tuple[Any, ...] | 
     return (*[p.ravel() for p in params], float(bn.kw.get("epsilon", 1e-5)))
 
 
-def affine_step(bn: BoundNode, current: str, const: Mapping[str, Any]) -> tuple[str, np.ndarray] | None:
+def affine_step(bn: PlanNode, current: str, const: Mapping[str, Any]) -> tuple[str, np.ndarray] | None:
     """("mul"|"add", constant) when ``bn`` is Mul/Add of ``current`` and a float constant."""
     node = bn.node
     if node.op_type not in ("Mul", "Add") or node.domain not in ("", "ai.onnx") or bn.call is None or bn.kw:
@@ -163,14 +161,13 @@ def affine_step(bn: BoundNode, current: str, const: Mapping[str, Any]) -> tuple[
     return ("mul" if node.op_type == "Mul" else "add"), c
 
 
-def fuse_affine_chains(nodes: list[BoundNode], const: Mapping[str, Any], outputs: Sequence[str]) -> list[BoundNode]:
+def fuse_affine_chains(nodes: list[PlanNode], const: Mapping[str, Any], outputs: Sequence[str]) -> list[PlanNode]:
     """Replace each chain of per-element affine steps (and a closing Relu) by one :class:`AffineChain` node.
 
     A chain starts at an inference BatchNormalization or at a Mul/Add with a float constant, continues
     through Mul/Add with float constants, and may end with a Relu; every intermediate value has exactly
     one reader and is not a graph output. Chains of one node are left alone.
     """
-    from onnxcore.runtime.plan import BoundNode
 
     uses = use_counts(nodes, outputs)
     reader: dict[str, int] = {}
@@ -178,7 +175,7 @@ def fuse_affine_chains(nodes: list[BoundNode], const: Mapping[str, Any], outputs
         for n in bn.inputs:
             if n:
                 reader[n] = k
-    out: list[BoundNode] = []
+    out: list[PlanNode] = []
     consumed: set[int] = set()
     for k, head in enumerate(nodes):
         if k in consumed:
@@ -212,7 +209,7 @@ def fuse_affine_chains(nodes: list[BoundNode], const: Mapping[str, Any], outputs
         if len(members) < 2:
             out.append(head)
             continue
-        fused = BoundNode(head.index, head.node, AffineChain(bnp, ops, relu, fallback), {}, [])
+        fused = PlanNode(head.index, head.node, AffineChain(bnp, ops, relu, fallback), {}, [])
         fused.inputs = [x]
         fused.outputs = [current]
         fused.may_tuple = False
@@ -223,13 +220,13 @@ def fuse_affine_chains(nodes: list[BoundNode], const: Mapping[str, Any], outputs
     return out
 
 
-def _variable_input(bn: BoundNode, const: Mapping[str, Any]) -> str:
+def _variable_input(bn: PlanNode, const: Mapping[str, Any]) -> str:
     vs = [n for n in bn.inputs if n and n not in const]
     return vs[0] if len(vs) == 1 else ""
 
 
 def _fallback_entry(
-    bn: BoundNode, current: str, const: Mapping[str, Any]
+    bn: PlanNode, current: str, const: Mapping[str, Any]
 ) -> tuple[Callable[..., Any], list[Any], dict[str, Any]]:
     # The node's own call, with None where it reads the running value and its constants bound.
     assert bn.call is not None

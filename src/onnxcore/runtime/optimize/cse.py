@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from onnxcore.errors import OnnxCoreError
 from onnxcore.kernels._util import normalize_axes
 from onnxcore.kernels.registry import NONDETERMINISTIC
-
-if TYPE_CHECKING:
-    from onnxcore.runtime.plan import BoundNode
+from onnxcore.runtime.step import PlanNode
 
 __all__ = ["cse_key", "input_token"]
 
@@ -58,7 +56,6 @@ _AXES_SETS = frozenset(
     }
 )
 
-
 # Operators with one ``axis`` attribute counted on their first input's rank.
 _ONE_AXIS = frozenset({"ArgMax", "ArgMin", "Hardmax", "LogSoftmax", "Softmax"})
 
@@ -72,7 +69,7 @@ def _axes_set(axes: Any, rank: int) -> tuple[int, ...] | None:
         return None
 
 
-def _canonical_axes(bn: BoundNode, ins: list[Any], attrs: dict[str, Any], rank: int) -> None:
+def _canonical_axes(bn: PlanNode, ins: list[Any], attrs: dict[str, Any], rank: int) -> None:
     """Rewrites the axes of ``bn`` in its identity (``ins`` tokens, ``attrs``) to their canonical form."""
     op = bn.node.op_type
     if op in _ONE_AXIS and isinstance(attrs.get("axis"), int):
@@ -90,7 +87,7 @@ def _canonical_axes(bn: BoundNode, ins: list[Any], attrs: dict[str, Any], rank: 
                 ins[1] = ("axes", axes)
 
 
-def cse_key(bn: BoundNode, ins: list[Any], *, rank: int | None = None) -> tuple[Any, ...] | None:
+def cse_key(bn: PlanNode, ins: list[Any], *, rank: int | None = None) -> tuple[Any, ...] | None:
     """The identity of a node's computation, or None when it must not be merged with another.
 
     ``ins`` are the inputs' tokens (:func:`input_token`); ``rank`` is the first input's rank when the plan

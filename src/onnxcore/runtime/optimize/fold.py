@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from onnxcore.kernels.registry import NONDETERMINISTIC
-
-if TYPE_CHECKING:
-    from onnxcore.runtime.plan import BoundNode
+from onnxcore.runtime.step import PlanNode
 
 __all__ = ["FOLD_BUDGET_BYTES", "fold_constants"]
 
@@ -23,7 +21,7 @@ FOLD_BUDGET_BYTES = 1 << 32
 
 
 def fold_constants(
-    nodes: Sequence[BoundNode], inits: Mapping[str, Any], inputs: Collection[str]
+    nodes: Sequence[PlanNode], inits: Mapping[str, Any], inputs: Collection[str]
 ) -> tuple[set[int], dict[str, Any]]:
     """Evaluate the nodes whose inputs are all constants; return their indices and their outputs by name.
 

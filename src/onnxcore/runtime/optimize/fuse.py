@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
+from onnxcore.kernels._winograd import MIN_CHANNELS, WinogradConv
 from onnxcore.runtime.optimize._common import (
     InPlaceRelu,
     conv_weights,
@@ -18,16 +19,14 @@ from onnxcore.runtime.optimize._common import (
 )
 from onnxcore.runtime.optimize.affine import affine_step, bn_parameters
 from onnxcore.runtime.optimize.preactivation import PreActivatedConv
-
-if TYPE_CHECKING:
-    from onnxcore.runtime.plan import BoundNode
+from onnxcore.runtime.step import PlanNode
 
 __all__ = ["fuse_conv_chains", "fuse_relu", "prepack_gemm", "use_winograd"]
 
 
 def fuse_conv_chains(
-    nodes: list[BoundNode], const: Mapping[str, Any], outputs: Sequence[str]
-) -> tuple[list[BoundNode], dict[str, Any]]:
+    nodes: list[PlanNode], const: Mapping[str, Any], outputs: Sequence[str]
+) -> tuple[list[PlanNode], dict[str, Any]]:
     """Fold per-channel affine steps and a closing Relu that follow a Conv with constant weights into it.
 
     From a Conv whose weights (and bias) are constants, the chain continues while the running value has
@@ -99,7 +98,7 @@ def fuse_conv_chains(
     return [bn for k, bn in enumerate(nodes) if k not in drop], added
 
 
-def prepack_gemm(nodes: list[BoundNode], const: Mapping[str, Any]) -> tuple[list[BoundNode], dict[str, Any]]:
+def prepack_gemm(nodes: list[PlanNode], const: Mapping[str, Any]) -> tuple[list[PlanNode], dict[str, Any]]:
     """Give each Gemm with constant weights and ``transB=1`` its weights transposed once, as a contiguous copy.
 
     BLAS multiplies by a transposed operand up to 2x slower than by a row-major one (measured on the light
@@ -128,7 +127,7 @@ def prepack_gemm(nodes: list[BoundNode], const: Mapping[str, Any]) -> tuple[list
 _FRESH_RESULT = frozenset({"Add", "Sub", "Mul", "Sum", "Gemm", "MatMul"})
 
 
-def fuse_relu(nodes: list[BoundNode], outputs: Sequence[str]) -> list[BoundNode]:
+def fuse_relu(nodes: list[PlanNode], outputs: Sequence[str]) -> list[PlanNode]:
     """Apply a Relu in place on the result of the node before it, when the Relu is that result's only reader.
 
     The residual ``Add -> Relu`` of a ResNet block and the ``Gemm -> Relu`` of a fully connected layer then
@@ -155,13 +154,11 @@ def fuse_relu(nodes: list[BoundNode], outputs: Sequence[str]) -> list[BoundNode]
     return [bn for k, bn in enumerate(nodes) if k not in drop]
 
 
-def use_winograd(nodes: list[BoundNode], const: Mapping[str, Any]) -> list[BoundNode]:
+def use_winograd(nodes: list[PlanNode], const: Mapping[str, Any]) -> list[PlanNode]:
     """Give each float32 3x3 Conv with constant weights of at least 16 input and output channels the Winograd
     kernel (:class:`onnxcore.kernels._winograd.WinogradConv`), which takes the layers large enough to gain
     and leaves the rest to the Conv kernel. Clause 8.2; the error it adds is stated in the conformance
     statement."""
-    from onnxcore.kernels._winograd import MIN_CHANNELS, WinogradConv
-
     for j, bn in enumerate(nodes):
         weights = conv_weights(bn, const)
         call = bn.call

@@ -3,20 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from onnxcore.runtime.optimize._common import conv_weights, rebound, unpadded, use_counts
 from onnxcore.runtime.optimize.affine import AffineChain
-
-if TYPE_CHECKING:
-    from onnxcore.runtime.plan import BoundNode
+from onnxcore.runtime.step import PlanNode
 
 __all__ = ["PreActivatedConv", "flatten_concats", "fuse_preactivation"]
 
 
-def flatten_concats(nodes: list[BoundNode]) -> list[BoundNode]:
+def flatten_concats(nodes: list[PlanNode]) -> list[PlanNode]:
     """Let a Concat read the pieces of a Concat input along the same axis: ``Concat(Concat(a, b), c)`` becomes
     ``Concat(a, b, c)``; the same value, and the inner Concat is left to readers that need it (none, in
     DenseNet's blocks once :func:`fuse_preactivation` has taken each one into the Conv that reads it)."""
@@ -36,7 +34,7 @@ def flatten_concats(nodes: list[BoundNode]) -> list[BoundNode]:
     return nodes
 
 
-def _concat_axis(bn: BoundNode) -> int | None:
+def _concat_axis(bn: PlanNode) -> int | None:
     """The axis of a default-domain Concat of named tensors, else None."""
     node = bn.node
     if node.op_type != "Concat" or node.domain not in ("", "ai.onnx") or bn.call is None or not bn.inputs:
@@ -47,7 +45,7 @@ def _concat_axis(bn: BoundNode) -> int | None:
     return axis if isinstance(axis, int) else None
 
 
-def fuse_preactivation(nodes: list[BoundNode], const: Mapping[str, Any], outputs: Sequence[str]) -> list[BoundNode]:
+def fuse_preactivation(nodes: list[PlanNode], const: Mapping[str, Any], outputs: Sequence[str]) -> list[PlanNode]:
     """Fold a per-channel affine chain ending in Relu into the unpadded Conv that is its only reader.
 
     DenseNet's ``BatchNormalization -> Relu -> Conv 1x1`` on the concatenated features: per input channel,

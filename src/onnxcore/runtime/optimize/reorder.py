@@ -13,19 +13,17 @@ from __future__ import annotations
 
 import types
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from onnxcore.runtime.optimize._common import InPlaceRelu, conv_weights, rebound, use_counts
-
-if TYPE_CHECKING:
-    from onnxcore.runtime.plan import BoundNode
+from onnxcore.runtime.step import PlanNode
 
 __all__ = ["ProjectedPool", "project_before_pooling"]
 
 
-def project_before_pooling(nodes: list[BoundNode], const: Mapping[str, Any], outputs: Sequence[str]) -> list[BoundNode]:
+def project_before_pooling(nodes: list[PlanNode], const: Mapping[str, Any], outputs: Sequence[str]) -> list[PlanNode]:
     """Run each AveragePool -> 1x1 Conv pair whose pool keeps the image size and whose Conv narrows the channels
     as one step that projects first (:class:`ProjectedPool`); the pool's output must have no other reader."""
     uses = use_counts(nodes, outputs)
@@ -53,7 +51,7 @@ def project_before_pooling(nodes: list[BoundNode], const: Mapping[str, Any], out
     return [bn for k, bn in enumerate(nodes) if k not in drop]
 
 
-def _size_keeping_average_pool(bn: BoundNode) -> bool:
+def _size_keeping_average_pool(bn: PlanNode) -> bool:
     """A default-domain AveragePool with stride 1 whose padding keeps every spatial extent."""
     node = bn.node
     if node.op_type != "AveragePool" or node.domain not in ("", "ai.onnx") or bn.call is None or bn.outer:

@@ -1,0 +1,100 @@
+"""One kernel called on its own, outside any model (as ``onnx.reference``'s ``OpRun.eval``).
+
+:func:`run` binds an operator the way a node of a model importing ``version`` of its domain would be bound
+(Clause 14.3: the definition with the greatest since_version not above ``version``, then the kernel registered
+for exactly that since_version; a domain without definitions, Clause 16.1: the kernel of the greatest
+since_version not above ``version``) and evaluates it on the values given.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from onnxcore.defs.binding import canonical_domain, get_schema, known_domains
+from onnxcore.errors import KernelNotFoundError, OnnxCoreError, UnknownOperatorError
+from onnxcore.kernels.registry import KernelContext, KernelDef, kernel_versions, lookup
+from onnxcore.proto import GraphProto, NodeProto
+
+__all__ = ["run"]
+
+
+def _bind(domain: str, op_type: str, version: int) -> tuple[KernelDef, Any]:
+    """(kernel, definition or None) for ``op_type`` of ``domain`` at imported ``version``."""
+    label = f"{domain or 'ai.onnx'}::{op_type}"
+    if domain in {canonical_domain(d) for d in known_domains()}:
+        schema = get_schema(op_type, version, domain)
+        if schema is None:
+            raise UnknownOperatorError(f"{label}: no definition at operator set version {version} (Clause 14.3)")
+        kdef = lookup(domain, op_type, int(schema.since_version))
+        if kdef is None:
+            raise KernelNotFoundError(
+                f"{label}-{schema.since_version}: no kernel evaluates this definition (Clause 4.4)",
+                [(domain, op_type, version)],
+            )
+        return kdef, schema
+    versions = [v for v in kernel_versions(domain, op_type) if v <= version]
+    if not versions:
+        raise UnknownOperatorError(f"{label}: no kernel at or below version {version} of a custom domain (16.1)")
+    kdef = lookup(domain, op_type, versions[-1])
+    assert kdef is not None
+    return kdef, None
+
+
+def run(
+    op_type: str, version: int, *inputs: Any, domain: str = "", outputs: int | None = None, **attributes: Any
+) -> tuple[Any, ...]:
+    """Evaluate one operator on ``inputs`` with one kernel, as a node importing ``version`` of ``domain`` would.
+
+    Args:
+        op_type: The operator, e.g. ``"Relu"``.
+        version: The version of its domain to bind at (Clause 14.3), e.g. 14 binds Relu to Relu-14.
+        *inputs: The input values in order (numpy arrays; lists for sequences; None for an input left out).
+        domain: The operator's domain (``""`` or ``"ai.onnx"``: the default domain).
+        outputs: How many outputs the node declares; by default one per formal output of the definition (a
+            variadic one counted once, so give it for a Split of several outputs).
+        **attributes: Attribute values as a kernel receives them (int, float, str or bytes, numpy arrays, lists
+            of these); those left out take the definition's defaults.
+
+    Returns:
+        Always a tuple, one value per output the kernel computes, even for an operator with one output.
+
+    Raises:
+        UnknownOperatorError: no definition binds the operator at ``version`` (or, in a domain without
+            definitions, no kernel is registered at or below it).
+        KernelNotFoundError: the operator is defined, but no kernel evaluates that definition.
+        OnnxCoreError: an attribute the definition does not have, or a graph attribute (subgraphs need a model:
+            use :class:`onnxcore.Session`).
+        EvaluationError, ShapeError, LimitError: as the kernel raises them; limits are those active
+            (:func:`onnxcore.limits.active_limits`).
+    """
+    dom = canonical_domain(domain)
+    kdef, schema = _bind(dom, op_type, version)
+    label = f"{dom or 'ai.onnx'}::{op_type}-{kdef.since_version}"
+    for name, value in attributes.items():
+        if isinstance(value, GraphProto) or (isinstance(value, list) and value and isinstance(value[0], GraphProto)):
+            raise OnnxCoreError(f"{label}: attribute {name!r} holds a graph; kernels.run evaluates no subgraph")
+        if schema is not None and name not in schema.attributes:
+            raise OnnxCoreError(f"{label}: no attribute {name!r} (Clause 10.4); it has {sorted(schema.attributes)}")
+    # IEEE 754 results (log(0) = -inf) are results, not warnings (Clause 11.2), as in a session's runs.
+    with np.errstate(all="ignore"):
+        if kdef.context:
+            n_out = outputs if outputs is not None else (len(schema.outputs) if schema is not None else 1)
+            node = NodeProto(
+                op_type=op_type,
+                domain=dom,
+                input=[f"input{i}" if v is not None else "" for i, v in enumerate(inputs)],
+                output=[f"output{j}" for j in range(n_out)],
+            )
+            ctx = KernelContext(
+                node,
+                since_version=kdef.since_version,
+                opset_version=version,
+                num_outputs=n_out,
+                rng=np.random.default_rng(),
+            )
+            result = kdef.fn(ctx, *inputs, **attributes)
+        else:
+            result = kdef.fn(*inputs, **attributes)
+    return result if type(result) is tuple else (result,)
