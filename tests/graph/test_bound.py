@@ -146,3 +146,12 @@ def test_definition_bodies_are_bound_once_and_cached() -> None:
     assert body not in b.scopes  # the model's own scopes only
     conv = b.definitions.schema("Conv", 18, "")  # a definition without a function body
     assert conv is not None and b.body_scope(conv, 18, opsets) is None
+
+
+def test_ir_versions_before_opset_import_bind_to_ai_onnx_1() -> None:
+    m = ModelProto(ir_version=2, graph=GraphProto(name="g", node=[_node("Relu", ["x"], ["y"])]))
+    ref = bind(m).scopes[0].nodes[0]
+    assert (ref.status, ref.version) == ("schema", 1)
+    assert ref.schema is not None and ref.schema.since_version == 1
+    m.ir_version = 3  # from IR version 3 on, imports are mandatory: nothing is assumed
+    assert bind(m).scopes[0].nodes[0].status == "undeclared"

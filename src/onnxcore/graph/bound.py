@@ -302,6 +302,8 @@ class BoundModel:
         self.opsets: dict[str, int] = {}
         for o in model.opset_import:
             self.opsets.setdefault(canonical_domain(o.domain), int(o.version))
+        if not model.opset_import and 0 < int(model.ir_version) < 3:
+            self.opsets[""] = 1  # IR versions 1 and 2 predate opset_import: their models use ai.onnx version 1
         self.functions: dict[FunctionKey, tuple[int, FunctionProto]] = {}
         for i, f in enumerate(model.functions):
             self.functions.setdefault((canonical_domain(f.domain), f.name, f.overload), (i, f))
@@ -360,13 +362,14 @@ class BoundModel:
             scope = Scope("function", function_location(i, f), function=f, opsets=function_opsets(self.opsets, f))
             roots.append(scope)
             self._function_scopes.setdefault(id(f), scope)
-        self._seen: set[int] = set()
-        self.scopes.extend(self._enter(roots))
+        self.scopes.extend(self._enter(roots, set()))
 
-    def _enter(self, roots: list[Scope]) -> list[Scope]:
-        """Bind the nodes of ``roots`` and of every subgraph below them; the scopes entered, in pre-order."""
+    def _enter(self, roots: list[Scope], seen: set[int]) -> list[Scope]:
+        """Bind the nodes of ``roots`` and of every subgraph below them; the scopes entered, in pre-order.
+
+        ``seen`` holds the subgraphs entered already: a graph object held twice is entered once.
+        """
         max_depth = self.limits.max_nesting_depth
-        seen = self._seen
         entered: list[Scope] = []
         pending = list(reversed(roots))
         while pending:
@@ -456,7 +459,8 @@ class BoundModel:
                 opsets[canonical_domain(o.domain)] = int(o.version)
             loc = f"{schema.domain or 'ai.onnx'}::{schema.name}-{schema.since_version} body"
             scope = Scope("body", loc, function=fp, opsets=opsets)
-            self._enter([scope])
+            # Its own set: the same definition's body bound for other callers has subgraphs of its own.
+            self._enter([scope], set())
         self._body_scopes[key] = scope
         return scope
 

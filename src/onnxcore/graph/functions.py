@@ -23,7 +23,6 @@ __all__ = [
     "FunctionBody",
     "Unresolved",
     "bind_attribute_refs",
-    "local_function_table",
     "resolve_attribute",
 ]
 
@@ -49,16 +48,6 @@ class FunctionBody:
         """(domain, name, overload) of the function."""
         p = self.proto
         return (canonical_domain(p.domain), p.name, p.overload)
-
-
-def local_function_table(functions: list[FunctionProto]) -> dict[tuple[str, str, str], FunctionBody]:
-    """Model-local functions by (domain, name, overload) (Clause 8.4)."""
-    table: dict[tuple[str, str, str], FunctionBody] = {}
-    for f in functions:
-        defaults = {a.name: a for a in f.attribute_proto}
-        body = FunctionBody(f, defaults, "local")
-        table[body.key] = body
-    return table
 
 
 def _shallow(msg: Any) -> Any:

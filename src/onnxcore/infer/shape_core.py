@@ -21,6 +21,7 @@ from typing import Any, NoReturn
 import numpy as np
 
 from onnxcore.errors import ShapeError
+from onnxcore.graph.attributes import attribute_value
 from onnxcore.proto.messages import AttributeProto, NodeProto
 from onnxcore.types.broadcast import broadcast_extents, unidirectional_extents
 
@@ -249,7 +250,6 @@ def resolve(v: Any) -> np.ndarray | None:
 
 
 def _attr_value(a: AttributeProto) -> Any:
-    from onnxcore.graph.attributes import attribute_value
 
     return attribute_value(a)
 

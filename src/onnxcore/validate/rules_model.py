@@ -16,8 +16,10 @@ from onnxcore.proto.messages import (
     TypeProto,
     ValueInfoProto,
 )
+from onnxcore.proto.messages import TensorProto as TP
 from onnxcore.validate.catalog import rule
 from onnxcore.validate.context import Context
+from onnxcore.validate.types_util import elem_ir_version
 
 __all__ = ["KNOWN_IR_VERSION"]
 
@@ -165,8 +167,6 @@ def ir_feature(ctx: Context) -> Found:
     def late(feature: str, since: int) -> str:
         return f"{feature} needs IR version {since}, the model declares {ir}"
 
-    from onnxcore.validate.types_util import elem_ir_version
-
     if ir < 8 and ctx.model.functions:
         yield "functions", late("a model-local function", 8)
     for i in ctx.of(FunctionProto):
@@ -216,7 +216,6 @@ def ir_feature(ctx: Context) -> Found:
 
 
 def _elem_name(tag: int) -> str:
-    from onnxcore.proto.messages import TensorProto as TP
 
     try:
         return TP.DataType(tag).name

@@ -9,7 +9,10 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
+from onnxcore.external import parse_reference, verify_references
 from onnxcore.proto.messages import SparseTensorProto, TensorProto, TensorShapeProto, TypeProto
+from onnxcore.types.packing import int32_per_elements
+from onnxcore.types.tensors import raw_size, typed_field
 from onnxcore.validate.catalog import rule
 from onnxcore.validate.context import Context, Scope
 from onnxcore.validate.types_util import dims_of, elem_of, elem_type, type_string
@@ -37,7 +40,6 @@ def tensor_dims(ctx: Context) -> Found:
 
 
 def _expected_typed(et: Any, n: int) -> int:
-    from onnxcore.types.packing import int32_per_elements
 
     if et.type_name == "string":
         return n
@@ -48,7 +50,6 @@ def _expected_typed(et: Any, n: int) -> int:
 
 @rule("E-TENSOR-DATA", "6.3.4", "tensor contents whose length disagrees with dims and type, or in the wrong field")
 def tensor_data(ctx: Context) -> Found:
-    from onnxcore.types.tensors import raw_size, typed_field
 
     for i in ctx.of(TensorProto):
         t = ctx.entries[i][0]
@@ -99,7 +100,6 @@ def _external(ctx: Context) -> tuple[list[tuple[str, str]], list[tuple[str, str]
     externals = [i for i in ctx.of(TensorProto) if ctx.entries[i][0].data_location == EXTERNAL]  # type: ignore[attr-defined]
     if not externals:
         return malformed, refused
-    from onnxcore.external import parse_reference, verify_references
 
     bad_names: set[str] = set()
     by_name: dict[str, int] = {}

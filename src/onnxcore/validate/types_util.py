@@ -6,6 +6,7 @@ import functools
 from typing import Any
 
 from onnxcore.proto.messages import TypeProto
+from onnxcore.types.elements import ElementType
 from onnxcore.types.typestr import type_string  # the one spelling of type strings (re-exported for the rules)
 from onnxcore.types.valuetypes import stated_dims
 
@@ -20,7 +21,6 @@ __all__ = [
 @functools.cache
 def elem_type(tag: int) -> Any:
     """The ``ElementType`` of a wire tag, or None for tag 0 or an unlisted tag (Clause 6.2)."""
-    from onnxcore.types.elements import ElementType
 
     try:
         return ElementType(tag)
