@@ -106,7 +106,7 @@ def load(
     External data (Clause 13): with ``external_data=True`` every reference is resolved and
     checked now, under the rules of Clause 15.3, and each EXTERNAL tensor gets ``raw_data`` set to
     a read-only view of the memory-mapped file (nothing is read until used; the reference stays
-    visible, see :mod:`onnxcore.external.registry`). With ``external_data=False`` references stay
+    visible, see :mod:`onnxcore.external.side_table`). With ``external_data=False`` references stay
     unresolved: the explicit opt-in step of Clause 15.5 for untrusted models, done later with
     :func:`onnxcore.load_external_data`.
 

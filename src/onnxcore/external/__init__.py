@@ -17,7 +17,7 @@ from onnxcore.external.read import (
     verify_references,
 )
 from onnxcore.external.reference import ExternalRef, ReferenceRule, parse_reference, split_location
-from onnxcore.external.registry import Resolution, is_resolved, resolution
+from onnxcore.external.side_table import Resolution, is_resolved, resolution
 from onnxcore.external.write import externalize, internalize, save_model
 
 __all__ = [

@@ -6,8 +6,8 @@ import os
 
 from onnxcore.errors import ExternalDataError
 from onnxcore.external.reference import ReferenceRule, is_external, make_error, parse_reference
-from onnxcore.external.registry import Resolution, register, resolution
 from onnxcore.external.resolve import Resolver
+from onnxcore.external.side_table import Resolution, register, resolution
 from onnxcore.external.walk import iter_tensors, tensor_label
 from onnxcore.limits import Limits
 from onnxcore.proto.message import Message
@@ -79,7 +79,7 @@ def load_external_data(
 
     Each EXTERNAL tensor keeps its data location and its ``external_data`` entries, and gets
     ``raw_data`` set to a read-only, zero-copy view of its octets in the memory-mapped file, so
-    :func:`onnxcore.to_array` reads it unchanged; see :mod:`onnxcore.external.registry` for how the
+    :func:`onnxcore.to_array` reads it unchanged; see :mod:`onnxcore.external.side_table` for how the
     view is told apart from inline contents. Tensors already resolved are left as they are.
     Either every reference resolves or the model is not changed at all.
 

@@ -12,7 +12,7 @@ import enum
 import re
 
 from onnxcore.errors import ExternalDataError, ExternalDataLimitError
-from onnxcore.external.registry import resolution
+from onnxcore.external.side_table import resolution
 from onnxcore.proto.messages import StringStringEntryProto, TensorProto
 
 __all__ = [

@@ -26,7 +26,7 @@ from types import TracebackType
 
 from onnxcore.errors import ExternalDataError
 from onnxcore.external.reference import ExternalRef, ReferenceRule, make_error
-from onnxcore.external.registry import Resolution
+from onnxcore.external.side_table import Resolution
 from onnxcore.limits import DEFAULT_LIMITS, Limits
 
 __all__ = ["MMAP_MIN", "Resolver"]

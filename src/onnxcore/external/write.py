@@ -4,7 +4,7 @@ In memory a tensor is in one of four states, and every function here maps each s
 
 * **inline**: data location DEFAULT, contents in ``raw_data`` or a typed field;
 * **resolved external**: EXTERNAL, reference kept, ``raw_data`` is the registered view of the
-  mapped file (see :mod:`onnxcore.external.registry`);
+  mapped file (see :mod:`onnxcore.external.side_table`);
 * **unresolved external**: EXTERNAL, reference only (loaded with ``external_data=False``, or made
   by :func:`externalize`);
 * **inconsistent**: EXTERNAL with contents that are not its resolved view; Clause 13.1 forbids it
@@ -26,7 +26,7 @@ import numpy as np
 
 from onnxcore.errors import ExternalDataError
 from onnxcore.external.reference import ReferenceRule, has_inline_contents, is_external, make_error, split_location
-from onnxcore.external.registry import Resolution, resolution
+from onnxcore.external.side_table import Resolution, resolution
 from onnxcore.external.walk import iter_tensors, tensor_label
 from onnxcore.proto.codec import NanBits, encode_parts
 from onnxcore.proto.message import Message, copy_message
