@@ -27,8 +27,8 @@ from onnxcore.external import (
     is_resolved,
     load_external_data,
     read_external_tensor_bytes,
-    registry,
     resolution,
+    side_table,
     verify_references,
 )
 from onnxcore.external.walk import iter_tensors
@@ -209,12 +209,12 @@ def test_copies_stay_resolved_and_replacing_raw_data_does_not(tmp_path: Path) ->
 def test_side_table_holds_nothing_alive(tmp_path: Path) -> None:
     path, _ = _big(tmp_path, 1024)
     gc.collect()
-    before = len(registry._TABLE)
+    before = len(side_table._TABLE)
     model = onnxcore.load(path)
-    assert len(registry._TABLE) == before + 1
+    assert len(side_table._TABLE) == before + 1
     del model
     gc.collect()
-    assert len(registry._TABLE) == before
+    assert len(side_table._TABLE) == before
 
 
 def test_model_without_external_data_from_octets(tmp_path: Path) -> None:
