@@ -6,7 +6,7 @@ the top-level graph, the subgraphs held by node attributes, and the bodies of mo
 validator, shape and type inference and the evaluator all read the same :class:`BoundModel`; none walks or
 binds a model on its own.
 
-Binding (Clause 14.3, 8.4), in this order -- the one precedence rule of the package:
+NodeBinding (Clause 14.3, 8.4), in this order -- the one precedence rule of the package:
 
 1. a **model-local function** with the node's (domain, op_type, overload) -- it wins over an operator
    definition of the same name, and over any kernel: the model states what the operator means for it, and
@@ -43,6 +43,9 @@ __all__ = [
 
 FunctionKey = tuple[str, str, str]
 """(canonical domain, name, overload): how Clause 8.4 identifies a function."""
+
+NodeBinding = tuple[str, str, int, "OpSchema | None", "FunctionProto | None"]
+"""(canonical domain, status, imported version, schema, function): what :meth:`BoundModel.binding` gives."""
 
 
 def node_location(scope_loc: str, index: int, name: str) -> str:
@@ -122,6 +125,7 @@ class NodeRef:
         node: NodeProto,
         index: int,
         scope: Scope,
+        domain: str,
         status: str,
         version: int = 0,
         schema: OpSchema | None = None,
@@ -130,12 +134,13 @@ class NodeRef:
         self.node = node
         self.index = index
         self.scope = scope
-        self.domain = canonical_domain(node.domain)
+        self.domain = domain
         self.status = status
         self.version = version
         self.schema = schema
         self.function = function
-        self.subgraphs: list[tuple[str, str, Scope]] = []
+        # Most nodes hold no subgraph: one shared empty tuple, replaced for those that do.
+        self.subgraphs: tuple[tuple[str, str, Scope], ...] = ()
 
     @property
     def loc(self) -> str:
@@ -317,40 +322,36 @@ class BoundModel:
         self.attr_refs: list[NodeRef] = []
         self._function_scopes: dict[int, Scope] = {}
         self._body_scopes: dict[tuple[int, int, int], Scope | None] = {}
-        self._bindings: dict[tuple[int, str, str, str], tuple[str, int, OpSchema | None, FunctionProto | None]] = {}
+        self._bindings: dict[tuple[int, str, str, str], NodeBinding] = {}
         self._walk()
         self._number_scopes()
 
     # ---- binding ----------------------------------------------------------------------------
-    def binding(
-        self, domain: str, op_type: str, overload: str, opsets: dict[str, int]
-    ) -> tuple[str, int, OpSchema | None, FunctionProto | None]:
-        """``(status, imported version, schema, function)`` of a node, by the precedence rule of this module."""
+    def binding(self, domain: str, op_type: str, overload: str, opsets: dict[str, int]) -> NodeBinding:
+        """``(canonical domain, status, imported version, schema, function)`` of a node, by the precedence rule
+        of this module."""
         key = (id(opsets), domain, op_type, overload)
         b = self._bindings.get(key)
-        if b is not None:
-            return b
-        b = self._bindings[key] = self._bind(canonical_domain(domain), op_type, overload, opsets)
+        if b is None:
+            b = self._bindings[key] = self._bind(canonical_domain(domain), op_type, overload, opsets)
         return b
 
-    def _bind(
-        self, dom: str, op_type: str, overload: str, opsets: dict[str, int]
-    ) -> tuple[str, int, OpSchema | None, FunctionProto | None]:
+    def _bind(self, dom: str, op_type: str, overload: str, opsets: dict[str, int]) -> NodeBinding:
         fn = self.functions.get((dom, op_type, overload))
         if fn is not None:
-            return "function", 0, None, fn[1]
+            return dom, "function", 0, None, fn[1]
         version = opsets.get(dom)
         if version is None:
-            return "undeclared", 0, None, None
+            return dom, "undeclared", 0, None, None
         defs = self.definitions
         if not defs.is_known_domain(dom):
-            return "custom", version, None, None
+            return dom, "custom", version, None, None
         schema = defs.schema(op_type, version, dom)
         if schema is not None:
-            return "schema", version, schema, None
+            return dom, "schema", version, schema, None
         if defs.versions(op_type, dom):
-            return "not_in_version", version, None, None
-        return "undefined", version, None, None
+            return dom, "not_in_version", version, None, None
+        return dom, "undefined", version, None, None
 
     # ---- the walk ---------------------------------------------------------------------------
     def _walk(self) -> None:
@@ -379,11 +380,15 @@ class BoundModel:
             children: list[Scope] = []
             defs = scope.defs
             names: dict[str, int] = {}
+            bindings = self._bindings
+            opsets_id = id(scope.opsets)
             for idx, node in enumerate(body):
-                bound = self.binding(node.domain, node.op_type, node.overload, scope.opsets)
-                ref = NodeRef(node, idx, scope, *bound)
+                b = bindings.get((opsets_id, node.domain, node.op_type, node.overload))
+                if b is None:
+                    b = self.binding(node.domain, node.op_type, node.overload, scope.opsets)
+                ref = NodeRef(node, idx, scope, *b)
                 scope.nodes.append(ref)
-                if bound[0] != "schema":
+                if b[1] != "schema":
                     self.unusual.append(ref)
                 for k, o in enumerate(node.output):
                     if o:
@@ -433,7 +438,7 @@ class BoundModel:
                             seg=seg,
                             opsets=scope.opsets,
                         )
-                        ref.subgraphs.append((seg, attr.name, child))
+                        ref.subgraphs += ((seg, attr.name, child),)
                         children.append(child)
             children.reverse()
             pending.extend(children)

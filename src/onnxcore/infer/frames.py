@@ -17,15 +17,16 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TypeAlias
 
 from onnxcore.defs.opschema import OpSchema
-from onnxcore.graph.bound import BoundModel, Scope, bind
+from onnxcore.graph.bound import BoundModel, NodeRef, Scope, bind
 from onnxcore.graph.bound import node_location as scope_node_location
 from onnxcore.graph.functions import Unresolved, resolve_attribute
 from onnxcore.limits import Limits
 from onnxcore.proto.messages import AttributeProto, FunctionProto, GraphProto, ModelProto, NodeProto
 
-__all__ = ["Binding", "BoundWalk", "Frame", "node_location"]
+__all__ = ["Binding", "BoundWalk", "Frame", "LooseBinding", "node_location"]
 
 
 def node_location(graph_path: str, index: int, node: NodeProto) -> str:
@@ -37,8 +38,9 @@ def node_location(graph_path: str, index: int, node: NodeProto) -> str:
 
 
 @dataclass(slots=True, frozen=True)
-class Binding:
-    """What one node of a walked body invokes: its :class:`~onnxcore.graph.NodeRef`'s binding.
+class LooseBinding:
+    """What one node outside a bound scope invokes (a node of a resolved copy, or under other imports), by the
+    bound model's rule (:meth:`~onnxcore.graph.BoundModel.binding`).
 
     Attributes:
         node: The node (its attribute references not yet resolved).
@@ -53,6 +55,10 @@ class Binding:
     version: int
     schema: OpSchema | None
     function: FunctionProto | None
+
+
+Binding: TypeAlias = LooseBinding | NodeRef
+"""What the walk reads of a node: a bound scope's :class:`~onnxcore.graph.NodeRef` itself, else a loose one."""
 
 
 @dataclass(slots=True)
@@ -101,7 +107,6 @@ class BoundWalk:
                 self.graph_scopes.setdefault(id(s.graph), s)
         main = bound.main()
         self.top_opsets = main.opsets if main is not None else bound.opsets
-        self._scope_bindings: dict[int, list[Binding]] = {}
         self.active: set[tuple[str, str, str]] = set()  # model-local functions being called (recursion)
 
     # --- limits ---------------------------------------------------------------------------------
@@ -112,25 +117,20 @@ class BoundWalk:
 
     # --- bindings -------------------------------------------------------------------------------
 
-    def bindings(self, nodes: Sequence[NodeProto], opsets: dict[str, int], scope: Scope | None) -> list[Binding]:
-        """The bindings of ``nodes`` under ``opsets``: their bound scope's when it binds them under those imports,
-        else by the bound model's precedence rule (:meth:`BoundModel.binding`)."""
+    def bindings(self, nodes: Sequence[NodeProto], opsets: dict[str, int], scope: Scope | None) -> Sequence[Binding]:
+        """The bindings of ``nodes`` under ``opsets``: their bound scope's nodes when it binds them under those
+        imports, else by the bound model's precedence rule (:meth:`BoundModel.binding`)."""
         if scope is not None and scope.opsets is opsets and len(scope.nodes) == len(nodes):
-            cached = self._scope_bindings.get(id(scope))
-            if cached is None:
-                cached = self._scope_bindings[id(scope)] = [
-                    Binding(r.node, r.status, r.version, r.schema, r.function) for r in scope.nodes
-                ]
-            if all(b.node is n for b, n in zip(cached, nodes)):
-                return cached
+            if all(r.node is n for r, n in zip(scope.nodes, nodes)):
+                return scope.nodes
         binding = self.bound.binding
         out: list[Binding] = []
         for n in nodes:
-            status, version, schema, fn = binding(n.domain, n.op_type, n.overload, opsets)
-            out.append(Binding(n, status, version, schema, fn))
+            _dom, status, version, schema, fn = binding(n.domain, n.op_type, n.overload, opsets)
+            out.append(LooseBinding(n, status, version, schema, fn))
         return out
 
-    def graph_bindings(self, g: GraphProto, opsets: dict[str, int]) -> list[Binding]:
+    def graph_bindings(self, g: GraphProto, opsets: dict[str, int]) -> Sequence[Binding]:
         """The bindings of a graph's nodes (see :meth:`bindings`)."""
         return self.bindings(g.node, opsets, self.graph_scopes.get(id(g)))
 
@@ -142,12 +142,12 @@ class BoundWalk:
         # A function the model does not list (cannot happen through binding): the model's imports.
         return self.bound.opsets
 
-    def function_bindings(self, fn: FunctionProto) -> list[Binding]:
+    def function_bindings(self, fn: FunctionProto) -> Sequence[Binding]:
         """The bindings of a model-local function's body, from its bound scope."""
         scope = self.bound.function_scope(fn)
         return self.bindings(fn.node, self.function_frame_opsets(fn), scope)
 
-    def body(self, schema: OpSchema, version: int, opsets: dict[str, int]) -> tuple[Scope, list[Binding]] | None:
+    def body(self, schema: OpSchema, version: int, opsets: dict[str, int]) -> tuple[Scope, Sequence[Binding]] | None:
         """An operator definition's function body for a caller importing ``version`` (Clause 8.4), bound by
         :meth:`BoundModel.body_scope`; None when the definition has none."""
         scope = self.bound.body_scope(schema, version, opsets)

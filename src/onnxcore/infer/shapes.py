@@ -55,7 +55,7 @@ def infer_shapes(model: ModelProto, *, limits: Limits | None = None, bound: Boun
     Returns:
         The :class:`ShapeInference`: shapes per graph path, contradictions found, and the nodes no rule covers.
     """
-    return run(model, limits=limits, bound=bound).shape_result
+    return run(model, limits=limits, bound=bound, node_types=False).shape_result
 
 
 def _shape_proto(shape: ShapeT) -> TensorShapeProto:

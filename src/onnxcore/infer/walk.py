@@ -48,6 +48,8 @@ __all__ = ["InferenceWalk", "run"]
 
 _NO_BINDINGS: dict[str, str] = {}
 _NO_CONFLICTS: frozenset[str] = frozenset()
+_NO_VALUES: dict[int, np.ndarray] = {}  # read only: a node without folded values
+_NO_TYPES: tuple[str | None, ...] = ()  # a walk for shapes alone: every type unknown
 _CONTROL_FLOW = frozenset({"If", "Loop", "Scan", "SequenceMap"})
 
 Types = list[str | None]
@@ -135,8 +137,13 @@ class _TypeNodeView:
 class InferenceWalk(BoundWalk):
     """The walk (see the module docstring); :attr:`type_result` and :attr:`shape_result` hold what it finds."""
 
-    def __init__(self, model: ModelProto, limits: Limits | None, bound: BoundModel | None) -> None:
+    def __init__(
+        self, model: ModelProto, limits: Limits | None, bound: BoundModel | None, *, node_types: bool = True
+    ) -> None:
         super().__init__(model, limits, bound)
+        # Shapes need no types (no shape rule reads one): a walk for shapes alone leaves the types of nodes
+        # without subgraphs unknown and records no NodeTypes, at about half the cost.
+        self.node_types_on = node_types
         self.type_result = Inference()
         self.shape_result = ShapeInference()
         self.step = ShapeStep(self, self.shape_result)
@@ -255,24 +262,31 @@ class InferenceWalk(BoundWalk):
         get_value = values_of.get if top else env.value
         record = frame.record
         report = record and frame.report
+        typed = self.node_types_on
         for i, b in enumerate(bindings):
             node = b.node
             ins = node.input
-            in_types = tuple(get_type(n) if n else None for n in ins)
+            in_types = tuple(get_type(n) if n else None for n in ins) if typed or b.status == "function" else ()
             in_shapes = [get_shape(n) if n else None for n in ins]
             in_values = [get_value(n) if n else None for n in ins]
             n_out = len(node.output)
             bindings_: dict[str, str] = _NO_BINDINGS
             conflicts: frozenset[str] = _NO_CONFLICTS
-            values: dict[int, np.ndarray] = {}
+            values: dict[int, np.ndarray] = _NO_VALUES
             t_out: Sequence[str | None]
             s_out: Sequence[ShapeT | None]
-            if any(a.g is not None or a.graphs for a in node.attribute):
+            attributes = node.attribute
+            if attributes and any(a.g is not None or a.graphs for a in attributes):
+                if not typed:
+                    in_types = tuple(get_type(n) if n else None for n in ins)
                 t_out, bindings_, conflicts, s_out = self.holder(b, path, i, env, in_types, in_shapes, in_values, frame)
             elif b.function is not None:
                 t_out, s_out = self.call_site(b, in_types, in_shapes, in_values, frame)
             else:
-                t_out, bindings_, conflicts = self.node_types(b, path, i, in_types, frame)
+                if typed:
+                    t_out, bindings_, conflicts = self.node_types(b, path, i, in_types, frame)
+                else:
+                    t_out = _NO_TYPES
                 try:
                     attrs = self.step.attributes(node, frame)
                 except Unresolvable:
@@ -284,7 +298,7 @@ class InferenceWalk(BoundWalk):
                 if not name:
                     continue
                 t = t_out[k] if k < n_t else None
-                dp = decl_types.get(name)
+                dp = decl_types.get(name) if typed or t is not None else None
                 d = type_string(dp) if dp is not None else None
                 if d is not None and t is not None and d != t and record:
                     where = f"{node_location(path, i, node)}/output[{k}]"
@@ -304,7 +318,7 @@ class InferenceWalk(BoundWalk):
                     v = values.get(k)
                     if v is not None:
                         values_of[name] = v
-            if record:
+            if record and typed:
                 self.type_result.nodes.append(
                     NodeTypes(path, i, node, b.schema, b.function, in_types, tuple(t_out[:n_out]), bindings_, conflicts)
                 )
@@ -530,9 +544,14 @@ class InferenceWalk(BoundWalk):
         return (types_out + unknown)[:n_out], (shapes_out + unknown)[:n_out]
 
 
-def run(model: ModelProto, *, limits: Limits | None = None, bound: BoundModel | None = None) -> InferenceWalk:
-    """Walk ``model`` (its graph, then each model-local function's body); the walk holds what it found."""
-    walk = InferenceWalk(model, limits, bound)
+def run(
+    model: ModelProto, *, limits: Limits | None = None, bound: BoundModel | None = None, node_types: bool = True
+) -> InferenceWalk:
+    """Walk ``model`` (its graph, then each model-local function's body); the walk holds what it found.
+
+    With ``node_types=False`` only shapes are wanted: see :class:`InferenceWalk`.
+    """
+    walk = InferenceWalk(model, limits, bound, node_types=node_types)
     try:
         if model.graph is not None:
             walk.walk_graph(model.graph, "graph", None, None, None, Frame(walk.top_opsets, None, False, True, 0))
