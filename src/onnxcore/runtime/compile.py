@@ -49,11 +49,15 @@ class CompileEnv:
         limits: Its limits (``max_nesting_depth`` also bounds function calls here).
         base_dir: Directory for resolving external tensor data in attributes.
         rng: Random generator handed to context kernels.
+        validated: The validator passed the bound model (see :func:`_check_signature`).
         unsupported: (domain, op_type, imported version) of every node that cannot be bound.
     """
 
-    def __init__(self, bound: BoundModel, base_dir: str | Path | None, rng: Any) -> None:
+    def __init__(self, bound: BoundModel, base_dir: str | Path | None, rng: Any, *, validated: bool = False) -> None:
         self.bound = bound
+        # The validator passed this bound model: what it reports as errors of a node's signature is not checked
+        # again at binding (only the flag values, which it only warns of, are refused here).
+        self.validated = validated
         self.limits = bound.limits
         self.base_dir = None if base_dir is None else str(base_dir)
         self.rng = rng
@@ -180,21 +184,35 @@ def _check_depth(env: CompileEnv, depth: int, label: str) -> None:
 
 
 def _check_signature(
-    where: str, node: NodeProto, domain: str, version: int, since: int, schema: OpSchema, kw: Mapping[str, Any]
+    where: str,
+    node: NodeProto,
+    domain: str,
+    version: int,
+    since: int,
+    schema: OpSchema,
+    kw: Mapping[str, Any],
+    validated: bool,
 ) -> None:
     """Refuse at binding what the validator reports of a node's signature, so that an unchecked session never
     hands a kernel what its bound version does not define (one kernel serves several versions: LSTM-7 with
-    layout ran as LSTM-14), too few inputs, nothing for a required one, or a flag it would have to guess at."""
+    layout ran as LSTM-14), too few inputs, nothing for a required one, or a flag it would have to guess at.
+    Once the validator has passed the model (``validated``), only the flags are left to check: the rest are its
+    errors (E-ATTR-UNKNOWN, E-INPUT-ARITY, E-OUTPUT-ARITY, E-OUTPUT-EXTRA, E-INPUT-UNSUPPLIED), flags only its
+    warning (W-ATTR-FLAG)."""
     label = f"{node.op_type}-{since}"
     for a in node.attribute:
         d = schema.attributes.get(a.name)
         if d is None:
+            if validated:
+                continue
             raise ValidationError(
                 f"{where}: attribute {a.name!r} is not defined by {label} (opset {version}; Clause 10.4)"
             )
         if d.type == AttributeProto.AttributeType.INT and is_flag(domain, a.name) and kw[a.name] not in (0, 1):
             # Implementations read such a value differently (defs/flags.py); never guess (4.4).
             raise ValidationError(f"{where}: attribute {a.name!r} is {kw[a.name]}; {label} defines only 0 and 1")
+    if validated:
+        return
     for kind, count, (lo, hi) in (
         ("inputs", len(node.input), schema.input_bounds(len(node.input))),
         ("outputs", len(node.output), schema.output_bounds(len(node.output))),
@@ -269,7 +287,7 @@ def _bind_node(
         schema = ref.schema
         assert schema is not None
         since = int(schema.since_version)
-        _check_signature(where, node, domain, version, since, schema, kw)
+        _check_signature(where, node, domain, version, since, schema, kw, env.validated)
         kdef = lookup(domain, node.op_type, since)
         if kdef is None:
             body_scope = env.bound.body_scope(schema, version, ref.scope.opsets)

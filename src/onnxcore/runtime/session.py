@@ -125,7 +125,7 @@ class Session:
         main = bound.main()
         if graph is None or main is None:
             raise ValidationError("the model has no graph (Clause 5.3.1)")
-        env = CompileEnv(bound, base_dir, np.random.default_rng())
+        env = CompileEnv(bound, base_dir, np.random.default_rng(), validated=check)
         try:
             # Plans fold constants by running kernels: under this session's limits, as its runs are.
             with limits_in_effect(self._limits):
