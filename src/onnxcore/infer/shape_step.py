@@ -11,24 +11,22 @@ a few layer configurations many times.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 import onnxcore.infer.shape_ops  # noqa: F401  (registers the shape rules)
 from onnxcore.defs.binding import canonical_domain
 from onnxcore.defs.opschema import OpSchema
+from onnxcore.graph.bound import Scope
 from onnxcore.graph.functions import Unresolved, resolve_attribute
 from onnxcore.infer.fold import LazyValue, PendingFold, fold, small_shape, small_value
 from onnxcore.infer.frames import Binding, Frame, node_location
 from onnxcore.infer.results import ShapeIncompatibility, ShapeInference
 from onnxcore.infer.shape_core import SHAPE_RULES, VALUE_RULES, ShapeContext, ShapeIncompatible, ShapeT
-from onnxcore.proto.messages import AttributeProto, NodeProto
+from onnxcore.proto.messages import AttributeProto, FunctionProto, NodeProto
 
-if TYPE_CHECKING:  # the walk imports this module
-    from onnxcore.infer.walk import InferenceWalk
-
-__all__ = ["STRICT", "ShapeStep", "Unresolvable"]
+__all__ = ["STRICT", "FunctionCalls", "ShapeStep", "Unresolvable"]
 
 # Set by the tests: a rule that raises anything but ShapeIncompatible is a defect, not an unknown.
 STRICT = False
@@ -42,10 +40,37 @@ class Unresolvable(Exception):
     """An attribute refers to a function parameter this walk cannot bind (a body walked without a call site)."""
 
 
+class FunctionCalls(Protocol):
+    """What the shape side asks of the walk it serves (:class:`onnxcore.infer.walk.InferenceWalk`): the bodies
+    of functions and definitions, walked for one call site (the walk imports this module, not the reverse)."""
+
+    def function_bindings(self, fn: FunctionProto) -> Sequence[Binding]: ...
+
+    def function_frame_opsets(self, fn: FunctionProto) -> dict[str, int]: ...
+
+    def body(
+        self, schema: OpSchema, version: int, opsets: dict[str, int]
+    ) -> tuple[Scope, Sequence[Binding]] | None: ...
+
+    def call(
+        self,
+        fn: FunctionProto,
+        bindings: Sequence[Binding],
+        opsets: dict[str, int],
+        node: NodeProto,
+        in_types: Sequence[str | None],
+        in_shapes: Sequence[ShapeT | None],
+        in_values: Sequence[np.ndarray | None],
+        attrs: dict[str, AttributeProto],
+        schema: OpSchema | None,
+        frame: Frame,
+    ) -> tuple[list[str | None], list[ShapeT | None]]: ...
+
+
 class ShapeStep:
     """The shape side of the nodes of one walk, with its memo of rule outcomes."""
 
-    def __init__(self, walk: InferenceWalk, result: ShapeInference) -> None:
+    def __init__(self, walk: FunctionCalls, result: ShapeInference) -> None:
         self.walk = walk
         self.result = result
         self.defaults: dict[int, dict[str, AttributeProto]] = {}

@@ -9,12 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
 
+from onnxcore.validate.context import Context
 from onnxcore.validate.report import ERROR, WARNING
-
-if TYPE_CHECKING:
-    from onnxcore.validate.context import Context
 
 __all__ = ["CheckRule", "CHECK_RULES", "rule", "RuleFunc", "rules_by_code"]
 

@@ -13,8 +13,9 @@ Two traversals, both iterative so that no model can exhaust the Python stack (Cl
 
 from __future__ import annotations
 
+import dataclasses
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from onnxcore.graph.bound import BoundModel, NodeRef, Scope, bind
 from onnxcore.infer import Inference, ShapeInference, infer_both
@@ -22,15 +23,21 @@ from onnxcore.limits import DEFAULT_LIMITS, Limits
 from onnxcore.proto.messages import ModelProto
 from onnxcore.proto.walk import Entry, walk_messages
 
-if TYPE_CHECKING:  # the rule modules import this one
-    from onnxcore.validate.rules_graph import Resolution
-
-__all__ = ["Context", "NodeRef", "Scope"]
+__all__ = ["Context", "NodeRef", "Resolution", "Scope"]
 
 # Messages whose location segment is worth qualifying with their name.
 _NAMED = frozenset(
     {"NodeProto", "AttributeProto", "TensorProto", "ValueInfoProto", "FunctionProto", "StringStringEntryProto"}
 )
+
+
+@dataclasses.dataclass
+class Resolution:
+    """Name resolution of every scope, computed once and shared by the topology rules."""
+
+    undefined: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+    order: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+    cycles: list[tuple[str, str]] = dataclasses.field(default_factory=list)
 
 
 class Context:

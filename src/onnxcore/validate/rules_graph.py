@@ -2,24 +2,14 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator
 
 from onnxcore.validate.catalog import rule
-from onnxcore.validate.context import Context, Scope
+from onnxcore.validate.context import Context, Resolution, Scope
 
 __all__ = ["resolve"]
 
 Found = Iterator[tuple[str, str]]
-
-
-@dataclasses.dataclass
-class Resolution:
-    """Name resolution of every scope, computed once and shared by the topology rules."""
-
-    undefined: list[tuple[str, str]] = dataclasses.field(default_factory=list)
-    order: list[tuple[str, str]] = dataclasses.field(default_factory=list)
-    cycles: list[tuple[str, str]] = dataclasses.field(default_factory=list)
 
 
 def resolve(ctx: Context) -> Resolution:
