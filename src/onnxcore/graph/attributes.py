@@ -39,6 +39,14 @@ _BY_FIELD: tuple[tuple[str, int], ...] = (
 )
 
 
+_MESSAGE_FIELD: dict[int, str] = {
+    int(_A.TENSOR): "t",
+    int(_A.GRAPH): "g",
+    int(_A.SPARSE_TENSOR): "sparse_tensor",
+    int(_A.TYPE_PROTO): "tp",
+}
+
+
 def attribute_kind(attr: AttributeProto) -> int:
     """The attribute's type, inferred from the field present when ``type`` is unset."""
     if attr.type:
@@ -60,10 +68,15 @@ def attribute_value(attr: AttributeProto, base_dir: str | None = None) -> Any:
     """The Python value a kernel receives for ``attr``.
 
     Raises:
-        ValidationError: an attribute of unknown type, or a STRING that is not UTF-8.
+        ValidationError: an attribute of unknown type, one whose type is a message (TENSOR, GRAPH, SPARSE_TENSOR,
+            TYPE_PROTO) but that carries none, or a STRING that is not UTF-8.
     """
     kind = attribute_kind(attr)
     name = attr.name
+    field = _MESSAGE_FIELD.get(kind)
+    if field is not None and getattr(attr, field) is None:
+        # The validator's E-ATTR-VALUE: a kernel would otherwise receive None for a tensor or a graph.
+        raise ValidationError(f"attribute {name!r} has type {_A(kind).name} but no value (field {field!r} is absent)")
     if kind == _A.FLOAT:
         return float(attr.f)
     if kind == _A.INT:
@@ -86,7 +99,7 @@ def attribute_value(attr: AttributeProto, base_dir: str | None = None) -> Any:
         return list(attr.type_protos)
     if kind in (_A.TENSOR, _A.TENSORS):
         if kind == _A.TENSOR:
-            assert attr.t is not None
+            assert attr.t is not None  # checked above
             return constant_array(to_array(attr.t, base_dir=base_dir))
         return [constant_array(to_array(t, base_dir=base_dir)) for t in attr.tensors]
     if kind in (_A.SPARSE_TENSOR, _A.SPARSE_TENSORS):

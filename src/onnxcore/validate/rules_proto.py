@@ -200,6 +200,8 @@ ATTR_VALUE_FIELD: dict[int, str] = {
     AT.TYPE_PROTOS: "type_protos",
 }
 _VALUE_FIELDS = tuple(ATTR_VALUE_FIELD.values())
+# The types whose value is one message: absent, the attribute has no value at all.
+_MESSAGE_VALUED = frozenset({int(AT.TENSOR), int(AT.GRAPH), int(AT.SPARSE_TENSOR), int(AT.TYPE_PROTO)})
 
 
 @rule("E-ATTR-VALUE", "7.4", "an attribute whose type is undefined, or whose value fields disagree with its type")
@@ -220,6 +222,10 @@ def attr_value(ctx: Context) -> Found:
             continue
         if len(used) > 1:
             yield ctx.path(i), f"attribute {a.name!r} carries several values ({', '.join(used)})"
+        elif not used and t in _MESSAGE_VALUED:
+            # A scalar left at its default is a value (0, "" or an empty list); a message is not (Table B.4).
+            field = ATTR_VALUE_FIELD[t]
+            yield ctx.path(i), f"attribute {a.name!r} has type {AT(t).name} but no value (field {field!r} is absent)"
         elif used and used[0] != ATTR_VALUE_FIELD[t]:
             yield (
                 ctx.path(i),
