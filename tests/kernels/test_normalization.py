@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from kernels import assert_same, compare, run_ort, run_ours, single_node_cases
+from onnxcore.kernels.normalization import lrn
 
 pytest.importorskip("onnx")  # the oracle run_ours binds versions with (onnx.defs)
 
@@ -213,3 +214,13 @@ def test_normalization_rejects_bad_shapes() -> None:
         run_ours("GroupNormalization", [x, np.ones(4, np.float32), np.ones(4, np.float32)], 21, {"num_groups": 3})
     with pytest.raises(EvaluationError):
         run_ours("LayerNormalization", [x, np.ones(3, np.float32)], 17, {"axis": 3})
+
+
+@pytest.mark.parametrize("size", [15, 2**32 - 1])
+def test_lrn_window_wider_than_the_channels(size: int) -> None:
+    """A window wider than the channels sums every channel: the kernel stops at the channel count (a size of
+    2^32 - 1 looped over (size - 1) / 2 neighbours before, for minutes; issue 29)."""
+    x = RNG.standard_normal((2, 7, 3, 4)).astype(np.float32)
+    y = lrn(x, alpha=1e-2, beta=0.75, bias=1.5, size=size)
+    sq = (x.astype(np.float64) ** 2).sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(y, x / (1.5 + 1e-2 / size * sq) ** 0.75, rtol=1e-5)

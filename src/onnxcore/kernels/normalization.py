@@ -334,13 +334,13 @@ def lrn(
     before, after = (size - 1) // 2, size - 1 - (size - 1) // 2
     c = X.shape[1]
     acc = sq.copy()
-    # One shifted add per neighbour channel (size is small), each over the whole tensor.
-    for k in range(1, before + 1):
-        if k < c:
-            acc[:, k:] += sq[:, : c - k]
-    for k in range(1, after + 1):
-        if k < c:
-            acc[:, : c - k] += sq[:, k:]
+    # One shifted add per neighbour channel, each over the whole tensor. A neighbour c or more channels away is
+    # outside the clipped window for every channel: the loops stop there, whatever the size (a size of 2^32 - 1
+    # looped for minutes before).
+    for k in range(1, min(before, c - 1) + 1):
+        acc[:, k:] += sq[:, : c - k]
+    for k in range(1, min(after, c - 1) + 1):
+        acc[:, : c - k] += sq[:, k:]
     acc *= wd.type(alpha / size)
     acc += wd.type(bias)
     if beta == 0.75:
