@@ -76,3 +76,29 @@ def test_attribute_value_refuses_a_missing_message(kind: int, field: str) -> Non
         attribute_value(AttributeProto(name="a", type=kind))
     # A scalar left at its default is a value: 0.
     assert attribute_value(AttributeProto(name="a", type=AT.INT)) == 0
+
+
+def test_if_branch_with_more_outputs_than_the_node() -> None:
+    """A branch yielding an output the If node does not have (Clause 7.6; passed before, issue 29)."""
+    two = GraphProto(
+        name="t",
+        node=[
+            NodeProto(op_type="Identity", input=["x"], output=["a"]),
+            NodeProto(op_type="Neg", input=["x"], output=["b"]),
+        ],
+        output=[_vi("a"), _vi("b")],
+    )
+    one = GraphProto(name="e", node=[NodeProto(op_type="Identity", input=["x"], output=["z"])], output=[_vi("z")])
+    node = NodeProto(
+        op_type="If",
+        input=["c"],
+        output=["y"],
+        attribute=[
+            AttributeProto(name="then_branch", type=AT.GRAPH, g=two),
+            AttributeProto(name="else_branch", type=AT.GRAPH, g=one),
+        ],
+    )
+    report = onnxcore.check(_model(node, [_vi("c", TensorProto.DataType.BOOL, ()), _vi("x")], _vi("y")))
+    found = [f for f in report.findings if f.code == "E-SUBGRAPH-ARITY"]
+    assert [f.location for f in found] == ["graph/node[0]/then_branch"]
+    assert "declares 2 output(s); the node implies 1" in found[0].message

@@ -302,7 +302,9 @@ def subgraph_arity(ctx: Context) -> Found:
             want_out = n_out
         if want_in is not None and b_in != want_in:
             yield scope.loc, f"the {op} body declares {b_in} input(s); the node implies {want_in}"
-        if want_out is not None and b_out < want_out:
+        # A branch of If yields exactly the node's outputs (7.6): one more has nowhere to go. Loop and Scan bodies
+        # may yield what the node leaves unnamed at the end.
+        if want_out is not None and (b_out < want_out or (op == "If" and b_out > want_out)):
             yield scope.loc, f"the {op} body declares {b_out} output(s); the node implies {want_out}"
 
 
