@@ -75,6 +75,7 @@ def run(
         KernelNotFoundError: the operator is defined, but no kernel evaluates that definition.
         OnnxCoreError: an attribute the definition does not have, or a graph attribute (subgraphs need a model:
             use :class:`onnxcore.Session`).
+        TypeError: ``custom_ops`` is not a ``KernelSet``.
         EvaluationError, ShapeError, LimitError: as the kernel raises them; limits are those active
             (:func:`onnxcore.limits.active_limits`).
     """
