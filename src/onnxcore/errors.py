@@ -18,6 +18,7 @@ __all__ = [
     "EvaluationError",
     "UnknownOperatorError",
     "KernelNotFoundError",
+    "KernelRegistrationError",
 ]
 
 
@@ -143,3 +144,8 @@ class UnknownOperatorError(OnnxCoreError, LookupError):
 
 class KernelNotFoundError(UnsupportedOperatorError):
     """An operator that is defined, but that no kernel evaluates (Clause 4.4)."""
+
+
+class KernelRegistrationError(OnnxCoreError, ValueError):
+    """A kernel registration refused: its key already registered with another function and no ``replace=True``,
+    no version given, or (in a kernel set) a version no definition has."""

@@ -1,6 +1,7 @@
 """Kernels, one module per operator family. Importing a module registers its kernels.
 
-:func:`run` evaluates one operator on its own, outside any model.
+:func:`run` evaluates one operator on its own, outside any model. A :class:`KernelSet` holds kernels that only
+the sessions (and runs) given it see, as ``custom_ops``.
 """
 
 from __future__ import annotations
@@ -8,8 +9,9 @@ from __future__ import annotations
 import importlib
 
 from onnxcore.kernels.call import run
+from onnxcore.kernels.registry import KernelSet
 
-__all__ = ["FAMILIES", "load_all", "run"]
+__all__ = ["FAMILIES", "KernelSet", "load_all", "run"]
 
 # The operator families, imported in this order. Add a module here when you add a family.
 FAMILIES: tuple[str, ...] = (

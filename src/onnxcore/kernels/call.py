@@ -3,7 +3,8 @@
 :func:`run` binds an operator the way a node of a model importing ``version`` of its domain would be bound
 (Clause 14.3: the definition with the greatest since_version not above ``version``, then the kernel registered
 for exactly that since_version; a domain without definitions, Clause 16.1: the kernel of the greatest
-since_version not above ``version``) and evaluates it on the values given.
+since_version not above ``version``), from a :class:`~onnxcore.kernels.registry.KernelSet` given first, and
+evaluates it on the values given.
 """
 
 from __future__ import annotations
@@ -14,36 +15,42 @@ import numpy as np
 
 from onnxcore.defs.binding import canonical_domain, get_schema, known_domains
 from onnxcore.errors import KernelNotFoundError, OnnxCoreError, UnknownOperatorError
-from onnxcore.kernels.registry import KernelContext, KernelDef, kernel_versions, lookup
+from onnxcore.kernels.registry import KernelContext, KernelDef, KernelSet, kernel_versions, lookup
 from onnxcore.proto import GraphProto, NodeProto
 
 __all__ = ["run"]
 
 
-def _bind(domain: str, op_type: str, version: int) -> tuple[KernelDef, Any]:
+def _bind(domain: str, op_type: str, version: int, custom_ops: KernelSet | None) -> tuple[KernelDef, Any]:
     """(kernel, definition or None) for ``op_type`` of ``domain`` at imported ``version``."""
     label = f"{domain or 'ai.onnx'}::{op_type}"
     if domain in {canonical_domain(d) for d in known_domains()}:
         schema = get_schema(op_type, version, domain)
         if schema is None:
             raise UnknownOperatorError(f"{label}: no definition at operator set version {version} (Clause 14.3)")
-        kdef = lookup(domain, op_type, int(schema.since_version))
+        kdef = lookup(domain, op_type, int(schema.since_version), custom_ops)
         if kdef is None:
             raise KernelNotFoundError(
                 f"{label}-{schema.since_version}: no kernel evaluates this definition (Clause 4.4)",
                 [(domain, op_type, version)],
             )
         return kdef, schema
-    versions = [v for v in kernel_versions(domain, op_type) if v <= version]
+    versions = [v for v in kernel_versions(domain, op_type, custom_ops) if v <= version]
     if not versions:
         raise UnknownOperatorError(f"{label}: no kernel at or below version {version} of a custom domain (16.1)")
-    kdef = lookup(domain, op_type, versions[-1])
+    kdef = lookup(domain, op_type, versions[-1], custom_ops)
     assert kdef is not None
     return kdef, None
 
 
 def run(
-    op_type: str, version: int, *inputs: Any, domain: str = "", outputs: int | None = None, **attributes: Any
+    op_type: str,
+    version: int,
+    *inputs: Any,
+    domain: str = "",
+    outputs: int | None = None,
+    custom_ops: KernelSet | None = None,
+    **attributes: Any,
 ) -> tuple[Any, ...]:
     """Evaluate one operator on ``inputs`` with one kernel, as a node importing ``version`` of ``domain`` would.
 
@@ -54,6 +61,8 @@ def run(
         domain: The operator's domain (``""`` or ``"ai.onnx"``: the default domain).
         outputs: How many outputs the node declares; by default one per formal output of the definition (a
             variadic one counted once, so give it for a Split of several outputs).
+        custom_ops: Kernels to bind from before the process-wide registry, as a session given them binds
+            (:class:`~onnxcore.kernels.registry.KernelSet`).
         **attributes: Attribute values as a kernel receives them (int, float, str or bytes, numpy arrays, lists
             of these); those left out take the definition's defaults.
 
@@ -66,11 +75,14 @@ def run(
         KernelNotFoundError: the operator is defined, but no kernel evaluates that definition.
         OnnxCoreError: an attribute the definition does not have, or a graph attribute (subgraphs need a model:
             use :class:`onnxcore.Session`).
+        TypeError: ``custom_ops`` is not a ``KernelSet``.
         EvaluationError, ShapeError, LimitError: as the kernel raises them; limits are those active
             (:func:`onnxcore.limits.active_limits`).
     """
+    if custom_ops is not None and not isinstance(custom_ops, KernelSet):
+        raise TypeError(f"custom_ops: expected an onnxcore.kernels.KernelSet, got {type(custom_ops).__name__}")
     dom = canonical_domain(domain)
-    kdef, schema = _bind(dom, op_type, version)
+    kdef, schema = _bind(dom, op_type, version, custom_ops)
     label = f"{dom or 'ai.onnx'}::{op_type}-{kdef.since_version}"
     for name, value in attributes.items():
         if isinstance(value, GraphProto) or (isinstance(value, list) and value and isinstance(value[0], GraphProto)):

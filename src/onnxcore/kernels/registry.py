@@ -9,6 +9,9 @@ the operator definition with the greatest ``since_version <= m`` (see :mod:`onnx
 then to the kernel registered for exactly that ``since_version``. A kernel therefore lists every
 since_version whose semantics it implements, so that a changed definition is never evaluated
 with an older kernel's semantics (Clause 4.4: nothing is approximated).
+
+The registry (:func:`kernel`) is process-wide: every session sees its kernels. A :class:`KernelSet` holds kernels
+that only the sessions given it see (``Session(model, custom_ops=...)``); at the same key it wins over the registry.
 """
 
 from __future__ import annotations
@@ -16,9 +19,20 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-from onnxcore.defs.binding import canonical_domain
+from onnxcore.defs.binding import canonical_domain, known_domains, schema_versions
+from onnxcore.errors import KernelRegistrationError
 
-__all__ = ["KernelDef", "KernelContext", "NONDETERMINISTIC", "kernel", "lookup", "registered", "kernel_versions"]
+__all__ = [
+    "NONDETERMINISTIC",
+    "KernelContext",
+    "KernelDef",
+    "KernelSet",
+    "kernel",
+    "kernel_versions",
+    "lookup",
+    "registered",
+    "unregister",
+]
 
 # Operators of the default domain whose results are not a function of their inputs and attributes
 # (Clause 8.5, 11.6): they draw random numbers. Never merged by the plan; the conformance runner checks
@@ -96,14 +110,76 @@ class KernelDef:
 
     def __repr__(self) -> str:
         d = self.domain or "ai.onnx"
-        return f"KernelDef({d}::{self.op_type}-{self.since_version} -> {self.fn.__module__}.{self.fn.__qualname__})"
+        return f"KernelDef({d}::{self.op_type}-{self.since_version} -> {_name(self.fn)})"
 
 
-_REGISTRY: dict[tuple[str, str, int], KernelDef] = {}
+def _name(fn: Callable[..., Any]) -> str:
+    # Any callable can be a kernel (a functools.partial has no qualified name).
+    qualname = getattr(fn, "__qualname__", None)
+    return f"{getattr(fn, '__module__', None)}.{qualname}" if qualname else repr(fn)
 
 
-def kernel(op_type: str, *since_versions: int, domain: str = "", context: bool = False) -> Callable[[F], F]:
-    """Register the decorated function as the kernel of ``op_type`` at each of ``since_versions``.
+_PACKAGE = "onnxcore.kernels."
+
+KernelKey = tuple[str, str, int]
+"""(canonical domain, op_type, since_version): what one kernel is registered for."""
+
+_REGISTRY: dict[KernelKey, KernelDef] = {}
+
+
+def _same_definition(a: Callable[..., Any], b: Callable[..., Any]) -> bool:
+    # A function defined again by the same code (a notebook cell or a module re-run) is a new object with the same
+    # module and qualified name: that is a re-definition, not a clash.
+    return a is b or (
+        getattr(a, "__module__", None) == getattr(b, "__module__", None)
+        and getattr(a, "__qualname__", None) == getattr(b, "__qualname__", None) is not None
+    )
+
+
+def _add(
+    table: dict[KernelKey, KernelDef],
+    where: str,
+    op_type: str,
+    since_versions: tuple[int, ...],
+    domain: str,
+    fn: Callable[..., Any],
+    context: bool,
+    replace: bool,
+) -> None:
+    """Enter ``fn`` in ``table`` at each version; all or nothing (a clash at one version adds none)."""
+    dom = canonical_domain(domain)
+    keys = [(dom, op_type, v) for v in since_versions]
+    for key in keys:
+        old = table.get(key)
+        if old is not None and not replace and not _same_definition(old.fn, fn):
+            raise KernelRegistrationError(
+                f"{where}kernel {dom or 'ai.onnx'}::{op_type}-{key[2]} is already registered "
+                f"({_name(old.fn)}); pass replace=True to replace it deliberately"
+            )
+    for key in keys:
+        table[key] = KernelDef(dom, op_type, key[2], fn, context)
+
+
+def _check_versions(op_type: str, since_versions: tuple[int, ...]) -> None:
+    if not since_versions:
+        raise KernelRegistrationError(f"kernel {op_type}: give at least one since_version")
+    bad = [v for v in since_versions if not isinstance(v, int) or isinstance(v, bool) or v < 1]
+    if bad:
+        raise KernelRegistrationError(f"kernel {op_type}: since_versions are integers from 1, got {bad}")
+
+
+def kernel(
+    op_type: str, *since_versions: int, domain: str = "", context: bool = False, replace: bool = False
+) -> Callable[[F], F]:
+    """Register the decorated function, process-wide, as the kernel of ``op_type`` at each of ``since_versions``.
+
+    Every session sees it. For a kernel only one session sees, use a :class:`KernelSet` (``Session(...,
+    custom_ops=...)``).
+
+    A second registration of the same (domain, op_type, since_version) is refused, unless it is a re-definition
+    (a function of the same ``__module__`` and ``__qualname__``: a notebook cell or a module run again; a lambda's
+    qualname is ``<lambda>``, so any lambda of the same module counts as one) or ``replace=True`` says the
+    replacement is deliberate. Sessions already created keep the kernels they were bound to.
 
     Args:
         op_type: Operator name.
@@ -111,36 +187,149 @@ def kernel(op_type: str, *since_versions: int, domain: str = "", context: bool =
             implements exactly.
         domain: Operator domain (``""`` is the default domain ``ai.onnx``).
         context: Pass a :class:`KernelContext` as the first positional argument.
+        replace: Replace whatever kernel is registered for these keys (a built-in one too, in every session).
 
     Raises:
-        ValueError: a (domain, op_type, since_version) registered twice, or no version given.
+        KernelRegistrationError: a (domain, op_type, since_version) already registered with another function
+            and no ``replace``, or no version given. Nothing is registered then.
     """
-    if not since_versions:
-        raise ValueError(f"kernel {op_type}: give at least one since_version")
-    dom = canonical_domain(domain)
+    _check_versions(op_type, since_versions)
 
     def deco(fn: F) -> F:
-        for v in since_versions:
-            key = (dom, op_type, v)
-            if key in _REGISTRY:
-                raise ValueError(f"kernel {dom or 'ai.onnx'}::{op_type}-{v} registered twice")
-            _REGISTRY[key] = KernelDef(dom, op_type, v, fn, context)
+        if not str(getattr(fn, "__module__", None) or "").startswith(_PACKAGE):
+            # A kernel from outside the package is checked against the built-ins (and replaces one only if they are
+            # there first): load them now, not after it. The package's own families register while loading.
+            _load_ops()
+        _add(_REGISTRY, "", op_type, since_versions, domain, fn, context, replace)
         return fn
 
     return deco
 
 
-def lookup(domain: str, op_type: str, since_version: int) -> KernelDef | None:
-    """The kernel registered for exactly this definition, or ``None``."""
+def unregister(op_type: str, *since_versions: int, domain: str = "") -> list[KernelDef]:
+    """Remove the process-wide kernels of ``op_type`` at ``since_versions`` (a built-in one too).
+
+    Meant for tests and interactive work; sessions already created keep the kernels they were bound to. Register
+    a removed :class:`KernelDef` again with ``kernel(d.op_type, d.since_version, domain=d.domain,
+    context=d.context)(d.fn)``.
+
+    Returns:
+        The removed kernels, one per version.
+
+    Raises:
+        KernelRegistrationError: no version given, or one of them has no kernel (nothing is removed then).
+    """
+    _check_versions(op_type, since_versions)
+    _load_ops()
+    dom = canonical_domain(domain)
+    keys = [(dom, op_type, v) for v in since_versions]
+    missing = [k[2] for k in keys if k not in _REGISTRY]
+    if missing:
+        raise KernelRegistrationError(f"unregister: no kernel {dom or 'ai.onnx'}::{op_type} at versions {missing}")
+    return [_REGISTRY.pop(k) for k in keys]
+
+
+class KernelSet:
+    """Kernels that only the sessions given them see: ``Session(model, custom_ops=ks)``, ``kernels.run(...,
+    custom_ops=ks)``.
+
+    Filled with the same decorator as the process-wide registry::
+
+        ops = KernelSet()
+
+        @ops.kernel("Scale", 1, domain="com.me")
+        def scale(x, *, factor=2.0):
+            return x * np.asarray(factor, x.dtype)
+
+        Session(model, custom_ops=ops)
+
+    Binding is the process-wide one (Clause 14.3, 16.1) over the union of both, and at the same (domain,
+    op_type, since_version) the set's kernel wins:
+
+    * a custom domain (the main use): the kernel of the greatest since_version not above the imported version,
+      from the set or the registry;
+    * a standard operator: the kernel for exactly the since_version of the definition the node binds to. A set
+      that has one replaces the built-in kernel in the sessions given the set, and only there (a deliberate
+      override); a set refuses a version that is no since_version of the operator, which would never bind.
+
+    A model-local function of the same name still takes precedence over any kernel (Clause 8.4). A session reads
+    the set when it is created: kernels added later reach only later sessions.
+    """
+
+    __slots__ = ("_table",)
+
+    def __init__(self) -> None:
+        self._table: dict[KernelKey, KernelDef] = {}
+
+    def kernel(
+        self, op_type: str, *since_versions: int, domain: str = "", context: bool = False, replace: bool = False
+    ) -> Callable[[F], F]:
+        """Add the decorated function to this set as the kernel of ``op_type`` at each of ``since_versions``.
+
+        The arguments and the rules on a second addition are those of :func:`kernel`, for this set alone.
+
+        Raises:
+            KernelRegistrationError: as :func:`kernel`; or, in a domain onnxcore defines, an operator it does not
+                define or a version that is not one of its since_versions.
+        """
+        _check_versions(op_type, since_versions)
+        dom = canonical_domain(domain)
+        if dom in {canonical_domain(d) for d in known_domains()}:
+            defined = schema_versions(op_type, dom)
+            label = f"{dom or 'ai.onnx'}::{op_type}"
+            if not defined:
+                raise KernelRegistrationError(
+                    f"KernelSet: {label} is not defined (Clause 14.3): give a custom operator a domain of its own"
+                )
+            bad = [v for v in since_versions if v not in defined]
+            if bad:
+                raise KernelRegistrationError(
+                    f"KernelSet: {label} has no definition with since_version {bad}; its since_versions: {defined}"
+                )
+
+        def deco(fn: F) -> F:
+            _add(self._table, "KernelSet: ", op_type, since_versions, dom, fn, context, replace)
+            return fn
+
+        return deco
+
+    def lookup(self, domain: str, op_type: str, since_version: int) -> KernelDef | None:
+        """This set's kernel for exactly (domain, op_type, since_version), or ``None``."""
+        return self._table.get((canonical_domain(domain), op_type, since_version))
+
+    def versions(self, domain: str, op_type: str) -> list[int]:
+        """Since_versions with a kernel in this set for (domain, op_type), ascending."""
+        dom = canonical_domain(domain)
+        return sorted(v for (d, o, v) in self._table if d == dom and o == op_type)
+
+    def __iter__(self) -> Iterator[KernelDef]:
+        return iter(list(self._table.values()))
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+    def __repr__(self) -> str:
+        return f"KernelSet({sorted(self._table)!r})"
+
+
+def lookup(domain: str, op_type: str, since_version: int, custom_ops: KernelSet | None = None) -> KernelDef | None:
+    """The kernel for exactly this definition, or ``None``: ``custom_ops``' if it has one, else the registry's."""
+    if custom_ops is not None:
+        kdef = custom_ops.lookup(domain, op_type, since_version)
+        if kdef is not None:
+            return kdef
     _load_ops()
     return _REGISTRY.get((canonical_domain(domain), op_type, since_version))
 
 
-def kernel_versions(domain: str, op_type: str) -> list[int]:
-    """Since_versions with a kernel for (domain, op_type), ascending."""
+def kernel_versions(domain: str, op_type: str, custom_ops: KernelSet | None = None) -> list[int]:
+    """Since_versions with a kernel for (domain, op_type) in the registry or ``custom_ops``, ascending."""
     _load_ops()
     dom = canonical_domain(domain)
-    return sorted(v for (d, o, v) in _REGISTRY if d == dom and o == op_type)
+    found = {v for (d, o, v) in _REGISTRY if d == dom and o == op_type}
+    if custom_ops is not None:
+        found.update(custom_ops.versions(dom, op_type))
+    return sorted(found)
 
 
 def registered() -> Iterator[KernelDef]:

@@ -12,6 +12,9 @@ the function bodies it calls:
   since_version not above the imported version, else unsupported;
 * any other status: unsupported.
 
+A kernel is registered in the session's own kernels (``custom_ops``, a :class:`KernelSet`) or in the process-wide
+registry; at the same (domain, op_type, since_version) the session's wins.
+
 What cannot be bound is collected in the :class:`CompileEnv`, so that a session refuses the model naming
 every such operator at once (Clause 4.4). A function body is compiled per call site: its attribute references
 are resolved (:func:`~onnxcore.graph.functions.bind_attribute_refs`) and each resolved node keeps the binding
@@ -31,7 +34,7 @@ from onnxcore.errors import EvaluationError, LimitError, OnnxCoreError, Validati
 from onnxcore.graph.attributes import attribute_value, constant_array
 from onnxcore.graph.bound import BoundModel, NodeRef, Scope
 from onnxcore.graph.functions import FunctionBody, bind_attribute_refs
-from onnxcore.kernels.registry import KernelContext, KernelDef, kernel_versions, lookup
+from onnxcore.kernels.registry import KernelContext, KernelDef, KernelSet, kernel_versions, lookup
 from onnxcore.proto import AttributeProto, FunctionProto, GraphProto, NodeProto, TypeProto
 from onnxcore.runtime.gradient import bind_gradients
 from onnxcore.runtime.plan import GraphIR, Plan
@@ -51,10 +54,22 @@ class CompileEnv:
         rng: Random generator handed to context kernels.
         validated: The validator passed the bound model (see :func:`_check_signature`).
         unsupported: (domain, op_type, imported version) of every node that cannot be bound.
+        custom_ops: The session's own kernels, bound before the process-wide registry's at the same key.
     """
 
-    def __init__(self, bound: BoundModel, base_dir: str | Path | None, rng: Any, *, validated: bool = False) -> None:
+    def __init__(
+        self,
+        bound: BoundModel,
+        base_dir: str | Path | None,
+        rng: Any,
+        *,
+        validated: bool = False,
+        custom_ops: KernelSet | None = None,
+    ) -> None:
+        if custom_ops is not None and not isinstance(custom_ops, KernelSet):
+            raise TypeError(f"custom_ops: expected an onnxcore.kernels.KernelSet, got {type(custom_ops).__name__}")
         self.bound = bound
+        self.custom_ops = custom_ops
         # The validator passed this bound model: what it reports as errors of a node's signature is not checked
         # again at binding (only the flag values, which it only warns of, are refused here).
         self.validated = validated
@@ -288,7 +303,7 @@ def _bind_node(
         assert schema is not None
         since = int(schema.since_version)
         _check_signature(where, node, domain, version, since, schema, kw, env.validated)
-        kdef = lookup(domain, node.op_type, since)
+        kdef = lookup(domain, node.op_type, since, env.custom_ops)
         if kdef is None:
             body_scope = env.bound.body_scope(schema, version, ref.scope.opsets)
             if body_scope is not None:
@@ -298,10 +313,10 @@ def _bind_node(
                 return _call_body(env, ref, node, body, body_scope, outer, depth, where)
     elif ref.status == "custom":
         # Clause 16.1: no definitions to bind through; the kernel of the greatest version not above the import.
-        versions = [v for v in kernel_versions(domain, node.op_type) if v <= version]
+        versions = [v for v in kernel_versions(domain, node.op_type, env.custom_ops) if v <= version]
         if versions:
             since = versions[-1]
-            kdef = lookup(domain, node.op_type, since)
+            kdef = lookup(domain, node.op_type, since, env.custom_ops)
     if kdef is None:
         env.report_unsupported(domain, node.op_type, version)
         return PlanNode(index, node, None, kw, outer)

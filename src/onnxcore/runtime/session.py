@@ -20,6 +20,7 @@ import numpy as np
 from onnxcore.errors import InputError, LimitError, UnsupportedOperatorError, ValidationError
 from onnxcore.graph.bound import BoundModel, bind
 from onnxcore.io import load
+from onnxcore.kernels.registry import KernelSet
 from onnxcore.limits import DEFAULT_LIMITS, Limits, limits_in_effect
 from onnxcore.proto import ModelProto, TypeProto
 from onnxcore.runtime.compile import CompileEnv, compile_graph
@@ -104,6 +105,9 @@ class Session:
             object with ``SerializeToString()`` (such as ``onnx.ModelProto``).
         limits: Resource limits (Clause 15.4); ``DEFAULT_LIMITS`` when None.
         check: Validate the model first (Clause 15.5). Turn off only for models already checked.
+        custom_ops: Kernels only this session sees (:class:`onnxcore.kernels.KernelSet`), read once here: they
+            evaluate operators of custom domains, and at the same (domain, op_type, since_version) replace a
+            process-wide kernel, a built-in one too, in this session alone.
 
     Raises:
         ValidationError: the model has errors (Clause 10).
@@ -116,7 +120,14 @@ class Session:
         outputs: Every declared graph output, as :class:`ValueDescription`.
     """
 
-    def __init__(self, model_or_path: Any, *, limits: Limits | None = None, check: bool = True) -> None:
+    def __init__(
+        self,
+        model_or_path: Any,
+        *,
+        limits: Limits | None = None,
+        check: bool = True,
+        custom_ops: KernelSet | None = None,
+    ) -> None:
         self._limits = limits if limits is not None else DEFAULT_LIMITS
         model, base_dir = _load(model_or_path)
         self._model = model
@@ -125,7 +136,7 @@ class Session:
         main = bound.main()
         if graph is None or main is None:
             raise ValidationError("the model has no graph (Clause 5.3.1)")
-        env = CompileEnv(bound, base_dir, np.random.default_rng(), validated=check)
+        env = CompileEnv(bound, base_dir, np.random.default_rng(), validated=check, custom_ops=custom_ops)
         try:
             # Plans fold constants by running kernels: under this session's limits, as its runs are.
             with limits_in_effect(self._limits):
