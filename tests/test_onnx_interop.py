@@ -300,3 +300,8 @@ def test_permission_errors_map_to_permission_error() -> None:
     assert isinstance(from_model, PermissionError) and isinstance(from_model, oc.ModelPermissionError)
     ext = make_error("w", "w.bin", ReferenceRule.UNREADABLE, "'w.bin' cannot be read", PermissionError)
     assert isinstance(ext, PermissionError) and isinstance(ext, oc.ExternalDataError)
+
+
+def test_session_refuses_another_onnx_message() -> None:
+    with pytest.raises(TypeError, match="Session expects a ModelProto"):
+        oc.Session(numpy_helper.from_array(np.zeros(2, np.float32), "t"))
