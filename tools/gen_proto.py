@@ -199,11 +199,29 @@ def gen_messages(messages: list[dict], enums: list[dict]) -> str:
         slots = ", ".join(f'"{f["name"]}"' for f in fields)
         out.append(f"{indent}    __slots__ = ({slots},)")
         out.append("")
-        for child in by_parent.get(m["name"], []):
+        children = by_parent.get(m["name"], [])
+        for child in children:
             if child in enum_by_name:
                 out.extend(emit_enum(enum_by_name[child], indent + "    "))
             else:
                 out.extend(emit_message(msg_by_name[child], indent + "    "))
+        # The values of every nested enum also as class attributes, as protobuf's generated
+        # classes (and so onnx's) have them: ``TensorProto.FLOAT is TensorProto.DataType.FLOAT``.
+        # Upper-case value names never meet the lower-case field names, but refuse any clash.
+        taken = {f["name"] for f in fields} | {c.rsplit(".", 1)[-1] for c in children}
+        aliases = []
+        for child in children:
+            if child not in enum_by_name:
+                continue
+            enum_short = child.rsplit(".", 1)[-1]
+            for vname, _val in enum_by_name[child]["values"]:
+                if vname in taken:
+                    raise SystemExit(f"{m['name']}: enum value {vname} of {child} clashes with another name")
+                taken.add(vname)
+                aliases.append(f"{indent}    {vname} = {enum_short}.{vname}")
+        if aliases:
+            out.extend(aliases)
+            out.append("")
         for f in fields:
             t = _py_type(f, enum_names)
             if f["repeated"]:

@@ -16,6 +16,11 @@ from onnxcore.errors import (
     ExternalDataError,
     InputError,
     LimitError,
+    MessageTypeError,
+    ModelFileError,
+    ModelFileNotFoundError,
+    ModelIsADirectoryError,
+    ModelPermissionError,
     OnnxCoreError,
     ShapeError,
     TensorError,
@@ -79,6 +84,7 @@ from onnxcore.proto import (
     ValueInfoProto,
     Version,
 )
+from onnxcore.proto.bridge import from_onnx, to_onnx
 
 __version__ = "0.1.0"
 
@@ -149,6 +155,7 @@ __all__ = [
     "externalize",
     "Finding",
     "from_array",
+    "from_onnx",
     "FunctionProto",
     "GraphProto",
     "InputError",
@@ -161,6 +168,11 @@ __all__ = [
     "MapProto",
     "MapType",
     "Message",
+    "MessageTypeError",
+    "ModelFileError",
+    "ModelFileNotFoundError",
+    "ModelIsADirectoryError",
+    "ModelPermissionError",
     "ModelProto",
     "NodeDeviceConfigurationProto",
     "NodeProto",
@@ -192,6 +204,7 @@ __all__ = [
     "TensorShapeProto",
     "TensorType",
     "to_array",
+    "to_onnx",
     "TrainingInfoProto",
     "type_from_proto",
     "type_to_proto",

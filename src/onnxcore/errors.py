@@ -13,6 +13,15 @@ __all__ = [
     "ValidationError",
     "ExternalDataError",
     "ExternalDataLimitError",
+    "ExternalDataFileNotFoundError",
+    "ExternalDataIsADirectoryError",
+    "ExternalDataPermissionError",
+    "MessageTypeError",
+    "ModelFileError",
+    "ModelFileNotFoundError",
+    "ModelIsADirectoryError",
+    "ModelPermissionError",
+    "file_error",
     "InputError",
     "UnsupportedOperatorError",
     "EvaluationError",
@@ -57,6 +66,43 @@ class DecodeError(OnnxCoreError, ValueError):
 
     def __reduce__(self) -> tuple[object, ...]:
         return (type(self), (self.reason, self.offset, self.path))
+
+
+class MessageTypeError(OnnxCoreError, TypeError):
+    """An entry point was given an object that is not the message it takes (nor the onnx package's one)."""
+
+
+class ModelFileError(OnnxCoreError, OSError):
+    """A model file cannot be read: the message names the path.
+
+    The three common causes are also the built-in exceptions Python raises for them, so
+    ``except FileNotFoundError`` catches a missing model as it would with ``open``. ``errno``,
+    ``strerror`` and ``filename`` are those of the underlying ``OSError``.
+    """
+
+    def __init__(self, message: str, errno: int | None = None, filename: str | None = None) -> None:
+        super().__init__(message)
+        self.errno = errno
+        self.strerror = message
+        self.filename = filename
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (str(self), self.errno, self.filename))
+
+
+class ModelFileNotFoundError(ModelFileError, FileNotFoundError):
+    """The model file does not exist (a ``FileNotFoundError``)."""
+
+
+class ModelIsADirectoryError(ModelFileError, IsADirectoryError):
+    """The model path is a directory (an ``IsADirectoryError``)."""
+
+
+class ModelPermissionError(ModelFileError, PermissionError):
+    """The model file may not be read (a ``PermissionError``)."""
 
 
 class EncodeError(OnnxCoreError, ValueError):
@@ -114,6 +160,37 @@ class ExternalDataError(OnnxCoreError):
 
 class ExternalDataLimitError(ExternalDataError, LimitError):
     """An external data file exceeds a documented resource limit (Clause 15.4)."""
+
+
+class ExternalDataFileNotFoundError(ExternalDataError, FileNotFoundError):
+    """A referenced external data file does not exist (a ``FileNotFoundError`` too)."""
+
+
+class ExternalDataIsADirectoryError(ExternalDataError, IsADirectoryError):
+    """A referenced external data location is a directory (an ``IsADirectoryError`` too)."""
+
+
+class ExternalDataPermissionError(ExternalDataError, PermissionError):
+    """A referenced external data file may not be read (a ``PermissionError`` too)."""
+
+
+def file_error(exc: OSError, message: str, filename: str | None = None) -> ModelFileError:
+    """The error of ours for a model file that cannot be read, also the built-in ``exc`` is an instance of.
+
+    Args:
+        exc: The ``OSError`` the read raised.
+        message: Our message (naming the path).
+        filename: The path (``exc.filename`` when None).
+    """
+    name = filename if filename is not None else exc.filename if isinstance(exc.filename, str) else None
+    cls: type[ModelFileError] = ModelFileError
+    if isinstance(exc, FileNotFoundError):
+        cls = ModelFileNotFoundError
+    elif isinstance(exc, IsADirectoryError):
+        cls = ModelIsADirectoryError
+    elif isinstance(exc, PermissionError):
+        cls = ModelPermissionError
+    return cls(message, exc.errno, name)
 
 
 def _rebuild_external_error(

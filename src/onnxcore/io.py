@@ -8,9 +8,10 @@ import tempfile
 from pathlib import Path
 from typing import IO, TypeVar
 
-from onnxcore.errors import DecodeLimitError, OnnxCoreError
+from onnxcore.errors import DecodeLimitError, file_error
 from onnxcore.external import base_dir_of, load_external_data, save_model
 from onnxcore.limits import DEFAULT_LIMITS, Limits
+from onnxcore.proto.bridge import OnnxMessage, as_message, is_onnx_message
 from onnxcore.proto.codec import DEFAULT_MAX_DEPTH, decode_message, encode_parts
 from onnxcore.proto.message import Message
 from onnxcore.proto.messages import ModelProto
@@ -34,19 +35,22 @@ def decode(cls: type[M], data: bytes | bytearray | memoryview, *, max_depth: int
     return decode_message(cls, data, max_depth=max_depth)
 
 
-def encode(message: Message, *, canonical: bool = False) -> bytes:
+def encode(message: Message | OnnxMessage, *, canonical: bool = False) -> bytes:
     """Encode a message to octets.
 
     Fields are written in increasing tag order and repeated fields in the form Annex B records
     for them, followed by retained unknown fields in the order they were read.
 
     Args:
-        message: Any Annex B message.
+        message: Any Annex B message (the onnx package's too, converted first).
         canonical: Write the canonical form (our position on Clause 12.8, see docs/canonical.md):
             as the ordinary form, but with unknown fields sorted by tag. Equal content then
             gives equal octets.
+
+    Raises:
+        TypeError: ``message`` is not a message.
     """
-    return encode_parts(message, canonical=canonical).getvalue()
+    return encode_parts(as_message(message, None, "encode"), canonical=canonical).getvalue()
 
 
 def read_source(source: Source) -> tuple[memoryview, Path | None]:
@@ -54,6 +58,11 @@ def read_source(source: Source) -> tuple[memoryview, Path | None]:
 
     A path is memory-mapped read-only: nothing is copied, and views into it stay valid for as
     long as they are referenced.
+
+    Raises:
+        ModelFileError: the file cannot be read; a ``FileNotFoundError``, ``IsADirectoryError`` or
+            ``PermissionError`` too where that is the cause (see :mod:`onnxcore.errors`).
+        TypeError: ``source`` is none of the kinds above (a message object among them: see ``from_onnx``).
     """
     if isinstance(source, bytes | bytearray):
         return memoryview(source), None
@@ -68,7 +77,7 @@ def read_source(source: Source) -> tuple[memoryview, Path | None]:
                     return memoryview(b""), path
                 mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
         except OSError as e:
-            raise OnnxCoreError(f"cannot read {path}: {e.strerror or e}") from e
+            raise file_error(e, f"cannot read {path}: {e.strerror or e}", os.fspath(path)) from e
         return memoryview(mm), path
     if hasattr(source, "read"):
         name = getattr(source, "name", None)
@@ -86,6 +95,11 @@ def read_source(source: Source) -> tuple[memoryview, Path | None]:
         if not isinstance(data, bytes | bytearray):
             raise TypeError("load() needs a binary file")
         return memoryview(data), Path(name) if isinstance(name, str) else None
+    if isinstance(source, Message) or is_onnx_message(source):
+        raise TypeError(
+            f"load() reads a path, octets or a binary file, not a {type(source).__name__} object: "
+            "use it as it is (onnxcore's), or convert the onnx package's with onnxcore.from_onnx"
+        )
     raise TypeError(f"cannot load from {type(source).__name__}")
 
 
@@ -124,8 +138,13 @@ def load(
     Raises:
         DecodeError: malformed input (offset and field path in the message).
         DecodeLimitError: the input exceeds a limit (a ``LimitError`` too).
-        ExternalDataError: a reference was refused (``.tensor``, ``.location``, ``.rule``).
-        OnnxCoreError: the file cannot be read.
+        ExternalDataError: a reference was refused (``.tensor``, ``.location``, ``.rule``); a
+            ``FileNotFoundError`` too when the data file does not exist.
+        ModelFileError: the file cannot be read (an ``OnnxCoreError``); a missing file is a
+            ``FileNotFoundError`` too, a directory an ``IsADirectoryError``, no permission a
+            ``PermissionError``.
+        TypeError: ``source`` is not a path, octets or a binary file (for an ``onnx.ModelProto``,
+            use :func:`onnxcore.from_onnx`).
     """
     lim = limits if limits is not None else DEFAULT_LIMITS
     buf, _path = read_source(source)
@@ -166,7 +185,7 @@ def write_atomic(path: str | os.PathLike[str], parts: object) -> None:
 
 
 def save(
-    model: Message,
+    model: Message | OnnxMessage,
     path: str | os.PathLike[str],
     *,
     external_data: bool = False,
@@ -187,15 +206,16 @@ def save(
     ``location``, ``offset``, ``length`` and, with ``checksum=True``, the file's SHA-1 (Clause
     13). Both files are written to temporaries and renamed into place, the model last; the data
     file is always written anew (never appended to), and may be the file the model's tensors are
-    views into.
+    views into. The onnx package's ``ModelProto`` is accepted and converted first.
 
     Raises:
+        TypeError: ``model`` is not a message.
         ExternalDataError: an EXTERNAL tensor that also carries other contents, an unresolved
             one with ``external_data=True``, or a bad ``location``.
         EncodeError: a value that cannot be encoded.
     """
     save_model(
-        model,
+        as_message(model, None, "save"),
         path,
         external_data=external_data,
         location=location,

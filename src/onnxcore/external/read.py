@@ -10,6 +10,7 @@ from onnxcore.external.resolve import Resolver
 from onnxcore.external.side_table import Resolution, register, resolution
 from onnxcore.external.walk import iter_tensors, tensor_label
 from onnxcore.limits import Limits
+from onnxcore.proto.bridge import is_onnx_message
 from onnxcore.proto.message import Message
 from onnxcore.proto.messages import TensorProto
 
@@ -95,8 +96,18 @@ def load_external_data(
 
     Raises:
         ExternalDataError: a reference was refused; ``.tensor``, ``.location`` and ``.rule`` say
-            which and why (an :class:`~onnxcore.errors.ExternalDataLimitError` for a limit).
+            which and why (an :class:`~onnxcore.errors.ExternalDataLimitError` for a limit; a
+            ``FileNotFoundError``, ``IsADirectoryError`` or ``PermissionError`` too where that is why).
+        TypeError: ``model`` is the onnx package's object: this changes a model in place, and the
+            views it sets cannot live in onnx's; convert it first (``model = onnxcore.from_onnx(obj)``).
     """
+    if is_onnx_message(model):
+        raise TypeError(
+            "load_external_data changes a model in place and takes onnxcore's messages: convert the onnx "
+            "package's object first (model = onnxcore.from_onnx(obj)) and pass that"
+        )
+    if not isinstance(model, Message):
+        raise TypeError(f"load_external_data expects an onnxcore message, got {type(model).__name__}")
     for tensor, view, record in _resolve_all(model, base_dir, allow_outside, limits):
         register(view, record)
         tensor.raw_data = view

@@ -11,7 +11,13 @@ import dataclasses
 import enum
 import re
 
-from onnxcore.errors import ExternalDataError, ExternalDataLimitError
+from onnxcore.errors import (
+    ExternalDataError,
+    ExternalDataFileNotFoundError,
+    ExternalDataIsADirectoryError,
+    ExternalDataLimitError,
+    ExternalDataPermissionError,
+)
 from onnxcore.external.side_table import resolution
 from onnxcore.proto.messages import StringStringEntryProto, TensorProto
 
@@ -105,16 +111,35 @@ _SHA1 = re.compile(r"[0-9a-fA-F]{40}", re.ASCII)
 _DRIVE = re.compile(r"[A-Za-z]:")
 
 
-def make_error(tensor: str, location: str | None, rule: ReferenceRule, detail: str) -> ExternalDataError:
+_BUILTIN: dict[type[OSError], type[ExternalDataError]] = {
+    FileNotFoundError: ExternalDataFileNotFoundError,
+    IsADirectoryError: ExternalDataIsADirectoryError,
+    PermissionError: ExternalDataPermissionError,
+}
+
+
+def make_error(
+    tensor: str, location: str | None, rule: ReferenceRule, detail: str, builtin: type[OSError] | None = None
+) -> ExternalDataError:
     """An :class:`ExternalDataError` naming the tensor, the location and the rule.
 
     A refusal for a resource limit is an :class:`~onnxcore.errors.ExternalDataLimitError`, so it is
-    also a :class:`~onnxcore.LimitError` (Clause 15.4).
+    also a :class:`~onnxcore.LimitError` (Clause 15.4). A file that does not exist, is a directory or
+    may not be read (``builtin``: ``FileNotFoundError``, ``IsADirectoryError``, ``PermissionError``) gives
+    the subclass that is also that built-in exception.
     """
     where = f" at {location!r}" if location is not None else ""
     msg = f"external data of tensor {tensor!r}{where} refused: {detail} [rule {rule.value}, Clause {_CLAUSE[rule]}]"
-    cls = ExternalDataLimitError if rule in _LIMIT_RULES else ExternalDataError
+    cls = ExternalDataLimitError if rule in _LIMIT_RULES else _BUILTIN.get(builtin, ExternalDataError)  # type: ignore[arg-type]
     return cls(msg, tensor=tensor, location=location, rule=rule)
+
+
+def builtin_of(e: OSError) -> type[OSError] | None:
+    """Which of ``FileNotFoundError``, ``IsADirectoryError``, ``PermissionError`` ``e`` is, if any."""
+    for b in _BUILTIN:
+        if isinstance(e, b):
+            return b
+    return None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -25,7 +25,7 @@ import stat
 from types import TracebackType
 
 from onnxcore.errors import ExternalDataError
-from onnxcore.external.reference import ExternalRef, ReferenceRule, make_error
+from onnxcore.external.reference import ExternalRef, ReferenceRule, builtin_of, make_error
 from onnxcore.external.side_table import Resolution
 from onnxcore.limits import DEFAULT_LIMITS, Limits
 
@@ -259,6 +259,7 @@ class Resolver:
                     ref.location,
                     ReferenceRule.NOT_FOUND,
                     f"the model directory {self.base!r} cannot be opened ({e.strerror})",
+                    builtin_of(e),
                 ) from None
         return self._dir_fd
 
@@ -272,12 +273,14 @@ class Resolver:
 
     def _os_error(self, e: OSError, shown: str, label: str, ref: ExternalRef) -> ExternalDataError:
         if e.errno == errno.ENOENT:
-            return make_error(label, ref.location, ReferenceRule.NOT_FOUND, f"{shown!r} does not exist")
+            return make_error(label, ref.location, ReferenceRule.NOT_FOUND, f"{shown!r} does not exist", builtin_of(e))
         if e.errno == errno.ENOTDIR:
             return make_error(
                 label, ref.location, ReferenceRule.NOT_DIRECTORY, f"a component of {shown!r} is not a directory"
             )
-        return make_error(label, ref.location, ReferenceRule.UNREADABLE, f"{shown!r} cannot be read ({e.strerror})")
+        return make_error(
+            label, ref.location, ReferenceRule.UNREADABLE, f"{shown!r} cannot be read ({e.strerror})", builtin_of(e)
+        )
 
     def _open_checked(
         self, dir_fd: int, name: str, flags: int, before: os.stat_result, shown: str, label: str, ref: ExternalRef
@@ -359,7 +362,8 @@ class Resolver:
         if stat.S_ISLNK(st.st_mode):
             raise make_error(label, ref.location, ReferenceRule.SYMLINK, f"{shown!r} is a symbolic link")
         if not stat.S_ISREG(st.st_mode):
-            raise make_error(label, ref.location, ReferenceRule.NOT_REGULAR, f"{shown!r} is not a regular file")
+            kind = IsADirectoryError if stat.S_ISDIR(st.st_mode) else None
+            raise make_error(label, ref.location, ReferenceRule.NOT_REGULAR, f"{shown!r} is not a regular file", kind)
         if links and st.st_nlink != 1:
             raise make_error(
                 label,

@@ -20,7 +20,7 @@ import mmap
 import os
 import tempfile
 from collections.abc import Iterable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 import numpy as np
 
@@ -28,6 +28,7 @@ from onnxcore.errors import ExternalDataError
 from onnxcore.external.reference import ReferenceRule, has_inline_contents, is_external, make_error, split_location
 from onnxcore.external.side_table import Resolution, resolution
 from onnxcore.external.walk import iter_tensors, tensor_label
+from onnxcore.proto.bridge import OnnxMessage, as_message
 from onnxcore.proto.codec import NanBits, encode_parts
 from onnxcore.proto.message import Message, copy_message
 from onnxcore.proto.messages import StringStringEntryProto, TensorProto
@@ -199,14 +200,22 @@ def _add_checksum(refs: Iterable[TensorProto], digest: str) -> None:
         t.external_data.append(StringStringEntryProto(key="checksum", value=digest))
 
 
+@overload
 def externalize(
-    model: M,
+    model: M, *, location: str, size_threshold: int = 1024, align: int = 4096, checksum: bool = False
+) -> tuple[M, list[bytes | memoryview]]: ...
+@overload
+def externalize(
+    model: OnnxMessage, *, location: str, size_threshold: int = 1024, align: int = 4096, checksum: bool = False
+) -> tuple[Message, list[bytes | memoryview]]: ...
+def externalize(
+    model: Message | OnnxMessage,
     *,
     location: str,
     size_threshold: int = 1024,
     align: int = 4096,
     checksum: bool = False,
-) -> tuple[M, list[bytes | memoryview]]:
+) -> tuple[Message, list[bytes | memoryview]]:
     """Move tensor contents out of a model, in memory (Clause 13).
 
     Every tensor whose contents (``raw_data``, or typed storage converted to the raw
@@ -216,7 +225,8 @@ def externalize(
     below the threshold). STRING tensors have no raw form and stay inline.
 
     Args:
-        model: The model; not changed.
+        model: The model; not changed. The onnx package's is accepted (converted first); the copy
+            returned is then onnxcore's.
         location: The data file's location, relative to the model directory (checked as a
             reader would check it: relative, no ``..``).
         size_threshold: Octets at or above which a tensor goes to the data file.
@@ -229,8 +239,9 @@ def externalize(
 
     Raises:
         ExternalDataError: an unresolved or inconsistent EXTERNAL tensor, or a bad location.
+        TypeError: ``model`` is not a message.
     """
-    out, plan = _plan(model, location, size_threshold, align)
+    out, plan = _plan(as_message(model, None, "externalize"), location, size_threshold, align)
     if checksum and plan.refs:
         h = hashlib.sha1(usedforsecurity=False)
         for p in plan.parts:
@@ -239,17 +250,24 @@ def externalize(
     return out, plan.parts
 
 
-def internalize(model: M) -> M:
+@overload
+def internalize(model: M) -> M: ...
+@overload
+def internalize(model: OnnxMessage) -> Message: ...
+def internalize(model: Message | OnnxMessage) -> Message:
     """A copy of ``model`` with every resolved external tensor made inline.
 
     The contents become ``raw_data`` (still a zero-copy view of the mapped file), the data location
-    goes back to DEFAULT and the ``external_data`` entries are removed.
+    goes back to DEFAULT and the ``external_data`` entries are removed. The onnx package's message is
+    accepted and converted (its external tensors are then unresolved: resolve them with
+    ``onnxcore.load_external_data(onnxcore.from_onnx(obj), base_dir)`` first).
 
     Raises:
         ExternalDataError: a tensor is EXTERNAL and unresolved (rule ``unresolved``) or
             inconsistent (rule ``inline-and-external``).
+        TypeError: ``model`` is not a message.
     """
-    out = copy_message(model)
+    out = copy_message(as_message(model, None, "internalize"))
     for path, tensor in iter_tensors(out):
         state = _state(path, tensor)
         if state == "unresolved":

@@ -28,6 +28,7 @@ from onnxcore.defs import binding as defs_binding
 from onnxcore.defs.binding import canonical_domain
 from onnxcore.defs.opschema import OpSchema
 from onnxcore.limits import DEFAULT_LIMITS, Limits
+from onnxcore.proto.bridge import OnnxMessage, as_message, is_onnx_message
 from onnxcore.proto.messages import FunctionProto, GraphProto, ModelProto, NodeProto
 
 __all__ = [
@@ -38,6 +39,7 @@ __all__ = [
     "bind",
     "function_location",
     "function_opsets",
+    "model_argument",
     "node_location",
 ]
 
@@ -524,11 +526,30 @@ class BoundModel:
         return best, d, child.owner.index
 
 
-def bind(model: ModelProto, *, limits: Limits | None = None) -> BoundModel:
+def bind(model: ModelProto | OnnxMessage, *, limits: Limits | None = None) -> BoundModel:
     """Bind every node of ``model`` once (see the module docstring); the result is shared by every pass.
 
     Args:
-        model: The model.
+        model: The model: onnxcore's, or the onnx package's ``ModelProto`` (converted once; the bound
+            model's ``.model`` is then the converted copy).
         limits: ``max_nesting_depth`` bounds the subgraphs entered; ``DEFAULT_LIMITS`` when None.
+
+    Raises:
+        TypeError: ``model`` is not a ModelProto.
     """
-    return BoundModel(model, limits or DEFAULT_LIMITS)
+    return BoundModel(as_message(model, ModelProto, "bind"), limits or DEFAULT_LIMITS)
+
+
+def model_argument(model: ModelProto | OnnxMessage, bound: BoundModel | None, caller: str) -> ModelProto:
+    """The model a pass (inference, validation) takes, as ours: an onnx ``ModelProto`` is converted.
+
+    Given with the ``bound`` model, an onnx object stands for the copy ``bound`` was made of
+    (``bound.model``): its bindings are cached by that copy's nodes.
+
+    Raises:
+        TypeError: ``model`` is not a ModelProto (the message names ``caller``).
+    """
+    if bound is not None and is_onnx_message(model):
+        as_message(model, ModelProto, caller)  # refuses anything but a ModelProto
+        return bound.model
+    return as_message(model, ModelProto, caller)

@@ -46,13 +46,14 @@ Nodes of ``training_info`` graphs are not walked.
 
 from __future__ import annotations
 
-from onnxcore.graph.bound import BoundModel, function_location
+from onnxcore.graph.bound import BoundModel, function_location, model_argument
 from onnxcore.infer.frames import node_location
 from onnxcore.infer.results import Inference, NodeTypes, TypeMismatch
 from onnxcore.infer.rules import bind_inputs, formal_at
 from onnxcore.infer.shapes import ShapeIncompatibility, ShapeInference, ShapeMismatch, annotate, infer_shapes
 from onnxcore.infer.walk import run
 from onnxcore.limits import Limits
+from onnxcore.proto.bridge import OnnxMessage
 from onnxcore.proto.messages import ModelProto, TypeProto
 from onnxcore.types.typestr import parse_type_string, type_string
 
@@ -77,11 +78,13 @@ __all__ = [
 ]
 
 
-def infer(model: ModelProto, *, limits: Limits | None = None, bound: BoundModel | None = None) -> Inference:
+def infer(
+    model: ModelProto | OnnxMessage, *, limits: Limits | None = None, bound: BoundModel | None = None
+) -> Inference:
     """Infer the type of every value of ``model`` (Clause 9). Never raises on a malformed model.
 
     Args:
-        model: A decoded model.
+        model: A model: onnxcore's, or the onnx package's ``ModelProto`` (converted by its octets).
         limits: ``max_nesting_depth`` bounds the subgraphs walked, ``max_inference_nodes`` the node visits
             (Clause 15.4); those ``bound`` was made under (else ``DEFAULT_LIMITS``) when None.
         bound: The model bound by :func:`onnxcore.graph.bind`, used as is (no second binding); bound here
@@ -89,20 +92,26 @@ def infer(model: ModelProto, *, limits: Limits | None = None, bound: BoundModel 
 
     Returns:
         The :class:`Inference`: known types per graph path, per-node views, and mismatches.
+
+    Raises:
+        TypeError: ``model`` is not a ModelProto.
     """
+    model = model_argument(model, bound, "infer")
     return run(model, limits=limits, bound=bound).type_result
 
 
 def infer_both(
-    model: ModelProto, *, limits: Limits | None = None, bound: BoundModel | None = None
+    model: ModelProto | OnnxMessage, *, limits: Limits | None = None, bound: BoundModel | None = None
 ) -> tuple[Inference, ShapeInference]:
     """:func:`infer` and :func:`infer_shapes` of ``model`` from one walk (arguments as for :func:`infer`)."""
+    model = model_argument(model, bound, "infer_both")
     walk = run(model, limits=limits, bound=bound)
     return walk.type_result, walk.shape_result
 
 
 def infer_types(
-    model: ModelProto, *, limits: Limits | None = None, bound: BoundModel | None = None
+    model: ModelProto | OnnxMessage, *, limits: Limits | None = None, bound: BoundModel | None = None
 ) -> dict[str, dict[str, TypeProto]]:
     """Graph path -> value name -> ``TypeProto`` for every known or inferable type (see :func:`infer`)."""
+    model = model_argument(model, bound, "infer_types")
     return run(model, limits=limits, bound=bound).type_result.types()

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import copy
 
-from onnxcore.graph.bound import BoundModel
+from onnxcore.graph.bound import BoundModel, model_argument
 from onnxcore.infer.results import (
     ShapeIncompatibility,
     ShapeInference,
@@ -29,6 +29,7 @@ from onnxcore.infer.results import (
 from onnxcore.infer.shape_core import ShapeT
 from onnxcore.infer.walk import run
 from onnxcore.limits import Limits
+from onnxcore.proto.bridge import OnnxMessage
 from onnxcore.proto.messages import ModelProto, TensorShapeProto, TypeProto, ValueInfoProto
 
 __all__ = [
@@ -42,11 +43,13 @@ __all__ = [
 ]
 
 
-def infer_shapes(model: ModelProto, *, limits: Limits | None = None, bound: BoundModel | None = None) -> ShapeInference:
+def infer_shapes(
+    model: ModelProto | OnnxMessage, *, limits: Limits | None = None, bound: BoundModel | None = None
+) -> ShapeInference:
     """Infer the shape of every tensor value of ``model`` (Clause 9). Never raises on a malformed model.
 
     Args:
-        model: A decoded model.
+        model: A model: onnxcore's, or the onnx package's ``ModelProto`` (converted by its octets).
         limits: ``max_nesting_depth`` bounds the subgraphs walked, ``max_inference_nodes`` the node visits
             (Clause 15.4); those ``bound`` was made under (else ``DEFAULT_LIMITS``) when None.
         bound: The model bound by :func:`onnxcore.graph.bind`, used as is (no second binding); bound here
@@ -54,7 +57,11 @@ def infer_shapes(model: ModelProto, *, limits: Limits | None = None, bound: Boun
 
     Returns:
         The :class:`ShapeInference`: shapes per graph path, contradictions found, and the nodes no rule covers.
+
+    Raises:
+        TypeError: ``model`` is not a ModelProto.
     """
+    model = model_argument(model, bound, "infer_shapes")
     return run(model, limits=limits, bound=bound, node_types=False).shape_result
 
 
@@ -79,7 +86,9 @@ def _with_shape(tp: TypeProto, shape: ShapeT | None) -> TypeProto:
     return tp
 
 
-def annotate(model: ModelProto, *, limits: Limits | None = None, bound: BoundModel | None = None) -> ModelProto:
+def annotate(
+    model: ModelProto | OnnxMessage, *, limits: Limits | None = None, bound: BoundModel | None = None
+) -> ModelProto:
     """``model`` with what inference tells stated in its top-level graph (a new model; ``model`` is unchanged).
 
     Every node output of the top-level graph that is not a graph output and has no ``value_info`` gets one,
@@ -87,10 +96,15 @@ def annotate(model: ModelProto, *, limits: Limits | None = None, bound: BoundMod
     inferred one. Values whose type is unknown are left out (Clause 9.4).
 
     Args:
-        model: A decoded model.
+        model: A model: onnxcore's, or the onnx package's ``ModelProto``; the result is onnxcore's
+            (:func:`onnxcore.to_onnx` gives it back to onnx).
         limits: As for :func:`infer_shapes`.
         bound: The model bound by :func:`onnxcore.graph.bind`, used as is; bound here when None.
+
+    Raises:
+        TypeError: ``model`` is not a ModelProto.
     """
+    model = model_argument(model, bound, "annotate")
     m = copy.copy(model)
     g = model.graph
     if g is None:

@@ -67,6 +67,22 @@ class AttributeProto(Message):
         SPARSE_TENSORS = 12
         TYPE_PROTOS = 14
 
+    UNDEFINED = AttributeType.UNDEFINED
+    FLOAT = AttributeType.FLOAT
+    INT = AttributeType.INT
+    STRING = AttributeType.STRING
+    TENSOR = AttributeType.TENSOR
+    GRAPH = AttributeType.GRAPH
+    SPARSE_TENSOR = AttributeType.SPARSE_TENSOR
+    TYPE_PROTO = AttributeType.TYPE_PROTO
+    FLOATS = AttributeType.FLOATS
+    INTS = AttributeType.INTS
+    STRINGS = AttributeType.STRINGS
+    TENSORS = AttributeType.TENSORS
+    GRAPHS = AttributeType.GRAPHS
+    SPARSE_TENSORS = AttributeType.SPARSE_TENSORS
+    TYPE_PROTOS = AttributeType.TYPE_PROTOS
+
     name: str
     ref_attr_name: str
     doc_string: str
@@ -721,6 +737,38 @@ class TensorProto(Message):
         DEFAULT = 0
         EXTERNAL = 1
 
+    UNDEFINED = DataType.UNDEFINED
+    FLOAT = DataType.FLOAT
+    UINT8 = DataType.UINT8
+    INT8 = DataType.INT8
+    UINT16 = DataType.UINT16
+    INT16 = DataType.INT16
+    INT32 = DataType.INT32
+    INT64 = DataType.INT64
+    STRING = DataType.STRING
+    BOOL = DataType.BOOL
+    FLOAT16 = DataType.FLOAT16
+    DOUBLE = DataType.DOUBLE
+    UINT32 = DataType.UINT32
+    UINT64 = DataType.UINT64
+    COMPLEX64 = DataType.COMPLEX64
+    COMPLEX128 = DataType.COMPLEX128
+    BFLOAT16 = DataType.BFLOAT16
+    FLOAT8E4M3FN = DataType.FLOAT8E4M3FN
+    FLOAT8E4M3FNUZ = DataType.FLOAT8E4M3FNUZ
+    FLOAT8E5M2 = DataType.FLOAT8E5M2
+    FLOAT8E5M2FNUZ = DataType.FLOAT8E5M2FNUZ
+    UINT4 = DataType.UINT4
+    INT4 = DataType.INT4
+    FLOAT4E2M1 = DataType.FLOAT4E2M1
+    FLOAT8E8M0 = DataType.FLOAT8E8M0
+    UINT2 = DataType.UINT2
+    INT2 = DataType.INT2
+    FLOAT6E2M3 = DataType.FLOAT6E2M3
+    FLOAT6E3M2 = DataType.FLOAT6E3M2
+    DEFAULT = DataLocation.DEFAULT
+    EXTERNAL = DataLocation.EXTERNAL
+
     dims: list[int]
     data_type: int
     segment: TensorProto.Segment | None
@@ -1271,6 +1319,13 @@ class SequenceProto(Message):
         MAP = 4
         OPTIONAL = 5
 
+    UNDEFINED = DataType.UNDEFINED
+    TENSOR = DataType.TENSOR
+    SPARSE_TENSOR = DataType.SPARSE_TENSOR
+    SEQUENCE = DataType.SEQUENCE
+    MAP = DataType.MAP
+    OPTIONAL = DataType.OPTIONAL
+
     name: str
     elem_type: int
     tensor_values: list[TensorProto]
@@ -1362,6 +1417,13 @@ class OptionalProto(Message):
         SEQUENCE = 3
         MAP = 4
         OPTIONAL = 5
+
+    UNDEFINED = DataType.UNDEFINED
+    TENSOR = DataType.TENSOR
+    SPARSE_TENSOR = DataType.SPARSE_TENSOR
+    SEQUENCE = DataType.SEQUENCE
+    MAP = DataType.MAP
+    OPTIONAL = DataType.OPTIONAL
 
     name: str
     elem_type: int

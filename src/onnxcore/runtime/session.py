@@ -23,6 +23,7 @@ from onnxcore.io import load
 from onnxcore.kernels.registry import KernelSet
 from onnxcore.limits import DEFAULT_LIMITS, Limits, limits_in_effect
 from onnxcore.proto import ModelProto, TypeProto
+from onnxcore.proto.bridge import as_message, is_onnx_message
 from onnxcore.runtime.compile import CompileEnv, compile_graph
 from onnxcore.runtime.feeds import check_feed
 from onnxcore.runtime.plan import GraphIR, Plan
@@ -88,8 +89,10 @@ def _load(model_or_path: Any) -> tuple[ModelProto, Path | None]:
     if isinstance(model_or_path, str | os.PathLike):
         path = Path(model_or_path)
         return load(path), path.resolve().parent
+    if is_onnx_message(model_or_path):  # onnx's ModelProto, by its octets; another of its messages is refused
+        return as_message(model_or_path, ModelProto, "Session"), None
     serialize = getattr(model_or_path, "SerializeToString", None)
-    if callable(serialize):  # a protobuf-generated ModelProto (onnx's), taken by its octets
+    if callable(serialize):  # another object that gives a model's octets
         return load(bytes(serialize())), None
     raise TypeError(f"Session: expected a ModelProto, bytes or a path, got {type(model_or_path).__name__}")
 

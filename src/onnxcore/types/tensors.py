@@ -20,6 +20,7 @@ import numpy.typing as npt
 from onnxcore.errors import TensorError
 from onnxcore.external.read import read_external_tensor_bytes
 from onnxcore.proto import TensorProto
+from onnxcore.proto.bridge import OnnxMessage, as_message
 from onnxcore.proto.codec import NanBits
 from onnxcore.types.elements import ElementType, ElementTypeError, element_type
 from onnxcore.types.packing import (
@@ -110,7 +111,7 @@ def _element_type_of(tensor: TensorProto) -> ElementType:
         raise ElementTypeError(f"{_label(tensor)}: {e}") from None
 
 
-def to_array(tensor: TensorProto, *, base_dir: str | None = None) -> npt.NDArray[Any]:
+def to_array(tensor: TensorProto | OnnxMessage, *, base_dir: str | None = None) -> npt.NDArray[Any]:
     """The contents of ``tensor`` as a numpy array of its element type's dtype.
 
     Raw storage gives a read-only zero-copy view of ``raw_data`` where the layout allows it (types
@@ -118,16 +119,16 @@ def to_array(tensor: TensorProto, *, base_dir: str | None = None) -> npt.NDArray
     object array of ``bytes``. A rank-0 tensor gives a 0-d array.
 
     Args:
-        tensor: The tensor.
+        tensor: The tensor: onnxcore's, or the onnx package's ``TensorProto`` (converted by its octets).
         base_dir: Directory that external data locations are relative to (Clause 13).
 
     Raises:
         TensorError: Unknown or UNDEFINED element type, a data length that disagrees with ``dims``,
             data in both raw and typed storage or in a field of another type, or a ``segment``.
         ExternalDataError: external data whose reference is refused or cannot be read (Clause 15).
+        MessageTypeError: ``tensor`` is not a TensorProto (a ``TypeError``).
     """
-    if not isinstance(tensor, TensorProto):
-        raise TensorError(f"to_array expects a TensorProto, got {type(tensor).__name__}")
+    tensor = as_message(tensor, TensorProto, "to_array")
     if tensor.segment is not None:
         raise TensorError(f"{_label(tensor)}: tensors with a segment are not supported")
     et = _element_type_of(tensor)

@@ -16,6 +16,7 @@ import numpy.typing as npt
 from onnxcore.errors import LimitError, TensorError
 from onnxcore.limits import DEFAULT_LIMITS, Limits
 from onnxcore.proto import MapProto, OptionalProto, SequenceProto, SparseTensorProto, TensorProto
+from onnxcore.proto.bridge import as_message
 from onnxcore.types.elements import ElementType, ElementTypeError, element_type
 from onnxcore.types.tensors import from_array, to_array
 from onnxcore.types.valuetypes import (
@@ -31,6 +32,7 @@ from onnxcore.types.valuetypes import (
 __all__ = ["SparseTensor", "value_from_proto", "value_to_proto", "value_type_of"]
 
 _MAX_NESTING = 64  # nesting deeper than this is refused rather than exhausting the stack
+_VALUE_MESSAGES = (TensorProto, SparseTensorProto, SequenceProto, MapProto, OptionalProto)
 
 
 class SparseTensor:
@@ -157,9 +159,13 @@ _INTEGRAL_KEYS = frozenset(
 def value_from_proto(msg: Any, *, base_dir: str | None = None) -> Any:
     """The runtime value of a TensorProto, SequenceProto, MapProto, OptionalProto or SparseTensorProto.
 
+    The onnx package's messages of those kinds are accepted (converted by their octets).
+
     Raises:
         TensorError: Malformed contents (sizes, types, a map whose keys and values differ in number).
+        MessageTypeError: ``msg`` is none of those messages (a ``TypeError``).
     """
+    msg = as_message(msg, _VALUE_MESSAGES, "value_from_proto")
     return _from(msg, base_dir, 0)
 
 

@@ -8,6 +8,7 @@ from typing import Any, Union, overload
 
 from onnxcore.errors import ShapeError
 from onnxcore.proto import TensorShapeProto, TypeProto
+from onnxcore.proto.bridge import OnnxMessage, as_message
 from onnxcore.types import typestr
 from onnxcore.types.elements import ElementType, element_type
 
@@ -362,15 +363,19 @@ def _elem(tag: int) -> ElementType | None:
     return None if tag == 0 else element_type(tag)
 
 
-def type_from_proto(proto: TypeProto | None) -> ValueType | None:
+def type_from_proto(proto: TypeProto | OnnxMessage | None) -> ValueType | None:
     """The value type a TypeProto denotes; None when no kind is set (an unstated type).
+
+    The onnx package's ``TypeProto`` is accepted (converted by its octets).
 
     Raises:
         ElementTypeError: An element type tag outside Table 5.
         ShapeError: A negative dimension extent.
+        MessageTypeError: ``proto`` is not a TypeProto (a ``TypeError``).
     """
     if proto is None:
         return None
+    proto = as_message(proto, TypeProto, "type_from_proto")
     den = proto.denotation
     which = proto.which_oneof("value")
     if which == "tensor_type":

@@ -18,8 +18,9 @@ from onnxcore.validate import rules_function  # noqa: F401
 # isort: on
 from onnxcore import io
 from onnxcore.errors import DecodeError, LimitError
-from onnxcore.graph.bound import BoundModel
+from onnxcore.graph.bound import BoundModel, model_argument
 from onnxcore.limits import DEFAULT_LIMITS, Limits
+from onnxcore.proto.bridge import OnnxMessage, is_onnx_message
 from onnxcore.proto.messages import ModelProto
 from onnxcore.validate.catalog import CHECK_RULES, rule
 from onnxcore.validate.context import Context
@@ -53,7 +54,7 @@ def _load(source: str | os.PathLike[str] | bytes | bytearray | memoryview, limit
 
 
 def check(
-    model_or_path: ModelProto | str | os.PathLike[str] | bytes | bytearray | memoryview,
+    model_or_path: ModelProto | OnnxMessage | str | os.PathLike[str] | bytes | bytearray | memoryview,
     *,
     full: bool = True,
     limits: Limits | None = None,
@@ -67,8 +68,8 @@ def check(
     external data is verified by reference (Clause 13.2, 15.3), not loaded.
 
     Args:
-        model_or_path: A decoded :class:`~onnxcore.ModelProto`, the octets of one, or a path to a
-            model file (loaded without its external data).
+        model_or_path: A decoded :class:`~onnxcore.ModelProto` (or the onnx package's, converted by its
+            octets), the octets of one, or a path to a model file (loaded without its external data).
         full: Also run the type checks (Clause 10.3, by type inference) and read sparse indices.
         limits: Resource limits (Clause 15.4); :data:`onnxcore.DEFAULT_LIMITS` when None.
         base_dir: Directory against which external references are resolved and verified; a
@@ -80,14 +81,16 @@ def check(
         The :class:`Report`.
 
     Raises:
-        OnnxCoreError: the file cannot be read at all (it does not exist, or is not readable).
+        OnnxCoreError: the file cannot be read at all: a :class:`~onnxcore.errors.ModelFileNotFoundError`
+            (a ``FileNotFoundError`` too) when it does not exist, and likewise ``IsADirectoryError`` and
+            ``PermissionError``.
         TypeError: ``model_or_path`` is none of the accepted kinds.
     """
     lim = limits or DEFAULT_LIMITS
     report = Report()
     model: ModelProto
-    if isinstance(model_or_path, ModelProto):
-        model = model_or_path
+    if isinstance(model_or_path, ModelProto) or is_onnx_message(model_or_path):
+        model = model_argument(model_or_path, bound, "check")
     elif isinstance(model_or_path, bytes | bytearray | memoryview | str | os.PathLike):
         is_path = isinstance(model_or_path, str | os.PathLike)
         if is_path:
