@@ -325,6 +325,8 @@ def _generate(directory: str) -> int:
         return generate_node_package(directory)
     except OSError as e:
         raise CliError(f"cannot write {e.filename or directory}: {e.strerror or e}") from None
+    except OnnxCoreError as e:  # onnx missing or failing in the child process: the package cannot be made here
+        raise CliError(str(e)) from None
 
 
 def cmd_conformance(args: argparse.Namespace) -> int:
