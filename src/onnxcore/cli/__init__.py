@@ -1,7 +1,8 @@
 """The ``onnxcore`` command.
 
 Exit codes: 0 success (and, for ``check``, no error findings); 1 the model has errors, a run or a
-comparison failed, or the file is corrupt; 2 the file cannot be read or the arguments are wrong.
+comparison failed, or the file is corrupt; 2 a file cannot be read or written, or the arguments are
+wrong. Every failure is one line on standard error, ``onnxcore COMMAND: what``, never a traceback.
 """
 
 from __future__ import annotations
@@ -9,45 +10,91 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import NoReturn
 
 from onnxcore import __version__
+from onnxcore.errors import OnnxCoreError
 
 __all__ = ["main"]
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument error is one line on stderr (``onnxcore run: argument --profile: ...``) and exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def _count(text: str) -> int:
+    """A non-negative integer argument."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"expected 0 or more, got {n}")
+    return n
+
+
+def _positive(text: str) -> int:
+    """A positive integer argument."""
+    n = _count(text)
+    if n == 0:
+        raise argparse.ArgumentTypeError("expected 1 or more, got 0")
+    return n
+
+
+def _allow_outside(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--allow-outside",
+        action="store_true",
+        help="let external data lie outside the model's directory or behind symbolic links (e.g. a Hugging "
+        "Face cache); only for models you trust (Clause 15.3)",
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="onnxcore",
         description="Read, write, validate and run ONNX models (ONNX Part 1).",
         epilog="exit codes: 0 success; 1 the model has errors, decoding failed, or a run/case failed; "
-        "2 a file cannot be read or the arguments are wrong",
+        "2 a file cannot be read or written, or the arguments are wrong",
     )
     p.add_argument("--version", action="version", version=_version())
-    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     d = sub.add_parser("demo", help="validate and run the model bundled with onnxcore, and print the result")
     d.add_argument("--json", action="store_true", help="print the result as JSON")
 
-    c = sub.add_parser("check", help="validate a model (Clause 10): every finding, with severity and clause")
-    c.add_argument("model")
-    c.add_argument("--json", action="store_true", help="print the report as JSON")
+    c = sub.add_parser(
+        "check",
+        help="validate models (Clause 10): every finding, with severity and clause",
+        description="Validate each MODEL; the exit code is the worst of them (2 unreadable, 1 errors, 0 none).",
+    )
+    c.add_argument("model", nargs="+")
+    c.add_argument("--json", action="store_true", help="print the report as JSON (several models: a list)")
     c.add_argument("--fast", action="store_true", help="skip the type and shape checks (full=False)")
     c.add_argument("--errors-only", action="store_true", help="omit warnings from the text report")
+    _allow_outside(c)
 
     i = sub.add_parser("inspect", help="show a model field by field with offsets, without reading weights")
     i.add_argument("model")
-    i.add_argument("--depth", type=int, default=2, help="how deep to expand embedded messages (default 2)")
-    i.add_argument("--max-items", type=int, default=20, help="elements of a repeated field shown (default 20)")
+    i.add_argument("--depth", type=_count, default=2, help="how deep to expand embedded messages (default 2)")
+    i.add_argument("--max-items", type=_count, default=20, help="elements of a repeated field shown (default 20)")
     i.add_argument("--json", action="store_true", help="print the rows as JSON")
 
     r = sub.add_parser("run", help="run a model on inputs from .npy or .pb files")
     r.add_argument("model")
     r.add_argument("--input", action="append", default=[], metavar="NAME=FILE", help="a graph input (repeatable)")
-    r.add_argument("--output-dir", help="write each output to OUTPUT_DIR/<name>.npy")
+    r.add_argument(
+        "--output-dir",
+        help="write each tensor output to OUTPUT_DIR as .npy (strings as unicode), each sequence, map or "
+        "optional as .json, and names.json mapping each output name to its file (names are %%-escaped)",
+    )
     r.add_argument("--json", action="store_true", help="print shapes, types and previews as JSON")
     r.add_argument(
         "--profile",
-        type=int,
+        type=_count,
         nargs="?",
         const=5,
         default=0,
@@ -55,12 +102,15 @@ def _parser() -> argparse.ArgumentParser:
         help="also time each step of the plan over RUNS runs (default 5): the costliest steps, the time per "
         'operator (with --json: {"outputs": ..., "profile": ...})',
     )
+    r.add_argument("--no-check", action="store_true", help="do not validate the model first (Session(check=False))")
+    _allow_outside(r)
 
     v = sub.add_parser("convert", help="re-save a model: external data, canonical form, inline")
     v.add_argument("model")
     v.add_argument("out")
-    v.add_argument("--external-data", action="store_true", help="move large tensors to a data file beside OUT")
-    v.add_argument("--inline", action="store_true", help="bring external contents into the model file")
+    layout = v.add_mutually_exclusive_group()
+    layout.add_argument("--external-data", action="store_true", help="move large tensors to a data file beside OUT")
+    layout.add_argument("--inline", action="store_true", help="bring external contents into the model file")
     v.add_argument("--canonical", action="store_true", help="write the canonical form (docs/canonical.md)")
     v.add_argument(
         "--infer-shapes",
@@ -68,26 +118,33 @@ def _parser() -> argparse.ArgumentParser:
         help="state the inferred type and shape of each intermediate value (value_info) and the shape of each "
         "output declared without one (Clause 9)",
     )
+    _allow_outside(v)
 
     k = sub.add_parser("conformance", help="run a test package laid out as the ONNX 1-3 vectors (Clause 4, 11)")
     k.add_argument("directory", help="the test package (cases with model.onnx and test_data_set_N/)")
     k.add_argument("--filter", metavar="PATTERN", help="only cases whose name matches this glob")
-    k.add_argument("--json", metavar="FILE", help="write one record per case to FILE")
-    k.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
+    k.add_argument(
+        "--json",
+        metavar="FILE",
+        help="write one record per case to FILE ('-': standard output, the summary then goes to standard error)",
+    )
+    k.add_argument("--jobs", type=_positive, default=1, help="worker processes (default 1)")
     k.add_argument(
         "--generate", action="store_true", help="write the ONNX 1-3 node package into DIRECTORY (needs onnx)"
     )
 
     st = sub.add_parser("statement", help="generate the conformance statement of Annex A from a fresh test run")
-    st.add_argument("--json", action="store_true", help="print it as JSON")
-    st.add_argument("--markdown", action="store_true", help="print it as Markdown (the default)")
+    form = st.add_mutually_exclusive_group()
+    form.add_argument("--json", action="store_true", help="print it as JSON")
+    form.add_argument("--markdown", action="store_true", help="print it as Markdown (the default)")
     st.add_argument("--package", metavar="DIR", help="the test package to run (default: generate it, needs onnx)")
-    st.add_argument("--jobs", type=int, default=1, help="worker processes for the run (default 1)")
+    st.add_argument("--jobs", type=_positive, default=1, help="worker processes for the run (default 1)")
     st.add_argument("--output", metavar="FILE", help="write to FILE instead of standard output")
 
     h = sub.add_parser("hash", help="SHA-256 of the canonical encoding with external contents included")
     h.add_argument("model")
     h.add_argument("--json", action="store_true")
+    _allow_outside(h)
     return p
 
 
@@ -96,18 +153,48 @@ def _version() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``onnxcore`` command; returns the exit code."""
+    """Entry point of the ``onnxcore`` command; returns the exit code.
+
+    Args:
+        argv: The arguments (default: ``sys.argv[1:]``).
+
+    Returns:
+        0 success; 1 the model has errors, decoding failed, a run or a case failed; 2 a file cannot be
+        read or written, or the arguments are wrong. A failure is one line on standard error.
+    """
     try:
-        return _main(argv)
+        args = _parser().parse_args(argv)
+    except SystemExit as e:  # --help, --version, an argument error: argparse has printed its line
+        return e.code if isinstance(e.code, int) else 2
+    prog = f"onnxcore {args.command}" if args.command else "onnxcore"
+    try:
+        return _main(args)
     except BrokenPipeError:
         # Output piped into a reader that stopped early (e.g. ``| head``): not an error of ours.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+    except KeyboardInterrupt:
+        print(f"\n{prog}: interrupted", file=sys.stderr)
+        return 130
+    except OSError as e:  # before OnnxCoreError: a file error may be both, and is exit code 2
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"{prog}: {where}{e.strerror or e}", file=sys.stderr)
+        return 2
+    except OnnxCoreError as e:
+        print(f"{prog}: {_one_line(e)}", file=sys.stderr)
+        return getattr(e, "code", 1)
+    except Exception as e:  # a defect of ours: still one line, never a traceback for the user
+        print(f"{prog}: internal error: {type(e).__name__}: {_one_line(e)}", file=sys.stderr)
+        return 1
 
 
-def _main(argv: list[str] | None) -> int:
-    args = _parser().parse_args(argv)
+def _one_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
+def _main(args: argparse.Namespace) -> int:
     if args.command is None:
         _parser().print_help()
         return 2

@@ -6,7 +6,9 @@ import argparse
 import dataclasses
 import hashlib
 import json
+import os
 import sys
+import tempfile
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -14,7 +16,8 @@ from typing import Any
 import numpy as np
 
 import onnxcore
-from onnxcore.cli.validate import main as check_main
+from onnxcore.cli.files import NAMES_FILE, CliError, check_writable, load_npy, write_outputs, write_text
+from onnxcore.cli.validate import check_models
 from onnxcore.conformance.generate import generate_node_package
 from onnxcore.conformance.runner import discover, run_package, summarize_by_operator, terminal_progress
 from onnxcore.conformance.statement import build_statement, render_markdown
@@ -23,7 +26,19 @@ from onnxcore.infer import annotate
 from onnxcore.proto.codec import encode_parts
 from onnxcore.types import value_from_proto
 
-__all__ = ["bundled_model_path", "model_digest", "cmd_demo", "cmd_check", "cmd_run", "cmd_convert", "cmd_hash"]
+__all__ = [
+    "bundled_model_path",
+    "model_digest",
+    "output_table",
+    "profile_table",
+    "cmd_demo",
+    "cmd_check",
+    "cmd_run",
+    "cmd_convert",
+    "cmd_hash",
+    "cmd_conformance",
+    "cmd_statement",
+]
 
 # Four flowers (sepal length, sepal width, petal length, petal width) for the demo.
 _DEMO_INPUT = np.array(
@@ -51,14 +66,21 @@ def _preview(value: Any) -> dict[str, Any]:
     return {"value": repr(value)}
 
 
-def _unreadable(path: str) -> bool:
-    """True when ``path`` cannot be opened for reading (exit code 2 rather than 1)."""
+def _require_readable(path: str) -> None:
+    """Refuse (exit code 2) a model file that cannot be opened for reading."""
     try:
         with open(path, "rb"):
-            return False
+            pass
     except OSError as e:
-        print(f"error: cannot read {path}: {e.strerror or e}", file=sys.stderr)
-        return True
+        raise CliError(f"cannot read {path}: {e.strerror or e}") from None
+
+
+def _status(command: str, text: str | None) -> None:
+    """A one-line status on stderr while long work goes on, only on a terminal (None clears it)."""
+    if not sys.stderr.isatty():
+        return
+    sys.stderr.write(f"\r\x1b[K{command}: {text}" if text else "\r\x1b[K")
+    sys.stderr.flush()
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -96,65 +118,133 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    """Validate a model; exit 0 without errors, 1 with errors, 2 if unreadable."""
+    """Validate models; exit 0 without errors, 1 with errors, 2 if one is unreadable (the worst of them)."""
 
-    flags = [f for f, on in (("--json", args.json), ("--fast", args.fast), ("--errors-only", args.errors_only)) if on]
-    return check_main([args.model, *flags])
+    return check_models(
+        args.model,
+        as_json=args.json,
+        full=not args.fast,
+        errors_only=args.errors_only,
+        allow_outside=args.allow_outside,
+    )
 
 
 def _load_input(spec: str) -> tuple[str, Any]:
+    """``NAME=FILE``: the value of a .npy file (by its magic, whatever its suffix) or of a serialized proto."""
     name, sep, file = spec.partition("=")
-    if not sep:
-        raise OnnxCoreError(f"--input expects NAME=FILE, got {spec!r}")
-    path = Path(file)
-    if path.suffix == ".npy":
-        return name, np.load(path, allow_pickle=False)
-
-    data = path.read_bytes()
+    if not sep or not name or not file:
+        raise CliError(f"--input {spec}: expected NAME=FILE")
+    try:
+        with open(file, "rb") as fh:
+            head = fh.read(6)
+    except OSError as e:
+        raise CliError(f"--input {spec}: cannot read {file}: {e.strerror or e}") from None
+    if head == b"\x93NUMPY" or file.endswith(".npy"):
+        return name, load_npy(file)
+    try:
+        data = Path(file).read_bytes()
+    except OSError as e:
+        raise CliError(f"--input {spec}: cannot read {file}: {e.strerror or e}") from None
     for cls in (onnxcore.TensorProto, onnxcore.SequenceProto, onnxcore.MapProto, onnxcore.OptionalProto):
         try:
             return name, value_from_proto(onnxcore.decode(cls, data))
         except OnnxCoreError:
             continue
-    raise OnnxCoreError(f"{file}: not a TensorProto, SequenceProto, MapProto or OptionalProto")
+    raise CliError(
+        f"--input {spec}: {file} is neither a .npy file nor a TensorProto, SequenceProto, MapProto or OptionalProto"
+    )
+
+
+def _open_session(path: str, *, check: bool, allow_outside: bool) -> onnxcore.Session:
+    if not allow_outside:
+        return onnxcore.Session(path, check=check)
+    # The session loads a path under the default rules; the opt-in needs the model loaded here.
+    return onnxcore.Session(onnxcore.load(path, allow_outside=True), check=check)
+
+
+def _few(names: list[str], limit: int = 5) -> str:
+    shown = ", ".join(names[:limit])
+    return f"{shown} and {len(names) - limit} more" if len(names) > limit else shown or "none"
+
+
+def _check_feeds(session: onnxcore.Session, feeds: dict[str, Any]) -> None:
+    """Unknown and missing input names are argument errors (exit code 2), listing only the inputs to feed."""
+    known = {d.name for d in session.inputs}
+    # An input with an initializer (every weight, in a model of IR version < 4) needs no feed.
+    needed = [d.name for d in session.inputs if not d.has_default]
+    for name in feeds:
+        if name not in known:
+            raise CliError(f"--input {name}: the model has no input {name!r}; inputs to feed: {_few(needed)}")
+    missing = [n for n in needed if n not in feeds]
+    if missing:
+        raise CliError(f"missing --input for {_few(missing)}")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """Run a model; print shapes, types and a preview; optionally write .npy outputs."""
+    """Run a model; print a table of outputs (or JSON); optionally write them to a directory."""
 
-    if _unreadable(args.model):
-        return 2
-    try:
-        feeds = dict(_load_input(s) for s in args.input)
-        session = onnxcore.Session(args.model)
-    except (OSError, OnnxCoreError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2 if isinstance(e, OSError) else 1
-    try:
-        outputs = session.run(None, feeds)
-        steps = session.profile(feeds, repeat=args.profile) if args.profile else None
-    except OnnxCoreError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    names = [o.name for o in session.outputs]
-    if args.output_dir:
-        out = Path(args.output_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        for n, v in zip(names, outputs):
-            if isinstance(v, np.ndarray):
-                np.save(out / f"{n}.npy", v, allow_pickle=v.dtype == object)
+    _require_readable(args.model)
+    feeds: dict[str, Any] = {}
+    for spec in args.input:
+        name, value = _load_input(spec)
+        if name in feeds:
+            raise CliError(f"--input {spec}: {name!r} is given twice")
+        feeds[name] = value
+    if args.output_dir and os.path.exists(args.output_dir) and not os.path.isdir(args.output_dir):
+        raise CliError(f"--output-dir {args.output_dir}: exists and is not a directory")
+    session = _open_session(args.model, check=not args.no_check, allow_outside=args.allow_outside)
+    _check_feeds(session, feeds)
+    outputs = session.run(None, feeds)
+    steps = session.profile(feeds, repeat=args.profile) if args.profile else None
+    named = dict(zip([o.name for o in session.outputs], outputs))
+    files = write_outputs(args.output_dir, named) if args.output_dir else None
     if args.json:
-        doc: dict[str, Any] = {n: _preview(v) for n, v in zip(names, outputs)}
+        doc: dict[str, Any] = {n: _preview(v) for n, v in named.items()}
         if steps is not None:
             doc = {"outputs": doc, "profile": {"runs": args.profile, "steps": [dataclasses.asdict(s) for s in steps]}}
         print(json.dumps(doc, indent=1))
-    else:
-        for n, v in zip(names, outputs):
-            p = _preview(v)
-            print(f"{n}: {json.dumps(p)}")
-        if steps is not None:
-            print(profile_table(steps, args.profile))
+        return 0
+    print(output_table(named))
+    if files is not None:
+        print(f"wrote {len(files)} outputs to {args.output_dir} ({NAMES_FILE} maps each output name to its file)")
+    if steps is not None:
+        print(profile_table(steps, args.profile))
     return 0
+
+
+def _describe(value: Any) -> tuple[str, str, str]:
+    """(type, shape, preview) of a runtime value, for the table of ``run``."""
+    if isinstance(value, np.ndarray):
+        dtype = "string" if value.dtype == object else str(value.dtype)
+        flat = value.ravel()
+        items = []
+        for x in flat[:6].tolist():
+            if isinstance(x, bytes):
+                x = x.decode("utf-8", "replace")
+            if isinstance(x, str):
+                items.append(repr(x if len(x) <= 20 else x[:17] + "..."))
+            elif isinstance(x, float):
+                items.append(f"{x:.6g}")
+            else:
+                items.append(str(x))
+        more = ", ..." if flat.size > 6 else ""
+        return f"tensor({dtype})", str(list(value.shape)), ", ".join(items) + more
+    if isinstance(value, list):
+        inner = _describe(value[0])[0] if value else "?"
+        return f"sequence({inner})", f"{len(value)} items", ""
+    if isinstance(value, dict):
+        return "map", f"{len(value)} entries", ", ".join(str(k) for k in list(value)[:6])
+    if value is None:
+        return "optional", "-", "(empty)"
+    return type(value).__name__, "-", repr(value)[:60]
+
+
+def output_table(named: dict[str, Any]) -> str:
+    """The outputs of a run as a text table: name, type, shape and the first elements."""
+    rows = [("output", "type", "shape", "preview")]
+    rows += [(n if len(n) <= 48 else n[:45] + "...", *_describe(v)) for n, v in named.items()]
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    return "\n".join(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:<{widths[2]}}  {r[3]}".rstrip() for r in rows)
 
 
 def profile_table(steps: list[Any], runs: int, *, top: int = 15) -> str:
@@ -179,29 +269,40 @@ def profile_table(steps: list[Any], runs: int, *, top: int = 15) -> str:
 def cmd_convert(args: argparse.Namespace) -> int:
     """Re-save a model with another layout."""
 
-    if _unreadable(args.model):
-        return 2
+    _require_readable(args.model)
+    check_writable(args.out)
     try:
-        model = onnxcore.load(args.model)
+        _status("onnxcore convert", f"loading {args.model}")
+        model = onnxcore.load(args.model, allow_outside=args.allow_outside)
         if args.inline:
+            _status("onnxcore convert", "bringing external data inline")
             model = onnxcore.internalize(model)
         if args.infer_shapes:
+            _status("onnxcore convert", "inferring shapes")
             model = annotate(model)
-        onnxcore.save(model, args.out, external_data=bool(args.external_data), canonical=bool(args.canonical))
-    except (OSError, OnnxCoreError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2 if isinstance(e, OSError) else 1
+        _status("onnxcore convert", f"writing {args.out}")
+        try:
+            onnxcore.save(model, args.out, external_data=bool(args.external_data), canonical=bool(args.canonical))
+        except OSError as e:
+            # save writes through a temporary file: name the file the user asked for, not that one.
+            raise CliError(f"cannot write {args.out}: {e.strerror or e}") from None
+    finally:
+        _status("onnxcore convert", None)
     return 0
 
 
-def model_digest(path: str | Path) -> str:
+def model_digest(path: str | Path, *, allow_outside: bool = False) -> str:
     """SHA-256 of the canonical encoding of the model at ``path``, external contents inlined.
 
     The same content gives the same digest whether the weights are inline or external and
     whatever order another writer put the fields in (canonical form, docs/canonical.md).
+
+    Args:
+        path: The model file.
+        allow_outside: Let external data lie outside the model's directory (Clause 15.3).
     """
 
-    model = onnxcore.internalize(onnxcore.load(path))
+    model = onnxcore.internalize(onnxcore.load(path, allow_outside=allow_outside))
     h = hashlib.sha256()
     for part in encode_parts(model, canonical=True).parts():
         h.update(part)
@@ -210,13 +311,8 @@ def model_digest(path: str | Path) -> str:
 
 def cmd_hash(args: argparse.Namespace) -> int:
     """Print the content digest of a model."""
-    if _unreadable(args.model):
-        return 2
-    try:
-        digest = model_digest(args.model)
-    except (OSError, OnnxCoreError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2 if isinstance(e, OSError) else 1
+    _require_readable(args.model)
+    digest = model_digest(args.model, allow_outside=args.allow_outside)
     if args.json:
         print(json.dumps({"model": args.model, "sha256": digest}))
     else:
@@ -224,61 +320,64 @@ def cmd_hash(args: argparse.Namespace) -> int:
     return 0
 
 
+def _generate(directory: str) -> int:
+    try:
+        return generate_node_package(directory)
+    except OSError as e:
+        raise CliError(f"cannot write {e.filename or directory}: {e.strerror or e}") from None
+    except OnnxCoreError as e:  # onnx missing or failing in the child process: the package cannot be made here
+        raise CliError(str(e)) from None
+
+
 def cmd_conformance(args: argparse.Namespace) -> int:
     """Run (or generate) a test package; exit 0 when no case failed or errored, 1 otherwise."""
 
     if args.generate:
-        try:
-            n = generate_node_package(args.directory)
-        except OnnxCoreError as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 2
+        n = _generate(args.directory)
         print(f"wrote {n} node cases under {Path(args.directory) / 'node'}")
         return 0
+    if not Path(args.directory).is_dir():
+        raise CliError(f"{args.directory}: no such directory")
+    if args.json:
+        check_writable(args.json)
     cases = discover(args.directory, args.filter)
     if not cases:
-        print(f"error: no cases (directories with model.onnx) under {args.directory}", file=sys.stderr)
-        return 2
-    results = run_package(cases, jobs=max(1, args.jobs), progress=terminal_progress)
+        raise CliError(f"no cases (directories with model.onnx) under {args.directory}")
+    results = run_package(cases, jobs=args.jobs, progress=terminal_progress)
+    # With the records on standard output, the human summary goes to standard error.
+    out = sys.stderr if args.json == "-" else sys.stdout
     if args.json:
-        Path(args.json).write_text(json.dumps([r.to_dict() for r in results], indent=1), encoding="utf-8")
+        write_text(args.json, json.dumps([r.to_dict() for r in results], indent=1) + "\n")
     table = summarize_by_operator(results)
-    print(f"{'operator':<32} {'pass':>6} {'fail':>6} {'error':>6} {'unsupp':>7}")
+    print(f"{'operator':<32} {'pass':>6} {'fail':>6} {'error':>6} {'unsupp':>7}", file=out)
     for op, row in table.items():
-        print(f"{op:<32} {row['pass']:>6} {row['fail']:>6} {row['error']:>6} {row['unsupported']:>7}")
+        print(f"{op:<32} {row['pass']:>6} {row['fail']:>6} {row['error']:>6} {row['unsupported']:>7}", file=out)
     counts = {s: sum(1 for r in results if r.status == s) for s in ("pass", "fail", "error", "unsupported")}
     for r in results:
         if r.status in ("fail", "error"):
-            print(f"{r.status.upper()} {r.name}: {r.where} {r.detail.splitlines()[0] if r.detail else ''}")
+            print(f"{r.status.upper()} {r.name}: {r.where} {r.detail.splitlines()[0] if r.detail else ''}", file=out)
     print(
         f"{len(results)} cases: {counts['pass']} passed, {counts['fail']} failed, "
-        f"{counts['error']} errors, {counts['unsupported']} unsupported"
+        f"{counts['error']} errors, {counts['unsupported']} unsupported",
+        file=out,
     )
     return 0 if counts["fail"] == 0 and counts["error"] == 0 else 1
 
 
 def cmd_statement(args: argparse.Namespace) -> int:
     """Generate the conformance statement (Annex A) from a fresh run of the test package."""
-    import tempfile
-
+    if args.output:
+        check_writable(args.output)
     with tempfile.TemporaryDirectory() as tmp:
         package = args.package
         if package is None:
-            try:
-                generate_node_package(tmp)
-            except OnnxCoreError as e:
-                print(f"error: {e}", file=sys.stderr)
-                return 2
+            _generate(tmp)
             package = str(Path(tmp) / "node")
         cases = discover(package)
         if not cases:
-            print(f"error: no cases under {package}", file=sys.stderr)
-            return 2
-        results = run_package(cases, jobs=max(1, args.jobs), progress=terminal_progress)
+            raise CliError(f"no cases (directories with model.onnx) under {package}")
+        results = run_package(cases, jobs=args.jobs, progress=terminal_progress)
     st = build_statement(results)
     text = json.dumps(st, indent=1) + "\n" if args.json else render_markdown(st)
-    if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
-    else:
-        sys.stdout.write(text)
+    write_text(args.output or "-", text)
     return 0

@@ -212,8 +212,8 @@ def run_inspect(path: str, *, depth: int, max_items: int, as_json: bool, out: Te
         out = sys.stdout
     try:
         buf, _ = read_source(path)
-    except OnnxCoreError as e:
-        print(f"error: {e}", file=sys.stderr)
+    except (OnnxCoreError, OSError) as e:
+        print(f"onnxcore inspect: {e}", file=sys.stderr)
         return 2
     rows: list[dict[str, Any]] = []
     try:
