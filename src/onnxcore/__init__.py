@@ -27,7 +27,20 @@ from onnxcore.limits import DEFAULT_LIMITS, Limits
 
 if TYPE_CHECKING:
     from onnxcore.external import externalize, internalize, load_external_data
-    from onnxcore.runtime import Session
+    from onnxcore.runtime import (
+        ExecutionMode,
+        GraphOptimizationLevel,
+        InferenceSession,
+        ModelMetadata,
+        NodeArg,
+        ProviderError,
+        RunOptions,
+        Session,
+        SessionOptions,
+        UnsupportedFeatureError,
+        get_available_providers,
+        get_device,
+    )
     from onnxcore.types import (
         Dim,
         ElementType,
@@ -113,6 +126,18 @@ _LAZY: dict[str, str] = {
     "internalize": "onnxcore.external",
     # Clause 8 (runtime/)
     "Session": "onnxcore.runtime",
+    # onnxruntime's Python API over Session (runtime/ort_api.py)
+    "ExecutionMode": "onnxcore.runtime",
+    "GraphOptimizationLevel": "onnxcore.runtime",
+    "InferenceSession": "onnxcore.runtime",
+    "ModelMetadata": "onnxcore.runtime",
+    "NodeArg": "onnxcore.runtime",
+    "ProviderError": "onnxcore.runtime",
+    "RunOptions": "onnxcore.runtime",
+    "SessionOptions": "onnxcore.runtime",
+    "UnsupportedFeatureError": "onnxcore.runtime",
+    "get_available_providers": "onnxcore.runtime",
+    "get_device": "onnxcore.runtime",
 }
 
 
@@ -145,12 +170,17 @@ __all__ = [
     "encode",
     "EncodeError",
     "EvaluationError",
+    "ExecutionMode",
     "ExternalDataError",
     "externalize",
     "Finding",
     "from_array",
     "FunctionProto",
+    "get_available_providers",
+    "get_device",
+    "GraphOptimizationLevel",
     "GraphProto",
+    "InferenceSession",
     "InputError",
     "internalize",
     "IntIntListEntryProto",
@@ -161,7 +191,9 @@ __all__ = [
     "MapProto",
     "MapType",
     "Message",
+    "ModelMetadata",
     "ModelProto",
+    "NodeArg",
     "NodeDeviceConfigurationProto",
     "NodeProto",
     "OnnxCoreError",
@@ -172,11 +204,14 @@ __all__ = [
     "OperatorStatus",
     "OptionalProto",
     "OptionalType",
+    "ProviderError",
     "Report",
+    "RunOptions",
     "save",
     "SequenceProto",
     "SequenceType",
     "Session",
+    "SessionOptions",
     "Shape",
     "ShapeError",
     "ShardedDimProto",
@@ -197,6 +232,7 @@ __all__ = [
     "type_to_proto",
     "TypeProto",
     "unidirectional_broadcast",
+    "UnsupportedFeatureError",
     "UnsupportedOperatorError",
     "ValidationError",
     "value_from_proto",
