@@ -272,6 +272,7 @@ def test_run_keywords_overrides_and_strings(rt: ModuleType) -> None:
     assert s.dtype == object and s.tolist() == ["é", "b"]
     (y2,) = sess.run(["y"], {**feeds, "w": np.zeros(3, np.float32)}, rt.RunOptions())
     np.testing.assert_array_equal(y2, x)
+    assert len(sess.run([], feeds)) == 2  # an empty list: every output
     assert sess.get_providers() == ["CPUExecutionProvider"]
     assert sess.get_provider_options()["CPUExecutionProvider"] == {}
     assert "CPUExecutionProvider" in rt.get_available_providers()
@@ -283,7 +284,7 @@ def test_ir3_initializers_are_constants(rt: ModuleType) -> None:
     assert [i.name for i in sess.get_inputs()] == ["x", "text"]
     assert sess.get_overridable_initializers() == []
     feeds = {"x": np.ones((1, 1, 3), np.float32), "text": np.array(["a", "b"])}
-    with pytest.raises(Exception, match="[Ii]nvalid input name"):
+    with pytest.raises(Exception, match=r"[Ii]nvalid input name"):
         sess.run(None, {**feeds, "w": np.zeros(3, np.float32)})
 
 
@@ -307,7 +308,11 @@ def test_a_missing_input_is_a_value_error(rt: ModuleType) -> None:
 
 @pytest.mark.parametrize(
     "providers",
-    [["CUDAExecutionProvider"], [("TensorrtExecutionProvider", {})], ["CPUExecutionProvider", "AzureExecutionProvider"]],
+    [
+        ["CUDAExecutionProvider"],
+        [("TensorrtExecutionProvider", {})],
+        ["CPUExecutionProvider", "AzureExecutionProvider"],
+    ],
 )
 def test_other_providers_are_refused(providers: list[Any]) -> None:
     with pytest.raises(onnxcore.ProviderError, match="is not available in onnxcore") as info:

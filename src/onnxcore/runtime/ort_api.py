@@ -452,7 +452,7 @@ class InferenceSession:
         """Evaluate the model.
 
         Args:
-            output_names: The outputs to return, in order; None for every graph output.
+            output_names: The outputs to return, in order; None (or an empty list) for every graph output.
             input_feed: A value per input name (numpy arrays; ``str`` arrays for STRING inputs; lists for
                 sequences, dicts for maps).
             run_options: A :class:`RunOptions`, or None (without effect).
@@ -479,7 +479,8 @@ class InferenceSession:
         bad = [name for name in input_feed if name not in self._feedable]
         if bad:
             raise InputError(f"run: invalid input name(s) {bad}; inputs: {[d.name for d in self._required]}")
-        names = None if output_names is None else list(output_names)
+        # onnxruntime reads an empty list as every output, too.
+        names = list(output_names) if output_names else None
         with self._threads():
             if self._events is not None:
                 outs = self._run_profiled(names, input_feed)
