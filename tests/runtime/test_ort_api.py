@@ -407,3 +407,29 @@ def test_not_profiling_writes_nothing(tmp_path: Path, monkeypatch: pytest.Monkey
     sess.run(None, {"x": np.ones((1, 1, 3), np.float32), "text": np.array(["a", "b"])})
     assert sess.end_profiling() == ""
     assert list(tmp_path.iterdir()) == []
+
+
+def test_intra_op_num_threads_caps_the_blas_threads_during_a_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+
+    def blas_threads() -> set[int]:
+        return {i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"}
+
+    if not blas_threads():
+        pytest.skip("numpy's BLAS is not visible to threadpoolctl")
+    before = blas_threads()
+    wanted = max(before) + 1
+    so = onnxcore.SessionOptions()
+    so.intra_op_num_threads = wanted
+    sess = onnxcore.InferenceSession(_small_model(), so)
+    seen: list[set[int]] = []
+    run = sess.session.run
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        seen.append(blas_threads())
+        return run(*args, **kwargs)
+
+    monkeypatch.setattr(sess.session, "run", spy)
+    sess.run(None, {"x": np.ones((1, 1, 3), np.float32), "text": np.array(["a", "b"])})
+    assert seen == [{wanted}]
+    assert blas_threads() == before

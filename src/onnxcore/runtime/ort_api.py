@@ -185,7 +185,8 @@ class NodeArg:
         type: Its type string: ``'tensor(float)'``, ``'seq(tensor(int64))'``, ``'map(int64,tensor(float))'``.
         shape: For a tensor (or an optional tensor), one entry per axis: an ``int`` for a fixed extent, a ``str``
             for a dimension variable, None for an unknown extent; ``[]`` when no shape is declared and for other
-            kinds of values.
+            kinds of values. The declared shape: a checked model declares the shape of every graph output
+            (Clause 7.1), so onnxruntime's inferred shapes of undeclared outputs do not arise.
     """
 
     __slots__ = ("name", "shape", "type")
