@@ -32,7 +32,20 @@ from onnxcore.limits import DEFAULT_LIMITS, Limits
 
 if TYPE_CHECKING:
     from onnxcore.external import externalize, internalize, load_external_data
-    from onnxcore.runtime import Session
+    from onnxcore.runtime import (
+        ExecutionMode,
+        GraphOptimizationLevel,
+        InferenceSession,
+        ModelMetadata,
+        NodeArg,
+        ProviderError,
+        RunOptions,
+        Session,
+        SessionOptions,
+        UnsupportedFeatureError,
+        get_available_providers,
+        get_device,
+    )
     from onnxcore.types import (
         Dim,
         ElementType,
@@ -119,6 +132,18 @@ _LAZY: dict[str, str] = {
     "internalize": "onnxcore.external",
     # Clause 8 (runtime/)
     "Session": "onnxcore.runtime",
+    # onnxruntime's Python API over Session (runtime/ort_api.py)
+    "ExecutionMode": "onnxcore.runtime",
+    "GraphOptimizationLevel": "onnxcore.runtime",
+    "InferenceSession": "onnxcore.runtime",
+    "ModelMetadata": "onnxcore.runtime",
+    "NodeArg": "onnxcore.runtime",
+    "ProviderError": "onnxcore.runtime",
+    "RunOptions": "onnxcore.runtime",
+    "SessionOptions": "onnxcore.runtime",
+    "UnsupportedFeatureError": "onnxcore.runtime",
+    "get_available_providers": "onnxcore.runtime",
+    "get_device": "onnxcore.runtime",
 }
 
 
@@ -151,13 +176,18 @@ __all__ = [
     "encode",
     "EncodeError",
     "EvaluationError",
+    "ExecutionMode",
     "ExternalDataError",
     "externalize",
     "Finding",
     "from_array",
     "from_onnx",
     "FunctionProto",
+    "get_available_providers",
+    "get_device",
+    "GraphOptimizationLevel",
     "GraphProto",
+    "InferenceSession",
     "InputError",
     "internalize",
     "IntIntListEntryProto",
@@ -173,7 +203,9 @@ __all__ = [
     "ModelFileNotFoundError",
     "ModelIsADirectoryError",
     "ModelPermissionError",
+    "ModelMetadata",
     "ModelProto",
+    "NodeArg",
     "NodeDeviceConfigurationProto",
     "NodeProto",
     "OnnxCoreError",
@@ -184,11 +216,14 @@ __all__ = [
     "OperatorStatus",
     "OptionalProto",
     "OptionalType",
+    "ProviderError",
     "Report",
+    "RunOptions",
     "save",
     "SequenceProto",
     "SequenceType",
     "Session",
+    "SessionOptions",
     "Shape",
     "ShapeError",
     "ShardedDimProto",
@@ -210,6 +245,7 @@ __all__ = [
     "type_to_proto",
     "TypeProto",
     "unidirectional_broadcast",
+    "UnsupportedFeatureError",
     "UnsupportedOperatorError",
     "ValidationError",
     "value_from_proto",

@@ -178,6 +178,11 @@ class Session:
         """The session's resource limits."""
         return self._limits
 
+    @property
+    def model(self) -> ModelProto:
+        """The model this session evaluates, as loaded."""
+        return self._model
+
     def get_inputs(self) -> list[ValueDescription]:
         """The graph inputs (onnxruntime spelling of :attr:`inputs`)."""
         return self.inputs
@@ -289,17 +294,30 @@ class Session:
                 plan, vals = self._prepare(output_names, feeds, False)
                 times = plan.profile(vals)
             total = times if not total else [a + b for a, b in zip(total, times)]
-        return [
-            StepTime(
-                bn.index,
-                bn.node.op_type,
-                bn.node.domain,
-                bn.node.name,
-                tuple((f.index, f.node.op_type, f.node.name) for f in bn.fused),
-                t / repeat,
-            )
-            for bn, t in zip(plan.info, total)
-        ]
+        return _step_times(plan, [t / repeat for t in total])
+
+    def run_profiled(
+        self, output_names: Sequence[str] | None, feeds: Mapping[str, Any], *, as_written: bool = False
+    ) -> tuple[list[Any], list[StepTime]]:
+        """Evaluate once, as :meth:`run` does, timing each step (the plan is interpreted, not compiled).
+
+        Args:
+            output_names: As for :meth:`run`.
+            feeds: As for :meth:`run`.
+            as_written: Evaluate every node as written (the plan of ``run(..., intermediates=True)``: no
+                folding, fusion or reuse) rather than the optimised plan.
+
+        Returns:
+            ``(outputs, steps)``: the outputs as :meth:`run` returns them, and one :class:`StepTime` per step
+            in evaluation order (``seconds`` is this run's time).
+
+        Raises:
+            InputError, EvaluationError, LimitError: as :meth:`run`.
+        """
+        with limits_in_effect(self._limits), np.errstate(all="ignore"):
+            plan, vals = self._prepare(output_names, feeds, as_written)
+            times = plan.profile(vals)
+        return [_owned(vals[s]) for s in plan.output_slots], _step_times(plan, times)
 
     def _prepare(
         self, output_names: Sequence[str] | None, feeds: Mapping[str, Any], intermediates: bool
@@ -341,6 +359,21 @@ def _bind_and_check(model: ModelProto, limits: Limits, base_dir: Path | None, ch
         report, _ctx = check_context(model, limits, base_dir=base_dir, bound=bound)
         report.raise_for_errors()
     return bound
+
+
+def _step_times(plan: Plan, seconds: Sequence[float]) -> list[StepTime]:
+    """One :class:`StepTime` per step of ``plan``, with its time."""
+    return [
+        StepTime(
+            bn.index,
+            bn.node.op_type,
+            bn.node.domain,
+            bn.node.name,
+            tuple((f.index, f.node.op_type, f.node.name) for f in bn.fused),
+            t,
+        )
+        for bn, t in zip(plan.info, seconds)
+    ]
 
 
 def _declared_rank(tp: TypeProto | None) -> int | None:
