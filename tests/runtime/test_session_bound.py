@@ -118,3 +118,15 @@ def test_nesting_beyond_the_limit_is_refused_with_the_validators_code() -> None:
     with pytest.raises(LimitError, match=r"E-LIMIT-NESTING.*15\.4"):
         Session(model, check=False)
     assert any(f.code == "E-LIMIT-NESTING" for f in oc.check(model).findings)
+
+
+def test_run_refuses_a_single_string_for_output_names() -> None:
+    """``run("probs", feeds)`` read the string as the names "p", "r", "o", ... before (issue 22)."""
+    x = h.make_tensor_value_info("x", TP.FLOAT, [2])
+    y = h.make_tensor_value_info("probs", TP.FLOAT, [2])
+    g = h.make_graph([h.make_node("Relu", ["x"], ["probs"])], "g", [x], [y])
+    sess = Session(h.make_model(g, opset_imports=[h.make_opsetid("", 18)]))
+    feeds = {"x": np.array([-1.0, 2.0], np.float32)}
+    with pytest.raises(oc.InputError, match=r"single string 'probs'; give a list"):
+        sess.run("probs", feeds)  # type: ignore[arg-type]
+    np.testing.assert_array_equal(sess.run(["probs"], feeds)[0], [0.0, 2.0])

@@ -323,6 +323,9 @@ class Session:
         self, output_names: Sequence[str] | None, feeds: Mapping[str, Any], intermediates: bool
     ) -> tuple[Plan, list[Any]]:
         """The plan for these outputs and feeds, and its value slots with the feeds in place."""
+        if isinstance(output_names, str | bytes):
+            # A plain string is a sequence too: "probs" would be read as the names "p", "r", "o", ...
+            raise InputError(f"output_names is a single string {output_names!r}; give a list: [{output_names!r}]")
         checked = self._check_feeds(feeds)
         names = self._output_names if output_names is None else list(output_names)
         bad = [] if output_names is None else [n for n in names if n not in self._known_names]
