@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import onnxcore
-from onnxcore.cli.validate import main
+from onnxcore.cli import main as cli_main
 from onnxcore.validate import Finding, Report, check
 
 mutants = pytest.importorskip("mutants")
@@ -133,12 +133,12 @@ def test_cli_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     bad = tmp_path / "bad.onnx"
     onnxcore.save(mutants.base(), good)
     onnxcore.save(_bad_model(), bad)
-    assert main([str(good)]) == 0
+    assert cli_main(["check", str(good)]) == 0
     assert "conforms" in capsys.readouterr().out
-    assert main([str(bad), "--json"]) == 1
+    assert cli_main(["check", str(bad), "--json"]) == 1
     doc = json.loads(capsys.readouterr().out)
     assert doc["errors"] == 1
-    assert main([str(tmp_path / "nope.onnx")]) == 2
+    assert cli_main(["check", str(tmp_path / "nope.onnx")]) == 2
     assert "nope.onnx" in capsys.readouterr().err
 
 

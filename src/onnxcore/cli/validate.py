@@ -1,4 +1,4 @@
-"""``onnxcore check MODEL... [--json]``: validate model files and print their reports.
+"""``onnxcore check MODEL...``: validate model files and print their reports (the arguments: cli/__init__.py).
 
 Exit status: the worst over the models: 2 when a file cannot be read, 1 when a model has an error
 finding, 0 otherwise.
@@ -6,7 +6,6 @@ finding, 0 otherwise.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from typing import Any
@@ -17,18 +16,7 @@ from onnxcore.io import load
 from onnxcore.validate.report import Report
 from onnxcore.validate.runner import check
 
-__all__ = ["main", "build_parser", "check_models"]
-
-
-def build_parser(prog: str = "onnxcore check") -> argparse.ArgumentParser:
-    """The argument parser of the ``check`` command."""
-    p = argparse.ArgumentParser(prog=prog, description="Validate ONNX models (Clause 10) and report every finding.")
-    p.add_argument("model", nargs="+", help="path to an .onnx file (several: the exit status is the worst)")
-    p.add_argument("--json", action="store_true", help="print the report as JSON (several models: a list)")
-    p.add_argument("--fast", action="store_true", help="skip the type checks (full=False)")
-    p.add_argument("--errors-only", action="store_true", help="omit warnings from the text report")
-    p.add_argument("--allow-outside", action="store_true", help="let external data lie outside the model directory")
-    return p
+__all__ = ["check_models"]
 
 
 def _check_one(path: str, *, full: bool, allow_outside: bool) -> Report:
@@ -102,19 +90,3 @@ def check_models(
     elif as_json and docs:
         print(json.dumps(docs[0], indent=2, ensure_ascii=False))
     return worst
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Run ``onnxcore check``; returns the exit status (0 ok, 1 errors, 2 unreadable file)."""
-    args = build_parser().parse_args(argv)
-    return check_models(
-        args.model,
-        as_json=args.json,
-        full=not args.fast,
-        errors_only=args.errors_only,
-        allow_outside=args.allow_outside,
-    )
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
