@@ -130,3 +130,22 @@ def test_run_refuses_a_single_string_for_output_names() -> None:
     with pytest.raises(oc.InputError, match=r"single string 'probs'; give a list"):
         sess.run("probs", feeds)  # type: ignore[arg-type]
     np.testing.assert_array_equal(sess.run(["probs"], feeds)[0], [0.0, 2.0])
+
+
+def test_an_output_too_large_to_copy_is_refused_by_name() -> None:
+    """A read-only constant output is copied for the caller outside the plan's error wrapping: a MemoryError
+    there escaped bare (issue 29); it is a LimitError naming the output."""
+    from onnxcore.runtime import session as session_mod
+
+    class _Unaffordable(np.ndarray):
+        def copy(self, order: Any = "C") -> np.ndarray:
+            raise MemoryError
+
+    v = np.zeros((4, 1000), np.float32).view(_Unaffordable)
+    v.flags.writeable = False
+    with pytest.raises(LimitError, match=r"output 'y' .* cannot be copied for the caller: out of memory"):
+        session_mod._owned(v, "y")
+    w = np.ones(3, np.float32)
+    w.flags.writeable = False
+    out = session_mod._owned(w, "w")
+    assert out.flags.writeable and out is not w

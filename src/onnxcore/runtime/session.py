@@ -26,7 +26,7 @@ from onnxcore.proto import ModelProto, TypeProto
 from onnxcore.proto.bridge import as_message, is_onnx_message
 from onnxcore.runtime.compile import CompileEnv, compile_graph
 from onnxcore.runtime.feeds import check_feed
-from onnxcore.runtime.plan import GraphIR, Plan
+from onnxcore.runtime.plan import GraphIR, Plan, describe_value
 from onnxcore.types import type_from_proto
 from onnxcore.validate.runner import check_context
 
@@ -258,10 +258,10 @@ class Session:
         with limits_in_effect(self._limits), np.errstate(all="ignore"):
             plan, vals = self._prepare(output_names, feeds, intermediates)
             plan.execute(vals)
-        outs = [_owned(vals[s]) for s in plan.output_slots]
+        outs = [_owned(vals[s], plan.names[s]) for s in plan.output_slots]
         if not intermediates:
             return outs
-        values = {plan.names[s]: _owned(vals[s]) for s in plan.node_slots}
+        values = {plan.names[s]: _owned(vals[s], plan.names[s]) for s in plan.node_slots}
         return outs, values
 
     def profile(
@@ -317,7 +317,7 @@ class Session:
         with limits_in_effect(self._limits), np.errstate(all="ignore"):
             plan, vals = self._prepare(output_names, feeds, as_written)
             times = plan.profile(vals)
-        return [_owned(vals[s]) for s in plan.output_slots], _step_times(plan, times)
+        return [_owned(vals[s], plan.names[s]) for s in plan.output_slots], _step_times(plan, times)
 
     def _prepare(
         self, output_names: Sequence[str] | None, feeds: Mapping[str, Any], intermediates: bool
@@ -387,8 +387,15 @@ def _declared_rank(tp: TypeProto | None) -> int | None:
     return None if shape is None else len(shape.dim)
 
 
-def _owned(v: Any) -> Any:
-    # Initializers are shared by every run and read-only: give the caller its own copy of one.
+def _owned(v: Any, name: str) -> Any:
+    # Initializers and folded constants are shared by every run and read-only: give the caller its own copy.
     if isinstance(v, np.ndarray) and not v.flags.writeable:
-        return v.copy()
+        try:
+            return v.copy()
+        except MemoryError:
+            # The copy is outside the plan's error wrapping: refuse by name rather than let MemoryError escape.
+            raise LimitError(
+                f"output {name!r} ({describe_value(v)}, {v.nbytes:,} octets) cannot be copied for the caller: "
+                "out of memory (Clause 15.4)"
+            ) from None
     return v
