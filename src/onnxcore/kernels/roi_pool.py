@@ -125,6 +125,8 @@ def _roi_align(
     n_img, c, h, w = x.shape
     r_n = rois.shape[0]
     oh, ow = int(output_height), int(output_width)
+    if oh < 1 or ow < 1:
+        raise EvaluationError(f"RoiAlign output_height and output_width must be positive, got {oh} and {ow}")
     check_elements([r_n, x.shape[1], oh, ow], "RoiAlign")
     dt = x.dtype
     wd = work_dtype(dt)
@@ -147,6 +149,15 @@ def _roi_align(
     else:
         gh = np.ceil(roi_h / oh).astype(np.int64)
         gw = np.ceil(roi_w / ow).astype(np.int64)
+    # The work is sized by the sampling grids, not only the output: an untrusted sampling_ratio (or RoI extent)
+    # of 10^6 asked for terabytes before (issue 29). Checked before anything is built from them.
+    g_max_h, g_max_w = int(gh.max(initial=1)), int(gw.max(initial=1))
+    check_elements([r_n, oh, g_max_h, h], "RoiAlign sampling grid (rows)")
+    check_elements([r_n, ow, g_max_w, w], "RoiAlign sampling grid (columns)")
+    if mode == "avg":
+        check_elements([r_n, oh, n_img, h], "RoiAlign row weights")
+    else:
+        check_elements([r_n, oh, g_max_h, ow, g_max_w, c], "RoiAlign samples")
     count = np.maximum(gh * gw, 1).astype(wd)
     yl, yh, wyl, wyh = _axis_samples(y1, bin_h, gh, oh, h, wd)
     xl, xh, wxl, wxh = _axis_samples(x1, bin_w, gw, ow, w, wd)
@@ -245,8 +256,12 @@ def max_roi_pool(
     if pooled_shape is None or len(pooled_shape) != 2:
         raise EvaluationError("pooled_shape (height, width) is required")
     ph, pw = (int(v) for v in pooled_shape)
+    if ph < 1 or pw < 1:
+        # A zero bin count made the output empty while the other extent still sized the bin grids (issue 29).
+        raise EvaluationError(f"MaxRoiPool pooled_shape must be positive, got {[ph, pw]}")
     n_img, c, h, w = X.shape
     check_elements([rois.shape[0], c, ph, pw], "MaxRoiPool")
+    check_elements([c, h, pw], "MaxRoiPool column maxima")  # the per-RoI intermediate below
     dt = X.dtype
     wd = work_dtype(dt)
     xw = X.astype(wd, copy=False)
