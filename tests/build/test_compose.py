@@ -466,3 +466,38 @@ def test_merge_graphs_prefixes_and_refuses_like_merge_models() -> None:
     assert g.name == "g_relu_g_relu"
     theirs = onnx.compose.merge_graphs(g1, g2, [("y", "x")], prefix1="a_", prefix2="b_")
     assert _differences(g, theirs) == []
+
+
+def test_inputs_restrict_and_refuse_what_they_leave_out() -> None:
+    m1 = _tiny("Relu", "x", "y")
+    g2 = helper.make_graph(
+        [helper.make_node("Neg", ["a"], ["b"], name="neg"), helper.make_node("Abs", ["u"], ["v"], name="abs")],
+        "g2",
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2]) for n in ("a", "u")],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2]) for n in ("b", "v")],
+    )
+    m2 = helper.make_model(g2, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    with pytest.raises(CompositionError, match="the outputs kept of the second graph need its input\\(s\\) 'u'"):
+        merge_models(m1, m2, [("y", "a")], inputs=["x"])
+    merged = merge_models(m1, m2, [("y", "a")], inputs=["x"], outputs=["b"])
+    _assert_conforms(merged)
+    assert [v.name for v in merged.graph.input] == ["x"]
+    assert [n.name for n in merged.graph.node] == ["relu_y", "neg"]
+    theirs = onnx.compose.merge_models(m1, m2, [("y", "a")], inputs=["x"], outputs=["b"], producer_name=PRODUCER)
+    # Listed differences: onnx's extraction renames the graphs ("Extracted from {...}", which the merged
+    # name and doc string repeat) and copies the kept inputs and outputs into value_info.
+    assert theirs.graph.name == "g_relu_Extracted from {g2}"
+    assert sorted(_differences(merged, theirs)) == [
+        "graph.doc_string",
+        "graph.name",
+        "graph.value_info",
+        "opset_import",
+    ]
+
+
+def test_merge_models_leaves_its_arguments_alone() -> None:
+    m1 = oc.from_onnx(_model_with_function())
+    m2 = oc.from_onnx(_tiny("Neg", "a", "b"))
+    before = oc.encode(m1), oc.encode(m2)
+    merge_models(m1, m2, [("y1", "a")], prefix1="p_", prefix2="q_")
+    assert (oc.encode(m1), oc.encode(m2)) == before

@@ -459,7 +459,8 @@ def _connect(g2: GraphProto, io_map: list[tuple[str, str]]) -> list[NodeProto]:
     g2.sparse_initializer = [s for s in g2.sparse_initializer if s.values is None or s.values.name not in to_output]
     g2.value_info = [v for v in g2.value_info if v.name not in to_output]
     g2.quantization_annotation = [q for q in g2.quantization_annotation if q.tensor_name not in to_output]
-    passed = [(k, v.name) for k, v in enumerate(g2.output) if v.name in to_output]
+    # An output that is a connected input keeps its name through an Identity (unless the names agree).
+    passed = [(k, v.name) for k, v in enumerate(g2.output) if v.name in to_output and to_output[v.name] != v.name]
     main = _bind_graph(g2).main()
     assert main is not None
 
