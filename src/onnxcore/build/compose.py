@@ -8,6 +8,26 @@ walked by :func:`onnxcore.graph.walk_scopes`; function bodies are scopes of thei
 renamed (only the nodes calling a renamed function change).
 
 The results are onnxcore messages; the onnx package's messages are accepted and converted.
+
+Differences from onnx.compose (onnx 1.23), each on purpose:
+
+- Subgraphs: a subgraph's read of an enclosing graph's initializer is renamed with it (onnx renames the outer
+  initializers only after the subgraphs, leaving such reads dangling); the ``rename_*`` flags apply in subgraphs
+  too (onnx renames subgraphs with every flag on, and only when ``rename_nodes``).
+- Functions: a caller is found by (domain, name, overload), in subgraphs too (onnx matches ``op_type`` alone, in
+  the top-level graph and function bodies only). An absent node name stays absent (onnx writes an empty one).
+- :func:`merge_models` imports each domain once (onnx lists both models' imports, duplicates included), treats
+  ``""`` and ``ai.onnx`` as one domain, takes the greater IR version (onnx refuses two), keeps a function both
+  models define identically once (onnx refuses any two of one name), refuses a function whose domain versions
+  the merge would change, and does not validate the result (onnx runs its checker): call :func:`onnxcore.check`.
+- Merging refuses more, early and by name: two nodes of one name (Clause 5.4.1), a name of one top-level graph
+  used in a subgraph of the other (it would shadow, Clause 5.4.3), connected values of different element
+  types, an input connected twice, ``inputs``/``outputs`` naming no input/output, and kept outputs needing an
+  input that ``inputs`` leaves out.
+- ``inputs``/``outputs`` keep the graph names and do not copy inputs and outputs into ``value_info`` (onnx's
+  extractor does both); a node's subgraphs' reads from outside count as its inputs.
+- An output of the second graph that is a connected input stays an output by that name (through an Identity).
+- Quantization annotations follow the renaming and are merged (onnx leaves them as they are, and drops them).
 """
 
 from __future__ import annotations
