@@ -26,7 +26,7 @@ from onnxcore.text.printer import ATTRIBUTE_TYPE_NAMES, ELEMENT_NAMES
 
 __all__ = ["parse_function", "parse_graph", "parse_model", "parse_node"]
 
-_ELEMENTS = {name: code for code, name in ELEMENT_NAMES.items() if code}
+_ELEMENTS = {name: code for code, name in ELEMENT_NAMES.items()}  # "undefined" (0) too: a type written so reads back
 _ATTR_TYPES = {name: code for code, name in ATTRIBUTE_TYPE_NAMES.items() if code}
 _FLOATS = (1, 11, 14, 15)
 _MODEL_INTS = ("ir_version", "model_version")
@@ -189,13 +189,13 @@ class _Parser:
             elem = self.elem_type()
             out = TypeProto(sparse_tensor_type=TypeProto.SparseTensor(elem_type=elem, shape=self.shape()))
         elif name == "opaque":
-            parts = []
-            while not self.at(")"):
-                parts.append(self.qualified())
-                if not self.take(","):
-                    break
-            kw = {"name": parts[-1]} if len(parts) == 1 else {"domain": parts[0], "name": parts[1]} if parts else {}
-            out = TypeProto(opaque_type=TypeProto.Opaque(**kw))
+            # opaque(), opaque(name), opaque(domain, name) and (as onnx prints a nameless one) opaque(domain,)
+            first = self.qualified() if self.at("id") else ""
+            if self.take(","):
+                second = self.qualified() if self.at("id") else ""
+                out = TypeProto(opaque_type=TypeProto.Opaque(domain=first, name=second))
+            else:
+                out = TypeProto(opaque_type=TypeProto.Opaque(name=first) if first else TypeProto.Opaque())
         else:
             raise TextSyntaxError(f"unknown type {name!r}", t.line, t.column)
         self.expect(")", "')' closing the type")
@@ -319,7 +319,8 @@ class _Parser:
                     kinds = {AttributeProto.FLOAT}
                 if len(kinds) != 1:
                     raise self.error(f"cannot tell the type of list attribute {name!r}; write it as {name}: ints")
-                atype = next(k for k, v in _LIST_OF.items() if v == kinds.pop())
+                single = kinds.pop()
+                atype = next(k for k, v in _LIST_OF.items() if v == single)
             field = _LIST_FIELD.get(atype)
             if field is None:
                 raise self.error(f"a list given for attribute {name!r} of a single type")
@@ -398,6 +399,9 @@ class _Parser:
         n.domain = domain
         n.mark_present("op_type")
         n.mark_present("domain")
+        if self.take(":"):
+            n.overload = self.ident("an overload name")
+            n.mark_present("overload")
         if self.at("<"):
             n.attribute = self.attributes()
         self.expect("(", f"'(' opening the inputs of {qualified!r}")
@@ -482,7 +486,7 @@ class _Parser:
     def header(self, msg: ModelProto | FunctionProto) -> None:
         if not self.take("<"):
             return
-        while True:
+        while not self.at(">"):
             t = self.tok
             key = self.ident("a key")
             self.expect(":", f"':' after {key!r}")

@@ -112,8 +112,8 @@ def _type(tp: TypeProto | None) -> str:
         st = tp.sparse_tensor_type
         return f"sparse_tensor({_tensor_type(st.elem_type, st.shape)})"
     if which == "opaque_type" and tp.opaque_type is not None:
-        parts = [p for p in (tp.opaque_type.domain, tp.opaque_type.name) if p]
-        return f"opaque({', '.join(parts)})"
+        o = tp.opaque_type
+        return f"opaque({o.domain},{o.name})" if o.domain else f"opaque({o.name})"
     return ""
 
 
@@ -214,8 +214,8 @@ class _Printer:
         if n.name:
             out.append(f"[{_id(n.name)}] ")
         out.append(", ".join(_id(o) for o in n.output))
-        out.append(" = " if n.output else "= ")
-        out.append((n.domain + "." if n.domain else "") + n.op_type)
+        out.append(" = ")
+        out.append((n.domain + "." if n.domain else "") + n.op_type + (":" + n.overload if n.overload else ""))
         inputs = f" ({', '.join(_id(i) for i in n.input)})"
         attrs = f" <{', '.join(self.attribute(a, indent) for a in n.attribute)}>" if n.attribute else ""
         late = any(a.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS) for a in n.attribute)
@@ -287,8 +287,8 @@ class _Printer:
     def model(self, m: ModelProto) -> str:
         head = []
         for key in ("ir_version", "opset_import", "producer_name", "producer_version", "domain", "model_version"):
-            if not m.has(key):
-                continue
+            if key not in ("ir_version", "opset_import") and not m.has(key):
+                continue  # onnx's printer writes those two always, the others when present
             v = getattr(m, key)
             if key == "opset_import":
                 head.append("opset_import: [" + ", ".join(f"{quote(o.domain)} : {o.version}" for o in v) + "]")
@@ -301,8 +301,7 @@ class _Printer:
                 "metadata_props: [" + ", ".join(f"{quote(p.key)}: {quote(p.value)}" for p in m.metadata_props) + "]"
             )
         out = ["<\n   " + ",\n   ".join(head) + "\n>\n"]
-        if m.graph is not None:
-            out.append(self.graph(m.graph, ""))
+        out.append(self.graph(m.graph if m.graph is not None else GraphProto(), ""))
         for f in m.functions:
             out.append("\n" + self.function(f))
         return "".join(out)

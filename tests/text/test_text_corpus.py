@@ -1,0 +1,68 @@
+"""The textual syntax against onnx's printer and parser on every model of the ONNX 1-3 vectors and the wheel's zoo.
+
+For each model ``m``: our text is onnx's text character for character (:data:`PRINT_DIFFERENCES` lists the
+reasoned exceptions); onnx's parser reads our text to the model it reads from its own; our parser reads onnx's
+text to the model onnx's parser makes (field for field, presence included); and ours -> ours is a fixed point.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+onnx = pytest.importorskip("onnx")
+import onnx.parser  # noqa: E402
+import onnx.printer  # noqa: E402
+
+import corpus  # noqa: E402
+from onnxcore.proto.bridge import from_onnx  # noqa: E402
+from onnxcore.text import parse_model, to_text  # noqa: E402
+
+# case name -> why our text differs from onnx.printer's (none in this corpus; see test_text_syntax.py for the
+# constructs where ours deliberately differs).
+PRINT_DIFFERENCES: dict[str, str] = {}
+
+
+def _models() -> list[tuple[str, Path]]:
+    nodes = [(d.name, d / "model.onnx") for d in corpus.node_case_dirs()]
+    shipped = [(p.parent.name if p.name == "model.onnx" else p.stem, p) for p in corpus.shipped_models()]
+    return nodes + shipped
+
+
+@pytest.fixture(scope="module")
+def results() -> dict[str, list[str]]:
+    """Every check over the whole corpus at once (one pass keeps the suite quick): failures by check."""
+    failures: dict[str, list[str]] = {"print": [], "onnx_reads_ours": [], "we_read_onnx": [], "fixed_point": []}
+    counts = {"models": 0, "identical": 0}
+    for name, path in _models():
+        m = onnx.load(str(path), load_external_data=False)
+        counts["models"] += 1
+        theirs = onnx.printer.to_text(m)
+        ours = to_text(from_onnx(m))
+        if ours == theirs:
+            counts["identical"] += 1
+        elif name not in PRINT_DIFFERENCES:
+            failures["print"].append(name)
+        ref = onnx.parser.parse_model(theirs)
+        if onnx.parser.parse_model(ours).SerializeToString() != ref.SerializeToString():
+            failures["onnx_reads_ours"].append(name)
+        parsed = parse_model(theirs)
+        if parsed != from_onnx(ref):
+            failures["we_read_onnx"].append(name)
+        again = to_text(parsed)
+        if again != ours or parse_model(again) != parsed:
+            failures["fixed_point"].append(name)
+    failures["_counts"] = [f"{k}={v}" for k, v in counts.items()]
+    return failures
+
+
+def test_the_corpus_is_there(results: dict[str, list[str]]) -> None:
+    counts = dict(c.split("=") for c in results["_counts"])
+    assert int(counts["models"]) > 2000
+    assert int(counts["identical"]) == int(counts["models"]) - len(PRINT_DIFFERENCES)
+
+
+@pytest.mark.parametrize("check", ["print", "onnx_reads_ours", "we_read_onnx", "fixed_point"])
+def test_check_holds_on_every_model(results: dict[str, list[str]], check: str) -> None:
+    assert not results[check], f"{len(results[check])} models: {results[check][:10]}"
