@@ -176,6 +176,8 @@ class _Parser:
         name = self.ident("a type")
         if name in _ELEMENTS:
             return TypeProto(tensor_type=TypeProto.Tensor(elem_type=_ELEMENTS[name], shape=self.shape()))
+        if name not in ("seq", "optional", "map", "sparse_tensor", "opaque"):
+            raise TextSyntaxError(f"unknown type {name!r}", t.line, t.column)
         self.expect("(", f"'(' after {name!r}")
         if name == "seq":
             out = TypeProto(sequence_type=TypeProto.Sequence(elem_type=self.type()))
@@ -188,16 +190,13 @@ class _Parser:
         elif name == "sparse_tensor":
             elem = self.elem_type()
             out = TypeProto(sparse_tensor_type=TypeProto.SparseTensor(elem_type=elem, shape=self.shape()))
-        elif name == "opaque":
-            # opaque(), opaque(name), opaque(domain, name) and (as onnx prints a nameless one) opaque(domain,)
+        else:  # opaque: opaque(), opaque(name), opaque(domain, name) and (as onnx prints a nameless one) opaque(domain,)
             first = self.qualified() if self.at("id") else ""
             if self.take(","):
                 second = self.qualified() if self.at("id") else ""
                 out = TypeProto(opaque_type=TypeProto.Opaque(domain=first, name=second))
             else:
                 out = TypeProto(opaque_type=TypeProto.Opaque(name=first) if first else TypeProto.Opaque())
-        else:
-            raise TextSyntaxError(f"unknown type {name!r}", t.line, t.column)
         self.expect(")", "')' closing the type")
         return out
 
@@ -207,8 +206,8 @@ class _Parser:
 
     def maybe_typed(self) -> ValueInfoProto:
         """``type name`` or a bare ``name`` (a value info without a type)."""
-        if self.is_type_start():
-            return self.value_info()
+        if self.is_type_start() or (self.at("id") and self.peek().kind in ("[", "id", "str")):
+            return self.value_info()  # (an unknown type name is reported as such)
         return ValueInfoProto(name=self.quotable())
 
     # -- tensors -------------------------------------------------------------------------------------------
@@ -305,6 +304,7 @@ class _Parser:
             return AttributeProto(name=name, type=atype, ref_attr_name=ref)
         a = AttributeProto(name=name)
         if self.at("["):
+            opening = self.tok
             self.pos += 1
             elem = _LIST_OF.get(atype, 0)
             items: list[tuple[int, Any]] = []
@@ -318,7 +318,11 @@ class _Parser:
                 if kinds == {AttributeProto.INT, AttributeProto.FLOAT}:
                     kinds = {AttributeProto.FLOAT}
                 if len(kinds) != 1:
-                    raise self.error(f"cannot tell the type of list attribute {name!r}; write it as {name}: ints")
+                    raise TextSyntaxError(
+                        f"cannot tell the type of list attribute {name!r}; write it with its type ({name}: ints = ...)",
+                        opening.line,
+                        opening.column,
+                    )
                 single = kinds.pop()
                 atype = next(k for k, v in _LIST_OF.items() if v == single)
             field = _LIST_FIELD.get(atype)
