@@ -9,15 +9,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import corpus
+import onnx
+import onnx.parser
+import onnx.printer
 import pytest
 
-onnx = pytest.importorskip("onnx")
-import onnx.parser  # noqa: E402
-import onnx.printer  # noqa: E402
-
-import corpus  # noqa: E402
-from onnxcore.proto.bridge import from_onnx  # noqa: E402
-from onnxcore.text import parse_model, to_text  # noqa: E402
+from onnxcore.proto.bridge import from_onnx
+from onnxcore.text import parse_model, to_text
 
 # case name -> why our text differs from onnx.printer's (none in this corpus; see test_text_syntax.py for the
 # constructs where ours deliberately differs).

@@ -11,22 +11,21 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import onnx
+import onnx.parser
+import onnx.printer
 import pytest
 
-onnx = pytest.importorskip("onnx")
-import onnx.parser  # noqa: E402
-import onnx.printer  # noqa: E402
-
-from onnxcore.proto import GraphProto, Message, ModelProto, TensorProto  # noqa: E402
-from onnxcore.proto.bridge import from_onnx  # noqa: E402
-from onnxcore.text import parse_function, parse_graph, parse_model, parse_node, to_text  # noqa: E402
+from onnxcore.proto import GraphProto, Message, ModelProto, TensorProto
+from onnxcore.proto.bridge import from_onnx
+from onnxcore.text import parse_function, parse_graph, parse_model, parse_node, to_text
 
 CASES: dict[str, tuple[str, str]] = {
     "node": ("node", "y = Add(a, b)"),
     "node_label_and_kinds": (
         "node",
         '[lbl] y, z = com.x.Foo <a = 1, b = 2.5, c = "s", d = [1, 2], e = [1.0, 2], f = ["a", "b"], g = -3, '
-        "h = -1.5e-3> (x, \"\", w)",
+        'h = -1.5e-3> (x, "", w)',
     ),
     "node_attributes_after_inputs": ("node", "y = Foo (x) <a: int = 1, b: floats = [1, 2]>"),
     "node_without_outputs": ("node", "= Foo (x)"),
@@ -60,7 +59,10 @@ CASES: dict[str, tuple[str, str]] = {
         'g (float[2] x) => (float[2] y) <float[2] c = {0.1, -2e3}, int64[2] d = {1, -2}, string s = {"x"}, '
         'float e = ["location": "f.bin", "offset": "0"], float[2] vi> { y = Add(x, c) }',
     ),
-    "graph_initializer_among_inputs": ("graph", "g (float[2] x, float[2] w = {1, 2}) => (float[2] y) { y = Add(x, w) }"),
+    "graph_initializer_among_inputs": (
+        "graph",
+        "g (float[2] x, float[2] w = {1, 2}) => (float[2] y) { y = Add(x, w) }",
+    ),
     "graph_untyped_outputs": ("graph", "g (float x) => (y, z) { y, z = Foo(x) }"),
     "graph_quoted_names": ("graph", '"my graph" (float["N.1"] "a.b") => (float y) { y = Foo("a.b", "x:0", "1x") }'),
     "graph_comments": ("graph", "# a comment\ng (float x) => (float y) {\n  # another\n  y = Identity(x)\n}"),

@@ -31,7 +31,7 @@ _ATTR_TYPES = {name: code for code, name in ATTRIBUTE_TYPE_NAMES.items() if code
 _FLOATS = (1, 11, 14, 15)
 _MODEL_INTS = ("ir_version", "model_version")
 _MODEL_STRS = ("producer_name", "producer_version", "domain", "doc_string")
-_LIST_OF = {
+_LIST_OF: dict[int, int] = {
     AttributeProto.FLOATS: AttributeProto.FLOAT,
     AttributeProto.INTS: AttributeProto.INT,
     AttributeProto.STRINGS: AttributeProto.STRING,
@@ -40,7 +40,7 @@ _LIST_OF = {
     AttributeProto.SPARSE_TENSORS: AttributeProto.SPARSE_TENSOR,
     AttributeProto.TYPE_PROTOS: AttributeProto.TYPE_PROTO,
 }
-_LIST_FIELD = {
+_LIST_FIELD: dict[int, str] = {
     AttributeProto.FLOATS: "floats",
     AttributeProto.INTS: "ints",
     AttributeProto.STRINGS: "strings",
@@ -190,7 +190,7 @@ class _Parser:
         elif name == "sparse_tensor":
             elem = self.elem_type()
             out = TypeProto(sparse_tensor_type=TypeProto.SparseTensor(elem_type=elem, shape=self.shape()))
-        else:  # opaque: opaque(), opaque(name), opaque(domain, name) and (as onnx prints a nameless one) opaque(domain,)
+        else:  # opaque(), opaque(name), opaque(domain, name) and (as onnx prints a nameless one) opaque(domain,)
             first = self.qualified() if self.at("id") else ""
             if self.take(","):
                 second = self.qualified() if self.at("id") else ""
