@@ -7,6 +7,7 @@ text to the model onnx's parser makes (field for field, presence included); and 
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import corpus
@@ -29,39 +30,48 @@ def _models() -> list[tuple[str, Path]]:
     return nodes + shipped
 
 
+@dataclass
+class Results:
+    """What one pass over the corpus found: counts, and the models failing each check by name."""
+
+    models: int = 0
+    identical: int = 0
+    failures: dict[str, list[str]] = field(
+        default_factory=lambda: {"print": [], "onnx_reads_ours": [], "we_read_onnx": [], "fixed_point": []}
+    )
+
+
 @pytest.fixture(scope="module")
-def results() -> dict[str, list[str]]:
-    """Every check over the whole corpus at once (one pass keeps the suite quick): failures by check."""
-    failures: dict[str, list[str]] = {"print": [], "onnx_reads_ours": [], "we_read_onnx": [], "fixed_point": []}
-    counts = {"models": 0, "identical": 0}
+def results() -> Results:
+    """Every check over the whole corpus at once (one pass keeps the suite quick)."""
+    r = Results()
     for name, path in _models():
         m = onnx.load(str(path), load_external_data=False)
-        counts["models"] += 1
+        r.models += 1
         theirs = onnx.printer.to_text(m)
         ours = to_text(from_onnx(m))
         if ours == theirs:
-            counts["identical"] += 1
+            r.identical += 1
         elif name not in PRINT_DIFFERENCES:
-            failures["print"].append(name)
+            r.failures["print"].append(name)
         ref = onnx.parser.parse_model(theirs)
         if onnx.parser.parse_model(ours).SerializeToString() != ref.SerializeToString():
-            failures["onnx_reads_ours"].append(name)
+            r.failures["onnx_reads_ours"].append(name)
         parsed = parse_model(theirs)
         if parsed != from_onnx(ref):
-            failures["we_read_onnx"].append(name)
+            r.failures["we_read_onnx"].append(name)
         again = to_text(parsed)
         if again != ours or parse_model(again) != parsed:
-            failures["fixed_point"].append(name)
-    failures["_counts"] = [f"{k}={v}" for k, v in counts.items()]
-    return failures
+            r.failures["fixed_point"].append(name)
+    return r
 
 
-def test_the_corpus_is_there(results: dict[str, list[str]]) -> None:
-    counts = dict(c.split("=") for c in results["_counts"])
-    assert int(counts["models"]) > 2000
-    assert int(counts["identical"]) == int(counts["models"]) - len(PRINT_DIFFERENCES)
+def test_the_corpus_is_there(results: Results) -> None:
+    assert results.models > 2000
+    assert results.identical == results.models - len(PRINT_DIFFERENCES)
 
 
 @pytest.mark.parametrize("check", ["print", "onnx_reads_ours", "we_read_onnx", "fixed_point"])
-def test_check_holds_on_every_model(results: dict[str, list[str]], check: str) -> None:
-    assert not results[check], f"{len(results[check])} models: {results[check][:10]}"
+def test_check_holds_on_every_model(results: Results, check: str) -> None:
+    failed = results.failures[check]
+    assert not failed, f"{len(failed)} models: {failed[:10]}"

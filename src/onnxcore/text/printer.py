@@ -22,7 +22,7 @@ from onnxcore.proto import (
 )
 from onnxcore.proto.bridge import as_message
 
-__all__ = ["ELEMENT_NAMES", "ATTRIBUTE_TYPE_NAMES", "format_float", "to_text"]
+__all__ = ["ATTRIBUTE_TYPE_NAMES", "ELEMENT_NAMES", "format_float", "to_text"]
 
 # The element type names of the syntax: the data type's name in lower case.
 ELEMENT_NAMES: dict[int, str] = {int(t): t.name.lower() for t in TensorProto.DataType}
@@ -83,17 +83,17 @@ def format_float(value: float, *, single: bool) -> str:
     return minus + (fixed if len(fixed) <= len(sci) else sci)
 
 
-def quote(s: str) -> str:
+def _quote(s: str) -> str:
     """``s`` as a quoted string of the syntax."""
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def _id(name: str) -> str:
-    return name if _PLAIN_ID.match(name) else quote(name)
+    return name if _PLAIN_ID.match(name) else _quote(name)
 
 
 def _bytes_str(b: bytes) -> str:
-    return quote(b.decode("utf-8", errors="replace"))
+    return _quote(b.decode("utf-8", errors="replace"))
 
 
 def _type(tp: TypeProto | None) -> str:
@@ -134,7 +134,7 @@ def _tensor_type(elem: int, shape: Any) -> str:
     return f"{name}[{','.join(dims)}]"
 
 
-def tensor_values(t: TensorProto) -> list[Any]:
+def _tensor_values(t: TensorProto) -> list[Any]:
     """The values of ``t`` as the syntax writes them: numbers (raw octets decoded) or byte strings."""
     dt = t.data_type
     if t.has("raw_data") and dt in _RAW_DTYPES:
@@ -156,7 +156,7 @@ def tensor_values(t: TensorProto) -> list[Any]:
 
 
 def _values(t: TensorProto, max_elements: int | None) -> str:
-    vals = tensor_values(t)
+    vals = _tensor_values(t)
     more = max_elements is not None and len(vals) > max_elements
     if more:
         vals = vals[: max(max_elements or 0, 0)]
@@ -184,7 +184,7 @@ def _tensor_constant(t: TensorProto, max_elements: int | None) -> str:
 def _initializer(t: TensorProto, max_elements: int | None) -> str:
     head = f"{_tensor_type_of(t)} {_id(t.name)} = "
     if t.data_location == TensorProto.EXTERNAL:
-        return head + "[" + ", ".join(f"{quote(e.key)}: {quote(e.value)}" for e in t.external_data) + "]"
+        return head + "[" + ", ".join(f"{_quote(e.key)}: {_quote(e.value)}" for e in t.external_data) + "]"
     return head + _values(t, max_elements)
 
 
@@ -270,10 +270,10 @@ class _Printer:
         return f"sparse_tensor[{','.join(map(str, s.dims))}]({values}, {indices})"
 
     def function(self, f: FunctionProto) -> str:
-        head = [f"domain: {quote(f.domain)}"] if f.has("domain") else []
+        head = [f"domain: {_quote(f.domain)}"] if f.has("domain") else []
         if f.overload:
-            head.append(f"overload: {quote(f.overload)}")
-        head.append("opset_import: [" + ", ".join(f"{quote(o.domain)} : {o.version}" for o in f.opset_import) + "]")
+            head.append(f"overload: {_quote(f.overload)}")
+        head.append("opset_import: [" + ", ".join(f"{_quote(o.domain)} : {o.version}" for o in f.opset_import) + "]")
         out = ["<\n  " + ",\n  ".join(head) + "\n>\n", _id(f.name), " "]
         attrs = [_id(a) for a in f.attribute] + [self.attribute(a, "") for a in f.attribute_proto]
         if attrs:
@@ -291,14 +291,14 @@ class _Printer:
                 continue  # onnx's printer writes those two always, the others when present
             v = getattr(m, key)
             if key == "opset_import":
-                head.append("opset_import: [" + ", ".join(f"{quote(o.domain)} : {o.version}" for o in v) + "]")
+                head.append("opset_import: [" + ", ".join(f"{_quote(o.domain)} : {o.version}" for o in v) + "]")
             else:
-                head.append(f"{key}: {quote(v) if isinstance(v, str) else v}")
+                head.append(f"{key}: {_quote(v) if isinstance(v, str) else v}")
         if m.has("doc_string"):
-            head.append(f"doc_string: {quote(m.doc_string)}")
+            head.append(f"doc_string: {_quote(m.doc_string)}")
         if m.metadata_props:
             head.append(
-                "metadata_props: [" + ", ".join(f"{quote(p.key)}: {quote(p.value)}" for p in m.metadata_props) + "]"
+                "metadata_props: [" + ", ".join(f"{_quote(p.key)}: {_quote(p.value)}" for p in m.metadata_props) + "]"
             )
         out = ["<\n   " + ",\n   ".join(head) + "\n>\n"]
         out.append(self.graph(m.graph if m.graph is not None else GraphProto(), ""))
