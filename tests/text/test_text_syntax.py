@@ -186,6 +186,27 @@ def test_max_elements_summarises_tensors() -> None:
     assert to_text(model, max_elements=100) == to_text(model)
 
 
+def test_a_function_without_domain_prints_as_onnx_prints() -> None:
+    f = onnx.helper.make_function("", "F", ["x"], ["y"], [onnx.helper.make_node("Relu", ["x"], ["y"])], [])
+    f.ClearField("domain")
+    assert to_text(f) == onnx.printer.to_text(f)
+
+
+def test_numbers_and_strings_print_as_onnx_prints() -> None:
+    """Shortest round-trip digits, fixed or exponent as onnx's printer chooses, over magnitudes 1e-30..1e30."""
+    rng = np.random.default_rng(0)
+    edges = [1e5, 1e6, 123456.0, 1e-5, 1e-4, 1e15, 2.0**24, 2.0**31, 3.4e38, 1e-45, 5e-324, -0.0, np.inf, -np.inf]
+    vals = np.concatenate([rng.standard_normal(300) * 10.0 ** rng.integers(-30, 30, 300), edges])
+    helper, nh = onnx.helper, onnx.numpy_helper
+    node = helper.make_node("X", [], ["y"], fs=vals.astype(np.float32).tolist(), s="tab\tnl\nü\x01", ss=["é"])
+    ints = [nh.from_array(np.array([-(2**63), 2**63 - 1]), "i64"), nh.from_array(np.array([2**64 - 1], np.uint64), "u")]
+    ints.append(nh.from_array(np.array([-128, 127], np.int8), "i8"))
+    floats = [nh.from_array(vals.astype(np.float64), "d"), nh.from_array(vals.astype(np.float32), "f")]
+    g = helper.make_graph([node], "g", [], [], initializer=floats + ints)
+    assert to_text(g) == onnx.printer.to_text(g)
+    assert to_text(parse_graph(to_text(g))) == to_text(g)
+
+
 def test_onnx_messages_are_accepted() -> None:
     node = onnx.helper.make_node("Relu", ["x"], ["y"])
     assert to_text(node) == onnx.printer.to_text(node)

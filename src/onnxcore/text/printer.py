@@ -270,7 +270,7 @@ class _Printer:
         return f"sparse_tensor[{','.join(map(str, s.dims))}]({values}, {indices})"
 
     def function(self, f: FunctionProto) -> str:
-        head = [f"domain: {_quote(f.domain)}"] if f.has("domain") else []
+        head = [f"domain: {_quote(f.domain)}"]  # always, as onnx's printer
         if f.overload:
             head.append(f"overload: {_quote(f.overload)}")
         head.append("opset_import: [" + ", ".join(f"{_quote(o.domain)} : {o.version}" for o in f.opset_import) + "]")
