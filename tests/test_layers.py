@@ -28,7 +28,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("validate",),
     ("infer",),
     ("kernels", "graph"),
-    ("defs",),
+    ("defs", "text"),
     ("types",),
     ("io",),
     ("external",),

@@ -145,6 +145,16 @@ def _parser() -> argparse.ArgumentParser:
     h.add_argument("model")
     h.add_argument("--json", action="store_true")
     _allow_outside(h)
+
+    pr = sub.add_parser("print", help="the model in the ONNX textual syntax (onnx.printer's), weights summarised")
+    pr.add_argument("model")
+    pr.add_argument(
+        "--max-elements",
+        type=_count,
+        default=16,
+        metavar="N",
+        help="values shown of each tensor before '...' (default 16); a text with '...' does not parse back",
+    )
     return p
 
 

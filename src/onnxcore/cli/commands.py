@@ -24,6 +24,7 @@ from onnxcore.conformance.statement import build_statement, render_markdown
 from onnxcore.errors import OnnxCoreError
 from onnxcore.infer import annotate
 from onnxcore.proto.codec import encode_parts
+from onnxcore.text import to_text
 from onnxcore.types import value_from_proto
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "cmd_run",
     "cmd_convert",
     "cmd_hash",
+    "cmd_print",
     "cmd_conformance",
     "cmd_statement",
 ]
@@ -317,6 +319,14 @@ def cmd_hash(args: argparse.Namespace) -> int:
         print(json.dumps({"model": args.model, "sha256": digest}))
     else:
         print(f"{digest}  {args.model}")
+    return 0
+
+
+def cmd_print(args: argparse.Namespace) -> int:
+    """Print a model in the textual syntax; external data is named, not read."""
+    _require_readable(args.model)
+    model = onnxcore.load(args.model, external_data=False)
+    print(to_text(model, max_elements=args.max_elements))
     return 0
 
 
