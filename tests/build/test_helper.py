@@ -264,3 +264,94 @@ def test_opset_17_plain_types_gets_ir_8_and_loads_in_onnxruntime() -> None:
     (y,) = sess.run(None, {"x": np.array([-1.0, 2.0], np.float32)})
     assert y.tolist() == [0.0, 2.0]
     assert h.make_model(graph, opset_imports=[h.make_opsetid("", 17)], ir_version=11).ir_version == 11
+
+
+# ------------------------------------------------------------------------- single helpers, octet for octet
+
+
+def _same(ours: Any, theirs: Any) -> None:
+    assert onnxcore.to_onnx(ours) == theirs.SerializeToString()
+
+
+@pytest.mark.parametrize("et", [e for e in onnxcore.ElementType], ids=lambda e: e.name)  # type: ignore[attr-defined]
+@pytest.mark.parametrize("raw", [False, True])
+def test_make_tensor_every_element_type(et: Any, raw: bool) -> None:
+    if et.name == "STRING":
+        vals: Any = ["a", b"b", "\u00e9"]
+    elif et.name == "BOOL":
+        vals = [True, False, True]
+    elif et.is_complex:
+        vals = [1 + 2j, 3, -0.5j]
+    elif et.name == "FLOAT8E8M0":
+        vals = [1.0, 4.0, 0.5]
+    elif et.is_float:
+        vals = [1.5, -2.0, 1000.0]  # the narrow floats saturate, as onnx's helper does
+    else:
+        vals = [1, 0, 1]
+    if raw and et.name == "STRING":
+        with pytest.raises(core_helper.HelperError):
+            core_helper.make_tensor("t", int(et), [3], vals, raw=True)
+        return
+    if raw:
+        vals = np.asarray(vals).astype(et.np_dtype) if et.name != "STRING" else vals
+    _same(
+        core_helper.make_tensor("t", int(et), [3], vals, raw=raw), onnx.helper.make_tensor("t", int(et), [3], vals, raw)
+    )
+
+
+@pytest.mark.parametrize(
+    "value",
+    [0, 3, True, np.int64(-2), 0.0, 2.5, np.float32(0.5), "s", b"\xff", [1, 2], (1, 2.5), np.array([1.5, 2.0]),
+     ["a", b"b"], [], "tensor", "graph", "tensors", "type"],
+)  # fmt: skip
+def test_make_attribute_like_onnx(value: Any) -> None:
+    def arg(ns: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        if value in ("tensor", "tensors"):
+            t = ns.helper.make_tensor("t", ns.TensorProto.INT64, [2], [1, 2])
+            return t if value == "tensor" else [t, t]
+        if value == "graph":
+            return ns.helper.make_graph([], "g", [], [])
+        if value == "type":
+            return ns.helper.make_tensor_type_proto(ns.TensorProto.FLOAT, ["N", None, 2], ["a", "b", "c"])
+        return value
+
+    kind = {"attr_type": onnx.AttributeProto.FLOATS} if isinstance(value, list) and not value else {}
+    _same(
+        core_helper.make_attribute("a", arg(CORE), "doc", **kind),
+        onnx.helper.make_attribute("a", arg(ONNX), "doc", **kind),
+    )
+
+
+def test_attribute_errors() -> None:
+    with pytest.raises(core_helper.HelperError):
+        core_helper.make_attribute("a", [])
+    with pytest.raises(core_helper.AttributeTypeError):
+        core_helper.make_attribute("a", 3, attr_type=onnxcore.AttributeProto.FLOAT)
+    with pytest.raises(core_helper.AttributeTypeError):
+        core_helper.make_attribute("a", [1, "x"])
+    with pytest.raises(core_helper.HelperError):
+        core_helper.make_tensor("t", onnxcore.TensorProto.FLOAT, [2, 2], [1.0])
+
+
+def test_value_infos_and_types_like_onnx() -> None:
+    for ns_call in (
+        lambda ns: ns.helper.make_tensor_value_info("x", ns.TensorProto.FLOAT, None),
+        lambda ns: ns.helper.make_tensor_value_info("x", ns.TensorProto.FLOAT, [], "doc"),
+        lambda ns: ns.helper.make_sparse_tensor_value_info("x", ns.TensorProto.FLOAT, ["N", 3]),
+        lambda ns: ns.helper.make_tensor_sequence_value_info("x", ns.TensorProto.INT8, [None]),
+        lambda ns: ns.helper.make_empty_tensor_value_info("x"),
+        lambda ns: ns.helper.make_value_info(
+            "m", ns.helper.make_map_type_proto(ns.TensorProto.INT64, ns.helper.make_tensor_type_proto(1, [2]))
+        ),
+        lambda ns: ns.helper.make_optional_type_proto(
+            ns.helper.make_sequence_type_proto(ns.helper.make_tensor_type_proto(1, None))
+        ),
+        lambda ns: ns.helper.make_opsetid("", 0),
+        lambda ns: ns.helper.make_node("Foo", ["a", ""], ["b"], name="n", domain="", overload="o", z=None, y=1.0),
+    ):
+        _same(ns_call(CORE), ns_call(ONNX))
+    assert core_helper.tensor_dtype_to_np_dtype(onnxcore.TensorProto.INT4) == onnx.helper.tensor_dtype_to_np_dtype(22)
+    assert core_helper.np_dtype_to_tensor_dtype(np.dtype(np.float16)) == onnx.TensorProto.FLOAT16
+    assert core_helper.get_attribute_value(core_helper.make_attribute("a", [1, 2])) == [1, 2]

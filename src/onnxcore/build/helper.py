@@ -470,9 +470,7 @@ def _values(et: ElementType, vals: Any, n: int, name: str) -> npt.NDArray[Any]:
     return arr
 
 
-def make_tensor(
-    name: str, data_type: int, dims: Sequence[int], vals: Any, raw: bool = False
-) -> TensorProto:
+def make_tensor(name: str, data_type: int, dims: Sequence[int], vals: Any, raw: bool = False) -> TensorProto:
     """A tensor of any element type (Clause 6.3), stored as onnx's helper stores it.
 
     Args:
