@@ -31,6 +31,7 @@ from onnxcore.io import decode, encode, load, save
 from onnxcore.limits import DEFAULT_LIMITS, Limits
 
 if TYPE_CHECKING:
+    from onnxcore.build import helper, least_ir_version
     from onnxcore.external import externalize, internalize, load_external_data
     from onnxcore.runtime import (
         ExecutionMode,
@@ -130,6 +131,9 @@ _LAZY: dict[str, str] = {
     "load_external_data": "onnxcore.external",
     "externalize": "onnxcore.external",
     "internalize": "onnxcore.external",
+    # Models in code (build/)
+    "helper": "onnxcore.build",
+    "least_ir_version": "onnxcore.build",
     # Clause 8 (runtime/)
     "Session": "onnxcore.runtime",
     # onnxruntime's Python API over Session (runtime/ort_api.py)
@@ -187,10 +191,12 @@ __all__ = [
     "get_device",
     "GraphOptimizationLevel",
     "GraphProto",
+    "helper",
     "InferenceSession",
     "InputError",
     "internalize",
     "IntIntListEntryProto",
+    "least_ir_version",
     "LimitError",
     "Limits",
     "load",

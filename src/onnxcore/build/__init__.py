@@ -1,7 +1,12 @@
-"""Building models in code: composing models (:mod:`onnxcore.build.compose`)."""
+"""Building models in code: ``onnx.helper``'s functions (:mod:`onnxcore.build.helper`), the least IR version
+(:mod:`onnxcore.build.ir`) and composition (:mod:`onnxcore.build.compose`, onnx.compose's API).
+
+A plain re-export list, one line a name, so the modules added beside these merge without conflict.
+"""
 
 from __future__ import annotations
 
+from onnxcore.build import helper
 from onnxcore.build.compose import (
     CompositionError,
     add_prefix,
@@ -10,12 +15,18 @@ from onnxcore.build.compose import (
     merge_graphs,
     merge_models,
 )
+from onnxcore.build.helper import AttributeTypeError, HelperError
+from onnxcore.build.ir import least_ir_version
 
 __all__ = [
+    "AttributeTypeError",
     "CompositionError",
+    "HelperError",
     "add_prefix",
     "add_prefix_graph",
     "check_overlapping_names",
+    "helper",
+    "least_ir_version",
     "merge_graphs",
     "merge_models",
 ]

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from onnxcore.defs.binding import canonical_domain
+from onnxcore.defs.ir import FEATURE_IR_VERSION, element_ir_version
 from onnxcore.proto.messages import (
     FunctionProto,
     GraphProto,
@@ -19,7 +20,6 @@ from onnxcore.proto.messages import (
 from onnxcore.proto.messages import TensorProto as TP
 from onnxcore.validate.catalog import rule
 from onnxcore.validate.context import Context
-from onnxcore.validate.types_util import elem_ir_version
 
 __all__ = ["KNOWN_IR_VERSION"]
 
@@ -153,8 +153,8 @@ def metadata_duplicate(ctx: Context) -> Found:
             keys[key] = k
 
 
-# Table 12: the IR version at which each feature was introduced.
-_META_SINCE = 10
+# Table 12: the IR version at which each feature was introduced (one table, onnxcore.defs.ir).
+_META = "metadata properties on this item"
 _FEATURE_MSGS = (NodeProto, GraphProto, FunctionProto, ValueInfoProto, TensorProto)
 
 
@@ -164,40 +164,43 @@ def ir_feature(ctx: Context) -> Found:
     if ir <= 0 or ir > KNOWN_IR_VERSION:
         return
 
-    def late(feature: str, since: int) -> str:
-        return f"{feature} needs IR version {since}, the model declares {ir}"
+    def since(feature: str) -> int:
+        return FEATURE_IR_VERSION[feature]
 
-    if ir < 8 and ctx.model.functions:
-        yield "functions", late("a model-local function", 8)
+    def late(feature: str) -> str:
+        return f"{feature} needs IR version {since(feature)}, the model declares {ir}"
+
+    if ir < since("a model-local function") and ctx.model.functions:
+        yield "functions", late("a model-local function")
     for i in ctx.of(FunctionProto):
         f = ctx.entries[i][0]
         assert isinstance(f, FunctionProto)
-        if ir < 9 and f.attribute_proto:
-            yield ctx.path(i) + "/attribute_proto", late("an attribute default value in a function", 9)
-        if ir < 10 and f.overload:
-            yield ctx.path(i) + "/overload", late("a function overload", 10)
-    if ir < 10:
+        if ir < since("an attribute default value in a function") and f.attribute_proto:
+            yield ctx.path(i) + "/attribute_proto", late("an attribute default value in a function")
+        if ir < since("a function overload") and f.overload:
+            yield ctx.path(i) + "/overload", late("a function overload")
+    if ir < since("a call of a function overload"):
         for ref in ctx.overloads:
-            yield ref.loc + "/overload", late("a call of a function overload", 10)
-    if ir < 11:
+            yield ref.loc + "/overload", late("a call of a function overload")
+    if ir < since("a multi-device configuration"):
         for i in ctx.of(NodeDeviceConfigurationProto):
             parent = ctx.parent_of(i)
             if ctx.entries[i][2] == "device_configurations" and ctx.entries[i][3] == 0:
-                yield ctx.path(parent) + "/device_configurations", late("a multi-device configuration", 11)
-    if ir < 11 and ctx.model.configuration:
-        yield "configuration", late("a multi-device configuration", 11)
-    if ir < _META_SINCE:
+                yield ctx.path(parent) + "/device_configurations", late("a multi-device configuration")
+    if ir < since("a multi-device configuration") and ctx.model.configuration:
+        yield "configuration", late("a multi-device configuration")
+    if ir < since(_META):
         for fcls in _FEATURE_MSGS:
             for i in ctx.of(fcls):
                 if ctx.entries[i][0].metadata_props:  # type: ignore[attr-defined]
-                    yield ctx.path(i) + "/metadata_props", late("metadata properties on this item", _META_SINCE)
+                    yield ctx.path(i) + "/metadata_props", late(_META)
     for i in ctx.of(TypeProto):
         t = ctx.entries[i][0]
         assert isinstance(t, TypeProto)
-        if ir < 8 and t.sparse_tensor_type is not None:
-            yield ctx.path(i), late("the sparse tensor type", 8)
-        if ir < 8 and t.optional_type is not None:
-            yield ctx.path(i), late("the optional type", 8)
+        if ir < since("the sparse tensor type") and t.sparse_tensor_type is not None:
+            yield ctx.path(i), late("the sparse tensor type")
+        if ir < since("the optional type") and t.optional_type is not None:
+            yield ctx.path(i), late("the optional type")
     for cls, field in (
         (TypeProto.Tensor, "elem_type"),
         (TypeProto.SparseTensor, "elem_type"),
@@ -205,14 +208,18 @@ def ir_feature(ctx: Context) -> Found:
     ):
         for i in ctx.of(cls):
             tag = getattr(ctx.entries[i][0], field)
-            since = elem_ir_version(tag)
-            if since is not None and since > ir:
-                yield f"{ctx.path(i)}/{field}", late(f"element type {_elem_name(tag)}", since)
+            elem_since = element_ir_version(tag)
+            if elem_since is not None and elem_since > ir:
+                yield f"{ctx.path(i)}/{field}", _late_elem(tag, elem_since, ir)
     for i in ctx.of(TypeProto.Map):
         tag = ctx.entries[i][0].key_type  # type: ignore[attr-defined]
-        since = elem_ir_version(tag)
-        if since is not None and since > ir:
-            yield f"{ctx.path(i)}/key_type", late(f"element type {_elem_name(tag)}", since)
+        elem_since = element_ir_version(tag)
+        if elem_since is not None and elem_since > ir:
+            yield f"{ctx.path(i)}/key_type", _late_elem(tag, elem_since, ir)
+
+
+def _late_elem(tag: int, since: int, ir: int) -> str:
+    return f"element type {_elem_name(tag)} needs IR version {since}, the model declares {ir}"
 
 
 def _elem_name(tag: int) -> str:

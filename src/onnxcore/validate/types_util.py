@@ -11,7 +11,6 @@ from onnxcore.types.typestr import type_string  # the one spelling of type strin
 from onnxcore.types.valuetypes import stated_dims
 
 __all__ = [
-    "elem_ir_version",
     "elem_type",
     "type_string",
     "dims_of",
@@ -26,12 +25,6 @@ def elem_type(tag: int) -> Any:
         return ElementType(tag)
     except ValueError:
         return None
-
-
-def elem_ir_version(tag: int) -> int | None:
-    """The IR version that introduced element type ``tag`` (Table 12), None if the tag is invalid."""
-    et = elem_type(tag)
-    return None if et is None else int(et.ir_version)
 
 
 def dims_of(tp: TypeProto | None) -> list[int | str | None] | None:
