@@ -398,8 +398,10 @@ def compile_graph(env: CompileEnv, graph: GraphProto, scope: Scope, depth: int =
     for t in graph.initializer:
         inits[t.name] = constant_array(to_array(t, base_dir=env.base_dir))
     for st in graph.sparse_initializer:
+        # A sparse initializer denotes a tensor: operators see the dense tensor, as inference reads it and as
+        # onnxruntime evaluates it (our position on Clause 7.2, docs/conformance.md).
         name = st.values.name if st.values is not None else ""
-        inits[name] = value_from_proto(st)
+        inits[name] = constant_array(value_from_proto(st).to_dense(limits=env.limits))
     return _build(
         env,
         scope,
