@@ -25,6 +25,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("<root>",),
     ("runtime",),
     ("validate",),
+    ("build",),
     ("infer",),
     ("kernels", "graph"),
     ("defs",),
