@@ -74,7 +74,15 @@ def test_resnet_block() -> None:
     b.output(y, "y")
     model = b.model()
     assert model.ir_version == 8 and [(o.domain, o.version) for o in model.opset_import] == [("", 18)]
-    assert [n.op_type for n in model.graph.node] == ["Conv", "BatchNormalization", "Relu", "Conv", "BatchNormalization", "Add", "Relu"]
+    assert [n.op_type for n in model.graph.node] == [
+        "Conv",
+        "BatchNormalization",
+        "Relu",
+        "Conv",
+        "BatchNormalization",
+        "Add",
+        "Relu",
+    ]
     assert model.graph.node[0].name == "Conv_0" and model.graph.node[3].name == "Conv_1"
     _run_both(model, {"x": RNG.standard_normal((1, 64, 56, 56)).astype(np.float32)})
 
@@ -335,3 +343,48 @@ def test_failed_call_leaves_the_graph_unchanged() -> None:
 
 def test_build_error_is_an_onnxcore_error() -> None:
     assert issubclass(BuildError, OnnxCoreError)
+
+
+def test_custom_domain_and_declared_subgraph_outputs() -> None:
+    """An operator of a domain without definitions is not checked; its output type is given at output()."""
+    b = GraphBuilder(opsets={"": 18, "com.example": 1})
+    x = b.input("x", "float", ["N"])
+    y = b.op_in("com.example").Foo(x, alpha=0.5, mode="fast", sizes=[1, 2])
+    assert y.type is None
+    node = b.graph().node[0]
+    assert node.domain == "com.example" and [a.type for a in node.attribute] == [1, 3, 7]
+    _raised_here(lambda: b.output(y, "y"), "the type of", "dtype=")
+    assert b.output(y, "y", dtype="float", shape=["N"]).shape == ("N",)
+    c = b.input("c", "bool", [])
+
+    def branch(g: GraphBuilder) -> None:
+        g.output(g.op.Neg(x), dtype="float")
+
+    z = b.op.If(c, then_branch=branch, else_branch=lambda g: x)
+    assert z.dtype is ElementType.FLOAT
+    model = b.model()
+    assert model.ir_version == 8
+    assert [o.type.tensor_type.elem_type for o in model.graph.output] == [1]
+
+
+def test_nested_subgraphs_read_outer_values() -> None:
+    b = GraphBuilder(opset=18)
+    x = b.input("x", "float", [2])
+    c = b.input("c", "bool", [])
+
+    def body(g: GraphBuilder, i: Value, cond: Value, acc: Value) -> tuple[Value, Value]:
+        inc = g.op.If(c, then_branch=lambda h: h.op.Add(acc, x), else_branch=lambda h: h.op.Sub(acc, x))
+        return cond, inc
+
+    y = b.op.Loop(3, None, np.zeros(2, np.float32), body=body)
+    b.output(y, "y")
+    ours, _ = _run_both(b.model(), {"x": np.array([1, 2], np.float32), "c": np.array(False)})
+    np.testing.assert_allclose(ours[0], [-3, -6])
+
+
+def test_operator_names_for_completion() -> None:
+    b = GraphBuilder(opsets={"": 13, "ai.onnx.ml": 3})
+    names = dir(b.op)
+    assert "Conv" in names and "Gelu" not in names  # Gelu comes at opset 20
+    assert "TreeEnsembleClassifier" in dir(b.ml)
+    assert b.op.Conv.schema().since_version == 11

@@ -33,9 +33,11 @@ from onnxcore.build.builder_rules import (
     BuildError,
     Extent,
     Fail,
+    Shared,
     as_array,
     attributes,
     check_input_types,
+    check_opsets,
     constant_type,
     elem_of,
     element_type_of,
@@ -44,7 +46,7 @@ from onnxcore.build.builder_rules import (
     output_count,
     unknown_operator,
 )
-from onnxcore.defs import OpSchema, canonical_domain, domain_versions, get_schema, known_domains
+from onnxcore.defs import OpSchema, all_schemas, canonical_domain, get_schema, known_domains
 from onnxcore.infer import infer_both
 from onnxcore.proto.messages import (
     AttributeProto,
@@ -123,7 +125,7 @@ class Value:
     def tensor(self) -> TensorProto:
         """The ``TensorProto`` of a constant value (made once)."""
         assert self.const is not None
-        if self._tensor is None:
+        if self._tensor is None or self._tensor.name != self._name:
             self._tensor = from_array(self.const, self._name)
         return self._tensor
 
@@ -204,68 +206,6 @@ class _Node:
         )
 
 
-class _Shared:
-    """What a builder shares with the builders of its subgraphs: imports, names, counters."""
-
-    def __init__(self, opsets: dict[str, int], constants: str) -> None:
-        self.opsets = opsets
-        self.constants = constants
-        self.ir_version = min_ir_version(opsets)
-        self.values: set[str] = set()
-        self.nodes: set[str] = set()
-        self.counters: dict[str, int] = {}
-        self.serial = 0
-        # The names taken, in order: a call that fails gives back those it took.
-        self.journal: list[tuple[set[str], str, str, int]] = []
-
-    def fresh(self, prefix: str, used: set[str]) -> str:
-        """Take a new name ``prefix<k>``."""
-        start = k = self.counters.get(prefix, 0)
-        while f"{prefix}{k}" in used:
-            k += 1
-        self.counters[prefix] = k + 1
-        name = f"{prefix}{k}"
-        used.add(name)
-        self.journal.append((used, name, prefix, start))
-        return name
-
-    def claim(self, name: str, used: set[str], what: str) -> None:
-        """Take the name ``name`` given by the user."""
-        if not isinstance(name, str) or not name:
-            raise Fail(f"a {what} name is a non-empty str, got {name!r}")
-        if name in used:
-            raise Fail(f"{what} name {name!r} is already used in this model")
-        used.add(name)
-        self.journal.append((used, name, "", -1))
-
-    def give_back(self, mark: int) -> None:
-        """Free the names taken since ``len(journal)`` was ``mark``."""
-        while len(self.journal) > mark:
-            used, name, prefix, counter = self.journal.pop()
-            used.discard(name)
-            if counter >= 0:
-                self.counters[prefix] = counter
-
-
-def _check_opsets(opset: int | None, opsets: Mapping[str, int] | None) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for domain, version in (opsets or {}).items():
-        out[canonical_domain(domain)] = version
-    if opset is not None:
-        if out.get("", opset) != opset:
-            raise Fail(f"opset={opset} and opsets={{'': {out['']}}} disagree")
-        out[""] = opset
-    if not out:
-        raise Fail("give the operator set version: GraphBuilder(opset=18) or opsets={'': 18, 'ai.onnx.ml': 3}")
-    for domain, version in out.items():
-        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-            raise Fail(f"the version of domain {domain or 'ai.onnx'!r} must be a positive int, got {version!r}")
-        known = domain_versions(domain)
-        if known is not None and not known[0] <= version <= known[1]:
-            raise Fail(f"domain {domain or 'ai.onnx'!r} has versions {known[0]} to {known[1]}, not {version}")
-    return out
-
-
 class GraphBuilder:
     """Builds a graph node by node, checking each call against the operator definitions of its opsets.
 
@@ -305,12 +245,14 @@ class GraphBuilder:
         try:
             if constants not in ("initializer", "node"):
                 raise Fail(f"constants must be 'initializer' or 'node', got {constants!r}")
-            shared = _Shared(_check_opsets(opset, opsets), constants)
+            shared = Shared(check_opsets(opset, opsets), constants)
+            if constants == "node" and "" not in shared.opsets:
+                raise Fail("constants='node' makes Constant nodes: import a version of ai.onnx")
         except Fail as e:
             raise _at_caller(e) from None
         self._setup(shared, None, name)
 
-    def _setup(self, shared: _Shared, parent: GraphBuilder | None, name: str) -> None:
+    def _setup(self, shared: Shared, parent: GraphBuilder | None, name: str) -> None:
         self._shared = shared
         self._parent = parent
         self._name = name
@@ -445,7 +387,8 @@ class GraphBuilder:
             raise _at_caller(e) from None
         g = self._graph_proto(value_info=value_info)
         opsets = [OperatorSetIdProto(domain=d, version=v) for d, v in self._shared.opsets.items()]
-        ir = max([self._shared.ir_version] + [_elem_ir(v) for v in self._inputs + self._initializers])
+        made = [o for n in self._nodes for o in n.outputs]
+        ir = max([self._shared.ir_version] + [_elem_ir(v) for v in self._inputs + self._initializers + made])
         fields.setdefault("ir_version", ir)
         fields.setdefault("producer_name", "onnxcore")
         return ModelProto(opset_import=opsets, graph=g, **fields)
@@ -722,6 +665,7 @@ class GraphBuilder:
         elif op_type == "Scan":
             rest = values[1:] if schema is not None and schema.since_version < 9 else values
             n_scan = kwargs.get("num_scan_inputs")
+            n_scan = int(n_scan) if isinstance(n_scan, np.integer) else n_scan
             if not isinstance(n_scan, int) or not 0 <= n_scan <= len(rest):
                 raise Fail(f"{where}: num_scan_inputs must be an int from 0 to {len(rest)}, got {n_scan!r}")
             state, scans = rest[: len(rest) - n_scan], rest[len(rest) - n_scan :]
@@ -747,7 +691,9 @@ class GraphBuilder:
         return out
 
     def _returns(self, result: Any, where: str) -> None:
-        """Make what a subgraph's function returned the subgraph's outputs."""
+        """Make what a subgraph's function returned the subgraph's outputs (None: it declared them itself)."""
+        if result is None and self._outputs:
+            return
         items = list(result) if isinstance(result, tuple | list) else [result]
         if not items or result is None:
             raise Fail(f"{where}: the function returned no values (return the subgraph's outputs)")
@@ -755,7 +701,7 @@ class GraphBuilder:
             self._output(r, None, None, None)
 
 
-def _infer_node(node: _Node, shared: _Shared, where: str) -> None:
+def _infer_node(node: _Node, shared: Shared, where: str) -> None:
     """Set the types and shapes of ``node``'s outputs: inference on a model holding the node, its inputs declared
     as known so far, and the nodes its small integer inputs are computed by. Raises on a contradiction found."""
     members: dict[int, _Node] = {}
@@ -853,6 +799,11 @@ class Opset:
         if op_type.startswith("_"):
             raise AttributeError(op_type)
         return OpFunction(self._builder, self.domain, op_type)
+
+    def __dir__(self) -> list[str]:
+        """The operators of the domain at the imported version (for completion)."""
+        version = self._builder._shared.opsets.get(self.domain, 0)
+        return sorted({s.name for s in all_schemas() if s.domain == self.domain and s.since_version <= version})
 
     def __repr__(self) -> str:
         return f"Opset({self.domain or 'ai.onnx'})"

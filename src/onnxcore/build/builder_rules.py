@@ -1,5 +1,6 @@
 """The rules of :mod:`onnxcore.build.builder`: what a call may give (attributes, constants, element types, output
-counts), checked against the operator definitions, and the least IR version of an opset import.
+counts), checked against the operator definitions; the least IR version of an opset import; and the state a
+builder shares with the builders of its subgraphs (imports, the names taken, given back by a call that fails).
 
 Each check raises :class:`Fail` with a message naming the operator, the argument and the opset; the builder's
 entry points turn it into a :class:`BuildError` at their caller's line.
@@ -13,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from onnxcore.defs import OpSchema, all_schemas, canonical_domain, schema_versions
+from onnxcore.defs import OpSchema, all_schemas, canonical_domain, domain_versions, schema_versions
 from onnxcore.errors import OnnxCoreError
 from onnxcore.infer.rules import bind_inputs, formal_at
 from onnxcore.proto.message import copy_message
@@ -26,9 +27,11 @@ __all__ = [
     "Extent",
     "Fail",
     "IR_FROM_OPSET",
+    "Shared",
     "as_array",
     "attributes",
     "check_input_types",
+    "check_opsets",
     "constant_type",
     "element_type_of",
     "elem_of",
@@ -72,6 +75,69 @@ def min_ir_version(opsets: Mapping[str, int]) -> int:
             if version >= since:
                 best = max(best, ir)
     return best
+
+
+class Shared:
+    """What a builder shares with the builders of its subgraphs: imports, names, counters."""
+
+    def __init__(self, opsets: dict[str, int], constants: str) -> None:
+        self.opsets = opsets
+        self.constants = constants
+        self.ir_version = min_ir_version(opsets)
+        self.values: set[str] = set()
+        self.nodes: set[str] = set()
+        self.counters: dict[str, int] = {}
+        self.serial = 0
+        # The names taken, in order: a call that fails gives back those it took.
+        self.journal: list[tuple[set[str], str, str, int]] = []
+
+    def fresh(self, prefix: str, used: set[str]) -> str:
+        """Take a new name ``prefix<k>``."""
+        start = k = self.counters.get(prefix, 0)
+        while f"{prefix}{k}" in used:
+            k += 1
+        self.counters[prefix] = k + 1
+        name = f"{prefix}{k}"
+        used.add(name)
+        self.journal.append((used, name, prefix, start))
+        return name
+
+    def claim(self, name: str, used: set[str], what: str) -> None:
+        """Take the name ``name`` given by the user."""
+        if not isinstance(name, str) or not name:
+            raise Fail(f"a {what} name is a non-empty str, got {name!r}")
+        if name in used:
+            raise Fail(f"{what} name {name!r} is already used in this model")
+        used.add(name)
+        self.journal.append((used, name, "", -1))
+
+    def give_back(self, mark: int) -> None:
+        """Free the names taken since ``len(journal)`` was ``mark``."""
+        while len(self.journal) > mark:
+            used, name, prefix, counter = self.journal.pop()
+            used.discard(name)
+            if counter >= 0:
+                self.counters[prefix] = counter
+
+
+def check_opsets(opset: int | None, opsets: Mapping[str, int] | None) -> dict[str, int]:
+    """The imports of a builder (domain -> version) from its ``opset`` and ``opsets`` arguments, checked."""
+    out: dict[str, int] = {}
+    for domain, version in (opsets or {}).items():
+        out[canonical_domain(domain)] = version
+    if opset is not None:
+        if out.get("", opset) != opset:
+            raise Fail(f"opset={opset} and opsets={{'': {out['']}}} disagree")
+        out[""] = opset
+    if not out:
+        raise Fail("give the operator set version: GraphBuilder(opset=18) or opsets={'': 18, 'ai.onnx.ml': 3}")
+    for domain, version in out.items():
+        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+            raise Fail(f"the version of domain {domain or 'ai.onnx'!r} must be a positive int, got {version!r}")
+        known = domain_versions(domain)
+        if known is not None and not known[0] <= version <= known[1]:
+            raise Fail(f"domain {domain or 'ai.onnx'!r} has versions {known[0]} to {known[1]}, not {version}")
+    return out
 
 
 def element_type_of(spec: Any) -> ElementType:
@@ -234,7 +300,7 @@ def _attribute(key: str, kind: int, val: Any, where: str) -> AttributeProto:
 
 def _guess_kind(val: Any, key: str, where: str) -> int:
     """The attribute type of a Python value, for an operator without a definition."""
-    for kind in (A.INT, A.FLOAT, A.STRING, A.TENSOR, A.INTS, A.FLOATS, A.STRINGS, A.TYPE_PROTO):
+    for kind in (A.INT, A.FLOAT, A.STRING, A.INTS, A.FLOATS, A.STRINGS, A.TENSOR, A.TYPE_PROTO):
         if _CONVERT[kind](val) is not None:
             return kind
     if callable(val) or isinstance(val, GraphProto):
