@@ -1,5 +1,6 @@
 """Building models in code: ``onnx.helper``'s functions (:mod:`onnxcore.build.helper`), the least IR version
-(:mod:`onnxcore.build.ir`) and composition (:mod:`onnxcore.build.compose`, onnx.compose's API).
+(:mod:`onnxcore.build.ir`), a graph builder (:mod:`onnxcore.build.builder`) and composition
+(:mod:`onnxcore.build.compose`, onnx.compose's API).
 
 A plain re-export list, one line a name, so the modules added beside these merge without conflict.
 """
@@ -7,6 +8,7 @@ A plain re-export list, one line a name, so the modules added beside these merge
 from __future__ import annotations
 
 from onnxcore.build import helper
+from onnxcore.build.builder import BuildError, GraphBuilder, OpFunction, Opset, Value
 from onnxcore.build.compose import (
     CompositionError,
     add_prefix,
@@ -19,6 +21,11 @@ from onnxcore.build.helper import AttributeTypeError, HelperError
 from onnxcore.build.ir import least_ir_version
 
 __all__ = [
+    "BuildError",
+    "GraphBuilder",
+    "OpFunction",
+    "Opset",
+    "Value",
     "AttributeTypeError",
     "CompositionError",
     "HelperError",
