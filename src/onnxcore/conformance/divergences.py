@@ -155,6 +155,13 @@ DIVERGENCES: tuple[tuple[str, str, str], ...] = (
     ),
     (
         "7.2",
+        "A sparse initializer is an initializer (a named tensor value), but whether an operator reads it as a "
+        "sparse or as a dense tensor is not stated; onnx's checker types it sparse, onnxruntime evaluates it dense.",
+        "It denotes the dense tensor: operators (evaluation and inference alike) read the tensor with zeros where "
+        "no value is given; the validator types it as the dense tensor too.",
+    ),
+    (
+        "7.2",
         "Whether models before IR 4 may use one name as both subgraph input and initializer is unsettled.",
         "Admitted for IR < 4, an error from IR 4 on.",
     ),
