@@ -4,6 +4,8 @@ from __future__ import annotations
 
 __all__ = [
     "OnnxCoreError",
+    "OnnxCoreWarning",
+    "OutputShapeWarning",
     "DecodeError",
     "EncodeError",
     "LimitError",
@@ -226,3 +228,12 @@ class KernelNotFoundError(UnsupportedOperatorError):
 class KernelRegistrationError(OnnxCoreError, ValueError):
     """A kernel registration refused: its key already registered with another function and no ``replace=True``,
     no version given, or (in a kernel set) a version no definition has."""
+
+
+class OnnxCoreWarning(UserWarning):
+    """Base class of the warnings onnxcore issues (through :mod:`warnings`): something worth a word, not a refusal."""
+
+
+class OutputShapeWarning(OnnxCoreWarning):
+    """A graph output whose computed shape contradicts the shape the graph declares for it (Clause 9.4: a
+    contradiction is reported; the result is still returned, as onnxruntime does, with a warning)."""

@@ -149,3 +149,24 @@ def test_an_output_too_large_to_copy_is_refused_by_name() -> None:
     w.flags.writeable = False
     out = session_mod._owned(w, "w")
     assert out.flags.writeable and out is not w
+
+
+def test_an_output_contradicting_its_declared_shape_is_returned_with_a_warning() -> None:
+    """onnxmltools declares LightGBM's label as [1] and a run gives (16,): returned, as onnxruntime does, but not
+    in silence (issue 29)."""
+    import warnings
+
+    from onnxcore.errors import OutputShapeWarning
+
+    x = h.make_tensor_value_info("x", TP.FLOAT, ["N"])
+    outs = [h.make_tensor_value_info("label", TP.FLOAT, [1]), h.make_tensor_value_info("free", TP.FLOAT, ["N"])]
+    nodes = [h.make_node("Identity", ["x"], ["label"]), h.make_node("Neg", ["x"], ["free"])]
+    sess = Session(h.make_model(h.make_graph(nodes, "g", [x], outs), opset_imports=[h.make_opsetid("", 18)]))
+    with pytest.warns(
+        OutputShapeWarning, match=r"output 'label': the run computed shape \[16\], the graph declares \[1\]"
+    ):
+        label, free = sess.run(None, {"x": np.zeros(16, np.float32)})
+    assert label.shape == (16,) and free.shape == (16,)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a shape that agrees gives no warning
+        sess.run(None, {"x": np.zeros(1, np.float32)})

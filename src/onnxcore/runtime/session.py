@@ -10,6 +10,7 @@ once, naming every operator it cannot evaluate (Clause 4.4, 16.1).
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from onnxcore.errors import InputError, LimitError, UnsupportedOperatorError, ValidationError
+from onnxcore.errors import InputError, LimitError, OutputShapeWarning, UnsupportedOperatorError, ValidationError
 from onnxcore.graph.bound import BoundModel, bind
 from onnxcore.io import load
 from onnxcore.kernels.registry import KernelSet
@@ -28,6 +29,7 @@ from onnxcore.runtime.compile import CompileEnv, compile_graph
 from onnxcore.runtime.feeds import check_feed
 from onnxcore.runtime.plan import GraphIR, Plan, describe_value
 from onnxcore.types import type_from_proto
+from onnxcore.types.valuetypes import declared_shape
 from onnxcore.validate.runner import check_context
 
 __all__ = ["Session", "StepTime", "ValueDescription"]
@@ -162,6 +164,12 @@ class Session:
         self.outputs = [ValueDescription(vi.name, vi.type) for vi in graph.output]
         self._input_by_name = {d.name: d for d in self.inputs}
         self._output_names = [d.name for d in self.outputs]
+        # Declared output shapes with a fixed extent somewhere: a run's result is compared with them (cheaply).
+        self._declared_outputs = {
+            d.name: shape
+            for d in self.outputs
+            if (shape := declared_shape(d.type_proto)) is not None and any(isinstance(e, int) for e in shape)
+        }
         self._constants = init_names - set(self._input_by_name)
         # Inputs the caller must feed; an input with an initializer that is not fed keeps it as a constant.
         self._fed = frozenset(n for n in self._input_by_name if n not in init_names)
@@ -259,6 +267,8 @@ class Session:
             plan, vals = self._prepare(output_names, feeds, intermediates)
             plan.execute(vals)
         outs = [_owned(vals[s], plan.names[s]) for s in plan.output_slots]
+        if self._declared_outputs:
+            self._warn_on_shapes(plan, outs)
         if not intermediates:
             return outs
         values = {plan.names[s]: _owned(vals[s], plan.names[s]) for s in plan.node_slots}
@@ -319,6 +329,23 @@ class Session:
             times = plan.profile(vals)
         return [_owned(vals[s], plan.names[s]) for s in plan.output_slots], _step_times(plan, times)
 
+    def _warn_on_shapes(self, plan: Plan, outs: list[Any]) -> None:
+        """Warn (:class:`OutputShapeWarning`) of an output whose computed shape contradicts its declared one.
+
+        onnxmltools declares LightGBM's ``label`` as ``[1]`` while a run gives ``(16,)``: the result is returned,
+        as onnxruntime returns it, but not in silence (Clause 9.4).
+        """
+        for s, value in zip(plan.output_slots, outs):
+            name = plan.names[s]
+            declared = self._declared_outputs.get(name)
+            if declared is not None and isinstance(value, np.ndarray) and _contradicts(value.shape, declared):
+                shown = "[" + ", ".join("?" if d is None else str(d) for d in declared) + "]"
+                warnings.warn(
+                    f"output {name!r}: the run computed shape {list(value.shape)}, the graph declares {shown}",
+                    OutputShapeWarning,
+                    stacklevel=3,
+                )
+
     def _prepare(
         self, output_names: Sequence[str] | None, feeds: Mapping[str, Any], intermediates: bool
     ) -> tuple[Plan, list[Any]]:
@@ -377,6 +404,11 @@ def _step_times(plan: Plan, seconds: Sequence[float]) -> list[StepTime]:
         )
         for bn, t in zip(plan.info, seconds)
     ]
+
+
+def _contradicts(shape: tuple[int, ...], declared: tuple[Any, ...]) -> bool:
+    # Rank, or a fixed extent that differs; a dimension variable or an unknown extent contradicts nothing here.
+    return len(shape) != len(declared) or any(isinstance(d, int) and d != n for n, d in zip(shape, declared))
 
 
 def _declared_rank(tp: TypeProto | None) -> int | None:
