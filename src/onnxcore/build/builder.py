@@ -45,6 +45,7 @@ from onnxcore.build.builder_rules import (
     output_count,
     unknown_operator,
 )
+from onnxcore.build.ir import least_ir_version
 from onnxcore.defs import OpSchema, all_schemas, canonical_domain, get_schema, known_domains
 from onnxcore.infer import infer_both
 from onnxcore.proto.messages import (
@@ -143,11 +144,6 @@ class Value:
 
     def __repr__(self) -> str:
         return f"Value({self._name!r}, {self.type}, {self.shape})"
-
-
-def _elem_ir(v: Value) -> int:
-    et = v.dtype
-    return 3 if et is None else et.ir_version
 
 
 class _Subgraphs:
@@ -386,11 +382,11 @@ class GraphBuilder:
             raise _at_caller(e) from None
         g = self._graph_proto(value_info=value_info)
         opsets = [OperatorSetIdProto(domain=d, version=v) for d, v in self._shared.opsets.items()]
-        made = [o for n in self._nodes for o in n.outputs]
-        ir = max([self._shared.ir_version] + [_elem_ir(v) for v in self._inputs + self._initializers + made])
-        fields.setdefault("ir_version", ir)
         fields.setdefault("producer_name", "onnxcore")
-        return ModelProto(opset_import=opsets, graph=g, **fields)
+        model = ModelProto(opset_import=opsets, graph=g, **fields)
+        if "ir_version" not in fields:
+            model.ir_version = least_ir_version(model)  # Table 12 and the imports: the one rule (build/ir.py)
+        return model
 
     # ------------------------------------------------------------------------------------------ internals
 

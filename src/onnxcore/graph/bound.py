@@ -323,6 +323,9 @@ class BoundModel:
         self.multi_attr: list[NodeRef] = []
         self.attr_refs: list[NodeRef] = []
         self._function_scopes: dict[int, Scope] = {}
+        # Graph object -> the scope it was entered as (its first reference: a code-built model may hold one graph
+        # twice), for every graph entered, definition bodies' subgraphs included.
+        self._graph_scopes: dict[int, Scope] = {}
         self._body_scopes: dict[tuple[int, int, int], Scope | None] = {}
         self._bindings: dict[tuple[int, str, str, str], NodeBinding] = {}
         self._walk()
@@ -378,6 +381,8 @@ class BoundModel:
         while pending:
             scope = pending.pop()
             entered.append(scope)
+            if scope.graph is not None:
+                self._graph_scopes.setdefault(id(scope.graph), scope)
             body = scope.graph.node if scope.graph is not None else scope.function.node  # type: ignore[union-attr]
             children: list[Scope] = []
             defs = scope.defs
@@ -490,6 +495,10 @@ class BoundModel:
     def main(self) -> Scope | None:
         """The scope of the top-level graph."""
         return self.scopes[0] if self.scopes and self.scopes[0].kind == "main" else None
+
+    def graph_scope(self, graph: GraphProto) -> Scope | None:
+        """The scope a graph object was entered as (its first reference, where a model holds it twice)."""
+        return self._graph_scopes.get(id(graph))
 
     def function_scope(self, fn: FunctionProto) -> Scope | None:
         """The scope of a model-local function's body."""

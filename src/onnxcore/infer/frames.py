@@ -100,11 +100,6 @@ class BoundWalk:
         self.max_depth = self.limits.max_nesting_depth
         budget = self.limits.max_inference_nodes
         self.budget = sys.maxsize if budget is None else budget
-        # A graph object's bound scope (its first reference's): a code-built model may hold one graph twice.
-        self.graph_scopes: dict[int, Scope] = {}
-        for s in bound.scopes:
-            if s.graph is not None:
-                self.graph_scopes.setdefault(id(s.graph), s)
         main = bound.main()
         self.top_opsets = main.opsets if main is not None else bound.opsets
         self.active: set[tuple[str, str, str]] = set()  # model-local functions being called (recursion)
@@ -132,7 +127,7 @@ class BoundWalk:
 
     def graph_bindings(self, g: GraphProto, opsets: dict[str, int]) -> Sequence[Binding]:
         """The bindings of a graph's nodes (see :meth:`bindings`)."""
-        return self.bindings(g.node, opsets, self.graph_scopes.get(id(g)))
+        return self.bindings(g.node, opsets, self.bound.graph_scope(g))
 
     def function_frame_opsets(self, fn: FunctionProto) -> dict[str, int]:
         """The imports in force in a model-local function's body (its bound scope's, Clause 8.4)."""

@@ -15,7 +15,7 @@ import numpy as np
 
 from onnxcore.defs.binding import canonical_domain, get_schema, known_domains
 from onnxcore.errors import KernelNotFoundError, OnnxCoreError, UnknownOperatorError
-from onnxcore.kernels.registry import KernelContext, KernelDef, KernelSet, kernel_versions, lookup
+from onnxcore.kernels.registry import KernelContext, KernelDef, KernelSet, custom_domain_kernel, lookup
 from onnxcore.proto import GraphProto, NodeProto
 
 __all__ = ["run"]
@@ -35,11 +35,9 @@ def _bind(domain: str, op_type: str, version: int, custom_ops: KernelSet | None)
                 [(domain, op_type, version)],
             )
         return kdef, schema
-    versions = [v for v in kernel_versions(domain, op_type, custom_ops) if v <= version]
-    if not versions:
+    kdef = custom_domain_kernel(domain, op_type, version, custom_ops)
+    if kdef is None:
         raise UnknownOperatorError(f"{label}: no kernel at or below version {version} of a custom domain (16.1)")
-    kdef = lookup(domain, op_type, versions[-1], custom_ops)
-    assert kdef is not None
     return kdef, None
 
 

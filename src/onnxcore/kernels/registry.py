@@ -28,6 +28,7 @@ __all__ = [
     "KernelDef",
     "KernelSet",
     "kernel",
+    "custom_domain_kernel",
     "kernel_versions",
     "lookup",
     "registered",
@@ -330,6 +331,15 @@ def kernel_versions(domain: str, op_type: str, custom_ops: KernelSet | None = No
     if custom_ops is not None:
         found.update(custom_ops.versions(dom, op_type))
     return sorted(found)
+
+
+def custom_domain_kernel(
+    domain: str, op_type: str, version: int, custom_ops: KernelSet | None = None
+) -> KernelDef | None:
+    """The kernel a node of a domain without definitions binds to (Clause 16.1): the one registered with the
+    greatest since_version not above the imported ``version``, or ``None``."""
+    versions = [v for v in kernel_versions(domain, op_type, custom_ops) if v <= version]
+    return lookup(domain, op_type, versions[-1], custom_ops) if versions else None
 
 
 def registered() -> Iterator[KernelDef]:

@@ -34,7 +34,7 @@ from onnxcore.errors import EvaluationError, LimitError, OnnxCoreError, Validati
 from onnxcore.graph.attributes import attribute_value, constant_array
 from onnxcore.graph.bound import BoundModel, NodeRef, Scope
 from onnxcore.graph.functions import FunctionBody, bind_attribute_refs
-from onnxcore.kernels.registry import KernelContext, KernelDef, KernelSet, kernel_versions, lookup
+from onnxcore.kernels.registry import KernelContext, KernelDef, KernelSet, custom_domain_kernel, lookup
 from onnxcore.proto import AttributeProto, FunctionProto, GraphProto, NodeProto, TypeProto
 from onnxcore.runtime.gradient import bind_gradients
 from onnxcore.runtime.plan import GraphIR, Plan
@@ -79,11 +79,6 @@ class CompileEnv:
         self.unsupported: list[tuple[str, str, int]] = []
         self._fn_stack: list[tuple[str, str, str]] = []
         self._local_bodies: dict[int, FunctionBody] = {}
-        # A graph object held by two attributes is entered once by the bound walk: the others find it here.
-        self._graph_scopes: dict[int, Scope] = {}
-        for s in bound.scopes:
-            if s.graph is not None:
-                self._graph_scopes.setdefault(id(s.graph), s)
 
     def report_unsupported(self, domain: str, op_type: str, version: int) -> None:
         """Record an operator that has neither a kernel nor a body (Clause 4.4, 16.1)."""
@@ -106,11 +101,9 @@ class CompileEnv:
         """
         for s, _name, scope in ref.subgraphs:
             if s == seg:
-                if scope.graph is not None:
-                    self._graph_scopes.setdefault(id(scope.graph), scope)
                 return scope
-        # A graph object held twice was entered once, where it occurs first (see __init__).
-        shared = self._graph_scopes.get(id(graph))
+        # A graph object held twice was entered once, where it occurs first.
+        shared = self.bound.graph_scope(graph)
         if shared is None:
             raise ValidationError(f"{label}: the subgraph was not bound (Clause 7.6)")
         return shared
@@ -313,10 +306,9 @@ def _bind_node(
                 return _call_body(env, ref, node, body, body_scope, outer, depth, where)
     elif ref.status == "custom":
         # Clause 16.1: no definitions to bind through; the kernel of the greatest version not above the import.
-        versions = [v for v in kernel_versions(domain, node.op_type, env.custom_ops) if v <= version]
-        if versions:
-            since = versions[-1]
-            kdef = lookup(domain, node.op_type, since, env.custom_ops)
+        kdef = custom_domain_kernel(domain, node.op_type, version, env.custom_ops)
+        if kdef is not None:
+            since = kdef.since_version
     if kdef is None:
         env.report_unsupported(domain, node.op_type, version)
         return PlanNode(index, node, None, kw, outer)
