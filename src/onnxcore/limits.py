@@ -14,7 +14,12 @@ from collections.abc import Iterator
 
 from onnxcore.errors import LimitError
 
-__all__ = ["Limits", "DEFAULT_LIMITS", "UNLIMITED_DEPTH", "active_limits", "limits_in_effect"]
+__all__ = ["Limits", "DEFAULT_LIMITS", "NESTING_REFUSAL", "UNLIMITED_DEPTH", "active_limits", "limits_in_effect"]
+
+NESTING_REFUSAL = "E-LIMIT-NESTING"
+"""The code under which validation, inference and evaluation alike refuse subgraphs (and function calls) nested
+deeper than ``Limits.max_nesting_depth`` (Clause 15.4): the validator's finding, inference's ``refused``, the
+evaluator's :class:`LimitError` message."""
 
 UNLIMITED_DEPTH = 100_000
 """Message nesting bound used when ``max_nesting_depth`` is None.

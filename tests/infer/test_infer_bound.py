@@ -109,7 +109,10 @@ def test_nesting_depth_is_governed_by_the_limits() -> None:
     types = infer(model)
     depth, values = _innermost(types.type_strings)  # type: ignore[arg-type]
     assert depth == 64 and "y0" not in values
+    # ... and refused under the validator's code (and the evaluator's: tests/runtime/test_session_bound.py).
+    assert types.refused and {code for code, _loc in types.refused} == {"E-LIMIT-NESTING"}
     shapes = infer_shapes(model)
+    assert shapes.refused == types.refused
     assert max(p.count("/then_branch") for p in shapes.shapes) == 64
     assert shapes.shape("y100") == ("a", "b")  # as declared: nothing inferred through the unwalked levels
 
@@ -120,7 +123,7 @@ def test_nesting_depth_is_governed_by_the_limits() -> None:
     bound = bind(model, limits=deep)
     types = infer(model, bound=bound)
     depth, values = _innermost(types.type_strings)  # type: ignore[arg-type]
-    assert depth == 100 and values["y0"] == "tensor(float)"
+    assert depth == 100 and values["y0"] == "tensor(float)" and types.refused == []
     assert types.type_strings["graph"]["y100"] == "tensor(float)"
     shapes = infer_shapes(model, limits=deep)
     inner = max(shapes.shapes, key=lambda p: p.count("/then_branch"))

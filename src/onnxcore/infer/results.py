@@ -97,12 +97,15 @@ class Inference:
         declared: Graph path -> value name -> declared ``TypeProto`` (with its shape).
         nodes: One :class:`NodeTypes` per node of the model's graphs, subgraphs and function bodies.
         mismatches: Every contradiction between an inferred and a declared type.
+        refused: ``(code, location)`` of what inference did not enter: subgraphs nested beyond
+            ``Limits.max_nesting_depth`` (``E-LIMIT-NESTING``, the code validation and evaluation use too).
     """
 
     type_strings: dict[str, dict[str, str]] = field(default_factory=dict)
     declared: dict[str, dict[str, TypeProto]] = field(default_factory=dict)
     nodes: list[NodeTypes] = field(default_factory=list)
     mismatches: list[TypeMismatch] = field(default_factory=list)
+    refused: list[tuple[str, str]] = field(default_factory=list)
     _by_location: dict[str, NodeTypes] | None = None
 
     def types(self) -> dict[str, dict[str, TypeProto]]:
@@ -182,12 +185,14 @@ class ShapeInference:
         incompatibilities: Every node whose fixed extents contradict its definition.
         unruled: (location, op_type) of each node whose outputs stayed unknown because its operator has
             neither a shape rule nor a function body (and its inputs were not all known).
+        refused: As :attr:`Inference.refused`.
     """
 
     shapes: dict[str, dict[str, ShapeT]] = field(default_factory=dict)
     mismatches: list[ShapeMismatch] = field(default_factory=list)
     incompatibilities: list[ShapeIncompatibility] = field(default_factory=list)
     unruled: list[tuple[str, str]] = field(default_factory=list)
+    refused: list[tuple[str, str]] = field(default_factory=list)
 
     def shape(self, name: str, graph: str = "graph") -> ShapeT | None:
         """The shape of value ``name`` of ``graph`` (the top-level graph by default), or None."""

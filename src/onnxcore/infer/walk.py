@@ -40,7 +40,7 @@ from onnxcore.infer.shape_core import ShapeT, resolve
 from onnxcore.infer.shape_ops.control import control_flow_outputs
 from onnxcore.infer.shape_step import ShapeStep, Unresolvable
 from onnxcore.io import encode
-from onnxcore.limits import Limits
+from onnxcore.limits import NESTING_REFUSAL, Limits
 from onnxcore.proto.messages import AttributeProto, FunctionProto, GraphProto, ModelProto, NodeProto, TypeProto
 from onnxcore.types.typestr import elem_type_string, type_string
 
@@ -562,4 +562,8 @@ def run(
             walk.walk_function(fn, function_location(i, fn), Frame(walk.top_opsets, None, True, True, 0))
         except RecursionError:
             pass
+    # What the bound model did not enter (Clause 15.4) is refused under the code the other passes use.
+    refused = [(NESTING_REFUSAL, loc) for loc, _depth in walk.bound.too_deep]
+    walk.type_result.refused = refused
+    walk.shape_result.refused = list(refused)
     return walk

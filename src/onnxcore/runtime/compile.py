@@ -35,6 +35,7 @@ from onnxcore.graph.attributes import attribute_value, constant_array
 from onnxcore.graph.bound import BoundModel, NodeRef, Scope
 from onnxcore.graph.functions import FunctionBody, bind_attribute_refs
 from onnxcore.kernels.registry import KernelContext, KernelDef, KernelSet, custom_domain_kernel, lookup
+from onnxcore.limits import NESTING_REFUSAL
 from onnxcore.proto import AttributeProto, FunctionProto, GraphProto, NodeProto, TypeProto
 from onnxcore.runtime.gradient import bind_gradients
 from onnxcore.runtime.plan import GraphIR, Plan
@@ -182,12 +183,12 @@ def _graph_types(g: GraphProto | FunctionProto) -> dict[str, TypeProto]:
 
 
 def _check_depth(env: CompileEnv, depth: int, label: str) -> None:
-    # The validator's code for the same refusal (E-LIMIT-NESTING), so that all three passes name it alike.
+    # The validator's code for the same refusal, so that all three passes name it alike.
     lim = env.limits.max_nesting_depth
     if lim is not None and depth > lim:
         raise LimitError(
             f"{label}: subgraphs and function calls nest deeper than max_nesting_depth={lim} "
-            "(E-LIMIT-NESTING, Clause 15.4)"
+            f"({NESTING_REFUSAL}, Clause 15.4)"
         )
 
 

@@ -22,7 +22,7 @@ from onnxcore.errors import InputError, LimitError, OutputShapeWarning, Unsuppor
 from onnxcore.graph.bound import BoundModel, bind
 from onnxcore.io import load
 from onnxcore.kernels.registry import KernelSet
-from onnxcore.limits import DEFAULT_LIMITS, Limits, limits_in_effect
+from onnxcore.limits import DEFAULT_LIMITS, NESTING_REFUSAL, Limits, limits_in_effect
 from onnxcore.proto import ModelProto, TypeProto
 from onnxcore.proto.bridge import as_message, is_onnx_message
 from onnxcore.runtime.compile import CompileEnv, compile_graph
@@ -148,7 +148,7 @@ class Session:
                 ir = compile_graph(env, graph, main, 0, label=f"graph {graph.name!r}")
         except RecursionError:  # only reachable with max_nesting_depth=None
             raise LimitError(
-                "subgraphs nest deeper than this interpreter can follow (E-LIMIT-NESTING, Clause 15.4)"
+                f"subgraphs nest deeper than this interpreter can follow ({NESTING_REFUSAL}, Clause 15.4)"
             ) from None
         if env.unsupported:
             ops = ", ".join(f"{d or 'ai.onnx'}::{op}-{v}" for d, op, v in env.unsupported)

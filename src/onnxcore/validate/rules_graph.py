@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from onnxcore.limits import NESTING_REFUSAL
 from onnxcore.validate.catalog import rule
 from onnxcore.validate.context import Context, Resolution, Scope
 
@@ -308,7 +309,7 @@ def subgraph_arity(ctx: Context) -> Found:
             yield scope.loc, f"the {op} body declares {b_out} output(s); the node implies {want_out}"
 
 
-@rule("E-LIMIT-NESTING", "15.4", "subgraphs nested deeper than Limits.max_nesting_depth (a refusal)")
+@rule(NESTING_REFUSAL, "15.4", "subgraphs nested deeper than Limits.max_nesting_depth (a refusal)")
 def limit_nesting(ctx: Context) -> Found:
     for loc, depth in ctx.too_deep:
         yield (
