@@ -127,7 +127,7 @@ def test_regex_full_match_against_onnxruntime(pattern: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "pattern", [r"(a)\1", r"a(?=b)", r"(?<!x)y", r"(?P<n>a)(?P=n)", r"a++", r"[[:alpha:]]", r"\pL"]
+    "pattern", [r"(a)\1", r"a(?=b)", r"(?<!x)y", r"(?P<n>a)(?P=n)", r"a++", r"\pL"]
 )
 def test_regex_refuses_what_re2_refuses(pattern: str) -> None:
     with pytest.raises(EvaluationError):

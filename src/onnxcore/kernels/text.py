@@ -7,25 +7,19 @@ changes and regular expressions work on the UTF-8 decoding (undecodable octets a
 surrogate escapes and encoded back unchanged); concatenation and splitting on a delimiter work
 on the octets directly.
 
-RegexFullMatch uses Python's :mod:`re` in place of RE2. For the patterns both accept they agree
-on full matches. The differences: RE2-only syntax (``\\pN``, ``\\p{Greek}``, ``\\C``) is
-refused by ``re``, and POSIX classes (``[[:alpha:]]``, which ``re`` would read as a plain set)
-are refused here, with an :class:`~onnxcore.errors.EvaluationError`; constructs RE2 refuses
-(backreferences ``\\1``, lookaround ``(?=``, ``(?!``, ``(?<=``, ``(?<!``, possessive
-quantifiers and atomic groups) are refused here too, so a pattern is never given a meaning RE2
-does not give it. ``\\d``, ``\\w`` and ``\\s`` are ASCII-only in RE2, so the pattern is
-compiled with ``re.ASCII``; ``.`` does not match a newline in either.
+RegexFullMatch matches RE2's syntax in linear time with our own matcher (:mod:`onnxcore.kernels.re2`: what it
+accepts and refuses is listed there), never with Python's backtracking :mod:`re`.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import numpy as np
 
 from onnxcore.errors import EvaluationError
 from onnxcore.kernels._util import broadcast_shape, check_elements
+from onnxcore.kernels.re2 import compile_re2
 from onnxcore.kernels.registry import kernel
 
 __all__: list[str] = []
@@ -158,31 +152,12 @@ def string_split(
 # RegexFullMatch
 # ---------------------------------------------------------------------------------------------
 
-# Constructs Python's re accepts and RE2 refuses: backreferences (numbered or named), lookaround,
-# atomic groups and possessive quantifiers, conditionals.
-_NOT_RE2 = re.compile(r"\\[1-9]|\(\?P=|\(\?[=!]|\(\?<[=!]|\(\?>|[*+?}]\+|\(\?\(")
-# RE2 syntax that Python's re would silently read otherwise: POSIX classes ([[:alpha:]]).
-_POSIX_CLASS = re.compile(r"\[:\^?[a-z]+:\]")
-
-
-def _compile_re2(pattern: str) -> re.Pattern[str]:
-    # Escaped backslashes are dropped first so that "\\1" (a literal backslash and 1) is not refused.
-    if _NOT_RE2.search(pattern.replace("\\\\", "")):
-        raise EvaluationError(f"RegexFullMatch: pattern {pattern!r} is not RE2 syntax (backreference or lookaround)")
-    if _POSIX_CLASS.search(pattern):
-        raise EvaluationError(f"RegexFullMatch: POSIX character classes in {pattern!r} are not supported")
-    try:
-        return re.compile(pattern, re.ASCII)
-    except re.error as e:
-        raise EvaluationError(f"RegexFullMatch: invalid pattern {pattern!r}: {e}") from None
-
-
 @kernel("RegexFullMatch", 20)
 def regex_full_match(X: np.ndarray, *, pattern: str = "") -> np.ndarray:
     """RegexFullMatch: whether each element matches ``pattern`` in full (see the module text on RE2)."""
     x = _strings(X, "RegexFullMatch")
-    rx = _compile_re2(pattern)
-    return np.array([rx.fullmatch(_decode(_bytes_of(v))) is not None for v in x.ravel()], dtype=bool).reshape(x.shape)
+    rx = compile_re2(pattern)  # linear-time matching: a model's pattern cannot stall the evaluator (issue 29)
+    return np.array([rx.fullmatch(_decode(_bytes_of(v))) for v in x.ravel()], dtype=bool).reshape(x.shape)
 
 
 # ---------------------------------------------------------------------------------------------
