@@ -126,9 +126,7 @@ def test_regex_full_match_against_onnxruntime(pattern: str) -> None:
     np.testing.assert_array_equal(actual, expected)
 
 
-@pytest.mark.parametrize(
-    "pattern", [r"(a)\1", r"a(?=b)", r"(?<!x)y", r"(?P<n>a)(?P=n)", r"a++", r"\pL"]
-)
+@pytest.mark.parametrize("pattern", [r"(a)\1", r"a(?=b)", r"(?<!x)y", r"(?P<n>a)(?P=n)", r"a++", r"\pL"])
 def test_regex_refuses_what_re2_refuses(pattern: str) -> None:
     with pytest.raises(EvaluationError):
         _fn("RegexFullMatch", 20)(_strs("aa"), pattern=pattern)

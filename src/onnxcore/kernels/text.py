@@ -152,6 +152,7 @@ def string_split(
 # RegexFullMatch
 # ---------------------------------------------------------------------------------------------
 
+
 @kernel("RegexFullMatch", 20)
 def regex_full_match(X: np.ndarray, *, pattern: str = "") -> np.ndarray:
     """RegexFullMatch: whether each element matches ``pattern`` in full (see the module text on RE2)."""
