@@ -9,6 +9,8 @@ __all__ = [
     "DecodeError",
     "EncodeError",
     "LimitError",
+    "RunTimeoutError",
+    "RunCancelledError",
     "DecodeLimitError",
     "TensorError",
     "ShapeError",
@@ -113,6 +115,14 @@ class EncodeError(OnnxCoreError, ValueError):
 
 class LimitError(OnnxCoreError):
     """A documented resource limit was exceeded (Clause 15.4): a refusal, not a crash."""
+
+
+class RunTimeoutError(LimitError, TimeoutError):
+    """A run went past its deadline (``Session.run(..., timeout=)``) and was stopped (Clause 15.4)."""
+
+
+class RunCancelledError(OnnxCoreError):
+    """A run was cancelled from outside (``RunOptions.terminate``, or a ``cancel`` callable returning true)."""
 
 
 class DecodeLimitError(DecodeError, LimitError):

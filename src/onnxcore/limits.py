@@ -10,11 +10,23 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 
-from onnxcore.errors import LimitError
+from onnxcore.errors import InputError, LimitError, RunCancelledError, RunTimeoutError
 
-__all__ = ["Limits", "DEFAULT_LIMITS", "NESTING_REFUSAL", "UNLIMITED_DEPTH", "active_limits", "limits_in_effect"]
+__all__ = [
+    "Limits",
+    "DEFAULT_LIMITS",
+    "NESTING_REFUSAL",
+    "UNLIMITED_DEPTH",
+    "RunControl",
+    "active_limits",
+    "active_run_control",
+    "checkpoint",
+    "limits_in_effect",
+    "run_control_in_effect",
+]
 
 NESTING_REFUSAL = "E-LIMIT-NESTING"
 """The code under which validation, inference and evaluation alike refuse subgraphs (and function calls) nested
@@ -152,3 +164,63 @@ def limits_in_effect(limits: Limits) -> Iterator[None]:
         yield
     finally:
         _ACTIVE.reset(token)
+
+
+class RunControl:
+    """A deadline and a cancellation test for one run, checked at checkpoints (between plan steps, at every
+    iteration of ``Loop``, ``Scan`` and ``SequenceMap``, at every subgraph evaluation).
+
+    A kernel call in progress is not interrupted: one call's work is bounded by :class:`Limits` instead, so the
+    run stops at most one kernel call after the deadline or the cancellation.
+
+    Args:
+        timeout: Seconds from now; None for no deadline.
+        cancel: A callable polled at each checkpoint; the run stops when it returns true (onnxruntime's
+            ``RunOptions.terminate`` is read this way). None for none.
+    """
+
+    __slots__ = ("cancel", "deadline", "timeout")
+
+    def __init__(self, *, timeout: float | None = None, cancel: Callable[[], bool] | None = None) -> None:
+        if timeout is not None and not timeout >= 0:  # also refuses NaN
+            raise InputError(f"timeout must be a non-negative number of seconds, got {timeout!r}")
+        self.timeout = timeout
+        self.deadline = None if timeout is None else time.monotonic() + timeout
+        self.cancel = cancel
+
+    def check(self, where: str) -> None:
+        """Raise when the run must stop.
+
+        Raises:
+            RunCancelledError: ``cancel()`` returned true.
+            RunTimeoutError: the deadline has passed.
+        """
+        if self.cancel is not None and self.cancel():
+            raise RunCancelledError(f"{where}: the run was cancelled")
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise RunTimeoutError(f"{where}: the run exceeded its timeout of {self.timeout} s (Clause 15.4)")
+
+
+_RUN_CONTROL: contextvars.ContextVar[RunControl | None] = contextvars.ContextVar("onnxcore_run_control", default=None)
+
+
+def active_run_control() -> RunControl | None:
+    """The :class:`RunControl` of the run evaluating in this context, or None (no deadline, no cancellation)."""
+    return _RUN_CONTROL.get()
+
+
+def checkpoint(where: str) -> None:
+    """Stop the run here if its deadline has passed or it was cancelled (a no-op without a run control)."""
+    control = _RUN_CONTROL.get()
+    if control is not None:
+        control.check(where)
+
+
+@contextlib.contextmanager
+def run_control_in_effect(control: RunControl | None) -> Iterator[None]:
+    """Make ``control`` the :func:`active_run_control` of this context inside the ``with`` block."""
+    token = _RUN_CONTROL.set(control)
+    try:
+        yield
+    finally:
+        _RUN_CONTROL.reset(token)

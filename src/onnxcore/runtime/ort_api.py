@@ -151,7 +151,8 @@ class SessionOptions:
 
 
 class RunOptions:
-    """Options of one :meth:`InferenceSession.run`; kept, without effect (onnxruntime's names and defaults)."""
+    """Options of one :meth:`InferenceSession.run` (onnxruntime's names and defaults): ``terminate`` stops the
+    runs using these options; the other fields are kept without effect."""
 
     def __init__(self) -> None:
         self.log_severity_level = -1
@@ -456,7 +457,9 @@ class InferenceSession:
             output_names: The outputs to return, in order; None (or an empty list) for every graph output.
             input_feed: A value per input name (numpy arrays; ``str`` arrays for STRING inputs; lists for
                 sequences, dicts for maps).
-            run_options: A :class:`RunOptions`, or None (without effect).
+            run_options: A :class:`RunOptions`, or None. Its ``terminate``, set to true (from another thread),
+                stops the run with :class:`~onnxcore.RunCancelledError` (not while profiling); its other fields
+                are kept without effect.
 
         Returns:
             The outputs, as onnxruntime gives them (module docstring).
@@ -482,13 +485,15 @@ class InferenceSession:
             raise InputError(f"run: invalid input name(s) {bad}; inputs: {[d.name for d in self._required]}")
         # onnxruntime reads an empty list as every output, too.
         names = list(output_names) if output_names else None
+        # onnxruntime's terminate: setting it (from another thread) stops the runs using these options.
+        cancel = None if run_options is None else (lambda: bool(run_options.terminate))
         with self._threads():
             if self._events is not None:
                 outs = self._run_profiled(names, input_feed)
             elif self._as_written:
-                outs = self._session.run(names, input_feed, intermediates=True)[0]
+                outs = self._session.run(names, input_feed, intermediates=True, cancel=cancel)[0]
             else:
-                outs = self._session.run(names, input_feed)
+                outs = self._session.run(names, input_feed, cancel=cancel)
         return [_user_value(v) for v in outs]
 
     def end_profiling(self) -> str:

@@ -18,7 +18,15 @@ from typing import Any
 
 import numpy as np
 
-from onnxcore.errors import EvaluationError, LimitError, OnnxCoreError, ValidationError
+from onnxcore.errors import (
+    EvaluationError,
+    LimitError,
+    OnnxCoreError,
+    RunCancelledError,
+    RunTimeoutError,
+    ValidationError,
+)
+from onnxcore.limits import RunControl, active_run_control
 from onnxcore.runtime.codegen import MAX_STEPS, generate
 from onnxcore.runtime.optimize import (
     cse_key,
@@ -297,6 +305,12 @@ class Plan:
 
         Afterwards the output slots (every node slot for a ``keep_all`` plan) hold their values.
         """
+        control = active_run_control()
+        if control is not None:
+            # A run with a deadline or a cancellation test is interpreted, checking between steps; the compiled
+            # straight-line code of a plain run pays nothing for it.
+            self._interpret(vals, control=control)
+            return
         run = self._run
         if run is None:
             # Compiling costs about as much as a few interpreted runs: a plan evaluated once
@@ -310,12 +324,14 @@ class Plan:
                 return
         run(vals)
 
-    def _interpret(self, vals: list[Any], times: list[float] | None = None) -> None:
+    def _interpret(self, vals: list[Any], times: list[float] | None = None, control: RunControl | None = None) -> None:
         clock = time.perf_counter
         t0 = 0.0
         i = 0
         try:
             for i, (fn, ins, out0, outs, kw, frees) in enumerate(self.steps):
+                if control is not None:
+                    control.check(f"{self.ir.label}: before node {self.info[i].index}")
                 if times is not None:
                     t0 = clock()
                 res = fn(*[vals[j] for j in ins], **kw)
@@ -328,6 +344,8 @@ class Plan:
                     vals[out0] = res
                 for s in frees:
                     vals[s] = None
+        except (RunTimeoutError, RunCancelledError):
+            raise  # the run is stopped as a whole, not failed at a node: kept as it is, through enclosing graphs
         except Exception as e:
             raise self._error(i, vals.__getitem__, e) from e
 

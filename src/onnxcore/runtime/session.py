@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,14 @@ from onnxcore.errors import InputError, LimitError, OutputShapeWarning, Unsuppor
 from onnxcore.graph.bound import BoundModel, bind
 from onnxcore.io import load
 from onnxcore.kernels.registry import KernelSet
-from onnxcore.limits import DEFAULT_LIMITS, NESTING_REFUSAL, Limits, limits_in_effect
+from onnxcore.limits import (
+    DEFAULT_LIMITS,
+    NESTING_REFUSAL,
+    Limits,
+    RunControl,
+    limits_in_effect,
+    run_control_in_effect,
+)
 from onnxcore.proto import ModelProto, TypeProto
 from onnxcore.proto.bridge import as_message, is_onnx_message
 from onnxcore.runtime.compile import CompileEnv, compile_graph
@@ -228,6 +235,8 @@ class Session:
         feeds: Mapping[str, Any],
         *,
         intermediates: bool = False,
+        timeout: float | None = None,
+        cancel: Callable[[], bool] | None = None,
     ) -> Any:
         """Evaluate the model.
 
@@ -237,6 +246,10 @@ class Session:
             feeds: A value for each graph input by name. An input with an initializer may be
                 omitted (its initializer is used) or fed (overriding it), Clause 7.2.
             intermediates: Also return every value the graph's nodes computed.
+            timeout: Seconds the run may take; past them it stops (between two plan steps, or at the next
+                iteration of a loop) with :class:`~onnxcore.RunTimeoutError`. None (the default): no deadline.
+            cancel: A callable polled at the same points, from the running thread; when it returns true the run
+                stops with :class:`~onnxcore.RunCancelledError` (set a flag from another thread to cancel).
 
         Returns:
             A list of output values in the order of ``output_names``. With ``intermediates=True``,
@@ -259,11 +272,14 @@ class Session:
                 iterations, or a tensor a kernel sizes from data or attributes: ConstantOfShape,
                 Expand, Resize, Conv padding, ...), checked before anything is allocated; the
                 message names the node.
+            RunTimeoutError, RunCancelledError: see ``timeout`` and ``cancel``. A kernel call in progress is not
+                interrupted (its work is bounded by the limits), so a run stops at most one kernel call late.
         """
+        control = None if timeout is None and cancel is None else RunControl(timeout=timeout, cancel=cancel)
         # IEEE 754 results such as log(0) = -inf or 0/0 = NaN are results here, not events to warn about
         # (Clause 11.2); numpy's warnings are silenced once per run rather than in every kernel. Kernels that
         # size a tensor from data check it against this session's limits.
-        with limits_in_effect(self._limits), np.errstate(all="ignore"):
+        with limits_in_effect(self._limits), run_control_in_effect(control), np.errstate(all="ignore"):
             plan, vals = self._prepare(output_names, feeds, intermediates)
             plan.execute(vals)
         outs = [_owned(vals[s], plan.names[s]) for s in plan.output_slots]
