@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import gc
 import sys
 import tracemalloc
 from pathlib import Path
@@ -166,3 +167,56 @@ def test_deep_nesting_leaves_the_interpreter_usable() -> None:
         onnxcore.load(_nested_model(10_000), limits=Limits.unlimited())
     assert sys.getrecursionlimit() >= 1000
     assert np.array_equal(np.frombuffer(b"\0" * 8, "<f4"), np.zeros(2, np.float32))
+
+
+# --- Embedded messages per repeated field and in all (issue 29: two-octet empty entries decoded to gigabytes) ---
+
+
+def _graph_of_empty_entries(**fields: int) -> bytes:
+    """A ModelProto whose graph holds ``count`` empty entries of each named repeated field (two octets each)."""
+    tags = {"node": 1, "initializer": 5, "value_info": 13}
+    graph = b"".join(bytes([tags[name] << 3 | 2, 0]) * count for name, count in fields.items())
+    return b"\x08\x07" + b"\x3a" + encode_varint(len(graph)) + graph
+
+
+def test_repeated_field_count_is_bounded() -> None:
+    data = _graph_of_empty_entries(node=1001)
+    with pytest.raises(onnxcore.DecodeLimitError, match=r"max_repeated_messages") as info:
+        onnxcore.load(data, limits=onnxcore.Limits(max_repeated_messages=1000))
+    assert "graph.node" in str(info.value)
+    assert (
+        len(
+            onnxcore.load(
+                _graph_of_empty_entries(node=1000), limits=onnxcore.Limits(max_repeated_messages=1000)
+            ).graph.node
+        )
+        == 1000
+    )
+
+
+def test_total_message_count_is_bounded() -> None:
+    data = _graph_of_empty_entries(node=600, initializer=600)
+    with pytest.raises(onnxcore.DecodeLimitError, match=r"max_messages") as info:
+        onnxcore.load(data, limits=onnxcore.Limits(max_messages=1000))
+    assert "graph.initializer" in str(info.value)
+    model = onnxcore.load(data, limits=onnxcore.Limits(max_messages=1200))
+    assert (len(model.graph.node), len(model.graph.initializer)) == (600, 600)
+
+
+def test_defaults_refuse_a_field_of_millions_of_empty_entries() -> None:
+    assert onnxcore.DEFAULT_LIMITS.max_repeated_messages == 1 << 22
+    # Under the default bound: decoded. Over a lowered bound the refusal comes before the whole field is built.
+    assert len(onnxcore.load(_graph_of_empty_entries(value_info=50_000)).graph.value_info) == 50_000
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_decoding_leaves_the_garbage_collector_as_it_found_it(enabled: bool) -> None:
+    was = gc.isenabled()
+    try:
+        (gc.enable if enabled else gc.disable)()
+        onnxcore.load(_graph_of_empty_entries(node=10))
+        with pytest.raises(onnxcore.DecodeLimitError):
+            onnxcore.load(_graph_of_empty_entries(node=11), limits=onnxcore.Limits(max_repeated_messages=10))
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()

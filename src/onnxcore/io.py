@@ -132,7 +132,8 @@ def load(
             working directory is never assumed.
         allow_outside: Explicit opt-in to resolve locations outside the model directory.
         limits: Resource limits (Clause 15.4); ``limits.message_depth()`` bounds message nesting,
-            ``max_message_bytes`` the input, and the external ones the data files.
+            ``max_message_bytes`` the input, ``max_repeated_messages`` and ``max_messages`` the embedded
+            messages, and the external ones the data files.
         max_depth: Overrides the message nesting bound derived from ``limits``.
 
     Raises:
@@ -153,7 +154,9 @@ def load(
             f"the model has {len(buf)} octets, more than max_message_bytes ({lim.max_message_bytes}) (Clause 12.5)", 0
         )
     depth = max_depth if max_depth is not None else lim.message_depth()
-    model = decode_message(ModelProto, buf, max_depth=depth)
+    model = decode_message(
+        ModelProto, buf, max_depth=depth, max_repeated=lim.max_repeated_messages, max_messages=lim.max_messages
+    )
     if external_data:
         bd = base_dir if base_dir is not None else base_dir_of(source)
         load_external_data(model, bd, allow_outside=allow_outside, limits=lim)

@@ -64,6 +64,11 @@ class Limits:
             walked once per distinct call and a subgraph once per reference, so a model built in code that shares
             one subgraph object between the branches of every level would otherwise be walked exponentially
             often; past the budget what is left stays unknown (Clause 9.4). Default 2,000,000.
+        max_repeated_messages: Embedded messages in one repeated field while decoding (``GraphProto.node``,
+            ``NodeProto.attribute``, ...). An empty entry costs two octets on the wire and hundreds of octets
+            decoded, so a small file could otherwise ask for gigabytes. Default 2**22 (4,194,304; the largest
+            real graphs have a few hundred thousand nodes).
+        max_messages: Embedded messages in repeated fields in all, while decoding. Default 2**24.
     """
 
     max_tensor_elements: int | None = 1 << 34
@@ -75,6 +80,8 @@ class Limits:
     max_message_bytes: int | None = 1 << 40
     max_image_pixels: int | None = 1 << 27
     max_inference_nodes: int | None = 2_000_000
+    max_repeated_messages: int | None = 1 << 22
+    max_messages: int | None = 1 << 24
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
