@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
+import os
 import time
 from collections.abc import Callable, Iterator
 
@@ -20,6 +21,8 @@ __all__ = [
     "DEFAULT_LIMITS",
     "NESTING_REFUSAL",
     "UNLIMITED_DEPTH",
+    "DERIVED_DEFAULTS",
+    "MACHINE_ALLOC_BYTES",
     "RunControl",
     "active_limits",
     "active_run_control",
@@ -39,6 +42,21 @@ UNLIMITED_DEPTH = 100_000
 Far beyond the interpreter stack: the decoder turns the resulting ``RecursionError`` into a
 :class:`~onnxcore.DecodeLimitError`, so even "unlimited" refuses rather than crashes.
 """
+
+
+def _physical_memory() -> int | None:
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):  # not a POSIX system, or the value is not known
+        return None
+
+
+_PHYSICAL = _physical_memory()
+MACHINE_ALLOC_BYTES: int = min(1 << 36, _PHYSICAL // 2) if _PHYSICAL else 1 << 36
+"""The default of ``Limits.max_alloc_bytes`` on this machine: half its physical memory, at most 2**36."""
+
+DERIVED_DEFAULTS: dict[str, str] = {"max_alloc_bytes": "half the physical memory, at most 2**36 (64 GiB)"}
+"""How the defaults that depend on the machine are stated (the conformance statement prints this text)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -69,6 +87,12 @@ class Limits:
             decoded, so a small file could otherwise ask for gigabytes. Default 2**22 (4,194,304; the largest
             real graphs have a few hundred thousand nodes).
         max_messages: Embedded messages in repeated fields in all, while decoding. Default 2**24.
+        max_alloc_bytes: Octets of one tensor a kernel allocates while evaluating when its size comes from data
+            or attributes (ConstantOfShape, Expand, Tile, Pad, RandomUniform, ...), checked before allocating.
+            Default: half of this machine's physical memory, at most 2**36 (:data:`MACHINE_ALLOC_BYTES`), so an
+            untrusted model is refused rather than swapping the machine. A machine-dependent default is kept
+            out of validation: ``check`` reads only the other limits, so its findings do not depend on the
+            machine.
     """
 
     max_tensor_elements: int | None = 1 << 34
@@ -82,6 +106,7 @@ class Limits:
     max_inference_nodes: int | None = 2_000_000
     max_repeated_messages: int | None = 1 << 22
     max_messages: int | None = 1 << 24
+    max_alloc_bytes: int | None = MACHINE_ALLOC_BYTES
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):

@@ -9,6 +9,7 @@ allocated, so neither ``MemoryError`` nor the system's out-of-memory killer is r
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import Any
 
 import numpy as np
@@ -18,7 +19,7 @@ from onnx import helper as h
 
 import onnxcore
 from onnxcore.kernels.registry import kernel
-from onnxcore.limits import DEFAULT_LIMITS, active_limits, limits_in_effect
+from onnxcore.limits import DEFAULT_LIMITS, MACHINE_ALLOC_BYTES, active_limits, limits_in_effect
 
 _DOMAIN = "test.onnxcore.limits"
 _SEEN: list[Any] = []
@@ -220,3 +221,49 @@ def test_a_broadcast_that_multiplies_extents_is_refused(op: str) -> None:
     same = {k: np.ones((1000, 100), v.dtype) for k, v in feeds.items()}
     if op != "chain":
         assert onnxcore.Session(model, limits=STRICT).run(None, same)[0].shape == (1000, 100)
+
+
+# --- Bytes as well as elements, the machine-derived allocation bound, feeds (issue 29) ---------------------------
+
+
+def _one_node(node: Any, inputs: list[Any], out_elem: int, rank: int) -> bytes:
+    g = h.make_graph([node], "g", inputs, [h.make_tensor_value_info("y", out_elem, [f"y{i}" for i in range(rank)])])
+    return h.make_model(g, opset_imports=[h.make_opsetid("", 19)], ir_version=9).SerializeToString()
+
+
+def test_constant_of_shape_is_refused_by_its_bytes() -> None:
+    # 2**34 doubles: within max_tensor_elements (2**34), 128 GiB: beyond max_tensor_bytes (64 GiB). numpy was asked.
+    value = h.make_tensor("v", TP.DOUBLE, [1], [1.0])
+    model = _one_node(h.make_node("ConstantOfShape", ["s"], ["y"], value=value), [_vi("s", TP.INT64, 1)], TP.DOUBLE, 1)
+    sess = onnxcore.Session(model)
+    with pytest.raises(onnxcore.LimitError, match=r"ConstantOfShape.*8-octet elements.*max_tensor_bytes"):
+        sess.run(None, {"s": np.array([2**34], np.int64)})
+
+
+def test_random_uniform_is_refused_by_its_bytes() -> None:
+    node = h.make_node("RandomUniform", [], ["y"], shape=[10**5, 10**5], dtype=TP.DOUBLE)
+    sess = onnxcore.Session(_one_node(node, [], TP.DOUBLE, 2))
+    with pytest.raises(onnxcore.LimitError, match=r"RandomUniform.*max_tensor_bytes"):
+        sess.run(None, {})
+
+
+def test_allocation_bound_derives_from_the_machine() -> None:
+    assert DEFAULT_LIMITS.max_alloc_bytes == MACHINE_ALLOC_BYTES <= 1 << 36
+    pages = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    assert MACHINE_ALLOC_BYTES == min(1 << 36, pages // 2)
+    # Lowered, it refuses what the other limits let through, naming itself.
+    tile = h.make_node("Tile", ["x", "r"], ["y"])
+    model = _one_node(tile, [_vi("x", TP.FLOAT, 1), _vi("r", TP.INT64, 1)], TP.FLOAT, 1)
+    sess = onnxcore.Session(model, limits=dataclasses.replace(DEFAULT_LIMITS, max_alloc_bytes=4000))
+    (y,) = sess.run(None, {"x": np.ones(10, np.float32), "r": np.array([100], np.int64)})
+    assert y.shape == (1000,)
+    with pytest.raises(onnxcore.LimitError, match="max_alloc_bytes"):
+        sess.run(None, {"x": np.ones(10, np.float32), "r": np.array([101], np.int64)})
+
+
+def test_a_broadcast_view_feed_counts_as_its_nominal_size() -> None:
+    model = _one_node(h.make_node("Relu", ["x"], ["y"]), [_vi("x", TP.FLOAT, 2)], TP.FLOAT, 2)
+    sess = onnxcore.Session(model)
+    huge = np.broadcast_to(np.ones(4, np.float32), (2**40, 4))  # 16 octets of memory, 16 TiB as a tensor
+    with pytest.raises(onnxcore.LimitError, match=r"input 'x'.*max_tensor_elements"):
+        sess.run(None, {"x": huge})

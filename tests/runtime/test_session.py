@@ -458,3 +458,32 @@ def test_a_scalar_constant_read_from_unaligned_octets_stays_a_scalar() -> None:
     (y,), values = onnxcore.Session(model).run(None, {"0": x}, intermediates=True)
     assert values["2"].shape == ()
     np.testing.assert_allclose(y, x / (1 + np.abs(x)), rtol=1e-6)
+
+
+# --- An unchecked session still refuses declared types its definitions do not admit (issue 29) ---------------------
+
+
+def _add_model(a_elem: int, b_elem: int) -> bytes:
+    g = h.make_graph(
+        [h.make_node("Add", ["a", "b"], ["y"])],
+        "g",
+        [h.make_tensor_value_info("a", a_elem, [2]), h.make_tensor_value_info("b", b_elem, [2])],
+        [h.make_tensor_value_info("y", a_elem, [2])],
+    )
+    return h.make_model(g, opset_imports=[h.make_opsetid("", 19)], ir_version=9).SerializeToString()
+
+
+def test_unchecked_session_refuses_a_type_the_definition_does_not_admit() -> None:
+    # numpy would try float + bytes and fail with a TypeError mid-run; the definition refuses it at binding.
+    with pytest.raises(onnxcore.ValidationError, match=r"input 1 \('b'\) is tensor\(string\); Add-14"):
+        onnxcore.Session(_add_model(TP.FLOAT, TP.STRING), check=False)
+
+
+def test_unchecked_session_refuses_one_type_variable_bound_twice() -> None:
+    # numpy would silently promote float + double to double.
+    with pytest.raises(onnxcore.ValidationError, match="binds type variable T"):
+        onnxcore.Session(_add_model(TP.FLOAT, TP.DOUBLE), check=False)
+    (y,) = onnxcore.Session(_add_model(TP.FLOAT, TP.FLOAT), check=False).run(
+        None, {"a": np.ones(2, np.float32), "b": np.ones(2, np.float32)}
+    )
+    assert y.tolist() == [2.0, 2.0]

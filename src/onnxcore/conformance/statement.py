@@ -22,7 +22,7 @@ from onnxcore.conformance.divergences import DIVERGENCES
 from onnxcore.conformance.runner import CaseResult
 from onnxcore.defs import all_schemas, data_info, domain_versions, get_schema, known_domains
 from onnxcore.kernels.registry import lookup
-from onnxcore.limits import DEFAULT_LIMITS
+from onnxcore.limits import DEFAULT_LIMITS, DERIVED_DEFAULTS
 from onnxcore.types import ElementType
 
 __all__ = ["build_statement", "render_markdown", "unsupported_operators", "is_supported"]
@@ -202,7 +202,10 @@ def build_statement(results: list[CaseResult], *, package: str = "ONNX 1-3 node 
             }
         )
     counts = {s: sum(1 for r in results if r.status == s) for s in ("pass", "fail", "error", "unsupported")}
-    limits = {f.name: getattr(DEFAULT_LIMITS, f.name) for f in dataclasses.fields(DEFAULT_LIMITS)}
+    limits = {
+        f.name: DERIVED_DEFAULTS.get(f.name, getattr(DEFAULT_LIMITS, f.name))
+        for f in dataclasses.fields(DEFAULT_LIMITS)
+    }
     info = data_info()
     return {
         "identity": {

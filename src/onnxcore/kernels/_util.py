@@ -49,20 +49,32 @@ __all__ = [
 ]
 
 
-def check_elements(shape: tuple[int, ...] | list[int], what: str) -> None:
+def check_elements(shape: tuple[int, ...] | list[int], what: str, *, itemsize: int | None = None) -> None:
     """Refuse to allocate a tensor whose shape comes from data and exceeds the element limit.
 
     Shapes read from tensor values or attributes (ConstantOfShape, Expand, Tile, Range, Pad, Resize,
     ConvTranspose, ...) are untrusted (Clause 15.2): a huge request is refused with
     :class:`LimitError` before anything is allocated, rather than surfacing as ``MemoryError`` (or
     as the system killing the process once an over-committed allocation is written). The limit is
-    ``max_tensor_elements`` of the session's :class:`onnxcore.Limits` (:func:`active_limits`).
+    ``max_tensor_elements`` of the session's :class:`onnxcore.Limits` (:func:`active_limits`), and with
+    ``itemsize`` (octets per element of what will be allocated) ``max_tensor_bytes`` and ``max_alloc_bytes`` too.
     """
     if min(shape, default=0) < 0:
         raise EvaluationError(f"{what}: negative extent in shape {tuple(shape)}")
-    limit = active_limits().max_tensor_elements
-    if limit is not None and math.prod(shape) > limit:
+    limits = active_limits()
+    limit = limits.max_tensor_elements
+    count = math.prod(shape)
+    if limit is not None and count > limit:
         raise LimitError(f"{what}: shape {tuple(shape)} exceeds the limit of {limit} elements (Clause 15.4)")
+    if itemsize is None:
+        return
+    for name in ("max_tensor_bytes", "max_alloc_bytes"):
+        byte_limit = getattr(limits, name)
+        if byte_limit is not None and count * itemsize > byte_limit:
+            raise LimitError(
+                f"{what}: shape {tuple(shape)} of {itemsize}-octet elements ({count * itemsize} octets) exceeds "
+                f"{name} ({byte_limit}) (Clause 15.4)"
+            )
 
 
 def check_broadcast_size(arrays: Sequence[np.ndarray], what: str) -> None:

@@ -49,7 +49,7 @@ def _float_type(tag: Any, what: str) -> np.dtype[Any]:
 
 def _shape(shape: Any, what: str) -> tuple[int, ...]:
     dims = tuple(int(d) for d in shape)
-    check_elements(dims, what)
+    check_elements(dims, what, itemsize=8)  # numpy draws float64 samples, then casts
     return dims
 
 

@@ -220,7 +220,6 @@ def int_input(value: np.ndarray, what: str) -> list[int]:
 def constant_of_shape(input: np.ndarray, *, value: np.ndarray | None = None) -> np.ndarray:
     """ConstantOfShape: a tensor of shape ``input`` filled with the one element of ``value``."""
     shape = int_input(input, "ConstantOfShape shape")
-    check_elements(shape, "ConstantOfShape")
     if value is None:
         fill = np.zeros((), dtype=np.float32)
     else:
@@ -228,6 +227,7 @@ def constant_of_shape(input: np.ndarray, *, value: np.ndarray | None = None) -> 
         if v.size != 1:
             raise EvaluationError(f"ConstantOfShape: value must hold one element, got shape {v.shape}")
         fill = v.reshape(())
+    check_elements(shape, "ConstantOfShape", itemsize=fill.dtype.itemsize)
     out = np.empty(shape, dtype=fill.dtype)
     out[...] = fill
     return out
@@ -391,7 +391,7 @@ def expand(input: np.ndarray, shape: np.ndarray) -> np.ndarray:
     x = np.asarray(input)
     target = int_input(shape, "Expand shape")
     out_shape = broadcast_shape(x.shape, target)
-    check_elements(list(out_shape), "Expand")
+    check_elements(list(out_shape), "Expand", itemsize=x.dtype.itemsize)
     # A materialised copy: a broadcast view is read-only and may alias one element many times.
     return np.array(np.broadcast_to(x, out_shape))
 
@@ -420,7 +420,7 @@ def tile_6(input: np.ndarray, repeats: np.ndarray) -> np.ndarray:
 def _tile(x: np.ndarray, reps: list[int]) -> np.ndarray:
     if any(r < 0 for r in reps):
         raise EvaluationError(f"Tile: negative repeats {reps}")
-    check_elements([d * r for d, r in zip(x.shape, reps)], "Tile")
+    check_elements([d * r for d, r in zip(x.shape, reps)], "Tile", itemsize=x.dtype.itemsize)
     return np.tile(x, reps) if x.ndim else x.copy()
 
 

@@ -193,7 +193,7 @@ def _pad(x: np.ndarray, pads: list[int], mode: str, value: Any, axes: list[int] 
     if any(-min(b, 0) - min(e, 0) > d for d, b, e in zip(x.shape, before, after)):
         raise EvaluationError(f"Pad: pads {pads} remove more than the extents of shape {x.shape}")
     out_shape = [d + b + e for d, b, e in zip(x.shape, before, after)]
-    check_elements(out_shape, "Pad")
+    check_elements(out_shape, "Pad", itemsize=x.dtype.itemsize)
     # Negative pads remove: crop first, then pad what remains (so reflect, edge and wrap read
     # the cropped tensor, as onnxruntime does; the definition does not order the two).
     crop = tuple(slice(-min(b, 0), d + min(e, 0)) for d, b, e in zip(x.shape, before, after))

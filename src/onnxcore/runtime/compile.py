@@ -34,6 +34,7 @@ from onnxcore.errors import EvaluationError, LimitError, OnnxCoreError, Validati
 from onnxcore.graph.attributes import attribute_value, constant_array
 from onnxcore.graph.bound import BoundModel, NodeRef, Scope
 from onnxcore.graph.functions import FunctionBody, bind_attribute_refs
+from onnxcore.infer.rules import bind_inputs, formal_at
 from onnxcore.kernels.registry import KernelContext, KernelDef, KernelSet, custom_domain_kernel, lookup
 from onnxcore.limits import NESTING_REFUSAL
 from onnxcore.proto import AttributeProto, FunctionProto, GraphProto, NodeProto, TypeProto
@@ -41,6 +42,7 @@ from onnxcore.runtime.gradient import bind_gradients
 from onnxcore.runtime.plan import GraphIR, Plan
 from onnxcore.runtime.step import PlanNode
 from onnxcore.types import to_array, value_from_proto
+from onnxcore.types.typestr import type_string
 
 __all__ = ["CompileEnv", "compile_function", "compile_graph"]
 
@@ -235,6 +237,33 @@ def _check_signature(
         raise ValidationError(f"{where}: input {k} ({formal.name}) is required, but left empty (Clause 7.3.3)")
 
 
+def _check_input_types(
+    where: str, node: NodeProto, since: int, schema: OpSchema, types: Mapping[str, TypeProto]
+) -> None:
+    """In an unchecked session, refuse at binding an input whose declared type the definition does not admit, or
+    inputs bound to one type variable with different declared types (the validator's E-TYPE-CONSTRAINT and
+    E-TYPE-BINDING, for what is declared): otherwise numpy would add a float to a string, or silently promote a
+    float to a double. Only declared types are read (graph inputs, initializers, value_info): no inference."""
+    in_types = [type_string(types.get(name)) if name else None for name in node.input]
+    if not any(in_types):
+        return
+    label = f"{node.op_type}-{since}"
+    for k, t in enumerate(in_types):
+        f = formal_at(schema.inputs, k)
+        if t is not None and f is not None and f.types and t not in f.types:
+            raise ValidationError(
+                f"{where}: input {k} ({node.input[k]!r}) is {t}; {label} input {f.name} admits "
+                f"{', '.join(sorted(f.types))} (Clause 10.3)"
+            )
+    _binding, conflicts = bind_inputs(schema, in_types)
+    if conflicts:
+        var = sorted(conflicts)[0]
+        raise ValidationError(
+            f"{where}: {label} binds type variable {var} to different types "
+            f"({', '.join(t for t in in_types if t)}) (Clause 10.3)"
+        )
+
+
 def _subgraphs(
     env: CompileEnv, ref: NodeRef, node: NodeProto, kw: Mapping[str, Any], depth: int, where: str
 ) -> tuple[dict[int, Plan], list[str], bool]:
@@ -297,6 +326,8 @@ def _bind_node(
         assert schema is not None
         since = int(schema.since_version)
         _check_signature(where, node, domain, version, since, schema, kw, env.validated)
+        if not env.validated:
+            _check_input_types(where, node, since, schema, types)
         kdef = lookup(domain, node.op_type, since, env.custom_ops)
         if kdef is None:
             body_scope = env.bound.body_scope(schema, version, ref.scope.opsets)

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from onnxcore.errors import InputError
+from onnxcore.limits import active_limits
 from onnxcore.proto import TensorProto, TypeProto
 from onnxcore.types import ElementType, SparseTensor
 
@@ -67,6 +68,11 @@ def _check_tensor(value: Any, tt: TypeProto.Tensor, where: str, dims: dict[str, 
             want = _np_dtype(elem)
             if want is not None and value.dtype != want:
                 raise InputError(f"{where}: element type {value.dtype} where the input declares {want} (Clause 6.2)")
+    # A feed counts as the tensor it denotes: a broadcast view of 2**40 rows holds a few octets but makes every
+    # kernel that reads it allocate its nominal size (Clause 15.4).
+    limits = active_limits()
+    limits.check_elements(value.size, f"{where} (shape {value.shape})")
+    limits.check_bytes(value.size * value.dtype.itemsize, f"{where} (shape {value.shape})")
     shape = tt.shape
     if shape is None:
         return value
