@@ -157,6 +157,14 @@ def mut(basename: str, edit: Callable[[ModelProto], object]) -> Callable[[], Mod
     return build
 
 
+def _rename_s(m: ModelProto) -> None:
+    m.graph.node[0].output[0] = m.graph.node[1].input[0] = "/block/Add_output_0"
+
+
+def _spaced_dim_variable(m: ModelProto) -> None:
+    m.graph.input[0].type.tensor_type.shape.dim[0] = TensorShapeProto.Dimension(dim_param="batch size")
+
+
 def _tensor_vi(name: str, elem: int, dims: list[int] | None, *, elem_present: bool = True) -> ValueInfoProto:
     tt = TypeProto.Tensor(elem_type=elem) if elem_present else TypeProto.Tensor()
     if dims is not None:
@@ -275,6 +283,27 @@ MUTANTS: list[Mutant] = [
         "opset_import[1]",
         mut("base", lambda m: m.opset_import.append(OperatorSetIdProto(domain="", version=21))),
         '"" imported twice at one version (as skl2onnx writes)',
+    ),
+    Mutant(
+        "W-MODEL-DOMAIN",
+        "5.3.1",
+        "domain",
+        mut("base", lambda m: setattr(m, "domain", "my models")),
+        "a model domain that is not a reverse domain name",
+    ),
+    Mutant(
+        "W-NAME-SYNTAX",
+        "5.4.1",
+        "",
+        mut("base", _rename_s),
+        "a value named as exporters name them ('/block/Add_output_0')",
+    ),
+    Mutant(
+        "W-DIM-SYNTAX",
+        "6.5.2",
+        "",
+        mut("base", _spaced_dim_variable),
+        "a dimension variable 'batch size'",
     ),
     Mutant(
         "E-OPSET-VERSION",

@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 
 import onnxcore
+from onnxcore.build import helper as oh
 from onnxcore.cli import main as cli_main
+from onnxcore.proto.messages import StringStringEntryProto, TensorProto
 from onnxcore.validate import Finding, Report, check
 
 mutants = pytest.importorskip("mutants")
@@ -151,3 +153,32 @@ def test_full_false_skips_the_type_checks() -> None:
 def test_a_local_function_call_is_not_a_custom_operator() -> None:
     report = check(mutants.base_fn())
     assert report.findings == []
+
+
+# --- An external reference whose length disagrees with dims and type (issue 29: found only when read) -------------
+
+
+def _external_model(tmp_path: Path, length: int | None, data: bytes) -> str:
+    (tmp_path / "w.bin").write_bytes(data)
+    w = TensorProto(name="w", data_type=TensorProto.DataType.FLOAT, dims=[4, 4], data_location=1)
+    w.external_data.append(StringStringEntryProto(key="location", value="w.bin"))
+    if length is not None:
+        w.external_data.append(StringStringEntryProto(key="length", value=str(length)))
+    g = oh.make_graph(
+        [oh.make_node("Relu", ["w"], ["y"])], "g", [], [oh.make_tensor_value_info("y", 1, [4, 4])], initializer=[w]
+    )
+    path = str(tmp_path / "m.onnx")
+    onnxcore.save(oh.make_model(g, opset_imports=[oh.make_opsetid("", 19)]), path)
+    return path
+
+
+def test_external_length_shorter_than_dims_need(tmp_path: Path) -> None:
+    path = _external_model(tmp_path, 32, np.arange(16, dtype=np.float32).tobytes())
+    errors = check(path).errors
+    assert [(f.code, f.location) for f in errors] == [("E-TENSOR-DATA", 'graph/initializer[0] "w"')]
+    assert "declares length 32" in errors[0].message and "needs 64" in errors[0].message
+    # The model loaded with its data: the contents resolved are what is compared.
+    short = _external_model(tmp_path, None, np.arange(8, dtype=np.float32).tobytes())
+    (finding,) = check(onnxcore.load(short)).errors
+    assert finding.code == "E-TENSOR-DATA" and "hold 32 octet(s)" in finding.message
+    assert check(_external_model(tmp_path, 64, np.arange(16, dtype=np.float32).tobytes())).findings == []

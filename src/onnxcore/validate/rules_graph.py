@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 from onnxcore.limits import NESTING_REFUSAL
+from onnxcore.proto.messages import TensorShapeProto
 from onnxcore.validate.catalog import rule
 from onnxcore.validate.context import Context, Resolution, Scope
 
@@ -190,6 +192,48 @@ def name_empty(ctx: Context) -> Found:
             for k, at in enumerate(ref.node.attribute):
                 if at.has("name") and not at.name:
                     yield f"{ref.loc}/attribute[{k}]", "an attribute has an empty name"
+
+
+_C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_EXAMPLES = 3
+
+
+def _summary(kind: str, bad: dict[str, str], clause: str) -> str:
+    shown = ", ".join(f"{name!r} ({where})" for name, where in list(bad.items())[:_EXAMPLES])
+    more = f" and {len(bad) - _EXAMPLES} more" if len(bad) > _EXAMPLES else ""
+    return f"{len(bad)} {kind} not in the identifier syntax of ISO/IEC 9899 (Clause {clause}: SHOULD): {shown}{more}"
+
+
+@rule("W-NAME-SYNTAX", "5.4.1", "names of values, nodes or graphs that are not C identifiers (one finding per model)")
+def name_syntax(ctx: Context) -> Found:
+    # A SHOULD that exporters rarely follow ("/encoder/layer.0/Add_output_0"): one finding naming a few examples,
+    # not one per name, so that it informs without burying the report.
+    bad: dict[str, str] = {}
+    for scope in ctx.scopes:
+        g = scope.graph
+        if g is not None and g.name and not _C_IDENTIFIER.fullmatch(g.name):
+            bad.setdefault(g.name, scope.loc)
+        for name in (*scope.inputs, *scope.outputs, *scope.init_names):
+            if name and not _C_IDENTIFIER.fullmatch(name):
+                bad.setdefault(name, scope.loc)
+        for ref in scope.nodes:
+            for name in (ref.node.name, *ref.node.output):
+                if name and not _C_IDENTIFIER.fullmatch(name):
+                    bad.setdefault(name, ref.loc)
+    if bad:
+        yield "", _summary("names are", bad, "5.4.1")
+
+
+@rule("W-DIM-SYNTAX", "6.5.2", "dimension variables that are not C identifiers (one finding per model)")
+def dim_syntax(ctx: Context) -> Found:
+    bad: dict[str, str] = {}
+    for i in ctx.of(TensorShapeProto.Dimension):
+        d = ctx.entries[i][0]
+        name = getattr(d, "dim_param", "")
+        if name and not _C_IDENTIFIER.fullmatch(name):
+            bad.setdefault(name, ctx.path(i))
+    if bad:
+        yield "", _summary("dimension variables are", bad, "6.5.2")
 
 
 @rule("E-NODE-NAME-DUPLICATE", "5.4.1", "two nodes of one graph with the same (non-empty) name")

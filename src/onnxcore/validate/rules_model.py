@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -136,6 +137,19 @@ def opset_undeclared(ctx: Context) -> Found:
             reported.add(key)
             shown = ref.node.domain or '"" (the default domain)'
             yield ref.loc, f"{ref.label()} is in domain {shown}, which is not imported"
+
+
+_REVERSE_DOMAIN = re.compile(r"[A-Za-z][A-Za-z0-9-]*(\.[A-Za-z0-9_-]+)+")
+
+
+@rule("W-MODEL-DOMAIN", "5.3.1", "a model domain that is not a reverse domain name")
+def model_domain(ctx: Context) -> Found:
+    domain = ctx.model.domain
+    if domain and not _REVERSE_DOMAIN.fullmatch(domain):
+        yield "domain", (
+            f"model domain {domain!r} is not a reverse domain name (such as 'com.example.models'; "
+            "Clause 5.3.1: SHOULD)"
+        )
 
 
 @rule("E-METADATA-DUPLICATE", "5.5", "metadata property keys that are not distinct")

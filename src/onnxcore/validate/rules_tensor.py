@@ -54,12 +54,20 @@ def tensor_data(ctx: Context) -> Found:
     for i in ctx.of(TensorProto):
         t = ctx.entries[i][0]
         assert isinstance(t, TensorProto)
-        if t.data_location == EXTERNAL or t.segment is not None:
-            continue  # external contents are verified by reference (13.2); segments are partial
+        if t.segment is not None:
+            continue  # segments are partial
         et = elem_type(t.data_type)
         n = _count(list(t.dims))
         if et is None or n is None:
             continue  # E-ELEM-*, E-TENSOR-DIMS
+        if t.data_location == EXTERNAL:
+            # Clause 13.1: external contents have the layout of raw contents, so a declared length (or the contents
+            # resolved at load) must be what dims and type need; otherwise the tensor fails only when it is read.
+            if et.type_name != "string":
+                problem = _external_length_problem(t, raw_size(et, n))
+                if problem:
+                    yield ctx.path(i), f"{problem}; {et.name} with dims {list(t.dims)} needs {raw_size(et, n)}"
+            continue
         typed = [f for f in _TYPED if getattr(t, f)]
         has_raw = t.has("raw_data")
         loc = ctx.path(i)
@@ -88,6 +96,20 @@ def tensor_data(ctx: Context) -> Found:
                 yield loc, f"{field} holds {got} value(s); {et.name} with dims {list(t.dims)} needs {want}"
         elif n > 0:
             yield loc, f"the tensor has no contents; dims {list(t.dims)} declare {n} element(s)"
+
+
+def _external_length_problem(t: TensorProto, want: int) -> str | None:
+    for entry in t.external_data:
+        if entry.key == "length":
+            try:
+                declared = int(entry.value)
+            except ValueError:
+                return None  # malformed: E-EXTERNAL-REF
+            if declared != want:
+                return f"the external reference declares length {declared}"
+    if t.has("raw_data") and len(t.raw_data) != want:
+        return f"the external contents hold {len(t.raw_data)} octet(s)"
+    return None
 
 
 def _external(ctx: Context) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
