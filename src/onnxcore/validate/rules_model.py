@@ -146,9 +146,12 @@ _REVERSE_DOMAIN = re.compile(r"[A-Za-z][A-Za-z0-9-]*(\.[A-Za-z0-9_-]+)+")
 def model_domain(ctx: Context) -> Found:
     domain = ctx.model.domain
     if domain and not _REVERSE_DOMAIN.fullmatch(domain):
-        yield "domain", (
-            f"model domain {domain!r} is not a reverse domain name (such as 'com.example.models'; "
-            "Clause 5.3.1: SHOULD)"
+        yield (
+            "domain",
+            (
+                f"model domain {domain!r} is not a reverse domain name (such as 'com.example.models'; "
+                "Clause 5.3.1: SHOULD)"
+            ),
         )
 
 
