@@ -158,3 +158,15 @@ def _matmul_nbits(ctx: ShapeContext) -> list[ShapeT | None]:
     if ctx.present(5):
         unify(ctx, dim_at(ctx.shape(5), 0), n, "MatMulNBits: bias and N")
     return [(*a[:-1], n)]
+
+
+@shape_rule("QGemm", domain=_MS)
+def _qgemm(ctx: ShapeContext) -> list[ShapeT | None]:
+    a, b = ctx.shape(0), ctx.shape(3)
+    for name, s in (("A", a), ("B", b)):
+        if s is not None and len(s) != 2:
+            ctx.fail(f"QGemm {name} must have rank 2, got rank {len(s)}")
+    m, ka = (None, None) if a is None else (a[::-1] if ctx.attr("transA", 0) else a)
+    kb, n = (None, None) if b is None else (b[::-1] if ctx.attr("transB", 0) else b)
+    unify(ctx, ka, kb, "QGemm inner extent K of A and B")
+    return [(m, n)]

@@ -414,3 +414,40 @@ def matmul_integer_to_float(
     and zero point per tensor or per column)."""
     acc = _int_product(np.asarray(A), np.asarray(B), a_zero_point, b_zero_point)
     return _scaled(acc, a_scale, b_scale, np.asarray(B), bias, np.asarray(a_scale).dtype)
+
+
+@kernel("QGemm", 1, domain=_MS)
+def qgemm(
+    A: Array,
+    a_scale: Array,
+    a_zero_point: Array,
+    B: Array,
+    b_scale: Array,
+    b_zero_point: Array,
+    C: Array | None = None,
+    y_scale: Array | None = None,
+    y_zero_point: Array | None = None,
+    *,
+    alpha: float = 1.0,
+    transA: int = 0,
+    transB: int = 0,
+) -> Array:
+    """QGemm: ``acc = (A' - a_zero_point) @ (B' - b_zero_point) + C`` in integers (C int32, broadcast to (M, N)),
+    then ``acc * alpha * a_scale * b_scale``: float output without ``y_scale``, else requantized with
+    ``y_scale`` and ``y_zero_point`` (b's scale and zero point per tensor or per column N)."""
+    A, B = np.asarray(A), np.asarray(B)
+    if A.ndim != 2 or B.ndim != 2:
+        raise ShapeError(f"QGemm: A and B must be 2-D, got {A.shape} and {B.shape}")
+    a = A.T if transA else A
+    b = B.T if transB else B
+    acc = _int_product(a, b, a_zero_point, b_zero_point)
+    if C is not None:
+        acc = acc + np.asarray(C).astype(np.float64)
+    sa = _scalar32(a_scale, "a_scale")
+    sb = _matmul_param(np.asarray(b_scale).astype(np.float32), b, rows=False, what="b_scale")
+    mult = (np.float32(alpha) * sa * sb).astype(np.float32)
+    if y_scale is None:
+        return (acc.astype(np.float32) * mult).astype(np.float32)
+    zy_arr = np.asarray(y_zero_point) if y_zero_point is not None else np.zeros((), np.uint8)
+    zy = _zp(zy_arr, zy_arr.dtype, "y_zero_point")
+    return _requant(acc.astype(np.float32) * (mult / _scalar32(y_scale, "y_scale")), zy, zy_arr.dtype, zp_first=False)
