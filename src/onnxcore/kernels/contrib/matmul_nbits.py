@@ -29,6 +29,10 @@ on float32 input: below 1e-5).
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
+from typing import Any
+
 import numpy as np
 
 from onnxcore.errors import EvaluationError, ShapeError
@@ -114,6 +118,31 @@ def dequantize_weight(
     return (q - z[:, group]) * s[:, group]
 
 
+# The weight a node's constant B, scales, zero points and g_idx denote is the same on every run: the last few
+# dequantized weights are kept, keyed by the identity of those arrays (held here, so an id is never reused while
+# its entry lives) and the attributes. A weight given as a graph input is a new array each run and misses.
+_CACHE_SIZE = 32
+_cache: OrderedDict[tuple[Any, ...], tuple[tuple[Any, ...], Array]] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def _weight(B: Array, scales: Array, zero_points: Array | None, g_idx: Array | None, **attrs: int) -> Array:
+    arrays = (B, scales, zero_points, g_idx)
+    key = (*(id(a) for a in arrays), *sorted(attrs.items()))
+    with _cache_lock:
+        hit = _cache.get(key)
+        if hit is not None and all(x is y for x, y in zip(hit[0], arrays)):
+            _cache.move_to_end(key)
+            return hit[1]
+    w = dequantize_weight(B, scales, zero_points, g_idx, **attrs)
+    w.flags.writeable = False
+    with _cache_lock:
+        _cache[key] = (arrays, w)
+        while len(_cache) > _CACHE_SIZE:
+            _cache.popitem(last=False)
+    return w
+
+
 @kernel("MatMulNBits", 1, domain="com.microsoft")
 def matmul_nbits(
     A: Array,
@@ -138,7 +167,7 @@ def matmul_nbits(
         raise ShapeError(f"MatMulNBits: A's last axis must be K={K}, got shape {A.shape}")
     if np.asarray(scales).dtype != A.dtype:
         raise EvaluationError(f"MatMulNBits: scales have type {np.asarray(scales).dtype}, A {A.dtype}")
-    w = dequantize_weight(B, scales, zero_points, g_idx, K=K, N=N, bits=bits, block_size=block_size)
+    w = _weight(B, scales, zero_points, g_idx, K=K, N=N, bits=bits, block_size=block_size)
     y = np.matmul(A.astype(np.float32, copy=False), w.T)
     if bias is not None:
         b = np.asarray(bias)
