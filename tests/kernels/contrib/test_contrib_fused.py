@@ -197,3 +197,31 @@ def test_ort_optimized_models(name: str, level: str, tmp_path: Path) -> None:
     expected, actual = ms_models.run_both(path, shape)
     assert actual.shape == expected.shape
     np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-5)
+
+
+# --- shape rules (infer/shape_ops/contrib_quant.py) agree with the kernels ---------------------------------------
+
+SHAPE_CASES: list[tuple[str, list[tuple[int, ...] | None], dict[str, Any]]] = [
+    ("FusedConv", [(2, 4, 9, 8), (6, 2, 3, 3), (6,)], {"group": 2, "strides": [2, 2], "pads": [1, 1, 1, 1]}),
+    ("NhwcConv", [(2, 9, 8, 4), (6, 3, 3, 2), (6,)], {"group": 2, "auto_pad": "SAME_UPPER", "strides": [2, 1]}),
+    ("FusedGemm", [(7, 5), (3, 7)], {"activation": "Relu", "transA": 1, "transB": 1}),
+    ("FusedMatMul", [(4, 2, 3, 5), (5, 2, 3, 6)], {"transBatchA": 1, "transBatchB": 1}),
+    ("FusedMatMul", [(2, 3, 5, 4), (5, 6)], {"transA": 1}),
+]
+
+
+@pytest.mark.parametrize(("op", "shapes", "attrs"), SHAPE_CASES)
+def test_shape_rules_match_kernels(op: str, shapes: list[tuple[int, ...] | None], attrs: dict[str, Any]) -> None:
+    """The rules apply once the com.microsoft definitions exist (issue 28, another part); here they are called
+    directly on the node."""
+    from onnxcore.build import helper
+    from onnxcore.infer.shape_core import SHAPE_RULES, ShapeContext
+
+    rng = np.random.default_rng(6)
+    arrays = [rng.standard_normal(s).astype(F32) for s in shapes if s is not None]
+    node = helper.make_node(op, [f"i{k}" for k in range(len(arrays))], ["y"], domain="com.microsoft", **attrs)
+    ctx = ShapeContext(
+        node, 1, [a.shape for a in arrays], [None] * len(arrays), {a.name: a for a in node.attribute}, None
+    )
+    (rule_shape,) = SHAPE_RULES[("com.microsoft", op)](ctx)
+    assert rule_shape == ours(op, arrays, attrs).shape
