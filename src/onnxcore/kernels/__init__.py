@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 
+from onnxcore.kernels import contrib
 from onnxcore.kernels.call import run
 from onnxcore.kernels.registry import KernelSet
 
@@ -51,7 +52,10 @@ def load_all() -> None:
     """Import every family module (registering its kernels).
 
     Raises:
-        ModuleNotFoundError: a family of :data:`FAMILIES` is missing: a defect, never skipped.
+        ModuleNotFoundError: a family of :data:`FAMILIES` (or of ``contrib.FAMILIES``, the ``com.microsoft``
+            operators) is missing: a defect, never skipped.
     """
     for name in FAMILIES:
         importlib.import_module(f"onnxcore.kernels.{name}")
+    for name in contrib.FAMILIES:
+        importlib.import_module(f"onnxcore.kernels.contrib.{name}")
