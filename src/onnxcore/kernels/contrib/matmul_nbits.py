@@ -122,6 +122,7 @@ def dequantize_weight(
 # dequantized weights are kept, keyed by the identity of those arrays (held here, so an id is never reused while
 # its entry lives) and the attributes. A weight given as a graph input is a new array each run and misses.
 _CACHE_SIZE = 32
+_CACHE_BYTES = 1 << 30  # and at most this many octets of dequantized weights (a 4-bit weight grows 8 times)
 _cache: OrderedDict[tuple[Any, ...], tuple[tuple[Any, ...], Array]] = OrderedDict()
 _cache_lock = threading.Lock()
 
@@ -138,7 +139,9 @@ def _weight(B: Array, scales: Array, zero_points: Array | None, g_idx: Array | N
     w.flags.writeable = False
     with _cache_lock:
         _cache[key] = (arrays, w)
-        while len(_cache) > _CACHE_SIZE:
+        while len(_cache) > _CACHE_SIZE or (
+            len(_cache) > 1 and sum(entry[1].nbytes for entry in _cache.values()) > _CACHE_BYTES
+        ):
             _cache.popitem(last=False)
     return w
 
