@@ -272,8 +272,8 @@ class _Gatherer:
         return node
 
     def size(self, node: DrawNode) -> None:
-        text = max([len(node.title), len(node.sub)] + [len(t) for t in node.lines])
-        node.width = max(72.0, min(text, 40) * _CHAR + 20)
+        text = max([len(node.title) * 1.1, len(node.sub)] + [len(t) for t in node.lines])  # the title is bold
+        node.width = max(72.0, min(text, 44) * _CHAR + 20 + (20 if node.expand else 0))
         rows = (2 if node.sub and node.kind != "io" else 1) + len(node.lines)
         node.height = 10 + 16 * rows if node.kind != "io" else 34.0
 

@@ -11,7 +11,8 @@ Four steps, each simple and each measured (``benchmarks/bench_report.py``):
    sweeps down and up, ordering each layer by the barycentre of its neighbours in the layer before (median on
    ties), keeping the order with the fewest crossings (counted exactly, by inversions, each sweep).
 4. **Coordinates.** Each layer is a row; x is assigned by sweeps that pull every node towards the weighted mean
-   of its neighbours (long edges weigh most, so they run straight), solved exactly per layer with the order and
+   of its neighbours (long edges weigh most, so they run straight; a leaf such as a constant pulls its consumer
+   only lightly), solved exactly per layer with the order and
    the spacing as constraints (weighted isotonic regression, pool-adjacent-violators).
 
 Node boxes never overlap by construction: rows are separated by their tallest box and a gap, and within a row
@@ -226,7 +227,14 @@ def layered_layout(
             cx[v] = x + widths[v] / 2
             x += widths[v] + gap_x
 
+    # A leaf (a source with one successor, such as a constant, or a sink with one predecessor) weighs little both
+    # ways: it yields its place in a row to the nodes around it and pulls its neighbour only lightly, so a chain
+    # with a leaf hanging at every step stays straight instead of drifting aside by half a box per step.
+    leaf = [(not up[v] and len(down[v]) == 1) or (not down[v] and len(up[v]) == 1) for v in range(total)]
+
     def weight(a: int, b: int) -> float:
+        if leaf[a] or leaf[b]:
+            return 0.05
         return 8.0 if dummy[a] and dummy[b] else 2.0 if dummy[a] or dummy[b] else 1.0
 
     def place(li: int, nbrs: list[list[int]], both: bool) -> None:

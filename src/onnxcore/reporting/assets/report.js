@@ -15,14 +15,17 @@
     viewport.setAttribute("transform", `translate(${view.x},${view.y}) scale(${view.k})`);
   }
   function rootDrawing() { return viewport.querySelector("g.drawing"); }
-  function fit() {
+  // The whole drawing in view; or (``whole`` false, the first view) a drawing too tall to read whole is shown
+  // from its top at the width of the stage (at most 1:1).
+  function fit(whole) {
     const d = rootDrawing();
     const w = +d.dataset.w, h = +d.dataset.h;
     const r = canvas.getBoundingClientRect();
-    view.k = Math.min(1.5, Math.max(0.02, Math.min(r.width / w, r.height / h)));
-    view.x = (r.width - w * view.k) / 2;
-    view.y = Math.max(0, (r.height - h * view.k) / 2);
-    if (h * view.k < 200 && h > r.height) { view.y = 0; }
+    let k = Math.min(1.5, Math.max(0.01, Math.min(r.width / w, r.height / h)));
+    if (!whole && k < 0.35) k = Math.max(k, Math.min(1, r.width / w, 0.35 * r.width / Math.min(w, 600)));
+    view.k = k;
+    view.x = Math.max((r.width - w * k) / 2, Math.min(0, r.width - w * k));
+    view.y = h * k <= r.height ? (r.height - h * k) / 2 : 0;
     apply();
   }
 
@@ -50,7 +53,7 @@
     view.k = k;
     apply();
   }, { passive: false });
-  document.getElementById("fit").addEventListener("click", fit);
+  document.getElementById("fit").addEventListener("click", () => fit(true));
   document.getElementById("reset").addEventListener("click", () => { view.k = 1; view.x = 0; view.y = 0; apply(); });
 
   // ---- geometry of boxes and edges ----------------------------------------------------------
@@ -86,7 +89,9 @@
     const pt = (x, y) => [x > right + eps ? x + dw : x, y > bottom - eps ? y + dh : y];
     for (const p of drawing.querySelectorAll(":scope > g.edges > path")) {
       const pts = p.dataset.p.split(" ").map(nums);
-      const s = shift.get(p.dataset.s) || [0, 0], t = shift.get(p.dataset.t) || [0, 0];
+      // Edges leave an expanded node from its frame's bottom and enter it at its top, where they were.
+      const s = shift.get(p.dataset.s) || [0, 0];
+      const t = p.dataset.t === node.dataset.id ? [0, 0] : shift.get(p.dataset.t) || [0, 0];
       const out = pts.map(([x, y], i) => (i === 0 ? [x + s[0], y + s[1]]
         : i === pts.length - 1 ? [x + t[0], y + t[1]] : pt(x, y)));
       p.dataset.p = out.map((q) => q.join(",")).join(" ");
@@ -312,5 +317,5 @@
   mode.addEventListener("change", () => recolour(canvas));
 
   window.onnxcoreReport = { expand, collapse, reveal, select, runSearch, fit, info };
-  fit();
+  fit(false);
 })();

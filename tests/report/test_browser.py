@@ -1,0 +1,238 @@
+"""The report page in a real browser: headless Chromium (Debian's ``chromium``) driven by Playwright.
+
+On the light zoo, a model with If and Loop, a model with findings and a 1,000-node transformer: the page loads with
+no console error and no network request; the node boxes in the DOM are the graph's nodes (initializers folded);
+clicking a node shows its attributes and shapes; a finding's link outlines its node; the search box finds a node
+by name; no two node boxes overlap. A screenshot of each page is written to the test's temporary directory.
+Skipped, saying why, without Chromium or Playwright (``.ci/run`` installs both).
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import corpus
+import onnx
+import pytest
+import report_models
+
+import onnxcore
+from onnxcore.reporting import report
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+LIGHT = sorted((corpus.onnx_data_dir() / "light").glob("light_*.onnx"))
+
+sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright for Python is not installed (extra 'report')")
+if not Path(CHROMIUM).exists() and shutil.which("chromium") is None:
+    pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium)", allow_module_level=True)
+
+# Boxes whose rectangles overlap, measured in the page (screen pixels at 1:1 zoom).
+_OVERLAPS = """() => {
+  const r = [...document.querySelectorAll('#canvas g.node > rect, #canvas g.io > rect, #canvas g.cluster > rect')]
+    .map(e => e.getBoundingClientRect()).map(b => [b.left, b.top, b.right, b.bottom]);
+  r.sort((a, b) => a[0] - b[0]);
+  const bad = [];
+  for (let i = 0; i < r.length; i++) {
+    for (let j = i + 1; j < r.length && r[j][0] < r[i][2] - 0.01; j++) {
+      if (r[j][1] < r[i][3] - 0.01 && r[i][1] < r[j][3] - 0.01) bad.push([r[i], r[j]]);
+    }
+  }
+  return bad;
+}"""
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+
+class Page:
+    """A report opened in the browser, recording console errors and every request."""
+
+    def __init__(self, browser: Any, html: str, path: Path) -> None:
+        path.write_text(html, encoding="utf-8")
+        self.errors: list[str] = []
+        self.requests: list[str] = []
+        self.page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        self.page.on("console", lambda m: self.errors.append(m.text) if m.type in ("error", "warning") else None)
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.on("request", lambda r: self.requests.append(r.url))
+        self.url = path.as_uri()
+        self.page.goto(self.url)
+        self.page.wait_for_load_state("load")
+
+    def eval(self, js: str, arg: Any = None) -> Any:
+        return self.page.evaluate(js, arg)
+
+    def boxes(self) -> int:
+        return int(self.eval("document.querySelectorAll('#canvas g.node').length"))
+
+    def check_clean(self) -> None:
+        assert not self.errors, self.errors
+        assert [u for u in self.requests if u != self.url] == [], "the page fetched something"
+
+    def check_no_overlaps(self) -> None:
+        self.eval("document.getElementById('reset').click()")
+        assert self.eval(_OVERLAPS) == []
+
+    def info(self) -> dict[str, Any]:
+        return dict(self.eval("onnxcoreReport.info"))
+
+    def click_node(self, key: str) -> str:
+        """Reveal and click node ``key``; the panel's text."""
+        self.eval("k => onnxcoreReport.reveal(k)", key)
+        self.page.locator(f'#canvas g.node[data-id="{key}"]').first.click(force=True)
+        return str(self.page.inner_text("#panel"))
+
+    def search(self, text: str) -> list[str]:
+        self.page.fill("#search", text)
+        return list(self.eval("[...document.querySelectorAll('#results button')].map(b => b.dataset.id)"))
+
+    def shot(self, path: Path) -> None:
+        self.eval("onnxcoreReport.fit(false)")
+        self.page.locator("#graph").screenshot(path=str(path))
+        assert path.stat().st_size > 1000
+
+
+def _check_node_panel(p: Page, key: str) -> None:
+    node = p.info()[key]
+    text = p.click_node(key)
+    assert node["op"] in text
+    for name, value in node["attrs"]:
+        assert name in text and value.split(",")[0] in text
+    for _formal, name, shape, _origin in node["inputs"]:
+        if name:
+            assert name in text and shape in text
+    for _formal, name, shape in node["outputs"]:
+        assert name in text and shape in text
+    assert p.eval(f"document.querySelector('#canvas g.node[data-id=\"{key}\"]').classList.contains('selected')")
+
+
+def _check_search(p: Page, key: str) -> None:
+    name = p.info()[key]["name"]
+    found = p.search(name)
+    assert found and found[0] == key, (name, found[:3])
+    p.page.click(f'#results button[data-id="{key}"]')
+    assert p.eval(f"document.querySelector('#canvas g.node[data-id=\"{key}\"]').classList.contains('hit')")
+
+
+@pytest.mark.parametrize("path", LIGHT, ids=lambda p: p.stem)
+def test_light_zoo_page(browser: Any, path: Path, tmp_path: Path) -> None:
+    p = Page(browser, report(path), tmp_path / "report.html")
+    p.check_clean()
+    assert p.boxes() == len(onnx.load(str(path), load_external_data=False).graph.node)
+    info = p.info()
+    conv = next(k for k, v in info.items() if v.get("op") == "Conv" and v["attrs"])
+    _check_node_panel(p, conv)
+    named = next(k for k, v in reversed(info.items()) if v.get("kind") == "node" and v["name"])
+    _check_search(p, named)
+    p.check_no_overlaps()
+    p.shot(tmp_path / f"{path.stem}.png")
+    p.check_clean()
+
+
+def test_if_and_loop_expand_in_place(browser: Any, tmp_path: Path) -> None:
+    model = onnxcore.from_onnx(report_models.if_loop_model())
+    p = Page(browser, report(model), tmp_path / "report.html")
+    p.check_clean()
+    assert p.boxes() == 2  # If and Loop; their bodies are folded until expanded
+    p.check_no_overlaps()
+    p.eval("document.querySelectorAll('#canvas g.node').forEach(g => onnxcoreReport.expand(g))")
+    assert p.boxes() == 6  # + then_add, else_mul, body_cond, body_add
+    p.check_no_overlaps()
+    info = p.info()
+    body_add = next(k for k, v in info.items() if v.get("name") == "body_add")
+    text = p.click_node(body_add)
+    assert "float[N,4]" in text and "outer scope" in text  # x comes from the enclosing graph
+    loop = next(k for k, v in info.items() if v.get("name") == "repeat")
+    _check_node_panel(p, loop)
+    p.shot(tmp_path / "if_loop.png")
+    # Collapsing puts everything back where it was.
+    p.eval("document.querySelectorAll('#canvas g.node').forEach(g => onnxcoreReport.collapse(g))")
+    assert p.boxes() == 2
+    p.check_no_overlaps()
+    # The search reaches a node inside a collapsed body, expanding it.
+    _check_search(p, body_add)
+    p.check_clean()
+
+
+def test_findings_link_to_their_nodes(browser: Any, tmp_path: Path) -> None:
+    model = onnxcore.from_onnx(report_models.findings_model())
+    p = Page(browser, report(model), tmp_path / "report.html")
+    p.check_clean()
+    assert p.boxes() == 4
+    links = p.page.locator("a.flink")
+    assert links.count() == len(onnxcore.check(model).findings) == 2
+    for i in range(links.count()):
+        link = links.nth(i)
+        key = link.get_attribute("data-node")
+        link.click()
+        outlined = p.eval("[...document.querySelectorAll('#canvas g.outlined')].map(g => g.dataset.id)")
+        assert outlined == [key]
+        assert p.info()[key]["name"] in ("mixed_add", "orphan_relu")
+    orphan = next(k for k, v in p.info().items() if v.get("name") == "orphan_relu")
+    assert "E-VALUE-UNDEFINED" in p.click_node(orphan)
+    p.check_no_overlaps()
+    p.shot(tmp_path / "findings.png")
+    p.check_clean()
+
+
+def test_a_thousand_node_transformer(browser: Any, tmp_path: Path) -> None:
+    model = onnxcore.from_onnx(report_models.transformer_model(1000))
+    p = Page(browser, report(model), tmp_path / "report.html")
+    p.check_clean()
+    assert p.boxes() == 1000
+    info = p.info()
+    soft = next(k for k, v in info.items() if v.get("op") == "Softmax")
+    _check_node_panel(p, soft)
+    assert "float[B,4,S,S]" in p.click_node(soft)
+    _check_search(p, soft)
+    p.check_no_overlaps()
+    p.shot(tmp_path / "transformer.png")
+    p.check_clean()
+
+
+def test_a_profiled_page_colours_nodes_by_time(browser: Any, tmp_path: Path) -> None:
+    path = LIGHT[0]
+    p = Page(browser, report(path, profile=1), tmp_path / "report.html")
+    p.check_clean()
+    p.page.select_option("#colour", "time")
+    fills = p.eval("[...document.querySelectorAll('#canvas g.node > rect')].map(r => r.style.fill)")
+    assert len(set(fills)) > 2  # a range of heat colours
+    assert p.page.locator("svg.bars rect.bar").count() > 0
+    p.shot(tmp_path / "profile.png")
+    p.check_clean()
+
+
+@pytest.mark.slow
+def test_a_fifty_thousand_node_chain_opens_collapsed(browser: Any, tmp_path: Path) -> None:
+    model = onnxcore.from_onnx(report_models.chain_model(50_000))
+    p = Page(browser, report(model), tmp_path / "report.html")
+    p.check_clean()
+    assert p.boxes() == 0
+    clusters = int(p.eval("document.querySelectorAll('#canvas g.cluster').length"))
+    assert 0 < clusters <= 2500
+    p.eval("onnxcoreReport.expand(document.querySelector('#canvas g.cluster'))")
+    assert 0 < p.boxes() <= 50_000 // clusters + 1
+    found = p.search("c49999")
+    assert found
+    p.page.click(f'#results button[data-id="{found[0]}"]')
+    assert p.eval(f"!!document.querySelector('#canvas g.node[data-id=\"{found[0]}\"]')")
+    p.check_no_overlaps()
+    p.shot(tmp_path / "chain.png")
+    p.check_clean()
