@@ -80,6 +80,10 @@ def drawing_svg(d: Drawing) -> str:
     out = [f'<g class="drawing" data-d="{escape(d.key)}" data-w="{_n(lay.width)}" data-h="{_n(lay.height)}">']
     out.append('<g class="edges">')
     labels: list[str] = []
+    # One label per value, just below the box producing it, on the first segment of one of its edges; a node with
+    # several outputs staggers them.
+    placed: dict[tuple[int, str], bool] = {}
+    per_source: dict[int, int] = {}
     for e, pts in zip(d.edges, lay.edges):
         if len(pts) < 2:
             continue
@@ -87,9 +91,12 @@ def drawing_svg(d: Drawing) -> str:
         path = "M" + " L".join(f"{_n(x)} {_n(y)}" for x, y in pts)
         ends = f'data-s="{escape(d.nodes[e.src].key)}" data-t="{escape(d.nodes[e.dst].key)}"'
         out.append(f'<path class="edge" data-v="{escape(e.value)}" {ends} data-p="{data}" d="{path}"/>')
-        if e.label:
+        if e.label and (e.src, e.value) not in placed:
+            placed[(e.src, e.value)] = True
+            k = per_source[e.src] = per_source.get(e.src, -1) + 1
             (x1, y1), (x2, y2) = pts[0], pts[1]
-            lx, ly = (x1 + x2) / 2 + 4, min(y1 + 14, (y1 + y2) / 2)
+            ly = y1 + min(12 + 10 * k, (y2 - y1) * 0.8)
+            lx = x1 + (x2 - x1) * (ly - y1) / (y2 - y1 or 1) + 4
             text = e.label if len(e.label) <= _LABEL_MAX else e.label[: _LABEL_MAX - 1] + "…"
             labels.append(
                 f'<text class="elabel" data-s="{escape(d.nodes[e.src].key)}" data-p="{_n(lx)},{_n(ly)}" '
