@@ -4,7 +4,8 @@ For each light-zoo model (and the 1,000-node transformer of tests/report/report_
 of ``onnxcore.report`` (initializers folded, the same boxes): edge crossings (proper intersections of the drawn
 segments, counted alike for both layouts by :func:`onnxcore.reporting.segment_crossings`) and the drawing's width
 in points; the same graph, with the same box sizes, laid out by ``dot`` (``-Tplain``; edges as the polylines through
-their spline control points) when graphviz is installed, else that column is skipped and the output says so.
+their spline control points, which may cross where the curves do not: dot's count is an upper bound) when graphviz
+is installed, else that column is skipped and the output says so.
 Then the time to build the page (``onnxcore.report``), best of ``--repeat``, and, when Playwright and Chromium are
 present, the time until the page's ``load`` event in headless Chromium.
 

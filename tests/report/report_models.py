@@ -124,3 +124,43 @@ def chain_model(n: int) -> onnx.ModelProto:
     vi = helper.make_tensor_value_info
     graph = helper.make_graph(nodes, "chain", [vi("v0", FLOAT, [4])], [vi(f"v{n}", FLOAT, [4])])
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def scan_function_model() -> onnx.ModelProto:
+    """A ``Scan`` (a running sum over the rows of ``xs``) whose result goes through a model-local function
+    ``local.Double`` called twice."""
+    vi = helper.make_tensor_value_info
+    body = helper.make_graph(
+        [
+            helper.make_node("Add", ["s", "row"], ["s_next"], name="scan_add"),
+            helper.make_node("Identity", ["s_next"], ["out_row"], name="scan_emit"),
+        ],
+        "scan_body",
+        [vi("s", FLOAT, [4]), vi("row", FLOAT, [4])],
+        [vi("s_next", FLOAT, [4]), vi("out_row", FLOAT, [4])],
+    )
+    double = helper.make_function(
+        "local",
+        "Double",
+        ["x"],
+        ["y"],
+        [helper.make_node("Add", ["x", "x"], ["y"], name="double_add")],
+        opset_imports=[helper.make_opsetid("", 17)],
+    )
+    graph = helper.make_graph(
+        [
+            helper.make_node(
+                "Scan", ["init", "xs"], ["total", "rows"], name="running_sum", body=body, num_scan_inputs=1
+            ),
+            helper.make_node("Double", ["rows"], ["twice"], name="call_one", domain="local"),
+            helper.make_node("Double", ["twice"], ["four_times"], name="call_two", domain="local"),
+        ],
+        "scan_function",
+        [vi("init", FLOAT, [4]), vi("xs", FLOAT, ["T", 4])],
+        [vi("total", FLOAT, [4]), vi("four_times", FLOAT, ["T", 4])],
+    )
+    return helper.make_model(
+        graph,
+        opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("local", 1)],
+        functions=[double],
+    )

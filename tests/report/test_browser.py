@@ -236,3 +236,27 @@ def test_a_fifty_thousand_node_chain_opens_collapsed(browser: Any, tmp_path: Pat
     p.check_no_overlaps()
     p.shot(tmp_path / "chain.png")
     p.check_clean()
+
+
+def test_scan_body_and_function_bodies_expand_in_place(browser: Any, tmp_path: Path) -> None:
+    model = onnxcore.from_onnx(report_models.scan_function_model())
+    assert onnxcore.check(model).errors == []
+    p = Page(browser, report(model), tmp_path / "report.html")
+    p.check_clean()
+    assert p.boxes() == 3
+    info = p.info()
+    call_one = next(k for k, v in info.items() if v.get("name") == "call_one")
+    assert "model-local function local:Double" in p.click_node(call_one)
+    p.eval("document.querySelectorAll('#canvas g.node').forEach(g => onnxcoreReport.expand(g))")
+    assert p.boxes() == 3 + 2 + 1 + 1  # the Scan body, and the function body under each call
+    p.check_no_overlaps()
+    rows = p.click_node(next(k for k, v in info.items() if v.get("name") == "scan_add"))
+    assert "float[4]" in rows
+    # The function body's node, searched for from a collapsed page, is shown under the first call.
+    p.eval("document.querySelectorAll('#canvas g.node').forEach(g => onnxcoreReport.collapse(g))")
+    assert p.boxes() == 3
+    body = next(k for k, v in info.items() if v.get("name") == "double_add")
+    assert info[body]["path"] == [call_one]
+    _check_search(p, body)
+    p.shot(tmp_path / "scan_function.png")
+    p.check_clean()

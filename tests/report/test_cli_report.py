@@ -128,3 +128,31 @@ def test_errors_are_one_line(argv: list[str], code: int, text: str, capsys: pyte
 def test_a_model_that_does_not_run_is_reported_without_a_profile(tmp_path: Path) -> None:
     html = onnxcore.report(onnxcore.from_onnx(report_models.findings_model()), profile=1)
     assert "Not profiled: the model has errors" in html
+
+
+def test_external_data_files_are_listed_and_the_hash_ignores_the_layout(tmp_path: Path) -> None:
+    model = report_models.transformer_model(60)
+    inline = tmp_path / "inline.onnx"
+    onnx.save(model, str(inline))
+    ext_dir = tmp_path / "ext"
+    ext_dir.mkdir()
+    onnx.save_model(
+        model,
+        str(ext_dir / "m.onnx"),
+        save_as_external_data=True,
+        all_tensors_to_one_file=True,
+        location="weights.bin",
+        size_threshold=0,
+    )
+    html = onnxcore.report(ext_dir / "m.onnx")
+    size = (ext_dir / "weights.bin").stat().st_size
+    assert "<td>weights.bin</td>" in html
+    external = sum(
+        1
+        for t in onnx.load(str(ext_dir / "m.onnx"), load_external_data=False).graph.initializer
+        if t.data_location == onnx.TensorProto.EXTERNAL
+    )
+    assert f"<td>{external}</td>" in html and f"<td>{size:,}</td>" in html
+    digest = re.compile(r"<th>canonical hash \(SHA-256\)</th><td>([0-9a-f]{64})</td>")
+    m1, m2 = digest.search(html), digest.search(onnxcore.report(inline))
+    assert m1 and m2 and m1.group(1) == m2.group(1)

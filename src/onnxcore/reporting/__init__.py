@@ -230,7 +230,7 @@ def _summary(model: ModelProto, bound: BoundModel, g: Gathered, base_dir: Path |
         "initializers": n_init,
         "by_type": sorted(((k, v[0], v[1], v[2]) for k, v in by_type.items()), key=lambda r: -r[3]),
         "external": ext_rows,
-        "hash": _canonical_hash(model),
+        "hash": _canonical_hash(model, inline=not external and not _external_attributes(bound)),
     }
 
 
@@ -255,11 +255,22 @@ def _external(t: TensorProto, out: dict[str, list[int]]) -> None:
         pass
 
 
-def _canonical_hash(model: ModelProto) -> str:
-    """SHA-256 of the canonical encoding, external contents inline (as ``onnxcore hash``)."""
+def _external_attributes(bound: BoundModel) -> bool:
+    """Whether a node attribute holds an external tensor (a ``Constant``'s value, say)."""
+    for ref in bound.all_nodes():
+        for a in ref.node.attribute:
+            tensors = ([a.t] if a.t is not None else []) + list(a.tensors)
+            if any(int(t.data_location or 0) == 1 for t in tensors):
+                return True
+    return False
+
+
+def _canonical_hash(model: ModelProto, *, inline: bool) -> str:
+    """SHA-256 of the canonical encoding, external contents inline (as ``onnxcore hash``); ``inline``: no tensor
+    is external (the copy bringing them inline is skipped)."""
     try:
         h = hashlib.sha256()
-        for part in encode_parts(internalize(model), canonical=True).parts():
+        for part in encode_parts(model if inline else internalize(model), canonical=True).parts():
             h.update(part)
         return h.hexdigest()
     except OnnxCoreError as e:

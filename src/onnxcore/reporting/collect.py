@@ -320,7 +320,7 @@ class _Gatherer:
                 origin = "initializer"
                 folded.append(f"{formal} {self.label(scope, name)}")
             elif where == "input":
-                origin = "graph input"
+                origin = "function input" if scope.kind == "function" else "graph input"
             elif where == "node":
                 origin = "node output"
             else:
