@@ -156,3 +156,13 @@ def test_external_data_files_are_listed_and_the_hash_ignores_the_layout(tmp_path
     digest = re.compile(r"<th>canonical hash \(SHA-256\)</th><td>([0-9a-f]{64})</td>")
     m1, m2 = digest.search(html), digest.search(onnxcore.report(inline))
     assert m1 and m2 and m1.group(1) == m2.group(1)
+
+
+def test_a_model_without_a_graph_is_reported_with_its_findings() -> None:
+    model = onnxcore.ModelProto(ir_version=8)
+    html = onnxcore.report(model)
+    findings = onnxcore.check(model).findings
+    assert findings
+    for f in findings:
+        assert f.code in html
+    assert ET.fromstring(onnxcore.report(model, format="svg")).tag == "{http://www.w3.org/2000/svg}svg"

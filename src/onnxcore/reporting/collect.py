@@ -181,7 +181,13 @@ class _Gatherer:
                     self.container.setdefault(dk, key)
         for key, node_info in self.info.items():
             node_info["path"] = self.path(key)
-        return self.scope_key[id(main)] if main is not None else next(iter(self.drawings), "")
+        if main is not None:
+            return self.scope_key[id(main)]
+        # No graph (a model of functions only, or a broken one): an empty drawing, the findings say why.
+        empty = Drawing("none", "no graph")
+        self.lay(empty)
+        self.drawings.setdefault("none", empty)
+        return "none"
 
     def path(self, key: str) -> list[str]:
         out: list[str] = []
