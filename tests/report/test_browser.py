@@ -185,6 +185,19 @@ def test_findings_link_to_their_nodes(browser: Any, tmp_path: Path) -> None:
         outlined = p.eval("[...document.querySelectorAll('#canvas g.outlined')].map(g => g.dataset.id)")
         assert outlined == [key]
         assert p.info()[key]["name"] in ("mixed_add", "orphan_relu")
+    # Wheel zooms about the pointer, a drag pans.
+    transform = "document.getElementById('viewport').getAttribute('transform')"
+    box = p.page.locator("#canvas").bounding_box()
+    p.page.mouse.move(box["x"] + 50, box["y"] + 50)
+    before = p.eval(transform)
+    p.page.mouse.wheel(0, -300)
+    zoomed = p.eval(transform)
+    assert zoomed != before and float(zoomed.split("scale(")[1].rstrip(")")) > float(before.split("scale(")[1][:-1])
+    p.page.mouse.down()
+    p.page.mouse.move(box["x"] + 150, box["y"] + 90, steps=5)
+    p.page.mouse.up()
+    panned = p.eval(transform)
+    assert panned != zoomed and panned.split("scale(")[1] == zoomed.split("scale(")[1]
     orphan = next(k for k, v in p.info().items() if v.get("name") == "orphan_relu")
     assert "E-VALUE-UNDEFINED" in p.click_node(orphan)
     p.check_no_overlaps()
@@ -259,4 +272,27 @@ def test_scan_body_and_function_bodies_expand_in_place(browser: Any, tmp_path: P
     assert info[body]["path"] == [call_one]
     _check_search(p, body)
     p.shot(tmp_path / "scan_function.png")
+    p.check_clean()
+
+
+def test_hostile_names_stay_text(browser: Any, tmp_path: Path) -> None:
+    # Names are untrusted: markup in them must neither run nor fetch anything, and must read back as written.
+    evil = "</script><img src=x onerror=console.error(1)>\"'&<b>"
+    vi = onnx.helper.make_tensor_value_info
+    graph = onnx.helper.make_graph(
+        [onnx.helper.make_node("Relu", [evil], ["out"], name=evil)],
+        evil,
+        [vi(evil, onnx.TensorProto.FLOAT, [2])],
+        [vi("out", onnx.TensorProto.FLOAT, [2])],
+    )
+    model = onnxcore.from_onnx(onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 17)]))
+    p = Page(browser, report(model), tmp_path / "report.html")
+    p.check_clean()
+    assert p.eval("document.querySelectorAll('img').length") == 0
+    assert p.boxes() == 1
+    key = next(k for k, v in p.info().items() if v.get("kind") == "node")
+    assert evil in p.click_node(key)
+    found = p.search(evil)
+    assert found[0] == key  # the node first, then the graph input of the same name
+    assert found == [key] + [k for k, v in p.info().items() if v.get("kind") == "input"]
     p.check_clean()

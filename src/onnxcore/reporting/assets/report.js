@@ -267,8 +267,10 @@
     const words = [d.name, d.op, d.loc, d.title];
     for (const r of d.inputs || []) words.push(r[1]);
     for (const r of d.outputs || []) words.push(r[1]);
-    return [k, words.filter(Boolean).join("\n").toLowerCase(), (d.name || "").toLowerCase()];
+    // Rank: a node named exactly so, then anything named so, then other nodes, then the rest.
+    return [k, words.filter(Boolean).join("\n").toLowerCase(), (d.name || "").toLowerCase(), d.kind === "node" ? 1 : 0];
   });
+  const rank = (q, e) => (e[2] === q ? 2 : 0) + e[3];
   const search = document.getElementById("search"), results = document.getElementById("results");
   const hits = document.getElementById("hits");
   function runSearch() {
@@ -277,7 +279,7 @@
     results.innerHTML = "";
     if (!q) { hits.textContent = ""; return []; }
     const found = index.filter(([, text]) => text.includes(q))
-      .sort((a, b) => (b[2] === q) - (a[2] === q));
+      .sort((a, b) => rank(q, b) - rank(q, a));
     hits.textContent = `${found.length} found`;
     for (const [k] of found.slice(0, 60)) {
       const d = info[k];
