@@ -17,7 +17,7 @@ import onnxcore
 from onnxcore.graph import bind
 from onnxcore.infer import infer_both
 from onnxcore.reporting import count_crossings, layered_layout, report, segment_crossings
-from onnxcore.reporting.collect import gather
+from onnxcore.reporting.collect import NODE_BUDGET, gather
 
 LIGHT = sorted((corpus.onnx_data_dir() / "light").glob("light_*.onnx"))
 
@@ -139,8 +139,6 @@ def test_the_svg_alone_is_well_formed_and_has_the_boxes() -> None:
 
 
 def test_a_large_scope_is_drawn_as_clusters_within_the_budget() -> None:
-    from onnxcore.reporting.collect import NODE_BUDGET
-
     n = NODE_BUDGET + 500
     g = _drawn(onnxcore.from_onnx(report_models.chain_model(n)))
     top = g.drawings[g.main]

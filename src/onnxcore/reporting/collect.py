@@ -74,14 +74,6 @@ class Gathered:
     key_of: dict[int, str]  # id(NodeRef) -> node key
 
 
-_ELEM_NAMES = {
-    "FLOAT": "float",
-    "DOUBLE": "double",
-    "FLOAT16": "float16",
-    "BFLOAT16": "bfloat16",
-}
-
-
 def short_type(ts: str | None, shape: tuple[Any, ...] | None) -> str:
     """``float[N,3,224,224]``: a type string shortened, with the shape (dimension variables kept)."""
     if ts is None and shape is None:
@@ -140,11 +132,10 @@ def _attr_text(a: AttributeProto) -> str:
 
 
 class _Gatherer:
-    def __init__(self, bound: BoundModel, inference: Inference, shapes: ShapeInference, report: Report) -> None:
+    def __init__(self, bound: BoundModel, inference: Inference, shapes: ShapeInference) -> None:
         self.bound = bound
         self.types = inference.type_strings
         self.shapes = shapes.shapes
-        self.report = report
         self.drawings: dict[str, Drawing] = {}
         self.info: dict[str, dict[str, Any]] = {}
         self.ref_key: dict[int, str] = {}  # id(NodeRef) -> key
@@ -366,7 +357,7 @@ class _Gatherer:
 
 def gather(bound: BoundModel, inference: Inference, shapes: ShapeInference, report: Report) -> Gathered:
     """The drawings, the per-node details and the findings (each linked to its node where it names one)."""
-    g = _Gatherer(bound, inference, shapes, report)
+    g = _Gatherer(bound, inference, shapes)
     main = g.run()
     findings: list[dict[str, Any]] = []
     for f in report.findings:
