@@ -9,7 +9,7 @@ is installed, else that column is skipped and the output says so.
 Then the time to build the page (``onnxcore.report``), best of ``--repeat``, and, when Playwright and Chromium are
 present, the time until the page's ``load`` event in headless Chromium.
 
-Run: ``PYTHONPATH=src python benchmarks/bench_report.py [--repeat 3]``.
+Run: ``PYTHONPATH=src python benchmarks/bench_report.py [--repeat 3] [--chain 50000]``.
 """
 
 from __future__ import annotations
@@ -37,11 +37,13 @@ import report_models
 CHROMIUM = "/usr/bin/chromium"
 
 
-def _models() -> list[tuple[str, Any]]:
+def _models(chain: int) -> list[tuple[str, Any]]:
     out: list[tuple[str, Any]] = [
         (p.stem, onnxcore.load(p)) for p in sorted((corpus.onnx_data_dir() / "light").glob("light_*.onnx"))
     ]
     out.append(("transformer_1000", onnxcore.from_onnx(report_models.transformer_model(1000))))
+    if chain:
+        out.append((f"chain_{chain}", onnxcore.from_onnx(report_models.chain_model(chain))))
     return out
 
 
@@ -101,6 +103,7 @@ def _open_time(html: str) -> float | None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--chain", type=int, default=0, help="also a chain of this many nodes (50000: drawn as clusters)")
     args = ap.parse_args()
     has_dot = shutil.which("dot") is not None
     if not has_dot:
@@ -109,7 +112,7 @@ def main() -> None:
     head += f" {'dot cross':>10} {'dot width':>10}" if has_dot else ""
     head += f" {'build s':>8} {'open s':>7}"
     print(head)
-    for name, model in _models():
+    for name, model in _models(args.chain):
         d = _drawing(model)
         assert d.layout is not None
         ours = segment_crossings(d.layout.edges)

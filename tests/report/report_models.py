@@ -3,7 +3,7 @@
 - :func:`if_loop_model`: an ``If`` (two branches) and a ``Loop`` (a body), with dimension variables.
 - :func:`findings_model`: a model the validator finds errors in, at named nodes.
 - :func:`transformer_model`: a transformer encoder of exactly ``nodes`` nodes (1,000 by default).
-- :func:`chain_model`: a chain of ``n`` unary nodes (50,000 for the node-budget case).
+- :func:`chain_model`: a chain of ``n`` nodes (50,000 for the node-budget case).
 """
 
 from __future__ import annotations
@@ -118,11 +118,18 @@ def transformer_model(nodes: int = 1000, *, d: int = 32, heads: int = 4) -> onnx
 
 
 def chain_model(n: int) -> onnx.ModelProto:
-    """``n`` Relu, Neg and Abs nodes in one chain."""
-    ops = ("Relu", "Neg", "Abs")
-    nodes = [helper.make_node(ops[i % 3], [f"v{i}"], [f"v{i + 1}"], name=f"c{i}") for i in range(n)]
+    """``n`` nodes in one chain, alternating ``Relu`` and ``Add`` of an initializer (the 50,000-node graph of
+    benchmarks/bench_check.py)."""
+    nodes = []
+    for i in range(n):
+        prev = f"v{i}"
+        if i % 2 == 0:
+            nodes.append(helper.make_node("Relu", [prev], [f"v{i + 1}"], name=f"n{i}"))
+        else:
+            nodes.append(helper.make_node("Add", [prev, "b"], [f"v{i + 1}"], name=f"n{i}"))
     vi = helper.make_tensor_value_info
-    graph = helper.make_graph(nodes, "chain", [vi("v0", FLOAT, [4])], [vi(f"v{n}", FLOAT, [4])])
+    b = numpy_helper.from_array(np.full(4, 0.5, dtype=np.float32), "b")
+    graph = helper.make_graph(nodes, "chain", [vi("v0", FLOAT, [4])], [vi(f"v{n}", FLOAT, [4])], initializer=[b])
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 

@@ -242,7 +242,7 @@ def test_a_fifty_thousand_node_chain_opens_collapsed(browser: Any, tmp_path: Pat
     assert 0 < clusters <= 2500
     p.eval("onnxcoreReport.expand(document.querySelector('#canvas g.cluster'))")
     assert 0 < p.boxes() <= 50_000 // clusters + 1
-    found = p.search("c49999")
+    found = p.search("n49999")
     assert found
     p.page.click(f'#results button[data-id="{found[0]}"]')
     assert p.eval(f"!!document.querySelector('#canvas g.node[data-id=\"{found[0]}\"]')")

@@ -13,6 +13,7 @@
 
   function apply() {
     viewport.setAttribute("transform", `translate(${view.x},${view.y}) scale(${view.k})`);
+    canvas.classList.toggle("far", view.k < 0.45);  // edge labels too small to read are not drawn
   }
   function rootDrawing() { return viewport.querySelector("g.drawing"); }
   // The whole drawing in view; or (``whole`` false, the first view) a drawing too tall to read whole is shown
