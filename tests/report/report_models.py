@@ -171,3 +171,41 @@ def scan_function_model() -> onnx.ModelProto:
         opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("local", 1)],
         functions=[double],
     )
+
+
+def nested_model() -> onnx.ModelProto:
+    """A ``Loop`` whose body holds an ``If`` (subgraphs two deep), with a node beside and after the loop."""
+    vi = helper.make_tensor_value_info
+    then = helper.make_graph(
+        [helper.make_node("Add", ["acc", "x"], ["t"], name="inner_then")], "then", [], [vi("t", FLOAT, [3])]
+    )
+    els = helper.make_graph(
+        [
+            helper.make_node("Sub", ["acc", "x"], ["e0"], name="inner_else_sub"),
+            helper.make_node("Abs", ["e0"], ["e"], name="inner_else_abs"),
+        ],
+        "else",
+        [],
+        [vi("e", FLOAT, [3])],
+    )
+    body = helper.make_graph(
+        [
+            helper.make_node("Identity", ["cond_in"], ["cond_out"], name="body_cond"),
+            helper.make_node("If", ["cond_in"], ["acc_out"], name="inner_if", then_branch=then, else_branch=els),
+        ],
+        "body",
+        [vi("i", TensorProto.INT64, []), vi("cond_in", TensorProto.BOOL, []), vi("acc", FLOAT, [3])],
+        [vi("cond_out", TensorProto.BOOL, []), vi("acc_out", FLOAT, [3])],
+    )
+    graph = helper.make_graph(
+        [
+            helper.make_node("Relu", ["x"], ["r"], name="before"),
+            helper.make_node("Loop", ["M", "c", "r"], ["z"], name="outer_loop", body=body),
+            helper.make_node("Neg", ["r"], ["side"], name="beside"),
+            helper.make_node("Add", ["z", "side"], ["y"], name="after"),
+        ],
+        "nested",
+        [vi("x", FLOAT, [3]), vi("c", TensorProto.BOOL, []), vi("M", TensorProto.INT64, [])],
+        [vi("y", FLOAT, [3])],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])

@@ -299,3 +299,41 @@ def test_hostile_names_stay_text(browser: Any, tmp_path: Path) -> None:
     assert found[0] == key  # the node first, then the graph input of the same name
     assert found == [key] + [k for k, v in p.info().items() if v.get("kind") == "input"]
     p.check_clean()
+
+
+def test_nested_subgraphs_expand_and_collapse(browser: Any, tmp_path: Path) -> None:
+    model = onnxcore.from_onnx(report_models.nested_model())
+    p = Page(browser, report(model), tmp_path / "report.html")
+    p.check_clean()
+    assert p.boxes() == 4
+    geometry = "[...document.querySelectorAll('#canvas g[data-b]')].map(g => g.dataset.id + '@' + g.dataset.b)"
+    start = p.eval(geometry)
+    info = p.info()
+    key = {v["name"]: k for k, v in info.items() if v.get("kind") == "node"}
+    sel = "document.querySelector('#canvas g.node[data-id=\"{}\"]')"
+    p.eval(f"onnxcoreReport.expand({sel.format(key['outer_loop'])})")
+    assert p.boxes() == 6
+    p.check_no_overlaps()
+    p.eval(f"onnxcoreReport.expand({sel.format(key['inner_if'])})")
+    assert p.boxes() == 9  # the If's branches inside the Loop's body
+    p.check_no_overlaps()
+    # The outer frame grew with the inner one: the node after the loop is still below everything in it.
+    bottom = p.eval(
+        "Math.max(...[...document.querySelectorAll('#canvas g.frame-g g.node > rect')]"
+        ".map(r => r.getBoundingClientRect().bottom))"
+    )
+    after_top = p.eval(f"{sel.format(key['after'])}.querySelector('rect').getBoundingClientRect().top")
+    assert after_top > bottom
+    p.shot(tmp_path / "nested.png")
+    p.eval(f"onnxcoreReport.collapse({sel.format(key['inner_if'])})")
+    assert p.boxes() == 6
+    p.check_no_overlaps()
+    p.eval(f"onnxcoreReport.collapse({sel.format(key['outer_loop'])})")
+    assert p.boxes() == 4
+    end = p.eval(geometry)
+    assert [g.split("@")[0] for g in end] == [g.split("@")[0] for g in start]
+    for a, b in zip(end, start):  # back where everything was
+        assert [float(x) for x in a.split("@")[1].split(",")] == pytest.approx(
+            [float(x) for x in b.split("@")[1].split(",")]
+        )
+    p.check_clean()
