@@ -316,6 +316,7 @@ def test_nested_subgraphs_expand_and_collapse(browser: Any, tmp_path: Path) -> N
     p.check_no_overlaps()
     p.eval(f"onnxcoreReport.expand({sel.format(key['inner_if'])})")
     assert p.boxes() == 9  # the If's branches inside the Loop's body
+    assert p.eval("document.querySelectorAll('#canvas path.edge:not([d])').length") == 0  # every edge drawn
     p.check_no_overlaps()
     # The outer frame grew with the inner one: the node after the loop is still below everything in it.
     bottom = p.eval(

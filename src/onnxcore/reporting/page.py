@@ -118,7 +118,7 @@ def render_page(title: str, summary: dict[str, Any], g: Gathered, profile: dict[
     """The whole HTML document."""
     main = g.drawings[g.main]
     templates = "".join(
-        f'<script type="text/x-svg" id="d-{escape(k)}" data-caption="{escape(d.caption)}">{drawing_svg(d)}</script>'
+        f'<script type="text/x-svg" id="d-{escape(k)}">{drawing_svg(d, paths=False)}</script>'
         for k, d in g.drawings.items()
         if k != g.main
     )

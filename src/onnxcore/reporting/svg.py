@@ -73,8 +73,14 @@ def _box(node: DrawNode, x: float, y: float) -> str:
     return "".join(parts)
 
 
-def drawing_svg(d: Drawing) -> str:
-    """One drawing as an SVG group (``<g class="drawing">``), in its own coordinates from (0, 0)."""
+def drawing_svg(d: Drawing, *, paths: bool = True) -> str:
+    """One drawing as an SVG group (``<g class="drawing">``), in its own coordinates from (0, 0).
+
+    Args:
+        d: The drawing.
+        paths: Write each edge's ``d`` attribute; without it (the page's folded drawings, a third smaller) the
+            page's script draws the path from ``data-p`` when the drawing is expanded.
+    """
     lay = d.layout
     assert lay is not None
     out = [f'<g class="drawing" data-d="{escape(d.key)}" data-w="{_n(lay.width)}" data-h="{_n(lay.height)}">']
@@ -88,9 +94,9 @@ def drawing_svg(d: Drawing) -> str:
         if len(pts) < 2:
             continue
         data = " ".join(f"{_n(x)},{_n(y)}" for x, y in pts)
-        path = "M" + " L".join(f"{_n(x)} {_n(y)}" for x, y in pts)
+        path = ' d="M' + " L".join(f"{_n(x)} {_n(y)}" for x, y in pts) + '"' if paths else ""
         ends = f'data-s="{escape(d.nodes[e.src].key)}" data-t="{escape(d.nodes[e.dst].key)}"'
-        out.append(f'<path class="edge" data-v="{escape(e.value)}" {ends} data-p="{data}" d="{path}"/>')
+        out.append(f'<path class="edge" data-v="{escape(e.value)}" {ends} data-p="{data}"{path}/>')
         if e.label and (e.src, e.value) not in placed:
             placed[(e.src, e.value)] = True
             k = per_source[e.src] = per_source.get(e.src, -1) + 1

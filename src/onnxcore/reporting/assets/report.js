@@ -81,9 +81,11 @@
     const shift = new Map();
     for (const g of boxes(drawing)) {
       if (g === node) { shift.set(g.dataset.id, [0, dh]); continue; }
-      const gb = boxOf(g), ge = extentOf(g);
+      // Boxes right of it move right, boxes below it move down (those beside it in its row stay in the row):
+      // a translation monotone in x and in y, so boxes apart stay apart.
+      const gb = boxOf(g);
       const sx = gb[0] > right - eps ? dw : 0;
-      const sy = gb[1] + ge[1] > bottom - eps && gb[1] > b[1] - eps ? dh : 0;
+      const sy = gb[1] > bottom - eps ? dh : 0;
       shift.set(g.dataset.id, [sx, sy]);
       if (sx || sy) moveBox(g, sx, sy);
     }
@@ -155,6 +157,9 @@
       slot.firstChild.textContent = caps[i] || "";
       const d = slot.querySelector(":scope > g.drawing");
       d.setAttribute("transform", `translate(0,${HEAD - 4})`);
+      for (const p of d.querySelectorAll("path.edge:not([d])")) {  // folded drawings carry their points only
+        p.setAttribute("d", "M" + p.dataset.p.split(" ").map((q) => q.replace(",", " ")).join(" L"));
+      }
       fr.appendChild(slot);
     });
     fr.ownerNode = node;
