@@ -139,6 +139,8 @@ def render_page(title: str, summary: dict[str, Any], g: Gathered, profile: dict[
 <span id="hits"></span>
 <label>colour: <select id="colour"><option value="family">operator family</option>
 <option value="time"{"" if profile and not profile.get("error") else " disabled"}>time</option></select></label>
+<span id="heat" hidden>time per run: <span class="grad"></span> <span id="heatmax"></span>; grey: no step
+(folded at plan time)</span>
 <button id="fit" type="button">fit</button> <button id="reset" type="button">1:1</button>
 <span class="legend">{legend}</span></div>
 <div id="results"></div>

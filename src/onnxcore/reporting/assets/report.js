@@ -322,7 +322,11 @@
       else rect.style.fill = "";
     }
   }
-  mode.addEventListener("change", () => recolour(canvas));
+  mode.addEventListener("change", () => {
+    recolour(canvas);
+    document.getElementById("heat").hidden = mode.value !== "time";
+    document.getElementById("heatmax").textContent = `0 to ${(tmax * 1e3).toFixed(3)} ms (square-root scale)`;
+  });
 
   window.onnxcoreReport = { expand, collapse, reveal, select, runSearch, fit, info };
   fit(false);
