@@ -35,6 +35,7 @@ from onnxcore.limits import DEFAULT_LIMITS, Limits
 if TYPE_CHECKING:
     from onnxcore.build import helper, least_ir_version
     from onnxcore.external import externalize, internalize, load_external_data
+    from onnxcore.reporting import report
     from onnxcore.runtime import (
         ExecutionMode,
         GraphOptimizationLevel,
@@ -150,6 +151,8 @@ _LAZY: dict[str, str] = {
     "UnsupportedFeatureError": "onnxcore.runtime",
     "get_available_providers": "onnxcore.runtime",
     "get_device": "onnxcore.runtime",
+    # The model report (report/)
+    "report": "onnxcore.reporting",
 }
 
 
@@ -227,6 +230,7 @@ __all__ = [
     "OptionalProto",
     "OptionalType",
     "ProviderError",
+    "report",
     "Report",
     "RunOptions",
     "save",

@@ -155,6 +155,37 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help="values shown of each tensor before '...' (default 16); a text with '...' does not parse back",
     )
+
+    rp = sub.add_parser(
+        "report",
+        help="a self-contained HTML page of a model: summary, graph with inferred shapes, findings, profile",
+        description="Write one HTML file (nothing fetched when opened) with the model's summary, its graph drawn "
+        "in layers with each edge's inferred type and shape, the validator's findings linked to their nodes, and "
+        "(with --profile or --input) the time of each plan step; or, with --format svg, the drawing alone.",
+    )
+    rp.add_argument("model")
+    rp.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="the file to write (default: the model's file name with .html or .svg, in the current directory; "
+        "'-': standard output)",
+    )
+    rp.add_argument(
+        "--input", action="append", default=[], metavar="NAME=FILE", help="a graph input to profile with (repeatable)"
+    )
+    rp.add_argument(
+        "--profile",
+        type=_positive,
+        nargs="?",
+        const=5,
+        default=None,
+        metavar="RUNS",
+        help="time each plan step over RUNS runs (default 5), on the --input values or else on random inputs of "
+        "the declared shapes",
+    )
+    rp.add_argument("--format", choices=["html", "svg"], default="html", help="the page (html) or the drawing alone")
+    _allow_outside(rp)
     return p
 
 

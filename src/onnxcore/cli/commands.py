@@ -24,6 +24,7 @@ from onnxcore.conformance.statement import build_statement, render_markdown
 from onnxcore.errors import OnnxCoreError
 from onnxcore.infer import annotate
 from onnxcore.proto.codec import encode_parts
+from onnxcore.reporting import report
 from onnxcore.text import to_text
 from onnxcore.types import value_from_proto
 
@@ -38,6 +39,7 @@ __all__ = [
     "cmd_convert",
     "cmd_hash",
     "cmd_print",
+    "cmd_report",
     "cmd_conformance",
     "cmd_statement",
 ]
@@ -327,6 +329,32 @@ def cmd_print(args: argparse.Namespace) -> int:
     _require_readable(args.model)
     model = onnxcore.load(args.model, external_data=False)
     print(to_text(model, max_elements=args.max_elements))
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """Write the report page (or the drawing alone) of a model."""
+    _require_readable(args.model)
+    if args.format == "svg" and (args.input or args.profile):
+        raise CliError("--input and --profile apply to the HTML page only (the drawing alone shows no profile)")
+    out = args.output or Path(args.model).stem + "." + args.format
+    check_writable(out)
+    feeds: dict[str, Any] = {}
+    for spec in args.input:
+        name, value = _load_input(spec)
+        if name in feeds:
+            raise CliError(f"--input {spec}: {name!r} is given twice")
+        feeds[name] = value
+    text = report(
+        args.model,
+        feeds=feeds or None,
+        profile=args.profile,
+        format=args.format,
+        allow_outside=args.allow_outside,
+    )
+    write_text(out, text)
+    if out != "-":
+        print(f"wrote {out} ({len(text):,} bytes)")
     return 0
 
 
