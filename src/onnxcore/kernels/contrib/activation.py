@@ -7,11 +7,12 @@ round once, as the ai.onnx kernels do.
 
 Taken from onnxruntime where its definitions are silent:
 
-- the bias additions broadcast numpy-style (onnxruntime requires the bias to be 1-D of the last extent; a
-  shape it refuses is refused here too);
-- BiasSoftmax normalizes over the axes ``[axis, rank)`` taken together (as ai.onnx Softmax-1..11), and a bias of
-  lower rank is aligned to the leading axes when ``is_inner_broadcast`` is 1 (``[B, 1, 1, S]`` masks of
-  attention scores ``[B, N, S, S]`` are given at full rank), to the trailing axes otherwise;
+- the bias of FastGelu and BiasGelu is 1-D of the input's last extent (onnxruntime refuses another shape);
+- BiasSoftmax normalizes over the axes ``[axis, rank)`` taken together (as ai.onnx Softmax-1..11); a bias of the
+  data's rank broadcasts numpy-style; one of lower rank is aligned to the trailing axes, or, with
+  ``is_inner_broadcast`` 1, its leading axes to the data's leading axes and its last ``rank - axis`` to the
+  softmax axes (the axes between are broadcast). onnxruntime has BiasSoftmax and BiasAdd for CUDA only, so these
+  two are tested against a formula of the documentation (tests/kernels/contrib);
 - CDist's metrics are ``sqeuclidean`` and ``euclidean`` only (any other is refused, as onnxruntime does).
 """
 
@@ -100,9 +101,13 @@ def bias_softmax(data: np.ndarray, bias: np.ndarray, *, axis: int = 1, is_inner_
         raise EvaluationError(f"BiasSoftmax: is_inner_broadcast must be 0 or 1, got {is_inner_broadcast}")
     b = bias
     if b.ndim < r and is_inner_broadcast:
-        # Leading axes aligned: (d0, ..., dk) -> (d0, ..., dk, 1, ..., 1) before the softmax axes' extents.
-        lead = r - (r - a) - (b.ndim - (r - a)) if b.ndim > r - a else 0
-        b = b.reshape(b.shape[: b.ndim - (r - a)] + (1,) * (r - b.ndim) + b.shape[b.ndim - (r - a) :]) if lead else b
+        # Leading axes aligned: (d0, .., dk, da, .., dn) -> (d0, .., dk, 1, .., 1, da, .., dn).
+        lead = b.ndim - (r - a)
+        if lead < 0:
+            raise ShapeError(
+                f"BiasSoftmax: bias {bias.shape} has fewer axes than the softmax axes of data {data.shape}"
+            )
+        b = b.reshape(b.shape[:lead] + (1,) * (r - b.ndim) + b.shape[lead:])
     try:
         wd = work_dtype(data.dtype)
         x = np.add(data.astype(wd), b.astype(wd))
