@@ -44,7 +44,7 @@ def _case(draw: Any) -> tuple[str, list[Any], Any, dict[str, Any], str, int]:
                 "SimplifiedLayerNormalization",
                 "LayerNormalization",
                 "EmbedLayerNormalization",
-            ]  # fmt: skip
+            ]
         )
     )
     rank = draw(st.integers(1, 4))
