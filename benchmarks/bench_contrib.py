@@ -1,126 +1,146 @@
-"""Models that use onnxruntime's ``com.microsoft`` operators (issue 28): onnxcore.Session against onnxruntime
-single-threaded.
+"""Models with onnxruntime's operators (issue 28): onnxcore.Session against onnxruntime.
 
-Each entry of :data:`FAMILIES` makes its models the way users make them (``tests/kernels/contrib/ms_models.py``:
-torch export, then onnxruntime's quantization tools or its optimizer) and names the input shape; add a family
-(the transformer-optimizer models, the skl2onnx text pipelines, ...) by adding an entry. Every model is run by
-onnxcore and by onnxruntime (``intra_op_num_threads=1``, graph optimization off, so both evaluate the same
-graph), the engines taking turns, after one warm-up run each; the best of ``--repeat`` runs is reported with
-the ratio onnxcore / onnxruntime and whether the outputs agree (rtol 3e-2 of the output's magnitude: the
-MatMulNBits accuracy-level-4 entry is the loosest). A Markdown table goes to stdout.
+- skl2onnx text classifiers (TfidfVectorizer / CountVectorizer then LogisticRegression: com.microsoft::Tokenizer),
+  word and character n-grams, on a generated corpus;
+- a transformer block (LayerNormalization, MatMul, Gelu, residuals, an RMS norm) saved by onnxruntime with its
+  optimized graph (``optimized_model_filepath``, extended level: SkipLayerNormalization, BiasGelu,
+  SimplifiedLayerNormalization), the model of tests/kernels/contrib/test_contrib_models.py at a larger size.
 
-Usage: ``python benchmarks/bench_contrib.py [--repeat 20] [--blas-threads 1] [--families quantized ...]``.
+Each engine gets one warm-up run, then the best of ``--repeat`` runs, the engines taking turns (onnxruntime with one
+intra-op thread, and with its default). Outputs are checked against onnxruntime. A Markdown table goes to stdout.
+
+Usage: ``python benchmarks/bench_contrib.py [--repeat 5] [--clock wall|cpu]``.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
+import copy
+import functools
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
-
-# BLAS threads must be fixed before numpy loads OpenBLAS.
-if "--blas-threads" in sys.argv:
-    _n = sys.argv[sys.argv.index("--blas-threads") + 1]
-    for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[_var] = _n
+from typing import Any
 
 import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import helper
+from skl2onnx import convert_sklearn
+from skl2onnx.common.data_types import StringTensorType
+from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
 
 import onnxcore
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tests.kernels.contrib import ms_models
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from kernels.contrib import test_contrib_models
 
-CNN = (2, 3, 16, 16)
-MLP = (2, 8, 32)
-DEC = (1, 5, 256)
-
-Maker = Callable[[Path], Path]
+CLOCK: Callable[[], float] = time.perf_counter
+WORDS = "the a cat dog mat sat ran on under over quick brown fox jumps lazy document text model data".split()
 
 
-def _quantized(d: Path) -> list[tuple[str, Path, tuple[int, ...]]]:
-    cnn, mlp = ms_models.cnn_float(d), ms_models.mlp_attention_float(d)
-    out = []
-    for name, src, shape in (("cnn", cnn, CNN), ("mlp_attention", mlp, MLP)):
-        out.append((f"{name} float", src, shape))
-        out.append(
-            (f"{name} QOperator", ms_models.quantized_static(src, d / f"{name}_qop.onnx", shape, qdq=False), shape)
+def corpus(n: int, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return np.array([" ".join(rng.choice(WORDS, rng.integers(3, 30))) for _ in range(n)], dtype=object)
+
+
+def text_model(vectorizer: Any, texts: np.ndarray) -> bytes:
+    labels = np.arange(len(texts)) % 2
+    pipe = make_pipeline(vectorizer, LogisticRegression(max_iter=200)).fit(texts, labels)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = convert_sklearn(
+            pipe,
+            initial_types=[("input", StringTensorType([None, 1]))],
+            options={id(pipe.steps[-1][1]): {"zipmap": False}},
         )
-        out.append((f"{name} QDQ", ms_models.quantized_static(src, d / f"{name}_qdq.onnx", shape, qdq=True), shape))
-        dyn = ms_models.quantized_dynamic(src, d / f"{name}_dyn.onnx")
-        out.append(
-            (f"{name} dynamic+extended", ms_models.ort_optimized(dyn, d / f"{name}_dynx.onnx", "extended"), shape)
-        )
-    return out
+    return m.SerializeToString()
 
 
-def _optimized(d: Path) -> list[tuple[str, Path, tuple[int, ...]]]:
-    out = []
-    for name, src, shape in (
-        ("cnn", ms_models.cnn_float(d), CNN),
-        ("mlp_attention", ms_models.mlp_attention_float(d), MLP),
-    ):
-        for level in ("basic", "extended"):
-            out.append((f"{name} ORT {level}", ms_models.ort_optimized(src, d / f"{name}_{level}.onnx", level), shape))
-    return out
+def for_ort(model: bytes) -> bytes:
+    # onnxruntime's StringNormalizer needs an installed locale; C.UTF-8 is present everywhere.
+    m = copy.deepcopy(onnx.load_from_string(model))
+    for n in m.graph.node:
+        if n.op_type == "StringNormalizer":
+            for a in [a for a in n.attribute if a.name == "locale"]:
+                n.attribute.remove(a)
+            n.attribute.append(helper.make_attribute("locale", "C.UTF-8"))
+    return m.SerializeToString()
 
 
-def _nbits(d: Path) -> list[tuple[str, Path, tuple[int, ...]]]:
-    src = ms_models.decoder_mlp_float(d, d=256, layers=4)
-    out = [("decoder float", src, DEC)]
-    out.append(("decoder MatMulNBits 4b/32", ms_models.matmul_nbits(src, d / "dec4.onnx"), DEC))
-    out.append(("decoder MatMulNBits 8b/64", ms_models.matmul_nbits(src, d / "dec8.onnx", bits=8, block_size=64), DEC))
-    out.append(("decoder MatMulNBits 4b acc4", ms_models.matmul_nbits(src, d / "dec4a.onnx", accuracy_level=4), DEC))
-    return out
+def saved_block(tmp: Path) -> bytes:
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    so.optimized_model_filepath = str(tmp / "block.onnx")
+    so.log_severity_level = 3
+    ort.InferenceSession(
+        test_contrib_models._block(17, False).SerializeToString(), so, providers=["CPUExecutionProvider"]
+    )
+    return Path(so.optimized_model_filepath).read_bytes()
 
 
-FAMILIES: dict[str, Callable[[Path], list[tuple[str, Path, tuple[int, ...]]]]] = {
-    "quantized": _quantized,
-    "optimized": _optimized,
-    "matmul_nbits": _nbits,
-}
+def ort_session(model: bytes, threads: int | None) -> Any:
+    so = ort.SessionOptions()
+    if threads is not None:
+        so.intra_op_num_threads = threads
+    so.log_severity_level = 3
+    return ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
 
 
-def _timed(session: object, feeds: dict[str, np.ndarray]) -> float:
-    t = time.perf_counter()
-    session.run(None, feeds)  # type: ignore[attr-defined]
-    return time.perf_counter() - t
+def best_of(fns: list[Callable[[], Any]], repeat: int) -> tuple[list[float], list[Any]]:
+    outs = [fn() for fn in fns]
+    best = [float("inf")] * len(fns)
+    for _ in range(repeat):
+        for i, fn in enumerate(fns):
+            t0 = CLOCK()
+            outs[i] = fn()
+            best[i] = min(best[i], CLOCK() - t0)
+    return best, outs
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--repeat", type=int, default=20)
-    ap.add_argument("--blas-threads", type=int, default=None)
-    ap.add_argument("--families", nargs="*", default=list(FAMILIES))
+def ms(t: float) -> str:
+    return f"{t * 1e3:.3g} ms" if t < 1 else f"{t * 1e3:,.0f} ms"
+
+
+def main() -> int:
+    global CLOCK
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--clock", choices=["wall", "cpu"], default="wall")
     args = ap.parse_args()
-    rows = []
+    if args.clock == "cpu":
+        CLOCK = time.process_time
+    texts = corpus(2000)
+    cases: list[tuple[str, bytes, bytes, dict[str, Any]]] = []
+    for name, vec in (
+        ("TF-IDF words 1-2 + LogisticRegression, 2000 texts", TfidfVectorizer(ngram_range=(1, 2))),
+        ("counts chars 1-3 + LogisticRegression, 2000 texts", CountVectorizer(analyzer="char", ngram_range=(1, 3))),
+    ):
+        m = text_model(vec, texts)
+        cases.append((name, m, for_ort(m), {"input": texts.reshape(-1, 1)}))
     with tempfile.TemporaryDirectory() as tmp:
-        for fam in args.families:
-            d = Path(tmp) / fam
-            d.mkdir()
-            for label, path, shape in FAMILIES[fam](d):
-                x = ms_models.input_for(shape)
-                theirs = ms_models.ort_session(path)
-                ours = onnxcore.Session(str(path))
-                expected = theirs.run(None, {"x": x})[0]
-                actual = ours.run(None, {"x": x})[0]
-                err = float(np.abs(np.asarray(expected, np.float64) - actual).max())
-                ok = err <= 3e-2 * float(np.abs(expected).max()) + 1e-6
-                t_ort, t_oc = float("inf"), float("inf")
-                for _ in range(args.repeat):
-                    t_ort = min(t_ort, _timed(theirs, {"x": x}))
-                    t_oc = min(t_oc, _timed(ours, {"x": x}))
-                rows.append((fam, label, t_oc, t_ort, ok, err))
-    print("| family | model | onnxcore (ms) | onnxruntime 1 thread (ms) | ratio | outputs agree (max abs diff) |")
-    print("|---|---|---:|---:|---:|---|")
-    for fam, label, t_oc, t_ort, ok, err in rows:
-        print(f"| {fam} | {label} | {t_oc * 1e3:.3f} | {t_ort * 1e3:.3f} | {t_oc / t_ort:.1f}x | "
-              f"{'yes' if ok else 'NO'} ({err:.2g}) |")  # fmt: skip
+        block = saved_block(Path(tmp))
+    x = np.random.default_rng(1).standard_normal((32, 128, test_contrib_models.H)).astype(np.float32)
+    cases.append(("transformer block saved by onnxruntime (extended), 32 x 128", block, block, {"x": x}))
+    print("| model | onnxcore | onnxruntime, 1 thread | ratio | onnxruntime, default | ratio |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for name, ours_model, ort_model, feeds in cases:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ours = onnxcore.Session(ours_model)
+        one, default = ort_session(ort_model, 1), ort_session(ort_model, None)
+        runs = [functools.partial(sess.run, None, feeds) for sess in (ours, one, default)]
+        t, outs = best_of(runs, args.repeat)
+        for a, b in zip(outs[0], outs[1], strict=True):
+            np.testing.assert_allclose(np.asarray(a, np.float64), np.asarray(b, np.float64), rtol=1e-4, atol=1e-5)
+        print(f"| {name} | {ms(t[0])} | {ms(t[1])} | {t[0] / t[1]:.2f} | {ms(t[2])} | {t[0] / t[2]:.2f} |")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

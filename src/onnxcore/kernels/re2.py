@@ -21,12 +21,13 @@ repetition count above 1000. Refused although RE2 accepts them: Unicode classes 
 from __future__ import annotations
 
 import functools
+import re
 from bisect import bisect_right
 from typing import Any
 
 from onnxcore.errors import EvaluationError
 
-__all__ = ["Re2Pattern", "compile_re2"]
+__all__ = ["Re2Pattern", "compile_re2", "python_pattern"]
 
 _MAX_REPEAT = 1000  # RE2's bound on one counted repetition
 _MAX_PROGRAM = 200_000  # instructions: a pattern whose expansion is larger is refused (RE2 bounds its program too)
@@ -591,3 +592,28 @@ def compile_re2(pattern: str) -> Re2Pattern:
             or is too large.
     """
     return Re2Pattern(pattern)
+
+
+# RE2's POSIX classes, which Python's re would silently read as a set of characters ("[[:alpha:]]").
+_POSIX_CLASS = re.compile(r"\[:\^?[a-z]+:\]")
+
+
+def python_pattern(pattern: str, op: str) -> re.Pattern[str]:
+    """``pattern`` checked as RE2 syntax, then compiled by Python's :mod:`re` with ASCII classes (as RE2 reads
+    ``\\d``, ``\\w``, ``\\s``), for an operator that searches and splits (Tokenizer), which the matcher above
+    does not do. Such a search backtracks: it is not linear in the input as :meth:`Re2Pattern.fullmatch` is.
+
+    Raises:
+        EvaluationError: not RE2 syntax (named for ``op``), or RE2 syntax Python's re reads differently (POSIX
+            classes) or not at all.
+    """
+    try:
+        compile_re2(pattern)
+    except EvaluationError as e:
+        raise EvaluationError(str(e).replace("RegexFullMatch", op, 1)) from None
+    if _POSIX_CLASS.search(pattern):
+        raise EvaluationError(f"{op}: POSIX character classes in {pattern!r} are not supported")
+    try:
+        return re.compile(pattern, re.ASCII)
+    except re.error as e:
+        raise EvaluationError(f"{op}: pattern {pattern!r} is RE2 syntax Python's re cannot read: {e}") from None

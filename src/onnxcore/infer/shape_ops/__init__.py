@@ -5,6 +5,16 @@ The list of modules is explicit: importing this package registers every rule.
 
 from __future__ import annotations
 
-from onnxcore.infer.shape_ops import contrib_quant, conv_pool, elementwise, linalg, nn, sequence, symbolic, tensor
+from onnxcore.infer.shape_ops import (
+    contrib_nn,
+    contrib_quant,
+    conv_pool,
+    elementwise,
+    linalg,
+    nn,
+    sequence,
+    symbolic,
+    tensor,
+)
 
-__all__ = ["contrib_quant", "conv_pool", "elementwise", "linalg", "nn", "sequence", "symbolic", "tensor"]
+__all__ = ["contrib_nn", "contrib_quant", "conv_pool", "elementwise", "linalg", "nn", "sequence", "symbolic", "tensor"]
