@@ -140,7 +140,8 @@ def test_a_model_saved_by_onnxruntime(tmp_path: Path, level: str, opset: int, ta
         assert tanh or ("com.microsoft", "BiasGelu") in ops
     report = onnxcore.check(saved, full=True)
     assert report.ok, str(report)
-    extensions = {f.code for f in report.findings}
+    # (names onnxruntime writes, "/ln/Add_output_0" and the like, are not C identifiers: one W-NAME-SYNTAX)
+    extensions = {f.code for f in report.findings} - {"W-NAME-SYNTAX"}
     assert extensions == (set() if level == "basic" else {"W-ORT-EXTENSION"})
     missing = _without_kernel(saved)
     if missing:
@@ -180,7 +181,7 @@ def test_a_model_through_the_transformer_optimizer(tmp_path: Path, opset: int, t
     report = onnxcore.check(data, full=True)
     assert report.ok, str(report)
     # below ai.onnx 17 the fused LayerNormalization is onnxruntime's LayerNormalization-1
-    assert {f.code for f in report.findings} == ({"W-ORT-EXTENSION"} if opset < 17 else set())
+    assert {f.code for f in report.findings} - {"W-NAME-SYNTAX"} == ({"W-ORT-EXTENSION"} if opset < 17 else set())
     x = np.random.default_rng(2).standard_normal((3, 4, H)).astype(np.float32)
     plain = ort.SessionOptions()
     plain.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
