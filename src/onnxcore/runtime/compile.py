@@ -34,7 +34,7 @@ from onnxcore.errors import EvaluationError, LimitError, OnnxCoreError, Validati
 from onnxcore.graph.attributes import attribute_value, constant_array
 from onnxcore.graph.bound import BoundModel, NodeRef, Scope
 from onnxcore.graph.functions import FunctionBody, bind_attribute_refs
-from onnxcore.kernels.registry import KernelContext, KernelDef, KernelSet, custom_domain_kernel, lookup
+from onnxcore.kernels.registry import KernelContext, KernelDef, KernelSet, custom_domain_kernel, lookup, prepared_call
 from onnxcore.limits import NESTING_REFUSAL
 from onnxcore.proto import AttributeProto, FunctionProto, GraphProto, NodeProto, TypeProto
 from onnxcore.runtime.gradient import bind_gradients
@@ -315,7 +315,8 @@ def _bind_node(
         return PlanNode(index, node, None, kw, outer)
     if not complete:
         return PlanNode(index, node, None, kw, outer)
-    call: Callable[..., Any] = kdef.fn
+    # A kernel with a preparation step (KernelDef.prepare) does its attribute-only work here, once per node.
+    call: Callable[..., Any] = prepared_call(kdef, kw)
     if kdef.context:
         ctx_args = {
             "node": node,
