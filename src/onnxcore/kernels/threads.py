@@ -22,10 +22,21 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-__all__ = ["MIN_PARALLEL_ELEMENTS", "active_threads", "machine_threads", "parallel_for", "threads_in_effect"]
+__all__ = [
+    "BLOCK_ELEMENTS",
+    "MIN_PARALLEL_ELEMENTS",
+    "active_threads",
+    "blockwise",
+    "machine_threads",
+    "parallel_for",
+    "threads_in_effect",
+]
 
 MIN_PARALLEL_ELEMENTS = 1 << 18
 """Below about this many elements a pass costs less than handing its blocks to other threads."""
+
+BLOCK_ELEMENTS = 1 << 15
+"""Elements per block of :func:`blockwise`: a formula's temporaries of a block stay in the L2 cache."""
 
 _ACTIVE: contextvars.ContextVar[int] = contextvars.ContextVar("onnxcore_threads")
 _pool: ThreadPoolExecutor | None = None
@@ -105,3 +116,39 @@ def _blocks(total: int, threads: int, min_block: int) -> Sequence[tuple[int, int
         out.append((a, b))
         a = b
     return out
+
+
+def blockwise(
+    fn: Callable[..., None],
+    x: Any,
+    out: Any,
+    *,
+    block: int = BLOCK_ELEMENTS,
+    min_size: int | None = None,
+    indexed: bool = False,
+) -> bool:
+    """Evaluate an elementwise formula by blocks: ``fn(x_block, out_block)`` over consecutive blocks of the
+    flattened C-contiguous arrays ``x`` and ``out`` (same size), on the kernel threads; with ``indexed``,
+    ``fn(start, x_block, out_block)`` where ``start`` is the block's first flat index.
+
+    Blocks depend on the size alone, so each element is computed the same way for any number of threads. Returns
+    False (doing nothing) when ``x`` has fewer than ``min_size`` elements (default: two blocks): the caller then
+    evaluates the formula whole.
+    """
+    size = x.size
+    if size < (2 * block if min_size is None else min_size):
+        return False
+    xf, of = x.reshape(-1), out.reshape(-1)
+    n_blocks = -(-size // block)
+
+    def run(a: int, b: int) -> None:
+        for i in range(a * block, min(b * block, size), block):
+            j = min(size, i + block)
+            if indexed:
+                fn(i, xf[i:j], of[i:j])
+            else:
+                fn(xf[i:j], of[i:j])
+
+    threads = active_threads() if size >= MIN_PARALLEL_ELEMENTS else 1
+    parallel_for(run, n_blocks, threads=threads)
+    return True
