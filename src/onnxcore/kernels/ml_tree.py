@@ -515,11 +515,47 @@ def _prepare_tree_ensemble(
 
 
 @kernel("TreeEnsemble", 5, domain=ML, prepare=_prepare_tree_ensemble)
-def tree_ensemble(x: np.ndarray, **attrs: Any) -> np.ndarray:
+def tree_ensemble(
+    x: np.ndarray,
+    *,
+    nodes_featureids: list[int],
+    nodes_modes: np.ndarray,
+    nodes_splits: np.ndarray,
+    nodes_truenodeids: list[int],
+    nodes_falsenodeids: list[int],
+    nodes_trueleafs: list[int],
+    nodes_falseleafs: list[int],
+    leaf_targetids: list[int],
+    leaf_weights: np.ndarray,
+    tree_roots: list[int],
+    aggregate_function: int = 1,
+    post_transform: int = 0,
+    n_targets: int | None = None,
+    nodes_hitrates: np.ndarray | None = None,
+    nodes_missing_value_tracks_true: list[int] | None = None,
+    membership_values: np.ndarray | None = None,
+) -> np.ndarray:
     """Aggregate per target the weights of the leaves reached (AVERAGE 0, SUM 1, MIN 2, MAX 3), then the post
     transform (NONE 0, SOFTMAX 1, LOGISTIC 2, SOFTMAX_ZERO 3, PROBIT 4); ``[N, n_targets]`` in X's type.
 
     BRANCH_MEMBER nodes (mode 6) test membership in their set of ``membership_values`` (sets listed in
-    node order, separated by NaN). The attributes are those of the definition (:func:`_prepare_tree_ensemble`).
+    node order, separated by NaN).
     """
-    return _prepare_tree_ensemble(**attrs)(x)
+    return _prepare_tree_ensemble(
+        nodes_featureids=nodes_featureids,
+        nodes_modes=nodes_modes,
+        nodes_splits=nodes_splits,
+        nodes_truenodeids=nodes_truenodeids,
+        nodes_falsenodeids=nodes_falsenodeids,
+        nodes_trueleafs=nodes_trueleafs,
+        nodes_falseleafs=nodes_falseleafs,
+        leaf_targetids=leaf_targetids,
+        leaf_weights=leaf_weights,
+        tree_roots=tree_roots,
+        aggregate_function=aggregate_function,
+        post_transform=post_transform,
+        n_targets=n_targets,
+        nodes_hitrates=nodes_hitrates,
+        nodes_missing_value_tracks_true=nodes_missing_value_tracks_true,
+        membership_values=membership_values,
+    )(x)
