@@ -262,15 +262,24 @@ class CompiledForest:
                 acc = np.zeros((n, k), self.acc_dtype)
                 for j, rows in enumerate(self.groups):
                     if rows.size:
-                        acc[:, j] = np.cumsum(vals[rows], axis=0)[-1]
+                        acc[:, j] = _sum_trees(vals[rows])
             else:
-                acc = np.cumsum(self.w_sum[self.w_row[s[self.position]]], axis=0)[-1]
+                acc = _sum_trees(self.w_sum[self.w_row[s[self.position]]])
             if aggregate == "AVERAGE":
                 acc /= self.acc_dtype.type(self.n_trees)
             return acc, has
         rows = self.w_row[s]
         acc = self.w_min[rows].min(axis=0) if aggregate == "MIN" else self.w_max[rows].max(axis=0)
         return np.where(has, acc, self.acc_dtype.type(0)), has
+
+
+def _sum_trees(v: np.ndarray) -> np.ndarray:
+    """The sum over axis 0 (trees) of ``v``, added tree after tree. Over the outer axis of an array with several
+    columns numpy's ``sum`` accumulates row after row; a single column would be summed pairwise, so it goes
+    through ``cumsum``, which is sequential by definition."""
+    if v.ndim > 1 and v[0].size > 1:
+        return np.asarray(v.sum(axis=0))
+    return np.asarray(np.cumsum(v, axis=0)[-1])
 
 
 def _depths(forest: Any, roots: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:

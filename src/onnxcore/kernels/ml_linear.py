@@ -172,6 +172,32 @@ def _f32(values: list[float] | None) -> np.ndarray:
     return np.asarray(values or [], dtype=np.float32).astype(np.float64)
 
 
+_SCALAR_ROWS = 4
+
+
+def _couple_row(r: list[list[float]], iters: int) -> list[float]:
+    """:func:`_couple_probabilities` of one row (``r[i][j]``), step for step."""
+    k = len(r)
+    q = [[-r[j][t] * r[t][j] for j in range(k)] for t in range(k)]
+    for t in range(k):
+        q[t][t] = sum(r[j][t] * r[j][t] for j in range(k) if j != t)
+    p = [1.0 / k] * k
+    eps = 0.005 / k
+    for _ in range(iters):
+        qp = [sum(q[i][j] * p[j] for j in range(k)) for i in range(k)]
+        pqp = sum(p[i] * qp[i] for i in range(k))
+        if max(abs(v - pqp) for v in qp) < eps:
+            break
+        for t in range(k):
+            qtt = q[t][t]
+            diff = (-qp[t] + pqp) / qtt
+            p[t] += diff
+            pqp = (pqp + diff * (diff * qtt + 2 * qp[t])) / (1 + diff) / (1 + diff)
+            qp = [(qp[j] + diff * q[t][j]) / (1 + diff) for j in range(k)]
+            p = [v / (1 + diff) for v in p]
+    return p
+
+
 def _couple_probabilities(r: np.ndarray, iters: int = 100) -> np.ndarray:
     """Class probabilities from pairwise ones (Wu, Lin and Weng 2004, method 2, as in libsvm).
 
@@ -179,6 +205,9 @@ def _couple_probabilities(r: np.ndarray, iters: int = 100) -> np.ndarray:
     vectorised over the rows (a row stops changing once it has converged).
     """
     n, k, _ = r.shape
+    if n <= _SCALAR_ROWS:
+        # A few rows (a request of one): the same iteration on Python floats, without numpy's per-call cost.
+        return np.array([_couple_row(r[i].tolist(), iters) for i in range(n)], dtype=np.float64).reshape(n, k)
     eye = np.eye(k, dtype=bool)
     rt = np.swapaxes(r, 1, 2)
     # Q[t,t] = sum_{j != t} r[j,t]^2 ; Q[t,j] = -r[j,t] * r[t,j]
