@@ -223,3 +223,74 @@ def test_prepare_hook_runs_once_per_node_and_defers_its_errors() -> None:
     bad = onnxcore.Session(model(-1.0), custom_ops=ops)  # the preparation's error waits for a run
     with pytest.raises(EvaluationError, match="factor must not be negative"):
         bad.run(None, {"x": x})
+
+
+# --- the thread pool ----------------------------------------------------------------------------------
+
+
+def test_parallel_for_covers_every_item_once_and_reraises() -> None:
+    import threading
+
+    from onnxcore.kernels.threads import active_threads, parallel_for
+
+    seen = np.zeros(1000, np.int64)
+    inner: list[int] = []
+    lock = threading.Lock()
+
+    def fn(a: int, b: int) -> None:
+        seen[a:b] += 1
+        with lock:
+            inner.append(active_threads())
+
+    with threads_in_effect(4):
+        parallel_for(fn, 1000, threads=4, min_block=10)
+    assert (seen == 1).all()
+    assert sorted(inner) == [1, 1, 1, 4]  # the caller runs a block; the pool's workers run with one thread
+
+    def boom(a: int, b: int) -> None:
+        if a > 0:
+            raise ValueError(f"block {a}")
+
+    with pytest.raises(ValueError, match="block"):
+        parallel_for(boom, 100, threads=3)
+    parallel_for(lambda a, b: None, 0, threads=3)  # nothing to do
+
+
+def test_session_threads_reach_kernels() -> None:
+    from onnx import TensorProto, helper
+
+    import onnxcore
+    from onnxcore.kernels import KernelSet
+    from onnxcore.kernels.threads import active_threads, machine_threads
+
+    ops = KernelSet()
+
+    @ops.kernel("Threads", 1, domain="com.example")
+    def threads_op(x: np.ndarray) -> np.ndarray:
+        return np.full(x.shape, active_threads(), np.int64)
+
+    node = helper.make_node("Threads", ["x"], ["y"], domain="com.example")
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+                          [helper.make_tensor_value_info("y", TensorProto.INT64, [1])])  # fmt: skip
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.example", 1)])
+    x = np.zeros(1, np.float32)
+    assert onnxcore.Session(model, custom_ops=ops).run(None, {"x": x})[0][0] == 1
+    assert onnxcore.Session(model, custom_ops=ops, threads=3).run(None, {"x": x})[0][0] == 3
+    assert onnxcore.Session(model, custom_ops=ops, threads=0).threads == machine_threads()
+    assert active_threads() == 1  # outside a run
+
+
+def test_ort_api_intra_op_threads() -> None:
+    from onnx import TensorProto, helper
+
+    from onnxcore.kernels.threads import machine_threads
+    from onnxcore.runtime import ort_api
+
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])  # fmt: skip
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+    assert ort_api.InferenceSession(model)._session.threads == machine_threads()  # onnxruntime's default: the cores
+    so = ort_api.SessionOptions()
+    so.intra_op_num_threads = 1
+    assert ort_api.InferenceSession(model, so)._session.threads == 1
