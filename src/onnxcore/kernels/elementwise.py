@@ -115,7 +115,8 @@ _register_unary("Reciprocal", _reciprocal, (6, 13), legacy=True)
 def _sigmoid(x: Array) -> Array:
     def f(v: Array) -> Array:
         # 1/(1+exp(-x)) overflows harmlessly to 0 for very negative x; exp(-x) -> inf gives 1/inf = 0.
-        e = np.exp(-v)
+        e = np.negative(v)
+        np.exp(e, out=e)
         e += 1
         return np.reciprocal(e, out=e)
 
