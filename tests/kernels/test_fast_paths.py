@@ -43,10 +43,12 @@ def test_onnx_node_vectors(case_dir: Path) -> None:
 SPECIALS = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 1e-20, -3e12, 2.5], np.float32)
 
 
-@pytest.mark.parametrize("exponent", [2, 3, 4, -2, -3, -4])
+@pytest.mark.parametrize("exponent", [2, 3, 4, -2, -3, -4, 1.5, 2.5, -0.5, -1.5])
 @pytest.mark.parametrize("ydtype", [np.float32, np.int64])
 @pytest.mark.parametrize("yshape", [(), (1, 1)])
 def test_pow_constant_exponent_vs_onnxruntime(exponent: float, ydtype: Any, yshape: tuple[int, ...]) -> None:
+    if ydtype is np.int64 and exponent != int(exponent):
+        pytest.skip("a half-integer exponent has no integer form")
     x = np.concatenate([f32(2000) * 3, SPECIALS]).reshape(-1, 10)
     y = np.full(yshape, exponent, ydtype)
     ours = compare("Pow", [x, y], 15, rtol=2e-6, atol=1e-30)[0]
