@@ -100,7 +100,7 @@ class CompiledForest:
         # Trees still descending at each level: a prefix of the depth-sorted trees.
         self.active = [int((depth > lvl).sum()) for lvl in range(self.depth)]
         # A small forest evaluates one row faster by deciding every node at once and then following the decided
-        # children (one gather per level): (node features, node thresholds, 2 * node) when it pays.
+        # children (one gather per level): (feature of each node, child nodes by state, 2 * node) when it pays.
         self.jump = None
         if self.uniform is not None and m <= 600 * max(self.depth, 1):
             self.jump = (np.where(leaf, 0, forest.feature).astype(np.intp), child // 2, 2 * nodes)
