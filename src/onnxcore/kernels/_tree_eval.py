@@ -40,6 +40,7 @@ class CompiledForest:
     __slots__ = (
         "acc_dtype",
         "active",
+        "all_vote",
         "always_has",
         "child",
         "depth",
@@ -116,6 +117,7 @@ class CompiledForest:
         for t_leaves in leaves_of:
             always |= forest.w_has[forest.w_row[t_leaves]].all(axis=0)
         self.always_has = always
+        self.all_vote = bool(always.all())
         # Sums are made in the weights' own precision and in the trees' order, as onnxruntime makes them: a
         # float32 model's class scores then tie (two classes at exactly 0.5) where onnxruntime's do.
         self.acc_dtype = np.dtype(acc_dtype)
@@ -157,7 +159,10 @@ class CompiledForest:
         cmp_dtype = np.float32 if use32 else np.float64
         thr = self.thr32 if use32 else self.thr64
         assert thr is not None
-        xt = np.ascontiguousarray(x.T, dtype=cmp_dtype).ravel()
+        if n == 1 and x.dtype == cmp_dtype:
+            xt = x.reshape(-1)
+        else:
+            xt = np.ascontiguousarray(x.T, dtype=cmp_dtype).ravel()
         nan = self.miss is not None and bool(np.isnan(xt).any())
         if n == 1 and self.uniform is not None and not nan:
             return self._states_one(xt, thr[0::2] if self.jump is not None else thr)[:, None]
@@ -250,7 +255,7 @@ class CompiledForest:
         leaf voted. Sums run tree by tree in the model's order (``cumsum`` is sequential)."""
         s = self.states(x)
         n, k = x.shape[0], self.n_targets
-        if self.always_has.all():
+        if self.all_vote:
             has = np.ones((n, k), dtype=bool)
         else:
             has = self.has_rows[self.w_row[s]].any(axis=0) if self.n_trees else np.zeros((n, k), dtype=bool)
@@ -279,7 +284,7 @@ def _sum_trees(v: np.ndarray) -> np.ndarray:
     through ``cumsum``, which is sequential by definition."""
     if v.ndim > 1 and v[0].size > 1:
         return np.asarray(v.sum(axis=0))
-    return np.asarray(np.cumsum(v, axis=0)[-1])
+    return np.asarray(v.cumsum(axis=0)[-1])
 
 
 def _depths(forest: Any, roots: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
