@@ -16,6 +16,7 @@ import ml_dtypes
 import numpy as np
 
 from onnxcore.errors import EvaluationError, LimitError, ShapeError
+from onnxcore.kernels.threads import blockwise
 from onnxcore.limits import active_limits
 from onnxcore.types.broadcast import unidirectional_extents
 
@@ -320,6 +321,15 @@ def float_unary(x: np.ndarray, fn: Callable[[np.ndarray], np.ndarray]) -> np.nda
     dt = x.dtype
     if dt in NARROW_FLOAT_DTYPES or dt == np.float16:
         return np.asarray(fn(x.astype(np.float32))).astype(dt)
+    if x.flags.c_contiguous and dt.kind == "f":
+        # A large array by blocks: the formula's temporaries stay in cache, and blocks run on the kernel threads.
+        out = np.empty(x.shape, dt)
+
+        def block(xb: np.ndarray, ob: np.ndarray) -> None:
+            ob[...] = fn(xb)
+
+        if blockwise(block, x, out):
+            return out
     y = np.asarray(fn(x))
     return y if y.dtype == dt else y.astype(dt)
 

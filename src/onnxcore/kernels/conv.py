@@ -4,8 +4,9 @@ Conv is im2col plus one BLAS matmul per group: the padded input is viewed (no co
 ``(N, group, C/group, *kernel, *out)`` windows, reshaped once into the column matrix
 ``(N, group, C/group*prod(kernel), prod(out))`` and multiplied by the weights
 ``(group, M/group, C/group*prod(kernel))``, which yields ``NCHW`` directly (depthwise kernels are C
-small matmuls in that one batched call). 1x1 kernels skip im2col; stride-1 kernels build the
-columns from contiguous slices of the flattened padded image (see ``_flat_conv``).
+small matmuls in that one batched call, unless :mod:`onnxcore.kernels._depthwise` is faster for the shape).
+1x1 kernels skip im2col; stride-1 kernels build the columns from contiguous slices of the flattened padded
+image (see ``_flat_conv``).
 
 Float16 and the narrow floats compute in float32 and round once at the end.
 
@@ -25,6 +26,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from onnxcore.errors import EvaluationError, ShapeError
+from onnxcore.kernels._depthwise import depthwise_conv2d, depthwise_pays
 from onnxcore.kernels._util import check_elements, int_list, is_narrow_float
 from onnxcore.kernels.registry import kernel
 
@@ -276,6 +278,8 @@ def _conv_paths(
         xs = np.ascontiguousarray(xs).reshape(n_img, group, cg, p_out)
         y = np.matmul(w.reshape(group, mg, cg), xs)
         return y.reshape(n_img, m, *out), False
+    if cg == 1 and mg == 1 and nd == 2 and depthwise_pays(c, out):
+        return depthwise_conv2d(x, w, pb, pe, strides, dilations, out, bias), True
     if all(st == 1 for st in strides):
         flat = _flat_conv(x, w, group, pb, pe, dilations, out, bias)
         if flat is not None:

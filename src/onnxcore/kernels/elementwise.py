@@ -23,8 +23,10 @@ from typing import Any
 import numpy as np
 
 from onnxcore.errors import EvaluationError
+from onnxcore.kernels._scratch import scratch
 from onnxcore.kernels._util import NARROW_FLOAT_DTYPES, check_unidirectional, float_unary, from_compute, select
 from onnxcore.kernels.registry import kernel
+from onnxcore.kernels.threads import MIN_PARALLEL_ELEMENTS, active_threads, parallel_for
 
 __all__ = ["erf"]
 
@@ -113,7 +115,8 @@ _register_unary("Reciprocal", _reciprocal, (6, 13), legacy=True)
 def _sigmoid(x: Array) -> Array:
     def f(v: Array) -> Array:
         # 1/(1+exp(-x)) overflows harmlessly to 0 for very negative x; exp(-x) -> inf gives 1/inf = 0.
-        e = np.exp(-v)
+        e = np.negative(v)
+        np.exp(e, out=e)
         e += 1
         return np.reciprocal(e, out=e)
 
@@ -308,30 +311,53 @@ _ERF_Q = (
 _ERF_BLOCK = 1 << 14
 
 
-def _erf32(x: Array) -> Array:
-    """erf of a float32 array (fresh float32 result)."""
+def _erf32_block(xin: Array, out: Array, bufs: list[Array], scale: float = 1.0, gelu: bool = False) -> None:
+    """``out = erf(scale * xin)`` (float32 block ``xin``, at most :data:`_ERF_BLOCK` elements; ``bufs``: four
+    float64 and one float32 scratch arrays of that size); with ``gelu``, ``out = 0.5 * xin * (1 + erf(scale *
+    xin))`` (the GELU, its last steps done while the block is in cache)."""
+    n = xin.size
+    xb, ub, pb, qb, arg = (b[:n] for b in bufs)
+    # Clamping keeps the polynomials finite; NaN passes through (and -0.0 keeps its sign).
+    if scale != 1.0:
+        # The argument rounded to float32 first, as Erf of a float32 Mul's result would see it.
+        np.multiply(xin, np.float32(scale), out=arg)
+        np.clip(arg, -4.0, 4.0, out=xb)
+    else:
+        np.clip(xin, -4.0, 4.0, out=xb)
+    np.square(xb, out=ub)
+    np.multiply(ub, _ERF_P[-1], out=pb)
+    pb += _ERF_P[-2]
+    for c in _ERF_P[-3::-1]:
+        pb *= ub
+        pb += c
+    np.multiply(ub, _ERF_Q[-1], out=qb)
+    qb += _ERF_Q[-2]
+    for c in _ERF_Q[-3::-1]:
+        qb *= ub
+        qb += c
+    pb *= xb
+    np.divide(pb, qb, out=out, casting="same_kind")
+    if gelu:
+        out += np.float32(1.0)
+        out *= xin
+        out *= np.float32(0.5)
+
+
+def _erf32(x: Array, *, scale: float = 1.0, gelu: bool = False) -> Array:
+    """erf of a float32 array (fresh float32 result), by blocks on the kernel threads; see :func:`_erf32_block`."""
     flat = np.ascontiguousarray(x).reshape(-1)
     out = np.empty(flat.shape, np.float32)
-    size = min(flat.size, _ERF_BLOCK)
-    xs, u, p, q = (np.empty(size, np.float64) for _ in range(4))
-    for i in range(0, flat.size, _ERF_BLOCK):
-        j = min(flat.size, i + _ERF_BLOCK)
-        xb, ub, pb, qb = xs[: j - i], u[: j - i], p[: j - i], q[: j - i]
-        # Clamping keeps the polynomials finite; NaN passes through (and -0.0 keeps its sign).
-        np.clip(flat[i:j], -4.0, 4.0, out=xb)
-        np.square(xb, out=ub)
-        np.multiply(ub, _ERF_P[-1], out=pb)
-        pb += _ERF_P[-2]
-        for c in _ERF_P[-3::-1]:
-            pb *= ub
-            pb += c
-        np.multiply(ub, _ERF_Q[-1], out=qb)
-        qb += _ERF_Q[-2]
-        for c in _ERF_Q[-3::-1]:
-            qb *= ub
-            qb += c
-        pb *= xb
-        np.divide(pb, qb, out=out[i:j], casting="same_kind")
+    size = flat.size
+    n_blocks = -(-size // _ERF_BLOCK)
+
+    def run(a: int, b: int) -> None:
+        m = min(size, _ERF_BLOCK)
+        bufs = [scratch(f"erf32.{k}", (m,), np.float64) for k in "xupq"] + [scratch("erf32.arg", (m,), np.float32)]
+        for i in range(a * _ERF_BLOCK, min(b * _ERF_BLOCK, size), _ERF_BLOCK):
+            j = min(size, i + _ERF_BLOCK)
+            _erf32_block(flat[i:j], out[i:j], bufs, scale, gelu)
+
+    parallel_for(run, n_blocks, threads=active_threads() if size >= MIN_PARALLEL_ELEMENTS else 1)
     return out.reshape(x.shape)
 
 
@@ -566,6 +592,9 @@ def gelu(X: Array, *, approximate: str = "none") -> Array:
             return inner
 
         return float_unary(X, f)
+    if dt == np.float32:
+        # One blocked pass: erf and the products while each block is in cache.
+        return _erf32(X, scale=1.0 / math.sqrt(2.0), gelu=True)
     if dt == np.float64:
         xw, approx = X, _erf64
     else:

@@ -1,7 +1,8 @@
 """Image operators: Resize (10, 11, 13, 18, 19) and the deprecated Upsample (1, 7, 9, 10).
 
-Resizing is separable: for each resized axis a weight matrix ``[out, in]`` is built from the coordinate
-transformation and the interpolation kernel, then applied to that axis with one ``tensordot``; nearest
+Resizing is separable: for each resized axis a weight matrix ``[out, in]`` is built (once per extents and
+attributes: cached) from the coordinate transformation and the interpolation kernel, then applied by matrix
+products (the last two axes at once when their joint matrix is small: one product for every image); nearest
 mode gathers with ``take`` instead (exact for every element type). ``tf_crop_and_resize`` marks the output
 positions whose source coordinate lies outside the input on any axis and writes ``extrapolation_value``
 there. Float16, bfloat16 and integer inputs interpolate in float32 (integers rounded to nearest, even, and
@@ -10,6 +11,7 @@ saturated on the way back).
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -109,6 +111,57 @@ def _weights(
     return mat
 
 
+@functools.lru_cache(maxsize=256)
+def _axis_matrix(
+    mode: str,
+    transform: str,
+    n: int,
+    o: int,
+    scale: float,
+    roi: tuple[float, float] | None,
+    cubic_coeff_a: float,
+    exclude_outside: int,
+    antialias: int,
+) -> np.ndarray | None:
+    """The ``[out, in]`` interpolation matrix of one axis (float64, read-only; cached: a model resizes the same
+    extents on every run), or ``None`` when it is the identity (the axis is left as it is)."""
+    coords = _transform(transform, np.arange(o, dtype=np.float64), n, o, scale, roi)
+    w = _weights(mode, coords, n, scale, cubic_coeff_a=cubic_coeff_a, exclude_outside=exclude_outside,
+                 antialias=antialias)  # fmt: skip
+    if n == o and np.array_equal(w, np.eye(n)):
+        return None
+    w.flags.writeable = False
+    return w
+
+
+_KRON_ENTRIES = 1 << 20  # largest joint matrix of the last two axes (4 MB in float32)
+
+
+def _apply_separable(y: np.ndarray, mats: list[tuple[int, np.ndarray]]) -> np.ndarray:
+    """Apply each axis's interpolation matrix (``(axis, [out, in])``) to ``y`` by matrix products: the last two
+    axes together when their joint matrix is small (one product over every image), else the last axis as
+    ``y @ W.T`` and any other as ``W @ y`` over the axes after it, without moving axes."""
+    rank = y.ndim
+    by_axis = dict(mats)
+    if set(by_axis) == {rank - 2, rank - 1}:
+        wh, ww = by_axis[rank - 2], by_axis[rank - 1]
+        if wh.size * ww.size <= _KRON_ENTRIES:
+            k = np.kron(wh, ww).astype(y.dtype)
+            lead = y.shape[:-2]
+            flat = np.ascontiguousarray(y).reshape(-1, wh.shape[1] * ww.shape[1])
+            return (flat @ k.T).reshape(*lead, wh.shape[0], ww.shape[0])
+    for a, w in sorted(mats, reverse=True):
+        wt = w.astype(y.dtype)
+        if a == rank - 1:
+            y = np.ascontiguousarray(y) @ wt.T
+        else:
+            shape = y.shape
+            pre, post = math.prod(shape[:a]), math.prod(shape[a + 1 :])
+            y3 = np.ascontiguousarray(y).reshape(pre, shape[a], post)
+            y = np.matmul(wt, y3).reshape(*shape[:a], w.shape[0], *shape[a + 1 :])
+    return y
+
+
 def _resize(
     X: np.ndarray,
     roi: np.ndarray | None,
@@ -177,8 +230,11 @@ def _resize(
         check_elements(running, "Resize")
     out_dtype = X.dtype
     integral = X.dtype.kind in "iub"
-    y: np.ndarray = X if mode == "nearest" else X.astype(np.float64 if X.dtype == np.float64 else np.float32)
+    y: np.ndarray = (
+        X if mode == "nearest" else X.astype(np.float64 if X.dtype == np.float64 else np.float32, copy=False)
+    )
     outside_masks: list[tuple[int, np.ndarray]] = []
+    mats: list[tuple[int, np.ndarray]] = []
     for a, n, o, s, rr in zip(ax, in_shape, out_shape, sc, rois):
         coords = _transform(coordinate_transformation_mode, np.arange(o, dtype=np.float64), n, o, s, rr)
         if coordinate_transformation_mode == "tf_crop_and_resize":
@@ -187,10 +243,13 @@ def _resize(
             idx = np.clip(_nearest_index(coords, nearest_mode), 0, max(n - 1, 0))
             y = np.take(y, idx, axis=a)
         else:
-            w = _weights(
-                mode, coords, n, s, cubic_coeff_a=cubic_coeff_a, exclude_outside=exclude_outside, antialias=antialias
-            ).astype(y.dtype)
-            y = np.moveaxis(np.tensordot(w, y, axes=([1], [a])), 0, a)
+            w = _axis_matrix(
+                mode, coordinate_transformation_mode, n, o, s, rr, cubic_coeff_a, exclude_outside, antialias
+            )
+            if w is not None:
+                mats.append((a, w))
+    if mats:
+        y = _apply_separable(y, mats)
     if outside_masks:
         y = np.array(y, copy=True)
         for a, m in outside_masks:

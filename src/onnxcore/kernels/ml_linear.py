@@ -9,6 +9,7 @@ Scores are computed in float64 and returned as float32 (the Z/Y outputs are tens
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -144,9 +145,14 @@ def linear_regressor(
 
 
 def _kernel_matrix(
-    rows: np.ndarray, vectors: np.ndarray, kernel_type: str, kernel_params: list[float] | None
+    rows: np.ndarray,
+    vectors: np.ndarray,
+    kernel_type: str,
+    kernel_params: list[float] | None,
+    vectors_sq: np.ndarray | None = None,
 ) -> np.ndarray:
-    """``K[n, v] = k(x_n, sv_v)`` for the LINEAR, POLY, RBF and SIGMOID kernels (params: gamma, coef0, degree)."""
+    """``K[n, v] = k(x_n, sv_v)`` for the LINEAR, POLY, RBF and SIGMOID kernels (params: gamma, coef0, degree);
+    ``vectors_sq``: the support vectors' squared norms, when already known."""
     gamma, coef0, degree = (list(kernel_params or []) + [0.0, 0.0, 0.0])[:3]
     gamma, coef0, degree = float(np.float32(gamma)), float(np.float32(coef0)), float(np.float32(degree))
     if kernel_type == "LINEAR":
@@ -154,7 +160,8 @@ def _kernel_matrix(
     if kernel_type == "POLY":
         return np.power(gamma * (rows @ vectors.T) + coef0, degree)
     if kernel_type == "RBF":
-        d2 = np.square(rows).sum(axis=1)[:, None] + np.square(vectors).sum(axis=1)[None, :] - 2.0 * (rows @ vectors.T)
+        sq = np.square(vectors).sum(axis=1) if vectors_sq is None else vectors_sq
+        d2 = np.square(rows).sum(axis=1)[:, None] + sq[None, :] - 2.0 * (rows @ vectors.T)
         return np.exp(-gamma * np.maximum(d2, 0.0))
     if kernel_type == "SIGMOID":
         return np.tanh(gamma * (rows @ vectors.T) + coef0)
@@ -165,6 +172,32 @@ def _f32(values: list[float] | None) -> np.ndarray:
     return np.asarray(values or [], dtype=np.float32).astype(np.float64)
 
 
+_SCALAR_ROWS = 4
+
+
+def _couple_row(r: list[list[float]], iters: int) -> list[float]:
+    """:func:`_couple_probabilities` of one row (``r[i][j]``), step for step."""
+    k = len(r)
+    q = [[-r[j][t] * r[t][j] for j in range(k)] for t in range(k)]
+    for t in range(k):
+        q[t][t] = sum(r[j][t] * r[j][t] for j in range(k) if j != t)
+    p = [1.0 / k] * k
+    eps = 0.005 / k
+    for _ in range(iters):
+        qp = [sum(q[i][j] * p[j] for j in range(k)) for i in range(k)]
+        pqp = sum(p[i] * qp[i] for i in range(k))
+        if max(abs(v - pqp) for v in qp) < eps:
+            break
+        for t in range(k):
+            qtt = q[t][t]
+            diff = (-qp[t] + pqp) / qtt
+            p[t] += diff
+            pqp = (pqp + diff * (diff * qtt + 2 * qp[t])) / (1 + diff) / (1 + diff)
+            qp = [(qp[j] + diff * q[t][j]) / (1 + diff) for j in range(k)]
+            p = [v / (1 + diff) for v in p]
+    return p
+
+
 def _couple_probabilities(r: np.ndarray, iters: int = 100) -> np.ndarray:
     """Class probabilities from pairwise ones (Wu, Lin and Weng 2004, method 2, as in libsvm).
 
@@ -172,6 +205,9 @@ def _couple_probabilities(r: np.ndarray, iters: int = 100) -> np.ndarray:
     vectorised over the rows (a row stops changing once it has converged).
     """
     n, k, _ = r.shape
+    if n <= _SCALAR_ROWS:
+        # A few rows (a request of one): the same iteration on Python floats, without numpy's per-call cost.
+        return np.array([_couple_row(r[i].tolist(), iters) for i in range(n)], dtype=np.float64).reshape(n, k)
     eye = np.eye(k, dtype=bool)
     rt = np.swapaxes(r, 1, 2)
     # Q[t,t] = sum_{j != t} r[j,t]^2 ; Q[t,j] = -r[j,t] * r[t,j]
@@ -199,7 +235,116 @@ def _couple_probabilities(r: np.ndarray, iters: int = 100) -> np.ndarray:
     return p
 
 
-@kernel("SVMClassifier", 1, domain=ML)
+class _SVC:
+    """An SVMClassifier's attributes converted once (a session prepares them once per node, see ``prepare``)."""
+
+    __slots__ = ("coef", "k", "kernel_params", "kernel_type", "labels", "pa", "pb", "post", "rho", "strings",
+                 "sv", "sv_sq", "vpc")  # fmt: skip
+
+    def __init__(
+        self,
+        *,
+        classlabels_ints: list[int] | None = None,
+        classlabels_strings: list[str] | None = None,
+        coefficients: list[float] | None = None,
+        kernel_params: list[float] | None = None,
+        kernel_type: str = "LINEAR",
+        post_transform: str = "NONE",
+        prob_a: list[float] | None = None,
+        prob_b: list[float] | None = None,
+        rho: list[float] | None = None,
+        support_vectors: list[float] | None = None,
+        vectors_per_class: list[int] | None = None,
+    ) -> None:
+        self.post = check_post_transform(post_transform)
+        self.strings = bool(classlabels_strings)
+        labels = _labels(classlabels_ints, classlabels_strings)
+        if labels is None:
+            raise EvaluationError("SVMClassifier: one of classlabels_ints and classlabels_strings is required")
+        self.labels = labels
+        self.k = labels.size
+        self.coef = _f32(coefficients)
+        self.rho = _f32(rho)
+        self.pa, self.pb = _f32(prob_a), _f32(prob_b)
+        if self.pa.size != self.pb.size:
+            raise EvaluationError("SVMClassifier: prob_a and prob_b must have the same size")
+        self.vpc = [int(v) for v in (vectors_per_class or [])]
+        self.sv = _f32(support_vectors)
+        self.kernel_type, self.kernel_params = kernel_type, kernel_params
+        n_vec = sum(self.vpc)
+        self.sv_sq: np.ndarray | None = None
+        if n_vec and self.sv.size % n_vec == 0 and kernel_type == "RBF":
+            self.sv_sq = np.square(self.sv.reshape(n_vec, -1)).sum(axis=1)
+
+    def __call__(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        k, labels, strings, post_transform = self.k, self.labels, self.strings, self.post
+        rows = as_rows(np.asarray(x)).astype(np.float32).astype(np.float64)
+        n, f = rows.shape
+        coef, rho_v, pa, pb, vpc = self.coef, self.rho, self.pa, self.pb, self.vpc
+        n_vec = sum(vpc)
+        if n_vec == 0:
+            # liblinear layout: one row of coefficients per class; kernel_type does not apply.
+            if f == 0 or coef.size != k * f or rho_v.size < 1:
+                raise EvaluationError(f"SVMClassifier: {coef.size} coefficients do not fit {k} classes x {f} features")
+            scores = rows @ coef.reshape(k, f).T + rho_v[0]
+            best = np.argmax(scores, axis=1) if n else np.zeros(0, np.int64)
+            if k == 2 and pa.size == 0:
+                mx = scores.max(axis=1) if n else np.zeros(0)
+                if (coef >= 0).all():
+                    best = np.where(mx >= 0.5, 1, best)
+                else:
+                    best = np.where(mx > 0, 1, best)
+            z = post_transform_rows(scores, post_transform) if k > 1 else scores
+            return _pick(labels, best, strings), z.astype(np.float32)
+        if len(vpc) != k:
+            raise EvaluationError(f"SVMClassifier: {len(vpc)} vectors_per_class for {k} classes")
+        sv = self.sv
+        if sv.size != n_vec * f:
+            raise EvaluationError(f"SVMClassifier: {sv.size} support vector values for {n_vec} vectors x {f} features")
+        pairs = k * (k - 1) // 2
+        if coef.size < (k - 1) * n_vec or rho_v.size < pairs:
+            raise EvaluationError("SVMClassifier: coefficients or rho too short for the classes and vectors")
+        kern = _kernel_matrix(rows, sv.reshape(n_vec, f), self.kernel_type, self.kernel_params, self.sv_sq)
+        coefm = coef[: (k - 1) * n_vec].reshape(k - 1, n_vec)
+        starts = np.concatenate([[0], np.cumsum(vpc)]).astype(np.int64)
+        dec = np.zeros((n, pairs))
+        votes = np.zeros((n, k), dtype=np.int64)
+        idx = 0
+        for i in range(k - 1):
+            si = slice(starts[i], starts[i + 1])
+            for j in range(i + 1, k):
+                sj = slice(starts[j], starts[j + 1])
+                s = kern[:, si] @ coefm[j - 1, si] + kern[:, sj] @ coefm[i, sj] + rho_v[idx]
+                dec[:, idx] = s
+                win = s > 0
+                votes[:, i] += win
+                votes[:, j] += ~win
+                idx += 1
+        best = np.argmax(votes, axis=1) if n else np.zeros(0, np.int64)
+        y = _pick(labels, best, strings)
+        if pa.size:
+            if pa.size < pairs:
+                raise EvaluationError("SVMClassifier: prob_a/prob_b too short for the classes")
+            # Pairwise probability 1 - sigmoid(s * A + B), kept inside [1e-7, 1 - 1e-7] (libsvm's Platt scaling).
+            pr = np.clip(1.0 - sigmoid(dec * pa[:pairs] + pb[:pairs]), 1e-7, 1 - 1e-7)
+            r = np.zeros((n, k, k))
+            iu, ju = np.triu_indices(k, 1)
+            r[:, iu, ju] = pr
+            r[:, ju, iu] = 1.0 - pr
+            z = post_transform_rows(_couple_probabilities(r), post_transform) if n else np.zeros((0, k))
+        elif k == 2:
+            s = dec[:, :1]
+            z = np.concatenate([-s, s], axis=1) if post_transform == "NONE" else np.concatenate([1.0 - s, s], axis=1)
+        else:
+            z = post_transform_rows(dec, post_transform)
+        return y, z.astype(np.float32)
+
+
+def _prepare_svc(**attrs: Any) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    return _SVC(**attrs)
+
+
+@kernel("SVMClassifier", 1, domain=ML, prepare=_prepare_svc)
 def svm_classifier(
     x: np.ndarray,
     *,
@@ -222,80 +367,63 @@ def svm_classifier(
     probabilities coupled from ``prob_a``/``prob_b`` when those are given; the label is the class with the
     most votes. Without, Z holds one score per class and the label is the best scoring class.
     """
+    return _SVC(
+        classlabels_ints=classlabels_ints,
+        classlabels_strings=classlabels_strings,
+        coefficients=coefficients,
+        kernel_params=kernel_params,
+        kernel_type=kernel_type,
+        post_transform=post_transform,
+        prob_a=prob_a,
+        prob_b=prob_b,
+        rho=rho,
+        support_vectors=support_vectors,
+        vectors_per_class=vectors_per_class,
+    )(x)
+
+
+def _prepare_svr(
+    *,
+    coefficients: list[float] | None = None,
+    kernel_params: list[float] | None = None,
+    kernel_type: str = "LINEAR",
+    n_supports: int = 0,
+    one_class: int = 0,
+    post_transform: str = "NONE",
+    rho: list[float] | None = None,
+    support_vectors: list[float] | None = None,
+) -> Callable[[np.ndarray], np.ndarray]:
+    """An SVMRegressor's attributes converted once; the returned function evaluates a batch."""
     check_post_transform(post_transform)
-    strings = bool(classlabels_strings)
-    labels = _labels(classlabels_ints, classlabels_strings)
-    if labels is None:
-        raise EvaluationError("SVMClassifier: one of classlabels_ints and classlabels_strings is required")
-    k = labels.size
-    rows = as_rows(np.asarray(x)).astype(np.float32).astype(np.float64)
-    n, f = rows.shape
     coef = _f32(coefficients)
     rho_v = _f32(rho)
-    pa, pb = _f32(prob_a), _f32(prob_b)
-    if pa.size != pb.size:
-        raise EvaluationError("SVMClassifier: prob_a and prob_b must have the same size")
-    vpc = [int(v) for v in (vectors_per_class or [])]
-    n_vec = sum(vpc)
-    if n_vec == 0:
-        # liblinear layout: one row of coefficients per class; kernel_type does not apply.
-        if f == 0 or coef.size != k * f or rho_v.size < 1:
-            raise EvaluationError(f"SVMClassifier: {coef.size} coefficients do not fit {k} classes x {f} features")
-        scores = rows @ coef.reshape(k, f).T + rho_v[0]
-        best = np.argmax(scores, axis=1) if n else np.zeros(0, np.int64)
-        if k == 2 and pa.size == 0:
-            mx = scores.max(axis=1) if n else np.zeros(0)
-            if (coef >= 0).all():
-                best = np.where(mx >= 0.5, 1, best)
-            else:
-                best = np.where(mx > 0, 1, best)
-        z = post_transform_rows(scores, post_transform) if k > 1 else scores
-        return _pick(labels, best, strings), z.astype(np.float32)
-    if len(vpc) != k:
-        raise EvaluationError(f"SVMClassifier: {len(vpc)} vectors_per_class for {k} classes")
+    r0 = rho_v[0] if rho_v.size else 0.0
     sv = _f32(support_vectors)
-    if sv.size != n_vec * f:
-        raise EvaluationError(f"SVMClassifier: {sv.size} support vector values for {n_vec} vectors x {f} features")
-    pairs = k * (k - 1) // 2
-    if coef.size < (k - 1) * n_vec or rho_v.size < pairs:
-        raise EvaluationError("SVMClassifier: coefficients or rho too short for the classes and vectors")
-    kern = _kernel_matrix(rows, sv.reshape(n_vec, f), kernel_type, kernel_params)
-    coefm = coef[: (k - 1) * n_vec].reshape(k - 1, n_vec)
-    starts = np.concatenate([[0], np.cumsum(vpc)]).astype(np.int64)
-    dec = np.zeros((n, pairs))
-    votes = np.zeros((n, k), dtype=np.int64)
-    idx = 0
-    for i in range(k - 1):
-        si = slice(starts[i], starts[i + 1])
-        for j in range(i + 1, k):
-            sj = slice(starts[j], starts[j + 1])
-            s = kern[:, si] @ coefm[j - 1, si] + kern[:, sj] @ coefm[i, sj] + rho_v[idx]
-            dec[:, idx] = s
-            win = s > 0
-            votes[:, i] += win
-            votes[:, j] += ~win
-            idx += 1
-    best = np.argmax(votes, axis=1) if n else np.zeros(0, np.int64)
-    y = _pick(labels, best, strings)
-    if pa.size:
-        if pa.size < pairs:
-            raise EvaluationError("SVMClassifier: prob_a/prob_b too short for the classes")
-        # Pairwise probability 1 - sigmoid(s * A + B), kept inside [1e-7, 1 - 1e-7] (libsvm's Platt scaling).
-        pr = np.clip(1.0 - sigmoid(dec * pa[:pairs] + pb[:pairs]), 1e-7, 1 - 1e-7)
-        r = np.zeros((n, k, k))
-        iu, ju = np.triu_indices(k, 1)
-        r[:, iu, ju] = pr
-        r[:, ju, iu] = 1.0 - pr
-        z = post_transform_rows(_couple_probabilities(r), post_transform) if n else np.zeros((0, k))
-    elif k == 2:
-        s = dec[:, :1]
-        z = np.concatenate([-s, s], axis=1) if post_transform == "NONE" else np.concatenate([1.0 - s, s], axis=1)
-    else:
-        z = post_transform_rows(dec, post_transform)
-    return y, z.astype(np.float32)
+    sv_sq = None
+    if n_supports > 0 and sv.size % n_supports == 0 and kernel_type == "RBF":
+        sv_sq = np.square(sv.reshape(n_supports, -1)).sum(axis=1)
+
+    def regress(x: np.ndarray) -> np.ndarray:
+        rows = as_rows(np.asarray(x)).astype(np.float32).astype(np.float64)
+        f = rows.shape[1]
+        if n_supports > 0:
+            if sv.size != n_supports * f or coef.size < n_supports:
+                raise EvaluationError(f"SVMRegressor: {sv.size} support vector values for {n_supports} vectors x {f}")
+            kern = _kernel_matrix(rows, sv.reshape(n_supports, f), kernel_type, kernel_params, sv_sq)
+            y = kern @ coef[:n_supports] + r0
+        else:
+            if coef.size != f:
+                raise EvaluationError(f"SVMRegressor: {coef.size} coefficients for {f} features")
+            y = rows @ coef + r0
+        y = y.reshape(-1, 1)
+        if one_class:
+            y = np.where(y > 0, 1.0, -1.0)
+        return post_transform_rows(y, post_transform).astype(np.float32)
+
+    return regress
 
 
-@kernel("SVMRegressor", 1, domain=ML)
+@kernel("SVMRegressor", 1, domain=ML, prepare=_prepare_svr)
 def svm_regressor(
     x: np.ndarray,
     *,
@@ -312,23 +440,13 @@ def svm_regressor(
 
     A one-class SVM (``one_class=1``) outputs 1 for a positive decision value and -1 otherwise.
     """
-    check_post_transform(post_transform)
-    rows = as_rows(np.asarray(x)).astype(np.float32).astype(np.float64)
-    f = rows.shape[1]
-    coef = _f32(coefficients)
-    rho_v = _f32(rho)
-    r0 = rho_v[0] if rho_v.size else 0.0
-    if n_supports > 0:
-        sv = _f32(support_vectors)
-        if sv.size != n_supports * f or coef.size < n_supports:
-            raise EvaluationError(f"SVMRegressor: {sv.size} support vector values for {n_supports} vectors x {f}")
-        kern = _kernel_matrix(rows, sv.reshape(n_supports, f), kernel_type, kernel_params)
-        y = kern @ coef[:n_supports] + r0
-    else:
-        if coef.size != f:
-            raise EvaluationError(f"SVMRegressor: {coef.size} coefficients for {f} features")
-        y = rows @ coef + r0
-    y = y.reshape(-1, 1)
-    if one_class:
-        y = np.where(y > 0, 1.0, -1.0)
-    return post_transform_rows(y, post_transform).astype(np.float32)
+    return _prepare_svr(
+        coefficients=coefficients,
+        kernel_params=kernel_params,
+        kernel_type=kernel_type,
+        n_supports=n_supports,
+        one_class=one_class,
+        post_transform=post_transform,
+        rho=rho,
+        support_vectors=support_vectors,
+    )(x)

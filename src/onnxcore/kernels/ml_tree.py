@@ -3,8 +3,10 @@ TreeEnsemble (5).
 
 Every encoding is first flattened into one :class:`_Forest`: arrays indexed by node (feature, threshold,
 comparison mode, true/false child, NaN routing, set membership) plus, per node, the weights it gives to
-each target. Evaluation is vectorised: all rows go through all trees at once, one tree level per step,
-with numpy index arithmetic (``idx[row, tree] -> child``); only the number of levels is a Python loop.
+each target; then compiled into the tables of :class:`~onnxcore.kernels._tree_eval.CompiledForest`. Evaluation
+is vectorised: all rows go through all trees at once, one tree level per step, with numpy index arithmetic;
+only the number of levels is a Python loop. A session does the flattening and compiling once per node (the
+kernels' ``prepare`` step, :func:`onnxcore.kernels.registry.kernel`); a direct call does it on every call.
 
 A node routes a row to its true child when the comparison ``x[feature] <mode> threshold`` holds, or when
 the feature is NaN and the node's ``missing_value_tracks_true`` is set. Comparisons are made in float64
@@ -18,11 +20,13 @@ second Z column) follow onnxruntime, the reference consumer; the tests compare w
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from onnxcore.errors import EvaluationError
+from onnxcore.kernels._tree_eval import CompiledForest
 from onnxcore.kernels.ml import (
     ML,
     POST_TRANSFORMS,
@@ -128,68 +132,6 @@ class _Forest:
         fn.at(out, (self.w_row[self.w_node], self.w_target), self.w_value)
         return out
 
-    def leaves(self, x: np.ndarray) -> np.ndarray:
-        """The leaf reached by each row in each tree, ``[N, T]``, all rows and trees a level at a time."""
-        n = x.shape[0]
-        inner_nodes = self.mode != _LEAF
-        if inner_nodes.any() and self.feature[inner_nodes].max() >= x.shape[1]:
-            raise EvaluationError(
-                f"tree ensemble: feature id {int(self.feature[inner_nodes].max())} but X has {x.shape[1]} features"
-            )
-        idx = np.broadcast_to(self.roots, (n, self.roots.size)).copy()
-        for _ in range(self.mode.size + 1):
-            active = self.mode[idx] != _LEAF
-            if not active.any():
-                return idx
-            r, t = np.nonzero(active)
-            nd = idx[r, t]
-            val = x[r, self.feature[nd]]
-            thr = self.threshold[nd]
-            md = self.mode[nd]
-            with np.errstate(invalid="ignore"):
-                cond = np.select(
-                    [md == 0, md == 1, md == 2, md == 3, md == 4, md == 5],
-                    [val <= thr, val < thr, val >= thr, val > thr, val == thr, val != thr],
-                    default=False,
-                )
-            mem = md == _MEMBER
-            if mem.any():
-                sets = self.member_sets[self.member_row[nd[mem]]]
-                cond[mem] = (sets == val[mem, None]).any(axis=1)
-            cond |= self.missing_true[nd] & np.isnan(val)
-            idx[r, t] = np.where(cond, self.true_idx[nd], self.false_idx[nd])
-        raise EvaluationError("tree ensemble: a tree contains a cycle")
-
-    def aggregate(self, x: np.ndarray, aggregate: str) -> tuple[np.ndarray, np.ndarray]:
-        """Per-target aggregate of the reached leaves' weights, ``[N, K]``, and whether any leaf voted."""
-        leaves = self.leaves(x)
-        n, k = x.shape[0], self.n_targets
-        rows = self.w_row[leaves]
-        has = np.zeros((n, k), dtype=bool)
-        if aggregate in ("SUM", "AVERAGE"):
-            acc = np.zeros((n, k))
-            for t in range(rows.shape[1]):
-                acc += self.w_sum[rows[:, t]]
-                has |= self.w_has[rows[:, t]]
-            if aggregate == "AVERAGE" and rows.shape[1]:
-                acc /= rows.shape[1]
-            return acc, has
-        if aggregate == "MIN":
-            w_min = self._extreme(np.minimum, np.inf)
-            acc = np.full((n, k), np.inf)
-            for t in range(rows.shape[1]):
-                acc = np.minimum(acc, w_min[rows[:, t]])
-                has |= self.w_has[rows[:, t]]
-        elif aggregate == "MAX":
-            w_max = self._extreme(np.maximum, -np.inf)
-            acc = np.full((n, k), -np.inf)
-            for t in range(rows.shape[1]):
-                acc = np.maximum(acc, w_max[rows[:, t]])
-                has |= self.w_has[rows[:, t]]
-        else:
-            raise EvaluationError(f"unknown aggregate_function {aggregate!r} (one of {', '.join(_AGGREGATES)})")
-        return np.where(has, acc, 0.0), has
-
 
 # ---------------------------------------------------------------------------------------------
 # Legacy encoding (TreeEnsembleRegressor / TreeEnsembleClassifier): nodes named by (tree id, node id)
@@ -282,15 +224,22 @@ def _legacy_forest(attrs: dict[str, Any], prefix: str, n_targets: int, ids_name:
     return forest, w_ids
 
 
+def _weight_dtype(tensor: np.ndarray | None) -> Any:
+    """The precision the leaf weights are summed in: double for a double tensor, else float (as onnxruntime)."""
+    return np.float64 if tensor is not None and np.asarray(tensor).dtype == np.float64 else np.float32
+
+
 def _legacy_rows(x: np.ndarray) -> np.ndarray:
-    return as_rows(np.asarray(x)).astype(np.float64)
+    rows = as_rows(np.asarray(x))
+    # float32 stays float32 (the compiled forest compares it exactly); everything else is read in float64.
+    return rows if rows.dtype == np.float32 else rows.astype(np.float64)
 
 
 def _base(plain: list[float] | None, tensor: np.ndarray | None) -> np.ndarray:
     return _values(plain, tensor, "base_values")
 
 
-def _regress(x: np.ndarray, attrs: dict[str, Any]) -> np.ndarray:
+def _prepare_regressor(attrs: dict[str, Any]) -> Callable[[np.ndarray], np.ndarray]:
     post = check_post_transform(attrs.get("post_transform", "NONE"))
     agg = attrs.get("aggregate_function", "SUM")
     if agg not in _AGGREGATES:
@@ -300,37 +249,50 @@ def _regress(x: np.ndarray, attrs: dict[str, Any]) -> np.ndarray:
         ids = _ints(attrs.get("target_ids"))
         n_targets = int(ids.max()) + 1 if ids.size else 1
     forest, _ = _legacy_forest(attrs, "target", int(n_targets), "target_ids")
-    scores, _ = forest.aggregate(_legacy_rows(x), agg)
+    compiled = CompiledForest(forest, _weight_dtype(attrs.get("target_weights_as_tensor")))
     base = _base(attrs.get("base_values"), attrs.get("base_values_as_tensor"))
-    if base.size == scores.shape[1]:
-        scores = scores + base
-    elif base.size:
-        raise EvaluationError(f"tree ensemble: {base.size} base_values for {scores.shape[1]} targets")
-    return post_transform_rows(scores, post).astype(np.float32)
+    if base.size and base.size != int(n_targets):
+        raise EvaluationError(f"tree ensemble: {base.size} base_values for {int(n_targets)} targets")
+
+    def regress(x: np.ndarray) -> np.ndarray:
+        scores, _ = compiled.aggregate(_legacy_rows(x), agg)
+        if base.size:
+            scores += base
+        return post_transform_rows(scores, post).astype(np.float32)
+
+    return regress
 
 
 _REGRESSOR_DOC = """Sum (or average, min, max) per target of the weights of the leaves reached, plus base_values,
     then the post transform; ``[N, n_targets]`` float32."""
 
 
-@kernel("TreeEnsembleRegressor", 1, domain=ML)
-def tree_ensemble_regressor_1(x: np.ndarray, **attrs: Any) -> np.ndarray:
+def _prepare_regressor_1(**attrs: Any) -> Callable[[np.ndarray], np.ndarray]:
     for k in attrs:
         if k.endswith("_as_tensor"):
             raise EvaluationError(f"TreeEnsembleRegressor-1 has no attribute {k} (added in version 3)")
-    return _regress(x, attrs)
+    return _prepare_regressor(attrs)
 
 
-@kernel("TreeEnsembleRegressor", 3, 5, domain=ML)
+def _prepare_regressor_3(**attrs: Any) -> Callable[[np.ndarray], np.ndarray]:
+    return _prepare_regressor(attrs)
+
+
+@kernel("TreeEnsembleRegressor", 1, domain=ML, prepare=_prepare_regressor_1)
+def tree_ensemble_regressor_1(x: np.ndarray, **attrs: Any) -> np.ndarray:
+    return _prepare_regressor_1(**attrs)(x)
+
+
+@kernel("TreeEnsembleRegressor", 3, 5, domain=ML, prepare=_prepare_regressor_3)
 def tree_ensemble_regressor_3(x: np.ndarray, **attrs: Any) -> np.ndarray:
-    return _regress(x, attrs)
+    return _prepare_regressor_3(**attrs)(x)
 
 
 tree_ensemble_regressor_1.__doc__ = _REGRESSOR_DOC
 tree_ensemble_regressor_3.__doc__ = _REGRESSOR_DOC + "\n\n    Version 3 adds the ``*_as_tensor`` (double) attributes."
 
 
-def _classify(x: np.ndarray, attrs: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+def _prepare_classifier(attrs: dict[str, Any]) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]:
     post = check_post_transform(attrs.get("post_transform", "NONE"))
     strings = bool(attrs.get("classlabels_strings"))
     if strings:
@@ -341,24 +303,45 @@ def _classify(x: np.ndarray, attrs: dict[str, Any]) -> tuple[np.ndarray, np.ndar
         raise EvaluationError("TreeEnsembleClassifier: one of classlabels_int64s and classlabels_strings is required")
     k = labels.size
     forest, class_ids = _legacy_forest(attrs, "class", k, "class_ids")
-    scores, has = forest.aggregate(_legacy_rows(x), "SUM")
+    compiled = CompiledForest(forest, _weight_dtype(attrs.get("class_weights_as_tensor")))
     base = _base(attrs.get("base_values"), attrs.get("base_values_as_tensor"))
     if base.size > k:
         raise EvaluationError(f"TreeEnsembleClassifier: {base.size} base_values for {k} classes")
-    n = scores.shape[0]
-    if k != 2:
-        if base.size:
-            scores[:, : base.size] += base
-            has[:, : base.size] = True
-        # The top class is the best scoring among the classes some leaf (or a base value) scored.
-        best = np.argmax(np.where(has, scores, -np.inf), axis=1) if n else np.zeros(0, np.int64)
-        best = np.where(has.any(axis=1), best, 0)
-        z = post_transform_rows(scores, post)
-        return labels[best], z.astype(np.float32)
-    # Two classes. A forest voting for one class only is a binary model: its score is that class's.
     w = _values(attrs.get("class_weights"), attrs.get("class_weights_as_tensor"), "class_weights")
     binary = np.unique(class_ids).size == 1
     all_pos = bool((w >= 0).all())
+
+    def classify(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        scores, has = compiled.aggregate(_legacy_rows(x), "SUM")
+        if k != 2:
+            return _multiclass(scores, has, base, labels, post)
+        return _binary(scores, has, base, labels, post, binary, all_pos)
+
+    return classify
+
+
+def _multiclass(
+    scores: np.ndarray, has: np.ndarray, base: np.ndarray, labels: np.ndarray, post: str
+) -> tuple[np.ndarray, np.ndarray]:
+    n = scores.shape[0]
+    if base.size:
+        scores[:, : base.size] += base
+        has[:, : base.size] = True
+    # The top class is the best scoring among the classes some leaf (or a base value) scored.
+    if has.all():
+        best = np.argmax(scores, axis=1) if n else np.zeros(0, np.int64)
+    else:
+        best = np.argmax(np.where(has, scores, -np.inf), axis=1) if n else np.zeros(0, np.int64)
+        best = np.where(has.any(axis=1), best, 0)
+    z = post_transform_rows(scores, post)
+    return labels[best], z.astype(np.float32)
+
+
+def _binary(
+    scores: np.ndarray, has: np.ndarray, base: np.ndarray, labels: np.ndarray, post: str, binary: bool, all_pos: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    # Two classes. A forest voting for one class only is a binary model: its score is that class's.
+    n = scores.shape[0]
     s0, s1 = scores[:, 0].copy(), scores[:, 1].copy()
     if base.size == 2:
         s0 += base[0]
@@ -394,17 +377,25 @@ _CLASSIFIER_DOC = """Per class, the sum of the weights of the leaves reached plu
     the (post-transformed) class scores ``[N, E]``."""
 
 
-@kernel("TreeEnsembleClassifier", 1, domain=ML)
-def tree_ensemble_classifier_1(x: np.ndarray, **attrs: Any) -> tuple[np.ndarray, np.ndarray]:
+def _prepare_classifier_1(**attrs: Any) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]:
     for k in attrs:
         if k.endswith("_as_tensor"):
             raise EvaluationError(f"TreeEnsembleClassifier-1 has no attribute {k} (added in version 3)")
-    return _classify(x, attrs)
+    return _prepare_classifier(attrs)
 
 
-@kernel("TreeEnsembleClassifier", 3, 5, domain=ML)
+def _prepare_classifier_3(**attrs: Any) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    return _prepare_classifier(attrs)
+
+
+@kernel("TreeEnsembleClassifier", 1, domain=ML, prepare=_prepare_classifier_1)
+def tree_ensemble_classifier_1(x: np.ndarray, **attrs: Any) -> tuple[np.ndarray, np.ndarray]:
+    return _prepare_classifier_1(**attrs)(x)
+
+
+@kernel("TreeEnsembleClassifier", 3, 5, domain=ML, prepare=_prepare_classifier_3)
 def tree_ensemble_classifier_3(x: np.ndarray, **attrs: Any) -> tuple[np.ndarray, np.ndarray]:
-    return _classify(x, attrs)
+    return _prepare_classifier_3(**attrs)(x)
 
 
 tree_ensemble_classifier_1.__doc__ = _CLASSIFIER_DOC
@@ -416,9 +407,7 @@ tree_ensemble_classifier_3.__doc__ = _CLASSIFIER_DOC + "\n\n    Version 3 adds t
 # ---------------------------------------------------------------------------------------------
 
 
-@kernel("TreeEnsemble", 5, domain=ML)
-def tree_ensemble(
-    x: np.ndarray,
+def _prepare_tree_ensemble(
     *,
     nodes_featureids: list[int],
     nodes_modes: np.ndarray,
@@ -436,16 +425,13 @@ def tree_ensemble(
     nodes_hitrates: np.ndarray | None = None,
     nodes_missing_value_tracks_true: list[int] | None = None,
     membership_values: np.ndarray | None = None,
-) -> np.ndarray:
+) -> Callable[[np.ndarray], np.ndarray]:
     """Aggregate per target the weights of the leaves reached (AVERAGE 0, SUM 1, MIN 2, MAX 3), then the post
     transform (NONE 0, SOFTMAX 1, LOGISTIC 2, SOFTMAX_ZERO 3, PROBIT 4); ``[N, n_targets]`` in X's type.
 
     BRANCH_MEMBER nodes (mode 6) test membership in their set of ``membership_values`` (sets listed in
     node order, separated by NaN).
     """
-    xa = np.asarray(x)
-    if xa.ndim != 2:
-        raise EvaluationError(f"TreeEnsemble: X must be [N, F], got shape {xa.shape}")
     if not 0 <= aggregate_function < len(_AGGREGATES):
         raise EvaluationError(f"TreeEnsemble: aggregate_function {aggregate_function} is not in 0..3")
     if not 0 <= post_transform < len(POST_TRANSFORMS):
@@ -514,6 +500,62 @@ def tree_ensemble(
         weights,
         sets,
     )
-    rows = xa.astype(np.float64)
-    scores, _ = forest.aggregate(rows, _AGGREGATES[aggregate_function])
-    return post_transform_rows(scores, post).astype(xa.dtype)
+    compiled = CompiledForest(forest, _weight_dtype(leaf_weights))
+    agg = _AGGREGATES[aggregate_function]
+
+    def evaluate(x: np.ndarray) -> np.ndarray:
+        xa = np.asarray(x)
+        if xa.ndim != 2:
+            raise EvaluationError(f"TreeEnsemble: X must be [N, F], got shape {xa.shape}")
+        rows = xa if xa.dtype == np.float32 else xa.astype(np.float64)
+        scores, _ = compiled.aggregate(rows, agg)
+        return post_transform_rows(scores, post).astype(xa.dtype)
+
+    return evaluate
+
+
+@kernel("TreeEnsemble", 5, domain=ML, prepare=_prepare_tree_ensemble)
+def tree_ensemble(
+    x: np.ndarray,
+    *,
+    nodes_featureids: list[int],
+    nodes_modes: np.ndarray,
+    nodes_splits: np.ndarray,
+    nodes_truenodeids: list[int],
+    nodes_falsenodeids: list[int],
+    nodes_trueleafs: list[int],
+    nodes_falseleafs: list[int],
+    leaf_targetids: list[int],
+    leaf_weights: np.ndarray,
+    tree_roots: list[int],
+    aggregate_function: int = 1,
+    post_transform: int = 0,
+    n_targets: int | None = None,
+    nodes_hitrates: np.ndarray | None = None,
+    nodes_missing_value_tracks_true: list[int] | None = None,
+    membership_values: np.ndarray | None = None,
+) -> np.ndarray:
+    """Aggregate per target the weights of the leaves reached (AVERAGE 0, SUM 1, MIN 2, MAX 3), then the post
+    transform (NONE 0, SOFTMAX 1, LOGISTIC 2, SOFTMAX_ZERO 3, PROBIT 4); ``[N, n_targets]`` in X's type.
+
+    BRANCH_MEMBER nodes (mode 6) test membership in their set of ``membership_values`` (sets listed in
+    node order, separated by NaN).
+    """
+    return _prepare_tree_ensemble(
+        nodes_featureids=nodes_featureids,
+        nodes_modes=nodes_modes,
+        nodes_splits=nodes_splits,
+        nodes_truenodeids=nodes_truenodeids,
+        nodes_falsenodeids=nodes_falsenodeids,
+        nodes_trueleafs=nodes_trueleafs,
+        nodes_falseleafs=nodes_falseleafs,
+        leaf_targetids=leaf_targetids,
+        leaf_weights=leaf_weights,
+        tree_roots=tree_roots,
+        aggregate_function=aggregate_function,
+        post_transform=post_transform,
+        n_targets=n_targets,
+        nodes_hitrates=nodes_hitrates,
+        nodes_missing_value_tracks_true=nodes_missing_value_tracks_true,
+        membership_values=membership_values,
+    )(x)

@@ -15,6 +15,7 @@ import ml_dtypes
 import numpy as np
 
 from onnxcore.errors import EvaluationError, ShapeError
+from onnxcore.kernels._rowwise import layer_norm_rows, rms_norm_rows
 from onnxcore.kernels._util import check_unidirectional, float_sum, normalize_axes, normalize_axis
 from onnxcore.kernels.conv import work_dtype
 from onnxcore.kernels.registry import KernelContext, kernel
@@ -287,6 +288,11 @@ def layer_normalization(
         check_unidirectional(B.shape, X.shape)
     stash = _stash_dtype(stash_type)
     out_stash = _STASH[int(stash_type)]
+    if stash == X.dtype:
+        # Stashed in X's own type (float32 with stash_type 1): by blocks of rows, on the kernel threads.
+        fast = layer_norm_rows(X, Scale, B, a, epsilon)
+        if fast is not None:
+            return fast[0], fast[1].astype(out_stash), fast[2].astype(out_stash)
     norm, mean, inv = _standardize(X.astype(stash, copy=False), tuple(range(a, X.ndim)), epsilon)
     wd = work_dtype(X.dtype)
     # Stage two starts from the normalized values in X's type (a rounding when the stash is wider).
@@ -306,6 +312,10 @@ def rms_normalization(
     a = normalize_axis(axis, X.ndim)
     check_unidirectional(scale.shape, X.shape)
     stash = _stash_dtype(stash_type)
+    if stash == X.dtype:
+        fast = rms_norm_rows(X, scale, a, epsilon)
+        if fast is not None:
+            return fast
     xs = X.astype(stash)
     ms = np.mean(xs * xs, axis=tuple(range(a, X.ndim)), keepdims=True)
     norm = (xs / np.sqrt(ms + stash.type(epsilon))).astype(X.dtype)

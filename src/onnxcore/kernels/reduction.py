@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from onnxcore.errors import EvaluationError
+from onnxcore.kernels._rowwise import softmax_rows_last
 from onnxcore.kernels._util import (
     BLAS_SUM_MIN,
     axes_from_input,
@@ -366,6 +367,11 @@ _NO_SHIFT_BOUND = 60.0
 
 def _softmax_axis(x: Array, a: int, log: bool) -> Array:
     dt = x.dtype
+    if not log and a == x.ndim - 1:
+        # Over the last axis (attention, classifiers): by blocks of rows, on the kernel threads.
+        rows = softmax_rows_last(x)
+        if rows is not None:
+            return rows
     xc = x.astype(np.float32) if (dt.kind == "V" or dt == np.float16) else x
     if xc.size == 0:
         return x.copy()

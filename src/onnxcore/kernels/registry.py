@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from onnxcore.defs.binding import canonical_domain, extension_versions, known_domains, schema_versions
-from onnxcore.errors import KernelRegistrationError
+from onnxcore.errors import KernelRegistrationError, OnnxCoreError
 
 __all__ = [
     "NONDETERMINISTIC",
@@ -31,6 +31,7 @@ __all__ = [
     "custom_domain_kernel",
     "kernel_versions",
     "lookup",
+    "prepared_call",
     "registered",
     "unregister",
 ]
@@ -98,16 +99,32 @@ class KernelContext:
 
 
 class KernelDef:
-    """A registered kernel."""
+    """A registered kernel.
 
-    __slots__ = ("context", "domain", "fn", "op_type", "since_version")
+    Attributes:
+        prepare: ``prepare(**attributes)`` returns a function of the node's inputs alone that computes what
+            ``fn(*inputs, **attributes)`` computes, with the work that depends on the attributes only (a tree
+            ensemble's tables, an SVM's support vectors) done once; ``None`` for most kernels. A plan calls it
+            once per node (:func:`prepared_call`).
+    """
 
-    def __init__(self, domain: str, op_type: str, since_version: int, fn: Callable[..., Any], context: bool) -> None:
+    __slots__ = ("context", "domain", "fn", "op_type", "prepare", "since_version")
+
+    def __init__(
+        self,
+        domain: str,
+        op_type: str,
+        since_version: int,
+        fn: Callable[..., Any],
+        context: bool,
+        prepare: Callable[..., Callable[..., Any]] | None = None,
+    ) -> None:
         self.domain = domain
         self.op_type = op_type
         self.since_version = since_version
         self.fn = fn
         self.context = context
+        self.prepare = prepare
 
     def __repr__(self) -> str:
         d = self.domain or "ai.onnx"
@@ -146,6 +163,7 @@ def _add(
     fn: Callable[..., Any],
     context: bool,
     replace: bool,
+    prepare: Callable[..., Callable[..., Any]] | None = None,
 ) -> None:
     """Enter ``fn`` in ``table`` at each version; all or nothing (a clash at one version adds none)."""
     dom = canonical_domain(domain)
@@ -158,7 +176,7 @@ def _add(
                 f"({_name(old.fn)}); pass replace=True to replace it deliberately"
             )
     for key in keys:
-        table[key] = KernelDef(dom, op_type, key[2], fn, context)
+        table[key] = KernelDef(dom, op_type, key[2], fn, context, prepare)
 
 
 def _check_versions(op_type: str, since_versions: tuple[int, ...]) -> None:
@@ -170,7 +188,12 @@ def _check_versions(op_type: str, since_versions: tuple[int, ...]) -> None:
 
 
 def kernel(
-    op_type: str, *since_versions: int, domain: str = "", context: bool = False, replace: bool = False
+    op_type: str,
+    *since_versions: int,
+    domain: str = "",
+    context: bool = False,
+    replace: bool = False,
+    prepare: Callable[..., Callable[..., Any]] | None = None,
 ) -> Callable[[F], F]:
     """Register the decorated function, process-wide, as the kernel of ``op_type`` at each of ``since_versions``.
 
@@ -189,19 +212,28 @@ def kernel(
         domain: Operator domain (``""`` is the default domain ``ai.onnx``).
         context: Pass a :class:`KernelContext` as the first positional argument.
         replace: Replace whatever kernel is registered for these keys (a built-in one too, in every session).
+        prepare: For a kernel whose attributes need work before any input can be evaluated (a tree ensemble
+            compiled into tables): ``prepare(**attributes)`` returns a function of the inputs alone, equal to
+            the kernel for those attributes. A session calls it once per node when it binds the node and
+            evaluates the node with the result; the kernel itself (``kernels.run``, a direct call) stays the
+            reference and typically is ``prepare(**attributes)(*inputs)``. An :class:`OnnxCoreError` from
+            ``prepare`` leaves the node to the kernel, so a bad attribute is reported when the node runs, as
+            without ``prepare``. Not for context kernels.
 
     Raises:
         KernelRegistrationError: a (domain, op_type, since_version) already registered with another function
             and no ``replace``, or no version given. Nothing is registered then.
     """
     _check_versions(op_type, since_versions)
+    if prepare is not None and context:
+        raise KernelRegistrationError(f"kernel {op_type}: prepare is for kernels without context")
 
     def deco(fn: F) -> F:
         if not str(getattr(fn, "__module__", None) or "").startswith(_PACKAGE):
             # A kernel from outside the package is checked against the built-ins (and replaces one only if they are
             # there first): load them now, not after it. The package's own families register while loading.
             _load_ops()
-        _add(_REGISTRY, "", op_type, since_versions, domain, fn, context, replace)
+        _add(_REGISTRY, "", op_type, since_versions, domain, fn, context, replace, prepare)
         return fn
 
     return deco
@@ -263,7 +295,13 @@ class KernelSet:
         self._table: dict[KernelKey, KernelDef] = {}
 
     def kernel(
-        self, op_type: str, *since_versions: int, domain: str = "", context: bool = False, replace: bool = False
+        self,
+        op_type: str,
+        *since_versions: int,
+        domain: str = "",
+        context: bool = False,
+        replace: bool = False,
+        prepare: Callable[..., Callable[..., Any]] | None = None,
     ) -> Callable[[F], F]:
         """Add the decorated function to this set as the kernel of ``op_type`` at each of ``since_versions``.
 
@@ -291,7 +329,7 @@ class KernelSet:
                 )
 
         def deco(fn: F) -> F:
-            _add(self._table, "KernelSet: ", op_type, since_versions, dom, fn, context, replace)
+            _add(self._table, "KernelSet: ", op_type, since_versions, dom, fn, context, replace, prepare)
             return fn
 
         return deco
@@ -342,6 +380,30 @@ def custom_domain_kernel(
     greatest since_version not above the imported ``version``, or ``None``."""
     versions = [v for v in kernel_versions(domain, op_type, custom_ops) if v <= version]
     return lookup(domain, op_type, versions[-1], custom_ops) if versions else None
+
+
+class _Prepared:
+    """A node's prepared function, called as a plan calls a kernel (its attributes, already used, are ignored)."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+
+    def __call__(self, *inputs: Any, **_attributes: Any) -> Any:
+        return self.fn(*inputs)
+
+
+def prepared_call(kdef: KernelDef, attributes: dict[str, Any]) -> Callable[..., Any]:
+    """What a plan calls for a node bound to ``kdef`` with these attribute values: the kernel, or (for a kernel
+    registered with ``prepare``) its prepared function, which takes the same arguments and ignores the attributes.
+    A preparation that fails with an :class:`OnnxCoreError` leaves the kernel (the error is raised when it runs)."""
+    if kdef.prepare is None or kdef.context:
+        return kdef.fn
+    try:
+        return _Prepared(kdef.prepare(**attributes))
+    except OnnxCoreError:
+        return kdef.fn
 
 
 def registered() -> Iterator[KernelDef]:

@@ -35,7 +35,7 @@ from onnxcore.graph.attributes import attribute_value, constant_array
 from onnxcore.graph.bound import BoundModel, NodeRef, Scope
 from onnxcore.graph.functions import FunctionBody, bind_attribute_refs
 from onnxcore.infer.rules import bind_inputs, formal_at
-from onnxcore.kernels.registry import KernelContext, KernelDef, KernelSet, custom_domain_kernel, lookup
+from onnxcore.kernels.registry import KernelContext, KernelDef, KernelSet, custom_domain_kernel, lookup, prepared_call
 from onnxcore.limits import NESTING_REFUSAL
 from onnxcore.proto import AttributeProto, FunctionProto, GraphProto, NodeProto, TypeProto
 from onnxcore.runtime.gradient import bind_gradients
@@ -351,7 +351,8 @@ def _bind_node(
         return PlanNode(index, node, None, kw, outer)
     if not complete:
         return PlanNode(index, node, None, kw, outer)
-    call: Callable[..., Any] = kdef.fn
+    # A kernel with a preparation step (KernelDef.prepare) does its attribute-only work here, once per node.
+    call: Callable[..., Any] = prepared_call(kdef, kw)
     if kdef.context:
         ctx_args = {
             "node": node,

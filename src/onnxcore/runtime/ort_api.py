@@ -17,10 +17,11 @@ Positions taken where onnxruntime's behaviour is not ours to copy (docs/types.md
 * ``graph_optimization_level=ORT_DISABLE_ALL`` evaluates every node as written (the plan of
   ``Session.run(..., intermediates=True)``: no folding, fusion or reuse); every other level evaluates the
   optimised plan (there are no intermediate levels here).
-* ``intra_op_num_threads`` (when positive) caps the BLAS threads during each run, through threadpoolctl when it
-  is installed (not honoured without it). ``inter_op_num_threads`` and ``execution_mode`` are accepted and have
-  no effect: nodes run one after another. ``log_severity_level``, ``log_verbosity_level``, ``logid`` and
-  session config entries are kept and read back, and change nothing.
+* ``intra_op_num_threads`` is the session's kernel threads (``Session(threads=...)``; 0, the default, is the
+  machine's CPUs, as in onnxruntime); when positive it also caps the BLAS threads during each run, through
+  threadpoolctl when it is installed (not honoured without it). ``inter_op_num_threads`` and ``execution_mode``
+  are accepted and have no effect: nodes run one after another. ``log_severity_level``, ``log_verbosity_level``,
+  ``logid`` and session config entries are kept and read back, and change nothing.
 * ``optimized_model_filepath`` is refused when set: the optimised plan is not a model that could be written.
 * ``io_binding`` and the OrtValue entry points raise :class:`UnsupportedFeatureError`.
 * For an IR version below 4, initializers listed among the graph inputs are constants (as onnxruntime treats
@@ -96,7 +97,8 @@ class SessionOptions:
     """Options of an :class:`InferenceSession`, with onnxruntime's names and defaults.
 
     Attributes:
-        intra_op_num_threads: Positive: the BLAS threads during a run (with threadpoolctl); 0: left as they are.
+        intra_op_num_threads: The kernel threads (0: the machine's CPUs); positive: also the BLAS threads during a
+            run (with threadpoolctl; 0 leaves those as they are).
         inter_op_num_threads: Accepted, without effect.
         graph_optimization_level: ``ORT_DISABLE_ALL`` evaluates every node as written; others the optimised plan.
         enable_profiling: Record a Chrome trace, written by :meth:`InferenceSession.end_profiling`.
@@ -365,7 +367,7 @@ class InferenceSession:
                 "optimises into a plan, not into a model it could write; leave it empty"
             )
         self._options = options
-        self._session = Session(path_or_bytes)
+        self._session = Session(path_or_bytes, threads=max(0, int(options.intra_op_num_threads)))
         self._as_written = int(options.graph_optimization_level) == GraphOptimizationLevel.ORT_DISABLE_ALL
         self._threads = _blas_limiter(int(options.intra_op_num_threads))
         session = self._session

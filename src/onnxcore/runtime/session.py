@@ -22,6 +22,7 @@ from onnxcore.errors import InputError, LimitError, OutputShapeWarning, Unsuppor
 from onnxcore.graph.bound import BoundModel, bind
 from onnxcore.io import load
 from onnxcore.kernels.registry import KernelSet
+from onnxcore.kernels.threads import machine_threads, threads_in_effect
 from onnxcore.limits import (
     DEFAULT_LIMITS,
     NESTING_REFUSAL,
@@ -120,6 +121,10 @@ class Session:
         custom_ops: Kernels only this session sees (:class:`onnxcore.kernels.KernelSet`), read once here: they
             evaluate operators of custom domains, and at the same (domain, op_type, since_version) replace a
             process-wide kernel, a built-in one too, in this session alone.
+        threads: Threads a kernel may split its work over during a run (onnxruntime's ``intra_op_num_threads``;
+            :mod:`onnxcore.kernels.threads`): 1 (the default) runs every kernel on the calling thread; 0 uses the
+            CPUs this process may run on. Results are the same for any number of threads. BLAS keeps its own
+            threads (set them with threadpoolctl or ``OPENBLAS_NUM_THREADS``).
 
     Raises:
         ValidationError: the model has errors (Clause 10).
@@ -139,7 +144,13 @@ class Session:
         limits: Limits | None = None,
         check: bool = True,
         custom_ops: KernelSet | None = None,
+        threads: int = 1,
     ) -> None:
+        if isinstance(threads, bool) or not isinstance(threads, int):
+            raise TypeError(f"Session: threads must be an integer (0: the machine's CPUs), got {threads!r}")
+        if threads < 0:
+            raise ValueError(f"Session: threads must be 0 (the machine's CPUs) or more, got {threads}")
+        self._threads = threads if threads > 0 else machine_threads()
         self._limits = limits if limits is not None else DEFAULT_LIMITS
         model, base_dir = _load(model_or_path)
         self._model = model
@@ -192,6 +203,11 @@ class Session:
     def limits(self) -> Limits:
         """The session's resource limits."""
         return self._limits
+
+    @property
+    def threads(self) -> int:
+        """The threads a kernel may use during this session's runs (``threads=0`` resolved to the CPU count)."""
+        return self._threads
 
     @property
     def model(self) -> ModelProto:
@@ -279,7 +295,12 @@ class Session:
         # IEEE 754 results such as log(0) = -inf or 0/0 = NaN are results here, not events to warn about
         # (Clause 11.2); numpy's warnings are silenced once per run rather than in every kernel. Kernels that
         # size a tensor from data check it against this session's limits.
-        with limits_in_effect(self._limits), run_control_in_effect(control), np.errstate(all="ignore"):
+        with (
+            limits_in_effect(self._limits),
+            threads_in_effect(self._threads),
+            run_control_in_effect(control),
+            np.errstate(all="ignore"),
+        ):
             plan, vals = self._prepare(output_names, feeds, intermediates)
             plan.execute(vals)
         outs = [_owned(vals[s], plan.names[s]) for s in plan.output_slots]
@@ -316,7 +337,7 @@ class Session:
         self.run(output_names, feeds)
         total: list[float] = []
         for _ in range(repeat):
-            with limits_in_effect(self._limits), np.errstate(all="ignore"):
+            with limits_in_effect(self._limits), threads_in_effect(self._threads), np.errstate(all="ignore"):
                 plan, vals = self._prepare(output_names, feeds, False)
                 times = plan.profile(vals)
             total = times if not total else [a + b for a, b in zip(total, times)]
@@ -340,7 +361,7 @@ class Session:
         Raises:
             InputError, EvaluationError, LimitError: as :meth:`run`.
         """
-        with limits_in_effect(self._limits), np.errstate(all="ignore"):
+        with limits_in_effect(self._limits), threads_in_effect(self._threads), np.errstate(all="ignore"):
             plan, vals = self._prepare(output_names, feeds, as_written)
             times = plan.profile(vals)
         return [_owned(vals[s], plan.names[s]) for s in plan.output_slots], _step_times(plan, times)

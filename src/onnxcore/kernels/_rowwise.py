@@ -1,0 +1,136 @@
+"""Row-wise kernels over the last axes by blocks of rows: Softmax, LayerNormalization and RMSNormalization of
+float32 and float64 tensors normalised over their trailing axes (what transformers run).
+
+Over a whole tensor each numpy step is a pass through memory (a 64 x 128 x 768 float32 tensor is 25 MB); by
+blocks of rows that fit the L2 cache, every step after the first reads the cache, and the per-row reductions
+(``sum`` along a contiguous row, ``einsum`` for the sum of squares) need no temporaries. Blocks depend on the
+shape alone and run on the kernel threads (:mod:`onnxcore.kernels.threads`), so results are the same for any
+number of threads. Each function returns ``None`` when its fast path does not apply; the kernel then runs its
+general code.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from onnxcore.kernels.threads import blockwise
+
+__all__ = ["layer_norm_rows", "rms_norm_rows", "softmax_rows_last"]
+
+_NO_SHIFT_BOUND = 60.0  # |x| below it: exp neither overflows nor leaves the normal range (float32)
+
+
+def _rows_of(x: np.ndarray, axis: int) -> int | None:
+    """The row length when ``x`` is a C-contiguous float32/float64 array reduced over ``[axis, rank)``."""
+    if x.dtype not in (np.float32, np.float64) or not x.flags.c_contiguous or x.size == 0:
+        return None
+    d = int(np.prod(x.shape[axis:], dtype=np.int64))
+    return d if d > 0 else None
+
+
+def _param(p: np.ndarray | None, x: np.ndarray, axis: int, d: int) -> np.ndarray | bool | None:
+    """``p`` as a row of ``d`` values in ``x``'s dtype when it broadcasts along the rows only; False otherwise."""
+    if p is None:
+        return None
+    k = x.ndim - axis
+    if p.size != d or tuple(p.shape[-k:] if p.ndim >= k else p.shape) != x.shape[axis:] or p.ndim > x.ndim:
+        return False
+    return np.ascontiguousarray(p, dtype=x.dtype).reshape(d)
+
+
+_ROW_BLOCK = 1 << 16  # elements per block of rows (256 KB of float32: the L2 cache)
+
+
+def _block_rows(d: int) -> int:
+    return max(1, _ROW_BLOCK // d) * d
+
+
+def softmax_rows_last(x: np.ndarray) -> np.ndarray | None:
+    """Softmax over the last axis (rows of a block shifted by their maxima unless the block is small in size)."""
+    d = _rows_of(x, x.ndim - 1)
+    if d is None:
+        return None
+    out = np.empty(x.shape, x.dtype)
+    ones = np.ones(d, x.dtype)
+
+    def block(xb: np.ndarray, ob: np.ndarray) -> None:
+        xr, orow = xb.reshape(-1, d), ob.reshape(-1, d)
+        lo, hi = float(xr.min()), float(xr.max())
+        if -_NO_SHIFT_BOUND <= lo and hi <= _NO_SHIFT_BOUND:  # False for NaN
+            np.exp(xr, out=orow)
+        else:
+            m = xr.max(axis=1, keepdims=True)
+            # A row of -inf (or holding +inf) would give NaN from inf - inf; shift such rows by 0.
+            m[~np.isfinite(m)] = 0
+            np.subtract(xr, m, out=orow)
+            np.exp(orow, out=orow)
+        s = (orow @ ones)[:, None]  # row sums by BLAS: numpy's reduction over short rows is slower
+        np.reciprocal(s, out=s)
+        orow *= s
+
+    if not blockwise(block, x, out, block=_block_rows(d), min_size=1):
+        return None
+    return out
+
+
+def layer_norm_rows(
+    x: np.ndarray, scale: np.ndarray, bias: np.ndarray | None, axis: int, epsilon: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """LayerNormalization of ``x`` over ``[axis, rank)`` in its own dtype: ``(Y, Mean, InvStdDev)``."""
+    d = _rows_of(x, axis)
+    sc, b = _param(scale, x, axis, d or 0), _param(bias, x, axis, d or 0)
+    if d is None or sc is False or b is False:
+        return None
+    assert isinstance(sc, np.ndarray)
+    rows = x.size // d
+    out = np.empty(x.shape, x.dtype)
+    mean = np.empty(rows, x.dtype)
+    inv = np.empty(rows, x.dtype)
+    t = x.dtype.type
+    per_block = _block_rows(d)
+    ones = np.ones(d, x.dtype)
+
+    def block(start: int, xb: np.ndarray, ob: np.ndarray) -> None:
+        r0 = start // d
+        xr, orow = xb.reshape(-1, d), ob.reshape(-1, d)
+        m = mean[r0 : r0 + xr.shape[0]]
+        np.divide(xr @ ones, t(d), out=m)
+        np.subtract(xr, m[:, None], out=orow)
+        v = inv[r0 : r0 + xr.shape[0]]
+        np.einsum("ij,ij->i", orow, orow, out=v)
+        v /= t(d)
+        v += t(epsilon)
+        np.sqrt(v, out=v)
+        np.reciprocal(v, out=v)
+        orow *= v[:, None]
+        orow *= sc
+        if isinstance(b, np.ndarray):
+            orow += b
+
+    blockwise(block, x, out, block=per_block, min_size=1, indexed=True)
+    keep = x.shape[:axis] + (1,) * (x.ndim - axis)
+    return out, mean.reshape(keep), inv.reshape(keep)
+
+
+def rms_norm_rows(x: np.ndarray, scale: np.ndarray, axis: int, epsilon: float) -> np.ndarray | None:
+    """RMSNormalization of ``x`` over ``[axis, rank)`` in its own dtype, times ``scale`` of the same dtype."""
+    d = _rows_of(x, axis)
+    sc = _param(scale, x, axis, d or 0)
+    if d is None or not isinstance(sc, np.ndarray) or scale.dtype != x.dtype:
+        return None
+    out = np.empty(x.shape, x.dtype)
+    t = x.dtype.type
+    scratch_rows = max(1, _ROW_BLOCK // d)
+
+    def block(xb: np.ndarray, ob: np.ndarray) -> None:
+        xr, orow = xb.reshape(-1, d), ob.reshape(-1, d)
+        ms = np.empty(min(scratch_rows, xr.shape[0]), x.dtype)[: xr.shape[0]]
+        np.einsum("ij,ij->i", xr, xr, out=ms)
+        ms /= t(d)
+        ms += t(epsilon)
+        np.sqrt(ms, out=ms)
+        np.divide(xr, ms[:, None], out=orow)
+        orow *= sc
+
+    blockwise(block, x, out, block=_block_rows(d), min_size=1)
+    return out

@@ -1,0 +1,319 @@
+"""A tree ensemble compiled once into flat arrays, evaluated for a whole batch a tree level at a time.
+
+The state of a (tree, row) pair is twice the index of the node it is at; every table is indexed by that state:
+``feature``, ``threshold`` (at even entries) and ``child`` (``child[2i]`` the false child of node ``i``,
+``child[2i + 1]`` the true one, both times two). A step of every pair is then a handful of whole-array numpy
+operations: gather the feature and the threshold, compare, add the outcome, gather the child. A leaf is its own
+child both ways, so pairs that reached a leaf stay there and no pair is ever removed; trees are sorted deepest
+first and a level evaluates only the trees that still have interior nodes at that depth (a prefix of the
+state, which is laid out ``[tree, row]``).
+
+Comparisons are made in float32 when the input is float32 and every threshold is a float32 value (the same
+outcome as in float64, at half the memory traffic), else in float64. NaN routing and BRANCH_MEMBER are handled
+on the general path only when the model or the batch needs them.
+
+The traversal of a large batch is split over the kernel threads (:mod:`onnxcore.kernels.threads`) by blocks of
+trees; each block writes only its own trees' states, and the aggregation runs afterwards in one fixed order, so
+the result does not depend on the number of threads.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from onnxcore.errors import EvaluationError
+from onnxcore.kernels.threads import active_threads, parallel_for
+
+__all__ = ["CompiledForest"]
+
+_LEAF = 7
+_MEMBER = 6
+_COMPARE = (np.less_equal, np.less, np.greater_equal, np.greater, np.equal, np.not_equal)
+_PARALLEL_PAIRS = 1 << 15  # (tree, row) pairs below which the traversal stays on one thread
+
+
+class CompiledForest:
+    """A validated forest (``_Forest`` of :mod:`onnxcore.kernels.ml_tree`) as evaluation tables."""
+
+    __slots__ = (
+        "acc_dtype",
+        "active",
+        "all_vote",
+        "always_has",
+        "child",
+        "depth",
+        "feature",
+        "groups",
+        "has_rows",
+        "jump",
+        "leaf_value",
+        "max_feature",
+        "member_row",
+        "member_sets",
+        "miss",
+        "mode",
+        "n_targets",
+        "n_trees",
+        "position",
+        "roots",
+        "thr32",
+        "thr64",
+        "uniform",
+        "w_max",
+        "w_min",
+        "w_row",
+        "w_sum",
+    )
+
+    def __init__(self, forest: Any, acc_dtype: Any = np.float64) -> None:
+        mode = forest.mode
+        m = mode.size
+        leaf = mode == _LEAF
+        self.n_targets = int(forest.n_targets)
+        inner_modes = np.unique(mode[~leaf])
+        # One comparison for every interior node (what exporters write): one ufunc per level.
+        self.uniform = _COMPARE[int(inner_modes[0])] if inner_modes.size == 1 and inner_modes[0] < _MEMBER else None
+        if self.uniform is None and inner_modes.size == 0:
+            self.uniform = np.less_equal
+        self.mode = None if self.uniform is not None else np.repeat(mode, 2)
+        nodes = np.arange(m)
+        child = np.empty(2 * m, np.intp)
+        child[0::2] = np.where(leaf, nodes, forest.false_idx) * 2
+        child[1::2] = np.where(leaf, nodes, forest.true_idx) * 2
+        self.child = child
+        self.feature = np.repeat(np.where(leaf, 0, forest.feature), 2).astype(np.intp)
+        self.max_feature = int(forest.feature[~leaf].max()) if (~leaf).any() else -1
+        self.thr64 = np.repeat(np.where(leaf, 0.0, forest.threshold), 2)
+        thr32 = self.thr64.astype(np.float32)
+        self.thr32 = thr32 if np.array_equal(thr32.astype(np.float64), self.thr64) else None
+        miss = forest.missing_true & ~leaf
+        self.miss = np.repeat(miss, 2) if miss.any() else None
+        self.member_row = np.repeat(forest.member_row, 2)
+        self.member_sets = forest.member_sets
+        roots = forest.roots
+        depth, leaves_of = _depths(forest, roots)
+        order = np.argsort(-depth, kind="stable")
+        self.roots = roots[order] * 2
+        self.n_trees = int(roots.size)
+        self.depth = int(depth.max()) if depth.size else 0
+        # Trees still descending at each level: a prefix of the depth-sorted trees.
+        self.active = [int((depth > lvl).sum()) for lvl in range(self.depth)]
+        # A small forest evaluates one row faster by deciding every node at once and then following the decided
+        # children (one gather per level): (feature of each node, child nodes by state, 2 * node) when it pays.
+        self.jump = None
+        if self.uniform is not None and m <= 600 * max(self.depth, 1):
+            self.jump = (np.where(leaf, 0, forest.feature).astype(np.intp), child // 2, 2 * nodes)
+        # Weights by state: the weight row of each leaf.
+        self.w_row = np.repeat(forest.w_row, 2)
+        self.w_sum = forest.w_sum
+        self.has_rows = forest.w_has
+        self.w_min = forest._extreme(np.minimum, np.inf)
+        self.w_max = forest._extreme(np.maximum, -np.inf)
+        # A target every row gets a vote for: some tree all of whose reachable leaves carry a weight for it.
+        k = self.n_targets
+        always = np.zeros(k, dtype=bool)
+        for t_leaves in leaves_of:
+            always |= forest.w_has[forest.w_row[t_leaves]].all(axis=0)
+        self.always_has = always
+        self.all_vote = bool(always.all())
+        # Sums are made in the weights' own precision and in the trees' order, as onnxruntime makes them: a
+        # float32 model's class scores then tie (two classes at exactly 0.5) where onnxruntime's do.
+        self.acc_dtype = np.dtype(acc_dtype)
+        self.w_sum = self.w_sum.astype(self.acc_dtype)
+        self.w_min, self.w_max = self.w_min.astype(self.acc_dtype), self.w_max.astype(self.acc_dtype)
+        position = np.empty(self.n_trees, np.intp)  # where each tree (in model order) is in the depth order
+        position[order] = np.arange(self.n_trees)
+        self.position = position
+        # Trees whose leaves all vote for one target (boosted models): per target, one [tree, row] sum.
+        self.groups: list[np.ndarray] | None = None
+        self.leaf_value: np.ndarray | None = None
+        per_row = forest.w_has.sum(axis=1)
+        if not (per_row > 1).any():
+            target = np.argmax(forest.w_has, axis=1)
+            tree_target = np.full(self.n_trees, -1)
+            single = True
+            for t, t_leaves in enumerate(leaves_of):
+                rows = forest.w_row[t_leaves]
+                carried = np.unique(target[rows[per_row[rows] > 0]])
+                if carried.size > 1:
+                    single = False
+                    break
+                tree_target[t] = carried[0] if carried.size else 0
+            if single:
+                value = forest.w_sum[np.arange(per_row.size), target].astype(self.acc_dtype)
+                self.leaf_value = np.repeat(value[forest.w_row], 2)
+                self.groups = [position[np.flatnonzero(tree_target == j)] for j in range(k)]
+
+    def check(self, x: np.ndarray) -> None:
+        """Refuse an input with fewer features than the forest reads."""
+        if self.max_feature >= x.shape[1]:
+            raise EvaluationError(f"tree ensemble: feature id {self.max_feature} but X has {x.shape[1]} features")
+
+    def states(self, x: np.ndarray) -> np.ndarray:
+        """The leaf each row reaches in each tree, as states ``2 * leaf``, ``[trees, rows]`` (depth-sorted trees)."""
+        self.check(x)
+        n = x.shape[0]
+        use32 = x.dtype == np.float32 and self.thr32 is not None
+        cmp_dtype = np.float32 if use32 else np.float64
+        thr = self.thr32 if use32 else self.thr64
+        assert thr is not None
+        if n == 1 and x.dtype == cmp_dtype:
+            xt = x.reshape(-1)
+        else:
+            xt = np.ascontiguousarray(x.T, dtype=cmp_dtype).ravel()
+        nan = self.miss is not None and bool(np.isnan(xt).any())
+        if n == 1 and self.uniform is not None and not nan:
+            return self._states_one(xt, thr[0::2] if self.jump is not None else thr)[:, None]
+        feat = self.feature * n if n > 1 else self.feature
+        s = np.empty((self.n_trees, n), np.intp)
+        s[:] = self.roots[:, None]
+        col = np.arange(n, dtype=np.intp)
+
+        def run(a: int, b: int) -> None:
+            # Hot loop: bound methods and views made once per change of the active prefix (numpy's per-call cost
+            # dominates a batch of one row).
+            block = s[a:b]
+            f_buf, v_buf = np.empty(block.shape, np.intp), np.empty(block.shape, cmp_dtype)
+            t_buf, c_buf = np.empty(block.shape, cmp_dtype), np.empty(block.shape, bool)
+            feat_take, x_take, thr_take, child_take = feat.take, xt.take, thr.take, self.child.take
+            cmp, add = self.uniform, np.add
+            last = -1
+            sv: np.ndarray = block
+            f: np.ndarray = block
+            v: np.ndarray = block
+            t: np.ndarray = block
+            c: np.ndarray = block
+            for k_act in self.active:
+                k = min(k_act, b) - a
+                if k <= 0:
+                    break
+                if k != last:
+                    sv, f, v, t, c = block[:k], f_buf[:k], v_buf[:k], t_buf[:k], c_buf[:k]
+                    last = k
+                feat_take(sv, None, f, "clip")
+                if n > 1:
+                    add(f, col, out=f)
+                x_take(f, None, v, "clip")
+                thr_take(sv, None, t, "clip")
+                if cmp is not None:
+                    cmp(v, t, out=c)
+                else:
+                    self._mixed(sv, v, t, c)
+                if nan:
+                    assert self.miss is not None
+                    c |= self.miss[sv] & np.isnan(v)
+                add(sv, c, out=sv)
+                child_take(sv, None, sv, "clip")
+
+        pairs = self.n_trees * n
+        threads = active_threads() if pairs >= _PARALLEL_PAIRS else 1
+        parallel_for(run, self.n_trees, threads=threads, min_block=1)
+        # No cycle reaches here (_depths refused it): after `depth` steps every pair is at a leaf.
+        return s
+
+    def _states_one(self, xrow: np.ndarray, thr: np.ndarray) -> np.ndarray:
+        """:meth:`states` of one row, uniform comparison, no NaN routing: the fewest numpy calls per level.
+
+        With :attr:`jump`, ``thr`` holds one threshold per node (not per state)."""
+        feat, child, cmp = self.feature, self.child, self.uniform
+        assert cmp is not None
+        if self.jump is not None:
+            node_feat, child_node, base = self.jump
+            nxt = child_node[base + cmp(xrow[node_feat], thr)]
+            s = self.roots >> 1
+            for _ in self.active:
+                s = nxt[s]
+            return s << 1
+        s = self.roots.copy()
+        last = -1
+        sv = s
+        for k in self.active:
+            if k != last:
+                sv = s[:k]
+                last = k
+            sv += cmp(xrow[feat[sv]], thr[sv])
+            sv[...] = child[sv]
+        return s
+
+    def _mixed(self, sv: np.ndarray, v: np.ndarray, t: np.ndarray, c: np.ndarray) -> None:
+        assert self.mode is not None
+        md = self.mode[sv]
+        c[...] = False
+        for code, fn in enumerate(_COMPARE):
+            sel = md == code
+            if sel.any():
+                c[sel] = fn(v[sel], t[sel])
+        mem = md == _MEMBER
+        if mem.any():
+            sets = self.member_sets[self.member_row[sv[mem]]]
+            c[mem] = (sets == v[mem][:, None]).any(axis=1)
+
+    def aggregate(self, x: np.ndarray, aggregate: str) -> tuple[np.ndarray, np.ndarray]:
+        """Per-target aggregate of the reached leaves' weights, ``[N, K]`` in :attr:`acc_dtype`, and whether any
+        leaf voted. Sums run tree by tree in the model's order (``cumsum`` is sequential)."""
+        s = self.states(x)
+        n, k = x.shape[0], self.n_targets
+        if self.all_vote:
+            has = np.ones((n, k), dtype=bool)
+        else:
+            has = self.has_rows[self.w_row[s]].any(axis=0) if self.n_trees else np.zeros((n, k), dtype=bool)
+        if not self.n_trees:
+            return np.zeros((n, k), self.acc_dtype), has
+        if aggregate in ("SUM", "AVERAGE"):
+            if self.groups is not None and self.leaf_value is not None:
+                vals = self.leaf_value[s]
+                acc = np.zeros((n, k), self.acc_dtype)
+                for j, rows in enumerate(self.groups):
+                    if rows.size:
+                        acc[:, j] = _sum_trees(vals[rows])
+            else:
+                acc = _sum_trees(self.w_sum[self.w_row[s[self.position]]])
+            if aggregate == "AVERAGE":
+                acc /= self.acc_dtype.type(self.n_trees)
+            return acc, has
+        rows = self.w_row[s]
+        acc = self.w_min[rows].min(axis=0) if aggregate == "MIN" else self.w_max[rows].max(axis=0)
+        return np.where(has, acc, self.acc_dtype.type(0)), has
+
+
+def _sum_trees(v: np.ndarray) -> np.ndarray:
+    """The sum over axis 0 (trees) of ``v``, added tree after tree. Over the outer axis of an array with several
+    columns numpy's ``sum`` accumulates row after row; a single column would be summed pairwise, so it goes
+    through ``cumsum``, which is sequential by definition."""
+    if v.ndim > 1 and v[0].size > 1:
+        return np.asarray(v.sum(axis=0))
+    return np.asarray(v.cumsum(axis=0)[-1])
+
+
+def _depths(forest: Any, roots: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Each tree's depth (interior levels on its longest path) and the leaves reachable from its root."""
+    mode = forest.mode
+    m = mode.size
+    t_count = roots.size
+    depth = np.zeros(t_count, np.int64)
+    tree = np.arange(t_count)
+    node = roots.astype(np.int64)
+    leaf_tree: list[np.ndarray] = []
+    leaf_node: list[np.ndarray] = []
+    for level in range(m + 1):
+        if node.size == 0:
+            break
+        is_leaf = mode[node] == _LEAF
+        leaf_tree.append(tree[is_leaf])
+        leaf_node.append(node[is_leaf])
+        tree, node = tree[~is_leaf], node[~is_leaf]
+        depth[tree] = level + 1
+        tree = np.concatenate([tree, tree])
+        node = np.concatenate([forest.true_idx[node], forest.false_idx[node]])
+        key = np.unique(tree * m + node)
+        tree, node = key // m, key % m
+    else:
+        raise EvaluationError("tree ensemble: a tree contains a cycle")
+    lt = np.concatenate(leaf_tree) if leaf_tree else np.zeros(0, np.int64)
+    ln = np.concatenate(leaf_node) if leaf_node else np.zeros(0, np.int64)
+    order = np.argsort(lt, kind="stable")
+    lt, ln = lt[order], ln[order]
+    cuts = np.searchsorted(lt, np.arange(t_count + 1))
+    return depth, [ln[cuts[i] : cuts[i + 1]] for i in range(t_count)]

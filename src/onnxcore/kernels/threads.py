@@ -1,0 +1,154 @@
+"""A small thread pool for kernels, and the number of threads the evaluation running in this context may use.
+
+numpy releases the GIL inside its loops, so a pass over a large array split into blocks runs on several cores
+from Python threads. A kernel asks :func:`active_threads` how many it may use (a session sets it for its runs
+with :func:`threads_in_effect`, as it sets the limits); :func:`parallel_for` runs its blocks.
+
+Determinism: a kernel splits only work whose blocks are independent (rows of an elementwise pass, channels of a
+depthwise convolution, trees of an ensemble) and combines their results in a fixed order, so every result is
+the same, bit for bit, for any number of threads; the tests check it.
+
+The pool is process-wide, created on first use and grown to the largest number asked for; its workers run with
+one thread (:func:`active_threads` is 1 there: blocks never split again).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import os
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+__all__ = [
+    "BLOCK_ELEMENTS",
+    "MIN_PARALLEL_ELEMENTS",
+    "active_threads",
+    "blockwise",
+    "machine_threads",
+    "parallel_for",
+    "threads_in_effect",
+]
+
+MIN_PARALLEL_ELEMENTS = 1 << 18
+"""Below about this many elements a pass costs less than handing its blocks to other threads."""
+
+BLOCK_ELEMENTS = 1 << 15
+"""Elements per block of :func:`blockwise`: a formula's temporaries of a block stay in the L2 cache."""
+
+_ACTIVE: contextvars.ContextVar[int] = contextvars.ContextVar("onnxcore_threads")
+_pool: ThreadPoolExecutor | None = None
+_pool_size = 0
+_pool_lock = threading.Lock()
+
+
+def machine_threads() -> int:
+    """The threads this process may run on: the CPUs it is allowed (``os.sched_getaffinity``), else the CPU count."""
+    getaff = getattr(os, "sched_getaffinity", None)
+    if getaff is not None:
+        return max(1, len(getaff(0)))
+    return max(1, os.cpu_count() or 1)
+
+
+def active_threads() -> int:
+    """How many threads a kernel may use here: those of the session evaluating in this context, else 1."""
+    return _ACTIVE.get(1)
+
+
+@contextlib.contextmanager
+def threads_in_effect(threads: int) -> Iterator[None]:
+    """Make ``threads`` (at least 1) the :func:`active_threads` of this context inside the ``with`` block."""
+    token = _ACTIVE.set(max(1, int(threads)))
+    try:
+        yield
+    finally:
+        _ACTIVE.reset(token)
+
+
+def _executor(workers: int) -> ThreadPoolExecutor:
+    global _pool, _pool_size
+    with _pool_lock:
+        if _pool is None or _pool_size < workers:
+            old = _pool
+            _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="onnxcore-kernel")
+            _pool_size = workers
+            if old is not None:
+                old.shutdown(wait=False)
+        return _pool
+
+
+def parallel_for(fn: Callable[[int, int], Any], total: int, *, threads: int, min_block: int = 1) -> None:
+    """Call ``fn(start, stop)`` over consecutive blocks covering ``range(total)``, on up to ``threads`` threads.
+
+    The calling thread runs the first block itself; the call returns when every block is done, and re-raises the
+    first block's exception (in block order). ``fn`` writes its results to places no other block writes, so the
+    outcome does not depend on the number of blocks. Blocks hold at least ``min_block`` items.
+    """
+    blocks = _blocks(total, threads, min_block)
+    if len(blocks) <= 1:
+        if total:
+            fn(0, total)
+        return
+    pool = _executor(len(blocks) - 1)
+    futures = [pool.submit(fn, a, b) for a, b in blocks[1:]]
+    first: BaseException | None = None
+    try:
+        fn(*blocks[0])
+    except BaseException as e:  # the others still finish before the error is raised: they write into our arrays
+        first = e
+    for f in futures:
+        e2 = f.exception()
+        if first is None and e2 is not None:
+            first = e2
+    if first is not None:
+        raise first
+
+
+def _blocks(total: int, threads: int, min_block: int) -> Sequence[tuple[int, int]]:
+    n = max(1, min(threads, total // max(1, min_block)))
+    step, extra = divmod(total, n)
+    out = []
+    a = 0
+    for i in range(n):
+        b = a + step + (1 if i < extra else 0)
+        out.append((a, b))
+        a = b
+    return out
+
+
+def blockwise(
+    fn: Callable[..., None],
+    x: Any,
+    out: Any,
+    *,
+    block: int = BLOCK_ELEMENTS,
+    min_size: int | None = None,
+    indexed: bool = False,
+) -> bool:
+    """Evaluate an elementwise formula by blocks: ``fn(x_block, out_block)`` over consecutive blocks of the
+    flattened C-contiguous arrays ``x`` and ``out`` (same size), on the kernel threads; with ``indexed``,
+    ``fn(start, x_block, out_block)`` where ``start`` is the block's first flat index.
+
+    Blocks depend on the size alone, so each element is computed the same way for any number of threads. Returns
+    False (doing nothing) when ``x`` has fewer than ``min_size`` elements (default: two blocks): the caller then
+    evaluates the formula whole.
+    """
+    size = x.size
+    if size < (2 * block if min_size is None else min_size):
+        return False
+    xf, of = x.reshape(-1), out.reshape(-1)
+    n_blocks = -(-size // block)
+
+    def run(a: int, b: int) -> None:
+        for i in range(a * block, min(b * block, size), block):
+            j = min(size, i + block)
+            if indexed:
+                fn(i, xf[i:j], of[i:j])
+            else:
+                fn(xf[i:j], of[i:j])
+
+    threads = active_threads() if size >= MIN_PARALLEL_ELEMENTS else 1
+    parallel_for(run, n_blocks, threads=threads)
+    return True
