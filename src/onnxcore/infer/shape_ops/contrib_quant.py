@@ -18,7 +18,7 @@ from onnxcore.infer.shape_core import (
     unify,
 )
 from onnxcore.infer.shape_ops.conv_pool import _conv_out, _per_axis, _spatial_out
-from onnxcore.infer.shape_ops.linalg import _gemm, _matmul
+from onnxcore.infer.shape_ops.linalg import _matmul, gemm_shapes
 
 __all__: list[str] = []
 
@@ -121,7 +121,7 @@ def _nhwc_conv(ctx: ShapeContext) -> list[ShapeT | None]:
 
 @shape_rule("FusedGemm", domain=_MS)
 def _fused_gemm(ctx: ShapeContext) -> list[ShapeT | None]:
-    return list(_gemm(ctx))
+    return gemm_shapes(ctx, old_broadcast=False)  # C broadcasts to (M, N) as in Gemm-7 and later
 
 
 def _batch_trans(s: ShapeT | None, batch: bool, trans: bool) -> ShapeT | None:

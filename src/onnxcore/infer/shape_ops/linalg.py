@@ -78,6 +78,11 @@ def _qlinear_matmul(ctx: ShapeContext) -> list[ShapeT | None]:
 
 @shape_rule("Gemm")
 def _gemm(ctx: ShapeContext) -> list[ShapeT | None]:
+    return gemm_shapes(ctx, old_broadcast=ctx.since < 7)
+
+
+def gemm_shapes(ctx: ShapeContext, *, old_broadcast: bool) -> list[ShapeT | None]:
+    """Gemm's output shape; ``old_broadcast``: Gemm-1/6's rule for C (the ``broadcast`` attribute)."""
     a, b = ctx.shape(0), ctx.shape(1)
     # A is (M, K) and B is (K, N), transposed by transA/transB.
     for name, s in (("A", a), ("B", b)):
@@ -89,7 +94,7 @@ def _gemm(ctx: ShapeContext) -> list[ShapeT | None]:
     c = ctx.shape(2) if ctx.present(2) else None
     if c is not None:
         mn = [m, n]
-        if ctx.since < 7 and not ctx.attr("broadcast", 0):
+        if old_broadcast and not ctx.attr("broadcast", 0):
             # Gemm-1/6 without broadcast: C has the shape (M, N) of the output.
             if len(c) != 2:
                 ctx.fail(f"C of rank {len(c)} is not (M, N) (broadcast=0 before opset 7)")
