@@ -23,7 +23,7 @@ _LOCAL = frozenset({"threads", "threading", "processes", "multiprocessing", "syn
 
 
 def _client(client: Any) -> Any:
-    """The distributed client to scatter to: the one given; None (local) for ``client=False`` or a local
+    """The distributed client to send the model to: the one given; None (local) for ``client=False`` or a local
     scheduler set in ``dask.config`` (``dask.config.set(scheduler="processes")``); else the default client."""
     if client is False:
         return None
@@ -42,17 +42,22 @@ def _client(client: Any) -> Any:
 
 
 def ship(ref: ModelRef, data: bytes | None, client: Any = None) -> Any:
-    """What the tasks take as their payload argument, so that the model travels once.
+    """Send the model where the tasks will find it, once; return the tasks' payload argument.
 
-    A path: nothing (every worker reads the file). Octets under a distributed client: one future,
-    scattered to every worker once (``broadcast=True``). Octets under a local scheduler: the path of a
-    file written once (the processes scheduler would otherwise pickle the octets into every task).
+    A path: nothing to send (every worker reads the file), payload None. Octets under a distributed client:
+    a worker plugin gives them to each worker once, a worker that joins later included (payload None: the
+    tasks carry only the hash). Octets under a local scheduler: the path of a file written once (the
+    processes scheduler would otherwise pickle the octets into every task).
     """
     if data is None:
         return None
     c = _client(client)
     if c is not None:
-        return c.scatter(data, broadcast=True, hash=False)
+        # lazy: the plugin subclasses distributed's WorkerPlugin, loaded only for a distributed client
+        from onnxcore.dask.plugin import ModelPlugin, plugin_name
+
+        c.register_plugin(ModelPlugin(ref.key, data), name=plugin_name(ref.key))
+        return None
     return spill(ref, data)
 
 
@@ -70,16 +75,16 @@ def run(
 
     Args:
         model: A path every worker can read (weights stay memory-mapped there), the model's octets, an
-            onnxcore ``ModelProto`` or an ``onnx.ModelProto``. Octets travel once: scattered to each worker
-            of a distributed client (``client``, or the default one), or written once to a local file for
-            the threaded and processes schedulers.
+            onnxcore ``ModelProto`` or an ``onnx.ModelProto``. Octets travel once: to each worker of a
+            distributed client (``client``, or the default one) in a worker plugin, or written once to a
+            local file for the threaded and processes schedulers.
         inputs: A Dask array (for a model with one input to feed), a dict of them by input name (chunked
             along axis 0 alike; other axes are made one chunk), or a Dask data frame (columns to inputs:
             :mod:`onnxcore.dask.frames`).
         output_names: The outputs to compute; None for all.
         columns: For a data frame: input name to a column or a list of columns (stacked to ``[N, k]``),
             overriding the default matching.
-        client: A ``distributed.Client`` to scatter the model's octets to. By default the current client,
+        client: A ``distributed.Client`` to send the model's octets to. By default the current client,
             unless ``dask.config``'s scheduler is a local one; ``False``: the graph is for a local scheduler
             (threads, processes), the octets are written once to a local file.
         check: Validate the model when each worker builds its session.

@@ -1,8 +1,9 @@
 """One session per worker process: the model's reference that travels with the tasks, and the cache it keys.
 
 A task never carries the model itself. It carries a :class:`ModelRef` (a few hundred octets: the model's
-canonical hash, and either a path every worker can read or nothing) and, for a model held in memory, a
-reference to the one copy Dask holds (a scattered future, or a file written once for the local schedulers).
+canonical hash, and either a path every worker can read or nothing) and, for a model held in memory under a
+local scheduler, the path of a file written once. On a distributed cluster the octets reach each worker once,
+in a worker plugin (:mod:`onnxcore.dask.plugin`) that installs them here (:func:`install`).
 In each worker process the first task builds the :class:`~onnxcore.Session` and every later task, on any
 thread, reuses it: :func:`session_for` keys the process-wide cache by the canonical hash (docs/canonical.md),
 so equal models share one session whatever file or octets they came from.
@@ -24,7 +25,16 @@ from onnxcore.errors import OnnxCoreError
 from onnxcore.proto import ModelProto
 from onnxcore.proto.codec import encode_parts
 
-__all__ = ["ModelRef", "built_sessions", "clear_sessions", "model_hash", "prepare_model", "session_for"]
+__all__ = [
+    "ModelRef",
+    "built_sessions",
+    "clear_sessions",
+    "install",
+    "model_hash",
+    "prepare_model",
+    "session_for",
+    "spill",
+]
 
 
 class ModelRef:
@@ -100,6 +110,15 @@ def prepare_model(
     return ModelRef(model_hash(loaded), None, check=check), data, loaded
 
 
+# Octets installed in this process by a worker plugin (onnxcore.dask.plugin), by model hash.
+_INSTALLED: dict[str, bytes] = {}
+
+
+def install(key: str, data: bytes) -> None:
+    """Keep a model's octets in this process, for :func:`session_for` to build its session from."""
+    _INSTALLED[key] = data
+
+
 # The process-wide cache: (hash, check) -> Session. A lock per key, so two threads of one worker build it once.
 _SESSIONS: dict[tuple[str, bool], onnxcore.Session] = {}
 _BUILT: dict[str, int] = {}
@@ -112,7 +131,8 @@ def session_for(ref: ModelRef, payload: bytes | str | None = None) -> onnxcore.S
 
     Args:
         ref: The model's reference.
-        payload: The model when ``ref.path`` is None: its octets, or the path of a file holding them.
+        payload: The model when ``ref.path`` is None: its octets, or the path of a file holding them; None:
+            the octets a worker plugin installed (:func:`install`).
 
     Raises:
         OnnxCoreError: no path and no payload, or the model cannot be loaded here.
@@ -127,6 +147,8 @@ def session_for(ref: ModelRef, payload: bytes | str | None = None) -> onnxcore.S
         session = _SESSIONS.get(key)
         if session is None:
             source: Any = ref.path if ref.path is not None else payload
+            if source is None:
+                source = _INSTALLED.get(ref.key)
             if source is None:
                 raise OnnxCoreError(f"model {ref.key[:12]}: no path and no octets reached this worker")
             if isinstance(source, str) and ref.allow_outside:
