@@ -234,7 +234,9 @@ def score(
     pieces = plan_pieces(source, batch_rows)
     plan: ColumnPlan | None = None
     if pieces and pieces[0].kind == "parquet":
-        plan = plan_columns(local, pq.ParquetFile(pieces[0].path).schema_arrow.names)
+        # pandas stores a frame's index as columns __index_level_N__: they go back to the index, never to inputs.
+        names_in = [n for n in pq.ParquetFile(pieces[0].path).schema_arrow.names if not n.startswith("__index_level_")]
+        plan = plan_columns(local, names_in)
     elif pieces:
         _check_npy_input(local, pieces)
     parent = target.parent if str(target.parent) else Path(".")
