@@ -115,7 +115,10 @@ def test_string_column_to_input_by_name_threads(string_pipeline: bytes) -> None:
     frame["city"] = frame["city"].astype(object)
     label, _ = onnxcore.Session(string_pipeline).run(None, whole_frame_feeds(frame))
     shuffled = dd.from_pandas(frame[["city", "b", "a"]], npartitions=3)
-    got = ocd.run(string_pipeline, shuffled, output_names=["output_label"], client=False).compute(scheduler="threads")
+    result = ocd.run(string_pipeline, shuffled, output_names=["output_label"], client=False)
+    tasks = _tasks(result, "_run_partition")
+    assert len(tasks) == 3 and not any(string_pipeline in t for t in tasks)  # a local file's path instead
+    got = result.compute(scheduler="threads")
     assert list(got.columns) == ["output_label"]
     np.testing.assert_array_equal(got["output_label"].to_numpy(), label)
 
