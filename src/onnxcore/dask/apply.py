@@ -90,6 +90,10 @@ def run(
         check: Validate the model when each worker builds its session.
         allow_outside: For a path: let external data lie outside the model's directory (Clause 15.3).
 
+    The client builds a session of its own too, for a run on two rows of zeros (arrays) or of the frame's
+    ``meta`` (data frames) that gives the outputs' dtypes, trailing shapes and ZipMap keys; nothing is computed
+    on the inputs until the result is.
+
     Returns:
         For arrays: a list of Dask arrays, one per output, chunked along axis 0 as the inputs. For a data
         frame: a Dask data frame on the same partitions and index (columns: :mod:`onnxcore.dask.frames`).

@@ -307,7 +307,8 @@ def _run_tasks(
         from distributed import as_completed  # lazy: only a distributed run needs it
 
         futures = [
-            client.submit(_score_piece, ref, payload, p, i, *args, key=f"onnxcore-batch-{ref.key[:12]}-{i}")
+            # pure=False: fresh keys, never a task of an earlier (interrupted) run writing into its own directory
+            client.submit(_score_piece, ref, payload, p, i, *args, pure=False)
             for i, p in enumerate(pieces)
         ]
         done = rows = 0
