@@ -23,7 +23,12 @@ def plugin_name(key: str) -> str:
 
 
 class ModelPlugin(WorkerPlugin):
-    """Installs a model's octets in each worker process (:func:`onnxcore.dask.sessions.install`)."""
+    """Installs a model's octets in each worker process (:func:`onnxcore.dask.sessions.install`).
+
+    Idempotent: registering the same model again (another ``run`` call) leaves the workers alone.
+    """
+
+    idempotent = True
 
     def __init__(self, key: str, data: bytes) -> None:
         self.key = key
