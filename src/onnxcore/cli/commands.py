@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import hashlib
 import json
 import os
 import signal
@@ -25,7 +24,7 @@ from onnxcore.conformance.runner import discover, run_package, summarize_by_oper
 from onnxcore.conformance.statement import build_statement, render_markdown
 from onnxcore.errors import InputError, OnnxCoreError
 from onnxcore.infer import annotate
-from onnxcore.proto.codec import encode_parts
+from onnxcore.io import canonical_digest
 from onnxcore.text import to_text
 from onnxcore.types import value_from_proto
 
@@ -307,11 +306,7 @@ def model_digest(path: str | Path, *, allow_outside: bool = False) -> str:
         allow_outside: Let external data lie outside the model's directory (Clause 15.3).
     """
 
-    model = onnxcore.internalize(onnxcore.load(path, allow_outside=allow_outside))
-    h = hashlib.sha256()
-    for part in encode_parts(model, canonical=True).parts():
-        h.update(part)
-    return h.hexdigest()
+    return canonical_digest(onnxcore.load(path, allow_outside=allow_outside))
 
 
 def cmd_hash(args: argparse.Namespace) -> int:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import hashlib
 import os
 import tempfile
 import threading
@@ -22,8 +21,8 @@ from typing import Any
 
 import onnxcore
 from onnxcore.errors import OnnxCoreError
+from onnxcore.io import canonical_digest
 from onnxcore.proto import ModelProto
-from onnxcore.proto.codec import encode_parts
 
 __all__ = [
     "ModelRef",
@@ -67,15 +66,8 @@ class ModelRef:
 
 
 def model_hash(model: ModelProto) -> str:
-    """SHA-256 (hex) of ``model``'s canonical encoding with external contents inlined.
-
-    The same content gives the same hash whether its weights are inline or external, in whatever field order
-    another writer put them (docs/canonical.md); the ``onnxcore hash`` command prints the same digest.
-    """
-    h = hashlib.sha256()
-    for part in encode_parts(onnxcore.internalize(model), canonical=True).parts():
-        h.update(part)
-    return h.hexdigest()
+    """The key of a model's sessions: :func:`onnxcore.io.canonical_digest` (what ``onnxcore hash`` prints)."""
+    return canonical_digest(model)
 
 
 def prepare_model(
