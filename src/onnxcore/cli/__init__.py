@@ -179,7 +179,9 @@ def _parser() -> argparse.ArgumentParser:
         help="a dask.distributed scheduler (tcp://host:8786), or threads/processes/synchronous for a local "
         "scheduler (default: a local cluster of --workers processes)",
     )
-    b.add_argument("--workers", type=_positive, help="worker processes of the local cluster (default: CPU count)")
+    b.add_argument(
+        "--workers", type=_positive, metavar="N", help="worker processes of the local cluster (default: CPU count)"
+    )
     b.add_argument("--batch-rows", type=_positive, default=65536, metavar="K", help="rows per task (default 65536)")
     b.add_argument("--output-name", action="append", default=[], metavar="NAME", help="an output to write")
     b.add_argument("--no-check", action="store_true", help="do not validate the model first")

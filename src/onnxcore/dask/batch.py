@@ -61,6 +61,8 @@ class BatchResult:
 
 
 def _files(path: Path) -> tuple[str, list[Path]]:
+    if not path.exists():
+        raise InputError(f"--input {path}: no such file or directory")
     if path.is_dir():
         parquet = sorted(p for p in path.iterdir() if p.suffix == ".parquet" and not p.name.startswith("."))
         npy = sorted(p for p in path.iterdir() if p.suffix == ".npy" and not p.name.startswith("."))
