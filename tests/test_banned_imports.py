@@ -39,7 +39,10 @@ def test_importing_everything_loads_no_oracle() -> None:
         "import sys, importlib, pkgutil, onnxcore\n"
         "for m in pkgutil.walk_packages(onnxcore.__path__, 'onnxcore.'):\n"
         "    if m.name.endswith('__main__'): continue\n"
-        "    importlib.import_module(m.name)\n"
+        # onnxcore.dask is the optional extra: without dask installed it cannot be imported at all.
+        "    try: importlib.import_module(m.name)\n"
+        "    except ImportError:\n"
+        "        if not m.name.startswith('onnxcore.dask'): raise\n"
         "from onnxcore.kernels.registry import registered\n"
         "list(registered())\n"
         f"bad = [m for m in sys.modules if any(m == b or m.startswith(b + '.') for b in {BANNED!r})]\n"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import mmap
 import os
 import tempfile
@@ -9,14 +10,14 @@ from pathlib import Path
 from typing import IO, TypeVar
 
 from onnxcore.errors import DecodeLimitError, file_error
-from onnxcore.external import base_dir_of, load_external_data, save_model
+from onnxcore.external import base_dir_of, internalize, load_external_data, save_model
 from onnxcore.limits import DEFAULT_LIMITS, Limits
 from onnxcore.proto.bridge import OnnxMessage, as_message, is_onnx_message
 from onnxcore.proto.codec import DEFAULT_MAX_DEPTH, decode_message, encode_parts
 from onnxcore.proto.message import Message
 from onnxcore.proto.messages import ModelProto
 
-__all__ = ["decode", "encode", "load", "save", "read_source", "write_atomic"]
+__all__ = ["canonical_digest", "decode", "encode", "load", "save", "read_source", "write_atomic"]
 
 M = TypeVar("M", bound=Message)
 
@@ -51,6 +52,22 @@ def encode(message: Message | OnnxMessage, *, canonical: bool = False) -> bytes:
         TypeError: ``message`` is not a message.
     """
     return encode_parts(as_message(message, None, "encode"), canonical=canonical).getvalue()
+
+
+def canonical_digest(model: ModelProto) -> str:
+    """SHA-256 (hex) of ``model``'s canonical encoding with resolved external contents inlined.
+
+    The same content gives the same digest whether its weights are inline or external, in whatever field
+    order another writer put them (docs/canonical.md): what ``onnxcore hash`` prints, and the key of the
+    sessions ``onnxcore.dask`` caches per worker.
+
+    Raises:
+        ExternalDataError: an external tensor is unresolved.
+    """
+    h = hashlib.sha256()
+    for part in encode_parts(internalize(model), canonical=True).parts():
+        h.update(part)
+    return h.hexdigest()
 
 
 def read_source(source: Source) -> tuple[memoryview, Path | None]:

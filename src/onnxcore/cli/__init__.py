@@ -186,6 +186,36 @@ def _parser() -> argparse.ArgumentParser:
     )
     rp.add_argument("--format", choices=["html", "svg"], default="html", help="the page (html) or the drawing alone")
     _allow_outside(rp)
+
+    b = sub.add_parser(
+        "batch",
+        help="score a Parquet table or .npy arrays on Dask into one output file (needs onnxcore[dask])",
+        description="Run MODEL over every row of DATA on Dask workers, one session per worker. The output "
+        "appears only when complete (part files in a hidden directory beside it, then a rename); interrupted "
+        "(Ctrl-C, SIGTERM), nothing is left. Parquet columns feed the inputs of the same name (one column to "
+        "an [N, 1] input) and the columns left over are stacked for the one input left ([N, k]).",
+    )
+    b.add_argument("model")
+    b.add_argument("--input", required=True, metavar="DATA", help="a .parquet or .npy file, or a directory of them")
+    b.add_argument(
+        "--output",
+        required=True,
+        metavar="OUT",
+        help="OUT.parquet (a dataset directory of part files: a column per output, name_0.. for [N, k], "
+        "name_KEY for ZipMap's maps) or OUT.npy (one output)",
+    )
+    b.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="a dask.distributed scheduler (tcp://host:8786), or threads/processes/synchronous for a local "
+        "scheduler (default: a local cluster of --workers processes)",
+    )
+    b.add_argument(
+        "--workers", type=_positive, metavar="N", help="worker processes of the local cluster (default: CPU count)"
+    )
+    b.add_argument("--batch-rows", type=_positive, default=65536, metavar="K", help="rows per task (default 65536)")
+    b.add_argument("--output-name", action="append", default=[], metavar="NAME", help="an output to write")
+    b.add_argument("--no-check", action="store_true", help="do not validate the model first")
     return p
 
 

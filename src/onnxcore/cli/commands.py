@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import hashlib
 import json
 import os
+import signal
 import sys
 import tempfile
+import time
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -21,9 +22,9 @@ from onnxcore.cli.validate import check_models
 from onnxcore.conformance.generate import generate_node_package
 from onnxcore.conformance.runner import discover, run_package, summarize_by_operator, terminal_progress
 from onnxcore.conformance.statement import build_statement, render_markdown
-from onnxcore.errors import OnnxCoreError
+from onnxcore.errors import InputError, OnnxCoreError
 from onnxcore.infer import annotate
-from onnxcore.proto.codec import encode_parts
+from onnxcore.io import canonical_digest
 from onnxcore.reporting import report
 from onnxcore.text import to_text
 from onnxcore.types import value_from_proto
@@ -42,6 +43,7 @@ __all__ = [
     "cmd_report",
     "cmd_conformance",
     "cmd_statement",
+    "cmd_batch",
 ]
 
 # Four flowers (sepal length, sepal width, petal length, petal width) for the demo.
@@ -306,11 +308,7 @@ def model_digest(path: str | Path, *, allow_outside: bool = False) -> str:
         allow_outside: Let external data lie outside the model's directory (Clause 15.3).
     """
 
-    model = onnxcore.internalize(onnxcore.load(path, allow_outside=allow_outside))
-    h = hashlib.sha256()
-    for part in encode_parts(model, canonical=True).parts():
-        h.update(part)
-    return h.hexdigest()
+    return canonical_digest(onnxcore.load(path, allow_outside=allow_outside))
 
 
 def cmd_hash(args: argparse.Namespace) -> int:
@@ -418,4 +416,57 @@ def cmd_statement(args: argparse.Namespace) -> int:
     st = build_statement(results)
     text = json.dumps(st, indent=1) + "\n" if args.json else render_markdown(st)
     write_text(args.output or "-", text)
+    return 0
+
+
+def _interrupt_on_term(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def cmd_batch(args: argparse.Namespace) -> int:
+    """Score a table or arrays on Dask into one output that appears only when complete."""
+    _require_readable(args.model)
+    try:
+        # lazy: dask, pandas and pyarrow are the optional extra of this one command
+        from onnxcore.dask.batch import score
+    except ImportError as e:
+        raise CliError(f"needs the dask extra (pip install 'onnxcore[dask]'): {e}") from None
+    if os.path.lexists(args.output):  # a dataset directory or a file: never replaced, never merged into
+        raise CliError(f"--output {args.output}: exists; remove it or choose another name")
+    check_writable(args.output)
+    started = time.perf_counter()
+
+    def progress(done: int, total: int, rows: int) -> None:
+        if not sys.stderr.isatty():
+            return
+        width = 30
+        filled = width * done // max(total, 1)
+        rate = rows / max(time.perf_counter() - started, 1e-9)
+        _status(
+            "onnxcore batch",
+            f"[{'#' * filled}{'.' * (width - filled)}] {done}/{total} parts, {rows} rows, {rate:,.0f} rows/s",
+        )
+
+    # SIGTERM cleans up as Ctrl-C does: the partial parts are removed, nothing appears at the output path.
+    previous = signal.signal(signal.SIGTERM, _interrupt_on_term)
+    try:
+        result = score(
+            args.model,
+            args.input,
+            args.output,
+            scheduler=args.scheduler,
+            workers=args.workers,
+            batch_rows=args.batch_rows,
+            output_names=args.output_name or None,
+            check=not args.no_check,
+            progress=progress,
+        )
+    except InputError as e:  # the data or the options do not fit the model: an argument error (exit code 2)
+        raise CliError(str(e)) from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        _status("onnxcore batch", None)
+    rate = result.rows / max(result.seconds, 1e-9)
+    took = f"{result.parts} parts, {result.seconds:.1f} s, {rate:,.0f} rows/s"
+    print(f"wrote {result.rows} rows to {result.output} ({took})")
     return 0
