@@ -92,6 +92,8 @@ class GraphIR:
         keep_all: bool = False,
         fed: frozenset[str] | None = None,
         ranks: Mapping[str, int] | None = None,
+        known: Mapping[str, Any] | None = None,
+        signature: tuple[Any, ...] | None = None,
     ) -> Plan:
         """The plan computing ``outputs`` (all declared outputs by default); cached.
 
@@ -100,14 +102,22 @@ class GraphIR:
         which then counts as a constant (Clause 7.2). None: every input is supplied (subgraphs, functions).
         ``ranks`` are input ranks the caller guarantees (a session checks every feed against its declared
         rank); the plan may rely on them.
+        ``known`` are values of node outputs that the caller guarantees for every run of this plan (the
+        ``Shape`` values decided by the input shapes ``signature`` names, :mod:`onnxcore.runtime.optimize.
+        specialize`): those nodes become constants, folded further. Such plans are cached by ``signature``
+        (the caller keeps their number bounded).
         """
         outs = tuple(self.output_names if outputs is None else outputs)
-        key = (outs, keep_all, fed, None if ranks is None else frozenset(ranks.items()))
+        key = (outs, keep_all, fed, None if ranks is None else frozenset(ranks.items()), signature)
         p = self._plans.get(key)
         if p is None:
-            p = Plan(self, outs, keep_all, fed, ranks)
+            p = Plan(self, outs, keep_all, fed, ranks, None if keep_all else known)
             self._plans[key] = p
         return p
+
+    def forget(self, signature: tuple[Any, ...]) -> None:
+        """Drop the plans specialised to ``signature`` (the caller's cache of signatures is full)."""
+        self._plans = {k: p for k, p in self._plans.items() if k[-1] != signature}
 
 
 def describe_value(v: Any) -> str:
@@ -152,6 +162,7 @@ class Plan:
         keep_all: bool,
         fed: frozenset[str] | None = None,
         ranks: Mapping[str, int] | None = None,
+        known: Mapping[str, Any] | None = None,
     ) -> None:
         self.ir = ir
         slots: dict[str, int] = {}
@@ -175,7 +186,13 @@ class Plan:
         if not keep_all:
             # Clause 8.2: a node computed from constants alone is evaluated once, when the plan is made, and its
             # outputs become constants; then per-channel affine steps and a Relu after a Conv are fused into it.
-            folded, derived = fold_constants(nodes, inits, variable)
+            known = known or {}
+            if known:
+                # Values this plan's runs are guaranteed (shapes decided by its input shapes): their nodes
+                # become constants, and what is computed from them alone is folded with the rest.
+                nodes = [bn for bn in nodes if not any(o in known for o in bn.outputs if o)]
+            folded, derived = fold_constants(nodes, {**inits, **known}, variable)
+            derived = {**known, **derived}
             nodes = [bn for k, bn in enumerate(nodes) if k not in folded]
             const = {n: v for n, v in inits.items() if n not in variable} | derived
             nodes, fused = fuse_conv_chains(nodes, const, outputs)
