@@ -26,6 +26,7 @@ from onnxcore.runtime.optimize import (
     fold_constants,
     fuse_affine_chains,
     fuse_conv_chains,
+    fuse_patterns,
     fuse_preactivation,
     fuse_relu,
     input_token,
@@ -195,6 +196,7 @@ class Plan:
             derived = {**known, **derived}
             nodes = [bn for k, bn in enumerate(nodes) if k not in folded]
             const = {n: v for n, v in inits.items() if n not in variable} | derived
+            nodes = fuse_patterns(nodes, const, outputs)
             nodes, fused = fuse_conv_chains(nodes, const, outputs)
             derived |= fused
             const |= fused

@@ -1,0 +1,185 @@
+"""Exporters' chains evaluated as one operator (runtime/optimize/patterns.py, Clause 8.2): each fusion fires on the
+pattern the exporter writes, gives onnxruntime's result (and the unfused run's) within float tolerance, keeps
+``intermediates=True`` exact, and stays away from chains whose intermediates are read elsewhere."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto as TP
+from onnx import helper as h
+from onnx import numpy_helper as nh
+
+import onnxcore
+from onnxcore.runtime.optimize import FusedPattern
+
+RNG = np.random.default_rng(0)
+C = 16
+
+
+def _const(name: str, v: float | list[float] | np.ndarray) -> object:
+    return nh.from_array(np.asarray(v, np.float32), name)
+
+
+def _model(nodes: list, inits: list, out: str = "y", opset: int = 17, extra_outputs: tuple[str, ...] = ()) -> bytes:
+    g = h.make_graph(
+        nodes,
+        "g",
+        [h.make_tensor_value_info("x", TP.FLOAT, ["B", "S", C])],
+        [h.make_tensor_value_info(o, TP.FLOAT, ["B", "S", C]) for o in (out, *extra_outputs)],
+        inits,
+    )
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", opset)])
+    m.ir_version = 8
+    return m.SerializeToString()
+
+
+def _erf_gelu_parts(half_first: bool) -> tuple[list, list]:
+    nodes = [h.make_node("Div", ["x", "sqrt2"], ["t"]), h.make_node("Erf", ["t"], ["e"]),
+             h.make_node("Add", ["e", "one"], ["a"])]  # fmt: skip
+    if half_first:  # the Python expression x * 0.5 * (1 + erf(...))
+        nodes += [h.make_node("Mul", ["x", "half"], ["hx"]), h.make_node("Mul", ["hx", "a"], ["y"])]
+    else:  # torch.onnx's decomposition of gelu: Mul(x, a) then Mul(., 0.5)
+        nodes += [h.make_node("Mul", ["x", "a"], ["m"]), h.make_node("Mul", ["m", "half"], ["y"])]
+    return nodes, [_const("sqrt2", math.sqrt(2)), _const("one", 1.0), _const("half", 0.5)]
+
+
+def _erf_gelu(half_first: bool) -> bytes:
+    return _model(*_erf_gelu_parts(half_first))
+
+
+def _tanh_gelu() -> bytes:
+    nodes = [
+        h.make_node("Mul", ["x", "half"], ["hx"]),
+        h.make_node("Pow", ["x", "three"], ["p"]),
+        h.make_node("Mul", ["p", "k"], ["q"]),
+        h.make_node("Add", ["x", "q"], ["s"]),
+        h.make_node("Mul", ["s", "c"], ["m"]),
+        h.make_node("Tanh", ["m"], ["t"]),
+        h.make_node("Add", ["t", "one"], ["a"]),
+        h.make_node("Mul", ["hx", "a"], ["y"]),
+    ]
+    inits = [_const("half", 0.5), _const("three", 3.0), _const("k", 0.044715),
+             _const("c", math.sqrt(2 / math.pi)), _const("one", 1.0)]  # fmt: skip
+    return _model(nodes, inits)
+
+
+def _layer_norm(opset: int, affine: bool = True) -> bytes:
+    def mean(i: str, o: str) -> object:
+        if opset >= 18:
+            return h.make_node("ReduceMean", [i, "axes"], [o], keepdims=1)
+        return h.make_node("ReduceMean", [i], [o], axes=[-1], keepdims=1)
+
+    nodes = [
+        mean("x", "mu"),
+        h.make_node("Sub", ["x", "mu"], ["d"]),
+        h.make_node("Pow", ["d", "two"], ["sq"]),
+        mean("sq", "var"),
+        h.make_node("Add", ["var", "eps"], ["ve"]),
+        h.make_node("Sqrt", ["ve"], ["sd"]),
+        h.make_node("Div", ["d", "sd"], ["n" if affine else "y"]),
+    ]
+    if affine:
+        nodes += [h.make_node("Mul", ["n", "gamma"], ["g"]), h.make_node("Add", ["g", "beta"], ["y"])]
+    inits = [_const("two", 2.0), _const("eps", 1e-5), _const("gamma", RNG.standard_normal(C)),
+             _const("beta", RNG.standard_normal(C)), nh.from_array(np.array([-1], np.int64), "axes")]  # fmt: skip
+    return _model(nodes, inits, opset=opset)
+
+
+def _rms_norm(form: str) -> bytes:
+    nodes = [
+        h.make_node("Pow", ["x", "two"], ["sq"]),
+        h.make_node("ReduceMean", ["sq"], ["ms"], axes=[-1], keepdims=1),
+        h.make_node("Add", ["ms", "eps"], ["me"]),
+        h.make_node("Sqrt", ["me"], ["rt"]),
+    ]
+    if form == "reciprocal":  # the dynamo exporter's rsqrt
+        nodes += [h.make_node("Reciprocal", ["rt"], ["r"]), h.make_node("Mul", ["x", "r"], ["n"])]
+    else:  # the TorchScript exporter's 1 / sqrt, then a Cast to the same type (Llama)
+        nodes += [h.make_node("Div", ["one", "rt"], ["r"]), h.make_node("Mul", ["x", "r"], ["n0"]),
+                  h.make_node("Cast", ["n0"], ["n"], to=TP.FLOAT)]  # fmt: skip
+    nodes.append(h.make_node("Mul", ["w", "n"], ["y"]))
+    inits = [_const("two", 2.0), _const("eps", 1e-6), _const("one", 1.0), _const("w", RNG.standard_normal(C))]
+    return _model(nodes, inits)
+
+
+CASES = {
+    "erf-gelu, 0.5 last": (lambda: _erf_gelu(False), "GELU (erf)"),
+    "erf-gelu, 0.5 first": (lambda: _erf_gelu(True), "GELU (erf)"),
+    "tanh-gelu": (_tanh_gelu, "GELU (tanh)"),
+    "layernorm, axes attribute": (lambda: _layer_norm(13), "LayerNorm"),
+    "layernorm, axes input": (lambda: _layer_norm(18), "LayerNorm"),
+    "layernorm, no affine": (lambda: _layer_norm(13, affine=False), "LayerNorm"),
+    "rmsnorm, reciprocal": (lambda: _rms_norm("reciprocal"), "RMSNorm"),
+    "rmsnorm, div and cast": (lambda: _rms_norm("div"), "RMSNorm"),
+}
+
+
+def _fused(s: onnxcore.Session) -> list[str]:
+    return [bn.call.label for bn in s._plan.info if isinstance(bn.call, FusedPattern)]
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_fusion_fires_and_matches_onnxruntime(case: str) -> None:
+    make, label = CASES[case]
+    model = make()
+    s = onnxcore.Session(model)
+    assert _fused(s) == [label]
+    assert len(s._plan.steps) == 1  # the whole chain is one step
+    ref = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    x = (RNG.standard_normal((2, 5, C)) * 2).astype(np.float32)
+    (y,) = s.run(None, {"x": x})
+    (want,) = ref.run(None, {"x": x})
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
+    # The unfused run (every node as written) agrees within float tolerance, and names every intermediate.
+    (y_written,), values = s.run(None, {"x": x}, intermediates=True)
+    np.testing.assert_allclose(y, y_written, rtol=1e-5, atol=1e-5)
+    assert len(values) == len(onnxcore.load(model).graph.node)
+    # The chain as written, inside the fused step (the path for inputs the kernel does not take), agrees too.
+    step = s._plan.info[0].call
+    np.testing.assert_allclose(step.as_written(x), y_written, rtol=0, atol=0)
+
+
+def test_profile_names_the_fused_nodes() -> None:
+    s = onnxcore.Session(_tanh_gelu())
+    steps = s.profile({"x": np.ones((1, 2, C), np.float32)}, repeat=1)
+    assert len(steps) == 1 and steps[0].op_type == "Tanh"
+    assert sorted(f[1] for f in steps[0].fused) == ["Add", "Add", "Mul", "Mul", "Mul", "Mul", "Pow"]
+
+
+@pytest.mark.parametrize("shared", ["e", "a", "hx"])
+def test_no_fusion_when_an_intermediate_is_read_elsewhere(shared: str) -> None:
+    # The intermediate becomes a graph output too: the chain must keep computing it.
+    m2 = _model(*_erf_gelu_parts(True), extra_outputs=(shared,))
+    s = onnxcore.Session(m2)
+    assert _fused(s) == []
+    ref = ort.InferenceSession(m2, providers=["CPUExecutionProvider"])
+    x = RNG.standard_normal((1, 3, C)).astype(np.float32)
+    for got, want in zip(s.run(None, {"x": x}), ref.run(None, {"x": x})):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+def test_near_miss_constants_are_not_fused() -> None:
+    """A chain that is not GELU (a different constant) is left as written."""
+    nodes = [h.make_node("Div", ["x", "sqrt2"], ["t"]), h.make_node("Erf", ["t"], ["e"]),
+             h.make_node("Add", ["e", "one"], ["a"]), h.make_node("Mul", ["x", "a"], ["m"]),
+             h.make_node("Mul", ["m", "half"], ["y"])]  # fmt: skip
+    model = _model(nodes, [_const("sqrt2", 1.5), _const("one", 1.0), _const("half", 0.5)])
+    assert _fused(onnxcore.Session(model)) == []
+
+
+def test_layernorm_over_another_axis_is_not_fused() -> None:
+    nodes = [
+        h.make_node("ReduceMean", ["x"], ["mu"], axes=[1], keepdims=1),
+        h.make_node("Sub", ["x", "mu"], ["d"]),
+        h.make_node("Pow", ["d", "two"], ["sq"]),
+        h.make_node("ReduceMean", ["sq"], ["var"], axes=[1], keepdims=1),
+        h.make_node("Add", ["var", "eps"], ["ve"]),
+        h.make_node("Sqrt", ["ve"], ["sd"]),
+        h.make_node("Div", ["d", "sd"], ["y"]),
+    ]
+    model = _model(nodes, [_const("two", 2.0), _const("eps", 1e-5)], opset=13)
+    assert _fused(onnxcore.Session(model)) == []
