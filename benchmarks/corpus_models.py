@@ -311,7 +311,9 @@ def _flat_outputs(out: Any) -> list[np.ndarray]:
     raise TypeError(f"unexpected output {type(out).__name__}")
 
 
-def _export_torch(recipe: TorchRecipe, cache: Path, exporters: Sequence[str]) -> list[Entry]:
+def _export_torch(
+    recipe: TorchRecipe, cache: Path, exporters: Sequence[str], failed: dict[str, str] | None = None
+) -> list[Entry]:
     torch = _torch()
     model, ex_args, run_args, names, axes = recipe.build()
     with torch.no_grad():
@@ -343,8 +345,14 @@ def _export_torch(recipe: TorchRecipe, cache: Path, exporters: Sequence[str]) ->
                 else:
                     torch.onnx.export(model, ex_args, str(tmp), dynamo=False, opset_version=17, **kwargs)
         except Exception as e:  # one exporter failing leaves the other's model
-            first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+            root: BaseException = e
+            while root.__cause__ is not None:  # the exporter wraps the reason: name the innermost
+                root = root.__cause__
+            first = str(root).strip().splitlines()[0] if str(root).strip() else ""
+            e = root
             print(f"{name}: export failed: {type(e).__name__}: {first[:200]}", file=sys.stderr)
+            if failed is not None:
+                failed[name] = f"{type(e).__name__}: {first[:200]}"
             if os.environ.get("CORPUS_TRACEBACK"):
                 traceback.print_exc()
             continue
@@ -521,11 +529,19 @@ def ensure(
     return the entries asked for. A recipe that fails to export is reported and skipped."""
     cache.mkdir(parents=True, exist_ok=True)
     have = {e.name: e for e in read_manifest(cache) if e.version == CORPUS_VERSION}
+    # Exports that failed with these pinned versions are not tried again on every run (--force does).
+    failed_path = cache / "failed.json"
+    failed: dict[str, str] = {}
+    if failed_path.exists() and not force:
+        stored = json.loads(failed_path.read_text())
+        failed = stored.get("failed", {}) if stored.get("version") == CORPUS_VERSION else {}
 
     def wanted(name: str) -> bool:
         return not names or any(n in name for n in names)
 
     def missing(name: str) -> bool:
+        if name in failed:
+            return False
         return wanted(name) and (force or name not in have or not (cache / have[name].model).exists())
 
     for recipe in TORCH_RECIPES:
@@ -534,7 +550,7 @@ def ensure(
             continue
         t0 = time.perf_counter()
         try:
-            for e in _export_torch(recipe, cache, todo):
+            for e in _export_torch(recipe, cache, todo, failed):
                 have[e.name] = e
                 print(f"made {e.name} ({time.perf_counter() - t0:.1f} s){' ' + e.note if e.note else ''}", file=log)
         except Exception as e:
@@ -542,6 +558,12 @@ def ensure(
             if os.environ.get("CORPUS_TRACEBACK"):
                 traceback.print_exc()
         _write_manifest(cache, list(have.values()))
+        tmp = cache / "failed.tmp.json"
+        tmp.write_text(json.dumps({"version": CORPUS_VERSION, "failed": failed}, indent=1))
+        os.replace(tmp, failed_path)
+    for name, why in sorted(failed.items()):
+        if wanted(name):
+            print(f"not in the corpus: {name} (export failed: {why})", file=log)
     tab = ["random_forest", "gradient_boosting", "lightgbm", "xgboost", "svm"]
     if any(missing(f"{t}-{r}") for t in tab for r in (1, 1000)):
         try:
