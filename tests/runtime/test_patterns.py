@@ -183,3 +183,73 @@ def test_layernorm_over_another_axis_is_not_fused() -> None:
     ]
     model = _model(nodes, [_const("two", 2.0), _const("eps", 1e-5)], opset=13)
     assert _fused(onnxcore.Session(model)) == []
+
+
+def _graph_model(nodes: list, inputs: dict[str, list], out_shape: list, inits: list) -> bytes:
+    g = h.make_graph(
+        nodes,
+        "g",
+        [h.make_tensor_value_info(n, TP.FLOAT, s) for n, s in inputs.items()],
+        [h.make_tensor_value_info("y", TP.FLOAT, out_shape)],
+        inits,
+    )
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+    m.ir_version = 8
+    return m.SerializeToString()
+
+
+def _check_against_onnxruntime(model: bytes, feeds: dict[str, np.ndarray], label: str) -> None:
+    s = onnxcore.Session(model)
+    assert _fused(s) == [label]
+    assert len(s._plan.steps) == 1
+    (y,) = s.run(None, feeds)
+    (want,) = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, feeds)
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
+    (y_written,), _ = s.run(None, feeds, intermediates=True)
+    np.testing.assert_allclose(y, y_written, rtol=1e-5, atol=1e-5)
+    step = s._plan.info[0]
+    with np.errstate(all="ignore"):  # as a session runs it (a row with nothing to attend to is NaN, then 0)
+        written = step.call.as_written(*[feeds[n] for n in step.inputs])
+    np.testing.assert_allclose(written, y_written, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_linear_layer_is_one_product(bias: bool) -> None:
+    w = RNG.standard_normal((C, 24)).astype(np.float32)
+    nodes = [h.make_node("MatMul", ["x", "w"], ["m" if bias else "y"])]
+    inits = [nh.from_array(w, "w")]
+    if bias:
+        nodes.append(h.make_node("Add", ["b", "m"], ["y"]))  # the bias first, as some exporters write it
+        inits.append(_const("b", RNG.standard_normal(24)))
+    model = _graph_model(nodes, {"x": ["B", "S", C]}, ["B", "S", 24], inits)
+    _check_against_onnxruntime(model, {"x": RNG.standard_normal((3, 5, C)).astype(np.float32)}, "Linear")
+
+
+@pytest.mark.parametrize("scale", ["Div", "Mul", None])
+@pytest.mark.parametrize("masked", [True, False])
+def test_attention_chain_is_one_step(scale: str | None, masked: bool) -> None:
+    nodes = [h.make_node("MatMul", ["q", "kt"], ["s0"])]
+    cur = "s0"
+    if scale is not None:
+        nodes.append(h.make_node(scale, [cur, "c"], ["s1"]))
+        cur = "s1"
+    if masked:
+        nodes.append(h.make_node("Add", [cur, "mask"], ["s2"]))
+        cur = "s2"
+    nodes += [
+        h.make_node("Softmax", [cur], ["p"], axis=-1),
+        h.make_node("IsNaN", ["p"], ["nan"]),
+        h.make_node("Where", ["nan", "zero", "p"], ["p2"]),
+        h.make_node("MatMul", ["p2", "v"], ["y"]),
+    ]
+    inputs = {"q": [2, 4, 6, 8], "kt": [2, 4, 8, 6], "v": [2, 4, 6, 8]}
+    if masked:
+        inputs["mask"] = [2, 1, 6, 6]
+    model = _graph_model(nodes, inputs, [2, 4, 6, 8], [_const("c", 2.828427), _const("zero", 0.0)])
+    feeds = {n: RNG.standard_normal(s).astype(np.float32) for n, s in inputs.items()}
+    if masked:
+        mask = np.zeros((2, 1, 6, 6), np.float32)
+        mask[1, :, :, 4:] = -np.inf  # padding
+        mask[0, :, 2, :] = -np.inf  # a row with nothing to attend to: NaN, zeroed by the Where
+        feeds["mask"] = mask
+    _check_against_onnxruntime(model, feeds, "Attention")

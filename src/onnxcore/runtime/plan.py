@@ -25,7 +25,9 @@ from onnxcore.runtime.optimize import (
     flatten_concats,
     fold_constants,
     fuse_affine_chains,
+    fuse_attention,
     fuse_conv_chains,
+    fuse_linear,
     fuse_patterns,
     fuse_preactivation,
     fuse_relu,
@@ -196,7 +198,8 @@ class Plan:
             derived = {**known, **derived}
             nodes = [bn for k, bn in enumerate(nodes) if k not in folded]
             const = {n: v for n, v in inits.items() if n not in variable} | derived
-            nodes = fuse_patterns(nodes, const, outputs)
+            nodes = fuse_attention(fuse_patterns(nodes, const, outputs), const, outputs)
+            nodes = fuse_linear(nodes, const, outputs)
             nodes, fused = fuse_conv_chains(nodes, const, outputs)
             derived |= fused
             const |= fused

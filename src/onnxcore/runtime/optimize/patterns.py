@@ -29,17 +29,17 @@ from onnxcore.kernels.registry import lookup
 from onnxcore.runtime.optimize._common import rebound, use_counts
 from onnxcore.runtime.step import PlanNode
 
-__all__ = ["FusedPattern", "fuse_patterns"]
+__all__ = ["FusedPattern", "fuse_attention", "fuse_linear", "fuse_patterns"]
 
 _SQRT2 = math.sqrt(2.0)
 _TANH_C = math.sqrt(2.0 / math.pi)
 
 
 class FusedPattern:
-    """A chain of nodes reading one variable value, evaluated by one kernel call when ``accepts`` the input, and
-    node by node as written otherwise."""
+    """A chain of nodes reading some variable values, evaluated by one call when ``accepts`` the inputs, and node
+    by node as written otherwise."""
 
-    __slots__ = ("accepts", "args", "chain", "fast", "kw", "label", "x_name")
+    __slots__ = ("accepts", "args", "chain", "fast", "kw", "label", "x_names")
 
     def __init__(
         self,
@@ -47,8 +47,8 @@ class FusedPattern:
         fast: Callable[..., Any],
         args: Sequence[np.ndarray | None],
         kw: dict[str, Any],
-        accepts: Callable[[np.ndarray], bool],
-        x_name: str,
+        accepts: Callable[..., bool],
+        x_names: str | Sequence[str],
         chain: list[tuple[Callable[..., Any], list[str | np.ndarray | None], dict[str, Any], list[str]]],
     ) -> None:
         self.label = label
@@ -56,19 +56,19 @@ class FusedPattern:
         self.args = tuple(args)
         self.kw = kw
         self.accepts = accepts
-        self.x_name = x_name
+        self.x_names = (x_names,) if isinstance(x_names, str) else tuple(x_names)
         # Per original node: its call, inputs (a name of the chain, a constant, or None), attributes, outputs.
         self.chain = chain
 
-    def __call__(self, x: Any) -> Any:
-        if isinstance(x, np.ndarray) and self.accepts(x):
-            r = self.fast(x, *self.args, **self.kw)
+    def __call__(self, *xs: Any) -> Any:
+        if all(isinstance(x, np.ndarray) for x in xs) and self.accepts(*xs):
+            r = self.fast(*xs, *self.args, **self.kw)
             return r[0] if type(r) is tuple else r
-        return self.as_written(x)
+        return self.as_written(*xs)
 
-    def as_written(self, x: Any) -> Any:
+    def as_written(self, *xs: Any) -> Any:
         """The chain evaluated node by node, as the graph writes it."""
-        env: dict[str, Any] = {self.x_name: x}
+        env: dict[str, Any] = dict(zip(self.x_names, xs))
         last: Any = None
         for call, ins, kw, outs in self.chain:
             r = call(*[env[n] if isinstance(n, str) else n for n in ins], **kw)
@@ -309,14 +309,22 @@ def _last_axis_ok(w: np.ndarray | None, x: np.ndarray) -> bool:
     return w is None or w.size == 1 or (x.ndim >= 1 and w.shape[-1] == x.shape[-1])
 
 
-def _fused(g: _Graph, label: str, members: list[int], x: str, info: dict[str, Any]) -> FusedPattern | None:
-    """The step for a matched chain, or None when no kernel evaluates it."""
+def _chain(
+    g: _Graph, members: Sequence[int]
+) -> list[tuple[Callable[..., Any], list[str | np.ndarray | None], dict[str, Any], list[str]]]:
+    """The members as :class:`FusedPattern` runs them as written."""
     chain: list[tuple[Callable[..., Any], list[str | np.ndarray | None], dict[str, Any], list[str]]] = []
     for j in members:
         bn = g.nodes[j]
         assert bn.call is not None
         ins: list[str | np.ndarray | None] = [g.const[n] if n in g.const else (n or None) for n in bn.inputs]
         chain.append((bn.call, ins, dict(bn.kw), list(bn.outputs)))
+    return chain
+
+
+def _fused(g: _Graph, label: str, members: list[int], x: str, info: dict[str, Any]) -> FusedPattern | None:
+    """The step for a matched chain, or None when no kernel evaluates it."""
+    chain = _chain(g, members)
     kind = info["kind"]
     if kind in ("none", "tanh"):
         kdef = lookup("", "Gelu", 20)
@@ -408,6 +416,189 @@ def fuse_patterns(nodes: list[PlanNode], const: Mapping[str, Any], outputs: Sequ
         anchor = g.nodes[k]
         others = [g.nodes[j] for j in members if j != k]
         replaced[last] = rebound(anchor, fused, {}, [x], [y], absorbed=others)
+        replaced[last].may_tuple = False
+        g.taken.update(members)
+    if not replaced:
+        return nodes
+    return [replaced.get(j, bn) for j, bn in enumerate(nodes) if j in replaced or j not in g.taken]
+
+
+# ------------------------------------------------------------------------------------ linear layers, attention
+
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _linear(x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
+    """``x @ w (+ b)``: the leading axes of ``x`` as the rows of one product (one BLAS call rather than one per
+    leading index), the bias added in place on the fresh product."""
+    k, n = w.shape
+    y = np.matmul(x.reshape(-1, k), w) if x.ndim > 2 else np.matmul(x, w)
+    if b is not None:
+        y += b
+    return y.reshape(*x.shape[:-1], n)
+
+
+def _linear_accepts(w: np.ndarray, b: np.ndarray | None) -> Callable[[np.ndarray], bool]:
+    def accepts(x: np.ndarray) -> bool:
+        return x.dtype == w.dtype and x.ndim >= 2 and x.shape[-1] == w.shape[0]
+
+    return accepts
+
+
+def fuse_linear(nodes: list[PlanNode], const: Mapping[str, Any], outputs: Sequence[str]) -> list[PlanNode]:
+    """A MatMul by a constant 2-D float matrix (and the Add of a constant bias along its last axis that follows
+    it, when it is the product's only reader) as one step: the leading axes flattened into the rows of a single
+    product, the bias added in place. The same products and sums (Clause 11.4: BLAS may block them differently);
+    other inputs run the nodes as written."""
+    if not any(bn.node.op_type == "MatMul" for bn in nodes):
+        return nodes
+    g = _Graph(nodes, const, outputs)
+    replaced: dict[int, PlanNode] = {}
+    for k in range(len(nodes)):
+        if g.op(k) != "MatMul" or len(g.nodes[k].inputs) != 2 or k in g.taken:
+            continue
+        xname, wname = g.nodes[k].inputs
+        w = const.get(wname)
+        if xname in const or not isinstance(w, np.ndarray) or w.ndim != 2 or w.dtype not in _FLOATS:
+            continue
+        members = [k]
+        b = None
+        a = g.sole_reader(g.out(k), "Add")
+        if a is not None:
+            ins = g.nodes[a].inputs
+            other = ins[1] if ins[0] == g.out(k) else ins[0]
+            v = const.get(other)
+            if isinstance(v, np.ndarray) and v.dtype == w.dtype and v.ndim == 1 and v.size in (1, w.shape[1]):
+                b = v
+                members.append(a)
+        if not _closed(g, members):
+            continue
+        fused = FusedPattern("Linear", _linear, (w, b), {}, _linear_accepts(w, b), xname, _chain(g, members))
+        last = members[-1]
+        others = [g.nodes[j] for j in members[1:]]
+        replaced[last] = rebound(g.nodes[k], fused, {}, [xname], [g.out(last)], absorbed=others)
+        replaced[last].may_tuple = False
+        g.taken.update(members)
+    if not replaced:
+        return nodes
+    return [replaced.get(j, bn) for j, bn in enumerate(nodes) if j in replaced or j not in g.taken]
+
+
+def _attention(
+    q: np.ndarray, k: np.ndarray, *rest: np.ndarray, scale: tuple[str, float] | None, masked: bool, guard: bool
+) -> np.ndarray:
+    """``softmax(q @ k (scaled) (+ mask)) @ v`` with the scores made once and updated in place."""
+    mask = rest[0] if masked else None
+    v = rest[-1]
+    s = np.matmul(q, k)
+    if scale is not None:
+        c = s.dtype.type(scale[1])
+        if scale[0] == "Div":
+            np.divide(s, c, out=s)
+        else:
+            np.multiply(s, c, out=s)
+    if mask is not None:
+        if np.broadcast_shapes(s.shape, mask.shape) == s.shape:
+            np.add(s, mask, out=s)
+        else:
+            s = s + mask
+    s -= s.max(axis=-1, keepdims=True)
+    np.exp(s, out=s)
+    s /= s.sum(axis=-1, keepdims=True)
+    if guard:
+        nan = np.isnan(s)
+        if nan.any():
+            s[nan] = 0
+    return np.matmul(s, v)
+
+
+def _attention_accepts(*xs: np.ndarray) -> bool:
+    dt = xs[0].dtype
+    return dt in _FLOATS and all(x.dtype == dt and x.ndim >= 2 for x in xs)
+
+
+def _scores(g: _Graph, name: str) -> tuple[list[int], tuple[str, float] | None, int] | None:
+    """``name`` as ``MatMul(q, k)``, optionally divided or multiplied by a constant: the nodes, the scaling and
+    the MatMul; every value read once."""
+    if g.uses.get(name) != 1:
+        return None
+    scale = None
+    members: list[int] = []
+    for op in ("Div", "Mul"):
+        j = g.made_by(name, op)
+        if j is None:
+            continue
+        a, b = g.nodes[j].inputs
+        c = g.scalar(b)
+        if c is None and op == "Mul":
+            a, b, c = b, a, g.scalar(a)
+        if c is None or c == 0.0 or g.uses.get(a) != 1:
+            return None
+        scale, name = (op, c), a
+        members.append(j)
+        break
+    qk = g.made_by(name, "MatMul")
+    if qk is None:
+        return None
+    return [*members, qk], scale, qk
+
+
+def fuse_attention(nodes: list[PlanNode], const: Mapping[str, Any], outputs: Sequence[str]) -> list[PlanNode]:
+    """The scaled-dot-product attention chain exporters write, ``MatMul(q, k) -> Div|Mul(scale) -> Add(mask) ->
+    Softmax(last axis) -> [Where(IsNaN(.), 0, .)] -> MatMul(., v)`` (scale and mask optional), as one step whose
+    score matrix is made once and updated in place (the same operations in the same order; other inputs run the
+    nodes as written)."""
+    if not any(bn.node.op_type == "Softmax" for bn in nodes):
+        return nodes
+    g = _Graph(nodes, const, outputs)
+    replaced: dict[int, PlanNode] = {}
+    for sm in range(len(nodes)):
+        if g.op(sm) != "Softmax" or int(g.nodes[sm].kw.get("axis", -1)) != -1:
+            continue
+        cur = g.nodes[sm].inputs[0]
+        found = _scores(g, cur)
+        mask = None
+        members = [sm]
+        if found is None:
+            j = g.made_by(cur, "Add")
+            if j is None or g.uses.get(cur) != 1:
+                continue
+            for s_name, m_name in (g.nodes[j].inputs, g.nodes[j].inputs[::-1]):
+                found = _scores(g, s_name)
+                if found is not None:
+                    mask = m_name
+                    members.append(j)
+                    break
+        if found is None:
+            continue
+        chain_nodes, scale, qk = found
+        members += chain_nodes
+        q, kname = g.nodes[qk].inputs
+        out = g.out(sm)
+        guard = False
+        if g.uses.get(out) == 2:
+            isn = next((r for r in g.readers.get(out, []) if g.op(r) == "IsNaN"), None)
+            wh = next((r for r in g.readers.get(out, []) if g.op(r) == "Where"), None)
+            if isn is None or wh is None:
+                continue
+            w_ins = g.nodes[wh].inputs
+            if w_ins[0] != g.out(isn) or w_ins[2] != out or g.scalar(w_ins[1]) != 0.0:
+                continue
+            members += [isn, wh]
+            out = g.out(wh)
+            guard = True
+        pv = g.sole_reader(out, "MatMul")
+        if pv is None or g.nodes[pv].inputs[0] != out:
+            continue
+        members = sorted({*members, pv})
+        if not _closed(g, members):
+            continue
+        inputs = [q, kname] + ([mask] if mask is not None else []) + [g.nodes[pv].inputs[1]]
+        kw = {"scale": scale, "masked": mask is not None, "guard": guard}
+        fused = FusedPattern("Attention", _attention, (), kw, _attention_accepts, inputs, _chain(g, members))
+        last = members[-1]
+        others = [g.nodes[j] for j in members if j != sm]
+        replaced[last] = rebound(g.nodes[sm], fused, {}, inputs, [g.out(last)], absorbed=others)
         replaced[last].may_tuple = False
         g.taken.update(members)
     if not replaced:
