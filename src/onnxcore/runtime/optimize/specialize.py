@@ -88,7 +88,8 @@ def decided_shape_nodes(nodes: Sequence[PlanNode], constants: Collection[str], f
             continue
         ins = [n for n in bn.inputs if n]
         subgraphs = any(a.g is not None or a.graphs for a in node.attribute)
-        deterministic = not bn.outer and op not in NONDETERMINISTIC and not subgraphs
+        # A custom domain's operator or a model-local function may draw random numbers: never decided.
+        deterministic = _default_domain(bn) and not bn.outer and op not in NONDETERMINISTIC and not subgraphs
         if op in ("Shape", "Size") and _default_domain(bn) and ins and ins[0] in shaped:
             found.append(k)
             valued.update(outs)
