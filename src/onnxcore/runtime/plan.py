@@ -22,6 +22,7 @@ from onnxcore.errors import EvaluationError, LimitError, OnnxCoreError, Validati
 from onnxcore.runtime.codegen import MAX_STEPS, generate
 from onnxcore.runtime.optimize import (
     cse_key,
+    fast_shape_ops,
     flatten_concats,
     fold_constants,
     fuse_affine_chains,
@@ -210,6 +211,7 @@ class Plan:
             nodes = fuse_relu(nodes, outputs)
             nodes = project_before_pooling(nodes, const, outputs)
             nodes = use_winograd(nodes, const)
+            nodes = fast_shape_ops(nodes, const, outputs)
             # Folding and fusion leave constants nothing reads any more (a weight before its fusion): drop them.
             read = set(outputs).union(*(bn.inputs for bn in nodes), *(bn.outer for bn in nodes))
             derived = {n: v for n, v in derived.items() if n in read}

@@ -12,6 +12,7 @@ none changes a result beyond the rounding Clause 11.4 admits, and none applies i
 - ``reorder``: a channel projection moved before the pooling it follows;
 - ``patterns``: exporters' chains for GELU, LayerNorm and RMSNorm evaluated as those operators; linear layers
   and the attention chain as one step each;
+- ``shapeops``: shape operators with constant arguments as the numpy view they come down to;
 - ``specialize``: which shape computations a run's input shapes decide (plans specialised to them);
 - ``_common``: helpers they share.
 """
@@ -26,6 +27,7 @@ from onnxcore.runtime.optimize.fuse import fuse_conv_chains, fuse_relu, prepack_
 from onnxcore.runtime.optimize.patterns import FusedPattern, fuse_attention, fuse_linear, fuse_patterns
 from onnxcore.runtime.optimize.preactivation import PreActivatedConv, flatten_concats, fuse_preactivation
 from onnxcore.runtime.optimize.reorder import ProjectedPool, project_before_pooling
+from onnxcore.runtime.optimize.shapeops import fast_shape_ops
 
 __all__ = [
     "FOLD_BUDGET_BYTES",
@@ -35,6 +37,7 @@ __all__ = [
     "PreActivatedConv",
     "ProjectedPool",
     "cse_key",
+    "fast_shape_ops",
     "flatten_concats",
     "fold_constants",
     "fuse_affine_chains",
