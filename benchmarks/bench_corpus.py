@@ -49,8 +49,10 @@ def _best_of(fns: list[Callable[[], Any]], repeat: int) -> tuple[list[float], li
 
 
 def _profile_summary(sess: Any, feeds: dict[str, Any], top: int = 4) -> list[tuple[str, float]]:
-    """The operator types holding onnxcore's time, as (label, share of the summed step time)."""
-    steps = sess.profile(feeds, repeat=2)
+    """The operator types holding onnxcore's time, as (label, share of the summed step time). Each step's time is
+    its least over a few profiled runs: on a shared machine one run's spike would otherwise name the wrong step."""
+    runs = [sess.profile(feeds, repeat=1) for _ in range(5)]
+    steps = [min(group, key=lambda s: s.seconds) for group in zip(*runs)]
     by: dict[str, float] = defaultdict(float)
     for s in steps:
         label = s.op_type
