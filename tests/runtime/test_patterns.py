@@ -106,7 +106,14 @@ def _rms_norm(form: str) -> bytes:
     return _model(nodes, inits)
 
 
+def _silu(sigmoid_first: bool) -> bytes:
+    mul = ["s", "x"] if sigmoid_first else ["x", "s"]
+    return _model([h.make_node("Sigmoid", ["x"], ["s"]), h.make_node("Mul", mul, ["y"])], [])
+
+
 CASES = {
+    "silu, x * sigmoid(x)": (lambda: _silu(False), "SiLU"),
+    "silu, sigmoid(x) * x": (lambda: _silu(True), "SiLU"),
     "erf-gelu, 0.5 last": (lambda: _erf_gelu(False), "GELU (erf)"),
     "erf-gelu, 0.5 first": (lambda: _erf_gelu(True), "GELU (erf)"),
     "tanh-gelu": (_tanh_gelu, "GELU (tanh)"),

@@ -1,4 +1,4 @@
-"""What exporters write for one operator, evaluated as that operator (Clause 8.2): GELU, LayerNorm, RMSNorm.
+"""What exporters write for one operator, evaluated as that operator (Clause 8.2): GELU, SiLU, LayerNorm, RMSNorm.
 
 The TorchScript exporter (and older opsets generally) spells common layers as chains of elementwise nodes:
 
@@ -6,6 +6,7 @@ The TorchScript exporter (and older opsets generally) spells common layers as ch
   approximation as ``Pow(x, 3) -> Mul(0.044715) -> Add(x) -> Mul(sqrt(2/pi)) -> Tanh -> Add(1) -> Mul(0.5 x)``;
 - LayerNorm as ``ReduceMean -> Sub -> Pow(2) -> ReduceMean -> Add(eps) -> Sqrt -> Div``, then ``Mul(gamma)`` and
   ``Add(beta)``;
+- SiLU (Swish) as ``Mul(x, Sigmoid(x))``, here ``x / (1 + exp(-x))`` in one buffer;
 - RMSNorm (T5, Llama) as ``Pow(x, 2) -> ReduceMean -> Add(eps) -> Sqrt -> Reciprocal`` (or ``Div(1, .)``) ``->
   Mul(x)``, a ``Cast`` to the same type, then ``Mul(weight)``.
 
@@ -31,6 +32,8 @@ from onnxcore.runtime.step import PlanNode
 
 __all__ = ["FusedPattern", "fuse_attention", "fuse_linear", "fuse_patterns"]
 
+_ANCHORS = ("Erf", "Tanh", "ReduceMean", "Sigmoid")
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 _SQRT2 = math.sqrt(2.0)
 _TANH_C = math.sqrt(2.0 / math.pi)
 
@@ -202,6 +205,25 @@ def _tanh_gelu(g: _Graph, k: int) -> tuple[list[int], str] | None:
     return None
 
 
+def _silu_match(g: _Graph, k: int) -> tuple[list[int], str] | None:
+    """``Mul(x, Sigmoid(x))`` (SiLU, Swish: EfficientNet, Llama's MLP)."""
+    x = g.nodes[k].inputs[0]
+    m = g.sole_reader(g.out(k), "Mul")
+    if m is None or sorted(g.nodes[m].inputs) != sorted([x, g.out(k)]) or x == g.out(k):
+        return None
+    return [k, m], x
+
+
+def _silu(x: np.ndarray) -> np.ndarray:
+    """``x * sigmoid(x)`` as ``x / (1 + exp(-x))``: three passes in one buffer (for very negative ``x``, ``exp``
+    overflows to infinity and the quotient is -0, the limit)."""
+    y = np.negative(x)
+    np.exp(y, out=y)
+    y += 1
+    np.divide(x, y, out=y)
+    return y
+
+
 def _affine_tail(g: _Graph, name: str, dtype: np.dtype[Any], ops: Sequence[str]) -> tuple[list[int], list[Any]]:
     """Following ``name``: an optional ``Cast`` to ``dtype``, then ``Mul`` and ``Add`` (in the order of ``ops``) by
     constants along the last axis (1-D, or one element); the nodes and the constants (None where absent)."""
@@ -333,6 +355,8 @@ def _fused(g: _Graph, label: str, members: list[int], x: str, info: dict[str, An
         return FusedPattern(
             label, kdef.fn, (), {"approximate": kind}, lambda v: v.dtype in (np.float32, np.float64), x, chain
         )
+    if kind == "silu":
+        return FusedPattern(label, _silu, (), {}, lambda v: v.dtype in _FLOATS, x, chain)
     dtype: np.dtype[Any] = info["dtype"]
     w: np.ndarray | None = info["w"]
     scale = np.ones((), dtype) if w is None else w
@@ -380,14 +404,14 @@ def _closed(g: _Graph, members: list[int]) -> bool:
 
 
 def fuse_patterns(nodes: list[PlanNode], const: Mapping[str, Any], outputs: Sequence[str]) -> list[PlanNode]:
-    """Replace each exporter's chain for GELU, LayerNorm and RMSNorm with one step (see the module docstring)."""
-    if not any(bn.node.op_type in ("Erf", "Tanh", "ReduceMean") for bn in nodes):
+    """Replace each exporter's chain for GELU, SiLU, LayerNorm and RMSNorm with one step (module docstring)."""
+    if not any(bn.node.op_type in _ANCHORS for bn in nodes):
         return nodes
     g = _Graph(nodes, const, outputs)
     replaced: dict[int, PlanNode] = {}
     for k in range(len(nodes)):
         op = g.op(k)
-        if op not in ("Erf", "Tanh", "ReduceMean") or k in g.taken:
+        if op not in _ANCHORS or k in g.taken:
             continue
         match: tuple[list[int], str, dict[str, Any]] | None = None
         label = ""
@@ -397,6 +421,9 @@ def fuse_patterns(nodes: list[PlanNode], const: Mapping[str, Any], outputs: Sequ
         elif op == "Tanh":
             found = _tanh_gelu(g, k)
             match, label = (None, "") if found is None else ((found[0], found[1], {"kind": "tanh"}), "GELU (tanh)")
+        elif op == "Sigmoid":
+            found = _silu_match(g, k)
+            match, label = (None, "") if found is None else ((found[0], found[1], {"kind": "silu"}), "SiLU")
         else:
             match = _layer_norm(g, k)
             label = "LayerNorm"
@@ -424,8 +451,6 @@ def fuse_patterns(nodes: list[PlanNode], const: Mapping[str, Any], outputs: Sequ
 
 
 # ------------------------------------------------------------------------------------ linear layers, attention
-
-_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def _linear(x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
