@@ -51,16 +51,21 @@ def _erf_gelu(half_first: bool) -> bytes:
     return _model(*_erf_gelu_parts(half_first))
 
 
-def _tanh_gelu() -> bytes:
+def _tanh_gelu(variant: str = "pow") -> bytes:
+    if variant == "pow":  # GPT-2's gelu_new through either exporter
+        cube = [h.make_node("Pow", ["x", "three"], ["p"])]
+        tail = [h.make_node("Mul", ["x", "half"], ["hx"]), h.make_node("Mul", ["hx", "a"], ["y"])]
+    else:  # torch's gelu(approximate="tanh"): x * (x * x), and 0.5 * (1 + tanh) before the product with x
+        cube = [h.make_node("Mul", ["x", "x"], ["x2"]), h.make_node("Mul", ["x", "x2"], ["p"])]
+        tail = [h.make_node("Mul", ["half", "a"], ["ha"]), h.make_node("Mul", ["x", "ha"], ["y"])]
     nodes = [
-        h.make_node("Mul", ["x", "half"], ["hx"]),
-        h.make_node("Pow", ["x", "three"], ["p"]),
-        h.make_node("Mul", ["p", "k"], ["q"]),
+        *cube,
+        h.make_node("Mul", ["k", "p"], ["q"]),
         h.make_node("Add", ["x", "q"], ["s"]),
-        h.make_node("Mul", ["s", "c"], ["m"]),
+        h.make_node("Mul", ["c", "s"], ["m"]),
         h.make_node("Tanh", ["m"], ["t"]),
         h.make_node("Add", ["t", "one"], ["a"]),
-        h.make_node("Mul", ["hx", "a"], ["y"]),
+        *tail,
     ]
     inits = [_const("half", 0.5), _const("three", 3.0), _const("k", 0.044715),
              _const("c", math.sqrt(2 / math.pi)), _const("one", 1.0)]  # fmt: skip
@@ -117,6 +122,7 @@ CASES = {
     "erf-gelu, 0.5 last": (lambda: _erf_gelu(False), "GELU (erf)"),
     "erf-gelu, 0.5 first": (lambda: _erf_gelu(True), "GELU (erf)"),
     "tanh-gelu": (_tanh_gelu, "GELU (tanh)"),
+    "tanh-gelu, x * x * x": (lambda: _tanh_gelu("mul"), "GELU (tanh)"),
     "layernorm, axes attribute": (lambda: _layer_norm(13), "LayerNorm"),
     "layernorm, axes input": (lambda: _layer_norm(18), "LayerNorm"),
     "layernorm, no affine": (lambda: _layer_norm(13, affine=False), "LayerNorm"),

@@ -165,6 +165,11 @@ def _gelu_tail(g: _Graph, inner: str, x: str) -> list[int] | None:
         return None
     ins = g.nodes[m1].inputs
     other = ins[1] if ins[0] == g.out(a) else ins[0]
+    if g.with_scalar(m1, "Mul", 0.5) == g.out(a):  # 0.5 * (1 + inner), then times x
+        m2 = g.sole_reader(g.out(m1), "Mul")
+        if m2 is not None and sorted(g.nodes[m2].inputs) == sorted([x, g.out(m1)]):
+            return [a, m1, m2]
+        return None
     if other == x:
         m2 = g.sole_reader(g.out(m1), "Mul")
         if m2 is not None and g.with_scalar(m2, "Mul", 0.5) == g.out(m1):
@@ -194,15 +199,30 @@ def _tanh_gelu(g: _Graph, k: int) -> tuple[list[int], str] | None:
     for x, q in (g.nodes[ka].inputs, g.nodes[ka].inputs[::-1]):
         kq = g.made_by(q, "Mul")
         p = g.with_scalar(kq, "Mul", 0.044715)
-        kp = None if p is None else g.made_by(p, "Pow")
-        if kp is None or kq is None:
+        cube = None if p is None else _cube(g, p, x)
+        if cube is None or kq is None:
             continue
-        pin = g.nodes[kp].inputs
-        if pin[0] == x and g.scalar(pin[1]) == 3.0:
-            tail = _gelu_tail(g, g.out(k), x)
-            if tail is not None:
-                return [kp, kq, ka, m, k, *tail], x
+        tail = _gelu_tail(g, g.out(k), x)
+        if tail is not None:
+            return [*cube, kq, ka, m, k, *tail], x
     return None
+
+
+def _cube(g: _Graph, name: str, x: str) -> list[int] | None:
+    """``name`` as ``x`` cubed: ``Pow(x, 3)`` or ``Mul(x, Mul(x, x))`` in either order; the nodes."""
+    kp = g.made_by(name, "Pow")
+    if kp is not None:
+        pin = g.nodes[kp].inputs
+        return [kp] if pin[0] == x and g.scalar(pin[1]) == 3.0 else None
+    k3 = g.made_by(name, "Mul")
+    if k3 is None or x not in g.nodes[k3].inputs:
+        return None
+    a, b = g.nodes[k3].inputs
+    sq = b if a == x else a
+    k2 = g.made_by(sq, "Mul")
+    if k2 is None or g.nodes[k2].inputs != [x, x]:
+        return None
+    return [k2, k3]
 
 
 def _silu_match(g: _Graph, k: int) -> tuple[list[int], str] | None:
