@@ -14,7 +14,7 @@ and per model a profile summary: the operator types that hold onnxcore's time (`
 thread; a fused step is named by its head with ``+`` and what is fused into it).
 
 Usage: ``python benchmarks/bench_corpus.py [--repeat 5] [--threads both|1|default] [--models bert gpt2 ...]
-[--cache DIR] [--no-profile] [--json FILE]``.
+[--cache DIR] [--no-profile] [--json FILE] [--baseline EARLIER.json] [--table-only RESULTS.json]``.
 """
 
 from __future__ import annotations
@@ -121,16 +121,19 @@ def _median(xs: list[float]) -> str:
     return f"{statistics.median(xs):.2f}x" if xs else "-"
 
 
-def table(results: dict[str, list[dict[str, Any]]]) -> str:
-    """The Markdown report of both modes."""
+def table(results: dict[str, list[dict[str, Any]]], before: dict[str, list[dict[str, Any]]] | None = None) -> str:
+    """The Markdown report of both modes (with ``before``, an earlier run's results: its one-thread ratio too)."""
     one = {r["name"]: r for r in results.get("1", [])}
     dflt = {r["name"]: r for r in results.get("default", [])}
+    base = {r["name"]: r for r in (before or {}).get("1", [])}
     names = list(dict.fromkeys([*one, *dflt]))
     lines = [
         "| model | family | exporter | onnxcore, 1 thread | onnxruntime, 1 thread | ratio | onnxcore, default "
         "| onnxruntime, default | ratio | matches the framework |",
         "|---|---|---|---:|---:|---:|---:|---:|---:|---|",
     ]
+    if before is not None:
+        lines = [lines[0][:-1] + "| ratio before, 1 thread |", lines[1] + "---:|"]
     fam1: dict[str, list[float]] = defaultdict(list)
     famd: dict[str, list[float]] = defaultdict(list)
     all1: list[float] = []
@@ -155,14 +158,28 @@ def table(results: dict[str, list[dict[str, Any]]]) -> str:
             f"| {'-' if ra is None else f'{ra:.2f}x'} | {_ms(b.get('onnxcore'))} | {_ms(b.get('onnxruntime'))} "
             f"| {'-' if rb is None else f'{rb:.2f}x'} | {match} |"
         )
+        if before is not None:
+            old = base.get(n, {}).get("ratio")
+            lines[-1] += f" {'-' if old is None else f'{old:.2f}x'} |"
     lines += ["", f"Median ratio: **{_median(all1)}** at one thread ({len(all1)} models), "
               f"**{_median(alld)}** at default threads; worst at one thread: "
               + (f"{max(all1):.2f}x." if all1 else "-"), ""]  # fmt: skip
-    lines += ["| family | models | median, 1 thread | range, 1 thread | median, default |", "|---|---:|---:|---:|---:|"]
+    fam0: dict[str, list[float]] = defaultdict(list)
+    for r in base.values():
+        if r.get("ratio") is not None:
+            fam0[r["family"]].append(r["ratio"])
+    if before is not None:
+        lines[-2] += f" Before: {_median([x for xs in fam0.values() for x in xs])} at one thread."
+    head = "| family | models | median, 1 thread | range, 1 thread | median, default |"
+    rule = "|---|---:|---:|---:|---:|"
+    if before is not None:
+        head, rule = head + " median before, 1 thread |", rule + "---:|"
+    lines += [head, rule]
     for fam in sorted(set(fam1) | set(famd)):
         xs = fam1.get(fam, [])
         rng = f"{min(xs):.2f}-{max(xs):.2f}x" if xs else "-"
-        lines.append(f"| {fam} | {len(xs)} | {_median(xs)} | {rng} | {_median(famd.get(fam, []))} |")
+        row = f"| {fam} | {len(xs)} | {_median(xs)} | {rng} | {_median(famd.get(fam, []))} |"
+        lines.append(row + (f" {_median(fam0.get(fam, []))} |" if before is not None else ""))
     profiled = [r for r in one.values() if r.get("profile")]
     if profiled:
         lines += ["", "Where onnxcore's time goes (one thread, share of the summed step time):", ""]
@@ -180,8 +197,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--cache", type=Path, default=HERE.parent / ".cache" / "bench-corpus")
     ap.add_argument("--no-profile", action="store_true")
     ap.add_argument("--json", type=Path, help="also write the raw results here")
+    ap.add_argument("--baseline", type=Path, help="an earlier --json file: its one-thread ratios as columns")
+    ap.add_argument("--table-only", type=Path, help="print the table of an earlier --json file, timing nothing")
     ap.add_argument("--worker", choices=["1", "default"], help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    before = json.loads(args.baseline.read_text()) if args.baseline else None
+    if args.table_only:
+        print(table(json.loads(args.table_only.read_text()), before))
+        return 0
     if args.worker:
         rows = worker(args.worker, args.models, args.repeat, args.cache, not args.no_profile and args.worker == "1")
         print(json.dumps(rows))
@@ -208,7 +231,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         results[mode] = json.loads(proc.stdout.strip().splitlines()[-1])
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
-    print(table(results))
+    print(table(results, before))
     return 0
 
 
