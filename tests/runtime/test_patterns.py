@@ -266,3 +266,19 @@ def test_attention_chain_is_one_step(scale: str | None, masked: bool) -> None:
         mask[0, :, 2, :] = -np.inf  # a row with nothing to attend to: NaN, zeroed by the Where
         feeds["mask"] = mask
     _check_against_onnxruntime(model, feeds, "Attention")
+
+
+def test_a_fused_step_refuses_as_the_nodes_do() -> None:
+    """Extents the chain's MatMul refuses: the error names the node, as the unfused run's does."""
+    nodes = [
+        h.make_node("MatMul", ["q", "kt"], ["s"]),
+        h.make_node("Softmax", ["s"], ["p"], axis=-1),
+        h.make_node("MatMul", ["p", "v"], ["y"]),
+    ]
+    inputs = {"q": [1, 2, 3, "D"], "kt": [1, 2, "E", 3], "v": [1, 2, 3, 4]}
+    s = onnxcore.Session(_graph_model(nodes, inputs, [1, 2, 3, 4], []))
+    assert _fused(s) == ["Attention"]
+    feeds = {"q": np.ones((1, 2, 3, 5), np.float32), "kt": np.ones((1, 2, 6, 3), np.float32),
+             "v": np.ones((1, 2, 3, 4), np.float32)}  # fmt: skip
+    with pytest.raises(onnxcore.EvaluationError, match="MatMul"):
+        s.run(None, feeds)

@@ -21,6 +21,7 @@ import numpy as np
 from onnxcore.errors import EvaluationError, LimitError, OnnxCoreError, ValidationError
 from onnxcore.runtime.codegen import MAX_STEPS, generate
 from onnxcore.runtime.optimize import (
+    FOLD_BUDGET_BYTES,
     cse_key,
     fast_shape_ops,
     flatten_concats,
@@ -43,6 +44,9 @@ __all__ = ["GraphIR", "Plan", "describe_value"]
 
 COMPILE_AFTER = 1
 """Interpreted evaluations of a plan before it is compiled to Python (see :meth:`Plan.execute`)."""
+
+SHAPE_FOLD_BUDGET = 1 << 26
+"""Bytes of folded values a plan specialised to input shapes may hold (a causal mask of a long sequence, say)."""
 
 NONE_SLOT = 0  # always holds None: an input left unsupplied (Clause 7.3.3)
 TRASH_SLOT = 1  # receives outputs nobody named
@@ -195,7 +199,9 @@ class Plan:
                 # Values this plan's runs are guaranteed (shapes decided by its input shapes): their nodes
                 # become constants, and what is computed from them alone is folded with the rest.
                 nodes = [bn for bn in nodes if not any(o in known for o in bn.outputs if o)]
-            folded, derived = fold_constants(nodes, {**inits, **known}, variable)
+            # A plan made per input shape folds at most SHAPE_FOLD_BUDGET bytes (a session keeps several).
+            budget = SHAPE_FOLD_BUDGET if known else FOLD_BUDGET_BYTES
+            folded, derived = fold_constants(nodes, {**inits, **known}, variable, budget=budget)
             derived = {**known, **derived}
             nodes = [bn for k, bn in enumerate(nodes) if k not in folded]
             const = {n: v for n, v in inits.items() if n not in variable} | derived

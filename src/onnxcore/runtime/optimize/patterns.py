@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from onnxcore.errors import OnnxCoreError
 from onnxcore.kernels.registry import lookup
 from onnxcore.runtime.optimize._common import rebound, use_counts
 from onnxcore.runtime.step import PlanNode
@@ -65,7 +66,12 @@ class FusedPattern:
 
     def __call__(self, *xs: Any) -> Any:
         if all(isinstance(x, np.ndarray) for x in xs) and self.accepts(*xs):
-            r = self.fast(*xs, *self.args, **self.kw)
+            try:
+                r = self.fast(*xs, *self.args, **self.kw)
+            except (ValueError, OnnxCoreError):
+                # Extents the operator refuses (a product's inner axes that differ, say): the nodes as written
+                # give the refusal that names its node, or their value.
+                return self.as_written(*xs)
             return r[0] if type(r) is tuple else r
         return self.as_written(*xs)
 
@@ -485,7 +491,7 @@ def _linear(x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
 
 def _linear_accepts(w: np.ndarray, b: np.ndarray | None) -> Callable[[np.ndarray], bool]:
     def accepts(x: np.ndarray) -> bool:
-        return x.dtype == w.dtype and x.ndim >= 2 and x.shape[-1] == w.shape[0]
+        return x.dtype == w.dtype and x.ndim >= 2 and x.shape[-1] == w.shape[0] > 0
 
     return accepts
 
@@ -559,7 +565,7 @@ def _attention(
 
 def _attention_accepts(*xs: np.ndarray) -> bool:
     dt = xs[0].dtype
-    return dt in _FLOATS and all(x.dtype == dt and x.ndim >= 2 for x in xs)
+    return dt in _FLOATS and all(x.dtype == dt and x.ndim >= 2 and x.size for x in xs)
 
 
 def _scores(g: _Graph, name: str) -> tuple[list[int], tuple[str, float] | None, int] | None:
