@@ -128,3 +128,19 @@ def test_data_dependent_shapes_are_not_folded() -> None:
         np.testing.assert_array_equal(s.run(None, {"x": x})[0], ref.run(None, {"x": x})[0])
     plan = next(iter(s._shape_plans.values()))
     assert _ops(plan).count("Shape") == 1  # Shape(x) folded, Shape(NonZero(...)) kept
+
+
+def test_no_plan_when_no_shape_is_decided() -> None:
+    """Only a data-dependent Shape: no specialised plan, and the analysis is made once, not on every run."""
+    nodes = [h.make_node("NonZero", ["x"], ["nz"]), h.make_node("Shape", ["nz"], ["y"])]
+    g = h.make_graph(
+        nodes, "g", [h.make_tensor_value_info("x", TP.FLOAT, ["N"])], [h.make_tensor_value_info("y", TP.INT64, [2])]
+    )
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+    m.ir_version = 8
+    s = onnxcore.Session(m.SerializeToString())
+    for k in range(4):
+        x = np.zeros(5, np.float32)
+        x[:k] = 1
+        np.testing.assert_array_equal(s.run(None, {"x": x})[0], [1, k])
+    assert s._shape_plans == {} and list(s._decided.values()) == [[]]

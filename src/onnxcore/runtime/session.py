@@ -186,6 +186,7 @@ class Session:
         self._specialise = has_shape_nodes(ir.nodes)
         self._seen: dict[tuple[Any, ...], int] = {}
         self._shape_plans: dict[tuple[Any, ...], Plan] = {}
+        self._decided: dict[frozenset[str], list[int]] = {}
         known = set(self._output_names) | set(ir.inits) | set(self._input_by_name)
         known.update(o for bn in ir.nodes for o in bn.outputs if o)
         self._known_names = frozenset(known)
@@ -402,8 +403,11 @@ class Session:
         if seen < 2:
             return None
         ir = self._ir
-        consts = [n for n in ir.inits if n not in fed]
-        decided = decided_shape_nodes(ir.nodes, consts, feeds)
+        supplied = frozenset(feeds)
+        decided = self._decided.get(supplied)
+        if decided is None:  # which Shape nodes the feeds decide depends on their names only
+            decided = decided_shape_nodes(ir.nodes, [n for n in ir.inits if n not in fed], supplied)
+            self._decided[supplied] = decided
         if not decided:
             return None
         probe = ir.plan(None, keep_all=True, fed=fed)
