@@ -117,7 +117,13 @@ DIVERGENCES: tuple[tuple[str, str, str], ...] = (
         "unpadded Conv as a clamp with the scale folded into the weights, an AveragePool then a narrowing 1x1 Conv "
         "as the projection then the pool. A Winograd result with an infinity or NaN is computed directly again, "
         "so special values spread exactly as in the direct convolution; intermediates=True runs every node as "
-        "written.",
+        "written. The elementwise chains exporters write for GELU (erf and tanh), SiLU, LayerNorm and RMSNorm "
+        "run as the operator (the Gelu, LayerNormalization, RMSNormalization kernels; SiLU as x / (1 + exp(-x))), "
+        "and the attention chain (MatMul, scale, mask, Softmax, NaN guard, MatMul) as one step on one score "
+        "buffer: the same function, rounded differently within a few float32 ulps. A plan made for a run's input "
+        "shapes takes the Shape values those shapes decide (a conservative table of operators whose output "
+        "shapes follow from their input shapes) as constants, so the shape arithmetic fed by them is folded: "
+        "the same values, computed once per input shape.",
     ),
     (
         "7.3.1, 4.4",

@@ -29,11 +29,16 @@ from onnxcore.errors import (
 from onnxcore.limits import RunControl, active_run_control
 from onnxcore.runtime.codegen import MAX_STEPS, generate
 from onnxcore.runtime.optimize import (
+    FOLD_BUDGET_BYTES,
     cse_key,
+    fast_shape_ops,
     flatten_concats,
     fold_constants,
     fuse_affine_chains,
+    fuse_attention,
     fuse_conv_chains,
+    fuse_linear,
+    fuse_patterns,
     fuse_preactivation,
     fuse_relu,
     input_token,
@@ -47,6 +52,9 @@ __all__ = ["GraphIR", "Plan", "describe_value"]
 
 COMPILE_AFTER = 1
 """Interpreted evaluations of a plan before it is compiled to Python (see :meth:`Plan.execute`)."""
+
+SHAPE_FOLD_BUDGET = 1 << 26
+"""Bytes of folded values a plan specialised to input shapes may hold (a causal mask of a long sequence, say)."""
 
 NONE_SLOT = 0  # always holds None: an input left unsupplied (Clause 7.3.3)
 TRASH_SLOT = 1  # receives outputs nobody named
@@ -100,6 +108,8 @@ class GraphIR:
         keep_all: bool = False,
         fed: frozenset[str] | None = None,
         ranks: Mapping[str, int] | None = None,
+        known: Mapping[str, Any] | None = None,
+        signature: tuple[Any, ...] | None = None,
     ) -> Plan:
         """The plan computing ``outputs`` (all declared outputs by default); cached.
 
@@ -108,14 +118,22 @@ class GraphIR:
         which then counts as a constant (Clause 7.2). None: every input is supplied (subgraphs, functions).
         ``ranks`` are input ranks the caller guarantees (a session checks every feed against its declared
         rank); the plan may rely on them.
+        ``known`` are values of node outputs that the caller guarantees for every run of this plan (the
+        ``Shape`` values decided by the input shapes ``signature`` names, :mod:`onnxcore.runtime.optimize.
+        specialize`): those nodes become constants, folded further. Such plans are cached by ``signature``
+        (the caller keeps their number bounded).
         """
         outs = tuple(self.output_names if outputs is None else outputs)
-        key = (outs, keep_all, fed, None if ranks is None else frozenset(ranks.items()))
+        key = (outs, keep_all, fed, None if ranks is None else frozenset(ranks.items()), signature)
         p = self._plans.get(key)
         if p is None:
-            p = Plan(self, outs, keep_all, fed, ranks)
+            p = Plan(self, outs, keep_all, fed, ranks, None if keep_all else known)
             self._plans[key] = p
         return p
+
+    def forget(self, signature: tuple[Any, ...]) -> None:
+        """Drop the plans specialised to ``signature`` (the caller's cache of signatures is full)."""
+        self._plans = {k: p for k, p in self._plans.items() if k[-1] != signature}
 
 
 def describe_value(v: Any) -> str:
@@ -160,6 +178,7 @@ class Plan:
         keep_all: bool,
         fed: frozenset[str] | None = None,
         ranks: Mapping[str, int] | None = None,
+        known: Mapping[str, Any] | None = None,
     ) -> None:
         self.ir = ir
         slots: dict[str, int] = {}
@@ -183,9 +202,19 @@ class Plan:
         if not keep_all:
             # Clause 8.2: a node computed from constants alone is evaluated once, when the plan is made, and its
             # outputs become constants; then per-channel affine steps and a Relu after a Conv are fused into it.
-            folded, derived = fold_constants(nodes, inits, variable)
+            known = known or {}
+            if known:
+                # Values this plan's runs are guaranteed (shapes decided by its input shapes): their nodes
+                # become constants, and what is computed from them alone is folded with the rest.
+                nodes = [bn for bn in nodes if not any(o in known for o in bn.outputs if o)]
+            # A plan made per input shape folds at most SHAPE_FOLD_BUDGET bytes (a session keeps several).
+            budget = SHAPE_FOLD_BUDGET if known else FOLD_BUDGET_BYTES
+            folded, derived = fold_constants(nodes, {**inits, **known}, variable, budget=budget)
+            derived = {**known, **derived}
             nodes = [bn for k, bn in enumerate(nodes) if k not in folded]
             const = {n: v for n, v in inits.items() if n not in variable} | derived
+            nodes = fuse_attention(fuse_patterns(nodes, const, outputs), const, outputs)
+            nodes = fuse_linear(nodes, const, outputs)
             nodes, fused = fuse_conv_chains(nodes, const, outputs)
             derived |= fused
             const |= fused
@@ -196,6 +225,7 @@ class Plan:
             nodes = fuse_relu(nodes, outputs)
             nodes = project_before_pooling(nodes, const, outputs)
             nodes = use_winograd(nodes, const)
+            nodes = fast_shape_ops(nodes, const, outputs)
             # Folding and fusion leave constants nothing reads any more (a weight before its fusion): drop them.
             read = set(outputs).union(*(bn.inputs for bn in nodes), *(bn.outer for bn in nodes))
             derived = {n: v for n, v in derived.items() if n in read}

@@ -35,12 +35,16 @@ from onnxcore.proto import ModelProto, TypeProto
 from onnxcore.proto.bridge import as_message, is_onnx_message
 from onnxcore.runtime.compile import CompileEnv, compile_graph
 from onnxcore.runtime.feeds import check_feed
+from onnxcore.runtime.optimize.specialize import decided_shape_nodes, has_shape_nodes, shape_signature
 from onnxcore.runtime.plan import GraphIR, Plan, describe_value
 from onnxcore.types import type_from_proto
 from onnxcore.types.valuetypes import declared_shape
 from onnxcore.validate.runner import check_context
 
-__all__ = ["Session", "StepTime", "ValueDescription"]
+__all__ = ["MAX_SHAPE_PLANS", "Session", "StepTime", "ValueDescription"]
+
+MAX_SHAPE_PLANS = 8
+"""Input-shape signatures a session keeps specialised plans for (see ``Session._specialised``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,6 +199,12 @@ class Session:
         self._ranks = {d.name: r for d in self.inputs if (r := _declared_rank(d.type_proto)) is not None}
         with limits_in_effect(self._limits):
             self._plan = ir.plan(fed=self._fed, ranks=self._ranks)
+        # Plans specialised to the input shapes of a run (optimize/specialize.py): made on a signature's second
+        # run (a shape seen once, such as each step of a growing decoder cache, never pays for a plan).
+        self._specialise = has_shape_nodes(ir.nodes)
+        self._seen: dict[tuple[Any, ...], int] = {}
+        self._shape_plans: dict[tuple[Any, ...], Plan] = {}
+        self._decided: dict[frozenset[str], list[int]] = {}
         known = set(self._output_names) | set(ir.inits) | set(self._input_by_name)
         known.update(o for bn in ir.nodes for o in bn.outputs if o)
         self._known_names = frozenset(known)
@@ -401,15 +411,72 @@ class Session:
         fed = self._fed if not overridden else self._fed.union(overridden)
         if intermediates:
             plan = self._ir.plan(names, keep_all=True, fed=fed)
+        elif self._specialise and (spec := self._specialised(names, fed, checked)) is not None:
+            plan = spec
         elif output_names is None and not overridden:
             plan = self._plan
         else:
             plan = self._ir.plan(names, fed=fed, ranks=self._ranks)
-        vals = plan.template.copy()
-        slots = plan.input_slots
-        for name, value in checked.items():
-            vals[slots[name]] = value
-        return plan, vals
+        return plan, _filled(plan, checked)
+
+    def _specialised(self, names: list[str], fed: frozenset[str], feeds: dict[str, Any]) -> Plan | None:
+        """The plan specialised to these feeds' shapes, if one is made (on a signature's second run), else None.
+
+        Its ``Shape`` and ``Size`` nodes whose input shapes the feeds decide hold the values of a probe: the
+        plan of ``intermediates=True`` (every node as written) evaluated once on these feeds. At most
+        :data:`MAX_SHAPE_PLANS` signatures keep plans; the oldest is dropped first.
+        """
+        sig = shape_signature(feeds)
+        if sig is None:
+            return None
+        key = (tuple(names), fed, sig)
+        plan = self._shape_plans.get(key)
+        if plan is not None:
+            return plan
+        seen = self._seen.get(key, 0) + 1
+        if len(self._seen) >= 4 * MAX_SHAPE_PLANS:
+            self._seen = {}
+        self._seen[key] = seen
+        if seen < 2:
+            return None
+        ir = self._ir
+        supplied = frozenset(feeds)
+        decided = self._decided.get(supplied)
+        if decided is None:  # which Shape nodes the feeds decide depends on their names only
+            decided = decided_shape_nodes(ir.nodes, [n for n in ir.inits if n not in fed], supplied)
+            self._decided[supplied] = decided
+        if not decided:
+            return None
+        probe = ir.plan(None, keep_all=True, fed=fed)
+        vals = _filled(probe, feeds)
+        probe.execute(vals)
+        slot = {n: s for s, n in enumerate(probe.names) if n}
+        known: dict[str, Any] = {}
+        for k in decided:
+            for o in ir.nodes[k].outputs:
+                v = vals[slot[o]] if o in slot else None
+                if isinstance(v, np.ndarray):
+                    v = v.copy()
+                    v.flags.writeable = False
+                    known[o] = v
+        plan = ir.plan(names, fed=fed, ranks=self._ranks, known=known, signature=key)
+        plans = dict(self._shape_plans)
+        while len(plans) >= MAX_SHAPE_PLANS:
+            oldest = next(iter(plans))
+            del plans[oldest]
+            ir.forget(oldest)
+        plans[key] = plan
+        self._shape_plans = plans  # replaced whole: a run in another thread keeps the dict it read
+        return plan
+
+
+def _filled(plan: Plan, feeds: Mapping[str, Any]) -> list[Any]:
+    """A copy of the plan's value slots with the feeds in place."""
+    vals = plan.template.copy()
+    slots = plan.input_slots
+    for name, value in feeds.items():
+        vals[slots[name]] = value
+    return vals
 
 
 def _bind_and_check(model: ModelProto, limits: Limits, base_dir: Path | None, check: bool) -> BoundModel:

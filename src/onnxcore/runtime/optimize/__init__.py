@@ -10,6 +10,10 @@ none changes a result beyond the rounding Clause 11.4 admits, and none applies i
 - ``fuse``: steps folded into a Conv or Gemm, an in-place Relu, prepacked weights, Winograd;
 - ``preactivation``: an affine chain and Relu folded into the Conv that reads them;
 - ``reorder``: a channel projection moved before the pooling it follows;
+- ``patterns``: exporters' chains for GELU, LayerNorm and RMSNorm evaluated as those operators; linear layers
+  and the attention chain as one step each;
+- ``shapeops``: shape operators with constant arguments as the numpy view they come down to;
+- ``specialize``: which shape computations a run's input shapes decide (plans specialised to them);
 - ``_common``: helpers they share.
 """
 
@@ -20,20 +24,27 @@ from onnxcore.runtime.optimize.affine import AffineChain, fuse_affine_chains
 from onnxcore.runtime.optimize.cse import cse_key, input_token
 from onnxcore.runtime.optimize.fold import FOLD_BUDGET_BYTES, fold_constants
 from onnxcore.runtime.optimize.fuse import fuse_conv_chains, fuse_relu, prepack_gemm, use_winograd
+from onnxcore.runtime.optimize.patterns import FusedPattern, fuse_attention, fuse_linear, fuse_patterns
 from onnxcore.runtime.optimize.preactivation import PreActivatedConv, flatten_concats, fuse_preactivation
 from onnxcore.runtime.optimize.reorder import ProjectedPool, project_before_pooling
+from onnxcore.runtime.optimize.shapeops import fast_shape_ops
 
 __all__ = [
     "FOLD_BUDGET_BYTES",
     "AffineChain",
+    "FusedPattern",
     "InPlaceRelu",
     "PreActivatedConv",
     "ProjectedPool",
     "cse_key",
+    "fast_shape_ops",
     "flatten_concats",
     "fold_constants",
     "fuse_affine_chains",
+    "fuse_attention",
     "fuse_conv_chains",
+    "fuse_linear",
+    "fuse_patterns",
     "fuse_preactivation",
     "fuse_relu",
     "input_token",

@@ -21,18 +21,18 @@ FOLD_BUDGET_BYTES = 1 << 32
 
 
 def fold_constants(
-    nodes: Sequence[PlanNode], inits: Mapping[str, Any], inputs: Collection[str]
+    nodes: Sequence[PlanNode], inits: Mapping[str, Any], inputs: Collection[str], *, budget: int = FOLD_BUDGET_BYTES
 ) -> tuple[set[int], dict[str, Any]]:
     """Evaluate the nodes whose inputs are all constants; return their indices and their outputs by name.
 
     Constants are initializers that are not graph inputs (an input's initializer is only a default, 7.2)
     and outputs of nodes folded before. Random operators, nodes with subgraphs or enclosing-scope values, and
-    nodes that fail are left to run time (a failure is then reported with the node, as usual).
+    nodes that fail are left to run time (a failure is then reported with the node, as usual). Folded values
+    total at most ``budget`` bytes.
     """
     const = {n: v for n, v in inits.items() if n not in inputs}
     folded: set[int] = set()
     values_out: dict[str, Any] = {}
-    budget = FOLD_BUDGET_BYTES
     for k, bn in enumerate(nodes):
         node = bn.node
         if bn.call is None or bn.outer or node.op_type in NONDETERMINISTIC or node.op_type == "Dropout":

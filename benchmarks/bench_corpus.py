@@ -1,0 +1,239 @@
+"""Today's exporters' models (issue 27): onnxcore.Session against onnxruntime, one thread and default threads.
+
+The corpus is made by ``corpus_models.py`` (cached in ``.cache/bench-corpus``; made on first use). Each model is
+run by onnxcore and by onnxruntime in one process, the engines taking turns: one warm-up run each, then the
+best of ``--repeat`` runs. Two processes, one per thread setting:
+
+- one thread: BLAS limited to one thread for onnxcore (``OPENBLAS_NUM_THREADS=1`` before numpy loads),
+  onnxruntime with ``intra_op_num_threads=1``;
+- default threads: both engines as they come (onnxruntime uses the machine's cores).
+
+Every output of both engines is compared with the framework's own output (``corpus_models.compare``). The table
+gives each model's times and the ratio onnxcore / onnxruntime; then the median ratio overall and per family,
+and per model a profile summary: the operator types that hold onnxcore's time (``Session.profile``, one
+thread; a fused step is named by its head with ``+`` and what is fused into it).
+
+Usage: ``python benchmarks/bench_corpus.py [--repeat 5] [--threads both|1|default] [--models bert gpt2 ...]
+[--cache DIR] [--no-profile] [--json FILE] [--baseline EARLIER.json] [--table-only RESULTS.json]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+_BLAS_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def _best_of(fns: list[Callable[[], Any]], repeat: int) -> tuple[list[float], list[Any]]:
+    """Best wall time and last result of each engine; the engines take turns (a change in the machine's load
+    affects them alike)."""
+    outs = [fn() for fn in fns]
+    best = [float("inf")] * len(fns)
+    for _ in range(repeat):
+        for i, fn in enumerate(fns):
+            t0 = time.perf_counter()
+            outs[i] = fn()
+            best[i] = min(best[i], time.perf_counter() - t0)
+    return best, outs
+
+
+def _profile_summary(sess: Any, feeds: dict[str, Any], top: int = 4) -> list[tuple[str, float]]:
+    """The operator types holding onnxcore's time, as (label, share of the summed step time). Each step's time is
+    its least over a few profiled runs: on a shared machine one run's spike would otherwise name the wrong step."""
+    runs = [sess.profile(feeds, repeat=1) for _ in range(5)]
+    steps = [min(group, key=lambda s: s.seconds) for group in zip(*runs)]
+    by: dict[str, float] = defaultdict(float)
+    for s in steps:
+        label = s.op_type
+        if s.fused:
+            label += "+" + "+".join(sorted({f[1] for f in s.fused}))
+        by[label] += s.seconds
+    total = sum(by.values()) or 1.0
+    return [(k, v / total) for k, v in sorted(by.items(), key=lambda kv: -kv[1])[:top]]
+
+
+def worker(mode: str, names: Sequence[str] | None, repeat: int, cache: Path, profile: bool) -> list[dict[str, Any]]:
+    """Time every entry in this process (whose BLAS threads are already set for ``mode``)."""
+    import numpy as np
+    import onnxruntime as ort
+
+    import onnxcore
+
+    sys.path.insert(0, str(HERE))
+    import corpus_models as cm
+
+    rows = []
+    for entry in sorted(cm.ensure(cache, names), key=lambda e: (e.family, e.name)):
+        feeds, expected = cm.load_entry(cache, entry)
+        row: dict[str, Any] = {"name": entry.name, "family": entry.family, "exporter": entry.exporter}
+        path = str(cache / entry.model)
+        try:
+            so = ort.SessionOptions()
+            if mode == "1":
+                so.intra_op_num_threads = 1
+                so.inter_op_num_threads = 1
+            ref = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+            ours = onnxcore.Session(path)
+        except Exception as e:
+            row["error"] = f"{type(e).__name__}: {str(e)[:160]}"
+            rows.append(row)
+            print(f"[{mode}] {entry.name}: {row['error']}", file=sys.stderr)
+            continue
+        with np.errstate(all="ignore"):
+            try:
+                (t_oc, t_ort), (o_oc, o_ort) = _best_of(
+                    [lambda o=ours, f=feeds: o.run(None, f), lambda r=ref, f=feeds: r.run(None, f)], repeat
+                )
+            except Exception as e:
+                row["error"] = f"{type(e).__name__}: {str(e)[:160]}"
+                rows.append(row)
+                print(f"[{mode}] {entry.name}: {row['error']}", file=sys.stderr)
+                continue
+        row.update(onnxcore=t_oc, onnxruntime=t_ort, ratio=t_oc / t_ort)
+        row["onnxcore_check"] = cm.compare(o_oc, expected, entry.exact_outputs)
+        row["onnxruntime_check"] = cm.compare(o_ort, expected, entry.exact_outputs)
+        if profile:
+            row["profile"] = _profile_summary(ours, feeds)
+        rows.append(row)
+        msg = f"{t_oc * 1e3:.2f} ms vs {t_ort * 1e3:.2f} ms ({t_oc / t_ort:.2f}x)"
+        print(f"[{mode}] {entry.name}: {msg}", file=sys.stderr)
+    return rows
+
+
+def _ms(t: float | None) -> str:
+    if t is None:
+        return "-"
+    return f"{t * 1e3:.2f} ms" if t < 0.1 else f"{t * 1e3:.0f} ms"
+
+
+def _median(xs: list[float]) -> str:
+    return f"{statistics.median(xs):.2f}x" if xs else "-"
+
+
+def table(results: dict[str, list[dict[str, Any]]], before: dict[str, list[dict[str, Any]]] | None = None) -> str:
+    """The Markdown report of both modes (with ``before``, an earlier run's results: its one-thread ratio too)."""
+    one = {r["name"]: r for r in results.get("1", [])}
+    dflt = {r["name"]: r for r in results.get("default", [])}
+    base = {r["name"]: r for r in (before or {}).get("1", [])}
+    names = list(dict.fromkeys([*one, *dflt]))
+    lines = [
+        "| model | family | exporter | onnxcore, 1 thread | onnxruntime, 1 thread | ratio | onnxcore, default "
+        "| onnxruntime, default | ratio | matches the framework |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    if before is not None:
+        lines = [lines[0][:-1] + "| ratio before, 1 thread |", lines[1] + "---:|"]
+    fam1: dict[str, list[float]] = defaultdict(list)
+    famd: dict[str, list[float]] = defaultdict(list)
+    all1: list[float] = []
+    alld: list[float] = []
+    for n in names:
+        a, b = one.get(n, {}), dflt.get(n, {})
+        r = a or b
+        checks = [x for x in (a.get("onnxcore_check"), b.get("onnxcore_check")) if x]
+        err = a.get("error") or b.get("error")
+        match = f"error: {err}" if err else ("no: " + checks[0] if checks else "yes")
+        if a.get("onnxruntime_check"):
+            match += f" (onnxruntime: {a['onnxruntime_check']})"
+        ra, rb = a.get("ratio"), b.get("ratio")
+        if ra is not None:
+            fam1[r["family"]].append(ra)
+            all1.append(ra)
+        if rb is not None:
+            famd[r["family"]].append(rb)
+            alld.append(rb)
+        lines.append(
+            f"| {n} | {r['family']} | {r['exporter']} | {_ms(a.get('onnxcore'))} | {_ms(a.get('onnxruntime'))} "
+            f"| {'-' if ra is None else f'{ra:.2f}x'} | {_ms(b.get('onnxcore'))} | {_ms(b.get('onnxruntime'))} "
+            f"| {'-' if rb is None else f'{rb:.2f}x'} | {match} |"
+        )
+        if before is not None:
+            old = base.get(n, {}).get("ratio")
+            lines[-1] += f" {'-' if old is None else f'{old:.2f}x'} |"
+    lines += ["", f"Median ratio: **{_median(all1)}** at one thread ({len(all1)} models), "
+              f"**{_median(alld)}** at default threads; worst at one thread: "
+              + (f"{max(all1):.2f}x." if all1 else "-"), ""]  # fmt: skip
+    fam0: dict[str, list[float]] = defaultdict(list)
+    for r in base.values():
+        if r.get("ratio") is not None:
+            fam0[r["family"]].append(r["ratio"])
+    if before is not None:
+        lines[-2] += f" Before: {_median([x for xs in fam0.values() for x in xs])} at one thread."
+    head = "| family | models | median, 1 thread | range, 1 thread | median, default |"
+    rule = "|---|---:|---:|---:|---:|"
+    if before is not None:
+        head, rule = head + " median before, 1 thread |", rule + "---:|"
+    lines += [head, rule]
+    for fam in sorted(set(fam1) | set(famd)):
+        xs = fam1.get(fam, [])
+        rng = f"{min(xs):.2f}-{max(xs):.2f}x" if xs else "-"
+        row = f"| {fam} | {len(xs)} | {_median(xs)} | {rng} | {_median(famd.get(fam, []))} |"
+        lines.append(row + (f" {_median(fam0.get(fam, []))} |" if before is not None else ""))
+    profiled = [r for r in one.values() if r.get("profile")]
+    if profiled:
+        lines += ["", "Where onnxcore's time goes (one thread, share of the summed step time):", ""]
+        for r in profiled:
+            parts = ", ".join(f"{k} {v:.0%}" for k, v in r["profile"])
+            lines.append(f"- {r['name']}: {parts}")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--threads", choices=["both", "1", "default"], default="both")
+    ap.add_argument("--models", nargs="*", help="substrings of the entry names to run")
+    ap.add_argument("--cache", type=Path, default=HERE.parent / ".cache" / "bench-corpus")
+    ap.add_argument("--no-profile", action="store_true")
+    ap.add_argument("--json", type=Path, help="also write the raw results here")
+    ap.add_argument("--baseline", type=Path, help="an earlier --json file: its one-thread ratios as columns")
+    ap.add_argument("--table-only", type=Path, help="print the table of an earlier --json file, timing nothing")
+    ap.add_argument("--worker", choices=["1", "default"], help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    before = json.loads(args.baseline.read_text()) if args.baseline else None
+    if args.table_only:
+        print(table(json.loads(args.table_only.read_text()), before))
+        return 0
+    if args.worker:
+        rows = worker(args.worker, args.models, args.repeat, args.cache, not args.no_profile and args.worker == "1")
+        print(json.dumps(rows))
+        return 0
+    sys.path.insert(0, str(HERE))
+    import corpus_models as cm
+
+    cm.ensure(args.cache, args.models)  # made once, before any timing
+    results: dict[str, list[dict[str, Any]]] = {}
+    for mode in ["1", "default"] if args.threads == "both" else [args.threads]:
+        env = dict(os.environ)
+        for var in _BLAS_VARS:
+            if mode == "1":
+                env[var] = "1"
+        cmd = [sys.executable, __file__, "--worker", mode, "--repeat", str(args.repeat), "--cache", str(args.cache)]
+        if args.models:
+            cmd += ["--models", *args.models]
+        if args.no_profile:
+            cmd.append("--no-profile")
+        proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, text=True, check=False)
+        if proc.returncode != 0:
+            print(f"worker {mode} failed with exit code {proc.returncode}", file=sys.stderr)
+            return 1
+        results[mode] = json.loads(proc.stdout.strip().splitlines()[-1])
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1))
+    print(table(results, before))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

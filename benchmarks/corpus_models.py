@@ -1,0 +1,592 @@
+"""The benchmark corpus of issue 27: models as today's exporters write them, generated into a cache directory.
+
+Every model is made here from the pinned exporters of the ``bench`` extra (pyproject.toml), never downloaded:
+
+- torchvision (resnet18, mobilenet_v3_small, efficientnet_b0) and timm (convnext_atto, efficientformer_l1,
+  vit_tiny), built with random weights (``pretrained=False``), exported by both torch exporters
+  (``dynamo=True`` and the TorchScript one);
+- transformers with small configurations (BERT, DistilBERT, GPT-2, T5 encoder, Whisper encoder, Llama), batch
+  and sequence axes dynamic, both exporters, and a KV-cache decoder step (Llama with its past keys and values
+  as inputs);
+- scikit-learn (random forest, gradient boosting, SVM) through skl2onnx and LightGBM, XGBoost through
+  onnxmltools, each at 1 and at 1,000 rows.
+
+Weights are seeded; BatchNorm statistics are set by a few train-mode passes over random batches (a cumulative
+average), so that outputs are of normal size and a wrong kernel shows. The framework's own output for the
+benchmark's feeds is stored next to the model (``<name>.npz``: ``in:<input>`` and ``out:<k>``) and the
+exported model is checked against it with onnxruntime when it is made; ``manifest.json`` lists every entry.
+
+Usage: ``python benchmarks/corpus_models.py [--cache .cache/bench-corpus] [--models bert gpt2 ...] [--force]``.
+``bench_corpus.py`` calls :func:`ensure` itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import traceback
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+DEFAULT_CACHE = Path(__file__).resolve().parent.parent / ".cache" / "bench-corpus"
+CORPUS_VERSION = 1  # bump when a recipe changes: entries of another version are made again
+
+
+@dataclass
+class Entry:
+    """One benchmark case: a model file and the feeds it is run with."""
+
+    name: str
+    family: str
+    exporter: str
+    model: str  # file name in the cache
+    data: str  # npz with in:<name> feeds and out:<k> framework outputs
+    exact_outputs: list[int] = field(default_factory=list)  # outputs compared exactly (labels)
+    note: str = ""
+    version: int = CORPUS_VERSION
+
+
+# --------------------------------------------------------------------------------------------- torch models
+
+
+def _torch() -> Any:
+    import torch
+
+    torch.manual_seed(0)
+    return torch
+
+
+def _set_bn_stats(model: Any, batch: Callable[[], Any], passes: int = 3) -> None:
+    """BatchNorm running statistics from a few train-mode passes (cumulative average, not momentum)."""
+    torch = _torch()
+    bns = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    if not bns:
+        model.eval()
+        return
+    for m in bns:
+        m.reset_running_stats()
+        m.momentum = None
+    model.train()
+    with torch.no_grad():
+        for _ in range(passes):
+            model(batch())
+    model.eval()
+
+
+class _Wrap:
+    """A torch module calling ``fn(model, *args)`` and returning a tuple of tensors (made lazily: torch import)."""
+
+    @staticmethod
+    def make(model: Any, fn: Callable[..., Any]) -> Any:
+        torch = _torch()
+
+        class Wrapped(torch.nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.inner = model
+
+            def forward(self, *args: Any) -> Any:
+                return fn(self.inner, *args)
+
+        return Wrapped().eval()
+
+
+@dataclass
+class TorchRecipe:
+    name: str
+    family: str
+    build: Callable[[], tuple[Any, tuple[Any, ...], tuple[Any, ...], list[str], dict[str, dict[int, str]]]]
+    exporters: tuple[str, ...] = ("dynamo", "torchscript")
+
+
+def _vision(ctor: Callable[[], Any], size: int = 224) -> Callable[[], Any]:
+    def build() -> Any:
+        torch = _torch()
+        model = ctor()
+        gen = torch.Generator().manual_seed(1)
+        _set_bn_stats(model, lambda: torch.randn(8, 3, size, size, generator=gen))
+        x = torch.randn(1, 3, size, size, generator=gen)
+        return model, (x,), (x,), ["input"], {}
+
+    return build
+
+
+def _tv(name: str) -> Callable[[], Any]:
+    def ctor() -> Any:
+        import torchvision
+
+        _torch()
+        return getattr(torchvision.models, name)(weights=None)
+
+    return ctor
+
+
+def _timm(name: str) -> Callable[[], Any]:
+    def ctor() -> Any:
+        import timm
+
+        _torch()
+        return timm.create_model(name, pretrained=False)
+
+    return ctor
+
+
+def _ids(torch: Any, batch: int, seq: int, vocab: int, seed: int) -> Any:
+    return torch.randint(0, vocab, (batch, seq), generator=torch.Generator().manual_seed(seed))
+
+
+def _mask(torch: Any, batch: int, seq: int) -> Any:
+    m = torch.ones(batch, seq, dtype=torch.int64)
+    if batch > 1:
+        m[1, seq - seq // 4 :] = 0  # the second row padded: masking shows
+    return m
+
+
+_TEXT_AXES = {"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "seq"}}
+VOCAB = 512
+
+
+def _text(make: Callable[[Any], Any], *, mask: bool = True) -> Callable[[], Any]:
+    """A transformers encoder/decoder: export at (2, 16), run at (2, 24) (so the axes are really dynamic)."""
+
+    def build() -> Any:
+        torch = _torch()
+        model = make(torch).eval()
+        if mask:
+            wrapped = _Wrap.make(model, lambda m, ids, am: (m(input_ids=ids, attention_mask=am).last_hidden_state,))
+            ex = (_ids(torch, 2, 16, VOCAB, 1), _mask(torch, 2, 16))
+            run = (_ids(torch, 2, 24, VOCAB, 2), _mask(torch, 2, 24))
+            names = ["input_ids", "attention_mask"]
+        else:
+            wrapped = _Wrap.make(model, lambda m, ids: (m(input_ids=ids).last_hidden_state,))
+            ex = (_ids(torch, 2, 16, VOCAB, 1),)
+            run = (_ids(torch, 2, 24, VOCAB, 2),)
+            names = ["input_ids"]
+        return wrapped, ex, run, names, {n: _TEXT_AXES[n] for n in names}
+
+    return build
+
+
+def _bert(torch: Any) -> Any:
+    from transformers import BertConfig, BertModel
+
+    cfg = BertConfig(
+        vocab_size=VOCAB,
+        hidden_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=512,
+        max_position_embeddings=128,
+    )
+    return BertModel(cfg, add_pooling_layer=False)
+
+
+def _distilbert(torch: Any) -> Any:
+    from transformers import DistilBertConfig, DistilBertModel
+
+    cfg = DistilBertConfig(
+        vocab_size=VOCAB, dim=128, n_layers=2, n_heads=4, hidden_dim=512, max_position_embeddings=128
+    )
+    return DistilBertModel(cfg)
+
+
+def _gpt2(torch: Any) -> Any:
+    from transformers import GPT2Config, GPT2Model
+
+    cfg = GPT2Config(vocab_size=VOCAB, n_embd=128, n_layer=2, n_head=4, n_positions=128)
+    return GPT2Model(cfg)
+
+
+def _t5(torch: Any) -> Any:
+    from transformers import T5Config, T5EncoderModel
+
+    cfg = T5Config(vocab_size=VOCAB, d_model=128, d_kv=32, d_ff=512, num_layers=2, num_heads=4)
+    return T5EncoderModel(cfg)
+
+
+def _llama_config() -> Any:
+    from transformers import LlamaConfig
+
+    return LlamaConfig(
+        vocab_size=VOCAB,
+        hidden_size=128,
+        intermediate_size=344,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=256,
+    )
+
+
+def _llama(torch: Any) -> Any:
+    from transformers import LlamaModel
+
+    return LlamaModel(_llama_config())
+
+
+def _whisper() -> Any:
+    torch = _torch()
+    from transformers import WhisperConfig
+    from transformers.models.whisper.modeling_whisper import WhisperEncoder
+
+    cfg = WhisperConfig(
+        num_mel_bins=80, d_model=128, encoder_layers=2, encoder_attention_heads=4, encoder_ffn_dim=512,
+        max_source_positions=64,
+    )  # fmt: skip
+    model = WhisperEncoder(cfg).eval()
+    wrapped = _Wrap.make(model, lambda m, f: (m(input_features=f).last_hidden_state,))
+    gen = torch.Generator().manual_seed(3)
+    ex = (torch.randn(2, 80, 128, generator=gen),)
+    run = (torch.randn(1, 80, 128, generator=gen),)
+    return wrapped, ex, run, ["input_features"], {"input_features": {0: "batch"}}
+
+
+def _kv_step() -> Any:
+    """One decoder step of a Llama-style model with a cache: input_ids (B, 1), past keys/values per layer."""
+    torch = _torch()
+    from transformers import DynamicCache, LlamaForCausalLM
+
+    cfg = _llama_config()
+    model = LlamaForCausalLM(cfg).eval()
+    layers = cfg.num_hidden_layers
+    kv, hd = cfg.num_key_value_heads, cfg.hidden_size // cfg.num_attention_heads
+
+    def step(m: Any, ids: Any, am: Any, *past: Any) -> Any:
+        cache = DynamicCache()
+        for i in range(layers):
+            cache.update(past[2 * i], past[2 * i + 1], i)
+        out = m(input_ids=ids, attention_mask=am, past_key_values=cache, use_cache=True)
+        new = out.past_key_values
+        flat = []
+        for i in range(layers):
+            flat += [new.layers[i].keys, new.layers[i].values]
+        return (out.logits, *flat)
+
+    wrapped = _Wrap.make(model, step)
+
+    def feeds(batch: int, past: int, seed: int) -> tuple[Any, ...]:
+        gen = torch.Generator().manual_seed(seed)
+        ids = torch.randint(0, VOCAB, (batch, 1), generator=gen)
+        am = torch.ones(batch, past + 1, dtype=torch.int64)
+        pkv = [torch.randn(batch, kv, past, hd, generator=gen) for _ in range(2 * layers)]
+        return (ids, am, *pkv)
+
+    names = ["input_ids", "attention_mask"] + [f"past_{k}_{i}" for i in range(layers) for k in ("key", "value")]
+    axes: dict[str, dict[int, str]] = {"input_ids": {0: "batch"}, "attention_mask": {0: "batch", 1: "total"}}
+    axes.update({n: {0: "batch", 2: "past"} for n in names[2:]})
+    return wrapped, feeds(2, 16, 4), feeds(2, 31, 5), names, axes
+
+
+TORCH_RECIPES: list[TorchRecipe] = [
+    TorchRecipe("resnet18", "dense CNN", _vision(_tv("resnet18"))),
+    TorchRecipe("mobilenet_v3_small", "mobile CNN", _vision(_tv("mobilenet_v3_small"))),
+    TorchRecipe("efficientnet_b0", "mobile CNN", _vision(_tv("efficientnet_b0"))),
+    TorchRecipe("convnext_atto", "convnext", _vision(_timm("convnext_atto"))),
+    TorchRecipe("efficientformer_l1", "mobile CNN", _vision(_timm("efficientformer_l1"))),
+    TorchRecipe("vit_tiny", "dense CNN / ViT", _vision(_timm("vit_tiny_patch16_224"))),
+    TorchRecipe("bert", "small transformer", _text(_bert)),
+    TorchRecipe("distilbert", "small transformer", _text(_distilbert)),
+    TorchRecipe("gpt2", "GPT-2 decoder", _text(_gpt2)),
+    TorchRecipe("t5_encoder", "small transformer", _text(_t5)),
+    TorchRecipe("whisper_encoder", "small transformer", _whisper),
+    TorchRecipe("llama", "small transformer", _text(_llama)),
+    TorchRecipe("llama_kv_step", "KV-cache decoder step", _kv_step),
+]
+
+
+def _flat_outputs(out: Any) -> list[np.ndarray]:
+    torch = _torch()
+    if isinstance(out, torch.Tensor):
+        return [out.detach().numpy()]
+    if isinstance(out, tuple | list):
+        return [o.detach().numpy() for o in out]
+    raise TypeError(f"unexpected output {type(out).__name__}")
+
+
+def _export_torch(
+    recipe: TorchRecipe, cache: Path, exporters: Sequence[str], failed: dict[str, str] | None = None
+) -> list[Entry]:
+    torch = _torch()
+    model, ex_args, run_args, names, axes = recipe.build()
+    with torch.no_grad():
+        expected = _flat_outputs(model(*run_args))
+    out_names = [f"out{k}" for k in range(len(expected))]
+    entries = []
+    for exporter in exporters:
+        if exporter not in recipe.exporters:
+            continue
+        name = f"{recipe.name}-{exporter}"
+        path = cache / f"{name}.onnx"
+        tmp = cache / f"{name}.tmp.onnx"
+        dyn = {**axes}
+        if exporter == "torchscript":
+            dyn.update({o: {} for o in out_names})
+        kwargs: dict[str, Any] = {"input_names": names, "output_names": out_names}
+        if axes and exporter == "dynamo":
+            # torch.export's own spelling: every named axis dynamic, relations between them found by tracing.
+            auto = torch.export.Dim.DYNAMIC
+            # The wrapper's forward takes *args: one structure, a tuple of per-input specs.
+            kwargs["dynamic_shapes"] = (tuple({a: auto for a in axes.get(n, {})} or None for n in names),)
+        elif axes:
+            kwargs["dynamic_axes"] = {k: v for k, v in dyn.items() if v}
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                if exporter == "dynamo":
+                    torch.onnx.export(model, ex_args, str(tmp), dynamo=True, external_data=False, **kwargs)
+                else:
+                    torch.onnx.export(model, ex_args, str(tmp), dynamo=False, opset_version=17, **kwargs)
+        except Exception as e:  # one exporter failing leaves the other's model
+            root: BaseException = e
+            while root.__cause__ is not None:  # the exporter wraps the reason: name the innermost
+                root = root.__cause__
+            first = str(root).strip().splitlines()[0] if str(root).strip() else ""
+            e = root
+            print(f"{name}: export failed: {type(e).__name__}: {first[:200]}", file=sys.stderr)
+            if failed is not None:
+                failed[name] = f"{type(e).__name__}: {first[:200]}"
+            if os.environ.get("CORPUS_TRACEBACK"):
+                traceback.print_exc()
+            continue
+        os.replace(tmp, path)
+        feeds = {n: a.detach().numpy() for n, a in zip(names, run_args)}
+        entries.append(_store(cache, name, recipe.family, exporter, path.name, feeds, expected))
+    return entries
+
+
+# ----------------------------------------------------------------------------------------------- tabular
+
+
+def _tabular_data(n: int, features: int = 20, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, features)).astype(np.float32)
+    y = ((x[:, 0] + x[:, 1] * x[:, 2] - x[:, 3] + 0.3 * rng.standard_normal(n)) > 0).astype(np.int64)
+    y += (x[:, 4] > 1.0).astype(np.int64)  # three classes
+    return x, y
+
+
+def _tabular(cache: Path, only: Callable[[str], bool]) -> list[Entry]:
+    from sklearn.ensemble import GradientBoostingClassifier, RandomForestClassifier
+    from sklearn.svm import SVC
+
+    x, y = _tabular_data(2000)
+    xt, _ = _tabular_data(1000, seed=1)
+    recipes: list[tuple[str, str, Callable[[], Any], str]] = [
+        ("random_forest", "tree ensemble", lambda: RandomForestClassifier(100, max_depth=10, random_state=0), "skl"),
+        ("gradient_boosting", "tree ensemble", lambda: GradientBoostingClassifier(n_estimators=100, random_state=0),
+         "skl"),
+        ("lightgbm", "tree ensemble", _lgbm, "lgbm"),
+        ("xgboost", "tree ensemble", _xgb, "xgb"),
+        ("svm", "SVM", lambda: SVC(kernel="rbf", probability=False, random_state=0), "skl"),
+    ]  # fmt: skip
+    entries = []
+    for name, family, make, kind in recipes:
+        if not (only(f"{name}-1") or only(f"{name}-1000")):
+            continue
+        model = make().fit(x, y)
+        onx = _convert_tabular(model, kind, x.shape[1])
+        exporter = "onnxmltools" if kind in ("lgbm", "xgb") else "skl2onnx"
+        path = cache / f"{name}.onnx"
+        tmp = cache / f"{name}.tmp.onnx"
+        tmp.write_bytes(onx.SerializeToString())
+        os.replace(tmp, path)
+        for rows in (1, 1000):
+            feed = xt[:rows]
+            label = model.predict(feed).astype(np.int64)
+            second = model.decision_function(feed) if kind == "skl" and name == "svm" else model.predict_proba(feed)
+            exp = [label, np.asarray(second, np.float32)]
+            entries.append(
+                _store(cache, f"{name}-{rows}", family, exporter, path.name, {"input": feed}, exp, exact_outputs=[0])
+            )
+    return entries
+
+
+def _lgbm() -> Any:
+    import lightgbm
+
+    return lightgbm.LGBMClassifier(n_estimators=100, num_leaves=31, random_state=0, verbose=-1)
+
+
+def _xgb() -> Any:
+    import xgboost
+
+    return xgboost.XGBClassifier(n_estimators=100, max_depth=6, random_state=0)
+
+
+def _convert_tabular(model: Any, kind: str, features: int) -> Any:
+    if kind == "skl":
+        from skl2onnx import to_onnx
+        from skl2onnx.common.data_types import FloatTensorType
+
+        return to_onnx(
+            model,
+            initial_types=[("input", FloatTensorType([None, features]))],
+            options={id(model): {"zipmap": False}} if hasattr(model, "predict_proba") else None,
+            target_opset={"": 17, "ai.onnx.ml": 3},
+        )
+    from onnxmltools import convert_lightgbm, convert_xgboost
+    from onnxmltools.convert.common.data_types import FloatTensorType as MlFloat
+
+    types = [("input", MlFloat([None, features]))]
+    if kind == "lgbm":
+        return convert_lightgbm(model, initial_types=types, zipmap=False, target_opset=15)
+    return convert_xgboost(model, initial_types=types, target_opset=15)
+
+
+# ------------------------------------------------------------------------------------------------ storage
+
+
+def _store(
+    cache: Path,
+    name: str,
+    family: str,
+    exporter: str,
+    model_file: str,
+    feeds: dict[str, np.ndarray],
+    expected: Sequence[np.ndarray],
+    *,
+    exact_outputs: Sequence[int] = (),
+) -> Entry:
+    arrays = {f"in:{k}": v for k, v in feeds.items()} | {f"out:{k}": np.asarray(v) for k, v in enumerate(expected)}
+    tmp = cache / f"{name}.tmp.npz"
+    np.savez(tmp, **arrays)  # type: ignore[arg-type]
+    os.replace(tmp, cache / f"{name}.npz")
+    entry = Entry(name, family, exporter, model_file, f"{name}.npz", list(exact_outputs))
+    entry.note = check_entry(cache, entry, "onnxruntime")
+    return entry
+
+
+def load_entry(cache: Path, entry: Entry) -> tuple[dict[str, np.ndarray], list[np.ndarray]]:
+    """The feeds and the framework's outputs of an entry."""
+    with np.load(cache / entry.data) as z:
+        feeds = {k[3:]: z[k] for k in z.files if k.startswith("in:")}
+        outs = [z[f"out:{k}"] for k in range(sum(1 for f in z.files if f.startswith("out:")))]
+    return feeds, outs
+
+
+def compare(got: Sequence[Any], expected: Sequence[np.ndarray], exact: Sequence[int] = ()) -> str:
+    """'' when ``got`` matches the framework's outputs, else what differs. Floats: rtol 1e-3 and an atol of
+    1e-4 of the output's largest magnitude; labels (``exact``): at most 1 % of them may differ (float32
+    thresholds against the framework's float64 ones put a point on the other side now and then)."""
+    if len(got) < len(expected):
+        return f"{len(got)} outputs, the framework gives {len(expected)}"
+    for k, (g, e) in enumerate(zip(got, expected)):
+        g = np.asarray(g)
+        if g.size != e.size:
+            return f"output {k}: shape {g.shape}, the framework's {e.shape}"
+        g = g.reshape(e.shape)
+        if k in exact or e.dtype.kind in "iub":
+            bad = float(np.mean(g.astype(np.int64) != e.astype(np.int64))) if e.size else 0.0
+            if bad > 0.01:
+                return f"output {k}: {bad:.1%} of the labels differ"
+            continue
+        scale = float(np.max(np.abs(e))) if e.size else 0.0
+        if not np.allclose(g.astype(np.float64), e, rtol=1e-3, atol=1e-4 * max(scale, 1.0)):
+            diff = float(np.max(np.abs(g.astype(np.float64) - e)))
+            return f"output {k}: max abs difference {diff:.3g} (largest value {scale:.3g})"
+    return ""
+
+
+def check_entry(cache: Path, entry: Entry, engine: str) -> str:
+    """'' when onnxruntime (the exporter's own check) reproduces the framework's outputs, else what differs."""
+    import onnxruntime as ort
+
+    feeds, expected = load_entry(cache, entry)
+    try:
+        sess = ort.InferenceSession(str(cache / entry.model), providers=["CPUExecutionProvider"])
+        got = sess.run(None, feeds)
+    except Exception as e:
+        return f"{engine} failed: {type(e).__name__}: {str(e)[:200]}"
+    msg = compare(got, expected, entry.exact_outputs)
+    return f"{engine}: {msg}" if msg else ""
+
+
+def read_manifest(cache: Path) -> list[Entry]:
+    path = cache / "manifest.json"
+    if not path.exists():
+        return []
+    return [Entry(**e) for e in json.loads(path.read_text())]
+
+
+def _write_manifest(cache: Path, entries: list[Entry]) -> None:
+    tmp = cache / "manifest.tmp.json"
+    tmp.write_text(json.dumps([asdict(e) for e in sorted(entries, key=lambda e: e.name)], indent=1))
+    os.replace(tmp, cache / "manifest.json")
+
+
+def ensure(
+    cache: Path = DEFAULT_CACHE, names: Sequence[str] | None = None, *, force: bool = False, log: Any = sys.stderr
+) -> list[Entry]:
+    """Make the corpus entries whose name contains one of ``names`` (all by default) that are not cached yet;
+    return the entries asked for. A recipe that fails to export is reported and skipped."""
+    cache.mkdir(parents=True, exist_ok=True)
+    have = {e.name: e for e in read_manifest(cache) if e.version == CORPUS_VERSION}
+    # Exports that failed with these pinned versions are not tried again on every run (--force does).
+    failed_path = cache / "failed.json"
+    failed: dict[str, str] = {}
+    if failed_path.exists() and not force:
+        stored = json.loads(failed_path.read_text())
+        failed = stored.get("failed", {}) if stored.get("version") == CORPUS_VERSION else {}
+
+    def wanted(name: str) -> bool:
+        return not names or any(n in name for n in names)
+
+    def missing(name: str) -> bool:
+        if name in failed:
+            return False
+        return wanted(name) and (force or name not in have or not (cache / have[name].model).exists())
+
+    for recipe in TORCH_RECIPES:
+        todo = [x for x in recipe.exporters if missing(f"{recipe.name}-{x}")]
+        if not todo:
+            continue
+        t0 = time.perf_counter()
+        try:
+            for e in _export_torch(recipe, cache, todo, failed):
+                have[e.name] = e
+                print(f"made {e.name} ({time.perf_counter() - t0:.1f} s){' ' + e.note if e.note else ''}", file=log)
+        except Exception as e:
+            print(f"{recipe.name}: export failed: {type(e).__name__}: {str(e)[:300]}", file=log)
+            if os.environ.get("CORPUS_TRACEBACK"):
+                traceback.print_exc()
+        _write_manifest(cache, list(have.values()))
+        tmp = cache / "failed.tmp.json"
+        tmp.write_text(json.dumps({"version": CORPUS_VERSION, "failed": failed}, indent=1))
+        os.replace(tmp, failed_path)
+    for name, why in sorted(failed.items()):
+        if wanted(name):
+            print(f"not in the corpus: {name} (export failed: {why})", file=log)
+    tab = ["random_forest", "gradient_boosting", "lightgbm", "xgboost", "svm"]
+    if any(missing(f"{t}-{r}") for t in tab for r in (1, 1000)):
+        try:
+            for e in _tabular(cache, missing):
+                have[e.name] = e
+                print(f"made {e.name}{' ' + e.note if e.note else ''}", file=log)
+        except Exception as e:
+            print(f"tabular: failed: {type(e).__name__}: {str(e)[:300]}", file=log)
+        _write_manifest(cache, list(have.values()))
+    return [e for e in have.values() if wanted(e.name)]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    ap.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
+    ap.add_argument("--models", nargs="*", help="names (substrings) of the entries to make")
+    ap.add_argument("--force", action="store_true", help="make them again even if cached")
+    args = ap.parse_args(argv)
+    entries = ensure(args.cache, args.models, force=args.force)
+    for e in sorted(entries, key=lambda e: e.name):
+        print(f"{e.name:32} {e.family:24} {e.exporter:12} {e.note or 'matches the framework'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,657 @@
+"""What exporters write for one operator, evaluated as that operator (Clause 8.2): GELU, SiLU, LayerNorm, RMSNorm.
+
+The TorchScript exporter (and older opsets generally) spells common layers as chains of elementwise nodes:
+
+- GELU as ``Div(x, sqrt 2) -> Erf -> Add(1) -> Mul(x) -> Mul(0.5)`` (or ``Mul(x, 0.5)`` first), and GPT-2's tanh
+  approximation as ``Pow(x, 3) -> Mul(0.044715) -> Add(x) -> Mul(sqrt(2/pi)) -> Tanh -> Add(1) -> Mul(0.5 x)``;
+- LayerNorm as ``ReduceMean -> Sub -> Pow(2) -> ReduceMean -> Add(eps) -> Sqrt -> Div``, then ``Mul(gamma)`` and
+  ``Add(beta)``;
+- SiLU (Swish) as ``Mul(x, Sigmoid(x))``, here ``x / (1 + exp(-x))`` in one buffer;
+- RMSNorm (T5, Llama) as ``Pow(x, 2) -> ReduceMean -> Add(eps) -> Sqrt -> Reciprocal`` (or ``Div(1, .)``) ``->
+  Mul(x)``, a ``Cast`` to the same type, then ``Mul(weight)``.
+
+Each chain is one step running the operator's kernel (Gelu-20, LayerNormalization-17, RMSNormalization-23: their
+kernels, looked up in the registry when the plan is made), fewer passes over the data and one call instead of
+five to nine. The operator computes the chain's value up to rounding (Clause 11.4); an input the operator would
+read differently (another element type, a weight that does not run along the last axis) runs the chain as
+written. Matched only when every intermediate value is read by the chain alone and is not a graph output; never
+in debugging mode (``intermediates=True`` runs every node as written).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from onnxcore.errors import OnnxCoreError
+from onnxcore.kernels.registry import lookup
+from onnxcore.runtime.optimize._common import rebound, use_counts
+from onnxcore.runtime.step import PlanNode
+
+__all__ = ["FusedPattern", "fuse_attention", "fuse_linear", "fuse_patterns"]
+
+_ANCHORS = ("Erf", "Tanh", "ReduceMean", "Sigmoid")
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+_SQRT2 = math.sqrt(2.0)
+_TANH_C = math.sqrt(2.0 / math.pi)
+
+
+class FusedPattern:
+    """A chain of nodes reading some variable values, evaluated by one call when ``accepts`` the inputs, and node
+    by node as written otherwise."""
+
+    __slots__ = ("accepts", "args", "chain", "fast", "kw", "label", "x_names")
+
+    def __init__(
+        self,
+        label: str,
+        fast: Callable[..., Any],
+        args: Sequence[np.ndarray | None],
+        kw: dict[str, Any],
+        accepts: Callable[..., bool],
+        x_names: str | Sequence[str],
+        chain: list[tuple[Callable[..., Any], list[str | np.ndarray | None], dict[str, Any], list[str]]],
+    ) -> None:
+        self.label = label
+        self.fast = fast
+        self.args = tuple(args)
+        self.kw = kw
+        self.accepts = accepts
+        self.x_names = (x_names,) if isinstance(x_names, str) else tuple(x_names)
+        # Per original node: its call, inputs (a name of the chain, a constant, or None), attributes, outputs.
+        self.chain = chain
+
+    def __call__(self, *xs: Any) -> Any:
+        if all(isinstance(x, np.ndarray) for x in xs) and self.accepts(*xs):
+            try:
+                r = self.fast(*xs, *self.args, **self.kw)
+            except (ValueError, OnnxCoreError):
+                # Extents the operator refuses (a product's inner axes that differ, say): the nodes as written
+                # give the refusal that names its node, or their value.
+                return self.as_written(*xs)
+            return r[0] if type(r) is tuple else r
+        return self.as_written(*xs)
+
+    def as_written(self, *xs: Any) -> Any:
+        """The chain evaluated node by node, as the graph writes it."""
+        env: dict[str, Any] = dict(zip(self.x_names, xs))
+        last: Any = None
+        for call, ins, kw, outs in self.chain:
+            r = call(*[env[n] if isinstance(n, str) else n for n in ins], **kw)
+            values = r if type(r) is tuple else (r,)
+            for o, v in zip(outs, values):
+                if o:
+                    env[o] = v
+            last = values[0]
+        return last
+
+    def __repr__(self) -> str:
+        return f"FusedPattern({self.label})"
+
+
+class _Graph:
+    """The nodes of a plan with what the matchers ask of them."""
+
+    def __init__(self, nodes: list[PlanNode], const: Mapping[str, Any], outputs: Sequence[str]) -> None:
+        self.nodes = nodes
+        self.const = const
+        self.uses = use_counts(nodes, outputs)
+        self.producer = {o: k for k, bn in enumerate(nodes) for o in bn.outputs if o}
+        self.readers: dict[str, list[int]] = {}
+        for k, bn in enumerate(nodes):
+            for n in bn.inputs:
+                if n:
+                    self.readers.setdefault(n, []).append(k)
+        self.taken: set[int] = set()
+
+    def op(self, k: int | None) -> str:
+        if k is None or k in self.taken:
+            return ""
+        bn = self.nodes[k]
+        if bn.node.domain not in ("", "ai.onnx") or bn.call is None or bn.outer or not bn.outputs:
+            return ""
+        return bn.node.op_type
+
+    def made_by(self, name: str, op: str) -> int | None:
+        k = self.producer.get(name)
+        return k if self.op(k) == op else None
+
+    def sole_reader(self, name: str, op: str) -> int | None:
+        r = self.readers.get(name, [])
+        if len(r) != 1 or self.uses.get(name) != 1:
+            return None
+        return r[0] if self.op(r[0]) == op else None
+
+    def scalar(self, name: str) -> float | None:
+        v = self.const.get(name)
+        if isinstance(v, np.ndarray) and v.size == 1 and v.dtype in (np.float32, np.float64):
+            return float(v.reshape(()))
+        return None
+
+    def with_scalar(self, k: int | None, op: str, target: float, *, commutes: bool = True) -> str | None:
+        """The other input of a binary ``op`` node one of whose inputs is a constant close to ``target``."""
+        if k is None or self.op(k) != op:
+            return None
+        ins = self.nodes[k].inputs
+        if len(ins) != 2:
+            return None
+        for c, other in ((1, 0), (0, 1)) if commutes else ((1, 0),):
+            v = self.scalar(ins[c])
+            if v is not None and math.isclose(v, target, rel_tol=1e-4) and ins[other] not in self.const:
+                return ins[other]
+        return None
+
+    def out(self, k: int) -> str:
+        return self.nodes[k].outputs[0]
+
+
+def _last_axis_mean(g: _Graph, k: int) -> bool:
+    """A ReduceMean over the last axis alone, keeping it."""
+    bn = g.nodes[k]
+    if int(bn.kw.get("keepdims", 1)) != 1:
+        return False
+    axes = bn.kw.get("axes")
+    if axes is None and len(bn.inputs) > 1 and bn.inputs[1]:
+        axes = g.const.get(bn.inputs[1])
+    if axes is None:
+        return False
+    return [int(a) for a in np.asarray(axes).reshape(-1)] == [-1]
+
+
+def _gelu_tail(g: _Graph, inner: str, x: str) -> list[int] | None:
+    """``Add(inner, 1)`` then the product with ``x`` and 0.5 in either order; the nodes, the last one last."""
+    a = g.sole_reader(inner, "Add")
+    if a is None or g.with_scalar(a, "Add", 1.0) != inner:
+        return None
+    m1 = g.sole_reader(g.out(a), "Mul")
+    if m1 is None:
+        return None
+    ins = g.nodes[m1].inputs
+    other = ins[1] if ins[0] == g.out(a) else ins[0]
+    if g.with_scalar(m1, "Mul", 0.5) == g.out(a):  # 0.5 * (1 + inner), then times x
+        m2 = g.sole_reader(g.out(m1), "Mul")
+        if m2 is not None and sorted(g.nodes[m2].inputs) == sorted([x, g.out(m1)]):
+            return [a, m1, m2]
+        return None
+    if other == x:
+        m2 = g.sole_reader(g.out(m1), "Mul")
+        if m2 is not None and g.with_scalar(m2, "Mul", 0.5) == g.out(m1):
+            return [a, m1, m2]
+        return None
+    h = g.made_by(other, "Mul")
+    if h is not None and g.with_scalar(h, "Mul", 0.5) == x:
+        return [h, a, m1]
+    return None
+
+
+def _erf_gelu(g: _Graph, k: int) -> tuple[list[int], str] | None:
+    t = g.producer.get(g.nodes[k].inputs[0])
+    x = g.with_scalar(t, "Div", _SQRT2, commutes=False) or g.with_scalar(t, "Mul", 1 / _SQRT2)
+    if x is None or t is None:
+        return None
+    tail = _gelu_tail(g, g.out(k), x)
+    return None if tail is None else ([t, k, *tail], x)
+
+
+def _tanh_gelu(g: _Graph, k: int) -> tuple[list[int], str] | None:
+    m = g.producer.get(g.nodes[k].inputs[0])
+    a = g.with_scalar(m, "Mul", _TANH_C)
+    ka = None if a is None else g.made_by(a, "Add")
+    if ka is None or m is None:
+        return None
+    for x, q in (g.nodes[ka].inputs, g.nodes[ka].inputs[::-1]):
+        kq = g.made_by(q, "Mul")
+        p = g.with_scalar(kq, "Mul", 0.044715)
+        cube = None if p is None else _cube(g, p, x)
+        if cube is None or kq is None:
+            continue
+        tail = _gelu_tail(g, g.out(k), x)
+        if tail is not None:
+            return [*cube, kq, ka, m, k, *tail], x
+    return None
+
+
+def _cube(g: _Graph, name: str, x: str) -> list[int] | None:
+    """``name`` as ``x`` cubed: ``Pow(x, 3)`` or ``Mul(x, Mul(x, x))`` in either order; the nodes."""
+    kp = g.made_by(name, "Pow")
+    if kp is not None:
+        pin = g.nodes[kp].inputs
+        return [kp] if pin[0] == x and g.scalar(pin[1]) == 3.0 else None
+    k3 = g.made_by(name, "Mul")
+    if k3 is None or x not in g.nodes[k3].inputs:
+        return None
+    a, b = g.nodes[k3].inputs
+    sq = b if a == x else a
+    k2 = g.made_by(sq, "Mul")
+    if k2 is None or g.nodes[k2].inputs != [x, x]:
+        return None
+    return [k2, k3]
+
+
+def _silu_match(g: _Graph, k: int) -> tuple[list[int], str] | None:
+    """``Mul(x, Sigmoid(x))`` (SiLU, Swish: EfficientNet, Llama's MLP)."""
+    x = g.nodes[k].inputs[0]
+    m = g.sole_reader(g.out(k), "Mul")
+    if m is None or sorted(g.nodes[m].inputs) != sorted([x, g.out(k)]) or x == g.out(k):
+        return None
+    return [k, m], x
+
+
+def _silu(x: np.ndarray) -> np.ndarray:
+    """``x * sigmoid(x)`` as ``x / (1 + exp(-x))``: three passes in one buffer (for very negative ``x``, ``exp``
+    overflows to infinity and the quotient is -0, the limit)."""
+    y = np.negative(x)
+    np.exp(y, out=y)
+    y += 1
+    np.divide(x, y, out=y)
+    return y
+
+
+def _affine_tail(g: _Graph, name: str, dtype: np.dtype[Any], ops: Sequence[str]) -> tuple[list[int], list[Any]]:
+    """Following ``name``: an optional ``Cast`` to ``dtype``, then ``Mul`` and ``Add`` (in the order of ``ops``) by
+    constants along the last axis (1-D, or one element); the nodes and the constants (None where absent)."""
+    members: list[int] = []
+    cur = name
+    c = g.sole_reader(cur, "Cast")
+    if c is not None and int(g.nodes[c].kw.get("to", 0)) == _ONNX_FLOAT.get(dtype.str, -1):
+        members.append(c)
+        cur = g.out(c)
+    found: list[Any] = []
+    for op in ops:
+        k = g.sole_reader(cur, op)
+        w = None
+        if k is not None:
+            ins = g.nodes[k].inputs
+            other = ins[1] if ins[0] == cur else ins[0]
+            v = g.const.get(other)
+            if isinstance(v, np.ndarray) and v.dtype == dtype and v.ndim <= 1 and other != cur:
+                w = v
+                members.append(k)
+                cur = g.out(k)
+        found.append(w)
+        if w is None:
+            break
+    return members, found + [None] * (len(ops) - len(found))
+
+
+_ONNX_FLOAT = {np.dtype(np.float32).str: 1, np.dtype(np.float64).str: 11}
+
+
+def _eps_sqrt(g: _Graph, k: int) -> tuple[list[int], float, np.dtype[Any]] | None:
+    """From a last-axis ReduceMean: ``Add(eps) -> Sqrt``; the nodes, eps and the element type."""
+    if not _last_axis_mean(g, k):
+        return None
+    a = g.sole_reader(g.out(k), "Add")
+    eps_name = None
+    if a is not None:
+        ins = g.nodes[a].inputs
+        eps_name = ins[1] if ins[0] == g.out(k) else ins[0]
+    eps = None if eps_name is None else g.scalar(eps_name)
+    s = None if a is None else g.sole_reader(g.out(a), "Sqrt")
+    if a is None or eps is None or s is None or eps_name is None:
+        return None
+    return [a, s], eps, g.const[eps_name].dtype
+
+
+def _rms_norm(g: _Graph, k: int) -> tuple[list[int], str, dict[str, Any]] | None:
+    p = g.producer.get(g.nodes[k].inputs[0])
+    if g.op(p) != "Pow" or p is None or g.scalar(g.nodes[p].inputs[1]) != 2.0:
+        return None
+    x = g.nodes[p].inputs[0]
+    found = _eps_sqrt(g, k)
+    if found is None:
+        return None
+    (a, s), eps, dtype = found
+    sq = g.out(s)
+    members = [p, k, a, s]
+    r = g.sole_reader(sq, "Reciprocal")
+    if r is None:
+        d = g.sole_reader(sq, "Div")
+        if d is not None and g.nodes[d].inputs[1] == sq and g.scalar(g.nodes[d].inputs[0]) == 1.0:
+            r = d
+    if r is not None:
+        n = g.sole_reader(g.out(r), "Mul")
+        if n is None or set(g.nodes[n].inputs) != {x, g.out(r)}:
+            return None
+        members += [r, n]
+    else:
+        n = g.sole_reader(sq, "Div")
+        if n is None or g.nodes[n].inputs[0] != x:
+            return None
+        members.append(n)
+    tail, (w,) = _affine_tail(g, g.out(n), dtype, ["Mul"])
+    return [*members, *tail], x, {"kind": "rms", "eps": eps, "dtype": dtype, "w": w}
+
+
+def _layer_norm(g: _Graph, k: int) -> tuple[list[int], str, dict[str, Any]] | None:
+    if not _last_axis_mean(g, k):
+        return None
+    x = g.nodes[k].inputs[0]
+    mean = g.out(k)
+    sub = g.sole_reader(mean, "Sub")
+    if sub is None or g.nodes[sub].inputs != [x, mean]:
+        return None
+    d = g.out(sub)
+    readers = g.readers.get(d, [])
+    if len(readers) != 2 or g.uses.get(d) != 2:
+        return None
+    p = next((j for j in readers if g.op(j) == "Pow" and g.nodes[j].inputs[0] == d), None)
+    div = next((j for j in readers if g.op(j) == "Div" and g.nodes[j].inputs[0] == d), None)
+    if p is None or div is None or g.scalar(g.nodes[p].inputs[1]) != 2.0:
+        return None
+    k2 = g.sole_reader(g.out(p), "ReduceMean")
+    found = None if k2 is None else _eps_sqrt(g, k2)
+    if found is None or k2 is None:
+        return None
+    (a, s), eps, dtype = found
+    if g.nodes[div].inputs[1] != g.out(s):
+        return None
+    tail, (gamma, beta) = _affine_tail(g, g.out(div), dtype, ["Mul", "Add"])
+    return [k, sub, p, k2, a, s, div, *tail], x, {"kind": "ln", "eps": eps, "dtype": dtype, "w": gamma, "b": beta}
+
+
+def _last_axis_ok(w: np.ndarray | None, x: np.ndarray) -> bool:
+    return w is None or w.size == 1 or (x.ndim >= 1 and w.shape[-1] == x.shape[-1])
+
+
+def _chain(
+    g: _Graph, members: Sequence[int]
+) -> list[tuple[Callable[..., Any], list[str | np.ndarray | None], dict[str, Any], list[str]]]:
+    """The members as :class:`FusedPattern` runs them as written."""
+    chain: list[tuple[Callable[..., Any], list[str | np.ndarray | None], dict[str, Any], list[str]]] = []
+    for j in members:
+        bn = g.nodes[j]
+        assert bn.call is not None
+        ins: list[str | np.ndarray | None] = [g.const[n] if n in g.const else (n or None) for n in bn.inputs]
+        chain.append((bn.call, ins, dict(bn.kw), list(bn.outputs)))
+    return chain
+
+
+def _fused(g: _Graph, label: str, members: list[int], x: str, info: dict[str, Any]) -> FusedPattern | None:
+    """The step for a matched chain, or None when no kernel evaluates it."""
+    chain = _chain(g, members)
+    kind = info["kind"]
+    if kind in ("none", "tanh"):
+        kdef = lookup("", "Gelu", 20)
+        if kdef is None:
+            return None
+        return FusedPattern(
+            label, kdef.fn, (), {"approximate": kind}, lambda v: v.dtype in (np.float32, np.float64), x, chain
+        )
+    if kind == "silu":
+        return FusedPattern(label, _silu, (), {}, lambda v: v.dtype in _FLOATS, x, chain)
+    dtype: np.dtype[Any] = info["dtype"]
+    w: np.ndarray | None = info["w"]
+    scale = np.ones((), dtype) if w is None else w
+    if kind == "rms":
+        kdef = lookup("", "RMSNormalization", 23)
+        if kdef is None:
+            return None
+        return FusedPattern(
+            label,
+            kdef.fn,
+            (scale,),
+            {"axis": -1, "epsilon": info["eps"], "stash_type": _ONNX_FLOAT[dtype.str]},
+            lambda v: v.dtype == dtype and v.ndim >= 1 and _last_axis_ok(w, v),
+            x,
+            chain,
+        )
+    b: np.ndarray | None = info["b"]
+    kdef = lookup("", "LayerNormalization", 17)
+    if kdef is None:
+        return None
+    return FusedPattern(
+        label,
+        kdef.fn,
+        (scale, b),
+        {"axis": -1, "epsilon": info["eps"], "stash_type": _ONNX_FLOAT[dtype.str]},
+        lambda v: v.dtype == dtype and v.ndim >= 1 and _last_axis_ok(w, v) and _last_axis_ok(b, v),
+        x,
+        chain,
+    )
+
+
+def _closed(g: _Graph, members: list[int]) -> bool:
+    """Whether every value the chain makes, but its last, is read by the chain alone (never a graph output)."""
+    inside = set(members)
+    last = max(members)
+    for j in members:
+        if j in g.taken:
+            return False
+        for o in g.nodes[j].outputs:
+            if not o or j == last:
+                continue
+            if g.uses.get(o, 0) != sum(1 for r in g.readers.get(o, []) if r in inside):
+                return False
+    return len(g.nodes[last].outputs) == 1 or not any(g.nodes[last].outputs[1:])
+
+
+def fuse_patterns(nodes: list[PlanNode], const: Mapping[str, Any], outputs: Sequence[str]) -> list[PlanNode]:
+    """Replace each exporter's chain for GELU, SiLU, LayerNorm and RMSNorm with one step (module docstring)."""
+    if not any(bn.node.op_type in _ANCHORS for bn in nodes):
+        return nodes
+    g = _Graph(nodes, const, outputs)
+    replaced: dict[int, PlanNode] = {}
+    for k in range(len(nodes)):
+        op = g.op(k)
+        if op not in _ANCHORS or k in g.taken:
+            continue
+        match: tuple[list[int], str, dict[str, Any]] | None = None
+        label = ""
+        if op == "Erf":
+            found = _erf_gelu(g, k)
+            match, label = (None, "") if found is None else ((found[0], found[1], {"kind": "none"}), "GELU (erf)")
+        elif op == "Tanh":
+            found = _tanh_gelu(g, k)
+            match, label = (None, "") if found is None else ((found[0], found[1], {"kind": "tanh"}), "GELU (tanh)")
+        elif op == "Sigmoid":
+            found = _silu_match(g, k)
+            match, label = (None, "") if found is None else ((found[0], found[1], {"kind": "silu"}), "SiLU")
+        else:
+            match = _layer_norm(g, k)
+            label = "LayerNorm"
+            if match is None:
+                match, label = _rms_norm(g, k), "RMSNorm"
+        if match is None:
+            continue
+        members, x, info = match
+        members = sorted(set(members))
+        if not _closed(g, members):
+            continue
+        fused = _fused(g, label, members, x, info)
+        if fused is None:
+            continue
+        last = members[-1]
+        y = g.nodes[last].outputs[0]
+        anchor = g.nodes[k]
+        others = [g.nodes[j] for j in members if j != k]
+        replaced[last] = rebound(anchor, fused, {}, [x], [y], absorbed=others)
+        replaced[last].may_tuple = False
+        g.taken.update(members)
+    if not replaced:
+        return nodes
+    return [replaced.get(j, bn) for j, bn in enumerate(nodes) if j in replaced or j not in g.taken]
+
+
+# ------------------------------------------------------------------------------------ linear layers, attention
+
+
+def _linear(x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
+    """``x @ w (+ b)``: the leading axes of ``x`` as the rows of one product (one BLAS call rather than one per
+    leading index), the bias added in place on the fresh product."""
+    k, n = w.shape
+    y = np.matmul(x.reshape(-1, k), w) if x.ndim > 2 else np.matmul(x, w)
+    if b is not None:
+        y += b
+    return y.reshape(*x.shape[:-1], n)
+
+
+def _linear_accepts(w: np.ndarray, b: np.ndarray | None) -> Callable[[np.ndarray], bool]:
+    def accepts(x: np.ndarray) -> bool:
+        return x.dtype == w.dtype and x.ndim >= 2 and x.shape[-1] == w.shape[0] > 0
+
+    return accepts
+
+
+def fuse_linear(nodes: list[PlanNode], const: Mapping[str, Any], outputs: Sequence[str]) -> list[PlanNode]:
+    """A MatMul by a constant 2-D float matrix (and the Add of a constant bias along its last axis that follows
+    it, when it is the product's only reader) as one step: the leading axes flattened into the rows of a single
+    product, the bias added in place. The same products and sums (Clause 11.4: BLAS may block them differently);
+    other inputs run the nodes as written."""
+    if not any(bn.node.op_type == "MatMul" for bn in nodes):
+        return nodes
+    g = _Graph(nodes, const, outputs)
+    replaced: dict[int, PlanNode] = {}
+    for k in range(len(nodes)):
+        if g.op(k) != "MatMul" or len(g.nodes[k].inputs) != 2 or k in g.taken:
+            continue
+        xname, wname = g.nodes[k].inputs
+        w = const.get(wname)
+        if xname in const or not isinstance(w, np.ndarray) or w.ndim != 2 or w.dtype not in _FLOATS:
+            continue
+        members = [k]
+        b = None
+        a = g.sole_reader(g.out(k), "Add")
+        if a is not None:
+            ins = g.nodes[a].inputs
+            other = ins[1] if ins[0] == g.out(k) else ins[0]
+            v = const.get(other)
+            if isinstance(v, np.ndarray) and v.dtype == w.dtype and v.ndim == 1 and v.size in (1, w.shape[1]):
+                b = v
+                members.append(a)
+        if not _closed(g, members):
+            continue
+        fused = FusedPattern("Linear", _linear, (w, b), {}, _linear_accepts(w, b), xname, _chain(g, members))
+        last = members[-1]
+        others = [g.nodes[j] for j in members[1:]]
+        replaced[last] = rebound(g.nodes[k], fused, {}, [xname], [g.out(last)], absorbed=others)
+        replaced[last].may_tuple = False
+        g.taken.update(members)
+    if not replaced:
+        return nodes
+    return [replaced.get(j, bn) for j, bn in enumerate(nodes) if j in replaced or j not in g.taken]
+
+
+def _attention(
+    q: np.ndarray, k: np.ndarray, *rest: np.ndarray, scale: tuple[str, float] | None, masked: bool, guard: bool
+) -> np.ndarray:
+    """``softmax(q @ k (scaled) (+ mask)) @ v`` with the scores made once and updated in place."""
+    mask = rest[0] if masked else None
+    v = rest[-1]
+    s = np.matmul(q, k)
+    if scale is not None:
+        c = s.dtype.type(scale[1])
+        if scale[0] == "Div":
+            np.divide(s, c, out=s)
+        else:
+            np.multiply(s, c, out=s)
+    if mask is not None:
+        if np.broadcast_shapes(s.shape, mask.shape) == s.shape:
+            np.add(s, mask, out=s)
+        else:
+            s = s + mask
+    s -= s.max(axis=-1, keepdims=True)
+    np.exp(s, out=s)
+    s /= s.sum(axis=-1, keepdims=True)
+    if guard:
+        nan = np.isnan(s)
+        if nan.any():
+            s[nan] = 0
+    return np.matmul(s, v)
+
+
+def _attention_accepts(*xs: np.ndarray) -> bool:
+    dt = xs[0].dtype
+    return dt in _FLOATS and all(x.dtype == dt and x.ndim >= 2 and x.size for x in xs)
+
+
+def _scores(g: _Graph, name: str) -> tuple[list[int], tuple[str, float] | None, int] | None:
+    """``name`` as ``MatMul(q, k)``, optionally divided or multiplied by a constant: the nodes, the scaling and
+    the MatMul; every value read once."""
+    if g.uses.get(name) != 1:
+        return None
+    scale = None
+    members: list[int] = []
+    for op in ("Div", "Mul"):
+        j = g.made_by(name, op)
+        if j is None:
+            continue
+        a, b = g.nodes[j].inputs
+        c = g.scalar(b)
+        if c is None and op == "Mul":
+            a, b, c = b, a, g.scalar(a)
+        if c is None or c == 0.0 or g.uses.get(a) != 1:
+            return None
+        scale, name = (op, c), a
+        members.append(j)
+        break
+    qk = g.made_by(name, "MatMul")
+    if qk is None:
+        return None
+    return [*members, qk], scale, qk
+
+
+def fuse_attention(nodes: list[PlanNode], const: Mapping[str, Any], outputs: Sequence[str]) -> list[PlanNode]:
+    """The scaled-dot-product attention chain exporters write, ``MatMul(q, k) -> Div|Mul(scale) -> Add(mask) ->
+    Softmax(last axis) -> [Where(IsNaN(.), 0, .)] -> MatMul(., v)`` (scale and mask optional), as one step whose
+    score matrix is made once and updated in place (the same operations in the same order; other inputs run the
+    nodes as written)."""
+    if not any(bn.node.op_type == "Softmax" for bn in nodes):
+        return nodes
+    g = _Graph(nodes, const, outputs)
+    replaced: dict[int, PlanNode] = {}
+    for sm in range(len(nodes)):
+        if g.op(sm) != "Softmax" or int(g.nodes[sm].kw.get("axis", -1)) != -1:
+            continue
+        cur = g.nodes[sm].inputs[0]
+        found = _scores(g, cur)
+        mask = None
+        members = [sm]
+        if found is None:
+            j = g.made_by(cur, "Add")
+            if j is None or g.uses.get(cur) != 1:
+                continue
+            for s_name, m_name in (g.nodes[j].inputs, g.nodes[j].inputs[::-1]):
+                found = _scores(g, s_name)
+                if found is not None:
+                    mask = m_name
+                    members.append(j)
+                    break
+        if found is None:
+            continue
+        chain_nodes, scale, qk = found
+        members += chain_nodes
+        q, kname = g.nodes[qk].inputs
+        out = g.out(sm)
+        guard = False
+        if g.uses.get(out) == 2:
+            isn = next((r for r in g.readers.get(out, []) if g.op(r) == "IsNaN"), None)
+            wh = next((r for r in g.readers.get(out, []) if g.op(r) == "Where"), None)
+            if isn is None or wh is None:
+                continue
+            w_ins = g.nodes[wh].inputs
+            if w_ins[0] != g.out(isn) or w_ins[2] != out or g.scalar(w_ins[1]) != 0.0:
+                continue
+            members += [isn, wh]
+            out = g.out(wh)
+            guard = True
+        pv = g.sole_reader(out, "MatMul")
+        if pv is None or g.nodes[pv].inputs[0] != out:
+            continue
+        members = sorted({*members, pv})
+        if not _closed(g, members):
+            continue
+        inputs = [q, kname] + ([mask] if mask is not None else []) + [g.nodes[pv].inputs[1]]
+        kw = {"scale": scale, "masked": mask is not None, "guard": guard}
+        fused = FusedPattern("Attention", _attention, (), kw, _attention_accepts, inputs, _chain(g, members))
+        last = members[-1]
+        others = [g.nodes[j] for j in members if j != sm]
+        replaced[last] = rebound(g.nodes[sm], fused, {}, inputs, [g.out(last)], absorbed=others)
+        replaced[last].may_tuple = False
+        g.taken.update(members)
+    if not replaced:
+        return nodes
+    return [replaced.get(j, bn) for j, bn in enumerate(nodes) if j in replaced or j not in g.taken]
