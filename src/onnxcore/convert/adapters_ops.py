@@ -351,3 +351,35 @@ def grid_sample_modes_up(step: Step) -> None:
     """GridSample-16's ``bilinear``/``bicubic`` are GridSample-20's ``linear``/``cubic``."""
     back = {v: k for k, v in _GRID_MODES.items()}
     step.set_attr("mode", back[step.attr("mode", "bilinear")])
+
+
+@adapter("Shape", 15, "down")
+def shape_start_end_down(step: Step) -> None:
+    """Shape-15's ``start``/``end`` take a slice of the shape: before 15, a Slice after the whole shape."""
+    start, end = step.pop_attr("start"), step.pop_attr("end")
+    if start is None and end is None:
+        return
+    y = step.node.output[0]
+    whole = step.new_value(f"{y}_whole", "tensor(int64)")
+    i64 = ElementType.INT64
+    starts = step.constant(np.array([start or 0], dtype=np.int64), "start", i64)
+    ends = step.constant(np.array([np.iinfo(np.int64).max if end is None else end], dtype=np.int64), "end", i64)
+    axes = step.constant(np.array([0], dtype=np.int64), "axes", i64)
+    step.emit("Slice", [whole, starts, ends, axes], [y], 13, after=True)
+    step.node.output = [whole]
+
+
+@adapter("Constant", 9, "down")
+def constant_types_down(step: Step) -> None:
+    """Constant-1 holds floating-point tensors only: in a graph another value becomes an initializer read
+    through Identity (the same value under the same name)."""
+    value = step.attr("value")
+    elem = step.type(step.node.output[0])
+    if value is None or elem in ("tensor(float)", "tensor(double)", "tensor(float16)"):
+        return
+    if step.ctx.in_function:
+        raise Refuse(f"Constant-1 holds floating-point tensors only, not {elem} (and a function has no initializers)")
+    name = step.constant(value, "value")
+    step.node.attribute = []
+    step.node.op_type = "Identity"
+    step.node.input = [name]
