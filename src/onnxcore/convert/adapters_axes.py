@@ -359,3 +359,13 @@ def split_num_outputs_up(step: Step) -> None:
     divides, which Split-13 requires)."""
     if not step.input(1):
         step.set_attr("num_outputs", len(step.node.output))
+
+
+@adapter("Dropout", 10, "up")
+@adapter("Dropout", 10, "down")
+def dropout_mask_type(step: Step) -> None:
+    """The mask output is of the data's type before Dropout-10 and bool from 10: dropped when nothing reads it."""
+    if len(step.node.output) > 1 and step.node.output[1]:
+        if step.node.output[1] in step.ctx.used:
+            raise Refuse("the mask output changes type (T before 10, bool from 10) and is read")
+        step.node.output = step.node.output[:1]

@@ -383,3 +383,19 @@ def constant_types_down(step: Step) -> None:
     step.node.attribute = []
     step.node.op_type = "Identity"
     step.node.input = [name]
+
+
+@adapter("PRelu", 7, "up")
+def prelu_channel_slope_up(step: Step) -> None:
+    """Before PRelu-7 a 1-D slope of C values applies per channel (axis 1); from 7 it broadcasts from the
+    trailing axes: the slope is unsqueezed after its axis when that is what aligns it."""
+    x, s = step.static_shape(step.input(0)), step.static_shape(step.input(1))
+    if s is None or len(s) != 1 or s[0] == 1:
+        return
+    if x is None:
+        raise Refuse("the shapes are not known, so how the slope aligns (channel or trailing) is not either")
+    if len(x) >= 2 and x[-1] != s[0] and x[1] == s[0]:
+        slope = step.input(1)
+        new = step.new_value(f"{slope}_channel", step.type(slope), (s[0], *([1] * (len(x) - 2))))
+        step.emit("Unsqueeze", [slope], [new], 1, axes=list(range(1, len(x) - 1)))
+        step.set_inputs([step.input(0), new])

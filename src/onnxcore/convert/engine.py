@@ -94,6 +94,7 @@ def convert_version(
         else:
             version = source
         ctx = _context(scope, parent, dom, target_opset, types.type_strings, shapes.shapes, names, out.ir_version)
+        ctx.used = used
         contexts[id(scope)] = ctx
         if version is None:
             return True

@@ -55,6 +55,7 @@ class ScopeContext:
         in_function: Whether the scope is a model-local function body (constants become ``Constant`` nodes).
         new_initializers: Initializers to add to the scope's graph once the whole conversion succeeded.
         ir_version: The model's IR version (below 4 an initializer is also a graph input).
+        used: Every value name read by a node or declared as a graph output, anywhere in the model.
     """
 
     __slots__ = (
@@ -68,6 +69,7 @@ class ScopeContext:
         "shapes",
         "target",
         "types",
+        "used",
     )
 
     def __init__(
@@ -93,6 +95,7 @@ class ScopeContext:
         self.in_function = in_function
         self.new_initializers: list[TensorProto] = []
         self.ir_version = ir_version
+        self.used: set[str] = set()
 
     def fresh(self, base: str) -> str:
         """A name used nowhere in the model, made from ``base``."""
