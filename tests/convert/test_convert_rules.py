@@ -201,3 +201,24 @@ def test_cli_convert_opset(tmp_path: Path) -> None:
     assert r.returncode == 1
     assert 'graph/node[0] "u" (Unsqueeze-13 -> opset 11)' in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "bad11.onnx").exists()
+
+
+def test_ml_label_encoder_1_up_and_back() -> None:
+    """LabelEncoder-1's class list becomes LabelEncoder-2's key/value map and back (ai.onnx.ml)."""
+    x = helper.make_tensor_value_info("x", TensorProto.DataType.STRING, [4])
+    y = helper.make_tensor_value_info("y", I64, [4])
+    node = helper.make_node(
+        "LabelEncoder", ["x"], ["y"], domain="ai.onnx.ml", classes_strings=["a", "b", "c"], default_int64=-7
+    )
+    graph = helper.make_graph([node], "g", [x], [y])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid("ai.onnx.ml", 1)])
+    up = oc.convert_version(model, 2, domain="ai.onnx.ml")
+    assert not oc.check(up).errors
+    assert {a.name for a in up.graph.node[0].attribute} == {"keys_strings", "values_int64s", "default_int64"}
+    feeds = {"x": np.array(["c", "a", "zz", "b"], dtype=object)}
+    expected = ort_run(model, feeds)[0]
+    np.testing.assert_array_equal(expected, [2, 0, -7, 1])
+    np.testing.assert_array_equal(ours(up, feeds)[0], expected)
+    np.testing.assert_array_equal(ort_run(up, feeds)[0], expected)
+    back = oc.convert_version(up, 1, domain="ai.onnx.ml")
+    np.testing.assert_array_equal(ort_run(back, feeds)[0], expected)

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from onnxcore.build.helper import make_tensor_value_info
-from onnxcore.convert import adapters_axes, adapters_ops, adapters_renamed  # noqa: F401 -- fill the tables
+from onnxcore.convert import adapters_axes, adapters_ml, adapters_ops, adapters_renamed  # noqa: F401 -- fill the tables
 from onnxcore.convert.generic import check_types, reconcile
 from onnxcore.convert.registry import Direction, Refuse, find_adapter
 from onnxcore.convert.step import Emitted, ScopeContext, Step
