@@ -13,6 +13,8 @@ For each vector (its ai.onnx version S) and each target T in 1..28, T != S:
 Vectors whose original model does not evaluate as expected with our Session are left out (nothing to prove).
 The ai.onnx.ml vectors are converted across ai.onnx.ml 1-5 (ours only: onnx's converter handles ai.onnx).
 
+Round trips: each conversion down that succeeds is converted back up to the vector's version and judged again.
+
 Usage: ``python tools/conversion_table.py [--targets 1,7,13,28] [--every N] [--jobs N] [--output docs/conversion.md]``
 """
 
@@ -70,6 +72,7 @@ def _judge(model: Any, case: Path) -> Outcome:
 def _short(reason: str) -> str:
     """A refusal reason with the case's own names and numbers blurred, so equal reasons group."""
     text = reason.splitlines()[0] if reason else ""
+    text = re.sub(r"^.*Assertion .false. failed: ", "", text)  # onnx: the C++ source position
     text = re.sub(r"'[^']*'", "'…'", text)
     text = re.sub(r"\[[-0-9, ]*\]", "[…]", text)
     text = re.sub(r"\b\d+\b", "N", text)
@@ -108,6 +111,12 @@ def run_case(args: tuple[str, list[int]]) -> dict[str, Any]:
             converted = oc.convert_version(model, t, domain=domain)
             status, why = _judge(converted, path)
             out["ours"][t] = (status if status != "invalid" else "check", why)
+            if status == "ok" and t < source:  # the round trip: back up to the vector's own version
+                try:
+                    back, back_why = _judge(oc.convert_version(converted, source, domain=domain), path)
+                except ConversionError as e:
+                    back, back_why = "refused", str(e).splitlines()[-1]
+                out.setdefault("round", {})[t] = (back, back_why)
         except ConversionError as e:
             out["ours"][t] = ("refused", e.refusals[0].reason if e.refusals else str(e))
         except Exception as e:  # a defect of ours: recorded, never hidden
@@ -187,6 +196,12 @@ def render(results: list[dict[str, Any]], targets: list[int], seconds: float, no
         for side in ("ours", "onnx"):
             for status, _why in r[side].values():
                 totals[f"{side}_{status}"] += 1
+        for t, (status, why) in r.get("round", {}).items():
+            totals[f"round_{status}"] += 1
+            if status != "ok":
+                per_op[(", ".join(r["ops"][:1]) or label)]["ours_bad"].append(
+                    f"{r['case']}->{t}->back: {status}: {why[:80]}"
+                )
         t3 = r.get("source", 0) - 3
         if r["domain"] == "" and t3 in r["ours"]:
             three_down["cases"] += 1
@@ -215,6 +230,9 @@ def render(results: list[dict[str, Any]], targets: list[int], seconds: float, no
         f"- onnx.version_converter: {totals['onnx_ok']} converted and evaluating as expected, "
         f"{totals['onnx_refused']} refused (raised), {totals['onnx_invalid']} converted into a model that fails "
         f"check or does not run, {totals['onnx_wrong']} converted into a model giving other outputs.",
+        f"- Round trips (down to each target converted, then back up to the vector's version): "
+        f"{totals['round_ok']} evaluate as expected, {totals['round_refused']} refused on the way up, "
+        f"{totals['round_invalid'] + totals['round_wrong']} failing check or evaluating differently.",
         f"- Three versions down (each ai.onnx vector to its version - 3): onnxcore {three_down['ours']} of "
         f"{three_down['cases']}, onnx.version_converter {three_down['onnx']} of {three_down['cases']} "
         "(converted and evaluating as expected).",
