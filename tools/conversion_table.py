@@ -237,6 +237,24 @@ def render(results: list[dict[str, Any]], targets: list[int], seconds: float, no
         f"{three_down['cases']}, onnx.version_converter {three_down['onnx']} of {three_down['cases']} "
         "(converted and evaluating as expected).",
         "",
+        "Positions taken where the spec is silent (src/onnxcore/convert/):",
+        "",
+        "- A node moves one pair of consecutive definitions at a time; an adapter handles what the pair changed "
+        "beyond what the two definitions' signatures tell, then the generic step reconciles attributes (defaults "
+        "written out when they changed), arity and type sets. Helper nodes an adapter adds (Cast, Unsqueeze, "
+        "Transpose, Slice, ...) are converted to the target by the same steps.",
+        "- An attribute turned input becomes an initializer (a `Constant` node inside a model-local function); an "
+        "input turned attribute must be an initializer or a `Constant` output, else the node is refused. The "
+        "initializer it came from is left in place (weights are never edited).",
+        "- A type only the other definition admits: moving down, `Cast`s to a wider admitted type and back, only "
+        "for operators that select, move or compare values, and for + - * / sqrt neg on float16/bfloat16 computed "
+        "in float32 (rounded once); anything else is refused.",
+        "- Deprecated definitions (Upsample-10, Scatter-11) are replaced by their successors (Resize, "
+        "ScatterElements) when moving up past them, and the reverse when moving below the successor's first "
+        "version.",
+        "- The IR version is raised to the least the target operator set needs, never lowered; value_info entries "
+        "are kept (the rewrites keep every value's name and type) except for values that no longer exist.",
+        "",
         "Reading the table: *converts to* lists the target versions at which at least one vector of the "
         "operator converted and evaluated as expected; refusals are grouped by reason (names and numbers "
         "blurred), with their count. A vector with several operators counts under each.",

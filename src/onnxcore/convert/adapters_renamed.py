@@ -109,3 +109,31 @@ def scatter_elements_becomes_scatter(step: Step) -> None:
         rank = step.require_rank(step.input(0), "negative axes came with version 11")
         step.set_attr("axis", axis + rank)
     step.node.op_type = "Scatter"
+
+
+@adapter("Resize", 18, "down")
+def resize_axes_down(step: Step) -> None:
+    """Resize-18's ``axes``: before, scales or sizes list every axis (1.0, or the input's extent, elsewhere)."""
+    axes = step.pop_attr("axes")
+    if step.attr("keep_aspect_ratio_policy", "stretch") != "stretch":
+        raise Refuse("keep_aspect_ratio_policy other than 'stretch' has no counterpart before Resize-18")
+    if axes is None:
+        return
+    x = step.input(0)
+    rank = step.require_rank(x, "to write scales or sizes for every axis")
+    axes = [a + rank if a < 0 else a for a in axes]
+    inputs = [step.input(k) for k in range(4)]
+    if inputs[2]:
+        given = step.require_const(2, "scales").reshape(-1)
+        full = np.ones(rank, dtype=np.float32)
+        full[axes] = given
+        inputs[2] = step.constant(full, "scales")
+    if inputs[3]:
+        given_sizes = step.require_const(3, "sizes").reshape(-1)
+        shape = step.static_shape(x)
+        if shape is None:
+            raise Refuse("sizes for some axes need the input's other extents, which are not known")
+        sizes = np.array(shape, dtype=np.int64)
+        sizes[axes] = given_sizes
+        inputs[3] = step.constant(sizes, "sizes")
+    step.set_inputs(inputs)
