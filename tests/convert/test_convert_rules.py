@@ -222,3 +222,23 @@ def test_ml_label_encoder_1_up_and_back() -> None:
     np.testing.assert_array_equal(ort_run(up, feeds)[0], expected)
     back = oc.convert_version(up, 1, domain="ai.onnx.ml")
     np.testing.assert_array_equal(ort_run(back, feeds)[0], expected)
+
+
+def test_cli_convert_opset_external_data_stays_beside(tmp_path: Path) -> None:
+    """OUT beside MODEL keeps the data file referenced (byte-identical); elsewhere it is refused (exit 2)."""
+    w = np.arange(4096, dtype=np.float32).reshape(64, 64)
+    x = helper.make_tensor_value_info("x", F, [1, 64])
+    y = helper.make_tensor_value_info("y", F, [1, 1, 64])
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"]), helper.make_node("Unsqueeze", ["m"], ["y"], axes=[0])]
+    oc.save(model_of(nodes, [x], [y], 11, initializer=[oc.from_array(w, "w")]), tmp_path / "m.onnx", external_data=True)
+    data = next(p for p in tmp_path.iterdir() if p.name != "m.onnx")
+    digest = _sha(data)
+    r = _cli("convert", "m.onnx", "m13.onnx", "--opset", "13", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert _sha(data) == digest
+    feeds = {"x": np.ones((1, 64), np.float32)}
+    np.testing.assert_array_equal(ours(oc.load(tmp_path / "m13.onnx"), feeds)[0], (feeds["x"] @ w)[None])
+    (tmp_path / "sub").mkdir()
+    r = _cli("convert", "m.onnx", "sub/m13.onnx", "--opset", "13", cwd=tmp_path)
+    assert r.returncode == 2 and "external data" in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "sub" / "m13.onnx").exists()
