@@ -172,7 +172,7 @@ def render(results: list[dict[str, Any]], targets: list[int], seconds: float, no
     for r in rows:
         label = ", ".join(r["ops"]) if len(r["ops"]) <= 3 else ", ".join(r["ops"][:3]) + ", …"
         prefix = "ai.onnx.ml: " if r["domain"] == "ai.onnx.ml" else ""
-        for op in r["ops"] or [label]:
+        for op in r["ops"] or ["(no ai.onnx node: another domain's operators only)"]:
             d = per_op[prefix + op]
             d["cases"] += 1
             for t, (status, why) in r["ours"].items():
