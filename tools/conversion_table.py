@@ -322,7 +322,9 @@ def main() -> int:
             results.append(run_case(w))
             if i % 100 == 0:
                 print(f"{i}/{len(work)} {time.perf_counter() - start:.0f}s", file=sys.stderr, flush=True)
-    note = "" if args.every == 1 else f"A subset: one vector in {args.every} ({len(cases)} of the vectors), by name order."
+    note = (
+        "" if args.every == 1 else f"A subset: one vector in {args.every} ({len(cases)} of the vectors), by name order."
+    )
     text = render(results, targets, time.perf_counter() - start, note)
     Path(args.output).write_text(text, encoding="utf-8")
     print(f"wrote {args.output}", file=sys.stderr)
