@@ -62,11 +62,10 @@ def outcome(model: Any, case: Path, target: int) -> tuple[str, str]:
         assert e.refusals, f"a refusal without refused nodes: {e}"
         assert all(r.reason and r.op_type for r in e.refusals)
         return "refused", e.refusals[0].reason
-    errors = oc.check(converted).errors
-    if errors:
-        return "check", str(errors[0])
     try:
-        wrong = evaluate(converted, case)
+        wrong = evaluate(converted, case)  # the Session validates first: any error finding raises
+    except oc.ValidationError as e:
+        return "check", str(e)
     except oc.OnnxCoreError as e:
         wrong = f"{type(e).__name__}: {e}"
     return ("wrong", wrong) if wrong else ("ok", "")
