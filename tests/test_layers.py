@@ -24,6 +24,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("conformance", "reporting", "dask"),
     ("<root>",),
     ("runtime",),
+    ("convert",),
     ("build",),
     ("validate",),
     ("infer",),

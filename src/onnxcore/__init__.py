@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from onnxcore.errors import (
+    ConversionError,
     DecodeError,
     DecodeLimitError,
     EncodeError,
@@ -34,6 +35,7 @@ from onnxcore.limits import DEFAULT_LIMITS, Limits
 
 if TYPE_CHECKING:
     from onnxcore.build import helper, least_ir_version
+    from onnxcore.convert import convert_version
     from onnxcore.external import externalize, internalize, load_external_data
     from onnxcore.reporting import report
     from onnxcore.runtime import (
@@ -137,6 +139,8 @@ _LAZY: dict[str, str] = {
     # Models in code (build/)
     "helper": "onnxcore.build",
     "least_ir_version": "onnxcore.build",
+    # Clause 14 (convert/)
+    "convert_version": "onnxcore.convert",
     # Clause 8 (runtime/)
     "Session": "onnxcore.runtime",
     # onnxruntime's Python API over Session (runtime/ort_api.py)
@@ -175,6 +179,8 @@ __all__ = [
     "AttributeProto",
     "broadcast_shapes",
     "check",
+    "ConversionError",
+    "convert_version",
     "decode",
     "DecodeError",
     "DecodeLimitError",

@@ -32,6 +32,8 @@ __all__ = [
     "UnknownOperatorError",
     "KernelNotFoundError",
     "KernelRegistrationError",
+    "ConversionError",
+    "Refusal",
 ]
 
 
@@ -238,6 +240,46 @@ class KernelNotFoundError(UnsupportedOperatorError):
 class KernelRegistrationError(OnnxCoreError, ValueError):
     """A kernel registration refused: its key already registered with another function and no ``replace=True``,
     no version given, or (in a kernel set) a version no definition has."""
+
+
+class Refusal:
+    """One node an operator set conversion cannot rewrite (Clause 14): where, what and why.
+
+    Attributes:
+        location: The node's location (``graph/node[3] "name"``, ``functions[0] "d:f"/node[1]``).
+        op_type: The operator, qualified by its domain when not ``ai.onnx``.
+        from_version: The version of the definition the node binds to before conversion.
+        to_version: The operator set version asked for.
+        reason: Why the node cannot be expressed at ``to_version``.
+    """
+
+    __slots__ = ("from_version", "location", "op_type", "reason", "to_version")
+
+    def __init__(self, location: str, op_type: str, from_version: int, to_version: int, reason: str) -> None:
+        self.location = location
+        self.op_type = op_type
+        self.from_version = from_version
+        self.to_version = to_version
+        self.reason = reason
+
+    def __str__(self) -> str:
+        return f"{self.location} ({self.op_type}-{self.from_version} -> opset {self.to_version}): {self.reason}"
+
+    def __repr__(self) -> str:
+        return f"Refusal({str(self)!r})"
+
+
+class ConversionError(OnnxCoreError, ValueError):
+    """An operator set conversion refused: every node that blocks it, all at once (nothing was rewritten).
+
+    Attributes:
+        refusals: One :class:`Refusal` per blocking node, in walk order.
+    """
+
+    def __init__(self, message: str, refusals: list[Refusal] | None = None) -> None:
+        self.refusals = list(refusals or [])
+        lines = [message] + [f"  {r}" for r in self.refusals]
+        super().__init__("\n".join(lines))
 
 
 class OnnxCoreWarning(UserWarning):

@@ -105,9 +105,24 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--no-check", action="store_true", help="do not validate the model first (Session(check=False))")
     _allow_outside(r)
 
-    v = sub.add_parser("convert", help="re-save a model: external data, canonical form, inline")
+    v = sub.add_parser(
+        "convert", help="re-save a model: another operator set version, external data, canonical form, inline"
+    )
     v.add_argument("model")
     v.add_argument("out")
+    v.add_argument(
+        "--opset",
+        type=_positive,
+        metavar="N",
+        help="rewrite the nodes for operator set version N of --domain (Clause 14); refused nodes are listed and "
+        "nothing is written; external data stays in its files, unread (write OUT beside MODEL)",
+    )
+    v.add_argument("--domain", default="", help="the domain --opset applies to (default ai.onnx; or ai.onnx.ml)")
+    v.add_argument(
+        "--expand-functions",
+        action="store_true",
+        help="with --opset, replace a node that cannot be expressed at N by its operator's function body",
+    )
     layout = v.add_mutually_exclusive_group()
     layout.add_argument("--external-data", action="store_true", help="move large tensors to a data file beside OUT")
     layout.add_argument("--inline", action="store_true", help="bring external contents into the model file")

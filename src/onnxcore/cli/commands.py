@@ -22,7 +22,9 @@ from onnxcore.cli.validate import check_models
 from onnxcore.conformance.generate import generate_node_package
 from onnxcore.conformance.runner import discover, run_package, summarize_by_operator, terminal_progress
 from onnxcore.conformance.statement import build_statement, render_markdown
-from onnxcore.errors import InputError, OnnxCoreError
+from onnxcore.convert import convert_version
+from onnxcore.errors import ConversionError, InputError, OnnxCoreError
+from onnxcore.external.walk import iter_tensors
 from onnxcore.infer import annotate
 from onnxcore.io import canonical_digest
 from onnxcore.reporting import report
@@ -277,9 +279,14 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
     _require_readable(args.model)
     check_writable(args.out)
+    if args.opset is not None and not (args.inline or args.external_data):
+        return _convert_opset(args)
     try:
         _status("onnxcore convert", f"loading {args.model}")
         model = onnxcore.load(args.model, allow_outside=args.allow_outside)
+        if args.opset is not None:
+            _status("onnxcore convert", f"converting to opset {args.opset}")
+            model = convert_version(model, args.opset, domain=args.domain, expand_functions=bool(args.expand_functions))
         if args.inline:
             _status("onnxcore convert", "bringing external data inline")
             model = onnxcore.internalize(model)
@@ -291,6 +298,37 @@ def cmd_convert(args: argparse.Namespace) -> int:
             onnxcore.save(model, args.out, external_data=bool(args.external_data), canonical=bool(args.canonical))
         except OSError as e:
             # save writes through a temporary file: name the file the user asked for, not that one.
+            raise CliError(f"cannot write {args.out}: {e.strerror or e}") from None
+    finally:
+        _status("onnxcore convert", None)
+    return 0
+
+
+def _convert_opset(args: argparse.Namespace) -> int:
+    """``convert --opset N``: the operator set rewrite, external data referenced and never read."""
+    model = onnxcore.load(args.model, external_data=False)
+    external = [t for _path, t in iter_tensors(model) if t.data_location == onnxcore.TensorProto.DataLocation.EXTERNAL]
+    same_dir = os.path.realpath(os.path.dirname(os.path.abspath(args.out))) == os.path.realpath(
+        os.path.dirname(os.path.abspath(args.model))
+    )
+    if external and not same_dir:
+        raise CliError(
+            f"{args.model} keeps {len(external)} tensors in external data files, located relative to it: write OUT "
+            "in the same directory, or add --inline or --external-data"
+        )
+    try:
+        _status("onnxcore convert", f"converting to opset {args.opset}")
+        try:
+            converted = convert_version(
+                model, args.opset, domain=args.domain, expand_functions=bool(args.expand_functions)
+            )
+        except ConversionError as e:  # every refused node, one per line, and nothing written
+            print(f"onnxcore convert: {e}", file=sys.stderr)
+            return 1
+        _status("onnxcore convert", f"writing {args.out}")
+        try:
+            onnxcore.save(converted, args.out, canonical=bool(args.canonical))
+        except OSError as e:
             raise CliError(f"cannot write {args.out}: {e.strerror or e}") from None
     finally:
         _status("onnxcore convert", None)
