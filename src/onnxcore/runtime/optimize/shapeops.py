@@ -182,8 +182,9 @@ def fast_shape_ops(nodes: list[PlanNode], const: Mapping[str, Any], outputs: Seq
         elif op == "Slice" and bn.since >= 10 and 2 <= len(args) <= 4:
             padded = (*args, None, None)[:4]
             call = SliceLike(bn.call, (padded[0], padded[1], padded[2], padded[3]))
-        elif op == "Cast" and not args and bn.outputs[0] not in graph_outputs:
-            dtype = _CAST_DTYPES.get(int(bn.kw.get("to", 0)))
+        elif op == "Cast" and not args and bn.outputs[0] not in graph_outputs and isinstance(bn.kw.get("to"), int):
+            # (Cast-1 names its target type by a string: left as it is)
+            dtype = _CAST_DTYPES.get(bn.kw["to"])
             if dtype is not None:
                 call = SameTypeCast(bn.call, dtype)
         if call is not None:
