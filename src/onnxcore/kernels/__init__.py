@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 
+from onnxcore.kernels import contrib
 from onnxcore.kernels.call import run
 from onnxcore.kernels.registry import KernelSet
 
@@ -55,3 +56,5 @@ def load_all() -> None:
     """
     for name in FAMILIES:
         importlib.import_module(f"onnxcore.kernels.{name}")
+    for name in contrib.FAMILIES:
+        importlib.import_module(f"onnxcore.kernels.contrib.{name}")

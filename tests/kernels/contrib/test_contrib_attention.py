@@ -1,0 +1,458 @@
+"""com.microsoft Attention, MultiHeadAttention, GroupQueryAttention and RotaryEmbedding against onnxruntime.
+
+Every case builds a one-node model, runs it with onnxruntime 1.31 (CPU, graph optimisations off) and with an
+onnxcore ``Session`` on the same bytes, over shapes, attributes, dtypes (float32 everywhere, float16 where
+onnxruntime's CPU kernels take it), the optional inputs and the KV cache (a prompt, then several decoder
+steps fed each other's present outputs).
+
+Tolerances: float32 rtol 1e-4, atol 1e-5 (both sides accumulate in float32, in different orders);
+float16 rtol 2e-3, atol 2e-3 (we compute in float32 and round once; onnxruntime rounds some intermediates to
+float16, so results may differ by a few float16 ulps).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import onnxcore
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+from onnx import helper  # noqa: E402
+
+MS = "com.microsoft"
+F32 = np.float32
+F16 = np.float16
+
+
+def _tol(dtype: Any) -> dict[str, float]:
+    return {"rtol": 2e-3, "atol": 2e-3} if np.dtype(dtype) == np.float16 else {"rtol": 1e-4, "atol": 1e-5}
+
+
+# The rank of each output (graph outputs must state one, Clause 7.1); RotaryEmbedding's is its input's.
+_OUT_RANKS = {"Attention": (3, 5), "MultiHeadAttention": (3, 4, 4, 4), "GroupQueryAttention": (3, 4, 4, 4)}
+
+
+def _model(op: str, inputs: list[np.ndarray | None], n_out: int, attrs: dict[str, Any]) -> bytes:
+    names: list[str] = []
+    vis = []
+    for i, a in enumerate(inputs):
+        if a is None:
+            names.append("")
+            continue
+        names.append(f"x{i}")
+        vis.append(helper.make_tensor_value_info(f"x{i}", helper.np_dtype_to_tensor_dtype(a.dtype), list(a.shape)))
+    while names and not names[-1]:
+        names.pop()
+    outs = [f"y{k}" for k in range(n_out)]
+    node = helper.make_node(op, names, outs, domain=MS, **attrs)
+    # Every output of these operators has the element type of the first input.
+    elem = helper.np_dtype_to_tensor_dtype(next(a for a in inputs if a is not None).dtype)
+    ranks = _OUT_RANKS.get(op) or (inputs[0].ndim,)  # type: ignore[union-attr]
+    ovis = [helper.make_tensor_value_info(o, elem, [f"{o}_{d}" for d in range(r)]) for o, r in zip(outs, ranks)]
+    graph = helper.make_graph([node], "g", vis, ovis)
+    opsets = [helper.make_opsetid("", 17), helper.make_opsetid(MS, 1)]
+    return helper.make_model(graph, opset_imports=opsets, ir_version=8).SerializeToString()
+
+
+def _ort_run(model: bytes, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    so.log_severity_level = 3
+    return list(ort.InferenceSession(model, so, providers=["CPUExecutionProvider"]).run(None, feeds))
+
+
+def both(
+    op: str, inputs: list[np.ndarray | None], n_out: int = 1, **attrs: Any
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """(ours, onnxruntime's) outputs of one node with ``inputs`` (None: left out) and ``attrs``."""
+    model = _model(op, inputs, n_out, attrs)
+    feeds = {f"x{i}": a for i, a in enumerate(inputs) if a is not None}
+    expected = _ort_run(model, feeds)
+    actual = onnxcore.Session(model).run(None, feeds)
+    return list(actual), expected
+
+
+def check(op: str, inputs: list[np.ndarray | None], n_out: int = 1, **attrs: Any) -> list[np.ndarray]:
+    """Assert ours equals onnxruntime's on every output; return ours."""
+    actual, expected = both(op, inputs, n_out, **attrs)
+    assert len(actual) == len(expected) == n_out
+    for k, (a, e) in enumerate(zip(actual, expected)):
+        assert a.dtype == e.dtype, f"{op} output {k}: dtype {a.dtype} != {e.dtype}"
+        assert a.shape == e.shape, f"{op} output {k}: shape {a.shape} != {e.shape}"
+        np.testing.assert_allclose(a.astype(F32), e.astype(F32), **_tol(e.dtype), err_msg=f"{op} output {k}")
+    return actual
+
+
+def rnd(rng: np.random.Generator, *shape: int, dtype: Any = F32) -> np.ndarray:
+    return rng.standard_normal(shape).astype(dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# Attention
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize(("batch", "seq", "hidden", "heads"), [(1, 1, 8, 1), (2, 5, 16, 4), (3, 7, 24, 2)])
+@pytest.mark.parametrize("unidirectional", [0, 1])
+def test_attention_shapes(dtype: Any, batch: int, seq: int, hidden: int, heads: int, unidirectional: int) -> None:
+    rng = np.random.default_rng(batch * 100 + seq)
+    x, b = rnd(rng, batch, seq, hidden, dtype=dtype), rnd(rng, 3 * hidden, dtype=dtype)
+    w = (rnd(rng, hidden, 3 * hidden) / np.sqrt(hidden)).astype(dtype)  # as trained projections are scaled
+    check("Attention", [x, w, b], 2, num_heads=heads, unidirectional=unidirectional)
+
+
+def _masks(batch: int, seq: int, total: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    lens = rng.integers(1, total + 1, batch).astype(np.int32)
+    starts = rng.integers(0, 2, batch).astype(np.int32)
+    raw2 = (rng.random((batch, total)) > 0.3).astype(np.int32)
+    raw2[:, 0] = 1
+    raw3 = (rng.random((batch, seq, total)) > 0.3).astype(np.int32)
+    raw3[:, 0, :] = 0  # a query row with every key masked
+    return {"1d": lens, "1d_start": np.concatenate([lens, starts]), "2d": raw2, "3d": raw3}
+
+
+@pytest.mark.parametrize("form", ["1d", "1d_start", "2d", "3d"])
+@pytest.mark.parametrize("unidirectional", [0, 1])
+def test_attention_mask_forms(form: str, unidirectional: int) -> None:
+    rng = np.random.default_rng(7)
+    batch, seq, hidden = 3, 4, 16
+    x, w, b = rnd(rng, batch, seq, hidden), rnd(rng, hidden, 3 * hidden), rnd(rng, 3 * hidden)
+    mask = _masks(batch, seq, seq, rng)[form]
+    check("Attention", [x, w, b, mask], 1, num_heads=2, unidirectional=unidirectional)
+
+
+def test_attention_mask_filter_scale_bias_and_sizes() -> None:
+    rng = np.random.default_rng(3)
+    batch, seq, hidden = 2, 3, 8
+    x = rnd(rng, batch, seq, hidden)
+    mask = np.array([2, 3], np.int32)
+    w, b = rnd(rng, hidden, 3 * hidden), rnd(rng, 3 * hidden)
+    check("Attention", [x, w, b, mask], 1, num_heads=2, mask_filter_value=-50.0, scale=0.3)
+    ab = rnd(rng, 1, 2, seq, seq)
+    check("Attention", [x, w, b, None, None, ab], 1, num_heads=2)
+    check("Attention", [x, w, b, mask, None, rnd(rng, batch, 1, seq, seq)], 1, num_heads=2, unidirectional=1)
+    # qkv_hidden_sizes: V narrower than Q/K.
+    w2, b2 = rnd(rng, hidden, 8 + 8 + 4), rnd(rng, 20)
+    check("Attention", [x, w2, b2], 1, num_heads=2, qkv_hidden_sizes=[8, 8, 4])
+
+
+@pytest.mark.parametrize("unidirectional", [0, 1])
+def test_attention_past_present_decoding(unidirectional: int) -> None:
+    """A prompt, then three single-token steps, each fed the previous step's present."""
+    rng = np.random.default_rng(11)
+    batch, hidden, heads = 2, 16, 4
+    w, b = rnd(rng, hidden, 3 * hidden), rnd(rng, 3 * hidden)
+    x = rnd(rng, batch, 3, hidden)
+    _, present = check("Attention", [x, w, b], 2, num_heads=heads, unidirectional=unidirectional)
+    for step in range(3):
+        x = rnd(rng, batch, 1 + (step == 1), hidden)
+        total = present.shape[3] + x.shape[1]
+        mask = np.ones((batch, total), np.int32)
+        mask[0, 0] = 0
+        _, present = check("Attention", [x, w, b, mask, present], 2, num_heads=heads, unidirectional=unidirectional)
+        assert present.shape == (2, batch, heads, total, hidden // heads)
+
+
+def test_attention_refusals() -> None:
+    rng = np.random.default_rng(0)
+    x, w, b = rnd(rng, 1, 2, 8), rnd(rng, 8, 24), rnd(rng, 24)
+    with pytest.raises(onnxcore.errors.EvaluationError, match="do_rotary"):
+        onnxcore.kernels.run("Attention", 1, x, w, b, domain=MS, num_heads=2, do_rotary=1)
+    with pytest.raises(onnxcore.errors.ShapeError, match="mask"):
+        onnxcore.kernels.run("Attention", 1, x, w, b, np.ones((1, 1, 4, 4), np.int32), domain=MS, num_heads=2)
+    with pytest.raises(onnxcore.errors.ShapeError, match="multiples of num_heads"):
+        onnxcore.kernels.run("Attention", 1, x, w, b, domain=MS, num_heads=3)
+
+
+# ---------------------------------------------------------------------------------------------
+# MultiHeadAttention
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize(
+    ("batch", "seq", "kv_seq", "hidden", "heads"), [(1, 1, 1, 8, 2), (2, 4, 6, 16, 4), (2, 5, 5, 8, 1)]
+)
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_mha_shapes(dtype: Any, batch: int, seq: int, kv_seq: int, hidden: int, heads: int, with_bias: bool) -> None:
+    rng = np.random.default_rng(seq * 10 + kv_seq)
+    q, k, v = (
+        rnd(rng, batch, seq, hidden, dtype=dtype),
+        rnd(rng, batch, kv_seq, hidden, dtype=dtype),
+        rnd(rng, batch, kv_seq, hidden, dtype=dtype),
+    )
+    bias = rnd(rng, 3 * hidden, dtype=dtype) if with_bias else None
+    check("MultiHeadAttention", [q, k, v, bias], 3, num_heads=heads)
+
+
+@pytest.mark.parametrize("form", ["1d", "2d", "3d"])
+@pytest.mark.parametrize("unidirectional", [0, 1])
+def test_mha_key_padding_mask(form: str, unidirectional: int) -> None:
+    rng = np.random.default_rng(5)
+    batch, seq, hidden = 3, 4, 16
+    q, k, v = rnd(rng, batch, seq, hidden), rnd(rng, batch, seq, hidden), rnd(rng, batch, seq, hidden)
+    mask = _masks(batch, seq, seq, rng)[form]
+    check("MultiHeadAttention", [q, k, v, rnd(rng, 3 * hidden), mask], 1, num_heads=4, unidirectional=unidirectional)
+
+
+def test_mha_attention_bias_scale_filter() -> None:
+    rng = np.random.default_rng(9)
+    batch, seq, kv, hidden = 2, 3, 5, 8
+    q, k, v = rnd(rng, batch, seq, hidden), rnd(rng, batch, kv, hidden), rnd(rng, batch, kv, hidden)
+    for ab in (rnd(rng, batch, 2, seq, kv), rnd(rng, 1, 1, seq, kv), rnd(rng, batch, 1, seq, kv)):
+        check("MultiHeadAttention", [q, k, v, None, None, ab], 1, num_heads=2)
+    mask = np.array([[1, 1, 0, 0, 0], [0, 0, 0, 0, 0]], np.int32)
+    check("MultiHeadAttention", [q, k, v, None, mask], 1, num_heads=2, scale=0.5, mask_filter_value=-7.0)
+
+
+def test_mha_value_width_differs() -> None:
+    rng = np.random.default_rng(4)
+    q, k, v = rnd(rng, 2, 3, 8), rnd(rng, 2, 4, 8), rnd(rng, 2, 4, 12)
+    check("MultiHeadAttention", [q, k, v, rnd(rng, 28)], 1, num_heads=2)
+
+
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_mha_cross_attention_bnsh(with_bias: bool) -> None:
+    """Cross attention reusing projected keys/values given as (B, N, L, H); presents are those."""
+    rng = np.random.default_rng(12)
+    batch, seq, kv, heads, head = 2, 3, 6, 2, 4
+    q = rnd(rng, batch, seq, heads * head)
+    k, v = rnd(rng, batch, heads, kv, head), rnd(rng, batch, heads, kv, head)
+    bias = rnd(rng, 3 * heads * head) if with_bias else None
+    mask = np.array([6, 3], np.int32)
+    check("MultiHeadAttention", [q, k, v, bias, mask], 3, num_heads=heads)
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize("unidirectional", [0, 1])
+def test_mha_decoding_with_past(dtype: Any, unidirectional: int) -> None:
+    rng = np.random.default_rng(21)
+    batch, hidden, heads = 2, 16, 2
+    bias = rnd(rng, 3 * hidden, dtype=dtype)
+    x = rnd(rng, batch, 4, hidden, dtype=dtype)
+    _, pk, pv = check("MultiHeadAttention", [x, x, x, bias], 3, num_heads=heads, unidirectional=unidirectional)
+    for step in range(3):
+        x = rnd(rng, batch, 1 + step % 2, hidden, dtype=dtype)
+        total = pk.shape[2] + x.shape[1]
+        mask = np.ones((batch, total), np.int32)
+        mask[1, :2] = 0
+        ab = rnd(rng, 1, heads, x.shape[1], total, dtype=dtype)
+        _, pk, pv = check(
+            "MultiHeadAttention", [x, x, x, bias, mask, ab, pk, pv], 3, num_heads=heads, unidirectional=unidirectional
+        )
+        assert pk.shape == (batch, heads, total, hidden // heads)
+
+
+def test_mha_refusals() -> None:
+    rng = np.random.default_rng(0)
+    with pytest.raises(onnxcore.errors.EvaluationError, match="packed"):
+        onnxcore.kernels.run("MultiHeadAttention", 1, rnd(rng, 1, 2, 2, 3, 4), domain=MS, num_heads=2)
+
+
+# ---------------------------------------------------------------------------------------------
+# RotaryEmbedding
+# ---------------------------------------------------------------------------------------------
+
+
+def _caches(rng: np.random.Generator, max_len: int, half: int, dtype: Any = F32) -> tuple[np.ndarray, np.ndarray]:
+    theta = rng.random((max_len, half)) * 6.0
+    return np.cos(theta).astype(dtype), np.sin(theta).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize("interleaved", [0, 1])
+@pytest.mark.parametrize("rank", [3, 4])
+@pytest.mark.parametrize("pos_form", ["offset", "per_token"])
+def test_rotary_embedding(dtype: Any, interleaved: int, rank: int, pos_form: str) -> None:
+    rng = np.random.default_rng(interleaved * 10 + rank)
+    batch, seq, heads, head = 2, 3, 3, 8
+    x = rnd(rng, batch, seq, heads * head, dtype=dtype) if rank == 3 else rnd(rng, batch, heads, seq, head, dtype=dtype)
+    cos, sin = _caches(rng, 16, head // 2, dtype)
+    pos = np.array([5], np.int64) if pos_form == "offset" else rng.integers(0, 16, (batch, seq)).astype(np.int64)
+    check("RotaryEmbedding", [x, pos, cos, sin], 1, interleaved=interleaved)
+
+
+@pytest.mark.parametrize("interleaved", [0, 1])
+def test_rotary_embedding_partial_dim(interleaved: int) -> None:
+    """rotary_embedding_dim below the head size (with num_heads): the last features pass through."""
+    rng = np.random.default_rng(2)
+    batch, seq, heads, head, rot = 2, 4, 2, 16, 8
+    x = rnd(rng, batch, seq, heads * head)
+    cos, sin = _caches(rng, 10, rot // 2)
+    pos = rng.integers(0, 10, (batch, seq)).astype(np.int64)
+    check("RotaryEmbedding", [x, pos, cos, sin], 1, interleaved=interleaved, rotary_embedding_dim=rot, num_heads=heads)
+
+
+# ---------------------------------------------------------------------------------------------
+# GroupQueryAttention
+# ---------------------------------------------------------------------------------------------
+
+
+def _gqa_inputs(
+    rng: np.random.Generator, batch: int, seq: int, heads: int, kv_heads: int, head: int, dtype: Any
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return (
+        rnd(rng, batch, seq, heads * head, dtype=dtype),
+        rnd(rng, batch, seq, kv_heads * head, dtype=dtype),
+        rnd(rng, batch, seq, kv_heads * head, dtype=dtype),
+    )
+
+
+def _gqa_check(inputs: list[np.ndarray | None], n_out: int = 3, **attrs: Any) -> list[np.ndarray]:
+    """Compare GroupQueryAttention outputs: output and presents whole, output_qk where a key is attended.
+
+    output_qk holds, for a key the query does not attend (causal, or past the item's length), whatever
+    onnxruntime's buffer held (it varies from run to run); ours holds 0 there.
+    """
+    actual, expected = both("GroupQueryAttention", inputs, n_out, **attrs)
+    for k, (a, e) in enumerate(zip(actual, expected)):
+        assert a.dtype == e.dtype and a.shape == e.shape, f"output {k}: {a.dtype}{a.shape} != {e.dtype}{e.shape}"
+        if k == 3:
+            q, seqlens = inputs[0], inputs[5]
+            assert q is not None and seqlens is not None
+            sq, total = q.shape[1], a.shape[3]
+            lens = seqlens.astype(np.int64) + 1
+            pos = (
+                (lens - sq)[:, None] + np.arange(sq) if sq != total else np.broadcast_to(np.arange(sq), (len(lens), sq))
+            )
+            seen = (np.arange(total) <= pos[:, :, None]) & (np.arange(total) < lens[:, None, None])
+            if not attrs.get("causal", 1):
+                seen = np.broadcast_to(np.arange(total) < lens[:, None, None], seen.shape)
+            a, e = np.where(seen[:, None], a, 0), np.where(seen[:, None], e, 0)
+        np.testing.assert_allclose(a.astype(F32), e.astype(F32), **_tol(e.dtype), err_msg=f"output {k}")
+    return actual
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize(("heads", "kv_heads"), [(2, 2), (4, 2), (4, 1)])
+@pytest.mark.parametrize("seq", [1, 5])
+def test_gqa_prompt(dtype: Any, heads: int, kv_heads: int, seq: int) -> None:
+    rng = np.random.default_rng(heads * 10 + kv_heads + seq)
+    batch, head = 2, 8
+    q, k, v = _gqa_inputs(rng, batch, seq, heads, kv_heads, head, dtype)
+    seqlens = np.full(batch, seq - 1, np.int32)
+    _gqa_check([q, k, v, None, None, seqlens, np.array(seq, np.int32)], num_heads=heads, kv_num_heads=kv_heads)
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize("rotary", [0, 1])
+@pytest.mark.parametrize("interleaved", [0, 1])
+def test_gqa_decoding_steps(dtype: Any, rotary: int, interleaved: int) -> None:
+    """A prompt, then four decoder steps, each fed the previous present_key/present_value."""
+    rng = np.random.default_rng(31 + rotary)
+    batch, heads, kv_heads, head, prompt = 2, 4, 2, 16, 4
+    cos, sin = _caches(rng, 32, head // 2, dtype)
+    extra = [cos, sin] if rotary else []
+    attrs = {"num_heads": heads, "kv_num_heads": kv_heads, "do_rotary": rotary, "rotary_interleaved": interleaved}
+    q, k, v = _gqa_inputs(rng, batch, prompt, heads, kv_heads, head, dtype)
+    seqlens = np.full(batch, prompt - 1, np.int32)
+    _, pk, pv = _gqa_check([q, k, v, None, None, seqlens, np.array(prompt, np.int32), *extra], **attrs)
+    for _ in range(4):
+        q, k, v = _gqa_inputs(rng, batch, 1, heads, kv_heads, head, dtype)
+        seqlens = seqlens + 1
+        total = np.array(seqlens.max() + 1, np.int32)
+        _, pk, pv = _gqa_check([q, k, v, pk, pv, seqlens, total, *extra], **attrs)
+        assert pk.shape[2] == int(total)
+
+
+def test_gqa_local_window_softcap_smooth_softmax_scale() -> None:
+    rng = np.random.default_rng(41)
+    batch, heads, kv_heads, head, seq = 1, 4, 2, 8, 9
+    q, k, v = _gqa_inputs(rng, batch, seq, heads, kv_heads, head, F32)
+    common = [q, k, v, None, None, np.array([seq - 1], np.int32), np.array(seq, np.int32)]
+    base = {"num_heads": heads, "kv_num_heads": kv_heads}
+    _gqa_check(common, **base, local_window_size=3)
+    _gqa_check(common, **base, softcap=2.0)
+    _gqa_check(common, **base, smooth_softmax=1)
+    _gqa_check(common, **base, scale=0.2, local_window_size=2, softcap=5.0)
+
+
+def test_gqa_packed_qkv_and_attention_bias() -> None:
+    rng = np.random.default_rng(43)
+    batch, heads, kv_heads, head, seq = 2, 4, 2, 8, 3
+    packed = rnd(rng, batch, seq, (heads + 2 * kv_heads) * head)
+    seqlens = np.full(batch, seq - 1, np.int32)
+    tot = np.array(seq, np.int32)
+    attrs = {"num_heads": heads, "kv_num_heads": kv_heads}
+    _gqa_check([packed, None, None, None, None, seqlens, tot], **attrs)
+    ab = rnd(rng, batch, 1, seq, seq)
+    q, k, v = _gqa_inputs(rng, batch, seq, heads, kv_heads, head, F32)
+    _gqa_check([q, k, v, None, None, seqlens, tot, None, None, None, ab], **attrs)
+
+
+def test_gqa_ragged_batch_decoding() -> None:
+    """Batch items of different lengths: each new token lands at its own row of the shared cache."""
+    rng = np.random.default_rng(47)
+    batch, heads, kv_heads, head, cap = 3, 2, 1, 8, 6
+    pk, pv = rnd(rng, batch, kv_heads, cap, head), rnd(rng, batch, kv_heads, cap, head)
+    seqlens = np.array([2, 5, 0], np.int32)  # items hold 3, 6 and 1 tokens after this step
+    q, k, v = _gqa_inputs(rng, batch, 1, heads, kv_heads, head, F32)
+    attrs = {"num_heads": heads, "kv_num_heads": kv_heads}
+    _gqa_check([q, k, v, pk, pv, seqlens, np.array(6, np.int32)], **attrs)
+    # A cache buffer longer than the sequence (past and present sharing one capacity): rows past an item are 0.
+    _gqa_check([q, k, v, pk, pv, np.array([2, 3, 0], np.int32), np.array(4, np.int32)], **attrs)
+
+
+def test_gqa_right_padded_prompt_and_bidirectional() -> None:
+    rng = np.random.default_rng(53)
+    batch, heads, kv_heads, head, seq = 3, 4, 2, 8, 5
+    q, k, v = _gqa_inputs(rng, batch, seq, heads, kv_heads, head, F32)
+    seqlens = np.array([4, 1, 2], np.int32)  # items of 5, 2 and 3 tokens, right-padded to 5
+    attrs = {"num_heads": heads, "kv_num_heads": kv_heads}
+    _gqa_check([q, k, v, None, None, seqlens, np.array(seq, np.int32)], **attrs)
+    _gqa_check([q, k, v, None, None, seqlens, np.array(seq, np.int32)], **attrs, causal=0)
+
+
+@pytest.mark.parametrize("qk_output", [1, 2])
+def test_gqa_output_qk(qk_output: int) -> None:
+    rng = np.random.default_rng(59)
+    batch, heads, kv_heads, head, cap = 2, 4, 2, 8, 8
+    q, k, v = _gqa_inputs(rng, batch, 1, heads, kv_heads, head, F32)
+    pk, pv = rnd(rng, batch, kv_heads, cap, head), rnd(rng, batch, kv_heads, cap, head)
+    common = [q, k, v, pk, pv, np.array([4, 6], np.int32), np.array(7, np.int32)]
+    _gqa_check(common, 4, num_heads=heads, kv_num_heads=kv_heads, qk_output=qk_output)
+    q, k, v = _gqa_inputs(rng, batch, 3, heads, kv_heads, head, F32)
+    ab = rnd(rng, batch, 1, 3, 3)
+    prompt = [q, k, v, None, None, np.array([2, 1], np.int32), np.array(3, np.int32), None, None, None, ab]
+    _gqa_check(prompt, 4, num_heads=heads, kv_num_heads=kv_heads, qk_output=qk_output, softcap=1.5)
+
+
+def test_gqa_head_sink() -> None:
+    rng = np.random.default_rng(61)
+    batch, heads, kv_heads, head, seq = 2, 4, 2, 8, 3
+    q, k, v = _gqa_inputs(rng, batch, seq, heads, kv_heads, head, F32)
+    sink = rnd(rng, heads)
+    inputs = [q, k, v, None, None, np.full(batch, seq - 1, np.int32), np.array(seq, np.int32), *[None] * 4, sink]
+    _gqa_check(inputs, num_heads=heads, kv_num_heads=kv_heads)
+
+
+@pytest.mark.parametrize("interleaved", [0, 1])
+def test_gqa_rotary_position_ids(interleaved: int) -> None:
+    """position_ids: a first prompt reads only its first element; a decoder step reads each item's."""
+    rng = np.random.default_rng(67)
+    batch, heads, kv_heads, head, seq = 2, 4, 2, 16, 3
+    cos, sin = _caches(rng, 20, head // 2)
+    attrs = {"num_heads": heads, "kv_num_heads": kv_heads, "do_rotary": 1, "rotary_interleaved": interleaved}
+    q, k, v = _gqa_inputs(rng, batch, seq, heads, kv_heads, head, F32)
+    pid = np.array([[3, 4, 5], [0, 7, 2]], np.int64)
+    seqlens = np.full(batch, seq - 1, np.int32)
+    _, pk, pv = _gqa_check([q, k, v, None, None, seqlens, np.array(seq, np.int32), cos, sin, pid], **attrs)
+    q, k, v = _gqa_inputs(rng, batch, 1, heads, kv_heads, head, F32)
+    pid = np.array([[9], [11]], np.int64)
+    _gqa_check([q, k, v, pk, pv, seqlens + 1, np.array(seq + 1, np.int32), cos, sin, pid], **attrs)
+
+
+def test_gqa_refusals() -> None:
+    rng = np.random.default_rng(0)
+    q, k, v = _gqa_inputs(rng, 1, 2, 2, 1, 8, F32)
+    args = (q, k, v, None, None, np.array([1], np.int32), np.array(2, np.int32))
+    with pytest.raises(onnxcore.errors.EvaluationError, match="multiple of kv_num_heads"):
+        onnxcore.kernels.run("GroupQueryAttention", 1, *args, domain=MS, num_heads=3, kv_num_heads=2)
+    with pytest.raises(onnxcore.errors.EvaluationError, match="seqlens_k"):
+        bad = (q, k, v, None, None, np.array([5], np.int32), np.array(2, np.int32))
+        onnxcore.kernels.run("GroupQueryAttention", 1, *bad, domain=MS, num_heads=2, kv_num_heads=1)
