@@ -18,6 +18,8 @@ import numpy as np
 import pytest
 
 import onnxcore
+from onnxcore.build import helper as oc_helper
+from onnxcore.infer.shape_core import SHAPE_RULES, ShapeContext
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
@@ -76,9 +78,21 @@ def both(
     return list(actual), expected
 
 
+def rule_shapes(op: str, inputs: list[np.ndarray | None], n_out: int, attrs: dict[str, Any]) -> list[Any]:
+    """The output shapes our com.microsoft shape rule gives for ``inputs`` (their int values known, as constants)."""
+    names = [f"x{i}" if a is not None else "" for i, a in enumerate(inputs)]
+    node = oc_helper.make_node(op, names, [f"y{k}" for k in range(n_out)], domain=MS, **attrs)
+    shapes = [None if a is None else tuple(a.shape) for a in inputs]
+    values = [a if a is not None and a.dtype.kind == "i" else None for a in inputs]
+    ctx = ShapeContext(node, 1, shapes, values, {a.name: a for a in node.attribute}, None)
+    return list(SHAPE_RULES[(MS, op)](ctx))
+
+
 def check(op: str, inputs: list[np.ndarray | None], n_out: int = 1, **attrs: Any) -> list[np.ndarray]:
-    """Assert ours equals onnxruntime's on every output; return ours."""
+    """Assert ours equals onnxruntime's on every output, and our shape rule gives its shapes; return ours."""
     actual, expected = both(op, inputs, n_out, **attrs)
+    for k, (e, r) in enumerate(zip(expected, rule_shapes(op, inputs, n_out, attrs))):
+        assert r == e.shape, f"{op} shape rule, output {k}: {r} != onnxruntime's {e.shape}"
     assert len(actual) == len(expected) == n_out
     for k, (a, e) in enumerate(zip(actual, expected)):
         assert a.dtype == e.dtype, f"{op} output {k}: dtype {a.dtype} != {e.dtype}"
@@ -248,10 +262,33 @@ def test_mha_decoding_with_past(dtype: Any, unidirectional: int) -> None:
         assert pk.shape == (batch, heads, total, hidden // heads)
 
 
+def test_mha_packed_qkv_and_kv() -> None:
+    """Packed QKV / KV (refused by onnxruntime's CPU kernel) equal ours on the same Q, K, V given apart,
+    which equal onnxruntime's."""
+    rng = np.random.default_rng(14)
+    batch, seq, kv, heads, head = 2, 3, 5, 2, 4
+    packed = rnd(rng, batch, seq, heads, 3, head)
+    q, k, v = (packed[:, :, :, i].reshape(batch, seq, heads * head) for i in range(3))
+    separate = check("MultiHeadAttention", [q, k, v], 3, num_heads=heads)
+    ours = onnxcore.kernels.run("MultiHeadAttention", 1, packed, domain=MS, num_heads=heads)
+    for a, e in zip(ours, separate):
+        np.testing.assert_array_equal(a, e)
+    assert rule_shapes("MultiHeadAttention", [packed], 3, {"num_heads": heads})[:3] == [e.shape for e in separate]
+    q = rnd(rng, batch, seq, heads * head)
+    kv_packed = rnd(rng, batch, kv, heads, 2, head)
+    k, v = (kv_packed[:, :, :, i].reshape(batch, kv, heads * head) for i in range(2))
+    separate = check("MultiHeadAttention", [q, k, v], 3, num_heads=heads, unidirectional=1)
+    ours = onnxcore.kernels.run("MultiHeadAttention", 1, q, kv_packed, domain=MS, num_heads=heads, unidirectional=1)
+    for a, e in zip(ours, separate):
+        np.testing.assert_array_equal(a, e)
+    assert rule_shapes("MultiHeadAttention", [q, kv_packed], 3, {"num_heads": heads})[:3] == [e.shape for e in separate]
+
+
 def test_mha_refusals() -> None:
     rng = np.random.default_rng(0)
     with pytest.raises(onnxcore.errors.EvaluationError, match="packed"):
-        onnxcore.kernels.run("MultiHeadAttention", 1, rnd(rng, 1, 2, 2, 3, 4), domain=MS, num_heads=2)
+        packed = rnd(rng, 1, 2, 2, 3, 4)
+        onnxcore.kernels.run("MultiHeadAttention", 1, packed, None, None, rnd(rng, 24), domain=MS, num_heads=2)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -288,6 +325,15 @@ def test_rotary_embedding_partial_dim(interleaved: int) -> None:
     check("RotaryEmbedding", [x, pos, cos, sin], 1, interleaved=interleaved, rotary_embedding_dim=rot, num_heads=heads)
 
 
+def test_rotary_embedding_scale_and_packed_batching_change_nothing() -> None:
+    rng = np.random.default_rng(6)
+    x = rnd(rng, 2, 3, 8)
+    cos, sin = _caches(rng, 10, 2)
+    pos = np.array([[0, 1, 2], [3, 4, 5]], np.int64)
+    check("RotaryEmbedding", [x, pos, cos, sin], 1, scale=2.0)
+    check("RotaryEmbedding", [x, pos, cos, sin], 1, is_packed_batching=1)
+
+
 # ---------------------------------------------------------------------------------------------
 # GroupQueryAttention
 # ---------------------------------------------------------------------------------------------
@@ -310,6 +356,8 @@ def _gqa_check(inputs: list[np.ndarray | None], n_out: int = 3, **attrs: Any) ->
     onnxruntime's buffer held (it varies from run to run); ours holds 0 there.
     """
     actual, expected = both("GroupQueryAttention", inputs, n_out, **attrs)
+    for k, (e, r) in enumerate(zip(expected, rule_shapes("GroupQueryAttention", inputs, n_out, attrs))):
+        assert r == e.shape, f"GroupQueryAttention shape rule, output {k}: {r} != onnxruntime's {e.shape}"
     for k, (a, e) in enumerate(zip(actual, expected)):
         assert a.dtype == e.dtype and a.shape == e.shape, f"output {k}: {a.dtype}{a.shape} != {e.dtype}{e.shape}"
         if k == 3:

@@ -5,6 +5,15 @@ The list of modules is explicit: importing this package registers every rule.
 
 from __future__ import annotations
 
-from onnxcore.infer.shape_ops import conv_pool, elementwise, linalg, nn, sequence, symbolic, tensor
+from onnxcore.infer.shape_ops import (
+    contrib_attention,
+    conv_pool,
+    elementwise,
+    linalg,
+    nn,
+    sequence,
+    symbolic,
+    tensor,
+)
 
-__all__ = ["conv_pool", "elementwise", "linalg", "nn", "sequence", "symbolic", "tensor"]
+__all__ = ["contrib_attention", "conv_pool", "elementwise", "linalg", "nn", "sequence", "symbolic", "tensor"]

@@ -10,12 +10,18 @@ fact, and tested against it:
 * A key masked by ``mask_index`` / ``key_padding_mask`` gets ``mask_filter_value`` (default -10000) *added* to
   its score, not -inf: a query whose keys are all masked attends to them uniformly, as onnxruntime's does.
   A key hidden by ``unidirectional`` gets the lowest float instead (it replaces the mask value).
+* ``unidirectional`` hides key ``j`` from query ``i`` when ``j > past + i``, on every query row but the
+  last, which sees every key: the same as causal attention in self attention, and onnxruntime's result in
+  MultiHeadAttention's cross attention (more keys than queries).
 * ``mask_index`` forms: (B) key lengths (right padding), (2B) end positions then start positions (left
   padding), (B, T) and (B, S, T) raw 0/1 masks (nonzero keeps a key). The (B, 1, M, M) form and the
   (3B + 2) form are refused, as onnxruntime's CPU kernel refuses them.
-* ``attention_bias`` is added after the mask. ``do_rotary`` on Attention and packed QKV/KV on
-  MultiHeadAttention are refused as onnxruntime's CPU kernel refuses them (its message says to use
-  MultiHeadAttention with RotaryEmbedding).
+* ``attention_bias`` is added after the mask. ``do_rotary`` on Attention is refused as onnxruntime's CPU
+  kernel refuses it (its message says to use MultiHeadAttention with RotaryEmbedding).
+* MultiHeadAttention's packed QKV (B, S, N, 3, H) and packed KV (B, L, N, 2, H), which onnxruntime's CPU
+  kernel refuses, are read as the definition states (no bias with them) and tested against the same
+  attention on the separate Q, K, V.
+* RotaryEmbedding's ``scale`` and ``is_packed_batching`` change nothing, as in onnxruntime's CPU kernel.
 * MultiHeadAttention with key/value in BNSH (cross attention reusing projected keys) ignores the key and
   value parts of ``bias``, uses K and V as they are, and returns them as present_key/present_value.
 """
@@ -136,6 +142,7 @@ def _mask_bias(
         bias = np.where(masked, ct.type(filter_value), ct.type(0))
     if causal:
         hidden = ~causal_allowed(sq, total, past_len)
+        hidden[-1] = False  # onnxruntime leaves the last query row unmasked (it matters when L > S)
         low = ct.type(np.finfo(ct).min)
         bias = np.where(hidden, low, ct.type(0))[None] if bias is None else np.where(hidden, low, bias)
     return None if bias is None else bias[:, None]
@@ -256,6 +263,27 @@ def attention(
 # ---------------------------------------------------------------------------------------------
 
 
+def _unpack(
+    query: np.ndarray, key: np.ndarray | None, value: np.ndarray | None, bias: np.ndarray | None, n: int, op: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Packed QKV (B, S, N, 3, H) or packed KV (B, L, N, 2, H) as separate (B, S, N*H) query, key and value."""
+    if bias is not None:
+        raise EvaluationError(f"{op}: bias is not defined with packed QKV / packed KV inputs")
+    if query.ndim == 5:
+        if key is not None or value is not None:
+            raise EvaluationError(f"{op}: packed QKV (5-D query) takes no key or value")
+        if query.shape[2:4] != (n, 3):
+            raise ShapeError(f"{op}: packed QKV has shape {query.shape}, expected (B, S, {n}, 3, H)")
+        b, s, _, _, h = query.shape
+        parts = [query[:, :, :, i].reshape(b, s, n * h) for i in range(3)]
+        return parts[0], parts[1], parts[2]
+    assert key is not None
+    if value is not None or key.shape[2:4] != (n, 2):
+        raise ShapeError(f"{op}: packed KV has shape {key.shape} (expected (B, L, {n}, 2, H)) and takes no value")
+    b, s, _, _, h = key.shape
+    return query, key[:, :, :, 0].reshape(b, s, n * h), key[:, :, :, 1].reshape(b, s, n * h)
+
+
 @kernel("MultiHeadAttention", 1, domain=_DOMAIN)
 def multi_head_attention(
     query: np.ndarray,
@@ -279,8 +307,10 @@ def multi_head_attention(
     Returns ``(output, present_key, present_value)``, the presents (B, N, past + L, H).
     """
     op = "com.microsoft::MultiHeadAttention"
+    if query.ndim == 5 or (key is not None and key.ndim == 5):
+        query, key, value = _unpack(query, key, value, bias, num_heads, op)
     if key is None or value is None or query.ndim != 3:
-        raise EvaluationError(f"{op}: packed QKV / packed KV inputs are not supported (as onnxruntime's CPU kernel)")
+        raise EvaluationError(f"{op}: query must be (B, S, D) with key and value, or packed QKV (B, S, N, 3, H)")
     if past_sequence_length is not None or cache_indirection is not None:
         raise EvaluationError(f"{op}: past_sequence_length / cache_indirection (beam search buffers) are not supported")
     if (past_key is None) != (past_value is None):
@@ -396,12 +426,10 @@ def rotary_embedding(
 ) -> np.ndarray:
     """com.microsoft RotaryEmbedding-1: RoPE on (B, S, N*H) or (B, N, S, H) input at the positions given.
 
-    Positions: position_ids (1,) is an offset added to 0..S-1; (B, S) gives each. ``scale`` is accepted and
-    not applied, as onnxruntime's CPU kernel does not apply it.
+    Positions: position_ids (1,) is an offset added to 0..S-1; (B, S) gives each. ``scale`` and
+    ``is_packed_batching`` are accepted and change nothing, as in onnxruntime's CPU kernel.
     """
     op = "com.microsoft::RotaryEmbedding"
-    if is_packed_batching:
-        raise EvaluationError(f"{op}: is_packed_batching=1 (ragged batches) is not supported")
     if cos_cache.ndim != 2:
         raise ShapeError(f"{op}: cos_cache must be 2-D (max_sequence_length, rotary_dim / 2), has {cos_cache.shape}")
     if rotary_embedding_dim > 0 and num_heads <= 0:
