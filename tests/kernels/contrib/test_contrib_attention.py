@@ -38,7 +38,8 @@ def _tol(dtype: Any) -> dict[str, float]:
 _OUT_RANKS = {"Attention": (3, 5), "MultiHeadAttention": (3, 4, 4, 4), "GroupQueryAttention": (3, 4, 4, 4)}
 
 
-def _model(op: str, inputs: list[np.ndarray | None], n_out: int, attrs: dict[str, Any]) -> bytes:
+def node_model(op: str, inputs: list[np.ndarray | None], n_out: int, attrs: dict[str, Any]) -> bytes:
+    """A one-node com.microsoft model (inputs x<i>, None left out; outputs y<k> of rank from _OUT_RANKS)."""
     names: list[str] = []
     vis = []
     for i, a in enumerate(inputs):
@@ -71,7 +72,7 @@ def both(
     op: str, inputs: list[np.ndarray | None], n_out: int = 1, **attrs: Any
 ) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """(ours, onnxruntime's) outputs of one node with ``inputs`` (None: left out) and ``attrs``."""
-    model = _model(op, inputs, n_out, attrs)
+    model = node_model(op, inputs, n_out, attrs)
     feeds = {f"x{i}": a for i, a in enumerate(inputs) if a is not None}
     expected = _ort_run(model, feeds)
     actual = onnxcore.Session(model).run(None, feeds)
@@ -127,10 +128,12 @@ def _masks(batch: int, seq: int, total: int, rng: np.random.Generator) -> dict[s
     raw2[:, 0] = 1
     raw3 = (rng.random((batch, seq, total)) > 0.3).astype(np.int32)
     raw3[:, 0, :] = 0  # a query row with every key masked
-    return {"1d": lens, "1d_start": np.concatenate([lens, starts]), "2d": raw2, "3d": raw3}
+    # (3B + 2): onnxruntime's CPU kernels read the first B values as key lengths.
+    cumulative = np.concatenate([lens, rng.integers(0, total, 2 * batch + 2)]).astype(np.int32)
+    return {"1d": lens, "1d_start": np.concatenate([lens, starts]), "3b+2": cumulative, "2d": raw2, "3d": raw3}
 
 
-@pytest.mark.parametrize("form", ["1d", "1d_start", "2d", "3d"])
+@pytest.mark.parametrize("form", ["1d", "1d_start", "3b+2", "2d", "3d"])
 @pytest.mark.parametrize("unidirectional", [0, 1])
 def test_attention_mask_forms(form: str, unidirectional: int) -> None:
     rng = np.random.default_rng(7)
@@ -204,7 +207,7 @@ def test_mha_shapes(dtype: Any, batch: int, seq: int, kv_seq: int, hidden: int, 
     check("MultiHeadAttention", [q, k, v, bias], 3, num_heads=heads)
 
 
-@pytest.mark.parametrize("form", ["1d", "2d", "3d"])
+@pytest.mark.parametrize("form", ["1d", "3b+2", "2d", "3d"])
 @pytest.mark.parametrize("unidirectional", [0, 1])
 def test_mha_key_padding_mask(form: str, unidirectional: int) -> None:
     rng = np.random.default_rng(5)
@@ -260,6 +263,23 @@ def test_mha_decoding_with_past(dtype: Any, unidirectional: int) -> None:
             "MultiHeadAttention", [x, x, x, bias, mask, ab, pk, pv], 3, num_heads=heads, unidirectional=unidirectional
         )
         assert pk.shape == (batch, heads, total, hidden // heads)
+
+
+def test_mha_shared_buffer_decoding() -> None:
+    """past_sequence_length: past and present share one buffer; new rows land after the past ones."""
+    rng = np.random.default_rng(23)
+    batch, hidden, heads, cap = 2, 16, 2, 8
+    bias = rnd(rng, 3 * hidden)
+    pk, pv = rnd(rng, batch, heads, cap, hidden // heads), rnd(rng, batch, heads, cap, hidden // heads)
+    past = 0
+    for step, seq in enumerate((3, 1, 2, 1)):
+        x = rnd(rng, batch, seq, hidden)
+        ab = rnd(rng, batch, 1, seq, past + seq)
+        lens = np.array([past], np.int32)
+        inputs = [x, x, x, bias, None, ab, pk, pv, lens]
+        _, pk, pv = check("MultiHeadAttention", inputs, 3, num_heads=heads, unidirectional=step % 2)
+        assert pk.shape[2] == cap
+        past += seq
 
 
 def test_mha_packed_qkv_and_kv() -> None:
@@ -349,6 +369,25 @@ def _gqa_inputs(
     )
 
 
+def gqa_attended(inputs: list[np.ndarray | None], attrs: dict[str, Any], shape: tuple[int, ...]) -> np.ndarray:
+    """(B, 1, S, T) booleans: where GroupQueryAttention attends a key."""
+    q, seqlens = inputs[0], inputs[5]
+    assert q is not None and seqlens is not None
+    sq, total = q.shape[1], shape[3]
+    lens = seqlens.astype(np.int64) + 1
+    first = inputs[3] is None and sq == total
+    pos = np.broadcast_to(np.arange(sq), (len(lens), sq)) if first else (lens - sq)[:, None] + np.arange(sq)
+    j = np.arange(total)
+    seen = j < lens[:, None, None]
+    if attrs.get("causal", 1):
+        last = np.minimum(pos, lens[:, None] - 1)[:, :, None]
+        seen = seen & (j <= last)
+        w = attrs.get("local_window_size", -1)
+        if w > 0:
+            seen = seen & (j > last - w)
+    return np.broadcast_to(seen, (len(lens), sq, total))[:, None]
+
+
 def _gqa_check(inputs: list[np.ndarray | None], n_out: int = 3, **attrs: Any) -> list[np.ndarray]:
     """Compare GroupQueryAttention outputs: output and presents whole, output_qk where a key is attended.
 
@@ -361,17 +400,8 @@ def _gqa_check(inputs: list[np.ndarray | None], n_out: int = 3, **attrs: Any) ->
     for k, (a, e) in enumerate(zip(actual, expected)):
         assert a.dtype == e.dtype and a.shape == e.shape, f"output {k}: {a.dtype}{a.shape} != {e.dtype}{e.shape}"
         if k == 3:
-            q, seqlens = inputs[0], inputs[5]
-            assert q is not None and seqlens is not None
-            sq, total = q.shape[1], a.shape[3]
-            lens = seqlens.astype(np.int64) + 1
-            pos = (
-                (lens - sq)[:, None] + np.arange(sq) if sq != total else np.broadcast_to(np.arange(sq), (len(lens), sq))
-            )
-            seen = (np.arange(total) <= pos[:, :, None]) & (np.arange(total) < lens[:, None, None])
-            if not attrs.get("causal", 1):
-                seen = np.broadcast_to(np.arange(total) < lens[:, None, None], seen.shape)
-            a, e = np.where(seen[:, None], a, 0), np.where(seen[:, None], e, 0)
+            seen = gqa_attended(inputs, attrs, a.shape)
+            a, e = np.where(seen, a, 0), np.where(seen, e, 0)
         np.testing.assert_allclose(a.astype(F32), e.astype(F32), **_tol(e.dtype), err_msg=f"output {k}")
     return actual
 

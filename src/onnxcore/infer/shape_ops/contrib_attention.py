@@ -89,12 +89,18 @@ def _multi_head_attention(ctx: ShapeContext) -> list[ShapeT | None]:
             kv_len = unify(ctx, dim_at(k, 1), dim_at(v, 1), "sequence lengths of key and value")
             v_hidden = dim_at(v, 2)
             v_head = dim_div(ctx, v_hidden, n, "value hidden size and num_heads") if n is not None else None
-    total = kv_len
+    total = present_len = kv_len
     if ctx.present(6):
         pk = ctx.shape(6)
         require_rank(ctx, pk, (4,), "past_key")
-        total = dim_add(dim_at(pk, 2), kv_len)
-    return [(batch, seq, v_hidden), (batch, n, total, head), (batch, n, total, v_head), (batch, n, seq, total)]
+        if ctx.present(8):  # past and present share one buffer of past_key's length
+            present_len = dim_at(pk, 2)
+            lens = ctx.ints(8)
+            total = dim_add(lens[0], kv_len) if lens is not None and len(lens) == 1 else None
+        else:
+            total = present_len = dim_add(dim_at(pk, 2), kv_len)
+    presents = [(batch, n, present_len, head), (batch, n, present_len, v_head)]
+    return [(batch, seq, v_hidden), *presents, (batch, n, seq, total)]
 
 
 @shape_rule("GroupQueryAttention", domain=_MS)

@@ -14,13 +14,17 @@ fact, and tested against it:
   last, which sees every key: the same as causal attention in self attention, and onnxruntime's result in
   MultiHeadAttention's cross attention (more keys than queries).
 * ``mask_index`` forms: (B) key lengths (right padding), (2B) end positions then start positions (left
-  padding), (B, T) and (B, S, T) raw 0/1 masks (nonzero keeps a key). The (B, 1, M, M) form and the
-  (3B + 2) form are refused, as onnxruntime's CPU kernel refuses them.
+  padding), (B, T) and (B, S, T) raw 0/1 masks (nonzero keeps a key). The (B, 1, M, M) form is refused,
+  as onnxruntime's CPU kernel refuses it.
 * ``attention_bias`` is added after the mask. ``do_rotary`` on Attention is refused as onnxruntime's CPU
   kernel refuses it (its message says to use MultiHeadAttention with RotaryEmbedding).
 * MultiHeadAttention's packed QKV (B, S, N, 3, H) and packed KV (B, L, N, 2, H), which onnxruntime's CPU
   kernel refuses, are read as the definition states (no bias with them) and tested against the same
   attention on the separate Q, K, V.
+* MultiHeadAttention's ``past_sequence_length`` (past and present sharing one buffer): the first
+  ``past_sequence_length`` rows of past_key/past_value are the past; present is the buffer with the new rows
+  written after them, its other rows kept (onnxruntime's CPU kernel).
+* ``mask_index``/``key_padding_mask`` of (3B + 2) values: the first B are key lengths (onnxruntime's CPU).
 * RotaryEmbedding's ``scale`` and ``is_packed_batching`` change nothing, as in onnxruntime's CPU kernel.
 * MultiHeadAttention with key/value in BNSH (cross attention reusing projected keys) ignores the key and
   value parts of ``bias``, uses K and V as they are, and returns them as present_key/present_value.
@@ -117,16 +121,17 @@ def _mask_bias(
     past_len: int,
     causal: bool,
     filter_value: float,
+    start_positions: bool = True,
 ) -> np.ndarray | None:
     """The additive mask of Attention/MultiHeadAttention, shaped (B, 1, Sq, T) or (1, 1, Sq, T), or None."""
     bias: np.ndarray | None = None
     if mask is not None:
         m = np.asarray(mask).astype(np.int64, copy=False)
         keys = np.arange(total)
-        if m.ndim == 1 and m.shape[0] == batch:
-            masked = keys[None, :] >= m[:, None]
+        if m.ndim == 1 and m.shape[0] in (batch, 3 * batch + 2):
+            masked = keys[None, :] >= m[:batch, None]
             masked = masked[:, None, :]
-        elif m.ndim == 1 and m.shape[0] == 2 * batch:
+        elif m.ndim == 1 and m.shape[0] == 2 * batch and start_positions:
             end, start = m[:batch], np.minimum(m[batch:], total)
             masked = (keys[None, :] >= end[:, None]) | (keys[None, :] < start[:, None])
             masked = masked[:, None, :]
@@ -136,8 +141,10 @@ def _mask_bias(
             masked = m <= 0
         else:
             raise ShapeError(
-                f"{op}: mask of shape {m.shape} is none of ({batch},), ({2 * batch},), ({batch}, {total}) or "
-                f"({batch}, {sq}, {total}) (batch {batch}, sequence {sq}, total sequence {total})"
+                f"{op}: mask of shape {m.shape} is none of ({batch},), "
+                + (f"({2 * batch},), " if start_positions else "")
+                + f"({3 * batch + 2},), "
+                f"({batch}, {total}) or ({batch}, {sq}, {total}) (batch, sequence {sq}, total sequence {total})"
             )
         bias = np.where(masked, ct.type(filter_value), ct.type(0))
     if causal:
@@ -311,12 +318,15 @@ def multi_head_attention(
         query, key, value = _unpack(query, key, value, bias, num_heads, op)
     if key is None or value is None or query.ndim != 3:
         raise EvaluationError(f"{op}: query must be (B, S, D) with key and value, or packed QKV (B, S, N, 3, H)")
-    if past_sequence_length is not None or cache_indirection is not None:
-        raise EvaluationError(f"{op}: past_sequence_length / cache_indirection (beam search buffers) are not supported")
+    if cache_indirection is not None:
+        raise EvaluationError(f"{op}: cache_indirection (beam search) is not supported")
+    if past_sequence_length is not None and past_key is None:
+        raise EvaluationError(f"{op}: past_sequence_length needs past_key/past_value (a shared buffer)")
     if (past_key is None) != (past_value is None):
         raise EvaluationError(f"{op}: past_key and past_value must be given together")
     ct = work_dtype(query.dtype)
     batch, sq, hidden = query.shape
+    buffers: tuple[np.ndarray, np.ndarray] | None = None
     qc = query.astype(ct, copy=False)
     kc = key.astype(ct, copy=False)
     vc = value.astype(ct, copy=False)
@@ -346,14 +356,13 @@ def multi_head_attention(
                 raise ShapeError(f"{op}: past_key {past_key.shape} does not match key heads {k.shape}")
             if past_value.shape[:3] != past_key.shape[:3] or past_value.shape[3] != v.shape[3]:
                 raise ShapeError(f"{op}: past_value {past_value.shape} does not match {past_key.shape} / value")
-            k = np.concatenate((past_key.astype(ct, copy=False), k), axis=2)
-            v = np.concatenate((past_value.astype(ct, copy=False), v), axis=2)
+            k, v, buffers = _extend_cache(past_key, past_value, k, v, past_sequence_length, ct, op)
     else:
         raise ShapeError(f"{op}: key {key.shape} and value {value.shape} must both be 3-D or both 4-D")
     if q.shape[3] != k.shape[3]:
         raise ShapeError(f"{op}: head size of key ({k.shape[3]}) differs from query's ({q.shape[3]})")
-    past_len = 0 if past_key is None else past_key.shape[2]
     total = k.shape[2]
+    past_len = 0 if past_key is None else total - kc.shape[1]
     if attention_bias is not None:
         _check_bias_shape(attention_bias, op, batch, num_heads, sq, total)
     mbias = _mask_bias(
@@ -366,11 +375,44 @@ def multi_head_attention(
         past_len=past_len,
         causal=bool(unidirectional),
         filter_value=mask_filter_value,
+        start_positions=False,  # MultiHeadAttention's key_padding_mask has no (2B) form
     )
     s = scale if scale else 1.0 / float(np.sqrt(q.shape[3]))
     y = merge_heads(_sdpa(q, k, v, mbias, attention_bias, scale=s))
     dt = query.dtype
+    if buffers is not None:
+        k, v = buffers
     return y.astype(dt, copy=False), k.astype(dt, copy=False), v.astype(dt, copy=False)
+
+
+def _extend_cache(
+    past_key: np.ndarray,
+    past_value: np.ndarray,
+    k: np.ndarray,
+    v: np.ndarray,
+    past_sequence_length: np.ndarray | None,
+    ct: np.dtype[Any],
+    op: str,
+) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray] | None]:
+    """(keys, values attended, shared-buffer presents or None).
+
+    Without ``past_sequence_length`` the cache is the past followed by the new rows. With it, past_key and
+    past_value are buffers whose first ``past_sequence_length`` rows are the past: the new rows are written
+    after them into a copy of the buffers (its other rows kept), as onnxruntime does.
+    """
+    pk, pv = past_key.astype(ct, copy=False), past_value.astype(ct, copy=False)
+    if past_sequence_length is None:
+        return np.concatenate((pk, k), axis=2), np.concatenate((pv, v), axis=2), None
+    lens = np.asarray(past_sequence_length).reshape(-1)
+    if lens.size != 1:
+        raise ShapeError(f"{op}: past_sequence_length must hold one value, has shape {np.shape(past_sequence_length)}")
+    p, cap, new = int(lens[0]), pk.shape[2], k.shape[2]
+    if p < 0 or p + new > cap:
+        raise EvaluationError(f"{op}: past_sequence_length {p} plus {new} new rows exceeds the buffer's {cap} rows")
+    bk, bv = pk.copy(), pv.copy()
+    bk[:, :, p : p + new] = k
+    bv[:, :, p : p + new] = v
+    return bk[:, :, : p + new], bv[:, :, : p + new], (bk, bv)
 
 
 # ---------------------------------------------------------------------------------------------

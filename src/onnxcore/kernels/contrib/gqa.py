@@ -8,7 +8,8 @@ The new keys and values are written into the cache at those rows.
 Taken from onnxruntime 1.31 (CPU) as the fact where the definition is silent, and tested against it:
 
 * the causal window of ``local_window_size`` W holds W keys, the query's own included (keys ``p - W + 1 .. p``);
-* a key past an item's length is never attended (the padded query rows of a prompt see the item's keys);
+* a key past an item's length is never attended; a padded query row of a prompt attends as the item's
+  last token does (its causal window ends there);
 * softcap applies to the scaled scores, then ``attention_bias`` is added; ``smooth_softmax`` adds a zero
   logit to the softmax's denominator, ``head_sink`` a per-head logit;
 * ``do_rotary`` rotates Q and K (before K enters the cache) at the positions above, or at ``position_ids``;
@@ -187,10 +188,12 @@ def group_query_attention(
     # A key past the item's length is padding, for the padded query rows of a prompt too.
     allowed = np.broadcast_to(j[None, None, :] < lens[:, None, None], (batch, sq, total))
     if causal:
-        allowed = allowed & (j[None, None, :] <= pos[:, :, None])
+        # A padded query row of a prompt (position past the item's last token) is masked as that last token.
+        last = np.minimum(pos, lens[:, None] - 1)[:, :, None]
+        allowed = allowed & (j[None, None, :] <= last)
         if local_window_size > 0:
             # The window holds local_window_size keys, the query's own position included (onnxruntime 1.31).
-            allowed &= j[None, None, :] > pos[:, :, None] - local_window_size
+            allowed &= j[None, None, :] > last - local_window_size
     if attention_bias is not None:
         ab = attention_bias.shape
         if len(ab) != 4 or ab[0] not in (1, batch) or ab[1] not in (1, num_heads) or ab[2:] != (sq, total):
