@@ -5,15 +5,19 @@ onnxcore ``Session`` on the same bytes, over shapes, attributes, dtypes (float32
 onnxruntime's CPU kernels take it), the optional inputs and the KV cache (a prompt, then several decoder
 steps fed each other's present outputs).
 
+Every case also checks our shape rule against onnxruntime's output shapes. bfloat16, which onnxruntime's CPU
+kernels do not take, is checked against onnxruntime's float32 result on the same values.
+
 Tolerances: float32 rtol 1e-4, atol 1e-5 (both sides accumulate in float32, in different orders);
 float16 rtol 2e-3, atol 2e-3 (we compute in float32 and round once; onnxruntime rounds some intermediates to
-float16, so results may differ by a few float16 ulps).
+float16, so results may differ by a few float16 ulps); bfloat16 rtol/atol 2**-7 (one rounding).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -534,3 +538,44 @@ def test_gqa_refusals() -> None:
     with pytest.raises(onnxcore.errors.EvaluationError, match="seqlens_k"):
         bad = (q, k, v, None, None, np.array([5], np.int32), np.array(2, np.int32))
         onnxcore.kernels.run("GroupQueryAttention", 1, *bad, domain=MS, num_heads=2, kv_num_heads=1)
+
+
+# ---------------------------------------------------------------------------------------------
+# bfloat16 (the definitions allow it; onnxruntime's CPU kernels do not take it)
+# ---------------------------------------------------------------------------------------------
+
+
+def _bf16_cases(rng: np.random.Generator) -> list[tuple[str, list[np.ndarray | None], int, dict[str, Any]]]:
+    b, s, n, h = 2, 3, 2, 16
+    x = rnd(rng, b, s, n * h)
+    cos, sin = _caches(rng, 8, h // 2)
+    seqlens, total = np.full(b, s - 1, np.int32), np.array(s, np.int32)
+    w, bias = rnd(rng, n * h, 3 * n * h) / 6, rnd(rng, 3 * n * h)
+    return [
+        ("Attention", [x, w, bias, np.array([3, 2], np.int32)], 2, {"num_heads": n, "unidirectional": 1}),
+        ("MultiHeadAttention", [x, x, x, bias], 3, {"num_heads": n}),
+        ("RotaryEmbedding", [x, np.array([[0, 1, 2], [3, 4, 5]], np.int64), cos, sin], 1, {"num_heads": n}),
+        (
+            "GroupQueryAttention",
+            [x, x, x, None, None, seqlens, total, cos, sin],
+            3,
+            {"num_heads": n, "kv_num_heads": n, "do_rotary": 1},
+        ),
+    ]
+
+
+@pytest.mark.parametrize("case", range(4))
+def test_bfloat16_against_onnxruntime_float32(case: int) -> None:
+    """Ours on bfloat16 inputs equals onnxruntime's float32 result on the same values, to bfloat16 rounding
+    (we compute in float32 and round once: rtol 2**-7, atol 2**-7)."""
+    op, inputs, n_out, attrs = _bf16_cases(np.random.default_rng(71))[case]
+    bf = ml_dtypes.bfloat16
+    floats = [a if a is None or a.dtype != F32 else a.astype(bf).astype(F32) for a in inputs]
+    expected = _ort_run(
+        node_model(op, floats, n_out, attrs), {f"x{i}": a for i, a in enumerate(floats) if a is not None}
+    )
+    narrow = [a if a is None or a.dtype != F32 else a.astype(bf) for a in inputs]
+    actual = onnxcore.kernels.run(op, 1, *narrow, domain=MS, **attrs)[:n_out]
+    for k, (a, e) in enumerate(zip(actual, expected)):
+        assert a.dtype == bf and a.shape == e.shape, f"{op} output {k}: {a.dtype}{a.shape}"
+        np.testing.assert_allclose(a.astype(F32), e, rtol=2**-7, atol=2**-7, err_msg=f"{op} output {k}")
