@@ -516,6 +516,27 @@ MUTANTS: list[Mutant] = [
         "a custom-domain node",
     ),
     Mutant(
+        "W-ORT-UNDEFINED",
+        "16.1",
+        'graph/node[1] "leaky"',
+        mut(
+            "base",
+            lambda m: (
+                setattr(_node(m, 1), "domain", "com.microsoft"),
+                setattr(_node(m, 1), "op_type", "NoSuchOperator"),
+                m.opset_import.append(OperatorSetIdProto(domain="com.microsoft", version=1)),
+            ),
+        ),
+        "an operator of com.microsoft that onnxruntime does not define",
+    ),
+    Mutant(
+        "W-ORT-EXTENSION",
+        "10.2",
+        'graph/node[1] "leaky"',
+        mut("base", lambda m: setattr(_node(m, 1), "op_type", "ScaledTanh")),
+        "ScaledTanh (onnxruntime's, not ONNX 1-2's) in the default domain",
+    ),
+    Mutant(
         "W-OP-DEPRECATED",
         "14.5",
         'graph/node[2] "up"',

@@ -199,4 +199,17 @@ DIVERGENCES: tuple[tuple[str, str, str], ...] = (
         "Only static function bodies serve as fallbacks; an operator whose only body is context-dependent and that "
         "has no kernel is reported unsupported.",
     ),
+    (
+        "4.4, 10.2, 16.1",
+        "Operators onnxruntime defines outside ONNX 1-2: its com.microsoft domain, and operators or versions it adds "
+        "to ai.onnx (SimplifiedLayerNormalization-1, LayerNormalization-1, ScaledTanh...) that models saved by "
+        "onnxruntime contain. Part 1 makes the latter undefined operators (10.2).",
+        "onnxruntime's definitions (onnxruntime 1.31.1, tools/gen_contrib_defs.py) are held beside ONNX 1-2's and "
+        "never change what ai.onnx means (defs.get_schema is ONNX's). A node ONNX 1-2 leaves undefined that "
+        "onnxruntime defines binds to onnxruntime's definition, is validated against it and evaluated, with the "
+        "warning W-ORT-EXTENSION instead of E-OP-UNDEFINED / E-OP-VERSION. A com.microsoft node binds to "
+        "onnxruntime's definition and is checked like a standard one (no W-CUSTOM-DOMAIN); an operator of "
+        "com.microsoft onnxruntime does not define is the warning W-ORT-UNDEFINED (the domain is not ONNX's, so the "
+        "model stays valid, 16.1) and is evaluated only by a custom kernel. See 'onnxruntime's operators' below.",
+    ),
 )

@@ -18,6 +18,7 @@ from typing import Any
 
 import onnxcore
 from onnxcore.conformance.compare import DEFAULT_ATOL, DEFAULT_RTOL
+from onnxcore.conformance.contrib import contrib_section, render_contrib_markdown
 from onnxcore.conformance.divergences import DIVERGENCES
 from onnxcore.conformance.runner import CaseResult
 from onnxcore.defs import all_schemas, data_info, domain_versions, get_schema, known_domains
@@ -243,6 +244,7 @@ def build_statement(results: list[CaseResult], *, package: str = "ONNX 1-3 node 
         },
         "limitations": dict(LIMITATIONS),
         "known_divergences": [{"clause": c, "gap": g, "position": p} for c, g, p in DIVERGENCES],
+        "onnxruntime_operators": contrib_section(),
         "external_data_policy": EXTERNAL_DATA_POLICY,
         "resource_limits": limits,
     }
@@ -344,7 +346,8 @@ def render_markdown(st: dict[str, Any]) -> str:
     lines += ["", "## Known divergences from ONNX Part 1", "", "| clause | gap | position taken |", "|---|---|---|"]
     for d in st["known_divergences"]:
         lines.append(f"| {d['clause']} | {d['gap']} | {d['position']} |")
-    lines += ["", "## External data handling policy", "", st["external_data_policy"], ""]
+    lines += ["", *render_contrib_markdown(st["onnxruntime_operators"])]
+    lines += ["## External data handling policy", "", st["external_data_policy"], ""]
     lines += ["## Resource limits (Clause 15.4)", "", "| limit | default |", "|---|---:|"]
     for k, v in st["resource_limits"].items():
         lines.append(f"| {k} | {v if v is not None else 'unlimited'} |")

@@ -13,9 +13,11 @@ from typing import Literal
 from onnxcore.io import decode
 from onnxcore.proto.messages import AttributeProto, FunctionProto
 
-__all__ = ["AttributeDef", "FormalParameter", "OpSchema", "Option"]
+__all__ = ["AttributeDef", "FormalParameter", "OpSchema", "Option", "Origin"]
 
 Option = Literal["single", "optional", "variadic"]
+
+Origin = Literal["onnx", "onnxruntime"]
 
 _OPTIONS: tuple[Option, Option, Option] = ("single", "optional", "variadic")
 
@@ -107,6 +109,9 @@ class OpSchema:
         function_versions: Operator set versions for which a stored function body exists.
         context_dependent_function_versions: Versions for which onnx builds a body per node (not
             stored: such a body depends on the node's types and attributes).
+        origin: Where the definition comes from: ``"onnx"`` (ONNX 1-2, as the ``onnx`` package states it) or
+            ``"onnxruntime"`` (onnxruntime's own operators: the ``com.microsoft`` domain and its extensions of
+            the default domain, as onnxruntime states them; not part of ONNX 1-2).
     """
 
     __slots__ = (
@@ -122,6 +127,7 @@ class OpSchema:
         "min_input",
         "min_output",
         "name",
+        "origin",
         "outputs",
         "since_version",
         "type_constraints",
@@ -141,6 +147,7 @@ class OpSchema:
     max_output: int
     function_versions: tuple[int, ...]
     context_dependent_function_versions: tuple[int, ...]
+    origin: Origin
     _functions: dict[int, bytes]
 
     def __init__(
@@ -160,6 +167,7 @@ class OpSchema:
         max_output: int,
         functions: Mapping[int, bytes] | None = None,
         context_dependent_function_versions: tuple[int, ...] = (),
+        origin: Origin = "onnx",
     ) -> None:
         self.name = name
         self.domain = domain
@@ -176,6 +184,7 @@ class OpSchema:
         self._functions = dict(sorted((functions or {}).items()))
         self.function_versions = tuple(self._functions)
         self.context_dependent_function_versions = context_dependent_function_versions
+        self.origin = origin
 
     def input_bounds(self, n: int) -> tuple[int, int]:
         """Fewest and most inputs a node giving ``n`` may give (Clause 7.3.2, variadic minimum arity included)."""
@@ -240,11 +249,12 @@ class OpSchema:
 
     def __repr__(self) -> str:
         dom = self.domain or "ai.onnx"
-        return f"OpSchema({dom}:{self.name}-{self.since_version})"
+        tail = "" if self.origin == "onnx" else f", {self.origin}"
+        return f"OpSchema({dom}:{self.name}-{self.since_version}{tail})"
 
 
-def schema_from_record(rec: Mapping[str, object]) -> OpSchema:
-    """Build an :class:`OpSchema` from one record of the data file (see ``tools/gen_defs.py``)."""
+def schema_from_record(rec: Mapping[str, object], origin: Origin = "onnx") -> OpSchema:
+    """Build an :class:`OpSchema` from one record of a data file (see ``tools/gen_defs.py``), of ``origin``."""
     tc_list = rec["t"]
     assert isinstance(tc_list, list)
     tc = {str(var): tuple(str(t) for t in types) for var, types in tc_list}
@@ -293,6 +303,7 @@ def schema_from_record(rec: Mapping[str, object]) -> OpSchema:
         max_output=int(counts[3]),
         functions={int(k): base64.b64decode(v) for k, v in raw_f.items()},
         context_dependent_function_versions=tuple(int(v) for v in raw_fc),
+        origin=origin,
     )
 
 

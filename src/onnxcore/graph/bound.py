@@ -12,9 +12,14 @@ NodeBinding (Clause 14.3, 8.4), in this order -- the one precedence rule of the 
    definition of the same name, and over any kernel: the model states what the operator means for it, and
    Clause 8.4 identifies a function by that triple alone (our position, docs/conformance.md);
 2. the node's domain is **not imported** by the scope: ``undeclared``;
-3. a domain that ONNX 1-2 does not define: ``custom`` (Clause 16.1; an evaluator may still have a kernel);
+3. a domain that ONNX 1-2 does not define: ``custom`` (Clause 16.1; an evaluator may still have a kernel) --
+   except onnxruntime's ``com.microsoft``, whose operators onnxruntime defines bind as in 4 to its
+   definitions (an operator it does not define there stays ``custom``);
 4. the **operator definition** with the greatest ``since_version`` not above the imported version:
-   ``schema``; ``not_in_version`` when the operator is only defined later, ``undefined`` when never.
+   ``schema``; failing that, onnxruntime's extension of the ONNX domain (``defs.extension_schema``:
+   ``SimplifiedLayerNormalization``, ``LayerNormalization``-1...), also ``schema`` with the definition's
+   ``origin`` ``"onnxruntime"``; ``not_in_version`` when the operator is only defined later, ``undefined``
+   when never.
 
 Nesting deeper than ``Limits.max_nesting_depth`` is not entered: it is recorded in :attr:`BoundModel.too_deep`
 and every consumer refuses it with the same error code (Clause 15.4).
@@ -64,17 +69,32 @@ def function_location(index: int, fn: FunctionProto) -> str:
 class Definitions:
     """The operator definitions of :mod:`onnxcore.defs`, with the lookups binding makes cached."""
 
-    __slots__ = ("_domains", "_ranges", "_schemas", "_versions")
+    __slots__ = ("_contrib", "_domains", "_extensions", "_ranges", "_schemas", "_versions")
 
     def __init__(self) -> None:
         self._schemas: dict[tuple[str, str, int], OpSchema | None] = {}
+        self._extensions: dict[tuple[str, str, int], OpSchema | None] = {}
         self._versions: dict[tuple[str, str], list[int]] = {}
         self._domains = frozenset(canonical_domain(d) for d in defs_binding.known_domains())
+        self._contrib = frozenset(defs_binding.contrib_domains())
         self._ranges: dict[str, tuple[int, int] | None] = {}
 
     def is_known_domain(self, domain: str) -> bool:
-        """Whether ``domain`` (canonical) is one of the domains whose operators onnxcore defines."""
+        """Whether ``domain`` (canonical) is one of the domains ONNX 1-2 defines."""
         return domain in self._domains
+
+    def is_contrib_domain(self, domain: str) -> bool:
+        """Whether ``domain`` is one onnxruntime defines besides ONNX's (``com.microsoft``)."""
+        return domain in self._contrib
+
+    def extension(self, op_type: str, version: int, domain: str) -> OpSchema | None:
+        """onnxruntime's extension definition of ``op_type`` in an ONNX domain, bound at ``version``, or None."""
+        key = (domain, op_type, version)
+        try:
+            return self._extensions[key]
+        except KeyError:
+            s = self._extensions[key] = defs_binding.extension_schema(op_type, version, domain)
+            return s
 
     def schema(self, op_type: str, version: int, domain: str) -> OpSchema | None:
         """The definition a node of ``domain`` importing ``version`` binds to (Clause 14.3), or None."""
@@ -350,8 +370,14 @@ class BoundModel:
             return dom, "undeclared", 0, None, None
         defs = self.definitions
         if not defs.is_known_domain(dom):
+            if defs.is_contrib_domain(dom):
+                schema = defs.schema(op_type, version, dom)
+                if schema is not None:
+                    return dom, "schema", version, schema, None
+                if defs.versions(op_type, dom):
+                    return dom, "not_in_version", version, None, None
             return dom, "custom", version, None, None
-        schema = defs.schema(op_type, version, dom)
+        schema = defs.schema(op_type, version, dom) or defs.extension(op_type, version, dom)
         if schema is not None:
             return dom, "schema", version, schema, None
         if defs.versions(op_type, dom):

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import importlib
 
-from onnxcore.kernels import contrib
 from onnxcore.kernels.call import run
+from onnxcore.kernels.contrib import CONTRIB_FAMILIES
 from onnxcore.kernels.registry import KernelSet
 
 __all__ = ["FAMILIES", "KernelSet", "load_all", "run"]
@@ -49,12 +49,13 @@ FAMILIES: tuple[str, ...] = (
 
 
 def load_all() -> None:
-    """Import every family module (registering its kernels).
+    """Import every family module (registering its kernels), then those of onnxruntime's operators
+    (:data:`onnxcore.kernels.contrib.CONTRIB_FAMILIES`).
 
     Raises:
         ModuleNotFoundError: a family of :data:`FAMILIES` is missing: a defect, never skipped.
     """
     for name in FAMILIES:
         importlib.import_module(f"onnxcore.kernels.{name}")
-    for name in contrib.FAMILIES:
+    for name in CONTRIB_FAMILIES:
         importlib.import_module(f"onnxcore.kernels.contrib.{name}")

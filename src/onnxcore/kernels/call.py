@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from onnxcore.defs.binding import canonical_domain, get_schema, known_domains
+from onnxcore.defs.binding import canonical_domain, extension_schema, get_schema, known_domains
 from onnxcore.errors import KernelNotFoundError, OnnxCoreError, UnknownOperatorError
 from onnxcore.kernels.registry import KernelContext, KernelDef, KernelSet, custom_domain_kernel, lookup
 from onnxcore.proto import GraphProto, NodeProto
@@ -24,11 +24,16 @@ __all__ = ["run"]
 def _bind(domain: str, op_type: str, version: int, custom_ops: KernelSet | None) -> tuple[KernelDef, Any]:
     """(kernel, definition or None) for ``op_type`` of ``domain`` at imported ``version``."""
     label = f"{domain or 'ai.onnx'}::{op_type}"
-    if domain in {canonical_domain(d) for d in known_domains()}:
-        schema = get_schema(op_type, version, domain)
+    known = domain in {canonical_domain(d) for d in known_domains()}
+    schema = get_schema(op_type, version, domain)
+    if known and schema is None:
+        schema = extension_schema(op_type, version, domain)  # onnxruntime's extension of an ONNX domain
         if schema is None:
             raise UnknownOperatorError(f"{label}: no definition at operator set version {version} (Clause 14.3)")
+    if schema is not None:
         kdef = lookup(domain, op_type, int(schema.since_version), custom_ops)
+        if kdef is None and schema.origin == "onnxruntime":
+            kdef = custom_domain_kernel(domain, op_type, version, custom_ops)
         if kdef is None:
             raise KernelNotFoundError(
                 f"{label}-{schema.since_version}: no kernel evaluates this definition (Clause 4.4)",

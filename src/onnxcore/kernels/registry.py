@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-from onnxcore.defs.binding import canonical_domain, known_domains, schema_versions
+from onnxcore.defs.binding import canonical_domain, extension_versions, known_domains, schema_versions
 from onnxcore.errors import KernelRegistrationError
 
 __all__ = [
@@ -276,7 +276,9 @@ class KernelSet:
         _check_versions(op_type, since_versions)
         dom = canonical_domain(domain)
         if dom in {canonical_domain(d) for d in known_domains()}:
-            defined = schema_versions(op_type, dom)
+            # onnxruntime's extensions of the domain are definitions too (SimplifiedLayerNormalization-1); a
+            # com.microsoft kernel is never refused (a custom-op library may add operators to that domain).
+            defined = sorted(schema_versions(op_type, dom) + extension_versions(op_type, dom))
             label = f"{dom or 'ai.onnx'}::{op_type}"
             if not defined:
                 raise KernelRegistrationError(

@@ -165,16 +165,24 @@ _NOT_RE2 = re.compile(r"\\[1-9]|\(\?P=|\(\?[=!]|\(\?<[=!]|\(\?>|[*+?}]\+|\(\?\("
 _POSIX_CLASS = re.compile(r"\[:\^?[a-z]+:\]")
 
 
-def _compile_re2(pattern: str) -> re.Pattern[str]:
+# Inline flags RE2 does not have (it has i, m, s and U): Python's a, L, u and x ("(?u)\\b\\w+" is refused by RE2).
+_NOT_RE2_FLAGS = re.compile(r"\(\?[a-zA-Z]*[aLux][a-zA-Z]*[:)-]")
+
+
+def _compile_re2(pattern: str, op: str = "RegexFullMatch") -> re.Pattern[str]:
+    """``pattern`` compiled by Python's re as RE2 reads it (ASCII classes), or refused naming ``op``."""
     # Escaped backslashes are dropped first so that "\\1" (a literal backslash and 1) is not refused.
-    if _NOT_RE2.search(pattern.replace("\\\\", "")):
-        raise EvaluationError(f"RegexFullMatch: pattern {pattern!r} is not RE2 syntax (backreference or lookaround)")
+    bare = pattern.replace("\\\\", "")
+    if _NOT_RE2.search(bare):
+        raise EvaluationError(f"{op}: pattern {pattern!r} is not RE2 syntax (backreference or lookaround)")
+    if _NOT_RE2_FLAGS.search(bare):
+        raise EvaluationError(f"{op}: pattern {pattern!r} is not RE2 syntax (an inline flag RE2 does not have)")
     if _POSIX_CLASS.search(pattern):
-        raise EvaluationError(f"RegexFullMatch: POSIX character classes in {pattern!r} are not supported")
+        raise EvaluationError(f"{op}: POSIX character classes in {pattern!r} are not supported")
     try:
         return re.compile(pattern, re.ASCII)
     except re.error as e:
-        raise EvaluationError(f"RegexFullMatch: invalid pattern {pattern!r}: {e}") from None
+        raise EvaluationError(f"{op}: invalid pattern {pattern!r}: {e}") from None
 
 
 @kernel("RegexFullMatch", 20)

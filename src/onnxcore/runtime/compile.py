@@ -298,6 +298,11 @@ def _bind_node(
         since = int(schema.since_version)
         _check_signature(where, node, domain, version, since, schema, kw, env.validated)
         kdef = lookup(domain, node.op_type, since, env.custom_ops)
+        if kdef is None and schema.origin == "onnxruntime":
+            # A user's kernel for an onnxruntime operator registered at another version: the custom-domain choice.
+            kdef = custom_domain_kernel(domain, node.op_type, version, env.custom_ops)
+            if kdef is not None:
+                since = kdef.since_version
         if kdef is None:
             body_scope = env.bound.body_scope(schema, version, ref.scope.opsets)
             if body_scope is not None:

@@ -62,11 +62,58 @@ def op_version(ctx: Context) -> Found:
 def custom_domain(ctx: Context) -> Found:
     seen: set[tuple[str, str]] = set()
     for ref in ctx.unusual:
-        if ref.status == "custom":
+        if ref.status == "custom" and not ctx.defs.is_contrib_domain(ref.domain):
             key = (ref.domain, ref.node.op_type)
             if key not in seen:
                 seen.add(key)
                 yield ref.loc, f"{ref.label()} is a custom operator of domain {ref.domain!r}; it is not checked"
+
+
+# The position on an operator of com.microsoft that onnxruntime does not define: a warning, not an error. The domain
+# is not ONNX's, so the model is valid (Clause 16.1) and a custom-op library may add operators to it; but neither
+# onnxruntime as published nor onnxcore (without a custom kernel) evaluates the node, and nothing checks it.
+@rule(
+    "W-ORT-UNDEFINED",
+    "16.1",
+    "an operator of onnxruntime's domain com.microsoft that onnxruntime does not define (not checked; only a custom "
+    "kernel evaluates it)",
+)
+def ort_undefined(ctx: Context) -> Found:
+    seen: set[tuple[str, str]] = set()
+    for ref in ctx.unusual:
+        if ref.status == "custom" and ctx.defs.is_contrib_domain(ref.domain):
+            key = (ref.domain, ref.node.op_type)
+            if key not in seen:
+                seen.add(key)
+                yield (
+                    ref.loc,
+                    f"{ref.label()} is not an operator onnxruntime defines in {ref.domain!r}; it is not checked, "
+                    "and only a custom kernel evaluates it",
+                )
+
+
+@rule(
+    "W-ORT-EXTENSION",
+    "10.2",
+    "a node of an ONNX domain bound to onnxruntime's own definition (an operator or version ONNX 1-2 does not "
+    "define there): the model depends on onnxruntime's extensions",
+)
+def ort_extension(ctx: Context) -> Found:
+    seen: set[tuple[str, str, int]] = set()
+    for refs in ctx.groups():
+        ref, schema = refs[0], refs[0].schema
+        assert schema is not None  # groups() holds nodes bound to a definition
+        if schema.origin != "onnxruntime" or ctx.defs.is_contrib_domain(ref.domain):
+            continue
+        key = (ref.domain, ref.node.op_type, schema.since_version)
+        if key not in seen:
+            seen.add(key)
+            yield (
+                ref.loc,
+                f"{ref.label()} is not defined by ONNX 1-2 in version {ref.version} of {ref.domain or 'ai.onnx'}; "
+                f"it binds to onnxruntime's {schema.name}-{schema.since_version}: the model depends on onnxruntime's "
+                "extensions",
+            )
 
 
 @rule("W-OP-DEPRECATED", "14.5", "a deprecated operator (still valid and evaluated)")

@@ -22,7 +22,7 @@ import pytest
 
 import onnxcore
 from onnxcore.kernels import load_all
-from onnxcore.kernels.registry import custom_domain_kernel
+from onnxcore.kernels.registry import lookup
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
@@ -35,7 +35,7 @@ HEADS, HIDDEN, LAYERS = 4, 32, 2
 
 def _missing(ops: list[str]) -> list[str]:
     load_all()
-    return [op for op in ops if custom_domain_kernel("com.microsoft", op, 1, None) is None]
+    return [op for op in ops if lookup("com.microsoft", op, 1) is None]
 
 
 def _needs(ops: list[str]) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from onnxcore.infer.shape_ops import (
     contrib_attention,
+    contrib_nn,
     conv_pool,
     elementwise,
     linalg,
@@ -16,4 +17,14 @@ from onnxcore.infer.shape_ops import (
     tensor,
 )
 
-__all__ = ["contrib_attention", "conv_pool", "elementwise", "linalg", "nn", "sequence", "symbolic", "tensor"]
+__all__ = [
+    "contrib_attention",
+    "contrib_nn",
+    "conv_pool",
+    "elementwise",
+    "linalg",
+    "nn",
+    "sequence",
+    "symbolic",
+    "tensor",
+]

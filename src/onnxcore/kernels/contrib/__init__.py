@@ -1,15 +1,20 @@
-"""Kernels of onnxruntime's ``com.microsoft`` domain, one module per family (imported by ``load_all``).
+"""Kernels of onnxruntime's operators: the ``com.microsoft`` domain and onnxruntime's extensions of the default
+domain (``SimplifiedLayerNormalization``, ``LayerNormalization``-1), bound to onnxruntime's definitions
+(``onnxcore.defs``, origin ``"onnxruntime"``). Where a definition leaves something open, onnxruntime's behaviour
+is taken as the fact; each module lists what it took.
 
-The reference for each operator is onnxruntime's ContribOperators definition; what it leaves open is taken
-from onnxruntime's behaviour and listed in each module's docstring.
+The family modules are listed explicitly (one line each); :func:`onnxcore.kernels.load_all` imports them.
 """
 
 from __future__ import annotations
 
-__all__ = ["FAMILIES"]
+__all__ = ["CONTRIB_FAMILIES"]
 
-# The contrib families, imported in this order by onnxcore.kernels.load_all. Add a module here when you add one.
-FAMILIES: tuple[str, ...] = (
+# The modules of this subpackage, imported in this order by onnxcore.kernels.load_all. Add a line for a family.
+CONTRIB_FAMILIES: tuple[str, ...] = (
+    "text",
+    "activation",
+    "normalization",
     "attention",
     "gqa",
 )

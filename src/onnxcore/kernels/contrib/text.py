@@ -1,0 +1,90 @@
+"""com.microsoft Tokenizer: the operator skl2onnx writes for scikit-learn's CountVectorizer and TfidfVectorizer.
+
+Each string of X ([C] or [N, C]) becomes a row of tokens along a new last axis, padded with ``pad_value`` to the
+longest row (D tokens): Y is [C, D] or [N, C, D]. Two modes: ``separators`` (regular expressions; the text between
+two matches is a token; ``[""]`` splits into characters) or ``tokenexp`` (each leftmost match is a token, the
+search resuming after it). Tokens of fewer than ``mincharnum`` characters are dropped; ``mark`` puts the
+start-of-text (U+0002) and end-of-text (U+0003) characters around each row, the padding after them.
+
+Taken from onnxruntime where its definition is silent (tested against it in tests/kernels/contrib):
+
+- the expressions are RE2's; Python's ``re`` stands in as for RegexFullMatch (``onnxcore.kernels.text``: ASCII
+  classes, RE2-only or Python-only syntax refused by name -- ``(?u)`` of scikit-learn's default pattern included,
+  which onnxruntime refuses too); the expressions skl2onnx writes read alike in both;
+- ``tokenexp`` ``"."`` is the character mode of ``separators`` ``[""]`` (every character, a newline included);
+- character mode with ``mincharnum`` above 1 is refused (onnxruntime refuses it);
+- an empty match of ``tokenexp`` yields no token (the search moves one character on);
+- in separators mode the empty pieces (two adjacent separators, a separator at either end) are not tokens;
+- a row without tokens is its two markers (with ``mark``) and padding; when no row has a token, D is 0 and no
+  marker is written;
+- an empty input ([0] or [N, 0]) gives an empty output of the same shape, without a token axis.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from onnxcore.errors import EvaluationError, ShapeError
+from onnxcore.kernels.registry import kernel
+from onnxcore.kernels.text import _bytes_of, _compile_re2, _decode, _encode
+
+__all__: list[str] = []
+
+_START, _END = b"\x02", b"\x03"
+
+
+def _by_expression(text: str, rx: re.Pattern[str]) -> list[str]:
+    return [m.group(0) for m in rx.finditer(text) if m.end() > m.start()]
+
+
+def _by_separators(text: str, rx: re.Pattern[str] | None) -> list[str]:
+    if rx is None:  # separators [""]: characters
+        return list(text)
+    return [piece for piece in rx.split(text) if piece]
+
+
+@kernel("Tokenizer", 1, domain="com.microsoft")
+def tokenizer(
+    X: np.ndarray, *, mark: int, mincharnum: int, pad_value: str, separators: list[str] | None = None,
+    tokenexp: str | None = None,
+) -> np.ndarray:  # fmt: skip
+    """Tokenizer: split every string of X into tokens along a new last axis (see the module docstring)."""
+    if X.ndim not in (1, 2):
+        raise ShapeError(f"Tokenizer: X must be [C] or [N, C], got shape {X.shape}")
+    if mincharnum < 1:
+        raise EvaluationError(f"Tokenizer: mincharnum must be positive, got {mincharnum}")
+    seps = [_decode(_bytes_of(s)) for s in separators or []]
+    exp = None if tokenexp is None else _decode(_bytes_of(tokenexp))
+    pad = _bytes_of(pad_value)
+    if bool(seps) == (exp is not None and exp != ""):
+        raise EvaluationError("Tokenizer: exactly one of 'separators' and 'tokenexp' must be set")
+    if exp == ".":  # character mode, as separators [""] (a newline is a character too)
+        seps, exp = [""], None
+    if seps == [""] and mincharnum > 1:
+        raise EvaluationError(
+            f"Tokenizer: mincharnum {mincharnum} leaves no token in character mode (onnxruntime refuses it)"
+        )
+    if exp:
+        token_rx = _compile_re2(exp, "Tokenizer")
+
+        def split(text: str) -> list[str]:
+            return _by_expression(text, token_rx)
+    else:
+        sep_rx = None if seps == [""] else _compile_re2("|".join(f"(?:{s})" for s in seps if s), "Tokenizer")
+
+        def split(text: str) -> list[str]:
+            return _by_separators(text, sep_rx)
+
+    if X.size == 0:  # onnxruntime: [0] -> [0], [N, 0] -> [N, 0] (no token axis)
+        return np.empty(X.shape, dtype=object)
+    rows = [[_encode(t) for t in split(_decode(_bytes_of(item))) if len(t) >= mincharnum] for item in X.reshape(-1)]
+    d = max(len(r) for r in rows)
+    if d and mark:  # no token anywhere: no markers either (onnxruntime)
+        rows = [[_START, *r, _END] for r in rows]
+        d += 2
+    out = np.full((len(rows), d), pad, dtype=object)
+    for i, r in enumerate(rows):
+        out[i, : len(r)] = r
+    return out.reshape(*X.shape, d)
