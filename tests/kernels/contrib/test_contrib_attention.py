@@ -23,7 +23,10 @@ import pytest
 
 import onnxcore
 from onnxcore.build import helper as oc_helper
+from onnxcore.infer import infer_shapes
 from onnxcore.infer.shape_core import SHAPE_RULES, ShapeContext
+from onnxcore.io import decode
+from onnxcore.proto import ModelProto
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
@@ -80,6 +83,14 @@ def both(
     feeds = {f"x{i}": a for i, a in enumerate(inputs) if a is not None}
     expected = _ort_run(model, feeds)
     actual = onnxcore.Session(model).run(None, feeds)
+    # Shape inference over the model binds the node to onnxruntime's definition and applies our rule: every
+    # fixed extent it infers is onnxruntime's (an input-valued extent stays the declared dimension variable).
+    inferred = infer_shapes(decode(ModelProto, model))
+    assert not inferred.unruled and not inferred.incompatibilities and not inferred.mismatches, inferred
+    for k, e in enumerate(expected):
+        got = inferred.shape(f"y{k}")
+        assert got is not None and len(got) == e.ndim, f"{op} inferred y{k}: {got} vs {e.shape}"
+        assert all(not isinstance(d, int) or d == n for d, n in zip(got, e.shape)), f"{op} y{k}: {got} != {e.shape}"
     return list(actual), expected
 
 
