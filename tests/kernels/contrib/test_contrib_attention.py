@@ -305,7 +305,7 @@ def test_mha_packed_qkv_and_kv() -> None:
     packed = rnd(rng, batch, seq, heads, 3, head)
     q, k, v = (packed[:, :, :, i].reshape(batch, seq, heads * head) for i in range(3))
     separate = check("MultiHeadAttention", [q, k, v], 3, num_heads=heads)
-    ours = onnxcore.kernels.run("MultiHeadAttention", 1, packed, domain=MS, num_heads=heads)
+    ours = onnxcore.kernels.run("MultiHeadAttention", 1, packed, domain=MS, outputs=3, num_heads=heads)
     for a, e in zip(ours, separate):
         np.testing.assert_array_equal(a, e)
     assert rule_shapes("MultiHeadAttention", [packed], 3, {"num_heads": heads})[:3] == [e.shape for e in separate]
@@ -313,7 +313,9 @@ def test_mha_packed_qkv_and_kv() -> None:
     kv_packed = rnd(rng, batch, kv, heads, 2, head)
     k, v = (kv_packed[:, :, :, i].reshape(batch, kv, heads * head) for i in range(2))
     separate = check("MultiHeadAttention", [q, k, v], 3, num_heads=heads, unidirectional=1)
-    ours = onnxcore.kernels.run("MultiHeadAttention", 1, q, kv_packed, domain=MS, num_heads=heads, unidirectional=1)
+    ours = onnxcore.kernels.run(
+        "MultiHeadAttention", 1, q, kv_packed, domain=MS, outputs=3, num_heads=heads, unidirectional=1
+    )
     for a, e in zip(ours, separate):
         np.testing.assert_array_equal(a, e)
     assert rule_shapes("MultiHeadAttention", [q, kv_packed], 3, {"num_heads": heads})[:3] == [e.shape for e in separate]
@@ -321,9 +323,15 @@ def test_mha_packed_qkv_and_kv() -> None:
 
 def test_mha_refusals() -> None:
     rng = np.random.default_rng(0)
+    x = rnd(rng, 2, 3, 16)
+    model = node_model("MultiHeadAttention", [x, x, x], 4, {"num_heads": 2})
+    with pytest.raises(onnxcore.errors.EvaluationError, match="qk output is not supported"):
+        onnxcore.Session(model).run(None, {"x0": x, "x1": x, "x2": x})
     with pytest.raises(onnxcore.errors.EvaluationError, match="packed"):
         packed = rnd(rng, 1, 2, 2, 3, 4)
-        onnxcore.kernels.run("MultiHeadAttention", 1, packed, None, None, rnd(rng, 24), domain=MS, num_heads=2)
+        onnxcore.kernels.run(
+            "MultiHeadAttention", 1, packed, None, None, rnd(rng, 24), domain=MS, outputs=3, num_heads=2
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -586,7 +594,7 @@ def test_bfloat16_against_onnxruntime_float32(case: int) -> None:
         node_model(op, floats, n_out, attrs), {f"x{i}": a for i, a in enumerate(floats) if a is not None}
     )
     narrow = [a if a is None or a.dtype != F32 else a.astype(bf) for a in inputs]
-    actual = onnxcore.kernels.run(op, 1, *narrow, domain=MS, **attrs)[:n_out]
+    actual = onnxcore.kernels.run(op, 1, *narrow, domain=MS, outputs=n_out, **attrs)[:n_out]
     for k, (a, e) in enumerate(zip(actual, expected)):
         assert a.dtype == bf and a.shape == e.shape, f"{op} output {k}: {a.dtype}{a.shape}"
         np.testing.assert_allclose(a.astype(F32), e, rtol=2**-7, atol=2**-7, err_msg=f"{op} output {k}")

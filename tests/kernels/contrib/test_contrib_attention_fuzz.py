@@ -197,7 +197,7 @@ def test_random_configurations(op: str, worker: Any) -> None:
         feeds = {f"x{i}": a for i, a in enumerate(inputs) if a is not None}
         ran, message, expected = worker.run(model, feeds)
         try:
-            actual = onnxcore.kernels.run(op, 1, *inputs, domain=MS, **attrs)[:n_out]
+            actual = onnxcore.kernels.run(op, 1, *inputs, domain=MS, outputs=n_out, **attrs)[:n_out]
         except OnnxCoreError as e:
             assert not ran, f"{op} case {case} {attrs}: onnxruntime runs it, onnxcore refuses: {e}"
             continue

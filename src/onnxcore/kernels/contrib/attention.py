@@ -25,6 +25,7 @@ fact, and tested against it:
   ``past_sequence_length`` rows of past_key/past_value are the past; present is the buffer with the new rows
   written after them, its other rows kept (onnxruntime's CPU kernel).
 * ``mask_index``/``key_padding_mask`` of (3B + 2) values: the first B are key lengths (onnxruntime's CPU).
+* MultiHeadAttention's fourth output ``qk`` is refused: onnxruntime 1.31 cannot run a node that names it.
 * RotaryEmbedding's ``scale`` and ``is_packed_batching`` change nothing, as in onnxruntime's CPU kernel.
 * MultiHeadAttention with key/value in BNSH (cross attention reusing projected keys) ignores the key and
   value parts of ``bias``, uses K and V as they are, and returns them as present_key/present_value.
@@ -39,7 +40,7 @@ import numpy as np
 from onnxcore.errors import EvaluationError, ShapeError
 from onnxcore.kernels._util import compute_dtype
 from onnxcore.kernels.attention import rotary_rotate
-from onnxcore.kernels.registry import kernel
+from onnxcore.kernels.registry import KernelContext, kernel
 
 __all__: list[str] = []
 
@@ -291,8 +292,9 @@ def _unpack(
     return query, key[:, :, :, 0].reshape(b, s, n * h), key[:, :, :, 1].reshape(b, s, n * h)
 
 
-@kernel("MultiHeadAttention", 1, domain=_DOMAIN)
+@kernel("MultiHeadAttention", 1, domain=_DOMAIN, context=True)
 def multi_head_attention(
+    ctx: KernelContext,
     query: np.ndarray,
     key: np.ndarray | None = None,
     value: np.ndarray | None = None,
@@ -314,6 +316,9 @@ def multi_head_attention(
     Returns ``(output, present_key, present_value)``, the presents (B, N, past + L, H).
     """
     op = "com.microsoft::MultiHeadAttention"
+    if len(ctx.outputs_requested) > 3 and ctx.outputs_requested[3]:
+        # onnxruntime 1.31 cannot run a node that names it (its type inference leaves QK unbound): no reference.
+        raise EvaluationError(f"{op}: the qk output is not supported")
     if query.ndim == 5 or (key is not None and key.ndim == 5):
         query, key, value = _unpack(query, key, value, bias, num_heads, op)
     if key is None or value is None or query.ndim != 3:
