@@ -46,7 +46,15 @@ from onnxcore.build.builder_rules import (
     unknown_operator,
 )
 from onnxcore.build.ir import least_ir_version
-from onnxcore.defs import OpSchema, all_schemas, canonical_domain, get_schema, known_domains
+from onnxcore.defs import (
+    OpSchema,
+    all_schemas,
+    canonical_domain,
+    contrib_domains,
+    extension_schema,
+    get_schema,
+    known_domains,
+)
 from onnxcore.infer import infer_both
 from onnxcore.proto.messages import (
     AttributeProto,
@@ -530,9 +538,13 @@ class GraphBuilder:
         where = f"{op_type} ({dom} opset {version})"
         schema = None
         if domain in known_domains():
-            schema = get_schema(op_type, version, domain)
+            # ONNX 1-2's definition, else onnxruntime's extension of the domain (SimplifiedLayerNormalization)
+            schema = get_schema(op_type, version, domain) or extension_schema(op_type, version, domain)
             if schema is None:
                 raise Fail(unknown_operator(op_type, domain, version))
+        elif domain in contrib_domains():
+            # com.microsoft: checked against onnxruntime's definition; an operator it does not define stays custom
+            schema = get_schema(op_type, version, domain)
         items = list(args)
         while items and items[-1] is None:
             items.pop()

@@ -257,6 +257,12 @@ def _layer_normalization(view: NodeView) -> dict[int, str | None]:
     return {1: t, 2: t} if decided else {}
 
 
+def _simplified_layer_normalization(view: NodeView) -> dict[int, str | None]:
+    # onnxruntime's extension of ai.onnx: inv_std_var has the stash type, as LayerNormalization's statistics.
+    decided, t = _dtype_attr(view, "stash_type", 1)
+    return {1: t} if decided else {}
+
+
 # --- structural rules: sequences and optionals -------------------------------------------------------
 
 
@@ -467,6 +473,7 @@ TYPE_RULES: dict[tuple[str, str], TypeRule] = {
     ("", "QuantizeLinear"): _quantize_linear,
     ("", "DequantizeLinear"): _dequantize_linear,
     ("", "LayerNormalization"): _layer_normalization,
+    ("", "SimplifiedLayerNormalization"): _simplified_layer_normalization,
     ("", "SequenceConstruct"): _sequence_construct,
     ("", "SequenceEmpty"): _sequence_empty,
     ("", "SequenceAt"): _sequence_element,

@@ -93,6 +93,18 @@ def inferred_shapes(model: Any) -> list[Any]:
     return [res.shape(o.name) for o in model.graph.output]
 
 
+def inferred_types(model: Any) -> list[str | None]:
+    """onnxcore's type inference of the named graph outputs (declared without a type): their type strings."""
+    import onnxcore
+    from onnxcore.infer import infer
+
+    res = infer(onnxcore.decode(onnxcore.ModelProto, model.SerializeToString()))
+    return [res.type_strings["graph"].get(o.name) for o in model.graph.output]
+
+
+_TYPE_STRINGS = {"float32": "float", "float64": "double", "float16": "float16", "object": "string"}
+
+
 def both(
     op: str,
     inputs: list[np.ndarray | None],
@@ -133,7 +145,11 @@ def check(
     ours, theirs = both(op, inputs, n_outputs, attrs, domain=domain, opset=opset)
     assert len(ours) == len(theirs)
     if shapes:
-        got = inferred_shapes(node_model(op, inputs, n_outputs, attrs, domain=domain, opset=opset))
+        untyped = node_model(op, inputs, n_outputs, attrs, domain=domain, opset=opset)
+        for g_type, t in zip(inferred_types(untyped), theirs, strict=True):
+            dt = str(np.asarray(t).dtype)
+            assert g_type == f"tensor({_TYPE_STRINGS.get(dt, dt)})", f"inferred type {g_type}, onnxruntime gives {dt}"
+        got = inferred_shapes(untyped)
         for g, t in zip(got, theirs, strict=True):
             shape = np.shape(t)
             assert g is not None and len(g) == len(shape), f"inferred {g}, onnxruntime gives {shape}"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kernels.contrib import check, node_model
+from kernels.contrib import both, check, node_model, run_ort_model
 from onnxcore.errors import OnnxCoreError
 from onnxcore.kernels import run
 
@@ -79,6 +79,8 @@ def test_bias_shapes_are_refused_as_onnxruntime_does() -> None:
             sess.run(None, {"x0": x, "x1": bad})
     with pytest.raises(OnnxCoreError, match="metric"):
         run("CDist", 1, x[0], x[0], domain=MS, metric="cityblock")
+    with pytest.raises(Exception, match="NOT_IMPLEMENTED"):
+        run_ort_model(node_model("CDist", [x[0], x[0]], 1, {"metric": "cityblock"}), {"x0": x[0], "x1": x[0]})
 
 
 # ---- CUDA-only in onnxruntime: the documentation's formula ----------------------------------------------------
@@ -121,3 +123,17 @@ def test_bias_softmax(
     want = scipy_special.softmax(data.astype(np.float64) + bias, axis=tuple(range(a, r)))
     assert got.dtype == dt and got.shape == data.shape
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("metric", ["sqeuclidean", "euclidean"])
+def test_cdist_of_a_set_with_itself(metric: str) -> None:
+    # Equal points: onnxruntime's float32 product form leaves a rounding residue of about eps * |a|^2 on the
+    # diagonal; onnxcore's float64 product gives exactly 0 (never negative or NaN). Off it, both agree to that
+    # residue.
+    a = (_data((6, 8), np.float32) * 100).astype(np.float32)
+    ours, theirs = both("CDist", [a, a.copy()], 1, {"metric": metric})
+    assert np.all(np.diag(ours[0]) == 0)
+    residue = 1e-6 * float(np.max(np.sum(a.astype(np.float64) ** 2, axis=1)))
+    atol = residue if metric == "sqeuclidean" else np.sqrt(residue)
+    np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-5, atol=atol)
+    np.testing.assert_allclose(np.diag(theirs[0]), 0, atol=atol)

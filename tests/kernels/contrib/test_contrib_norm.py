@@ -156,3 +156,20 @@ def test_layer_normalization_1(dt: type, shape: tuple[int, ...], axis: int, with
     ins = [_data(shape, dt), _data(shape[a:], dt, 1)] + ([_data(shape[a:], dt, 2)] if with_bias else [])
     check("LayerNormalization", ins, 3, {"axis": axis}, domain="", opset=13, **_tol(dt))
     check("LayerNormalization", ins, [True, False, True], {"axis": axis}, domain="", opset=16, **_tol(dt))
+
+
+@pytest.mark.parametrize("mask_index_type", [0, 1])
+@pytest.mark.parametrize("with_mask", [False, True])
+def test_embed_layer_normalization_mask_index_type(mask_index_type: int, with_mask: bool) -> None:
+    # mask_index_type is a hint for shape inference: onnxruntime computes mask_index the same either way
+    b, s, h = 2, 5, 8
+    ins: list[np.ndarray | None] = [
+        _ids((b, s), 11, 0),
+        None,
+        _data((11, h), np.float32, 2),
+        _data((9, h), np.float32, 3),
+    ]
+    ins += [None, _data((h,), np.float32, 5), _data((h,), np.float32, 6)]
+    if with_mask:
+        ins.append(np.array([[1, 1, 1, 0, 0], [1, 0, 1, 1, 1]], np.int32))
+    check("EmbedLayerNormalization", ins, 3, {"mask_index_type": mask_index_type})

@@ -164,3 +164,22 @@ def test_a_user_kernel_at_another_version_of_an_onnxruntime_operator() -> None:
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(MS, 2)], ir_version=8)
     (y,) = onnxcore.Session(m.SerializeToString(), custom_ops=ks, check=False).run(None, {"x": np.ones(2, np.float32)})
     np.testing.assert_array_equal(y, -np.ones(2, np.float32))
+
+
+def test_the_graph_builder_checks_onnxruntime_operators() -> None:
+    from onnxcore.build import BuildError, GraphBuilder
+
+    b = GraphBuilder(opsets={"": 17, MS: 1})
+    x = b.input("x", "float", ["N", 8])
+    y = b.op_in(MS).FastGelu(x, b.initializer("bias", np.zeros(8, np.float32)))
+    assert y.dtype is not None and y.shape == ("N", 8)  # typed and shaped by onnxruntime's definition
+    z = b.op.SimplifiedLayerNormalization(y, b.initializer("scale", np.ones(8, np.float32)), epsilon=1e-6)
+    assert z.shape == ("N", 8)
+    with pytest.raises(BuildError, match="alpha"):
+        b.op_in(MS).Gelu(x, alpha=1.0)
+    b.output(z, "z")
+    (out,) = onnxcore.Session(b.model()).run(None, {"x": np.ones((2, 8), np.float32)})
+    assert out.shape == (2, 8)
+    b2 = GraphBuilder(opsets={"": 17, MS: 1})
+    w = b2.op_in(MS).NoSuchOperator(b2.input("x", "float", [2]))  # onnxruntime does not define it: unchecked
+    assert w.type is None
