@@ -23,7 +23,7 @@ import pytest
 
 import onnxcore
 from onnxcore.build import helper as oc_helper
-from onnxcore.infer import infer_shapes
+from onnxcore.infer import infer_shapes, infer_types
 from onnxcore.infer.shape_core import SHAPE_RULES, ShapeContext
 from onnxcore.io import decode
 from onnxcore.proto import ModelProto
@@ -598,3 +598,49 @@ def test_bfloat16_against_onnxruntime_float32(case: int) -> None:
     for k, (a, e) in enumerate(zip(actual, expected)):
         assert a.dtype == bf and a.shape == e.shape, f"{op} output {k}: {a.dtype}{a.shape}"
         np.testing.assert_allclose(a.astype(F32), e, rtol=2**-7, atol=2**-7, err_msg=f"{op} output {k}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Type inference of the outputs (as intermediate values, not declared graph outputs)
+# ---------------------------------------------------------------------------------------------
+
+
+def _type_cases(dtype: Any) -> list[tuple[str, list[np.ndarray | None], int, dict[str, Any]]]:
+    rng = np.random.default_rng(81)
+    x = rnd(rng, 2, 3, 16, dtype=dtype)
+    k8 = rnd(rng, 2, 3, 8, dtype=dtype)
+    lens, total = np.array([2, 2], np.int32), np.array(3, np.int32)
+    cos, sin = _caches(rng, 8, 4, dtype)
+    past = rnd(rng, 2, 1, 2, 8, dtype=dtype)
+    return [
+        ("Attention", [x, rnd(rng, 16, 48, dtype=dtype), rnd(rng, 48, dtype=dtype)], 2, {"num_heads": 2}),
+        ("MultiHeadAttention", [x, x, x], 3, {"num_heads": 2}),
+        ("RotaryEmbedding", [x, np.array([0], np.int64), cos, sin], 1, {"num_heads": 2}),
+        ("GroupQueryAttention", [x, k8, k8, None, None, lens, total], 3, {"num_heads": 2, "kv_num_heads": 1}),
+        (
+            "GroupQueryAttention",
+            [x[:, :1], k8[:, :1], k8[:, :1], past, past, lens, total],
+            3,
+            {"num_heads": 2, "kv_num_heads": 1},
+        ),
+    ]
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize("case", range(5))
+def test_inferred_output_types(dtype: Any, case: int) -> None:
+    """Each output's type inferred from onnxruntime's definition (and our rules for what it leaves unbound:
+    GroupQueryAttention's present without past) is the type onnxruntime returns."""
+    op, inputs, n_out, attrs = _type_cases(dtype)[case]
+    model = onnx.load_from_string(node_model(op, inputs, n_out, attrs))
+    graph = model.graph
+    declared = list(graph.output)
+    del graph.output[:]
+    for o in declared:  # the node's outputs become intermediate values read by Identity nodes
+        graph.node.append(helper.make_node("Identity", [o.name], [f"id_{o.name}"]))
+        graph.output.append(helper.make_tensor_value_info(f"id_{o.name}", o.type.tensor_type.elem_type, None))
+    types = infer_types(decode(ModelProto, model.SerializeToString()))["graph"]
+    feeds = {f"x{i}": a for i, a in enumerate(inputs) if a is not None}
+    for k, e in enumerate(_ort_run(model.SerializeToString(), feeds)):
+        tt = types[f"y{k}"].tensor_type
+        assert tt is not None and tt.elem_type == helper.np_dtype_to_tensor_dtype(e.dtype), f"{op} y{k}"
