@@ -148,10 +148,12 @@ class TinyGPT2(nn.Module):
         return (logits, *presents)
 
 
-def export_bert(path: Path, *, dynamo: bool = False) -> None:
+def export_bert(
+    path: Path, *, dynamo: bool = False, layers: int = 2, heads: int = 4, hidden: int = 32, max_pos: int = 64
+) -> None:
     """Export :class:`TinyBert` (seed 0) to ``path`` with dynamic batch and sequence."""
     torch.manual_seed(0)
-    model = TinyBert().eval()
+    model = TinyBert(hidden=hidden, heads=heads, layers=layers, max_pos=max_pos).eval()
     ids = torch.randint(0, 100, (2, 7))
     mask = torch.ones(2, 7, dtype=torch.int64)
     types = torch.zeros(2, 7, dtype=torch.int64)
@@ -169,10 +171,10 @@ def export_bert(path: Path, *, dynamo: bool = False) -> None:
     )
 
 
-def export_gpt2(path: Path, *, layers: int = 2, heads: int = 4, hidden: int = 32) -> None:
+def export_gpt2(path: Path, *, layers: int = 2, heads: int = 4, hidden: int = 32, max_pos: int = 64) -> None:
     """Export :class:`TinyGPT2` (seed 0) with past inputs ``past_<i>`` and ``present_<i>`` outputs."""
     torch.manual_seed(0)
-    model = TinyGPT2(layers=layers, heads=heads, hidden=hidden).eval()
+    model = TinyGPT2(layers=layers, heads=heads, hidden=hidden, max_pos=max_pos).eval()
     batch, seq, past_len = 2, 3, 2
     ids = torch.randint(0, 100, (batch, seq))
     pos = torch.arange(past_len, past_len + seq).expand(batch, seq)
