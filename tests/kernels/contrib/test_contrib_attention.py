@@ -197,6 +197,9 @@ def test_attention_refusals() -> None:
         onnxcore.kernels.run("Attention", 1, x, w, b, domain=MS, num_heads=2, do_rotary=1)
     with pytest.raises(onnxcore.errors.ShapeError, match="mask"):
         onnxcore.kernels.run("Attention", 1, x, w, b, np.ones((1, 1, 4, 4), np.int32), domain=MS, num_heads=2)
+    w2 = rnd(rng, 8, 20)
+    with pytest.raises(onnxcore.errors.EvaluationError, match="present needs"):
+        onnxcore.kernels.run("Attention", 1, x, w2, rnd(rng, 20), domain=MS, num_heads=2, qkv_hidden_sizes=[8, 8, 4])
     with pytest.raises(onnxcore.errors.ShapeError, match="multiples of num_heads"):
         onnxcore.kernels.run("Attention", 1, x, w, b, domain=MS, num_heads=3)
 

@@ -25,6 +25,8 @@ fact, and tested against it:
   ``past_sequence_length`` rows of past_key/past_value are the past; present is the buffer with the new rows
   written after them, its other rows kept (onnxruntime's CPU kernel).
 * ``mask_index``/``key_padding_mask`` of (3B + 2) values: the first B are key lengths (onnxruntime's CPU).
+* Attention's present with a V hidden size other than Q's and K's (``qkv_hidden_sizes``) is refused: K and V
+  do not stack into one tensor (onnxruntime returns K's buffer read in V's shape).
 * MultiHeadAttention's fourth output ``qk`` is refused: onnxruntime 1.31 cannot run a node that names it.
 * RotaryEmbedding's ``scale`` and ``is_packed_batching`` change nothing, as in onnxruntime's CPU kernel.
 * MultiHeadAttention with key/value in BNSH (cross attention reusing projected keys) ignores the key and
@@ -185,8 +187,9 @@ def _sdpa(
 # ---------------------------------------------------------------------------------------------
 
 
-@kernel("Attention", 1, domain=_DOMAIN)
+@kernel("Attention", 1, domain=_DOMAIN, context=True)
 def attention(
+    ctx: KernelContext,
     input: np.ndarray,
     weights: np.ndarray,
     bias: np.ndarray | None = None,
@@ -203,7 +206,7 @@ def attention(
     rotary_embedding_dim: int = 0,
     scale: float = 0.0,
     unidirectional: int = 0,
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, ...]:
     """com.microsoft Attention-1: self attention with the Q, K, V projections packed in one weight.
 
     Returns ``(output, present)``; present is (2, B, N, past + S, H).
@@ -262,8 +265,12 @@ def attention(
     )
     s = scale if scale else 1.0 / float(np.sqrt(head))
     y = merge_heads(_sdpa(q, k, v, mbias, attention_bias, scale=s))
-    present = np.stack((k, v)) if sizes[2] == sizes[0] else np.empty((2, batch, num_heads, total, 0), ct)
-    return y.astype(input.dtype, copy=False), present.astype(input.dtype, copy=False)
+    if sizes[2] != sizes[0]:
+        if len(ctx.outputs_requested) > 1 and ctx.outputs_requested[1]:
+            # K and V of different head sizes do not stack into one (2, B, N, T, H) present.
+            raise EvaluationError(f"{op}: present needs Q, K and V of one hidden size, qkv_hidden_sizes are {sizes}")
+        return (y.astype(input.dtype, copy=False),)
+    return y.astype(input.dtype, copy=False), np.stack((k, v)).astype(input.dtype, copy=False)
 
 
 # ---------------------------------------------------------------------------------------------
