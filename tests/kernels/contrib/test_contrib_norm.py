@@ -9,7 +9,7 @@ import itertools
 import numpy as np
 import pytest
 
-from kernels.contrib import check
+from kernels.contrib import check, feeds_of, node_model, run_ours_model
 from onnxcore.errors import OnnxCoreError
 from onnxcore.kernels import run
 
@@ -173,3 +173,22 @@ def test_embed_layer_normalization_mask_index_type(mask_index_type: int, with_ma
     if with_mask:
         ins.append(np.array([[1, 1, 1, 0, 0], [1, 0, 1, 1, 1]], np.int32))
     check("EmbedLayerNormalization", ins, 3, {"mask_index_type": mask_index_type})
+
+
+def test_embed_layer_normalization_with_one_output() -> None:
+    # onnxruntime refuses the node (its shape inference reads output 1, which the definition makes optional);
+    # onnxcore evaluates it, to what the node with every output named gives.
+    b, s, h = 2, 4, 8
+    ins: list[np.ndarray | None] = [
+        _ids((b, s), 11, 0),
+        None,
+        _data((11, h), np.float32, 2),
+        _data((9, h), np.float32, 3),
+    ]
+    ins += [None, _data((h,), np.float32, 5), _data((h,), np.float32, 6)]
+    with pytest.raises(Exception, match="out of range"):
+        check("EmbedLayerNormalization", ins, 1)
+    full = check("EmbedLayerNormalization", ins, 3)
+    model = node_model("EmbedLayerNormalization", ins, 1, out_types=[(1, 3)])
+    (alone,) = run_ours_model(model, feeds_of(ins))
+    np.testing.assert_array_equal(alone, full[0])

@@ -14,7 +14,9 @@ Taken from onnxruntime where its definition is silent (tested against it in test
 - ``tokenexp`` ``"."`` is the character mode of ``separators`` ``[""]`` (every character, a newline included);
 - character mode with ``mincharnum`` above 1 is refused (onnxruntime refuses it);
 - an empty match of ``tokenexp`` yields no token (the search moves one character on);
-- in separators mode the empty pieces (two adjacent separators, a separator at either end) are not tokens;
+- in separators mode the empty pieces (two adjacent separators, a separator at either end) are not tokens, and
+  an empty match of a separator drops the character where it matched (so ``" *"``, which matches the empty
+  string everywhere, leaves no token; ``"\\b"`` drops the character after each word boundary);
 - a row without tokens is its two markers (with ``mark``) and padding; when no row has a token, D is 0 and no
   marker is written;
 - an empty input ([0] or [N, 0]) gives an empty output of the same shape, without a token axis.
@@ -42,7 +44,17 @@ def _by_expression(text: str, rx: re.Pattern[str]) -> list[str]:
 def _by_separators(text: str, rx: re.Pattern[str] | None) -> list[str]:
     if rx is None:  # separators [""]: characters
         return list(text)
-    return [piece for piece in rx.split(text) if piece]
+    pieces = []
+    pos = 0
+    while pos <= len(text):
+        m = rx.search(text, pos)
+        if m is None:
+            pieces.append(text[pos:])
+            break
+        pieces.append(text[pos : m.start()])
+        # an empty separator match drops the character where it matched (onnxruntime)
+        pos = m.end() if m.end() > m.start() else m.start() + 1
+    return [piece for piece in pieces if piece]
 
 
 @kernel("Tokenizer", 1, domain="com.microsoft")
