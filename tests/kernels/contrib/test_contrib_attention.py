@@ -647,3 +647,14 @@ def test_inferred_output_types(dtype: Any, case: int) -> None:
     for k, e in enumerate(_ort_run(model.SerializeToString(), feeds)):
         tt = types[f"y{k}"].tensor_type
         assert tt is not None and tt.elem_type == helper.np_dtype_to_tensor_dtype(e.dtype), f"{op} y{k}"
+
+
+@pytest.mark.parametrize("interleaved", [0, 1])
+def test_gqa_partial_rotary(interleaved: int) -> None:
+    """Caches narrower than head_size / 2 rotate only the first 2 * cache-width features of each head."""
+    rng = np.random.default_rng(83)
+    batch, heads, kv_heads, head, seq = 2, 4, 2, 32, 3
+    q, k, v = _gqa_inputs(rng, batch, seq, heads, kv_heads, head, F32)
+    cos, sin = _caches(rng, 10, 8)
+    inputs = [q, k, v, None, None, np.full(batch, seq - 1, np.int32), np.array(seq, np.int32), cos, sin]
+    _gqa_check(inputs, num_heads=heads, kv_num_heads=kv_heads, do_rotary=1, rotary_interleaved=interleaved)
