@@ -65,7 +65,9 @@ def test_tokenizer_2d(mode: dict[str, Any], mark: int) -> None:
     check("Tokenizer", [TEXTS.reshape(2, 4)], 1, {"mark": mark, "mincharnum": 1, "pad_value": "<pad>", **mode})
 
 
-@pytest.mark.parametrize("separators", [[" *"], ["e*"], [r"\b"], [" |$"], ["^a"], ["(?: |)"], ["a", "b*"], ["$"]])
+@pytest.mark.parametrize(
+    "separators", [["", " "], [" *"], ["e*"], [r"\b"], [" |$"], ["^a"], ["(?: |)"], ["a", "b*"], ["$"]]
+)
 def test_tokenizer_separators_matching_the_empty_string(separators: list[str]) -> None:
     # onnxruntime drops the character where a separator matches the empty string
     x = np.array(["ab cd", "eeHello", " Hello World", "xy", "abc de fgh ij", "aaa b", "", "b"], dtype=object)

@@ -25,6 +25,7 @@ Taken from onnxruntime where its definition is silent (tested against it in test
 from __future__ import annotations
 
 import re
+from typing import AnyStr
 
 import numpy as np
 
@@ -37,13 +38,13 @@ __all__: list[str] = []
 _START, _END = b"\x02", b"\x03"
 
 
-def _by_expression(text: str, rx: re.Pattern[str]) -> list[str]:
+def _by_expression(text: AnyStr, rx: re.Pattern[AnyStr]) -> list[AnyStr]:
+    if rx.groups == 0:  # findall gives the whole matches (faster than finditer)
+        return [t for t in rx.findall(text) if t]
     return [m.group(0) for m in rx.finditer(text) if m.end() > m.start()]
 
 
-def _by_separators(text: str, rx: re.Pattern[str] | None) -> list[str]:
-    if rx is None:  # separators [""]: characters
-        return list(text)
+def _by_separators(text: AnyStr, rx: re.Pattern[AnyStr]) -> list[AnyStr]:
     pieces = []
     pos = 0
     while pos <= len(text):
@@ -55,6 +56,33 @@ def _by_separators(text: str, rx: re.Pattern[str] | None) -> list[str]:
         # an empty separator match drops the character where it matched (onnxruntime)
         pos = m.end() if m.end() > m.start() else m.start() + 1
     return [piece for piece in pieces if piece]
+
+
+class _Splitter:
+    """One mode of the operator over both forms of a string: ASCII octets matched as they are (the expressions are
+    ASCII and RE2's classes are ASCII, so octets and characters coincide), anything else decoded to characters."""
+
+    __slots__ = ("chars", "expression", "rx", "rx_bytes")
+
+    def __init__(self, pattern: str | None, *, expression: bool) -> None:
+        self.expression = expression
+        self.chars = pattern is None
+        self.rx = None if pattern is None else _compile_re2(pattern, "Tokenizer")
+        self.rx_bytes = None
+        if self.rx is not None and pattern is not None and pattern.isascii():
+            self.rx_bytes = re.compile(pattern.encode("ascii"), self.rx.flags & ~(re.ASCII | re.UNICODE))
+
+    def tokens(self, item: bytes, mincharnum: int) -> list[bytes]:
+        if self.chars:  # character mode (mincharnum is 1 there)
+            if item.isascii():
+                return [item[i : i + 1] for i in range(len(item))]
+            return [_encode(c) for c in _decode(item)]
+        split = _by_expression if self.expression else _by_separators
+        if self.rx_bytes is not None and item.isascii():
+            found = split(item, self.rx_bytes)
+            return found if mincharnum == 1 else [t for t in found if len(t) >= mincharnum]
+        assert self.rx is not None
+        return [_encode(t) for t in split(_decode(item), self.rx) if len(t) >= mincharnum]
 
 
 @kernel("Tokenizer", 1, domain="com.microsoft")
@@ -79,19 +107,14 @@ def tokenizer(
             f"Tokenizer: mincharnum {mincharnum} leaves no token in character mode (onnxruntime refuses it)"
         )
     if exp:
-        token_rx = _compile_re2(exp, "Tokenizer")
-
-        def split(text: str) -> list[str]:
-            return _by_expression(text, token_rx)
-    else:
-        sep_rx = None if seps == [""] else _compile_re2("|".join(f"(?:{s})" for s in seps if s), "Tokenizer")
-
-        def split(text: str) -> list[str]:
-            return _by_separators(text, sep_rx)
-
+        splitter = _Splitter(exp, expression=True)
+    elif seps == [""]:
+        splitter = _Splitter(None, expression=False)
+    else:  # every separator, an empty one included (it matches everywhere)
+        splitter = _Splitter("|".join(f"(?:{s})" for s in seps), expression=False)
     if X.size == 0:  # onnxruntime: [0] -> [0], [N, 0] -> [N, 0] (no token axis)
         return np.empty(X.shape, dtype=object)
-    rows = [[_encode(t) for t in split(_decode(_bytes_of(item))) if len(t) >= mincharnum] for item in X.reshape(-1)]
+    rows = [splitter.tokens(_bytes_of(item), mincharnum) for item in X.reshape(-1)]
     d = max(len(r) for r in rows)
     if d and mark:  # no token anywhere: no markers either (onnxruntime)
         rows = [[_START, *r, _END] for r in rows]
