@@ -658,3 +658,20 @@ def test_gqa_partial_rotary(interleaved: int) -> None:
     cos, sin = _caches(rng, 10, 8)
     inputs = [q, k, v, None, None, np.full(batch, seq - 1, np.int32), np.array(seq, np.int32), cos, sin]
     _gqa_check(inputs, num_heads=heads, kv_num_heads=kv_heads, do_rotary=1, rotary_interleaved=interleaved)
+
+
+def test_empty_sequences_give_empty_outputs() -> None:
+    """A sequence (or batch) of length 0 gives outputs of the definition's shapes, never an indexing error."""
+    z = np.zeros
+    w, b = z((8, 24), F32), z(24, F32)
+    y, present = onnxcore.kernels.run("Attention", 1, z((2, 0, 8), F32), w, b, domain=MS, num_heads=2, unidirectional=1)
+    assert y.shape == (2, 0, 8) and present.shape == (2, 2, 2, 0, 4)
+    q = z((2, 0, 8), F32)
+    out = onnxcore.kernels.run("MultiHeadAttention", 1, q, q, q, domain=MS, outputs=3, num_heads=2, unidirectional=1)
+    assert [o.shape for o in out] == [(2, 0, 8), (2, 2, 0, 4), (2, 2, 0, 4)]
+    q, kv = z((0, 1, 16), F32), z((0, 1, 8), F32)
+    lens, total = z(0, np.int32), np.array(1, np.int32)
+    out = onnxcore.kernels.run(
+        "GroupQueryAttention", 1, q, kv, kv, None, None, lens, total, domain=MS, outputs=3, num_heads=2, kv_num_heads=1
+    )
+    assert [o.shape for o in out[:3]] == [(0, 1, 16), (0, 1, 1, 8), (0, 1, 1, 8)]

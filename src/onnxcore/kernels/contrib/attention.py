@@ -152,7 +152,8 @@ def _mask_bias(
         bias = np.where(masked, ct.type(filter_value), ct.type(0))
     if causal:
         hidden = ~causal_allowed(sq, total, past_len)
-        hidden[-1] = False  # onnxruntime leaves the last query row unmasked (it matters when L > S)
+        if sq:
+            hidden[-1] = False  # onnxruntime leaves the last query row unmasked (it matters when L > S)
         low = ct.type(np.finfo(ct).min)
         bias = np.where(hidden, low, ct.type(0))[None] if bias is None else np.where(hidden, low, bias)
     return None if bias is None else bias[:, None]
