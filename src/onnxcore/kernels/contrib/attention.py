@@ -25,12 +25,18 @@ fact, and tested against it:
   ``past_sequence_length`` rows of past_key/past_value are the past; present is the buffer with the new rows
   written after them, its other rows kept (onnxruntime's CPU kernel).
 * ``mask_index``/``key_padding_mask`` of (3B + 2) values: the first B are key lengths (onnxruntime's CPU).
+  ``key_padding_mask`` has no (2B) form (refused, as by onnxruntime); (B, L) with a past is refused too.
 * Attention's present with a V hidden size other than Q's and K's (``qkv_hidden_sizes``) is refused: K and V
   do not stack into one tensor (onnxruntime returns K's buffer read in V's shape).
 * MultiHeadAttention's fourth output ``qk`` is refused: onnxruntime 1.31 cannot run a node that names it.
 * RotaryEmbedding's ``scale`` and ``is_packed_batching`` change nothing, as in onnxruntime's CPU kernel.
 * MultiHeadAttention with key/value in BNSH (cross attention reusing projected keys) ignores the key and
   value parts of ``bias``, uses K and V as they are, and returns them as present_key/present_value.
+
+Positions taken where onnxruntime's CPU kernel gives no answer: Attention without ``bias`` projects with no
+bias (onnxruntime's process aborts); Attention with both ``past`` and ``attention_bias`` adds the bias
+(onnxruntime refuses the pair, the definition does not); Attention's ``past_present_share_buffer`` is refused
+(onnxruntime's CPU kernel refuses every ``past_sequence_length`` it is given).
 """
 
 from __future__ import annotations
