@@ -34,7 +34,7 @@ fact, and tested against it:
   value parts of ``bias``, uses K and V as they are, and returns them as present_key/present_value.
 
 Positions taken where onnxruntime's CPU kernel gives no answer: Attention without ``bias`` projects with no
-bias (onnxruntime's process aborts); Attention with both ``past`` and ``attention_bias`` adds the bias
+bias (onnxruntime 1.31 crashes: a segmentation fault); Attention with both ``past`` and ``attention_bias`` adds the bias
 (onnxruntime refuses the pair, the definition does not); Attention's ``past_present_share_buffer`` is refused
 (onnxruntime's CPU kernel refuses every ``past_sequence_length`` it is given).
 """
