@@ -2,7 +2,8 @@
 
 Each case draws shapes, dtypes, attributes and which optional inputs are given (masks of every form, past
 states, attention_bias, rotary caches, ...) and runs one node in onnxcore (``kernels.run``) and in
-onnxruntime (in a child process: onnxruntime's Attention without bias aborts the process). Properties:
+onnxruntime (in a child process: onnxruntime 1.31's Attention without bias segfaults, so a crash costs one
+case). Properties:
 
 - onnxcore gives a result or one of its own errors (an ``OnnxCoreError``), never another exception;
 - where both run they agree: shapes, types, and values (float32 rtol 1e-4, atol 1e-4; float16 rtol 2e-3,
