@@ -32,6 +32,11 @@ TESTED: Mapping[tuple[str, str], str] = {
     ("com.microsoft", "SkipLayerNormalization"): ONNXRUNTIME,
     ("com.microsoft", "SkipSimplifiedLayerNormalization"): ONNXRUNTIME,
     ("com.microsoft", "EmbedLayerNormalization"): ONNXRUNTIME,
+    ("com.microsoft", "Attention"): ONNXRUNTIME + "; BERT and GPT-2 fused by onnxruntime's transformer optimizer",
+    ("com.microsoft", "MultiHeadAttention"): ONNXRUNTIME
+    + " (packed QKV/KV, which its CPU kernel refuses: against the same attention on separate Q, K, V)",
+    ("com.microsoft", "GroupQueryAttention"): ONNXRUNTIME + " (prompts and KV-cache decoding steps)",
+    ("com.microsoft", "RotaryEmbedding"): ONNXRUNTIME,
     ("", "SimplifiedLayerNormalization"): ONNXRUNTIME,
     ("", "LayerNormalization"): ONNXRUNTIME,
     ("com.microsoft", "QLinearAdd"): ONNXRUNTIME + "; onnxruntime.quantization quantize_static models",

@@ -454,6 +454,17 @@ def _linear_attention(view: NodeView) -> dict[int, str | None]:
     return {1: _input(view, 3) if _supplied(view, 3) else _input(view, 0)}
 
 
+def _group_query_attention(view: NodeView) -> dict[int, str | None]:
+    # present_key/present_value (T_CACHE) have past_key's type when given, else the query's (onnxruntime 1.31).
+    cache = _input(view, 3) if _supplied(view, 3) else _input(view, 0)
+    return {1: cache, 2: cache}
+
+
+def _multi_head_attention(view: NodeView) -> dict[int, str | None]:
+    # qk (QK) is bound by no input: the query's type (onnxruntime 1.31 leaves it unbound and refuses the node).
+    return {3: _input(view, 0)}
+
+
 TYPE_RULES: dict[tuple[str, str], TypeRule] = {
     ("", "Cast"): _from_attr("to", None),
     ("", "BitCast"): _from_attr("to", None),
@@ -486,6 +497,8 @@ TYPE_RULES: dict[tuple[str, str], TypeRule] = {
     ("", "Scan"): _scan,
     ("", "SequenceMap"): _sequence_map,
     ("", "LinearAttention"): _linear_attention,
+    ("com.microsoft", "GroupQueryAttention"): _group_query_attention,
+    ("com.microsoft", "MultiHeadAttention"): _multi_head_attention,
     ("ai.onnx.preview.training", "Adagrad"): _optimizer(3, (0, 2)),
     ("ai.onnx.preview.training", "Momentum"): _optimizer(3, (0, 2)),
     ("ai.onnx.preview.training", "Adam"): _optimizer(4, (0, 2, 3)),

@@ -478,6 +478,17 @@ def rotary_embedding(
         raise ShapeError(f"RotaryEmbedding: caches give {cos.shape} / {sin.shape}, expected ({batch}, {seq}, {half})")
     cos = np.expand_dims(cos.astype(ct), head_axis)
     sin = np.expand_dims(sin.astype(ct), head_axis)
+    out = rotary_rotate(x, cos, sin, rot, interleaved=bool(interleaved))
+    return out.reshape(X.shape).astype(X.dtype, copy=False)
+
+
+def rotary_rotate(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, rot: int, *, interleaved: bool) -> np.ndarray:
+    """RoPE on the last axis of ``x``: its first ``rot`` features rotated by angles whose cos/sin broadcast.
+
+    Pairs are ``(x[i], x[i + rot/2])`` or, ``interleaved``, ``(x[2i], x[2i + 1])``; features from ``rot`` on
+    are copied. ``cos`` and ``sin`` broadcast against ``x[..., : rot // 2]``. Also used by the contrib kernels.
+    """
+    half = rot // 2
     if interleaved:
         x1 = x[..., 0:rot:2]
         x2 = x[..., 1:rot:2]
@@ -485,7 +496,7 @@ def rotary_embedding(
         x1 = x[..., :half]
         x2 = x[..., half:rot]
     # Written straight into the output, two temporaries of half the rotated width in all.
-    out = np.empty(x.shape, ct)
+    out = np.empty(x.shape, x.dtype)
     if interleaved:
         real, imag = out[..., 0:rot:2], out[..., 1:rot:2]
     else:
@@ -497,7 +508,7 @@ def rotary_embedding(
     np.multiply(sin, x1, out=imag)
     imag += tmp
     out[..., rot:] = x[..., rot:]
-    return out.reshape(X.shape).astype(X.dtype, copy=False)
+    return out
 
 
 # ---------------------------------------------------------------------------------------------

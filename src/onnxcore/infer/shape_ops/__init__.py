@@ -6,6 +6,7 @@ The list of modules is explicit: importing this package registers every rule.
 from __future__ import annotations
 
 from onnxcore.infer.shape_ops import (
+    contrib_attention,
     contrib_nn,
     contrib_quant,
     conv_pool,
@@ -17,4 +18,15 @@ from onnxcore.infer.shape_ops import (
     tensor,
 )
 
-__all__ = ["contrib_nn", "contrib_quant", "conv_pool", "elementwise", "linalg", "nn", "sequence", "symbolic", "tensor"]
+__all__ = [
+    "contrib_attention",
+    "contrib_nn",
+    "contrib_quant",
+    "conv_pool",
+    "elementwise",
+    "linalg",
+    "nn",
+    "sequence",
+    "symbolic",
+    "tensor",
+]

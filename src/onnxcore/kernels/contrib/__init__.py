@@ -18,4 +18,6 @@ CONTRIB_FAMILIES: tuple[str, ...] = (
     "quantized",
     "fused",
     "matmul_nbits",
+    "attention",
+    "gqa",
 )
