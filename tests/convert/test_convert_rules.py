@@ -242,3 +242,23 @@ def test_cli_convert_opset_external_data_stays_beside(tmp_path: Path) -> None:
     r = _cli("convert", "m.onnx", "sub/m13.onnx", "--opset", "13", cwd=tmp_path)
     assert r.returncode == 2 and "external data" in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "sub" / "m13.onnx").exists()
+
+
+def test_value_info_of_an_annotated_model_covers_the_values_a_rewrite_adds() -> None:
+    # Softmax-11 on a rank-3 input coerces to 2-D; Softmax-13 does not: going up, the adapter adds Flatten/Reshape
+    # helper values. An annotated model (value_info for its intermediates) keeps stating every intermediate.
+    x = helper.make_tensor_value_info("x", F, [2, 3, 4])
+    y = helper.make_tensor_value_info("y", F, [2, 3, 4])
+    nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Softmax", ["r"], ["y"], axis=1)]
+    model = oc.infer.annotate(model_of(nodes, [x], [y], 11))
+    assert [vi.name for vi in model.graph.value_info] == ["r"]
+    up = oc.convert_version(model, 13)
+    intermediates = {o for n in up.graph.node for o in n.output} - {"y"}
+    assert len(intermediates) > 1  # the rewrite added values
+    stated = {vi.name: vi for vi in up.graph.value_info}
+    assert set(stated) == intermediates
+    assert all(vi.type.tensor_type.shape is not None for vi in stated.values())
+    feeds = {"x": np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32)}
+    np.testing.assert_allclose(ours(up, feeds)[0], ort_run(model, feeds)[0], rtol=1e-6)
+    # A model that states no intermediates gets none.
+    assert not oc.convert_version(model_of(nodes, [x], [y], 11), 13).graph.value_info

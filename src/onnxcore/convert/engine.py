@@ -23,7 +23,7 @@ from onnxcore.defs.ir import opset_ir_version
 from onnxcore.errors import ConversionError, Refusal
 from onnxcore.graph import Scope, bind, walk_scopes
 from onnxcore.graph.functions import bind_attribute_refs
-from onnxcore.infer import infer_both
+from onnxcore.infer import annotate, infer_both
 from onnxcore.proto.bridge import OnnxMessage, as_message
 from onnxcore.proto.message import copy_message
 from onnxcore.proto.messages import (
@@ -82,6 +82,7 @@ def convert_version(
     types, shapes = infer_both(out, bound=bound)
     used = _used_names(bound.scopes)
     names = _all_names(bound.scopes)
+    original_names = set(names)  # (names grows as the rewrites take fresh ones)
     refusals: list[Refusal] = []
     rewrites: list[tuple[Scope, list[NodeProto], ScopeContext]] = []
     contexts: dict[int, ScopeContext] = {}
@@ -138,7 +139,21 @@ def convert_version(
     need = opset_ir_version(dom, target_opset)
     if need is not None and out.ir_version < need:
         out.ir_version = need
+    _state_new_values(src_model, out, original_names)
     return out
+
+
+def _state_new_values(src: ModelProto, out: ModelProto, names: set[str]) -> None:
+    """A model that states its intermediates' types (value_info, as ``annotate`` writes it) keeps doing so: the
+    values the rewrites added to its top-level graph get their inferred type and shape (the values it had keep
+    theirs, since a conversion keeps every value's meaning)."""
+    if src.graph is None or out.graph is None or not src.graph.value_info:
+        return
+    inferred = annotate(out)
+    assert inferred.graph is not None
+    added = [vi for vi in inferred.graph.value_info if vi.name not in names]
+    if added:
+        out.graph.value_info = [*out.graph.value_info, *added]
 
 
 def _imported(imports: Iterable[OperatorSetIdProto], dom: str) -> int | None:
