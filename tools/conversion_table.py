@@ -253,7 +253,9 @@ def render(results: list[dict[str, Any]], targets: list[int], seconds: float, no
         "ScatterElements) when moving up past them, and the reverse when moving below the successor's first "
         "version.",
         "- The IR version is raised to the least the target operator set needs, never lowered; value_info entries "
-        "are kept (the rewrites keep every value's name and type) except for values that no longer exist.",
+        "are kept (the rewrites keep every value's name and type) except for values that no longer exist; in a "
+        "model that states its intermediates (annotated), the values a rewrite adds get their inferred type and "
+        "shape.",
         "",
         "Reading the table: *converts to* lists the target versions at which at least one vector of the "
         "operator converted and evaluated as expected; refusals are grouped by reason (names and numbers "
