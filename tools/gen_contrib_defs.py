@@ -26,17 +26,13 @@ The document carries ``onnxruntime_version`` (provenance) and is written as dete
 
 from __future__ import annotations
 
-import argparse
-import gzip
-import io
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from gen_defs import schema_record
+from gen_defs import gzip_json, schema_record, write_or_check
 
 OUT = Path(__file__).resolve().parent.parent / "src" / "onnxcore" / "defs" / "contrib.json.gz"
 
@@ -143,31 +139,11 @@ def build() -> bytes:
         "domains": {CONTRIB_DOMAIN: [1, max(int(s.since_version) for s in contrib)]},
         "schemas": [schema_record(_Schema(s)) for s in schemas],
     }
-    text = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode("ascii")
-    buf = io.BytesIO()
-    with gzip.GzipFile(filename="", mode="wb", fileobj=buf, compresslevel=9, mtime=0) as gz:
-        gz.write(text)
-    return buf.getvalue()
+    return gzip_json(doc)
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--check", action="store_true", help="compare with the committed file instead of writing")
-    ap.add_argument("--out", type=Path, default=OUT)
-    args = ap.parse_args(argv)
-    data = build()
-    if args.check:
-        current = args.out.read_bytes() if args.out.exists() else b""
-        if current != data:
-            print(f"{args.out} is stale; run python tools/gen_contrib_defs.py", file=sys.stderr)
-            return 1
-        print(f"{args.out} is up to date ({len(data)} bytes)")
-        return 0
-    tmp = args.out.with_suffix(".tmp")
-    tmp.write_bytes(data)
-    tmp.replace(args.out)
-    print(f"wrote {args.out} ({len(data)} bytes)")
-    return 0
+    return write_or_check(argv, build, OUT, "gen_contrib_defs.py")
 
 
 if __name__ == "__main__":

@@ -142,6 +142,11 @@ def build() -> bytes:
         "domains": dict(sorted(domains.items())),
         "schemas": [schema_record(s) for s in schemas],
     }
+    return gzip_json(doc)
+
+
+def gzip_json(doc: dict[str, Any]) -> bytes:
+    """``doc`` as deterministic gzipped JSON (sorted keys, no whitespace, a zero timestamp)."""
     text = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode("ascii")
     buf = io.BytesIO()
     with gzip.GzipFile(filename="", mode="wb", fileobj=buf, compresslevel=9, mtime=0) as gz:
@@ -149,22 +154,30 @@ def build() -> bytes:
     return buf.getvalue()
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def write_or_check(argv: list[str] | None, build_data: Any, out: Path, tool: str) -> int:
+    """The command line of a generator: write ``build_data()`` to ``--out`` (through a temporary file), or with
+    ``--check`` compare it with the committed file (exit 1 when stale)."""
+    ap = argparse.ArgumentParser(description=f"generate {out.name}")
     ap.add_argument("--check", action="store_true", help="compare with the committed file instead of writing")
-    ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--out", type=Path, default=out)
     args = ap.parse_args(argv)
-    data = build()
+    data = build_data()
     if args.check:
         current = args.out.read_bytes() if args.out.exists() else b""
         if current != data:
-            print(f"{args.out} is stale; run python tools/gen_defs.py", file=sys.stderr)
+            print(f"{args.out} is stale; run python tools/{tool}", file=sys.stderr)
             return 1
         print(f"{args.out} is up to date ({len(data)} bytes)")
         return 0
-    args.out.write_bytes(data)
+    tmp = args.out.with_suffix(".tmp")
+    tmp.write_bytes(data)
+    tmp.replace(args.out)
     print(f"wrote {args.out} ({len(data)} bytes)")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return write_or_check(argv, build, OUT, "gen_defs.py")
 
 
 if __name__ == "__main__":
