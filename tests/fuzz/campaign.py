@@ -319,6 +319,9 @@ class Summary:
 
     def add(self, target: str, verdict: tuple[str, str]) -> None:
         c = self.counts[target]
+        if verdict[0] == "skipped":
+            c["skipped"] += 1
+            return
         c["inputs"] += 1
         c[verdict[0]] += 1
         if verdict[0] == "failure":

@@ -167,13 +167,16 @@ def execute(inp: dict[str, Any]) -> tuple[str, str]:
 
     target = inp["target"]
     try:
+        feeds = {k: make_feed(v) for k, v in inp.get("feeds", {}).items()}
+    except Exception as e:  # numpy cannot make the feed (a view too large even for its iterator): not an input
+        return "skipped", f"feed not made: {type(e).__name__}: {e}"[:200]
+    try:
         if target == "decode":
             onnxcore.load(inp["model"], external_data=False)
             return "accepted", ""
         if target == "check":
             return _check_report(onnxcore.check(inp["model"]))
         if target == "session":
-            feeds = {k: make_feed(v) for k, v in inp.get("feeds", {}).items()}
             sess = Session(inp["model"], check=not inp.get("unchecked", False))
             sess.run(None, feeds, timeout=RUN_TIMEOUT)
             return "accepted", ""
@@ -189,7 +192,6 @@ def execute(inp: dict[str, Any]) -> tuple[str, str]:
                     return verdict
                 onnxcore.load(path)
                 sess = Session(path)
-                feeds = {k: make_feed(v) for k, v in inp.get("feeds", {}).items()}
                 sess.run(None, feeds, timeout=RUN_TIMEOUT)
                 return "accepted", ""
             finally:

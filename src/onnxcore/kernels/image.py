@@ -177,9 +177,11 @@ def _resize(
     # Every intermediate (one axis resized at a time) is checked too: growing one axis before shrinking another
     # can pass through a larger array than the result.
     running = list(X.shape)
+    # Octets: the input's type for nearest, float32 or float64 for the interpolating modes (the working type).
+    itemsize = X.dtype.itemsize if mode == "nearest" else max(X.dtype.itemsize, 4)
     for a, o in zip(ax, out_shape):
         running[a] = o
-        check_elements(running, "Resize")
+        check_elements(running, "Resize", itemsize=itemsize)
     out_dtype = X.dtype
     integral = X.dtype.kind in "iub"
     y: np.ndarray = X if mode == "nearest" else X.astype(np.float64 if X.dtype == np.float64 else np.float32)
