@@ -20,6 +20,7 @@ import hashlib
 import json
 import os
 import random
+import resource
 import sys
 import time
 from collections import Counter
@@ -34,6 +35,7 @@ import fuzz_mutate as fm  # noqa: E402
 import fuzz_worker as fw  # noqa: E402
 
 CASES = HERE / "cases"
+PARENT_ADDRESS_LIMIT = 8 << 30
 TARGETS = ("decode", "check", "session", "external")
 WEIGHTS = {"decode": 0.4, "check": 0.25, "session": 0.25, "external": 0.1}
 
@@ -375,8 +377,8 @@ def campaign(
             try:
                 inp = make_input(rng, seeds, target)
             except Exception as e:  # a mutation the onnx package cannot serialise: not an input
-                if progress:
-                    print(f"skipped a mutation: {type(e).__name__}: {e}"[:200], file=sys.stderr)
+                if progress or isinstance(e, MemoryError):
+                    print(f"skipped a mutation ({target}): {type(e).__name__}: {e}"[:200], file=sys.stderr)
                 continue
             verdict = pool.run(inp)
             if _kind(verdict) == "hang":
@@ -416,6 +418,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--save", type=Path, default=None, help="minimise failures and save them in this directory")
     ap.add_argument("--summary", type=Path, default=None, help="write the counts as JSON here")
     args = ap.parse_args(argv)
+    # The parent makes the inputs: bounded too (a run's parent was once killed by the machine running out of
+    # memory), so that a mutation that asks for too much is a MemoryError, reported and skipped (the children set
+    # their own, lower bound).
+    _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard == resource.RLIM_INFINITY or hard > PARENT_ADDRESS_LIMIT:
+        resource.setrlimit(resource.RLIMIT_AS, (PARENT_ADDRESS_LIMIT, hard))
     summary = campaign(
         seconds=args.seconds,
         inputs=args.inputs,
