@@ -157,8 +157,12 @@ def million_entries(rng: random.Random, model: bytes) -> bytes:
     entry = {"node": b"\x0a\x00", "initializer": b"\x2a\x00", "value_info": b"\x6a\x00"}
     entry["attribute"] = b"\x0a\x02\x2a\x00"
     parts = []
+    grown = False
     for num, _wt, raw in fs:
-        if num == 7 and where != "opset":
+        # Only the first graph field grows: after a mutation that repeated the graph field a million times, growing
+        # each would ask for terabytes (it once did, in the campaign's parent).
+        if num == 7 and where != "opset" and not grown:
+            grown = True
             _, payload = _payload(raw)
             payload = payload + entry[where] * count
             raw = _key(raw) + varint(len(payload)) + payload
