@@ -204,7 +204,8 @@ def test_total_message_count_is_bounded() -> None:
 
 
 def test_defaults_refuse_a_field_of_millions_of_empty_entries() -> None:
-    assert onnxcore.DEFAULT_LIMITS.max_repeated_messages == 1 << 22
+    assert onnxcore.DEFAULT_LIMITS.max_repeated_messages == 1 << 19
+    assert onnxcore.DEFAULT_LIMITS.max_messages == 1 << 21
     # Under the default bound: decoded. Over a lowered bound the refusal comes before the whole field is built.
     assert len(onnxcore.load(_graph_of_empty_entries(value_info=50_000)).graph.value_info) == 50_000
 

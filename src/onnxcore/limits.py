@@ -84,9 +84,13 @@ class Limits:
             often; past the budget what is left stays unknown (Clause 9.4). Default 2,000,000.
         max_repeated_messages: Embedded messages in one repeated field while decoding (``GraphProto.node``,
             ``NodeProto.attribute``, ...). An empty entry costs two octets on the wire and hundreds of octets
-            decoded, so a small file could otherwise ask for gigabytes. Default 2**22 (4,194,304; the largest
-            real graphs have a few hundred thousand nodes).
-        max_messages: Embedded messages in repeated fields in all, while decoding. Default 2**24.
+            decoded (150 to 700), so a small file could otherwise ask for gigabytes. Default 2**19 (524,288;
+            the largest real graphs have a few hundred thousand nodes): a field at the bound costs at most about
+            350 MiB and a few seconds to decode and check.
+        max_messages: Embedded messages in repeated fields in all, while decoding (nodes, attributes,
+            value infos and their dimensions together). Default 2**21 (2,097,152): decoded, an empty entry costs
+            150 to 700 octets (a ``TensorProto`` the most), so the bound keeps a hostile file of a few MB
+            near a gigabyte at worst.
         max_alloc_bytes: Octets of one tensor a kernel allocates while evaluating when its size comes from data
             or attributes (ConstantOfShape, Expand, Tile, Pad, RandomUniform, ...), checked before allocating.
             Default: half of this machine's physical memory, at most 2**36 (:data:`MACHINE_ALLOC_BYTES`), so an
@@ -104,8 +108,8 @@ class Limits:
     max_message_bytes: int | None = 1 << 40
     max_image_pixels: int | None = 1 << 27
     max_inference_nodes: int | None = 2_000_000
-    max_repeated_messages: int | None = 1 << 22
-    max_messages: int | None = 1 << 24
+    max_repeated_messages: int | None = 1 << 19
+    max_messages: int | None = 1 << 21
     max_alloc_bytes: int | None = MACHINE_ALLOC_BYTES
 
     def __post_init__(self) -> None:

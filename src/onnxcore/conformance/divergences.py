@@ -136,6 +136,23 @@ DIVERGENCES: tuple[tuple[str, str, str], ...] = (
     ),
     (
         "11.3",
+        "Special values of float attributes (alpha, beta, gamma, epsilon, bias, lambd, momentum, scale, "
+        "spatial_scale, cubic_coeff_a, extrapolation_value, clip, ...) are not addressed: NaN or an infinity in an "
+        "attribute is neither refused nor given a meaning.",
+        "Per family. Where the attribute enters a formula (activations such as LeakyRelu, Elu, Selu, HardSigmoid, "
+        "Celu, Shrink, ThresholdedRelu; normalizations' epsilon and momentum, LRN's alpha/beta/bias; Gemm's "
+        "alpha/beta; attention scales; RNN activation parameters and clip; the training operators; Resize's "
+        "cubic_coeff_a and extrapolation_value; RoiAlign and MaxRoiPool's spatial_scale; RandomNormal's mean and "
+        "scale, RandomUniform's bounds as far as they stay a finite interval) the node is evaluated and the value "
+        "spreads as IEEE 754 says (a NaN alpha gives NaN where it is used). Where a float sizes an output or a "
+        "count (Resize/Upsample scales, Range's limits and delta, a non-finite RandomUniform interval) and "
+        "where the definition gives a range (Dropout's ratio in [0, 1), used or not, as onnxruntime has it) "
+        "a non-finite or out-of-domain value is refused with an EvaluationError naming the node, before "
+        "anything is allocated; so is a negative RandomNormal scale (no distribution). A seed is the float's bits, "
+        "so NaN and infinities are seeds like any other.",
+    ),
+    (
+        "11.3",
         "Integer division and modulo by zero are not defined by Div and Mod.",
         "Refused with an EvaluationError when the divisor holds a zero (numpy would give 0; onnxruntime refuses).",
     ),

@@ -402,7 +402,7 @@ def _elu(X: Array, alpha: float) -> Array:
         a = np.asarray(alpha, v.dtype)
         if not _finite(alpha, v.dtype):
             with np.errstate(invalid="ignore"):
-                return np.where(v > 0, v, a * np.expm1(v))
+                return np.where(v >= 0, v, a * np.expm1(v))  # f(x) = x for x >= 0
         # max(x, 0) + alpha*(exp(min(x, 0)) - 1): equal to the two-sided definition, and without
         # a select (np.where is several times slower than two passes of maximum/minimum).
         y = np.expm1(np.minimum(v, 0))
@@ -421,7 +421,7 @@ def elu_1(X: Array, *, alpha: float = 1.0, consumed_inputs: list[int] | None = N
 
 @kernel("Elu", 6, 22)
 def elu(X: Array, *, alpha: float = 1.0) -> Array:
-    """Elu-6/22: x for x > 0, alpha*(exp(x)-1) otherwise."""
+    """Elu-6/22: x for x >= 0, alpha*(exp(x)-1) otherwise."""
     return _elu(X, alpha)
 
 

@@ -199,12 +199,17 @@ def _resize(
         rois = [(float(r[i]), float(r[len(ax) + i])) for i in range(len(ax))]
     if scales is not None:
         sc = [float(s) for s in scales.astype(np.float64).ravel()]
-        if len(sc) != len(ax) or any(s <= 0 for s in sc):
-            raise EvaluationError(f"Resize: scales {sc} invalid for {len(ax)} axes")
+        # A NaN or infinite scale gives no output size (Clause 11.3 leaves special values open; our position is
+        # to refuse an attribute or input that sizes an output when it is not finite, see conformance).
+        if len(sc) != len(ax) or not all(math.isfinite(s) and s > 0 for s in sc):
+            raise EvaluationError(f"Resize: scales {sc} invalid for {len(ax)} axes (each finite and positive)")
         out_shape = []
         for n, s, rr in zip(in_shape, sc, rois):
             span = (rr[1] - rr[0]) if rr is not None else 1.0
-            out_shape.append(math.floor(n * span * s + 1e-9))
+            extent = n * span * s
+            if not math.isfinite(extent) or extent < 0:
+                raise EvaluationError(f"Resize: the roi {rr} and scale {s} give no output size for an extent of {n}")
+            out_shape.append(math.floor(extent + 1e-9))
     else:
         sz = [int(v) for v in np.asarray(sizes).ravel()]
         if len(sz) != len(ax):
@@ -225,9 +230,11 @@ def _resize(
     # Every intermediate (one axis resized at a time) is checked too: growing one axis before shrinking another
     # can pass through a larger array than the result.
     running = list(X.shape)
+    # Octets: the input's type for nearest, float32 or float64 for the interpolating modes (the working type).
+    itemsize = X.dtype.itemsize if mode == "nearest" else max(X.dtype.itemsize, 4)
     for a, o in zip(ax, out_shape):
         running[a] = o
-        check_elements(running, "Resize")
+        check_elements(running, "Resize", itemsize=itemsize)
     out_dtype = X.dtype
     integral = X.dtype.kind in "iub"
     y: np.ndarray = (

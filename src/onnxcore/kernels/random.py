@@ -61,6 +61,12 @@ def _like_type(x: np.ndarray, dtype: int | None, what: str) -> np.dtype[Any]:
     return _float_type(ElementType.from_dtype(x.dtype), what)
 
 
+def _check_scale(scale: float, what: str) -> None:
+    """A standard deviation below zero names no distribution: refused. NaN and infinity are IEEE's (NaN, +-inf)."""
+    if scale < 0:
+        raise EvaluationError(f"{what}: scale (the standard deviation) is {scale}, below zero")
+
+
 @kernel("RandomNormal", 1, 22, context=True)
 def random_normal(
     ctx: KernelContext,
@@ -74,6 +80,7 @@ def random_normal(
     """RandomNormal: samples of N(mean, scale**2) of the given shape."""
     dims = _shape(shape, "RandomNormal")
     dt = _float_type(dtype, "RandomNormal")
+    _check_scale(scale, "RandomNormal")
     return _rng(ctx, seed).normal(mean, scale, dims).astype(dt)
 
 
@@ -133,6 +140,7 @@ def random_normal_like(
     """RandomNormalLike: RandomNormal with the input's shape (and type unless ``dtype`` is given)."""
     x = np.asarray(input)
     dt = _like_type(x, dtype, "RandomNormalLike")
+    _check_scale(scale, "RandomNormalLike")
     return _rng(ctx, seed).normal(mean, scale, x.shape).astype(dt)
 
 

@@ -24,6 +24,7 @@ of the bound node at the same index.
 from __future__ import annotations
 
 import functools
+import numbers
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -219,9 +220,15 @@ def _check_signature(
             raise ValidationError(
                 f"{where}: attribute {a.name!r} is not defined by {label} (opset {version}; Clause 10.4)"
             )
-        if d.type == AttributeProto.AttributeType.INT and is_flag(domain, a.name) and kw[a.name] not in (0, 1):
-            # Implementations read such a value differently (defs/flags.py); never guess (4.4).
-            raise ValidationError(f"{where}: attribute {a.name!r} is {kw[a.name]}; {label} defines only 0 and 1")
+        if d.type == AttributeProto.AttributeType.INT and is_flag(domain, a.name):
+            value = kw[a.name]
+            if not isinstance(value, numbers.Integral):
+                # Only an unchecked session gets here with another type (the validator's E-ATTR-TYPE): a tensor
+                # compared with (0, 1) raised numpy's ValueError from binding.
+                raise ValidationError(f"{where}: attribute {a.name!r} is not an INT, as {label} defines it (7.3.1)")
+            if value not in (0, 1):
+                # Implementations read such a value differently (defs/flags.py); never guess (4.4).
+                raise ValidationError(f"{where}: attribute {a.name!r} is {value}; {label} defines only 0 and 1")
     if validated:
         return
     for kind, count, (lo, hi) in (

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from onnxcore.errors import InputError
+from onnxcore.errors import InputError, LimitError
 from onnxcore.limits import active_limits
 from onnxcore.proto import TensorProto, TypeProto
 from onnxcore.types import ElementType, SparseTensor
@@ -47,6 +47,17 @@ def _string_array(value: Any, where: str) -> np.ndarray:
     arr = np.asarray(value, dtype=object) if not isinstance(value, np.ndarray) else value
     if arr.dtype.kind not in "OUS":
         raise InputError(f"{where}: expected a STRING tensor, got dtype {arr.dtype}")
+    # Checked before the elements are visited or copied: a broadcast view of 2**31 strings is a few octets, its
+    # conversion 16 GiB (Clause 15.4; the nominal size is checked again with every feed below).
+    limits = active_limits()
+    limits.check_elements(arr.size, f"{where} (shape {arr.shape})")
+    nbytes = arr.size * np.dtype(object).itemsize
+    limits.check_bytes(nbytes, f"{where} (shape {arr.shape})")
+    if limits.max_alloc_bytes is not None and nbytes > limits.max_alloc_bytes:
+        raise LimitError(
+            f"{where}: {arr.size} strings (shape {arr.shape}) need {nbytes} octets of references, more than "
+            f"max_alloc_bytes ({limits.max_alloc_bytes}) (Clause 15.4)"
+        )
     if arr.dtype == object and all(type(x) is bytes for x in arr.flat):
         return arr
     out = np.empty(arr.shape, dtype=object)
