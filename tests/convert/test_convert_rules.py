@@ -16,6 +16,7 @@ import pytest
 import onnxcore as oc
 from onnxcore import helper
 from onnxcore.errors import ConversionError
+from onnxcore.infer import annotate
 from onnxcore.proto import TensorProto
 
 F = TensorProto.DataType.FLOAT
@@ -250,7 +251,7 @@ def test_value_info_of_an_annotated_model_covers_the_values_a_rewrite_adds() -> 
     x = helper.make_tensor_value_info("x", F, [2, 3, 4])
     y = helper.make_tensor_value_info("y", F, [2, 3, 4])
     nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Softmax", ["r"], ["y"], axis=1)]
-    model = oc.infer.annotate(model_of(nodes, [x], [y], 11))
+    model = annotate(model_of(nodes, [x], [y], 11))
     assert [vi.name for vi in model.graph.value_info] == ["r"]
     up = oc.convert_version(model, 13)
     intermediates = {o for n in up.graph.node for o in n.output} - {"y"}
