@@ -223,11 +223,25 @@ def execute(inp: dict[str, Any]) -> tuple[str, str]:
 
 
 def _peak_rss() -> int:
+    """This process's peak RSS in octets: Linux's VmHWM (which :func:`_reset_peak` can lower), else ru_maxrss
+    (which a process started by fork and exec inherits from its parent: gigabytes when the test suite has loaded
+    torch, hiding an input's growth)."""
+    with contextlib.suppress(OSError, ValueError):
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
+def _reset_peak() -> None:
+    # Linux: writing 5 to clear_refs resets the peak to the current RSS, so growth is measured per input.
+    with contextlib.suppress(OSError), open("/proc/self/clear_refs", "w", encoding="ascii") as fh:
+        fh.write("5")
+
+
 def _child(conn: multiprocessing.connection.Connection, other: multiprocessing.connection.Connection) -> None:
-    # The parent's end came along with the fork: closed, so that the child sees EOF (and exits) when the parent dies.
+    # The parent's end was passed along: closed, so that the child sees EOF (and exits) when the parent dies.
     other.close()
     with contextlib.suppress(ValueError, OSError):
         resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_LIMIT, ADDRESS_LIMIT))
@@ -245,6 +259,7 @@ def _child(conn: multiprocessing.connection.Connection, other: multiprocessing.c
             return
         if inp is None:
             return
+        _reset_peak()
         before = _peak_rss()
         verdict = execute(inp)
         grown = _peak_rss() - before
@@ -259,7 +274,9 @@ class Worker:
     __slots__ = ("conn", "proc")
 
     def __init__(self) -> None:
-        ctx = multiprocessing.get_context("fork")
+        # A fresh interpreter, not a fork: a forked child would carry whatever the parent has loaded (in the test
+        # suite, torch and the exporters: gigabytes of address space) into the address-space limit it works under.
+        ctx = multiprocessing.get_context("spawn")
         parent, child = ctx.Pipe()
         self.proc = ctx.Process(target=_child, args=(child, parent), daemon=True)
         self.proc.start()

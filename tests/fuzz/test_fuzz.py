@@ -76,6 +76,8 @@ def test_saved_case_replays_cleanly(pool: fw.Pool, case: Path) -> None:
     """Each saved case failed once (``found``); now it must be refused or accepted as ``expected`` says."""
     meta = campaign.json.loads(case.read_text())
     got = pool.run(campaign.load_case(case))
+    if got[0] == "failure" and got[1].startswith("hang:"):
+        got = pool.run(campaign.load_case(case))  # the campaign's rule: a hang is an input past the alarm twice
     assert got[0] != "failure", f"{case.name} (found: {meta['found']}): {got}"
     if meta.get("expected"):
         assert got[0] == meta["expected"], got
