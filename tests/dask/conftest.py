@@ -67,10 +67,7 @@ def table(rows: int, seed: int = 0) -> Any:
 @pytest.fixture(scope="session")
 def string_pipeline() -> bytes:
     """skl2onnx: (scaler on a, b; one-hot on the string column city) then logistic regression, three
-    classes, with ZipMap (the probabilities a sequence of maps). One input per column, each [N, 1].
-
-    A text pipeline (TfidfVectorizer) needs the Tokenizer operator, which onnxcore does not have on this
-    branch; the string input here goes through OneHotEncoder instead."""
+    classes, with ZipMap (the probabilities a sequence of maps). One input per column, each [N, 1]."""
     skl2onnx = pytest.importorskip("skl2onnx")
     pytest.importorskip("sklearn")
     from skl2onnx.common.data_types import FloatTensorType, StringTensorType
@@ -93,6 +90,37 @@ def string_pipeline() -> bytes:
         ("city", StringTensorType([None, 1])),
     ]
     onx = skl2onnx.to_onnx(pipe, initial_types=types, target_opset={"": 17, "ai.onnx.ml": 3})
+    return bytes(onx.SerializeToString())
+
+
+WORDS = "red green blue fast slow cheap dear new old big small good bad city river hill".split()
+
+
+def texts(rows: int, seed: int = 0) -> Any:
+    """A pandas frame with one text column of a few words each."""
+    pd = pytest.importorskip("pandas", reason="the dask extra (pandas) is not installed")
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(2, 9, rows)
+    words = rng.choice(WORDS, int(lengths.sum()))
+    ends = np.cumsum(lengths)
+    return pd.DataFrame({"text": [" ".join(words[e - n : e]) for e, n in zip(ends, lengths)]})
+
+
+@pytest.fixture(scope="session")
+def text_pipeline() -> bytes:
+    """skl2onnx: TfidfVectorizer (words, 1-2 grams; com.microsoft::Tokenizer in the graph) then logistic
+    regression with ZipMap, on one string input [N, 1]."""
+    skl2onnx = pytest.importorskip("skl2onnx")
+    pytest.importorskip("sklearn")
+    from skl2onnx.common.data_types import StringTensorType
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+
+    train = texts(2000, seed=1)["text"]
+    y = train.str.contains("red").astype(np.int64) + train.str.contains("fast").astype(np.int64)
+    pipe = make_pipeline(TfidfVectorizer(ngram_range=(1, 2)), LogisticRegression(max_iter=500)).fit(train, y)
+    onx = skl2onnx.to_onnx(pipe, initial_types=[("text", StringTensorType([None, 1]))])
     return bytes(onx.SerializeToString())
 
 

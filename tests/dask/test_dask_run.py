@@ -23,7 +23,7 @@ pytest.importorskip("pyarrow", reason="the dask extra (pyarrow) is not installed
 import dask.array as da  # noqa: E402
 import dask.dataframe as dd  # noqa: E402
 import pandas as pd  # noqa: E402
-from conftest import ROWS, table, whole_frame_feeds  # noqa: E402
+from conftest import ROWS, table, texts, whole_frame_feeds  # noqa: E402
 
 import onnxcore  # noqa: E402
 import onnxcore.dask as ocd  # noqa: E402
@@ -80,6 +80,20 @@ def test_zipmap_string_pipeline_over_a_million_rows_on_local_cluster(client: Any
     got = result.compute()
     label, probs = onnxcore.Session(string_pipeline).run(None, whole_frame_feeds(frame))
     assert len(got) == ROWS and got.index.equals(frame.index)
+    np.testing.assert_array_equal(got["output_label"].to_numpy(), label)
+    for k in range(3):
+        want = np.array([m[k] for m in probs], dtype=np.float32)
+        np.testing.assert_allclose(got[f"output_probability_{k}"].to_numpy(), want, rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.filterwarnings("ignore:Sending large graph:UserWarning")
+def test_text_pipeline_over_a_data_frame_on_local_cluster(client: Any, text_pipeline: bytes) -> None:
+    """TF-IDF (com.microsoft::Tokenizer) then logistic regression with ZipMap, a string column per row."""
+    frame = texts(100_000, seed=5)
+    result = ocd.run(text_pipeline, dd.from_pandas(frame, npartitions=4))
+    got = result.compute()
+    label, probs = onnxcore.Session(text_pipeline).run(None, {"text": frame["text"].to_numpy(object).reshape(-1, 1)})
+    assert len(got) == len(frame) and got.index.equals(frame.index)
     np.testing.assert_array_equal(got["output_label"].to_numpy(), label)
     for k in range(3):
         want = np.array([m[k] for m in probs], dtype=np.float32)
