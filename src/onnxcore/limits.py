@@ -16,6 +16,11 @@ from collections.abc import Callable, Iterator
 
 from onnxcore.errors import InputError, LimitError, RunCancelledError, RunTimeoutError
 
+try:
+    import resource
+except ImportError:  # not a POSIX system: no address-space limit to read
+    resource = None  # type: ignore[assignment]
+
 __all__ = [
     "Limits",
     "DEFAULT_LIMITS",
@@ -45,17 +50,29 @@ Far beyond the interpreter stack: the decoder turns the resulting ``RecursionErr
 
 
 def _physical_memory() -> int | None:
+    """The memory this process may use: the machine's physical memory, or the process's address-space limit
+    (``ulimit -v``, RLIMIT_AS) when that is lower."""
     try:
-        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+        total = int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
     except (ValueError, OSError, AttributeError):  # not a POSIX system, or the value is not known
         return None
+    if resource is None:
+        return total
+    try:
+        soft, _hard = resource.getrlimit(resource.RLIMIT_AS)
+    except (ValueError, OSError):
+        return total
+    return total if soft == resource.RLIM_INFINITY else min(total, int(soft))
 
 
 _PHYSICAL = _physical_memory()
 MACHINE_ALLOC_BYTES: int = min(1 << 36, _PHYSICAL // 2) if _PHYSICAL else 1 << 36
-"""The default of ``Limits.max_alloc_bytes`` on this machine: half its physical memory, at most 2**36."""
+"""The default of ``Limits.max_alloc_bytes`` here: half the physical memory (or of the process's address-space
+limit when that is lower), at most 2**36."""
 
-DERIVED_DEFAULTS: dict[str, str] = {"max_alloc_bytes": "half the physical memory, at most 2**36 (64 GiB)"}
+DERIVED_DEFAULTS: dict[str, str] = {
+    "max_alloc_bytes": "half the physical memory (or of the address-space limit, when lower), at most 2**36 (64 GiB)"
+}
 """How the defaults that depend on the machine are stated (the conformance statement prints this text)."""
 
 

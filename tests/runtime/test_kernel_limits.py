@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import subprocess
+import sys
 from typing import Any
 
 import numpy as np
@@ -250,7 +252,7 @@ def test_random_uniform_is_refused_by_its_bytes() -> None:
 def test_allocation_bound_derives_from_the_machine() -> None:
     assert DEFAULT_LIMITS.max_alloc_bytes == MACHINE_ALLOC_BYTES <= 1 << 36
     pages = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    assert MACHINE_ALLOC_BYTES == min(1 << 36, pages // 2)
+    assert MACHINE_ALLOC_BYTES == min(1 << 36, pages // 2)  # (the test process has no address-space limit)
     # Lowered, it refuses what the other limits let through, naming itself.
     tile = h.make_node("Tile", ["x", "r"], ["y"])
     model = _one_node(tile, [_vi("x", TP.FLOAT, 1), _vi("r", TP.INT64, 1)], TP.FLOAT, 1)
@@ -267,3 +269,26 @@ def test_a_broadcast_view_feed_counts_as_its_nominal_size() -> None:
     huge = np.broadcast_to(np.ones(4, np.float32), (2**40, 4))  # 16 octets of memory, 16 TiB as a tensor
     with pytest.raises(onnxcore.LimitError, match=r"input 'x'.*max_tensor_elements"):
         sess.run(None, {"x": huge})
+
+
+def test_range_is_refused_by_its_bytes() -> None:
+    # Found by the fuzz campaign: Range of 2**31 int64 elements (within max_tensor_elements) asked numpy for 16 GiB.
+    node = h.make_node("Range", ["start", "limit", "delta"], ["y"])
+    inputs = [h.make_tensor_value_info(n, TP.INT64, []) for n in ("start", "limit", "delta")]
+    model = _one_node(node, inputs, TP.INT64, 1)
+    sess = onnxcore.Session(model, limits=dataclasses.replace(DEFAULT_LIMITS, max_alloc_bytes=1 << 30))
+    feeds = {"start": np.array(0, np.int64), "limit": np.array(2**31, np.int64), "delta": np.array(1, np.int64)}
+    with pytest.raises(onnxcore.LimitError, match=r"Range.*max_alloc_bytes"):
+        sess.run(None, feeds)
+    feeds["limit"] = np.array(5, np.int64)
+    assert sess.run(None, feeds)[0].tolist() == [0, 1, 2, 3, 4]
+
+
+def test_allocation_bound_follows_the_address_space_limit() -> None:
+    # Under `ulimit -v` (RLIMIT_AS) the machine's memory is not what the process may use: half the limit is.
+    code = (
+        "import resource; resource.setrlimit(resource.RLIMIT_AS, (6 << 30, resource.RLIM_INFINITY)); "
+        "from onnxcore.limits import MACHINE_ALLOC_BYTES; print(MACHINE_ALLOC_BYTES)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert int(out.stdout) == min(3 << 30, MACHINE_ALLOC_BYTES)

@@ -487,3 +487,21 @@ def test_unchecked_session_refuses_one_type_variable_bound_twice() -> None:
         None, {"a": np.ones(2, np.float32), "b": np.ones(2, np.float32)}
     )
     assert y.tolist() == [2.0, 2.0]
+
+
+def test_unchecked_session_refuses_an_attribute_of_another_type() -> None:
+    # Found by the fuzz campaign: AveragePool's strides given as a graph reached a plan-time rewrite as a TypeError.
+    body = h.make_graph([], "body", [], [])
+    node = h.make_node("AveragePool", ["x"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    node.attribute.append(h.make_attribute("strides", body))
+    g = h.make_graph(
+        [node],
+        "g",
+        [h.make_tensor_value_info("x", TP.FLOAT, [1, 1, 4, 4])],
+        [h.make_tensor_value_info("y", TP.FLOAT, None)],
+    )
+    model = h.make_model(g, opset_imports=[h.make_opsetid("", 19)], ir_version=9).SerializeToString()
+    with pytest.raises(
+        onnxcore.ValidationError, match="attribute 'strides' is of type GRAPH; AveragePool-19 defines it as INTS"
+    ):
+        onnxcore.Session(model, check=False)

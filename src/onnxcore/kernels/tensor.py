@@ -261,7 +261,7 @@ def _range(start: np.ndarray, limit: np.ndarray, delta: np.ndarray, stash_type: 
     if dt.kind in "iu":
         s, lim, d = int(s), int(lim), int(d)
         n = max(-((s - lim) // d), 0)
-        check_elements([n], "Range")
+        check_elements([n], "Range", itemsize=8)  # the int64 ramp, before the cast
         return (s + np.arange(n, dtype=np.int64) * d).astype(dt)
     # output[i] = start + i * delta in T's arithmetic; float16/bfloat16 are stashed in float32
     # when Range-27's stash_type is 1 (its default).
@@ -290,7 +290,7 @@ def _range(start: np.ndarray, limit: np.ndarray, delta: np.ndarray, stash_type: 
     if math.isnan(q) or math.isinf(q):
         raise EvaluationError(f"Range: cannot count the elements from {s} to {lim} by {d}")
     n = max(math.ceil(q), 0)
-    check_elements([n], "Range")
+    check_elements([n], "Range", itemsize=max(ct.itemsize, dt.itemsize))
     i = np.arange(n).astype(ct)
     vals = rnd(f32(rnd(f32(i) * f32(cd))) + f32(cs))
     return vals.astype(dt)

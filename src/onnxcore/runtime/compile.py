@@ -220,6 +220,13 @@ def _check_signature(
             raise ValidationError(
                 f"{where}: attribute {a.name!r} is not defined by {label} (opset {version}; Clause 10.4)"
             )
+        if not validated and a.type and d.type and a.type != d.type:
+            # The validator's E-ATTR-TYPE, for an unchecked session: a plan-time rewrite or a kernel would read a
+            # graph where it expects a list of integers.
+            raise ValidationError(
+                f"{where}: attribute {a.name!r} is of type {_attr_type_name(a.type)}; {label} defines it as "
+                f"{_attr_type_name(d.type)} (Clause 7.3.1)"
+            )
         if d.type == AttributeProto.AttributeType.INT and is_flag(domain, a.name):
             value = kw[a.name]
             if not isinstance(value, numbers.Integral):
@@ -242,6 +249,13 @@ def _check_signature(
     if missing:
         k, formal = missing[0]
         raise ValidationError(f"{where}: input {k} ({formal.name}) is required, but left empty (Clause 7.3.3)")
+
+
+def _attr_type_name(t: int) -> str:
+    try:
+        return AttributeProto.AttributeType(t).name
+    except ValueError:
+        return str(t)
 
 
 def _check_input_types(
