@@ -26,7 +26,9 @@ def test_a_flag_attribute_of_another_type_is_refused_by_an_unchecked_session() -
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
     data = _model([node], [x], [y], opset=18)
-    with pytest.raises(onnxcore.ValidationError, match="not an INT"):
+    with pytest.raises(
+        onnxcore.ValidationError, match=r"noop_with_empty_axes.* is of type TENSOR; ReduceSum-13 defines it as INT"
+    ):
         Session(data, check=False)
     with pytest.raises(onnxcore.ValidationError):
         Session(data)
