@@ -30,7 +30,7 @@ __all__: list[str] = []
 _SOFTMAX_PRECISIONS = (1, 10, 11, 16)
 
 
-def _work_dtype(dtype: Any) -> np.dtype[Any]:
+def work_dtype(dtype: Any) -> np.dtype[Any]:
     """The dtype a float kernel computes in: float32 for float16 and the narrow floats, else itself."""
     ct = compute_dtype(dtype)
     return np.dtype(np.float32) if ct == np.float16 else ct
@@ -61,7 +61,7 @@ def _to_heads(x: np.ndarray, num_heads: int | None, name: str, attr: str) -> np.
     return x.reshape(b, s, num_heads, hidden // num_heads).transpose(0, 2, 1, 3)
 
 
-def _grouped_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def grouped_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``a @ b`` where ``a`` has ``r`` times as many heads as ``b`` (head ``h`` of ``a`` pairs with ``h // r``).
 
     The ``r`` query heads of a group become extra rows of one matmul with their shared key/value head.
@@ -139,7 +139,7 @@ def _attention(
         past_len = 0
     total = present_key.shape[2]
 
-    ct = _work_dtype(out_dtype)
+    ct = work_dtype(out_dtype)
     if scale is None:
         scale = 1.0 / np.sqrt(head) if head else 1.0
     # Scaling Q alone by `scale` equals scaling Q and K by sqrt(scale) up to rounding.
@@ -150,7 +150,7 @@ def _attention(
         q *= ct.type(scale)
     k = present_key.astype(ct, copy=False)
     v = present_value.astype(ct, copy=False)
-    scores = _grouped_matmul(q, k.swapaxes(-1, -2))  # (B, Hq, Sq, T), a fresh array worked on in place
+    scores = grouped_matmul(q, k.swapaxes(-1, -2))  # (B, Hq, Sq, T), a fresh array worked on in place
     qk_out: np.ndarray | None = None
     if want_qk and qk_matmul_output_mode == 0:
         qk_out = scores.astype(out_dtype)
@@ -195,7 +195,7 @@ def _attention(
         dead = np.isneginf(np.max(bias, axis=-1, keepdims=True, initial=-np.inf))
         if dead.any():
             probs = np.where(dead, probs.dtype.type(0), probs)
-    y = _grouped_matmul(probs.astype(ct, copy=False), v)  # (B, Hq, Sq, Dv)
+    y = grouped_matmul(probs.astype(ct, copy=False), v)  # (B, Hq, Sq, Dv)
     if rank3:
         y = y.transpose(0, 2, 1, 3).reshape(batch, sq, -1)
     y = y.astype(out_dtype, copy=False)
@@ -437,7 +437,7 @@ def rotary_embedding(
     rotary_embedding_dim: int = 0,
 ) -> np.ndarray:
     """RotaryEmbedding-23: rotate the first ``rotary_embedding_dim`` features of each head (RoPE)."""
-    ct = _work_dtype(X.dtype)
+    ct = work_dtype(X.dtype)
     if X.ndim == 4:
         # (B, H, S, D): the caches broadcast as (B, 1, S, half).
         x = X.astype(ct, copy=False)
@@ -521,7 +521,7 @@ def swiglu(A: np.ndarray, B: np.ndarray, *, alpha: float = 1.0) -> np.ndarray:
     """SwiGLU-28: ``Y = A * Sigmoid(alpha * A) * B`` (no broadcasting)."""
     if A.shape != B.shape:
         raise ShapeError(f"SwiGLU: A {A.shape} and B {B.shape} must have the same shape")
-    ct = _work_dtype(A.dtype)
+    ct = work_dtype(A.dtype)
     a = A.astype(ct, copy=False)
     y = a * _sigmoid(ct.type(alpha) * a) * B.astype(ct, copy=False)
     return y.astype(A.dtype, copy=False)
@@ -654,7 +654,7 @@ def causal_conv_with_state(
             raise ShapeError(f"CausalConvWithState: past_state must be ({batch}, {channels}, {k - 1})")
         pad = past_state.astype(input.dtype, copy=False)
     padded = np.concatenate((pad, input), axis=2)
-    ct = _work_dtype(input.dtype)
+    ct = work_dtype(input.dtype)
     p = padded.astype(ct, copy=False)
     w = weight.astype(ct, copy=False)[:, 0, :]
     # One multiply-add per kernel tap, each over every batch item, channel and position.

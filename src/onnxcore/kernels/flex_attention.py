@@ -32,7 +32,7 @@ import ml_dtypes
 import numpy as np
 
 from onnxcore.errors import EvaluationError, ShapeError
-from onnxcore.kernels.attention import _grouped_matmul, _work_dtype
+from onnxcore.kernels.attention import grouped_matmul, work_dtype
 from onnxcore.kernels.reduction import softmax as _softmax_13
 from onnxcore.kernels.registry import KernelContext, kernel
 from onnxcore.proto import GraphProto
@@ -52,8 +52,8 @@ _SOFTMAX_TYPES: dict[int, np.dtype[Any]] = {
 
 def _matmul_rounded(a: np.ndarray, b: np.ndarray, dtype: np.dtype[Any]) -> np.ndarray:
     """``a @ b`` (grouped over heads) for operands of ``dtype``, computed wide and rounded once to ``dtype``."""
-    wt = _work_dtype(dtype)
-    out = _grouped_matmul(a.astype(wt, copy=False), b.astype(wt, copy=False))
+    wt = work_dtype(dtype)
+    out = grouped_matmul(a.astype(wt, copy=False), b.astype(wt, copy=False))
     return out.astype(dtype, copy=False)
 
 
@@ -125,7 +125,7 @@ def flex_attention(
         f_scale = np.float32(1.0) / np.sqrt(np.float32(Q.shape[3])) if scale is None else np.float32(scale)
         root = np.sqrt(np.float32(f_scale))
     s = np.asarray(root).astype(t1)
-    wt = _work_dtype(t1)
+    wt = work_dtype(t1)
     s_w = s.astype(wt)
     with np.errstate(invalid="ignore", over="ignore"):
         q = (Q.astype(wt, copy=False) * s_w).astype(t1, copy=False)

@@ -46,20 +46,13 @@ from typing import Any
 import numpy as np
 
 from onnxcore.errors import EvaluationError, ShapeError
-from onnxcore.kernels._util import compute_dtype
-from onnxcore.kernels.attention import rotary_rotate
+from onnxcore.kernels.attention import rotary_rotate, work_dtype
 from onnxcore.kernels.registry import KernelContext, kernel
 
 __all__: list[str] = []
 
 _DOMAIN = "com.microsoft"
 _MASK_FILTER = -10000.0
-
-
-def work_dtype(dtype: Any) -> np.dtype[Any]:
-    """The dtype the attention kernels compute in: float32 for float16 and bfloat16, else the dtype itself."""
-    ct = compute_dtype(dtype)
-    return np.dtype(np.float32) if ct == np.float16 else ct
 
 
 def split_heads(x: np.ndarray, num_heads: int, op: str, name: str) -> np.ndarray:
@@ -76,20 +69,6 @@ def merge_heads(y: np.ndarray) -> np.ndarray:
     """(B, N, S, H) -> (B, S, N*H)."""
     b, n, s, h = y.shape
     return y.transpose(0, 2, 1, 3).reshape(b, s, n * h)
-
-
-def grouped_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``a @ b`` where ``a`` has ``r`` times the heads of ``b`` (query head ``h`` reads key/value head ``h // r``).
-
-    The ``r`` query heads of a group become extra rows of one matmul with their key/value head.
-    """
-    bsz, ha, m, k = a.shape
-    hb = b.shape[1]
-    if ha == hb:
-        return np.matmul(a, b)
-    r = ha // hb
-    out = np.matmul(a.reshape(bsz, hb, r * m, k), b)
-    return out.reshape(bsz, ha, m, out.shape[-1])
 
 
 def softmax_rows(x: np.ndarray, sink: np.ndarray | None = None) -> np.ndarray:

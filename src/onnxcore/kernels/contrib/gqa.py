@@ -28,14 +28,8 @@ from __future__ import annotations
 import numpy as np
 
 from onnxcore.errors import EvaluationError, ShapeError
-from onnxcore.kernels.contrib.attention import (
-    grouped_matmul,
-    merge_heads,
-    rotate_heads,
-    softmax_rows,
-    split_heads,
-    work_dtype,
-)
+from onnxcore.kernels.attention import grouped_matmul, work_dtype
+from onnxcore.kernels.contrib.attention import merge_heads, rotate_heads, softmax_rows, split_heads
 from onnxcore.kernels.registry import kernel
 
 __all__: list[str] = []
