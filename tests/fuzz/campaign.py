@@ -409,6 +409,38 @@ def campaign(
     return summary
 
 
+def run_jobs(args: argparse.Namespace) -> int:
+    """Run ``args.jobs`` campaigns as child processes with their own seeds and sum their counts.
+
+    Each job is this script with one worker, seed ``seed * 100 + k`` and its share of ``--inputs``; a job's
+    failures are its own (saved by it with ``--save``), the table is the sum.
+    """
+    import subprocess  # the parallel form only
+
+    share = None if args.inputs is None else -(-args.inputs // args.jobs)
+    procs = []
+    for k in range(args.jobs):
+        part = (args.summary or Path("fuzz-summary.json")).with_suffix(f".job{k}.json")
+        cmd = [sys.executable, __file__, "--seconds", str(args.seconds), "--seed", str(args.seed * 100 + k)]
+        cmd += ["--targets", args.targets, "--summary", str(part)]
+        if share is not None:
+            cmd += ["--inputs", str(share)]
+        if args.save is not None:
+            cmd += ["--save", str(args.save)]
+        procs.append((part, subprocess.Popen(cmd)))
+    total = Summary()
+    for part, proc in procs:
+        proc.wait()
+        data = json.loads(part.read_text())
+        for t in TARGETS:
+            total.counts[t].update(data.get(t, {}))
+        total.failures += [tuple(f) for f in data.get("failures", [])]  # type: ignore[misc]
+    print(total.table())
+    if args.summary is not None:
+        total.write(args.summary)
+    return 1 if total.failures or any(p.returncode not in (0, 1) for _, p in procs) else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seconds", type=float, default=float(os.environ.get("ONNXCORE_FUZZ_SECONDS", "60")))
@@ -417,7 +449,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--targets", default=",".join(TARGETS))
     ap.add_argument("--save", type=Path, default=None, help="minimise failures and save them in this directory")
     ap.add_argument("--summary", type=Path, default=None, help="write the counts as JSON here")
+    ap.add_argument("--jobs", type=int, default=1, help="campaigns side by side (seeds seed*100+k), counts summed")
     args = ap.parse_args(argv)
+    if args.jobs > 1:
+        return run_jobs(args)
     # The parent makes the inputs: bounded too (a run's parent was once killed by the machine running out of
     # memory), so that a mutation that asks for too much is a MemoryError, reported and skipped (the children set
     # their own, lower bound).
