@@ -35,6 +35,7 @@ __all__ = ["Re2Pattern", "compile_re2"]
 _MAX_REPEAT = 1000  # RE2's bound on one counted repetition
 _MAX_PROGRAM = 200_000  # instructions: a pattern whose expansion is larger is refused (RE2 bounds its program too)
 _MAX_CACHE = 20_000  # DFA transitions kept before the cache is dropped
+_MAX_HELD = 2_000_000  # thread positions the cached search steps may hold before they are dropped
 
 # Instruction opcodes
 _CHAR, _SPLIT, _JMP, _ASSERT, _MATCH = range(5)
@@ -564,7 +565,7 @@ class Re2Pattern:
             :func:`_backtracking`): 0, linear; 1, quadratic in the input at worst; None, worse.
     """
 
-    __slots__ = ("_cache", "_moves", "_prog", "backtracking", "pattern")
+    __slots__ = ("_cache", "_held", "_moves", "_prog", "backtracking", "pattern")
 
     def __init__(self, pattern: str) -> None:
         self.pattern = pattern
@@ -575,6 +576,7 @@ class Re2Pattern:
         self._prog: list[tuple[int, Any, Any]] = [(int(op), a, b) for op, a, b in compiler.prog]
         self._cache: dict[tuple[State, str], State] = {}
         self._moves: dict[tuple[tuple[int, ...], int, str, bool, bool], Move] = {}
+        self._held = 0  # thread positions the cached search steps hold (a large program's are long)
         self.backtracking = _backtracking(tree)
 
     @property
@@ -645,9 +647,11 @@ class Re2Pattern:
             key = (pcs, prev, c, seed, seed and i == no_empty_at)
             move = moves.get(key)
             if move is None:
-                if len(moves) >= _MAX_CACHE:
+                if len(moves) >= _MAX_CACHE or self._held >= _MAX_HELD:
                     moves.clear()
+                    self._held = 0
                 move = moves[key] = self._move(*key)
+                self._held += len(pcs) + len(move[1])
             matched, pcs, origins = move
             if seed:
                 starts.append(i)
