@@ -16,6 +16,7 @@ import textwrap
 import numpy as np
 import pytest
 
+from kernels.contrib import check
 from onnxcore.kernels import contrib  # noqa: F401  (registers the com.microsoft kernels)
 from onnxcore.kernels.contrib import text as tokenizer_module
 from onnxcore.kernels.re2 import compile_re2
@@ -210,3 +211,25 @@ def test_hostile_patterns_do_not_stall_the_tokenizer() -> None:
     proc = subprocess.run([sys.executable, "-c", _HOSTILE], capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split() == ["(3,", "0)", "(3,", "1)", "(3,", "0)", "(3,", "0)"]
+
+
+_AGAINST_ORT = [
+    {"tokenexp": "(a|aa)+b"},
+    {"tokenexp": r"(\w+\s?)*x"},
+    {"tokenexp": r"\w+\w+a"},
+    {"tokenexp": "[[:alpha:]]+"},  # POSIX classes: Python's re misreads them; refused before, RE2's now
+    {"tokenexp": r"a+?b|\d{2,}"},
+    {"tokenexp": r"[a-z]+\z"},
+    {"separators": ["(a+)+$"]},
+    {"separators": ["[[:space:]]+", ","]},
+    {"separators": [r"\Q.\E"]},
+]
+
+
+@pytest.mark.parametrize("mode", _AGAINST_ORT, ids=repr)
+def test_tokenizer_patterns_against_onnxruntime(mode: dict[str, object]) -> None:
+    # onnxruntime's Tokenizer searches with RE2 (linear too): the same tokens, hostile patterns included.
+    x = np.array(
+        ["aaaaaaaaaaaaaaaaaaaaaaaa!", "ab aab 12 345", "x y.z, w\tv", "café au lait aab", "", "aaaa a"], dtype=object
+    )
+    check("Tokenizer", [x], 1, {"mark": 0, "mincharnum": 1, "pad_value": "#", **mode})
