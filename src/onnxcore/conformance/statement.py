@@ -47,6 +47,12 @@ LIMITATIONS: tuple[tuple[str, str], ...] = (
         "accepts.",
     ),
     (
+        "Tokenizer (com.microsoft)",
+        "its expressions are RE2's, searched leftmost-first in linear time by the same matcher (tested against "
+        "RE2 and onnxruntime), with the same refusals; Python's re stands in only where it gives the same tokens "
+        "in bounded time (a pattern whose backtracking onnxcore proves at most quadratic, on a short ASCII text).",
+    ),
+    (
         "Gradient (ai.onnx.preview.training)",
         "first-order reverse-mode differentiation of the graph that encloses the node; a y with more than one "
         "element is differentiated as the sum of its elements (a seed of ones), an xs tensor y does not depend "

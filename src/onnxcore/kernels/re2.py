@@ -1,4 +1,5 @@
-"""Regular expressions in RE2 syntax, matched in time linear in the input (RegexFullMatch, ONNX 1-2).
+"""Regular expressions in RE2 syntax, matched and searched in time linear in the input (RegexFullMatch, ONNX 1-2;
+com.microsoft Tokenizer).
 
 The operator's definition names RE2's syntax, whose matching never backtracks. Python's :mod:`re` backtracks,
 so a model's pattern such as ``(a+)+$`` could stall the evaluator on a short input (issue 29). This module
@@ -6,32 +7,35 @@ parses the pattern into a small program of instructions (a Thompson NFA) and run
 each state is a set of program positions; a transition is computed once per (state, character) and cached, so
 a string of ``n`` characters costs ``n`` dictionary lookups once warm and at most ``n * len(program)`` steps
 when cold. The cache is bounded (dropped and rebuilt when full, as RE2 does), so memory stays bounded too.
+A search (:meth:`Re2Pattern.search`, leftmost-first as RE2 and Perl) runs the same program as a Pike VM: threads
+in priority order, each with its start, one step per character; the steps are cached by (threads, character) as
+the DFA's are, so a warm search costs a lookup and a list of starts per character.
 
 Syntax accepted (RE2's): literals and escapes (``\\a \\f \\t \\n \\r \\v``, ``\\xHH``, ``\\x{H...}``, octal
 ``\\0``, ``\\123``, ``\\Q...\\E``, any escaped punctuation); ``.``; classes ``[...]`` with ranges, negation,
 escapes and POSIX classes (``[[:alpha:]]``); ``\\d \\D \\s \\S \\w \\W`` (ASCII, as in RE2); groups ``(...)``,
 ``(?:...)``, ``(?P<name>...)``, ``(?<name>...)``; flags ``(?imsU)`` and ``(?imsU:...)``; alternation;
 repetition ``* + ? {n} {n,} {n,m}`` and their non-greedy forms (greediness does not change whether a string
-matches in full); assertions ``^ $ \\A \\z \\b \\B``. Refused with an :class:`~onnxcore.errors.EvaluationError`,
-as RE2 refuses them: backreferences, lookaround, possessive quantifiers, atomic groups, conditionals, a
-repetition count above 1000. Refused although RE2 accepts them: Unicode classes ``\\p...``/``\\P...`` and
-``\\C`` (no Unicode tables in the core; refused, never approximated: Clause 4.4).
+matches in full, only which match a search prefers); assertions ``^ $ \\A \\z \\b \\B``. Refused with an
+:class:`~onnxcore.errors.EvaluationError`, as RE2 refuses them: backreferences, lookaround, possessive quantifiers,
+atomic groups, conditionals, a repetition count above 1000. Refused although RE2 accepts them: Unicode classes
+``\\p...``/``\\P...`` and ``\\C`` (no Unicode tables in the core; refused, never approximated: Clause 4.4).
 """
 
 from __future__ import annotations
 
 import functools
-import re
 from bisect import bisect_right
 from typing import Any
 
 from onnxcore.errors import EvaluationError
 
-__all__ = ["Re2Pattern", "compile_re2", "python_pattern"]
+__all__ = ["Re2Pattern", "compile_re2"]
 
 _MAX_REPEAT = 1000  # RE2's bound on one counted repetition
 _MAX_PROGRAM = 200_000  # instructions: a pattern whose expansion is larger is refused (RE2 bounds its program too)
 _MAX_CACHE = 20_000  # DFA transitions kept before the cache is dropped
+_MAX_HELD = 2_000_000  # thread positions the cached search steps may hold before they are dropped
 
 # Instruction opcodes
 _CHAR, _SPLIT, _JMP, _ASSERT, _MATCH = range(5)
@@ -149,7 +153,7 @@ class _CharSet:
 
 
 # ---------------------------------------------------------------------------------------------
-# Parsing to a tree: ("lit", ranges) | ("cat", [..]) | ("alt", [..]) | ("rep", node, lo, hi) | ("assert", kind)
+# Parsing to a tree: ("lit", ranges) | ("cat", [..]) | ("alt", [..]) | ("rep", node, lo, hi, greedy) | ("assert", kind)
 # ---------------------------------------------------------------------------------------------
 
 Node = tuple[Any, ...]
@@ -207,11 +211,12 @@ class _Parser:
                 lo, hi = counted
             else:
                 return atom
-            if self.peek() == "?":
-                self.i += 1  # non-greedy: the same set of full matches
+            lazy = self.peek() == "?"
+            if lazy:
+                self.i += 1  # non-greedy: the same full matches; a search prefers fewer repetitions
             if self.peek() in ("*", "+", "?") or (self.peek() == "{" and self._looks_counted()):
                 raise self.error("bad repetition operator (possessive or repeated quantifier)")
-            atom = ("rep", atom, lo, hi)
+            atom = ("rep", atom, lo, hi, lazy == self.flags["U"])  # (?U) swaps greedy and non-greedy
 
     def _looks_counted(self) -> bool:
         save = self.i
@@ -475,25 +480,56 @@ class _Compiler:
             self.gen(branches[-1])
             for j in jumps:
                 self.prog[j][1] = len(self.prog)
-        else:  # rep
-            sub, lo, hi = node[1], int(node[2]), node[3]
-            for _ in range(lo):
+        else:  # rep; a SPLIT's first target is the preferred one (RE2/Perl priorities, for searching)
+            sub, lo, hi, greedy = node[1], int(node[2]), node[3], node[4]
+            splits = []
+            if hi is None and (lo > 0 or _nullable(sub)):
+                # As RE2 compiles them, for its priorities over empty iterations: x{n,} is n-1 copies then x+,
+                # one copy looping back; x* of an x that can match empty is (x+)?.
+                for _ in range(lo - 1):
+                    self.gen(sub)
+                if lo == 0:
+                    splits.append(self.emit(_SPLIT, len(self.prog) + 1))
+                start = len(self.prog)
                 self.gen(sub)
-            if hi is None:
+                loop = self.emit(_SPLIT, start, len(self.prog) + 1)
+                splits.append(loop)
+                for s in splits[:-1]:
+                    self.prog[s][2] = len(self.prog)
+            elif hi is None:
                 split = self.emit(_SPLIT)
+                splits.append(split)
                 self.prog[split][1] = len(self.prog)
                 self.gen(sub)
                 self.emit(_JMP, split)
                 self.prog[split][2] = len(self.prog)
             else:
-                ends = []
+                for _ in range(lo):
+                    self.gen(sub)
                 for _ in range(int(hi) - lo):
                     split = self.emit(_SPLIT)
                     self.prog[split][1] = len(self.prog)
-                    ends.append(split)
+                    splits.append(split)
                     self.gen(sub)
-                for s in ends:
+                for s in splits:
                     self.prog[s][2] = len(self.prog)
+            if not greedy:
+                for s in splits:
+                    self.prog[s][1], self.prog[s][2] = self.prog[s][2], self.prog[s][1]
+
+
+def _nullable(node: Node) -> bool:
+    """Whether ``node`` can match the empty string."""
+    kind = node[0]
+    if kind == "lit":
+        return False
+    if kind == "cat":
+        return all(_nullable(sub) for sub in node[1])
+    if kind == "alt":
+        return any(_nullable(sub) for sub in node[1])
+    if kind == "rep":
+        return node[2] == 0 or _nullable(node[1])
+    return True  # an assertion
 
 
 def _context(c: str) -> int:
@@ -516,20 +552,116 @@ def _holds(kind: int, prev: int, nxt: int) -> bool:
 
 
 State = tuple[frozenset[int], int]
+# A search step: (preferred match's thread or -1, the next threads' program positions, where each came from)
+Move = tuple[int, tuple[int, ...], tuple[int, ...]]
 
 
 class Re2Pattern:
-    """A compiled pattern: :meth:`fullmatch` in time linear in the string's length."""
+    """A compiled pattern: :meth:`fullmatch` and :meth:`search` in time linear in the string's length.
 
-    __slots__ = ("_cache", "_prog", "pattern")
+    Attributes:
+        pattern: The pattern as given.
+        backtracking: How Python's backtracking :mod:`re` would fare with this pattern (see
+            :func:`_backtracking`): 0, linear; 1, quadratic in the input at worst; None, worse.
+    """
+
+    __slots__ = ("_cache", "_held", "_moves", "_prog", "backtracking", "pattern")
 
     def __init__(self, pattern: str) -> None:
         self.pattern = pattern
         compiler = _Compiler(pattern)
-        compiler.gen(_Parser(pattern).parse())
+        tree = _Parser(pattern).parse()
+        compiler.gen(tree)
         compiler.emit(_MATCH)
         self._prog: list[tuple[int, Any, Any]] = [(int(op), a, b) for op, a, b in compiler.prog]
         self._cache: dict[tuple[State, str], State] = {}
+        self._moves: dict[tuple[tuple[int, ...], int, str, bool, bool], Move] = {}
+        self._held = 0  # thread positions the cached search steps hold (a large program's are long)
+        self.backtracking = _backtracking(tree)
+
+    @property
+    def size(self) -> int:
+        """The program's length (instructions)."""
+        return len(self._prog)
+
+    def _move(self, pcs: tuple[int, ...], prev: int, c: str, seed: bool, no_empty: bool) -> Move:
+        """One step of the search over character ``c`` ("" at the end) after context ``prev``: the threads
+        ``pcs`` (highest priority first), plus a new thread starting here when ``seed``, followed without
+        consuming in priority order (first arrival at a position wins, as in RE2's and Perl's leftmost-first
+        matching); the first to reach MATCH is the match (lower ones are cut), and the others that accept ``c``
+        move on. A thread's origin is its index in ``pcs`` (``len(pcs)``: the new one). With ``no_empty`` the
+        new thread may not match here (an empty match where the last one was)."""
+        prog = self._prog
+        nxt = _END if not c else _context(c)
+        code = ord(c) if c else -1
+        seen: set[int] = set()
+        matched = -1
+        moved: list[int] = []
+        origins: list[int] = []
+        roots = [*pcs, 0] if seed else list(pcs)
+        for origin, root in enumerate(roots):
+            stack = [root]
+            while stack:
+                pc = stack.pop()
+                if pc in seen:
+                    continue
+                seen.add(pc)
+                op, a, b = prog[pc]
+                if op == _SPLIT:
+                    stack.append(b)
+                    stack.append(a)  # the preferred branch is followed first
+                elif op == _JMP:
+                    stack.append(a)
+                elif op == _ASSERT:
+                    if _holds(a, prev, nxt):
+                        stack.append(pc + 1)
+                elif op == _MATCH:
+                    if not (no_empty and origin == len(pcs)):
+                        matched = origin
+                        return matched, tuple(moved), tuple(origins)
+                elif code in a:
+                    moved.append(pc + 1)
+                    origins.append(origin)
+        return matched, tuple(moved), tuple(origins)
+
+    def search(self, text: str, pos: int = 0, *, no_empty_at: int = -1) -> tuple[int, int] | None:
+        """The leftmost match in ``text`` starting at or after ``pos``, as ``(start, end)``; None if there is none.
+
+        Among the matches starting leftmost, the one the pattern prefers (alternatives in order, greedy
+        repetitions as many times as they can, non-greedy as few): what RE2 and Perl give, and what Python's
+        ``re.search(text, pos)`` gives for the patterns both read alike. Assertions see the characters before
+        ``pos``. An empty match at ``no_empty_at`` is passed over (``re.finditer`` after an empty match). Time
+        linear in the characters examined: each step is one cached transition, or at most ``len(program)``
+        steps when computed.
+        """
+        n = len(text)
+        moves = self._moves
+        prev = _START if pos == 0 else _context(text[pos - 1])
+        pcs: tuple[int, ...] = ()
+        starts: list[int] = []
+        found: tuple[int, int] | None = None
+        i = pos
+        while True:
+            c = text[i] if i < n else ""
+            seed = found is None
+            key = (pcs, prev, c, seed, seed and i == no_empty_at)
+            move = moves.get(key)
+            if move is None:
+                if len(moves) >= _MAX_CACHE or self._held >= _MAX_HELD:
+                    moves.clear()
+                    self._held = 0
+                move = moves[key] = self._move(*key)
+                self._held += len(pcs) + len(move[1])
+            matched, pcs, origins = move
+            if seed:
+                starts.append(i)
+            if matched >= 0:
+                found = (starts[matched], i)
+            if i >= n or (not pcs and found is not None):
+                return found
+            starts = [starts[o] for o in origins]
+            prev = _context(c)
+            i += 1
 
     def _closure(self, pcs: frozenset[int], prev: int, nxt: int) -> list[int]:
         """Program positions reachable without consuming, under the context (prev, next): CHAR and MATCH."""
@@ -583,6 +715,37 @@ class Re2Pattern:
         return any(prog[pc][0] == _MATCH for pc in self._closure(state[0], state[1], _END))
 
 
+def _fixed(node: Node) -> bool:
+    """Whether ``node`` matches in one way only where it matches: no alternation, no repetition of varying count."""
+    kind = node[0]
+    if kind == "cat":
+        return all(_fixed(sub) for sub in node[1])
+    if kind == "rep":
+        return node[2] == node[3] and _fixed(node[1])
+    return kind != "alt"
+
+
+def _items(node: Node) -> list[Node]:
+    return [it for sub in node[1] for it in _items(sub)] if node[0] == "cat" else [node]
+
+
+def _backtracking(tree: Node) -> int | None:
+    """A bound on the work of a backtracking search (Python's re) with this pattern, as a power of the input's
+    length: 0 (linear) or 1 (quadratic: one choice point per start), None when nothing better than exponential
+    is proved. Proved only for a pattern that is one alternation at most, at the top (tried branch by branch
+    from each start), each branch having at most one repetition of varying count, over a body that matches in
+    one way only; a branch whose varying repetition is its last item never backtracks into it."""
+    worst = 0
+    for branch in tree[1] if tree[0] == "alt" else [tree]:
+        items = _items(branch)
+        varying = [k for k, it in enumerate(items) if it[0] == "rep" and it[2] != it[3]]
+        if len(varying) > 1 or any(not _fixed(it[1] if it[0] == "rep" else it) for it in items):
+            return None
+        if varying and varying[0] != len(items) - 1:
+            worst = 1
+    return worst
+
+
 @functools.lru_cache(maxsize=64)
 def compile_re2(pattern: str) -> Re2Pattern:
     """The compiled form of an RE2 ``pattern`` (cached).
@@ -592,28 +755,3 @@ def compile_re2(pattern: str) -> Re2Pattern:
             or is too large.
     """
     return Re2Pattern(pattern)
-
-
-# RE2's POSIX classes, which Python's re would silently read as a set of characters ("[[:alpha:]]").
-_POSIX_CLASS = re.compile(r"\[:\^?[a-z]+:\]")
-
-
-def python_pattern(pattern: str, op: str) -> re.Pattern[str]:
-    """``pattern`` checked as RE2 syntax, then compiled by Python's :mod:`re` with ASCII classes (as RE2 reads
-    ``\\d``, ``\\w``, ``\\s``), for an operator that searches and splits (Tokenizer), which the matcher above
-    does not do. Such a search backtracks: it is not linear in the input as :meth:`Re2Pattern.fullmatch` is.
-
-    Raises:
-        EvaluationError: not RE2 syntax (named for ``op``), or RE2 syntax Python's re reads differently (POSIX
-            classes) or not at all.
-    """
-    try:
-        compile_re2(pattern)
-    except EvaluationError as e:
-        raise EvaluationError(str(e).replace("RegexFullMatch", op, 1)) from None
-    if _POSIX_CLASS.search(pattern):
-        raise EvaluationError(f"{op}: POSIX character classes in {pattern!r} are not supported")
-    try:
-        return re.compile(pattern, re.ASCII)
-    except re.error as e:
-        raise EvaluationError(f"{op}: pattern {pattern!r} is RE2 syntax Python's re cannot read: {e}") from None

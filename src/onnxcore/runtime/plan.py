@@ -106,6 +106,7 @@ class GraphIR:
         outputs: Sequence[str] | None = None,
         *,
         keep_all: bool = False,
+        as_written: bool = False,
         fed: frozenset[str] | None = None,
         ranks: Mapping[str, int] | None = None,
         known: Mapping[str, Any] | None = None,
@@ -114,6 +115,8 @@ class GraphIR:
         """The plan computing ``outputs`` (all declared outputs by default); cached.
 
         With ``keep_all`` every node is evaluated and no value is freed (for ``intermediates``).
+        With ``as_written`` the nodes ``outputs`` need are evaluated as written (no folding, fusion or reuse),
+        and each value is freed after its last use: a probe of a few values that holds nothing else.
         ``fed`` names the inputs the caller supplies; an input left out of it keeps its initializer,
         which then counts as a constant (Clause 7.2). None: every input is supplied (subgraphs, functions).
         ``ranks`` are input ranks the caller guarantees (a session checks every feed against its declared
@@ -124,16 +127,36 @@ class GraphIR:
         (the caller keeps their number bounded).
         """
         outs = tuple(self.output_names if outputs is None else outputs)
-        key = (outs, keep_all, fed, None if ranks is None else frozenset(ranks.items()), signature)
+        plain = keep_all or as_written
+        key = (outs, keep_all, as_written, fed, None if ranks is None else frozenset(ranks.items()), signature)
         p = self._plans.get(key)
         if p is None:
-            p = Plan(self, outs, keep_all, fed, ranks, None if keep_all else known)
+            p = Plan(self, outs, keep_all, fed, ranks, None if plain else known, as_written=as_written)
             self._plans[key] = p
         return p
 
     def forget(self, signature: tuple[Any, ...]) -> None:
         """Drop the plans specialised to ``signature`` (the caller's cache of signatures is full)."""
         self._plans = {k: p for k, p in self._plans.items() if k[-1] != signature}
+
+
+def _live(nodes: Sequence[PlanNode], outputs: Sequence[str]) -> list[bool]:
+    """For each node, whether some output in ``outputs`` depends on it (through its inputs or, for a node with
+    subgraphs, the enclosing-scope values they capture, ``outer``)."""
+    needed = set(outputs)
+    live = [False] * len(nodes)
+    for k in range(len(nodes) - 1, -1, -1):
+        bn = nodes[k]
+        if any(o in needed for o in bn.outputs if o):
+            live[k] = True
+            needed.update(bn.inputs)
+            needed.update(bn.outer)
+    return live
+
+
+def _needed_nodes(nodes: list[PlanNode], outputs: Sequence[str]) -> list[PlanNode]:
+    """The nodes some output in ``outputs`` depends on, in their order."""
+    return [bn for bn, keep in zip(nodes, _live(nodes, outputs)) if keep]
 
 
 def describe_value(v: Any) -> str:
@@ -179,6 +202,8 @@ class Plan:
         fed: frozenset[str] | None = None,
         ranks: Mapping[str, int] | None = None,
         known: Mapping[str, Any] | None = None,
+        *,
+        as_written: bool = False,
     ) -> None:
         self.ir = ir
         slots: dict[str, int] = {}
@@ -199,7 +224,7 @@ class Plan:
         # Values that vary between runs: the inputs supplied; an input left to its initializer is constant.
         variable = set(ir.input_names) if fed is None else {n for n in ir.input_names if n in fed or n not in inits}
         derived: dict[str, Any] = {}
-        if not keep_all:
+        if not (keep_all or as_written):
             # Clause 8.2: a node computed from constants alone is evaluated once, when the plan is made, and its
             # outputs become constants; then per-channel affine steps and a Relu after a Conv are fused into it.
             known = known or {}
@@ -207,9 +232,13 @@ class Plan:
                 # Values this plan's runs are guaranteed (shapes decided by its input shapes): their nodes
                 # become constants, and what is computed from them alone is folded with the rest.
                 nodes = [bn for bn in nodes if not any(o in known for o in bn.outputs if o)]
+            # Clause 8: a node whose results no requested output needs is not evaluated, so it is left out BEFORE
+            # folding; folding it would materialise constants nothing reads (a model whose weights are built by
+            # ConstantOfShape, with its outputs removed, would otherwise allocate them all at plan time).
+            nodes = _needed_nodes(nodes, outputs)
             # A plan made per input shape folds at most SHAPE_FOLD_BUDGET bytes (a session keeps several).
             budget = SHAPE_FOLD_BUDGET if known else FOLD_BUDGET_BYTES
-            folded, derived = fold_constants(nodes, {**inits, **known}, variable, budget=budget)
+            folded, derived = fold_constants(nodes, {**inits, **known}, variable, budget=budget, keep=outputs)
             derived = {**known, **derived}
             nodes = [bn for k, bn in enumerate(nodes) if k not in folded]
             const = {n: v for n, v in inits.items() if n not in variable} | derived
@@ -243,16 +272,8 @@ class Plan:
         rank_of = {self.input_slots[n]: r for n, r in (ranks or {}).items() if n in self.input_slots}
         rank_of.update((s, v.ndim) for s, v in constants.items() if isinstance(v, np.ndarray))
 
-        # Clause 8.2: a node none of whose outputs is needed is not evaluated.
-        needed = set(outputs)
-        live = [keep_all] * len(nodes)
-        if not keep_all:
-            for k in range(len(nodes) - 1, -1, -1):
-                bn = nodes[k]
-                if any(o in needed for o in bn.outputs if o):
-                    live[k] = True
-                    needed.update(bn.inputs)
-                    needed.update(bn.outer)
+        # Clause 8.2: a node none of whose outputs is needed is not evaluated (fusion may have left some).
+        live = [True] * len(nodes) if keep_all else _live(nodes, outputs)
 
         raw: list[tuple[PlanNode, list[int], int, list[tuple[int, int]]]] = []
         node_slots: list[int] = []
@@ -265,7 +286,7 @@ class Plan:
             # (same implementation, inputs and attributes) reuses its outputs instead of running again.
             # In debugging mode (keep_all) every node runs, so each intermediate is its own.
             key = None
-            if not keep_all:
+            if not (keep_all or as_written):
                 tokens = [input_token(j, constants) for j in ins]
                 key = cse_key(bn, tokens, rank=rank_of.get(ins[0]) if ins else None)
             if key is not None:

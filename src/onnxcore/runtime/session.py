@@ -447,10 +447,13 @@ class Session:
             self._decided[supplied] = decided
         if not decided:
             return None
-        probe = ir.plan(None, keep_all=True, fed=fed)
+        # The probe evaluates, as written, only the nodes the decided values need (not every node: a model may
+        # hold large computations that no output needs, Clause 8), freeing each value after its last use.
+        wanted = tuple(dict.fromkeys(o for k in decided for o in ir.nodes[k].outputs if o))
+        probe = ir.plan(wanted, as_written=True, fed=fed)
         vals = _filled(probe, feeds)
         probe.execute(vals)
-        slot = {n: s for s, n in enumerate(probe.names) if n}
+        slot = dict(zip(wanted, probe.output_slots))
         known: dict[str, Any] = {}
         for k in decided:
             for o in ir.nodes[k].outputs:

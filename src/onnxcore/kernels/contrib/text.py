@@ -8,9 +8,11 @@ start-of-text (U+0002) and end-of-text (U+0003) characters around each row, the 
 
 Taken from onnxruntime where its definition is silent (tested against it in tests/kernels/contrib):
 
-- the expressions are RE2's; Python's ``re`` stands in as for RegexFullMatch (``onnxcore.kernels.text``: ASCII
-  classes, RE2-only or Python-only syntax refused by name -- ``(?u)`` of scikit-learn's default pattern included,
-  which onnxruntime refuses too); the expressions skl2onnx writes read alike in both;
+- the expressions are RE2's, parsed and refused as for RegexFullMatch (``onnxcore.kernels.re2``: ASCII classes,
+  what RE2 refuses refused by name -- ``(?u)`` of scikit-learn's default pattern included, which onnxruntime
+  refuses too) and searched leftmost-first in linear time (:meth:`Re2Pattern.search`), so that no pattern can
+  stall the evaluator (issue 29); Python's ``re`` stands in where it provably gives the same tokens in bounded
+  time (see :class:`_Splitter`), as for the expressions skl2onnx writes;
 - ``tokenexp`` ``"."`` is the character mode of ``separators`` ``[""]`` (every character, a newline included);
 - character mode with ``mincharnum`` above 1 is refused (onnxruntime refuses it);
 - an empty match of ``tokenexp`` yields no token (the search moves one character on);
@@ -25,18 +27,26 @@ Taken from onnxruntime where its definition is silent (tested against it in test
 from __future__ import annotations
 
 import re
+import warnings
 from typing import AnyStr
 
 import numpy as np
 
 from onnxcore.errors import EvaluationError, ShapeError
-from onnxcore.kernels.re2 import python_pattern
+from onnxcore.kernels.re2 import Re2Pattern, compile_re2
 from onnxcore.kernels.registry import kernel
 from onnxcore.kernels.text import _bytes_of, _decode, _encode
 
 __all__: list[str] = []
 
 _START, _END = b"\x02", b"\x03"
+
+
+# A pattern with one backtracking choice per start (Re2Pattern.backtracking 1) costs Python's re up to
+# len(text)**2 * len(program) steps: re searches a text only up to this bound, the linear matcher beyond it.
+_QUADRATIC_WORK = 1 << 22
+# RE2 syntax that Python's re reads otherwise: POSIX classes, "{,n}" (a literal in RE2), "\12" (octal in RE2).
+_READ_OTHERWISE = re.compile(r"\[:\^?[a-z]+:\]|\{,|\\[1-9]")
 
 
 def _by_expression(text: AnyStr, rx: re.Pattern[AnyStr]) -> list[AnyStr]:
@@ -59,31 +69,96 @@ def _by_separators(text: AnyStr, rx: re.Pattern[AnyStr]) -> list[AnyStr]:
     return [piece for piece in pieces if piece]
 
 
-class _Splitter:
-    """One mode of the operator over both forms of a string: ASCII octets matched as they are (the expressions are
-    ASCII and RE2's classes are ASCII, so octets and characters coincide), anything else decoded to characters."""
+def _linear_by_expression(text: str, rx: Re2Pattern) -> list[str]:
+    """As :func:`_by_expression` (``re.finditer``'s positions: after an empty match the search resumes where it
+    was, an empty match there excluded), with the linear-time matcher."""
+    tokens = []
+    pos = 0
+    no_empty_at = -1
+    while pos <= len(text):
+        m = rx.search(text, pos, no_empty_at=no_empty_at)
+        if m is None:
+            break
+        start, end = m
+        if end > start:
+            tokens.append(text[start:end])
+            pos, no_empty_at = end, -1
+        else:
+            pos = no_empty_at = start
+    return tokens
 
-    __slots__ = ("chars", "expression", "rx", "rx_bytes")
+
+def _linear_by_separators(text: str, rx: Re2Pattern) -> list[str]:
+    """As :func:`_by_separators`, with the linear-time matcher."""
+    pieces = []
+    pos = 0
+    while pos <= len(text):
+        m = rx.search(text, pos)
+        if m is None:
+            pieces.append(text[pos:])
+            break
+        start, end = m
+        pieces.append(text[pos:start])
+        pos = end if end > start else start + 1
+    return [piece for piece in pieces if piece]
+
+
+class _Splitter:
+    """One mode of the operator. Every search is RE2's, in time linear in the text (a model's pattern cannot
+    stall the evaluator, issue 29), by :meth:`Re2Pattern.search`; Python's re (C, faster per character) stands
+    in only where it provably gives the same tokens in bounded time: an ASCII pattern that re reads as RE2 does
+    and whose backtracking is proved at most quadratic (``Re2Pattern.backtracking``), on an ASCII text (octets
+    and characters coincide) short enough for that bound, with no vertical tab (in re's ``\\s``, not RE2's) and
+    no final newline where the pattern has ``$`` (re's ``$`` also matches before it)."""
+
+    __slots__ = ("chars", "dollar", "expression", "quadratic", "re2", "rx_bytes")
 
     def __init__(self, pattern: str | None, *, expression: bool) -> None:
         self.expression = expression
         self.chars = pattern is None
-        self.rx = None if pattern is None else python_pattern(pattern, "Tokenizer")
-        self.rx_bytes = None
-        if self.rx is not None and pattern is not None and pattern.isascii():
-            self.rx_bytes = re.compile(pattern.encode("ascii"), self.rx.flags & ~(re.ASCII | re.UNICODE))
+        self.re2: Re2Pattern | None = None
+        self.rx_bytes: re.Pattern[bytes] | None = None
+        self.quadratic = 0
+        self.dollar = False
+        if pattern is None:
+            return
+        try:
+            self.re2 = compile_re2(pattern)
+        except EvaluationError as e:
+            raise EvaluationError(str(e).replace("RegexFullMatch", "Tokenizer", 1)) from None
+        cost = self.re2.backtracking
+        if cost is not None and pattern.isascii() and not _READ_OTHERWISE.search(pattern):
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # re's FutureWarning on "[[" and "--" in classes (literal in both)
+                    self.rx_bytes = re.compile(pattern.encode("ascii"))
+            except re.error:
+                self.rx_bytes = None  # RE2 syntax re cannot read (\z, \Q...\E, \x{..}, (?U), ...)
+            self.quadratic = cost * self.re2.size
+            self.dollar = "$" in pattern
+
+    def _python_may(self, item: bytes) -> bool:
+        return (
+            self.rx_bytes is not None
+            and item.isascii()
+            and b"\x0b" not in item
+            and not (self.dollar and item.endswith(b"\n"))
+            and len(item) * len(item) * self.quadratic <= _QUADRATIC_WORK
+        )
 
     def tokens(self, item: bytes, mincharnum: int) -> list[bytes]:
         if self.chars:  # character mode (mincharnum is 1 there)
             if item.isascii():
                 return [item[i : i + 1] for i in range(len(item))]
             return [_encode(c) for c in _decode(item)]
-        split = _by_expression if self.expression else _by_separators
-        if self.rx_bytes is not None and item.isascii():
+        if self._python_may(item):
+            assert self.rx_bytes is not None
+            split = _by_expression if self.expression else _by_separators
             found = split(item, self.rx_bytes)
             return found if mincharnum == 1 else [t for t in found if len(t) >= mincharnum]
-        assert self.rx is not None
-        return [_encode(t) for t in split(_decode(item), self.rx) if len(t) >= mincharnum]
+        assert self.re2 is not None
+        linear = _linear_by_expression if self.expression else _linear_by_separators
+        return [_encode(t) for t in linear(_decode(item), self.re2) if len(t) >= mincharnum]
 
 
 @kernel("Tokenizer", 1, domain="com.microsoft")

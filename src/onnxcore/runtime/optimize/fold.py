@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
@@ -16,23 +17,40 @@ __all__ = ["FOLD_BUDGET_BYTES", "fold_constants"]
 # Folded values are held for the session's life: once a graph's folded values total this many bytes, further
 # constant nodes stay run-time computations. Generous on purpose: a model that builds its weights from
 # ConstantOfShape (the onnx light zoo does) should not rebuild hundreds of megabytes on every run; onnxruntime
-# folds them all.
+# folds them all. There is no bound per constant below this: only nodes an output needs reach folding (the plan
+# leaves the others out first, Clause 8), and a value an output needs costs as much at run time as folded; a node
+# whose output exceeds the session's limits fails here and is left to run time, where the refusal names it.
 FOLD_BUDGET_BYTES = 1 << 32
 
 
 def fold_constants(
-    nodes: Sequence[PlanNode], inits: Mapping[str, Any], inputs: Collection[str], *, budget: int = FOLD_BUDGET_BYTES
+    nodes: Sequence[PlanNode],
+    inits: Mapping[str, Any],
+    inputs: Collection[str],
+    *,
+    budget: int = FOLD_BUDGET_BYTES,
+    keep: Collection[str] | None = None,
 ) -> tuple[set[int], dict[str, Any]]:
     """Evaluate the nodes whose inputs are all constants; return their indices and their outputs by name.
 
     Constants are initializers that are not graph inputs (an input's initializer is only a default, 7.2)
     and outputs of nodes folded before. Random operators, nodes with subgraphs or enclosing-scope values, and
     nodes that fail are left to run time (a failure is then reported with the node, as usual). Folded values
-    total at most ``budget`` bytes.
+    held at any one time total at most ``budget`` bytes.
+
+    With ``keep`` (the names needed after these nodes: the plan's outputs), a folded value is dropped as soon
+    as every node reading it is folded too and it is not in ``keep``: a chain of folded steps (a weight built
+    by ConstantOfShape, then scaled) holds only what is still read, not every step's result. The caller is
+    expected to have left out the nodes no output needs (Clause 8) so that nothing dead is evaluated here.
     """
     const = {n: v for n, v in inits.items() if n not in inputs}
     folded: set[int] = set()
     values_out: dict[str, Any] = {}
+    # How many nodes not yet folded read each name; a folded value none reads (and not kept) is dropped.
+    readers: Counter[str] | None = None
+    if keep is not None:
+        readers = Counter(n for bn in nodes for n in {*bn.inputs, *bn.outer} if n)
+        readers.update(set(keep))
     for k, bn in enumerate(nodes):
         node = bn.node
         if bn.call is None or bn.outer or node.op_type in NONDETERMINISTIC or node.op_type == "Dropout":
@@ -61,4 +79,17 @@ def fold_constants(
             const[o] = v
             values_out[o] = v
         folded.add(k)
+        if readers is not None:
+            for n in {*bn.inputs, *(o for _, o in named)}:
+                if not n:
+                    continue
+                if n in bn.inputs:
+                    readers[n] -= 1
+                if readers[n] <= 0 and n in values_out:
+                    budget += _nbytes(values_out.pop(n))
+                    del const[n]
     return folded, values_out
+
+
+def _nbytes(v: Any) -> int:
+    return v.nbytes if isinstance(v, np.ndarray) else 0
