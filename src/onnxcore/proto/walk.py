@@ -12,11 +12,10 @@ can lead to a ``TensorProto`` (``message_fields("TensorProto")``, with ``prune``
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from operator import attrgetter
 from typing import Any
 
 from onnxcore.proto.codec import MESSAGE_CLASSES
-from onnxcore.proto.message import Message
+from onnxcore.proto.message import Message, peek
 from onnxcore.proto.messages import AttributeProto, GraphProto, NodeProto
 from onnxcore.proto.spec import MESSAGE_SPECS
 
@@ -83,32 +82,39 @@ class MessageWalk:
 def _live(msg: Message, fields: FieldPlan) -> bool:
     # Whether a planned field of ``msg`` holds anything (a message without one leads nowhere).
     for name, _ in fields.get(type(msg), ()):
-        if getattr(msg, name):
+        if peek(msg, name):
             return True
     return False
 
 
-def _emptiness(fields: tuple[tuple[str, bool], ...]) -> tuple[Callable[[Any], Any], tuple[Any, ...]]:
-    """A getter of these fields of a message as one tuple (one C-level call), and that tuple when
-    none holds anything: comparing the two tells whether the message leads anywhere."""
-    names = [f for f, _ in fields]
-    empty: tuple[Any, ...] = tuple([] if repeated else None for _, repeated in fields)
+def _liveness(fields: tuple[tuple[str, bool], ...]) -> Callable[[Any], bool]:
+    """A test of whether any of these fields of a message holds anything.
+
+    Fields are read with ``peek``: looking at a decoded message does not create the lists of its absent
+    repeated fields (issue 29), so a walk over a hostile model of empty entries costs no memory per entry.
+    """
+    names = tuple(f for f, _ in fields)
     if not names:
-        return (lambda m: ()), ()
+        return lambda m: False
     if len(names) == 1:
-        # attrgetter of one name gives the value itself, not a 1-tuple: name it twice.
-        return attrgetter(names[0], names[0]), empty * 2
-    return attrgetter(*names), empty
+        (only,) = names
+        return lambda m: bool(peek(m, only))
+
+    def live(m: Any) -> bool:
+        for n in names:
+            if peek(m, n):
+                return True
+        return False
+
+    return live
 
 
-def _leads_nowhere(
-    msg: Message, fields: FieldPlan, cache: dict[type, tuple[Callable[[Any], Any], tuple[Any, ...]]]
-) -> bool:
-    # None of the followed fields of ``msg`` holds anything (the getters are made once per class).
+def _leads_nowhere(msg: Message, fields: FieldPlan, cache: dict[type, Callable[[Any], bool]]) -> bool:
+    # None of the followed fields of ``msg`` holds anything (the tests are made once per class).
     e = cache.get(type(msg))
     if e is None:
-        e = cache[type(msg)] = _emptiness(fields.get(type(msg), ()))
-    return bool(e[0](msg) == e[1])
+        e = cache[type(msg)] = _liveness(fields.get(type(msg), ()))
+    return not e(msg)
 
 
 def walk_messages(
@@ -160,11 +166,11 @@ def walk_messages(
         raise ValueError("prune and unique do not combine")
     if prune and node_fields not in ((), (("attribute", True),)):
         raise ValueError("prune walks towards messages that a node holds only through its attributes")
-    node_values, node_empty = _emptiness(node_fields)
-    attr_values, attr_empty = _emptiness(fields.get(AttributeProto, ()))
+    node_live = _liveness(node_fields)
+    attr_live = _liveness(fields.get(AttributeProto, ()))
     get = fields.get
     by_class_of = by_class.setdefault
-    emptiness: dict[type, tuple[Callable[[Any], Any], tuple[Any, ...]]] = {}
+    emptiness: dict[type, Callable[[Any], bool]] = {}
     # (entry, subgraph depth)
     stack = [(0, 0)]
     while stack:
@@ -178,12 +184,12 @@ def walk_messages(
         pushed: list[tuple[int, int]] = []
         if type(msg) is GraphProto:
             # A node cannot enclose itself except through a graph, which is guarded below.
-            nodes = msg.node
+            nodes = peek(msg, "node")
             if prune:
                 # Look through the attributes here: most nodes hold nothing the walk is after.
                 for k in range(len(nodes)):
-                    for a in nodes[k].attribute:
-                        if attr_values(a) != attr_empty:
+                    for a in peek(nodes[k], "attribute"):
+                        if attr_live(a):
                             break
                     else:
                         continue
@@ -196,7 +202,7 @@ def walk_messages(
                     j = len(entries)
                     entries.append((n, i, "node", k))
                     node_entries.append(j)
-                    if node_values(n) != node_empty:
+                    if node_live(n):
                         pushed.append((j, depth))
             plan = plan[1:]
         sub_depth = depth
@@ -205,7 +211,7 @@ def walk_messages(
             if max_nesting is not None and sub_depth > max_nesting:
                 plan = tuple(f for f in plan if f[0] not in ("g", "graphs"))
         for fname, is_repeated in plan:
-            v = getattr(msg, fname)
+            v = peek(msg, fname)
             if is_repeated:
                 if not v:
                     continue
