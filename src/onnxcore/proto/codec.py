@@ -142,6 +142,31 @@ def _scalar_op(f: FieldSpec) -> int:
     }[f.type]
 
 
+def _reaching(target: str) -> frozenset[str]:
+    # The messages that hold, at some depth, a message of type ``target`` (``target`` included).
+    reaches = {target}
+    changed = True
+    while changed:
+        changed = False
+        for name, spec in MESSAGE_SPECS.items():
+            if name not in reaches and any(f.kind == "message" and f.type in reaches for f in spec.fields):
+                reaches.add(name)
+                changed = True
+    return frozenset(reaches)
+
+
+_TENSOR_HOLDERS = _reaching("TensorProto")
+# Repeated message fields that can lead to a TensorProto (GraphProto.node, NodeProto.attribute,
+# AttributeProto.tensors, ...): decoded with their list made at once. Every load walks them to find external
+# references, and reading an unset slot costs an exception (half a microsecond); the budget charges them.
+_EAGER: frozenset[tuple[str, str]] = frozenset(
+    (name, f.name)
+    for name, spec in MESSAGE_SPECS.items()
+    for f in spec.fields
+    if f.repeated and f.kind == "message" and f.type in _TENSOR_HOLDERS
+)
+
+
 def _make_blank(cls: type[Message]) -> Callable[[], Message]:
     """A constructor of an absent-everything instance of ``cls``, without keyword processing.
 
@@ -149,12 +174,15 @@ def _make_blank(cls: type[Message]) -> Callable[[], Message]:
     generated ``__init__`` with its keyword arguments is worth bypassing here. Repeated fields are left
     unset: the decoder fills one at its first element (:func:`_lst`), and an access to one never filled
     creates its empty list then (``Message.__getattr__``), so an empty entry costs one small object
-    (issue 29: two octets on the wire, formerly a list per repeated field).
+    (issue 29: two octets on the wire, formerly a list per repeated field). The fields of :data:`_EAGER`
+    are the exception: their list is made at once, so that a walk towards tensors reads them at C speed.
     """
     lines = ["def blank():", "    o = new(cls)"]
     for f in cls._SPEC.fields:
         if f.repeated:
-            continue
+            if (cls._SPEC.name, f.name) not in _EAGER:
+                continue
+            value = "[]"
         elif f.kind == "message":
             value = "None"
         else:
@@ -171,7 +199,10 @@ _BLANK: dict[type[Message], Callable[[], Message]] = {cls: _make_blank(cls) for 
 # What one decoded message costs the memory budget: the object as created (its slots, GC header included),
 # its place in a list (8) and 8 more for the list's over-allocation and the allocator's arenas (measured: a
 # field of 2**19 empty attributes peaked 0.3 % above the bare sizes).
-_COST: dict[type[Message], int] = {cls: sys.getsizeof(blank()) + 16 for cls, blank in _BLANK.items()}
+_COST: dict[type[Message], int] = {
+    cls: sys.getsizeof(blank()) + 16 + sum(_LIST_COST for f in cls._SPEC.fields if (cls._SPEC.name, f.name) in _EAGER)
+    for cls, blank in _BLANK.items()
+}
 _NEW_COST: dict[Callable[[], Message], int] = {blank: _COST[cls] for cls, blank in _BLANK.items()}
 
 
@@ -488,7 +519,7 @@ def _make_decoder(cls: type[Message]) -> Callable[[Message, Buffer, int, int, in
             body += _LEN_READ
             if f.repeated:
                 body += [
-                    *_list_of(f.name, bit),
+                    *([f"            lst = obj.{f.name}"] if (spec.name, f.name) in _EAGER else _list_of(f.name, bit)),
                     "            lim[1] -= 1",
                     f"            lim[2] -= {_COST[child]}",
                     "            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:",

@@ -12,10 +12,11 @@ can lead to a ``TensorProto`` (``message_fields("TensorProto")``, with ``prune``
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from operator import attrgetter
 from typing import Any
 
 from onnxcore.proto.codec import MESSAGE_CLASSES
-from onnxcore.proto.message import Message, peek
+from onnxcore.proto.message import Message
 from onnxcore.proto.messages import AttributeProto, GraphProto, NodeProto
 from onnxcore.proto.spec import MESSAGE_SPECS
 
@@ -82,39 +83,32 @@ class MessageWalk:
 def _live(msg: Message, fields: FieldPlan) -> bool:
     # Whether a planned field of ``msg`` holds anything (a message without one leads nowhere).
     for name, _ in fields.get(type(msg), ()):
-        if peek(msg, name):
+        if getattr(msg, name):
             return True
     return False
 
 
-def _liveness(fields: tuple[tuple[str, bool], ...]) -> Callable[[Any], bool]:
-    """A test of whether any of these fields of a message holds anything.
-
-    Fields are read with ``peek``: looking at a decoded message does not create the lists of its absent
-    repeated fields (issue 29), so a walk over a hostile model of empty entries costs no memory per entry.
-    """
-    names = tuple(f for f, _ in fields)
+def _emptiness(fields: tuple[tuple[str, bool], ...]) -> tuple[Callable[[Any], Any], tuple[Any, ...]]:
+    """A getter of these fields of a message as one tuple (one C-level call), and that tuple when
+    none holds anything: comparing the two tells whether the message leads anywhere."""
+    names = [f for f, _ in fields]
+    empty: tuple[Any, ...] = tuple([] if repeated else None for _, repeated in fields)
     if not names:
-        return lambda m: False
+        return (lambda m: ()), ()
     if len(names) == 1:
-        (only,) = names
-        return lambda m: bool(peek(m, only))
-
-    def live(m: Any) -> bool:
-        for n in names:
-            if peek(m, n):
-                return True
-        return False
-
-    return live
+        # attrgetter of one name gives the value itself, not a 1-tuple: name it twice.
+        return attrgetter(names[0], names[0]), empty * 2
+    return attrgetter(*names), empty
 
 
-def _leads_nowhere(msg: Message, fields: FieldPlan, cache: dict[type, Callable[[Any], bool]]) -> bool:
-    # None of the followed fields of ``msg`` holds anything (the tests are made once per class).
+def _leads_nowhere(
+    msg: Message, fields: FieldPlan, cache: dict[type, tuple[Callable[[Any], Any], tuple[Any, ...]]]
+) -> bool:
+    # None of the followed fields of ``msg`` holds anything (the getters are made once per class).
     e = cache.get(type(msg))
     if e is None:
-        e = cache[type(msg)] = _liveness(fields.get(type(msg), ()))
-    return not e(msg)
+        e = cache[type(msg)] = _emptiness(fields.get(type(msg), ()))
+    return bool(e[0](msg) == e[1])
 
 
 def walk_messages(
@@ -166,11 +160,11 @@ def walk_messages(
         raise ValueError("prune and unique do not combine")
     if prune and node_fields not in ((), (("attribute", True),)):
         raise ValueError("prune walks towards messages that a node holds only through its attributes")
-    node_live = _liveness(node_fields)
-    attr_live = _liveness(fields.get(AttributeProto, ()))
+    node_values, node_empty = _emptiness(node_fields)
+    attr_values, attr_empty = _emptiness(fields.get(AttributeProto, ()))
     get = fields.get
     by_class_of = by_class.setdefault
-    emptiness: dict[type, Callable[[Any], bool]] = {}
+    emptiness: dict[type, tuple[Callable[[Any], Any], tuple[Any, ...]]] = {}
     # (entry, subgraph depth)
     stack = [(0, 0)]
     while stack:
@@ -184,12 +178,12 @@ def walk_messages(
         pushed: list[tuple[int, int]] = []
         if type(msg) is GraphProto:
             # A node cannot enclose itself except through a graph, which is guarded below.
-            nodes = peek(msg, "node")
+            nodes = msg.node
             if prune:
                 # Look through the attributes here: most nodes hold nothing the walk is after.
                 for k in range(len(nodes)):
-                    for a in peek(nodes[k], "attribute"):
-                        if attr_live(a):
+                    for a in nodes[k].attribute:
+                        if attr_values(a) != attr_empty:
                             break
                     else:
                         continue
@@ -202,7 +196,7 @@ def walk_messages(
                     j = len(entries)
                     entries.append((n, i, "node", k))
                     node_entries.append(j)
-                    if node_live(n):
+                    if node_values(n) != node_empty:
                         pushed.append((j, depth))
             plan = plan[1:]
         sub_depth = depth
@@ -211,7 +205,7 @@ def walk_messages(
             if max_nesting is not None and sub_depth > max_nesting:
                 plan = tuple(f for f in plan if f[0] not in ("g", "graphs"))
         for fname, is_repeated in plan:
-            v = peek(msg, fname)
+            v = getattr(msg, fname)
             if is_repeated:
                 if not v:
                     continue
