@@ -149,12 +149,14 @@ def test_decoded_empty_entries_behave_as_built_ones() -> None:
     fresh = onnxcore.load(data)
     assert onnxcore.encode(fresh) == data
     with pytest.raises(AttributeError):
-        object.__getattribute__(fresh.graph.node[2], "output")
+        object.__getattribute__(fresh.graph.node[2], "metadata_props")
     assert copy.deepcopy(fresh) == fresh and onnxcore.encode(copy.deepcopy(fresh)) == data
     # Mutation, then encode: the change is written.
     fresh.graph.node[2].output = ["y"]
+    fresh.graph.node[1].metadata_props = [onnxcore.StringStringEntryProto(key="k", value="v")]
     again = onnxcore.load(onnxcore.encode(fresh))
     assert again.graph.node[2].output == ["y"] and again == fresh
+    assert again.graph.node[1].metadata_props[0].key == "k"
     with pytest.raises(AttributeError):
         _ = node.no_such_field  # type: ignore[attr-defined]
 
@@ -189,3 +191,17 @@ def test_a_light_zoo_model_runs_as_onnxruntime_does() -> None:
     want = sess.run(None, {name: x})[0]
     np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4)
     assert json.dumps(got.shape) == json.dumps(want.shape)
+
+
+def test_packed_and_unpacked_elements_concatenate_in_every_list_form() -> None:
+    # Clause 12.3.3: both forms of a repeated number field, in any order, add up. TensorProto.dims has its list
+    # made with the message, AttributeProto.ints is made at its first element: the generic (packed) path and
+    # the inline (unpacked) one must append to the same list in both cases.
+    dims = onnxcore.load(_graph(_ld(5, bytes([0x08, 2, 0x0A, 2, 3, 4, 0x08, 5])))).graph.initializer[0].dims
+    assert dims == [2, 3, 4, 5]
+    attr = bytes([0x40, 2, 0x42, 2, 3, 4, 0x40, 5])  # ints (tag 8): unpacked 2, packed [3, 4], unpacked 5
+    ints = onnxcore.load(_graph(_ld(1, _ld(5, attr)))).graph.node[0].attribute[0].ints
+    assert ints == [2, 3, 4, 5]
+    for data in (bytes([0x0A, 2, 3, 4, 0x08, 5]), bytes([0x08, 5, 0x0A, 2, 3, 4])):
+        want = [3, 4, 5] if data[0] == 0x0A else [5, 3, 4]
+        assert onnxcore.decode(onnxcore.TensorProto, data).dims == want

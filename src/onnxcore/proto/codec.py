@@ -43,6 +43,7 @@ DEFAULT_MAX_DEPTH = 256
 DEFAULT_MAX_REPEATED = DEFAULT_LIMITS.max_repeated_messages
 DEFAULT_MAX_MESSAGES = DEFAULT_LIMITS.max_messages
 _UNBOUNDED = 1 << 62
+_GET = object.__getattribute__
 # The memory bound of decoding (issue 29): the objects a decode builds for embedded messages and repeated
 # fields may cost at most DECODE_BYTES_PER_OCTET times the input octets plus DECODE_BYTES_BASE. Measured:
 # real models cost 15 to 33 octets of memory per input octet (the light model zoo, a 50,000-node graph), an
@@ -159,12 +160,14 @@ _TENSOR_HOLDERS = _reaching("TensorProto")
 # Repeated message fields that can lead to a TensorProto (GraphProto.node, NodeProto.attribute,
 # AttributeProto.tensors, ...): decoded with their list made at once. Every load walks them to find external
 # references, and reading an unset slot costs an exception (half a microsecond); the budget charges them.
+# A node's inputs and outputs and a tensor's dims are there in every real model: made at once too, which
+# spares the decoder a test per element (an empty entry still costs its lists, charged to the budget).
 _EAGER: frozenset[tuple[str, str]] = frozenset(
     (name, f.name)
     for name, spec in MESSAGE_SPECS.items()
     for f in spec.fields
     if f.repeated and f.kind == "message" and f.type in _TENSOR_HOLDERS
-)
+) | {("NodeProto", "input"), ("NodeProto", "output"), ("TensorProto", "dims")}
 
 
 def _make_blank(cls: type[Message]) -> Callable[[], Message]:
@@ -250,10 +253,13 @@ def _lst(obj: Message, name: str, bit: int, lim: list[int]) -> list[Any]:
     if obj._present & bit:
         lst: list[Any] = getattr(obj, name)
         return lst
-    lst = []
-    setattr(obj, name, lst)
+    try:
+        lst = _GET(obj, name)  # a field of _EAGER: made with the message, maybe appended to inline already
+    except AttributeError:
+        lst = []
+        setattr(obj, name, lst)
+        lim[2] -= _LIST_COST
     obj._present |= bit
-    lim[2] -= _LIST_COST
     return lst
 
 
@@ -519,7 +525,7 @@ def _make_decoder(cls: type[Message]) -> Callable[[Message, Buffer, int, int, in
             body += _LEN_READ
             if f.repeated:
                 body += [
-                    *([f"            lst = obj.{f.name}"] if (spec.name, f.name) in _EAGER else _list_of(f.name, bit)),
+                    *_list_of(spec.name, f.name, bit),
                     "            lim[1] -= 1",
                     f"            lim[2] -= {_COST[child]}",
                     "            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:",
@@ -553,7 +559,7 @@ def _make_decoder(cls: type[Message]) -> Callable[[Message, Buffer, int, int, in
             body.append(f"        elif key == {key}:")
             body += _LEN_READ
             if f.repeated:
-                body += _list_of(f.name, bit)
+                body += _list_of(spec.name, f.name, bit)
             store = "lst.append(text)" if f.repeated else f"obj.{f.name} = text"
             body += [
                 "            try:",
@@ -583,7 +589,7 @@ def _make_decoder(cls: type[Message]) -> Callable[[Message, Buffer, int, int, in
                     f"                    raise DecodeError(INT32_MSG % v, vpos, {f.name!r})",
                 ]
             if f.repeated:
-                body += [*_list_of(f.name, bit), "            lst.append(v)"]
+                body += [*_list_of(spec.name, f.name, bit), "            lst.append(v)"]
             else:
                 body += [f"            obj.{f.name} = v", f"            obj._present |= {bit}"]
     ns["LIMIT_MSG"] = "messages nested deeper than %d levels (Clause 15.4)"
@@ -609,8 +615,11 @@ def _make_decoder(cls: type[Message]) -> Callable[[Message, Buffer, int, int, in
     return decoder
 
 
-def _list_of(name: str, bit: int) -> list[str]:
-    # Inline form of _lst: ``lst`` is the field's list, created at the first element.
+def _list_of(message: str, name: str, bit: int) -> list[str]:
+    # Inline form of _lst: ``lst`` is the field's list, created at the first element (made with the message
+    # for a field of _EAGER).
+    if (message, name) in _EAGER:
+        return [f"            lst = obj.{name}"]
     return [
         f"            if obj._present & {bit}:",
         f"                lst = obj.{name}",
@@ -674,12 +683,15 @@ def decode_message(
     if buf.format != "B" or buf.ndim != 1:
         buf = buf.cast("B")
     obj: M = _BLANK[cls]()  # type: ignore[assignment]
-    budget = DECODE_BYTES_PER_OCTET * len(buf) + DECODE_BYTES_BASE if max_messages is not None else _UNBOUNDED
+    # The budget counts the objects' own sizes; 1/16 of the bound is kept for what it does not count (the
+    # allocator's arenas, the over-allocation of long lists).
+    bound = DECODE_BYTES_PER_OCTET * len(buf) + DECODE_BYTES_BASE
+    budget = bound - bound // 16 if max_messages is not None else _UNBOUNDED
     lim = [
         _UNBOUNDED if max_repeated is None else max_repeated,
         _UNBOUNDED if max_messages is None else max_messages,
         budget,
-        budget,
+        bound,
     ]
     # Millions of small messages are millions of container objects: the cyclic garbage collector, triggered by
     # their allocation, would scan them over and over (80 % of decoding time for a field of 10^6 empty entries).
@@ -718,7 +730,6 @@ def _build_encode_plan(name: str) -> _Plan:
     return plan
 
 
-_GET = object.__getattribute__
 _ENCODE_PLANS: dict[type[Message], _Plan] = {cls: _build_encode_plan(n) for n, cls in MESSAGE_CLASSES.items()}
 
 
