@@ -100,14 +100,13 @@ class Limits:
             one subgraph object between the branches of every level would otherwise be walked exponentially
             often; past the budget what is left stays unknown (Clause 9.4). Default 2,000,000.
         max_repeated_messages: Embedded messages in one repeated field while decoding (``GraphProto.node``,
-            ``NodeProto.attribute``, ...). An empty entry costs two octets on the wire and hundreds of octets
-            decoded (150 to 700), so a small file could otherwise ask for gigabytes. Default 2**19 (524,288;
-            the largest real graphs have a few hundred thousand nodes): a field at the bound costs at most about
-            350 MiB and a few seconds to decode and check.
+            ``NodeProto.attribute``, ...). Default 2**19 (524,288; the largest real graphs have a few hundred
+            thousand nodes). Decoding memory is bounded besides, at 64 x the input octets + 32 MiB (an empty
+            entry, two octets on the wire, decodes to one object of 56 to 424 octets, its lists included; see
+            ``onnxcore.proto.codec.DECODE_BYTES_PER_OCTET``), refused with ``DecodeLimitError``.
         max_messages: Embedded messages in repeated fields in all, while decoding (nodes, attributes,
-            value infos and their dimensions together). Default 2**21 (2,097,152): decoded, an empty entry costs
-            150 to 700 octets (a ``TensorProto`` the most), so the bound keeps a hostile file of a few MB
-            near a gigabyte at worst.
+            value infos and their dimensions together). Default 2**21 (2,097,152). None lifts the decoding
+            memory bound (64 x input octets + 32 MiB) too.
         max_alloc_bytes: Octets of one tensor a kernel allocates while evaluating when its size comes from data
             or attributes (ConstantOfShape, Expand, Tile, Pad, RandomUniform, ...), checked before allocating.
             Default: half of this machine's physical memory, at most 2**36 (:data:`MACHINE_ALLOC_BYTES`), so an

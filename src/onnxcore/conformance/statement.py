@@ -24,6 +24,7 @@ from onnxcore.conformance.runner import CaseResult
 from onnxcore.defs import all_schemas, data_info, domain_versions, get_schema, known_domains
 from onnxcore.kernels.registry import lookup
 from onnxcore.limits import DEFAULT_LIMITS, DERIVED_DEFAULTS
+from onnxcore.proto.codec import DECODE_BYTES_BASE, DECODE_BYTES_PER_OCTET
 from onnxcore.types import ElementType
 
 __all__ = ["build_statement", "render_markdown", "unsupported_operators", "is_supported"]
@@ -213,6 +214,10 @@ def build_statement(results: list[CaseResult], *, package: str = "ONNX 1-3 node 
         f.name: DERIVED_DEFAULTS.get(f.name, getattr(DEFAULT_LIMITS, f.name))
         for f in dataclasses.fields(DEFAULT_LIMITS)
     }
+    limits["decode_memory"] = (
+        f"{DECODE_BYTES_PER_OCTET} x input octets + {DECODE_BYTES_BASE >> 20} MiB (the objects decoding builds; "
+        "lifted with max_messages)"
+    )
     info = data_info()
     return {
         "identity": {
