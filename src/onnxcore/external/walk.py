@@ -30,8 +30,7 @@ def _render(prefix: str, path: list[tuple[str, int]], name: str, index: int) -> 
 
 
 def _children(msg: Message) -> Iterator[tuple[str, int, Message]]:
-    # The children of ``msg`` along the followed fields that can hold a tensor. A decoder makes the lists of
-    # these fields at once (codec._EAGER), so plain attribute reads create nothing.
+    # The children of ``msg`` along the followed fields that can hold a tensor.
     for name, repeated in _FIELDS.get(type(msg), ()):
         v = getattr(msg, name)
         if repeated:

@@ -19,7 +19,7 @@ import numpy as np
 from onnxcore.errors import DecodeError, DecodeLimitError, EncodeError
 from onnxcore.limits import DEFAULT_LIMITS
 from onnxcore.proto import messages as _m
-from onnxcore.proto.message import Message, copy_message, peek
+from onnxcore.proto.message import Message, copy_message
 from onnxcore.proto.spec import MESSAGE_SPECS, WIRE_I32, WIRE_I64, WIRE_LEN, WIRE_VARINT, FieldSpec
 from onnxcore.wire.reader import Buffer, read_length, read_varint, skip_value
 from onnxcore.wire.varint import encode_key, encode_varint
@@ -43,7 +43,6 @@ DEFAULT_MAX_DEPTH = 256
 DEFAULT_MAX_REPEATED = DEFAULT_LIMITS.max_repeated_messages
 DEFAULT_MAX_MESSAGES = DEFAULT_LIMITS.max_messages
 _UNBOUNDED = 1 << 62
-_GET = object.__getattribute__
 # The memory bound of decoding (issue 29): the objects a decode builds for embedded messages and repeated
 # fields may cost at most DECODE_BYTES_PER_OCTET times the input octets plus DECODE_BYTES_BASE. Measured:
 # real models cost 15 to 33 octets of memory per input octet (the light model zoo, a 50,000-node graph), an
@@ -143,48 +142,19 @@ def _scalar_op(f: FieldSpec) -> int:
     }[f.type]
 
 
-def _reaching(target: str) -> frozenset[str]:
-    # The messages that hold, at some depth, a message of type ``target`` (``target`` included).
-    reaches = {target}
-    changed = True
-    while changed:
-        changed = False
-        for name, spec in MESSAGE_SPECS.items():
-            if name not in reaches and any(f.kind == "message" and f.type in reaches for f in spec.fields):
-                reaches.add(name)
-                changed = True
-    return frozenset(reaches)
-
-
-_TENSOR_HOLDERS = _reaching("TensorProto")
-# Repeated message fields that can lead to a TensorProto (GraphProto.node, NodeProto.attribute,
-# AttributeProto.tensors, ...): decoded with their list made at once. Every load walks them to find external
-# references, and reading an unset slot costs an exception (half a microsecond); the budget charges them.
-# A node's inputs and outputs and a tensor's dims are there in every real model: made at once too, which
-# spares the decoder a test per element (an empty entry still costs its lists, charged to the budget).
-_EAGER: frozenset[tuple[str, str]] = frozenset(
-    (name, f.name)
-    for name, spec in MESSAGE_SPECS.items()
-    for f in spec.fields
-    if f.repeated and f.kind == "message" and f.type in _TENSOR_HOLDERS
-) | {("NodeProto", "input"), ("NodeProto", "output"), ("TensorProto", "dims")}
-
-
 def _make_blank(cls: type[Message]) -> Callable[[], Message]:
     """A constructor of an absent-everything instance of ``cls``, without keyword processing.
 
     Decoding creates one message per embedded occurrence (50,000 nodes: 50,000 calls), so the
-    generated ``__init__`` with its keyword arguments is worth bypassing here. Repeated fields are left
-    unset: the decoder fills one at its first element (:func:`_lst`), and an access to one never filled
-    creates its empty list then (``Message.__getattr__``), so an empty entry costs one small object
-    (issue 29: two octets on the wire, formerly a list per repeated field). The fields of :data:`_EAGER`
-    are the exception: their list is made at once, so that a walk towards tensors reads them at C speed.
+    generated ``__init__`` with its keyword arguments is worth bypassing here. Every repeated field gets
+    its list at once: an empty entry of two octets costs the object and its lists, which the decode budget
+    charges (issue 29). (Lists made on first access would need a ``__getattr__`` on messages, which keeps
+    Python from specialising every attribute read of every message: ``check`` of a 50,000-node graph
+    took 46 % longer that way.)
     """
     lines = ["def blank():", "    o = new(cls)"]
     for f in cls._SPEC.fields:
         if f.repeated:
-            if (cls._SPEC.name, f.name) not in _EAGER:
-                continue
             value = "[]"
         elif f.kind == "message":
             value = "None"
@@ -203,7 +173,7 @@ _BLANK: dict[type[Message], Callable[[], Message]] = {cls: _make_blank(cls) for 
 # its place in a list (8) and 8 more for the list's over-allocation and the allocator's arenas (measured: a
 # field of 2**19 empty attributes peaked 0.3 % above the bare sizes).
 _COST: dict[type[Message], int] = {
-    cls: sys.getsizeof(blank()) + 16 + sum(_LIST_COST for f in cls._SPEC.fields if (cls._SPEC.name, f.name) in _EAGER)
+    cls: sys.getsizeof(blank()) + 16 + _LIST_COST * sum(1 for f in cls._SPEC.fields if f.repeated)
     for cls, blank in _BLANK.items()
 }
 _NEW_COST: dict[Callable[[], Message], int] = {blank: _COST[cls] for cls, blank in _BLANK.items()}
@@ -242,25 +212,6 @@ _DECODE_TABLES: dict[type[Message], dict[int, _Entry]] = {
 _KNOWN_TAGS: dict[type[Message], frozenset[int]] = {
     cls: frozenset(f.tag for f in MESSAGE_SPECS[name].fields) for name, cls in MESSAGE_CLASSES.items()
 }
-
-
-def _lst(obj: Message, name: str, bit: int, lim: list[int]) -> list[Any]:
-    """The list of repeated field ``name`` of a message being decoded, created at its first element.
-
-    A decoder-made message starts with its repeated slots unset; bit ``bit`` of ``_present`` (unused by
-    repeated fields otherwise) records that the decoder has filled the slot.
-    """
-    if obj._present & bit:
-        lst: list[Any] = getattr(obj, name)
-        return lst
-    try:
-        lst = _GET(obj, name)  # a field of _EAGER: made with the message, maybe appended to inline already
-    except AttributeError:
-        lst = []
-        setattr(obj, name, lst)
-        lim[2] -= _LIST_COST
-    obj._present |= bit
-    return lst
 
 
 def _utf8_error(e: UnicodeDecodeError, start: int, name: str) -> DecodeError:
@@ -359,11 +310,11 @@ def _one_field(
         pos = b
         if op == _R_STR:
             try:
-                _lst(obj, name, bit, lim).append(str(buf[a:b], "utf-8"))
+                getattr(obj, name).append(str(buf[a:b], "utf-8"))
             except UnicodeDecodeError as e:
                 raise _utf8_error(e, a, name) from None
         elif op == _R_MSG:
-            lst = _lst(obj, name, bit, lim)
+            lst = getattr(obj, name)
             lim[1] -= 1
             lim[2] -= _NEW_COST[sub]
             if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
@@ -409,7 +360,7 @@ def _one_field(
             setattr(obj, name, bytes(buf[a:b]))
             obj._present |= bit
         else:
-            _lst(obj, name, bit, lim).append(bytes(buf[a:b]))
+            getattr(obj, name).append(bytes(buf[a:b]))
         return pos
     if op <= _R_U64:
         vpos = pos
@@ -427,7 +378,7 @@ def _one_field(
             if not _I32_MIN <= v < _I32_LIM:
                 raise DecodeError(f"value {v} is outside the int32 range (Clause 12.2.3)", vpos, name)
         if op >= _R_I64:
-            _lst(obj, name, bit, lim).append(v)
+            getattr(obj, name).append(v)
         else:
             setattr(obj, name, v)
             obj._present |= bit
@@ -443,7 +394,7 @@ def _one_field(
             setattr(obj, name, fv)
             obj._present |= bit
         else:
-            _lst(obj, name, bit, lim).append(fv)
+            getattr(obj, name).append(fv)
         return pos
     if op == _DBL or op == _R_DBL:
         if pos + 8 > end:
@@ -454,12 +405,12 @@ def _one_field(
             setattr(obj, name, dv)
             obj._present |= bit
         else:
-            _lst(obj, name, bit, lim).append(dv)
+            getattr(obj, name).append(dv)
         return pos
     # Packed repeated field (Clause 12.3.3); appended to what is there already.
     a, b = read_length(buf, pos, end)
     pos = b
-    _lst(obj, name, bit, lim).extend(_decode_packed(buf, op, a, b, name))
+    getattr(obj, name).extend(_decode_packed(buf, op, a, b, name))
     return pos
 
 
@@ -525,7 +476,7 @@ def _make_decoder(cls: type[Message]) -> Callable[[Message, Buffer, int, int, in
             body += _LEN_READ
             if f.repeated:
                 body += [
-                    *_list_of(spec.name, f.name, bit),
+                    f"            lst = obj.{f.name}",
                     "            lim[1] -= 1",
                     f"            lim[2] -= {_COST[child]}",
                     "            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:",
@@ -559,7 +510,7 @@ def _make_decoder(cls: type[Message]) -> Callable[[Message, Buffer, int, int, in
             body.append(f"        elif key == {key}:")
             body += _LEN_READ
             if f.repeated:
-                body += _list_of(spec.name, f.name, bit)
+                body.append(f"            lst = obj.{f.name}")
             store = "lst.append(text)" if f.repeated else f"obj.{f.name} = text"
             body += [
                 "            try:",
@@ -589,7 +540,7 @@ def _make_decoder(cls: type[Message]) -> Callable[[Message, Buffer, int, int, in
                     f"                    raise DecodeError(INT32_MSG % v, vpos, {f.name!r})",
                 ]
             if f.repeated:
-                body += [*_list_of(spec.name, f.name, bit), "            lst.append(v)"]
+                body += [f"            lst = obj.{f.name}", "            lst.append(v)"]
             else:
                 body += [f"            obj.{f.name} = v", f"            obj._present |= {bit}"]
     ns["LIMIT_MSG"] = "messages nested deeper than %d levels (Clause 15.4)"
@@ -613,21 +564,6 @@ def _make_decoder(cls: type[Message]) -> Callable[[Message, Buffer, int, int, in
     exec("\n".join(lines), ns)
     decoder: Callable[[Message, Buffer, int, int, int, int, list[int]], None] = ns["decode"]
     return decoder
-
-
-def _list_of(message: str, name: str, bit: int) -> list[str]:
-    # Inline form of _lst: ``lst`` is the field's list, created at the first element (made with the message
-    # for a field of _EAGER).
-    if (message, name) in _EAGER:
-        return [f"            lst = obj.{name}"]
-    return [
-        f"            if obj._present & {bit}:",
-        f"                lst = obj.{name}",
-        "            else:",
-        f"                lst = obj.{name} = []",
-        f"                obj._present |= {bit}",
-        f"                lim[2] -= {_LIST_COST}",
-    ]
 
 
 _LEN_READ = [
@@ -791,14 +727,7 @@ def _encode_into(msg: Message, w: Writer, path: str) -> None:
         raise EncodeError(f"{path}: {type(msg).__name__} is not an Annex B message")
     present = msg._present
     for f, key, sub in plan:
-        if f.repeated:
-            # A repeated field a decoder left unset is empty: read without creating its list (Message.__getattr__).
-            try:
-                v = _GET(msg, f.name)
-            except AttributeError:
-                continue
-        else:
-            v = getattr(msg, f.name)
+        v = getattr(msg, f.name)
         if f.kind == "message":
             if f.repeated:
                 for i, item in enumerate(v):
@@ -906,7 +835,7 @@ def _canonicalize(msg: M) -> M:
         for f in m._SPEC.fields:
             if f.kind != "message":
                 continue
-            v = peek(m, f.name)
+            v = getattr(m, f.name)
             if f.repeated:
                 for x in v:
                     visit(x)

@@ -8,25 +8,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 if TYPE_CHECKING:
     from onnxcore.proto.spec import FieldSpec, MessageSpec
 
-__all__ = ["Message", "copy_message", "peek"]
+__all__ = ["Message", "copy_message"]
 
 _D = struct.Struct("<d")
-_EMPTY: tuple[()] = ()
-_GET = object.__getattribute__
-
-
-def peek(msg: Message, name: str) -> Any:
-    """The value of field ``name`` of ``msg`` without creating an absent repeated field's list.
-
-    A decoded message leaves the slot of a repeated field it did not meet on the wire unset (an empty
-    entry of two octets would otherwise cost a list per repeated field, issue 29); the slot is filled with
-    a new empty list on first attribute access. Readers that only look (encoding, equality, copy) read an
-    unset repeated field as an empty tuple through this function instead, so looking costs nothing.
-    """
-    try:
-        return _GET(msg, name)
-    except AttributeError:
-        return _EMPTY
 
 
 def _float_bits(v: float) -> bytes:
@@ -49,19 +33,6 @@ class Message:
     _present: int
     _unknown: list[tuple[int, bytes | bytearray | memoryview]] | None
 
-    if not TYPE_CHECKING:  # hidden from mypy, so that a misspelt field name stays a type error
-
-        def __getattr__(self, name: str) -> Any:
-            # Called only when the slot is unset: a repeated field a decoder left absent gets its list now
-            # (copy-on-write of the shared absent value; see ``peek``).
-            if name[:1] != "_":
-                f = self._SPEC.by_name.get(name)
-                if f is not None and f.repeated:
-                    v: list[Any] = []
-                    object.__setattr__(self, name, v)
-                    return v
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-
     def _field(self, name: str) -> FieldSpec:
         try:
             return self._SPEC.by_name[name]
@@ -79,7 +50,7 @@ class Message:
         return self._has(f)
 
     def _has(self, f: FieldSpec) -> bool:
-        v = peek(self, f.name)
+        v = getattr(self, f.name)
         if f.repeated:
             return len(v) > 0
         if f.kind == "message":
@@ -133,21 +104,13 @@ class Message:
             return NotImplemented
         assert isinstance(other, Message)
         for f in self._SPEC.fields:
-            a = peek(self, f.name)
-            b = peek(other, f.name)
-            if f.repeated:
-                if len(a) != len(b):
-                    return False
-                if not a:
-                    continue  # both empty (an unset field reads as an empty tuple, a set one may be a list)
-                if f.type in ("float", "double"):
-                    if any(_float_bits(x) != _float_bits(y) for x, y in zip(a, b)):
+            a = getattr(self, f.name)
+            b = getattr(other, f.name)
+            if f.repeated or f.kind == "message":
+                if f.type in ("float", "double") and f.repeated:
+                    if len(a) != len(b) or any(_float_bits(x) != _float_bits(y) for x, y in zip(a, b)):
                         return False
                 elif a != b:
-                    return False
-                continue
-            if f.kind == "message":
-                if a != b:
                     return False
                 continue
             if self._has(f) != other._has(f):
@@ -166,7 +129,7 @@ class Message:
         for f in self._SPEC.fields:
             if not self._has(f):
                 continue
-            v: Any = peek(self, f.name)
+            v: Any = getattr(self, f.name)
             parts.append(f"{f.name}={_short(v)}")
         if self._unknown:
             parts.append(f"<{len(self._unknown)} unknown fields>")
@@ -187,10 +150,7 @@ def copy_message(msg: M) -> M:
     cls = type(msg)
     out = cls.__new__(cls)
     for f in msg._SPEC.fields:
-        try:
-            v = _GET(msg, f.name)
-        except AttributeError:
-            continue  # an absent repeated field stays absent (unset) in the copy
+        v = getattr(msg, f.name)
         if f.kind == "message":
             if f.repeated:
                 v = [copy_message(x) for x in v]
