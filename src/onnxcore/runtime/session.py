@@ -22,18 +22,21 @@ from onnxcore.errors import InputError, LimitError, OutputShapeWarning, Unsuppor
 from onnxcore.graph.bound import BoundModel, bind
 from onnxcore.io import load
 from onnxcore.kernels.registry import KernelSet
-from onnxcore.kernels.threads import machine_threads, threads_in_effect
+from onnxcore.kernels.threads import enter_threads, exit_threads, machine_threads, threads_in_effect
 from onnxcore.limits import (
     DEFAULT_LIMITS,
     NESTING_REFUSAL,
     Limits,
     RunControl,
+    enter_run,
+    exit_run,
     limits_in_effect,
     run_control_in_effect,
 )
 from onnxcore.proto import ModelProto, TypeProto
 from onnxcore.proto.bridge import as_message, is_onnx_message
 from onnxcore.runtime.compile import CompileEnv, compile_graph
+from onnxcore.runtime.fastrun import FeedChecks, IgnoreFloatErrors, OutputShapes
 from onnxcore.runtime.feeds import check_feed
 from onnxcore.runtime.optimize.specialize import decided_shape_nodes, has_shape_nodes, shape_signature
 from onnxcore.runtime.plan import GraphIR, Plan, describe_value
@@ -208,6 +211,14 @@ class Session:
         known = set(self._output_names) | set(ir.inits) | set(self._input_by_name)
         known.update(o for bn in ir.nodes for o in bn.outputs if o)
         self._known_names = frozenset(known)
+        # The common case of a run (every output, the required inputs fed as arrays of their declared types),
+        # checked and dispatched with a few comparisons (fastrun.py); anything else takes the general path.
+        self._fast_feeds = FeedChecks([(d.name, d.type_proto) for d in self.inputs], self._fed, self._limits)
+        self._fast_outputs = OutputShapes(self._declared_outputs, self._output_names)
+        # Plans of the common case by the feeds' shapes: specialised ones, or the general plan when the feeds
+        # decide no shape computation. Replaced whole, as ``_shape_plans``.
+        self._fast_plans: dict[tuple[tuple[int, ...], ...], Plan] = {}
+        self._fp = IgnoreFloatErrors()
 
     @property
     def limits(self) -> Limits:
@@ -301,6 +312,36 @@ class Session:
             RunTimeoutError, RunCancelledError: see ``timeout`` and ``cancel``. A kernel call in progress is not
                 interrupted (its work is bounded by the limits), so a run stops at most one kernel call late.
         """
+        if (
+            (output_names is None or (type(output_names) is list and output_names == self._output_names))
+            and not intermediates
+            and timeout is None
+            and cancel is None
+            and self._fast_feeds.usable
+            and (shapes := self._fast_feeds.check(feeds)) is not None
+        ):
+            # The common case: the feeds passed the precomputed checks (fastrun.FeedChecks), so they are what
+            # _check_feeds would return; the run context is entered without context managers.
+            tokens = enter_run(self._limits, None)
+            threads = enter_threads(self._threads)
+            fp = self._fp.enter()
+            try:
+                plan = self._fast_plans.get(shapes) if self._specialise else self._plan
+                if plan is None:
+                    plan = self._fast_plan(shapes, feeds)
+                vals = plan.template.copy()
+                slots = plan.input_slots
+                for name, value in feeds.items():
+                    vals[slots[name]] = value
+                plan.execute(vals)
+            finally:
+                IgnoreFloatErrors.leave(fp)
+                exit_threads(threads)
+                exit_run(tokens)
+            outs = [_owned(vals[s], plan.names[s]) for s in plan.output_slots]
+            if self._declared_outputs and not self._fast_outputs.agree(outs):
+                self._warn_on_shapes(plan, outs)
+            return outs
         control = None if timeout is None and cancel is None else RunControl(timeout=timeout, cancel=cancel)
         # IEEE 754 results such as log(0) = -inf or 0/0 = NaN are results here, not events to warn about
         # (Clause 11.2); numpy's warnings are silenced once per run rather than in every kernel. Kernels that
@@ -418,6 +459,21 @@ class Session:
         else:
             plan = self._ir.plan(names, fed=fed, ranks=self._ranks)
         return plan, _filled(plan, checked)
+
+    def _fast_plan(self, shapes: tuple[tuple[int, ...], ...], feeds: Mapping[str, Any]) -> Plan:
+        """The plan of a common-case run (every output, the required inputs fed) with feeds of these shapes:
+        the specialised one once made (kept by ``shapes``), else the general plan."""
+        spec = self._specialised(self._output_names, self._fed, dict(feeds))
+        if spec is None:
+            if self._decided.get(frozenset(feeds)) != []:
+                return self._plan  # not made yet (a signature's first run)
+            spec = self._plan  # these feeds decide no shape computation: the general plan, from now on
+        plans = dict(self._fast_plans)
+        while len(plans) >= MAX_SHAPE_PLANS:
+            del plans[next(iter(plans))]
+        plans[shapes] = spec
+        self._fast_plans = plans
+        return spec
 
     def _specialised(self, names: list[str], fed: frozenset[str], feeds: dict[str, Any]) -> Plan | None:
         """The plan specialised to these feeds' shapes, if one is made (on a signature's second run), else None.
