@@ -140,3 +140,31 @@ def test_read_only_outputs_are_copied_and_declared_shapes_warn() -> None:
     with pytest.warns(onnxcore.errors.OutputShapeWarning, match="output 'y'"):  # the general path warns alike
         (y,) = sess.run(["y"], {"x": np.ones(2, np.float32)})
     np.testing.assert_array_equal(y, [0.0, 1.0])
+
+
+def test_named_outputs_take_the_common_path_with_their_own_plan() -> None:
+    data = _model(
+        [h.make_node("Neg", ["x"], ["a"]), h.make_node("Exp", ["x"], ["b"]), h.make_node("Shape", ["x"], ["s"])],
+        [h.make_tensor_value_info("x", TP.FLOAT, ["N"])],
+        [
+            h.make_tensor_value_info("a", TP.FLOAT, ["N"]),
+            h.make_tensor_value_info("b", TP.FLOAT, ["N"]),
+            h.make_tensor_value_info("s", TP.INT64, [1]),
+        ],
+    )
+    sess = onnxcore.Session(data)
+    ref = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
+    for n in (3, 3, 3, 5, 5, 5):  # a shape's second run makes its specialised plan (Shape folded)
+        feeds = {"x": np.linspace(-1, 1, n).astype(np.float32)}
+        for names in (["b"], ["s", "a"], ["a", "b", "s"], ["a", "a"], []):
+            got = sess.run(names, feeds)
+            want = ref.run(names, feeds) if names else []
+            assert len(got) == len(want)
+            for g, w in zip(got, want):
+                assert g.dtype == w.dtype and g.shape == w.shape
+                np.testing.assert_allclose(g, w, rtol=1e-6)  # Exp: libraries round differently
+    assert {("b",), ("s", "a"), ("a", "b", "s"), ("a", "a"), ()} <= set(sess._fast_targets)
+    with pytest.raises(InputError, match="unknown output name"):
+        sess.run(["nope"], {"x": np.ones(2, np.float32)})
+    with pytest.raises(InputError, match="unknown output name"):  # the refusal is not remembered as a plan
+        sess.run(["nope"], {"x": np.ones(2, np.float32)})

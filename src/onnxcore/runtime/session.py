@@ -214,10 +214,14 @@ class Session:
         # The common case of a run (every output, the required inputs fed as arrays of their declared types),
         # checked and dispatched with a few comparisons (fastrun.py); anything else takes the general path.
         self._fast_feeds = FeedChecks([(d.name, d.type_proto) for d in self.inputs], self._fed, self._limits)
-        self._fast_outputs = OutputShapes(self._declared_outputs, self._output_names)
-        # Plans of the common case by the feeds' shapes: specialised ones, or the general plan when the feeds
-        # decide no shape computation. Replaced whole, as ``_shape_plans``.
-        self._fast_plans: dict[tuple[tuple[int, ...], ...], Plan] = {}
+        # What a common-case run computes, by its output_names (None: every output); None for names the general
+        # path refuses. Replaced whole when added to.
+        self._fast_targets: dict[tuple[str, ...] | None, _FastTarget | None] = {
+            None: _FastTarget(self._output_names, OutputShapes(self._declared_outputs, self._output_names), self._plan)
+        }
+        # Plans of the common case by output names and the feeds' shapes: specialised ones, or the general plan
+        # when the feeds decide no shape computation. Replaced whole, as ``_shape_plans``.
+        self._fast_plans: dict[tuple[Any, ...], Plan] = {}
         self._fp = IgnoreFloatErrors()
 
     @property
@@ -313,11 +317,12 @@ class Session:
                 interrupted (its work is bounded by the limits), so a run stops at most one kernel call late.
         """
         if (
-            (output_names is None or (type(output_names) is list and output_names == self._output_names))
+            (output_names is None or type(output_names) is list)
             and not intermediates
             and timeout is None
             and cancel is None
             and self._fast_feeds.usable
+            and (target := self._fast_target(output_names)) is not None
             and (shapes := self._fast_feeds.check(feeds)) is not None
         ):
             # The common case: the feeds passed the precomputed checks (fastrun.FeedChecks), so they are what
@@ -326,9 +331,9 @@ class Session:
             threads = enter_threads(self._threads)
             fp = self._fp.enter()
             try:
-                plan = self._fast_plans.get(shapes) if self._specialise else self._plan
+                plan = self._fast_plans.get((target.key, shapes)) if self._specialise else target.plan
                 if plan is None:
-                    plan = self._fast_plan(shapes, feeds)
+                    plan = self._fast_plan(target, shapes, feeds)
                 vals = plan.template.copy()
                 slots = plan.input_slots
                 for name, value in feeds.items():
@@ -339,7 +344,7 @@ class Session:
                 exit_threads(threads)
                 exit_run(tokens)
             outs = [_owned(vals[s], plan.names[s]) for s in plan.output_slots]
-            if self._declared_outputs and not self._fast_outputs.agree(outs):
+            if self._declared_outputs and not target.shapes.agree(outs):
                 self._warn_on_shapes(plan, outs)
             return outs
         control = None if timeout is None and cancel is None else RunControl(timeout=timeout, cancel=cancel)
@@ -460,18 +465,39 @@ class Session:
             plan = self._ir.plan(names, fed=fed, ranks=self._ranks)
         return plan, _filled(plan, checked)
 
-    def _fast_plan(self, shapes: tuple[tuple[int, ...], ...], feeds: Mapping[str, Any]) -> Plan:
-        """The plan of a common-case run (every output, the required inputs fed) with feeds of these shapes:
-        the specialised one once made (kept by ``shapes``), else the general plan."""
-        spec = self._specialised(self._output_names, self._fed, dict(feeds))
+    def _fast_target(self, output_names: list[str] | None) -> _FastTarget | None:
+        """What a common-case run with these ``output_names`` computes; None when the general path must decide
+        (a name that is no value of the graph: it raises there)."""
+        key = None if output_names is None else tuple(output_names)
+        target = self._fast_targets.get(key, _UNSEEN)
+        if target is not _UNSEEN:
+            return target  # type: ignore[return-value]
+        names = list(output_names or ())
+        made: _FastTarget | None = None
+        if all(type(n) is str and n in self._known_names for n in names):
+            with limits_in_effect(self._limits):  # a plan folds constants by running kernels: under the limits
+                plan = self._ir.plan(names, fed=self._fed, ranks=self._ranks)
+            made = _FastTarget(names, OutputShapes(self._declared_outputs, names), plan)
+            made.key = key
+        targets: dict[tuple[str, ...] | None, _FastTarget | None] = (
+            dict(self._fast_targets) if len(self._fast_targets) < 64 else {None: self._fast_targets[None]}
+        )
+        targets[key] = made
+        self._fast_targets = targets
+        return made
+
+    def _fast_plan(self, target: _FastTarget, shapes: tuple[tuple[int, ...], ...], feeds: Mapping[str, Any]) -> Plan:
+        """The plan of a common-case run (``target``'s outputs, the required inputs fed) with feeds of these
+        shapes: the specialised one once made (kept by output names and shapes), else the general plan."""
+        spec = self._specialised(target.names, self._fed, dict(feeds))
         if spec is None:
             if self._decided.get(frozenset(feeds)) != []:
-                return self._plan  # not made yet (a signature's first run)
-            spec = self._plan  # these feeds decide no shape computation: the general plan, from now on
+                return target.plan  # not made yet (a signature's first run)
+            spec = target.plan  # these feeds decide no shape computation: the general plan, from now on
         plans = dict(self._fast_plans)
-        while len(plans) >= MAX_SHAPE_PLANS:
+        while len(plans) >= 2 * MAX_SHAPE_PLANS:
             del plans[next(iter(plans))]
-        plans[shapes] = spec
+        plans[(target.key, shapes)] = spec
         self._fast_plans = plans
         return spec
 
@@ -524,6 +550,22 @@ class Session:
         plans[key] = plan
         self._shape_plans = plans  # replaced whole: a run in another thread keeps the dict it read
         return plan
+
+
+_UNSEEN = object()
+
+
+class _FastTarget:
+    """What a common-case run computes for one ``output_names``: the names, their declared shapes and the general
+    plan (``key``: the names as the session's cache keys them, None for every output)."""
+
+    __slots__ = ("key", "names", "plan", "shapes")
+
+    def __init__(self, names: list[str], shapes: OutputShapes, plan: Plan) -> None:
+        self.key: tuple[str, ...] | None = None
+        self.names = names
+        self.shapes = shapes
+        self.plan = plan
 
 
 def _filled(plan: Plan, feeds: Mapping[str, Any]) -> list[Any]:
