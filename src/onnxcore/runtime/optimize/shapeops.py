@@ -11,6 +11,7 @@ kernel's result showed:
 - ``Slice``: ``x[index]``, the basic index its constants make, checked against the kernel's result once;
 - ``Expand``: ``numpy.broadcast_to(x, shape)`` (a read-only view, as initializers are);
 - ``Cast`` to the element type the input has already: the input itself (as ``Identity``);
+- ``Transpose``: ``x.transpose(perm)`` for an input rank the kernel accepted;
 - ``ArrayFeatureExtractor`` (ai.onnx.ml) with constant indices: ``numpy.take`` of the indices made ``int64`` once
   (the kernel checks them against the input's last extent: for a shape it accepted they stay in range).
 
@@ -28,7 +29,15 @@ import numpy as np
 from onnxcore.runtime.optimize._common import rebound
 from onnxcore.runtime.step import PlanNode
 
-__all__ = ["ExpandLike", "ReshapeLike", "SameTypeCast", "SliceLike", "TakeLike", "fast_shape_ops"]
+__all__ = [
+    "ExpandLike",
+    "ReshapeLike",
+    "SameTypeCast",
+    "SliceLike",
+    "TakeLike",
+    "TransposeLike",
+    "fast_shape_ops",
+]
 
 # ONNX element type -> numpy dtype, for the Cast targets a model's float and index arithmetic uses.
 _CAST_DTYPES: dict[int, np.dtype[Any]] = {
@@ -147,6 +156,26 @@ class TakeLike(_PerShape):
         return y
 
 
+class TransposeLike:
+    """Transpose: the view ``x.transpose(perm)`` for an input rank the kernel accepted (its check of ``perm``
+    depends on the rank alone)."""
+
+    __slots__ = ("call", "perm", "ranks")
+
+    def __init__(self, call: Callable[..., Any], perm: list[int] | None) -> None:
+        self.call = call
+        self.perm = None if perm is None else tuple(int(p) for p in perm)
+        self.ranks: frozenset[int] = frozenset()
+
+    def __call__(self, x: Any, **kw: Any) -> Any:
+        if type(x) is np.ndarray and x.ndim in self.ranks:
+            return x.transpose(self.perm)
+        y = self.call(x, **kw)
+        if type(x) is np.ndarray:
+            self.ranks = self.ranks | {x.ndim}
+        return y
+
+
 class SameTypeCast:
     """Cast to a type the input already has: the input itself (what Identity gives); the kernel otherwise."""
 
@@ -196,15 +225,18 @@ def fast_shape_ops(nodes: list[PlanNode], const: Mapping[str, Any], outputs: Seq
             continue
         if len(bn.outputs) != 1 or not bn.outputs[0]:
             continue
+        call: Callable[..., Any] | None = None
         args = _consts(bn, const)
         if args is None or bn.inputs[0] in const:
             continue
-        call: Callable[..., Any] | None = None
         if ml:
             if len(args) == 1 and args[0] is not None and args[0].dtype.kind in "iu":
                 call = TakeLike(bn.call, args[0])
         elif op in ("Reshape", "Unsqueeze", "Squeeze", "Flatten"):
             call = ReshapeLike(bn.call)
+        elif op == "Transpose" and not args:
+            perm = bn.kw.get("perm")
+            call = TransposeLike(bn.call, None if perm is None else list(perm))
         elif op == "Expand" and len(args) == 1:
             call = ExpandLike(bn.call)
         elif op == "Slice" and bn.since >= 10 and 2 <= len(args) <= 4:
