@@ -32,6 +32,8 @@ __all__ = [
     "active_limits",
     "active_run_control",
     "checkpoint",
+    "enter_run",
+    "exit_run",
     "limits_in_effect",
     "run_control_in_effect",
 ]
@@ -276,3 +278,22 @@ def run_control_in_effect(control: RunControl | None) -> Iterator[None]:
         yield
     finally:
         _RUN_CONTROL.reset(token)
+
+
+RunTokens = tuple["contextvars.Token[Limits]", "contextvars.Token[RunControl | None]"]
+
+
+def enter_run(limits: Limits, control: RunControl | None) -> RunTokens:
+    """Make ``limits`` and ``control`` those of this context until :func:`exit_run` of what this returns.
+
+    The two context managers above in one call without their generators: a run of a small model pays for this on
+    every call (``Session.run``), so it is kept to two ``ContextVar.set``. Always pair it with :func:`exit_run` in
+    a ``finally``.
+    """
+    return _ACTIVE.set(limits), _RUN_CONTROL.set(control)
+
+
+def exit_run(tokens: RunTokens) -> None:
+    """Restore what :func:`enter_run` replaced (in the reverse order)."""
+    _RUN_CONTROL.reset(tokens[1])
+    _ACTIVE.reset(tokens[0])

@@ -122,3 +122,63 @@ def test_cast_to_the_same_type_as_output_is_a_new_array() -> None:
         y = s.run(None, {"x": x})[0]
         assert y is not x
         np.testing.assert_array_equal(y, x)
+
+
+def test_array_feature_extractor_with_constant_indices_takes_them() -> None:
+    nodes = [
+        h.make_node("ArrayFeatureExtractor", ["x", "idx"], ["a"], domain="ai.onnx.ml"),
+        h.make_node("ArrayFeatureExtractor", ["x", "idx2"], ["b"], domain="ai.onnx.ml"),
+    ]
+    g = h.make_graph(
+        nodes,
+        "g",
+        [h.make_tensor_value_info("x", TP.FLOAT, None)],
+        [h.make_tensor_value_info("a", TP.FLOAT, None), h.make_tensor_value_info("b", TP.FLOAT, None)],
+        [_i64("idx", [2, 0, 2]), _i64("idx2", [[1], [3]])],
+    )
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 18), h.make_opsetid("ai.onnx.ml", 3)], ir_version=9)
+    data = m.SerializeToString()
+    sess = onnxcore.Session(data, check=False)  # the inputs declare no shape (each feed below has its own)
+    assert sum(type(st[0]).__name__ == "TakeLike" for st in sess._plan.steps) == 2
+    ref = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(0)
+    for shape in [(2, 5), (2, 5), (4,), (4,), (3, 2, 4), (3, 2, 4)]:  # each shape twice: the kernel, then take
+        x = rng.standard_normal(shape).astype(np.float32)
+        got = sess.run(None, {"x": x})
+        for a, b in zip(got, ref.run(None, {"x": x})):
+            assert a.shape == b.shape
+            np.testing.assert_array_equal(a, b)
+    for _ in range(2):  # an extent the indices exceed: still the kernel's refusal, every time
+        with pytest.raises(EvaluationError, match="index out of range"):
+            sess.run(None, {"x": np.zeros((2, 3), np.float32)})
+
+
+def test_transpose_takes_the_view_directly() -> None:
+    nodes = [
+        h.make_node("Transpose", ["x"], ["t"], perm=[1, 0, 2]),
+        h.make_node("Transpose", ["x"], ["r"]),  # reversed axes (no perm)
+        h.make_node("Concat", ["t", "y", "t"], ["c"], axis=-1),
+        h.make_node("Concat", ["t", "y", "t"], ["c2"], axis=-1),  # a repeat
+        h.make_node("Add", ["c", "c2"], ["s"]),
+    ]
+    g = h.make_graph(
+        nodes,
+        "g",
+        [h.make_tensor_value_info("x", TP.FLOAT, ["A", "B", "C"]), h.make_tensor_value_info("y", TP.FLOAT, None)],
+        [h.make_tensor_value_info("r", TP.FLOAT, None), h.make_tensor_value_info("s", TP.FLOAT, None)],
+    )
+    data = h.make_model(g, opset_imports=[h.make_opsetid("", 18)], ir_version=9).SerializeToString()
+    sess = onnxcore.Session(data, check=False)  # y declares no shape (the feeds below vary it)
+    kinds = [type(st[0]).__name__ for st in sess._plan.steps]
+    assert kinds.count("TransposeLike") == 2 and len(kinds) == 4, kinds  # the repeated Concat runs once
+    ref = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(1)
+    for a, b, c, extra in [(2, 3, 4, 1), (2, 3, 4, 1), (2, 3, 4, 5), (1, 5, 2, 2), (1, 5, 2, 2)]:
+        feeds = {"x": rng.standard_normal((a, b, c)).astype(np.float32)}
+        feeds["y"] = rng.standard_normal((b, a, extra)).astype(np.float32)
+        for got, want in zip(sess.run(None, feeds), ref.run(None, feeds)):
+            assert got.shape == want.shape
+            np.testing.assert_array_equal(got, want)
+    for _ in range(2):  # extents that differ off the axis: the kernel's refusal, every time
+        with pytest.raises(EvaluationError, match="differ off axis"):
+            sess.run(None, {"x": np.zeros((2, 3, 4), np.float32), "y": np.zeros((2, 2, 1), np.float32)})

@@ -238,8 +238,8 @@ def _couple_probabilities(r: np.ndarray, iters: int = 100) -> np.ndarray:
 class _SVC:
     """An SVMClassifier's attributes converted once (a session prepares them once per node, see ``prepare``)."""
 
-    __slots__ = ("coef", "k", "kernel_params", "kernel_type", "labels", "pa", "pb", "post", "rho", "strings",
-                 "sv", "sv_sq", "vpc")  # fmt: skip
+    __slots__ = ("coef", "k", "kernel_params", "kernel_type", "labels", "pa", "pairs", "pb", "post", "rho",
+                 "strings", "sv", "sv_sq", "vpc")  # fmt: skip
 
     def __init__(
         self,
@@ -269,6 +269,16 @@ class _SVC:
         if self.pa.size != self.pb.size:
             raise EvaluationError("SVMClassifier: prob_a and prob_b must have the same size")
         self.vpc = [int(v) for v in (vectors_per_class or [])]
+        # Per pair of classes (i < j, libsvm's order): i, j and the slices of their support vectors.
+        starts = [0]
+        for v in self.vpc:
+            starts.append(starts[-1] + v)
+        k = len(self.vpc)
+        self.pairs = [
+            (i, j, slice(starts[i], starts[i + 1]), slice(starts[j], starts[j + 1]))
+            for i in range(k - 1)
+            for j in range(i + 1, k)
+        ]
         self.sv = _f32(support_vectors)
         self.kernel_type, self.kernel_params = kernel_type, kernel_params
         n_vec = sum(self.vpc)
@@ -306,20 +316,14 @@ class _SVC:
             raise EvaluationError("SVMClassifier: coefficients or rho too short for the classes and vectors")
         kern = _kernel_matrix(rows, sv.reshape(n_vec, f), self.kernel_type, self.kernel_params, self.sv_sq)
         coefm = coef[: (k - 1) * n_vec].reshape(k - 1, n_vec)
-        starts = np.concatenate([[0], np.cumsum(vpc)]).astype(np.int64)
         dec = np.zeros((n, pairs))
         votes = np.zeros((n, k), dtype=np.int64)
-        idx = 0
-        for i in range(k - 1):
-            si = slice(starts[i], starts[i + 1])
-            for j in range(i + 1, k):
-                sj = slice(starts[j], starts[j + 1])
-                s = kern[:, si] @ coefm[j - 1, si] + kern[:, sj] @ coefm[i, sj] + rho_v[idx]
-                dec[:, idx] = s
-                win = s > 0
-                votes[:, i] += win
-                votes[:, j] += ~win
-                idx += 1
+        for idx, (i, j, si, sj) in enumerate(self.pairs):  # made once (len(vpc) == k was checked above)
+            s = kern[:, si] @ coefm[j - 1, si] + kern[:, sj] @ coefm[i, sj] + rho_v[idx]
+            dec[:, idx] = s
+            win = s > 0
+            votes[:, i] += win
+            votes[:, j] += ~win
         best = np.argmax(votes, axis=1) if n else np.zeros(0, np.int64)
         y = _pick(labels, best, strings)
         if pa.size:

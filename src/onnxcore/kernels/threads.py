@@ -28,6 +28,8 @@ __all__ = [
     "active_threads",
     "blockwise",
     "machine_threads",
+    "enter_threads",
+    "exit_threads",
     "parallel_for",
     "threads_in_effect",
 ]
@@ -65,6 +67,17 @@ def threads_in_effect(threads: int) -> Iterator[None]:
         yield
     finally:
         _ACTIVE.reset(token)
+
+
+def enter_threads(threads: int) -> contextvars.Token[int]:
+    """Make ``threads`` (at least 1) the :func:`active_threads` of this context until :func:`exit_threads` of the
+    token returned: :func:`threads_in_effect` without its generator, for ``Session.run``'s fixed cost."""
+    return _ACTIVE.set(threads if threads > 1 else 1)
+
+
+def exit_threads(token: contextvars.Token[int]) -> None:
+    """Restore what :func:`enter_threads` replaced."""
+    _ACTIVE.reset(token)
 
 
 def _executor(workers: int) -> ThreadPoolExecutor:

@@ -16,13 +16,14 @@ from onnxcore.limits import active_limits
 from onnxcore.proto import TensorProto, TypeProto
 from onnxcore.types import ElementType, SparseTensor
 
-__all__ = ["check_feed"]
+__all__ = ["check_feed", "np_dtype"]
 
 _STRING = int(TensorProto.DataType.STRING)
 _dtype_cache: dict[int, np.dtype[Any] | None] = {}
 
 
-def _np_dtype(elem: int) -> np.dtype[Any] | None:
+def np_dtype(elem: int) -> np.dtype[Any] | None:
+    """The numpy dtype of an ONNX element type (``TensorProto.DataType`` value), or None when it has none."""
     if elem in _dtype_cache:
         return _dtype_cache[elem]
     try:
@@ -76,7 +77,7 @@ def _check_tensor(value: Any, tt: TypeProto.Tensor, where: str, dims: dict[str, 
         if not isinstance(value, np.ndarray):
             raise InputError(f"{where}: expected a numpy array, got {type(value).__name__}")
         if elem:
-            want = _np_dtype(elem)
+            want = np_dtype(elem)
             if want is not None and value.dtype != want:
                 raise InputError(f"{where}: element type {value.dtype} where the input declares {want} (Clause 6.2)")
     # A feed counts as the tensor it denotes: a broadcast view of 2**40 rows holds a few octets but makes every

@@ -37,6 +37,7 @@ from onnxcore.runtime.optimize import (
     fuse_affine_chains,
     fuse_attention,
     fuse_conv_chains,
+    fuse_elementwise_chains,
     fuse_linear,
     fuse_patterns,
     fuse_preactivation,
@@ -255,6 +256,7 @@ class Plan:
             nodes = project_before_pooling(nodes, const, outputs)
             nodes = use_winograd(nodes, const)
             nodes = fast_shape_ops(nodes, const, outputs)
+            nodes = fuse_elementwise_chains(nodes, outputs)
             # Folding and fusion leave constants nothing reads any more (a weight before its fusion): drop them.
             read = set(outputs).union(*(bn.inputs for bn in nodes), *(bn.outer for bn in nodes))
             derived = {n: v for n, v in derived.items() if n in read}

@@ -22,18 +22,21 @@ from onnxcore.errors import InputError, LimitError, OutputShapeWarning, Unsuppor
 from onnxcore.graph.bound import BoundModel, bind
 from onnxcore.io import load
 from onnxcore.kernels.registry import KernelSet
-from onnxcore.kernels.threads import machine_threads, threads_in_effect
+from onnxcore.kernels.threads import enter_threads, exit_threads, machine_threads, threads_in_effect
 from onnxcore.limits import (
     DEFAULT_LIMITS,
     NESTING_REFUSAL,
     Limits,
     RunControl,
+    enter_run,
+    exit_run,
     limits_in_effect,
     run_control_in_effect,
 )
 from onnxcore.proto import ModelProto, TypeProto
 from onnxcore.proto.bridge import as_message, is_onnx_message
 from onnxcore.runtime.compile import CompileEnv, compile_graph
+from onnxcore.runtime.fastrun import FeedChecks, IgnoreFloatErrors, OutputShapes
 from onnxcore.runtime.feeds import check_feed
 from onnxcore.runtime.optimize.specialize import decided_shape_nodes, has_shape_nodes, shape_signature
 from onnxcore.runtime.plan import GraphIR, Plan, describe_value
@@ -208,6 +211,18 @@ class Session:
         known = set(self._output_names) | set(ir.inits) | set(self._input_by_name)
         known.update(o for bn in ir.nodes for o in bn.outputs if o)
         self._known_names = frozenset(known)
+        # The common case of a run (every output, the required inputs fed as arrays of their declared types),
+        # checked and dispatched with a few comparisons (fastrun.py); anything else takes the general path.
+        self._fast_feeds = FeedChecks([(d.name, d.type_proto) for d in self.inputs], self._fed, self._limits)
+        # What a common-case run computes, by its output_names (None: every output); None for names the general
+        # path refuses. Replaced whole when added to.
+        self._fast_targets: dict[tuple[str, ...] | None, _FastTarget | None] = {
+            None: _FastTarget(self._output_names, OutputShapes(self._declared_outputs, self._output_names), self._plan)
+        }
+        # Plans of the common case by output names and the feeds' shapes: specialised ones, or the general plan
+        # when the feeds decide no shape computation. Replaced whole, as ``_shape_plans``.
+        self._fast_plans: dict[tuple[Any, ...], Plan] = {}
+        self._fp = IgnoreFloatErrors()
 
     @property
     def limits(self) -> Limits:
@@ -301,6 +316,37 @@ class Session:
             RunTimeoutError, RunCancelledError: see ``timeout`` and ``cancel``. A kernel call in progress is not
                 interrupted (its work is bounded by the limits), so a run stops at most one kernel call late.
         """
+        if (
+            (output_names is None or type(output_names) is list)
+            and not intermediates
+            and timeout is None
+            and cancel is None
+            and self._fast_feeds.usable
+            and (target := self._fast_target(output_names)) is not None
+            and (shapes := self._fast_feeds.check(feeds)) is not None
+        ):
+            # The common case: the feeds passed the precomputed checks (fastrun.FeedChecks), so they are what
+            # _check_feeds would return; the run context is entered without context managers.
+            tokens = enter_run(self._limits, None)
+            threads = enter_threads(self._threads)
+            fp = self._fp.enter()
+            try:
+                plan = self._fast_plans.get((target.key, shapes)) if self._specialise else target.plan
+                if plan is None:
+                    plan = self._fast_plan(target, shapes, feeds)
+                vals = plan.template.copy()
+                slots = plan.input_slots
+                for name, value in feeds.items():
+                    vals[slots[name]] = value
+                plan.execute(vals)
+            finally:
+                IgnoreFloatErrors.leave(fp)
+                exit_threads(threads)
+                exit_run(tokens)
+            outs = [_owned(vals[s], plan.names[s]) for s in plan.output_slots]
+            if self._declared_outputs and not target.shapes.agree(outs):
+                self._warn_on_shapes(plan, outs)
+            return outs
         control = None if timeout is None and cancel is None else RunControl(timeout=timeout, cancel=cancel)
         # IEEE 754 results such as log(0) = -inf or 0/0 = NaN are results here, not events to warn about
         # (Clause 11.2); numpy's warnings are silenced once per run rather than in every kernel. Kernels that
@@ -419,6 +465,42 @@ class Session:
             plan = self._ir.plan(names, fed=fed, ranks=self._ranks)
         return plan, _filled(plan, checked)
 
+    def _fast_target(self, output_names: list[str] | None) -> _FastTarget | None:
+        """What a common-case run with these ``output_names`` computes; None when the general path must decide
+        (a name that is no value of the graph: it raises there)."""
+        key = None if output_names is None else tuple(output_names)
+        target = self._fast_targets.get(key, _UNSEEN)
+        if target is not _UNSEEN:
+            return target  # type: ignore[return-value]
+        names = list(output_names or ())
+        made: _FastTarget | None = None
+        if all(type(n) is str and n in self._known_names for n in names):
+            with limits_in_effect(self._limits):  # a plan folds constants by running kernels: under the limits
+                plan = self._ir.plan(names, fed=self._fed, ranks=self._ranks)
+            made = _FastTarget(names, OutputShapes(self._declared_outputs, names), plan)
+            made.key = key
+        targets: dict[tuple[str, ...] | None, _FastTarget | None] = (
+            dict(self._fast_targets) if len(self._fast_targets) < 64 else {None: self._fast_targets[None]}
+        )
+        targets[key] = made
+        self._fast_targets = targets
+        return made
+
+    def _fast_plan(self, target: _FastTarget, shapes: tuple[tuple[int, ...], ...], feeds: Mapping[str, Any]) -> Plan:
+        """The plan of a common-case run (``target``'s outputs, the required inputs fed) with feeds of these
+        shapes: the specialised one once made (kept by output names and shapes), else the general plan."""
+        spec = self._specialised(target.names, self._fed, dict(feeds))
+        if spec is None:
+            if self._decided.get(frozenset(feeds)) != []:
+                return target.plan  # not made yet (a signature's first run)
+            spec = target.plan  # these feeds decide no shape computation: the general plan, from now on
+        plans = dict(self._fast_plans)
+        while len(plans) >= 2 * MAX_SHAPE_PLANS:
+            del plans[next(iter(plans))]
+        plans[(target.key, shapes)] = spec
+        self._fast_plans = plans
+        return spec
+
     def _specialised(self, names: list[str], fed: frozenset[str], feeds: dict[str, Any]) -> Plan | None:
         """The plan specialised to these feeds' shapes, if one is made (on a signature's second run), else None.
 
@@ -471,6 +553,22 @@ class Session:
         plans[key] = plan
         self._shape_plans = plans  # replaced whole: a run in another thread keeps the dict it read
         return plan
+
+
+_UNSEEN = object()
+
+
+class _FastTarget:
+    """What a common-case run computes for one ``output_names``: the names, their declared shapes and the general
+    plan (``key``: the names as the session's cache keys them, None for every output)."""
+
+    __slots__ = ("key", "names", "plan", "shapes")
+
+    def __init__(self, names: list[str], shapes: OutputShapes, plan: Plan) -> None:
+        self.key: tuple[str, ...] | None = None
+        self.names = names
+        self.shapes = shapes
+        self.plan = plan
 
 
 def _filled(plan: Plan, feeds: Mapping[str, Any]) -> list[Any]:

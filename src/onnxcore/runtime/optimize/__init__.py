@@ -7,6 +7,7 @@ none changes a result beyond the rounding Clause 11.4 admits, and none applies i
 - ``fold``: constant folding;
 - ``cse``: the identity of a computation, so that repeats run once;
 - ``affine``: chains of per-element affine steps as one pass;
+- ``chains``: other chains of elementwise nodes as one step writing into one buffer;
 - ``fuse``: steps folded into a Conv or Gemm, an in-place Relu, prepacked weights, Winograd;
 - ``preactivation``: an affine chain and Relu folded into the Conv that reads them;
 - ``reorder``: a channel projection moved before the pooling it follows;
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 from onnxcore.runtime.optimize._common import InPlaceRelu
 from onnxcore.runtime.optimize.affine import AffineChain, fuse_affine_chains
+from onnxcore.runtime.optimize.chains import ElementwiseChain, fuse_elementwise_chains
 from onnxcore.runtime.optimize.cse import cse_key, input_token
 from onnxcore.runtime.optimize.fold import FOLD_BUDGET_BYTES, fold_constants
 from onnxcore.runtime.optimize.fuse import fuse_conv_chains, fuse_relu, prepack_gemm, use_winograd
@@ -32,6 +34,7 @@ from onnxcore.runtime.optimize.shapeops import fast_shape_ops
 __all__ = [
     "FOLD_BUDGET_BYTES",
     "AffineChain",
+    "ElementwiseChain",
     "FusedPattern",
     "InPlaceRelu",
     "PreActivatedConv",
@@ -43,6 +46,7 @@ __all__ = [
     "fuse_affine_chains",
     "fuse_attention",
     "fuse_conv_chains",
+    "fuse_elementwise_chains",
     "fuse_linear",
     "fuse_patterns",
     "fuse_preactivation",

@@ -65,7 +65,10 @@ class FusedPattern:
         self.chain = chain
 
     def __call__(self, *xs: Any) -> Any:
-        if all(isinstance(x, np.ndarray) for x in xs) and self.accepts(*xs):
+        for x in xs:  # a loop, not all() of a generator: this runs on every call of a transformer's layers
+            if not isinstance(x, np.ndarray):
+                return self.as_written(*xs)
+        if self.accepts(*xs):
             try:
                 r = self.fast(*xs, *self.args, **self.kw)
             except (ValueError, OnnxCoreError):

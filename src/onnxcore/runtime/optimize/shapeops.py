@@ -10,7 +10,10 @@ kernel's result showed:
 - ``Reshape``, ``Unsqueeze``, ``Squeeze``, ``Flatten``: ``x.reshape(shape)``, the shape the kernel gave;
 - ``Slice``: ``x[index]``, the basic index its constants make, checked against the kernel's result once;
 - ``Expand``: ``numpy.broadcast_to(x, shape)`` (a read-only view, as initializers are);
-- ``Cast`` to the element type the input has already: the input itself (as ``Identity``).
+- ``Cast`` to the element type the input has already: the input itself (as ``Identity``);
+- ``Transpose``: ``x.transpose(perm)`` for an input rank the kernel accepted;
+- ``ArrayFeatureExtractor`` (ai.onnx.ml) with constant indices: ``numpy.take`` of the indices made ``int64`` once
+  (the kernel checks them against the input's last extent: for a shape it accepted they stay in range).
 
 The result for each input shape is the kernel's (its values, its shape); a refusal (a bad shape) stays the
 kernel's, since only a shape the kernel accepted is remembered.
@@ -26,7 +29,15 @@ import numpy as np
 from onnxcore.runtime.optimize._common import rebound
 from onnxcore.runtime.step import PlanNode
 
-__all__ = ["ExpandLike", "ReshapeLike", "SameTypeCast", "SliceLike", "fast_shape_ops"]
+__all__ = [
+    "ExpandLike",
+    "ReshapeLike",
+    "SameTypeCast",
+    "SliceLike",
+    "TakeLike",
+    "TransposeLike",
+    "fast_shape_ops",
+]
 
 # ONNX element type -> numpy dtype, for the Cast targets a model's float and index arithmetic uses.
 _CAST_DTYPES: dict[int, np.dtype[Any]] = {
@@ -125,6 +136,46 @@ class SliceLike(_PerShape):
         return y
 
 
+class TakeLike(_PerShape):
+    """ArrayFeatureExtractor with constant indices: ``numpy.take`` along the last axis, as the kernel takes them,
+    for an input shape the kernel accepted (a 1-D input gives one row, as the kernel gives it)."""
+
+    __slots__ = ("indices",)
+
+    def __init__(self, call: Callable[..., Any], indices: np.ndarray) -> None:
+        super().__init__(call)
+        self.indices = np.asarray(indices).ravel().astype(np.int64)
+
+    def __call__(self, x: Any, *rest: Any, **kw: Any) -> Any:
+        if type(x) is np.ndarray and x.shape in self.seen:
+            out = np.take(x, self.indices, axis=-1)
+            return out.reshape(1, -1) if x.ndim == 1 else out
+        y = self.call(x, *rest, **kw)
+        if type(x) is np.ndarray:
+            self._remember(x.shape, True)
+        return y
+
+
+class TransposeLike:
+    """Transpose: the view ``x.transpose(perm)`` for an input rank the kernel accepted (its check of ``perm``
+    depends on the rank alone)."""
+
+    __slots__ = ("call", "perm", "ranks")
+
+    def __init__(self, call: Callable[..., Any], perm: list[int] | None) -> None:
+        self.call = call
+        self.perm = None if perm is None else tuple(int(p) for p in perm)
+        self.ranks: frozenset[int] = frozenset()
+
+    def __call__(self, x: Any, **kw: Any) -> Any:
+        if type(x) is np.ndarray and x.ndim in self.ranks:
+            return x.transpose(self.perm)
+        y = self.call(x, **kw)
+        if type(x) is np.ndarray:
+            self.ranks = self.ranks | {x.ndim}
+        return y
+
+
 class SameTypeCast:
     """Cast to a type the input already has: the input itself (what Identity gives); the kernel otherwise."""
 
@@ -167,16 +218,25 @@ def fast_shape_ops(nodes: list[PlanNode], const: Mapping[str, Any], outputs: Seq
     for j, bn in enumerate(nodes):
         node = bn.node
         op = node.op_type
-        if node.domain not in ("", "ai.onnx") or bn.call is None or bn.outer or not bn.inputs or not bn.inputs[0]:
+        ml = node.domain == "ai.onnx.ml" and op == "ArrayFeatureExtractor"
+        if (node.domain not in ("", "ai.onnx") and not ml) or bn.call is None or bn.outer or not bn.inputs[:1]:
+            continue
+        if not bn.inputs[0]:
             continue
         if len(bn.outputs) != 1 or not bn.outputs[0]:
             continue
+        call: Callable[..., Any] | None = None
         args = _consts(bn, const)
         if args is None or bn.inputs[0] in const:
             continue
-        call: Callable[..., Any] | None = None
-        if op in ("Reshape", "Unsqueeze", "Squeeze", "Flatten"):
+        if ml:
+            if len(args) == 1 and args[0] is not None and args[0].dtype.kind in "iu":
+                call = TakeLike(bn.call, args[0])
+        elif op in ("Reshape", "Unsqueeze", "Squeeze", "Flatten"):
             call = ReshapeLike(bn.call)
+        elif op == "Transpose" and not args:
+            perm = bn.kw.get("perm")
+            call = TransposeLike(bn.call, None if perm is None else list(perm))
         elif op == "Expand" and len(args) == 1:
             call = ExpandLike(bn.call)
         elif op == "Slice" and bn.since >= 10 and 2 <= len(args) <= 4:

@@ -1,0 +1,206 @@
+"""The common case of ``Session.run`` checked with a few comparisons (Clauses 6.5, 7.1, 15.4).
+
+A run's fixed cost is what a one-node model or a tree ensemble at one row pays on every call: checking the feeds
+against the declared inputs, entering the run's context (limits, threads, run control, numpy's floating-point
+state), laying out the value slots and handing the outputs back. :class:`FeedChecks` precomputes, per declared
+input, what a feed must be (a numpy array of the declared element type and rank, every fixed extent, every
+dimension variable bound consistently, within the tensor limits) and accepts the common case without building a
+message or reading a ``TypeProto``. Anything else (another container, another dtype, a bad extent, a sequence
+input, an override of an initializer, ...) is left to the general checks of :mod:`onnxcore.runtime.feeds`, which
+raise the errors (same classes, same messages) or convert the value: the fast check never decides a refusal.
+
+:class:`IgnoreFloatErrors` is ``np.errstate(all="ignore")`` (Clause 11.2: IEEE 754 results are results, not
+events) without constructing a context manager per run.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from onnxcore.limits import Limits
+from onnxcore.proto import TensorProto, TypeProto
+from onnxcore.runtime.feeds import np_dtype
+
+__all__ = ["FeedChecks", "IgnoreFloatErrors", "OutputShapes"]
+
+_STRING = int(TensorProto.DataType.STRING)
+
+# numpy >= 2 keeps its floating-point error state in a context variable; setting it directly costs a tenth of
+# entering ``np.errstate``. Private names: when they are missing (numpy 1.x, a later change), the public context
+# manager is used instead.
+_EXTOBJ: Any = None
+_MAKE_EXTOBJ: Any = None
+try:
+    from numpy._core import _ufunc_config, umath
+
+    _EXTOBJ = getattr(_ufunc_config, "_extobj_contextvar", None)
+    _MAKE_EXTOBJ = getattr(umath, "_make_extobj", None)
+except ImportError:  # pragma: no cover - depends on numpy's version
+    pass
+if _EXTOBJ is None or _MAKE_EXTOBJ is None:  # pragma: no cover - depends on numpy's version
+    _EXTOBJ = _MAKE_EXTOBJ = None
+
+
+class IgnoreFloatErrors:
+    """Enter and leave ``np.errstate(all="ignore")`` cheaply: :meth:`enter` returns what :meth:`leave` needs.
+
+    The state set is made from the one in effect (numpy's buffer size and error callback are kept) and cached
+    for it, so a run under a caller's own ``np.errstate`` or ``np.setbufsize`` sees exactly what ``np.errstate``
+    would have given.
+    """
+
+    __slots__ = ("_cache",)
+
+    def __init__(self) -> None:
+        self._cache: tuple[Any, Any] = (None, None)
+
+    def enter(self) -> Any:
+        """Ignore floating-point errors in this context; the token for :meth:`leave`."""
+        if _EXTOBJ is None:  # pragma: no cover - depends on numpy's version
+            state = np.errstate(all="ignore")
+            state.__enter__()
+            return state
+        current = _EXTOBJ.get()
+        seen, made = self._cache
+        if seen is not current:
+            made = _MAKE_EXTOBJ(all="ignore")
+            self._cache = (current, made)  # replaced whole: another thread reads a consistent pair
+        return _EXTOBJ.set(made)
+
+    @staticmethod
+    def leave(token: Any) -> None:
+        """Restore the state :meth:`enter` replaced."""
+        if isinstance(token, contextvars.Token):
+            _EXTOBJ.reset(token)
+        else:  # pragma: no cover - depends on numpy's version
+            token.__exit__(None, None, None)
+
+
+class FeedChecks:
+    """The fast check of a run's feeds: every input the caller must feed, as a numpy array that needs no check
+    beyond a few comparisons (see the module docstring).
+
+    Args:
+        inputs: ``(name, declared type)`` of every graph input, in order.
+        required: The inputs a caller must feed (no initializer supplies them).
+        limits: The session's limits (their tensor bounds are read once).
+
+    Attributes:
+        usable: False when some required input is of a kind the fast check does not handle (then every run takes
+            the general checks).
+        names: The required inputs' names, in graph order.
+    """
+
+    __slots__ = ("_checks", "_max_bytes", "_max_elements", "names", "usable")
+
+    def __init__(self, inputs: Sequence[tuple[str, TypeProto | None]], required: frozenset[str], limits: Limits):
+        checks: list[tuple[str, np.dtype[Any], int, tuple[tuple[int, int], ...], tuple[tuple[int, str], ...]]] = []
+        usable = True
+        for name, tp in inputs:
+            if name not in required:
+                continue
+            spec = _tensor_spec(tp)
+            if spec is None:
+                usable = False
+                break
+            checks.append((name, *spec))
+        self.usable = usable
+        self._checks = tuple(checks) if usable else ()
+        self.names = tuple(c[0] for c in self._checks)
+        self._max_elements = limits.max_tensor_elements
+        self._max_bytes = limits.max_tensor_bytes
+
+    def check(self, feeds: Mapping[str, Any]) -> tuple[tuple[int, ...], ...] | None:
+        """The shapes of the feeds (in :attr:`names` order) when they pass, else None (use the general checks).
+
+        Passing means: ``feeds`` is a ``dict`` naming exactly the required inputs, each an ``np.ndarray`` of the
+        declared element type and rank, each fixed extent as declared, each dimension variable one extent across
+        all inputs, and each within ``max_tensor_elements`` and ``max_tensor_bytes``.
+        """
+        if type(feeds) is not dict or len(feeds) != len(self._checks):
+            return None
+        shapes = []
+        dims: dict[str, int] | None = None
+        max_elements = self._max_elements
+        max_bytes = self._max_bytes
+        for name, dtype, ndim, fixed, params in self._checks:
+            v = feeds.get(name)
+            if type(v) is not np.ndarray or v.dtype != dtype or v.ndim != ndim:
+                return None
+            shape = v.shape
+            for axis, extent in fixed:
+                if shape[axis] != extent:
+                    return None
+            if params:
+                if dims is None:
+                    dims = {}
+                for axis, param in params:
+                    if dims.setdefault(param, shape[axis]) != shape[axis]:
+                        return None
+            if (max_elements is not None and v.size > max_elements) or (max_bytes is not None and v.nbytes > max_bytes):
+                return None
+            shapes.append(shape)
+        return tuple(shapes)
+
+
+def _tensor_spec(
+    tp: TypeProto | None,
+) -> tuple[np.dtype[Any], int, tuple[tuple[int, int], ...], tuple[tuple[int, str], ...]] | None:
+    """(dtype, rank, fixed extents, dimension variables) of a numeric tensor declaration with an element type and
+    a shape; None for anything else (the general checks handle it)."""
+    if tp is None or tp.which_oneof("value") != "tensor_type" or tp.tensor_type is None:
+        return None
+    tt = tp.tensor_type
+    elem = int(tt.elem_type)
+    if not elem or elem == _STRING or tt.shape is None:
+        return None
+    dtype = np_dtype(elem)
+    if dtype is None or dtype == np.dtype(object):
+        return None
+    fixed: list[tuple[int, int]] = []
+    params: list[tuple[int, str]] = []
+    for axis, d in enumerate(tt.shape.dim):
+        if d.has("dim_value"):
+            fixed.append((axis, int(d.dim_value)))
+        elif d.dim_param:
+            params.append((axis, d.dim_param))
+    return dtype, len(tt.shape.dim), tuple(fixed), tuple(params)
+
+
+class OutputShapes:
+    """The declared output shapes a run's results are compared with (``Session._warn_on_shapes``): per output
+    position, the declared rank and fixed extents, for a quick test that finds nothing to warn about.
+
+    Args:
+        declared: The declared shape (``None`` for an unknown extent, a string for a variable) by output name.
+        names: The outputs in the order a run returns them.
+    """
+
+    __slots__ = ("_checks",)
+
+    def __init__(self, declared: Mapping[str, tuple[Any, ...]], names: Sequence[str]) -> None:
+        self._checks = tuple(
+            (i, len(shape), tuple((a, d) for a, d in enumerate(shape) if isinstance(d, int)))
+            for i, name in enumerate(names)
+            if (shape := declared.get(name)) is not None
+        )
+
+    def agree(self, outs: Sequence[Any]) -> bool:
+        """Whether every output that is an array agrees with its declaration (nothing to warn about)."""
+        for i, rank, fixed in self._checks:
+            v = outs[i]
+            if type(v) is not np.ndarray:
+                if isinstance(v, np.ndarray):
+                    return False  # a subclass: the general test decides
+                continue
+            shape = v.shape
+            if len(shape) != rank:
+                return False
+            for a, d in fixed:
+                if shape[a] != d:
+                    return False
+        return True
