@@ -54,6 +54,11 @@ RSS_GROWTH_LIMIT = 1 * GIB
 # RunTimeoutError; a run that is still going at the alarm is a hang.
 RUN_TIMEOUT = 4.0
 ALARM = 10.0
+# The alarm counts the worker's CPU time, not the clock: on a shared machine (the campaign runs niced beside
+# other work) a starved worker can take minutes of wall time for an input that costs two seconds of CPU. An
+# input that blocks without computing (a FIFO, a lock) is caught by the clock at WALL_FACTOR times the alarm.
+WALL_FACTOR = 6.0
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 # -- feeds --------------------------------------------------------------------------------------
@@ -200,6 +205,9 @@ def execute(inp: dict[str, Any]) -> tuple[str, str]:
             action = inp["action"]
             if action == "hang":
                 time.sleep(3600)
+            elif action == "spin":
+                while True:
+                    pass
             elif action == "crash":
                 os._exit(3)
             elif action == "alloc":
@@ -220,6 +228,16 @@ def execute(inp: dict[str, Any]) -> tuple[str, str]:
 
 
 # -- the child ----------------------------------------------------------------------------------
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """CPU time (user + system) process ``pid`` has used, from /proc; None where that cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / _TICK
 
 
 def _peak_rss() -> int:
@@ -317,9 +335,9 @@ class Pool:
         except (BrokenPipeError, OSError):
             self._drop()
             return "failure", "crash: the worker died before the input was sent"
-        if not w.conn.poll(self.alarm):
+        if not self._answered(w):
             self._drop()
-            return "failure", f"hang: no answer within {self.alarm:g} s"
+            return "failure", f"hang: no answer within {self.alarm:g} s of CPU time ({self.alarm * WALL_FACTOR:g} s)"
         try:
             verdict, grown = w.conn.recv()
         except (EOFError, OSError):
@@ -330,6 +348,19 @@ class Pool:
             # A peak is only measured as growth: start a fresh child so the next input is measured alone.
             self._drop(gently=True)
         return verdict
+
+    def _answered(self, w: Worker) -> bool:
+        # Wait for the answer until the worker has used ``alarm`` seconds of CPU on this input, or the clock
+        # has passed WALL_FACTOR times that; where /proc cannot be read, the clock at ``alarm`` decides.
+        start = _cpu_seconds(w.proc.pid)
+        if start is None:
+            return w.conn.poll(self.alarm)
+        deadline = time.monotonic() + self.alarm * WALL_FACTOR
+        while not w.conn.poll(min(1.0, self.alarm)):
+            used = _cpu_seconds(w.proc.pid)
+            if used is None or used - start >= self.alarm or time.monotonic() >= deadline:
+                return w.conn.poll(0)
+        return True
 
     def _drop(self, *, gently: bool = False) -> None:
         if self.worker is not None:

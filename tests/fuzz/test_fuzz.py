@@ -47,10 +47,13 @@ def test_the_harness_tells_each_way_of_failing(pool: fw.Pool, action: str, verdi
     assert pool.run({"target": "_selftest", "action": "none"}) == ("accepted", "")
 
 
-def test_the_harness_stops_a_hang_at_the_alarm() -> None:
+@pytest.mark.parametrize("action", ["hang", "spin"])
+def test_the_harness_stops_a_hang_at_the_alarm(action: str) -> None:
+    # "spin" computes forever (stopped when its CPU time reaches the alarm); "hang" sleeps (stopped by the
+    # clock at WALL_FACTOR times the alarm).
     p = fw.Pool(alarm=1.0)
     try:
-        got = p.run({"target": "_selftest", "action": "hang"})
+        got = p.run({"target": "_selftest", "action": action})
         assert got[0] == "failure" and got[1].startswith("hang:"), got
         assert p.run({"target": "_selftest", "action": "none"}) == ("accepted", "")
     finally:
