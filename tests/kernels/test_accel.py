@@ -95,6 +95,12 @@ DEPTHWISE = [
     ((1, 3, 7, 7), (7, 7), (1, 1), (1, 1), (0, 0, 0, 0)),
     ((1, 2, 1, 1), (3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),
     ((1, 16, 3, 40), (1, 9), (1, 4), (1, 1), (0, 4, 0, 4)),
+    # 64 channels or more on small images: the channels-last loop; a large strided image: the phase-split one.
+    ((1, 64, 7, 9), (3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),
+    ((2, 96, 15, 13), (5, 5), (2, 2), (1, 1), (2, 1, 2, 2)),
+    ((1, 72, 11, 12), (3, 3), (2, 1), (2, 2), (2, 2, 1, 1)),
+    ((1, 64, 70, 66), (3, 3), (2, 2), (1, 1), (1, 1, 1, 1)),
+    ((1, 64, 40, 41), (7, 7), (3, 2), (1, 2), (3, 3, 3, 3)),
 ]
 
 
@@ -119,7 +125,7 @@ def test_depthwise_vs_onnxruntime(
 
 
 @pytest.mark.usefixtures("accel_path")
-@pytest.mark.parametrize(("xs", "k", "st", "dil", "pads"), DEPTHWISE[:7], ids=str)
+@pytest.mark.parametrize(("xs", "k", "st", "dil", "pads"), DEPTHWISE, ids=str)
 def test_depthwise_float64_against_direct_sums(
     xs: tuple[int, ...], k: tuple[int, int], st: tuple[int, int], dil: tuple[int, int], pads: tuple[int, ...]
 ) -> None:

@@ -14,7 +14,15 @@ import numpy as np
 
 from onnxcore.kernels._erf_coef import ERF_CLAMP, ERF_P, ERF_Q
 
-__all__ = ["depthwise2d", "erf32", "hard_swish", "tree_states", "tree_states_uniform"]
+__all__ = [
+    "depthwise2d",
+    "depthwise2d_nhwc",
+    "depthwise2d_strided",
+    "erf32",
+    "hard_swish",
+    "tree_states",
+    "tree_states_uniform",
+]
 
 # error_model="numpy": a float division by zero gives inf/NaN as in numpy instead of raising, which also lets LLVM
 # vectorise the loops (a Python-style check per division would not). No fastmath: IEEE operations in the order
@@ -102,7 +110,9 @@ def depthwise2d(
     that output ``(oy, ox)`` of tap ``(i, j)`` reads ``buf[sx * q + i * dy * wp + j * dx]`` with ``q = oy * wq +
     ox`` and ``wq = sy * wp / sx``: one loop over ``q`` per tap, long and branch-free (it vectorises), computing
     the columns ``ow..wq`` of each output row too, and a few more after the last row (discarded). The buffer
-    holds every index read, so no index depends on data and none leaves the buffer."""
+    holds every index read, so no index depends on data and none leaves the buffer. Used for stride 1 (with a
+    stride, the loop reads every sx-th element and computes sy times the rows: :func:`depthwise2d_strided` splits
+    the plane into phases instead)."""
     c_count, h, wd = x.shape[1], x.shape[2], x.shape[3]
     kh, kw = w.shape[1], w.shape[2]
     oh, ow = out.shape[2], out.shape[3]
@@ -149,6 +159,130 @@ def depthwise2d(
             drow = dst[oy]
             for ox in range(ow):
                 drow[ox] = arow[ox] + b
+
+
+@_njit
+def depthwise2d_strided(
+    x: Any,
+    w: Any,
+    bias: Any,
+    out: Any,
+    pads: Any,
+    strides: Any,
+    dilations: Any,
+    start: int,
+    stop: int,
+) -> None:  # pragma: no cover - compiled
+    """:func:`depthwise2d` with strides (any; measured faster than it where a stride exceeds 1).
+
+    Each plane is copied, zero-padded, into ``sy * sx`` phase buffers (padded row ``r``, column ``q`` go to
+    phase ``(r % sy, q % sx)`` at ``(r // sy, q // sx)``, row pitch ``wph``), so that tap ``(i, j)`` reads, for
+    output ``(oy, ox)``, element ``(oy + i * dy // sy) * wph + ox + j * dx // sx`` of phase ``(i * dy % sy, j * dx
+    % sx)``: one contiguous loop over ``q = oy * wph + ox`` per tap, long and branch-free (it vectorises),
+    computing the columns ``ow..wph`` of each output row too and a few more after the last (discarded). Each
+    phase buffer holds every index read, so no index depends on data and none leaves a buffer."""
+    c_count, h, wd = x.shape[1], x.shape[2], x.shape[3]
+    kh, kw = w.shape[1], w.shape[2]
+    oh, ow = out.shape[2], out.shape[3]
+    pt, pl = pads[0], pads[1]
+    sy, sx = strides[0], strides[1]
+    dy, dx = dilations[0], dilations[1]
+    # The padded extents every output reads (and the image with its top and left padding).
+    hp = max(h + pt, (oh - 1) * sy + (kh - 1) * dy + 1)
+    wp = max(wd + pl, (ow - 1) * sx + (kw - 1) * dx + 1)
+    hph = (hp + sy - 1) // sy
+    wph = (wp + sx - 1) // sx
+    # Outputs computed per plane, rounded up to a multiple of 16 (whole vectors; no scalar remainder loop).
+    m = (oh * wph + 15) // 16 * 16
+    size = max(hph * wph, m + ((kh - 1) * dy // sy) * wph + (kw - 1) * dx // sx)
+    # One flat buffer, phase after phase: 1-D slices of it are contiguous to numba (2-D ones are not).
+    buf = np.zeros(sy * sx * size, x.dtype)
+    acc = np.empty(m, x.dtype)
+    for plane in range(start, stop):
+        n = plane // c_count
+        c = plane - n * c_count
+        src = x[n, c]
+        for r in range(h):
+            pr = r + pt
+            srow = src[r]
+            rbase = (pr // sy) * wph
+            if sx == 1:
+                base = (pr % sy) * size + rbase + pl
+                line = buf[base : base + wd]
+                for col in range(wd):
+                    line[col] = srow[col]
+                continue
+            for p in range(sx):
+                # The columns of phase p: col0, col0 + sx, ... at consecutive places from (col0 + pl) // sx.
+                col0 = (p - pl) % sx
+                k = ((pr % sy) * sx + p) * size + rbase + (col0 + pl) // sx
+                seg = srow[col0::sx]
+                line = buf[k : k + seg.size]
+                for col in range(seg.size):
+                    line[col] = seg[col]
+        acc[:] = 0
+        for i in range(kh):
+            for j in range(kw):
+                wv = w[c, i, j]
+                phase = ((i * dy) % sy) * sx + (j * dx) % sx
+                off = phase * size + ((i * dy) // sy) * wph + (j * dx) // sx
+                # A view per tap indexed from 0 (an index ``off + q`` would keep LLVM from vectorising).
+                tap = buf[off : off + m]
+                for q in range(m):
+                    acc[q] += wv * tap[q]
+        b = bias[c]
+        dst = out[n, c]
+        for oy in range(oh):
+            arow = acc[oy * wph : oy * wph + ow]
+            drow = dst[oy]
+            for ox in range(ow):
+                drow[ox] = arow[ox] + b
+
+
+@_njit
+def depthwise2d_nhwc(
+    x: Any,
+    w: Any,
+    bias: Any,
+    out: Any,
+    pads: Any,
+    strides: Any,
+    dilations: Any,
+    start: int,
+    stop: int,
+) -> None:  # pragma: no cover - compiled
+    """:func:`depthwise2d` channels-last, for small images with many channels: ``x`` ``(N, H, W, C)``, ``w`` ``(kh,
+    kw, C)``, ``out`` ``(N, oh, ow, C)``, for the output rows ``start..stop`` of ``(N * oh)``. The innermost loop
+    runs over the channels (contiguous, vectorised); the taps are added in the same order as
+    :func:`depthwise2d`'s, then the bias. Taps outside the image are skipped by the row and column tests, so
+    every index read is inside ``x``."""
+    h, wd, c_count = x.shape[1], x.shape[2], x.shape[3]
+    kh, kw = w.shape[0], w.shape[1]
+    oh, ow = out.shape[1], out.shape[2]
+    pt, pl = pads[0], pads[1]
+    sy, sx = strides[0], strides[1]
+    dy, dx = dilations[0], dilations[1]
+    for row in range(start, stop):
+        n = row // oh
+        oy = row - n * oh
+        for ox in range(ow):
+            acc = out[n, oy, ox]
+            for c in range(c_count):
+                acc[c] = 0
+            for i in range(kh):
+                iy = oy * sy - pt + i * dy
+                if iy < 0 or iy >= h:
+                    continue
+                for j in range(kw):
+                    ix = ox * sx - pl + j * dx
+                    if ix < 0 or ix >= wd:
+                        continue
+                    src = x[n, iy, ix]
+                    wr = w[i, j]
+                    for c in range(c_count):
+                        acc[c] += wr[c] * src[c]
+            for c in range(c_count):
+                acc[c] += bias[c]
 
 
 _LEAF = 7
