@@ -40,6 +40,7 @@ class CompiledForest:
 
     __slots__ = (
         "acc_dtype",
+        "accel_sum",
         "accel_tables",
         "active",
         "all_vote",
@@ -105,6 +106,7 @@ class CompiledForest:
         self.depth = int(depth.max()) if depth.size else 0
         self.tree_depth = depth[order]
         self.accel_tables: tuple[np.ndarray, ...] | None = None  # made by _accel_states on first use
+        self.accel_sum: tuple[np.ndarray, np.ndarray] | None = None  # made by _accel_sum on first use
         # Trees still descending at each level: a prefix of the depth-sorted trees.
         self.active = [int((depth > lvl).sum()) for lvl in range(self.depth)]
         # A small forest evaluates one row faster by deciding every node at once and then following the decided
@@ -259,6 +261,45 @@ class CompiledForest:
         parallel_for(run, self.n_trees, threads=threads, min_block=1)
         return s
 
+    def _accel_sum(self, s: np.ndarray, n: int) -> np.ndarray:
+        """The SUM aggregation of :meth:`aggregate` by the compiled loops, tree after tree in the model's order as
+        the numpy path adds them (the same sums, bit for bit). ``s`` comes from :meth:`states`, whose states are
+        within the tables; the orders are checked here once."""
+        if self.accel_sum is None:
+            self.accel_sum = self._validated_sum_tables()
+        acc = np.zeros((n, self.n_targets), self.acc_dtype)
+        jit = accel.jit()
+        if self.groups is not None and self.leaf_value is not None:
+            order, offsets = self.accel_sum
+            jit.tree_sum_groups(s, self.leaf_value, order, offsets, acc)
+        else:
+            order, w_row = self.accel_sum
+            jit.tree_sum_rows(s, w_row, self.w_sum, order, acc)
+        return acc
+
+    def _validated_sum_tables(self) -> tuple[np.ndarray, np.ndarray]:
+        """The tree orders (and weight rows) of :meth:`_accel_sum`, every index in them checked."""
+        self.w_sum = np.ascontiguousarray(self.w_sum)
+        if self.groups is not None and self.leaf_value is not None:
+            order = np.concatenate(self.groups).astype(np.intp) if self.groups else np.zeros(0, np.intp)
+            offsets = np.cumsum([0] + [g.size for g in self.groups]).astype(np.intp)
+            self._check_order(order, int(offsets[-1]), self.leaf_value.size)
+            return order, offsets
+        order = np.ascontiguousarray(self.position, dtype=np.intp)
+        w_row = np.ascontiguousarray(self.w_row, dtype=np.intp)
+        self._check_order(order, order.size, w_row.size)
+        if w_row.size and (w_row.min() < 0 or w_row.max() >= self.w_sum.shape[0]):
+            raise EvaluationError("tree ensemble: the compiled tables have an index out of range")
+        return order, w_row
+
+    def _check_order(self, order: np.ndarray, total: int, n_states: int) -> None:
+        if (
+            order.size != total
+            or n_states != self.child.size
+            or (order.size and (order.min() < 0 or order.max() >= self.n_trees))
+        ):
+            raise EvaluationError("tree ensemble: the compiled tables have an index out of range")
+
     def _validated_tables(self) -> tuple[np.ndarray, ...]:
         """The per-state tables of the compiled traversal, every index in them checked: mode, NaN routing, member
         row, roots and depths (the feature ids are checked against X by :meth:`check`)."""
@@ -346,7 +387,9 @@ class CompiledForest:
         if not self.n_trees:
             return np.zeros((n, k), self.acc_dtype), has
         if aggregate in ("SUM", "AVERAGE"):
-            if self.groups is not None and self.leaf_value is not None:
+            if accel.enabled() and s.dtype == np.intp:
+                acc = self._accel_sum(s, n)
+            elif self.groups is not None and self.leaf_value is not None:
                 vals = self.leaf_value[s]
                 acc = np.zeros((n, k), self.acc_dtype)
                 for j, rows in enumerate(self.groups):

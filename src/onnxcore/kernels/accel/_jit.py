@@ -22,6 +22,8 @@ __all__ = [
     "hard_swish",
     "tree_states",
     "tree_states_uniform",
+    "tree_sum_groups",
+    "tree_sum_rows",
 ]
 
 # error_model="numpy": a float division by zero gives inf/NaN as in numpy instead of raising, which also lets LLVM
@@ -360,6 +362,22 @@ def tree_states(
 
 
 @_njit
+def _compare(code: int, v: Any, th: Any) -> bool:  # pragma: no cover - compiled
+    """``v <mode> th`` for the comparison codes 0-5 (BRANCH_LEQ, LT, GTE, GT, EQ, NEQ)."""
+    if code == 0:
+        return v <= th
+    if code == 1:
+        return v < th
+    if code == 2:
+        return v >= th
+    if code == 3:
+        return v > th
+    if code == 4:
+        return v == th
+    return v != th
+
+
+@_njit
 def tree_states_uniform(
     x: Any, feature: Any, threshold: Any, child: Any, code: int, roots: Any, depth: Any, out: Any, start: int, stop: int
 ) -> None:  # pragma: no cover - compiled
@@ -373,31 +391,67 @@ def tree_states_uniform(
     whenever some depth is positive)."""
     n = x.shape[0]
     lanes = np.empty(_LANES, np.intp)
+    if n < _LANES:
+        # Few rows: sixteen trees walked together for each row (independent chains of loads overlap).
+        for r in range(n):
+            xr = x[r]
+            for t0 in range(start, stop, _LANES):
+                k = min(_LANES, stop - t0)
+                most = 0
+                for lane in range(k):
+                    lanes[lane] = roots[t0 + lane]
+                    most = max(most, depth[t0 + lane])
+                for _ in range(most):
+                    for lane in range(k):
+                        s = lanes[lane]
+                        c = _compare(code, xr[feature[s]], threshold[s])
+                        # A tree past its depth is at a leaf, its own child: the step changes nothing.
+                        lanes[lane] = child[2 * s + np.intp(c)]
+                for lane in range(k):
+                    out[t0 + lane, r] = 2 * lanes[lane]
+        return
     for t in range(start, stop):
         root = roots[t]
-        steps = depth[t]
+        steps_t = depth[t]
+        # Sixteen rows walk the tree together: independent chains of loads the processor overlaps.
         for r0 in range(0, n, _LANES):
             k = min(_LANES, n - r0)
             xb = x[r0 : r0 + k]
             for lane in range(k):
                 lanes[lane] = root
-            for _ in range(steps):
+            for _ in range(steps_t):
                 for lane in range(k):
                     s = lanes[lane]
-                    v = xb[lane, feature[s]]
-                    th = threshold[s]
-                    if code == 0:
-                        c = v <= th
-                    elif code == 1:
-                        c = v < th
-                    elif code == 2:
-                        c = v >= th
-                    elif code == 3:
-                        c = v > th
-                    elif code == 4:
-                        c = v == th
-                    else:
-                        c = v != th
+                    c = _compare(code, xb[lane, feature[s]], threshold[s])
                     lanes[lane] = child[2 * s + np.intp(c)]
             for lane in range(k):
                 out[t, r0 + lane] = 2 * lanes[lane]
+
+
+@_njit
+def tree_sum_groups(states: Any, leaf_value: Any, order: Any, offsets: Any, acc: Any) -> None:  # pragma: no cover
+    """Per target ``j`` and row ``r``: ``acc[r, j] += leaf_value[states[t, r]]`` for the trees ``t`` of
+    ``order[offsets[j]:offsets[j + 1]]``, one after the other (the numpy path's order: the same sums bit for bit).
+    Validated by the caller: ``order`` within ``states``' trees, ``offsets`` nondecreasing within ``order``, every
+    state within ``leaf_value``."""
+    n = states.shape[1]
+    for j in range(offsets.size - 1):
+        for p in range(offsets[j], offsets[j + 1]):
+            srow = states[order[p]]
+            for r in range(n):
+                acc[r, j] += leaf_value[srow[r]]
+
+
+@_njit
+def tree_sum_rows(states: Any, w_row: Any, w_sum: Any, order: Any, acc: Any) -> None:  # pragma: no cover
+    """``acc[r, :] += w_sum[w_row[states[t, r]], :]`` for the trees ``t`` of ``order``, one after the other (the
+    numpy path's order). Validated by the caller: ``order`` within ``states``' trees, every state within ``w_row``,
+    every weight row within ``w_sum``."""
+    n, k = acc.shape
+    for p in range(order.size):
+        srow = states[order[p]]
+        for r in range(n):
+            wr = w_sum[w_row[srow[r]]]
+            ar = acc[r]
+            for j in range(k):
+                ar[j] += wr[j]
