@@ -78,6 +78,22 @@ def test_unary_paths_agree(op: str, opset: int, attrs: dict[str, Any], dtype: An
     assert np.signbit(a).tolist() == np.signbit(b).tolist()
 
 
+@needs_accel
+def test_bias_gelu_paths_agree() -> None:
+    """com.microsoft BiasGelu: the compiled pass (addition and GELU together) equals the two numpy steps."""
+    from onnxcore.kernels.contrib.activation import bias_gelu
+
+    a = _rand((3, 7, 129), np.float32, -6, 6)
+    a[0, 0, :4] = [np.nan, np.inf, -np.inf, -0.0]
+    b = _rand((129,), np.float32, seed=1)
+    with accel.use(False), np.errstate(invalid="ignore"):
+        y0 = bias_gelu(a, b)
+    with accel.use(True):
+        y1 = bias_gelu(a, b)
+        assert bias_gelu(a[:0], b).shape == (0, 7, 129)
+    np.testing.assert_array_equal(y0, y1)
+
+
 # ---------------------------------------------------------------------------------------------
 # Depthwise convolution
 # ---------------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ What it accelerates (each numpy kernel keeps its own path and calls these only w
   element by element in float64 registers, one pass over memory, operation for operation as the numpy kernel
   does, so the float32 results equal the numpy path's bit for bit (within 0.54 ulp of the true erf:
   ``tools/erf_accel_ulp.py`` checks every float32 value of [0, 4]). float64 ``erf`` stays on numpy: without a
-  vectorised ``exp`` a compiled loop is no faster.
+  vectorised ``exp`` a compiled loop is no faster. BiasGelu (float32) adds its bias in the same pass.
 - HardSwish (float32, float64): one pass, the numpy kernel's operations in its order (the same results).
 - depthwise 2-D convolution (one input and one output channel per group, any kernel, stride, padding and
   dilation; float32 and float64): direct loops over a zero-padded copy of each plane, the innermost over the

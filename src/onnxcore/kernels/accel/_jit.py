@@ -18,6 +18,7 @@ __all__ = [
     "depthwise2d",
     "depthwise2d_nhwc",
     "depthwise2d_strided",
+    "bias_gelu32",
     "erf32",
     "hard_swish",
     "tree_states",
@@ -71,6 +72,43 @@ def erf32(x: Any, out: Any, scale: Any, scaled: bool, gelu: bool) -> None:  # pr
             r = r * xi
             r = r * half
         out[i] = r
+
+
+@_njit
+def bias_gelu32(x: Any, bias: Any, out: Any, scale: Any, start: int, stop: int) -> None:  # pragma: no cover
+    """com.microsoft BiasGelu in float32 for the rows ``start..stop`` of ``x`` ``(rows, C)``: ``a = x + bias``
+    rounded to float32 (as the numpy kernel's addition), then :func:`erf32`'s GELU of ``a``; one pass, the same
+    results bit for bit."""
+    one = np.float32(1.0)
+    half = np.float32(0.5)
+    c_count = x.shape[1]
+    for r in range(start, stop):
+        xr = x[r]
+        orow = out[r]
+        for i in range(c_count):
+            a = xr[i] + bias[i]
+            v = np.float64(a * scale)
+            if v > _HI:
+                v = _HI
+            elif v < -_HI:
+                v = -_HI
+            u = v * v
+            p = u * _P6 + _P5
+            p = p * u + _P4
+            p = p * u + _P3
+            p = p * u + _P2
+            p = p * u + _P1
+            p = p * u + _P0
+            q = u * _Q5 + _Q4
+            q = q * u + _Q3
+            q = q * u + _Q2
+            q = q * u + _Q1
+            q = q * u + _Q0
+            p = p * v
+            e = np.float32(p / q)
+            e = e + one
+            e = e * a
+            orow[i] = e * half
 
 
 @_njit
