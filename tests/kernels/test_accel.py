@@ -95,6 +95,47 @@ def test_bias_gelu_paths_agree() -> None:
 
 
 # ---------------------------------------------------------------------------------------------
+# LayerNormalization, RMSNormalization (rows of any length: the sixteen partial sums and their tail)
+# ---------------------------------------------------------------------------------------------
+
+ROWS = [(3, 1), (2, 15), (4, 17), (2, 5, 64), (7, 768), (3, 1000)]
+
+
+@pytest.mark.usefixtures("accel_path")
+@pytest.mark.parametrize("shape", ROWS, ids=str)
+@pytest.mark.parametrize("bias", [True, False])
+def test_layer_norm_vs_onnxruntime(shape: tuple[int, ...], bias: bool) -> None:
+    pytest.importorskip("onnxruntime")
+    x = _rand(shape, np.float32, -3, 5, seed=11)
+    scale = _rand(shape[-1:], np.float32, seed=12)
+    inputs = [x, scale] + ([_rand(shape[-1:], np.float32, seed=13)] if bias else [])
+    compare("LayerNormalization", inputs, 17, {"axis": -1}, n_outputs=3, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.usefixtures("accel_path")
+@pytest.mark.parametrize("shape", ROWS, ids=str)
+def test_rms_norm_vs_onnxruntime(shape: tuple[int, ...]) -> None:
+    pytest.importorskip("onnxruntime")
+    x = _rand(shape, np.float32, -3, 5, seed=14)
+    compare("RMSNormalization", [x, _rand(shape[-1:], np.float32, seed=15)], 23, {"axis": -1}, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.usefixtures("accel_path")
+@pytest.mark.parametrize("shape", ROWS, ids=str)
+def test_norms_float64_against_the_formula(shape: tuple[int, ...]) -> None:
+    x = _rand(shape, np.float64, -3, 5, seed=16)
+    scale, bias = _rand(shape[-1:], np.float64, seed=17), _rand(shape[-1:], np.float64, seed=18)
+    y, mean, inv = run_ours("LayerNormalization", [x, scale, bias], 17, {"axis": -1, "stash_type": 11})
+    m = x.mean(-1, keepdims=True)
+    ref_inv = 1 / np.sqrt(((x - m) ** 2).mean(-1, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(mean, m, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(inv, ref_inv, rtol=1e-12)
+    np.testing.assert_allclose(y, (x - m) * ref_inv * scale + bias, rtol=1e-12, atol=1e-12)
+    (r,) = run_ours("RMSNormalization", [x, scale], 23, {"axis": -1, "stash_type": 11})
+    np.testing.assert_allclose(r, x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-5) * scale, rtol=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------
 # Depthwise convolution
 # ---------------------------------------------------------------------------------------------
 

@@ -14,6 +14,9 @@ What it accelerates (each numpy kernel keeps its own path and calls these only w
   ``tools/erf_accel_ulp.py`` checks every float32 value of [0, 4]). float64 ``erf`` stays on numpy: without a
   vectorised ``exp`` a compiled loop is no faster. BiasGelu (float32) adds its bias in the same pass.
 - HardSwish (float32, float64): one pass, the numpy kernel's operations in its order (the same results).
+- LayerNormalization and RMSNormalization over trailing axes in the input's own type (float32 with the default
+  stash type, float64): one pass per row, in the cache; the row sums as sixteen partial sums (the numpy path sums
+  with BLAS and ``einsum``: the two agree within the type's rounding of a row's sums).
 - depthwise 2-D convolution (one input and one output channel per group, any kernel, stride, padding and
   dilation; float32 and float64): direct loops over a zero-padded copy of each plane, the innermost over the
   output positions (vectorised), the taps accumulated in the element type one after the other and the bias last

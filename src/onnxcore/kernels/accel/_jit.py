@@ -21,6 +21,8 @@ __all__ = [
     "bias_gelu32",
     "erf32",
     "hard_swish",
+    "layer_norm_rows",
+    "rms_norm_rows",
     "tree_states",
     "tree_states_uniform",
     "tree_sum_groups",
@@ -323,6 +325,97 @@ def depthwise2d_nhwc(
                         acc[c] += wr[c] * src[c]
             for c in range(c_count):
                 acc[c] += bias[c]
+
+
+_LANES_SUM = 16  # partial sums of a row reduction (vectorised; no fastmath, so the order is written out)
+
+
+@_njit
+def _row_sum(xr: Any, part: Any) -> Any:  # pragma: no cover - compiled
+    """The sum of ``xr`` in its type: sixteen partial sums over the row, then added in order, then the tail."""
+    d = xr.size
+    d16 = d - d % _LANES_SUM
+    part[:] = 0
+    for i in range(0, d16, _LANES_SUM):
+        blk = xr[i : i + _LANES_SUM]
+        for lane in range(_LANES_SUM):
+            part[lane] += blk[lane]
+    s = part[0]
+    for lane in range(1, _LANES_SUM):
+        s += part[lane]
+    for i in range(d16, d):
+        s += xr[i]
+    return s
+
+
+@_njit
+def layer_norm_rows(
+    x: Any,
+    scale: Any,
+    bias: Any,
+    has_bias: bool,
+    d: Any,
+    eps: Any,
+    out: Any,
+    mean: Any,
+    inv: Any,
+    start: int,
+    stop: int,
+) -> None:  # pragma: no cover - compiled
+    """LayerNormalization of the rows ``start..stop`` of ``x`` ``(rows, D)`` in its type: ``mean[r]``, ``inv[r] = 1
+    / sqrt(mean((x - mean)^2) + eps)``, ``out = (x - mean) * inv * scale (+ bias)`` (the numpy kernel's steps; its
+    sums are made in another order, so the results agree within the type's rounding of a row's sums). ``d`` and
+    ``eps`` are of the element type; all arrays C-contiguous, ``scale`` and ``bias`` of ``D`` values."""
+    part = np.empty(_LANES_SUM, x.dtype)
+    n = x.shape[1]
+    for r in range(start, stop):
+        xr = x[r]
+        orow = out[r]
+        m = _row_sum(xr, part) / d
+        for i in range(n):
+            orow[i] = xr[i] - m
+        v = np.sqrt(_sum_squares(orow, part) / d + eps)
+        iv = d / d / v  # 1 / v in the element type
+        if has_bias:
+            for i in range(n):
+                orow[i] = orow[i] * iv * scale[i] + bias[i]
+        else:
+            for i in range(n):
+                orow[i] = orow[i] * iv * scale[i]
+        mean[r] = m
+        inv[r] = iv
+
+
+@_njit
+def _sum_squares(xr: Any, part: Any) -> Any:  # pragma: no cover - compiled
+    """The sum of ``xr * xr`` in its type, as :func:`_row_sum` adds."""
+    d = xr.size
+    d16 = d - d % _LANES_SUM
+    part[:] = 0
+    for i in range(0, d16, _LANES_SUM):
+        blk = xr[i : i + _LANES_SUM]
+        for lane in range(_LANES_SUM):
+            part[lane] += blk[lane] * blk[lane]
+    s = part[0]
+    for lane in range(1, _LANES_SUM):
+        s += part[lane]
+    for i in range(d16, d):
+        s += xr[i] * xr[i]
+    return s
+
+
+@_njit
+def rms_norm_rows(x: Any, scale: Any, d: Any, eps: Any, out: Any, start: int, stop: int) -> None:  # pragma: no cover
+    """RMSNormalization of the rows ``start..stop`` of ``x`` ``(rows, D)`` in its type: ``out = x / sqrt(mean(x^2)
+    + eps) * scale`` (the numpy kernel's steps, its sum in another order)."""
+    part = np.empty(_LANES_SUM, x.dtype)
+    n = x.shape[1]
+    for r in range(start, stop):
+        xr = x[r]
+        orow = out[r]
+        ms = np.sqrt(_sum_squares(xr, part) / d + eps)
+        for i in range(n):
+            orow[i] = xr[i] / ms * scale[i]
 
 
 _LEAF = 7
