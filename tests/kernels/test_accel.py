@@ -377,3 +377,88 @@ def test_use_switches_the_path() -> None:
             assert accel.enabled()
         assert not accel.enabled()
     assert accel.enabled()
+
+
+_MUTATION_CHILD = r"""
+import sys
+import numpy as np
+from onnxcore.errors import OnnxCoreError
+from onnxcore.kernels import accel
+from onnxcore.kernels.registry import lookup
+
+rng = np.random.default_rng(int(sys.argv[1]))
+regress = lookup("ai.onnx.ml", "TreeEnsembleRegressor", 3).fn
+ensemble = lookup("ai.onnx.ml", "TreeEnsemble", 5).fn
+WILD = [-1, -(2**31), 2**31, 2**40, 15, 16, 45, 4, 5, 1000]
+
+
+def wild() -> int:
+    return int(rng.choice(WILD)) if rng.random() < 0.7 else int(rng.integers(-50, 50))
+
+
+def legacy() -> dict:
+    a = {k: [] for k in ("nodes_treeids nodes_nodeids nodes_featureids nodes_modes nodes_values nodes_truenodeids "
+                         "nodes_falsenodeids nodes_missing_value_tracks_true target_treeids target_nodeids target_ids "
+                         "target_weights").split()}
+    for t in range(3):
+        for i in range(15):
+            leaf = i >= 7
+            modes = ["BRANCH_LEQ", "BRANCH_LT", "BRANCH_GTE", "BRANCH_EQ"]
+            for k, v in (("nodes_treeids", t), ("nodes_nodeids", i), ("nodes_featureids", int(rng.integers(4))),
+                         ("nodes_modes", "LEAF" if leaf else modes[int(rng.integers(4))]),
+                         ("nodes_values", float(rng.standard_normal())),
+                         ("nodes_truenodeids", 0 if leaf else 2 * i + 1),
+                         ("nodes_falsenodeids", 0 if leaf else 2 * i + 2),
+                         ("nodes_missing_value_tracks_true", int(rng.integers(2)))):
+                a[k].append(v)
+            if leaf:
+                for k, v in (("target_treeids", t), ("target_nodeids", i), ("target_ids", int(rng.integers(2))),
+                             ("target_weights", float(rng.standard_normal()))):
+                    a[k].append(v)
+    a["n_targets"] = 2
+    return a
+
+
+def v5() -> dict:
+    # Two trees of 3 interior nodes each (a root and two children), 4 leaves each.
+    return dict(
+        nodes_featureids=[int(rng.integers(4)) for _ in range(6)],
+        nodes_modes=np.array(rng.integers(0, 6, 6), np.uint8),
+        nodes_splits=rng.standard_normal(6).astype(np.float32),
+        nodes_truenodeids=[1, 0, 2, 4, 4, 6], nodes_falsenodeids=[2, 1, 3, 5, 5, 7],
+        nodes_trueleafs=[0, 1, 1, 0, 1, 1], nodes_falseleafs=[0, 1, 1, 0, 1, 1],
+        leaf_targetids=[0] * 8, leaf_weights=rng.standard_normal(8).astype(np.float32), tree_roots=[0, 3],
+        nodes_missing_value_tracks_true=[int(rng.integers(2)) for _ in range(6)],
+    )
+
+
+for it in range(int(sys.argv[2])):
+    legacy_model = it % 2 == 0
+    a = legacy() if legacy_model else v5()
+    keys = [k for k, v in a.items() if isinstance(v, list) and v and isinstance(v[0], int)]
+    for _ in range(int(rng.integers(1, 4))):
+        k = keys[int(rng.integers(len(keys)))]
+        a[k][int(rng.integers(len(a[k])))] = wild()
+    x = rng.standard_normal((int(rng.integers(0, 40)), int(rng.integers(1, 6))))
+    x = x.astype(np.float32 if rng.random() < 0.5 else np.float64)
+    x[rng.random(x.shape) < 0.1] = np.nan
+    try:
+        with np.errstate(all="ignore"):
+            (regress if legacy_model else ensemble)(x, **a)
+    except OnnxCoreError:
+        pass
+print("ok", accel.enabled())
+"""
+
+
+@pytest.mark.usefixtures("accel_path")
+def test_tree_index_mutations_never_crash(accel_path: str) -> None:
+    """Seeded random out-of-range indices in every id attribute of tree models (legacy encoding and TreeEnsemble-5),
+    run in a child process (a read outside an array could kill it): each run gives a result or our error."""
+    full = dict(os.environ, ONNXCORE_ACCEL="1" if accel_path == "accel" else "0")
+    full["PYTHONPATH"] = os.pathsep.join(p for p in [str(_src()), full.get("PYTHONPATH", "")] if p)
+    proc = subprocess.run(
+        [sys.executable, "-c", _MUTATION_CHILD, "7", "600"], capture_output=True, text=True, env=full, check=False
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["ok", str(accel_path == "accel")]
