@@ -368,6 +368,18 @@ def test_environment_variable_turns_it_off() -> None:
     assert _python(code, ONNXCORE_ACCEL="0").split() == ["False", "False", "False"]
 
 
+def test_a_broken_numba_leaves_the_numpy_path() -> None:
+    """numba installed but unusable (here a module without ``njit``): the kernels run on numpy, no error."""
+    code = (
+        "import sys, types, importlib.machinery as im, numpy as np\n"
+        "m = types.ModuleType('numba'); m.__spec__ = im.ModuleSpec('numba', None); sys.modules['numba'] = m\n"
+        "from onnxcore.kernels import accel, run\n"
+        "(y,) = run('Erf', 13, np.ones(2, np.float32))\n"
+        "print(accel.available(), accel.enabled(), y.dtype)\n"
+    )
+    assert _python(code).split() == ["False", "False", "float32"]
+
+
 @needs_accel
 def test_use_switches_the_path() -> None:
     assert accel.enabled()

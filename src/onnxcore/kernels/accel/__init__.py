@@ -54,15 +54,19 @@ def available() -> bool:
     if _available is None:
         with _lock:
             if _available is None:
-                ok = os.environ.get("ONNXCORE_ACCEL", "1") != "0" and importlib.util.find_spec("numba") is not None
+                ok = os.environ.get("ONNXCORE_ACCEL", "1") != "0"
                 if ok:
                     try:
-                        # Lazy: numba is an optional extra, heavy to import; only this package imports it.
-                        from onnxcore.kernels.accel import _jit
-                    except ImportError:
+                        ok = importlib.util.find_spec("numba") is not None
+                        if ok:
+                            # Lazy: numba is an optional extra, heavy to import; only this package imports it.
+                            from onnxcore.kernels.accel import _jit
+
+                            _jit_module = _jit
+                    except Exception:
+                        # numba installed but unusable (an incompatible numpy, no writable cache directory, ...):
+                        # the pure-numpy kernels run, as without numba.
                         ok = False
-                    else:
-                        _jit_module = _jit
                 _available = ok
     return _available
 
