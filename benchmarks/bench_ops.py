@@ -14,7 +14,12 @@ xgboost and onnxmltools; a case whose library is missing is skipped with a note.
 ``Session(threads=...)``; 0: each engine's default, the machine's cores); the default, 1, is the single-threaded
 comparison, timed by CPU time; with several threads the wall time is compared.
 
-Usage: ``python benchmarks/bench_ops.py [--repeat 7] [--blas-threads 1] [--threads 1] [--only Conv LSTM ...]``.
+``--accel both`` times onnxcore twice, on the pure-numpy kernels and on the compiled accelerator
+(:mod:`onnxcore.kernels.accel`, the ``accel`` extra), the three taking turns; by default onnxcore runs as the
+environment says (``ONNXCORE_ACCEL=0`` turns the accelerator off).
+
+Usage: ``python benchmarks/bench_ops.py [--repeat 7] [--blas-threads 1] [--threads 1] [--accel both]
+[--only Conv LSTM ...]``.
 """
 
 from __future__ import annotations
@@ -95,6 +100,8 @@ CASES: list[Case] = [
      {"pads": [3] * 4, "group": 96}, 1),
     ("Conv depthwise 7x7 768 @7", "Conv", 13, {"x": f32(1, 768, 7, 7)}, {"w": weights(768, 1, 7, 7)},
      {"pads": [3] * 4, "group": 768}, 1),
+    ("Conv depthwise 3x3 s2 96 @112", "Conv", 13, {"x": f32(1, 96, 112, 112)}, {"w": weights(96, 1, 3, 3)},
+     {"pads": [1] * 4, "group": 96, "strides": [2, 2]}, 1),
     ("Conv grouped 3x3 g32 256 @28", "Conv", 13, {"x": f32(1, 256, 28, 28)}, {"w": weights(256, 8, 3, 3)},
      {"pads": [1] * 4, "group": 32}, 1),
     ("RMSNormalization 64x128x768", "RMSNormalization", 23, {"x": f32(64, 128, 768)}, {"s": f32(768)},
@@ -286,15 +293,32 @@ def _session(model: bytes, threads: int) -> Any:
     return onnxcore.Session(model) if threads == 1 else onnxcore.Session(model, threads=threads)
 
 
-def _row(label: str, ours: Any, theirs: Any, feeds: dict[str, np.ndarray], repeat: int, threads: int) -> bool:
+def _on_path(session: Any, feeds: dict[str, np.ndarray], on: bool) -> Any:
+    from onnxcore.kernels import accel
+
+    with accel.use(on):
+        return session.run(None, feeds)
+
+
+def _row(
+    label: str, ours: Any, theirs: Any, feeds: dict[str, np.ndarray], repeat: int, threads: int, both: bool = False
+) -> bool:
     expected = theirs.run(None, feeds)
-    got = ours.run(None, feeds)
-    ok = all(np.allclose(np.asarray(a), np.asarray(e), rtol=1e-3, atol=1e-4) for a, e in zip(got, expected))
+    paths = [False, True] if both else [None]
+    ok = True
+    for on in paths:
+        got = ours.run(None, feeds) if on is None else _on_path(ours, feeds, on)
+        ok &= all(np.allclose(np.asarray(a), np.asarray(e), rtol=1e-3, atol=1e-4) for a, e in zip(got, expected))
     # One thread: CPU time (steadier on a shared machine). Several: wall time (CPU time adds the threads up).
     clock = time.process_time if threads == 1 else time.perf_counter
-    t_ours, t_ort = best_of([lambda s=s, f=feeds: s.run(None, f) for s in (ours, theirs)], repeat, clock)
-    print(f"| {label} | {t_ours * 1e3:.3f} ms | {t_ort * 1e3:.3f} ms | {t_ours / t_ort:.2f} | "
-          f"{'yes' if ok else 'NO'} |", flush=True)  # fmt: skip
+    fns: list[Callable[[], Any]] = [
+        (lambda f=feeds: ours.run(None, f)) if on is None else (lambda f=feeds, o=on: _on_path(ours, f, o))
+        for on in paths
+    ]
+    *t_ours, t_ort = best_of([*fns, lambda f=feeds: theirs.run(None, f)], repeat, clock)
+    cols = " | ".join(f"{t * 1e3:.3f} ms" for t in t_ours)
+    ratios = " | ".join(f"{t / t_ort:.2f}" for t in t_ours)
+    print(f"| {label} | {cols} | {t_ort * 1e3:.3f} ms | {ratios} | {'yes' if ok else 'NO'} |", flush=True)
     return ok
 
 
@@ -305,13 +329,26 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=1, help="threads of both engines (0: each engine's default)")
     ap.add_argument("--only", nargs="*", default=None, help="operator types to run")
     ap.add_argument("--match", default=None, help="run only the cases whose label contains this text")
+    ap.add_argument(
+        "--accel",
+        choices=["default", "both"],
+        default="default",
+        help="both: time onnxcore without and with the compiled accelerator (the accel extra), taking turns",
+    )
     args = ap.parse_args()
+    both = args.accel == "both"
     so = ort.SessionOptions()
     so.intra_op_num_threads = max(args.threads, 0)
     so.log_severity_level = 3
     ours_threads = args.threads if args.threads > 0 else os.cpu_count() or 1
-    print(f"| operator case | onnxcore | onnxruntime, {args.threads or 'default'} thread(s) | ratio | matches |")
-    print("|---|---:|---:|---:|:---:|")
+    threads = f"onnxruntime, {args.threads or 'default'} thread(s)"
+    if both:
+        head = f"onnxcore, numpy | onnxcore, accel | {threads} | ratio, numpy | ratio, accel"
+        print(f"| operator case | {head} | matches |")
+        print("|---|---:|---:|---:|---:|---:|:---:|")
+    else:
+        print(f"| operator case | onnxcore | {threads} | ratio | matches |")
+        print("|---|---:|---:|---:|:---:|")
     ok_all = True
     for label, op, opset, inputs, consts, attrs, n_out in CASES:
         if (args.only and op not in args.only) or (args.match and args.match not in label):
@@ -320,7 +357,7 @@ def main() -> int:
         expected = theirs.run(None, inputs)
         # onnxcore wants the graph outputs typed (Clause 7.1): take them from onnxruntime's results.
         ours = _session(_model(op, opset, inputs, consts, attrs, expected, n_out), ours_threads)
-        ok_all &= _row(label, ours, theirs, inputs, args.repeat, args.threads)
+        ok_all &= _row(label, ours, theirs, inputs, args.repeat, args.threads, both)
     for label, tag, build in GRAPH_CASES:
         if (args.only and tag not in args.only) or (args.match and args.match not in label):
             continue
@@ -330,7 +367,7 @@ def main() -> int:
             print(f"| {label} | skipped: {e} | | | |")
             continue
         theirs = ort.InferenceSession(model, so)
-        ok_all &= _row(label, _session(model, ours_threads), theirs, feeds, args.repeat, args.threads)
+        ok_all &= _row(label, _session(model, ours_threads), theirs, feeds, args.repeat, args.threads, both)
     return 0 if ok_all else 1
 
 

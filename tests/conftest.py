@@ -8,6 +8,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,3 +30,16 @@ def package_results(node_cases: list[Path]) -> list:
     from onnxcore.conformance.runner import run_package
 
     return run_package(node_cases)
+
+
+@pytest.fixture(params=["numpy", "accel"])
+def accel_path(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Run the test on the pure-numpy kernels and again on the compiled accelerator (the ``accel`` extra, numba);
+    the second is skipped, saying why, where numba is missing or ``ONNXCORE_ACCEL=0``."""
+    from onnxcore.kernels import accel
+
+    on = request.param == "accel"
+    if on and not accel.available():
+        pytest.skip("the accelerator is not available (numba not installed, or ONNXCORE_ACCEL=0)")
+    with accel.use(on):
+        yield request.param

@@ -39,10 +39,11 @@ def test_importing_everything_loads_no_oracle() -> None:
         "import sys, importlib, pkgutil, onnxcore\n"
         "for m in pkgutil.walk_packages(onnxcore.__path__, 'onnxcore.'):\n"
         "    if m.name.endswith('__main__'): continue\n"
-        # onnxcore.dask is the optional extra: without dask installed it cannot be imported at all.
+        # onnxcore.dask is the optional extra: without dask installed it cannot be imported at all; nor can the
+        # accelerator's compiled kernels (onnxcore.kernels.accel._jit) without numba (the accel extra).
         "    try: importlib.import_module(m.name)\n"
         "    except ImportError:\n"
-        "        if not m.name.startswith('onnxcore.dask'): raise\n"
+        "        if not m.name.startswith(('onnxcore.dask', 'onnxcore.kernels.accel._jit')): raise\n"
         "from onnxcore.kernels.registry import registered\n"
         "list(registered())\n"
         f"bad = [m for m in sys.modules if any(m == b or m.startswith(b + '.') for b in {BANNED!r})]\n"
@@ -56,3 +57,32 @@ def test_ruff_bans_the_oracles_in_src() -> None:
     pyproject = (SRC.parent.parent / "pyproject.toml").read_text(encoding="utf-8")
     for name in BANNED:
         assert f'"{name}".msg' in pyproject
+
+
+# The optional accelerator's compiler: imported by onnxcore.kernels.accel alone (never by another module, so that
+# every other module imports without it and `import onnxcore` never loads it).
+OPTIONAL_COMPILER = "numba"
+ACCEL_PACKAGE = SRC / "kernels" / "accel"
+
+
+def test_numba_is_imported_only_by_the_accelerator() -> None:
+    offenders = []
+    for path in SRC.rglob("*.py"):
+        if ACCEL_PACKAGE in path.parents:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            offenders += [f"{path}:{node.lineno} {n}" for n in names if n.split(".")[0] == OPTIONAL_COMPILER]
+    assert offenders == []
+    # Inside the package, only the compiled kernels' module imports it at module level.
+    top_level = [
+        path.name
+        for path in ACCEL_PACKAGE.glob("*.py")
+        for node in ast.parse(path.read_text(encoding="utf-8")).body
+        if isinstance(node, ast.Import) and any(a.name.split(".")[0] == OPTIONAL_COMPILER for a in node.names)
+    ]
+    assert top_level == ["_jit.py"]

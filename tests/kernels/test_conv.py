@@ -115,6 +115,7 @@ def _conv_combo(rng: np.random.Generator, nd: int) -> tuple[list[np.ndarray], di
     return inputs, attrs
 
 
+@pytest.mark.usefixtures("accel_path")
 @pytest.mark.parametrize("nd", [1, 2, 3])
 def test_conv_random_vs_ort(nd: int) -> None:
     """Seeded random shapes and attribute combinations (groups incl. depthwise, strides, dilations,
@@ -139,6 +140,7 @@ def test_conv_random_vs_ort(nd: int) -> None:
         compare("Conv", inputs, 11 if i % 2 else 22, attrs, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.usefixtures("accel_path")
 def test_conv_large_paths_vs_ort() -> None:
     """The fast paths: 1x1 (strided), stride-1 flat layout, depthwise, banded im2col of a large input, summed
     per-offset matmuls."""
@@ -165,6 +167,7 @@ def test_conv_large_paths_vs_ort() -> None:
         compare("Conv", [x, w, b], 11, attrs, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.usefixtures("accel_path")
 def test_conv_matches_naive_reference() -> None:
     """Conv-1 (onnxruntime has no kernel for it) against direct sums."""
     rng = np.random.default_rng(9)
@@ -177,6 +180,7 @@ def test_conv_matches_naive_reference() -> None:
     assert y.dtype == np.float32
 
 
+@pytest.mark.usefixtures("accel_path")
 @pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16, np.float64])
 def test_conv_dtypes_round_once(dtype: Any) -> None:
     """Narrow floats compute in float32 and round once; float64 stays float64."""

@@ -448,6 +448,7 @@ def test_unary_vs_ort(op: str, opset: int, rng: tuple, dtype: str) -> None:
     compare(op, [x], max(opset, 13) if dtype == "float16" and op in ("Relu",) else opset, rtol=rtol, atol=1e-6)
 
 
+@pytest.mark.usefixtures("accel_path")
 @pytest.mark.parametrize(
     ("op", "attrs", "opset"),
     [
@@ -502,6 +503,7 @@ def test_swish_matches_definition() -> None:
     np.testing.assert_allclose(y, x / (1 + np.exp(-1.7 * x)), rtol=1e-12)
 
 
+@pytest.mark.usefixtures("accel_path")
 def test_erf_accuracy_against_math() -> None:
     xs = np.concatenate([np.linspace(-7, 7, 4001), [0.0, -0.0, 1e-300, 2.4999999, 2.5, 26.0, np.inf, -np.inf, np.nan]])
     (y,) = run_ours("Erf", [xs], 13)
@@ -518,6 +520,7 @@ def test_erf_accuracy_against_math() -> None:
     assert np.signbit(y32[-9:-7]).tolist() == [False, True]  # erf(0) = 0, erf(-0) = -0
 
 
+@pytest.mark.usefixtures("accel_path")
 def test_erf_float32_within_0_54_ulp_on_a_dense_grid() -> None:
     """The float32 path (a rational approximation evaluated in float64, rounded once) against math.erf on
     two million points: a dense grid of [0, 4.5] (beyond 3.9, erf rounds to 1 in float32), values down to

@@ -137,6 +137,7 @@ def _regressor_attrs(forest: dict[str, list], n_targets: int, as_tensor: bool) -
     return attrs
 
 
+@pytest.mark.usefixtures("accel_path")
 @pytest.mark.parametrize("version", [1, 3])
 def test_tree_regressor(version: int) -> None:
     rng = np.random.default_rng(10 + version)
@@ -157,6 +158,7 @@ def test_tree_regressor(version: int) -> None:
                 assert_same(ours, ref, rtol=tol, atol=tol, msg=f"v{version} targets={n_targets} {agg} {post}")
 
 
+@pytest.mark.usefixtures("accel_path")
 def test_tree_regressor_int_input_and_single_node_trees() -> None:
     rng = np.random.default_rng(3)
     forest = _random_forest(rng, 4, 3, lambda r: [0], max_depth=2)
@@ -198,6 +200,7 @@ def _classifier_attrs(forest: dict[str, list], labels: list, base: list[float] |
     return attrs
 
 
+@pytest.mark.usefixtures("accel_path")
 @pytest.mark.parametrize("labels", [[10, 20, 30], ["cat", "dog", "eel", "fox"]])
 def test_tree_classifier_multiclass(labels: list) -> None:
     rng = np.random.default_rng(len(labels))
@@ -213,6 +216,7 @@ def test_tree_classifier_multiclass(labels: list) -> None:
             assert_same(ours, ref, rtol=tol, atol=tol, msg=f"{post} base={base is not None}")
 
 
+@pytest.mark.usefixtures("accel_path")
 @pytest.mark.parametrize(
     ("voted", "low", "base"),
     [
@@ -240,6 +244,7 @@ def test_tree_classifier_binary(voted: list[int], low: float, base: list[float] 
             assert_same(ours, ref, msg=f"voted={voted} low={low} base={base} {labels} {post}")
 
 
+@pytest.mark.usefixtures("accel_path")
 def test_tree_classifier_as_tensor_double() -> None:
     rng = np.random.default_rng(11)
     x = _grid_x(rng, 40, 4).astype(np.float64)
@@ -298,6 +303,7 @@ def _to_tree_ensemble_5(forest: dict[str, list], member_every: int = 0) -> dict[
     return attrs
 
 
+@pytest.mark.usefixtures("accel_path")
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_tree_ensemble_5(dtype: type) -> None:
     rng = np.random.default_rng(5)
@@ -342,6 +348,7 @@ def test_tree_ensemble_vectorised_speed() -> None:
     assert time.perf_counter() - t0 < 3.0
 
 
+@pytest.mark.usefixtures("accel_path")
 def test_tree_errors() -> None:
     from onnxcore.errors import EvaluationError
     from onnxcore.kernels.registry import lookup
@@ -700,6 +707,7 @@ def test_maps_onnxruntime_cannot_feed() -> None:
     assert lookup("ai.onnx.ml", "Binarizer", 1).fn(np.array([np.nan, 2.0]), threshold=1.0)[1] == 1.0
 
 
+@pytest.mark.usefixtures("accel_path")
 def test_tree_ensemble_float16() -> None:
     # onnxruntime refuses float16 TreeEnsemble models at shape inference; the float16 result must be the
     # float32 evaluation of the same (float16-exact) splits, weights and inputs, rounded once.
@@ -722,6 +730,7 @@ def test_tree_ensemble_float16() -> None:
     assert lookup("ai.onnx.ml", "TreeEnsemble", 5) is not None
 
 
+@pytest.mark.usefixtures("accel_path")
 def test_empty_batch() -> None:
     rng = np.random.default_rng(22)
     forest = _random_forest(rng, 3, 4, lambda r: [int(r.integers(2))])

@@ -130,6 +130,7 @@ def _compare(got: list[Any], expected: list[Any], where: str) -> None:
             np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-5, err_msg=where)
 
 
+@pytest.mark.usefixtures("accel_path")
 @pytest.mark.parametrize("name", MODELS)
 @pytest.mark.parametrize("rows", [1, 1000])
 def test_exported_model_matches_onnxruntime(name: str, rows: int) -> None:
@@ -153,6 +154,7 @@ def test_same_results_for_any_thread_count(name: str) -> None:
             assert np.array_equal(np.asarray(a), np.asarray(b)), (name, threads)
 
 
+@pytest.mark.usefixtures("accel_path")
 def test_nan_routing_matches_onnxruntime() -> None:
     # XGBoost routes a missing value (NaN) by each node's default direction (missing_value_tracks_true).
     model = _model("xgboost-classifier-3")

@@ -123,6 +123,7 @@ def test_instance_norm_vs_ort() -> None:
         compare("InstanceNormalization", [x, s, b], 6, {"epsilon": 1e-4}, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.usefixtures("accel_path")
 @pytest.mark.parametrize("axis", [-3, -1, 0, 1, 2])
 def test_layer_norm_vs_ort(axis: int) -> None:
     pytest.importorskip("onnxruntime")

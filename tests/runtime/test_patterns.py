@@ -135,6 +135,7 @@ def _fused(s: onnxcore.Session) -> list[str]:
     return [bn.call.label for bn in s._plan.info if isinstance(bn.call, FusedPattern)]
 
 
+@pytest.mark.usefixtures("accel_path")
 @pytest.mark.parametrize("case", list(CASES))
 def test_fusion_fires_and_matches_onnxruntime(case: str) -> None:
     make, label = CASES[case]

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from onnxcore.kernels.threads import blockwise
+from onnxcore.kernels import accel
+from onnxcore.kernels.threads import MIN_PARALLEL_ELEMENTS, active_threads, blockwise, parallel_for
 
 __all__ = ["layer_norm_rows", "rms_norm_rows", "softmax_rows_last"]
 
@@ -87,6 +88,17 @@ def layer_norm_rows(
     mean = np.empty(rows, x.dtype)
     inv = np.empty(rows, x.dtype)
     t = x.dtype.type
+    keep = x.shape[:axis] + (1,) * (x.ndim - axis)
+    if accel.enabled():
+        # The compiled loop: each row read once into the cache and finished there.
+        fn, x2, o2 = accel.jit().layer_norm_rows, x.reshape(rows, d), out.reshape(rows, d)
+        bb = b if isinstance(b, np.ndarray) else sc
+
+        def run(a: int, z: int) -> None:
+            fn(x2, sc, bb, isinstance(b, np.ndarray), t(d), t(epsilon), o2, mean, inv, a, z)
+
+        parallel_for(run, rows, threads=active_threads() if x.size >= MIN_PARALLEL_ELEMENTS else 1)
+        return out, mean.reshape(keep), inv.reshape(keep)
     per_block = _block_rows(d)
     ones = np.ones(d, x.dtype)
 
@@ -108,7 +120,6 @@ def layer_norm_rows(
             orow += b
 
     blockwise(block, x, out, block=per_block, min_size=1, indexed=True)
-    keep = x.shape[:axis] + (1,) * (x.ndim - axis)
     return out, mean.reshape(keep), inv.reshape(keep)
 
 
@@ -120,6 +131,15 @@ def rms_norm_rows(x: np.ndarray, scale: np.ndarray, axis: int, epsilon: float) -
         return None
     out = np.empty(x.shape, x.dtype)
     t = x.dtype.type
+    if accel.enabled():
+        rows = x.size // d
+        fn, x2, o2 = accel.jit().rms_norm_rows, x.reshape(rows, d), out.reshape(rows, d)
+
+        def run(a: int, z: int) -> None:
+            fn(x2, sc, t(d), t(epsilon), o2, a, z)
+
+        parallel_for(run, rows, threads=active_threads() if x.size >= MIN_PARALLEL_ELEMENTS else 1)
+        return out
     scratch_rows = max(1, _ROW_BLOCK // d)
 
     def block(xb: np.ndarray, ob: np.ndarray) -> None:

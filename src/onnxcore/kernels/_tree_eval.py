@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from onnxcore.errors import EvaluationError
+from onnxcore.kernels import accel
 from onnxcore.kernels.threads import active_threads, parallel_for
 
 __all__ = ["CompiledForest"]
@@ -39,6 +40,8 @@ class CompiledForest:
 
     __slots__ = (
         "acc_dtype",
+        "accel_sum",
+        "accel_tables",
         "active",
         "all_vote",
         "always_has",
@@ -58,8 +61,10 @@ class CompiledForest:
         "n_trees",
         "position",
         "roots",
+        "state_mode",
         "thr32",
         "thr64",
+        "tree_depth",
         "uniform",
         "w_max",
         "w_min",
@@ -77,7 +82,8 @@ class CompiledForest:
         self.uniform = _COMPARE[int(inner_modes[0])] if inner_modes.size == 1 and inner_modes[0] < _MEMBER else None
         if self.uniform is None and inner_modes.size == 0:
             self.uniform = np.less_equal
-        self.mode = None if self.uniform is not None else np.repeat(mode, 2)
+        self.state_mode = np.repeat(mode, 2)
+        self.mode = None if self.uniform is not None else self.state_mode
         nodes = np.arange(m)
         child = np.empty(2 * m, np.intp)
         child[0::2] = np.where(leaf, nodes, forest.false_idx) * 2
@@ -98,6 +104,9 @@ class CompiledForest:
         self.roots = roots[order] * 2
         self.n_trees = int(roots.size)
         self.depth = int(depth.max()) if depth.size else 0
+        self.tree_depth = depth[order]
+        self.accel_tables: tuple[np.ndarray, ...] | None = None  # made by _accel_states on first use
+        self.accel_sum: tuple[np.ndarray, np.ndarray] | None = None  # made by _accel_sum on first use
         # Trees still descending at each level: a prefix of the depth-sorted trees.
         self.active = [int((depth > lvl).sum()) for lvl in range(self.depth)]
         # A small forest evaluates one row faster by deciding every node at once and then following the decided
@@ -159,6 +168,10 @@ class CompiledForest:
         cmp_dtype = np.float32 if use32 else np.float64
         thr = self.thr32 if use32 else self.thr64
         assert thr is not None
+        if accel.enabled():
+            xc = np.ascontiguousarray(x, dtype=cmp_dtype)
+            nan = self.miss is not None and bool(np.isnan(xc).any())
+            return self._accel_states(xc, thr, use32, general=self.uniform is None or nan)
         if n == 1 and x.dtype == cmp_dtype:
             xt = x.reshape(-1)
         else:
@@ -213,6 +226,118 @@ class CompiledForest:
         # No cycle reaches here (_depths refused it): after `depth` steps every pair is at a leaf.
         return s
 
+    def _accel_states(self, x: np.ndarray, thr: np.ndarray, use32: bool, *, general: bool) -> np.ndarray:
+        """:meth:`states` by the compiled traversal (:mod:`onnxcore.kernels.accel`): rows walk each tree sixteen
+        at a time; ``general`` for mixed comparisons, set membership or NaN routing, else the uniform walk over
+        node tables.
+
+        numba does not check bounds, so the tables are validated once here and ``x``'s width by :meth:`check`
+        before the call: a hostile model gets an EvaluationError, never a read outside an array."""
+        if self.accel_tables is None:
+            self.accel_tables = self._validated_tables()
+        mode, miss, member_row, roots, depth, feat_n, child_n, thr_n32, thr_n64 = self.accel_tables
+        n = x.shape[0]
+        s = np.empty((self.n_trees, n), np.intp)
+        jit = accel.jit()
+        if general:
+            fn = jit.tree_states
+            member_sets = np.ascontiguousarray(self.member_sets, dtype=np.float64)
+            if member_sets.shape[0] == 0:
+                member_sets = np.full((1, 1), np.nan)
+
+            def run(a: int, b: int) -> None:
+                fn(x, self.feature, thr, self.child, mode, miss, member_row, member_sets, roots, depth, s, a, b)
+
+        else:
+            fu = jit.tree_states_uniform
+            code = _COMPARE.index(self.uniform)
+            thr_n = thr_n32 if use32 else thr_n64
+            roots_n = roots >> 1
+
+            def run(a: int, b: int) -> None:
+                fu(x, feat_n, thr_n, child_n, code, roots_n, depth, s, a, b)
+
+        threads = active_threads() if self.n_trees * n >= _PARALLEL_PAIRS else 1
+        parallel_for(run, self.n_trees, threads=threads, min_block=1)
+        return s
+
+    def _accel_sum(self, s: np.ndarray, n: int) -> np.ndarray:
+        """The SUM aggregation of :meth:`aggregate` by the compiled loops, tree after tree in the model's order as
+        the numpy path adds them (the same sums, bit for bit). ``s`` comes from :meth:`states`, whose states are
+        within the tables; the orders are checked here once."""
+        if self.accel_sum is None:
+            self.accel_sum = self._validated_sum_tables()
+        acc = np.zeros((n, self.n_targets), self.acc_dtype)
+        jit = accel.jit()
+        if self.groups is not None and self.leaf_value is not None:
+            order, offsets = self.accel_sum
+            jit.tree_sum_groups(s, self.leaf_value, order, offsets, acc)
+        else:
+            order, w_row = self.accel_sum
+            jit.tree_sum_rows(s, w_row, self.w_sum, order, acc)
+        return acc
+
+    def _validated_sum_tables(self) -> tuple[np.ndarray, np.ndarray]:
+        """The tree orders (and weight rows) of :meth:`_accel_sum`, every index in them checked."""
+        self.w_sum = np.ascontiguousarray(self.w_sum)
+        if self.groups is not None and self.leaf_value is not None:
+            order = np.concatenate(self.groups).astype(np.intp) if self.groups else np.zeros(0, np.intp)
+            offsets = np.cumsum([0] + [g.size for g in self.groups]).astype(np.intp)
+            self._check_order(order, int(offsets[-1]), self.leaf_value.size)
+            return order, offsets
+        order = np.ascontiguousarray(self.position, dtype=np.intp)
+        w_row = np.ascontiguousarray(self.w_row, dtype=np.intp)
+        self._check_order(order, order.size, w_row.size)
+        if w_row.size and (w_row.min() < 0 or w_row.max() >= self.w_sum.shape[0]):
+            raise EvaluationError("tree ensemble: the compiled tables have an index out of range")
+        return order, w_row
+
+    def _check_order(self, order: np.ndarray, total: int, n_states: int) -> None:
+        if (
+            order.size != total
+            or n_states != self.child.size
+            or (order.size and (order.min() < 0 or order.max() >= self.n_trees))
+        ):
+            raise EvaluationError("tree ensemble: the compiled tables have an index out of range")
+
+    def _validated_tables(self) -> tuple[np.ndarray, ...]:
+        """The per-state tables of the compiled traversal, every index in them checked: mode, NaN routing, member
+        row, roots and depths (the feature ids are checked against X by :meth:`check`)."""
+        n_states = self.child.size
+        mode = np.ascontiguousarray(self.state_mode, dtype=np.int8)
+        leaf = mode == _LEAF
+        miss = np.zeros(n_states, bool) if self.miss is None else np.ascontiguousarray(self.miss, dtype=bool)
+        member_row = np.ascontiguousarray(self.member_row, dtype=np.intp)
+        roots = np.ascontiguousarray(self.roots, dtype=np.intp)
+        depth = np.ascontiguousarray(self.tree_depth, dtype=np.intp)
+        sizes = {mode.size, miss.size, member_row.size, self.feature.size, self.thr64.size}
+        ok = (
+            sizes == {n_states}
+            and n_states % 2 == 0
+            and self.child.dtype == np.intp
+            and self.feature.dtype == np.intp
+            and bool(((self.child >= 0) & (self.child < n_states) & (self.child % 2 == 0)).all())
+            and bool(((mode >= 0) & (mode <= _LEAF)).all())
+            and bool((self.feature[~leaf] >= 0).all())
+            and roots.size == depth.size == self.n_trees
+            and bool(((roots >= 0) & (roots < n_states) & (roots % 2 == 0)).all())
+            and bool((depth >= 0).all())
+        )
+        members = mode == _MEMBER
+        if ok and members.any():
+            rows = member_row[members]
+            ok = bool(((rows >= 0) & (rows < self.member_sets.shape[0])).all())
+        if not ok:
+            raise EvaluationError("tree ensemble: the compiled tables have an index out of range")
+        # Node tables of the uniform walk (int32 where they fit: fewer cache lines per step).
+        small = n_states < 2**31 and (self.feature.size == 0 or int(self.feature.max()) < 2**31)
+        idx = np.int32 if small else np.intp
+        feat_n = np.ascontiguousarray(self.feature[0::2], dtype=idx)
+        child_n = np.ascontiguousarray(self.child >> 1, dtype=idx)
+        thr_n64 = np.ascontiguousarray(self.thr64[0::2])
+        thr_n32 = thr_n64.astype(np.float32) if self.thr32 is None else np.ascontiguousarray(self.thr32[0::2])
+        return mode, miss, member_row, roots, depth, feat_n, child_n, thr_n32, thr_n64
+
     def _states_one(self, xrow: np.ndarray, thr: np.ndarray) -> np.ndarray:
         """:meth:`states` of one row, uniform comparison, no NaN routing: the fewest numpy calls per level.
 
@@ -262,7 +387,9 @@ class CompiledForest:
         if not self.n_trees:
             return np.zeros((n, k), self.acc_dtype), has
         if aggregate in ("SUM", "AVERAGE"):
-            if self.groups is not None and self.leaf_value is not None:
+            if accel.enabled() and s.dtype == np.intp:
+                acc = self._accel_sum(s, n)
+            elif self.groups is not None and self.leaf_value is not None:
                 vals = self.leaf_value[s]
                 acc = np.zeros((n, k), self.acc_dtype)
                 for j, rows in enumerate(self.groups):

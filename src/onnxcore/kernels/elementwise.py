@@ -23,6 +23,9 @@ from typing import Any
 import numpy as np
 
 from onnxcore.errors import EvaluationError
+from onnxcore.kernels import accel
+from onnxcore.kernels._erf_coef import ERF_P as _ERF_P
+from onnxcore.kernels._erf_coef import ERF_Q as _ERF_Q
 from onnxcore.kernels._scratch import scratch
 from onnxcore.kernels._util import NARROW_FLOAT_DTYPES, check_unidirectional, float_unary, from_compute, select
 from onnxcore.kernels.registry import kernel
@@ -285,28 +288,11 @@ class _ErfApprox:
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 _ERF64 = _ErfApprox(np.float64, 20, 14, 6.0)
 
-# float32: erf(x) ~ x P(x^2) / Q(x^2) for x clamped to [-4, 4] (beyond, erf rounds to +-1 in float32),
-# P of degree 6 and Q of degree 5, fitted by tools/fit_erf.py (largest relative error 2.1e-9). Evaluated
+# float32: erf(x) ~ x P(x^2) / Q(x^2) for x clamped to [-4, 4], the coefficients in
+# :mod:`onnxcore.kernels._erf_coef` (fitted by tools/fit_erf.py, largest relative error 2.1e-9). Evaluated
 # in float64 and rounded once, the float32 result is within 0.54 ulp (checked on 2 million points by the
-# tests); one formula for every x, so ~26 passes per block where the two regimes of ``_ErfApprox`` need
-# ~48 in float32 (and were within 3 ulps).
-_ERF_P = (
-    1.1283791693188876,
-    0.18520813543134979,
-    0.054317090626296013,
-    0.00384975590574145,
-    0.00037959243941912895,
-    4.684200353731014e-06,
-    -1.3199527003987944e-08,
-)
-_ERF_Q = (
-    1.0,
-    0.4974698494620066,
-    0.11396002961004417,
-    0.015462314205319827,
-    0.0013075780396357602,
-    6.310522002533626e-05,
-)
+# tests; on every float32 value by tools/erf_accel_ulp.py); one formula for every x, so ~26 passes per block
+# where the two regimes of ``_ErfApprox`` need ~48 in float32 (and were within 3 ulps).
 # Elements per block: the float64 temporaries of a block stay in the L2 cache.
 _ERF_BLOCK = 1 << 14
 
@@ -350,6 +336,19 @@ def _erf32(x: Array, *, scale: float = 1.0, gelu: bool = False) -> Array:
     size = flat.size
     n_blocks = -(-size // _ERF_BLOCK)
 
+    if accel.enabled():
+        # The compiled loop: the same formula in one pass (bit for bit the same results).
+        fn = accel.jit().erf32
+        sc = np.float32(scale)
+        scaled = scale != 1.0
+
+        def run_jit(a: int, b: int) -> None:
+            i, j = a * _ERF_BLOCK, min(b * _ERF_BLOCK, size)
+            fn(flat[i:j], out[i:j], sc, scaled, gelu)
+
+        parallel_for(run_jit, n_blocks, threads=active_threads() if size >= MIN_PARALLEL_ELEMENTS else 1)
+        return out.reshape(x.shape)
+
     def run(a: int, b: int) -> None:
         m = min(size, _ERF_BLOCK)
         bufs = [scratch(f"erf32.{k}", (m,), np.float64) for k in "xupq"] + [scratch("erf32.arg", (m,), np.float32)]
@@ -361,16 +360,22 @@ def _erf32(x: Array, *, scale: float = 1.0, gelu: bool = False) -> Array:
     return out.reshape(x.shape)
 
 
-def _erf64(x: Array) -> Array:
-    """erf of a float64 array (fresh result)."""
-    return _ERF64(x)
+def _erf64(x: Array, *, scale: float = 1.0, gelu: bool = False) -> Array:
+    """erf of a float64 array (fresh result); with ``gelu``, ``0.5 x (1 + erf(scale x))``. (No compiled path:
+    without a vectorised ``exp`` a compiled loop is no faster than these blocked passes.)"""
+    y = np.asarray(_ERF64(x * np.float64(scale) if scale != 1.0 else x))
+    if gelu:
+        y += 1.0
+        y *= x
+        y *= 0.5
+    return y
 
 
 def erf(x: Array) -> Array:
     """The error function, elementwise, in ``x``'s dtype (integers truncate like a C cast)."""
     dt = x.dtype
     if dt == np.float64:
-        return np.asarray(_ERF64(x))
+        return _erf64(x)
     if dt == np.float32:
         return _erf32(x)
     if dt.kind in "fV":
@@ -470,6 +475,20 @@ def hard_sigmoid(X: Array, *, alpha: float = 0.20000000298023224, beta: float = 
 
 
 def _hard_swish(X: Array) -> Array:
+    if X.dtype in (np.float32, np.float64) and accel.enabled():
+        # The compiled loop: the same operations in one pass (the same results).
+        flat = np.ascontiguousarray(X).reshape(-1)
+        out = np.empty(flat.shape, X.dtype)
+        fn, t = accel.jit().hard_swish, X.dtype.type
+        size = flat.size
+
+        def run(a: int, b: int) -> None:
+            i, j = a * _ERF_BLOCK, min(b * _ERF_BLOCK, size)
+            fn(flat[i:j], out[i:j], t(1.0 / 6.0), t(0.5))
+
+        parallel_for(run, -(-size // _ERF_BLOCK), threads=active_threads() if size >= MIN_PARALLEL_ELEMENTS else 1)
+        return out.reshape(X.shape)
+
     def f(v: Array) -> Array:
         y = v * np.asarray(1.0 / 6.0, v.dtype)
         y += np.asarray(0.5, v.dtype)
@@ -596,15 +615,8 @@ def gelu(X: Array, *, approximate: str = "none") -> Array:
         # One blocked pass: erf and the products while each block is in cache.
         return _erf32(X, scale=1.0 / math.sqrt(2.0), gelu=True)
     if dt == np.float64:
-        xw, approx = X, _erf64
-    else:
-        xw, approx = X.astype(np.float32), _erf32
-    t = xw.dtype.type
-    y = np.asarray(approx(xw * t(1.0 / math.sqrt(2.0))))
-    y += t(1.0)
-    y *= xw
-    y *= t(0.5)
-    return from_compute(y, dt)
+        return _erf64(X, scale=1.0 / math.sqrt(2.0), gelu=True)
+    return from_compute(_erf32(X.astype(np.float32), scale=1.0 / math.sqrt(2.0), gelu=True), dt)
 
 
 @kernel("Swish", 24)

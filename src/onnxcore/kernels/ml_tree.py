@@ -27,6 +27,7 @@ import numpy as np
 
 from onnxcore.errors import EvaluationError
 from onnxcore.kernels._tree_eval import CompiledForest
+from onnxcore.kernels._util import check_elements
 from onnxcore.kernels.ml import (
     ML,
     POST_TRANSFORMS,
@@ -116,8 +117,15 @@ class _Forest:
         # Weights as dense rows over the targets, one row per node that carries weights plus a last,
         # empty row shared by every other node (w_row maps a node to its row).
         self.n_targets = n_targets
+        if w_target.size and (w_target.min() < 0 or w_target.max() >= n_targets):
+            bad = int(w_target[(w_target < 0) | (w_target >= n_targets)][0])
+            raise EvaluationError(f"tree ensemble: a weight's target or class id {bad} is not in 0..{n_targets - 1}")
+        if w_node.size and (w_node.min() < 0 or w_node.max() >= m):
+            raise EvaluationError("tree ensemble: a weight refers to a node that does not exist")
         self.w_node, self.w_target, self.w_value = w_node, w_target, w_value.astype(np.float64)
         carriers = np.unique(w_node)
+        # The dense weight rows: a target count read from the model (Clause 15.2: refused before allocating).
+        check_elements((carriers.size + 1, n_targets), "tree ensemble weights", itemsize=8)
         self.w_row = np.full(m, carriers.size, dtype=np.int64)
         self.w_row[carriers] = np.arange(carriers.size)
         rows = self.w_row[w_node]

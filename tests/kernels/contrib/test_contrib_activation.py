@@ -27,6 +27,7 @@ def _tol(dt: type) -> dict[str, float]:
     return {"rtol": 2e-3, "atol": 2e-3} if dt == np.float16 else {"rtol": 1e-5, "atol": 2e-6}
 
 
+@pytest.mark.usefixtures("accel_path")
 @pytest.mark.parametrize("dt", TYPES)
 @pytest.mark.parametrize("shape", SHAPES)
 def test_gelu(shape: tuple[int, ...], dt: type) -> None:
@@ -41,6 +42,7 @@ def test_fast_gelu(shape: tuple[int, ...], dt: type, with_bias: bool) -> None:
     check("FastGelu", ins, **_tol(dt))
 
 
+@pytest.mark.usefixtures("accel_path")
 @pytest.mark.parametrize("dt", TYPES)
 @pytest.mark.parametrize("shape", SHAPES)
 def test_bias_gelu(shape: tuple[int, ...], dt: type) -> None:
@@ -54,6 +56,7 @@ def test_quick_gelu(shape: tuple[int, ...], dt: type, alpha: float | None) -> No
     check("QuickGelu", [_data(shape, dt)], 1, {} if alpha is None else {"alpha": alpha}, **_tol(dt))
 
 
+@pytest.mark.usefixtures("accel_path")
 def test_special_values() -> None:
     x = np.array([np.inf, -np.inf, np.nan, 0.0, -0.0, 1e30, -1e30], np.float32)
     for op in ("Gelu", "FastGelu", "QuickGelu"):

@@ -25,10 +25,12 @@ import math
 import numpy as np
 
 from onnxcore.errors import EvaluationError, ShapeError
+from onnxcore.kernels import accel
 from onnxcore.kernels._util import float_unary
 from onnxcore.kernels.conv import work_dtype
 from onnxcore.kernels.elementwise import gelu
 from onnxcore.kernels.registry import kernel
+from onnxcore.kernels.threads import MIN_PARALLEL_ELEMENTS, active_threads, parallel_for
 
 __all__: list[str] = []
 
@@ -56,6 +58,18 @@ def gelu_ms(X: np.ndarray) -> np.ndarray:
 def bias_gelu(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     """BiasGelu: Gelu (erf form) of ``A + B``, B 1-D of A's last extent."""
     _last_axis_bias(A, B, "BiasGelu", "B")
+    if A.dtype == np.float32 and B.dtype == np.float32 and A.size and accel.enabled():
+        # The compiled loop: the addition and the GELU in one pass (the same results as the two steps below).
+        x = np.ascontiguousarray(A).reshape(-1, A.shape[-1])
+        out = np.empty(x.shape, np.float32)
+        fn = accel.jit().bias_gelu32
+        bias, scale = np.ascontiguousarray(B), np.float32(1.0 / math.sqrt(2.0))
+
+        def run(a: int, b: int) -> None:
+            fn(x, bias, out, scale, a, b)
+
+        parallel_for(run, x.shape[0], threads=active_threads() if A.size >= MIN_PARALLEL_ELEMENTS else 1)
+        return out.reshape(A.shape)
     return gelu(_add(A, B), approximate="none")
 
 

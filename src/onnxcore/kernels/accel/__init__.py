@@ -1,0 +1,97 @@
+"""The optional compiled accelerator (the ``accel`` extra, numba): a few kernels compiled to machine code.
+
+Pure numpy is the reference path and the default: the accelerator is used only when numba can be imported and
+the environment variable ``ONNXCORE_ACCEL`` is not ``"0"``. It is decided once, on the first kernel call that
+asks (:func:`enabled`): importing onnxcore never imports numba. numba is imported in this package only
+(:mod:`onnxcore.kernels.accel._jit`, loaded lazily), never in another module of onnxcore.
+
+What it accelerates (each numpy kernel keeps its own path and calls these only when :func:`enabled`):
+
+- float32 ``erf`` and the erf GELU (ai.onnx Erf and Gelu, the plan's erf-GELU fusion, which runs Gelu-20's kernel,
+  com.microsoft Gelu and BiasGelu): the rational approximation of :mod:`onnxcore.kernels._erf_coef` evaluated
+  element by element in float64 registers, one pass over memory, operation for operation as the numpy kernel
+  does, so the float32 results equal the numpy path's bit for bit (within 0.54 ulp of the true erf:
+  ``tools/erf_accel_ulp.py`` checks every float32 value of [0, 4]). float64 ``erf`` stays on numpy: without a
+  vectorised ``exp`` a compiled loop is no faster. BiasGelu (float32) adds its bias in the same pass.
+- HardSwish (float32, float64): one pass, the numpy kernel's operations in its order (the same results).
+- LayerNormalization and RMSNormalization over trailing axes in the input's own type (float32 with the default
+  stash type, float64): one pass per row, in the cache; the row sums as sixteen partial sums (the numpy path sums
+  with BLAS and ``einsum``: the two agree within the type's rounding of a row's sums).
+- depthwise 2-D convolution (one input and one output channel per group, any kernel, stride, padding and
+  dilation; float32 and float64): direct loops over a zero-padded copy of each plane, the innermost over the
+  output positions (vectorised), the taps accumulated in the element type one after the other and the bias last
+  (the numpy path sums with ``einsum``: the two agree within the type's rounding of a sum of ``kh * kw``
+  products; the tests allow 1e-5 relative in float32, 1e-12 in float64).
+- tree ensembles: the traversal of every (tree, row) pair over the tables of
+  :class:`onnxcore.kernels._tree_eval.CompiledForest`, sixteen rows at a time through a tree, every index
+  validated before the first call (numba does not check bounds); the leaves reached are the numpy path's, so
+  the scores are the same bit for bit.
+
+Compiled functions are cached on disk by numba (``cache=True``) and release the GIL (``nogil=True``): they run
+on the kernel threads (:mod:`onnxcore.kernels.threads`) as numpy's loops do.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import threading
+from collections.abc import Iterator
+from types import ModuleType
+
+__all__ = ["available", "enabled", "jit", "use"]
+
+_lock = threading.Lock()
+_available: bool | None = None  # numba importable and ONNXCORE_ACCEL not "0"; decided once
+_forced: bool | None = None  # set by use(): on or off regardless of the environment (tests, benchmarks)
+_jit_module: ModuleType | None = None
+
+
+def available() -> bool:
+    """Whether the accelerator can run here: numba is installed and ``ONNXCORE_ACCEL`` is not ``"0"``."""
+    global _available, _jit_module
+    if _available is None:
+        with _lock:
+            if _available is None:
+                ok = os.environ.get("ONNXCORE_ACCEL", "1") != "0"
+                if ok:
+                    try:
+                        ok = importlib.util.find_spec("numba") is not None
+                        if ok:
+                            # Lazy: numba is an optional extra, heavy to import; only this package imports it.
+                            from onnxcore.kernels.accel import _jit
+
+                            _jit_module = _jit
+                    except Exception:
+                        # numba installed but unusable (an incompatible numpy, no writable cache directory, ...):
+                        # the pure-numpy kernels run, as without numba.
+                        ok = False
+                _available = ok
+    return _available
+
+
+def enabled() -> bool:
+    """Whether kernels take the compiled path now (:func:`available`, unless :func:`use` says otherwise)."""
+    if _forced is not None:
+        return _forced and available()
+    return available()
+
+
+def jit() -> ModuleType:
+    """The module of compiled kernels (:mod:`onnxcore.kernels.accel._jit`); call only when :func:`enabled`."""
+    assert _jit_module is not None, "accel.jit() called while the accelerator is not available"
+    return _jit_module
+
+
+@contextlib.contextmanager
+def use(on: bool) -> Iterator[None]:
+    """Turn the accelerator on (when :func:`available`) or off inside the ``with`` block, for the whole process
+    (kernel threads included); tests run a kernel on both paths with it."""
+    global _forced
+    before = _forced
+    _forced = bool(on)
+    try:
+        yield
+    finally:
+        _forced = before

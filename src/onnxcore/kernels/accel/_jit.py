@@ -1,0 +1,588 @@
+"""The compiled kernels (numba ``@njit``), imported only by :func:`onnxcore.kernels.accel.available`.
+
+Every function works on arrays its caller made contiguous and of one of two element types (float32, float64), so
+each compiles to at most two signatures (on first use; numba caches the machine code on disk). numba does not
+check bounds: every index these loops follow has been validated by the caller (see each docstring).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numba
+import numpy as np
+
+from onnxcore.kernels._erf_coef import ERF_CLAMP, ERF_P, ERF_Q
+
+__all__ = [
+    "depthwise2d",
+    "depthwise2d_nhwc",
+    "depthwise2d_strided",
+    "bias_gelu32",
+    "erf32",
+    "hard_swish",
+    "layer_norm_rows",
+    "rms_norm_rows",
+    "tree_states",
+    "tree_states_uniform",
+    "tree_sum_groups",
+    "tree_sum_rows",
+]
+
+# error_model="numpy": a float division by zero gives inf/NaN as in numpy instead of raising, which also lets LLVM
+# vectorise the loops (a Python-style check per division would not). No fastmath: IEEE operations in the order
+# written, so results match the numpy kernels'.
+_njit = numba.njit(cache=True, nogil=True, error_model="numpy")
+
+_P0, _P1, _P2, _P3, _P4, _P5, _P6 = ERF_P
+_Q0, _Q1, _Q2, _Q3, _Q4, _Q5 = ERF_Q
+_HI = ERF_CLAMP
+
+
+@_njit
+def erf32(x: Any, out: Any, scale: Any, scaled: bool, gelu: bool) -> None:  # pragma: no cover - compiled
+    """``out = erf(scale * x)`` (float32, 1-D, same size; the product rounded to float32 first when ``scaled``),
+    or with ``gelu`` ``out = 0.5 * x * (1 + erf(scale * x))``: the numpy kernel's formula, operation for
+    operation (float64 polynomials, one rounding to float32), so the results are the same bit for bit."""
+    one = np.float32(1.0)
+    half = np.float32(0.5)
+    for i in range(x.size):
+        xi = x[i]
+        a = xi * scale if scaled else xi
+        v = np.float64(a)
+        # NaN fails both comparisons and propagates; -0.0 keeps its sign.
+        if v > _HI:
+            v = _HI
+        elif v < -_HI:
+            v = -_HI
+        u = v * v
+        p = u * _P6 + _P5
+        p = p * u + _P4
+        p = p * u + _P3
+        p = p * u + _P2
+        p = p * u + _P1
+        p = p * u + _P0
+        q = u * _Q5 + _Q4
+        q = q * u + _Q3
+        q = q * u + _Q2
+        q = q * u + _Q1
+        q = q * u + _Q0
+        p = p * v
+        r = np.float32(p / q)
+        if gelu:
+            r = r + one
+            r = r * xi
+            r = r * half
+        out[i] = r
+
+
+@_njit
+def bias_gelu32(x: Any, bias: Any, out: Any, scale: Any, start: int, stop: int) -> None:  # pragma: no cover
+    """com.microsoft BiasGelu in float32 for the rows ``start..stop`` of ``x`` ``(rows, C)``: ``a = x + bias``
+    rounded to float32 (as the numpy kernel's addition), then :func:`erf32`'s GELU of ``a``; one pass, the same
+    results bit for bit."""
+    one = np.float32(1.0)
+    half = np.float32(0.5)
+    c_count = x.shape[1]
+    for r in range(start, stop):
+        xr = x[r]
+        orow = out[r]
+        for i in range(c_count):
+            a = xr[i] + bias[i]
+            v = np.float64(a * scale)
+            if v > _HI:
+                v = _HI
+            elif v < -_HI:
+                v = -_HI
+            u = v * v
+            p = u * _P6 + _P5
+            p = p * u + _P4
+            p = p * u + _P3
+            p = p * u + _P2
+            p = p * u + _P1
+            p = p * u + _P0
+            q = u * _Q5 + _Q4
+            q = q * u + _Q3
+            q = q * u + _Q2
+            q = q * u + _Q1
+            q = q * u + _Q0
+            p = p * v
+            e = np.float32(p / q)
+            e = e + one
+            e = e * a
+            orow[i] = e * half
+
+
+@_njit
+def hard_swish(x: Any, out: Any, sixth: Any, half: Any) -> None:  # pragma: no cover - compiled
+    """``out = x * clip(x / 6 + 1/2, 0, 1)`` (1-D, float32 or float64; ``sixth`` and ``half`` of the element
+    type): the numpy kernel's operations in its order."""
+    zero = half - half
+    one = half + half
+    for i in range(x.size):
+        xi = x[i]
+        y = xi * sixth + half
+        # numpy.maximum / minimum: NaN stays NaN; the bounds are +0 and 1.
+        if y < zero:
+            y = zero
+        if y > one:
+            y = one
+        out[i] = y * xi
+
+
+@_njit
+def depthwise2d(
+    x: Any,
+    w: Any,
+    bias: Any,
+    out: Any,
+    pads: Any,
+    strides: Any,
+    dilations: Any,
+    start: int,
+    stop: int,
+) -> None:  # pragma: no cover - compiled
+    """Depthwise 2-D convolution of the planes ``start..stop`` of ``(N * C)``: ``out[n, c, oy, ox] = sum over taps
+    (i, j) of w[c, i, j] * x[n, c, oy * sy - pt + i * dy, ox * sx - pl + j * dx]``, then ``+ bias[c]``, taps
+    outside the image being zero. ``x`` ``(N, C, H, W)``, ``w`` ``(C, kh, kw)``, ``bias`` ``(C,)`` (zeros when
+    the node has none), ``out`` ``(N, C, oh, ow)``, all C-contiguous of one type; ``pads`` (top, left),
+    ``strides`` and ``dilations`` (rows, columns) positive, ``oh`` and ``ow`` those of the convolution.
+
+    Each plane is copied into a zero-padded buffer whose row pitch ``wp`` is a multiple of the column stride, so
+    that output ``(oy, ox)`` of tap ``(i, j)`` reads ``buf[sx * q + i * dy * wp + j * dx]`` with ``q = oy * wq +
+    ox`` and ``wq = sy * wp / sx``: one loop over ``q`` per tap, long and branch-free (it vectorises), computing
+    the columns ``ow..wq`` of each output row too, and a few more after the last row (discarded). The buffer
+    holds every index read, so no index depends on data and none leaves the buffer. Used for stride 1 (with a
+    stride, the loop reads every sx-th element and computes sy times the rows: :func:`depthwise2d_strided` splits
+    the plane into phases instead)."""
+    c_count, h, wd = x.shape[1], x.shape[2], x.shape[3]
+    kh, kw = w.shape[1], w.shape[2]
+    oh, ow = out.shape[2], out.shape[3]
+    pt, pl = pads[0], pads[1]
+    sy, sx = strides[0], strides[1]
+    dy, dx = dilations[0], dilations[1]
+    # Row pitch: the padded image's width, at least sx * ow + the kernel's reach, a multiple of sx.
+    wp = max(wd + pl, sx * ow + (kw - 1) * dx)
+    wp = (wp + sx - 1) // sx * sx
+    wq = sy * wp // sx
+    # Outputs computed per plane, rounded up to a multiple of 16 (whole vectors; no scalar remainder loop).
+    m = (oh * wq + 15) // 16 * 16
+    # Room for the image (and its top padding) and for the largest index read.
+    size = max((h + pt) * wp, sx * (m - 1) + (kh - 1) * dy * wp + (kw - 1) * dx + 1)
+    buf = np.zeros(size, x.dtype)
+    acc = np.empty(m, x.dtype)
+    for plane in range(start, stop):
+        n = plane // c_count
+        c = plane - n * c_count
+        src = x[n, c]
+        for r in range(h):
+            line = buf[(r + pt) * wp + pl : (r + pt) * wp + pl + wd]
+            srow = src[r]
+            for col in range(wd):
+                line[col] = srow[col]
+        acc[:] = 0
+        for i in range(kh):
+            for j in range(kw):
+                wv = w[c, i, j]
+                off = i * dy * wp + j * dx
+                # A view per tap indexed from 0 (an index ``off + q`` would keep LLVM from vectorising).
+                if sx == 1:
+                    tap = buf[off : off + m]
+                    for q in range(m):
+                        acc[q] += wv * tap[q]
+                else:
+                    taps = buf[off : off + sx * (m - 1) + 1 : sx]
+                    for q in range(m):
+                        acc[q] += wv * taps[q]
+        b = bias[c]
+        dst = out[n, c]
+        for oy in range(oh):
+            arow = acc[oy * wq : oy * wq + ow]
+            drow = dst[oy]
+            for ox in range(ow):
+                drow[ox] = arow[ox] + b
+
+
+@_njit
+def depthwise2d_strided(
+    x: Any,
+    w: Any,
+    bias: Any,
+    out: Any,
+    pads: Any,
+    strides: Any,
+    dilations: Any,
+    start: int,
+    stop: int,
+) -> None:  # pragma: no cover - compiled
+    """:func:`depthwise2d` with strides (any; measured faster than it where a stride exceeds 1).
+
+    Each plane is copied, zero-padded, into ``sy * sx`` phase buffers (padded row ``r``, column ``q`` go to
+    phase ``(r % sy, q % sx)`` at ``(r // sy, q // sx)``, row pitch ``wph``), so that tap ``(i, j)`` reads, for
+    output ``(oy, ox)``, element ``(oy + i * dy // sy) * wph + ox + j * dx // sx`` of phase ``(i * dy % sy, j * dx
+    % sx)``: one contiguous loop over ``q = oy * wph + ox`` per tap, long and branch-free (it vectorises),
+    computing the columns ``ow..wph`` of each output row too and a few more after the last (discarded). Each
+    phase buffer holds every index read, so no index depends on data and none leaves a buffer."""
+    c_count, h, wd = x.shape[1], x.shape[2], x.shape[3]
+    kh, kw = w.shape[1], w.shape[2]
+    oh, ow = out.shape[2], out.shape[3]
+    pt, pl = pads[0], pads[1]
+    sy, sx = strides[0], strides[1]
+    dy, dx = dilations[0], dilations[1]
+    # The padded extents every output reads (and the image with its top and left padding).
+    hp = max(h + pt, (oh - 1) * sy + (kh - 1) * dy + 1)
+    wp = max(wd + pl, (ow - 1) * sx + (kw - 1) * dx + 1)
+    hph = (hp + sy - 1) // sy
+    wph = (wp + sx - 1) // sx
+    # Outputs computed per plane, rounded up to a multiple of 16 (whole vectors; no scalar remainder loop).
+    m = (oh * wph + 15) // 16 * 16
+    size = max(hph * wph, m + ((kh - 1) * dy // sy) * wph + (kw - 1) * dx // sx)
+    # One flat buffer, phase after phase: 1-D slices of it are contiguous to numba (2-D ones are not).
+    buf = np.zeros(sy * sx * size, x.dtype)
+    acc = np.empty(m, x.dtype)
+    for plane in range(start, stop):
+        n = plane // c_count
+        c = plane - n * c_count
+        src = x[n, c]
+        for r in range(h):
+            pr = r + pt
+            srow = src[r]
+            rbase = (pr // sy) * wph
+            if sx == 1:
+                base = (pr % sy) * size + rbase + pl
+                line = buf[base : base + wd]
+                for col in range(wd):
+                    line[col] = srow[col]
+                continue
+            for p in range(sx):
+                # The columns of phase p: col0, col0 + sx, ... at consecutive places from (col0 + pl) // sx.
+                col0 = (p - pl) % sx
+                k = ((pr % sy) * sx + p) * size + rbase + (col0 + pl) // sx
+                seg = srow[col0::sx]
+                line = buf[k : k + seg.size]
+                for col in range(seg.size):
+                    line[col] = seg[col]
+        acc[:] = 0
+        for i in range(kh):
+            for j in range(kw):
+                wv = w[c, i, j]
+                phase = ((i * dy) % sy) * sx + (j * dx) % sx
+                off = phase * size + ((i * dy) // sy) * wph + (j * dx) // sx
+                # A view per tap indexed from 0 (an index ``off + q`` would keep LLVM from vectorising).
+                tap = buf[off : off + m]
+                for q in range(m):
+                    acc[q] += wv * tap[q]
+        b = bias[c]
+        dst = out[n, c]
+        for oy in range(oh):
+            arow = acc[oy * wph : oy * wph + ow]
+            drow = dst[oy]
+            for ox in range(ow):
+                drow[ox] = arow[ox] + b
+
+
+@_njit
+def depthwise2d_nhwc(
+    x: Any,
+    w: Any,
+    bias: Any,
+    out: Any,
+    pads: Any,
+    strides: Any,
+    dilations: Any,
+    start: int,
+    stop: int,
+) -> None:  # pragma: no cover - compiled
+    """:func:`depthwise2d` channels-last, for small images with many channels: ``x`` ``(N, H, W, C)``, ``w`` ``(kh,
+    kw, C)``, ``out`` ``(N, oh, ow, C)``, for the output rows ``start..stop`` of ``(N * oh)``. The innermost loop
+    runs over the channels (contiguous, vectorised); the taps are added in the same order as
+    :func:`depthwise2d`'s, then the bias. Taps outside the image are skipped by the row and column tests, so
+    every index read is inside ``x``."""
+    h, wd, c_count = x.shape[1], x.shape[2], x.shape[3]
+    kh, kw = w.shape[0], w.shape[1]
+    oh, ow = out.shape[1], out.shape[2]
+    pt, pl = pads[0], pads[1]
+    sy, sx = strides[0], strides[1]
+    dy, dx = dilations[0], dilations[1]
+    for row in range(start, stop):
+        n = row // oh
+        oy = row - n * oh
+        for ox in range(ow):
+            acc = out[n, oy, ox]
+            for c in range(c_count):
+                acc[c] = 0
+            for i in range(kh):
+                iy = oy * sy - pt + i * dy
+                if iy < 0 or iy >= h:
+                    continue
+                for j in range(kw):
+                    ix = ox * sx - pl + j * dx
+                    if ix < 0 or ix >= wd:
+                        continue
+                    src = x[n, iy, ix]
+                    wr = w[i, j]
+                    for c in range(c_count):
+                        acc[c] += wr[c] * src[c]
+            for c in range(c_count):
+                acc[c] += bias[c]
+
+
+_LANES_SUM = 16  # partial sums of a row reduction (vectorised; no fastmath, so the order is written out)
+
+
+@_njit
+def _row_sum(xr: Any, part: Any) -> Any:  # pragma: no cover - compiled
+    """The sum of ``xr`` in its type: sixteen partial sums over the row, then added in order, then the tail."""
+    d = xr.size
+    d16 = d - d % _LANES_SUM
+    part[:] = 0
+    for i in range(0, d16, _LANES_SUM):
+        blk = xr[i : i + _LANES_SUM]
+        for lane in range(_LANES_SUM):
+            part[lane] += blk[lane]
+    s = part[0]
+    for lane in range(1, _LANES_SUM):
+        s += part[lane]
+    for i in range(d16, d):
+        s += xr[i]
+    return s
+
+
+@_njit
+def layer_norm_rows(
+    x: Any,
+    scale: Any,
+    bias: Any,
+    has_bias: bool,
+    d: Any,
+    eps: Any,
+    out: Any,
+    mean: Any,
+    inv: Any,
+    start: int,
+    stop: int,
+) -> None:  # pragma: no cover - compiled
+    """LayerNormalization of the rows ``start..stop`` of ``x`` ``(rows, D)`` in its type: ``mean[r]``, ``inv[r] = 1
+    / sqrt(mean((x - mean)^2) + eps)``, ``out = (x - mean) * inv * scale (+ bias)`` (the numpy kernel's steps; its
+    sums are made in another order, so the results agree within the type's rounding of a row's sums). ``d`` and
+    ``eps`` are of the element type; all arrays C-contiguous, ``scale`` and ``bias`` of ``D`` values."""
+    part = np.empty(_LANES_SUM, x.dtype)
+    n = x.shape[1]
+    for r in range(start, stop):
+        xr = x[r]
+        orow = out[r]
+        m = _row_sum(xr, part) / d
+        for i in range(n):
+            orow[i] = xr[i] - m
+        v = np.sqrt(_sum_squares(orow, part) / d + eps)
+        iv = d / d / v  # 1 / v in the element type
+        if has_bias:
+            for i in range(n):
+                orow[i] = orow[i] * iv * scale[i] + bias[i]
+        else:
+            for i in range(n):
+                orow[i] = orow[i] * iv * scale[i]
+        mean[r] = m
+        inv[r] = iv
+
+
+@_njit
+def _sum_squares(xr: Any, part: Any) -> Any:  # pragma: no cover - compiled
+    """The sum of ``xr * xr`` in its type, as :func:`_row_sum` adds."""
+    d = xr.size
+    d16 = d - d % _LANES_SUM
+    part[:] = 0
+    for i in range(0, d16, _LANES_SUM):
+        blk = xr[i : i + _LANES_SUM]
+        for lane in range(_LANES_SUM):
+            part[lane] += blk[lane] * blk[lane]
+    s = part[0]
+    for lane in range(1, _LANES_SUM):
+        s += part[lane]
+    for i in range(d16, d):
+        s += xr[i] * xr[i]
+    return s
+
+
+@_njit
+def rms_norm_rows(x: Any, scale: Any, d: Any, eps: Any, out: Any, start: int, stop: int) -> None:  # pragma: no cover
+    """RMSNormalization of the rows ``start..stop`` of ``x`` ``(rows, D)`` in its type: ``out = x / sqrt(mean(x^2)
+    + eps) * scale`` (the numpy kernel's steps, its sum in another order)."""
+    part = np.empty(_LANES_SUM, x.dtype)
+    n = x.shape[1]
+    for r in range(start, stop):
+        xr = x[r]
+        orow = out[r]
+        ms = np.sqrt(_sum_squares(xr, part) / d + eps)
+        for i in range(n):
+            orow[i] = xr[i] / ms * scale[i]
+
+
+_LEAF = 7
+_LANES = 16  # rows walked together through one tree
+_MEMBER = 6
+
+
+@_njit
+def tree_states(
+    x: Any,
+    feature: Any,
+    threshold: Any,
+    child: Any,
+    mode: Any,
+    miss: Any,
+    member_row: Any,
+    member_sets: Any,
+    roots: Any,
+    depth: Any,
+    out: Any,
+    start: int,
+    stop: int,
+) -> None:  # pragma: no cover - compiled
+    """For trees ``start..stop`` and every row of ``x`` ``(N, F)``: the state ``2 * leaf`` the row reaches,
+    into ``out[tree, row]``. Tables by state ``s = 2 * node`` (``feature``, ``threshold``, ``mode`` (0-5 the
+    comparisons of BRANCH_LEQ..BRANCH_NEQ, 6 BRANCH_MEMBER, 7 a leaf), ``miss``, ``member_row``) and ``child``
+    (``child[s]`` the false child's state, ``child[s + 1]`` the true one's).
+
+    The caller has validated (``CompiledForest._validated_tables``): every child, root and state in
+    ``[0, len(child))``, even; every feature of an interior node in ``[0, F)``; every member row of a
+    BRANCH_MEMBER node in ``[0, len(member_sets))``; ``depth[t]`` bounds the walk (a leaf ends it sooner)."""
+    n = x.shape[0]
+    lanes = np.empty(_LANES, np.intp)
+    for t in range(start, stop):
+        root = roots[t]
+        steps = depth[t]
+        # _LANES rows walk the tree together: independent chains of loads the processor overlaps.
+        for r0 in range(0, n, _LANES):
+            k = min(_LANES, n - r0)
+            for lane in range(k):
+                lanes[lane] = root
+            for _ in range(steps):
+                for lane in range(k):
+                    s = lanes[lane]
+                    md = mode[s]
+                    if md == _LEAF:
+                        continue
+                    v = x[r0 + lane, feature[s]]
+                    th = threshold[s]
+                    if md == 0:
+                        c = v <= th
+                    elif md == 1:
+                        c = v < th
+                    elif md == 2:
+                        c = v >= th
+                    elif md == 3:
+                        c = v > th
+                    elif md == 4:
+                        c = v == th
+                    elif md == 5:
+                        c = v != th
+                    else:
+                        c = False
+                        sets = member_sets[member_row[s]]
+                        for j in range(sets.size):
+                            if sets[j] == v:
+                                c = True
+                                break
+                    if miss[s] and v != v:
+                        c = True
+                    # An index, not a branch: the outcome is data, a branch on it mispredicts half the time.
+                    lanes[lane] = child[s + np.intp(c)]
+            for lane in range(k):
+                out[t, r0 + lane] = lanes[lane]
+
+
+@_njit
+def _compare(code: int, v: Any, th: Any) -> bool:  # pragma: no cover - compiled
+    """``v <mode> th`` for the comparison codes 0-5 (BRANCH_LEQ, LT, GTE, GT, EQ, NEQ)."""
+    if code == 0:
+        return v <= th
+    if code == 1:
+        return v < th
+    if code == 2:
+        return v >= th
+    if code == 3:
+        return v > th
+    if code == 4:
+        return v == th
+    return v != th
+
+
+@_njit
+def tree_states_uniform(
+    x: Any, feature: Any, threshold: Any, child: Any, code: int, roots: Any, depth: Any, out: Any, start: int, stop: int
+) -> None:  # pragma: no cover - compiled
+    """:func:`tree_states` when every interior node makes the comparison ``code`` (0-5) and no NaN is routed: node
+    tables (``feature``, ``threshold`` by node; ``child[2 * i]`` the false child node of node ``i``,
+    ``child[2 * i + 1]`` the true one; a leaf is its own child with feature 0), ``roots`` as nodes; writes states
+    ``2 * leaf``. Each tree takes exactly ``depth[t]`` steps (a row at a leaf stays there), so the loop has no
+    branch on the data.
+
+    The caller has validated every child and root in ``[0, len(feature))`` and every feature in ``[0, F)`` (F >= 1
+    whenever some depth is positive)."""
+    n = x.shape[0]
+    lanes = np.empty(_LANES, np.intp)
+    if n < _LANES:
+        # Few rows: sixteen trees walked together for each row (independent chains of loads overlap).
+        for r in range(n):
+            xr = x[r]
+            for t0 in range(start, stop, _LANES):
+                k = min(_LANES, stop - t0)
+                most = 0
+                for lane in range(k):
+                    lanes[lane] = roots[t0 + lane]
+                    most = max(most, depth[t0 + lane])
+                for _ in range(most):
+                    for lane in range(k):
+                        s = lanes[lane]
+                        c = _compare(code, xr[feature[s]], threshold[s])
+                        # A tree past its depth is at a leaf, its own child: the step changes nothing.
+                        lanes[lane] = child[2 * s + np.intp(c)]
+                for lane in range(k):
+                    out[t0 + lane, r] = 2 * lanes[lane]
+        return
+    for t in range(start, stop):
+        root = roots[t]
+        steps_t = depth[t]
+        # Sixteen rows walk the tree together: independent chains of loads the processor overlaps.
+        for r0 in range(0, n, _LANES):
+            k = min(_LANES, n - r0)
+            xb = x[r0 : r0 + k]
+            for lane in range(k):
+                lanes[lane] = root
+            for _ in range(steps_t):
+                for lane in range(k):
+                    s = lanes[lane]
+                    c = _compare(code, xb[lane, feature[s]], threshold[s])
+                    lanes[lane] = child[2 * s + np.intp(c)]
+            for lane in range(k):
+                out[t, r0 + lane] = 2 * lanes[lane]
+
+
+@_njit
+def tree_sum_groups(states: Any, leaf_value: Any, order: Any, offsets: Any, acc: Any) -> None:  # pragma: no cover
+    """Per target ``j`` and row ``r``: ``acc[r, j] += leaf_value[states[t, r]]`` for the trees ``t`` of
+    ``order[offsets[j]:offsets[j + 1]]``, one after the other (the numpy path's order: the same sums bit for bit).
+    Validated by the caller: ``order`` within ``states``' trees, ``offsets`` nondecreasing within ``order``, every
+    state within ``leaf_value``."""
+    n = states.shape[1]
+    for j in range(offsets.size - 1):
+        for p in range(offsets[j], offsets[j + 1]):
+            srow = states[order[p]]
+            for r in range(n):
+                acc[r, j] += leaf_value[srow[r]]
+
+
+@_njit
+def tree_sum_rows(states: Any, w_row: Any, w_sum: Any, order: Any, acc: Any) -> None:  # pragma: no cover
+    """``acc[r, :] += w_sum[w_row[states[t, r]], :]`` for the trees ``t`` of ``order``, one after the other (the
+    numpy path's order). Validated by the caller: ``order`` within ``states``' trees, every state within ``w_row``,
+    every weight row within ``w_sum``."""
+    n, k = acc.shape
+    for p in range(order.size):
+        srow = states[order[p]]
+        for r in range(n):
+            wr = w_sum[w_row[srow[r]]]
+            ar = acc[r]
+            for j in range(k):
+                ar[j] += wr[j]

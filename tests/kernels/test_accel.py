@@ -1,0 +1,476 @@
+"""The optional compiled accelerator (:mod:`onnxcore.kernels.accel`, the ``accel`` extra): each accelerated kernel
+against onnxruntime on the shapes the compiled loops treat specially (odd sizes, strides, dilations, padding,
+float64, empty and non-contiguous inputs), on both paths (the ``accel_path`` fixture: pure numpy, then compiled);
+the two paths against each other; hostile tree models on the compiled path (an index out of range is our
+EvaluationError, never a read outside an array); and the switch itself (``ONNXCORE_ACCEL=0``, numba never imported
+by ``import onnxcore``)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from typing import Any
+
+import numpy as np
+import pytest
+
+from kernels import compare, run_ours
+
+pytest.importorskip("onnx")
+
+from onnxcore.errors import EvaluationError
+from onnxcore.kernels import accel
+from onnxcore.kernels.registry import lookup
+
+needs_accel = pytest.mark.skipif(
+    not accel.available(), reason="the accelerator is not available (numba not installed, or ONNXCORE_ACCEL=0)"
+)
+
+
+def _rand(shape: tuple[int, ...], dtype: Any, lo: float = -4.0, hi: float = 4.0, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).uniform(lo, hi, shape).astype(dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# Erf, Gelu, HardSwish
+# ---------------------------------------------------------------------------------------------
+
+UNARY_SHAPES = [(0,), (1,), (17,), (3, 5, 7), (2, 70001)]
+
+
+@pytest.mark.usefixtures("accel_path")
+@pytest.mark.parametrize("shape", UNARY_SHAPES, ids=str)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize(("op", "opset", "attrs"), [("Erf", 13, {}), ("Gelu", 20, {}), ("HardSwish", 14, {})], ids=str)
+def test_unary_vs_onnxruntime(op: str, opset: int, attrs: dict[str, Any], dtype: Any, shape: tuple[int, ...]) -> None:
+    pytest.importorskip("onnxruntime")
+    x = _rand(shape, dtype)
+    if x.size > 8:
+        x.reshape(-1)[:8] = [np.inf, -np.inf, np.nan, 0.0, -0.0, 1e-40, 3.0, -3.0]
+    # atol: GELU's far negative tail, where onnxruntime's float32 erf differs by an ulp of 1 - erf.
+    compare(
+        op, [x], opset, attrs, rtol=2e-6 if dtype == np.float32 else 1e-13, atol=1e-6 if dtype == np.float32 else 1e-15
+    )
+
+
+@pytest.mark.usefixtures("accel_path")
+@pytest.mark.parametrize(("op", "opset"), [("Erf", 13), ("Gelu", 20), ("HardSwish", 14)])
+def test_unary_non_contiguous_input(op: str, opset: int) -> None:
+    pytest.importorskip("onnxruntime")
+    x = _rand((40, 33), np.float32)[::2, 1::3].T  # strided and transposed
+    assert not x.flags.c_contiguous
+    compare(op, [x], opset, rtol=2e-6, atol=1e-6)
+
+
+@needs_accel
+@pytest.mark.parametrize(("op", "opset", "attrs"), [("Erf", 13, {}), ("Gelu", 20, {}), ("HardSwish", 14, {})], ids=str)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_unary_paths_agree(op: str, opset: int, attrs: dict[str, Any], dtype: Any) -> None:
+    """float32 Erf and Gelu, and HardSwish in both types: the compiled loop evaluates the numpy kernel's formula
+    operation for operation, so the results are equal bit for bit (float64 Erf and Gelu have no compiled path)."""
+    x = np.concatenate([_rand((300_001,), dtype, -6, 6), np.array([np.nan, np.inf, -np.inf, 0.0, -0.0], dtype)])
+    with accel.use(False):
+        (a,) = run_ours(op, [x], opset, attrs)
+    with accel.use(True):
+        (b,) = run_ours(op, [x], opset, attrs)
+    np.testing.assert_array_equal(a, b)
+    assert np.signbit(a).tolist() == np.signbit(b).tolist()
+
+
+@needs_accel
+def test_bias_gelu_paths_agree() -> None:
+    """com.microsoft BiasGelu: the compiled pass (addition and GELU together) equals the two numpy steps."""
+    from onnxcore.kernels.contrib.activation import bias_gelu
+
+    a = _rand((3, 7, 129), np.float32, -6, 6)
+    a[0, 0, :4] = [np.nan, np.inf, -np.inf, -0.0]
+    b = _rand((129,), np.float32, seed=1)
+    with accel.use(False), np.errstate(invalid="ignore"):
+        y0 = bias_gelu(a, b)
+    with accel.use(True):
+        y1 = bias_gelu(a, b)
+        assert bias_gelu(a[:0], b).shape == (0, 7, 129)
+    np.testing.assert_array_equal(y0, y1)
+
+
+# ---------------------------------------------------------------------------------------------
+# LayerNormalization, RMSNormalization (rows of any length: the sixteen partial sums and their tail)
+# ---------------------------------------------------------------------------------------------
+
+ROWS = [(3, 1), (2, 15), (4, 17), (2, 5, 64), (7, 768), (3, 1000)]
+
+
+@pytest.mark.usefixtures("accel_path")
+@pytest.mark.parametrize("shape", ROWS, ids=str)
+@pytest.mark.parametrize("bias", [True, False])
+def test_layer_norm_vs_onnxruntime(shape: tuple[int, ...], bias: bool) -> None:
+    pytest.importorskip("onnxruntime")
+    x = _rand(shape, np.float32, -3, 5, seed=11)
+    scale = _rand(shape[-1:], np.float32, seed=12)
+    inputs = [x, scale] + ([_rand(shape[-1:], np.float32, seed=13)] if bias else [])
+    compare("LayerNormalization", inputs, 17, {"axis": -1}, n_outputs=3, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.usefixtures("accel_path")
+@pytest.mark.parametrize("shape", ROWS, ids=str)
+def test_rms_norm_vs_onnxruntime(shape: tuple[int, ...]) -> None:
+    pytest.importorskip("onnxruntime")
+    x = _rand(shape, np.float32, -3, 5, seed=14)
+    compare("RMSNormalization", [x, _rand(shape[-1:], np.float32, seed=15)], 23, {"axis": -1}, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.usefixtures("accel_path")
+@pytest.mark.parametrize("shape", ROWS, ids=str)
+def test_norms_float64_against_the_formula(shape: tuple[int, ...]) -> None:
+    x = _rand(shape, np.float64, -3, 5, seed=16)
+    scale, bias = _rand(shape[-1:], np.float64, seed=17), _rand(shape[-1:], np.float64, seed=18)
+    y, mean, inv = run_ours("LayerNormalization", [x, scale, bias], 17, {"axis": -1, "stash_type": 11})
+    m = x.mean(-1, keepdims=True)
+    ref_inv = 1 / np.sqrt(((x - m) ** 2).mean(-1, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(mean, m, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(inv, ref_inv, rtol=1e-12)
+    np.testing.assert_allclose(y, (x - m) * ref_inv * scale + bias, rtol=1e-12, atol=1e-12)
+    (r,) = run_ours("RMSNormalization", [x, scale], 23, {"axis": -1, "stash_type": 11})
+    np.testing.assert_allclose(r, x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-5) * scale, rtol=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------
+# Depthwise convolution
+# ---------------------------------------------------------------------------------------------
+
+DEPTHWISE = [
+    # (N, C, H, W), kernel, strides, dilations, pads (top, left, bottom, right)
+    ((1, 8, 14, 14), (3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),
+    ((2, 5, 9, 11), (5, 5), (1, 1), (1, 1), (2, 2, 2, 2)),
+    ((1, 6, 13, 17), (7, 7), (1, 1), (1, 1), (3, 3, 3, 3)),
+    ((1, 4, 15, 16), (3, 3), (2, 2), (1, 1), (1, 1, 1, 1)),
+    ((1, 3, 17, 19), (3, 5), (2, 3), (1, 1), (0, 2, 1, 0)),
+    ((2, 3, 12, 12), (3, 3), (1, 1), (2, 3), (2, 3, 2, 3)),
+    ((1, 4, 10, 9), (4, 2), (3, 1), (2, 2), (0, 0, 0, 0)),
+    ((1, 2, 5, 6), (1, 1), (1, 1), (1, 1), (1, 0, 0, 1)),
+    ((1, 3, 7, 7), (7, 7), (1, 1), (1, 1), (0, 0, 0, 0)),
+    ((1, 2, 1, 1), (3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),
+    ((1, 16, 3, 40), (1, 9), (1, 4), (1, 1), (0, 4, 0, 4)),
+    # 64 channels or more on small images: the channels-last loop; a large strided image: the phase-split one.
+    ((1, 64, 7, 9), (3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),
+    ((2, 96, 15, 13), (5, 5), (2, 2), (1, 1), (2, 1, 2, 2)),
+    ((1, 72, 11, 12), (3, 3), (2, 1), (2, 2), (2, 2, 1, 1)),
+    ((1, 64, 70, 66), (3, 3), (2, 2), (1, 1), (1, 1, 1, 1)),
+    ((1, 64, 40, 41), (7, 7), (3, 2), (1, 2), (3, 3, 3, 3)),
+]
+
+
+@pytest.mark.usefixtures("accel_path")
+@pytest.mark.parametrize(("xs", "k", "st", "dil", "pads"), DEPTHWISE, ids=str)
+@pytest.mark.parametrize("bias", [True, False])
+def test_depthwise_vs_onnxruntime(
+    xs: tuple[int, ...],
+    k: tuple[int, int],
+    st: tuple[int, int],
+    dil: tuple[int, int],
+    pads: tuple[int, ...],
+    bias: bool,
+) -> None:
+    pytest.importorskip("onnxruntime")
+    c = xs[1]
+    x = _rand(xs, np.float32, seed=1)
+    w = _rand((c, 1, *k), np.float32, -1, 1, seed=2)
+    inputs = [x, w] + ([_rand((c,), np.float32, seed=3)] if bias else [])
+    attrs = {"group": c, "strides": list(st), "dilations": list(dil), "pads": list(pads)}
+    compare("Conv", inputs, 11, attrs, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.usefixtures("accel_path")
+@pytest.mark.parametrize(("xs", "k", "st", "dil", "pads"), DEPTHWISE, ids=str)
+def test_depthwise_float64_against_direct_sums(
+    xs: tuple[int, ...], k: tuple[int, int], st: tuple[int, int], dil: tuple[int, int], pads: tuple[int, ...]
+) -> None:
+    """float64 (onnxruntime has no double Conv): against the direct sum over the taps written here."""
+    c = xs[1]
+    x = _rand(xs, np.float64, seed=4)
+    w = _rand((c, 1, *k), np.float64, -1, 1, seed=5)
+    b = _rand((c,), np.float64, seed=6)
+    attrs = {"group": c, "strides": list(st), "dilations": list(dil), "pads": list(pads)}
+    (y,) = run_ours("Conv", [x, w, b], 11, attrs)
+    xp = np.pad(x, ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
+    oh = (xp.shape[2] - dil[0] * (k[0] - 1) - 1) // st[0] + 1
+    ow = (xp.shape[3] - dil[1] * (k[1] - 1) - 1) // st[1] + 1
+    ref = np.zeros((xs[0], c, oh, ow)) + b[:, None, None]
+    for i in range(k[0]):
+        for j in range(k[1]):
+            win = xp[:, :, i * dil[0] :, j * dil[1] :][
+                :, :, : (oh - 1) * st[0] + 1 : st[0], : (ow - 1) * st[1] + 1 : st[1]
+            ]
+            ref += win * w[None, :, 0, i, j, None, None]
+    assert y.dtype == np.float64
+    np.testing.assert_allclose(y, ref, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.usefixtures("accel_path")
+def test_depthwise_empty_and_non_contiguous() -> None:
+    pytest.importorskip("onnxruntime")
+    w = _rand((6, 1, 3, 3), np.float32, seed=7)
+    attrs = {"group": 6, "pads": [1, 1, 1, 1]}
+    (y,) = run_ours("Conv", [np.zeros((0, 6, 5, 5), np.float32), w], 11, attrs)
+    assert y.shape == (0, 6, 5, 5)
+    x = _rand((2, 12, 9, 14), np.float32, seed=8)[:, ::2, :, ::-2]  # every other channel, columns reversed
+    assert not x.flags.c_contiguous
+    compare("Conv", [x, w], 11, attrs, rtol=1e-5, atol=1e-5)
+
+
+@needs_accel
+def test_depthwise_paths_agree() -> None:
+    """The compiled loops and numpy's einsum sum the taps in other orders: within float32's rounding of the sum."""
+    x = _rand((2, 64, 20, 23), np.float32, seed=9)
+    w = _rand((64, 1, 5, 5), np.float32, -1, 1, seed=10)
+    attrs = {"group": 64, "pads": [2, 2, 2, 2], "strides": [1, 2]}
+    with accel.use(False):
+        (a,) = run_ours("Conv", [x, w], 11, attrs)
+    with accel.use(True):
+        (b,) = run_ours("Conv", [x, w], 11, attrs)
+    np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5 * float(np.abs(a).max()))
+
+
+# ---------------------------------------------------------------------------------------------
+# Tree ensembles: hostile models on the compiled path
+# ---------------------------------------------------------------------------------------------
+
+_BASE = dict(
+    nodes_treeids=[0, 0, 0, 0, 0],
+    nodes_nodeids=[0, 1, 2, 3, 4],
+    nodes_featureids=[0, 1, 0, 0, 0],
+    nodes_modes=["BRANCH_LEQ", "BRANCH_LT", "LEAF", "LEAF", "LEAF"],
+    nodes_values=[0.0, 0.5, 0.0, 0.0, 0.0],
+    nodes_truenodeids=[1, 3, 0, 0, 0],
+    nodes_falsenodeids=[2, 4, 0, 0, 0],
+    target_treeids=[0, 0, 0],
+    target_nodeids=[2, 3, 4],
+    target_ids=[0, 0, 0],
+    target_weights=[1.0, 2.0, 3.0],
+    n_targets=1,
+)
+
+
+def _regress(x: np.ndarray, **changes: Any) -> np.ndarray:
+    fn = lookup("ai.onnx.ml", "TreeEnsembleRegressor", 3).fn
+    return np.asarray(fn(x, **dict(_BASE, **changes)))
+
+
+@pytest.mark.usefixtures("accel_path")
+def test_tree_small_model_routes_rows() -> None:
+    x = np.array([[1.0, 0.0], [-1.0, 0.0], [-1.0, 1.0], [np.nan, 0.0]], np.float32)
+    assert _regress(x).ravel().tolist() == [1.0, 2.0, 3.0, 1.0]
+    # NaN routed to the true child where the node says so (the general walk).
+    y = _regress(x, nodes_missing_value_tracks_true=[1, 0, 0, 0, 0])
+    assert y.ravel().tolist() == [1.0, 2.0, 3.0, 2.0]
+
+
+@pytest.mark.usefixtures("accel_path")
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"nodes_featureids": [0, 2, 0, 0, 0]},  # X has 2 features
+        {"nodes_featureids": [0, 2**40, 0, 0, 0]},
+        {"nodes_featureids": [-1, 1, 0, 0, 0]},
+        {"nodes_truenodeids": [1, 9, 0, 0, 0]},
+        {"nodes_falsenodeids": [2, -4, 0, 0, 0]},
+        {"nodes_modes": ["BRANCH_LEQ", "BRANCH_MEMBER", "LEAF", "LEAF", "LEAF"]},  # no member set
+        {"target_nodeids": [2, 3, 7]},
+    ],
+    ids=str,
+)
+def test_tree_hostile_indices_are_refused(changes: dict[str, Any]) -> None:
+    x = np.array([[1.0, 0.0], [-1.0, 2.0]], np.float32)
+    with pytest.raises(EvaluationError):
+        _regress(x, **changes)
+
+
+@pytest.mark.usefixtures("accel_path")
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"nodes_featureids": [0, 5]},
+        {"nodes_truenodeids": [1, 2]},
+        {"nodes_falseleafs": [1, 1], "nodes_falsenodeids": [0, 3]},
+        {"tree_roots": [2]},
+        {"tree_roots": [-1]},
+    ],
+    ids=str,
+)
+def test_tree_ensemble_5_hostile_indices_are_refused(changes: dict[str, Any]) -> None:
+    attrs: dict[str, Any] = dict(
+        nodes_featureids=[0, 1],
+        nodes_modes=np.array([0, 0], np.uint8),
+        nodes_splits=np.array([0.0, 0.5], np.float32),
+        nodes_truenodeids=[1, 0],
+        nodes_falsenodeids=[0, 1],
+        nodes_trueleafs=[0, 1],
+        nodes_falseleafs=[1, 1],
+        leaf_targetids=[0, 0],
+        leaf_weights=np.array([1.0, 2.0], np.float32),
+        tree_roots=[0],
+    )
+    fn = lookup("ai.onnx.ml", "TreeEnsemble", 5).fn
+    x = np.array([[1.0, 0.0], [-1.0, 2.0]], np.float32)
+    fn(x, **attrs)  # the valid model runs
+    with pytest.raises(EvaluationError):
+        fn(x, **dict(attrs, **changes))
+
+
+@needs_accel
+def test_tree_tables_are_checked_before_the_compiled_walk() -> None:
+    """Defence in depth: a table corrupted after validation (which no model can do) is refused by the check made
+    before the first compiled walk, not followed."""
+    from onnxcore.kernels._tree_eval import CompiledForest
+    from onnxcore.kernels.ml_tree import _legacy_forest
+
+    forest, _ = _legacy_forest(_BASE, "target", 1, "target_ids")
+    x = np.array([[1.0, 0.0]], np.float32)
+    for corrupt in ("child", "roots", "state_mode"):
+        compiled = CompiledForest(forest)
+        table = getattr(compiled, corrupt).copy()
+        table[0] = 100 if corrupt == "state_mode" else 10**6
+        setattr(compiled, corrupt, table)
+        with accel.use(True), pytest.raises(EvaluationError, match="out of range"):
+            compiled.states(x)
+
+
+# ---------------------------------------------------------------------------------------------
+# The switch
+# ---------------------------------------------------------------------------------------------
+
+
+def _python(code: str, **env: str) -> str:
+    full = dict(os.environ, **env)
+    full["PYTHONPATH"] = os.pathsep.join(p for p in [str(_src()), full.get("PYTHONPATH", "")] if p)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=full).stdout
+
+
+def _src() -> Any:
+    from pathlib import Path
+
+    return Path(__file__).resolve().parents[2] / "src"
+
+
+def test_import_onnxcore_loads_no_numba() -> None:
+    code = "import sys, onnxcore, onnxcore.kernels; onnxcore.kernels.load_all(); print('numba' in sys.modules)"
+    assert _python(code).strip() == "False"
+
+
+def test_environment_variable_turns_it_off() -> None:
+    code = (
+        "import sys, numpy as np\n"
+        "from onnxcore.kernels import accel, run\n"
+        "y = run('Erf', 13, np.ones(3, np.float32))\n"
+        "print(accel.available(), accel.enabled(), 'numba' in sys.modules)\n"
+    )
+    assert _python(code, ONNXCORE_ACCEL="0").split() == ["False", "False", "False"]
+
+
+def test_a_broken_numba_leaves_the_numpy_path() -> None:
+    """numba installed but unusable (here a module without ``njit``): the kernels run on numpy, no error."""
+    code = (
+        "import sys, types, importlib.machinery as im, numpy as np\n"
+        "m = types.ModuleType('numba'); m.__spec__ = im.ModuleSpec('numba', None); sys.modules['numba'] = m\n"
+        "from onnxcore.kernels import accel, run\n"
+        "(y,) = run('Erf', 13, np.ones(2, np.float32))\n"
+        "print(accel.available(), accel.enabled(), y.dtype)\n"
+    )
+    assert _python(code).split() == ["False", "False", "float32"]
+
+
+@needs_accel
+def test_use_switches_the_path() -> None:
+    assert accel.enabled()
+    with accel.use(False):
+        assert not accel.enabled()
+        with accel.use(True):
+            assert accel.enabled()
+        assert not accel.enabled()
+    assert accel.enabled()
+
+
+_MUTATION_CHILD = r"""
+import sys
+import numpy as np
+from onnxcore.errors import OnnxCoreError
+from onnxcore.kernels import accel
+from onnxcore.kernels.registry import lookup
+
+rng = np.random.default_rng(int(sys.argv[1]))
+regress = lookup("ai.onnx.ml", "TreeEnsembleRegressor", 3).fn
+ensemble = lookup("ai.onnx.ml", "TreeEnsemble", 5).fn
+WILD = [-1, -(2**31), 2**31, 2**40, 15, 16, 45, 4, 5, 1000]
+
+
+def wild() -> int:
+    return int(rng.choice(WILD)) if rng.random() < 0.7 else int(rng.integers(-50, 50))
+
+
+def legacy() -> dict:
+    a = {k: [] for k in ("nodes_treeids nodes_nodeids nodes_featureids nodes_modes nodes_values nodes_truenodeids "
+                         "nodes_falsenodeids nodes_missing_value_tracks_true target_treeids target_nodeids target_ids "
+                         "target_weights").split()}
+    for t in range(3):
+        for i in range(15):
+            leaf = i >= 7
+            modes = ["BRANCH_LEQ", "BRANCH_LT", "BRANCH_GTE", "BRANCH_EQ"]
+            for k, v in (("nodes_treeids", t), ("nodes_nodeids", i), ("nodes_featureids", int(rng.integers(4))),
+                         ("nodes_modes", "LEAF" if leaf else modes[int(rng.integers(4))]),
+                         ("nodes_values", float(rng.standard_normal())),
+                         ("nodes_truenodeids", 0 if leaf else 2 * i + 1),
+                         ("nodes_falsenodeids", 0 if leaf else 2 * i + 2),
+                         ("nodes_missing_value_tracks_true", int(rng.integers(2)))):
+                a[k].append(v)
+            if leaf:
+                for k, v in (("target_treeids", t), ("target_nodeids", i), ("target_ids", int(rng.integers(2))),
+                             ("target_weights", float(rng.standard_normal()))):
+                    a[k].append(v)
+    a["n_targets"] = 2
+    return a
+
+
+def v5() -> dict:
+    # Two trees of 3 interior nodes each (a root and two children), 4 leaves each.
+    return dict(
+        nodes_featureids=[int(rng.integers(4)) for _ in range(6)],
+        nodes_modes=np.array(rng.integers(0, 6, 6), np.uint8),
+        nodes_splits=rng.standard_normal(6).astype(np.float32),
+        nodes_truenodeids=[1, 0, 2, 4, 4, 6], nodes_falsenodeids=[2, 1, 3, 5, 5, 7],
+        nodes_trueleafs=[0, 1, 1, 0, 1, 1], nodes_falseleafs=[0, 1, 1, 0, 1, 1],
+        leaf_targetids=[0] * 8, leaf_weights=rng.standard_normal(8).astype(np.float32), tree_roots=[0, 3],
+        nodes_missing_value_tracks_true=[int(rng.integers(2)) for _ in range(6)],
+    )
+
+
+for it in range(int(sys.argv[2])):
+    legacy_model = it % 2 == 0
+    a = legacy() if legacy_model else v5()
+    keys = [k for k, v in a.items() if isinstance(v, list) and v and isinstance(v[0], int)]
+    for _ in range(int(rng.integers(1, 4))):
+        k = keys[int(rng.integers(len(keys)))]
+        a[k][int(rng.integers(len(a[k])))] = wild()
+    x = rng.standard_normal((int(rng.integers(0, 40)), int(rng.integers(1, 6))))
+    x = x.astype(np.float32 if rng.random() < 0.5 else np.float64)
+    x[rng.random(x.shape) < 0.1] = np.nan
+    try:
+        with np.errstate(all="ignore"):
+            (regress if legacy_model else ensemble)(x, **a)
+    except OnnxCoreError:
+        pass
+print("ok", accel.enabled())
+"""
+
+
+@pytest.mark.usefixtures("accel_path")
+def test_tree_index_mutations_never_crash(accel_path: str) -> None:
+    """Seeded random out-of-range indices in every id attribute of tree models (legacy encoding and TreeEnsemble-5),
+    run in a child process (a read outside an array could kill it): each run gives a result or our error."""
+    full = dict(os.environ, ONNXCORE_ACCEL="1" if accel_path == "accel" else "0")
+    full["PYTHONPATH"] = os.pathsep.join(p for p in [str(_src()), full.get("PYTHONPATH", "")] if p)
+    proc = subprocess.run(
+        [sys.executable, "-c", _MUTATION_CHILD, "7", "600"], capture_output=True, text=True, env=full, check=False
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["ok", str(accel_path == "accel")]
