@@ -66,6 +66,7 @@ class CompiledForest:
         "thr64",
         "tree_depth",
         "uniform",
+        "uniform_code",
         "w_max",
         "w_min",
         "w_row",
@@ -82,6 +83,7 @@ class CompiledForest:
         self.uniform = _COMPARE[int(inner_modes[0])] if inner_modes.size == 1 and inner_modes[0] < _MEMBER else None
         if self.uniform is None and inner_modes.size == 0:
             self.uniform = np.less_equal
+        self.uniform_code = _COMPARE.index(self.uniform) if self.uniform is not None else -1
         self.state_mode = np.repeat(mode, 2)
         self.mode = None if self.uniform is not None else self.state_mode
         nodes = np.arange(m)
@@ -169,7 +171,7 @@ class CompiledForest:
         thr = self.thr32 if use32 else self.thr64
         assert thr is not None
         if accel.enabled():
-            xc = np.ascontiguousarray(x, dtype=cmp_dtype)
+            xc = x if x.dtype == cmp_dtype and x.flags.c_contiguous else np.ascontiguousarray(x, dtype=cmp_dtype)
             nan = self.miss is not None and bool(np.isnan(xc).any())
             return self._accel_states(xc, thr, use32, general=self.uniform is None or nan)
         if n == 1 and x.dtype == cmp_dtype:
@@ -235,10 +237,15 @@ class CompiledForest:
         before the call: a hostile model gets an EvaluationError, never a read outside an array."""
         if self.accel_tables is None:
             self.accel_tables = self._validated_tables()
-        mode, miss, member_row, roots, depth, feat_n, child_n, thr_n32, thr_n64 = self.accel_tables
+        mode, miss, member_row, roots, depth, feat_n, child_n, thr_n32, thr_n64, roots_n = self.accel_tables
         n = x.shape[0]
         s = np.empty((self.n_trees, n), np.intp)
         jit = accel.jit()
+        if not general and self.n_trees * n < _PARALLEL_PAIRS:
+            # One thread (a small batch): the compiled walk called directly, no closure or blocks per call.
+            thr_u = thr_n32 if use32 else thr_n64
+            jit.tree_states_uniform(x, feat_n, thr_u, child_n, self.uniform_code, roots_n, depth, s, 0, self.n_trees)
+            return s
         if general:
             fn = jit.tree_states
             member_sets = np.ascontiguousarray(self.member_sets, dtype=np.float64)
@@ -250,9 +257,8 @@ class CompiledForest:
 
         else:
             fu = jit.tree_states_uniform
-            code = _COMPARE.index(self.uniform)
+            code = self.uniform_code
             thr_n = thr_n32 if use32 else thr_n64
-            roots_n = roots >> 1
 
             def run(a: int, b: int) -> None:
                 fu(x, feat_n, thr_n, child_n, code, roots_n, depth, s, a, b)
@@ -336,7 +342,8 @@ class CompiledForest:
         child_n = np.ascontiguousarray(self.child >> 1, dtype=idx)
         thr_n64 = np.ascontiguousarray(self.thr64[0::2])
         thr_n32 = thr_n64.astype(np.float32) if self.thr32 is None else np.ascontiguousarray(self.thr32[0::2])
-        return mode, miss, member_row, roots, depth, feat_n, child_n, thr_n32, thr_n64
+        roots_n = np.ascontiguousarray(roots >> 1)
+        return mode, miss, member_row, roots, depth, feat_n, child_n, thr_n32, thr_n64, roots_n
 
     def _states_one(self, xrow: np.ndarray, thr: np.ndarray) -> np.ndarray:
         """:meth:`states` of one row, uniform comparison, no NaN routing: the fewest numpy calls per level.
