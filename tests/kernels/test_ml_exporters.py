@@ -17,6 +17,7 @@ skl2onnx = pytest.importorskip("skl2onnx")
 from sklearn.datasets import make_classification, make_regression  # noqa: E402
 
 import onnxcore  # noqa: E402
+from onnxcore.kernels import accel  # noqa: E402
 
 N_FEATURES = 12
 # onnxmltools declares LightGBM's label as [1] whatever the batch: the session says so (Clause 9.4), as intended.
@@ -141,6 +142,26 @@ def test_exported_model_matches_onnxruntime(name: str, rows: int) -> None:
     ours = onnxcore.Session(model)
     feeds = _inputs(model, rows, seed=rows)
     _compare(ours.run(None, feeds), theirs.run(None, feeds), f"{name}, {rows} rows")
+
+
+@pytest.mark.skipif(not accel.available(), reason="the accelerator is not available (numba or ONNXCORE_ACCEL=0)")
+@pytest.mark.parametrize("name", MODELS)
+@pytest.mark.parametrize("rows", [1, 3])
+def test_compiled_and_numpy_paths_agree_bit_for_bit(name: str, rows: int) -> None:
+    """The small-batch compiled path (one call walks and sums) and the numpy path give the same bits, labels and
+    scores, with and without a NaN to route."""
+    model = _model(name)
+    feeds = _inputs(model, rows, seed=11 + rows)
+    nan_feeds = {k: v.copy() for k, v in feeds.items()}
+    next(iter(nan_feeds.values()))[0, ::3] = np.nan
+    for f in (feeds, nan_feeds):
+        with accel.use(False):
+            a = onnxcore.Session(model).run(None, f)
+        with accel.use(True):
+            b = onnxcore.Session(model).run(None, f)
+        for x, y in zip(a, b):
+            x, y = np.asarray(x), np.asarray(y)
+            assert x.dtype == y.dtype and np.array_equal(x, y, equal_nan=x.dtype.kind == "f"), name
 
 
 @pytest.mark.parametrize("name", ["rf-classifier-3", "lightgbm-classifier-3", "xgboost-regressor"])

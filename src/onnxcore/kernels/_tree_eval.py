@@ -267,6 +267,36 @@ class CompiledForest:
         parallel_for(run, self.n_trees, threads=threads, min_block=1)
         return s
 
+    def _accel_predict(self, x: np.ndarray) -> np.ndarray | None:
+        """The SUM of :meth:`aggregate` for a small batch, uniform comparison, by one compiled call that walks and
+        sums (the same leaves and the same additions in the same order as :meth:`_accel_states` then
+        :meth:`_accel_sum`). None when a NaN must be routed (the general walk handles it)."""
+        self.check(x)
+        use32 = x.dtype == np.float32 and self.thr32 is not None
+        cmp_dtype = np.float32 if use32 else np.float64
+        xc = x if x.dtype == cmp_dtype and x.flags.c_contiguous else np.ascontiguousarray(x, dtype=cmp_dtype)
+        if self.miss is not None and bool(np.isnan(xc).any()):
+            return None
+        if self.accel_tables is None:
+            self.accel_tables = self._validated_tables()
+        if self.accel_sum is None:
+            self.accel_sum = self._validated_sum_tables()
+        tables = self.accel_tables
+        feat_n, child_n, depth, roots_n = tables[5], tables[6], tables[4], tables[9]
+        thr_n = tables[7] if use32 else tables[8]
+        acc = np.zeros((x.shape[0], self.n_targets), self.acc_dtype)
+        jit = accel.jit()
+        order, other = self.accel_sum
+        if self.groups is not None and self.leaf_value is not None:
+            jit.tree_predict_groups(
+                xc, feat_n, thr_n, child_n, self.uniform_code, roots_n, depth, self.leaf_value, order, other, acc
+            )
+        else:
+            jit.tree_predict_rows(
+                xc, feat_n, thr_n, child_n, self.uniform_code, roots_n, depth, other, self.w_sum, order, acc
+            )
+        return acc
+
     def _accel_sum(self, s: np.ndarray, n: int) -> np.ndarray:
         """The SUM aggregation of :meth:`aggregate` by the compiled loops, tree after tree in the model's order as
         the numpy path adds them (the same sums, bit for bit). ``s`` comes from :meth:`states`, whose states are
@@ -382,11 +412,27 @@ class CompiledForest:
             sets = self.member_sets[self.member_row[sv[mem]]]
             c[mem] = (sets == v[mem][:, None]).any(axis=1)
 
-    def aggregate(self, x: np.ndarray, aggregate: str) -> tuple[np.ndarray, np.ndarray]:
+    def aggregate(self, x: np.ndarray, aggregate: str, *, need_has: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """Per-target aggregate of the reached leaves' weights, ``[N, K]`` in :attr:`acc_dtype`, and whether any
-        leaf voted. Sums run tree by tree in the model's order (``cumsum`` is sequential)."""
-        s = self.states(x)
+        leaf voted. Sums run tree by tree in the model's order (``cumsum`` is sequential).
+
+        With ``need_has=False`` (a caller that does not read the votes) the second array may be an empty
+        ``[0, K]`` one."""
         n, k = x.shape[0], self.n_targets
+        if (
+            aggregate in ("SUM", "AVERAGE")
+            and self.uniform is not None
+            and self.n_trees
+            and (self.all_vote or not need_has)
+            and self.n_trees * n < _PARALLEL_PAIRS
+            and accel.enabled()
+        ):
+            fast = self._accel_predict(x)
+            if fast is not None:
+                if aggregate == "AVERAGE":
+                    fast /= self.acc_dtype.type(self.n_trees)
+                return fast, np.ones((n, k), dtype=bool) if self.all_vote else np.zeros((0, k), dtype=bool)
+        s = self.states(x)
         if self.all_vote:
             has = np.ones((n, k), dtype=bool)
         else:

@@ -263,7 +263,7 @@ def _prepare_regressor(attrs: dict[str, Any]) -> Callable[[np.ndarray], np.ndarr
         raise EvaluationError(f"tree ensemble: {base.size} base_values for {int(n_targets)} targets")
 
     def regress(x: np.ndarray) -> np.ndarray:
-        scores, _ = compiled.aggregate(_legacy_rows(x), agg)
+        scores, _ = compiled.aggregate(_legacy_rows(x), agg, need_has=False)
         if base.size:
             scores += base
         return post_transform_rows(scores, post).astype(np.float32)
@@ -552,7 +552,7 @@ def _prepare_tree_ensemble(
         if xa.ndim != 2:
             raise EvaluationError(f"TreeEnsemble: X must be [N, F], got shape {xa.shape}")
         rows = xa if xa.dtype == np.float32 else xa.astype(np.float64)
-        scores, _ = compiled.aggregate(rows, agg)
+        scores, _ = compiled.aggregate(rows, agg, need_has=False)
         return post_transform_rows(scores, post).astype(xa.dtype)
 
     return evaluate

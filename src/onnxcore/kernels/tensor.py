@@ -30,7 +30,7 @@ from onnxcore.kernels._util import (
 )
 from onnxcore.kernels.registry import kernel
 from onnxcore.types import SparseTensor, value_from_proto
-from onnxcore.types.convert import cast_array
+from onnxcore.types.convert import ROUND_MODES, cast_array
 from onnxcore.types.elements import ElementType
 
 __all__ = ["int_input", "zero_of"]
@@ -63,8 +63,14 @@ def _element_type(tag: Any, what: str) -> ElementType:
 
 
 def _cast(x: np.ndarray, to: ElementType, saturate: int, round_mode: str) -> np.ndarray:
+    a = np.asarray(x)
+    # A cast to the type the values already have (what exporters write after a label output): a copy, which is
+    # what cast_array gives for a numpy-native type (bool, integers, float16/32/64, complex; ml_dtypes types have
+    # kind "V" and take the general path), without its dispatch.
+    if a.dtype.kind in "biufc" and a.dtype == to.np_dtype and a.dtype.isnative and round_mode in ROUND_MODES:
+        return a.copy()
     # cast_array refuses an unknown round_mode with TensorError.
-    return cast_array(np.asarray(x), to, saturate=bool(saturate), round_mode=round_mode)
+    return cast_array(a, to, saturate=bool(saturate), round_mode=round_mode)
 
 
 def _cast_19(x: np.ndarray, to: ElementType, saturate: int) -> np.ndarray:

@@ -23,6 +23,8 @@ __all__ = [
     "hard_swish",
     "layer_norm_rows",
     "rms_norm_rows",
+    "tree_predict_groups",
+    "tree_predict_rows",
     "tree_states",
     "tree_states_uniform",
     "tree_sum_groups",
@@ -586,3 +588,46 @@ def tree_sum_rows(states: Any, w_row: Any, w_sum: Any, order: Any, acc: Any) -> 
             ar = acc[r]
             for j in range(k):
                 ar[j] += wr[j]
+
+
+@_njit
+def tree_predict_groups(
+    x: Any,
+    feature: Any,
+    threshold: Any,
+    child: Any,
+    code: int,
+    roots: Any,
+    depth: Any,
+    leaf_value: Any,
+    order: Any,
+    offsets: Any,
+    acc: Any,
+) -> None:  # pragma: no cover - compiled
+    """:func:`tree_states_uniform` over every tree, then :func:`tree_sum_groups` into ``acc``, in one call (a small
+    batch pays one dispatch instead of two and no state array made by the caller). Validated by the caller as
+    those two are."""
+    states = np.empty((roots.size, x.shape[0]), np.intp)
+    tree_states_uniform(x, feature, threshold, child, code, roots, depth, states, 0, roots.size)
+    tree_sum_groups(states, leaf_value, order, offsets, acc)
+
+
+@_njit
+def tree_predict_rows(
+    x: Any,
+    feature: Any,
+    threshold: Any,
+    child: Any,
+    code: int,
+    roots: Any,
+    depth: Any,
+    w_row: Any,
+    w_sum: Any,
+    order: Any,
+    acc: Any,
+) -> None:  # pragma: no cover - compiled
+    """:func:`tree_states_uniform` over every tree, then :func:`tree_sum_rows` into ``acc``, in one call. Validated by
+    the caller as those two are."""
+    states = np.empty((roots.size, x.shape[0]), np.intp)
+    tree_states_uniform(x, feature, threshold, child, code, roots, depth, states, 0, roots.size)
+    tree_sum_rows(states, w_row, w_sum, order, acc)
