@@ -48,6 +48,7 @@ class CompiledForest:
         "child",
         "depth",
         "feature",
+        "group_matrix",
         "groups",
         "has_rows",
         "jump",
@@ -156,6 +157,12 @@ class CompiledForest:
                 value = forest.w_sum[np.arange(per_row.size), target].astype(self.acc_dtype)
                 self.leaf_value = np.repeat(value[forest.w_row], 2)
                 self.groups = [position[np.flatnonzero(tree_target == j)] for j in range(k)]
+        # Every target with as many trees (a boosted multiclass model): the groups side by side, [trees per target,
+        # K], so the numpy path sums all targets in one reduction over the outer axis (row after row, the order of
+        # the per-group sums).
+        self.group_matrix: np.ndarray | None = None
+        if self.groups and len({g.size for g in self.groups}) == 1 and self.groups[0].size:
+            self.group_matrix = np.stack(self.groups, axis=1)
 
     def check(self, x: np.ndarray) -> None:
         """Refuse an input with fewer features than the forest reads."""
@@ -442,6 +449,8 @@ class CompiledForest:
         if aggregate in ("SUM", "AVERAGE"):
             if accel.enabled() and s.dtype == np.intp:
                 acc = self._accel_sum(s, n)
+            elif self.group_matrix is not None and self.leaf_value is not None:
+                acc = np.ascontiguousarray(_sum_trees(self.leaf_value[s[self.group_matrix]]).reshape(k, n).T)
             elif self.groups is not None and self.leaf_value is not None:
                 vals = self.leaf_value[s]
                 acc = np.zeros((n, k), self.acc_dtype)
