@@ -24,6 +24,8 @@ from onnx import TensorProto as TP  # noqa: E402
 from onnx import helper, numpy_helper  # noqa: E402
 
 from kernels.ml_oracle import assert_same, both, make_model, run_ort, run_ours  # noqa: E402
+from onnxcore.kernels.ml import softmax_rows  # noqa: E402
+from onnxcore.kernels.ml_tree import _softmax_rows  # noqa: E402
 
 GRID = np.array([-1.0, -0.5, 0.0, 0.5, 1.0], dtype=np.float32)
 MODES = ["BRANCH_LEQ", "BRANCH_LT", "BRANCH_GTE", "BRANCH_GT", "BRANCH_EQ", "BRANCH_NEQ"]
@@ -763,3 +765,17 @@ def test_empty_batch() -> None:
     for op, version, outs, attrs in cases:
         ours, ref = both(op, version, {"X": x0}, outs, **attrs)
         assert_same(ours, ref, msg=op)
+
+
+@pytest.mark.parametrize("shape", [(1, 3), (1, 9), (5, 4), (2, 0)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_tree_classifier_softmax_is_the_shared_softmax_bit_for_bit(shape: tuple[int, int], dtype: type) -> None:
+    """The classifier's direct-ufunc softmax gives the bits of ml.softmax_rows (after the float64 conversion of
+    post_transform_rows), infinities and NaN included."""
+    s = (np.random.default_rng(shape[0] * 10 + shape[1]).standard_normal(shape) * 30).astype(dtype)
+    if s.size > 2:
+        s.flat[1], s.flat[-1] = np.inf, np.nan
+    for rows in (s, s[:, ::-1]):
+        want = softmax_rows(np.asarray(rows, dtype=np.float64))
+        got = _softmax_rows(rows)
+        assert got.dtype == np.float64 and np.array_equal(got, want, equal_nan=True)

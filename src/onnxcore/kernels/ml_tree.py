@@ -324,11 +324,16 @@ def _prepare_classifier(attrs: dict[str, Any]) -> Callable[[np.ndarray], tuple[n
     # plain argmax, decided without the vote mask.
     all_vote = compiled.all_vote
 
+    plain = all_vote and k != 2  # the votes are not read
+    full_base = base.size == k
+
     def classify(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        scores, has = compiled.aggregate(_legacy_rows(x), "SUM")
+        scores, has = compiled.aggregate(_legacy_rows(x), "SUM", need_has=not plain)
         if k != 2:
-            if all_vote and scores.shape[0]:
-                if base.size:
+            if plain and scores.shape[0]:
+                if full_base:
+                    scores += base
+                elif base.size:
                     scores[:, : base.size] += base
                 return labels[scores.argmax(axis=1)], post_fn(scores).astype(np.float32)
             return _multiclass(scores, has, base, labels, post)
@@ -340,11 +345,12 @@ def _prepare_classifier(attrs: dict[str, Any]) -> Callable[[np.ndarray], tuple[n
 def _softmax_rows(s: np.ndarray) -> np.ndarray:
     """:func:`onnxcore.kernels.ml.softmax_rows` (the same operations, so the same bits) in float64, by direct
     ufunc calls into one buffer: a 1-row call costs a few microseconds less."""
-    if s.dtype != np.float64:
-        s = s.astype(np.float64)
     if s.shape[1] == 0:
-        return s
+        return s if s.dtype == np.float64 else s.astype(np.float64)
     e = np.empty(s.shape)
+    if s.dtype != np.float64:
+        e[...] = s
+        s = e
     np.subtract(s, np.maximum.reduce(s, axis=1, keepdims=True), out=e)
     np.exp(e, out=e)
     return np.divide(e, np.add.reduce(e, axis=1, keepdims=True), out=e)
