@@ -239,7 +239,7 @@ class _SVC:
     """An SVMClassifier's attributes converted once (a session prepares them once per node, see ``prepare``)."""
 
     __slots__ = ("coef", "k", "kernel_params", "kernel_type", "labels", "pa", "pairs", "pb", "post", "rho",
-                 "strings", "sv", "sv_sq", "vpc")  # fmt: skip
+                 "strings", "sv", "sv_sq", "vote_first", "vote_second", "vpc")  # fmt: skip
 
     def __init__(
         self,
@@ -279,6 +279,12 @@ class _SVC:
             for i in range(k - 1)
             for j in range(i + 1, k)
         ]
+        # [pairs, K] indicators of each pair's first and second class (the votes as two integer products).
+        self.vote_first = np.zeros((len(self.pairs), len(self.vpc)), np.int64)
+        self.vote_second = np.zeros((len(self.pairs), len(self.vpc)), np.int64)
+        for idx, (i, j, _, _) in enumerate(self.pairs):
+            self.vote_first[idx, i] = 1
+            self.vote_second[idx, j] = 1
         self.sv = _f32(support_vectors)
         self.kernel_type, self.kernel_params = kernel_type, kernel_params
         n_vec = sum(self.vpc)
@@ -317,13 +323,11 @@ class _SVC:
         kern = _kernel_matrix(rows, sv.reshape(n_vec, f), self.kernel_type, self.kernel_params, self.sv_sq)
         coefm = coef[: (k - 1) * n_vec].reshape(k - 1, n_vec)
         dec = np.zeros((n, pairs))
-        votes = np.zeros((n, k), dtype=np.int64)
         for idx, (i, j, si, sj) in enumerate(self.pairs):  # made once (len(vpc) == k was checked above)
-            s = kern[:, si] @ coefm[j - 1, si] + kern[:, sj] @ coefm[i, sj] + rho_v[idx]
-            dec[:, idx] = s
-            win = s > 0
-            votes[:, i] += win
-            votes[:, j] += ~win
+            dec[:, idx] = kern[:, si] @ coefm[j - 1, si] + kern[:, sj] @ coefm[i, sj] + rho_v[idx]
+        # Votes of all pairs at once (exact integer products): pair (i, j) votes i when its decision is positive.
+        win = (dec > 0).astype(np.int64)
+        votes = win @ self.vote_first + (1 - win) @ self.vote_second
         best = np.argmax(votes, axis=1) if n else np.zeros(0, np.int64)
         y = _pick(labels, best, strings)
         if pa.size:
