@@ -389,7 +389,8 @@ def campaign(
                     summary.counts[target]["slow"] += 1
                     verdict = again
             summary.add(target, verdict)
-            done += 1
+            if verdict[0] != "skipped":  # an input the worker could not run (see execute) is not counted
+                done += 1
             if verdict[0] == "failure":
                 print(f"FAILURE {target} ({inp.get('seed_model', '')}): {verdict[1][:300]}", file=sys.stderr)
                 kind = (target, _kind(verdict), verdict[1][:60])
