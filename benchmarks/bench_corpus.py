@@ -63,6 +63,19 @@ def _profile_summary(sess: Any, feeds: dict[str, Any], top: int = 4) -> list[tup
     return [(k, v / total) for k, v in sorted(by.items(), key=lambda kv: -kv[1])[:top]]
 
 
+def blas_in_use() -> str:
+    """numpy's BLAS and the kernels it runs (OpenBLAS: the CPU core it chose, which OPENBLAS_CORETYPE forces)."""
+    import threadpoolctl  # a benchmark dependency (scikit-learn's)
+
+    infos = [i for i in threadpoolctl.threadpool_info() if i.get("user_api") == "blas"]
+    if not infos:
+        return "unknown"
+    i = infos[0]
+    forced = os.environ.get("OPENBLAS_CORETYPE")
+    where = f", forced by OPENBLAS_CORETYPE={forced}" if forced and i["internal_api"] == "openblas" else ""
+    return f"{i['internal_api']} {i.get('version', '')}, {i.get('architecture', '?')} kernels{where}"
+
+
 def worker(mode: str, names: Sequence[str] | None, repeat: int, cache: Path, profile: bool) -> list[dict[str, Any]]:
     """Time every entry in this process (whose BLAS threads are already set for ``mode``)."""
     import numpy as np
@@ -74,9 +87,12 @@ def worker(mode: str, names: Sequence[str] | None, repeat: int, cache: Path, pro
     import corpus_models as cm
 
     rows = []
+    blas = blas_in_use()
     for entry in sorted(cm.ensure(cache, names), key=lambda e: (e.family, e.name)):
         feeds, expected = cm.load_entry(cache, entry)
         row: dict[str, Any] = {"name": entry.name, "family": entry.family, "exporter": entry.exporter}
+        row["blas"] = blas
+
         path = str(cache / entry.model)
         try:
             so = ort.SessionOptions()
@@ -164,6 +180,9 @@ def table(results: dict[str, list[dict[str, Any]]], before: dict[str, list[dict[
     lines += ["", f"Median ratio: **{_median(all1)}** at one thread ({len(all1)} models), "
               f"**{_median(alld)}** at default threads; worst at one thread: "
               + (f"{max(all1):.2f}x." if all1 else "-"), ""]  # fmt: skip
+    blas = next((r["blas"] for r in [*one.values(), *dflt.values()] if "blas" in r), None)
+    if blas is not None:
+        lines[-1:-1] = [f"numpy's BLAS: {blas}."]
     fam0: dict[str, list[float]] = defaultdict(list)
     for r in base.values():
         if r.get("ratio") is not None:
