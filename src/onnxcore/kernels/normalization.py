@@ -292,7 +292,8 @@ def layer_normalization(
         # Stashed in X's own type (float32 with stash_type 1): by blocks of rows, on the kernel threads.
         fast = layer_norm_rows(X, Scale, B, a, epsilon)
         if fast is not None:
-            return fast[0], fast[1].astype(out_stash), fast[2].astype(out_stash)
+            # Mean and InvStdDev are fresh arrays: no copy when they already have the stash type.
+            return fast[0], fast[1].astype(out_stash, copy=False), fast[2].astype(out_stash, copy=False)
     norm, mean, inv = _standardize(X.astype(stash, copy=False), tuple(range(a, X.ndim)), epsilon)
     wd = work_dtype(X.dtype)
     # Stage two starts from the normalized values in X's type (a rounding when the stash is wider).
