@@ -558,7 +558,10 @@ def _attention(
             s = s + mask
     s -= _row_max(s)
     np.exp(s, out=s)
-    sums = s.sum(axis=-1, keepdims=True)
+    n = s.shape[-1]
+    # The row sums by BLAS, as the Softmax kernel makes them (kernels._rowwise): numpy's reduction over short
+    # rows costs about 25 ns a row (192 rows of 24: 5 us against 1.7).
+    sums = (s.reshape(-1, n) @ np.ones(n, s.dtype)).reshape(*s.shape[:-1], 1)
     s /= sums
     # A NaN probability makes its row's sum NaN (a NaN score, or a row of -inf whose shifted scores are NaN;
     # the row's maximum gives exp(0) = 1, so no sum is 0): the small array of sums tells whether to look.
