@@ -15,6 +15,7 @@ from onnx import numpy_helper as nh
 
 import onnxcore
 from onnxcore.runtime.optimize import FusedPattern
+from onnxcore.runtime.optimize.patterns import _row_max
 
 RNG = np.random.default_rng(0)
 C = 16
@@ -283,3 +284,22 @@ def test_a_fused_step_refuses_as_the_nodes_do() -> None:
              "v": np.ones((1, 2, 3, 4), np.float32)}  # fmt: skip
     with pytest.raises(onnxcore.EvaluationError, match="MatMul"):
         s.run(None, feeds)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_attention_row_max_is_numpys_max(dtype: type) -> None:
+    """The attention step's row maxima (over a transposed copy for short rows) are ndarray.max's bit for bit:
+    NaN rows, rows of -inf, +inf and signed zeros included, every row length around the short-row bound."""
+    for n in range(1, 70):
+        a = (RNG.standard_normal((2, 3, 5, n)) * 50).astype(dtype)
+        a[0, 0, 0, n // 2] = np.nan
+        a[0, 1, 1, :] = -np.inf
+        a[1, 2, 3, n - 1] = np.inf
+        a[1, 0, 2, :] = 0.0
+        a[1, 0, 2, 0] = -0.0
+        got, want = _row_max(a), a.max(axis=-1, keepdims=True)
+        assert got.shape == want.shape and got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+        # The shifted scores, what the step computes from them, are the same bits.
+        with np.errstate(invalid="ignore"):
+            assert np.array_equal(np.exp(a - got), np.exp(a - want), equal_nan=True)

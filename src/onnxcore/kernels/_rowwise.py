@@ -11,6 +11,8 @@ general code.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from onnxcore.kernels import accel
@@ -25,7 +27,7 @@ def _rows_of(x: np.ndarray, axis: int) -> int | None:
     """The row length when ``x`` is a C-contiguous float32/float64 array reduced over ``[axis, rank)``."""
     if x.dtype not in (np.float32, np.float64) or not x.flags.c_contiguous or x.size == 0:
         return None
-    d = int(np.prod(x.shape[axis:], dtype=np.int64))
+    d = math.prod(x.shape[axis:])  # Python ints: np.prod costs microseconds, as much as a small row block
     return d if d > 0 else None
 
 
@@ -33,6 +35,8 @@ def _param(p: np.ndarray | None, x: np.ndarray, axis: int, d: int) -> np.ndarray
     """``p`` as a row of ``d`` values in ``x``'s dtype when it broadcasts along the rows only; False otherwise."""
     if p is None:
         return None
+    if p.ndim == 1 and axis == x.ndim - 1 and p.shape[0] == d and p.dtype == x.dtype and p.flags.c_contiguous:
+        return p  # the common case (a weight vector over the last axis) without the checks' calls
     k = x.ndim - axis
     if p.size != d or tuple(p.shape[-k:] if p.ndim >= k else p.shape) != x.shape[axis:] or p.ndim > x.ndim:
         return False
@@ -97,7 +101,10 @@ def layer_norm_rows(
         def run(a: int, z: int) -> None:
             fn(x2, sc, bb, isinstance(b, np.ndarray), t(d), t(epsilon), o2, mean, inv, a, z)
 
-        parallel_for(run, rows, threads=active_threads() if x.size >= MIN_PARALLEL_ELEMENTS else 1)
+        if x.size < MIN_PARALLEL_ELEMENTS:
+            run(0, rows)  # what parallel_for does on one thread, without its block list
+        else:
+            parallel_for(run, rows, threads=active_threads())
         return out, mean.reshape(keep), inv.reshape(keep)
     per_block = _block_rows(d)
     ones = np.ones(d, x.dtype)
@@ -138,7 +145,10 @@ def rms_norm_rows(x: np.ndarray, scale: np.ndarray, axis: int, epsilon: float) -
         def run(a: int, z: int) -> None:
             fn(x2, sc, t(d), t(epsilon), o2, a, z)
 
-        parallel_for(run, rows, threads=active_threads() if x.size >= MIN_PARALLEL_ELEMENTS else 1)
+        if x.size < MIN_PARALLEL_ELEMENTS:
+            run(0, rows)  # what parallel_for does on one thread, without its block list
+        else:
+            parallel_for(run, rows, threads=active_threads())
         return out
     scratch_rows = max(1, _ROW_BLOCK // d)
 

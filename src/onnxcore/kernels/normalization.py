@@ -267,12 +267,22 @@ _STASH = {1: np.dtype(np.float32), 10: np.dtype(np.float16), 11: np.dtype(np.flo
           16: np.dtype(ml_dtypes.bfloat16)}  # fmt: skip
 
 
+_STASH_WORK = {k: work_dtype(v) for k, v in _STASH.items()}
+
+
 def _stash_dtype(stash_type: int) -> np.dtype[Any]:
     """The dtype stage one runs in (narrow stash types run in float32, outputs rounded to them)."""
-    dt = _STASH.get(int(stash_type))
+    dt = _STASH_WORK.get(int(stash_type))
     if dt is None:
         raise EvaluationError(f"stash_type {stash_type} is not a floating-point element type")
-    return work_dtype(dt)
+    return dt
+
+
+def _check_param(p: np.ndarray, x: np.ndarray) -> None:
+    """Refuse a scale or bias that does not broadcast unidirectionally to ``x`` (a vector over the last axis,
+    what transformers pass, needs no more than a look at one extent)."""
+    if not (p.ndim == 1 and x.ndim >= 1 and p.shape[0] == x.shape[-1]):
+        check_unidirectional(p.shape, x.shape)
 
 
 @kernel("LayerNormalization", 17)
@@ -283,16 +293,17 @@ def layer_normalization(
     """LayerNormalization-17: standardize over ``[axis, rank)`` in ``stash_type``, cast back to
     X's type, then ``* Scale + B`` (unidirectional broadcasting). Returns Y, Mean, InvStdDev."""
     a = normalize_axis(axis, X.ndim)
-    check_unidirectional(Scale.shape, X.shape)
+    _check_param(Scale, X)
     if B is not None:
-        check_unidirectional(B.shape, X.shape)
+        _check_param(B, X)
     stash = _stash_dtype(stash_type)
     out_stash = _STASH[int(stash_type)]
     if stash == X.dtype:
         # Stashed in X's own type (float32 with stash_type 1): by blocks of rows, on the kernel threads.
         fast = layer_norm_rows(X, Scale, B, a, epsilon)
         if fast is not None:
-            return fast[0], fast[1].astype(out_stash), fast[2].astype(out_stash)
+            # Mean and InvStdDev are fresh arrays: no copy when they already have the stash type.
+            return fast[0], fast[1].astype(out_stash, copy=False), fast[2].astype(out_stash, copy=False)
     norm, mean, inv = _standardize(X.astype(stash, copy=False), tuple(range(a, X.ndim)), epsilon)
     wd = work_dtype(X.dtype)
     # Stage two starts from the normalized values in X's type (a rounding when the stash is wider).
@@ -310,7 +321,7 @@ def rms_normalization(
     """RMSNormalization-23: ``X / sqrt(mean(X^2 over [axis, rank)) + epsilon)`` in ``stash_type``,
     cast back to X's type, times ``scale``; Y has scale's type."""
     a = normalize_axis(axis, X.ndim)
-    check_unidirectional(scale.shape, X.shape)
+    _check_param(scale, X)
     stash = _stash_dtype(stash_type)
     if stash == X.dtype:
         fast = rms_norm_rows(X, scale, a, epsilon)
