@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import re
 import warnings
+from collections.abc import Callable
 from typing import AnyStr
 
 import numpy as np
@@ -55,18 +56,28 @@ def _by_expression(text: AnyStr, rx: re.Pattern[AnyStr]) -> list[AnyStr]:
     return [m.group(0) for m in rx.finditer(text) if m.end() > m.start()]
 
 
-def _by_separators(text: AnyStr, rx: re.Pattern[AnyStr]) -> list[AnyStr]:
+def _split_at(text: AnyStr, search: Callable[[AnyStr, int], tuple[int, int] | None]) -> list[AnyStr]:
+    """The non-empty pieces of ``text`` between the separator matches ``search(text, pos)`` finds (a span or None);
+    an empty separator match drops the character where it matched (onnxruntime)."""
     pieces = []
     pos = 0
     while pos <= len(text):
-        m = rx.search(text, pos)
+        m = search(text, pos)
         if m is None:
             pieces.append(text[pos:])
             break
-        pieces.append(text[pos : m.start()])
-        # an empty separator match drops the character where it matched (onnxruntime)
-        pos = m.end() if m.end() > m.start() else m.start() + 1
+        start, end = m
+        pieces.append(text[pos:start])
+        pos = end if end > start else start + 1
     return [piece for piece in pieces if piece]
+
+
+def _by_separators(text: AnyStr, rx: re.Pattern[AnyStr]) -> list[AnyStr]:
+    def search(t: AnyStr, pos: int) -> tuple[int, int] | None:
+        m = rx.search(t, pos)
+        return None if m is None else m.span()
+
+    return _split_at(text, search)
 
 
 def _linear_by_expression(text: str, rx: Re2Pattern) -> list[str]:
@@ -90,17 +101,7 @@ def _linear_by_expression(text: str, rx: Re2Pattern) -> list[str]:
 
 def _linear_by_separators(text: str, rx: Re2Pattern) -> list[str]:
     """As :func:`_by_separators`, with the linear-time matcher."""
-    pieces = []
-    pos = 0
-    while pos <= len(text):
-        m = rx.search(text, pos)
-        if m is None:
-            pieces.append(text[pos:])
-            break
-        start, end = m
-        pieces.append(text[pos:start])
-        pos = end if end > start else start + 1
-    return [piece for piece in pieces if piece]
+    return _split_at(text, rx.search)
 
 
 class _Splitter:

@@ -76,6 +76,17 @@ def use_counts(nodes: Sequence[PlanNode], outputs: Sequence[str]) -> dict[str, i
     return uses
 
 
+def last_readers(nodes: Sequence[PlanNode]) -> dict[str, int]:
+    """For each value some node reads, the index of the last node reading it (the one reader where a value has
+    one, as the fusions that use this require)."""
+    reader: dict[str, int] = {}
+    for k, bn in enumerate(nodes):
+        for n in bn.inputs:
+            if n:
+                reader[n] = k
+    return reader
+
+
 def is_relu(bn: PlanNode) -> bool:
     return bn.node.op_type == "Relu" and bn.node.domain in ("", "ai.onnx") and bn.call is not None
 

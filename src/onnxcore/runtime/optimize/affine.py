@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from onnxcore.kernels._util import check_elements
-from onnxcore.runtime.optimize._common import fused_with, is_relu, per_channel_values, use_counts
+from onnxcore.runtime.optimize._common import fused_with, is_relu, last_readers, per_channel_values, use_counts
 from onnxcore.runtime.step import PlanNode
 
 __all__ = ["AffineChain", "affine_step", "bn_parameters", "fuse_affine_chains"]
@@ -190,11 +190,7 @@ def fuse_affine_chains(nodes: list[PlanNode], const: Mapping[str, Any], outputs:
     """
 
     uses = use_counts(nodes, outputs)
-    reader: dict[str, int] = {}
-    for k, bn in enumerate(nodes):
-        for n in bn.inputs:
-            if n:
-                reader[n] = k
+    reader = last_readers(nodes)
     out: list[PlanNode] = []
     consumed: set[int] = set()
     for k, head in enumerate(nodes):

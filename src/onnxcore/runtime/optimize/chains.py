@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from onnxcore.kernels import registry
-from onnxcore.runtime.optimize._common import rebound, use_counts
+from onnxcore.runtime.optimize._common import last_readers, rebound, use_counts
 from onnxcore.runtime.optimize.affine import AffineChain
 from onnxcore.runtime.step import PlanNode
 
@@ -150,11 +150,7 @@ def fuse_elementwise_chains(nodes: list[PlanNode], outputs: Sequence[str]) -> li
     if sum(ok) < 2:
         return nodes
     uses = use_counts(nodes, outputs)
-    reader: dict[str, int] = {}
-    for k, bn in enumerate(nodes):
-        for n in bn.inputs:
-            if n:
-                reader[n] = k
+    reader = last_readers(nodes)
     taken: set[int] = set()
     replaced: dict[int, PlanNode] = {}
     for h, head in enumerate(nodes):
