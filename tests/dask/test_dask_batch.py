@@ -97,6 +97,12 @@ def test_npy_images_on_a_cluster_of_two_workers(
     np.testing.assert_allclose(np.load(out), want, rtol=RTOL, atol=ATOL)
 
 
+def _default_sigint() -> None:
+    # A test run started as a shell's background job passes SIGINT on ignored, and Python then installs no
+    # KeyboardInterrupt handler in the child: give it the default, as at a terminal.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize(("sig", "scheduler"), [(signal.SIGINT, None), (signal.SIGTERM, "threads")])
 def test_interrupted_batch_leaves_no_output(
     tmp_path: Path, squeezenet: tuple[bytes, Path, str], sig: int, scheduler: str | None
@@ -110,7 +116,9 @@ def test_interrupted_batch_leaves_no_output(
     cmd = [sys.executable, "-m", "onnxcore", "batch", str(path), "--input", str(tmp_path / "images.npy")]
     cmd += ["--output", str(out), "--batch-rows", "1"]
     cmd += ["--scheduler", scheduler] if scheduler else ["--workers", "1"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(), preexec_fn=_default_sigint
+    )
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and proc.poll() is None:  # some parts written, most to come
