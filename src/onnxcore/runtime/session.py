@@ -217,7 +217,9 @@ class Session:
         # What a common-case run computes, by its output_names (None: every output); None for names the general
         # path refuses. Replaced whole when added to.
         self._fast_targets: dict[tuple[str, ...] | None, _FastTarget | None] = {
-            None: _FastTarget(self._output_names, OutputShapes(self._declared_outputs, self._output_names), self._plan)
+            None: _FastTarget(
+                None, self._output_names, OutputShapes(self._declared_outputs, self._output_names), self._plan
+            )
         }
         # Plans of the common case by output names and the feeds' shapes: specialised ones, or the general plan
         # when the feeds decide no shape computation. Replaced whole, as ``_shape_plans``.
@@ -334,10 +336,7 @@ class Session:
                 plan = self._fast_plans.get((target.key, shapes)) if self._specialise else target.plan
                 if plan is None:
                     plan = self._fast_plan(target, shapes, feeds)
-                vals = plan.template.copy()
-                slots = plan.input_slots
-                for name, value in feeds.items():
-                    vals[slots[name]] = value
+                vals = _filled(plan, feeds)
                 plan.execute(vals)
             finally:
                 IgnoreFloatErrors.leave(fp)
@@ -477,8 +476,7 @@ class Session:
         if all(type(n) is str and n in self._known_names for n in names):
             with limits_in_effect(self._limits):  # a plan folds constants by running kernels: under the limits
                 plan = self._ir.plan(names, fed=self._fed, ranks=self._ranks)
-            made = _FastTarget(names, OutputShapes(self._declared_outputs, names), plan)
-            made.key = key
+            made = _FastTarget(key, names, OutputShapes(self._declared_outputs, names), plan)
         targets: dict[tuple[str, ...] | None, _FastTarget | None] = (
             dict(self._fast_targets) if len(self._fast_targets) < 64 else {None: self._fast_targets[None]}
         )
@@ -564,8 +562,8 @@ class _FastTarget:
 
     __slots__ = ("key", "names", "plan", "shapes")
 
-    def __init__(self, names: list[str], shapes: OutputShapes, plan: Plan) -> None:
-        self.key: tuple[str, ...] | None = None
+    def __init__(self, key: tuple[str, ...] | None, names: list[str], shapes: OutputShapes, plan: Plan) -> None:
+        self.key = key
         self.names = names
         self.shapes = shapes
         self.plan = plan
