@@ -161,8 +161,15 @@ def _kernel_matrix(
         return np.power(gamma * (rows @ vectors.T) + coef0, degree)
     if kernel_type == "RBF":
         sq = np.square(vectors).sum(axis=1) if vectors_sq is None else vectors_sq
-        d2 = np.square(rows).sum(axis=1)[:, None] + sq[None, :] - 2.0 * (rows @ vectors.T)
-        return np.exp(-gamma * np.maximum(d2, 0.0))
+        # exp(-gamma * max(|x|^2 + |v|^2 - 2 x.v, 0)): the operations in this order, into two buffers (the same
+        # results as the whole-array expression, without an allocation per step).
+        g = rows @ vectors.T
+        np.multiply(2.0, g, out=g)
+        d2 = np.add(np.add.reduce(np.square(rows), axis=1)[:, None], sq[None, :])
+        np.subtract(d2, g, out=d2)
+        np.maximum(d2, 0.0, out=d2)
+        np.multiply(-gamma, d2, out=d2)
+        return np.exp(d2, out=d2)
     if kernel_type == "SIGMOID":
         return np.tanh(gamma * (rows @ vectors.T) + coef0)
     raise EvaluationError(f"unknown kernel_type {kernel_type!r} (LINEAR, POLY, RBF or SIGMOID)")
@@ -238,8 +245,8 @@ def _couple_probabilities(r: np.ndarray, iters: int = 100) -> np.ndarray:
 class _SVC:
     """An SVMClassifier's attributes converted once (a session prepares them once per node, see ``prepare``)."""
 
-    __slots__ = ("coef", "k", "kernel_params", "kernel_type", "labels", "pa", "pairs", "pb", "post", "rho",
-                 "strings", "sv", "sv_sq", "vote_first", "vote_second", "vpc")  # fmt: skip
+    __slots__ = ("coef", "k", "kernel_params", "kernel_type", "labels", "pa", "pair_coef", "pairs", "pb", "post",
+                 "rho", "strings", "sv", "sv_sq", "vote_first", "vote_second", "vpc")  # fmt: skip
 
     def __init__(
         self,
@@ -286,6 +293,7 @@ class _SVC:
             self.vote_first[idx, i] = 1
             self.vote_second[idx, j] = 1
         self.sv = _f32(support_vectors)
+        self.pair_coef: list[tuple[int, int, slice, slice, np.ndarray, np.ndarray]] | None = None  # by _one_row
         self.kernel_type, self.kernel_params = kernel_type, kernel_params
         n_vec = sum(self.vpc)
         self.sv_sq: np.ndarray | None = None
@@ -321,6 +329,8 @@ class _SVC:
         if coef.size < (k - 1) * n_vec or rho_v.size < pairs:
             raise EvaluationError("SVMClassifier: coefficients or rho too short for the classes and vectors")
         kern = _kernel_matrix(rows, sv.reshape(n_vec, f), self.kernel_type, self.kernel_params, self.sv_sq)
+        if n == 1 and not pa.size and k > 2:
+            return self._one_row(kern)
         coefm = coef[: (k - 1) * n_vec].reshape(k - 1, n_vec)
         dec = np.zeros((n, pairs))
         for idx, (i, j, si, sj) in enumerate(self.pairs):  # made once (len(vpc) == k was checked above)
@@ -346,6 +356,29 @@ class _SVC:
         else:
             z = post_transform_rows(dec, post_transform)
         return y, z.astype(np.float32)
+
+    def _one_row(self, kern: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The label and the pairwise decision values of one row (``kern`` ``[1, vectors]``), three or more
+        classes, no probabilities: each decision by the same products as the batch path (``kern[:, si] @
+        coefm[j - 1, si]``, the same BLAS calls), its sums and the votes on Python floats and ints (exact)."""
+        k = self.k
+        pairs = self.pair_coef
+        if pairs is None:
+            n_vec = sum(self.vpc)
+            coefm = self.coef[: (k - 1) * n_vec].reshape(k - 1, n_vec)
+            pairs = self.pair_coef = [(i, j, si, sj, coefm[j - 1, si], coefm[i, sj]) for i, j, si, sj in self.pairs]
+        rho = self.rho.tolist()
+        votes = [0] * k
+        dec: list[float] = []
+        for idx, (i, j, si, sj, ci, cj) in enumerate(pairs):
+            d = (kern[:, si] @ ci)[0] + (kern[:, sj] @ cj)[0] + rho[idx]
+            dec.append(float(d))
+            votes[i if d > 0 else j] += 1
+        best = votes.index(max(votes))
+        y = _pick(self.labels, np.array([best], np.int64), self.strings)
+        if self.post == "NONE":
+            return y, np.array([dec], dtype=np.float32)
+        return y, post_transform_rows(np.array([dec]), self.post).astype(np.float32)
 
 
 def _prepare_svc(**attrs: Any) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]:

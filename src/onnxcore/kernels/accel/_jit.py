@@ -591,43 +591,51 @@ def tree_sum_rows(states: Any, w_row: Any, w_sum: Any, order: Any, acc: Any) -> 
 
 
 @_njit
+def _add_base(acc: Any, base: Any) -> None:  # pragma: no cover - compiled
+    """``acc[:, :base.size] += base``: each sum and its base value added in float64, rounded to ``acc``'s type."""
+    for r in range(acc.shape[0]):
+        ar = acc[r]
+        for j in range(base.size):
+            ar[j] = np.float64(ar[j]) + base[j]
+
+
+@_njit
 def tree_predict_groups(
-    x: Any,
-    feature: Any,
-    threshold: Any,
-    child: Any,
-    code: int,
-    roots: Any,
-    depth: Any,
-    leaf_value: Any,
-    order: Any,
-    offsets: Any,
-    acc: Any,
+    x: Any, nodes: Any, threshold: Any, idx: Any, base: Any, leaf_value: Any, acc: Any, code: int, m: int, t: int
 ) -> None:  # pragma: no cover - compiled
     """:func:`tree_states_uniform` over every tree, then :func:`tree_sum_groups` into ``acc``, in one call (a small
-    batch pays one dispatch instead of two and no state array made by the caller). Validated by the caller as
-    those two are."""
-    states = np.empty((roots.size, x.shape[0]), np.intp)
-    tree_states_uniform(x, feature, threshold, child, code, roots, depth, states, 0, roots.size)
+    batch pays one dispatch instead of two and no state array made by the caller). The tables come packed, so that
+    a call passes few arguments (numba's dispatch cost grows with each one): ``nodes`` is ``feature`` (``m``
+    nodes) then ``child`` (``2 * m``); ``idx`` is ``roots``, ``depth`` and ``order`` (``t`` trees each) then
+    ``offsets``. Then ``base`` (float64, at most as many values as targets; empty for none) is added to the first
+    targets' sums as numpy's ``acc[:, :base.size] += base`` adds it (in float64, rounded to ``acc``'s type).
+    Validated by the caller as those two are."""
+    feature = nodes[:m]
+    child = nodes[m : 3 * m]
+    roots = idx[:t]
+    depth = idx[t : 2 * t]
+    order = idx[2 * t : 3 * t]
+    offsets = idx[3 * t :]
+    states = np.empty((t, x.shape[0]), np.intp)
+    tree_states_uniform(x, feature, threshold, child, code, roots, depth, states, 0, t)
     tree_sum_groups(states, leaf_value, order, offsets, acc)
+    _add_base(acc, base)
 
 
 @_njit
 def tree_predict_rows(
-    x: Any,
-    feature: Any,
-    threshold: Any,
-    child: Any,
-    code: int,
-    roots: Any,
-    depth: Any,
-    w_row: Any,
-    w_sum: Any,
-    order: Any,
-    acc: Any,
+    x: Any, nodes: Any, threshold: Any, idx: Any, base: Any, w_sum: Any, acc: Any, code: int, m: int, t: int
 ) -> None:  # pragma: no cover - compiled
-    """:func:`tree_states_uniform` over every tree, then :func:`tree_sum_rows` into ``acc``, in one call. Validated by
-    the caller as those two are."""
-    states = np.empty((roots.size, x.shape[0]), np.intp)
-    tree_states_uniform(x, feature, threshold, child, code, roots, depth, states, 0, roots.size)
+    """:func:`tree_states_uniform` over every tree, then :func:`tree_sum_rows` into ``acc``, in one call. Packed as
+    :func:`tree_predict_groups`'s tables, ``idx`` ending with ``w_row`` (``2 * m`` states) instead of ``offsets``.
+    Validated by the caller as those two are."""
+    feature = nodes[:m]
+    child = nodes[m : 3 * m]
+    roots = idx[:t]
+    depth = idx[t : 2 * t]
+    order = idx[2 * t : 3 * t]
+    w_row = idx[3 * t :]
+    states = np.empty((t, x.shape[0]), np.intp)
+    tree_states_uniform(x, feature, threshold, child, code, roots, depth, states, 0, t)
     tree_sum_rows(states, w_row, w_sum, order, acc)
+    _add_base(acc, base)
