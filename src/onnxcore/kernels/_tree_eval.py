@@ -485,7 +485,9 @@ class CompiledForest:
                     fast /= self.acc_dtype.type(self.n_trees)
                 return fast, np.ones((n, k), dtype=bool) if need_has else self.no_votes
         s = self.states(x)
-        if self.all_vote:
+        if not need_has and aggregate in ("SUM", "AVERAGE"):
+            has = self.no_votes  # not read (MIN and MAX read it themselves)
+        elif self.all_vote:
             has = np.ones((n, k), dtype=bool)
         else:
             has = self.has_rows[self.w_row[s]].any(axis=0) if self.n_trees else np.zeros((n, k), dtype=bool)
