@@ -33,8 +33,8 @@ _LEAF = 7
 _MEMBER = 6
 _COMPARE = (np.less_equal, np.less, np.greater_equal, np.greater, np.equal, np.not_equal)
 _PARALLEL_PAIRS = 1 << 15  # (tree, row) pairs below which the traversal stays on one thread
-_NO_BASE = np.zeros(0)  # no base values to add (read only)
-_NO_BASE.flags.writeable = False
+# No base values to add: empty (nothing to write), and writeable so that the compiled walk sees one array type.
+_NO_BASE = np.zeros(0)
 
 
 class CompiledForest:
