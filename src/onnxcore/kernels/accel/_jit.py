@@ -23,6 +23,8 @@ __all__ = [
     "hard_swish",
     "layer_norm_rows",
     "rms_norm_rows",
+    "tree_softmax_scale",
+    "tree_softmax_shift",
     "tree_predict_groups",
     "tree_predict_rows",
     "tree_states",
@@ -639,3 +641,36 @@ def tree_predict_rows(
     tree_states_uniform(x, feature, threshold, child, code, roots, depth, states, 0, t)
     tree_sum_rows(states, w_row, w_sum, order, acc)
     _add_base(acc, base)
+
+
+@_njit
+def tree_softmax_shift(scores: Any, e: Any) -> int:  # pragma: no cover - compiled
+    """For one row of class scores (``scores`` ``[1, K]``, float32 or float64): ``e = s - max(s)`` in float64 and
+    the index of the first largest score (numpy's argmax), or -1 when a score is NaN (the caller's numpy path then
+    decides). The operations of the numpy softmax's first step, on the same float64 values."""
+    row = scores[0]
+    best = 0
+    m = np.float64(row[0])
+    if m != m:
+        return -1
+    for j in range(1, row.size):
+        v = np.float64(row[j])
+        if v != v:
+            return -1
+        if v > m:
+            m = v
+            best = j
+    for j in range(row.size):
+        e[j] = np.float64(row[j]) - m
+    return best
+
+
+@_njit
+def tree_softmax_scale(e: Any, z: Any) -> None:  # pragma: no cover - compiled
+    """``z[0, j] = e[j] / sum(e)`` rounded to ``z``'s float32, the sum from left to right: numpy's row sum of fewer
+    than eight values adds them in that order, so for up to seven classes the same bits as the numpy softmax."""
+    total = 0.0
+    for j in range(e.size):
+        total += e[j]
+    for j in range(e.size):
+        z[0, j] = e[j] / total
