@@ -33,6 +33,8 @@ _LEAF = 7
 _MEMBER = 6
 _COMPARE = (np.less_equal, np.less, np.greater_equal, np.greater, np.equal, np.not_equal)
 _PARALLEL_PAIRS = 1 << 15  # (tree, row) pairs below which the traversal stays on one thread
+# No base values to add: empty (nothing to write), and writeable so that the compiled walk sees one array type.
+_NO_BASE = np.zeros(0)
 
 
 class CompiledForest:
@@ -40,6 +42,7 @@ class CompiledForest:
 
     __slots__ = (
         "acc_dtype",
+        "accel_packed",
         "accel_sum",
         "accel_tables",
         "active",
@@ -60,6 +63,7 @@ class CompiledForest:
         "mode",
         "n_targets",
         "n_trees",
+        "no_votes",
         "position",
         "roots",
         "state_mode",
@@ -110,6 +114,7 @@ class CompiledForest:
         self.tree_depth = depth[order]
         self.accel_tables: tuple[np.ndarray, ...] | None = None  # made by _accel_states on first use
         self.accel_sum: tuple[np.ndarray, np.ndarray] | None = None  # made by _accel_sum on first use
+        self.accel_packed: tuple[Any, ...] | None = None  # made by _accel_predict on first use
         # Trees still descending at each level: a prefix of the depth-sorted trees.
         self.active = [int((depth > lvl).sum()) for lvl in range(self.depth)]
         # A small forest evaluates one row faster by deciding every node at once and then following the decided
@@ -130,6 +135,7 @@ class CompiledForest:
             always |= forest.w_has[forest.w_row[t_leaves]].all(axis=0)
         self.always_has = always
         self.all_vote = bool(always.all())
+        self.no_votes = np.zeros((0, k), dtype=bool)  # the votes of aggregate(need_has=False): not read (empty)
         # Sums are made in the weights' own precision and in the trees' order, as onnxruntime makes them: a
         # float32 model's class scores then tie (two classes at exactly 0.5) where onnxruntime's do.
         self.acc_dtype = np.dtype(acc_dtype)
@@ -274,35 +280,74 @@ class CompiledForest:
         parallel_for(run, self.n_trees, threads=threads, min_block=1)
         return s
 
-    def _accel_predict(self, x: np.ndarray) -> np.ndarray | None:
+    def sum_plus(self, x: np.ndarray, base: np.ndarray) -> np.ndarray:
+        """The SUM of :meth:`aggregate`, then ``acc[:, :base.size] += base`` (``base`` float64, at most
+        :attr:`n_targets` values): a small batch in one compiled call when the accelerator runs."""
+        if (
+            self.uniform is not None
+            and self.n_trees
+            and self.n_trees * x.shape[0] < _PARALLEL_PAIRS
+            and accel.enabled()
+        ):
+            fast = self._accel_predict(x, base)
+            if fast is not None:
+                return fast
+        acc, _ = self.aggregate(x, "SUM", need_has=False)
+        if base.size:
+            acc[:, : base.size] += base
+        return acc
+
+    def _accel_predict(self, x: np.ndarray, base: np.ndarray = _NO_BASE) -> np.ndarray | None:
         """The SUM of :meth:`aggregate` for a small batch, uniform comparison, by one compiled call that walks and
         sums (the same leaves and the same additions in the same order as :meth:`_accel_states` then
-        :meth:`_accel_sum`). None when a NaN must be routed (the general walk handles it)."""
-        self.check(x)
-        use32 = x.dtype == np.float32 and self.thr32 is not None
-        cmp_dtype = np.float32 if use32 else np.float64
-        xc = x if x.dtype == cmp_dtype and x.flags.c_contiguous else np.ascontiguousarray(x, dtype=cmp_dtype)
-        if self.miss is not None and bool(np.isnan(xc).any()):
-            return None
+        :meth:`_accel_sum`), then adds ``base`` as :meth:`sum_plus` does. None when a NaN must be routed (the
+        general walk handles it)."""
+        if self.max_feature >= x.shape[1]:
+            self.check(x)
+        packed = self.accel_packed
+        if packed is None:
+            packed = self.accel_packed = self._packed_tables()
+        fn, nodes, thr_n32, thr_n64, idx, values, code, m, t = packed
+        if x.dtype == np.float32 and thr_n32 is not None:
+            thr = thr_n32
+            xc = x if x.flags.c_contiguous else np.ascontiguousarray(x)
+        else:
+            thr = thr_n64
+            xc = x if x.dtype == np.float64 and x.flags.c_contiguous else np.ascontiguousarray(x, dtype=np.float64)
+        if self.miss is not None and xc.size:
+            # A NaN to route: numpy's minimum propagates NaN (one reduction instead of isnan, then any).
+            low = np.minimum.reduce(xc, axis=None)
+            if low != low:
+                return None
+        acc = np.zeros((x.shape[0], self.n_targets), self.acc_dtype)
+        fn(xc, nodes, thr, idx, base, values, acc, code, m, t)
+        return acc
+
+    def _packed_tables(self) -> tuple[Any, ...]:
+        """The arguments of the compiled walk-and-sum (:meth:`_accel_predict`) made once, its tables packed into
+        few arrays (numba's dispatch cost grows with the number of arguments): the function, node tables
+        (feature, child), float32 thresholds (None where float32 comparisons are not exact), float64 ones, tree
+        tables (roots, depths, order, then offsets or weight rows), the leaf values or weight sums, the comparison
+        code, and the counts of nodes and trees. Every index comes from the validated tables."""
         if self.accel_tables is None:
             self.accel_tables = self._validated_tables()
         if self.accel_sum is None:
             self.accel_sum = self._validated_sum_tables()
         tables = self.accel_tables
-        feat_n, child_n, depth, roots_n = tables[5], tables[6], tables[4], tables[9]
-        thr_n = tables[7] if use32 else tables[8]
-        acc = np.zeros((x.shape[0], self.n_targets), self.acc_dtype)
-        jit = accel.jit()
+        feat_n, child_n, thr_n32, thr_n64, roots_n = tables[5], tables[6], tables[7], tables[8], tables[9]
+        depth = tables[4]
         order, other = self.accel_sum
+        nodes = np.ascontiguousarray(np.concatenate([feat_n, child_n]), dtype=feat_n.dtype)
+        idx = np.ascontiguousarray(np.concatenate([roots_n, depth, order, other]), dtype=np.intp)
+        jit = accel.jit()
         if self.groups is not None and self.leaf_value is not None:
-            jit.tree_predict_groups(
-                xc, feat_n, thr_n, child_n, self.uniform_code, roots_n, depth, self.leaf_value, order, other, acc
-            )
+            fn, values = jit.tree_predict_groups, np.ascontiguousarray(self.leaf_value)
         else:
-            jit.tree_predict_rows(
-                xc, feat_n, thr_n, child_n, self.uniform_code, roots_n, depth, other, self.w_sum, order, acc
-            )
-        return acc
+            fn, values = jit.tree_predict_rows, np.ascontiguousarray(self.w_sum)
+        m, t = int(feat_n.size), int(self.n_trees)
+        if child_n.size != 2 * m or roots_n.size != t or depth.size != t or order.size != t:
+            raise EvaluationError("tree ensemble: the compiled tables have an index out of range")
+        return fn, nodes, thr_n32 if self.thr32 is not None else None, thr_n64, idx, values, self.uniform_code, m, t
 
     def _accel_sum(self, s: np.ndarray, n: int) -> np.ndarray:
         """The SUM aggregation of :meth:`aggregate` by the compiled loops, tree after tree in the model's order as
@@ -438,9 +483,11 @@ class CompiledForest:
             if fast is not None:
                 if aggregate == "AVERAGE":
                     fast /= self.acc_dtype.type(self.n_trees)
-                return fast, np.ones((n, k), dtype=bool) if self.all_vote else np.zeros((0, k), dtype=bool)
+                return fast, np.ones((n, k), dtype=bool) if need_has else self.no_votes
         s = self.states(x)
-        if self.all_vote:
+        if not need_has and aggregate in ("SUM", "AVERAGE"):
+            has = self.no_votes  # not read (MIN and MAX read it themselves)
+        elif self.all_vote:
             has = np.ones((n, k), dtype=bool)
         else:
             has = self.has_rows[self.w_row[s]].any(axis=0) if self.n_trees else np.zeros((n, k), dtype=bool)

@@ -144,25 +144,37 @@ def linear_regressor(
 # ---------------------------------------------------------------------------------------------
 
 
+def _params(kernel_params: list[float] | None) -> tuple[float, float, float]:
+    """gamma, coef0 and degree (0 where not given), each rounded to float32 as a FLOATS attribute is."""
+    gamma, coef0, degree = (list(kernel_params or []) + [0.0, 0.0, 0.0])[:3]
+    return float(np.float32(gamma)), float(np.float32(coef0)), float(np.float32(degree))
+
+
 def _kernel_matrix(
     rows: np.ndarray,
     vectors: np.ndarray,
     kernel_type: str,
-    kernel_params: list[float] | None,
+    kernel_params: list[float] | tuple[float, float, float] | None,
     vectors_sq: np.ndarray | None = None,
 ) -> np.ndarray:
-    """``K[n, v] = k(x_n, sv_v)`` for the LINEAR, POLY, RBF and SIGMOID kernels (params: gamma, coef0, degree);
-    ``vectors_sq``: the support vectors' squared norms, when already known."""
-    gamma, coef0, degree = (list(kernel_params or []) + [0.0, 0.0, 0.0])[:3]
-    gamma, coef0, degree = float(np.float32(gamma)), float(np.float32(coef0)), float(np.float32(degree))
+    """``K[n, v] = k(x_n, sv_v)`` for the LINEAR, POLY, RBF and SIGMOID kernels (params: gamma, coef0, degree, or
+    those of :func:`_params` already converted); ``vectors_sq``: the support vectors' squared norms, when known."""
+    gamma, coef0, degree = kernel_params if isinstance(kernel_params, tuple) else _params(kernel_params)
     if kernel_type == "LINEAR":
         return rows @ vectors.T
     if kernel_type == "POLY":
         return np.power(gamma * (rows @ vectors.T) + coef0, degree)
     if kernel_type == "RBF":
         sq = np.square(vectors).sum(axis=1) if vectors_sq is None else vectors_sq
-        d2 = np.square(rows).sum(axis=1)[:, None] + sq[None, :] - 2.0 * (rows @ vectors.T)
-        return np.exp(-gamma * np.maximum(d2, 0.0))
+        # exp(-gamma * max(|x|^2 + |v|^2 - 2 x.v, 0)): the operations in this order, into two buffers (the same
+        # results as the whole-array expression, without an allocation per step).
+        g = rows @ vectors.T
+        np.multiply(2.0, g, out=g)
+        d2 = np.add(np.add.reduce(np.square(rows), axis=1)[:, None], sq[None, :])
+        np.subtract(d2, g, out=d2)
+        np.maximum(d2, 0.0, out=d2)
+        np.multiply(-gamma, d2, out=d2)
+        return np.exp(d2, out=d2)
     if kernel_type == "SIGMOID":
         return np.tanh(gamma * (rows @ vectors.T) + coef0)
     raise EvaluationError(f"unknown kernel_type {kernel_type!r} (LINEAR, POLY, RBF or SIGMOID)")
@@ -173,6 +185,7 @@ def _f32(values: list[float] | None) -> np.ndarray:
 
 
 _SCALAR_ROWS = 4
+_ONE_ROW = 1  # batches up to this many rows take SVMClassifier's single-row path (0: none, for the tests)
 
 
 def _couple_row(r: list[list[float]], iters: int) -> list[float]:
@@ -238,8 +251,9 @@ def _couple_probabilities(r: np.ndarray, iters: int = 100) -> np.ndarray:
 class _SVC:
     """An SVMClassifier's attributes converted once (a session prepares them once per node, see ``prepare``)."""
 
-    __slots__ = ("coef", "k", "kernel_params", "kernel_type", "labels", "pa", "pairs", "pb", "post", "rho",
-                 "strings", "sv", "sv_sq", "vote_first", "vote_second", "vpc")  # fmt: skip
+    __slots__ = ("coef", "k", "kernel_params", "kernel_type", "labels", "n_vec", "pa", "pair_coef", "pairs", "params",
+                 "pb", "post", "rho", "rho_list", "strings", "sv", "sv_sq", "vote_first", "vote_second",
+                 "vpc")  # fmt: skip
 
     def __init__(
         self,
@@ -286,18 +300,23 @@ class _SVC:
             self.vote_first[idx, i] = 1
             self.vote_second[idx, j] = 1
         self.sv = _f32(support_vectors)
+        self.pair_coef: list[tuple[int, int, slice, slice, np.ndarray, np.ndarray]] | None = None  # by _one_row
         self.kernel_type, self.kernel_params = kernel_type, kernel_params
-        n_vec = sum(self.vpc)
+        self.params = _params(kernel_params)
+        self.rho_list: list[float] = self.rho.tolist()
+        n_vec = self.n_vec = sum(self.vpc)
         self.sv_sq: np.ndarray | None = None
         if n_vec and self.sv.size % n_vec == 0 and kernel_type == "RBF":
             self.sv_sq = np.square(self.sv.reshape(n_vec, -1)).sum(axis=1)
 
     def __call__(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         k, labels, strings, post_transform = self.k, self.labels, self.strings, self.post
-        rows = as_rows(np.asarray(x)).astype(np.float32).astype(np.float64)
+        rows = as_rows(np.asarray(x))
+        # Read as float32 (the type the operator takes), computed in float64.
+        rows = rows.astype(np.float64) if rows.dtype == np.float32 else rows.astype(np.float32).astype(np.float64)
         n, f = rows.shape
         coef, rho_v, pa, pb, vpc = self.coef, self.rho, self.pa, self.pb, self.vpc
-        n_vec = sum(vpc)
+        n_vec = self.n_vec
         if n_vec == 0:
             # liblinear layout: one row of coefficients per class; kernel_type does not apply.
             if f == 0 or coef.size != k * f or rho_v.size < 1:
@@ -320,7 +339,9 @@ class _SVC:
         pairs = k * (k - 1) // 2
         if coef.size < (k - 1) * n_vec or rho_v.size < pairs:
             raise EvaluationError("SVMClassifier: coefficients or rho too short for the classes and vectors")
-        kern = _kernel_matrix(rows, sv.reshape(n_vec, f), self.kernel_type, self.kernel_params, self.sv_sq)
+        kern = _kernel_matrix(rows, sv.reshape(n_vec, f), self.kernel_type, self.params, self.sv_sq)
+        if n <= _ONE_ROW and n and not pa.size and k > 2:
+            return self._one_row(kern)
         coefm = coef[: (k - 1) * n_vec].reshape(k - 1, n_vec)
         dec = np.zeros((n, pairs))
         for idx, (i, j, si, sj) in enumerate(self.pairs):  # made once (len(vpc) == k was checked above)
@@ -346,6 +367,32 @@ class _SVC:
         else:
             z = post_transform_rows(dec, post_transform)
         return y, z.astype(np.float32)
+
+    def _one_row(self, kern: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The label and the pairwise decision values of one row (``kern`` ``[1, vectors]``), three or more
+        classes, no probabilities: each decision by the same products as the batch path (``kern[:, si] @
+        coefm[j - 1, si]``, the same BLAS calls), its sums and the votes on Python floats and ints (exact)."""
+        k = self.k
+        pairs = self.pair_coef
+        if pairs is None:
+            n_vec = self.n_vec
+            coefm = self.coef[: (k - 1) * n_vec].reshape(k - 1, n_vec)
+            pairs = self.pair_coef = [(i, j, si, sj, coefm[j - 1, si], coefm[i, sj]) for i, j, si, sj in self.pairs]
+        rho = self.rho_list
+        votes = [0] * k
+        dec: list[float] = []
+        for idx, (i, j, si, sj, ci, cj) in enumerate(pairs):
+            d = (kern[:, si] @ ci)[0] + (kern[:, sj] @ cj)[0] + rho[idx]
+            dec.append(float(d))
+            votes[i if d > 0 else j] += 1
+        best = votes.index(max(votes))
+        if self.strings or best >= self.labels.size:  # (a missing label is refused by _pick)
+            y = _pick(self.labels, np.array([best], np.int64), self.strings)
+        else:
+            y = self.labels[best : best + 1].copy()
+        if self.post == "NONE":
+            return y, np.array([dec], dtype=np.float32)
+        return y, post_transform_rows(np.array([dec]), self.post).astype(np.float32)
 
 
 def _prepare_svc(**attrs: Any) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]:

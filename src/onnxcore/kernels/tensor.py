@@ -69,6 +69,17 @@ def _cast(x: np.ndarray, to: ElementType, saturate: int, round_mode: str) -> np.
     # kind "V" and take the general path), without its dispatch.
     if a.dtype.kind in "biufc" and a.dtype == to.np_dtype and a.dtype.isnative and round_mode in ROUND_MODES:
         return a.copy()
+    # bool to float16/32/64 (a comparison's mask as a float: exporters' SVM post processing) or a numpy float to a
+    # wider one: cast_array converts bool through uint8, then with numpy's astype, as here (0 and 1; a widened float
+    # is exact), without its dispatch (10 us -> 0.5 us at one row). A narrowing cast (which may overflow) keeps it.
+    dt = to.np_dtype
+    if (
+        dt.kind == "f"
+        and (a.dtype.kind == "b" or (a.dtype.kind == "f" and dt.itemsize > a.dtype.itemsize))
+        and a.dtype.isnative
+        and round_mode in ROUND_MODES
+    ):
+        return a.astype(dt)
     # cast_array refuses an unknown round_mode with TensorError.
     return cast_array(a, to, saturate=bool(saturate), round_mode=round_mode)
 

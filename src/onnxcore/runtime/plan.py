@@ -31,6 +31,7 @@ from onnxcore.runtime.codegen import MAX_STEPS, generate
 from onnxcore.runtime.optimize import (
     FOLD_BUDGET_BYTES,
     cse_key,
+    drop_noops,
     fast_shape_ops,
     flatten_concats,
     fold_constants,
@@ -243,6 +244,7 @@ class Plan:
             derived = {**known, **derived}
             nodes = [bn for k, bn in enumerate(nodes) if k not in folded]
             const = {n: v for n, v in inits.items() if n not in variable} | derived
+            nodes = drop_noops(nodes, const, outputs)
             nodes = fuse_attention(fuse_patterns(nodes, const, outputs), const, outputs)
             nodes = fuse_linear(nodes, const, outputs)
             nodes, fused = fuse_conv_chains(nodes, const, outputs)

@@ -23,6 +23,8 @@ __all__ = [
     "hard_swish",
     "layer_norm_rows",
     "rms_norm_rows",
+    "tree_softmax_scale",
+    "tree_softmax_shift",
     "tree_predict_groups",
     "tree_predict_rows",
     "tree_states",
@@ -591,43 +593,84 @@ def tree_sum_rows(states: Any, w_row: Any, w_sum: Any, order: Any, acc: Any) -> 
 
 
 @_njit
+def _add_base(acc: Any, base: Any) -> None:  # pragma: no cover - compiled
+    """``acc[:, :base.size] += base``: each sum and its base value added in float64, rounded to ``acc``'s type."""
+    for r in range(acc.shape[0]):
+        ar = acc[r]
+        for j in range(base.size):
+            ar[j] = np.float64(ar[j]) + base[j]
+
+
+@_njit
 def tree_predict_groups(
-    x: Any,
-    feature: Any,
-    threshold: Any,
-    child: Any,
-    code: int,
-    roots: Any,
-    depth: Any,
-    leaf_value: Any,
-    order: Any,
-    offsets: Any,
-    acc: Any,
+    x: Any, nodes: Any, threshold: Any, idx: Any, base: Any, leaf_value: Any, acc: Any, code: int, m: int, t: int
 ) -> None:  # pragma: no cover - compiled
     """:func:`tree_states_uniform` over every tree, then :func:`tree_sum_groups` into ``acc``, in one call (a small
-    batch pays one dispatch instead of two and no state array made by the caller). Validated by the caller as
-    those two are."""
-    states = np.empty((roots.size, x.shape[0]), np.intp)
-    tree_states_uniform(x, feature, threshold, child, code, roots, depth, states, 0, roots.size)
+    batch pays one dispatch instead of two and no state array made by the caller). The tables come packed, so that
+    a call passes few arguments (numba's dispatch cost grows with each one): ``nodes`` is ``feature`` (``m``
+    nodes) then ``child`` (``2 * m``); ``idx`` is ``roots``, ``depth`` and ``order`` (``t`` trees each) then
+    ``offsets``. Then ``base`` (float64, at most as many values as targets; empty for none) is added to the first
+    targets' sums as numpy's ``acc[:, :base.size] += base`` adds it (in float64, rounded to ``acc``'s type).
+    Validated by the caller as those two are."""
+    feature = nodes[:m]
+    child = nodes[m : 3 * m]
+    roots = idx[:t]
+    depth = idx[t : 2 * t]
+    order = idx[2 * t : 3 * t]
+    offsets = idx[3 * t :]
+    states = np.empty((t, x.shape[0]), np.intp)
+    tree_states_uniform(x, feature, threshold, child, code, roots, depth, states, 0, t)
     tree_sum_groups(states, leaf_value, order, offsets, acc)
+    _add_base(acc, base)
 
 
 @_njit
 def tree_predict_rows(
-    x: Any,
-    feature: Any,
-    threshold: Any,
-    child: Any,
-    code: int,
-    roots: Any,
-    depth: Any,
-    w_row: Any,
-    w_sum: Any,
-    order: Any,
-    acc: Any,
+    x: Any, nodes: Any, threshold: Any, idx: Any, base: Any, w_sum: Any, acc: Any, code: int, m: int, t: int
 ) -> None:  # pragma: no cover - compiled
-    """:func:`tree_states_uniform` over every tree, then :func:`tree_sum_rows` into ``acc``, in one call. Validated by
-    the caller as those two are."""
-    states = np.empty((roots.size, x.shape[0]), np.intp)
-    tree_states_uniform(x, feature, threshold, child, code, roots, depth, states, 0, roots.size)
+    """:func:`tree_states_uniform` over every tree, then :func:`tree_sum_rows` into ``acc``, in one call. Packed as
+    :func:`tree_predict_groups`'s tables, ``idx`` ending with ``w_row`` (``2 * m`` states) instead of ``offsets``.
+    Validated by the caller as those two are."""
+    feature = nodes[:m]
+    child = nodes[m : 3 * m]
+    roots = idx[:t]
+    depth = idx[t : 2 * t]
+    order = idx[2 * t : 3 * t]
+    w_row = idx[3 * t :]
+    states = np.empty((t, x.shape[0]), np.intp)
+    tree_states_uniform(x, feature, threshold, child, code, roots, depth, states, 0, t)
     tree_sum_rows(states, w_row, w_sum, order, acc)
+    _add_base(acc, base)
+
+
+@_njit
+def tree_softmax_shift(scores: Any, e: Any) -> int:  # pragma: no cover - compiled
+    """For one row of class scores (``scores`` ``[1, K]``, float32 or float64): ``e = s - max(s)`` in float64 and
+    the index of the first largest score (numpy's argmax), or -1 when a score is NaN (the caller's numpy path then
+    decides). The operations of the numpy softmax's first step, on the same float64 values."""
+    row = scores[0]
+    best = 0
+    m = np.float64(row[0])
+    if m != m:
+        return -1
+    for j in range(1, row.size):
+        v = np.float64(row[j])
+        if v != v:
+            return -1
+        if v > m:
+            m = v
+            best = j
+    for j in range(row.size):
+        e[j] = np.float64(row[j]) - m
+    return best
+
+
+@_njit
+def tree_softmax_scale(e: Any, z: Any) -> None:  # pragma: no cover - compiled
+    """``z[0, j] = e[j] / sum(e)`` rounded to ``z``'s float32, the sum from left to right: numpy's row sum of fewer
+    than eight values adds them in that order, so for up to seven classes the same bits as the numpy softmax."""
+    total = 0.0
+    for j in range(e.size):
+        total += e[j]
+    for j in range(e.size):
+        z[0, j] = e[j] / total

@@ -13,6 +13,7 @@ none changes a result beyond the rounding Clause 11.4 admits, and none applies i
 - ``reorder``: a channel projection moved before the pooling it follows;
 - ``patterns``: exporters' chains for GELU, LayerNorm and RMSNorm evaluated as those operators; linear layers
   and the attention chain as one step each;
+- ``noops``: nodes that give back their input (Identity, a Cast to the type it has, ``x * 1``, ...) as aliases;
 - ``shapeops``: shape operators with constant arguments as the numpy view they come down to;
 - ``specialize``: which shape computations a run's input shapes decide (plans specialised to them);
 - ``_common``: helpers they share.
@@ -26,6 +27,7 @@ from onnxcore.runtime.optimize.chains import ElementwiseChain, fuse_elementwise_
 from onnxcore.runtime.optimize.cse import cse_key, input_token
 from onnxcore.runtime.optimize.fold import FOLD_BUDGET_BYTES, fold_constants
 from onnxcore.runtime.optimize.fuse import fuse_conv_chains, fuse_relu, prepack_gemm, use_winograd
+from onnxcore.runtime.optimize.noops import drop_noops
 from onnxcore.runtime.optimize.patterns import FusedPattern, fuse_attention, fuse_linear, fuse_patterns
 from onnxcore.runtime.optimize.preactivation import PreActivatedConv, flatten_concats, fuse_preactivation
 from onnxcore.runtime.optimize.reorder import ProjectedPool, project_before_pooling
@@ -40,6 +42,7 @@ __all__ = [
     "PreActivatedConv",
     "ProjectedPool",
     "cse_key",
+    "drop_noops",
     "fast_shape_ops",
     "flatten_concats",
     "fold_constants",

@@ -28,7 +28,14 @@ __all__ = ["ElementwiseChain", "fuse_elementwise_chains"]
 
 # The ufunc each kernel applies to float arrays of one element type (kernels/elementwise*.py): Add-7/13/14 and
 # its siblings call ``uf(A, B)``; the unary kernels ``uf(X)``; Relu ``np.maximum(X, 0)``.
-_BINARY: dict[str, np.ufunc] = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.true_divide}
+# Sum of two inputs (8, 13) is ``np.add`` of them too (in the first input's type, which the in-place form keeps).
+_BINARY: dict[str, np.ufunc] = {
+    "Add": np.add,
+    "Sub": np.subtract,
+    "Mul": np.multiply,
+    "Div": np.true_divide,
+    "Sum": np.add,
+}
 _UNARY: dict[str, np.ufunc] = {
     "Abs": np.absolute,
     "Ceil": np.ceil,

@@ -13,7 +13,8 @@ kernel's result showed:
 - ``Cast`` to the element type the input has already: the input itself (as ``Identity``);
 - ``Transpose``: ``x.transpose(perm)`` for an input rank the kernel accepted;
 - ``ArrayFeatureExtractor`` (ai.onnx.ml) with constant indices: ``numpy.take`` of the indices made ``int64`` once
-  (the kernel checks them against the input's last extent: for a shape it accepted they stay in range).
+  (the kernel checks them against the input's last extent: for a shape it accepted they stay in range); a single
+  index as a read-only slice.
 
 The result for each input shape is the kernel's (its values, its shape); a refusal (a bad shape) stays the
 kernel's, since only a shape the kernel accepted is remembered.
@@ -138,17 +139,25 @@ class SliceLike(_PerShape):
 
 class TakeLike(_PerShape):
     """ArrayFeatureExtractor with constant indices: ``numpy.take`` along the last axis, as the kernel takes them,
-    for an input shape the kernel accepted (a 1-D input gives one row, as the kernel gives it)."""
+    for an input shape the kernel accepted (a 1-D input gives one row, as the kernel gives it). A single index (what
+    exporters' one-vs-rest tails write, one per class) is the read-only view ``x[..., i:i+1]`` (the same values; a
+    read-only array is never written in place, and the session copies one it hands out)."""
 
-    __slots__ = ("indices",)
+    __slots__ = ("indices", "single")
 
     def __init__(self, call: Callable[..., Any], indices: np.ndarray) -> None:
         super().__init__(call)
         self.indices = np.asarray(indices).ravel().astype(np.int64)
+        i = int(self.indices[0]) if self.indices.size == 1 else -1
+        self.single = slice(i, i + 1) if i >= 0 else None
 
     def __call__(self, x: Any, *rest: Any, **kw: Any) -> Any:
         if type(x) is np.ndarray and x.shape in self.seen:
-            out = np.take(x, self.indices, axis=-1)
+            if self.single is not None:
+                out = x[..., self.single]
+                out.flags.writeable = False
+            else:
+                out = np.take(x, self.indices, axis=-1)
             return out.reshape(1, -1) if x.ndim == 1 else out
         y = self.call(x, *rest, **kw)
         if type(x) is np.ndarray:

@@ -1,0 +1,59 @@
+"""SVMClassifier's single-row path (decisions summed and votes counted on Python floats and ints, issue 27) agrees bit
+for bit with the batch path on the same row (the same BLAS products; a batch of several rows may round its products
+otherwise, so the reference is the batch path run on one row): seeded random one-vs-one models of three and four
+classes, each kernel type, several post transforms, integer and string labels, float32 and float64 inputs, ties in
+the votes. The kernel's agreement with onnxruntime and scikit-learn is in test_ml.py and test_sklearn_models.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from onnxcore.kernels import ml_linear
+from onnxcore.kernels.registry import lookup
+
+svc = lookup("ai.onnx.ml", "SVMClassifier", 1).fn
+
+
+def _attrs(rng: np.random.Generator, k: int, kernel: str, post: str, strings: bool) -> dict[str, Any]:
+    vpc = [int(v) for v in rng.integers(1, 5, k)]
+    n_vec, f = sum(vpc), 4
+    labels: dict[str, Any] = (
+        {"classlabels_strings": [f"c{i}" for i in range(k)]}
+        if strings
+        else {"classlabels_ints": [7 * i for i in range(k)]}
+    )
+    return {
+        **labels,
+        "coefficients": [float(v) for v in rng.standard_normal((k - 1) * n_vec)],
+        "kernel_params": [0.3, 0.5, 2.0],
+        "kernel_type": kernel,
+        "post_transform": post,
+        "rho": [float(v) for v in rng.standard_normal(k * (k - 1) // 2) * 0.1],
+        "support_vectors": [float(v) for v in rng.standard_normal(n_vec * f)],
+        "vectors_per_class": vpc,
+    }
+
+
+@pytest.mark.parametrize("strings", [False, True])
+@pytest.mark.parametrize("post", ["NONE", "LOGISTIC", "SOFTMAX"])
+@pytest.mark.parametrize("kernel", ["RBF", "LINEAR", "POLY", "SIGMOID"])
+@pytest.mark.parametrize("k", [3, 4])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_one_row_equals_the_batch_path(
+    k: int, kernel: str, post: str, strings: bool, dtype: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = np.random.default_rng(k * 100 + len(kernel) + len(post))
+    attrs = _attrs(rng, k, kernel, post, strings)
+    x = rng.standard_normal((12, 4)).astype(dtype)
+    x[5] = 0.0  # every decision rho alone: ties in the votes
+    rows = [x[r : r + 1] for r in range(x.shape[0])]
+    got = [svc(row, **attrs) for row in rows]
+    monkeypatch.setattr(ml_linear, "_ONE_ROW", 0)
+    for (lab, sc), row in zip(got, rows):
+        want_lab, want_sc = svc(row, **attrs)
+        assert lab.dtype == want_lab.dtype and lab.shape == want_lab.shape == (1,) and lab[0] == want_lab[0]
+        assert sc.dtype == want_sc.dtype and sc.shape == want_sc.shape
+        assert sc.tobytes() == want_sc.tobytes()

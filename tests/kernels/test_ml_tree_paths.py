@@ -1,0 +1,110 @@
+"""TreeEnsembleClassifier's paths agree bit for bit (issue 27): a batch against the same rows one at a time (the
+single-row path computes the top class and SOFTMAX or NONE scores on Python floats, the batch path with whole-array
+numpy calls), and the compiled walk that adds the base values itself against the pure-numpy path. Seeded random
+forests, boosted (every leaf votes for one class) and random-forest style (every leaf votes for every class), with
+full, partial and no base values, float32 and double weights, up to nine classes (the single-row path takes at
+most seven), NaN and infinite scores. The kernels' agreement with onnxruntime is in test_ml.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from onnxcore.kernels import accel
+from onnxcore.kernels.registry import lookup
+
+classifier = lookup("ai.onnx.ml", "TreeEnsembleClassifier", 3).fn
+
+
+def _forest(rng: np.random.Generator, k: int, *, boosted: bool, n_trees: int = 12, f: int = 5) -> dict[str, Any]:
+    """Complete binary trees of depth 1-4 over ``f`` features, BRANCH_LEQ everywhere."""
+    a: dict[str, list[Any]] = {
+        n: []
+        for n in (
+            "nodes_treeids nodes_nodeids nodes_featureids nodes_modes nodes_values nodes_truenodeids "
+            "nodes_falsenodeids class_treeids class_nodeids class_ids class_weights"
+        ).split()
+    }
+    for t in range(n_trees):
+        depth = int(rng.integers(1, 5))
+        inner = 2**depth - 1
+        for i in range(2 * inner + 1):
+            leaf = i >= inner
+            a["nodes_treeids"].append(t)
+            a["nodes_nodeids"].append(i)
+            a["nodes_featureids"].append(0 if leaf else int(rng.integers(f)))
+            a["nodes_modes"].append("LEAF" if leaf else "BRANCH_LEQ")
+            a["nodes_values"].append(0.0 if leaf else float(rng.standard_normal()))
+            a["nodes_truenodeids"].append(0 if leaf else 2 * i + 1)
+            a["nodes_falsenodeids"].append(0 if leaf else 2 * i + 2)
+            if leaf:
+                for c in [t % k] if boosted else range(k):
+                    a["class_treeids"].append(t)
+                    a["class_nodeids"].append(i)
+                    a["class_ids"].append(c)
+                    a["class_weights"].append(float(rng.standard_normal()) * 3)
+    return {**a, "classlabels_int64s": list(range(10, 10 + k))}
+
+
+def _run(x: np.ndarray, attrs: dict[str, Any], *, compiled: bool) -> tuple[np.ndarray, np.ndarray]:
+    with accel.use(compiled):
+        return classifier(x, **attrs)
+
+
+def _same(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> None:
+    assert a[0].dtype == b[0].dtype and a[1].dtype == b[1].dtype
+    np.testing.assert_array_equal(a[0], b[0])
+    assert a[1].shape == b[1].shape
+    assert a[1].tobytes() == b[1].tobytes()  # bit for bit (NaN payloads and signed zeros included)
+
+
+CASES = [
+    (k, post, boosted, base, double)
+    for k in (3, 7, 9)
+    for post in ("SOFTMAX", "NONE", "LOGISTIC")
+    for boosted in (True, False)
+    for base in ("full", "partial", "none")
+    for double in (False, True)
+]
+
+
+@pytest.mark.parametrize(("k", "post", "boosted", "base", "double"), CASES, ids=str)
+def test_one_row_equals_the_batch_and_both_walks(k: int, post: str, boosted: bool, base: str, double: bool) -> None:
+    rng = np.random.default_rng(k * 1000 + len(post) * 10 + boosted)
+    attrs = _forest(rng, k, boosted=boosted)
+    attrs["post_transform"] = post
+    if base != "none":
+        attrs["base_values"] = [float(v) for v in rng.standard_normal(k if base == "full" else k - 1)]
+    if double:
+        attrs["class_weights_as_tensor"] = np.asarray(attrs.pop("class_weights"), np.float64)
+        if "base_values" in attrs:
+            attrs["base_values_as_tensor"] = np.asarray(attrs.pop("base_values"), np.float64)
+    x = rng.standard_normal((24, 5)).astype(np.float32)
+    x[3, 1] = np.nan  # a NaN feature: routed as false, as every other value
+    x[4] = np.inf
+    want = _run(x, attrs, compiled=False)
+    _same(_run(x, attrs, compiled=True), want)
+    for r in range(x.shape[0]):
+        row = (want[0][r : r + 1], want[1][r : r + 1])
+        _same(_run(x[r : r + 1], attrs, compiled=False), row)
+        _same(_run(x[r : r + 1], attrs, compiled=True), row)
+
+
+@pytest.mark.parametrize("post", ["SOFTMAX", "NONE"])
+@pytest.mark.parametrize("weight", [np.inf, -np.inf, np.nan])
+def test_non_finite_scores_take_the_same_path(post: str, weight: float) -> None:
+    """A NaN or infinite score (an infinite weight, infinities of both signs) gives what the batch path gives."""
+    rng = np.random.default_rng(7)
+    attrs = _forest(rng, 3, boosted=False, n_trees=3)
+    attrs["post_transform"] = post
+    w = attrs["class_weights"]
+    w[0] = weight
+    w[len(w) // 2] = -np.inf if weight == np.inf else weight
+    x = rng.standard_normal((6, 5)).astype(np.float32)
+    want = _run(np.concatenate([x, x]), attrs, compiled=False)
+    for r in range(x.shape[0]):
+        row = (want[0][r : r + 1], want[1][r : r + 1])
+        for compiled in (False, True):
+            _same(_run(x[r : r + 1], attrs, compiled=compiled), row)
