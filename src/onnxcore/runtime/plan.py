@@ -31,6 +31,7 @@ from onnxcore.runtime.codegen import MAX_STEPS, generate
 from onnxcore.runtime.optimize import (
     FOLD_BUDGET_BYTES,
     cse_key,
+    fast_layer_norms,
     fast_shape_ops,
     flatten_concats,
     fold_constants,
@@ -42,6 +43,7 @@ from onnxcore.runtime.optimize import (
     fuse_patterns,
     fuse_preactivation,
     fuse_relu,
+    fuse_rotate_half,
     input_token,
     prepack_gemm,
     project_before_pooling,
@@ -255,7 +257,8 @@ class Plan:
             nodes = fuse_relu(nodes, outputs)
             nodes = project_before_pooling(nodes, const, outputs)
             nodes = use_winograd(nodes, const)
-            nodes = fast_shape_ops(nodes, const, outputs)
+            nodes = fuse_rotate_half(fast_shape_ops(nodes, const, outputs), const, outputs)
+            nodes = fast_layer_norms(nodes, const, outputs)
             nodes = fuse_elementwise_chains(nodes, outputs)
             # Folding and fusion leave constants nothing reads any more (a weight before its fusion): drop them.
             read = set(outputs).union(*(bn.inputs for bn in nodes), *(bn.outer for bn in nodes))

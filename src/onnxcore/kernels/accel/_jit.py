@@ -15,6 +15,10 @@ import numpy as np
 from onnxcore.kernels._erf_coef import ERF_CLAMP, ERF_P, ERF_Q
 
 __all__ = [
+    "attention_scores4",
+    "attention_normalize",
+    "tanh_gelu_inner",
+    "tanh_gelu_outer",
     "depthwise2d",
     "depthwise2d_nhwc",
     "depthwise2d_strided",
@@ -631,3 +635,78 @@ def tree_predict_rows(
     states = np.empty((roots.size, x.shape[0]), np.intp)
     tree_states_uniform(x, feature, threshold, child, code, roots, depth, states, 0, roots.size)
     tree_sum_rows(states, w_row, w_sum, order, acc)
+
+
+@_njit
+def attention_scores4(
+    s: Any, mask: Any, steps: Any, has_mask: bool, c: Any, mode: int
+) -> None:  # pragma: no cover - compiled
+    """The scores ``s`` (4-D, C-contiguous, float32 or float64) of an attention, in place, row by row along the
+    last axis: times ``c`` (``mode`` 1) or divided by it (``mode`` 2) or neither (0), plus ``mask`` (4-D, of the
+    same type, when ``has_mask``; ``steps`` holds 1 for each of its axes of ``s``'s extent and 0 for one of extent 1
+    that broadcasts), then minus the row's maximum (NaN for a row holding a NaN, as numpy's ``max``): the fused
+    attention's first steps in their order, each in the element type (``c`` is of it), each row read once."""
+    nb, nh, nl, n = s.shape
+    sb, sh, si, sj = steps[0], steps[1], steps[2], steps[3]
+    for b in range(nb):
+        for h in range(nh):
+            for i in range(nl):
+                row = s[b, h, i]
+                nan = False
+                m = row[0]
+                for j in range(n):
+                    v = row[j]
+                    if mode == 1:
+                        v = v * c
+                    elif mode == 2:
+                        v = v / c
+                    if has_mask:
+                        v = v + mask[b * sb, h * sh, i * si, j * sj]
+                    row[j] = v
+                    if j == 0 or v > m:
+                        m = v
+                    if v != v:
+                        nan = True
+                if nan:  # x - NaN for every x of the row
+                    for j in range(n):
+                        row[j] = np.nan
+                else:
+                    for j in range(n):
+                        row[j] = row[j] - m
+
+
+@_njit
+def attention_normalize(e: Any, guard: bool) -> None:  # pragma: no cover - compiled
+    """Each row of ``e`` (2-D, C-contiguous: the exponentials of shifted scores) divided by its sum, in place; with
+    ``guard``, the NaN entries of a row whose sum is NaN set to 0 (the exporters' ``Where(IsNaN(p), 0, p)``)."""
+    rows, n = e.shape
+    for r in range(rows):
+        row = e[r]
+        total = row[0] - row[0]
+        for j in range(n):
+            total += row[j]
+        for j in range(n):
+            row[j] = row[j] / total
+        if guard and total != total:
+            for j in range(n):
+                if row[j] != row[j]:
+                    row[j] = 0
+
+
+@_njit
+def tanh_gelu_inner(x: Any, out: Any, k: Any, c: Any) -> None:  # pragma: no cover - compiled
+    """``out = (((x * x) * k + 1) * x) * c`` element by element in the type of ``x`` (1-D, C-contiguous; ``k`` and
+    ``c`` of that type): the argument of the tanh GELU's tanh, in the Gelu kernel's order of operations."""
+    one = x.dtype.type(1)
+    for i in range(x.size):
+        v = x[i]
+        out[i] = (((v * v) * k + one) * v) * c
+
+
+@_njit
+def tanh_gelu_outer(x: Any, out: Any) -> None:  # pragma: no cover - compiled
+    """``out = ((out + 1) * x) * 0.5`` element by element (``out`` holding the tanh): the tanh GELU's last steps."""
+    one = x.dtype.type(1)
+    half = x.dtype.type(0.5)
+    for i in range(x.size):
+        out[i] = ((out[i] + one) * x[i]) * half

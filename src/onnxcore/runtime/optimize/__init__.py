@@ -13,7 +13,10 @@ none changes a result beyond the rounding Clause 11.4 admits, and none applies i
 - ``reorder``: a channel projection moved before the pooling it follows;
 - ``patterns``: exporters' chains for GELU, LayerNorm and RMSNorm evaluated as those operators; linear layers
   and the attention chain as one step each;
-- ``shapeops``: shape operators with constant arguments as the numpy view they come down to;
+- ``shapeops``: shape operators with constant arguments as the numpy view they come down to, gathers by
+  constant indices as a ``take`` of precomputed positions, the rotary embedding's ``rotate_half`` as one step;
+- ``rows``: LayerNorm, RMSNorm, tanh-GELU and attention probabilities by the accelerator's compiled loops called
+  straight from the step (no kernel dispatch on a transformer's small tensors);
 - ``specialize``: which shape computations a run's input shapes decide (plans specialised to them);
 - ``_common``: helpers they share.
 """
@@ -29,7 +32,8 @@ from onnxcore.runtime.optimize.fuse import fuse_conv_chains, fuse_relu, prepack_
 from onnxcore.runtime.optimize.patterns import FusedPattern, fuse_attention, fuse_linear, fuse_patterns
 from onnxcore.runtime.optimize.preactivation import PreActivatedConv, flatten_concats, fuse_preactivation
 from onnxcore.runtime.optimize.reorder import ProjectedPool, project_before_pooling
-from onnxcore.runtime.optimize.shapeops import fast_shape_ops
+from onnxcore.runtime.optimize.rows import fast_layer_norms
+from onnxcore.runtime.optimize.shapeops import fast_shape_ops, fuse_rotate_half
 
 __all__ = [
     "FOLD_BUDGET_BYTES",
@@ -40,6 +44,7 @@ __all__ = [
     "PreActivatedConv",
     "ProjectedPool",
     "cse_key",
+    "fast_layer_norms",
     "fast_shape_ops",
     "flatten_concats",
     "fold_constants",
@@ -51,6 +56,7 @@ __all__ = [
     "fuse_patterns",
     "fuse_preactivation",
     "fuse_relu",
+    "fuse_rotate_half",
     "input_token",
     "prepack_gemm",
     "project_before_pooling",
