@@ -17,6 +17,7 @@ import onnxcore
 from onnxcore import kernels
 from onnxcore.kernels import accel
 from onnxcore.kernels.elementwise import gelu
+from onnxcore.runtime.optimize.conv1d import Conv1dTaps
 from onnxcore.runtime.optimize.patterns import _attention
 from onnxcore.runtime.optimize.rows import LayerNormRows, TanhGelu
 from onnxcore.runtime.optimize.shapeops import ExpandLike, PositionsLike, RotateHalf
@@ -271,3 +272,37 @@ def test_gather_negative_and_out_of_range_indices() -> None:
     for bad in (3, -4):
         with pytest.raises(onnxcore.EvaluationError, match=f"index {bad} is out of bounds"):
             kernels.run("Gather", 13, x, np.array([bad], np.int64), axis=0)
+
+
+# --- 1-D convolutions -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("stride", "dilation", "pads", "bias"),
+    [(1, 1, [1, 1], True), (2, 1, [1, 1], True), (3, 2, [2, 0], False), (2, 3, None, True), (1, 1, "VALID", False)],
+)
+def test_conv1d_by_taps_matches_onnxruntime(
+    stride: int, dilation: int, pads: list[int] | str | None, bias: bool
+) -> None:
+    c, m, k = 6, 5, 3
+    w = RNG.standard_normal((m, c, k)).astype(np.float32)
+    attrs: dict[str, object] = {"strides": [stride], "dilations": [dilation]}
+    if pads == "VALID":
+        attrs["auto_pad"] = "VALID"
+    elif pads is not None:
+        attrs["pads"] = pads
+    ins = ["x", "w", "b"] if bias else ["x", "w"]
+    inits = [nh.from_array(w, "w")] + ([nh.from_array(RNG.standard_normal(m).astype(np.float32), "b")] if bias else [])
+    f = TP.FLOAT
+    model = _model(
+        [h.make_node("Conv", ins, ["y"], **attrs)], {"x": (f, ["N", c, "L"])}, {"y": (f, ["N", m, "O"])}, inits
+    )
+    for shape in [(2, c, 31), (1, c, 8), (2, c, 31)]:
+        x = RNG.standard_normal(shape).astype(np.float32)
+        assert Conv1dTaps in _calls(model, {"x": x})
+        _same_as_onnxruntime(model, {"x": x}, rtol=1e-4)
+    # A shape the Conv refuses (padded, shorter than the dilated kernel) is refused on every run.
+    s = onnxcore.Session(model)
+    for _ in range(3):
+        with pytest.raises(onnxcore.OnnxCoreError):
+            s.run(None, {"x": np.ones((1, c, 0), np.float32)})

@@ -31,6 +31,7 @@ from onnxcore.runtime.codegen import MAX_STEPS, generate
 from onnxcore.runtime.optimize import (
     FOLD_BUDGET_BYTES,
     cse_key,
+    fast_conv1d,
     fast_layer_norms,
     fast_shape_ops,
     flatten_concats,
@@ -258,7 +259,7 @@ class Plan:
             nodes = project_before_pooling(nodes, const, outputs)
             nodes = use_winograd(nodes, const)
             nodes = fuse_rotate_half(fast_shape_ops(nodes, const, outputs), const, outputs)
-            nodes = fast_layer_norms(nodes, const, outputs)
+            nodes = fast_conv1d(fast_layer_norms(nodes, const, outputs), const, outputs)
             nodes = fuse_elementwise_chains(nodes, outputs)
             # Folding and fusion leave constants nothing reads any more (a weight before its fusion): drop them.
             read = set(outputs).union(*(bn.inputs for bn in nodes), *(bn.outer for bn in nodes))

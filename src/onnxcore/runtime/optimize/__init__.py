@@ -15,6 +15,7 @@ none changes a result beyond the rounding Clause 11.4 admits, and none applies i
   and the attention chain as one step each;
 - ``shapeops``: shape operators with constant arguments as the numpy view they come down to, gathers by
   constant indices as a ``take`` of precomputed positions, the rotary embedding's ``rotate_half`` as one step;
+- ``conv1d``: a 1-D Conv with constant weights as one product per kernel tap (no im2col copy);
 - ``rows``: LayerNorm, RMSNorm, tanh-GELU and attention probabilities by the accelerator's compiled loops called
   straight from the step (no kernel dispatch on a transformer's small tensors);
 - ``specialize``: which shape computations a run's input shapes decide (plans specialised to them);
@@ -26,6 +27,7 @@ from __future__ import annotations
 from onnxcore.runtime.optimize._common import InPlaceRelu
 from onnxcore.runtime.optimize.affine import AffineChain, fuse_affine_chains
 from onnxcore.runtime.optimize.chains import ElementwiseChain, fuse_elementwise_chains
+from onnxcore.runtime.optimize.conv1d import fast_conv1d
 from onnxcore.runtime.optimize.cse import cse_key, input_token
 from onnxcore.runtime.optimize.fold import FOLD_BUDGET_BYTES, fold_constants
 from onnxcore.runtime.optimize.fuse import fuse_conv_chains, fuse_relu, prepack_gemm, use_winograd
@@ -44,6 +46,7 @@ __all__ = [
     "PreActivatedConv",
     "ProjectedPool",
     "cse_key",
+    "fast_conv1d",
     "fast_layer_norms",
     "fast_shape_ops",
     "flatten_concats",
