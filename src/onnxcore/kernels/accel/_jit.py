@@ -333,23 +333,19 @@ def depthwise2d_nhwc(
                 acc[c] += bias[c]
 
 
-_LANES_SUM = 16  # partial sums of a row reduction (vectorised; no fastmath, so the order is written out)
+# The row sums of LayerNormalization and RMSNormalization with reassociation allowed (and nothing else of
+# fastmath): LLVM then adds the row in vector registers, in partial sums of its choosing, which an order written
+# out in the source never got it to do (each row's sum ran element by element: two thirds of a LayerNormalization
+# of 128-value rows). The numpy path sums by BLAS in BLAS's order: the two agree within the type's rounding of a
+# row's sum, as before.
+_njit_sum = numba.njit(cache=True, nogil=True, error_model="numpy", fastmath={"reassoc"})
 
 
-@_njit
-def _row_sum(xr: Any, part: Any) -> Any:  # pragma: no cover - compiled
-    """The sum of ``xr`` in its type: sixteen partial sums over the row, then added in order, then the tail."""
-    d = xr.size
-    d16 = d - d % _LANES_SUM
-    part[:] = 0
-    for i in range(0, d16, _LANES_SUM):
-        blk = xr[i : i + _LANES_SUM]
-        for lane in range(_LANES_SUM):
-            part[lane] += blk[lane]
-    s = part[0]
-    for lane in range(1, _LANES_SUM):
-        s += part[lane]
-    for i in range(d16, d):
+@_njit_sum
+def _row_sum(xr: Any) -> Any:  # pragma: no cover - compiled
+    """The sum of ``xr`` in its type (in vector partial sums)."""
+    s = xr[0] - xr[0]
+    for i in range(xr.size):
         s += xr[i]
     return s
 
@@ -372,15 +368,14 @@ def layer_norm_rows(
     / sqrt(mean((x - mean)^2) + eps)``, ``out = (x - mean) * inv * scale (+ bias)`` (the numpy kernel's steps; its
     sums are made in another order, so the results agree within the type's rounding of a row's sums). ``d`` and
     ``eps`` are of the element type; all arrays C-contiguous, ``scale`` and ``bias`` of ``D`` values."""
-    part = np.empty(_LANES_SUM, x.dtype)
     n = x.shape[1]
     for r in range(start, stop):
         xr = x[r]
         orow = out[r]
-        m = _row_sum(xr, part) / d
+        m = _row_sum(xr) / d
         for i in range(n):
             orow[i] = xr[i] - m
-        v = np.sqrt(_sum_squares(orow, part) / d + eps)
+        v = np.sqrt(_sum_squares(orow) / d + eps)
         iv = d / d / v  # 1 / v in the element type
         if has_bias:
             for i in range(n):
@@ -392,20 +387,11 @@ def layer_norm_rows(
         inv[r] = iv
 
 
-@_njit
-def _sum_squares(xr: Any, part: Any) -> Any:  # pragma: no cover - compiled
-    """The sum of ``xr * xr`` in its type, as :func:`_row_sum` adds."""
-    d = xr.size
-    d16 = d - d % _LANES_SUM
-    part[:] = 0
-    for i in range(0, d16, _LANES_SUM):
-        blk = xr[i : i + _LANES_SUM]
-        for lane in range(_LANES_SUM):
-            part[lane] += blk[lane] * blk[lane]
-    s = part[0]
-    for lane in range(1, _LANES_SUM):
-        s += part[lane]
-    for i in range(d16, d):
+@_njit_sum
+def _sum_squares(xr: Any) -> Any:  # pragma: no cover - compiled
+    """The sum of ``xr * xr`` in its type, as :func:`_row_sum` adds (the products rounded, then added)."""
+    s = xr[0] - xr[0]
+    for i in range(xr.size):
         s += xr[i] * xr[i]
     return s
 
@@ -414,12 +400,11 @@ def _sum_squares(xr: Any, part: Any) -> Any:  # pragma: no cover - compiled
 def rms_norm_rows(x: Any, scale: Any, d: Any, eps: Any, out: Any, start: int, stop: int) -> None:  # pragma: no cover
     """RMSNormalization of the rows ``start..stop`` of ``x`` ``(rows, D)`` in its type: ``out = x / sqrt(mean(x^2)
     + eps) * scale`` (the numpy kernel's steps, its sum in another order)."""
-    part = np.empty(_LANES_SUM, x.dtype)
     n = x.shape[1]
     for r in range(start, stop):
         xr = x[r]
         orow = out[r]
-        ms = np.sqrt(_sum_squares(xr, part) / d + eps)
+        ms = np.sqrt(_sum_squares(xr) / d + eps)
         for i in range(n):
             orow[i] = xr[i] / ms * scale[i]
 
