@@ -630,34 +630,48 @@ def attention_scores4(
     last axis: times ``c`` (``mode`` 1) or divided by it (``mode`` 2) or neither (0), plus ``mask`` (4-D, of the
     same type, when ``has_mask``; ``steps`` holds 1 for each of its axes of ``s``'s extent and 0 for one of extent 1
     that broadcasts), then minus the row's maximum (NaN for a row holding a NaN, as numpy's ``max``): the fused
-    attention's first steps in their order, each in the element type (``c`` is of it), each row read once."""
+    attention's first steps in their order, each in the element type (``c`` is of it)."""
     nb, nh, nl, n = s.shape
     sb, sh, si, sj = steps[0], steps[1], steps[2], steps[3]
     for b in range(nb):
         for h in range(nh):
             for i in range(nl):
                 row = s[b, h, i]
-                nan = False
-                m = row[0]
+                if mode == 1:
+                    for j in range(n):
+                        row[j] = row[j] * c
+                elif mode == 2:
+                    for j in range(n):
+                        row[j] = row[j] / c
+                if has_mask:
+                    mrow = mask[b * sb, h * sh, i * si]
+                    if sj == 1:
+                        for j in range(n):
+                            row[j] = row[j] + mrow[j]
+                    else:
+                        for j in range(n):
+                            row[j] = row[j] + mrow[0]
+                nans = 0
                 for j in range(n):
-                    v = row[j]
-                    if mode == 1:
-                        v = v * c
-                    elif mode == 2:
-                        v = v / c
-                    if has_mask:
-                        v = v + mask[b * sb, h * sh, i * si, j * sj]
-                    row[j] = v
-                    if j == 0 or v > m:
-                        m = v
-                    if v != v:
-                        nan = True
-                if nan:  # x - NaN for every x of the row
+                    nans += row[j] != row[j]
+                if nans:  # x - NaN for every x of the row
                     for j in range(n):
                         row[j] = np.nan
                 else:
+                    m = _row_max(row)
                     for j in range(n):
                         row[j] = row[j] - m
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", fastmath={"nnan", "nsz"})
+def _row_max(row: Any) -> Any:  # pragma: no cover - compiled
+    """The maximum of a row holding no NaN (the caller checked: ``nnan`` lets the maximum vectorise; ``nsz``: a
+    maximum of -0.0 and 0.0 may be either, which no difference from it tells apart after ``exp``)."""
+    m = row[0]
+    for j in range(1, row.size):
+        v = row[j]
+        m = v if v > m else m
+    return m
 
 
 @_njit
@@ -667,9 +681,7 @@ def attention_normalize(e: Any, guard: bool) -> None:  # pragma: no cover - comp
     rows, n = e.shape
     for r in range(rows):
         row = e[r]
-        total = row[0] - row[0]
-        for j in range(n):
-            total += row[j]
+        total = _row_sum(row)
         for j in range(n):
             row[j] = row[j] / total
         if guard and total != total:
