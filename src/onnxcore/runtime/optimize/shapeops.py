@@ -177,7 +177,7 @@ class TakeLike(_PerShape):
         return y
 
 
-_POSITIONS_LIMIT = 1 << 20  # elements of input and result up to which a gather's positions are kept
+_POSITIONS_LIMIT = 1 << 16  # elements of input and result up to which a gather's positions are kept (512 KB)
 
 
 class PositionsLike(_PerShape):
