@@ -240,6 +240,7 @@ def test_linear_layer_is_one_product(bias: bool) -> None:
     _check_against_onnxruntime(model, {"x": RNG.standard_normal((3, 5, C)).astype(np.float32)}, "Linear")
 
 
+@pytest.mark.usefixtures("accel_path")
 @pytest.mark.parametrize("scale", ["Div", "Mul", None])
 @pytest.mark.parametrize("masked", [True, False])
 def test_attention_chain_is_one_step(scale: str | None, masked: bool) -> None:

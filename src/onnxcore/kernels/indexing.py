@@ -54,7 +54,15 @@ def gather(data: np.ndarray, indices: np.ndarray, *, axis: int = 0) -> np.ndarra
     if x.ndim == 0:
         raise EvaluationError("Gather: data must have rank >= 1")
     a = normalize_axis(axis, x.ndim)
-    idx = _indices(indices, x.shape[a], "Gather")
+    ind = np.asarray(indices)
+    if ind.dtype.kind == "i":
+        # numpy's take accepts exactly ONNX's range [-size, size - 1] (a negative index counted from the back) and
+        # refuses the rest: no separate check (an embedding lookup's min and max cost more than the take).
+        try:
+            return np.take(x, ind, axis=a)
+        except IndexError:
+            pass  # _indices names the index out of bounds
+    idx = _indices(ind, x.shape[a], "Gather")
     return np.take(x, idx, axis=a)
 
 

@@ -69,17 +69,16 @@ def _cast(x: np.ndarray, to: ElementType, saturate: int, round_mode: str) -> np.
     # kind "V" and take the general path), without its dispatch.
     if a.dtype.kind in "biufc" and a.dtype == to.np_dtype and a.dtype.isnative and round_mode in ROUND_MODES:
         return a.copy()
-    # bool to float16/32/64 (a comparison's mask as a float: exporters' SVM post processing) or a numpy float to a
-    # wider one: cast_array converts bool through uint8, then with numpy's astype, as here (0 and 1; a widened float
-    # is exact), without its dispatch (10 us -> 0.5 us at one row). A narrowing cast (which may overflow) keeps it.
+    # Casts numpy's astype does exactly as cast_array does, without its dispatch (10 us -> 0.5 us at one row):
+    # booleans and integers to BOOL (nonzero is true) or to FLOAT/DOUBLE (rounded to nearest, even on a tie: an
+    # attention mask's int64 -> bool), bool to any float (a comparison's mask as a float: exporters' SVM post
+    # processing), a float to a wider one (exact). A narrowing cast (which may overflow) keeps cast_array.
     dt = to.np_dtype
-    if (
-        dt.kind == "f"
-        and (a.dtype.kind == "b" or (a.dtype.kind == "f" and dt.itemsize > a.dtype.itemsize))
-        and a.dtype.isnative
-        and round_mode in ROUND_MODES
-    ):
-        return a.astype(dt)
+    if a.dtype.isnative and dt.isnative and round_mode in ROUND_MODES:
+        if a.dtype.kind in "biu" and (dt.kind == "b" or (dt.kind == "f" and (dt.itemsize >= 4 or a.dtype.kind == "b"))):
+            return a.astype(dt)
+        if a.dtype.kind == "f" and dt.kind == "f" and dt.itemsize > a.dtype.itemsize:
+            return a.astype(dt)
     # cast_array refuses an unknown round_mode with TensorError.
     return cast_array(a, to, saturate=bool(saturate), round_mode=round_mode)
 

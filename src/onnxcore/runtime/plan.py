@@ -32,6 +32,8 @@ from onnxcore.runtime.optimize import (
     FOLD_BUDGET_BYTES,
     cse_key,
     drop_noops,
+    fast_conv1d,
+    fast_layer_norms,
     fast_shape_ops,
     flatten_concats,
     fold_constants,
@@ -43,6 +45,7 @@ from onnxcore.runtime.optimize import (
     fuse_patterns,
     fuse_preactivation,
     fuse_relu,
+    fuse_rotate_half,
     input_token,
     prepack_gemm,
     project_before_pooling,
@@ -257,7 +260,8 @@ class Plan:
             nodes = fuse_relu(nodes, outputs)
             nodes = project_before_pooling(nodes, const, outputs)
             nodes = use_winograd(nodes, const)
-            nodes = fast_shape_ops(nodes, const, outputs)
+            nodes = fuse_rotate_half(fast_shape_ops(nodes, const, outputs), const, outputs)
+            nodes = fast_conv1d(fast_layer_norms(nodes, const, outputs), const, outputs)
             nodes = fuse_elementwise_chains(nodes, outputs)
             # Folding and fusion leave constants nothing reads any more (a weight before its fusion): drop them.
             read = set(outputs).union(*(bn.inputs for bn in nodes), *(bn.outer for bn in nodes))

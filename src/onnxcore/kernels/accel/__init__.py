@@ -15,8 +15,13 @@ What it accelerates (each numpy kernel keeps its own path and calls these only w
   vectorised ``exp`` a compiled loop is no faster. BiasGelu (float32) adds its bias in the same pass.
 - HardSwish (float32, float64): one pass, the numpy kernel's operations in its order (the same results).
 - LayerNormalization and RMSNormalization over trailing axes in the input's own type (float32 with the default
-  stash type, float64): one pass per row, in the cache; the row sums as sixteen partial sums (the numpy path sums
-  with BLAS and ``einsum``: the two agree within the type's rounding of a row's sums).
+  stash type, float64): one pass per row, in the cache; the row sums in vector registers (the one place where
+  reassociation is allowed, so that they vectorise; the numpy path sums with BLAS and ``einsum``: the two agree
+  within the type's rounding of a row's sums).
+- the fused attention's probabilities (scale, mask, shift by the row maximum in one pass; numpy's ``exp``; the
+  division by the row sums and the exporters' NaN guard in another) and the tanh GELU's two passes around numpy's
+  ``tanh`` (the kernel's operations in its order: the same results), for the plan's steps of
+  :mod:`onnxcore.runtime.optimize.rows`.
 - depthwise 2-D convolution (one input and one output channel per group, any kernel, stride, padding and
   dilation; float32 and float64): direct loops over a zero-padded copy of each plane, the innermost over the
   output positions (vectorised), the taps accumulated in the element type one after the other and the bias last

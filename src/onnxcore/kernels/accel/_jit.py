@@ -15,6 +15,10 @@ import numpy as np
 from onnxcore.kernels._erf_coef import ERF_CLAMP, ERF_P, ERF_Q
 
 __all__ = [
+    "attention_scores4",
+    "attention_normalize",
+    "tanh_gelu_inner",
+    "tanh_gelu_outer",
     "depthwise2d",
     "depthwise2d_nhwc",
     "depthwise2d_strided",
@@ -331,23 +335,19 @@ def depthwise2d_nhwc(
                 acc[c] += bias[c]
 
 
-_LANES_SUM = 16  # partial sums of a row reduction (vectorised; no fastmath, so the order is written out)
+# The row sums of LayerNormalization and RMSNormalization with reassociation allowed (and nothing else of
+# fastmath): LLVM then adds the row in vector registers, in partial sums of its choosing, which an order written
+# out in the source never got it to do (each row's sum ran element by element: two thirds of a LayerNormalization
+# of 128-value rows). The numpy path sums by BLAS in BLAS's order: the two agree within the type's rounding of a
+# row's sum, as before.
+_njit_sum = numba.njit(cache=True, nogil=True, error_model="numpy", fastmath={"reassoc"})
 
 
-@_njit
-def _row_sum(xr: Any, part: Any) -> Any:  # pragma: no cover - compiled
-    """The sum of ``xr`` in its type: sixteen partial sums over the row, then added in order, then the tail."""
-    d = xr.size
-    d16 = d - d % _LANES_SUM
-    part[:] = 0
-    for i in range(0, d16, _LANES_SUM):
-        blk = xr[i : i + _LANES_SUM]
-        for lane in range(_LANES_SUM):
-            part[lane] += blk[lane]
-    s = part[0]
-    for lane in range(1, _LANES_SUM):
-        s += part[lane]
-    for i in range(d16, d):
+@_njit_sum
+def _row_sum(xr: Any) -> Any:  # pragma: no cover - compiled
+    """The sum of ``xr`` in its type (in vector partial sums)."""
+    s = xr[0] - xr[0]
+    for i in range(xr.size):
         s += xr[i]
     return s
 
@@ -370,15 +370,14 @@ def layer_norm_rows(
     / sqrt(mean((x - mean)^2) + eps)``, ``out = (x - mean) * inv * scale (+ bias)`` (the numpy kernel's steps; its
     sums are made in another order, so the results agree within the type's rounding of a row's sums). ``d`` and
     ``eps`` are of the element type; all arrays C-contiguous, ``scale`` and ``bias`` of ``D`` values."""
-    part = np.empty(_LANES_SUM, x.dtype)
     n = x.shape[1]
     for r in range(start, stop):
         xr = x[r]
         orow = out[r]
-        m = _row_sum(xr, part) / d
+        m = _row_sum(xr) / d
         for i in range(n):
             orow[i] = xr[i] - m
-        v = np.sqrt(_sum_squares(orow, part) / d + eps)
+        v = np.sqrt(_sum_squares(orow) / d + eps)
         iv = d / d / v  # 1 / v in the element type
         if has_bias:
             for i in range(n):
@@ -390,20 +389,11 @@ def layer_norm_rows(
         inv[r] = iv
 
 
-@_njit
-def _sum_squares(xr: Any, part: Any) -> Any:  # pragma: no cover - compiled
-    """The sum of ``xr * xr`` in its type, as :func:`_row_sum` adds."""
-    d = xr.size
-    d16 = d - d % _LANES_SUM
-    part[:] = 0
-    for i in range(0, d16, _LANES_SUM):
-        blk = xr[i : i + _LANES_SUM]
-        for lane in range(_LANES_SUM):
-            part[lane] += blk[lane] * blk[lane]
-    s = part[0]
-    for lane in range(1, _LANES_SUM):
-        s += part[lane]
-    for i in range(d16, d):
+@_njit_sum
+def _sum_squares(xr: Any) -> Any:  # pragma: no cover - compiled
+    """The sum of ``xr * xr`` in its type, as :func:`_row_sum` adds (the products rounded, then added)."""
+    s = xr[0] - xr[0]
+    for i in range(xr.size):
         s += xr[i] * xr[i]
     return s
 
@@ -412,12 +402,11 @@ def _sum_squares(xr: Any, part: Any) -> Any:  # pragma: no cover - compiled
 def rms_norm_rows(x: Any, scale: Any, d: Any, eps: Any, out: Any, start: int, stop: int) -> None:  # pragma: no cover
     """RMSNormalization of the rows ``start..stop`` of ``x`` ``(rows, D)`` in its type: ``out = x / sqrt(mean(x^2)
     + eps) * scale`` (the numpy kernel's steps, its sum in another order)."""
-    part = np.empty(_LANES_SUM, x.dtype)
     n = x.shape[1]
     for r in range(start, stop):
         xr = x[r]
         orow = out[r]
-        ms = np.sqrt(_sum_squares(xr, part) / d + eps)
+        ms = np.sqrt(_sum_squares(xr) / d + eps)
         for i in range(n):
             orow[i] = xr[i] / ms * scale[i]
 
@@ -674,3 +663,90 @@ def tree_softmax_scale(e: Any, z: Any) -> None:  # pragma: no cover - compiled
         total += e[j]
     for j in range(e.size):
         z[0, j] = e[j] / total
+
+
+@_njit
+def attention_scores4(
+    s: Any, mask: Any, steps: Any, has_mask: bool, c: Any, mode: int
+) -> None:  # pragma: no cover - compiled
+    """The scores ``s`` (4-D, C-contiguous, float32 or float64) of an attention, in place, row by row along the
+    last axis: times ``c`` (``mode`` 1) or divided by it (``mode`` 2) or neither (0), plus ``mask`` (4-D, of the
+    same type, when ``has_mask``; ``steps`` holds 1 for each of its axes of ``s``'s extent and 0 for one of extent 1
+    that broadcasts), then minus the row's maximum (NaN for a row holding a NaN, as numpy's ``max``): the fused
+    attention's first steps in their order, each in the element type (``c`` is of it)."""
+    nb, nh, nl, n = s.shape
+    sb, sh, si, sj = steps[0], steps[1], steps[2], steps[3]
+    for b in range(nb):
+        for h in range(nh):
+            for i in range(nl):
+                row = s[b, h, i]
+                if mode == 1:
+                    for j in range(n):
+                        row[j] = row[j] * c
+                elif mode == 2:
+                    for j in range(n):
+                        row[j] = row[j] / c
+                if has_mask:
+                    mrow = mask[b * sb, h * sh, i * si]
+                    if sj == 1:
+                        for j in range(n):
+                            row[j] = row[j] + mrow[j]
+                    else:
+                        for j in range(n):
+                            row[j] = row[j] + mrow[0]
+                nans = 0
+                for j in range(n):
+                    nans += row[j] != row[j]
+                if nans:  # x - NaN for every x of the row
+                    for j in range(n):
+                        row[j] = np.nan
+                else:
+                    m = _row_max(row)
+                    for j in range(n):
+                        row[j] = row[j] - m
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", fastmath={"nnan", "nsz"})
+def _row_max(row: Any) -> Any:  # pragma: no cover - compiled
+    """The maximum of a row holding no NaN (the caller checked: ``nnan`` lets the maximum vectorise; ``nsz``: a
+    maximum of -0.0 and 0.0 may be either, which no difference from it tells apart after ``exp``)."""
+    m = row[0]
+    for j in range(1, row.size):
+        v = row[j]
+        m = v if v > m else m
+    return m
+
+
+@_njit
+def attention_normalize(e: Any, guard: bool) -> None:  # pragma: no cover - compiled
+    """Each row of ``e`` (2-D, C-contiguous: the exponentials of shifted scores) divided by its sum, in place; with
+    ``guard``, the NaN entries of a row whose sum is NaN set to 0 (the exporters' ``Where(IsNaN(p), 0, p)``)."""
+    rows, n = e.shape
+    for r in range(rows):
+        row = e[r]
+        total = _row_sum(row)
+        for j in range(n):
+            row[j] = row[j] / total
+        if guard and total != total:
+            for j in range(n):
+                if row[j] != row[j]:
+                    row[j] = 0
+
+
+@_njit
+def tanh_gelu_inner(x: Any, out: Any, k: Any, c: Any) -> None:  # pragma: no cover - compiled
+    """``out = (((x * x) * k + 1) * x) * c`` element by element in the type of ``x`` (1-D, C-contiguous; ``k`` and
+    ``c`` of that type): the argument of the tanh GELU's tanh, in the Gelu kernel's order of operations."""
+    one = x.dtype.type(1)
+    for i in range(x.size):
+        v = x[i]
+        out[i] = (((v * v) * k + one) * v) * c
+
+
+@_njit
+def tanh_gelu_outer(x: Any, out: Any) -> None:  # pragma: no cover - compiled
+    """``out = ((out + 1) * x) * 0.5`` element by element (``out`` holding the tanh): the tanh GELU's last steps."""
+    one = x.dtype.type(1)
+    half = x.dtype.type(0.5)
+    for i in range(x.size):
+        out[i] = ((out[i] + one) * x[i]) * half

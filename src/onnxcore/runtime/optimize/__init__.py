@@ -14,7 +14,11 @@ none changes a result beyond the rounding Clause 11.4 admits, and none applies i
 - ``patterns``: exporters' chains for GELU, LayerNorm and RMSNorm evaluated as those operators; linear layers
   and the attention chain as one step each;
 - ``noops``: nodes that give back their input (Identity, a Cast to the type it has, ``x * 1``, ...) as aliases;
-- ``shapeops``: shape operators with constant arguments as the numpy view they come down to;
+- ``shapeops``: shape operators with constant arguments as the numpy view they come down to, gathers by
+  constant indices as a ``take`` of precomputed positions, the rotary embedding's ``rotate_half`` as one step;
+- ``conv1d``: a 1-D Conv with constant weights as one product per kernel tap (no im2col copy);
+- ``rows``: LayerNorm, RMSNorm, tanh-GELU and attention probabilities by the accelerator's compiled loops called
+  straight from the step (no kernel dispatch on a transformer's small tensors);
 - ``specialize``: which shape computations a run's input shapes decide (plans specialised to them);
 - ``_common``: helpers they share.
 """
@@ -24,6 +28,7 @@ from __future__ import annotations
 from onnxcore.runtime.optimize._common import InPlaceRelu
 from onnxcore.runtime.optimize.affine import AffineChain, fuse_affine_chains
 from onnxcore.runtime.optimize.chains import ElementwiseChain, fuse_elementwise_chains
+from onnxcore.runtime.optimize.conv1d import fast_conv1d
 from onnxcore.runtime.optimize.cse import cse_key, input_token
 from onnxcore.runtime.optimize.fold import FOLD_BUDGET_BYTES, fold_constants
 from onnxcore.runtime.optimize.fuse import fuse_conv_chains, fuse_relu, prepack_gemm, use_winograd
@@ -31,7 +36,8 @@ from onnxcore.runtime.optimize.noops import drop_noops
 from onnxcore.runtime.optimize.patterns import FusedPattern, fuse_attention, fuse_linear, fuse_patterns
 from onnxcore.runtime.optimize.preactivation import PreActivatedConv, flatten_concats, fuse_preactivation
 from onnxcore.runtime.optimize.reorder import ProjectedPool, project_before_pooling
-from onnxcore.runtime.optimize.shapeops import fast_shape_ops
+from onnxcore.runtime.optimize.rows import fast_layer_norms
+from onnxcore.runtime.optimize.shapeops import fast_shape_ops, fuse_rotate_half
 
 __all__ = [
     "FOLD_BUDGET_BYTES",
@@ -43,6 +49,8 @@ __all__ = [
     "ProjectedPool",
     "cse_key",
     "drop_noops",
+    "fast_conv1d",
+    "fast_layer_norms",
     "fast_shape_ops",
     "flatten_concats",
     "fold_constants",
@@ -54,6 +62,7 @@ __all__ = [
     "fuse_patterns",
     "fuse_preactivation",
     "fuse_relu",
+    "fuse_rotate_half",
     "input_token",
     "prepack_gemm",
     "project_before_pooling",

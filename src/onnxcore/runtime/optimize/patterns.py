@@ -29,6 +29,7 @@ import numpy as np
 from onnxcore.errors import OnnxCoreError
 from onnxcore.kernels.registry import lookup
 from onnxcore.runtime.optimize._common import rebound, use_counts
+from onnxcore.runtime.optimize.rows import LayerNormRows, RmsNormRows, TanhGelu, attention_rows
 from onnxcore.runtime.step import PlanNode
 
 __all__ = ["FusedPattern", "fuse_attention", "fuse_linear", "fuse_patterns"]
@@ -381,9 +382,8 @@ def _fused(g: _Graph, label: str, members: list[int], x: str, info: dict[str, An
         kdef = lookup("", "Gelu", 20)
         if kdef is None:
             return None
-        return FusedPattern(
-            label, kdef.fn, (), {"approximate": kind}, lambda v: v.dtype in (np.float32, np.float64), x, chain
-        )
+        gelu = TanhGelu(kdef.fn) if kind == "tanh" else kdef.fn
+        return FusedPattern(label, gelu, (), {"approximate": kind}, lambda v: v.dtype in _FLOATS, x, chain)
     if kind == "silu":
         return FusedPattern(label, _silu, (), {}, lambda v: v.dtype in _FLOATS, x, chain)
     dtype: np.dtype[Any] = info["dtype"]
@@ -395,7 +395,7 @@ def _fused(g: _Graph, label: str, members: list[int], x: str, info: dict[str, An
             return None
         return FusedPattern(
             label,
-            kdef.fn,
+            RmsNormRows(kdef.fn),
             (scale,),
             {"axis": -1, "epsilon": info["eps"], "stash_type": _ONNX_FLOAT[dtype.str]},
             lambda v: v.dtype == dtype and v.ndim >= 1 and _last_axis_ok(w, v),
@@ -406,9 +406,13 @@ def _fused(g: _Graph, label: str, members: list[int], x: str, info: dict[str, An
     kdef = lookup("", "LayerNormalization", 17)
     if kdef is None:
         return None
+    fn: Callable[..., Any] = kdef.fn
+    if w is not None and w.ndim == 1 and w.dtype == dtype and (b is None or (b.shape == w.shape and b.dtype == dtype)):
+        bias = None if b is None else np.ascontiguousarray(b)
+        fn = LayerNormRows(kdef.fn, np.ascontiguousarray(w), bias, info["eps"])
     return FusedPattern(
         label,
-        kdef.fn,
+        fn,
         (scale, b),
         {"axis": -1, "epsilon": info["eps"], "stash_type": _ONNX_FLOAT[dtype.str]},
         lambda v: v.dtype == dtype and v.ndim >= 1 and _last_axis_ok(w, v) and _last_axis_ok(b, v),
@@ -545,6 +549,9 @@ def _attention(
     mask = rest[0] if masked else None
     v = rest[-1]
     s = np.matmul(q, k)
+    fast = attention_rows(s, mask, scale, guard)
+    if fast is not None:
+        return np.matmul(fast, v)
     if scale is not None:
         c = s.dtype.type(scale[1])
         if scale[0] == "Div":

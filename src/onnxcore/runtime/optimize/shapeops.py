@@ -13,8 +13,14 @@ kernel's result showed:
 - ``Cast`` to the element type the input has already: the input itself (as ``Identity``);
 - ``Transpose``: ``x.transpose(perm)`` for an input rank the kernel accepted;
 - ``ArrayFeatureExtractor`` (ai.onnx.ml) with constant indices: ``numpy.take`` of the indices made ``int64`` once
-  (the kernel checks them against the input's last extent: for a shape it accepted they stay in range); a single
-  index as a read-only slice.
+  (the kernel checks them against the input's last extent: for a shape it accepted they stay in range);
+- ``Gather``, ``GatherElements``, ``GatherND`` with constant indices (the attention mask's ``GatherND`` of a
+  dynamo export, say): ``numpy.take`` of the flat positions the kernel picks for that input shape, found once by
+  running the kernel on the positions themselves (``arange(size)`` in the input's shape) and checked against
+  its result on the input;
+- the rotary embedding's ``rotate_half``, ``Concat(Neg(Slice(x, second half)), Slice(x, first half))`` along the
+  last axis (:func:`fuse_rotate_half`): one step writing both halves into one new array, for an input shape whose
+  slices the Slice steps showed (on the positions of its elements) to be the two halves.
 
 The result for each input shape is the kernel's (its values, its shape); a refusal (a bad shape) stays the
 kernel's, since only a shape the kernel accepted is remembered.
@@ -22,12 +28,13 @@ kernel's, since only a shape the kernel accepted is remembered.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from onnxcore.runtime.optimize._common import rebound
+from onnxcore.runtime.optimize._common import rebound, use_counts
 from onnxcore.runtime.step import PlanNode
 
 __all__ = [
@@ -35,9 +42,12 @@ __all__ = [
     "ReshapeLike",
     "SameTypeCast",
     "SliceLike",
+    "PositionsLike",
     "TakeLike",
     "TransposeLike",
+    "RotateHalf",
     "fast_shape_ops",
+    "fuse_rotate_half",
 ]
 
 # ONNX element type -> numpy dtype, for the Cast targets a model's float and index arithmetic uses.
@@ -82,8 +92,12 @@ class ReshapeLike(_PerShape):
         return y
 
 
+_SMALL_EXPAND = 1 << 16  # elements up to which an Expand's result is copied rather than a broadcast view
+
+
 class ExpandLike(_PerShape):
-    """Expand by a constant shape: a broadcast view of the kernel's shape."""
+    """Expand by a constant shape: the input itself when the kernel's shape is its own; a copy of that shape when it
+    is small (``numpy.copyto``, a C loop, costs half of ``broadcast_to``'s Python); a broadcast view otherwise."""
 
     __slots__ = ()
 
@@ -91,6 +105,12 @@ class ExpandLike(_PerShape):
         if type(x) is np.ndarray:
             target = self.seen.get(x.shape)
             if target is not None:
+                if target == x.shape:
+                    return x
+                if math.prod(target) <= _SMALL_EXPAND:
+                    out = np.empty(target, x.dtype)
+                    np.copyto(out, x)
+                    return out
                 return np.broadcast_to(x, target)
         y = self.call(x, *rest, **kw)
         if type(x) is np.ndarray and type(y) is np.ndarray:
@@ -162,6 +182,31 @@ class TakeLike(_PerShape):
         y = self.call(x, *rest, **kw)
         if type(x) is np.ndarray:
             self._remember(x.shape, True)
+        return y
+
+
+_POSITIONS_LIMIT = 1 << 16  # elements of input and result up to which a gather's positions are kept (512 KB)
+
+
+class PositionsLike(_PerShape):
+    """A gather by constant indices (Gather, GatherElements, GatherND): ``numpy.take`` of the flat positions of
+    the input the kernel picks for its shape. The positions are the kernel's own result on ``arange(size)`` in
+    that shape (a gather moves elements, whatever their type), kept once ``take`` gave the kernel's result."""
+
+    __slots__ = ()
+
+    def __call__(self, x: Any, *rest: Any, **kw: Any) -> Any:
+        if type(x) is np.ndarray:
+            pos = self.seen.get(x.shape)
+            if pos is not None:
+                return np.take(x, pos)
+        y = self.call(x, *rest, **kw)
+        if type(x) is np.ndarray and type(y) is np.ndarray and max(x.size, y.size) <= _POSITIONS_LIMIT:
+            pos = self.call(np.arange(x.size, dtype=np.intp).reshape(x.shape), *rest, **kw)
+            nan = x.dtype.kind in "fc"  # (equal_nan asks isnan, which strings and objects do not have)
+            if type(pos) is np.ndarray and pos.shape == y.shape and np.array_equal(np.take(x, pos), y, equal_nan=nan):
+                pos.flags.writeable = False
+                self._remember(x.shape, pos)
         return y
 
 
@@ -251,6 +296,8 @@ def fast_shape_ops(nodes: list[PlanNode], const: Mapping[str, Any], outputs: Seq
         elif op == "Slice" and bn.since >= 10 and 2 <= len(args) <= 4:
             padded = (*args, None, None)[:4]
             call = SliceLike(bn.call, (padded[0], padded[1], padded[2], padded[3]))
+        elif op in ("Gather", "GatherElements", "GatherND") and len(args) == 1 and args[0] is not None:
+            call = PositionsLike(bn.call)
         elif op == "Cast" and not args and bn.outputs[0] not in graph_outputs and isinstance(bn.kw.get("to"), int):
             # (Cast-1 names its target type by a string: left as it is)
             dtype = _CAST_DTYPES.get(bn.kw["to"])
@@ -264,3 +311,98 @@ def fast_shape_ops(nodes: list[PlanNode], const: Mapping[str, Any], outputs: Seq
                 pass
             nodes[j] = rebound(bn, call, dict(bn.kw), list(bn.inputs), list(bn.outputs))
     return nodes
+
+
+_Call = tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]
+
+
+class RotateHalf(_PerShape):
+    """``Concat(Neg(Slice(x)), Slice(x))`` that swaps the halves of the last axis and negates the new first one
+    (``rotate_half`` of a rotary embedding): ``-x[..., h:]`` and ``x[..., :h]`` written into one new array, for an
+    input shape whose slices are those halves; the four steps as written otherwise (and on a shape's first run)."""
+
+    __slots__ = ("concat", "high", "low", "neg")
+
+    def __init__(self, low: _Call, high: _Call, neg: _Call, concat: _Call) -> None:
+        super().__init__(concat[0])
+        self.low, self.high, self.neg, self.concat = low, high, neg, concat
+
+    def _slices(self, x: np.ndarray) -> tuple[Any, Any]:
+        (lo, lo_args, lo_kw), (hi, hi_args, hi_kw) = self.low, self.high
+        return lo(x, *lo_args, **lo_kw), hi(x, *hi_args, **hi_kw)
+
+    def __call__(self, x: Any) -> Any:
+        if type(x) is np.ndarray:
+            h = self.seen.get(x.shape)
+            if h is not None:
+                out = np.empty(x.shape, x.dtype)
+                np.negative(x[..., h:], out=out[..., :h])
+                out[..., h:] = x[..., :h]
+                return out
+        low, high = self._slices(x)
+        neg, neg_args, neg_kw = self.neg
+        cat, cat_args, cat_kw = self.concat
+        y = cat(neg(high, *neg_args, **neg_kw), low, *cat_args, **cat_kw)
+        if (
+            type(x) is np.ndarray
+            and type(y) is np.ndarray
+            and x.dtype.kind == "f"
+            and y.dtype == x.dtype
+            and y.shape == x.shape
+            and x.ndim >= 1
+            and x.shape[-1] % 2 == 0
+            and 0 < x.size <= _POSITIONS_LIMIT
+        ):
+            h = x.shape[-1] // 2
+            pos = np.arange(x.size).reshape(x.shape)
+            p_lo, p_hi = self._slices(pos)
+            if np.array_equal(p_lo, pos[..., :h]) and np.array_equal(p_hi, pos[..., h:]):
+                self._remember(x.shape, h)
+        return y
+
+
+def fuse_rotate_half(nodes: list[PlanNode], const: Mapping[str, Any], outputs: Sequence[str]) -> list[PlanNode]:
+    """Make each ``Slice -> Neg -> Concat`` with a second ``Slice`` of the same input (every intermediate read once,
+    the slices' arguments constant) one :class:`RotateHalf` step."""
+    if not any(bn.node.op_type == "Neg" for bn in nodes):
+        return nodes
+    uses = use_counts(nodes, outputs)
+    producer = {o: k for k, bn in enumerate(nodes) for o in bn.outputs if o}
+
+    def plain(k: int | None, op: str) -> bool:
+        if k is None:
+            return False
+        bn = nodes[k]
+        ok = bn.node.op_type == op and bn.node.domain in ("", "ai.onnx") and bn.call is not None and not bn.outer
+        return ok and len(bn.outputs) == 1 and uses.get(bn.outputs[0]) == 1
+
+    def call_of(bn: PlanNode, skip: int) -> _Call:
+        assert bn.call is not None
+        return bn.call, tuple(const[n] if n else None for n in bn.inputs[skip:]), dict(bn.kw)
+
+    replaced: dict[int, PlanNode] = {}
+    drop: set[int] = set()
+    for c, bn in enumerate(nodes):
+        if bn.node.op_type != "Concat" or len(bn.inputs) != 2 or not plain(c, "Concat") or c in drop:
+            continue
+        if int(bn.kw.get("axis", 0)) != -1:
+            continue
+        n, lo = producer.get(bn.inputs[0]), producer.get(bn.inputs[1])
+        if n is None or lo is None or not plain(n, "Neg") or not plain(lo, "Slice"):
+            continue
+        hi = producer.get(nodes[n].inputs[0])
+        if hi is None or not plain(hi, "Slice") or {n, lo, hi} & drop:
+            continue
+        x = nodes[lo].inputs[0]
+        if not x or nodes[hi].inputs[0] != x or x in const:
+            continue
+        if any(not (i == "" or i in const) for k in (lo, hi) for i in nodes[k].inputs[1:]):
+            continue
+        step = RotateHalf(call_of(nodes[lo], 1), call_of(nodes[hi], 1), call_of(nodes[n], 1), call_of(bn, 2))
+        absorbed = [nodes[k] for k in sorted((lo, hi, n))]
+        replaced[c] = rebound(bn, step, {}, [x], list(bn.outputs), absorbed=absorbed)
+        replaced[c].may_tuple = False
+        drop.update((lo, hi, n))
+    if not replaced:
+        return nodes
+    return [replaced.get(k, b) for k, b in enumerate(nodes) if k not in drop]

@@ -1,0 +1,213 @@
+"""Row-wise steps of a transformer layer by the accelerator's compiled loops, called straight from the plan
+(Clause 8.2, per-node overhead).
+
+A transformer's normalisations, GELUs and attention probabilities run on small tensors (a few rows of 128 values
+in a decoder step): there a kernel's checks and dispatch cost more than its arithmetic. The steps here know at
+plan time what the kernel checks on every call (the constant scale and bias, the attributes) and, for an input
+the kernel would send down its accelerated path anyway, make the same compiled call directly; for anything
+else they call the kernel. The values are the kernel's own, bit for bit (the same compiled loops with the same
+arguments), except the attention probabilities, whose row sums are added in another order than the numpy path's
+BLAS sums (within the type's rounding of a row's sum).
+
+- :class:`LayerNormRows`: a ``LayerNormalization`` node with constant ``Scale`` (and ``B``) over the last axis;
+- :class:`RmsNormRows`: ``RMSNormalization`` with a constant scale (the RMSNorm pattern's step);
+- :class:`TanhGelu`: ``Gelu(approximate="tanh")`` (the tanh-GELU pattern's step): the kernel's operations in
+  its order, in two compiled passes around numpy's ``tanh``;
+- :func:`attention_rows`: the fused attention's scaling, masking and softmax of 4-D scores.
+
+Without the accelerator (``ONNXCORE_ACCEL=0``, or numba absent) every step is its kernel.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from onnxcore.kernels import accel
+from onnxcore.kernels.threads import MIN_PARALLEL_ELEMENTS
+from onnxcore.runtime.optimize._common import rebound
+from onnxcore.runtime.step import PlanNode
+
+__all__ = ["LayerNormRows", "RmsNormRows", "TanhGelu", "attention_rows", "fast_layer_norms"]
+
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+_STASH_OF = {np.dtype(np.float32): 1, np.dtype(np.float64): 11}  # the stash_type that is the dtype itself
+_TANH_C = math.sqrt(2.0 / math.pi)
+
+
+def _row_vector(p: Any, dtype: np.dtype[Any] | None = None) -> bool:
+    """Whether ``p`` is a C-contiguous 1-D float32/float64 array (of ``dtype`` when given)."""
+    return (
+        type(p) is np.ndarray
+        and p.ndim == 1
+        and p.dtype in _FLOATS
+        and p.flags.c_contiguous
+        and (dtype is None or p.dtype == dtype)
+    )
+
+
+class LayerNormRows:
+    """LayerNormalization-17 over the last axis with a constant ``Scale`` (and ``B``) of its input's type and
+    ``stash_type`` that type: the accelerated kernel's compiled call, made directly for a C-contiguous input below
+    the kernel threads' size (the kernel's own path for such an input); the kernel for anything else."""
+
+    __slots__ = ("bias", "d", "dtype", "eps", "has_bias", "kernel", "scale")
+
+    def __init__(self, kernel: Callable[..., Any], scale: np.ndarray, bias: np.ndarray | None, epsilon: float) -> None:
+        self.kernel = kernel
+        self.scale = scale
+        self.has_bias = bias is not None
+        self.bias = scale if bias is None else bias  # (the compiled loop takes an array either way)
+        self.dtype = scale.dtype
+        self.d = int(scale.shape[0])
+        self.eps = scale.dtype.type(epsilon)
+
+    def __call__(self, X: Any, Scale: Any, B: Any = None, **kw: Any) -> Any:
+        d = self.d
+        if (
+            type(X) is np.ndarray
+            and X.dtype == self.dtype
+            and X.ndim >= 1
+            and X.shape[-1] == d
+            and 0 < X.size < MIN_PARALLEL_ELEMENTS
+            and X.flags.c_contiguous
+            and kw.get("axis", -1) in (-1, X.ndim - 1)
+            and accel.enabled()
+        ):
+            rows = X.size // d
+            t = self.dtype.type
+            out = np.empty(X.shape, self.dtype)
+            mean = np.empty(rows, self.dtype)
+            inv = np.empty(rows, self.dtype)
+            accel.jit().layer_norm_rows(
+                X.reshape(rows, d), self.scale, self.bias, self.has_bias, t(d), self.eps,
+                out.reshape(rows, d), mean, inv, 0, rows,
+            )  # fmt: skip
+            keep = (*X.shape[:-1], 1)
+            return out, mean.reshape(keep), inv.reshape(keep)
+        return self.kernel(X, Scale, B, **kw)
+
+
+class RmsNormRows:
+    """RMSNormalization-23 over the last axis with a scale of its input's type and ``stash_type`` that type: the
+    accelerated kernel's compiled call, made directly for a C-contiguous input below the kernel threads' size
+    with a scale of one value per column; the kernel for anything else."""
+
+    __slots__ = ("kernel",)
+
+    def __init__(self, kernel: Callable[..., Any]) -> None:
+        self.kernel = kernel
+
+    def __call__(self, X: Any, scale: Any, **kw: Any) -> Any:
+        if (
+            type(X) is np.ndarray
+            and _row_vector(scale, X.dtype)
+            and X.ndim >= 1
+            and X.shape[-1] == scale.shape[0] > 0
+            and 0 < X.size < MIN_PARALLEL_ELEMENTS
+            and X.flags.c_contiguous
+            and kw.get("axis", -1) in (-1, X.ndim - 1)
+            and kw.get("stash_type", 1) == _STASH_OF[X.dtype]
+            and accel.enabled()
+        ):
+            d = scale.shape[0]
+            rows = X.size // d
+            t = X.dtype.type
+            out = np.empty(X.shape, X.dtype)
+            accel.jit().rms_norm_rows(
+                X.reshape(rows, d), scale, t(d), t(kw.get("epsilon", 1e-5)), out.reshape(rows, d), 0, rows
+            )
+            return out
+        return self.kernel(X, scale, **kw)
+
+
+_SHORT_GELU = 1 << 16  # elements (256 KB of float32): up to this size the three passes stay in the L2 cache
+
+
+class TanhGelu:
+    """Gelu-20 with ``approximate="tanh"`` (what the tanh-GELU pattern runs): for a small C-contiguous float32 or
+    float64 input with the accelerator on, the kernel's operations in its order in two compiled passes around
+    numpy's ``tanh`` (one pass each side rather than eight numpy steps: the same values); the kernel otherwise (a
+    large input: its blocks, on the kernel threads)."""
+
+    __slots__ = ("kernel",)
+
+    def __init__(self, kernel: Callable[..., Any]) -> None:
+        self.kernel = kernel
+
+    def __call__(self, x: Any, *, approximate: str) -> Any:
+        if (
+            type(x) is np.ndarray
+            and 0 < x.size <= _SHORT_GELU
+            and x.dtype in _FLOATS
+            and x.flags.c_contiguous
+            and accel.enabled()
+        ):
+            t = x.dtype.type
+            out = np.empty(x.shape, x.dtype)
+            x1, o1 = x.reshape(-1), out.reshape(-1)
+            fns = accel.jit()
+            fns.tanh_gelu_inner(x1, o1, t(0.044715), t(_TANH_C))
+            np.tanh(o1, out=o1)
+            fns.tanh_gelu_outer(x1, o1)
+            return out
+        return self.kernel(x, approximate=approximate)
+
+
+_ALL_STEPS = np.ones(4, np.int64)  # a mask of the scores' own shape: every axis steps
+_ALL_STEPS.flags.writeable = False
+
+
+def attention_rows(
+    s: np.ndarray, mask: np.ndarray | None, scale: tuple[str, float] | None, guard: bool
+) -> np.ndarray | None:
+    """The probabilities of the fused attention from its scores ``s`` (4-D, C-contiguous, fresh: updated in
+    place), by the accelerator's row loops: scale, mask and shift by the row maximum in one pass over each row,
+    numpy's ``exp``, then the division by the row sums (and, with ``guard``, NaN set to 0) in another. None when
+    the accelerator is off or these do not apply (another rank, a mask of another type or not broadcasting to
+    the scores)."""
+    if not (accel.enabled() and s.ndim == 4 and s.flags.c_contiguous and s.size):
+        return None
+    steps = _ALL_STEPS
+    if mask is not None:
+        if mask.dtype != s.dtype or mask.ndim != 4:
+            return None
+        if mask.shape != s.shape:
+            if any(m != d and m != 1 for m, d in zip(mask.shape, s.shape)):
+                return None
+            steps = np.array([m != 1 for m in mask.shape], np.int64)
+    t = s.dtype.type
+    mode = 0 if scale is None else (2 if scale[0] == "Div" else 1)
+    c = t(1 if scale is None else scale[1])
+    fns = accel.jit()
+    fns.attention_scores4(s, s if mask is None else mask, steps, mask is not None, c, mode)
+    np.exp(s, out=s)
+    fns.attention_normalize(s.reshape(-1, s.shape[-1]), guard)
+    return s
+
+
+def fast_layer_norms(nodes: list[PlanNode], const: Mapping[str, Any], outputs: Sequence[str]) -> list[PlanNode]:
+    """Give each ai.onnx LayerNormalization-17 node over the last axis with a constant 1-D float ``Scale`` (and
+    ``B`` of its type and length) and ``stash_type`` that type its :class:`LayerNormRows` step."""
+    del outputs  # every output is still made (Mean and InvStdDev too)
+    for j, bn in enumerate(nodes):
+        node = bn.node
+        if node.op_type != "LayerNormalization" or node.domain not in ("", "ai.onnx") or bn.call is None:
+            continue
+        if bn.since != 17 or not 2 <= len(bn.inputs) <= 3 or bn.outer:
+            continue
+        scale = const.get(bn.inputs[1])
+        bias = const.get(bn.inputs[2]) if len(bn.inputs) == 3 and bn.inputs[2] else None
+        if not isinstance(scale, np.ndarray) or not _row_vector(scale) or scale.shape[0] == 0:
+            continue
+        if len(bn.inputs) == 3 and bn.inputs[2]:
+            if not (isinstance(bias, np.ndarray) and _row_vector(bias, scale.dtype) and bias.shape == scale.shape):
+                continue
+        if int(bn.kw.get("stash_type", 1)) != _STASH_OF[scale.dtype] or int(bn.kw.get("axis", -1)) != -1:
+            continue
+        step = LayerNormRows(bn.call, scale, bias, float(bn.kw.get("epsilon", 1e-5)))
+        nodes[j] = rebound(bn, step, dict(bn.kw), list(bn.inputs), list(bn.outputs))
+    return nodes
