@@ -22,11 +22,14 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import numpy as np
+
 __all__ = [
     "BLOCK_ELEMENTS",
     "MIN_PARALLEL_ELEMENTS",
     "active_threads",
     "blockwise",
+    "copy_split",
     "machine_threads",
     "enter_threads",
     "exit_threads",
@@ -117,6 +120,37 @@ def parallel_for(fn: Callable[[int, int], Any], total: int, *, threads: int, min
             first = e2
     if first is not None:
         raise first
+
+
+def copy_split(dst: np.ndarray, src: np.ndarray, *, add: np.ndarray | None = None) -> None:
+    """``np.copyto(dst, src)`` (with ``add``, ``np.add(src, add, out=dst)``), split over the kernel threads along
+    ``dst``'s first axis of at least two entries when ``dst`` has :data:`MIN_PARALLEL_ELEMENTS` elements or more.
+
+    For the copies a BLAS-bound kernel makes between its products (im2col columns, Winograd's blocks): BLAS runs
+    its products over the cores, and these copies would otherwise hold one core while the other idles. ``src``
+    and ``add`` broadcast to ``dst``; each element is copied (or added) once, so the result is the same for any
+    number of threads.
+    """
+    threads = active_threads() if dst.size >= MIN_PARALLEL_ELEMENTS else 1
+    axis = next((i for i, n in enumerate(dst.shape) if n >= 2), 0)
+    if threads <= 1 or dst.ndim == 0 or dst.shape[axis] < 2:
+        if add is None:
+            np.copyto(dst, src)
+        else:
+            np.add(src, add, out=dst)
+        return
+    s = np.broadcast_to(src, dst.shape)
+    b = None if add is None else np.broadcast_to(add, dst.shape)
+    lead = (slice(None),) * axis
+
+    def run(a: int, z: int) -> None:
+        idx = (*lead, slice(a, z))
+        if b is None:
+            np.copyto(dst[idx], s[idx])
+        else:
+            np.add(s[idx], b[idx], out=dst[idx])
+
+    parallel_for(run, dst.shape[axis], threads=threads)
 
 
 def _blocks(total: int, threads: int, min_block: int) -> Sequence[tuple[int, int]]:
