@@ -247,13 +247,19 @@ def test_parallel_for_covers_every_item_once_and_reraises() -> None:
     with threads_in_effect(4):
         parallel_for(fn, 1000, threads=4, min_block=10)
     assert (seen == 1).all()
-    assert sorted(inner) == [1, 1, 1, 4]  # the caller runs a block; the pool's workers run with one thread
+    # 16 blocks (BLOCKS_PER_THREAD per thread), taken by the caller (4 threads in effect) and the pool's workers,
+    # which run with one thread.
+    assert len(inner) == 16 and set(inner) <= {1, 4}
+    inner.clear()
+    with threads_in_effect(4):
+        parallel_for(fn, 50, threads=4, min_block=10)  # at most 5 blocks of at least 10 items
+    assert (seen[:50] == 2).all() and (seen[50:] == 1).all() and len(inner) == 5
 
     def boom(a: int, b: int) -> None:
         if a > 0:
             raise ValueError(f"block {a}")
 
-    with pytest.raises(ValueError, match="block"):
+    with pytest.raises(ValueError, match=r"^block 9$"):  # the first failing block in block order (100 = 9 + 9 + ...)
         parallel_for(boom, 100, threads=3)
     parallel_for(lambda a, b: None, 0, threads=3)  # nothing to do
 

@@ -27,6 +27,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from onnxcore.kernels._scratch import scratch
 from onnxcore.kernels.conv import conv_geometry
+from onnxcore.kernels.threads import copy_split
 
 __all__ = ["WinogradConv", "small_image_conv", "toom_cook"]
 
@@ -129,12 +130,12 @@ def winograd_conv(
     r0, r1, c0, c1 = pb[0], pb[0] + rows, pb[1], pb[1] + cols
     if channels_last:
         xp = scratch("winograd.x", (n, _M * ty + 2, _M * tx + 2, c))
-        np.copyto(xp[:, r0:r1, c0:c1], x[:, :, :rows, :cols].transpose(0, 2, 3, 1))
+        copy_split(xp[:, r0:r1, c0:c1], x[:, :, :rows, :cols].transpose(0, 2, 3, 1))
         image = xp.transpose(3, 0, 1, 2)  # the same memory as (C, N, H, W) for the border below
     else:
         # Channels first (batch second), so the block view below reshapes to (36, C, N * blocks).
         xp = scratch("winograd.x", (c, n, _M * ty + 2, _M * tx + 2))
-        xp[:, :, r0:r1, c0:c1] = x[:, :, :rows, :cols].transpose(1, 0, 2, 3)
+        copy_split(xp[:, :, r0:r1, c0:c1], x[:, :, :rows, :cols].transpose(1, 0, 2, 3))
         image = xp
     # Only the border is zeroed: the scratch holds the previous call's values.
     image[:, :, :r0] = 0
@@ -161,7 +162,7 @@ def winograd_conv(
         else:
             d = as_strided(rest, (_N, _N, c, n, bt, tx), (s[2], s[3], s[0], s[1], _M * s[2], _M * s[3]))
             dc = scratch("winograd.d", (_N, _N, c, n, bt, tx))
-        np.copyto(dc, d)
+        copy_split(dc, d)
         v = scratch("winograd.v", (_N * _N, c * blocks))
         np.matmul(_IN, dc.reshape(_N * _N, c * blocks), out=v)
         prod = scratch("winograd.p", (_N * _N, m * blocks))
@@ -177,12 +178,9 @@ def winograd_conv(
             # (i, j, m, n, t, s) -> (n, m, t, i, s, j)
             o6 = o.reshape(_M, _M, m, n, bt, tx).transpose(3, 2, 4, 0, 5, 1)
         target = yb[:, :, _M * t0 : _M * t1].reshape(n, m, bt, _M, tx, _M)
-        if b is None:
-            np.copyto(target, o6)
-        else:
-            np.add(o6, b, out=target)
+        copy_split(target, o6, add=b)
     if not whole:
-        np.copyto(y, yb[:, :, :oh, :ow])
+        copy_split(y, yb[:, :, :oh, :ow])
     return y
 
 

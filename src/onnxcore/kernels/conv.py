@@ -30,7 +30,7 @@ from onnxcore.kernels import accel
 from onnxcore.kernels._depthwise import depthwise_conv2d, depthwise_pays
 from onnxcore.kernels._util import check_elements, int_list, is_narrow_float
 from onnxcore.kernels.registry import kernel
-from onnxcore.kernels.threads import active_threads, parallel_for
+from onnxcore.kernels.threads import active_threads, copy_split, parallel_for
 
 __all__ = [
     "work_dtype",
@@ -275,9 +275,10 @@ def _conv_paths(
         # 1x1 kernel: a plain matmul on the (strided) input, no im2col.
         if any(s != 1 for s in strides):
             xs = x[(slice(None), slice(None)) + tuple(slice(0, (o - 1) * s + 1, s) for o, s in zip(out, strides))]
+            xs = _columns(xs)
         else:
-            xs = x
-        xs = np.ascontiguousarray(xs).reshape(n_img, group, cg, p_out)
+            xs = np.ascontiguousarray(x)
+        xs = xs.reshape(n_img, group, cg, p_out)
         y = np.matmul(w.reshape(group, mg, cg), xs)
         return y.reshape(n_img, m, *out), False
     if cg == 1 and mg == 1 and nd == 2 and x.dtype in (np.float32, np.float64) and accel.enabled():
@@ -300,10 +301,10 @@ def _conv_paths(
         for r0 in range(0, rows, step):
             r1 = min(rows, r0 + step)
             band = view[(slice(None),) * (3 + nd) + (slice(r0, r1),)]
-            cols = band.reshape(n_img, group, cg * kk, (r1 - r0) * math.prod(out[1:]))
+            cols = _columns(band).reshape(n_img, group, cg * kk, (r1 - r0) * math.prod(out[1:]))
             y[:, :, :, r0:r1, :] = np.matmul(wm, cols).reshape(n_img, group, mg, r1 - r0, -1)
         return y.reshape(n_img, m, *out), False
-    cols = view.reshape(n_img, group, cg * kk, p_out)
+    cols = _columns(view).reshape(n_img, group, cg * kk, p_out)
     y = np.matmul(w.reshape(group, mg, cg * kk), cols)
     return y.reshape(n_img, m, *out), False
 
@@ -367,14 +368,24 @@ def _chunked_matmul(wm: np.ndarray, view: np.ndarray, n_img: int, group: int, k_
     """``wm @ view.reshape(n_img, group, k_rows, length)``, building the columns in bands."""
     total = n_img * group * k_rows * length * view.itemsize
     if total <= 2 * _CHUNK_BYTES:
-        return np.matmul(wm, view.reshape(n_img, group, k_rows, length))
+        return np.matmul(wm, _columns(view).reshape(n_img, group, k_rows, length))
     step = max(64, _CHUNK_BYTES // (n_img * group * k_rows * view.itemsize))
     y = np.empty((n_img, group, wm.shape[1], length), dtype=view.dtype)
     for t0 in range(0, length, step):
         t1 = min(length, t0 + step)
-        cols = view[..., t0:t1].reshape(n_img, group, k_rows, t1 - t0)
+        cols = _columns(view[..., t0:t1]).reshape(n_img, group, k_rows, t1 - t0)
         np.matmul(wm, cols, out=y[..., t0:t1])
     return y
+
+
+def _columns(view: np.ndarray) -> np.ndarray:
+    """A C-contiguous copy of an im2col ``view`` (the columns BLAS multiplies), made on the kernel threads when it is
+    large: the copy is the part of a convolution BLAS does not spread over the cores."""
+    if view.flags.c_contiguous:
+        return view
+    out = np.empty(view.shape, view.dtype)
+    copy_split(out, view)
+    return out
 
 
 # The flat layout computes outputs on the padded grid's row pitch; skip it when the wasted
@@ -452,9 +463,12 @@ def _flat_conv(
     total = math.prod(padded)
     extra = max(0, max(offsets) + length - total)
     buf = np.zeros((n_img, c, total + extra), dtype=x.dtype)
-    buf[:, :, :total].reshape(n_img, c, *padded)[
-        (slice(None), slice(None)) + tuple(slice(b, b + s) for b, s in zip(pb, x.shape[2:]))
-    ] = x
+    copy_split(
+        buf[:, :, :total].reshape(n_img, c, *padded)[
+            (slice(None), slice(None)) + tuple(slice(b, b + s) for b, s in zip(pb, x.shape[2:]))
+        ],
+        x,
+    )
     item = buf.itemsize
     kk = len(offsets)
     if kk > 1 and 3 * mg <= 2 * cg:
@@ -482,10 +496,12 @@ def _cropped(y: np.ndarray, out: Sequence[int], bias: np.ndarray | None) -> np.n
     b = None if bias is None else bias.reshape((1, -1) + (1,) * len(out))
     if tuple(y.shape[2:]) == tuple(out):
         if b is not None:
-            y += b
+            copy_split(y, y, add=b)
         return y
     view = y[(slice(None), slice(None)) + tuple(slice(0, o) for o in out)]
-    return np.ascontiguousarray(view) if b is None else np.add(view, b)
+    res = np.empty(view.shape, y.dtype)
+    copy_split(res, view, add=b)
+    return res
 
 
 def _key(value: Any) -> Any:

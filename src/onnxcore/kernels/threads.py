@@ -16,17 +16,22 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import itertools
 import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import numpy as np
+
 __all__ = [
+    "BLOCKS_PER_THREAD",
     "BLOCK_ELEMENTS",
     "MIN_PARALLEL_ELEMENTS",
     "active_threads",
     "blockwise",
+    "copy_split",
     "machine_threads",
     "enter_threads",
     "exit_threads",
@@ -92,31 +97,83 @@ def _executor(workers: int) -> ThreadPoolExecutor:
         return _pool
 
 
+BLOCKS_PER_THREAD = 4
+""":func:`parallel_for` cuts its range into about this many blocks per thread, handed out one at a time."""
+
+
 def parallel_for(fn: Callable[[int, int], Any], total: int, *, threads: int, min_block: int = 1) -> None:
     """Call ``fn(start, stop)`` over consecutive blocks covering ``range(total)``, on up to ``threads`` threads.
 
-    The calling thread runs the first block itself; the call returns when every block is done, and re-raises the
-    first block's exception (in block order). ``fn`` writes its results to places no other block writes, so the
-    outcome does not depend on the number of blocks. Blocks hold at least ``min_block`` items.
+    The range is cut into about :data:`BLOCKS_PER_THREAD` blocks per thread (each of at least ``min_block``
+    items), which the calling thread and the pool's workers take one at a time until none is left: a worker that
+    starts late (its core busy with another process, or with BLAS threads still spinning after a product) takes
+    fewer blocks or none, and the call never waits for a worker that has not started. The call returns when
+    every block is done, and re-raises the exception of the first failing block (in block order), after the
+    other blocks finished. ``fn`` writes its results to places no other block writes, so the outcome does not
+    depend on the blocks nor on which thread runs them.
     """
-    blocks = _blocks(total, threads, min_block)
-    if len(blocks) <= 1:
+    if threads <= 1 or total < 2 * max(1, min_block):
         if total:
             fn(0, total)
         return
-    pool = _executor(len(blocks) - 1)
-    futures = [pool.submit(fn, a, b) for a, b in blocks[1:]]
-    first: BaseException | None = None
-    try:
-        fn(*blocks[0])
-    except BaseException as e:  # the others still finish before the error is raised: they write into our arrays
-        first = e
-    for f in futures:
-        e2 = f.exception()
-        if first is None and e2 is not None:
-            first = e2
-    if first is not None:
-        raise first
+    blocks = _blocks(total, threads * BLOCKS_PER_THREAD, min_block)
+    n = len(blocks)
+    taken = itertools.count()  # next() on a count is atomic under the GIL
+    done = threading.Condition(threading.Lock())
+    left = [n]
+    errors: list[tuple[int, BaseException]] = []
+
+    def work() -> None:
+        while (i := next(taken)) < n:
+            try:
+                fn(*blocks[i])
+            except BaseException as e:  # the others still finish before it is raised: they write into our arrays
+                errors.append((i, e))
+            with done:
+                left[0] -= 1
+                if not left[0]:
+                    done.notify_all()
+
+    pool = _executor(threads - 1)
+    for _ in range(min(threads, n) - 1):
+        pool.submit(work)
+    work()
+    with done:
+        while left[0]:
+            done.wait()
+    if errors:
+        raise min(errors, key=lambda ie: ie[0])[1]
+
+
+def copy_split(dst: np.ndarray, src: np.ndarray, *, add: np.ndarray | None = None) -> None:
+    """``np.copyto(dst, src)`` (with ``add``, ``np.add(src, add, out=dst)``), split over the kernel threads along
+    ``dst``'s first axis of at least two entries when ``dst`` has :data:`MIN_PARALLEL_ELEMENTS` elements or more.
+
+    For the copies a BLAS-bound kernel makes between its products (im2col columns, Winograd's blocks): BLAS runs
+    its products over the cores, and these copies would otherwise hold one core while the other idles. ``src``
+    and ``add`` broadcast to ``dst``; each element is copied (or added) once, so the result is the same for any
+    number of threads.
+    """
+    threads = active_threads() if dst.size >= MIN_PARALLEL_ELEMENTS else 1
+    axis = next((i for i, n in enumerate(dst.shape) if n >= 2), 0)
+    if threads <= 1 or dst.ndim == 0 or dst.shape[axis] < 2:
+        if add is None:
+            np.copyto(dst, src)
+        else:
+            np.add(src, add, out=dst)
+        return
+    s = np.broadcast_to(src, dst.shape)
+    b = None if add is None else np.broadcast_to(add, dst.shape)
+    lead = (slice(None),) * axis
+
+    def run(a: int, z: int) -> None:
+        idx = (*lead, slice(a, z))
+        if b is None:
+            np.copyto(dst[idx], s[idx])
+        else:
+            np.add(s[idx], b[idx], out=dst[idx])
+
+    parallel_for(run, dst.shape[axis], threads=threads)
 
 
 def _blocks(total: int, threads: int, min_block: int) -> Sequence[tuple[int, int]]:

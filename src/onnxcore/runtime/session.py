@@ -131,7 +131,9 @@ class Session:
         threads: Threads a kernel may split its work over during a run (onnxruntime's ``intra_op_num_threads``;
             :mod:`onnxcore.kernels.threads`): 1 (the default) runs every kernel on the calling thread; 0 uses the
             CPUs this process may run on. Results are the same for any number of threads. BLAS keeps its own
-            threads (set them with threadpoolctl or ``OPENBLAS_NUM_THREADS``).
+            threads (set them with threadpoolctl or ``OPENBLAS_NUM_THREADS``). The default is 1, not the CPUs as
+            in onnxruntime: beside BLAS's own threads, splitting did not pay on the measured 2-core machine
+            (README, "Both cores").
 
     Raises:
         ValidationError: the model has errors (Clause 10).
