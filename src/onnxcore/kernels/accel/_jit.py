@@ -7,14 +7,19 @@ check bounds: every index these loops follow has been validated by the caller (s
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numba
 import numpy as np
+from llvmlite import ir as llvm_ir
+from numba.core import types
+from numba.extending import intrinsic
 
 from onnxcore.kernels._erf_coef import ERF_CLAMP, ERF_P, ERF_Q
 
 __all__ = [
+    "box_mean2d",
     "depthwise2d",
     "depthwise2d_nhwc",
     "depthwise2d_strided",
@@ -23,6 +28,7 @@ __all__ = [
     "hard_swish",
     "layer_norm_rows",
     "rms_norm_rows",
+    "swish32",
     "tree_predict_groups",
     "tree_predict_rows",
     "tree_states",
@@ -132,6 +138,79 @@ def hard_swish(x: Any, out: Any, sixth: Any, half: Any) -> None:  # pragma: no c
         out[i] = y * xi
 
 
+# float32 exp(u) for u <= 0, vectorised (numba has no vectorised exp: a loop calling exp is scalar): u = n ln 2 + r,
+# |r| <= ln 2 / 2 (Cody and Waite's split of ln 2: n * _LN2_HI is exact for |n| < 2^14), exp(r) by its Taylor
+# polynomial of degree 7 (truncation below 0.1 ulp for |r| <= 0.35) in Estrin's order (a short dependency chain),
+# 2^n as the product of two powers of two made from their exponent bits (each a normal float down to n = -150,
+# where exp underflows to zero anyway).
+_LOG2E = np.float32(1.4426950408889634)
+_LN2_HI = np.float32(0.693359375)
+_LN2_LO = np.float32(0.6931471805599453 - 0.693359375)
+_EXP_LO = np.float32(-104.0)  # below, exp(u) < 2^-150: the product of the two powers rounds to zero
+_EXP_C = tuple(np.float32(1.0 / math.factorial(k)) for k in range(8))
+
+# Multiply-adds may be fused (fastmath "contract" only: no reassociation, no finite-math assumption): the
+# polynomial then takes half the instructions. Used only where a bound in ulp is stated, never where a kernel
+# promises the numpy path's results bit for bit.
+_njit_fma = numba.njit(cache=True, nogil=True, error_model="numpy", fastmath={"contract"})
+
+
+@intrinsic
+def _f32_from_bits_intrinsic(typingctx: Any, bits: Any) -> Any:  # pragma: no cover - compiled
+    """The float32 whose bit pattern is the int32 ``bits`` (an LLVM bitcast: vectorises, no memory)."""
+    sig = types.float32(types.int32)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        return builder.bitcast(args[0], llvm_ir.FloatType())
+
+    return sig, codegen
+
+
+# Called as ``_f32_from_bits(bits)`` in compiled code (numba supplies the typing context; the type checker does not
+# know that).
+_f32_from_bits: Any = _f32_from_bits_intrinsic
+
+
+@_njit_fma
+def swish32(x: Any, out: Any, alpha: Any) -> None:  # pragma: no cover - compiled
+    """``out = x * sigmoid(alpha * x)`` (float32, 1-D, same size; SiLU with ``alpha = 1``) as ``x / (1 + exp(-a))``
+    with ``a = alpha * x`` rounded to float32, written as ``x / (1 + e)`` for ``a >= 0`` and ``x * e / (1 + e)``
+    below, ``e = exp(-|a|)`` (never overflows); one loop, vectorised. Within 4 ulp of the value computed in float64
+    rounded to float32 (``tools/swish_accel_ulp.py`` measures the bound over every float32 of a range; subnormal
+    results within a few subnormal ulp; ``e`` is zero for ``a < -104``); NaN stays NaN, ``+inf`` gives ``+inf`` and
+    ``-inf`` NaN, as the numpy kernel's ``x / (1 + exp(-a))``."""
+    c0, c1, c2, c3, c4, c5, c6, c7 = _EXP_C
+    zero = np.float32(0.0)
+    one = np.float32(1.0)
+    half = np.float32(0.5)
+    for t in range(x.size):
+        v = x[t]
+        a = v * alpha
+        u = -abs(a)
+        # Beyond _EXP_LO (NaN too: it fails the comparison) e is zero; the reduction is made for _EXP_LO instead.
+        far = not u >= _EXP_LO
+        if far:
+            u = _EXP_LO
+        nf = np.floor(u * _LOG2E + half)
+        r = (u - nf * _LN2_HI) - nf * _LN2_LO
+        r2 = r * r
+        q = ((c7 * r + c6) * r2 + (c5 * r + c4)) * (r2 * r2) + ((c3 * r + c2) * r2 + (c1 * r + c0))
+        n = np.int32(nf)
+        h = n >> 1
+        qf = q * _f32_from_bits(np.int32((h + 127) << 23))
+        if far:
+            qf = zero
+        f2 = _f32_from_bits(np.int32((n - h + 127) << 23))
+        e = qf * f2
+        # x * e with the last power of two applied last: where e is subnormal (a < -87) the product still rounds
+        # once, to the result's precision.
+        num = v if a >= 0 else (v * qf) * f2
+        out[t] = num / (one + e)
+
+
+_DW_TILE = 1024  # outputs of a depthwise plane summed through every tap at a time (4 KiB of float32 sums)
+
+
 @_njit
 def depthwise2d(
     x: Any,
@@ -183,19 +262,23 @@ def depthwise2d(
             for col in range(wd):
                 line[col] = srow[col]
         acc[:] = 0
-        for i in range(kh):
-            for j in range(kw):
-                wv = w[c, i, j]
-                off = i * dy * wp + j * dx
-                # A view per tap indexed from 0 (an index ``off + q`` would keep LLVM from vectorising).
-                if sx == 1:
-                    tap = buf[off : off + m]
-                    for q in range(m):
-                        acc[q] += wv * tap[q]
-                else:
-                    taps = buf[off : off + sx * (m - 1) + 1 : sx]
-                    for q in range(m):
-                        acc[q] += wv * taps[q]
+        # A tile of outputs at a time through every tap: its sums stay in the L1 cache (a 112 x 112 plane's do not).
+        for q0 in range(0, m, _DW_TILE):
+            q1 = min(m, q0 + _DW_TILE)
+            part = acc[q0:q1]
+            for i in range(kh):
+                for j in range(kw):
+                    wv = w[c, i, j]
+                    off = i * dy * wp + j * dx + sx * q0
+                    # A view per tap indexed from 0 (an index ``off + q`` would keep LLVM from vectorising).
+                    if sx == 1:
+                        tap = buf[off : off + q1 - q0]
+                        for q in range(q1 - q0):
+                            part[q] += wv * tap[q]
+                    else:
+                        taps = buf[off : off + sx * (q1 - q0 - 1) + 1 : sx]
+                        for q in range(q1 - q0):
+                            part[q] += wv * taps[q]
         b = bias[c]
         dst = out[n, c]
         for oy in range(oh):
@@ -256,6 +339,22 @@ def depthwise2d_strided(
                 for col in range(wd):
                     line[col] = srow[col]
                 continue
+            if sx == 2:
+                # Columns 2t and 2t + 1 of the image (padded columns 2t + pl and 2t + 1 + pl) go to place t + pl // 2
+                # of phase pl % 2 and place t + (pl + 1) // 2 of the other: one loop reading the row in order, its
+                # stride a constant (vectorised; a phase at a time with a variable stride is a scalar loop 8x slower).
+                half = wd // 2
+                pa = pl % 2
+                ka = ((pr % sy) * 2 + pa) * size + rbase + pl // 2
+                kb = ((pr % sy) * 2 + 1 - pa) * size + rbase + (pl + 1) // 2
+                la = buf[ka : ka + half]
+                lb = buf[kb : kb + half]
+                for t in range(half):
+                    la[t] = srow[2 * t]
+                    lb[t] = srow[2 * t + 1]
+                if wd % 2:
+                    buf[ka + half] = srow[wd - 1]
+                continue
             for p in range(sx):
                 # The columns of phase p: col0, col0 + sx, ... at consecutive places from (col0 + pl) // sx.
                 col0 = (p - pl) % sx
@@ -265,15 +364,18 @@ def depthwise2d_strided(
                 for col in range(seg.size):
                     line[col] = seg[col]
         acc[:] = 0
-        for i in range(kh):
-            for j in range(kw):
-                wv = w[c, i, j]
-                phase = ((i * dy) % sy) * sx + (j * dx) % sx
-                off = phase * size + ((i * dy) // sy) * wph + (j * dx) // sx
-                # A view per tap indexed from 0 (an index ``off + q`` would keep LLVM from vectorising).
-                tap = buf[off : off + m]
-                for q in range(m):
-                    acc[q] += wv * tap[q]
+        for q0 in range(0, m, _DW_TILE):
+            q1 = min(m, q0 + _DW_TILE)
+            part = acc[q0:q1]
+            for i in range(kh):
+                for j in range(kw):
+                    wv = w[c, i, j]
+                    phase = ((i * dy) % sy) * sx + (j * dx) % sx
+                    off = phase * size + ((i * dy) // sy) * wph + (j * dx) // sx + q0
+                    # A view per tap indexed from 0 (an index ``off + q`` would keep LLVM from vectorising).
+                    tap = buf[off : off + q1 - q0]
+                    for q in range(q1 - q0):
+                        part[q] += wv * tap[q]
         b = bias[c]
         dst = out[n, c]
         for oy in range(oh):
@@ -327,6 +429,74 @@ def depthwise2d_nhwc(
                         acc[c] += wr[c] * src[c]
             for c in range(c_count):
                 acc[c] += bias[c]
+
+
+@_njit
+def box_mean2d(
+    x: Any,
+    kh: int,
+    kw: int,
+    pt: int,
+    pl: int,
+    w: int,
+    plane: int,
+    hmask: Any,
+    vmask: Any,
+    divt: Any,
+    hs: Any,
+    out: Any,
+    start: int,
+    stop: int,
+) -> None:  # pragma: no cover - compiled
+    """2-D AveragePool with stride 1 and dilation 1 whose output has the input's extents (``pt + pb = kh - 1``,
+    ``pl + pr = kw - 1``), on the flattened planes: for the planes ``start..stop`` of ``x`` (``plane = h * w``
+    values each, rows of ``w``), ``out[q] = (sum over i < kh, j < kw of x[q + (i - pt) * w + j - pl], the taps
+    outside the plane left out) / divt[q % L]``.
+
+    Separable, ``per = L // plane`` planes at a time (``L = len(divt)``): the ``kw``-sums along the rows into
+    ``hs`` as one long loop per tap, then the ``kh``-sums down the columns as one long loop per tap, then the
+    division; every loop vectorised and long however narrow the image (a loop per row of a 7 x 7 plane would not
+    be), no padded copy. A tap is taken where ``hmask[j, t]`` (its column inside the row) and ``vmask[i, t]`` (its
+    row inside the plane) say, ``t`` the place in the block: a select, so a value of another row or plane (an
+    infinity, a NaN) never enters. Each tap's loop covers only the places whose source index is inside ``x`` (or
+    the block's row sums), so no index leaves the arrays."""
+    n = x.size
+    per = divt.size // plane
+    zero = np.zeros(1, x.dtype)[0]
+    for p0 in range(start, stop, per):
+        base = p0 * plane
+        length = (min(stop, p0 + per) - p0) * plane
+        h_ = hs[0:length]
+        for t in range(length):
+            h_[t] = zero
+        for j in range(kw):
+            off = j - pl
+            lo = max(0, -(base + off))
+            hi = min(length, n - base - off)
+            if hi <= lo:
+                continue
+            src = x[base + lo + off : base + hi + off]
+            m = hmask[j, lo:hi]
+            dst = hs[lo:hi]
+            for t in range(hi - lo):
+                dst[t] += src[t] if m[t] else zero
+        a = out[base : base + length]
+        for t in range(length):
+            a[t] = zero
+        for i in range(kh):
+            off = (i - pt) * w
+            lo = max(0, -off)
+            hi = min(length, length - off)
+            if hi <= lo:
+                continue
+            src = hs[lo + off : hi + off]
+            m = vmask[i, lo:hi]
+            dst = out[base + lo : base + hi]
+            for t in range(hi - lo):
+                dst[t] += src[t] if m[t] else zero
+        d = divt[0:length]
+        for t in range(length):
+            a[t] = a[t] / d[t]
 
 
 _LANES_SUM = 16  # partial sums of a row reduction (vectorised; no fastmath, so the order is written out)
