@@ -212,6 +212,57 @@ _DW_TILE = 1024  # outputs of a depthwise plane summed through every tap at a ti
 
 
 @_njit
+def _group(left: int) -> int:  # pragma: no cover - compiled
+    """How many of the ``left`` taps of a kernel row :func:`_add_taps` takes next: 5, 3, 2 or 1 (a 7-tap row: 5 + 2)."""
+    if left >= 5:
+        return 5
+    if left >= 3:
+        return 3
+    return left
+
+
+@_njit
+def _add_taps(
+    part: Any,
+    buf: Any,
+    g: int,
+    o0: int,
+    o1: int,
+    o2: int,
+    o3: int,
+    o4: int,
+    w0: Any,
+    w1: Any,
+    w2: Any,
+    w3: Any,
+    w4: Any,
+) -> None:  # pragma: no cover - compiled
+    """``part[q] += w0 * buf[o0 + q]``, then ``+= w1 * buf[o1 + q]`` ... for the first ``g`` (1 to 5) taps, in that
+    order (the same sums as one tap at a time, bit for bit), in one pass over ``part``: its sums are loaded and
+    stored once for ``g`` taps instead of ``g`` times. The caller keeps every ``o + len(part)`` within ``buf``."""
+    n = part.size
+    t0 = buf[o0 : o0 + n]
+    if g == 1:
+        for q in range(n):
+            part[q] += w0 * t0[q]
+        return
+    t1 = buf[o1 : o1 + n]
+    if g == 2:
+        for q in range(n):
+            part[q] = (part[q] + w0 * t0[q]) + w1 * t1[q]
+        return
+    t2 = buf[o2 : o2 + n]
+    if g == 3:
+        for q in range(n):
+            part[q] = ((part[q] + w0 * t0[q]) + w1 * t1[q]) + w2 * t2[q]
+        return
+    t3 = buf[o3 : o3 + n]
+    t4 = buf[o4 : o4 + n]
+    for q in range(n):
+        part[q] = ((((part[q] + w0 * t0[q]) + w1 * t1[q]) + w2 * t2[q]) + w3 * t3[q]) + w4 * t4[q]
+
+
+@_njit
 def depthwise2d(
     x: Any,
     w: Any,
@@ -267,18 +318,27 @@ def depthwise2d(
             q1 = min(m, q0 + _DW_TILE)
             part = acc[q0:q1]
             for i in range(kh):
+                if sx == 1:
+                    # The taps of a kernel row up to five at a time (one pass over the sums for a 3 x 3 or 5 x 5 row).
+                    j = 0
+                    while j < kw:
+                        g = _group(kw - j)
+                        o = i * dy * wp + j * dx + q0
+                        wr = w[c, i]
+                        _add_taps(
+                            part, buf, g, o, o + dx, o + 2 * dx, o + 3 * dx, o + 4 * dx,
+                            wr[j], wr[min(j + 1, kw - 1)], wr[min(j + 2, kw - 1)], wr[min(j + 3, kw - 1)],
+                            wr[min(j + 4, kw - 1)],
+                        )  # fmt: skip
+                        j += g
+                    continue
                 for j in range(kw):
                     wv = w[c, i, j]
                     off = i * dy * wp + j * dx + sx * q0
                     # A view per tap indexed from 0 (an index ``off + q`` would keep LLVM from vectorising).
-                    if sx == 1:
-                        tap = buf[off : off + q1 - q0]
-                        for q in range(q1 - q0):
-                            part[q] += wv * tap[q]
-                    else:
-                        taps = buf[off : off + sx * (q1 - q0 - 1) + 1 : sx]
-                        for q in range(q1 - q0):
-                            part[q] += wv * taps[q]
+                    taps = buf[off : off + sx * (q1 - q0 - 1) + 1 : sx]
+                    for q in range(q1 - q0):
+                        part[q] += wv * taps[q]
         b = bias[c]
         dst = out[n, c]
         for oy in range(oh):
@@ -368,14 +428,27 @@ def depthwise2d_strided(
             q1 = min(m, q0 + _DW_TILE)
             part = acc[q0:q1]
             for i in range(kh):
-                for j in range(kw):
-                    wv = w[c, i, j]
-                    phase = ((i * dy) % sy) * sx + (j * dx) % sx
-                    off = phase * size + ((i * dy) // sy) * wph + (j * dx) // sx + q0
-                    # A view per tap indexed from 0 (an index ``off + q`` would keep LLVM from vectorising).
-                    tap = buf[off : off + q1 - q0]
-                    for q in range(q1 - q0):
-                        part[q] += wv * tap[q]
+                # The taps of a kernel row up to five at a time (each in its phase; one pass over the sums for a
+                # 3 x 3 or 5 x 5 row).
+                rbase = ((i * dy) % sy) * sx * size + ((i * dy) // sy) * wph + q0
+                wr = w[c, i]
+                j = 0
+                while j < kw:
+                    g = _group(kw - j)
+                    o0 = rbase + ((j * dx) % sx) * size + (j * dx) // sx
+                    jj = min(j + 1, kw - 1)
+                    o1 = rbase + ((jj * dx) % sx) * size + (jj * dx) // sx
+                    jj = min(j + 2, kw - 1)
+                    o2 = rbase + ((jj * dx) % sx) * size + (jj * dx) // sx
+                    jj = min(j + 3, kw - 1)
+                    o3 = rbase + ((jj * dx) % sx) * size + (jj * dx) // sx
+                    jj = min(j + 4, kw - 1)
+                    o4 = rbase + ((jj * dx) % sx) * size + (jj * dx) // sx
+                    _add_taps(
+                        part, buf, g, o0, o1, o2, o3, o4, wr[j], wr[min(j + 1, kw - 1)], wr[min(j + 2, kw - 1)],
+                        wr[min(j + 3, kw - 1)], wr[min(j + 4, kw - 1)],
+                    )  # fmt: skip
+                    j += g
         b = bias[c]
         dst = out[n, c]
         for oy in range(oh):
