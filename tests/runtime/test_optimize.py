@@ -341,6 +341,42 @@ def test_conv_per_channel_chain_and_relu_fold_into_the_conv() -> None:
     np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.usefixtures("accel_path")
+@pytest.mark.parametrize(
+    ("group", "k", "c_in", "c_out"),
+    [(1, 1, 8, 24), (16, 3, 16, 16), (1, 3, 16, 16), (1, 3, 3, 5)],
+    ids=["pointwise", "depthwise", "winograd", "stem"],
+)
+def test_conv_batchnorm_silu_is_one_step(group: int, k: int, c_in: int, c_out: int) -> None:
+    """EfficientNet's Conv -> BatchNormalization -> SiLU (``x * Sigmoid(x)``) becomes one Conv step whose bias and
+    SiLU run in one pass (ConvSiLU; a 3x3 of 16 channels keeps its Winograd kernel inside), on both accelerator
+    paths: onnxruntime's result and the nodes as written (``intermediates=True``) within float32 tolerance
+    (onnxruntime's logistic is an approximation; Winograd's transform adds its stated error)."""
+    from onnxcore.runtime.optimize.fuse import ConvSiLU
+
+    rng = np.random.default_rng(13)
+    w = (rng.standard_normal((c_out, c_in // group, k, k)) * 0.3).astype(np.float32)
+    inits = [h.make_tensor("w", TP.FLOAT, list(w.shape), w.ravel())]
+    inits += [h.make_tensor("b", TP.FLOAT, [c_out], rng.standard_normal(c_out).astype(np.float32))]
+    inits += [
+        h.make_tensor(n, TP.FLOAT, [c_out], rng.random(c_out).astype(np.float32) + (0.5 if n == "var" else 0.0))
+        for n in ("scale", "bias", "mean", "var")
+    ]
+    nodes = [
+        h.make_node("Conv", ["x", "w", "b"], ["c"], pads=[k // 2] * 4, group=group),
+        h.make_node("BatchNormalization", ["c", "scale", "bias", "mean", "var"], ["n"]),
+        h.make_node("Sigmoid", ["n"], ["g"]),
+        h.make_node("Mul", ["n", "g"], ["y"]),
+    ]
+    x = (rng.standard_normal((2, c_in, 20, 19)) * 3).astype(np.float32)
+    s, ours, theirs, debug = _run_both(nodes, inits, x, [2, c_out, 20, 19])
+    assert [bn.node.op_type for bn in s._plan.info] == ["Conv"]
+    assert isinstance(s._plan.info[0].call, ConvSiLU)
+    assert sorted(f.node.op_type for f in s._plan.info[0].fused) == ["BatchNormalization", "Mul", "Sigmoid"]
+    np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=2e-5)
+    np.testing.assert_allclose(ours, debug, rtol=1e-4, atol=2e-5)  # Winograd's own error is the larger
+
+
 def test_gemm_weights_transposed_once_and_relu_in_place() -> None:
     rng = np.random.default_rng(12)
     w = rng.standard_normal((6, 5)).astype(np.float32)

@@ -619,21 +619,37 @@ def gelu(X: Array, *, approximate: str = "none") -> Array:
     return from_compute(_erf32(X.astype(np.float32), scale=1.0 / math.sqrt(2.0), gelu=True), dt)
 
 
-def swish_accel(x: Array, alpha: float) -> Array | None:
+def swish_accel(x: Array, alpha: float, bias: Array | None = None) -> Array | None:
     """``x * sigmoid(alpha * x)`` by the compiled loop (float32 with the accelerator enabled; within 4 ulp of the
-    float64 value, ``tools/swish_accel_ulp.py``), in blocks over the kernel threads; None on other inputs (the
-    caller computes ``x / (1 + exp(-alpha * x))`` with numpy, the reference)."""
+    float64 value, ``tools/swish_accel_ulp.py``), in blocks over the kernel threads; with ``bias`` (one float32 per
+    channel of an ``(N, C, ...)`` ``x``), of ``x + bias`` along axis 1 in the same pass (a Conv's bias and the SiLU
+    that follows it). None on other inputs (the caller computes ``x / (1 + exp(-alpha * x))`` with numpy, the
+    reference)."""
     if x.dtype != np.float32 or not accel.enabled():
         return None
+    if bias is not None and (x.ndim < 2 or bias.dtype != np.float32 or bias.shape != (x.shape[1],)):
+        return None
+    size = x.size
+    if bias is None:
+        # Rows of _ERF_BLOCK (and a last, shorter one): blocks for the kernel threads.
+        rows, inner = (-(-size // _ERF_BLOCK), _ERF_BLOCK) if size > _ERF_BLOCK else (1, size)
+        b = np.zeros(0, np.float32)
+    else:
+        rows = x.shape[0] * x.shape[1]
+        inner = size // rows if rows else 0
+        b = np.ascontiguousarray(bias)
     flat = np.ascontiguousarray(x).reshape(-1)
-    out = np.empty(flat.shape, np.float32)
-    fn, a, size = accel.jit().swish32, np.float32(alpha), flat.size
+    out = np.empty(size, np.float32)
+    fn, a = accel.jit().swish32, np.float32(alpha)
+    full = size // inner if inner else 0  # whole rows; a shorter last one when the size is not a multiple
+    x2, o2 = flat[: full * inner].reshape(full, inner), out[: full * inner].reshape(full, inner)
 
     def run(i: int, j: int) -> None:
-        lo, hi = i * _ERF_BLOCK, min(j * _ERF_BLOCK, size)
-        fn(flat[lo:hi], out[lo:hi], a)
+        fn(x2, o2, a, b, i, j)
 
-    parallel_for(run, -(-size // _ERF_BLOCK), threads=active_threads() if size >= MIN_PARALLEL_ELEMENTS else 1)
+    parallel_for(run, full, threads=active_threads() if size >= MIN_PARALLEL_ELEMENTS else 1)
+    if full * inner < size:
+        fn(flat[full * inner :].reshape(1, -1), out[full * inner :].reshape(1, -1), a, b, 0, 1)
     return out.reshape(x.shape)
 
 

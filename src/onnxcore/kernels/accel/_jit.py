@@ -171,41 +171,54 @@ def _f32_from_bits_intrinsic(typingctx: Any, bits: Any) -> Any:  # pragma: no co
 _f32_from_bits: Any = _f32_from_bits_intrinsic
 
 
+@numba.njit(cache=True, nogil=True, error_model="numpy", fastmath={"contract"}, inline="always")
+def _swish1(v: Any, alpha: Any) -> Any:  # pragma: no cover - compiled
+    """``v * sigmoid(alpha * v)`` of one float32 (inlined into the loops of :func:`swish32`, which vectorise)."""
+    c0, c1, c2, c3, c4, c5, c6, c7 = _EXP_C
+    a = v * alpha
+    u = -abs(a)
+    # Beyond _EXP_LO (NaN too: it fails the comparison) e is zero; the reduction is made for _EXP_LO instead.
+    far = not u >= _EXP_LO
+    if far:
+        u = _EXP_LO
+    nf = np.floor(u * _LOG2E + np.float32(0.5))
+    r = (u - nf * _LN2_HI) - nf * _LN2_LO
+    r2 = r * r
+    q = ((c7 * r + c6) * r2 + (c5 * r + c4)) * (r2 * r2) + ((c3 * r + c2) * r2 + (c1 * r + c0))
+    n = np.int32(nf)
+    h = n >> 1
+    qf = q * _f32_from_bits(np.int32((h + 127) << 23))
+    if far:
+        qf = np.float32(0.0)
+    f2 = _f32_from_bits(np.int32((n - h + 127) << 23))
+    e = qf * f2
+    # v * e with the last power of two applied last: where e is subnormal (a < -87) the product still rounds once,
+    # to the result's precision.
+    num = v if a >= 0 else (v * qf) * f2
+    return num / (np.float32(1.0) + e)
+
+
 @_njit_fma
-def swish32(x: Any, out: Any, alpha: Any) -> None:  # pragma: no cover - compiled
-    """``out = x * sigmoid(alpha * x)`` (float32, 1-D, same size; SiLU with ``alpha = 1``) as ``x / (1 + exp(-a))``
-    with ``a = alpha * x`` rounded to float32, written as ``x / (1 + e)`` for ``a >= 0`` and ``x * e / (1 + e)``
-    below, ``e = exp(-|a|)`` (never overflows); one loop, vectorised. Within 4 ulp of the value computed in float64
+def swish32(x: Any, out: Any, alpha: Any, bias: Any, start: int, stop: int) -> None:  # pragma: no cover - compiled
+    """``out[r] = s(x[r] + bias[r % len(bias)])`` for the rows ``start..stop`` of ``x`` ``(rows, inner)`` (float32,
+    C-contiguous, ``out`` alike; no addition when ``bias`` is empty: a Conv's bias and the SiLU after it in one
+    pass), ``s(v) = v * sigmoid(alpha * v)`` (SiLU with ``alpha = 1``) as ``v / (1 + exp(-a))`` with ``a = alpha *
+    v`` rounded to float32, written as ``v / (1 + e)`` for ``a >= 0`` and ``v * e / (1 + e)`` below, ``e =
+    exp(-|a|)`` (never overflows); one loop per row, vectorised. Within 4 ulp of the value computed in float64
     rounded to float32 (``tools/swish_accel_ulp.py`` measures the bound over every float32 of a range; subnormal
     results within a few subnormal ulp; ``e`` is zero for ``a < -104``); NaN stays NaN, ``+inf`` gives ``+inf`` and
     ``-inf`` NaN, as the numpy kernel's ``x / (1 + exp(-a))``."""
-    c0, c1, c2, c3, c4, c5, c6, c7 = _EXP_C
-    zero = np.float32(0.0)
-    one = np.float32(1.0)
-    half = np.float32(0.5)
-    for t in range(x.size):
-        v = x[t]
-        a = v * alpha
-        u = -abs(a)
-        # Beyond _EXP_LO (NaN too: it fails the comparison) e is zero; the reduction is made for _EXP_LO instead.
-        far = not u >= _EXP_LO
-        if far:
-            u = _EXP_LO
-        nf = np.floor(u * _LOG2E + half)
-        r = (u - nf * _LN2_HI) - nf * _LN2_LO
-        r2 = r * r
-        q = ((c7 * r + c6) * r2 + (c5 * r + c4)) * (r2 * r2) + ((c3 * r + c2) * r2 + (c1 * r + c0))
-        n = np.int32(nf)
-        h = n >> 1
-        qf = q * _f32_from_bits(np.int32((h + 127) << 23))
-        if far:
-            qf = zero
-        f2 = _f32_from_bits(np.int32((n - h + 127) << 23))
-        e = qf * f2
-        # x * e with the last power of two applied last: where e is subnormal (a < -87) the product still rounds
-        # once, to the result's precision.
-        num = v if a >= 0 else (v * qf) * f2
-        out[t] = num / (one + e)
+    nb = bias.size
+    for row in range(start, stop):
+        xr = x[row]
+        orow = out[row]
+        if nb:
+            b = bias[row % nb]
+            for t in range(xr.size):
+                orow[t] = _swish1(xr[t] + b, alpha)
+        else:
+            for t in range(xr.size):
+                orow[t] = _swish1(xr[t], alpha)
 
 
 _DW_TILE = 1024  # outputs of a depthwise plane summed through every tap at a time (4 KiB of float32 sums)

@@ -1,4 +1,5 @@
-"""Fusions into a Conv or a Gemm: folded per-channel steps, an in-place Relu, prepacked weights, Winograd."""
+"""Fusions into a Conv or a Gemm: folded per-channel steps, an in-place Relu or a closing SiLU, prepacked weights,
+Winograd."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from onnxcore.kernels._winograd import MIN_CHANNELS, WinogradConv
+from onnxcore.kernels.elementwise import swish_accel
 from onnxcore.runtime.optimize._common import (
     InPlaceRelu,
     conv_weights,
@@ -18,10 +20,36 @@ from onnxcore.runtime.optimize._common import (
     use_counts,
 )
 from onnxcore.runtime.optimize.affine import affine_step, bn_parameters
+from onnxcore.runtime.optimize.patterns import FusedPattern, silu
 from onnxcore.runtime.optimize.preactivation import PreActivatedConv
 from onnxcore.runtime.step import PlanNode
 
-__all__ = ["fuse_conv_chains", "fuse_relu", "prepack_gemm", "use_winograd"]
+__all__ = ["ConvSiLU", "fuse_conv_chains", "fuse_relu", "prepack_gemm", "use_winograd"]
+
+
+class ConvSiLU:
+    """A Conv followed by SiLU (``x * Sigmoid(x)``, one step of the pattern fusion): the Conv without its bias, then
+    the bias and the SiLU in one pass over the output (float32 with the accelerator: its compiled loop; otherwise
+    the bias added in place, as the Conv kernel adds it, then numpy's SiLU). Only for float32 and float64 weights,
+    where the Conv adds its bias to the finished sums in the same type (so the sums are the same)."""
+
+    __slots__ = ("call",)
+
+    def __init__(self, call: Any) -> None:
+        self.call = call
+
+    def __call__(self, x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None, **kw: Any) -> np.ndarray:
+        y = self.call(x, w, None, **kw)
+        if b is not None:
+            fast = swish_accel(y, 1.0, b) if b.dtype == y.dtype and b.shape == y.shape[1:2] else None
+            if fast is not None:
+                return fast
+            bb = b.reshape((1, -1) + (1,) * (y.ndim - 2))
+            if y.flags.writeable and y.dtype == np.result_type(y, b):
+                y += bb
+            else:
+                y = y + bb
+        return silu(y)
 
 
 def fuse_conv_chains(
@@ -52,6 +80,7 @@ def fuse_conv_chains(
         k = np.ones(m)
         shift = np.zeros(m)
         relu = False
+        act = False  # a closing SiLU
         members: list[int] = []
         current = conv.outputs[0]
         while uses.get(current) == 1 and current in reader:
@@ -66,6 +95,8 @@ def fuse_conv_chains(
                 k, shift = k * kb, shift * kb + (bias - mean * kb)
             elif is_relu(nxt):
                 relu = True
+            elif _is_silu(nxt, current) and w.dtype in (np.float32, np.float64):
+                act = True
             else:
                 step = affine_step(nxt, current, const)
                 c = None if step is None else per_channel_values(step[1], w.dtype, m, rank)
@@ -77,12 +108,12 @@ def fuse_conv_chains(
                     shift = shift + c
             members.append(i)
             current = nxt.outputs[0]
-            if relu:
+            if relu or act:
                 break
         if not members:
             continue
         inputs = list(conv.inputs)
-        if len(members) > relu:  # affine steps to fold (a Relu alone keeps the weights as they are)
+        if len(members) > relu + act:  # affine steps to fold (a Relu or SiLU alone keeps the weights as they are)
             kshape = (m,) + (1,) * (rank - 1)
             w2 = (w.astype(np.float64) * k.reshape(kshape)).astype(w.dtype)
             b2 = ((np.zeros(m) if b0 is None else b0.astype(np.float64).reshape(m)) * k + shift).astype(w.dtype)
@@ -92,10 +123,15 @@ def fuse_conv_chains(
                 added[name] = value
             inputs = [conv.inputs[0], wname, bname]
         assert conv.call is not None
-        call = InPlaceRelu(conv.call) if relu else conv.call
+        call = InPlaceRelu(conv.call) if relu else ConvSiLU(conv.call) if act else conv.call
         nodes[j] = rebound(conv, call, conv.kw, inputs, [current], absorbed=[nodes[i] for i in members])
         drop.update(members)
     return [bn for k, bn in enumerate(nodes) if k not in drop], added
+
+
+def _is_silu(bn: PlanNode, x: str) -> bool:
+    """Whether ``bn`` is the pattern fusion's SiLU step of the value ``x`` (alone, with one output)."""
+    return isinstance(bn.call, FusedPattern) and bn.call.label == "SiLU" and bn.inputs == [x] and len(bn.outputs) == 1
 
 
 def prepack_gemm(nodes: list[PlanNode], const: Mapping[str, Any]) -> tuple[list[PlanNode], dict[str, Any]]:
@@ -168,6 +204,9 @@ def use_winograd(nodes: list[PlanNode], const: Mapping[str, Any]) -> list[PlanNo
         if w.dtype != np.float32 or w.shape[2:] != (3, 3) or min(w.shape[:2]) < MIN_CHANNELS:
             continue
         assert call is not None
-        wrapped = InPlaceRelu(WinogradConv(call.call)) if isinstance(call, InPlaceRelu) else WinogradConv(call)
+        if isinstance(call, InPlaceRelu | ConvSiLU):
+            wrapped: Any = type(call)(WinogradConv(call.call))
+        else:
+            wrapped = WinogradConv(call)
         nodes[j] = rebound(bn, wrapped, dict(bn.kw), list(bn.inputs), list(bn.outputs))
     return nodes

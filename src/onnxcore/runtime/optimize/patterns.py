@@ -32,7 +32,7 @@ from onnxcore.kernels.registry import lookup
 from onnxcore.runtime.optimize._common import rebound, use_counts
 from onnxcore.runtime.step import PlanNode
 
-__all__ = ["FusedPattern", "fuse_attention", "fuse_linear", "fuse_patterns"]
+__all__ = ["FusedPattern", "fuse_attention", "fuse_linear", "fuse_patterns", "silu"]
 
 _ANCHORS = ("Erf", "Tanh", "ReduceMean", "Sigmoid")
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
@@ -244,7 +244,7 @@ def _silu_match(g: _Graph, k: int) -> tuple[list[int], str] | None:
     return [k, m], x
 
 
-def _silu(x: np.ndarray) -> np.ndarray:
+def silu(x: np.ndarray) -> np.ndarray:
     """``x * sigmoid(x)`` as ``x / (1 + exp(-x))``: three passes in one buffer (for very negative ``x``, ``exp``
     overflows to infinity and the quotient is -0, the limit). float32 with the accelerator: its compiled loop, one
     pass within 4 ulp of these (:func:`onnxcore.kernels.elementwise.swish_accel`)."""
@@ -390,7 +390,7 @@ def _fused(g: _Graph, label: str, members: list[int], x: str, info: dict[str, An
             label, kdef.fn, (), {"approximate": kind}, lambda v: v.dtype in (np.float32, np.float64), x, chain
         )
     if kind == "silu":
-        return FusedPattern(label, _silu, (), {}, lambda v: v.dtype in _FLOATS, x, chain)
+        return FusedPattern(label, silu, (), {}, lambda v: v.dtype in _FLOATS, x, chain)
     dtype: np.dtype[Any] = info["dtype"]
     w: np.ndarray | None = info["w"]
     scale = np.ones((), dtype) if w is None else w
