@@ -377,6 +377,46 @@ def test_conv_batchnorm_silu_is_one_step(group: int, k: int, c_in: int, c_out: i
     np.testing.assert_allclose(ours, debug, rtol=1e-4, atol=2e-5)  # Winograd's own error is the larger
 
 
+@pytest.mark.usefixtures("accel_path")
+@pytest.mark.parametrize("form", ["pattern", "Gelu-20"])
+@pytest.mark.parametrize(("group", "k", "c_in", "c_out"), [(1, 1, 8, 24), (16, 3, 16, 16), (1, 3, 16, 16)])
+def test_conv_gelu_is_one_step(group: int, k: int, c_in: int, c_out: int, form: str) -> None:
+    """EfficientFormer's and ConvNeXt's Conv -> GELU (the exporter's ``0.5 x (1 + erf(x / sqrt 2))`` or a Gelu-20
+    node) becomes one Conv step whose bias and GELU run in one pass (ConvGelu), on both accelerator paths: the
+    values of the nodes as written (bit for bit for a Gelu node where no Winograd kernel takes the Conv) and
+    onnxruntime's."""
+    from onnxcore.runtime.optimize.fuse import ConvGelu
+
+    rng = np.random.default_rng(14)
+    w = (rng.standard_normal((c_out, c_in // group, k, k)) * 0.3).astype(np.float32)
+    inits = [h.make_tensor("w", TP.FLOAT, list(w.shape), w.ravel())]
+    inits += [h.make_tensor("b", TP.FLOAT, [c_out], rng.standard_normal(c_out).astype(np.float32))]
+    nodes = [h.make_node("Conv", ["x", "w", "b"], ["c"], pads=[k // 2] * 4, group=group)]
+    if form == "Gelu-20":
+        nodes.append(h.make_node("Gelu", ["c"], ["y"]))
+        opset = 20
+    else:
+        inits += [h.make_tensor(n, TP.FLOAT, [], [v]) for n, v in (("r2", 2**0.5), ("one", 1.0), ("half", 0.5))]
+        nodes += [
+            h.make_node("Div", ["c", "r2"], ["d"]),
+            h.make_node("Erf", ["d"], ["e"]),
+            h.make_node("Add", ["e", "one"], ["a"]),
+            h.make_node("Mul", ["c", "a"], ["m"]),
+            h.make_node("Mul", ["m", "half"], ["y"]),
+        ]
+        opset = 15
+    x = (rng.standard_normal((2, c_in, 20, 19)) * 3).astype(np.float32)
+    s, ours, theirs, debug = _run_both(nodes, inits, x, [2, c_out, 20, 19], opset=opset)
+    assert [bn.node.op_type for bn in s._plan.info] == ["Conv"]
+    assert isinstance(s._plan.info[0].call, ConvGelu)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=2e-5)
+    np.testing.assert_allclose(ours, debug, rtol=1e-4, atol=2e-5)  # Winograd's own error is the larger
+    if form == "Gelu-20" and (group > 1 or k == 1):
+        # The Conv's bias then the Gelu kernel, in one pass: the same operations (the exporter's chain divides by
+        # sqrt 2 where the kernel multiplies by its inverse, an ulp apart now and then).
+        np.testing.assert_array_equal(ours, debug)
+
+
 def test_gemm_weights_transposed_once_and_relu_in_place() -> None:
     rng = np.random.default_rng(12)
     w = rng.standard_normal((6, 5)).astype(np.float32)

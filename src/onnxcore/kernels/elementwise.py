@@ -653,6 +653,28 @@ def swish_accel(x: Array, alpha: float, bias: Array | None = None) -> Array | No
     return out.reshape(x.shape)
 
 
+def gelu_bias_accel(x: Array, bias: Array) -> Array | None:
+    """The erf GELU of ``x + bias`` along axis 1 (``x`` ``(N, C, ...)`` float32, ``bias`` ``(C,)``: a Conv's output
+    and bias) by the compiled loop in one pass, the same results bit for bit as the addition then :func:`gelu`;
+    None when the accelerator is off or the types differ (the caller adds and calls :func:`gelu`)."""
+    if x.dtype != np.float32 or bias.dtype != np.float32 or x.ndim < 2 or bias.shape != (x.shape[1],):
+        return None
+    if not accel.enabled():
+        return None
+    rows = x.shape[0] * x.shape[1]
+    if rows == 0 or x.size == 0:
+        return None
+    x2 = np.ascontiguousarray(x).reshape(rows, -1)
+    out = np.empty(x2.shape, np.float32)
+    fn, sc, b = accel.jit().gelu32_rows, np.float32(1.0 / math.sqrt(2.0)), np.ascontiguousarray(bias)
+
+    def run(i: int, j: int) -> None:
+        fn(x2, b, out, sc, i, j)
+
+    parallel_for(run, rows, threads=active_threads() if x.size >= MIN_PARALLEL_ELEMENTS else 1)
+    return out.reshape(x.shape)
+
+
 @kernel("Swish", 24)
 def swish(X: Array, *, alpha: float = 1.0) -> Array:
     """Swish-24: x * sigmoid(alpha * x)."""

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from onnxcore.kernels._winograd import MIN_CHANNELS, WinogradConv
-from onnxcore.kernels.elementwise import swish_accel
+from onnxcore.kernels.elementwise import gelu, gelu_bias_accel, swish_accel
 from onnxcore.runtime.optimize._common import (
     InPlaceRelu,
     conv_weights,
@@ -24,7 +24,7 @@ from onnxcore.runtime.optimize.patterns import FusedPattern, silu
 from onnxcore.runtime.optimize.preactivation import PreActivatedConv
 from onnxcore.runtime.step import PlanNode
 
-__all__ = ["ConvSiLU", "fuse_conv_chains", "fuse_relu", "prepack_gemm", "use_winograd"]
+__all__ = ["ConvGelu", "ConvSiLU", "fuse_conv_chains", "fuse_relu", "prepack_gemm", "use_winograd"]
 
 
 class ConvSiLU:
@@ -50,6 +50,31 @@ class ConvSiLU:
             else:
                 y = y + bb
         return silu(y)
+
+
+class ConvGelu:
+    """A Conv followed by the erf GELU (a Gelu node, or the pattern fusion's GELU step of ``0.5 x (1 + erf(x /
+    sqrt 2))``): the Conv without its bias, then the bias and the GELU in one pass over the output (float32 with the
+    accelerator; otherwise the bias added in place, as the Conv kernel adds it, then the Gelu kernel). The same
+    results bit for bit as the Conv then the GELU; only for float32 and float64 weights."""
+
+    __slots__ = ("call",)
+
+    def __init__(self, call: Any) -> None:
+        self.call = call
+
+    def __call__(self, x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None, **kw: Any) -> np.ndarray:
+        y = self.call(x, w, None, **kw)
+        if b is not None:
+            fast = gelu_bias_accel(y, b)
+            if fast is not None:
+                return fast
+            bb = b.reshape((1, -1) + (1,) * (y.ndim - 2))
+            if y.flags.writeable and y.dtype == np.result_type(y, b):
+                y += bb
+            else:
+                y = y + bb
+        return np.asarray(gelu(y))
 
 
 def fuse_conv_chains(
@@ -80,7 +105,8 @@ def fuse_conv_chains(
         k = np.ones(m)
         shift = np.zeros(m)
         relu = False
-        act = False  # a closing SiLU
+        act = False  # a closing SiLU or GELU, run by ``wrap``
+        wrap: type[ConvSiLU] | type[ConvGelu] = ConvSiLU
         members: list[int] = []
         current = conv.outputs[0]
         while uses.get(current) == 1 and current in reader:
@@ -97,6 +123,10 @@ def fuse_conv_chains(
                 relu = True
             elif _is_silu(nxt, current) and w.dtype in (np.float32, np.float64):
                 act = True
+                wrap = ConvSiLU
+            elif _is_erf_gelu(nxt, current) and w.dtype in (np.float32, np.float64):
+                act = True
+                wrap = ConvGelu
             else:
                 step = affine_step(nxt, current, const)
                 c = None if step is None else per_channel_values(step[1], w.dtype, m, rank)
@@ -123,7 +153,7 @@ def fuse_conv_chains(
                 added[name] = value
             inputs = [conv.inputs[0], wname, bname]
         assert conv.call is not None
-        call = InPlaceRelu(conv.call) if relu else ConvSiLU(conv.call) if act else conv.call
+        call = InPlaceRelu(conv.call) if relu else wrap(conv.call) if act else conv.call
         nodes[j] = rebound(conv, call, conv.kw, inputs, [current], absorbed=[nodes[i] for i in members])
         drop.update(members)
     return [bn for k, bn in enumerate(nodes) if k not in drop], added
@@ -132,6 +162,17 @@ def fuse_conv_chains(
 def _is_silu(bn: PlanNode, x: str) -> bool:
     """Whether ``bn`` is the pattern fusion's SiLU step of the value ``x`` (alone, with one output)."""
     return isinstance(bn.call, FusedPattern) and bn.call.label == "SiLU" and bn.inputs == [x] and len(bn.outputs) == 1
+
+
+def _is_erf_gelu(bn: PlanNode, x: str) -> bool:
+    """Whether ``bn`` is a default-domain Gelu of ``x`` without the tanh approximation, or the pattern fusion's erf
+    GELU step of ``x`` (alone, with one output)."""
+    if bn.inputs != [x] or len(bn.outputs) != 1 or bn.call is None:
+        return False
+    if isinstance(bn.call, FusedPattern):
+        return bn.call.label == "GELU (erf)"
+    node = bn.node
+    return node.op_type == "Gelu" and node.domain in ("", "ai.onnx") and bn.kw.get("approximate", "none") == "none"
 
 
 def prepack_gemm(nodes: list[PlanNode], const: Mapping[str, Any]) -> tuple[list[PlanNode], dict[str, Any]]:
@@ -204,7 +245,7 @@ def use_winograd(nodes: list[PlanNode], const: Mapping[str, Any]) -> list[PlanNo
         if w.dtype != np.float32 or w.shape[2:] != (3, 3) or min(w.shape[:2]) < MIN_CHANNELS:
             continue
         assert call is not None
-        if isinstance(call, InPlaceRelu | ConvSiLU):
+        if isinstance(call, InPlaceRelu | ConvSiLU | ConvGelu):
             wrapped: Any = type(call)(WinogradConv(call.call))
         else:
             wrapped = WinogradConv(call)
