@@ -503,6 +503,28 @@ def _hard_swish(X: Array) -> Array:
 _register_unary("HardSwish", _hard_swish, (14, 22))
 
 
+def hard_swish_bias_accel(x: Array, bias: Array) -> Array | None:
+    """HardSwish of ``x + bias`` along axis 1 (``x`` ``(N, C, ...)``, ``bias`` ``(C,)`` of its type, float32 or
+    float64: a Conv's output and bias) by the compiled loop in one pass, the same results bit for bit as the
+    addition then the HardSwish kernel; None when the accelerator is off or the types differ."""
+    if x.dtype not in (np.float32, np.float64) or bias.dtype != x.dtype or x.ndim < 2 or bias.shape != (x.shape[1],):
+        return None
+    if not accel.enabled():
+        return None
+    rows = x.shape[0] * x.shape[1]
+    if rows == 0 or x.size == 0:
+        return None
+    x2 = np.ascontiguousarray(x).reshape(rows, -1)
+    out = np.empty(x2.shape, x.dtype)
+    fn, t, b = accel.jit().hard_swish_rows, x.dtype.type, np.ascontiguousarray(bias)
+
+    def run(i: int, j: int) -> None:
+        fn(x2, b, out, t(1.0 / 6.0), t(0.5), i, j)
+
+    parallel_for(run, rows, threads=active_threads() if x.size >= MIN_PARALLEL_ELEMENTS else 1)
+    return out.reshape(x.shape)
+
+
 def _leaky_relu(X: Array, alpha: float) -> Array:
     def f(v: Array) -> Array:
         a = np.asarray(alpha, v.dtype)

@@ -19,6 +19,7 @@ from numba.extending import intrinsic
 from onnxcore.kernels._erf_coef import ERF_CLAMP, ERF_P, ERF_Q
 
 __all__ = [
+    "hard_swish_rows",
     "gelu32_rows",
     "box_mean2d",
     "depthwise2d",
@@ -176,6 +177,31 @@ def hard_swish(x: Any, out: Any, sixth: Any, half: Any) -> None:  # pragma: no c
         if y > one:
             y = one
         out[i] = y * xi
+
+
+@_njit
+def hard_swish_rows(
+    x: Any, bias: Any, out: Any, sixth: Any, half: Any, start: int, stop: int
+) -> None:  # pragma: no cover
+    """:func:`hard_swish` of ``x[r] + bias[r % len(bias)]`` for the rows ``start..stop`` of ``x`` ``(rows, inner)``
+    (a Conv's output, its rows the planes of its channels, and the Conv's bias): the addition rounded to the element
+    type (as the Conv kernel adds its bias), then the numpy kernel's operations in its order; one pass, the same
+    results bit for bit as the Conv's bias and the HardSwish kernel one after the other."""
+    zero = half - half
+    one = half + half
+    nb = bias.size
+    for r in range(start, stop):
+        xr = x[r]
+        orow = out[r]
+        b = bias[r % nb]
+        for i in range(xr.size):
+            xi = xr[i] + b
+            y = xi * sixth + half
+            if y < zero:
+                y = zero
+            if y > one:
+                y = one
+            orow[i] = y * xi
 
 
 # float32 exp(u) for u <= 0, vectorised (numba has no vectorised exp: a loop calling exp is scalar): u = n ln 2 + r,
