@@ -331,7 +331,7 @@ def _depthwise_accel(
         xl = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
         wl = np.ascontiguousarray(w.reshape(c, *w.shape[2:]).transpose(1, 2, 0), dtype=dt)
         yl = np.empty((n_img, *out, c), dt)
-        fl = accel.jit().depthwise2d_nhwc
+        fl = accel.jit_cnn().depthwise2d_nhwc
 
         def run_l(a: int, b: int) -> None:
             fl(xl, wl, bc, yl, pads, st, dl, a, b)
@@ -341,7 +341,7 @@ def _depthwise_accel(
     xc = np.ascontiguousarray(x)
     wc = np.ascontiguousarray(w.reshape(c, *w.shape[2:]), dtype=dt)
     y = np.empty((n_img, c, *out), dt)
-    fn = accel.jit().depthwise2d if all(v == 1 for v in strides[:2]) else accel.jit().depthwise2d_strided
+    fn = accel.jit_cnn().depthwise2d if all(v == 1 for v in strides[:2]) else accel.jit_cnn().depthwise2d_strided
 
     def run(a: int, b: int) -> None:
         fn(xc, wc, bc, y, pads, st, dl, a, b)

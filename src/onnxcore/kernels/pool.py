@@ -334,7 +334,7 @@ def _box_mean_accel(x: np.ndarray, kernel: Sequence[int], pb: Sequence[int], div
     hmask, vmask, divt = _box_tables(h, w, kh, kw, pb[0], pb[1], div.astype(np.int64).tobytes(), x.dtype.str)
     xf = np.ascontiguousarray(x).reshape(-1)
     y = np.empty(xf.size, x.dtype)
-    fn = accel.jit().box_mean2d
+    fn = accel.jit_cnn().box_mean2d
 
     def run(a: int, b: int) -> None:
         hs = np.empty(divt.size, x.dtype)

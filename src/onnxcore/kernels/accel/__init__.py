@@ -18,6 +18,8 @@ What it accelerates (each numpy kernel keeps its own path and calls these only w
   with its own float32 ``exp`` (range reduction and a polynomial; numba has no vectorised ``exp``), multiply-adds
   fused: within 4 ulp of the value in double (``tools/swish_accel_ulp.py``: at most 3.8 ulp on every 7th float32
   of [-104, 104]), where numpy's ``x / (1 + exp(-x))`` is the reference the tests compare with.
+- A Conv's bias with the SiLU, erf GELU or HardSwish that follows it (the plan's ``ConvActivation``), one pass
+  (``swish32``, ``gelu32_rows``, ``hard_swish_rows``; GELU and HardSwish bit for bit as the two steps unfused).
 - AveragePool in 2-D with stride 1 whose output has the input's extents (EfficientFormer's pooling mixer): the
   separable box sums on the flattened planes, long vectorised loops however small the image (the numpy path sums
   the same terms in another order).
@@ -35,6 +37,7 @@ What it accelerates (each numpy kernel keeps its own path and calls these only w
   validated before the first call (numba does not check bounds); the leaves reached are the numpy path's, so
   the scores are the same bit for bit.
 
+The convolution and pooling kernels are in ``_jit_cnn`` (:func:`jit_cnn`; it takes its decorator from ``_jit``).
 Compiled functions are cached on disk by numba (``cache=True``) and release the GIL (``nogil=True``): they run
 on the kernel threads (:mod:`onnxcore.kernels.threads`) as numpy's loops do.
 """
@@ -48,17 +51,18 @@ import threading
 from collections.abc import Iterator
 from types import ModuleType
 
-__all__ = ["available", "enabled", "jit", "use"]
+__all__ = ["available", "enabled", "jit", "jit_cnn", "use"]
 
 _lock = threading.Lock()
 _available: bool | None = None  # numba importable and ONNXCORE_ACCEL not "0"; decided once
 _forced: bool | None = None  # set by use(): on or off regardless of the environment (tests, benchmarks)
 _jit_module: ModuleType | None = None
+_jit_cnn_module: ModuleType | None = None
 
 
 def available() -> bool:
     """Whether the accelerator can run here: numba is installed and ``ONNXCORE_ACCEL`` is not ``"0"``."""
-    global _available, _jit_module
+    global _available, _jit_module, _jit_cnn_module
     if _available is None:
         with _lock:
             if _available is None:
@@ -68,9 +72,9 @@ def available() -> bool:
                         ok = importlib.util.find_spec("numba") is not None
                         if ok:
                             # Lazy: numba is an optional extra, heavy to import; only this package imports it.
-                            from onnxcore.kernels.accel import _jit
+                            from onnxcore.kernels.accel import _jit, _jit_cnn
 
-                            _jit_module = _jit
+                            _jit_module, _jit_cnn_module = _jit, _jit_cnn
                     except Exception:
                         # numba installed but unusable (an incompatible numpy, no writable cache directory, ...):
                         # the pure-numpy kernels run, as without numba.
@@ -90,6 +94,13 @@ def jit() -> ModuleType:
     """The module of compiled kernels (:mod:`onnxcore.kernels.accel._jit`); call only when :func:`enabled`."""
     assert _jit_module is not None, "accel.jit() called while the accelerator is not available"
     return _jit_module
+
+
+def jit_cnn() -> ModuleType:
+    """The module of compiled convolution and pooling kernels (:mod:`onnxcore.kernels.accel._jit_cnn`); call only
+    when :func:`enabled`."""
+    assert _jit_cnn_module is not None, "accel.jit_cnn() called while the accelerator is not available"
+    return _jit_cnn_module
 
 
 @contextlib.contextmanager

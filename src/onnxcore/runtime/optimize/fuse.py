@@ -8,8 +8,9 @@ from typing import Any
 
 import numpy as np
 
+from onnxcore.kernels._act_accel import gelu_bias_accel, hard_swish_bias_accel, swish_accel
 from onnxcore.kernels._winograd import MIN_CHANNELS, WinogradConv
-from onnxcore.kernels.elementwise import gelu, gelu_bias_accel, hard_swish_bias_accel, swish_accel
+from onnxcore.kernels.elementwise import gelu
 from onnxcore.runtime.optimize._common import (
     InPlaceRelu,
     conv_weights,

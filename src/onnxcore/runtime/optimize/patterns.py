@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from onnxcore.errors import OnnxCoreError
-from onnxcore.kernels.elementwise import swish_accel
+from onnxcore.kernels._act_accel import swish_accel
 from onnxcore.kernels.registry import lookup
 from onnxcore.runtime.optimize._common import rebound, use_counts
 from onnxcore.runtime.step import PlanNode
@@ -247,7 +247,7 @@ def _silu_match(g: _Graph, k: int) -> tuple[list[int], str] | None:
 def silu(x: np.ndarray) -> np.ndarray:
     """``x * sigmoid(x)`` as ``x / (1 + exp(-x))``: three passes in one buffer (for very negative ``x``, ``exp``
     overflows to infinity and the quotient is -0, the limit). float32 with the accelerator: its compiled loop, one
-    pass within 4 ulp of these (:func:`onnxcore.kernels.elementwise.swish_accel`)."""
+    pass within 4 ulp of these (:func:`onnxcore.kernels._act_accel.swish_accel`)."""
     fast = swish_accel(x, 1.0)
     if fast is not None:
         return fast
