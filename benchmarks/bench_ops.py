@@ -104,6 +104,13 @@ CASES: list[Case] = [
      {"pads": [1] * 4, "group": 96, "strides": [2, 2]}, 1),
     ("Conv grouped 3x3 g32 256 @28", "Conv", 13, {"x": f32(1, 256, 28, 28)}, {"w": weights(256, 8, 3, 3)},
      {"pads": [1] * 4, "group": 32}, 1),
+    ("Conv depthwise 5x5 s2 144 @56", "Conv", 13, {"x": f32(1, 144, 56, 56)}, {"w": weights(144, 1, 5, 5)},
+     {"pads": [2] * 4, "group": 144, "strides": [2, 2]}, 1),
+    ("AveragePool 3x3 s1 48 @56 (pooling mixer)", "AveragePool", 19, {"x": f32(1, 48, 56, 56)}, {},
+     {"kernel_shape": [3, 3], "pads": [1] * 4, "count_include_pad": 0}, 1),
+    ("AveragePool 3x3 s1 448 @7 (pooling mixer)", "AveragePool", 19, {"x": f32(1, 448, 7, 7)}, {},
+     {"kernel_shape": [3, 3], "pads": [1] * 4, "count_include_pad": 0}, 1),
+    ("GlobalAveragePool 672 @14", "GlobalAveragePool", 1, {"x": f32(1, 672, 14, 14)}, {}, {}, 1),
     ("RMSNormalization 64x128x768", "RMSNormalization", 23, {"x": f32(64, 128, 768)}, {"s": f32(768)},
      {"axis": -1}, 1),
     ("Softmax 64x128x768 last axis", "Softmax", 13, {"x": f32(64, 128, 768)}, {}, {}, 1),
@@ -191,6 +198,42 @@ def _rmsnorm_graph() -> tuple[bytes, dict[str, np.ndarray]]:
     return _graph(nodes, x, c, opset=13), {"x": x}
 
 
+def _silu_graph() -> tuple[bytes, dict[str, np.ndarray]]:
+    # EfficientNet's activation: x * Sigmoid(x).
+    x = f32(1, 96, 112, 112)
+    mk = helper.make_node
+    return _graph([mk("Sigmoid", ["x"], ["s"]), mk("Mul", ["x", "s"], ["y"])], x, {}), {"x": x}
+
+
+def _conv_act(act: str, c_in: int, c_out: int, hw: int, k: int = 1, group: int = 1) -> tuple[bytes, dict[str, Any]]:
+    """Conv (weights and bias) then ``act`` (SiLU as Sigmoid and Mul, the exporter's erf GELU, HardSwish): the
+    chains of EfficientNet, EfficientFormer and MobileNetV3."""
+    x = f32(1, c_in, hw, hw)
+    mk = helper.make_node
+    c = {"w": weights(c_out, c_in // group, k, k), "b": f32(c_out) * 0.1}
+    nodes = [mk("Conv", ["x", "w", "b"], ["c"], pads=[k // 2] * 4, group=group)]
+    if act == "silu":
+        nodes += [mk("Sigmoid", ["c"], ["s"]), mk("Mul", ["c", "s"], ["y"])]
+    elif act == "gelu":
+        c |= {"r2": np.array(np.sqrt(2.0), np.float32), "one": np.array(1.0, np.float32)}
+        c["half"] = np.array(0.5, np.float32)
+        nodes += [mk("Div", ["c", "r2"], ["a"]), mk("Erf", ["a"], ["e"]), mk("Add", ["e", "one"], ["f"]),
+                  mk("Mul", ["c", "f"], ["m"]), mk("Mul", ["m", "half"], ["y"])]  # fmt: skip
+    else:
+        nodes.append(mk("HardSwish", ["c"], ["y"]))
+    t = helper.np_dtype_to_tensor_dtype(x.dtype)
+    graph = helper.make_graph(
+        nodes,
+        "bench",
+        [helper.make_tensor_value_info("x", t, x.shape)],
+        [helper.make_tensor_value_info("y", t, [1, c_out, hw, hw])],
+        [numpy_helper.from_array(v, n) for n, v in c.items()],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8).SerializeToString(), {
+        "x": x
+    }
+
+
 def _tabular(kind: str, rows: int) -> tuple[bytes, dict[str, np.ndarray]]:
     """A tabular model trained on seeded data (20 features) and converted as its exporter does; ``rows`` to run."""
     model = _tabular_model(kind)
@@ -245,6 +288,11 @@ GRAPH_CASES: list[tuple[str, str, Callable[[], tuple[bytes, dict[str, np.ndarray
     ("tanh-GELU graph 3.1M", "Gelu", _tanh_gelu),
     ("LayerNorm graph (legacy export) 64x128x768", "LayerNormalization", _legacy_layernorm),
     ("RMSNorm graph 64x128x768", "RMSNormalization", _rmsnorm_graph),
+    ("SiLU graph (x * Sigmoid(x)) 96 @112", "Sigmoid", _silu_graph),
+    ("Conv 1x1 + SiLU 24->144 @56", "Conv", lambda: _conv_act("silu", 24, 144, 56)),
+    ("Conv depthwise 3x3 + SiLU 144 @56", "Conv", lambda: _conv_act("silu", 144, 144, 56, 3, 144)),
+    ("Conv 1x1 + erf GELU 48->192 @56", "Conv", lambda: _conv_act("gelu", 48, 192, 56)),
+    ("Conv 1x1 + HardSwish 24->96 @28", "Conv", lambda: _conv_act("hardswish", 24, 96, 28)),
     ("TreeEnsemble random forest 100x d10, 1 row", "TreeEnsemble", lambda: _tabular("rf", 1)),
     ("TreeEnsemble random forest 100x d10, 1000 rows", "TreeEnsemble", lambda: _tabular("rf", 1000)),
     ("TreeEnsemble gradient boosting 100x d3, 1 row", "TreeEnsemble", lambda: _tabular("gbr", 1)),

@@ -95,6 +95,75 @@ def test_bias_gelu_paths_agree() -> None:
 
 
 # ---------------------------------------------------------------------------------------------
+# Swish / SiLU (float32: a vectorised exp, within 4 ulp of the value in double)
+# ---------------------------------------------------------------------------------------------
+
+_SWISH_SPECIAL = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-40, -1e-40, 88.0, -88.0, -89.5, -103.0, -150.0, 1e30, -1e30]
+
+
+def _swish_reference(x: np.ndarray, alpha: float) -> np.ndarray:
+    """``x / (1 + exp(-a))`` in double, ``a`` the float32 product ``alpha * x`` as the kernels make it."""
+    a = (x * np.float32(alpha)).astype(np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return x.astype(np.float64) / (1.0 + np.exp(-a))
+
+
+@pytest.mark.parametrize("alpha", [1.0, 1.702, 0.5])
+@pytest.mark.parametrize("shape", UNARY_SHAPES, ids=str)
+def test_swish_against_double(shape: tuple[int, ...], alpha: float, accel_path: str) -> None:
+    """Swish-24 (the fused SiLU's kernel too) in float32 on both paths, against the value in double: within 4 ulp
+    (4.8e-7 relative; ``tools/swish_accel_ulp.py`` finds at most 3.87 over every float32 of [-104, 104]) for the
+    compiled loop and for numpy's ``x / (1 + exp(-a))``; absolute 1.2e-38 (the least normal float32) where the
+    compiled result is subnormal, 3e-37 on the numpy path (its ``exp`` overflows from a = -88.7 on, giving -0 where
+    the value is up to 2.7e-37 in magnitude)."""
+    x = _rand(shape, np.float32, -30, 30, seed=21)
+    if x.size > len(_SWISH_SPECIAL):
+        x.reshape(-1)[: len(_SWISH_SPECIAL)] = _SWISH_SPECIAL
+    (y,) = run_ours("Swish", [x], 24, {"alpha": alpha})
+    assert y.dtype == np.float32 and y.shape == x.shape
+    atol = 1.2e-38 if accel_path == "accel" else 3e-37
+    np.testing.assert_allclose(y.astype(np.float64), _swish_reference(x, alpha), rtol=4.8e-7, atol=atol)
+    # NaN stays NaN; -inf gives NaN (-inf / inf) on both paths, as numpy's formula does.
+    flat = y.reshape(-1)
+    if x.size > len(_SWISH_SPECIAL):
+        assert np.isnan(flat[0]) and flat[1] == np.inf and np.isnan(flat[2])
+        assert np.signbit(flat[4]) and flat[3] == 0
+
+
+@needs_accel
+def test_silu_fusion_paths_agree_with_onnxruntime() -> None:
+    """The SiLU fusion of an EfficientNet-style ``x * Sigmoid(x)`` on both paths, and ``intermediates=True`` (the
+    nodes as written), against the value in double (4 ulp) and onnxruntime's unfused nodes."""
+    ort = pytest.importorskip("onnxruntime")
+    from onnx import TensorProto, helper
+
+    import onnxcore
+
+    nodes = [helper.make_node("Sigmoid", ["x"], ["s"]), helper.make_node("Mul", ["x", "s"], ["y"])]
+    g = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 24, 30, 31])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 24, 30, 31])],
+    )
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    model = m.SerializeToString()
+    x = _rand((1, 24, 30, 31), np.float32, -12, 12, seed=22)
+    (want,) = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    ref = _swish_reference(x, 1.0)
+    s = onnxcore.Session(model)
+    for on in (False, True):
+        with accel.use(on):
+            (y,) = s.run(None, {"x": x})
+            (yw,), _ = s.run(None, {"x": x}, intermediates=True)
+        np.testing.assert_allclose(y, ref, rtol=4.8e-7, atol=0)
+        np.testing.assert_allclose(yw, ref, rtol=4.8e-7, atol=0)
+        # onnxruntime's own logistic is an approximation (about 1e-7 absolute).
+        np.testing.assert_allclose(y, want, rtol=1e-5, atol=2e-6)
+
+
+# ---------------------------------------------------------------------------------------------
 # LayerNormalization, RMSNormalization (rows of any length: the sixteen partial sums and their tail)
 # ---------------------------------------------------------------------------------------------
 
@@ -158,6 +227,12 @@ DEPTHWISE = [
     ((1, 72, 11, 12), (3, 3), (2, 1), (2, 2), (2, 2, 1, 1)),
     ((1, 64, 70, 66), (3, 3), (2, 2), (1, 1), (1, 1, 1, 1)),
     ((1, 64, 40, 41), (7, 7), (3, 2), (1, 2), (3, 3, 3, 3)),
+    # Planes of more outputs than one tile of sums (1,024); a column stride of 2 with an even and an odd left pad
+    # and an odd width (the pairwise de-interleaving and its last column).
+    ((1, 5, 60, 61), (5, 5), (1, 1), (1, 1), (2, 2, 2, 2)),
+    ((1, 3, 90, 91), (3, 3), (2, 2), (1, 1), (1, 0, 1, 1)),
+    ((1, 3, 80, 77), (3, 3), (2, 2), (2, 2), (2, 3, 2, 3)),
+    ((1, 2, 33, 35), (5, 5), (1, 2), (1, 1), (2, 2, 2, 2)),
 ]
 
 
@@ -230,6 +305,57 @@ def test_depthwise_paths_agree() -> None:
     with accel.use(True):
         (b,) = run_ours("Conv", [x, w], 11, attrs)
     np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5 * float(np.abs(a).max()))
+
+
+# ---------------------------------------------------------------------------------------------
+# AveragePool, stride 1, output of the input's extents (the compiled separable box mean)
+# ---------------------------------------------------------------------------------------------
+
+BOX = [
+    # (N, C, H, W), kernel, pads (top, left, bottom, right)
+    ((1, 48, 56, 56), (3, 3), (1, 1, 1, 1)),  # EfficientFormer's pooling mixer: one plane per block
+    ((1, 448, 7, 7), (3, 3), (1, 1, 1, 1)),  # many small planes per block, and a partial last block
+    ((2, 3, 9, 11), (5, 3), (2, 0, 2, 2)),
+    ((1, 2, 4, 5), (5, 5), (2, 2, 2, 2)),  # windows wider than the image
+    ((1, 3, 8, 8), (2, 2), (1, 1, 0, 0)),  # even kernel, the padding on one side
+    ((1, 2, 1, 1), (3, 3), (1, 1, 1, 1)),
+    ((1, 5, 3, 40), (1, 7), (0, 3, 0, 3)),
+]
+
+
+@pytest.mark.usefixtures("accel_path")
+@pytest.mark.parametrize(("xs", "k", "pads"), BOX, ids=str)
+@pytest.mark.parametrize("include_pad", [0, 1])
+def test_box_mean_vs_onnxruntime(
+    xs: tuple[int, ...], k: tuple[int, int], pads: tuple[int, ...], include_pad: int
+) -> None:
+    pytest.importorskip("onnxruntime")
+    x = _rand(xs, np.float32, seed=31)
+    attrs = {"kernel_shape": list(k), "pads": list(pads), "count_include_pad": include_pad}
+    compare("AveragePool", [x], 19, attrs, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.usefixtures("accel_path")
+def test_box_mean_keeps_values_in_their_windows() -> None:
+    """An infinity and a NaN reach exactly the outputs whose windows hold them (the neighbouring row's or plane's
+    values are selected away, never multiplied by zero); float64 and a non-contiguous input against the direct
+    sum over the window written here."""
+    x = _rand((2, 3, 6, 7), np.float64, seed=32)
+    x[0, 1, 2, 6] = np.inf
+    x[1, 0, 0, 0] = np.nan
+    xin = np.ascontiguousarray(np.swapaxes(x, 0, 1)).swapaxes(0, 1)  # the same values, another memory order
+    assert not xin.flags.c_contiguous
+    (y,) = run_ours("AveragePool", [xin], 19, {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]})
+    xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    ones = np.pad(np.ones(x.shape[2:]), 1)
+    ref = np.zeros(x.shape)
+    for i in range(6):
+        for j in range(7):
+            with np.errstate(invalid="ignore"):
+                ref[:, :, i, j] = xp[:, :, i : i + 3, j : j + 3].sum(axis=(2, 3)) / ones[i : i + 3, j : j + 3].sum()
+    assert y.dtype == np.float64
+    np.testing.assert_allclose(y, ref, rtol=1e-12, atol=1e-15)
+    assert np.isinf(y[0, 1]).sum() == 6 and np.isnan(y[1, 0]).sum() == 4 and np.isfinite(y[:, 2]).all()
 
 
 # ---------------------------------------------------------------------------------------------

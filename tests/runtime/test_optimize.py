@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 from onnx import TensorProto as TP
@@ -339,6 +341,124 @@ def test_conv_per_channel_chain_and_relu_fold_into_the_conv() -> None:
     s, ours, theirs, _ = _run_both(nodes, inits, x, [2, 4, 8, 8])
     assert [bn.node.op_type for bn in s._plan.info] == ["Conv", "Mul"]
     np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.usefixtures("accel_path")
+@pytest.mark.parametrize(
+    ("group", "k", "c_in", "c_out"),
+    [(1, 1, 8, 24), (16, 3, 16, 16), (1, 3, 16, 16), (1, 3, 3, 5)],
+    ids=["pointwise", "depthwise", "winograd", "stem"],
+)
+def test_conv_batchnorm_silu_is_one_step(group: int, k: int, c_in: int, c_out: int) -> None:
+    """EfficientNet's Conv -> BatchNormalization -> SiLU (``x * Sigmoid(x)``) becomes one Conv step whose bias and
+    SiLU run in one pass (ConvActivation; a 3x3 of 16 channels keeps its Winograd kernel inside), on both accelerator
+    paths: onnxruntime's result and the nodes as written (``intermediates=True``) within float32 tolerance
+    (onnxruntime's logistic is an approximation; Winograd's transform adds its stated error)."""
+    from onnxcore.runtime.optimize.fuse import ConvActivation
+
+    rng = np.random.default_rng(13)
+    w = (rng.standard_normal((c_out, c_in // group, k, k)) * 0.3).astype(np.float32)
+    inits = [h.make_tensor("w", TP.FLOAT, list(w.shape), w.ravel())]
+    inits += [h.make_tensor("b", TP.FLOAT, [c_out], rng.standard_normal(c_out).astype(np.float32))]
+    inits += [
+        h.make_tensor(n, TP.FLOAT, [c_out], rng.random(c_out).astype(np.float32) + (0.5 if n == "var" else 0.0))
+        for n in ("scale", "bias", "mean", "var")
+    ]
+    nodes = [
+        h.make_node("Conv", ["x", "w", "b"], ["c"], pads=[k // 2] * 4, group=group),
+        h.make_node("BatchNormalization", ["c", "scale", "bias", "mean", "var"], ["n"]),
+        h.make_node("Sigmoid", ["n"], ["g"]),
+        h.make_node("Mul", ["n", "g"], ["y"]),
+    ]
+    x = (rng.standard_normal((2, c_in, 20, 19)) * 3).astype(np.float32)
+    s, ours, theirs, debug = _run_both(nodes, inits, x, [2, c_out, 20, 19])
+    assert [bn.node.op_type for bn in s._plan.info] == ["Conv"]
+    call = s._plan.info[0].call
+    assert isinstance(call, ConvActivation) and call.label == "SiLU"
+    assert sorted(f.node.op_type for f in s._plan.info[0].fused) == ["BatchNormalization", "Mul", "Sigmoid"]
+    np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=2e-5)
+    np.testing.assert_allclose(ours, debug, rtol=1e-4, atol=2e-5)  # Winograd's own error is the larger
+
+
+@pytest.mark.usefixtures("accel_path")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize(("group", "k", "c_in", "c_out"), [(1, 1, 8, 24), (16, 3, 16, 16)])
+def test_conv_hardswish_is_one_step(group: int, k: int, c_in: int, c_out: int, dtype: Any) -> None:
+    """MobileNetV3's Conv -> BatchNormalization -> HardSwish becomes one Conv step whose bias and HardSwish run in
+    one pass (ConvActivation): the same values bit for bit as the nodes as written, and onnxruntime's (float32;
+    onnxruntime has no double Conv)."""
+    from onnxcore.runtime.optimize.fuse import ConvActivation
+
+    rng = np.random.default_rng(15)
+    ty = TP.FLOAT if dtype == np.float32 else TP.DOUBLE
+    w = (rng.standard_normal((c_out, c_in // group, k, k)) * 0.3).astype(dtype)
+    inits = [h.make_tensor("w", ty, list(w.shape), w.ravel())]
+    inits += [h.make_tensor("b", ty, [c_out], rng.standard_normal(c_out).astype(dtype))]
+    nodes = [h.make_node("Conv", ["x", "w", "b"], ["c"], pads=[k // 2] * 4, group=group)]
+    nodes.append(h.make_node("HardSwish", ["c"], ["y"]))
+    x = (rng.standard_normal((2, c_in, 12, 13)) * 3).astype(dtype)
+    g = h.make_graph(
+        nodes,
+        "g",
+        [h.make_tensor_value_info("x", ty, list(x.shape))],
+        [h.make_tensor_value_info("y", ty, [2, c_out, 12, 13])],
+        inits,
+    )
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 14)])
+    m.ir_version = 8
+    data = m.SerializeToString()
+    s = onnxcore.Session(data)
+    call = s._plan.info[0].call
+    assert len(s._plan.info) == 1 and isinstance(call, ConvActivation) and call.label == "HardSwish"
+    (ours,) = s.run(None, {"x": x})
+    (debug,), _ = s.run(None, {"x": x}, intermediates=True)
+    assert ours.dtype == dtype and ours.min() < 0 < ours.max()
+    np.testing.assert_array_equal(ours, debug)
+    if dtype == np.float32:
+        ort = pytest.importorskip("onnxruntime")
+        (theirs,) = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, {"x": x})
+        np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.usefixtures("accel_path")
+@pytest.mark.parametrize("form", ["pattern", "Gelu-20"])
+@pytest.mark.parametrize(("group", "k", "c_in", "c_out"), [(1, 1, 8, 24), (16, 3, 16, 16), (1, 3, 16, 16)])
+def test_conv_gelu_is_one_step(group: int, k: int, c_in: int, c_out: int, form: str) -> None:
+    """EfficientFormer's and ConvNeXt's Conv -> GELU (the exporter's ``0.5 x (1 + erf(x / sqrt 2))`` or a Gelu-20
+    node) becomes one Conv step whose bias and GELU run in one pass (ConvActivation), on both accelerator paths: the
+    values of the nodes as written (bit for bit for a Gelu node where no Winograd kernel takes the Conv) and
+    onnxruntime's."""
+    from onnxcore.runtime.optimize.fuse import ConvActivation
+
+    rng = np.random.default_rng(14)
+    w = (rng.standard_normal((c_out, c_in // group, k, k)) * 0.3).astype(np.float32)
+    inits = [h.make_tensor("w", TP.FLOAT, list(w.shape), w.ravel())]
+    inits += [h.make_tensor("b", TP.FLOAT, [c_out], rng.standard_normal(c_out).astype(np.float32))]
+    nodes = [h.make_node("Conv", ["x", "w", "b"], ["c"], pads=[k // 2] * 4, group=group)]
+    if form == "Gelu-20":
+        nodes.append(h.make_node("Gelu", ["c"], ["y"]))
+        opset = 20
+    else:
+        inits += [h.make_tensor(n, TP.FLOAT, [], [v]) for n, v in (("r2", 2**0.5), ("one", 1.0), ("half", 0.5))]
+        nodes += [
+            h.make_node("Div", ["c", "r2"], ["d"]),
+            h.make_node("Erf", ["d"], ["e"]),
+            h.make_node("Add", ["e", "one"], ["a"]),
+            h.make_node("Mul", ["c", "a"], ["m"]),
+            h.make_node("Mul", ["m", "half"], ["y"]),
+        ]
+        opset = 15
+    x = (rng.standard_normal((2, c_in, 20, 19)) * 3).astype(np.float32)
+    s, ours, theirs, debug = _run_both(nodes, inits, x, [2, c_out, 20, 19], opset=opset)
+    assert [bn.node.op_type for bn in s._plan.info] == ["Conv"]
+    call = s._plan.info[0].call
+    assert isinstance(call, ConvActivation) and call.label == "GELU"
+    np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=2e-5)
+    np.testing.assert_allclose(ours, debug, rtol=1e-4, atol=2e-5)  # Winograd's own error is the larger
+    if form == "Gelu-20" and (group > 1 or k == 1):
+        # The Conv's bias then the Gelu kernel, in one pass: the same operations (the exporter's chain divides by
+        # sqrt 2 where the kernel multiplies by its inverse, an ulp apart now and then).
+        np.testing.assert_array_equal(ours, debug)
 
 
 def test_gemm_weights_transposed_once_and_relu_in_place() -> None:

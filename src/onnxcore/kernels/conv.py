@@ -332,7 +332,7 @@ def _depthwise_accel(
         xl = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
         wl = np.ascontiguousarray(w.reshape(c, *w.shape[2:]).transpose(1, 2, 0), dtype=dt)
         yl = np.empty((n_img, *out, c), dt)
-        fl = accel.jit().depthwise2d_nhwc
+        fl = accel.jit_cnn().depthwise2d_nhwc
 
         def run_l(a: int, b: int) -> None:
             fl(xl, wl, bc, yl, pads, st, dl, a, b)
@@ -342,7 +342,7 @@ def _depthwise_accel(
     xc = np.ascontiguousarray(x)
     wc = np.ascontiguousarray(w.reshape(c, *w.shape[2:]), dtype=dt)
     y = np.empty((n_img, c, *out), dt)
-    fn = accel.jit().depthwise2d if all(v == 1 for v in strides[:2]) else accel.jit().depthwise2d_strided
+    fn = accel.jit_cnn().depthwise2d if all(v == 1 for v in strides[:2]) else accel.jit_cnn().depthwise2d_strided
 
     def run(a: int, b: int) -> None:
         fn(xc, wc, bc, y, pads, st, dl, a, b)
@@ -353,8 +353,9 @@ def _depthwise_accel(
 
 def _dw_channels_last(c: int, out: Sequence[int], strides: Sequence[int]) -> bool:
     """Whether the channels-last compiled depthwise loop beats the planar one (measured: with 64 channels or more,
-    outputs of up to 10 x 10, or up to 32 x 32 with a stride; at 14 x 14 the two are even)."""
-    return c >= 64 and (out[0] * out[1] <= 100 or (out[0] * out[1] <= 1024 and any(s > 1 for s in strides)))
+    outputs of up to 10 x 10, or up to 16 x 16 with a stride; at 14 x 14 without one the two are even; from 28 x 28
+    with a stride the planar loop, since it de-interleaves its phases by pairs, is up to 2x faster)."""
+    return c >= 64 and (out[0] * out[1] <= 100 or (out[0] * out[1] <= 256 and any(s > 1 for s in strides)))
 
 
 _DW_CHANNELS_LAST = _dw_channels_last

@@ -24,6 +24,7 @@ import numpy as np
 
 from onnxcore.errors import EvaluationError
 from onnxcore.kernels import accel
+from onnxcore.kernels._act_accel import swish_accel
 from onnxcore.kernels._erf_coef import ERF_P as _ERF_P
 from onnxcore.kernels._erf_coef import ERF_Q as _ERF_Q
 from onnxcore.kernels._scratch import scratch
@@ -622,6 +623,9 @@ def gelu(X: Array, *, approximate: str = "none") -> Array:
 @kernel("Swish", 24)
 def swish(X: Array, *, alpha: float = 1.0) -> Array:
     """Swish-24: x * sigmoid(alpha * x)."""
+    fast = swish_accel(X, alpha)
+    if fast is not None:
+        return fast
 
     def f(v: Array) -> Array:
         e = v * np.asarray(-alpha, v.dtype)

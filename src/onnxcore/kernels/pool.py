@@ -9,6 +9,7 @@ once at the end; integer MaxPool stays exact in its own type.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Sequence
@@ -17,9 +18,11 @@ from typing import Any
 import numpy as np
 
 from onnxcore.errors import EvaluationError, ShapeError
+from onnxcore.kernels import accel
 from onnxcore.kernels._util import check_elements, float_sum
 from onnxcore.kernels.conv import conv_pads, pad_spatial, spatial_attr, work_dtype
 from onnxcore.kernels.registry import KernelContext, kernel
+from onnxcore.kernels.threads import MIN_PARALLEL_ELEMENTS, active_threads, parallel_for
 
 __all__: list[str] = []
 
@@ -224,6 +227,22 @@ def _axis_counts(size: int, k: int, s: int, d: int, b: int, e: int, o: int, incl
 
 def _divisor(x_sp: Sequence[int], kernel: Sequence[int], st: Sequence[int], dil: Sequence[int],
              pb: Sequence[int], pe: Sequence[int], out: Sequence[int], include_pad: bool) -> np.ndarray:  # fmt: skip
+    """The count of each output's window taps (``(1, 1, *out)``), read-only: the same for every run of a node, so
+    made once per geometry (tens of microseconds of small numpy calls otherwise)."""
+    return _divisor_of(*(tuple(v) for v in (x_sp, kernel, st, dil, pb, pe, out)), include_pad)
+
+
+@functools.lru_cache(maxsize=1024)
+def _divisor_of(
+    x_sp: tuple[int, ...],
+    kernel: tuple[int, ...],
+    st: tuple[int, ...],
+    dil: tuple[int, ...],
+    pb: tuple[int, ...],
+    pe: tuple[int, ...],
+    out: tuple[int, ...],
+    include_pad: bool,
+) -> np.ndarray:
     nd = len(kernel)
     cnt = np.ones((1, 1) + (1,) * nd, dtype=np.int64)
     for i in range(nd):
@@ -231,6 +250,7 @@ def _divisor(x_sp: Sequence[int], kernel: Sequence[int], st: Sequence[int], dil:
         shape = [1] * (nd + 2)
         shape[2 + i] = out[i]
         cnt = cnt * c.reshape(shape)
+    cnt.flags.writeable = False
     return cnt
 
 
@@ -265,11 +285,63 @@ def _average_pool(
     wd = work_dtype(dt)
     if any(o <= 0 for o in out) or X.size == 0:
         return np.zeros((*X.shape[:2], *out), dtype=dt)
-    acc = _pool_reduce(X.astype(wd, copy=False), kernel, st, dil, pb, pe, out, 0, "sum")
     div = _divisor(X.shape[2:], kernel, st, dil, pb, pe, out, bool(count_include_pad))
+    if (
+        len(kernel) == 2
+        and st == [1, 1]
+        and dil == [1, 1]
+        and list(out) == list(X.shape[2:])
+        and wd in (np.float32, np.float64)
+        and accel.enabled()
+    ):
+        # The "same" box mean (EfficientFormer's and PoolFormer's pooling mixer): compiled separable sums.
+        return _box_mean_accel(X.astype(wd, copy=False), kernel, pb, div).astype(dt, copy=False)
+    acc = _pool_reduce(X.astype(wd, copy=False), kernel, st, dil, pb, pe, out, 0, "sum")
     with np.errstate(divide="ignore", invalid="ignore"):
         acc /= div.astype(wd)
     return acc.astype(dt, copy=False)
+
+
+_BOX_BLOCK = 4096  # elements summed together by the compiled box mean (small planes several at once)
+
+
+@functools.lru_cache(maxsize=256)
+def _box_tables(
+    h: int, w: int, kh: int, kw: int, pt: int, pl: int, div_key: bytes, dtype: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For :func:`_box_mean_accel`: which taps of each place of a block of whole planes fall inside its row
+    (``(kw, L)``) and its plane (``(kh, L)``), and the counts repeated over the block (``(L,)``), read-only."""
+    plane = h * w
+    per = max(1, _BOX_BLOCK // plane)
+    t = np.arange(per * plane)
+    col, row = t % w, (t // w) % h
+    hmask = np.stack([(col + j - pl >= 0) & (col + j - pl < w) for j in range(kw)])
+    vmask = np.stack([(row + i - pt >= 0) & (row + i - pt < h) for i in range(kh)])
+    divt = np.tile(np.frombuffer(div_key, np.int64).astype(dtype), per)
+    for a in (hmask, vmask, divt):
+        a.flags.writeable = False
+    return hmask, vmask, divt
+
+
+def _box_mean_accel(x: np.ndarray, kernel: Sequence[int], pb: Sequence[int], div: np.ndarray) -> np.ndarray:
+    """2-D stride-1 AveragePool whose output has the input's extents, by the compiled separable box sums
+    (:mod:`onnxcore.kernels.accel`) on the flattened planes: row sums then column sums, divided by ``div`` (the
+    counts); planes split over the kernel threads. The sums are the numpy path's in another order (the same terms;
+    within the type's rounding of a sum of ``kh * kw``)."""
+    n_img, c, h, w = x.shape
+    kh, kw = kernel
+    planes = n_img * c
+    hmask, vmask, divt = _box_tables(h, w, kh, kw, pb[0], pb[1], div.astype(np.int64).tobytes(), x.dtype.str)
+    xf = np.ascontiguousarray(x).reshape(-1)
+    y = np.empty(xf.size, x.dtype)
+    fn = accel.jit_cnn().box_mean2d
+
+    def run(a: int, b: int) -> None:
+        hs = np.empty(divt.size, x.dtype)
+        fn(xf, kh, kw, pb[0], pb[1], w, h * w, hmask, vmask, divt, hs, y, a, b)
+
+    parallel_for(run, planes, threads=active_threads() if y.size >= MIN_PARALLEL_ELEMENTS else 1)
+    return y.reshape(x.shape)
 
 
 @kernel("AveragePool", 1)
@@ -550,6 +622,9 @@ def global_average_pool(X: np.ndarray) -> np.ndarray:
     """GlobalAveragePool: mean over every spatial axis, kept as extents of 1."""
     axes = _global_axes(X)
     wd = work_dtype(X.dtype)
+    # numpy's mean (a pairwise sum per row): equal rows give equal means. A BLAS product with ones is 3-4x faster
+    # but sums rows in blocks of different shapes, so equal rows may differ in the last bit: after SqueezeNet's
+    # GlobalAveragePool a Softmax over logits of 7e9 turns that bit into a different class (the light zoo's test).
     return np.asarray(X.astype(wd, copy=False).mean(axis=axes, keepdims=True)).astype(X.dtype, copy=False)
 
 

@@ -14,6 +14,16 @@ What it accelerates (each numpy kernel keeps its own path and calls these only w
   ``tools/erf_accel_ulp.py`` checks every float32 value of [0, 4]). float64 ``erf`` stays on numpy: without a
   vectorised ``exp`` a compiled loop is no faster. BiasGelu (float32) adds its bias in the same pass.
 - HardSwish (float32, float64): one pass, the numpy kernel's operations in its order (the same results).
+- Swish / SiLU in float32 (ai.onnx Swish-24 and the plan's SiLU fusion of ``x * Sigmoid(x)``): one vectorised pass
+  with its own float32 ``exp`` (range reduction and a polynomial; numba has no vectorised ``exp``), multiply-adds
+  fused: within 4 ulp of the value in double (``tools/swish_accel_ulp.py``: at most 3.87 ulp over every float32 of
+  [-104, 104], subnormal results within 2.2e-45), where numpy's ``x / (1 + exp(-x))`` is the reference the tests
+  compare with (itself within a few ulp, but -0 from x = -88.7 on, where it is up to 2.7e-37 away).
+- A Conv's bias with the SiLU, erf GELU or HardSwish that follows it (the plan's ``ConvActivation``), one pass
+  (``swish32``, ``gelu32_rows``, ``hard_swish_rows``; GELU and HardSwish bit for bit as the two steps unfused).
+- AveragePool in 2-D with stride 1 whose output has the input's extents (EfficientFormer's pooling mixer): the
+  separable box sums on the flattened planes, long vectorised loops however small the image (the numpy path sums
+  the same terms in another order).
 - LayerNormalization and RMSNormalization over trailing axes in the input's own type (float32 with the default
   stash type, float64): one pass per row, in the cache; the row sums in vector registers (the one place where
   reassociation is allowed, so that they vectorise; the numpy path sums with BLAS and ``einsum``: the two agree
@@ -23,8 +33,9 @@ What it accelerates (each numpy kernel keeps its own path and calls these only w
   ``tanh`` (the kernel's operations in its order: the same results), for the plan's steps of
   :mod:`onnxcore.runtime.optimize.rows`.
 - depthwise 2-D convolution (one input and one output channel per group, any kernel, stride, padding and
-  dilation; float32 and float64): direct loops over a zero-padded copy of each plane, the innermost over the
-  output positions (vectorised), the taps accumulated in the element type one after the other and the bias last
+  dilation; float32 and float64): direct loops over a zero-padded copy of each plane (with a stride, split into
+  its phases), the innermost over the output positions (vectorised; a tile of 1,024 outputs through every tap at a
+  time, in the L1 cache), the taps accumulated in the element type one after the other and the bias last
   (the numpy path sums with ``einsum``: the two agree within the type's rounding of a sum of ``kh * kw``
   products; the tests allow 1e-5 relative in float32, 1e-12 in float64).
 - tree ensembles: the traversal of every (tree, row) pair over the tables of
@@ -32,6 +43,7 @@ What it accelerates (each numpy kernel keeps its own path and calls these only w
   validated before the first call (numba does not check bounds); the leaves reached are the numpy path's, so
   the scores are the same bit for bit.
 
+The convolution and pooling kernels are in ``_jit_cnn`` (:func:`jit_cnn`; it takes its decorator from ``_jit``).
 Compiled functions are cached on disk by numba (``cache=True``) and release the GIL (``nogil=True``): they run
 on the kernel threads (:mod:`onnxcore.kernels.threads`) as numpy's loops do.
 """
@@ -45,17 +57,18 @@ import threading
 from collections.abc import Iterator
 from types import ModuleType
 
-__all__ = ["available", "enabled", "jit", "use"]
+__all__ = ["available", "enabled", "jit", "jit_cnn", "use"]
 
 _lock = threading.Lock()
 _available: bool | None = None  # numba importable and ONNXCORE_ACCEL not "0"; decided once
 _forced: bool | None = None  # set by use(): on or off regardless of the environment (tests, benchmarks)
 _jit_module: ModuleType | None = None
+_jit_cnn_module: ModuleType | None = None
 
 
 def available() -> bool:
     """Whether the accelerator can run here: numba is installed and ``ONNXCORE_ACCEL`` is not ``"0"``."""
-    global _available, _jit_module
+    global _available, _jit_module, _jit_cnn_module
     if _available is None:
         with _lock:
             if _available is None:
@@ -65,9 +78,9 @@ def available() -> bool:
                         ok = importlib.util.find_spec("numba") is not None
                         if ok:
                             # Lazy: numba is an optional extra, heavy to import; only this package imports it.
-                            from onnxcore.kernels.accel import _jit
+                            from onnxcore.kernels.accel import _jit, _jit_cnn
 
-                            _jit_module = _jit
+                            _jit_module, _jit_cnn_module = _jit, _jit_cnn
                     except Exception:
                         # numba installed but unusable (an incompatible numpy, no writable cache directory, ...):
                         # the pure-numpy kernels run, as without numba.
@@ -87,6 +100,13 @@ def jit() -> ModuleType:
     """The module of compiled kernels (:mod:`onnxcore.kernels.accel._jit`); call only when :func:`enabled`."""
     assert _jit_module is not None, "accel.jit() called while the accelerator is not available"
     return _jit_module
+
+
+def jit_cnn() -> ModuleType:
+    """The module of compiled convolution and pooling kernels (:mod:`onnxcore.kernels.accel._jit_cnn`); call only
+    when :func:`enabled`."""
+    assert _jit_cnn_module is not None, "accel.jit_cnn() called while the accelerator is not available"
+    return _jit_cnn_module
 
 
 @contextlib.contextmanager

@@ -7,10 +7,14 @@ check bounds: every index these loops follow has been validated by the caller (s
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numba
 import numpy as np
+from llvmlite import ir as llvm_ir
+from numba.core import types
+from numba.extending import intrinsic
 
 from onnxcore.kernels._erf_coef import ERF_CLAMP, ERF_P, ERF_Q
 
@@ -19,9 +23,8 @@ __all__ = [
     "attention_normalize",
     "tanh_gelu_inner",
     "tanh_gelu_outer",
-    "depthwise2d",
-    "depthwise2d_nhwc",
-    "depthwise2d_strided",
+    "hard_swish_rows",
+    "gelu32_rows",
     "bias_gelu32",
     "erf32",
     "hard_swish",
@@ -29,6 +32,7 @@ __all__ = [
     "rms_norm_rows",
     "tree_softmax_scale",
     "tree_softmax_shift",
+    "swish32",
     "tree_predict_groups",
     "tree_predict_rows",
     "tree_states",
@@ -40,7 +44,7 @@ __all__ = [
 # error_model="numpy": a float division by zero gives inf/NaN as in numpy instead of raising, which also lets LLVM
 # vectorise the loops (a Python-style check per division would not). No fastmath: IEEE operations in the order
 # written, so results match the numpy kernels'.
-_njit = numba.njit(cache=True, nogil=True, error_model="numpy")
+_njit: Any = numba.njit(cache=True, nogil=True, error_model="numpy")
 
 _P0, _P1, _P2, _P3, _P4, _P5, _P6 = ERF_P
 _Q0, _Q1, _Q2, _Q3, _Q4, _Q5 = ERF_Q
@@ -122,6 +126,45 @@ def bias_gelu32(x: Any, bias: Any, out: Any, scale: Any, start: int, stop: int) 
 
 
 @_njit
+def gelu32_rows(x: Any, bias: Any, out: Any, scale: Any, start: int, stop: int) -> None:  # pragma: no cover
+    """The erf GELU of ``x[r] + bias[r % len(bias)]`` for the rows ``start..stop`` of ``x`` ``(rows, inner)``
+    (float32; a Conv's output, its rows the planes of its channels, and the Conv's bias): ``a = x + b`` rounded to
+    float32 (as the Conv kernel adds its bias), then :func:`erf32`'s GELU of ``a``; one pass, the same results bit
+    for bit as the Conv's bias and the Gelu kernel one after the other."""
+    one = np.float32(1.0)
+    half = np.float32(0.5)
+    nb = bias.size
+    for r in range(start, stop):
+        xr = x[r]
+        orow = out[r]
+        b = bias[r % nb]
+        for i in range(xr.size):
+            a = xr[i] + b
+            v = np.float64(a * scale)
+            if v > _HI:
+                v = _HI
+            elif v < -_HI:
+                v = -_HI
+            u = v * v
+            p = u * _P6 + _P5
+            p = p * u + _P4
+            p = p * u + _P3
+            p = p * u + _P2
+            p = p * u + _P1
+            p = p * u + _P0
+            q = u * _Q5 + _Q4
+            q = q * u + _Q3
+            q = q * u + _Q2
+            q = q * u + _Q1
+            q = q * u + _Q0
+            p = p * v
+            e = np.float32(p / q)
+            e = e + one
+            e = e * a
+            orow[i] = e * half
+
+
+@_njit
 def hard_swish(x: Any, out: Any, sixth: Any, half: Any) -> None:  # pragma: no cover - compiled
     """``out = x * clip(x / 6 + 1/2, 0, 1)`` (1-D, float32 or float64; ``sixth`` and ``half`` of the element
     type): the numpy kernel's operations in its order."""
@@ -139,200 +182,111 @@ def hard_swish(x: Any, out: Any, sixth: Any, half: Any) -> None:  # pragma: no c
 
 
 @_njit
-def depthwise2d(
-    x: Any,
-    w: Any,
-    bias: Any,
-    out: Any,
-    pads: Any,
-    strides: Any,
-    dilations: Any,
-    start: int,
-    stop: int,
-) -> None:  # pragma: no cover - compiled
-    """Depthwise 2-D convolution of the planes ``start..stop`` of ``(N * C)``: ``out[n, c, oy, ox] = sum over taps
-    (i, j) of w[c, i, j] * x[n, c, oy * sy - pt + i * dy, ox * sx - pl + j * dx]``, then ``+ bias[c]``, taps
-    outside the image being zero. ``x`` ``(N, C, H, W)``, ``w`` ``(C, kh, kw)``, ``bias`` ``(C,)`` (zeros when
-    the node has none), ``out`` ``(N, C, oh, ow)``, all C-contiguous of one type; ``pads`` (top, left),
-    ``strides`` and ``dilations`` (rows, columns) positive, ``oh`` and ``ow`` those of the convolution.
-
-    Each plane is copied into a zero-padded buffer whose row pitch ``wp`` is a multiple of the column stride, so
-    that output ``(oy, ox)`` of tap ``(i, j)`` reads ``buf[sx * q + i * dy * wp + j * dx]`` with ``q = oy * wq +
-    ox`` and ``wq = sy * wp / sx``: one loop over ``q`` per tap, long and branch-free (it vectorises), computing
-    the columns ``ow..wq`` of each output row too, and a few more after the last row (discarded). The buffer
-    holds every index read, so no index depends on data and none leaves the buffer. Used for stride 1 (with a
-    stride, the loop reads every sx-th element and computes sy times the rows: :func:`depthwise2d_strided` splits
-    the plane into phases instead)."""
-    c_count, h, wd = x.shape[1], x.shape[2], x.shape[3]
-    kh, kw = w.shape[1], w.shape[2]
-    oh, ow = out.shape[2], out.shape[3]
-    pt, pl = pads[0], pads[1]
-    sy, sx = strides[0], strides[1]
-    dy, dx = dilations[0], dilations[1]
-    # Row pitch: the padded image's width, at least sx * ow + the kernel's reach, a multiple of sx.
-    wp = max(wd + pl, sx * ow + (kw - 1) * dx)
-    wp = (wp + sx - 1) // sx * sx
-    wq = sy * wp // sx
-    # Outputs computed per plane, rounded up to a multiple of 16 (whole vectors; no scalar remainder loop).
-    m = (oh * wq + 15) // 16 * 16
-    # Room for the image (and its top padding) and for the largest index read.
-    size = max((h + pt) * wp, sx * (m - 1) + (kh - 1) * dy * wp + (kw - 1) * dx + 1)
-    buf = np.zeros(size, x.dtype)
-    acc = np.empty(m, x.dtype)
-    for plane in range(start, stop):
-        n = plane // c_count
-        c = plane - n * c_count
-        src = x[n, c]
-        for r in range(h):
-            line = buf[(r + pt) * wp + pl : (r + pt) * wp + pl + wd]
-            srow = src[r]
-            for col in range(wd):
-                line[col] = srow[col]
-        acc[:] = 0
-        for i in range(kh):
-            for j in range(kw):
-                wv = w[c, i, j]
-                off = i * dy * wp + j * dx
-                # A view per tap indexed from 0 (an index ``off + q`` would keep LLVM from vectorising).
-                if sx == 1:
-                    tap = buf[off : off + m]
-                    for q in range(m):
-                        acc[q] += wv * tap[q]
-                else:
-                    taps = buf[off : off + sx * (m - 1) + 1 : sx]
-                    for q in range(m):
-                        acc[q] += wv * taps[q]
-        b = bias[c]
-        dst = out[n, c]
-        for oy in range(oh):
-            arow = acc[oy * wq : oy * wq + ow]
-            drow = dst[oy]
-            for ox in range(ow):
-                drow[ox] = arow[ox] + b
+def hard_swish_rows(
+    x: Any, bias: Any, out: Any, sixth: Any, half: Any, start: int, stop: int
+) -> None:  # pragma: no cover
+    """:func:`hard_swish` of ``x[r] + bias[r % len(bias)]`` for the rows ``start..stop`` of ``x`` ``(rows, inner)``
+    (a Conv's output, its rows the planes of its channels, and the Conv's bias): the addition rounded to the element
+    type (as the Conv kernel adds its bias), then the numpy kernel's operations in its order; one pass, the same
+    results bit for bit as the Conv's bias and the HardSwish kernel one after the other."""
+    zero = half - half
+    one = half + half
+    nb = bias.size
+    for r in range(start, stop):
+        xr = x[r]
+        orow = out[r]
+        b = bias[r % nb]
+        for i in range(xr.size):
+            xi = xr[i] + b
+            y = xi * sixth + half
+            if y < zero:
+                y = zero
+            if y > one:
+                y = one
+            orow[i] = y * xi
 
 
-@_njit
-def depthwise2d_strided(
-    x: Any,
-    w: Any,
-    bias: Any,
-    out: Any,
-    pads: Any,
-    strides: Any,
-    dilations: Any,
-    start: int,
-    stop: int,
-) -> None:  # pragma: no cover - compiled
-    """:func:`depthwise2d` with strides (any; measured faster than it where a stride exceeds 1).
+# float32 exp(u) for u <= 0, vectorised (numba has no vectorised exp: a loop calling exp is scalar): u = n ln 2 + r,
+# |r| <= ln 2 / 2 (Cody and Waite's split of ln 2: n * _LN2_HI is exact for |n| < 2^14), exp(r) by its Taylor
+# polynomial of degree 7 (truncation below 0.1 ulp for |r| <= 0.35) in Estrin's order (a short dependency chain),
+# 2^n as the product of two powers of two made from their exponent bits (each a normal float down to n = -150,
+# where exp underflows to zero anyway).
+_LOG2E = np.float32(1.4426950408889634)
+_LN2_HI = np.float32(0.693359375)
+_LN2_LO = np.float32(0.6931471805599453 - 0.693359375)
+_EXP_LO = np.float32(-104.0)  # below, exp(u) < 2^-150: the product of the two powers rounds to zero
+_EXP_C = tuple(np.float32(1.0 / math.factorial(k)) for k in range(8))
 
-    Each plane is copied, zero-padded, into ``sy * sx`` phase buffers (padded row ``r``, column ``q`` go to
-    phase ``(r % sy, q % sx)`` at ``(r // sy, q // sx)``, row pitch ``wph``), so that tap ``(i, j)`` reads, for
-    output ``(oy, ox)``, element ``(oy + i * dy // sy) * wph + ox + j * dx // sx`` of phase ``(i * dy % sy, j * dx
-    % sx)``: one contiguous loop over ``q = oy * wph + ox`` per tap, long and branch-free (it vectorises),
-    computing the columns ``ow..wph`` of each output row too and a few more after the last (discarded). Each
-    phase buffer holds every index read, so no index depends on data and none leaves a buffer."""
-    c_count, h, wd = x.shape[1], x.shape[2], x.shape[3]
-    kh, kw = w.shape[1], w.shape[2]
-    oh, ow = out.shape[2], out.shape[3]
-    pt, pl = pads[0], pads[1]
-    sy, sx = strides[0], strides[1]
-    dy, dx = dilations[0], dilations[1]
-    # The padded extents every output reads (and the image with its top and left padding).
-    hp = max(h + pt, (oh - 1) * sy + (kh - 1) * dy + 1)
-    wp = max(wd + pl, (ow - 1) * sx + (kw - 1) * dx + 1)
-    hph = (hp + sy - 1) // sy
-    wph = (wp + sx - 1) // sx
-    # Outputs computed per plane, rounded up to a multiple of 16 (whole vectors; no scalar remainder loop).
-    m = (oh * wph + 15) // 16 * 16
-    size = max(hph * wph, m + ((kh - 1) * dy // sy) * wph + (kw - 1) * dx // sx)
-    # One flat buffer, phase after phase: 1-D slices of it are contiguous to numba (2-D ones are not).
-    buf = np.zeros(sy * sx * size, x.dtype)
-    acc = np.empty(m, x.dtype)
-    for plane in range(start, stop):
-        n = plane // c_count
-        c = plane - n * c_count
-        src = x[n, c]
-        for r in range(h):
-            pr = r + pt
-            srow = src[r]
-            rbase = (pr // sy) * wph
-            if sx == 1:
-                base = (pr % sy) * size + rbase + pl
-                line = buf[base : base + wd]
-                for col in range(wd):
-                    line[col] = srow[col]
-                continue
-            for p in range(sx):
-                # The columns of phase p: col0, col0 + sx, ... at consecutive places from (col0 + pl) // sx.
-                col0 = (p - pl) % sx
-                k = ((pr % sy) * sx + p) * size + rbase + (col0 + pl) // sx
-                seg = srow[col0::sx]
-                line = buf[k : k + seg.size]
-                for col in range(seg.size):
-                    line[col] = seg[col]
-        acc[:] = 0
-        for i in range(kh):
-            for j in range(kw):
-                wv = w[c, i, j]
-                phase = ((i * dy) % sy) * sx + (j * dx) % sx
-                off = phase * size + ((i * dy) // sy) * wph + (j * dx) // sx
-                # A view per tap indexed from 0 (an index ``off + q`` would keep LLVM from vectorising).
-                tap = buf[off : off + m]
-                for q in range(m):
-                    acc[q] += wv * tap[q]
-        b = bias[c]
-        dst = out[n, c]
-        for oy in range(oh):
-            arow = acc[oy * wph : oy * wph + ow]
-            drow = dst[oy]
-            for ox in range(ow):
-                drow[ox] = arow[ox] + b
+# Multiply-adds may be fused (fastmath "contract" only: no reassociation, no finite-math assumption): the
+# polynomial then takes half the instructions. Used only where a bound in ulp is stated, never where a kernel
+# promises the numpy path's results bit for bit.
+_njit_fma = numba.njit(cache=True, nogil=True, error_model="numpy", fastmath={"contract"})
 
 
-@_njit
-def depthwise2d_nhwc(
-    x: Any,
-    w: Any,
-    bias: Any,
-    out: Any,
-    pads: Any,
-    strides: Any,
-    dilations: Any,
-    start: int,
-    stop: int,
-) -> None:  # pragma: no cover - compiled
-    """:func:`depthwise2d` channels-last, for small images with many channels: ``x`` ``(N, H, W, C)``, ``w`` ``(kh,
-    kw, C)``, ``out`` ``(N, oh, ow, C)``, for the output rows ``start..stop`` of ``(N * oh)``. The innermost loop
-    runs over the channels (contiguous, vectorised); the taps are added in the same order as
-    :func:`depthwise2d`'s, then the bias. Taps outside the image are skipped by the row and column tests, so
-    every index read is inside ``x``."""
-    h, wd, c_count = x.shape[1], x.shape[2], x.shape[3]
-    kh, kw = w.shape[0], w.shape[1]
-    oh, ow = out.shape[1], out.shape[2]
-    pt, pl = pads[0], pads[1]
-    sy, sx = strides[0], strides[1]
-    dy, dx = dilations[0], dilations[1]
+@intrinsic
+def _f32_from_bits_intrinsic(typingctx: Any, bits: Any) -> Any:  # pragma: no cover - compiled
+    """The float32 whose bit pattern is the int32 ``bits`` (an LLVM bitcast: vectorises, no memory)."""
+    sig = types.float32(types.int32)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        return builder.bitcast(args[0], llvm_ir.FloatType())
+
+    return sig, codegen
+
+
+# Called as ``_f32_from_bits(bits)`` in compiled code (numba supplies the typing context; the type checker does not
+# know that).
+_f32_from_bits: Any = _f32_from_bits_intrinsic
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", fastmath={"contract"}, inline="always")
+def _swish1(v: Any, alpha: Any) -> Any:  # pragma: no cover - compiled
+    """``v * sigmoid(alpha * v)`` of one float32 (inlined into the loops of :func:`swish32`, which vectorise)."""
+    c0, c1, c2, c3, c4, c5, c6, c7 = _EXP_C
+    a = v * alpha
+    u = -abs(a)
+    # Beyond _EXP_LO (NaN too: it fails the comparison) e is zero; the reduction is made for _EXP_LO instead.
+    far = not u >= _EXP_LO
+    if far:
+        u = _EXP_LO
+    nf = np.floor(u * _LOG2E + np.float32(0.5))
+    r = (u - nf * _LN2_HI) - nf * _LN2_LO
+    r2 = r * r
+    q = ((c7 * r + c6) * r2 + (c5 * r + c4)) * (r2 * r2) + ((c3 * r + c2) * r2 + (c1 * r + c0))
+    n = np.int32(nf)
+    h = n >> 1
+    qf = q * _f32_from_bits(np.int32((h + 127) << 23))
+    if far:
+        qf = np.float32(0.0)
+    f2 = _f32_from_bits(np.int32((n - h + 127) << 23))
+    e = qf * f2
+    # v * e with the last power of two applied last: where e is subnormal (a < -87) the product still rounds once,
+    # to the result's precision.
+    num = v if a >= 0 else (v * qf) * f2
+    return num / (np.float32(1.0) + e)
+
+
+@_njit_fma
+def swish32(x: Any, out: Any, alpha: Any, bias: Any, start: int, stop: int) -> None:  # pragma: no cover - compiled
+    """``out[r] = s(x[r] + bias[r % len(bias)])`` for the rows ``start..stop`` of ``x`` ``(rows, inner)`` (float32,
+    C-contiguous, ``out`` alike; no addition when ``bias`` is empty: a Conv's bias and the SiLU after it in one
+    pass), ``s(v) = v * sigmoid(alpha * v)`` (SiLU with ``alpha = 1``) as ``v / (1 + exp(-a))`` with ``a = alpha *
+    v`` rounded to float32, written as ``v / (1 + e)`` for ``a >= 0`` and ``v * e / (1 + e)`` below, ``e =
+    exp(-|a|)`` (never overflows); one loop per row, vectorised. Within 4 ulp of the value computed in float64
+    rounded to float32 (``tools/swish_accel_ulp.py`` measures the bound over every float32 of a range; subnormal
+    results within a few subnormal ulp; ``e`` is zero for ``a < -104``); NaN stays NaN, ``+inf`` gives ``+inf`` and
+    ``-inf`` NaN, as the numpy kernel's ``x / (1 + exp(-a))``."""
+    nb = bias.size
     for row in range(start, stop):
-        n = row // oh
-        oy = row - n * oh
-        for ox in range(ow):
-            acc = out[n, oy, ox]
-            for c in range(c_count):
-                acc[c] = 0
-            for i in range(kh):
-                iy = oy * sy - pt + i * dy
-                if iy < 0 or iy >= h:
-                    continue
-                for j in range(kw):
-                    ix = ox * sx - pl + j * dx
-                    if ix < 0 or ix >= wd:
-                        continue
-                    src = x[n, iy, ix]
-                    wr = w[i, j]
-                    for c in range(c_count):
-                        acc[c] += wr[c] * src[c]
-            for c in range(c_count):
-                acc[c] += bias[c]
+        xr = x[row]
+        orow = out[row]
+        if nb:
+            b = bias[row % nb]
+            for t in range(xr.size):
+                orow[t] = _swish1(xr[t] + b, alpha)
+        else:
+            for t in range(xr.size):
+                orow[t] = _swish1(xr[t], alpha)
 
 
 # The row sums of LayerNormalization and RMSNormalization with reassociation allowed (and nothing else of
@@ -591,6 +545,15 @@ def _add_base(acc: Any, base: Any) -> None:  # pragma: no cover - compiled
 
 
 @_njit
+def _packed_states(x: Any, nodes: Any, threshold: Any, idx: Any, code: int, m: int, t: int) -> Any:  # pragma: no cover
+    """Every tree's leaf state for every row of ``x``, from the packed tables of :func:`tree_predict_groups` and
+    :func:`tree_predict_rows` (``nodes``: ``feature`` then ``child``; ``idx``: ``roots`` then ``depth`` ...)."""
+    states = np.empty((t, x.shape[0]), np.intp)
+    tree_states_uniform(x, nodes[:m], threshold, nodes[m : 3 * m], code, idx[:t], idx[t : 2 * t], states, 0, t)
+    return states
+
+
+@_njit
 def tree_predict_groups(
     x: Any, nodes: Any, threshold: Any, idx: Any, base: Any, leaf_value: Any, acc: Any, code: int, m: int, t: int
 ) -> None:  # pragma: no cover - compiled
@@ -601,15 +564,8 @@ def tree_predict_groups(
     ``offsets``. Then ``base`` (float64, at most as many values as targets; empty for none) is added to the first
     targets' sums as numpy's ``acc[:, :base.size] += base`` adds it (in float64, rounded to ``acc``'s type).
     Validated by the caller as those two are."""
-    feature = nodes[:m]
-    child = nodes[m : 3 * m]
-    roots = idx[:t]
-    depth = idx[t : 2 * t]
-    order = idx[2 * t : 3 * t]
-    offsets = idx[3 * t :]
-    states = np.empty((t, x.shape[0]), np.intp)
-    tree_states_uniform(x, feature, threshold, child, code, roots, depth, states, 0, t)
-    tree_sum_groups(states, leaf_value, order, offsets, acc)
+    states = _packed_states(x, nodes, threshold, idx, code, m, t)
+    tree_sum_groups(states, leaf_value, idx[2 * t : 3 * t], idx[3 * t :], acc)
     _add_base(acc, base)
 
 
@@ -620,15 +576,8 @@ def tree_predict_rows(
     """:func:`tree_states_uniform` over every tree, then :func:`tree_sum_rows` into ``acc``, in one call. Packed as
     :func:`tree_predict_groups`'s tables, ``idx`` ending with ``w_row`` (``2 * m`` states) instead of ``offsets``.
     Validated by the caller as those two are."""
-    feature = nodes[:m]
-    child = nodes[m : 3 * m]
-    roots = idx[:t]
-    depth = idx[t : 2 * t]
-    order = idx[2 * t : 3 * t]
-    w_row = idx[3 * t :]
-    states = np.empty((t, x.shape[0]), np.intp)
-    tree_states_uniform(x, feature, threshold, child, code, roots, depth, states, 0, t)
-    tree_sum_rows(states, w_row, w_sum, order, acc)
+    states = _packed_states(x, nodes, threshold, idx, code, m, t)
+    tree_sum_rows(states, idx[3 * t :], w_sum, idx[2 * t : 3 * t], acc)
     _add_base(acc, base)
 
 

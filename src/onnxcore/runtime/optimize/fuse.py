@@ -1,13 +1,16 @@
-"""Fusions into a Conv or a Gemm: folded per-channel steps, an in-place Relu, prepacked weights, Winograd."""
+"""Fusions into a Conv or a Gemm: folded per-channel steps, an in-place Relu or a closing activation (SiLU, GELU,
+HardSwish) with the bias, prepacked weights, Winograd."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from onnxcore.kernels._act_accel import gelu_bias_accel, hard_swish_bias_accel, swish_accel
 from onnxcore.kernels._winograd import MIN_CHANNELS, WinogradConv
+from onnxcore.kernels.elementwise import gelu
 from onnxcore.runtime.optimize._common import (
     InPlaceRelu,
     conv_weights,
@@ -18,10 +21,73 @@ from onnxcore.runtime.optimize._common import (
     use_counts,
 )
 from onnxcore.runtime.optimize.affine import affine_step, bn_parameters
+from onnxcore.runtime.optimize.patterns import FusedPattern, silu
 from onnxcore.runtime.optimize.preactivation import PreActivatedConv
 from onnxcore.runtime.step import PlanNode
 
-__all__ = ["fuse_conv_chains", "fuse_relu", "prepack_gemm", "use_winograd"]
+__all__ = ["ConvActivation", "fuse_conv_chains", "fuse_relu", "prepack_gemm", "use_winograd"]
+
+
+class ConvActivation:
+    """A Conv followed by an activation (SiLU, the erf GELU or HardSwish, each one step of the plan): the Conv
+    without its bias, then the bias and the activation in one pass over the output (``fused``: a compiled loop, or
+    None when it does not take the types), else the bias added in place, as the Conv kernel adds it, and the
+    activation's own step. Only for float32 and float64 weights, where the Conv adds its bias to the finished sums
+    in the same type (so the sums are the same); ``label`` names the activation."""
+
+    __slots__ = ("act", "call", "fused", "label")
+
+    def __init__(
+        self,
+        call: Callable[..., Any],
+        label: str,
+        act: Callable[[np.ndarray], Any],
+        fused: Callable[[np.ndarray, np.ndarray], np.ndarray | None],
+    ) -> None:
+        self.call, self.label, self.act, self.fused = call, label, act, fused
+
+    def with_call(self, call: Callable[..., Any]) -> ConvActivation:
+        """The same activation after another Conv kernel (Winograd's)."""
+        return ConvActivation(call, self.label, self.act, self.fused)
+
+    def __call__(self, x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None, **kw: Any) -> np.ndarray:
+        y = self.call(x, w, None, **kw)
+        if b is not None:
+            fast = self.fused(y, b)
+            if fast is not None:
+                return fast
+            bb = b.reshape((1, -1) + (1,) * (y.ndim - 2))
+            if y.flags.writeable and y.dtype == np.result_type(y, b):
+                y += bb
+            else:
+                y = y + bb
+        return np.asarray(self.act(y))
+
+
+def _swish_bias(y: np.ndarray, b: np.ndarray) -> np.ndarray | None:
+    return swish_accel(y, 1.0, b)
+
+
+def _activation(bn: PlanNode, x: str) -> tuple[str, Callable[[np.ndarray], Any], Any] | None:
+    """When ``bn`` is an activation :class:`ConvActivation` takes, applied to ``x`` alone: its label, its step (a
+    call of one array) and the compiled pass of bias and activation."""
+    if bn.inputs != [x] or len(bn.outputs) != 1 or bn.call is None or bn.outer:
+        return None
+    call = bn.call
+    if isinstance(call, FusedPattern):
+        if call.label == "SiLU":
+            return "SiLU", silu, _swish_bias
+        if call.label == "GELU (erf)":
+            return "GELU", gelu, gelu_bias_accel
+        return None
+    node = bn.node
+    if node.domain not in ("", "ai.onnx"):
+        return None
+    if node.op_type == "Gelu" and bn.kw.get("approximate", "none") == "none":
+        return "GELU", gelu, gelu_bias_accel
+    if node.op_type == "HardSwish" and not bn.kw:
+        return "HardSwish", call, hard_swish_bias_accel
+    return None
 
 
 def fuse_conv_chains(
@@ -52,6 +118,7 @@ def fuse_conv_chains(
         k = np.ones(m)
         shift = np.zeros(m)
         relu = False
+        act: tuple[str, Callable[[np.ndarray], Any], Any] | None = None  # a closing activation (ConvActivation)
         members: list[int] = []
         current = conv.outputs[0]
         while uses.get(current) == 1 and current in reader:
@@ -66,6 +133,8 @@ def fuse_conv_chains(
                 k, shift = k * kb, shift * kb + (bias - mean * kb)
             elif is_relu(nxt):
                 relu = True
+            elif w.dtype in (np.float32, np.float64) and (found := _activation(nxt, current)) is not None:
+                act = found
             else:
                 step = affine_step(nxt, current, const)
                 c = None if step is None else per_channel_values(step[1], w.dtype, m, rank)
@@ -77,12 +146,12 @@ def fuse_conv_chains(
                     shift = shift + c
             members.append(i)
             current = nxt.outputs[0]
-            if relu:
+            if relu or act is not None:
                 break
         if not members:
             continue
         inputs = list(conv.inputs)
-        if len(members) > relu:  # affine steps to fold (a Relu alone keeps the weights as they are)
+        if len(members) > relu + (act is not None):  # affine steps to fold (an activation alone keeps the weights)
             kshape = (m,) + (1,) * (rank - 1)
             w2 = (w.astype(np.float64) * k.reshape(kshape)).astype(w.dtype)
             b2 = ((np.zeros(m) if b0 is None else b0.astype(np.float64).reshape(m)) * k + shift).astype(w.dtype)
@@ -92,7 +161,11 @@ def fuse_conv_chains(
                 added[name] = value
             inputs = [conv.inputs[0], wname, bname]
         assert conv.call is not None
-        call = InPlaceRelu(conv.call) if relu else conv.call
+        call: Callable[..., Any] = conv.call
+        if relu:
+            call = InPlaceRelu(conv.call)
+        elif act is not None:
+            call = ConvActivation(conv.call, *act)
         nodes[j] = rebound(conv, call, conv.kw, inputs, [current], absorbed=[nodes[i] for i in members])
         drop.update(members)
     return [bn for k, bn in enumerate(nodes) if k not in drop], added
@@ -168,6 +241,11 @@ def use_winograd(nodes: list[PlanNode], const: Mapping[str, Any]) -> list[PlanNo
         if w.dtype != np.float32 or w.shape[2:] != (3, 3) or min(w.shape[:2]) < MIN_CHANNELS:
             continue
         assert call is not None
-        wrapped = InPlaceRelu(WinogradConv(call.call)) if isinstance(call, InPlaceRelu) else WinogradConv(call)
+        if isinstance(call, InPlaceRelu):
+            wrapped: Any = InPlaceRelu(WinogradConv(call.call))
+        elif isinstance(call, ConvActivation):
+            wrapped = call.with_call(WinogradConv(call.call))
+        else:
+            wrapped = WinogradConv(call)
         nodes[j] = rebound(bn, wrapped, dict(bn.kw), list(bn.inputs), list(bn.outputs))
     return nodes

@@ -1,0 +1,100 @@
+"""Compiled activation passes (the ``accel`` extra) with an optional per-channel bias: SiLU / Swish, the erf GELU and
+HardSwish of ``x`` or of ``x + bias`` along axis 1, one pass each.
+
+A Conv followed by one of these activations runs its bias and the activation together here
+(:class:`onnxcore.runtime.optimize.fuse.ConvActivation`), and Swish-24 and the plan's SiLU fusion run the plain
+SiLU. Each returns None where the compiled loop does not take the input (the accelerator off, another type): the
+caller then runs the numpy kernels, the reference.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from onnxcore.kernels import accel
+from onnxcore.kernels.threads import MIN_PARALLEL_ELEMENTS, active_threads, parallel_for
+
+__all__ = ["gelu_bias_accel", "hard_swish_bias_accel", "swish_accel"]
+
+Array = np.ndarray
+_BLOCK = 1 << 14  # elements per block of the plain SiLU (a block for a kernel thread)
+
+
+def swish_accel(x: Array, alpha: float, bias: Array | None = None) -> Array | None:
+    """``x * sigmoid(alpha * x)`` by the compiled loop (float32 with the accelerator enabled; within 4 ulp of the
+    float64 value, ``tools/swish_accel_ulp.py``), in blocks over the kernel threads; with ``bias`` (one float32 per
+    channel of an ``(N, C, ...)`` ``x``), of ``x + bias`` along axis 1 in the same pass (a Conv's bias and the SiLU
+    that follows it). None on other inputs (the caller computes ``x / (1 + exp(-alpha * x))`` with numpy, the
+    reference)."""
+    if x.dtype != np.float32 or not accel.enabled():
+        return None
+    if bias is not None and (x.ndim < 2 or bias.dtype != np.float32 or bias.shape != (x.shape[1],)):
+        return None
+    size = x.size
+    if bias is None:
+        # Rows of _BLOCK (and a last, shorter one): blocks for the kernel threads.
+        rows, inner = (-(-size // _BLOCK), _BLOCK) if size > _BLOCK else (1, size)
+        b = np.zeros(0, np.float32)
+    else:
+        rows = x.shape[0] * x.shape[1]
+        inner = size // rows if rows else 0
+        b = np.ascontiguousarray(bias)
+    flat = np.ascontiguousarray(x).reshape(-1)
+    out = np.empty(size, np.float32)
+    fn, a = accel.jit().swish32, np.float32(alpha)
+    full = size // inner if inner else 0  # whole rows; a shorter last one when the size is not a multiple
+    x2, o2 = flat[: full * inner].reshape(full, inner), out[: full * inner].reshape(full, inner)
+
+    def run(i: int, j: int) -> None:
+        fn(x2, o2, a, b, i, j)
+
+    parallel_for(run, full, threads=active_threads() if size >= MIN_PARALLEL_ELEMENTS else 1)
+    if full * inner < size:
+        fn(flat[full * inner :].reshape(1, -1), out[full * inner :].reshape(1, -1), a, b, 0, 1)
+    return out.reshape(x.shape)
+
+
+def gelu_bias_accel(x: Array, bias: Array) -> Array | None:
+    """The erf GELU of ``x + bias`` along axis 1 (``x`` ``(N, C, ...)`` float32, ``bias`` ``(C,)``: a Conv's output
+    and bias) by the compiled loop in one pass, the same results bit for bit as the addition then :func:`gelu`;
+    None when the accelerator is off or the types differ (the caller adds and calls :func:`gelu`)."""
+    if x.dtype != np.float32 or bias.dtype != np.float32 or x.ndim < 2 or bias.shape != (x.shape[1],):
+        return None
+    if not accel.enabled():
+        return None
+    rows = x.shape[0] * x.shape[1]
+    if rows == 0 or x.size == 0:
+        return None
+    x2 = np.ascontiguousarray(x).reshape(rows, -1)
+    out = np.empty(x2.shape, np.float32)
+    fn, sc, b = accel.jit().gelu32_rows, np.float32(1.0 / math.sqrt(2.0)), np.ascontiguousarray(bias)
+
+    def run(i: int, j: int) -> None:
+        fn(x2, b, out, sc, i, j)
+
+    parallel_for(run, rows, threads=active_threads() if x.size >= MIN_PARALLEL_ELEMENTS else 1)
+    return out.reshape(x.shape)
+
+
+def hard_swish_bias_accel(x: Array, bias: Array) -> Array | None:
+    """HardSwish of ``x + bias`` along axis 1 (``x`` ``(N, C, ...)``, ``bias`` ``(C,)`` of its type, float32 or
+    float64: a Conv's output and bias) by the compiled loop in one pass, the same results bit for bit as the
+    addition then the HardSwish kernel; None when the accelerator is off or the types differ."""
+    if x.dtype not in (np.float32, np.float64) or bias.dtype != x.dtype or x.ndim < 2 or bias.shape != (x.shape[1],):
+        return None
+    if not accel.enabled():
+        return None
+    rows = x.shape[0] * x.shape[1]
+    if rows == 0 or x.size == 0:
+        return None
+    x2 = np.ascontiguousarray(x).reshape(rows, -1)
+    out = np.empty(x2.shape, x.dtype)
+    fn, t, b = accel.jit().hard_swish_rows, x.dtype.type, np.ascontiguousarray(bias)
+
+    def run(i: int, j: int) -> None:
+        fn(x2, b, out, t(1.0 / 6.0), t(0.5), i, j)
+
+    parallel_for(run, rows, threads=active_threads() if x.size >= MIN_PARALLEL_ELEMENTS else 1)
+    return out.reshape(x.shape)

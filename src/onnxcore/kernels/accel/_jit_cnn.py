@@ -1,0 +1,380 @@
+"""Compiled convolution and pooling kernels (numba ``@njit``): depthwise 2-D convolution and the stride-1 box mean.
+
+Split from :mod:`onnxcore.kernels.accel._jit` for size (reach them as ``accel.jit_cnn().depthwise2d``); numba itself is
+imported by ``_jit`` alone, whose decorator these use. As there,
+every function works on arrays its caller made contiguous and of one element type (float32 or float64), and numba
+does not check bounds: every index these loops follow has been validated by the caller (see each docstring).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from onnxcore.kernels.accel._jit import _njit
+
+__all__ = ["box_mean2d", "depthwise2d", "depthwise2d_nhwc", "depthwise2d_strided"]
+
+_DW_TILE = 1024  # outputs of a depthwise plane summed through every tap at a time (4 KiB of float32 sums)
+
+
+@_njit
+def _group(left: int) -> int:  # pragma: no cover - compiled
+    """How many of the ``left`` taps of a kernel row :func:`_add_taps` takes next: 5, 3, 2 or 1 (a 7-tap row: 5 + 2)."""
+    if left >= 5:
+        return 5
+    if left >= 3:
+        return 3
+    return left
+
+
+@_njit
+def _add_taps(
+    part: Any,
+    buf: Any,
+    g: int,
+    o0: int,
+    o1: int,
+    o2: int,
+    o3: int,
+    o4: int,
+    w0: Any,
+    w1: Any,
+    w2: Any,
+    w3: Any,
+    w4: Any,
+) -> None:  # pragma: no cover - compiled
+    """``part[q] += w0 * buf[o0 + q]``, then ``+= w1 * buf[o1 + q]`` ... for the first ``g`` (1 to 5) taps, in that
+    order (the same sums as one tap at a time, bit for bit), in one pass over ``part``: its sums are loaded and
+    stored once for ``g`` taps instead of ``g`` times. The caller keeps every ``o + len(part)`` within ``buf``."""
+    n = part.size
+    t0 = buf[o0 : o0 + n]
+    if g == 1:
+        for q in range(n):
+            part[q] += w0 * t0[q]
+        return
+    t1 = buf[o1 : o1 + n]
+    if g == 2:
+        for q in range(n):
+            part[q] = (part[q] + w0 * t0[q]) + w1 * t1[q]
+        return
+    t2 = buf[o2 : o2 + n]
+    if g == 3:
+        for q in range(n):
+            part[q] = ((part[q] + w0 * t0[q]) + w1 * t1[q]) + w2 * t2[q]
+        return
+    t3 = buf[o3 : o3 + n]
+    t4 = buf[o4 : o4 + n]
+    for q in range(n):
+        part[q] = ((((part[q] + w0 * t0[q]) + w1 * t1[q]) + w2 * t2[q]) + w3 * t3[q]) + w4 * t4[q]
+
+
+@_njit
+def depthwise2d(
+    x: Any,
+    w: Any,
+    bias: Any,
+    out: Any,
+    pads: Any,
+    strides: Any,
+    dilations: Any,
+    start: int,
+    stop: int,
+) -> None:  # pragma: no cover - compiled
+    """Depthwise 2-D convolution of the planes ``start..stop`` of ``(N * C)``: ``out[n, c, oy, ox] = sum over taps
+    (i, j) of w[c, i, j] * x[n, c, oy * sy - pt + i * dy, ox * sx - pl + j * dx]``, then ``+ bias[c]``, taps
+    outside the image being zero. ``x`` ``(N, C, H, W)``, ``w`` ``(C, kh, kw)``, ``bias`` ``(C,)`` (zeros when
+    the node has none), ``out`` ``(N, C, oh, ow)``, all C-contiguous of one type; ``pads`` (top, left),
+    ``strides`` and ``dilations`` (rows, columns) positive, ``oh`` and ``ow`` those of the convolution.
+
+    Each plane is copied into a zero-padded buffer whose row pitch ``wp`` is a multiple of the column stride, so
+    that output ``(oy, ox)`` of tap ``(i, j)`` reads ``buf[sx * q + i * dy * wp + j * dx]`` with ``q = oy * wq +
+    ox`` and ``wq = sy * wp / sx``: one loop over ``q`` per tap, long and branch-free (it vectorises), computing
+    the columns ``ow..wq`` of each output row too, and a few more after the last row (discarded). The buffer
+    holds every index read, so no index depends on data and none leaves the buffer. Used for stride 1 (with a
+    stride, the loop reads every sx-th element and computes sy times the rows: :func:`depthwise2d_strided` splits
+    the plane into phases instead)."""
+    c_count, h, wd = x.shape[1], x.shape[2], x.shape[3]
+    kh, kw = w.shape[1], w.shape[2]
+    oh, ow = out.shape[2], out.shape[3]
+    pt, pl = pads[0], pads[1]
+    sy, sx = strides[0], strides[1]
+    dy, dx = dilations[0], dilations[1]
+    # Row pitch: the padded image's width, at least sx * ow + the kernel's reach, a multiple of sx.
+    wp = max(wd + pl, sx * ow + (kw - 1) * dx)
+    wp = (wp + sx - 1) // sx * sx
+    wq = sy * wp // sx
+    # Outputs computed per plane, rounded up to a multiple of 16 (whole vectors; no scalar remainder loop).
+    m = (oh * wq + 15) // 16 * 16
+    # Room for the image (and its top padding) and for the largest index read.
+    size = max((h + pt) * wp, sx * (m - 1) + (kh - 1) * dy * wp + (kw - 1) * dx + 1)
+    buf = np.zeros(size, x.dtype)
+    acc = np.empty(m, x.dtype)
+    for plane in range(start, stop):
+        n = plane // c_count
+        c = plane - n * c_count
+        src = x[n, c]
+        for r in range(h):
+            line = buf[(r + pt) * wp + pl : (r + pt) * wp + pl + wd]
+            srow = src[r]
+            for col in range(wd):
+                line[col] = srow[col]
+        acc[:] = 0
+        # A tile of outputs at a time through every tap: its sums stay in the L1 cache (a 112 x 112 plane's do not).
+        for q0 in range(0, m, _DW_TILE):
+            q1 = min(m, q0 + _DW_TILE)
+            part = acc[q0:q1]
+            for i in range(kh):
+                if sx == 1:
+                    # The taps of a kernel row up to five at a time (one pass over the sums for a 3 x 3 or 5 x 5 row).
+                    j = 0
+                    while j < kw:
+                        g = _group(kw - j)
+                        o = i * dy * wp + j * dx + q0
+                        wr = w[c, i]
+                        _add_taps(
+                            part, buf, g, o, o + dx, o + 2 * dx, o + 3 * dx, o + 4 * dx,
+                            wr[j], wr[min(j + 1, kw - 1)], wr[min(j + 2, kw - 1)], wr[min(j + 3, kw - 1)],
+                            wr[min(j + 4, kw - 1)],
+                        )  # fmt: skip
+                        j += g
+                    continue
+                for j in range(kw):
+                    wv = w[c, i, j]
+                    off = i * dy * wp + j * dx + sx * q0
+                    # A view per tap indexed from 0 (an index ``off + q`` would keep LLVM from vectorising).
+                    taps = buf[off : off + sx * (q1 - q0 - 1) + 1 : sx]
+                    for q in range(q1 - q0):
+                        part[q] += wv * taps[q]
+        b = bias[c]
+        dst = out[n, c]
+        for oy in range(oh):
+            arow = acc[oy * wq : oy * wq + ow]
+            drow = dst[oy]
+            for ox in range(ow):
+                drow[ox] = arow[ox] + b
+
+
+@_njit
+def depthwise2d_strided(
+    x: Any,
+    w: Any,
+    bias: Any,
+    out: Any,
+    pads: Any,
+    strides: Any,
+    dilations: Any,
+    start: int,
+    stop: int,
+) -> None:  # pragma: no cover - compiled
+    """:func:`depthwise2d` with strides (any; measured faster than it where a stride exceeds 1).
+
+    Each plane is copied, zero-padded, into ``sy * sx`` phase buffers (padded row ``r``, column ``q`` go to
+    phase ``(r % sy, q % sx)`` at ``(r // sy, q // sx)``, row pitch ``wph``), so that tap ``(i, j)`` reads, for
+    output ``(oy, ox)``, element ``(oy + i * dy // sy) * wph + ox + j * dx // sx`` of phase ``(i * dy % sy, j * dx
+    % sx)``: one contiguous loop over ``q = oy * wph + ox`` per tap, long and branch-free (it vectorises),
+    computing the columns ``ow..wph`` of each output row too and a few more after the last (discarded). Each
+    phase buffer holds every index read, so no index depends on data and none leaves a buffer."""
+    c_count, h, wd = x.shape[1], x.shape[2], x.shape[3]
+    kh, kw = w.shape[1], w.shape[2]
+    oh, ow = out.shape[2], out.shape[3]
+    pt, pl = pads[0], pads[1]
+    sy, sx = strides[0], strides[1]
+    dy, dx = dilations[0], dilations[1]
+    # The padded extents every output reads (and the image with its top and left padding).
+    hp = max(h + pt, (oh - 1) * sy + (kh - 1) * dy + 1)
+    wp = max(wd + pl, (ow - 1) * sx + (kw - 1) * dx + 1)
+    hph = (hp + sy - 1) // sy
+    wph = (wp + sx - 1) // sx
+    # Outputs computed per plane, rounded up to a multiple of 16 (whole vectors; no scalar remainder loop).
+    m = (oh * wph + 15) // 16 * 16
+    size = max(hph * wph, m + ((kh - 1) * dy // sy) * wph + (kw - 1) * dx // sx)
+    # One flat buffer, phase after phase: 1-D slices of it are contiguous to numba (2-D ones are not).
+    buf = np.zeros(sy * sx * size, x.dtype)
+    acc = np.empty(m, x.dtype)
+    for plane in range(start, stop):
+        n = plane // c_count
+        c = plane - n * c_count
+        src = x[n, c]
+        for r in range(h):
+            pr = r + pt
+            srow = src[r]
+            rbase = (pr // sy) * wph
+            if sx == 1:
+                base = (pr % sy) * size + rbase + pl
+                line = buf[base : base + wd]
+                for col in range(wd):
+                    line[col] = srow[col]
+                continue
+            if sx == 2:
+                # Columns 2t and 2t + 1 of the image (padded columns 2t + pl and 2t + 1 + pl) go to place t + pl // 2
+                # of phase pl % 2 and place t + (pl + 1) // 2 of the other: one loop reading the row in order, its
+                # stride a constant (vectorised; a phase at a time with a variable stride is a scalar loop 8x slower).
+                half = wd // 2
+                pa = pl % 2
+                ka = ((pr % sy) * 2 + pa) * size + rbase + pl // 2
+                kb = ((pr % sy) * 2 + 1 - pa) * size + rbase + (pl + 1) // 2
+                la = buf[ka : ka + half]
+                lb = buf[kb : kb + half]
+                for t in range(half):
+                    la[t] = srow[2 * t]
+                    lb[t] = srow[2 * t + 1]
+                if wd % 2:
+                    buf[ka + half] = srow[wd - 1]
+                continue
+            for p in range(sx):
+                # The columns of phase p: col0, col0 + sx, ... at consecutive places from (col0 + pl) // sx.
+                col0 = (p - pl) % sx
+                k = ((pr % sy) * sx + p) * size + rbase + (col0 + pl) // sx
+                seg = srow[col0::sx]
+                line = buf[k : k + seg.size]
+                for col in range(seg.size):
+                    line[col] = seg[col]
+        acc[:] = 0
+        for q0 in range(0, m, _DW_TILE):
+            q1 = min(m, q0 + _DW_TILE)
+            part = acc[q0:q1]
+            for i in range(kh):
+                # The taps of a kernel row up to five at a time (each in its phase; one pass over the sums for a
+                # 3 x 3 or 5 x 5 row).
+                rbase = ((i * dy) % sy) * sx * size + ((i * dy) // sy) * wph + q0
+                wr = w[c, i]
+                j = 0
+                while j < kw:
+                    g = _group(kw - j)
+                    o0 = rbase + ((j * dx) % sx) * size + (j * dx) // sx
+                    jj = min(j + 1, kw - 1)
+                    o1 = rbase + ((jj * dx) % sx) * size + (jj * dx) // sx
+                    jj = min(j + 2, kw - 1)
+                    o2 = rbase + ((jj * dx) % sx) * size + (jj * dx) // sx
+                    jj = min(j + 3, kw - 1)
+                    o3 = rbase + ((jj * dx) % sx) * size + (jj * dx) // sx
+                    jj = min(j + 4, kw - 1)
+                    o4 = rbase + ((jj * dx) % sx) * size + (jj * dx) // sx
+                    _add_taps(
+                        part, buf, g, o0, o1, o2, o3, o4, wr[j], wr[min(j + 1, kw - 1)], wr[min(j + 2, kw - 1)],
+                        wr[min(j + 3, kw - 1)], wr[min(j + 4, kw - 1)],
+                    )  # fmt: skip
+                    j += g
+        b = bias[c]
+        dst = out[n, c]
+        for oy in range(oh):
+            arow = acc[oy * wph : oy * wph + ow]
+            drow = dst[oy]
+            for ox in range(ow):
+                drow[ox] = arow[ox] + b
+
+
+@_njit
+def depthwise2d_nhwc(
+    x: Any,
+    w: Any,
+    bias: Any,
+    out: Any,
+    pads: Any,
+    strides: Any,
+    dilations: Any,
+    start: int,
+    stop: int,
+) -> None:  # pragma: no cover - compiled
+    """:func:`depthwise2d` channels-last, for small images with many channels: ``x`` ``(N, H, W, C)``, ``w`` ``(kh,
+    kw, C)``, ``out`` ``(N, oh, ow, C)``, for the output rows ``start..stop`` of ``(N * oh)``. The innermost loop
+    runs over the channels (contiguous, vectorised); the taps are added in the same order as
+    :func:`depthwise2d`'s, then the bias. Taps outside the image are skipped by the row and column tests, so
+    every index read is inside ``x``."""
+    h, wd, c_count = x.shape[1], x.shape[2], x.shape[3]
+    kh, kw = w.shape[0], w.shape[1]
+    oh, ow = out.shape[1], out.shape[2]
+    pt, pl = pads[0], pads[1]
+    sy, sx = strides[0], strides[1]
+    dy, dx = dilations[0], dilations[1]
+    for row in range(start, stop):
+        n = row // oh
+        oy = row - n * oh
+        for ox in range(ow):
+            acc = out[n, oy, ox]
+            for c in range(c_count):
+                acc[c] = 0
+            for i in range(kh):
+                iy = oy * sy - pt + i * dy
+                if iy < 0 or iy >= h:
+                    continue
+                for j in range(kw):
+                    ix = ox * sx - pl + j * dx
+                    if ix < 0 or ix >= wd:
+                        continue
+                    src = x[n, iy, ix]
+                    wr = w[i, j]
+                    for c in range(c_count):
+                        acc[c] += wr[c] * src[c]
+            for c in range(c_count):
+                acc[c] += bias[c]
+
+
+@_njit
+def box_mean2d(
+    x: Any,
+    kh: int,
+    kw: int,
+    pt: int,
+    pl: int,
+    w: int,
+    plane: int,
+    hmask: Any,
+    vmask: Any,
+    divt: Any,
+    hs: Any,
+    out: Any,
+    start: int,
+    stop: int,
+) -> None:  # pragma: no cover - compiled
+    """2-D AveragePool with stride 1 and dilation 1 whose output has the input's extents (``pt + pb = kh - 1``,
+    ``pl + pr = kw - 1``), on the flattened planes: for the planes ``start..stop`` of ``x`` (``plane = h * w``
+    values each, rows of ``w``), ``out[q] = (sum over i < kh, j < kw of x[q + (i - pt) * w + j - pl], the taps
+    outside the plane left out) / divt[q % L]``.
+
+    Separable, ``per = L // plane`` planes at a time (``L = len(divt)``): the ``kw``-sums along the rows into
+    ``hs`` as one long loop per tap, then the ``kh``-sums down the columns as one long loop per tap, then the
+    division; every loop vectorised and long however narrow the image (a loop per row of a 7 x 7 plane would not
+    be), no padded copy. A tap is taken where ``hmask[j, t]`` (its column inside the row) and ``vmask[i, t]`` (its
+    row inside the plane) say, ``t`` the place in the block: a select, so a value of another row or plane (an
+    infinity, a NaN) never enters. Each tap's loop covers only the places whose source index is inside ``x`` (or
+    the block's row sums), so no index leaves the arrays."""
+    n = x.size
+    per = divt.size // plane
+    zero = np.zeros(1, x.dtype)[0]
+    for p0 in range(start, stop, per):
+        base = p0 * plane
+        length = (min(stop, p0 + per) - p0) * plane
+        h_ = hs[0:length]
+        for t in range(length):
+            h_[t] = zero
+        for j in range(kw):
+            off = j - pl
+            lo = max(0, -(base + off))
+            hi = min(length, n - base - off)
+            if hi <= lo:
+                continue
+            src = x[base + lo + off : base + hi + off]
+            m = hmask[j, lo:hi]
+            dst = hs[lo:hi]
+            for t in range(hi - lo):
+                dst[t] += src[t] if m[t] else zero
+        a = out[base : base + length]
+        for t in range(length):
+            a[t] = zero
+        for i in range(kh):
+            off = (i - pt) * w
+            lo = max(0, -off)
+            hi = min(length, length - off)
+            if hi <= lo:
+                continue
+            src = hs[lo + off : hi + off]
+            m = vmask[i, lo:hi]
+            dst = out[base + lo : base + hi]
+            for t in range(hi - lo):
+                dst[t] += src[t] if m[t] else zero
+        d = divt[0:length]
+        for t in range(length):
+            a[t] = a[t] / d[t]
