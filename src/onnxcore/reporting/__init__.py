@@ -169,6 +169,11 @@ def _profile(
             if fk is not None and key is not None:
                 g.info[fk]["time"] = s.seconds
                 g.info[fk]["fused_into"] = key
+    for key in keys.values():
+        # Clause 8.2: the plan may fold a node, leave out one no output needs, or read a no-op's input in its
+        # place (runtime/optimize/noops.py): such a node has no time of its own.
+        if "time" not in g.info[key]:
+            g.info[key]["not_a_step"] = True
     return {
         "runs": runs,
         "steps": len(steps),

@@ -344,7 +344,7 @@ class Session:
                 IgnoreFloatErrors.leave(fp)
                 exit_threads(threads)
                 exit_run(tokens)
-            outs = [_owned(vals[s], plan.names[s]) for s in plan.output_slots]
+            outs = _outputs(plan, vals, feeds)
             if self._declared_outputs and not target.shapes.agree(outs):
                 self._warn_on_shapes(plan, outs)
             return outs
@@ -360,7 +360,7 @@ class Session:
         ):
             plan, vals = self._prepare(output_names, feeds, intermediates)
             plan.execute(vals)
-        outs = [_owned(vals[s], plan.names[s]) for s in plan.output_slots]
+        outs = _outputs(plan, vals, feeds)
         if self._declared_outputs:
             self._warn_on_shapes(plan, outs)
         if not intermediates:
@@ -421,7 +421,7 @@ class Session:
         with limits_in_effect(self._limits), threads_in_effect(self._threads), np.errstate(all="ignore"):
             plan, vals = self._prepare(output_names, feeds, as_written)
             times = plan.profile(vals)
-        return [_owned(vals[s], plan.names[s]) for s in plan.output_slots], _step_times(plan, times)
+        return _outputs(plan, vals, feeds), _step_times(plan, times)
 
     def _warn_on_shapes(self, plan: Plan, outs: list[Any]) -> None:
         """Warn (:class:`OutputShapeWarning`) of an output whose computed shape contradicts its declared one.
@@ -624,15 +624,46 @@ def _declared_rank(tp: TypeProto | None) -> int | None:
     return None if shape is None else len(shape.dim)
 
 
+def _outputs(plan: Plan, vals: list[Any], feeds: Mapping[str, Any]) -> list[Any]:
+    """The run's outputs, each the caller's own array: a constant is copied (:func:`_owned`), and so is an output
+    whose memory is a feed's (``Identity(x)``, ``Reshape(x)``: numpy views) or an earlier output's (``y`` and
+    ``Identity(y)`` both outputs), so that writing into one output never changes the caller's input or another
+    output (onnxruntime's outputs are separate arrays too)."""
+    outs = [_owned(vals[s], plan.names[s]) for s in plan.output_slots]
+    for i, v in enumerate(outs):
+        if type(v) is not np.ndarray:
+            continue
+        # (plain loops: this runs on every run's fixed cost, where generator expressions cost a microsecond)
+        shared = False
+        if v.base is None:  # owns its memory: shared only if it IS a feed or an earlier output
+            for u in feeds.values():
+                if u is v:
+                    shared = True
+            for u in outs[:i]:
+                if u is v:
+                    shared = True
+        else:
+            for u in (*feeds.values(), *outs[:i]):
+                if type(u) is np.ndarray and np.may_share_memory(v, u):
+                    shared = True
+        if shared:
+            outs[i] = _copy_for_caller(v, plan.names[plan.output_slots[i]])
+    return outs
+
+
 def _owned(v: Any, name: str) -> Any:
     # Initializers and folded constants are shared by every run and read-only: give the caller its own copy.
     if isinstance(v, np.ndarray) and not v.flags.writeable:
-        try:
-            return v.copy()
-        except MemoryError:
-            # The copy is outside the plan's error wrapping: refuse by name rather than let MemoryError escape.
-            raise LimitError(
-                f"output {name!r} ({describe_value(v)}, {v.nbytes:,} octets) cannot be copied for the caller: "
-                "out of memory (Clause 15.4)"
-            ) from None
+        return _copy_for_caller(v, name)
     return v
+
+
+def _copy_for_caller(v: np.ndarray, name: str) -> np.ndarray:
+    try:
+        return v.copy()
+    except MemoryError:
+        # The copy is outside the plan's error wrapping: refuse by name rather than let MemoryError escape.
+        raise LimitError(
+            f"output {name!r} ({describe_value(v)}, {v.nbytes:,} octets) cannot be copied for the caller: "
+            "out of memory (Clause 15.4)"
+        ) from None

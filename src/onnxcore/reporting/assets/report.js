@@ -207,6 +207,9 @@
         h += `<p><b>time:</b> ${(d.time * 1e3).toFixed(3)} ms per run` +
           (d.fused_into ? " (fused into another node's step)" : "") +
           (d.fused ? `; this step fused ${esc(d.fused.join(", "))}` : "") + "</p>";
+      } else if (d.not_a_step) {
+        h += "<p><b>time:</b> none: not a step of the run's plan (folded when the plan was made, not needed by " +
+          "an output, or computing nothing, as an Identity, whose readers read its input)</p>";
       }
       h += "<h4>Attributes</h4><div class='attrs'>" + rows(["name", "value"], d.attrs) + "</div>";
       h += "<h4>Inputs</h4><div class='inputs'>" + rows(["formal", "value", "type and shape", "from"], d.inputs) + "</div>";
