@@ -10,6 +10,7 @@ caller then runs the numpy kernels, the reference.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -64,18 +65,8 @@ def gelu_bias_accel(x: Array, bias: Array) -> Array | None:
         return None
     if not accel.enabled():
         return None
-    rows = x.shape[0] * x.shape[1]
-    if rows == 0 or x.size == 0:
-        return None
-    x2 = np.ascontiguousarray(x).reshape(rows, -1)
-    out = np.empty(x2.shape, np.float32)
-    fn, sc, b = accel.jit().gelu32_rows, np.float32(1.0 / math.sqrt(2.0)), np.ascontiguousarray(bias)
-
-    def run(i: int, j: int) -> None:
-        fn(x2, b, out, sc, i, j)
-
-    parallel_for(run, rows, threads=active_threads() if x.size >= MIN_PARALLEL_ELEMENTS else 1)
-    return out.reshape(x.shape)
+    fn, sc = accel.jit().gelu32_rows, np.float32(1.0 / math.sqrt(2.0))
+    return _channel_rows(x, bias, lambda x2, b, out, i, j: fn(x2, b, out, sc, i, j))
 
 
 def hard_swish_bias_accel(x: Array, bias: Array) -> Array | None:
@@ -86,15 +77,23 @@ def hard_swish_bias_accel(x: Array, bias: Array) -> Array | None:
         return None
     if not accel.enabled():
         return None
+    fn, t = accel.jit().hard_swish_rows, x.dtype.type
+    sixth, half = t(1.0 / 6.0), t(0.5)
+    return _channel_rows(x, bias, lambda x2, b, out, i, j: fn(x2, b, out, sixth, half, i, j))
+
+
+def _channel_rows(x: Array, bias: Array, call: Callable[..., None]) -> Array | None:
+    """A Conv epilogue's pass: ``x`` ``(N, C, ...)`` as the rows of its channels' planes, ``call(x2, bias, out,
+    start, stop)`` over blocks of rows on the kernel threads; None for an empty ``x`` (the caller's numpy path)."""
     rows = x.shape[0] * x.shape[1]
     if rows == 0 or x.size == 0:
         return None
     x2 = np.ascontiguousarray(x).reshape(rows, -1)
     out = np.empty(x2.shape, x.dtype)
-    fn, t, b = accel.jit().hard_swish_rows, x.dtype.type, np.ascontiguousarray(bias)
+    b = np.ascontiguousarray(bias)
 
     def run(i: int, j: int) -> None:
-        fn(x2, b, out, t(1.0 / 6.0), t(0.5), i, j)
+        call(x2, b, out, i, j)
 
     parallel_for(run, rows, threads=active_threads() if x.size >= MIN_PARALLEL_ELEMENTS else 1)
     return out.reshape(x.shape)

@@ -51,6 +51,31 @@ _Q0, _Q1, _Q2, _Q3, _Q4, _Q5 = ERF_Q
 _HI = ERF_CLAMP
 
 
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _erf_of(v: Any) -> Any:  # pragma: no cover - compiled
+    """erf of the float64 ``v`` rounded once to float32: the numpy kernel's rational approximation (clamped at
+    ``ERF_CLAMP``, float64 polynomials), operation for operation; inlined into each loop that calls it (numba's
+    IR inlining), so those loops still vectorise."""
+    # NaN fails both comparisons and propagates; -0.0 keeps its sign.
+    if v > _HI:
+        v = _HI
+    elif v < -_HI:
+        v = -_HI
+    u = v * v
+    p = u * _P6 + _P5
+    p = p * u + _P4
+    p = p * u + _P3
+    p = p * u + _P2
+    p = p * u + _P1
+    p = p * u + _P0
+    q = u * _Q5 + _Q4
+    q = q * u + _Q3
+    q = q * u + _Q2
+    q = q * u + _Q1
+    q = q * u + _Q0
+    return np.float32(p * v / q)
+
+
 @_njit
 def erf32(x: Any, out: Any, scale: Any, scaled: bool, gelu: bool) -> None:  # pragma: no cover - compiled
     """``out = erf(scale * x)`` (float32, 1-D, same size; the product rounded to float32 first when ``scaled``),
@@ -62,25 +87,7 @@ def erf32(x: Any, out: Any, scale: Any, scaled: bool, gelu: bool) -> None:  # pr
         xi = x[i]
         a = xi * scale if scaled else xi
         v = np.float64(a)
-        # NaN fails both comparisons and propagates; -0.0 keeps its sign.
-        if v > _HI:
-            v = _HI
-        elif v < -_HI:
-            v = -_HI
-        u = v * v
-        p = u * _P6 + _P5
-        p = p * u + _P4
-        p = p * u + _P3
-        p = p * u + _P2
-        p = p * u + _P1
-        p = p * u + _P0
-        q = u * _Q5 + _Q4
-        q = q * u + _Q3
-        q = q * u + _Q2
-        q = q * u + _Q1
-        q = q * u + _Q0
-        p = p * v
-        r = np.float32(p / q)
+        r = _erf_of(v)
         if gelu:
             r = r + one
             r = r * xi
@@ -102,24 +109,7 @@ def bias_gelu32(x: Any, bias: Any, out: Any, scale: Any, start: int, stop: int) 
         for i in range(c_count):
             a = xr[i] + bias[i]
             v = np.float64(a * scale)
-            if v > _HI:
-                v = _HI
-            elif v < -_HI:
-                v = -_HI
-            u = v * v
-            p = u * _P6 + _P5
-            p = p * u + _P4
-            p = p * u + _P3
-            p = p * u + _P2
-            p = p * u + _P1
-            p = p * u + _P0
-            q = u * _Q5 + _Q4
-            q = q * u + _Q3
-            q = q * u + _Q2
-            q = q * u + _Q1
-            q = q * u + _Q0
-            p = p * v
-            e = np.float32(p / q)
+            e = _erf_of(v)
             e = e + one
             e = e * a
             orow[i] = e * half
@@ -141,24 +131,7 @@ def gelu32_rows(x: Any, bias: Any, out: Any, scale: Any, start: int, stop: int) 
         for i in range(xr.size):
             a = xr[i] + b
             v = np.float64(a * scale)
-            if v > _HI:
-                v = _HI
-            elif v < -_HI:
-                v = -_HI
-            u = v * v
-            p = u * _P6 + _P5
-            p = p * u + _P4
-            p = p * u + _P3
-            p = p * u + _P2
-            p = p * u + _P1
-            p = p * u + _P0
-            q = u * _Q5 + _Q4
-            q = q * u + _Q3
-            q = q * u + _Q2
-            q = q * u + _Q1
-            q = q * u + _Q0
-            p = p * v
-            e = np.float32(p / q)
+            e = _erf_of(v)
             e = e + one
             e = e * a
             orow[i] = e * half
