@@ -22,6 +22,7 @@ import os
 import random
 import resource
 import sys
+import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -419,23 +420,25 @@ def run_jobs(args: argparse.Namespace) -> int:
     import subprocess  # the parallel form only
 
     share = None if args.inputs is None else -(-args.inputs // args.jobs)
-    procs = []
-    for k in range(args.jobs):
-        part = (args.summary or Path("fuzz-summary.json")).with_suffix(f".job{k}.json")
-        cmd = [sys.executable, __file__, "--seconds", str(args.seconds), "--seed", str(args.seed * 100 + k)]
-        cmd += ["--targets", args.targets, "--summary", str(part)]
-        if share is not None:
-            cmd += ["--inputs", str(share)]
-        if args.save is not None:
-            cmd += ["--save", str(args.save)]
-        procs.append((part, subprocess.Popen(cmd)))
     total = Summary()
-    for part, proc in procs:
-        proc.wait()
-        data = json.loads(part.read_text())
-        for t in TARGETS:
-            total.counts[t].update(data.get(t, {}))
-        total.failures += [tuple(f) for f in data.get("failures", [])]  # type: ignore[misc]
+    # The jobs' own summaries go to a temporary directory (removed after): the only file left is --summary's.
+    with tempfile.TemporaryDirectory(prefix="onnxcore-fuzz-") as tmp:
+        procs = []
+        for k in range(args.jobs):
+            part = Path(tmp) / f"job{k}.json"
+            cmd = [sys.executable, __file__, "--seconds", str(args.seconds), "--seed", str(args.seed * 100 + k)]
+            cmd += ["--targets", args.targets, "--summary", str(part)]
+            if share is not None:
+                cmd += ["--inputs", str(share)]
+            if args.save is not None:
+                cmd += ["--save", str(args.save)]
+            procs.append((part, subprocess.Popen(cmd)))
+        for part, proc in procs:
+            proc.wait()
+            data = json.loads(part.read_text())
+            for t in TARGETS:
+                total.counts[t].update(data.get(t, {}))
+            total.failures += [tuple(f) for f in data.get("failures", [])]  # type: ignore[misc]
     print(total.table())
     if args.summary is not None:
         total.write(args.summary)
