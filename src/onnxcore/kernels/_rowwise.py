@@ -18,7 +18,7 @@ import numpy as np
 from onnxcore.kernels import accel
 from onnxcore.kernels.threads import MIN_PARALLEL_ELEMENTS, active_threads, blockwise, parallel_for
 
-__all__ = ["layer_norm_rows", "rms_norm_rows", "softmax_rows_last"]
+__all__ = ["layer_norm_compiled", "layer_norm_rows", "rms_norm_compiled", "rms_norm_rows", "softmax_rows_last"]
 
 _NO_SHIFT_BOUND = 60.0  # |x| below it: exp neither overflows nor leaves the normal range (float32)
 
@@ -87,25 +87,14 @@ def layer_norm_rows(
     if d is None or sc is False or b is False:
         return None
     assert isinstance(sc, np.ndarray)
+    if accel.enabled():
+        return layer_norm_compiled(x, sc, b if isinstance(b, np.ndarray) else None, axis, d, epsilon)
     rows = x.size // d
     out = np.empty(x.shape, x.dtype)
     mean = np.empty(rows, x.dtype)
     inv = np.empty(rows, x.dtype)
     t = x.dtype.type
     keep = x.shape[:axis] + (1,) * (x.ndim - axis)
-    if accel.enabled():
-        # The compiled loop: each row read once into the cache and finished there.
-        fn, x2, o2 = accel.jit().layer_norm_rows, x.reshape(rows, d), out.reshape(rows, d)
-        bb = b if isinstance(b, np.ndarray) else sc
-
-        def run(a: int, z: int) -> None:
-            fn(x2, sc, bb, isinstance(b, np.ndarray), t(d), t(epsilon), o2, mean, inv, a, z)
-
-        if x.size < MIN_PARALLEL_ELEMENTS:
-            run(0, rows)  # what parallel_for does on one thread, without its block list
-        else:
-            parallel_for(run, rows, threads=active_threads())
-        return out, mean.reshape(keep), inv.reshape(keep)
     per_block = _block_rows(d)
     ones = np.ones(d, x.dtype)
 
@@ -136,20 +125,10 @@ def rms_norm_rows(x: np.ndarray, scale: np.ndarray, axis: int, epsilon: float) -
     sc = _param(scale, x, axis, d or 0)
     if d is None or not isinstance(sc, np.ndarray) or scale.dtype != x.dtype:
         return None
+    if accel.enabled():
+        return rms_norm_compiled(x, sc, d, epsilon)
     out = np.empty(x.shape, x.dtype)
     t = x.dtype.type
-    if accel.enabled():
-        rows = x.size // d
-        fn, x2, o2 = accel.jit().rms_norm_rows, x.reshape(rows, d), out.reshape(rows, d)
-
-        def run(a: int, z: int) -> None:
-            fn(x2, sc, t(d), t(epsilon), o2, a, z)
-
-        if x.size < MIN_PARALLEL_ELEMENTS:
-            run(0, rows)  # what parallel_for does on one thread, without its block list
-        else:
-            parallel_for(run, rows, threads=active_threads())
-        return out
     scratch_rows = max(1, _ROW_BLOCK // d)
 
     def block(xb: np.ndarray, ob: np.ndarray) -> None:
@@ -163,4 +142,40 @@ def rms_norm_rows(x: np.ndarray, scale: np.ndarray, axis: int, epsilon: float) -
         orow *= sc
 
     blockwise(block, x, out, block=_block_rows(d), min_size=1)
+    return out
+
+
+def layer_norm_compiled(
+    x: np.ndarray, scale: np.ndarray, bias: np.ndarray | None, axis: int, d: int, epsilon: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`layer_norm_rows` by the accelerator's compiled loop (each row read once into the cache and finished
+    there), for a C-contiguous ``x`` of rows of ``d`` values from ``axis`` on, ``scale`` and ``bias`` of ``d``
+    values of its dtype (the caller checked all that, and that the accelerator is on)."""
+    rows = x.size // d
+    out = np.empty(x.shape, x.dtype)
+    mean = np.empty(rows, x.dtype)
+    inv = np.empty(rows, x.dtype)
+    t = x.dtype.type
+    fn, x2, o2 = accel.jit().layer_norm_rows, x.reshape(rows, d), out.reshape(rows, d)
+    bb, has_b, n, eps = scale if bias is None else bias, bias is not None, t(d), t(epsilon)
+    if x.size < MIN_PARALLEL_ELEMENTS:
+        fn(x2, scale, bb, has_b, n, eps, o2, mean, inv, 0, rows)  # one thread, without parallel_for's blocks
+    else:
+        parallel_for(lambda a, z: fn(x2, scale, bb, has_b, n, eps, o2, mean, inv, a, z), rows, threads=active_threads())
+    keep = x.shape[:axis] + (1,) * (x.ndim - axis)
+    return out, mean.reshape(keep), inv.reshape(keep)
+
+
+def rms_norm_compiled(x: np.ndarray, scale: np.ndarray, d: int, epsilon: float) -> np.ndarray:
+    """:func:`rms_norm_rows` by the accelerator's compiled loop, for a C-contiguous ``x`` of rows of ``d`` values
+    and ``scale`` of ``d`` values of its dtype (the caller checked all that, and that the accelerator is on)."""
+    rows = x.size // d
+    out = np.empty(x.shape, x.dtype)
+    t = x.dtype.type
+    fn, x2, o2 = accel.jit().rms_norm_rows, x.reshape(rows, d), out.reshape(rows, d)
+    n, eps = t(d), t(epsilon)
+    if x.size < MIN_PARALLEL_ELEMENTS:
+        fn(x2, scale, n, eps, o2, 0, rows)  # one thread, without parallel_for's blocks
+    else:
+        parallel_for(lambda a, z: fn(x2, scale, n, eps, o2, a, z), rows, threads=active_threads())
     return out

@@ -137,21 +137,24 @@ def gelu32_rows(x: Any, bias: Any, out: Any, scale: Any, start: int, stop: int) 
             orow[i] = e * half
 
 
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _hard_swish_of(xi: Any, sixth: Any, half: Any) -> Any:  # pragma: no cover - compiled
+    """``xi * clip(xi * sixth + half, 0, 1)`` in the numpy kernel's order, inlined into the loops that call it."""
+    y = xi * sixth + half
+    # numpy.maximum / minimum: NaN stays NaN; the bounds are +0 and 1.
+    if y < half - half:
+        y = half - half
+    if y > half + half:
+        y = half + half
+    return y * xi
+
+
 @_njit
 def hard_swish(x: Any, out: Any, sixth: Any, half: Any) -> None:  # pragma: no cover - compiled
     """``out = x * clip(x / 6 + 1/2, 0, 1)`` (1-D, float32 or float64; ``sixth`` and ``half`` of the element
     type): the numpy kernel's operations in its order."""
-    zero = half - half
-    one = half + half
     for i in range(x.size):
-        xi = x[i]
-        y = xi * sixth + half
-        # numpy.maximum / minimum: NaN stays NaN; the bounds are +0 and 1.
-        if y < zero:
-            y = zero
-        if y > one:
-            y = one
-        out[i] = y * xi
+        out[i] = _hard_swish_of(x[i], sixth, half)
 
 
 @_njit
@@ -162,21 +165,13 @@ def hard_swish_rows(
     (a Conv's output, its rows the planes of its channels, and the Conv's bias): the addition rounded to the element
     type (as the Conv kernel adds its bias), then the numpy kernel's operations in its order; one pass, the same
     results bit for bit as the Conv's bias and the HardSwish kernel one after the other."""
-    zero = half - half
-    one = half + half
     nb = bias.size
     for r in range(start, stop):
         xr = x[r]
         orow = out[r]
         b = bias[r % nb]
         for i in range(xr.size):
-            xi = xr[i] + b
-            y = xi * sixth + half
-            if y < zero:
-                y = zero
-            if y > one:
-                y = one
-            orow[i] = y * xi
+            orow[i] = _hard_swish_of(xr[i] + b, sixth, half)
 
 
 # float32 exp(u) for u <= 0, vectorised (numba has no vectorised exp: a loop calling exp is scalar): u = n ln 2 + r,

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from onnxcore.kernels import accel
+from onnxcore.kernels._rowwise import layer_norm_compiled, rms_norm_compiled
 from onnxcore.kernels.threads import MIN_PARALLEL_ELEMENTS
 from onnxcore.runtime.optimize._common import rebound
 from onnxcore.runtime.step import PlanNode
@@ -54,40 +55,28 @@ class LayerNormRows:
     ``stash_type`` that type: the accelerated kernel's compiled call, made directly for a C-contiguous input below
     the kernel threads' size (the kernel's own path for such an input); the kernel for anything else."""
 
-    __slots__ = ("bias", "d", "dtype", "eps", "has_bias", "kernel", "scale")
+    __slots__ = ("bias", "d", "dtype", "eps", "kernel", "scale")
 
     def __init__(self, kernel: Callable[..., Any], scale: np.ndarray, bias: np.ndarray | None, epsilon: float) -> None:
         self.kernel = kernel
         self.scale = scale
-        self.has_bias = bias is not None
-        self.bias = scale if bias is None else bias  # (the compiled loop takes an array either way)
+        self.bias = bias
         self.dtype = scale.dtype
         self.d = int(scale.shape[0])
-        self.eps = scale.dtype.type(epsilon)
+        self.eps = epsilon
 
     def __call__(self, X: Any, Scale: Any, B: Any = None, **kw: Any) -> Any:
-        d = self.d
         if (
             type(X) is np.ndarray
             and X.dtype == self.dtype
             and X.ndim >= 1
-            and X.shape[-1] == d
+            and X.shape[-1] == self.d
             and 0 < X.size < MIN_PARALLEL_ELEMENTS
             and X.flags.c_contiguous
             and kw.get("axis", -1) in (-1, X.ndim - 1)
             and accel.enabled()
         ):
-            rows = X.size // d
-            t = self.dtype.type
-            out = np.empty(X.shape, self.dtype)
-            mean = np.empty(rows, self.dtype)
-            inv = np.empty(rows, self.dtype)
-            accel.jit().layer_norm_rows(
-                X.reshape(rows, d), self.scale, self.bias, self.has_bias, t(d), self.eps,
-                out.reshape(rows, d), mean, inv, 0, rows,
-            )  # fmt: skip
-            keep = (*X.shape[:-1], 1)
-            return out, mean.reshape(keep), inv.reshape(keep)
+            return layer_norm_compiled(X, self.scale, self.bias, X.ndim - 1, self.d, self.eps)
         return self.kernel(X, Scale, B, **kw)
 
 
@@ -113,14 +102,7 @@ class RmsNormRows:
             and kw.get("stash_type", 1) == _STASH_OF[X.dtype]
             and accel.enabled()
         ):
-            d = scale.shape[0]
-            rows = X.size // d
-            t = X.dtype.type
-            out = np.empty(X.shape, X.dtype)
-            accel.jit().rms_norm_rows(
-                X.reshape(rows, d), scale, t(d), t(kw.get("epsilon", 1e-5)), out.reshape(rows, d), 0, rows
-            )
-            return out
+            return rms_norm_compiled(X, scale, scale.shape[0], kw.get("epsilon", 1e-5))
         return self.kernel(X, scale, **kw)
 
 
