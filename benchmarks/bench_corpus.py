@@ -260,17 +260,22 @@ def table(results: dict[str, list[dict[str, Any]]], before: dict[str, list[dict[
 
 def _best_of_rounds(rounds: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
     """One row per model from several workers' rows: each engine's best time over the rounds (the ratio of the
-    two), the first round's checks and profile; a model that failed in any round keeps that round's error."""
+    two), the first round's profile, each output check that failed in any round (``''`` when all passed); a
+    model that failed to run in any round is reported with that round's error and no times."""
     merged: dict[str, dict[str, Any]] = {}
     for rows in rounds:
         for r in rows:
             m = merged.setdefault(r["name"], dict(r))
             if "error" in r or "error" in m:
                 m.setdefault("error", r.get("error"))
+                for key in ("onnxcore", "onnxruntime", "ratio"):
+                    m.pop(key, None)
                 continue
             m["onnxcore"] = min(m["onnxcore"], r["onnxcore"])
             m["onnxruntime"] = min(m["onnxruntime"], r["onnxruntime"])
             m["ratio"] = m["onnxcore"] / m["onnxruntime"]
+            for key in ("onnxcore_check", "onnxruntime_check"):
+                m[key] = m.get(key) or r.get(key, "")
     return list(merged.values())
 
 
