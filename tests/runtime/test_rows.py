@@ -18,9 +18,11 @@ from onnxcore import kernels
 from onnxcore.kernels import accel
 from onnxcore.kernels.elementwise import gelu
 from onnxcore.runtime.optimize.conv1d import Conv1dTaps
+from onnxcore.runtime.optimize.fuse import ConvActivation
 from onnxcore.runtime.optimize.patterns import _attention
+from onnxcore.runtime.optimize.rotary import Rotary
 from onnxcore.runtime.optimize.rows import LayerNormRows, TanhGelu
-from onnxcore.runtime.optimize.shapeops import ExpandLike, PositionsLike, RotateHalf
+from onnxcore.runtime.optimize.shapeops import ExpandLike, PositionsLike
 
 RNG = np.random.default_rng(7)
 
@@ -229,7 +231,7 @@ def test_rotate_half_is_one_step() -> None:
     for shape in [(2, 4, 3, 16), (1, 2, 1, 16), (2, 4, 3, 16)]:
         x = RNG.standard_normal(shape).astype(np.float32)
         calls = _calls(model, {"x": x})
-        assert RotateHalf in calls
+        assert Rotary in calls  # rotate_half's RotateHalf step, and the products and sum around it (test_rotary.py)
         s = onnxcore.Session(model)
         assert not any(bn.node.op_type == "Neg" for bn in s._plan.info)  # fused into the Concat's step
         _same_as_onnxruntime(model, {"x": x})
@@ -311,3 +313,35 @@ def test_conv1d_by_taps_matches_onnxruntime(
     for _ in range(3):
         with pytest.raises(onnxcore.OnnxCoreError):
             s.run(None, {"x": np.ones((1, c, 0), np.float32)})
+
+
+@pytest.mark.usefixtures("accel_path")
+@pytest.mark.parametrize("stride", [1, 2])
+def test_conv1d_then_gelu_by_taps_matches_onnxruntime(stride: int) -> None:
+    """Whisper's front end: a 1-D Conv (80 -> 128 channels in the model, kernel 3) then an erf GELU, one
+    ConvActivation step whose Conv is the taps (its bias and the GELU after it, in one pass)."""
+    c, m, k = 12, 16, 3
+    inits = [
+        nh.from_array(RNG.standard_normal((m, c, k)).astype(np.float32), "w"),
+        nh.from_array(RNG.standard_normal(m).astype(np.float32), "b"),
+    ]
+    f = TP.FLOAT
+    nodes = [h.make_node("Conv", ["x", "w", "b"], ["t"], pads=[1, 1], strides=[stride], kernel_shape=[k])]
+    nodes += [
+        h.make_node("Div", ["t", "sqrt2"], ["d"]),
+        h.make_node("Erf", ["d"], ["e"]),
+        h.make_node("Add", ["e", "one"], ["p"]),
+        h.make_node("Mul", ["t", "p"], ["q"]),
+        h.make_node("Mul", ["q", "half"], ["y"]),
+    ]
+    inits += [nh.from_array(np.array(v, np.float32), n) for n, v in [("sqrt2", 2**0.5), ("one", 1.0), ("half", 0.5)]]
+    model = _model(nodes, {"x": (f, [1, c, "L"])}, {"y": (f, [1, m, "O"])}, inits)
+    for length in [32, 9, 32]:
+        x = RNG.standard_normal((1, c, length)).astype(np.float32)
+        s = onnxcore.Session(model)
+        s.run(None, {"x": x})
+        s.run(None, {"x": x})
+        plan, _ = s._prepare(None, {"x": x}, False)
+        steps = [bn.call for bn in plan.info if bn.node.op_type == "Conv"]
+        assert len(steps) == 1 and isinstance(steps[0], ConvActivation) and isinstance(steps[0].call, Conv1dTaps)
+        _same_as_onnxruntime(model, {"x": x}, rtol=1e-4)

@@ -21,6 +21,7 @@ __all__ = ["gelu_bias_accel", "hard_swish_bias_accel", "swish_accel"]
 
 Array = np.ndarray
 _BLOCK = 1 << 14  # elements per block of the plain SiLU (a block for a kernel thread)
+_NO_BIAS = np.zeros(0, np.float32)
 
 
 def swish_accel(x: Array, alpha: float, bias: Array | None = None) -> Array | None:
@@ -34,6 +35,14 @@ def swish_accel(x: Array, alpha: float, bias: Array | None = None) -> Array | No
     if bias is not None and (x.ndim < 2 or bias.dtype != np.float32 or bias.shape != (x.shape[1],)):
         return None
     size = x.size
+    if bias is None and 0 < size < MIN_PARALLEL_ELEMENTS:
+        # One thread: the whole array as one row, without the blocks' views and closure (a decoder's SiLU of a few
+        # thousand values: 7.8 -> 5 us). Each element is computed alone, so the values are the blocks' own.
+        res = np.empty(x.shape, np.float32)
+        accel.jit().swish32(
+            np.ascontiguousarray(x).reshape(1, size), res.reshape(1, size), np.float32(alpha), _NO_BIAS, 0, 1
+        )
+        return res
     if bias is None:
         # Rows of _BLOCK (and a last, shorter one): blocks for the kernel threads.
         rows, inner = (-(-size // _BLOCK), _BLOCK) if size > _BLOCK else (1, size)

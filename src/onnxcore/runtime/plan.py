@@ -45,6 +45,7 @@ from onnxcore.runtime.optimize import (
     fuse_patterns,
     fuse_preactivation,
     fuse_relu,
+    fuse_rotary,
     fuse_rotate_half,
     input_token,
     prepack_gemm,
@@ -261,6 +262,7 @@ class Plan:
             nodes = project_before_pooling(nodes, const, outputs)
             nodes = use_winograd(nodes, const)
             nodes = fuse_rotate_half(fast_shape_ops(nodes, const, outputs), const, outputs)
+            nodes = fuse_rotary(nodes, const, outputs)
             nodes = fast_conv1d(fast_layer_norms(nodes, const, outputs), const, outputs)
             nodes = fuse_elementwise_chains(nodes, outputs)
             # Folding and fusion leave constants nothing reads any more (a weight before its fusion): drop them.

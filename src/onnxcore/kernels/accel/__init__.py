@@ -32,6 +32,9 @@ What it accelerates (each numpy kernel keeps its own path and calls these only w
   division by the row sums and the exporters' NaN guard in another) and the tanh GELU's two passes around numpy's
   ``tanh`` (the kernel's operations in its order: the same results), for the plan's steps of
   :mod:`onnxcore.runtime.optimize.rows`.
+- the rotary position embedding ``x * cos + rotate_half(x) * sin`` (the plan's
+  :class:`~onnxcore.runtime.optimize.rotary.Rotary` step), row by row, both halves of a row in one loop: each product
+  and the sum rounded in the element type, no fused multiply-add, so the graph's two Mul and its Add bit for bit.
 - depthwise 2-D convolution (one input and one output channel per group, any kernel, stride, padding and
   dilation; float32 and float64): direct loops over a zero-padded copy of each plane (with a stride, split into
   its phases), the innermost over the output positions (vectorised; a tile of 1,024 outputs through every tap at a

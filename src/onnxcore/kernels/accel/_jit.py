@@ -667,3 +667,21 @@ def tanh_gelu_outer(x: Any, out: Any) -> None:  # pragma: no cover - compiled
     half = x.dtype.type(0.5)
     for i in range(x.size):
         out[i] = ((out[i] + one) * x[i]) * half
+
+
+@_njit
+def rotary_rows(x: Any, c: Any, s: Any, crow: Any, srow: Any, h: int, out: Any) -> None:  # pragma: no cover
+    """``out = x * c + rotate_half(x) * s`` over rows (2-D, C-contiguous, float32 or float64; ``rotate_half``
+    negates the second half ``h:`` of a row and swaps it with the first): a rotary embedding, row ``r`` of ``x``
+    with rows ``crow[r]`` of ``c`` and ``srow[r]`` of ``s``; each product and the sum rounded in the type as the
+    graph's Mul, Mul and Add do (no contraction into a fused multiply-add). Both halves of a row in one loop, so it
+    vectorises (a loop per half with shifted reads does not: 3x slower, measured)."""
+    rows = x.shape[0]
+    for r in range(rows):
+        p = crow[r]
+        q = srow[r]
+        for i in range(h):
+            a = x[r, i]
+            b = x[r, i + h]
+            out[r, i] = a * c[p, i] + (-b) * s[q, i]
+            out[r, i + h] = b * c[p, i + h] + a * s[q, i + h]

@@ -16,6 +16,7 @@ none changes a result beyond the rounding Clause 11.4 admits, and none applies i
 - ``noops``: nodes that give back their input (Identity, a Cast to the type it has, ``x * 1``, ...) as aliases;
 - ``shapeops``: shape operators with constant arguments as the numpy view they come down to, gathers by
   constant indices as a ``take`` of precomputed positions, the rotary embedding's ``rotate_half`` as one step;
+- ``rotary``: the whole rotary embedding, ``x * cos + rotate_half(x) * sin``, as one step;
 - ``conv1d``: a 1-D Conv with constant weights as one product per kernel tap (no im2col copy);
 - ``rows``: LayerNorm, RMSNorm, tanh-GELU and attention probabilities by the accelerator's compiled loops called
   straight from the step (no kernel dispatch on a transformer's small tensors);
@@ -36,6 +37,7 @@ from onnxcore.runtime.optimize.noops import drop_noops
 from onnxcore.runtime.optimize.patterns import FusedPattern, fuse_attention, fuse_linear, fuse_patterns
 from onnxcore.runtime.optimize.preactivation import PreActivatedConv, flatten_concats, fuse_preactivation
 from onnxcore.runtime.optimize.reorder import ProjectedPool, project_before_pooling
+from onnxcore.runtime.optimize.rotary import Rotary, fuse_rotary
 from onnxcore.runtime.optimize.rows import fast_layer_norms
 from onnxcore.runtime.optimize.shapeops import fast_shape_ops, fuse_rotate_half
 
@@ -43,6 +45,7 @@ __all__ = [
     "FOLD_BUDGET_BYTES",
     "AffineChain",
     "ElementwiseChain",
+    "Rotary",
     "FusedPattern",
     "InPlaceRelu",
     "PreActivatedConv",
@@ -62,6 +65,7 @@ __all__ = [
     "fuse_patterns",
     "fuse_preactivation",
     "fuse_relu",
+    "fuse_rotary",
     "fuse_rotate_half",
     "input_token",
     "prepack_gemm",

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from onnxcore.runtime.optimize._common import rebound
+from onnxcore.runtime.optimize.fuse import ConvActivation
 from onnxcore.runtime.step import PlanNode
 
 __all__ = ["Conv1dTaps", "fast_conv1d"]
@@ -101,11 +102,18 @@ class Conv1dTaps:
 
 def fast_conv1d(nodes: list[PlanNode], const: Mapping[str, Any], outputs: Sequence[str]) -> list[PlanNode]:
     """Give each ai.onnx Conv of rank 3 with constant float weights of a kernel of 2 taps or more, group 1,
-    explicit pads (``auto_pad`` NOTSET or VALID) and a constant bias or none its :class:`Conv1dTaps` step."""
+    explicit pads (``auto_pad`` NOTSET or VALID) and a constant bias or none its :class:`Conv1dTaps` step (as the
+    Conv of its :class:`~onnxcore.runtime.optimize.fuse.ConvActivation` step when an activation is fused into
+    it)."""
     del outputs
     for j, bn in enumerate(nodes):
         node = bn.node
-        if node.op_type != "Conv" or node.domain not in ("", "ai.onnx") or bn.call is None or bn.fused or bn.outer:
+        if node.op_type != "Conv" or node.domain not in ("", "ai.onnx") or bn.call is None or bn.outer:
+            continue
+        # A Conv with its activation fused (ConvActivation: Whisper's Conv then GELU) gets the taps as its Conv,
+        # which it calls without the bias; any other fusion is left as it is.
+        activation = bn.call if isinstance(bn.call, ConvActivation) else None
+        if bn.fused and activation is None:
             continue
         if not 2 <= len(bn.inputs) <= 3 or len(bn.outputs) != 1:
             continue
@@ -129,7 +137,11 @@ def fast_conv1d(nodes: list[PlanNode], const: Mapping[str, Any], outputs: Sequen
             continue
         if strides[0] < 1 or dilations[0] < 1 or (shape is not None and [int(k) for k in shape] != [w.shape[2]]):
             continue
-        step = Conv1dTaps(bn.call, w, b, (pads[0], pads[1]), strides[0], dilations[0])
+        if activation is not None:
+            taps = Conv1dTaps(activation.call, w, None, (pads[0], pads[1]), strides[0], dilations[0])
+            step: Callable[..., Any] = activation.with_call(taps)
+        else:
+            step = Conv1dTaps(bn.call, w, b, (pads[0], pads[1]), strides[0], dilations[0])
         nodes[j] = rebound(bn, step, dict(kw), list(bn.inputs), list(bn.outputs))
         nodes[j].may_tuple = False
     return nodes
