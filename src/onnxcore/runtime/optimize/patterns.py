@@ -27,8 +27,11 @@ from typing import Any
 import numpy as np
 
 from onnxcore.errors import OnnxCoreError
+from onnxcore.kernels import accel
 from onnxcore.kernels._act_accel import swish_accel
+from onnxcore.kernels._rowwise import layer_norm_compiled, rms_norm_compiled
 from onnxcore.kernels.registry import lookup
+from onnxcore.kernels.threads import MIN_PARALLEL_ELEMENTS
 from onnxcore.runtime.optimize._common import rebound, use_counts
 from onnxcore.runtime.optimize.rows import LayerNormRows, RmsNormRows, TanhGelu, attention_rows
 from onnxcore.runtime.step import PlanNode
@@ -394,28 +397,35 @@ def _fused(g: _Graph, label: str, members: list[int], x: str, info: dict[str, An
     dtype: np.dtype[Any] = info["dtype"]
     w: np.ndarray | None = info["w"]
     scale = np.ones((), dtype) if w is None else w
+    rows_of = w is not None and w.ndim == 1 and w.dtype == dtype and dtype in _FLOATS and w.flags.c_contiguous
     if kind == "rms":
         kdef = lookup("", "RMSNormalization", 23)
         if kdef is None:
             return None
-        return FusedPattern(
+        eps = info["eps"]
+        args = (
             label,
             RmsNormRows(kdef.fn),
             (scale,),
-            {"axis": -1, "epsilon": info["eps"], "stash_type": _ONNX_FLOAT[dtype.str]},
+            {"axis": -1, "epsilon": eps, "stash_type": _ONNX_FLOAT[dtype.str]},
             lambda v: v.dtype == dtype and v.ndim >= 1 and _last_axis_ok(w, v),
             x,
             chain,
         )
+        if rows_of and w is not None and w.size:
+            d = int(w.shape[0])
+            return RowsPattern(lambda v: rms_norm_compiled(v, w, d, eps), d, dtype, *args)
+        return FusedPattern(*args)
     b: np.ndarray | None = info["b"]
     kdef = lookup("", "LayerNormalization", 17)
     if kdef is None:
         return None
     fn: Callable[..., Any] = kdef.fn
+    rows_step: LayerNormRows | None = None
     if w is not None and w.ndim == 1 and w.dtype == dtype and (b is None or (b.shape == w.shape and b.dtype == dtype)):
         bias = None if b is None else np.ascontiguousarray(b)
-        fn = LayerNormRows(kdef.fn, np.ascontiguousarray(w), bias, info["eps"])
-    return FusedPattern(
+        fn = rows_step = LayerNormRows(kdef.fn, np.ascontiguousarray(w), bias, info["eps"])
+    ln_args = (
         label,
         fn,
         (scale, b),
@@ -424,6 +434,14 @@ def _fused(g: _Graph, label: str, members: list[int], x: str, info: dict[str, An
         x,
         chain,
     )
+    if rows_step is not None and rows_of and rows_step.d:
+        ln = rows_step
+
+        def layer_norm(v: np.ndarray) -> np.ndarray:
+            return layer_norm_compiled(v, ln.scale, ln.bias, v.ndim - 1, ln.d, ln.eps)[0]
+
+        return RowsPattern(layer_norm, ln.d, dtype, *ln_args)
+    return FusedPattern(*ln_args)
 
 
 def _closed(g: _Graph, members: list[int]) -> bool:
@@ -501,6 +519,71 @@ def _linear(x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
     return y.reshape(*x.shape[:-1], n)
 
 
+class LinearStep(FusedPattern):
+    """The linear layer's step (:func:`fuse_linear`): a :class:`FusedPattern` of :func:`_linear` whose test and
+    product are written out in its call (a transformer runs a dozen of these per layer, on a decoder step's few rows
+    each costs more in dispatch than in arithmetic); the same test, the same product, the same values."""
+
+    __slots__ = ("_b", "_dtype", "_k", "_n", "_w")
+
+    def __init__(
+        self,
+        w: np.ndarray,
+        b: np.ndarray | None,
+        x_name: str,
+        chain: list[tuple[Callable[..., Any], list[str | np.ndarray | None], dict[str, Any], list[str]]],
+    ) -> None:
+        super().__init__("Linear", _linear, (w, b), {}, _linear_accepts(w, b), x_name, chain)
+        self._w, self._b = w, b
+        self._k, self._n = w.shape
+        self._dtype = w.dtype
+
+    def __call__(self, *xs: Any) -> Any:
+        if len(xs) == 1:
+            x = xs[0]
+            k = self._k
+            if type(x) is np.ndarray and x.dtype == self._dtype and x.ndim >= 2 and x.shape[-1] == k and k > 0:
+                if x.ndim == 2:
+                    y = np.matmul(x, self._w)
+                    if self._b is not None:
+                        y += self._b
+                    return y
+                y = np.matmul(x.reshape(-1, k), self._w)
+                if self._b is not None:
+                    y += self._b
+                return y.reshape(x.shape[:-1] + (self._n,))
+        return super().__call__(*xs)
+
+
+class RowsPattern(FusedPattern):
+    """A normalisation pattern's step (LayerNorm, RMSNorm over the last axis, constant 1-D weights of the input's
+    type): a :class:`FusedPattern` that first sends an input its row step would run by the compiled loop
+    (:class:`~onnxcore.runtime.optimize.rows.LayerNormRows`, ``RmsNormRows``: C-contiguous, of that type, rows of
+    the weights' length, below the kernel threads' size, the accelerator on) straight to that loop, the same call
+    with the same arguments those steps make, without the pattern's and the step's generic tests."""
+
+    __slots__ = ("_d", "_dtype", "_rows")
+
+    def __init__(self, rows: Callable[[np.ndarray], np.ndarray], d: int, dtype: np.dtype[Any], *args: Any) -> None:
+        super().__init__(*args)
+        self._rows, self._d, self._dtype = rows, d, dtype
+
+    def __call__(self, *xs: Any) -> Any:
+        if len(xs) == 1:
+            x = xs[0]
+            if (
+                type(x) is np.ndarray
+                and x.dtype == self._dtype
+                and x.ndim >= 1
+                and x.shape[-1] == self._d
+                and 0 < x.size < MIN_PARALLEL_ELEMENTS
+                and x.flags.c_contiguous
+                and accel.enabled()
+            ):
+                return self._rows(x)
+        return super().__call__(*xs)
+
+
 def _linear_accepts(w: np.ndarray, b: np.ndarray | None) -> Callable[[np.ndarray], bool]:
     def accepts(x: np.ndarray) -> bool:
         return x.dtype == w.dtype and x.ndim >= 2 and x.shape[-1] == w.shape[0] > 0
@@ -536,7 +619,7 @@ def fuse_linear(nodes: list[PlanNode], const: Mapping[str, Any], outputs: Sequen
                 members.append(a)
         if not _closed(g, members):
             continue
-        fused = FusedPattern("Linear", _linear, (w, b), {}, _linear_accepts(w, b), xname, _chain(g, members))
+        fused = LinearStep(w, b, xname, _chain(g, members))
         last = members[-1]
         others = [g.nodes[j] for j in members[1:]]
         replaced[last] = rebound(g.nodes[k], fused, {}, [xname], [g.out(last)], absorbed=others)
@@ -601,7 +684,12 @@ def _row_max(s: np.ndarray) -> np.ndarray:
 
 def _attention_accepts(*xs: np.ndarray) -> bool:
     dt = xs[0].dtype
-    return dt in _FLOATS and all(x.dtype == dt and x.ndim >= 2 and x.size for x in xs)
+    if dt not in _FLOATS:
+        return False
+    for x in xs:  # a loop, not all() of a generator: this runs on every call of a transformer's layers
+        if x.dtype != dt or x.ndim < 2 or not x.size:
+            return False
+    return True
 
 
 def _scores(g: _Graph, name: str) -> tuple[list[int], tuple[str, float] | None, int] | None:

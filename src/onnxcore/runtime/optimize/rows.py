@@ -141,6 +141,17 @@ class TanhGelu:
 
 _ALL_STEPS = np.ones(4, np.int64)  # a mask of the scores' own shape: every axis steps
 _ALL_STEPS.flags.writeable = False
+# (mask shape, scores shape) -> the mask's axis steps, or None where it does not broadcast to the scores: made once
+# per pair of shapes (a decoder step's attention costs a few microseconds, the steps array one of them).
+_MASK_STEPS: dict[tuple[tuple[int, ...], tuple[int, ...]], np.ndarray | None] = {}
+
+
+def _mask_steps(mask: tuple[int, ...], scores: tuple[int, ...]) -> np.ndarray | None:
+    if any(m != d and m != 1 for m, d in zip(mask, scores)):
+        return None
+    steps = np.array([m != 1 for m in mask], np.int64)
+    steps.flags.writeable = False
+    return steps
 
 
 def attention_rows(
@@ -158,9 +169,17 @@ def attention_rows(
         if mask.dtype != s.dtype or mask.ndim != 4:
             return None
         if mask.shape != s.shape:
-            if any(m != d and m != 1 for m, d in zip(mask.shape, s.shape)):
+            key = (mask.shape, s.shape)
+            if key in _MASK_STEPS:
+                found = _MASK_STEPS[key]
+            else:
+                found = _mask_steps(mask.shape, s.shape)
+                if len(_MASK_STEPS) >= 256:
+                    _MASK_STEPS.clear()
+                _MASK_STEPS[key] = found
+            if found is None:
                 return None
-            steps = np.array([m != 1 for m in mask.shape], np.int64)
+            steps = found
     t = s.dtype.type
     mode = 0 if scale is None else (2 if scale[0] == "Div" else 1)
     c = t(1 if scale is None else scale[1])
