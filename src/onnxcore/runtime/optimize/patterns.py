@@ -27,13 +27,11 @@ from typing import Any
 import numpy as np
 
 from onnxcore.errors import OnnxCoreError
-from onnxcore.kernels import accel
 from onnxcore.kernels._act_accel import swish_accel
 from onnxcore.kernels._rowwise import layer_norm_compiled, rms_norm_compiled
 from onnxcore.kernels.registry import lookup
-from onnxcore.kernels.threads import MIN_PARALLEL_ELEMENTS
 from onnxcore.runtime.optimize._common import rebound, use_counts
-from onnxcore.runtime.optimize.rows import LayerNormRows, RmsNormRows, TanhGelu, attention_rows
+from onnxcore.runtime.optimize.rows import LayerNormRows, RmsNormRows, TanhGelu, attention_rows, rows_take
 from onnxcore.runtime.step import PlanNode
 
 __all__ = ["FusedPattern", "fuse_attention", "fuse_linear", "fuse_patterns", "silu"]
@@ -569,18 +567,8 @@ class RowsPattern(FusedPattern):
         self._rows, self._d, self._dtype = rows, d, dtype
 
     def __call__(self, *xs: Any) -> Any:
-        if len(xs) == 1:
-            x = xs[0]
-            if (
-                type(x) is np.ndarray
-                and x.dtype == self._dtype
-                and x.ndim >= 1
-                and x.shape[-1] == self._d
-                and 0 < x.size < MIN_PARALLEL_ELEMENTS
-                and x.flags.c_contiguous
-                and accel.enabled()
-            ):
-                return self._rows(x)
+        if len(xs) == 1 and rows_take(xs[0], self._dtype, self._d):
+            return self._rows(xs[0])
         return super().__call__(*xs)
 
 

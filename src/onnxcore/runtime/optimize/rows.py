@@ -32,7 +32,7 @@ from onnxcore.kernels.threads import MIN_PARALLEL_ELEMENTS
 from onnxcore.runtime.optimize._common import rebound
 from onnxcore.runtime.step import PlanNode
 
-__all__ = ["LayerNormRows", "RmsNormRows", "TanhGelu", "attention_rows", "fast_layer_norms"]
+__all__ = ["LayerNormRows", "RmsNormRows", "TanhGelu", "attention_rows", "fast_layer_norms", "rows_take"]
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 _STASH_OF = {np.dtype(np.float32): 1, np.dtype(np.float64): 11}  # the stash_type that is the dtype itself
@@ -47,6 +47,21 @@ def _row_vector(p: Any, dtype: np.dtype[Any] | None = None) -> bool:
         and p.dtype in _FLOATS
         and p.flags.c_contiguous
         and (dtype is None or p.dtype == dtype)
+    )
+
+
+def rows_take(x: Any, dtype: np.dtype[Any], d: int) -> bool:
+    """Whether a row step sends ``x`` to the compiled loop over rows of ``d`` values of ``dtype``: a C-contiguous
+    array of that type whose last axis has ``d`` values, not empty and below the kernel threads' size (larger
+    ones go to the kernel, which splits them), with the accelerator on."""
+    return (
+        type(x) is np.ndarray
+        and x.dtype == dtype
+        and x.ndim >= 1
+        and x.shape[-1] == d
+        and 0 < x.size < MIN_PARALLEL_ELEMENTS
+        and x.flags.c_contiguous
+        and accel.enabled()
     )
 
 
@@ -66,16 +81,7 @@ class LayerNormRows:
         self.eps = epsilon
 
     def __call__(self, X: Any, Scale: Any, B: Any = None, **kw: Any) -> Any:
-        if (
-            type(X) is np.ndarray
-            and X.dtype == self.dtype
-            and X.ndim >= 1
-            and X.shape[-1] == self.d
-            and 0 < X.size < MIN_PARALLEL_ELEMENTS
-            and X.flags.c_contiguous
-            and kw.get("axis", -1) in (-1, X.ndim - 1)
-            and accel.enabled()
-        ):
+        if rows_take(X, self.dtype, self.d) and kw.get("axis", -1) in (-1, X.ndim - 1):
             return layer_norm_compiled(X, self.scale, self.bias, X.ndim - 1, self.d, self.eps)
         return self.kernel(X, Scale, B, **kw)
 
@@ -94,13 +100,9 @@ class RmsNormRows:
         if (
             type(X) is np.ndarray
             and _row_vector(scale, X.dtype)
-            and X.ndim >= 1
-            and X.shape[-1] == scale.shape[0] > 0
-            and 0 < X.size < MIN_PARALLEL_ELEMENTS
-            and X.flags.c_contiguous
+            and rows_take(X, X.dtype, scale.shape[0])
             and kw.get("axis", -1) in (-1, X.ndim - 1)
             and kw.get("stash_type", 1) == _STASH_OF[X.dtype]
-            and accel.enabled()
         ):
             return rms_norm_compiled(X, scale, scale.shape[0], kw.get("epsilon", 1e-5))
         return self.kernel(X, scale, **kw)
