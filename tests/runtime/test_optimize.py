@@ -97,6 +97,42 @@ def test_constant_subgraphs_are_folded_once() -> None:
     assert s.run(None, {"x": x})[1][0, 0] == 0.0
 
 
+@kernel("BroadcastRows", 1, domain=DOMAIN)
+def _broadcast_rows(x: np.ndarray) -> np.ndarray:
+    return np.broadcast_to(x, (2, *x.shape[1:]))  # a read-only view with a zero stride
+
+
+def test_a_folded_view_is_made_contiguous_and_a_broadcast_stays_a_view() -> None:
+    """A constant folded to a permuted view (Transpose) is stored C-contiguous, once, rather than read through its
+    strides by every run; a folded broadcast view (a zero stride) stays a view, its values not repeated."""
+    w = h.make_tensor("w", TP.FLOAT, [3, 2], list(range(6)))
+    row = h.make_tensor("row", TP.FLOAT, [1, 3], [1.0, 2.0, 3.0])
+    nodes = [
+        h.make_node("Transpose", ["w"], ["wt"], perm=[1, 0]),
+        h.make_node("Add", ["x", "wt"], ["y"]),
+        h.make_node("BroadcastRows", ["row"], ["rows"], domain=DOMAIN),
+        h.make_node("Mul", ["x", "rows"], ["z"]),
+    ]
+    g = h.make_graph(
+        nodes,
+        "g",
+        [h.make_tensor_value_info("x", TP.FLOAT, [2, 3])],
+        [h.make_tensor_value_info("y", TP.FLOAT, [2, 3]), h.make_tensor_value_info("z", TP.FLOAT, [2, 3])],
+        [w, row],
+    )
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 17), h.make_opsetid(DOMAIN, 1)])
+    m.ir_version = 10
+    s = onnxcore.Session(m.SerializeToString())
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    y, z = s.run(None, {"x": x})
+    np.testing.assert_array_equal(y, x + np.arange(6, dtype=np.float32).reshape(3, 2).T)
+    np.testing.assert_array_equal(z, x * np.array([1.0, 2.0, 3.0], np.float32))
+    plan, _ = s._prepare(None, {"x": x}, False)
+    folded = dict(zip(plan.names, plan.template))
+    assert folded["wt"].flags.c_contiguous and not folded["wt"].flags.writeable
+    assert folded["rows"].strides[0] == 0  # still the broadcast view
+
+
 def test_initializer_that_is_an_input_is_not_folded() -> None:
     w = h.make_tensor("w", TP.FLOAT, [2, 3], list(range(6)))
     nodes = [h.make_node("CountedNeg", ["w"], ["y"], domain=DOMAIN)]

@@ -74,6 +74,11 @@ def fold_constants(
         budget -= size
         for j, o in named:
             v = values[j]
+            if isinstance(v, np.ndarray) and not v.flags.c_contiguous and 0 not in v.strides:
+                # A permuted or sliced view (a Transpose of a constant: T5's position bias) is made contiguous once
+                # here rather than read through its strides by every run's consumers (a Where over one: 12 -> 4
+                # us). A broadcast view (a zero stride) stays a view: a copy would hold every repeated value.
+                v = np.ascontiguousarray(v)
             if isinstance(v, np.ndarray) and v.flags.writeable:
                 v.flags.writeable = False  # shared by every run: the session copies it for the caller
             const[o] = v
