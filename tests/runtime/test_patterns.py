@@ -15,7 +15,7 @@ from onnx import numpy_helper as nh
 
 import onnxcore
 from onnxcore.runtime.optimize import FusedPattern
-from onnxcore.runtime.optimize.patterns import _row_max
+from onnxcore.runtime.optimize.patterns import LinearStep, RowsPattern, _row_max
 
 RNG = np.random.default_rng(0)
 C = 16
@@ -304,3 +304,48 @@ def test_attention_row_max_is_numpys_max(dtype: type) -> None:
         # The shifted scores, what the step computes from them, are the same bits.
         with np.errstate(invalid="ignore"):
             assert np.array_equal(np.exp(a - got), np.exp(a - want), equal_nan=True)
+
+
+# --- the linear and normalisation steps written out (LinearStep, RowsPattern) ------------------------------------
+
+
+@pytest.mark.usefixtures("accel_path")
+@pytest.mark.parametrize("case", ["linear", "linear, bias", "layernorm", "rmsnorm"])
+def test_written_out_steps_give_the_generic_steps_values(case: str) -> None:
+    """The steps that write their fast test and call out give, bit for bit, what the generic FusedPattern step
+    gives, for the inputs they take (small, C-contiguous) and those they pass on (a strided view, a large input,
+    a 2-D input, float64 for a float32 layer)."""
+    if case.startswith("linear"):
+        w = RNG.standard_normal((C, 24)).astype(np.float32)
+        nodes = [h.make_node("MatMul", ["x", "w"], ["m" if "bias" in case else "y"])]
+        inits = [nh.from_array(w, "w")]
+        if "bias" in case:
+            nodes.append(h.make_node("Add", ["m", "b"], ["y"]))
+            inits.append(_const("b", RNG.standard_normal(24)))
+        model, kind = _graph_model(nodes, {"x": ["B", "S", C]}, ["B", "S", 24], inits), LinearStep
+    else:
+        model, kind = (_layer_norm(13) if case == "layernorm" else _rms_norm("reciprocal")), RowsPattern
+    s = onnxcore.Session(model)
+    step = s._plan.info[0].call
+    assert type(step) is kind
+    base = (RNG.standard_normal((3, 40, C)) * 2).astype(np.float32)
+    inputs = [
+        base,
+        base[:, ::2],  # strided
+        base[0],  # 2-D
+        (RNG.standard_normal((4, 1 << 14, C))).astype(np.float32),  # above the kernel threads' size
+    ]
+    for x in inputs:
+        got = step(x)
+        want = FusedPattern.__call__(step, x)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+    # Another type than the layer's: the chain as written (it refuses as the nodes do, or computes as they do).
+    x64 = base.astype(np.float64)
+    try:
+        want = FusedPattern.__call__(step, x64)
+    except onnxcore.OnnxCoreError as e:
+        with pytest.raises(type(e)):
+            step(x64)
+    else:
+        np.testing.assert_array_equal(step(x64), want)
