@@ -15,7 +15,8 @@ from onnx import numpy_helper as nh
 
 import onnxcore
 from onnxcore.runtime.optimize import FusedPattern
-from onnxcore.runtime.optimize.patterns import LinearStep, RowsPattern, _row_max
+from onnxcore.runtime.optimize.linear import LinearStep
+from onnxcore.runtime.optimize.patterns import RowsPattern, _row_max
 
 RNG = np.random.default_rng(0)
 C = 16

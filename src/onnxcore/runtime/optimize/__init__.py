@@ -11,8 +11,10 @@ none changes a result beyond the rounding Clause 11.4 admits, and none applies i
 - ``fuse``: steps folded into a Conv or Gemm, an in-place Relu, prepacked weights, Winograd;
 - ``preactivation``: an affine chain and Relu folded into the Conv that reads them;
 - ``reorder``: a channel projection moved before the pooling it follows;
-- ``patterns``: exporters' chains for GELU, LayerNorm and RMSNorm evaluated as those operators; linear layers
-  and the attention chain as one step each;
+- ``patterns``: exporters' chains for GELU, LayerNorm and RMSNorm evaluated as those operators; the attention
+  chain as one step;
+- ``linear``: linear layers (a MatMul by a constant and its bias, the dynamo exporter's Reshape, Gemm, Reshape) as
+  one product;
 - ``noops``: nodes that give back their input (Identity, a Cast to the type it has, ``x * 1``, ...) as aliases;
 - ``shapeops``: shape operators with constant arguments as the numpy view they come down to, gathers by
   constant indices as a ``take`` of precomputed positions, the rotary embedding's ``rotate_half`` as one step;
@@ -33,8 +35,9 @@ from onnxcore.runtime.optimize.conv1d import fast_conv1d
 from onnxcore.runtime.optimize.cse import cse_key, input_token
 from onnxcore.runtime.optimize.fold import FOLD_BUDGET_BYTES, fold_constants
 from onnxcore.runtime.optimize.fuse import fuse_conv_chains, fuse_relu, prepack_gemm, use_winograd
+from onnxcore.runtime.optimize.linear import fuse_linear
 from onnxcore.runtime.optimize.noops import drop_noops
-from onnxcore.runtime.optimize.patterns import FusedPattern, fuse_attention, fuse_linear, fuse_patterns
+from onnxcore.runtime.optimize.patterns import FusedPattern, fuse_attention, fuse_patterns
 from onnxcore.runtime.optimize.preactivation import PreActivatedConv, flatten_concats, fuse_preactivation
 from onnxcore.runtime.optimize.reorder import ProjectedPool, project_before_pooling
 from onnxcore.runtime.optimize.rotary import Rotary, fuse_rotary

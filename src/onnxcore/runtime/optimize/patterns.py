@@ -34,7 +34,7 @@ from onnxcore.runtime.optimize._common import rebound, use_counts
 from onnxcore.runtime.optimize.rows import LayerNormRows, RmsNormRows, TanhGelu, attention_rows, rows_take
 from onnxcore.runtime.step import PlanNode
 
-__all__ = ["FusedPattern", "fuse_attention", "fuse_linear", "fuse_patterns", "silu"]
+__all__ = ["FusedPattern", "RowsPattern", "fuse_attention", "fuse_patterns", "silu"]
 
 _ANCHORS = ("Erf", "Tanh", "ReduceMean", "Sigmoid")
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
@@ -504,53 +504,7 @@ def fuse_patterns(nodes: list[PlanNode], const: Mapping[str, Any], outputs: Sequ
     return [replaced.get(j, bn) for j, bn in enumerate(nodes) if j in replaced or j not in g.taken]
 
 
-# ------------------------------------------------------------------------------------ linear layers, attention
-
-
-def _linear(x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
-    """``x @ w (+ b)``: the leading axes of ``x`` as the rows of one product (one BLAS call rather than one per
-    leading index), the bias added in place on the fresh product."""
-    k, n = w.shape
-    y = np.matmul(x.reshape(-1, k), w) if x.ndim > 2 else np.matmul(x, w)
-    if b is not None:
-        y += b
-    return y.reshape(*x.shape[:-1], n)
-
-
-class LinearStep(FusedPattern):
-    """The linear layer's step (:func:`fuse_linear`): a :class:`FusedPattern` of :func:`_linear` whose test and
-    product are written out in its call (a transformer runs a dozen of these per layer, on a decoder step's few rows
-    each costs more in dispatch than in arithmetic); the same test, the same product, the same values."""
-
-    __slots__ = ("_b", "_dtype", "_k", "_n", "_w")
-
-    def __init__(
-        self,
-        w: np.ndarray,
-        b: np.ndarray | None,
-        x_name: str,
-        chain: list[tuple[Callable[..., Any], list[str | np.ndarray | None], dict[str, Any], list[str]]],
-    ) -> None:
-        super().__init__("Linear", _linear, (w, b), {}, _linear_accepts(w, b), x_name, chain)
-        self._w, self._b = w, b
-        self._k, self._n = w.shape
-        self._dtype = w.dtype
-
-    def __call__(self, *xs: Any) -> Any:
-        if len(xs) == 1:
-            x = xs[0]
-            k = self._k
-            if type(x) is np.ndarray and x.dtype == self._dtype and x.ndim >= 2 and x.shape[-1] == k and k > 0:
-                if x.ndim == 2:
-                    y = np.matmul(x, self._w)
-                    if self._b is not None:
-                        y += self._b
-                    return y
-                y = np.matmul(x.reshape(-1, k), self._w)
-                if self._b is not None:
-                    y += self._b
-                return y.reshape(x.shape[:-1] + (self._n,))
-        return super().__call__(*xs)
+# ------------------------------------------------------------------------------------ normalisations, attention
 
 
 class RowsPattern(FusedPattern):
@@ -570,52 +524,6 @@ class RowsPattern(FusedPattern):
         if len(xs) == 1 and rows_take(xs[0], self._dtype, self._d):
             return self._rows(xs[0])
         return super().__call__(*xs)
-
-
-def _linear_accepts(w: np.ndarray, b: np.ndarray | None) -> Callable[[np.ndarray], bool]:
-    def accepts(x: np.ndarray) -> bool:
-        return x.dtype == w.dtype and x.ndim >= 2 and x.shape[-1] == w.shape[0] > 0
-
-    return accepts
-
-
-def fuse_linear(nodes: list[PlanNode], const: Mapping[str, Any], outputs: Sequence[str]) -> list[PlanNode]:
-    """A MatMul by a constant 2-D float matrix (and the Add of a constant bias along its last axis that follows
-    it, when it is the product's only reader) as one step: the leading axes flattened into the rows of a single
-    product, the bias added in place. The same products and sums (Clause 11.4: BLAS may block them differently);
-    other inputs run the nodes as written."""
-    if not any(bn.node.op_type == "MatMul" for bn in nodes):
-        return nodes
-    g = _Graph(nodes, const, outputs)
-    replaced: dict[int, PlanNode] = {}
-    for k in range(len(nodes)):
-        if g.op(k) != "MatMul" or len(g.nodes[k].inputs) != 2 or k in g.taken:
-            continue
-        xname, wname = g.nodes[k].inputs
-        w = const.get(wname)
-        if xname in const or not isinstance(w, np.ndarray) or w.ndim != 2 or w.dtype not in _FLOATS:
-            continue
-        members = [k]
-        b = None
-        a = g.sole_reader(g.out(k), "Add")
-        if a is not None:
-            ins = g.nodes[a].inputs
-            other = ins[1] if ins[0] == g.out(k) else ins[0]
-            v = const.get(other)
-            if isinstance(v, np.ndarray) and v.dtype == w.dtype and v.ndim == 1 and v.size in (1, w.shape[1]):
-                b = v
-                members.append(a)
-        if not _closed(g, members):
-            continue
-        fused = LinearStep(w, b, xname, _chain(g, members))
-        last = members[-1]
-        others = [g.nodes[j] for j in members[1:]]
-        replaced[last] = rebound(g.nodes[k], fused, {}, [xname], [g.out(last)], absorbed=others)
-        replaced[last].may_tuple = False
-        g.taken.update(members)
-    if not replaced:
-        return nodes
-    return [replaced.get(j, bn) for j, bn in enumerate(nodes) if j in replaced or j not in g.taken]
 
 
 def _attention(
