@@ -76,6 +76,16 @@ def _erf_of(v: Any) -> Any:  # pragma: no cover - compiled
     return np.float32(p * v / q)
 
 
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _gelu_of(a: Any, scale: Any) -> Any:  # pragma: no cover - compiled
+    """The erf GELU of the float32 ``a``, :func:`erf32`'s operations in its order: ``erf(a * scale)`` (the product
+    rounded to float32), plus one, times ``a``, times one half; inlined into the loops that call it."""
+    e = _erf_of(np.float64(a * scale))
+    e = e + np.float32(1.0)
+    e = e * a
+    return e * np.float32(0.5)
+
+
 @_njit
 def erf32(x: Any, out: Any, scale: Any, scaled: bool, gelu: bool) -> None:  # pragma: no cover - compiled
     """``out = erf(scale * x)`` (float32, 1-D, same size; the product rounded to float32 first when ``scaled``),
@@ -100,19 +110,12 @@ def bias_gelu32(x: Any, bias: Any, out: Any, scale: Any, start: int, stop: int) 
     """com.microsoft BiasGelu in float32 for the rows ``start..stop`` of ``x`` ``(rows, C)``: ``a = x + bias``
     rounded to float32 (as the numpy kernel's addition), then :func:`erf32`'s GELU of ``a``; one pass, the same
     results bit for bit."""
-    one = np.float32(1.0)
-    half = np.float32(0.5)
     c_count = x.shape[1]
     for r in range(start, stop):
         xr = x[r]
         orow = out[r]
         for i in range(c_count):
-            a = xr[i] + bias[i]
-            v = np.float64(a * scale)
-            e = _erf_of(v)
-            e = e + one
-            e = e * a
-            orow[i] = e * half
+            orow[i] = _gelu_of(xr[i] + bias[i], scale)
 
 
 @_njit
@@ -121,20 +124,13 @@ def gelu32_rows(x: Any, bias: Any, out: Any, scale: Any, start: int, stop: int) 
     (float32; a Conv's output, its rows the planes of its channels, and the Conv's bias): ``a = x + b`` rounded to
     float32 (as the Conv kernel adds its bias), then :func:`erf32`'s GELU of ``a``; one pass, the same results bit
     for bit as the Conv's bias and the Gelu kernel one after the other."""
-    one = np.float32(1.0)
-    half = np.float32(0.5)
     nb = bias.size
     for r in range(start, stop):
         xr = x[r]
         orow = out[r]
         b = bias[r % nb]
         for i in range(xr.size):
-            a = xr[i] + b
-            v = np.float64(a * scale)
-            e = _erf_of(v)
-            e = e + one
-            e = e * a
-            orow[i] = e * half
+            orow[i] = _gelu_of(xr[i] + b, scale)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")

@@ -56,15 +56,16 @@ class LinearStep(FusedPattern):
             k = self._k
             if type(x) is np.ndarray and x.dtype == self._dtype and x.ndim >= 2 and x.shape[-1] == k and k > 0:
                 if x.ndim == 2:
-                    y = np.matmul(x, self._w)
-                    if self._b is not None:
-                        y += self._b
-                    return y
-                y = np.matmul(x.reshape(-1, k), self._w)
-                if self._b is not None:
-                    y += self._b
-                return y.reshape(x.shape[:-1] + (self._n,))
+                    return self._rows(x)
+                return self._rows(x.reshape(-1, k)).reshape(x.shape[:-1] + (self._n,))
         return super().__call__(*xs)
+
+    def _rows(self, x2: np.ndarray) -> np.ndarray:
+        """The product of the rows ``x2`` (2-D) by the weights, the bias added in place: :func:`_linear`'s."""
+        y = np.matmul(x2, self._w)
+        if self._b is not None:
+            y += self._b
+        return y
 
 
 class ReshapedLinearStep(LinearStep):
@@ -93,10 +94,7 @@ class ReshapedLinearStep(LinearStep):
         if type(x) is np.ndarray and x.dtype == self._dtype:
             out = self._seen.get(x.shape)
             if out is not None:
-                y = np.matmul(x.reshape(-1, self._k), self._w)
-                if self._b is not None:
-                    y += self._b
-                return y.reshape(out)
+                return self._rows(x.reshape(-1, self._k)).reshape(out)
         y = self.as_written(*xs)
         if type(x) is np.ndarray and type(y) is np.ndarray and x.dtype == self._dtype and x.size and self._flattens(x):
             seen = dict(self._seen) if len(self._seen) < 64 else {}

@@ -24,7 +24,7 @@ import numpy as np
 
 from onnxcore.kernels import accel
 from onnxcore.runtime.optimize._common import rebound, use_counts
-from onnxcore.runtime.optimize.shapeops import RotateHalf
+from onnxcore.runtime.optimize.shapeops import RotateHalf, rotate_halves
 from onnxcore.runtime.step import PlanNode
 
 __all__ = ["Rotary", "fuse_rotary"]
@@ -112,9 +112,7 @@ def _rotary(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, h: int, fit: tuple[
             out.reshape(-1, n),
         )
         return out
-    r = np.empty(x.shape, x.dtype)
-    np.negative(x[..., h:], out=r[..., :h])
-    r[..., h:] = x[..., :h]
+    r = rotate_halves(x, h)
     y = np.multiply(x, cos)
     np.multiply(r, sin, out=r)
     np.add(y, r, out=y)

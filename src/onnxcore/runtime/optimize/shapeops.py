@@ -48,6 +48,7 @@ __all__ = [
     "RotateHalf",
     "fast_shape_ops",
     "fuse_rotate_half",
+    "rotate_halves",
 ]
 
 # ONNX element type -> numpy dtype, for the Cast targets a model's float and index arithmetic uses.
@@ -316,6 +317,15 @@ def fast_shape_ops(nodes: list[PlanNode], const: Mapping[str, Any], outputs: Seq
 _Call = tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]
 
 
+def rotate_halves(x: np.ndarray, h: int) -> np.ndarray:
+    """``concat(-x[..., h:], x[..., :h])`` along the last axis (``rotate_half`` of halves of ``h``), as one new
+    array written half by half."""
+    out = np.empty(x.shape, x.dtype)
+    np.negative(x[..., h:], out=out[..., :h])
+    out[..., h:] = x[..., :h]
+    return out
+
+
 class RotateHalf(_PerShape):
     """``Concat(Neg(Slice(x)), Slice(x))`` that swaps the halves of the last axis and negates the new first one
     (``rotate_half`` of a rotary embedding): ``-x[..., h:]`` and ``x[..., :h]`` written into one new array, for an
@@ -335,10 +345,7 @@ class RotateHalf(_PerShape):
         if type(x) is np.ndarray:
             h = self.seen.get(x.shape)
             if h is not None:
-                out = np.empty(x.shape, x.dtype)
-                np.negative(x[..., h:], out=out[..., :h])
-                out[..., h:] = x[..., :h]
-                return out
+                return rotate_halves(x, h)
         low, high = self._slices(x)
         neg, neg_args, neg_kw = self.neg
         cat, cat_args, cat_kw = self.concat
