@@ -108,3 +108,46 @@ def test_non_finite_scores_take_the_same_path(post: str, weight: float) -> None:
         row = (want[0][r : r + 1], want[1][r : r + 1])
         for compiled in (False, True):
             _same(_run(x[r : r + 1], attrs, compiled=compiled), row)
+
+
+_EDGES = [0.0, -0.0, 1e-45, -1e-45, 1.5, -2.25, 0.1, 3.4028234663852886e38, np.inf, -np.inf, np.nan]
+
+
+def _edge_forest(rng: np.random.Generator, mode: str, n_trees: int, *, double: bool) -> dict[str, Any]:
+    """Complete trees of depth 1-5 comparing with ``mode`` against thresholds at the edges of the float types
+    (zeros of both signs, the smallest subnormal, the largest finite value, infinities, NaN, 0.1 which float32
+    cannot hold), three classes."""
+    attrs = _forest(rng, 3, boosted=True, n_trees=n_trees, f=4)
+    attrs["nodes_modes"] = [m if m == "LEAF" else mode for m in attrs["nodes_modes"]]
+    values = [0.0 if m == "LEAF" else float(rng.choice(_EDGES)) for m in attrs["nodes_modes"]]
+    if double:
+        # Thresholds of their own type, some not exact in float32 (the walk then compares in float64).
+        attrs.pop("nodes_values")
+        attrs["nodes_values_as_tensor"] = np.asarray(values, np.float64) + np.where(np.asarray(values) == 1.5, 1e-12, 0)
+    else:
+        attrs["nodes_values"] = values
+    return attrs
+
+
+@pytest.mark.parametrize("mode", ["BRANCH_LEQ", "BRANCH_LT", "BRANCH_GTE", "BRANCH_GT", "BRANCH_EQ", "BRANCH_NEQ"])
+@pytest.mark.parametrize("double", [False, True])
+@pytest.mark.parametrize("x_type", [np.float32, np.float64])
+def test_compiled_walk_every_comparison_at_the_edges(mode: str, double: bool, x_type: Any) -> None:
+    """The compiled walk (sixteen trees at a time in scalar lanes, the rest through the lanes array, rows as
+    lanes from sixteen rows on; a strict comparison compiled as the other kind with its thresholds moved to the
+    next value of their type) reaches the numpy path's leaves for every comparison, with features exactly at,
+    just below and just above each edge threshold, NaN features routed as false: the same labels and scores bit
+    for bit, for 37 trees (two groups of sixteen and five more) at 1, 5 and 40 rows."""
+    rng = np.random.default_rng(len(mode) * 7 + double)
+    attrs = _edge_forest(rng, mode, 37, double=double)
+    attrs["post_transform"] = "NONE"
+    dt = np.dtype(x_type)
+    edges = np.asarray(_EDGES, dt)
+    pool = np.concatenate([edges, np.nextafter(edges, dt.type(np.inf)), np.nextafter(edges, dt.type(-np.inf))])
+    pool = np.concatenate([pool, np.asarray([1.5 + 1e-12, 0.1], np.float64).astype(dt)])
+    x = rng.choice(pool, size=(40, 4)).astype(dt)
+    want = _run(x, attrs, compiled=False)
+    _same(_run(x, attrs, compiled=True), want)
+    for rows in (slice(0, 1), slice(7, 12)):
+        _same(_run(x[rows], attrs, compiled=True), (want[0][rows], want[1][rows]))
+        _same(_run(x[rows], attrs, compiled=False), (want[0][rows], want[1][rows]))

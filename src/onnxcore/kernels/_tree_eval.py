@@ -33,6 +33,9 @@ _LEAF = 7
 _MEMBER = 6
 _COMPARE = (np.less_equal, np.less, np.greater_equal, np.greater, np.equal, np.not_equal)
 _PARALLEL_PAIRS = 1 << 15  # (tree, row) pairs below which the traversal stays on one thread
+# Strict comparison code -> (the non-strict code it becomes in the compiled walk's tables, the side the threshold
+# moves toward): BRANCH_LT -> BRANCH_LEQ, BRANCH_GT -> BRANCH_GTE (see CompiledForest._validated_tables).
+_STRICT = {1: (0, -np.inf), 3: (2, np.inf)}
 # No base values to add: empty (nothing to write), and writeable so that the compiled walk sees one array type.
 _NO_BASE = np.zeros(0)
 
@@ -250,14 +253,14 @@ class CompiledForest:
         before the call: a hostile model gets an EvaluationError, never a read outside an array."""
         if self.accel_tables is None:
             self.accel_tables = self._validated_tables()
-        mode, miss, member_row, roots, depth, feat_n, child_n, thr_n32, thr_n64, roots_n = self.accel_tables
+        mode, miss, member_row, roots, depth, feat_n, child_n, thr_n32, thr_n64, roots_n, code = self.accel_tables
         n = x.shape[0]
         s = np.empty((self.n_trees, n), np.intp)
         jit = accel.jit()
         if not general and self.n_trees * n < _PARALLEL_PAIRS:
             # One thread (a small batch): the compiled walk called directly, no closure or blocks per call.
             thr_u = thr_n32 if use32 else thr_n64
-            jit.tree_states_uniform(x, feat_n, thr_u, child_n, self.uniform_code, roots_n, depth, s, 0, self.n_trees)
+            jit.tree_states_uniform(x, feat_n, thr_u, child_n, code, roots_n, depth, s, 0, self.n_trees)
             return s
         if general:
             fn = jit.tree_states
@@ -270,7 +273,6 @@ class CompiledForest:
 
         else:
             fu = jit.tree_states_uniform
-            code = self.uniform_code
             thr_n = thr_n32 if use32 else thr_n64
 
             def run(a: int, b: int) -> None:
@@ -334,7 +336,7 @@ class CompiledForest:
         if self.accel_sum is None:
             self.accel_sum = self._validated_sum_tables()
         tables = self.accel_tables
-        feat_n, child_n, thr_n32, thr_n64, roots_n = tables[5], tables[6], tables[7], tables[8], tables[9]
+        feat_n, child_n, thr_n32, thr_n64, roots_n, code = tables[5:]
         depth = tables[4]
         order, other = self.accel_sum
         nodes = np.ascontiguousarray(np.concatenate([feat_n, child_n]), dtype=feat_n.dtype)
@@ -347,7 +349,7 @@ class CompiledForest:
         m, t = int(feat_n.size), int(self.n_trees)
         if child_n.size != 2 * m or roots_n.size != t or depth.size != t or order.size != t:
             raise EvaluationError("tree ensemble: the compiled tables have an index out of range")
-        return fn, nodes, thr_n32 if self.thr32 is not None else None, thr_n64, idx, values, self.uniform_code, m, t
+        return fn, nodes, thr_n32 if self.thr32 is not None else None, thr_n64, idx, values, code, m, t
 
     def _accel_sum(self, s: np.ndarray, n: int) -> np.ndarray:
         """The SUM aggregation of :meth:`aggregate` by the compiled loops, tree after tree in the model's order as
@@ -425,7 +427,17 @@ class CompiledForest:
         thr_n64 = np.ascontiguousarray(self.thr64[0::2])
         thr_n32 = thr_n64.astype(np.float32) if self.thr32 is None else np.ascontiguousarray(self.thr32[0::2])
         roots_n = np.ascontiguousarray(roots >> 1)
-        return mode, miss, member_row, roots, depth, feat_n, child_n, thr_n32, thr_n64, roots_n
+        code = self.uniform_code
+        if code in _STRICT:
+            # x < t is x <= (the largest value below t), and x > t is x >= (the smallest above t), in the type both
+            # are compared in, NaN on either side false both ways; below -inf or above +inf there is none, and a
+            # NaN threshold makes the comparison false for every x as the strict one is. The walk compiled for
+            # BRANCH_LEQ is the fastest (the compiler keeps it apart from the others), and BRANCH_LT is
+            # XGBoost's, so each strict comparison becomes the other kind on tables of its own.
+            code, toward = _STRICT[code]
+            thr_n64 = _beside(thr_n64, toward)
+            thr_n32 = _beside(thr_n32, toward)
+        return mode, miss, member_row, roots, depth, feat_n, child_n, thr_n32, thr_n64, roots_n, code
 
     def _states_one(self, xrow: np.ndarray, thr: np.ndarray) -> np.ndarray:
         """:meth:`states` of one row, uniform comparison, no NaN routing: the fewest numpy calls per level.
@@ -512,6 +524,15 @@ class CompiledForest:
         rows = self.w_row[s]
         acc = self.w_min[rows].min(axis=0) if aggregate == "MIN" else self.w_max[rows].max(axis=0)
         return np.where(has, acc, self.acc_dtype.type(0)), has
+
+
+def _beside(thr: np.ndarray, toward: float) -> np.ndarray:
+    """Each threshold moved to the next value of its type toward ``toward`` (-inf or +inf); an infinity on that
+    side, which has no such value, becomes NaN (see :data:`_STRICT`)."""
+    with np.errstate(over="ignore"):  # the largest finite value moves to infinity, as it should
+        moved = np.nextafter(thr, thr.dtype.type(toward))
+    moved[thr == toward] = np.nan
+    return np.ascontiguousarray(moved)
 
 
 def _sum_trees(v: np.ndarray) -> np.ndarray:
