@@ -45,6 +45,7 @@ class CompiledForest:
 
     __slots__ = (
         "acc_dtype",
+        "accel_code",
         "accel_packed",
         "accel_sum",
         "accel_tables",
@@ -116,6 +117,7 @@ class CompiledForest:
         self.depth = int(depth.max()) if depth.size else 0
         self.tree_depth = depth[order]
         self.accel_tables: tuple[np.ndarray, ...] | None = None  # made by _accel_states on first use
+        self.accel_code = self.uniform_code  # the comparison the compiled tables make (set with them)
         self.accel_sum: tuple[np.ndarray, np.ndarray] | None = None  # made by _accel_sum on first use
         self.accel_packed: tuple[Any, ...] | None = None  # made by _accel_predict on first use
         # Trees still descending at each level: a prefix of the depth-sorted trees.
@@ -253,7 +255,8 @@ class CompiledForest:
         before the call: a hostile model gets an EvaluationError, never a read outside an array."""
         if self.accel_tables is None:
             self.accel_tables = self._validated_tables()
-        mode, miss, member_row, roots, depth, feat_n, child_n, thr_n32, thr_n64, roots_n, code = self.accel_tables
+        mode, miss, member_row, roots, depth, feat_n, child_n, thr_n32, thr_n64, roots_n = self.accel_tables
+        code = self.accel_code
         n = x.shape[0]
         s = np.empty((self.n_trees, n), np.intp)
         jit = accel.jit()
@@ -336,7 +339,8 @@ class CompiledForest:
         if self.accel_sum is None:
             self.accel_sum = self._validated_sum_tables()
         tables = self.accel_tables
-        feat_n, child_n, thr_n32, thr_n64, roots_n, code = tables[5:]
+        feat_n, child_n, thr_n32, thr_n64, roots_n = tables[5:]
+        code = self.accel_code
         depth = tables[4]
         order, other = self.accel_sum
         nodes = np.ascontiguousarray(np.concatenate([feat_n, child_n]), dtype=feat_n.dtype)
@@ -392,7 +396,8 @@ class CompiledForest:
 
     def _validated_tables(self) -> tuple[np.ndarray, ...]:
         """The per-state tables of the compiled traversal, every index in them checked: mode, NaN routing, member
-        row, roots and depths (the feature ids are checked against X by :meth:`check`)."""
+        row, roots and depths (the feature ids are checked against X by :meth:`check`); sets :attr:`accel_code`,
+        the comparison the uniform walk's tables are made for."""
         n_states = self.child.size
         mode = np.ascontiguousarray(self.state_mode, dtype=np.int8)
         leaf = mode == _LEAF
@@ -437,7 +442,8 @@ class CompiledForest:
             code, toward = _STRICT[code]
             thr_n64 = _beside(thr_n64, toward)
             thr_n32 = _beside(thr_n32, toward)
-        return mode, miss, member_row, roots, depth, feat_n, child_n, thr_n32, thr_n64, roots_n, code
+        self.accel_code = code
+        return mode, miss, member_row, roots, depth, feat_n, child_n, thr_n32, thr_n64, roots_n
 
     def _states_one(self, xrow: np.ndarray, thr: np.ndarray) -> np.ndarray:
         """:meth:`states` of one row, uniform comparison, no NaN routing: the fewest numpy calls per level.
