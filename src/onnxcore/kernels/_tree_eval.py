@@ -38,6 +38,8 @@ _PARALLEL_PAIRS = 1 << 15  # (tree, row) pairs below which the traversal stays o
 _STRICT = {1: (0, -np.inf), 3: (2, np.inf)}
 # No base values to add: empty (nothing to write), and writeable so that the compiled walk sees one array type.
 _NO_BASE = np.zeros(0)
+# No softmax shift asked of the compiled walk (see CompiledForest.sum_plus_shift): empty, as _NO_BASE.
+_NO_SHIFT = np.zeros(0)
 
 
 class CompiledForest:
@@ -294,19 +296,30 @@ class CompiledForest:
             and self.n_trees * x.shape[0] < _PARALLEL_PAIRS
             and accel.enabled()
         ):
-            fast = self._accel_predict(x, base)
+            fast = self._accel_predict(x, base, _NO_SHIFT)
             if fast is not None:
-                return fast
+                return fast[0]
         acc, _ = self.aggregate(x, "SUM", need_has=False)
         if base.size:
             acc[:, : base.size] += base
         return acc
 
-    def _accel_predict(self, x: np.ndarray, base: np.ndarray = _NO_BASE) -> np.ndarray | None:
+    def sum_plus_shift(self, x: np.ndarray, base: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, int] | None:
+        """For one row (``x`` ``[1, F]``): :meth:`sum_plus`, then in the same compiled call the softmax's first step
+        on the row's scores, ``e = s - max(s)`` in float64 (``e`` float64 of :attr:`n_targets` values) and the index
+        of the first largest score, -1 when a score is NaN. The scores and that index; None when the compiled walk
+        does not apply (the accelerator off, mixed comparisons, a NaN to route): the caller takes
+        :meth:`sum_plus`."""
+        if self.uniform is None or not self.n_trees or not accel.enabled():
+            return None
+        return self._accel_predict(x, base, e)
+
+    def _accel_predict(self, x: np.ndarray, base: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, int] | None:
         """The SUM of :meth:`aggregate` for a small batch, uniform comparison, by one compiled call that walks and
         sums (the same leaves and the same additions in the same order as :meth:`_accel_states` then
-        :meth:`_accel_sum`), then adds ``base`` as :meth:`sum_plus` does. None when a NaN must be routed (the
-        general walk handles it)."""
+        :meth:`_accel_sum`), then adds ``base`` as :meth:`sum_plus` does (and, with ``e`` not empty, shifts the one
+        row into it as :meth:`sum_plus_shift` says): the sums and the compiled call's result. None when a NaN must
+        be routed (the general walk handles it)."""
         if self.max_feature >= x.shape[1]:
             self.check(x)
         packed = self.accel_packed
@@ -325,8 +338,7 @@ class CompiledForest:
             if low != low:
                 return None
         acc = np.zeros((x.shape[0], self.n_targets), self.acc_dtype)
-        fn(xc, nodes, thr, idx, base, values, acc, code, m, t)
-        return acc
+        return acc, fn(xc, nodes, thr, idx, base, values, acc, code, m, t, e)
 
     def _packed_tables(self) -> tuple[Any, ...]:
         """The arguments of the compiled walk-and-sum (:meth:`_accel_predict`) made once, its tables packed into
@@ -497,8 +509,9 @@ class CompiledForest:
             and self.n_trees * n < _PARALLEL_PAIRS
             and accel.enabled()
         ):
-            fast = self._accel_predict(x)
-            if fast is not None:
+            found = self._accel_predict(x, _NO_BASE, _NO_SHIFT)
+            if found is not None:
+                fast = found[0]
                 if aggregate == "AVERAGE":
                     fast /= self.acc_dtype.type(self.n_trees)
                 return fast, np.ones((n, k), dtype=bool) if need_has else self.no_votes

@@ -332,6 +332,15 @@ def _prepare_classifier(attrs: dict[str, Any]) -> Callable[[np.ndarray], tuple[n
     def classify(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         rows = _legacy_rows(x)
         if plain and rows.shape[0]:
+            if one_row is _softmax_one_row and rows.shape[0] == 1:
+                e = np.empty(k)
+                found = compiled.sum_plus_shift(rows, base, e)
+                if found is not None:
+                    # The walk shifted the row into e (one compiled call); a NaN score takes the batch path.
+                    scores, top = found
+                    if top >= 0:
+                        return _softmax_scaled(e, top, labels)
+                    return labels[scores.argmax(axis=1)], post_fn(scores).astype(np.float32)
             scores = compiled.sum_plus(rows, base)
             if one_row is not None and scores.shape[0] == 1:
                 done = one_row(scores, labels)
@@ -380,15 +389,9 @@ def _softmax_one_row(scores: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray
     to float32), so the same bits, in a few microseconds less than the whole-array calls. None: the numpy path."""
     if accel.enabled():
         # Two compiled calls around numpy's exp (the same operations, fewer calls than on Python floats).
-        jit = accel.jit()
         e = np.empty(scores.shape[1])
-        top = jit.tree_softmax_shift(scores, e)
-        if top < 0:
-            return None
-        np.exp(e, out=e)
-        z = np.empty(scores.shape, np.float32)
-        jit.tree_softmax_scale(e, z)
-        return labels[top : top + 1].copy(), z
+        top = accel.jit().tree_softmax_shift(scores, e)
+        return None if top < 0 else _softmax_scaled(e, top, labels)
     row = scores.tolist()[0]
     best = _top_of_row(row)
     if best is None:
@@ -401,6 +404,16 @@ def _softmax_one_row(scores: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray
     for v in ev:
         total += v
     return labels[best : best + 1].copy(), np.array([[v / total for v in ev]], dtype=np.float32)
+
+
+def _softmax_scaled(e: np.ndarray, top: int, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The end of :func:`_softmax_one_row` on the compiled path, from the shifted scores ``e`` and the top class:
+    numpy's ``exp``, then the compiled division by the sum (the classifier's one-row path calls it after the walk's
+    own shift, :meth:`~onnxcore.kernels._tree_eval.CompiledForest.sum_plus_shift`)."""
+    np.exp(e, out=e)
+    z = np.empty((1, e.size), np.float32)
+    accel.jit().tree_softmax_scale(e, z)
+    return labels[top : top + 1].copy(), z
 
 
 def _none_one_row(scores: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:

@@ -606,30 +606,44 @@ def _packed_states(x: Any, nodes: Any, threshold: Any, idx: Any, code: int, m: i
 
 @_njit
 def tree_predict_groups(
-    x: Any, nodes: Any, threshold: Any, idx: Any, base: Any, leaf_value: Any, acc: Any, code: int, m: int, t: int
-) -> None:  # pragma: no cover - compiled
+    x: Any,
+    nodes: Any,
+    threshold: Any,
+    idx: Any,
+    base: Any,
+    leaf_value: Any,
+    acc: Any,
+    code: int,
+    m: int,
+    t: int,
+    e: Any,
+) -> int:  # pragma: no cover - compiled
     """:func:`tree_states_uniform` over every tree, then :func:`tree_sum_groups` into ``acc``, in one call (a small
     batch pays one dispatch instead of two and no state array made by the caller). The tables come packed, so that
     a call passes few arguments (numba's dispatch cost grows with each one): ``nodes`` is ``feature`` (``m``
     nodes) then ``child`` (``2 * m``); ``idx`` is ``roots``, ``depth`` and ``order`` (``t`` trees each) then
     ``offsets``. Then ``base`` (float64, at most as many values as targets; empty for none) is added to the first
     targets' sums as numpy's ``acc[:, :base.size] += base`` adds it (in float64, rounded to ``acc``'s type).
-    Validated by the caller as those two are."""
+    Validated by the caller as those two are. With ``e`` not empty (one row, ``e`` of its width), then
+    :func:`tree_softmax_shift` of the row into ``e``, returning what it returns (a one-row SOFTMAX classifier's
+    first step in the same call); else -2."""
     states = _packed_states(x, nodes, threshold, idx, code, m, t)
     tree_sum_groups(states, leaf_value, idx[2 * t : 3 * t], idx[3 * t :], acc)
     _add_base(acc, base)
+    return tree_softmax_shift(acc, e) if e.size else -2
 
 
 @_njit
 def tree_predict_rows(
-    x: Any, nodes: Any, threshold: Any, idx: Any, base: Any, w_sum: Any, acc: Any, code: int, m: int, t: int
-) -> None:  # pragma: no cover - compiled
+    x: Any, nodes: Any, threshold: Any, idx: Any, base: Any, w_sum: Any, acc: Any, code: int, m: int, t: int, e: Any
+) -> int:  # pragma: no cover - compiled
     """:func:`tree_states_uniform` over every tree, then :func:`tree_sum_rows` into ``acc``, in one call. Packed as
     :func:`tree_predict_groups`'s tables, ``idx`` ending with ``w_row`` (``2 * m`` states) instead of ``offsets``.
-    Validated by the caller as those two are."""
+    Validated by the caller as those two are; ``e`` and the result as :func:`tree_predict_groups`'s."""
     states = _packed_states(x, nodes, threshold, idx, code, m, t)
     tree_sum_rows(states, idx[3 * t :], w_sum, idx[2 * t : 3 * t], acc)
     _add_base(acc, base)
+    return tree_softmax_shift(acc, e) if e.size else -2
 
 
 @_njit
