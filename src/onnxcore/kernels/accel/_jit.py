@@ -562,8 +562,18 @@ def tree_sum_groups(states: Any, leaf_value: Any, order: Any, offsets: Any, acc:
     """Per target ``j`` and row ``r``: ``acc[r, j] += leaf_value[states[t, r]]`` for the trees ``t`` of
     ``order[offsets[j]:offsets[j + 1]]``, one after the other (the numpy path's order: the same sums bit for bit).
     Validated by the caller: ``order`` within ``states``' trees, ``offsets`` nondecreasing within ``order``, every
-    state within ``leaf_value``."""
+    state within ``leaf_value``, which is of ``acc``'s type."""
     n = states.shape[1]
+    if n == 1:
+        # One row (a single prediction): each sum kept in a register and the states read in place, where a row view
+        # per tree and a load and store of the sum per tree cost a microsecond over 300 trees. The same additions
+        # in the same order and type (leaf_value is of acc's type), so the same bits.
+        for j in range(offsets.size - 1):
+            total = acc[0, j]
+            for p in range(offsets[j], offsets[j + 1]):
+                total += leaf_value[states[order[p], 0]]
+            acc[0, j] = total
+        return
     for j in range(offsets.size - 1):
         for p in range(offsets[j], offsets[j + 1]):
             srow = states[order[p]]
@@ -577,6 +587,13 @@ def tree_sum_rows(states: Any, w_row: Any, w_sum: Any, order: Any, acc: Any) -> 
     numpy path's order). Validated by the caller: ``order`` within ``states``' trees, every state within ``w_row``,
     every weight row within ``w_sum``."""
     n, k = acc.shape
+    if n == 1:
+        # One row: the states and weights read in place (no row views per tree); the same additions.
+        for p in range(order.size):
+            wr = w_row[states[order[p], 0]]
+            for j in range(k):
+                acc[0, j] += w_sum[wr, j]
+        return
     for p in range(order.size):
         srow = states[order[p]]
         for r in range(n):
