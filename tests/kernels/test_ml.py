@@ -344,8 +344,13 @@ def test_tree_ensemble_vectorised_speed() -> None:
     forest = _random_forest(rng, 20, 6, lambda r: [0], max_depth=8, modes=["BRANCH_LEQ"])
     attrs = _regressor_attrs(forest, 1, False)
     x = rng.standard_normal((20000, 6)).astype(np.float32)
+    kernel = lookup("ai.onnx.ml", "TreeEnsembleRegressor", 3).fn
+    # A first call on a tenth of the rows (the same path: enough rows to split over the kernel threads) compiles the
+    # accelerator's walk for these types (seconds, once per machine: numba caches it on disk), so that the bound
+    # below is on the evaluation.
+    kernel(x[:2000], **attrs)
     t0 = time.perf_counter()
-    y = lookup("ai.onnx.ml", "TreeEnsembleRegressor", 3).fn(x, **attrs)
+    y = kernel(x, **attrs)
     assert y.shape == (20000, 1)
     assert time.perf_counter() - t0 < 3.0
 

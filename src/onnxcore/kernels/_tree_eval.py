@@ -257,15 +257,15 @@ class CompiledForest:
         before the call: a hostile model gets an EvaluationError, never a read outside an array."""
         if self.accel_tables is None:
             self.accel_tables = self._validated_tables()
-        mode, miss, member_row, roots, depth, feat_n, child_n, thr_n32, thr_n64, roots_n = self.accel_tables
+        mode, miss, member_row, roots, depth, nodes32, nodes64, roots_n = self.accel_tables
         code = self.accel_code
+        nodes_u = nodes32 if use32 else nodes64
         n = x.shape[0]
         s = np.empty((self.n_trees, n), np.intp)
         jit = accel.jit()
         if not general and self.n_trees * n < _PARALLEL_PAIRS:
             # One thread (a small batch): the compiled walk called directly, no closure or blocks per call.
-            thr_u = thr_n32 if use32 else thr_n64
-            jit.tree_states_uniform(x, feat_n, thr_u, child_n, code, roots_n, depth, s, 0, self.n_trees)
+            jit.tree_states_uniform(x, nodes_u, code, roots_n, depth, s, 0, self.n_trees)
             return s
         if general:
             fn = jit.tree_states
@@ -278,10 +278,9 @@ class CompiledForest:
 
         else:
             fu = jit.tree_states_uniform
-            thr_n = thr_n32 if use32 else thr_n64
 
             def run(a: int, b: int) -> None:
-                fu(x, feat_n, thr_n, child_n, code, roots_n, depth, s, a, b)
+                fu(x, nodes_u, code, roots_n, depth, s, a, b)
 
         threads = active_threads() if self.n_trees * n >= _PARALLEL_PAIRS else 1
         parallel_for(run, self.n_trees, threads=threads, min_block=1)
@@ -325,12 +324,12 @@ class CompiledForest:
         packed = self.accel_packed
         if packed is None:
             packed = self.accel_packed = self._packed_tables()
-        fn, nodes, thr_n32, thr_n64, idx, values, code, m, t = packed
-        if x.dtype == np.float32 and thr_n32 is not None:
-            thr = thr_n32
+        fn, nodes32, nodes64, idx, values, code, t = packed
+        if x.dtype == np.float32 and nodes32 is not None:
+            nodes = nodes32
             xc = x if x.flags.c_contiguous else np.ascontiguousarray(x)
         else:
-            thr = thr_n64
+            nodes = nodes64
             xc = x if x.dtype == np.float64 and x.flags.c_contiguous else np.ascontiguousarray(x, dtype=np.float64)
         if self.miss is not None and xc.size:
             # A NaN to route: numpy's minimum propagates NaN (one reduction instead of isnan, then any).
@@ -338,34 +337,30 @@ class CompiledForest:
             if low != low:
                 return None
         acc = np.zeros((x.shape[0], self.n_targets), self.acc_dtype)
-        return acc, fn(xc, nodes, thr, idx, base, values, acc, code, m, t, e)
+        return acc, fn(xc, nodes, idx, base, values, acc, code, t, e)
 
     def _packed_tables(self) -> tuple[Any, ...]:
         """The arguments of the compiled walk-and-sum (:meth:`_accel_predict`) made once, its tables packed into
-        few arrays (numba's dispatch cost grows with the number of arguments): the function, node tables
-        (feature, child), float32 thresholds (None where float32 comparisons are not exact), float64 ones, tree
-        tables (roots, depths, order, then offsets or weight rows), the leaf values or weight sums, the comparison
-        code, and the counts of nodes and trees. Every index comes from the validated tables."""
+        few arrays (numba's dispatch cost grows with the number of arguments): the function, the node records with
+        float32 thresholds (None where float32 comparisons are not exact) and with float64 ones, tree tables
+        (roots, depths, order, then offsets or weight rows), the leaf values or weight sums, the comparison code,
+        and the number of trees. Every index comes from the validated tables."""
         if self.accel_tables is None:
             self.accel_tables = self._validated_tables()
         if self.accel_sum is None:
             self.accel_sum = self._validated_sum_tables()
-        tables = self.accel_tables
-        feat_n, child_n, thr_n32, thr_n64, roots_n = tables[5:]
-        code = self.accel_code
-        depth = tables[4]
+        _, _, _, _, depth, nodes32, nodes64, roots_n = self.accel_tables
         order, other = self.accel_sum
-        nodes = np.ascontiguousarray(np.concatenate([feat_n, child_n]), dtype=feat_n.dtype)
         idx = np.ascontiguousarray(np.concatenate([roots_n, depth, order, other]), dtype=np.intp)
         jit = accel.jit()
         if self.groups is not None and self.leaf_value is not None:
             fn, values = jit.tree_predict_groups, np.ascontiguousarray(self.leaf_value)
         else:
             fn, values = jit.tree_predict_rows, np.ascontiguousarray(self.w_sum)
-        m, t = int(feat_n.size), int(self.n_trees)
-        if child_n.size != 2 * m or roots_n.size != t or depth.size != t or order.size != t:
+        t = int(self.n_trees)
+        if roots_n.size != t or depth.size != t or order.size != t:
             raise EvaluationError("tree ensemble: the compiled tables have an index out of range")
-        return fn, nodes, thr_n32 if self.thr32 is not None else None, thr_n64, idx, values, code, m, t
+        return fn, nodes32 if self.thr32 is not None else None, nodes64, idx, values, self.accel_code, t
 
     def _accel_sum(self, s: np.ndarray, n: int) -> np.ndarray:
         """The SUM aggregation of :meth:`aggregate` by the compiled loops, tree after tree in the model's order as
@@ -436,11 +431,10 @@ class CompiledForest:
             ok = bool(((rows >= 0) & (rows < self.member_sets.shape[0])).all())
         if not ok:
             raise EvaluationError("tree ensemble: the compiled tables have an index out of range")
-        # Node tables of the uniform walk (int32 where they fit: fewer cache lines per step).
+        # Node records of the uniform walk (int32 fields where they fit: a record of 16 octets with a float32
+        # threshold, 24 with a float64 one).
         small = n_states < 2**31 and (self.feature.size == 0 or int(self.feature.max()) < 2**31)
         idx = np.int32 if small else np.intp
-        feat_n = np.ascontiguousarray(self.feature[0::2], dtype=idx)
-        child_n = np.ascontiguousarray(self.child >> 1, dtype=idx)
         thr_n64 = np.ascontiguousarray(self.thr64[0::2])
         thr_n32 = thr_n64.astype(np.float32) if self.thr32 is None else np.ascontiguousarray(self.thr32[0::2])
         roots_n = np.ascontiguousarray(roots >> 1)
@@ -455,7 +449,9 @@ class CompiledForest:
             thr_n64 = _beside(thr_n64, toward)
             thr_n32 = _beside(thr_n32, toward)
         self.accel_code = code
-        return mode, miss, member_row, roots, depth, feat_n, child_n, thr_n32, thr_n64, roots_n
+        nodes32 = _node_records(self.feature[0::2], thr_n32, self.child >> 1, idx)
+        nodes64 = _node_records(self.feature[0::2], thr_n64, self.child >> 1, idx)
+        return mode, miss, member_row, roots, depth, nodes32, nodes64, roots_n
 
     def _states_one(self, xrow: np.ndarray, thr: np.ndarray) -> np.ndarray:
         """:meth:`states` of one row, uniform comparison, no NaN routing: the fewest numpy calls per level.
@@ -543,6 +539,20 @@ class CompiledForest:
         rows = self.w_row[s]
         acc = self.w_min[rows].min(axis=0) if aggregate == "MIN" else self.w_max[rows].max(axis=0)
         return np.where(has, acc, self.acc_dtype.type(0)), has
+
+
+def _node_records(feature: np.ndarray, threshold: np.ndarray, child: np.ndarray, index: Any) -> np.ndarray:
+    """The uniform walk's node records: per node its ``feature``, ``threshold`` (of ``threshold``'s type) and
+    ``false`` and ``true`` child nodes (``child[0::2]``, ``child[1::2]``), the indices of type ``index``."""
+    fields = [("feature", index), ("false", index), ("true", index), ("threshold", threshold.dtype)]
+    if threshold.dtype.itemsize == np.dtype(index).itemsize:
+        fields = [fields[0], fields[3], fields[1], fields[2]]  # 16 octets for int32 indices and float32 thresholds
+    records = np.empty(feature.size, np.dtype(fields, align=True))
+    records["feature"] = feature
+    records["threshold"] = threshold
+    records["false"] = child[0::2]
+    records["true"] = child[1::2]
+    return records
 
 
 def _beside(thr: np.ndarray, toward: float) -> np.ndarray:
