@@ -41,10 +41,11 @@ What it accelerates (each numpy kernel keeps its own path and calls these only w
   time, in the L1 cache), the taps accumulated in the element type one after the other and the bias last
   (the numpy path sums with ``einsum``: the two agree within the type's rounding of a sum of ``kh * kw``
   products; the tests allow 1e-5 relative in float32, 1e-12 in float64).
-- tree ensembles: the traversal of every (tree, row) pair over the tables of
-  :class:`onnxcore.kernels._tree_eval.CompiledForest`, sixteen rows at a time through a tree, every index
-  validated before the first call (numba does not check bounds); the leaves reached are the numpy path's, so
-  the scores are the same bit for bit.
+- tree ensembles: the traversal of every (tree, row) pair over node records (feature, threshold, both children)
+  made from the tables of :class:`onnxcore.kernels._tree_eval.CompiledForest`, sixteen rows at a time through a
+  tree, or for a few rows sixteen trees at a time in scalar lanes (a strict comparison compiled as the other kind
+  on thresholds moved to the next value of their type), every index validated before the first call (numba does
+  not check bounds); the leaves reached are the numpy path's, so the scores are the same bit for bit.
 
 The convolution and pooling kernels are in ``_jit_cnn`` (:func:`jit_cnn`; it takes its decorator from ``_jit``).
 Compiled functions are cached on disk by numba (``cache=True``) and release the GIL (``nogil=True``): they run
