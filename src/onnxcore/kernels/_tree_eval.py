@@ -118,7 +118,7 @@ class CompiledForest:
         self.n_trees = int(roots.size)
         self.depth = int(depth.max()) if depth.size else 0
         self.tree_depth = depth[order]
-        self.accel_tables: tuple[np.ndarray, ...] | None = None  # made by _accel_states on first use
+        self.accel_tables: tuple[Any, ...] | None = None  # made by _accel_states on first use
         self.accel_code = self.uniform_code  # the comparison the compiled tables make (set with them)
         self.accel_sum: tuple[np.ndarray, np.ndarray] | None = None  # made by _accel_sum on first use
         self.accel_packed: tuple[Any, ...] | None = None  # made by _accel_predict on first use
@@ -360,7 +360,7 @@ class CompiledForest:
         t = int(self.n_trees)
         if roots_n.size != t or depth.size != t or order.size != t:
             raise EvaluationError("tree ensemble: the compiled tables have an index out of range")
-        return fn, nodes32 if self.thr32 is not None else None, nodes64, idx, values, self.accel_code, t
+        return fn, nodes32, nodes64, idx, values, self.accel_code, t
 
     def _accel_sum(self, s: np.ndarray, n: int) -> np.ndarray:
         """The SUM aggregation of :meth:`aggregate` by the compiled loops, tree after tree in the model's order as
@@ -401,7 +401,7 @@ class CompiledForest:
         ):
             raise EvaluationError("tree ensemble: the compiled tables have an index out of range")
 
-    def _validated_tables(self) -> tuple[np.ndarray, ...]:
+    def _validated_tables(self) -> tuple[Any, ...]:
         """The per-state tables of the compiled traversal, every index in them checked: mode, NaN routing, member
         row, roots and depths (the feature ids are checked against X by :meth:`check`); sets :attr:`accel_code`,
         the comparison the uniform walk's tables are made for."""
@@ -436,7 +436,7 @@ class CompiledForest:
         small = n_states < 2**31 and (self.feature.size == 0 or int(self.feature.max()) < 2**31)
         idx = np.int32 if small else np.intp
         thr_n64 = np.ascontiguousarray(self.thr64[0::2])
-        thr_n32 = thr_n64.astype(np.float32) if self.thr32 is None else np.ascontiguousarray(self.thr32[0::2])
+        thr_n32 = None if self.thr32 is None else np.ascontiguousarray(self.thr32[0::2])
         roots_n = np.ascontiguousarray(roots >> 1)
         code = self.uniform_code
         if code in _STRICT:
@@ -447,9 +447,10 @@ class CompiledForest:
             # XGBoost's, so each strict comparison becomes the other kind on tables of its own.
             code, toward = _STRICT[code]
             thr_n64 = _beside(thr_n64, toward)
-            thr_n32 = _beside(thr_n32, toward)
+            thr_n32 = None if thr_n32 is None else _beside(thr_n32, toward)
         self.accel_code = code
-        nodes32 = _node_records(self.feature[0::2], thr_n32, self.child >> 1, idx)
+        # Records with float32 thresholds only where float32 comparisons are exact (a float32 input then uses them).
+        nodes32 = None if thr_n32 is None else _node_records(self.feature[0::2], thr_n32, self.child >> 1, idx)
         nodes64 = _node_records(self.feature[0::2], thr_n64, self.child >> 1, idx)
         return mode, miss, member_row, roots, depth, nodes32, nodes64, roots_n
 

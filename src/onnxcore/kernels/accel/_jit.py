@@ -555,30 +555,29 @@ def tree_states_uniform(
         # lanes (_walk16); the trees after the last whole sixteen as the last sixteen trees, which walks a few
         # trees twice (the same states written again) rather than the rest through the lanes array. Fewer than
         # sixteen trees take the lanes array.
-        whole = start + (stop - start) // _LANES * _LANES
+        k = stop - start
         for r in range(n):
             xr = x[r]
-            for t0 in range(start, whole, _LANES):
-                _walk16(xr, nodes, code, roots, depth, out, r, t0)
-            if whole < stop and whole > start:
-                _walk16(xr, nodes, code, roots, depth, out, r, stop - _LANES)
+            if k >= _LANES:
+                for t0 in range(start, stop - _LANES + 1, _LANES):
+                    _walk16(xr, nodes, code, roots, depth, out, r, t0)
+                if k % _LANES:
+                    _walk16(xr, nodes, code, roots, depth, out, r, stop - _LANES)
                 continue
-            for t0 in range(whole, stop, _LANES):
-                k = min(_LANES, stop - t0)
-                most = 0
+            most = 0
+            for lane in range(k):
+                lanes[lane] = roots[start + lane]
+                most = max(most, depth[start + lane])
+            for _ in range(most):
                 for lane in range(k):
-                    lanes[lane] = roots[t0 + lane]
-                    most = max(most, depth[t0 + lane])
-                for _ in range(most):
-                    for lane in range(k):
-                        node = nodes[lanes[lane]]
-                        # A tree past its depth is at a leaf, its own child: the step changes nothing.
-                        if _compare(code, xr[node.feature], node.threshold):
-                            lanes[lane] = node.true
-                        else:
-                            lanes[lane] = node.false
-                for lane in range(k):
-                    out[t0 + lane, r] = 2 * lanes[lane]
+                    node = nodes[lanes[lane]]
+                    # A tree past its depth is at a leaf, its own child: the step changes nothing.
+                    if _compare(code, xr[node.feature], node.threshold):
+                        lanes[lane] = node.true
+                    else:
+                        lanes[lane] = node.false
+            for lane in range(k):
+                out[start + lane, r] = 2 * lanes[lane]
         return
     for t in range(start, stop):
         root = roots[t]
