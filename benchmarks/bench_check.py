@@ -22,6 +22,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from bench_json import Recorder
+
 
 def _best(fn: Callable[[], object], repeat: int) -> float:
     best = float("inf")
@@ -81,7 +83,10 @@ def main() -> None:
     ap.add_argument("--nodes", type=int, default=50_000)
     ap.add_argument("--weights-mib", type=int, default=256)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--json", type=Path, help="also write a table of the measurements here (benchmarks/bench_json.py)")
     args = ap.parse_args()
+    rec = Recorder(args.json, "bench_check.py")
+    rec.table(["measurement", "onnx", "onnxcore", "ratio"], ["---", "---:", "---:", "---:"])
 
     import onnx
 
@@ -113,6 +118,14 @@ def main() -> None:
         t_ours_si = _best(lambda: infer_shapes(ours), args.repeat)
         print(f"  shape inference: onnx.shape_inference.infer_shapes {t_onnx_si:.3f} s")
         print(f"  onnxcore.infer.infer_shapes       {t_ours_si:.3f} s  ratio {t_ours_si / t_onnx_si:.2f}")
+        graph = f"{args.nodes:,}-node graph"
+        for what, theirs, ours in (
+            (f"`check(model)` / `onnx.checker.check_model(full_check=True)`, {graph} (target: 3)", t_onnx, t_full),
+            (f"`check(model, full=False)` / the same, {graph}", t_onnx, t_fast),
+            (f"`check(path)` / `check_model(path, full_check=True)`, decoding included, {graph}", t_onnx_path, t_path),
+            (f"`infer_shapes` / `onnx.shape_inference.infer_shapes`, {graph}", t_onnx_si, t_ours_si),
+        ):
+            rec.row([what, f"{theirs:.3f} s", f"{ours:.3f} s", f"{ours / theirs:.2f}"])
         for name in ("resnet50", "inception_v2", "vgg19"):
             light = _light(name)
             if light is None:
@@ -128,6 +141,9 @@ def main() -> None:
         t_ours_w = _best(lambda: onnxcore.check(heavy), args.repeat)
         print(f"{args.weights_mib} MiB weights model: onnx.checker(path, full_check=True) {t_onnx_w:.3f} s")
         print(f"  onnxcore.check(path)              {t_ours_w:.4f} s  ratio {t_ours_w / t_onnx_w:.4f} (target < 0.02)")
+        what = f"`check(path)` / `check_model(path, full_check=True)`, {args.weights_mib} MiB weights (target: 0.02)"
+        rec.row([what, f"{t_onnx_w:.3f} s", f"{t_ours_w:.4f} s", f"{t_ours_w / t_onnx_w:.4f}"])
+    rec.write()
 
 
 if __name__ == "__main__":

@@ -45,6 +45,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from bench_json import stamp
+
 HERE = Path(__file__).resolve().parent
 _BLAS_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
@@ -296,7 +298,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     ap.add_argument("--cache", type=Path, default=HERE.parent / ".cache" / "bench-corpus")
     ap.add_argument("--no-profile", action="store_true")
-    ap.add_argument("--json", type=Path, help="also write the raw results here")
+    ap.add_argument("--json", type=Path, help="also write the raw results here, stamped (bench_json.stamp)")
     ap.add_argument("--baseline", type=Path, help="an earlier --json file: its one-thread ratios as columns")
     ap.add_argument("--table-only", type=Path, help="print the table of an earlier --json file, timing nothing")
     ap.add_argument("--worker", choices=["1", "default"], help=argparse.SUPPRESS)
@@ -348,8 +350,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if len(rounds) > 1:
             medians = ", ".join(_median([r["ratio"] for r in rows if "ratio" in r]) for rows in rounds)
             print(f"[{mode}] median ratio of each round: {medians}", file=sys.stderr)
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=1))
+    if args.json:  # the results by mode, and where they were measured (read by tools/performance_page.py)
+        args.json.write_text(json.dumps({"meta": stamp("bench_corpus.py"), **results}, indent=1))
     print(table(results, before))
     return 0
 

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from bench_json import Recorder
 
 import onnxcore as oc
 
@@ -120,7 +121,9 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--gib", type=float, default=1.0)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--json", type=Path, help="also write the table here (benchmarks/bench_json.py)")
     args = ap.parse_args()
+    rec = Recorder(args.json, "bench_load.py")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         wpath = Path(tmp) / "weights.onnx"
@@ -143,20 +146,23 @@ def main() -> None:
         t = time.perf_counter()
         oc.save(model, Path(tmp) / "copy.onnx")
         save_s = time.perf_counter() - t
-    print("| model | file | onnx.load | onnxcore.load | speed-up | onnxcore peak RSS |")
-    print("|---|---:|---:|---:|---:|---:|")
+    columns = ["model", "file", "onnx.load", "onnxcore.load", "speed-up", "onnxcore peak RSS"]
+    print(rec.table(columns, ["---", *["---:"] * 5]))
     for label, size, ours, theirs in rows:
-        print(
-            f"| {label} | {size / 2**20:,.0f} MiB | {theirs['seconds']:.3f} s | {ours['seconds']:.3f} s | "
-            f"{theirs['seconds'] / ours['seconds']:.1f}x | {ours['rss_bytes'] / 2**20:,.1f} MiB "
-            f"({100 * ours['rss_bytes'] / size:.2f}% of file) |"
-        )
-    print(f"\nsave of the weights-heavy model: {save_s:.2f} s ({rows[0][1] / 2**20 / save_s:,.0f} MiB/s)")
+        cells = [label, f"{size / 2**20:,.0f} MiB", f"{theirs['seconds']:.3f} s", f"{ours['seconds']:.3f} s"]
+        cells.append(f"{theirs['seconds'] / ours['seconds']:.1f}x")
+        cells.append(f"{ours['rss_bytes'] / 2**20:,.1f} MiB ({100 * ours['rss_bytes'] / size:.2f}% of file)")
+        print(rec.row(cells))
+    rate = rows[0][1] / 2**20 / save_s
+    print("\n" + rec.note(f"save of the weights-heavy model: {save_s:.2f} s ({rate:,.0f} MiB/s)"))
     print(
-        f"onnxcore inspect of the weights-heavy model: {float(inspect_in):.3f} s "
-        f"({inspect_s:.2f} s with interpreter start), "
-        f"peak RSS {inspect_rss / 2**20:,.1f} MiB"
+        rec.note(
+            f"onnxcore inspect of the weights-heavy model: {float(inspect_in):.3f} s "
+            f"({inspect_s:.2f} s with interpreter start), "
+            f"peak RSS {inspect_rss / 2**20:,.1f} MiB"
+        )
     )
+    rec.write()
 
 
 if __name__ == "__main__":

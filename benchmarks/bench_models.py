@@ -55,6 +55,7 @@ import onnxcore
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 import corpus
+from bench_json import Recorder
 
 
 def light_models(names: list[str] | None) -> list[Path]:
@@ -178,7 +179,9 @@ def main() -> int:
         help="cpu: this process's CPU time, steadier on a loaded machine; only fair when every engine "
         "uses one thread (the ORT default-threads column then sums its threads' time)",
     )
+    ap.add_argument("--json", type=Path, help="also write the table here (benchmarks/bench_json.py)")
     args = ap.parse_args()
+    rec = Recorder(args.json, "bench_models.py")
     global CLOCK
     CLOCK = time.process_time if args.clock == "cpu" else time.perf_counter
 
@@ -218,26 +221,28 @@ def main() -> int:
         f"Light model zoo, best of {args.repeat} runs (ms, {args.clock} clock); BLAS threads: {blas}; "
         "ratio = onnxcore / other.\n"
     )
-    print(
-        "| model | onnxcore | ORT 1 thread | ratio | ORT default | ratio | reference | reference / onnxcore "
-        "| reference / ORT 1 thread | matches |"
-    )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|:---:|")
+    columns = ["model", "onnxcore", "ORT 1 thread", "ratio", "ORT default", "ratio", "reference",
+               "reference / onnxcore", "reference / ORT 1 thread", "matches"]  # fmt: skip
+    print(rec.table(columns, ["---", *["---:"] * 8, ":---:"]))
     for model, t_o, t_1, t_d, t_r, _floor, ok in rows:
-        ref_cells = f"{t_r * 1e3:.0f} | {t_r / t_o:.0f}x | {t_r / t_1:.0f}x" if t_r == t_r else "- | - | -"
-        print(f"| {model} | {t_o * 1e3:.1f} | {t_1 * 1e3:.1f} | {t_o / t_1:.2f} | {t_d * 1e3:.1f} | {t_o / t_d:.2f} | "
-              f"{ref_cells} | {'yes' if ok else 'NO'} |")  # fmt: skip
+        ref_cells = [f"{t_r * 1e3:.0f}", f"{t_r / t_o:.0f}x", f"{t_r / t_1:.0f}x"] if t_r == t_r else ["-"] * 3
+        print(rec.row([model, f"{t_o * 1e3:.1f}", f"{t_1 * 1e3:.1f}", f"{t_o / t_1:.2f}", f"{t_d * 1e3:.1f}",
+                       f"{t_o / t_d:.2f}", *ref_cells, "yes" if ok else "NO"]))  # fmt: skip
     if rows:
         r1 = float(np.median([r[1] / r[2] for r in rows]))
         rd = float(np.median([r[1] / r[3] for r in rows]))
-        print(f"\nMedian ratio to onnxruntime: {r1:.2f} (1 thread), {rd:.2f} (default threads).")
+        print("\n" + rec.note(f"Median ratio to onnxruntime: {r1:.2f} (1 thread), {rd:.2f} (default threads)."))
         refs = [r[4] / r[1] for r in rows if r[4] == r[4]]
         if refs:
-            print(f"Reference evaluator / onnxcore: min {min(refs):.0f}x, median {float(np.median(refs)):.0f}x.")
+            print(
+                rec.note(f"Reference evaluator / onnxcore: min {min(refs):.0f}x, median {float(np.median(refs)):.0f}x.")
+            )
             orts = [r[4] / r[2] for r in rows if r[4] == r[4]]
             print(
-                f"Reference evaluator / onnxruntime 1 thread: min {min(orts):.0f}x, "
-                f"median {float(np.median(orts)):.0f}x."
+                rec.note(
+                    f"Reference evaluator / onnxruntime 1 thread: min {min(orts):.0f}x, "
+                    f"median {float(np.median(orts)):.0f}x."
+                )
             )
     if args.floor and rows:
         print(
@@ -248,6 +253,7 @@ def main() -> int:
         print("|---|---:|---:|---:|")
         for model, t_o, t_1, _t_d, _t_r, floor, _ok in rows:
             print(f"| {model} | {floor * 1e3:.1f} | {floor / t_o:.0%} | {floor / t_1:.2f} |")
+    rec.write()
     return 0 if all(r[-1] for r in rows) else 1
 
 

@@ -30,6 +30,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 # BLAS threads must be fixed before numpy loads OpenBLAS.
@@ -40,6 +41,7 @@ if "--blas-threads" in sys.argv:
 
 import numpy as np
 import onnxruntime as ort
+from bench_json import Recorder
 from onnx import helper, numpy_helper
 
 import onnxcore
@@ -349,7 +351,14 @@ def _on_path(session: Any, feeds: dict[str, np.ndarray], on: bool) -> Any:
 
 
 def _row(
-    label: str, ours: Any, theirs: Any, feeds: dict[str, np.ndarray], repeat: int, threads: int, both: bool = False
+    rec: Recorder,
+    label: str,
+    ours: Any,
+    theirs: Any,
+    feeds: dict[str, np.ndarray],
+    repeat: int,
+    threads: int,
+    both: bool = False,
 ) -> bool:
     expected = theirs.run(None, feeds)
     paths = [False, True] if both else [None]
@@ -364,9 +373,9 @@ def _row(
         for on in paths
     ]
     *t_ours, t_ort = best_of([*fns, lambda f=feeds: theirs.run(None, f)], repeat, clock)
-    cols = " | ".join(f"{t * 1e3:.3f} ms" for t in t_ours)
-    ratios = " | ".join(f"{t / t_ort:.2f}" for t in t_ours)
-    print(f"| {label} | {cols} | {t_ort * 1e3:.3f} ms | {ratios} | {'yes' if ok else 'NO'} |", flush=True)
+    cols = [f"{t * 1e3:.3f} ms" for t in t_ours]
+    ratios = [f"{t / t_ort:.2f}" for t in t_ours]
+    print(rec.row([label, *cols, f"{t_ort * 1e3:.3f} ms", *ratios, "yes" if ok else "NO"]), flush=True)
     return ok
 
 
@@ -383,7 +392,9 @@ def main() -> int:
         default="default",
         help="both: time onnxcore without and with the compiled accelerator (the accel extra), taking turns",
     )
+    ap.add_argument("--json", type=Path, help="also write the table here (benchmarks/bench_json.py)")
     args = ap.parse_args()
+    rec = Recorder(args.json, "bench_ops.py")
     both = args.accel == "both"
     so = ort.SessionOptions()
     so.intra_op_num_threads = max(args.threads, 0)
@@ -391,12 +402,14 @@ def main() -> int:
     ours_threads = args.threads if args.threads > 0 else os.cpu_count() or 1
     threads = f"onnxruntime, {args.threads or 'default'} thread(s)"
     if both:
-        head = f"onnxcore, numpy | onnxcore, accel | {threads} | ratio, numpy | ratio, accel"
-        print(f"| operator case | {head} | matches |")
-        print("|---|---:|---:|---:|---:|---:|:---:|")
+        head = ["onnxcore, numpy", "onnxcore, accel", threads, "ratio, numpy", "ratio, accel"]
+        print(rec.table(["operator case", *head, "matches"], ["---", *["---:"] * 5, ":---:"]))
     else:
-        print(f"| operator case | onnxcore | {threads} | ratio | matches |")
-        print("|---|---:|---:|---:|:---:|")
+        print(
+            rec.table(
+                ["operator case", "onnxcore", threads, "ratio", "matches"], ["---", "---:", "---:", "---:", ":---:"]
+            )
+        )
     ok_all = True
     for label, op, opset, inputs, consts, attrs, n_out in CASES:
         if (args.only and op not in args.only) or (args.match and args.match not in label):
@@ -405,7 +418,7 @@ def main() -> int:
         expected = theirs.run(None, inputs)
         # onnxcore wants the graph outputs typed (Clause 7.1): take them from onnxruntime's results.
         ours = _session(_model(op, opset, inputs, consts, attrs, expected, n_out), ours_threads)
-        ok_all &= _row(label, ours, theirs, inputs, args.repeat, args.threads, both)
+        ok_all &= _row(rec, label, ours, theirs, inputs, args.repeat, args.threads, both)
     for label, tag, build in GRAPH_CASES:
         if (args.only and tag not in args.only) or (args.match and args.match not in label):
             continue
@@ -415,7 +428,8 @@ def main() -> int:
             print(f"| {label} | skipped: {e} | | | |")
             continue
         theirs = ort.InferenceSession(model, so)
-        ok_all &= _row(label, _session(model, ours_threads), theirs, feeds, args.repeat, args.threads, both)
+        ok_all &= _row(rec, label, _session(model, ours_threads), theirs, feeds, args.repeat, args.threads, both)
+    rec.write()
     return 0 if ok_all else 1
 
 

@@ -79,9 +79,23 @@ def _page_path(package: str) -> str:
 
 
 def _api_page(package: str, names: list[str]) -> str:
-    lines = [f"# `{package}`", "", f"::: {package}", "    options:", "      members: false", "      show_root_heading: false", ""]
+    lines = [
+        f"# `{package}`",
+        "",
+        f"::: {package}",
+        "    options:",
+        "      members: false",
+        "      show_root_heading: false",
+        "",
+    ]
     for name in names:
-        lines += [f"::: {package}.{name}", "    options:", "      show_root_full_path: true", "      heading_level: 2", ""]
+        lines += [
+            f"::: {package}.{name}",
+            "    options:",
+            "      show_root_full_path: true",
+            "      heading_level: 2",
+            "",
+        ]
     return "\n".join(lines)
 
 

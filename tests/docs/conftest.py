@@ -3,6 +3,7 @@
 - ``model.onnx``: ``x`` float [N, 4] -> Gemm (64) -> Relu -> Gemm (3) -> Softmax -> ``y`` float [N, 3]; its
   first weight is 1 KiB, so saving with external data moves it out;
 - ``custom.onnx``: ``y = com.example::Scale(x)``, an operator of a custom domain;
+- ``bad.onnx``: a model with an error (a node reads a value nothing produces);
 - ``x.npy``: two rows for ``model.onnx``;
 - ``table.parquet`` (where pandas and pyarrow are installed): four columns ``f0``..``f3`` for ``model.onnx``.
 """
@@ -56,10 +57,22 @@ def custom_model() -> oc.ModelProto:
     return helper.make_model(graph, opset_imports=opsets)
 
 
+def bad_model() -> oc.ModelProto:
+    """The examples' ``bad.onnx``: ``Add`` reads ``missing``, which nothing produces (an error of Clause 7.5)."""
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Add", ["r", "missing"], ["y"])],
+        "bad",
+        [helper.make_tensor_value_info("x", FLOAT, [2])],
+        [helper.make_tensor_value_info("y", FLOAT, [2])],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+
+
 def write_example_files(directory: Path) -> None:
     """Every file the examples read, into ``directory``."""
     oc.save(small_model(), directory / "model.onnx")
     oc.save(custom_model(), directory / "custom.onnx")
+    oc.save(bad_model(), directory / "bad.onnx")
     x = np.array([[5.1, 3.5, 1.4, 0.2], [6.7, 3.0, 5.2, 2.3]], np.float32)
     np.save(directory / "x.npy", x)
     try:
