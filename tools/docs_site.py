@@ -5,8 +5,6 @@
   the docstrings, and an index listing every name. A package added to the source appears on the next build.
 - ``reference/cli.md``: every ``onnxcore`` command, its arguments and their help, read from the argument parser
   the command itself uses (so the page cannot drift from ``onnxcore COMMAND --help``).
-- ``performance.md``: the benchmarks' JSON results under ``benchmarks/results/`` rendered by
-  ``tools/performance_page.py``.
 - ``changelog.md``: the repository's ``CHANGELOG.md``.
 
 Listed in ``mkdocs.yml`` under ``hooks``; nothing here is imported by the package.
@@ -16,26 +14,15 @@ from __future__ import annotations
 
 import argparse
 import ast
-import importlib.util
+import importlib
 import sys
 from pathlib import Path
-from typing import Any
 
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import File, Files
 
 ROOT = Path(__file__).resolve().parent.parent
 SRC = ROOT / "src"
-
-
-def _load_tool(name: str) -> Any:
-    """A module of tools/ by file (tools/ is not a package)."""
-    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def _static_all(init: Path) -> list[str] | None:
@@ -201,13 +188,11 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
 
 
 def on_files(files: Files, config: MkDocsConfig) -> Files:
-    """Generate the reference, CLI, performance and changelog pages."""
+    """Generate the reference, CLI and changelog pages."""
     packages = public_packages()
     _add(files, config, "reference/index.md", _index_page(packages))
     for package, names in packages.items():
         _add(files, config, _page_path(package), _api_page(package, names))
     _add(files, config, "reference/cli.md", cli_page())
-    performance = _load_tool("performance_page")
-    _add(files, config, "performance.md", performance.render(performance.load_results()))
     _add(files, config, "changelog.md", (ROOT / "CHANGELOG.md").read_text(encoding="utf-8"))
     return files

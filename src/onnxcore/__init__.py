@@ -105,7 +105,7 @@ from onnxcore.proto import (
 )
 from onnxcore.proto.bridge import from_onnx, to_onnx
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 # Subsystems load on first use, so ``import onnxcore`` stays fast and light.
 _LAZY: dict[str, str] = {
