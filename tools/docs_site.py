@@ -7,6 +7,9 @@
   the command itself uses (so the page cannot drift from ``onnxcore COMMAND --help``).
 - ``changelog.md``: the repository's ``CHANGELOG.md``.
 
+The docstrings name other objects with Sphinx's roles (``:class:`KernelSet```); each becomes a link to the
+object's entry where the reference has one, and plain code otherwise.
+
 Listed in ``mkdocs.yml`` under ``hooks``; nothing here is imported by the package.
 """
 
@@ -14,12 +17,16 @@ from __future__ import annotations
 
 import argparse
 import ast
+import html
 import importlib
+import re
 import sys
 from pathlib import Path
+from typing import Any
 
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import File, Files
+from mkdocs.structure.pages import Page
 
 ROOT = Path(__file__).resolve().parent.parent
 SRC = ROOT / "src"
@@ -196,3 +203,18 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
     _add(files, config, "reference/cli.md", cli_page())
     _add(files, config, "changelog.md", (ROOT / "CHANGELOG.md").read_text(encoding="utf-8"))
     return files
+
+
+_ROLE = re.compile(r":(?:class|func|meth|mod|attr|data|exc|obj):<code>([^<]*)</code>")
+
+
+def _role_link(match: re.Match[str]) -> str:
+    target = html.unescape(match[1]).lstrip("~.")
+    # An optional cross-reference: mkdocs-autorefs links it when some page documents the name, and leaves the
+    # code as it is (with no warning) when none does, e.g. a private module's function.
+    return f'<autoref identifier="{html.escape(target)}" optional>{match[0][match[0].index("<code>") :]}</autoref>'
+
+
+def on_page_content(content: str, page: Page, **kwargs: Any) -> str:
+    """The docstrings' Sphinx roles as cross-references."""
+    return _ROLE.sub(_role_link, content)

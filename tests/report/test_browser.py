@@ -9,7 +9,6 @@ Skipped, saying why, without Chromium or Playwright (``.ci/run`` installs both).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,20 +17,11 @@ import corpus
 import onnx
 import pytest
 import report_models
+from chromium import ARGS, CHROMIUM
 
 import onnxcore
 from onnxcore.reporting import report
 
-CHROMIUM = os.environ.get("ONNXCORE_CHROMIUM", "/usr/bin/chromium")  # Debian's package; another build by path
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 LIGHT = sorted((corpus.onnx_data_dir() / "light").glob("light_*.onnx"))
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright for Python is not installed (extra 'report')")
