@@ -210,7 +210,7 @@ def browser() -> Iterator[Any]:
 @pytest.fixture
 def page(browser: Any) -> Iterator[Any]:
     """A browser page recording console errors, failed requests and any request off this machine (the site
-fetches nothing from elsewhere: no web fonts, no analytics)."""
+    fetches nothing from elsewhere: no web fonts, no analytics)."""
     p = browser.new_page(viewport={"width": 1300, "height": 900})
     p.errors = []
     p.on("console", lambda m: p.errors.append(m.text) if m.type == "error" else None)
