@@ -133,12 +133,12 @@ def test_api_reference_has_every_public_name(site: Path) -> None:
         f"missing from the index: {sorted(expected - set(listed))[:20]}; "
         f"not public: {sorted(set(listed) - expected)[:20]}"
     )
-    pages: dict[str, set[str]] = {}
+    pages: dict[Path, set[str]] = {}
     for fragment, page in listed.items():
         path = (site / "reference" / urllib.parse.unquote(page) / "index.html").resolve()
         if path not in pages:
-            pages[path] = _parse(path.read_text(encoding="utf-8")).ids  # type: ignore[index]
-        assert fragment in pages[path], f"{fragment}: no entry on {page}"  # type: ignore[index]
+            pages[path] = _parse(path.read_text(encoding="utf-8")).ids
+        assert fragment in pages[path], f"{fragment}: no entry on {page}"
 
 
 def test_cli_reference_has_every_command(site: Path) -> None:
