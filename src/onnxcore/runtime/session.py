@@ -133,7 +133,7 @@ class Session:
             CPUs this process may run on. Results are the same for any number of threads. BLAS keeps its own
             threads (set them with threadpoolctl or ``OPENBLAS_NUM_THREADS``). The default is 1, not the CPUs as
             in onnxruntime: beside BLAS's own threads, splitting did not pay on the measured 2-core machine
-            (README, "Both cores").
+            (CHANGELOG.md, 0.2.0, "Threads").
 
     Raises:
         ValidationError: the model has errors (Clause 10).
