@@ -93,6 +93,13 @@ def _api_page(package: str, names: list[str]) -> str:
     return "\n".join(lines)
 
 
+def _summary(package: str, src: Path = SRC) -> str:
+    """The first line of a package's docstring, read from its source."""
+    init = src.joinpath(*package.split("."), "__init__.py")
+    doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))) or ""
+    return doc.strip().splitlines()[0] if doc.strip() else ""
+
+
 def _index_page(packages: dict[str, list[str]]) -> str:
     lines = [
         "# API reference",
@@ -100,14 +107,12 @@ def _index_page(packages: dict[str, list[str]]) -> str:
         "Generated from the docstrings at every build: one page per public package, every name of its `__all__`.",
         "A name exported by several packages is documented under each of them.",
         "",
-        "| package | names |",
-        "|---|---|",
     ]
     for package, names in packages.items():
         page = f"{package}.md"
         links = ", ".join(f"[`{n}`]({page}#{package}.{n})" for n in names)
-        lines.append(f"| [`{package}`]({page}) | {links} |")
-    return "\n".join(lines) + "\n"
+        lines += [f"## [`{package}`]({page})", "", _summary(package), "", links, ""]
+    return "\n".join(lines)
 
 
 def _sub_parsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
@@ -134,7 +139,7 @@ def _arguments_table(parser: argparse.ArgumentParser) -> list[str]:
         help_text = action.help or ""
         if action.choices is not None and not isinstance(action, argparse._SubParsersAction):
             help_text += f" (one of: {', '.join(f'`{c}`' for c in action.choices)})"
-        if action.default not in (None, False, argparse.SUPPRESS) and action.option_strings:
+        if action.default not in (None, False, argparse.SUPPRESS, [], "") and action.option_strings:
             help_text += f" (default: `{action.default}`)"
         rows.append(f"| {_cell(spelling)} | {_cell(help_text)} |")
     if not rows:
