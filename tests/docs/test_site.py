@@ -127,7 +127,7 @@ def test_api_reference_has_every_public_name(site: Path) -> None:
     listed: dict[str, str] = {}
     for link in index.links:
         page, _, fragment = link.partition("#")
-        if fragment.startswith("onnxcore"):
+        if fragment.startswith("onnxcore."):  # an entry (the headings' own anchors have no dot)
             listed[fragment] = page
     assert set(listed) == expected, (
         f"missing from the index: {sorted(expected - set(listed))[:20]}; "
@@ -252,9 +252,14 @@ def test_search_finds_inference_session(page: Any, server: str) -> None:
     page.wait_for_load_state("load")
     search = page.locator("input.md-search__input")
     search.click()  # the header's search box (at this width it is shown, not behind an icon)
-    search.fill("InferenceSession")
+    # The index loads in a web worker; a query typed before it is ready may be dropped, so wait for it.
+    page.wait_for_function(
+        "() => !/Initializing/i.test(document.querySelector('.md-search-result__meta')?.textContent ?? 'x')",
+        timeout=90_000,
+    )
+    search.press_sequentially("InferenceSession", delay=20)  # typed: the search listens to the keys
     results = page.locator(".md-search-result__item a")
-    results.first.wait_for(timeout=30_000)
+    results.first.wait_for(timeout=60_000)
     hits = [(results.nth(i).get_attribute("href") or "", results.nth(i).inner_text()) for i in range(results.count())]
     assert any("reference/" in href and "InferenceSession" in text for href, text in hits), hits[:10]
     assert not page.errors, page.errors
