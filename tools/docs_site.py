@@ -19,6 +19,7 @@ import argparse
 import ast
 import html
 import importlib
+import os
 import re
 import sys
 from pathlib import Path
@@ -115,10 +116,12 @@ def _index_page(packages: dict[str, list[str]]) -> str:
     return "\n".join(lines)
 
 
-def _sub_parsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+def _sub_parsers(parser: argparse.ArgumentParser) -> dict[str, tuple[argparse.ArgumentParser, str]]:
+    """Each command's parser and its one-line help (as ``onnxcore --help`` lists it)."""
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
-            return dict(action.choices)
+            helps = {a.dest: a.help or "" for a in action._choices_actions}
+            return {name: (sub, helps.get(name, "")) for name, sub in action.choices.items()}
     return {}
 
 
@@ -151,32 +154,39 @@ def cli_page() -> str:
     """The command-line reference, from ``onnxcore``'s own argument parser."""
     from onnxcore import cli  # the package being documented; imported only when the page is built
 
-    parser = cli._parser()
-    lines = [
-        "# Command-line reference",
-        "",
-        "Generated from the `onnxcore` command's argument parser at every build; `onnxcore COMMAND --help` prints",
-        "the same. For what the commands are for, with examples, see [the command line](../guide/cli.md).",
-        "",
-        parser.description or "",
-        "",
-        "```text",
-        parser.format_usage().strip(),
-        "```",
-        "",
-        parser.epilog or "",
-        "",
-    ]
-    for name, sub in _sub_parsers(parser).items():
-        lines += [f"## `onnxcore {name}`", ""]
-        helps = {a.dest: a.help for a in parser._actions if isinstance(a, argparse._SubParsersAction)}
-        del helps
-        if sub.description:
-            lines += [sub.description, ""]
-        lines += ["```text", sub.format_usage().strip(), "```", ""]
-        lines += _arguments_table(sub)
-        if sub.epilog:
-            lines += [sub.epilog, ""]
+    # argparse wraps usage lines at the terminal's width: a fixed one, so that every build writes the same page.
+    old = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = "100"
+    try:
+        parser = cli._parser()
+        lines = [
+            "# Command-line reference",
+            "",
+            "Generated from the `onnxcore` command's argument parser at every build; `onnxcore COMMAND --help`",
+            "prints the same. For what the commands are for, with examples, see [the command line](../guide/cli.md).",
+            "",
+            parser.description or "",
+            "",
+            "```text",
+            parser.format_usage().strip(),
+            "```",
+            "",
+            parser.epilog or "",
+            "",
+        ]
+        for name, (sub, summary) in _sub_parsers(parser).items():
+            lines += [f"## `onnxcore {name}`", "", summary, ""]
+            if sub.description:
+                lines += [sub.description, ""]
+            lines += ["```text", sub.format_usage().strip(), "```", ""]
+            lines += _arguments_table(sub)
+            if sub.epilog:
+                lines += [sub.epilog, ""]
+    finally:
+        if old is None:
+            del os.environ["COLUMNS"]
+        else:
+            os.environ["COLUMNS"] = old
     return "\n".join(lines)
 
 
