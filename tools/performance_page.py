@@ -151,8 +151,10 @@ def headline_rows(results: dict[str, Any]) -> list[tuple[str, str]]:
     if zoo:
         table = zoo["tables"][0]
         col = table["columns"].index("reference / onnxcore")
-        speedups = [_ratio(r[col]) for r in table["rows"]]
-        rows.append(("light model zoo: faster than `onnx.reference` (median)", f"{statistics.median(speedups):.0f}x"))
+        speedups = [_ratio(r[col]) for r in table["rows"] if r[col] != "-"]  # "-": run with --no-reference
+        if speedups:
+            median = statistics.median(speedups)
+            rows.append(("light model zoo: faster than `onnx.reference` (median)", f"{median:.0f}x"))
     load = results.get("load.json")
     if load:
         row = load["tables"][0]["rows"][0]
