@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from onnxcore.errors import InputError, OnnxCoreError
+from onnxcore.kernels.ml import ScoreMaps
 from onnxcore.proto import TypeProto
 from onnxcore.runtime.session import Session, StepTime, ValueDescription
 from onnxcore.types.typestr import type_string
@@ -310,6 +311,10 @@ def _user_value(v: Any) -> Any:
                 out[idx] = _text(x)
             return out
         return v
+    if isinstance(v, ScoreMaps):
+        # ZipMap's maps: every score converted to a Python number by one tolist(), the keys once.
+        keys = [_map_key(k) for k in v.labels]
+        return [dict(zip(keys, row, strict=True)) for row in v.scores.tolist()]
     if isinstance(v, list):
         return [_user_value(x) for x in v]
     if isinstance(v, dict):
