@@ -756,8 +756,7 @@ def zip_map(
     # Each value a 0-d view of one float32 copy of X (a view per cell costs a fifth of a new 0-d array).
     scores = np.array(rows, dtype=np.float32, order="C")
     flat = scores.reshape(-1)
-    cells = [flat[i, ...] for i in range(flat.size)]
-    k = len(labels)
-    out = ScoreMaps(dict(zip(labels, cells[i : i + k], strict=True)) for i in range(0, flat.size, k))
+    cells = iter([flat[i, ...] for i in range(flat.size)])
+    out = ScoreMaps(dict(zip(labels, cells)) for _ in range(scores.shape[0]))  # zip stops at the last label
     out.labels, out.scores = labels, scores
     return out

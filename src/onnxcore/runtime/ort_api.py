@@ -312,9 +312,11 @@ def _user_value(v: Any) -> Any:
             return out
         return v
     if isinstance(v, ScoreMaps):
-        # ZipMap's maps: every score converted to a Python number by one tolist(), the keys once.
+        # ZipMap's maps: every score converted to a Python number by one tolist(), the keys once; each map takes
+        # the next len(keys) numbers of one iterator (no list per row: fewer objects for the garbage collector).
         keys = [_map_key(k) for k in v.labels]
-        return [dict(zip(keys, row, strict=True)) for row in v.scores.tolist()]
+        numbers = iter(v.scores.ravel().tolist())
+        return [dict(zip(keys, numbers)) for _ in range(len(v))]  # zip stops at the last key
     if isinstance(v, list):
         return [_user_value(x) for x in v]
     if isinstance(v, dict):
