@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from onnxcore.kernels import ml_linear
+from onnxcore.kernels import accel, ml_linear
 from onnxcore.kernels.registry import lookup
 
 svc = lookup("ai.onnx.ml", "SVMClassifier", 1).fn
@@ -57,3 +57,37 @@ def test_one_row_equals_the_batch_path(
         assert lab.dtype == want_lab.dtype and lab.shape == want_lab.shape == (1,) and lab[0] == want_lab[0]
         assert sc.dtype == want_sc.dtype and sc.shape == want_sc.shape
         assert sc.tobytes() == want_sc.tobytes()
+
+
+def _pairwise(rng: np.random.Generator, n: int, k: int) -> np.ndarray:
+    pr = rng.uniform(1e-7, 1 - 1e-7, size=(n, k * (k - 1) // 2))
+    if n > 3:
+        pr[3, 0] = np.nan  # a row onnxruntime's loop stops on at once (a NaN error is never the largest)
+    r = np.zeros((n, k, k))
+    iu, ju = np.triu_indices(k, 1)
+    r[:, iu, ju] = pr
+    r[:, ju, iu] = 1.0 - pr
+    return r
+
+
+@pytest.mark.parametrize("k", [2, 3, 4, 7])
+@pytest.mark.parametrize("n", [1, 3, 5, 40])
+def test_probability_coupling_paths_give_the_same_bits(k: int, n: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """libsvm's coupling of pairwise probabilities (SVMClassifier with prob_a/prob_b) on Python floats, vectorised
+    over rows, and compiled (when the accelerator is available): the same bits, signs of zero and NaN rows
+    included, since each adds its terms in index order."""
+    r = _pairwise(np.random.default_rng(100 * k + n), n, k)
+    results = []
+    for scalar_rows in (0, 1000):
+        monkeypatch.setattr(ml_linear, "_SCALAR_ROWS", scalar_rows)
+        with accel.use(False):
+            results.append(ml_linear._couple_probabilities(r))
+    if accel.available():
+        with accel.use(True):
+            results.append(ml_linear._couple_probabilities(r))
+    first = results[0]
+    assert first.shape == (n, k)
+    assert np.allclose(np.nansum(first, axis=1), 1.0)
+    for other in results[1:]:
+        assert np.array_equal(first, other, equal_nan=True)
+        assert np.array_equal(np.signbit(first), np.signbit(other))

@@ -17,7 +17,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 __all__ = ["Comparison", "compare_values", "compare_type_and_shape", "type_rtol", "DEFAULT_RTOL", "DEFAULT_ATOL"]
@@ -53,6 +52,9 @@ def type_rtol(dtype: np.dtype[Any], rtol: float = DEFAULT_RTOL) -> float:
     """The relative tolerance applied to ``dtype``: ``rtol``, or two ulps for types narrower than float32."""
     if dtype.kind in "fc" and dtype.itemsize >= 4:
         return rtol
+    # ml_dtypes lazily (a slow import, types/elements.py): float16 and the narrow floats only reach this line.
+    import ml_dtypes
+
     try:
         eps = float(ml_dtypes.finfo(dtype).eps)
     except (ValueError, TypeError):

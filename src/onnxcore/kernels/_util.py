@@ -12,13 +12,13 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 from onnxcore.errors import EvaluationError, LimitError, ShapeError
 from onnxcore.kernels.threads import blockwise
 from onnxcore.limits import active_limits
 from onnxcore.types.broadcast import unidirectional_extents
+from onnxcore.types.elements import narrow_float_dtypes
 
 __all__ = [
     "check_broadcast_size",
@@ -244,22 +244,21 @@ def legacy_broadcast(a: np.ndarray, b: np.ndarray, broadcast: int, axis: int | N
 # Element types
 # ---------------------------------------------------------------------------------------------
 
-_NARROW_NAMES = (
-    "bfloat16",
-    "float8_e4m3fn",
-    "float8_e4m3fnuz",
-    "float8_e5m2",
-    "float8_e5m2fnuz",
-    "float8_e8m0fnu",
-    "float4_e2m1fn",
-    "float6_e2m3fn",
-    "float6_e3m2fn",
-)
 
-NARROW_FLOAT_DTYPES: frozenset[np.dtype[Any]] = frozenset(
-    np.dtype(getattr(ml_dtypes, n)) for n in _NARROW_NAMES if hasattr(ml_dtypes, n)
-)
-"""The ml_dtypes floating-point types numpy cannot compute in natively."""
+class _NarrowFloats:
+    """The ml_dtypes floating-point types numpy cannot compute in natively (bfloat16, float8, float6, float4).
+
+    Membership of a numpy-native dtype is answered without importing ml_dtypes (its types are all of kind V).
+    """
+
+    __slots__ = ()
+
+    def __contains__(self, dtype: object) -> bool:
+        return getattr(dtype, "kind", None) == "V" and dtype in narrow_float_dtypes()
+
+
+NARROW_FLOAT_DTYPES = _NarrowFloats()
+"""The ml_dtypes floating-point types numpy cannot compute in natively (``dt in NARROW_FLOAT_DTYPES``)."""
 
 
 def is_narrow_float(dtype: Any) -> bool:

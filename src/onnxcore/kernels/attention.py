@@ -17,12 +17,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 from onnxcore.errors import EvaluationError, ShapeError
 from onnxcore.kernels._util import compute_dtype
 from onnxcore.kernels.registry import KernelContext, kernel
+from onnxcore.types.elements import ElementType
 
 __all__: list[str] = []
 
@@ -183,7 +183,7 @@ def _attention(
     # Softmax runs in float64 for DOUBLE, else in the compute type; FLOAT16/BFLOAT16 round its input
     # and output to that type (the computation itself stays in float32, Clause 11.4).
     sm_dtype = np.dtype(np.float64) if softmax_precision == 11 else ct
-    narrow: Any = {10: np.float16, 16: ml_dtypes.bfloat16}.get(softmax_precision or 0)
+    narrow: Any = ElementType(softmax_precision).np_dtype if softmax_precision in (10, 16) else None
     x = scores.astype(sm_dtype, copy=False)
     if narrow is not None:
         x = x.astype(narrow).astype(np.float32)

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 from onnxcore.errors import EvaluationError, ShapeError
@@ -36,18 +35,14 @@ from onnxcore.kernels.attention import grouped_matmul, work_dtype
 from onnxcore.kernels.reduction import softmax as _softmax_13
 from onnxcore.kernels.registry import KernelContext, kernel
 from onnxcore.proto import GraphProto
+from onnxcore.types.elements import ElementType
 
 __all__ = ["flex_attention"]
 
 _PREVIEW = "ai.onnx.preview"
 
 # softmax_precision: a TensorProto.DataType tag among those Softmax accepts.
-_SOFTMAX_TYPES: dict[int, np.dtype[Any]] = {
-    1: np.dtype(np.float32),
-    10: np.dtype(np.float16),
-    11: np.dtype(np.float64),
-    16: np.dtype(ml_dtypes.bfloat16),
-}
+_SOFTMAX_TYPES = frozenset({1, 10, 11, 16})
 
 
 def _matmul_rounded(a: np.ndarray, b: np.ndarray, dtype: np.dtype[Any]) -> np.ndarray:
@@ -113,7 +108,7 @@ def flex_attention(
     if softmax_precision is None:
         sp = np.dtype(np.float64) if t1 == np.float64 else np.dtype(np.float32)
     elif int(softmax_precision) in _SOFTMAX_TYPES:
-        sp = _SOFTMAX_TYPES[int(softmax_precision)]
+        sp = ElementType(int(softmax_precision)).np_dtype
     else:
         raise EvaluationError(
             f"FlexAttention: softmax_precision={softmax_precision} is not FLOAT (1), FLOAT16 (10), "

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from onnxcore.errors import EvaluationError
+from onnxcore.kernels import accel
 from onnxcore.kernels.ml import (
     ML,
     as_rows,
@@ -199,7 +200,10 @@ def _couple_row(r: list[list[float]], iters: int) -> list[float]:
     for _ in range(iters):
         qp = [sum(q[i][j] * p[j] for j in range(k)) for i in range(k)]
         pqp = sum(p[i] * qp[i] for i in range(k))
-        if max(abs(v - pqp) for v in qp) < eps:
+        err = 0.0
+        for v in qp:
+            err = max(err, abs(v - pqp))  # a NaN error is passed over, as onnxruntime's loop does
+        if err < eps:
             break
         for t in range(k):
             qtt = q[t][t]
@@ -211,28 +215,44 @@ def _couple_row(r: list[list[float]], iters: int) -> list[float]:
     return p
 
 
+def _ordered_sum(terms: list[np.ndarray]) -> np.ndarray:
+    """``0.0 + terms[0] + terms[1] + ...`` in that order (the compiled loop's and Python's, so the same bits)."""
+    out = terms[0] + 0.0
+    for t in terms[1:]:
+        out += t
+    return out
+
+
 def _couple_probabilities(r: np.ndarray, iters: int = 100) -> np.ndarray:
     """Class probabilities from pairwise ones (Wu, Lin and Weng 2004, method 2, as in libsvm).
 
-    ``r[n, i, j]`` estimates P(class i | i or j). Solved per row by the fixed-point iteration of libsvm,
-    vectorised over the rows (a row stops changing once it has converged).
+    ``r[n, i, j]`` estimates P(class i | i or j). Solved per row by the fixed-point iteration of libsvm and
+    onnxruntime: compiled row by row when the accelerator is on, else vectorised over the rows (a row stops
+    changing once it has converged), or on Python floats for a few rows; the three give the same bits (every sum
+    in index order).
     """
     n, k, _ = r.shape
+    if accel.enabled():
+        out = np.empty((n, k))
+        accel.jit_ml().couple_rows(np.ascontiguousarray(r, dtype=np.float64), iters, np.empty((k, k)), np.empty(k), out)
+        return out
     if n <= _SCALAR_ROWS:
         # A few rows (a request of one): the same iteration on Python floats, without numpy's per-call cost.
         return np.array([_couple_row(r[i].tolist(), iters) for i in range(n)], dtype=np.float64).reshape(n, k)
-    eye = np.eye(k, dtype=bool)
     rt = np.swapaxes(r, 1, 2)
     # Q[t,t] = sum_{j != t} r[j,t]^2 ; Q[t,j] = -r[j,t] * r[t,j]
     q = -rt * r
-    q[:, eye] = (np.square(rt) * ~eye).sum(axis=2)
+    sq = np.square(rt)
+    for t in range(k):
+        q[:, t, t] = _ordered_sum([sq[:, t, j] for j in range(k) if j != t]) if k > 1 else 0.0
     p = np.full((n, k), 1.0 / k)
     eps = 0.005 / k
     active = np.ones(n, dtype=bool)
     for _ in range(iters):
-        qp = np.einsum("nij,nj->ni", q, p)
-        pqp = np.einsum("ni,ni->n", p, qp)
-        err = np.abs(qp - pqp[:, None]).max(axis=1)
+        qp = _ordered_sum([q[:, :, j] * p[:, j, None] for j in range(k)])
+        pqp = _ordered_sum([p[:, i] * qp[:, i] for i in range(k)])
+        # The largest error of a row, NaN passed over (fmax), from 0 as onnxruntime's loop starts.
+        err = np.fmax.reduce(np.abs(qp - pqp[:, None]), axis=1, initial=0.0)
         active &= err >= eps
         if not active.any():
             break

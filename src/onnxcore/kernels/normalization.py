@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 from onnxcore.errors import EvaluationError, ShapeError
@@ -19,6 +18,7 @@ from onnxcore.kernels._rowwise import layer_norm_rows, rms_norm_rows
 from onnxcore.kernels._util import check_unidirectional, float_sum, normalize_axes, normalize_axis
 from onnxcore.kernels.conv import work_dtype
 from onnxcore.kernels.registry import KernelContext, kernel
+from onnxcore.types.elements import ElementType
 
 __all__: list[str] = []
 
@@ -263,11 +263,15 @@ def group_normalization(
 # LayerNormalization, RMSNormalization
 # ---------------------------------------------------------------------------------------------
 
-_STASH = {1: np.dtype(np.float32), 10: np.dtype(np.float16), 11: np.dtype(np.float64),
-          16: np.dtype(ml_dtypes.bfloat16)}  # fmt: skip
-
-
-_STASH_WORK = {k: work_dtype(v) for k, v in _STASH.items()}
+_STASH = {1: ElementType.FLOAT, 10: ElementType.FLOAT16, 11: ElementType.DOUBLE, 16: ElementType.BFLOAT16}
+# Stage one's dtype per stash type (work_dtype of each: the 16-bit types run in float32), written out so that
+# bfloat16's dtype (ml_dtypes) is looked up only by a model that asks for it.
+_STASH_WORK: dict[int, np.dtype[Any]] = {
+    1: np.dtype(np.float32),
+    10: np.dtype(np.float32),
+    11: np.dtype(np.float64),
+    16: np.dtype(np.float32),
+}
 
 
 def _stash_dtype(stash_type: int) -> np.dtype[Any]:
@@ -297,7 +301,7 @@ def layer_normalization(
     if B is not None:
         _check_param(B, X)
     stash = _stash_dtype(stash_type)
-    out_stash = _STASH[int(stash_type)]
+    out_stash = _STASH[int(stash_type)].np_dtype
     if stash == X.dtype:
         # Stashed in X's own type (float32 with stash_type 1): by blocks of rows, on the kernel threads.
         fast = layer_norm_rows(X, Scale, B, a, epsilon)

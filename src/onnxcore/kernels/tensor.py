@@ -15,7 +15,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 from onnxcore.errors import EvaluationError
@@ -281,9 +280,9 @@ def _range(start: np.ndarray, limit: np.ndarray, delta: np.ndarray, stash_type: 
         return (s + np.arange(n, dtype=np.int64) * d).astype(dt)
     # output[i] = start + i * delta in T's arithmetic; float16/bfloat16 are stashed in float32
     # when Range-27's stash_type is 1 (its default).
-    narrow = dt in (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
+    narrow = dt in (np.dtype(np.float16), ElementType.BFLOAT16.np_dtype)
     ct = np.dtype(np.float32) if narrow and stash_type in (None, 1) else dt
-    if ct == np.dtype(ml_dtypes.bfloat16):
+    if ct == ElementType.BFLOAT16.np_dtype:
 
         def rnd(a: Any) -> np.ndarray:
             # bfloat16 arithmetic: each operation exact in float32, then rounded once.

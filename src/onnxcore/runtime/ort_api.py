@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from onnxcore.errors import InputError, OnnxCoreError
+from onnxcore.kernels.ml import ScoreMaps
 from onnxcore.proto import TypeProto
 from onnxcore.runtime.session import Session, StepTime, ValueDescription
 from onnxcore.types.typestr import type_string
@@ -310,6 +311,12 @@ def _user_value(v: Any) -> Any:
                 out[idx] = _text(x)
             return out
         return v
+    if isinstance(v, ScoreMaps):
+        # ZipMap's maps: every score converted to a Python number by one tolist(), the keys once; each map takes
+        # the next len(keys) numbers of one iterator (no list per row: fewer objects for the garbage collector).
+        keys = [_map_key(k) for k in v.labels]
+        numbers = iter(v.scores.ravel().tolist())
+        return [dict(zip(keys, numbers)) for _ in range(len(v))]  # zip stops at the last key
     if isinstance(v, list):
         return [_user_value(x) for x in v]
     if isinstance(v, dict):

@@ -5,12 +5,11 @@ from __future__ import annotations
 from enum import IntEnum
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 from onnxcore.errors import TensorError
 
-__all__ = ["ElementType", "ElementTypeError", "element_type"]
+__all__ = ["ElementType", "ElementTypeError", "element_type", "narrow_float_dtypes"]
 
 
 class ElementTypeError(TensorError):
@@ -63,7 +62,11 @@ class ElementType(IntEnum):
     @property
     def np_dtype(self) -> np.dtype[Any]:
         """The numpy dtype holding one element (``ml_dtypes`` for the narrow types, ``object`` for STRING)."""
-        return _DTYPES[self]
+        try:
+            return _DTYPES[self]
+        except KeyError:
+            _load_narrow()
+            return _DTYPES[self]
 
     @property
     def bits(self) -> int:
@@ -118,7 +121,11 @@ class ElementType(IntEnum):
             raise ElementTypeError(f"not a numpy dtype: {dtype!r}") from e
         if dt.kind in "OSU":
             return cls.STRING
-        found = _BY_DTYPE.get(dt.newbyteorder("=") if dt.byteorder not in "=|" else dt)
+        key = dt.newbyteorder("=") if dt.byteorder not in "=|" else dt
+        found = _BY_DTYPE.get(key)
+        if found is None and dt.kind == "V":  # ml_dtypes' types are kind V: the caller has loaded it already
+            _load_narrow()
+            found = _BY_DTYPE.get(key)
         if found is None:
             raise ElementTypeError(f"numpy dtype {dt} has no ONNX element type (Table 5)")
         return found
@@ -151,22 +158,53 @@ _DTYPES: dict[ElementType, np.dtype[Any]] = {
     E.UINT64: np.dtype(np.uint64),
     E.COMPLEX64: np.dtype(np.complex64),
     E.COMPLEX128: np.dtype(np.complex128),
-    E.BFLOAT16: np.dtype(ml_dtypes.bfloat16),
-    E.FLOAT8E4M3FN: np.dtype(ml_dtypes.float8_e4m3fn),
-    E.FLOAT8E4M3FNUZ: np.dtype(ml_dtypes.float8_e4m3fnuz),
-    E.FLOAT8E5M2: np.dtype(ml_dtypes.float8_e5m2),
-    E.FLOAT8E5M2FNUZ: np.dtype(ml_dtypes.float8_e5m2fnuz),
-    E.UINT4: np.dtype(ml_dtypes.uint4),
-    E.INT4: np.dtype(ml_dtypes.int4),
-    E.FLOAT4E2M1: np.dtype(ml_dtypes.float4_e2m1fn),
-    E.FLOAT8E8M0: np.dtype(ml_dtypes.float8_e8m0fnu),
-    E.UINT2: np.dtype(ml_dtypes.uint2),
-    E.INT2: np.dtype(ml_dtypes.int2),
-    E.FLOAT6E2M3: np.dtype(ml_dtypes.float6_e2m3fn),
-    E.FLOAT6E3M2: np.dtype(ml_dtypes.float6_e3m2fn),
 }
 
 _BY_DTYPE: dict[np.dtype[Any], ElementType] = {dt: et for et, dt in _DTYPES.items() if et is not E.STRING}
+
+# The types numpy lacks, by their ml_dtypes names. ml_dtypes is imported on the first use of one of them, not with
+# onnxcore: its 0.7 release takes about half a second to import, which every script and command paid for models
+# that never use these types.
+_NARROW: dict[ElementType, str] = {
+    E.BFLOAT16: "bfloat16",
+    E.FLOAT8E4M3FN: "float8_e4m3fn",
+    E.FLOAT8E4M3FNUZ: "float8_e4m3fnuz",
+    E.FLOAT8E5M2: "float8_e5m2",
+    E.FLOAT8E5M2FNUZ: "float8_e5m2fnuz",
+    E.UINT4: "uint4",
+    E.INT4: "int4",
+    E.FLOAT4E2M1: "float4_e2m1fn",
+    E.FLOAT8E8M0: "float8_e8m0fnu",
+    E.UINT2: "uint2",
+    E.INT2: "int2",
+    E.FLOAT6E2M3: "float6_e2m3fn",
+    E.FLOAT6E3M2: "float6_e3m2fn",
+}
+_NARROW_FLOATS: list[frozenset[np.dtype[Any]]] = []
+
+
+def _load_narrow() -> None:
+    """Import ml_dtypes and enter its dtypes in the tables (idempotent)."""
+    if _NARROW_FLOATS:
+        return
+    # Lazy on purpose: a slow import (see _NARROW) needed only by models that use the narrow types.
+    import ml_dtypes
+
+    for et, name in _NARROW.items():
+        dt = np.dtype(getattr(ml_dtypes, name))
+        _DTYPES[et] = dt
+        _BY_DTYPE[dt] = et
+    _NARROW_FLOATS.append(frozenset(_DTYPES[et] for et in _NARROW if et in _FLOATS))
+
+
+def narrow_float_dtypes() -> frozenset[np.dtype[Any]]:
+    """The numpy dtypes of the floating-point types numpy lacks (bfloat16, float8, float6, float4; ml_dtypes).
+
+    Calling it imports ml_dtypes.
+    """
+    _load_narrow()
+    return _NARROW_FLOATS[0]
+
 
 _BITS: dict[ElementType, int] = {
     E.FLOAT: 32,

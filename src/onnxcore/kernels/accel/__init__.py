@@ -46,6 +46,8 @@ What it accelerates (each numpy kernel keeps its own path and calls these only w
   tree, or for a few rows sixteen trees at a time in scalar lanes (a strict comparison compiled as the other kind
   on thresholds moved to the next value of their type), every index validated before the first call (numba does
   not check bounds); the leaves reached are the numpy path's, so the scores are the same bit for bit.
+- the SVM classifier's coupling of pairwise probabilities (``_jit_ml.couple_rows``): libsvm's iteration row by
+  row, every sum in index order, as the numpy path computes it (the same bits).
 
 The convolution and pooling kernels are in ``_jit_cnn`` (:func:`jit_cnn`; it takes its decorator from ``_jit``).
 Compiled functions are cached on disk by numba (``cache=True``) and release the GIL (``nogil=True``): they run
@@ -61,18 +63,19 @@ import threading
 from collections.abc import Iterator
 from types import ModuleType
 
-__all__ = ["available", "enabled", "jit", "jit_cnn", "use"]
+__all__ = ["available", "enabled", "jit", "jit_cnn", "jit_ml", "use"]
 
 _lock = threading.Lock()
 _available: bool | None = None  # numba importable and ONNXCORE_ACCEL not "0"; decided once
 _forced: bool | None = None  # set by use(): on or off regardless of the environment (tests, benchmarks)
 _jit_module: ModuleType | None = None
 _jit_cnn_module: ModuleType | None = None
+_jit_ml_module: ModuleType | None = None
 
 
 def available() -> bool:
     """Whether the accelerator can run here: numba is installed and ``ONNXCORE_ACCEL`` is not ``"0"``."""
-    global _available, _jit_module, _jit_cnn_module
+    global _available, _jit_module, _jit_cnn_module, _jit_ml_module
     if _available is None:
         with _lock:
             if _available is None:
@@ -82,9 +85,9 @@ def available() -> bool:
                         ok = importlib.util.find_spec("numba") is not None
                         if ok:
                             # Lazy: numba is an optional extra, heavy to import; only this package imports it.
-                            from onnxcore.kernels.accel import _jit, _jit_cnn
+                            from onnxcore.kernels.accel import _jit, _jit_cnn, _jit_ml
 
-                            _jit_module, _jit_cnn_module = _jit, _jit_cnn
+                            _jit_module, _jit_cnn_module, _jit_ml_module = _jit, _jit_cnn, _jit_ml
                     except Exception:
                         # numba installed but unusable (an incompatible numpy, no writable cache directory, ...):
                         # the pure-numpy kernels run, as without numba.
@@ -111,6 +114,13 @@ def jit_cnn() -> ModuleType:
     when :func:`enabled`."""
     assert _jit_cnn_module is not None, "accel.jit_cnn() called while the accelerator is not available"
     return _jit_cnn_module
+
+
+def jit_ml() -> ModuleType:
+    """The module of compiled loops of the ``ai.onnx.ml`` kernels (:mod:`onnxcore.kernels.accel._jit_ml`); call
+    only when :func:`enabled`."""
+    assert _jit_ml_module is not None, "accel.jit_ml() called while the accelerator is not available"
+    return _jit_ml_module
 
 
 @contextlib.contextmanager
