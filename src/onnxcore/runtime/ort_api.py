@@ -57,6 +57,7 @@ from typing import Any
 import numpy as np
 
 from onnxcore.errors import InputError, OnnxCoreError
+from onnxcore.infer import infer_both
 from onnxcore.proto import TypeProto
 from onnxcore.runtime.ort_errors import ort_error, runs_anyway
 from onnxcore.runtime.ort_export import write_optimized_model
@@ -156,6 +157,29 @@ def _node_arg(desc: ValueDescription) -> NodeArg:
     return NodeArg(desc.name, type_string(desc.type_proto) or "unknown", _shape(desc.type_proto))
 
 
+def _undeclared(tp: TypeProto | None) -> bool:
+    """Whether a graph output's declaration leaves its type, or its tensor shape, to inference."""
+    if tp is None or tp.which_oneof("value") is None:
+        return True
+    return tp.which_oneof("value") == "tensor_type" and (tp.tensor_type is None or tp.tensor_type.shape is None)
+
+
+def _output_args(session: Session) -> list[NodeArg]:
+    """The session's outputs as NodeArgs, inferring what an output does not declare (only when one does not)."""
+    args = [_node_arg(d) for d in session.outputs]
+    if not any(_undeclared(d.type_proto) for d in session.outputs):
+        return args
+    types, shapes = infer_both(session.model)
+    known = types.types().get("graph", {})
+    for k, d in enumerate(session.outputs):
+        if not _undeclared(d.type_proto):
+            continue
+        inferred = type_string(known.get(d.name)) or args[k].type
+        shape = shapes.shape(d.name)
+        args[k] = NodeArg(d.name, inferred, [e if isinstance(e, int | str) else None for e in shape or ()])
+    return args
+
+
 def _text(x: Any) -> Any:
     if isinstance(x, bytes):
         return x.decode("utf-8", "surrogateescape")
@@ -243,6 +267,7 @@ class InferenceSession:
         self._required = [d for d in session.inputs if not d.has_default]
         self._feedable = frozenset(d.name for d in (*self._required, *self._overridable))
         self._types = {d.name: d.type_proto for d in session.inputs}
+        self._output_args: list[NodeArg] | None = None
         self._profile_lock = threading.Lock()
         self._events: list[dict[str, Any]] | None = None
         self._start_ns = start_ns
@@ -259,8 +284,11 @@ class InferenceSession:
         return [_node_arg(d) for d in self._required]
 
     def get_outputs(self) -> list[NodeArg]:
-        """The graph outputs."""
-        return [_node_arg(d) for d in self._session.outputs]
+        """The graph outputs; an output declared without a type or shape is described by its inferred type and
+        shape (Clause 9), as onnxruntime describes it."""
+        if self._output_args is None:
+            self._output_args = _output_args(self._session)
+        return list(self._output_args)
 
     def get_overridable_initializers(self) -> list[NodeArg]:
         """The graph inputs an initializer supplies unless fed (IR 4 and later; none for IR 3)."""

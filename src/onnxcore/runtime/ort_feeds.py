@@ -89,11 +89,13 @@ def _cast(value: Any, want: np.dtype[Any], where: str) -> np.ndarray:
         arr = np.array(value)
     except ValueError as exc:  # a ragged list
         raise InvalidArgument(f"{where}: could not create a tensor from the given {what} ({exc})") from None
+    if want.kind == "b" and arr.dtype.kind in "US":
+        return arr != ""  # onnxruntime reads each element's truth, as Python does: a non-empty text is true
     if arr.dtype == object or arr.dtype.kind in "USV":
         raise InvalidArgument(
             f"{where}: could not create a tensor of {want} from the given {what} (its elements are {arr.dtype})"
         )
-    if arr.dtype.kind in "fc" and want.kind in "iub" and arr.size and not np.isfinite(arr).all():
+    if arr.dtype.kind in "fc" and want.kind in "iu" and arr.size and not np.isfinite(arr).all():
         raise InvalidArgument(f"{where}: the given {what} holds NaN or an infinity, and the input is {want}")
     try:
         with np.errstate(all="ignore"):
