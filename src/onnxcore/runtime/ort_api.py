@@ -257,7 +257,10 @@ class InferenceSession:
                     self._session.model, self._session.bound_graph, options.optimized_model_filepath, tolerate
                 )
         except OnnxCoreError as exc:
-            raise ort_error(exc) from exc
+            mapped = ort_error(exc)
+            if mapped is exc:  # one of onnxruntime's classes already (an OrtValue's refusal)
+                raise
+            raise mapped from exc
         self._as_written = int(options.graph_optimization_level) == GraphOptimizationLevel.ORT_DISABLE_ALL
         self._threads = _blas_limiter(int(options.intra_op_num_threads))
         session = self._session
@@ -431,7 +434,10 @@ class InferenceSession:
                 else:
                     outs = self._session.run(names, feeds, cancel=cancel)
         except OnnxCoreError as exc:
-            raise ort_error(exc) from exc
+            mapped = ort_error(exc)
+            if mapped is exc:  # one of onnxruntime's classes already (an OrtValue's refusal)
+                raise
+            raise mapped from exc
         return [_user_value(v) for v in outs]
 
     def end_profiling(self) -> str:

@@ -16,8 +16,8 @@ Each conversion is listed in docs/onnxruntime.md ("Feeds"); what onnxruntime 1.3
   refuses it;
 * a ``list`` or ``tuple`` for a sequence input: its elements converted as above.
 
-Failures are :class:`~onnxcore.capi.onnxruntime_pybind11_state.InvalidArgument` (a ``RuntimeError``, as
-onnxruntime's refusals of a feed are), naming the input.
+Failures are :class:`~onnxcore.errors.InputError`, naming the input; the façade raises them as onnxruntime's
+``InvalidArgument`` (also the ``InputError``; a ``RuntimeError``, as onnxruntime's refusals of a feed are).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from onnxcore.capi.onnxruntime_pybind11_state import InvalidArgument
+from onnxcore.errors import InputError
 from onnxcore.proto import TensorProto, TypeProto
 from onnxcore.runtime.feeds import np_dtype
 
@@ -46,7 +46,7 @@ def convert_feeds(feeds: Mapping[str, Any], types: Mapping[str, TypeProto | None
         types: The declared type of each input (None: undeclared, taken as given).
 
     Raises:
-        InvalidArgument: a value that cannot be converted to its input's type.
+        InputError: a value that cannot be converted to its input's type.
     """
     out: dict[str, Any] = {}
     for name, value in feeds.items():
@@ -88,20 +88,20 @@ def _cast(value: Any, want: np.dtype[Any], where: str) -> np.ndarray:
     try:
         arr = np.array(value)
     except ValueError as exc:  # a ragged list
-        raise InvalidArgument(f"{where}: could not create a tensor from the given {what} ({exc})") from None
+        raise InputError(f"{where}: could not create a tensor from the given {what} ({exc})") from None
     if want.kind == "b" and arr.dtype.kind in "US":
         return arr != ""  # onnxruntime reads each element's truth, as Python does: a non-empty text is true
     if arr.dtype == object or arr.dtype.kind in "USV":
-        raise InvalidArgument(
+        raise InputError(
             f"{where}: could not create a tensor of {want} from the given {what} (its elements are {arr.dtype})"
         )
     if arr.dtype.kind in "fc" and want.kind in "iu" and arr.size and not np.isfinite(arr).all():
-        raise InvalidArgument(f"{where}: the given {what} holds NaN or an infinity, and the input is {want}")
+        raise InputError(f"{where}: the given {what} holds NaN or an infinity, and the input is {want}")
     try:
         with np.errstate(all="ignore"):
             return arr.astype(want)
     except (ValueError, TypeError, OverflowError) as exc:
-        raise InvalidArgument(f"{where}: could not convert the given {what} to {want} ({exc})") from None
+        raise InputError(f"{where}: could not convert the given {what} to {want} ({exc})") from None
 
 
 def _strings(value: Any, where: str) -> Any:
@@ -109,7 +109,7 @@ def _strings(value: Any, where: str) -> Any:
         if value.dtype.kind in "US":
             return value
         if value.dtype != object:
-            raise InvalidArgument(f"{where}: element type {value.dtype} where the input declares string (Clause 6.2)")
+            raise InputError(f"{where}: element type {value.dtype} where the input declares string (Clause 6.2)")
         arr = value
     elif isinstance(value, list | tuple):
         try:
@@ -132,7 +132,7 @@ def _strings(value: Any, where: str) -> Any:
 
 def _map(value: Any, mt: TypeProto.Map, where: str) -> Any:
     if isinstance(value, list):
-        raise InvalidArgument(
+        raise InputError(
             f"{where}: a list (of {len(value)} dicts?) fed for a map input: feed one dict (a list of dicts is a "
             "sequence of maps)"
         )
@@ -144,9 +144,9 @@ def _map(value: Any, mt: TypeProto.Map, where: str) -> Any:
     for k, v in value.items():
         if string_keys:
             if not isinstance(k, str | bytes):
-                raise InvalidArgument(f"{where}: key {k!r} ({type(k).__name__}) in a map whose keys are strings")
+                raise InputError(f"{where}: key {k!r} ({type(k).__name__}) in a map whose keys are strings")
         elif isinstance(k, bool) or not isinstance(k, numbers.Integral):
-            raise InvalidArgument(f"{where}: key {k!r} ({type(k).__name__}) in a map whose keys are integers")
+            raise InputError(f"{where}: key {k!r} ({type(k).__name__}) in a map whose keys are integers")
         else:
             k = int(k)
         out[k] = _map_value(v, vt, f"{where}[{k!r}]")
