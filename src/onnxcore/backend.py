@@ -7,6 +7,10 @@ onnx's own backend test runner takes this module (or :class:`OnnxCoreBackend`) a
     import onnxcore.backend
     globals().update(onnx.backend.test.BackendTest(onnxcore.backend, __name__).test_cases)
 
+It also answers as ``onnxruntime.backend`` does (``prepare``, ``run``, ``supports_device``, ``is_compatible``):
+``prepare`` takes a path, the model's octets, a ``ModelProto``, an :class:`onnxcore.InferenceSession` or a
+:class:`BackendRep`, and ``device=None`` is the CPU.
+
 onnxcore does not import onnx: a model or node given as onnx's message is read through its octets
 (``SerializeToString()``) into onnxcore's own. A prepared model is an :class:`onnxcore.InferenceSession`, lenient as
 that façade is (error findings that leave evaluation possible warn, docs/onnxruntime.md); ``strict=True`` refuses
@@ -15,6 +19,7 @@ them as :class:`onnxcore.Session` does. Only the CPU device exists.
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -29,7 +34,16 @@ from onnxcore.runtime import InferenceSession, SessionOptions
 from onnxcore.runtime.ort_options import STRICT_CONFIG_KEY
 from onnxcore.types import ElementType
 
-__all__ = ["BackendRep", "OnnxCoreBackend", "prepare", "run_model", "run_node", "supports_device"]
+__all__ = [
+    "BackendRep",
+    "OnnxCoreBackend",
+    "is_compatible",
+    "prepare",
+    "run",
+    "run_model",
+    "run_node",
+    "supports_device",
+]
 
 # The operator set a lone node is run at when run_node is not told (the newest ai.onnx version defined here).
 _DEFAULT_NODE_OPSET = 23
@@ -75,9 +89,9 @@ class BackendRep:
         return tuple(self.session.run(None, feeds))
 
 
-def _model(model: Any) -> ModelProto:
-    if isinstance(model, ModelProto):
-        return model
+def _model(model: Any) -> ModelProto | str | os.PathLike[str]:
+    if isinstance(model, ModelProto | str | os.PathLike):
+        return model  # a path is loaded by the session (external data resolved against its directory)
     if isinstance(model, bytes | bytearray | memoryview):
         return decode(ModelProto, bytes(model))
     serialize = getattr(model, "SerializeToString", None)
@@ -86,8 +100,8 @@ def _model(model: Any) -> ModelProto:
     raise MessageTypeError(f"expected a ModelProto (onnx's or onnxcore's) or its octets, got {type(model).__name__}")
 
 
-def _device(device: str) -> None:
-    if not supports_device(device):
+def _device(device: str | None) -> None:
+    if device is not None and not supports_device(device):
         raise InputError(f"device {device!r} is not available in onnxcore, which evaluates on the CPU only ('CPU')")
 
 
@@ -96,17 +110,18 @@ def supports_device(device: str) -> bool:
     return str(device).split(":")[0].upper() == "CPU"
 
 
-def is_compatible(model: Any, device: str = "CPU", **kwargs: Any) -> bool:
+def is_compatible(model: Any, device: str | None = "CPU", **kwargs: Any) -> bool:
     """Whether the model may be prepared for ``device`` (onnx's protocol): any model, on the CPU."""
-    return supports_device(device)
+    return device is None or supports_device(device)
 
 
-def prepare(model: Any, device: str = "CPU", *, strict: bool = False, **kwargs: Any) -> BackendRep:
+def prepare(model: Any, device: str | None = "CPU", *, strict: bool = False, **kwargs: Any) -> BackendRep:
     """Prepare a model for repeated runs.
 
     Args:
-        model: onnx's ``ModelProto``, onnxcore's, or a model's octets.
-        device: ``'CPU'`` (the only device).
+        model: onnx's ``ModelProto``, onnxcore's, a model's octets, a path to a model file, an
+            :class:`onnxcore.InferenceSession` or a :class:`BackendRep` (returned as it is).
+        device: ``'CPU'`` (the only device; None: the CPU).
         strict: Refuse a model for any error finding, as :class:`onnxcore.Session` does (the default runs what
             onnxruntime runs, with a warning).
         **kwargs: Accepted, without effect (onnx's runner passes test options such as ``rtol``).
@@ -117,6 +132,10 @@ def prepare(model: Any, device: str = "CPU", *, strict: bool = False, **kwargs: 
             (:class:`onnxcore.InferenceSession`'s refusals).
     """
     _device(device)
+    if isinstance(model, BackendRep):
+        return model
+    if isinstance(model, InferenceSession):
+        return BackendRep(model)
     options = SessionOptions()
     options.intra_op_num_threads = 1
     if strict:
@@ -124,9 +143,13 @@ def prepare(model: Any, device: str = "CPU", *, strict: bool = False, **kwargs: 
     return BackendRep(InferenceSession(_model(model), options))
 
 
-def run_model(model: Any, inputs: Any, device: str = "CPU", **kwargs: Any) -> tuple[Any, ...]:
-    """Prepare ``model`` and run it once on ``inputs`` (see :meth:`BackendRep.run`)."""
+def run_model(model: Any, inputs: Any, device: str | None = "CPU", **kwargs: Any) -> tuple[Any, ...]:
+    """Prepare ``model`` and run it once on ``inputs`` (see :func:`prepare` and :meth:`BackendRep.run`)."""
     return prepare(model, device, **kwargs).run(inputs)
+
+
+run = run_model
+"""onnxruntime.backend's name for :func:`run_model`."""
 
 
 def _value_info(name: str, value: Any) -> ValueInfoProto:
@@ -147,7 +170,7 @@ def _type(arr: np.ndarray) -> TypeProto:
 def run_node(
     node: Any,
     inputs: Any,
-    device: str = "CPU",
+    device: str | None = "CPU",
     outputs_info: Sequence[tuple[Any, tuple[int, ...]]] | None = None,
     **kwargs: Any,
 ) -> tuple[Any, ...]:

@@ -162,3 +162,26 @@ def test_the_statements_counts_are_the_runners() -> None:
     counts = {kind: sum(1 for a in vars(cases[name]) if a.startswith("test_")) for kind, name in classes.items()}
     assert counts == BACKEND_RUNNER_CASES
     assert BACKEND_RUNNER_EXCLUDED["node"][0] == len(EXCLUDED)
+
+
+def test_onnxruntime_backend_scripts_run_with_the_import_swapped(tmp_path: Any) -> None:
+    """onnxruntime.backend's idioms: prepare a path or octets, run a single array, backend.run(model, inputs)."""
+    import onnxruntime.backend as ort_backend
+
+    relu = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])],
+        "relu",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 2])],
+    )
+    model = helper.make_model(relu, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    path = tmp_path / "relu.onnx"
+    path.write_bytes(model.SerializeToString())
+    x = np.array([[-1, 2], [3, -4]], np.float32)
+    for backend in (ort_backend, onnxcore.backend):
+        assert backend.supports_device("CPU") and backend.is_compatible(model)
+        by_path = backend.prepare(str(path), "CPU").run(x)
+        by_octets = backend.prepare(model.SerializeToString()).run([x])
+        by_run = backend.run(model, [x])
+        for out in (by_path, by_octets, by_run):
+            np.testing.assert_array_equal(out[0], np.maximum(x, 0))
