@@ -178,17 +178,25 @@ _LAZY: dict[str, str] = {
 
 def __getattr__(name: str) -> object:
     module = _LAZY.get(name)
-    if module is None:
+    if module is None and name not in _LAZY_MODULES:
         raise AttributeError(f"module 'onnxcore' has no attribute {name!r}")
     import importlib
 
-    value = getattr(importlib.import_module(module), name)
+    # onnxruntime's subpackages a script reaches as attributes (``ort.capi.onnxruntime_pybind11_state.Fail``).
+    value = (
+        importlib.import_module(f"onnxcore.{name}")
+        if module is None
+        else getattr(importlib.import_module(module), name)
+    )
     globals()[name] = value
     return value
 
 
+_LAZY_MODULES = frozenset({"backend", "capi"})
+
+
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(_LAZY) | _LAZY_MODULES)
 
 
 __all__ = [

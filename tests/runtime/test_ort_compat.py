@@ -253,6 +253,8 @@ def test_capi_classes_are_runtime_errors_of_our_hierarchy_at_both_paths() -> Non
         assert hasattr(theirs, name)
         assert issubclass(cls, RuntimeError) and issubclass(cls, onnxcore.OnnxCoreError)
         assert getattr(onnxcore.capi, name) is cls
+    # reached as attributes, as ``onnxruntime.capi.onnxruntime_pybind11_state.Fail`` is
+    assert onnxcore.capi.onnxruntime_pybind11_state.Fail is capi.Fail
 
 
 def test_a_mapped_error_is_still_the_onnxcore_error_it_replaces() -> None:
