@@ -192,7 +192,15 @@ _MATMUL = _model(
 _RELU_IN = [vi("x", T.FLOAT, [2])]
 _RELU_OUT = [vi("z", T.FLOAT, [2])]
 
+
+def _terminated(rt: ModuleType) -> Any:
+    options = rt.RunOptions()
+    options.terminate = True
+    return _session(rt, _ADD).run(None, {"x": _A, "y": _A}, options)
+
+
 FAILURES: dict[str, Callable[[ModuleType], Any]] = {
+    "terminated run": _terminated,
     "unknown input name": _run(_ADD, {"x": _A, "y": _A, "w": _A}),
     "missing input": _run(_ADD, {"x": _A}),
     "wrong rank": _run(_ADD, {"x": _A, "y": _A[0]}),
