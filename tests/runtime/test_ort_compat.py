@@ -407,8 +407,9 @@ def test_run_with_ort_values_and_io_binding_give_what_onnxruntime_gives() -> Non
     for name, rt in MODULES.items():
         sess = _session(rt, _ADD)
         v = rt.OrtValue.ortvalue_from_numpy(a)
+        got_run = sess.run(["z"], {"x": v, "y": a})  # run() takes OrtValues among its feeds too
         out = sess.run_with_ort_values(None, {"x": v, "y": v})
-        got = [out[0].numpy().copy(), sess.run_with_ort_values(["z"], {"x": v, "y": v})[0].data_type()]
+        got = [got_run, out[0].numpy().copy(), sess.run_with_ort_values(["z"], {"x": v, "y": v})[0].data_type()]
         binding = sess.io_binding()
         binding.bind_cpu_input("x", a)
         binding.bind_ortvalue_input("y", v)

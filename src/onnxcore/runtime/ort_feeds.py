@@ -14,7 +14,8 @@ Each conversion is listed in docs/onnxruntime.md ("Feeds"); what onnxruntime 1.3
   converted as a tensor of the map's value type; a scalar value fills a value type declared ``[1]`` (skl2onnx's
   DictVectorizer input). A list of dicts is a sequence of maps, and is refused for a map input, as onnxruntime
   refuses it;
-* a ``list`` or ``tuple`` for a sequence input: its elements converted as above.
+* a ``list`` or ``tuple`` for a sequence input: its elements converted as above;
+* an :class:`~onnxcore.runtime.ort_values.OrtValue`: its value.
 
 Failures are :class:`~onnxcore.errors.InputError`, naming the input; the façade raises them as onnxruntime's
 ``InvalidArgument`` (also the ``InputError``; a ``RuntimeError``, as onnxruntime's refusals of a feed are).
@@ -31,6 +32,7 @@ import numpy as np
 from onnxcore.errors import InputError
 from onnxcore.proto import TensorProto, TypeProto
 from onnxcore.runtime.feeds import np_dtype
+from onnxcore.runtime.ort_values import OrtValue
 
 __all__ = ["convert_feeds"]
 
@@ -53,6 +55,8 @@ def convert_feeds(feeds: Mapping[str, Any], types: Mapping[str, TypeProto | None
         if type(value) is np.ndarray and value.dtype != object:
             out[name] = value  # the common case: an array, checked by the session as it is
             continue
+        if isinstance(value, OrtValue):  # onnxruntime takes an OrtValue in run()'s feeds too
+            value = value.numpy()
         tp = types.get(name)
         out[name] = value if tp is None else _convert(value, tp, f"input {name!r}")
     return out
