@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from onnxcore.build import helper
+from onnxcore.defs.binding import domain_versions
 from onnxcore.errors import InputError, MessageTypeError, ValidationWarning
 from onnxcore.io import decode
 from onnxcore.proto import ModelProto, NodeProto, TypeProto, ValueInfoProto
@@ -44,9 +45,6 @@ __all__ = [
     "run_node",
     "supports_device",
 ]
-
-# The operator set a lone node is run at when run_node is not told (the newest ai.onnx version defined here).
-_DEFAULT_NODE_OPSET = 23
 
 
 class BackendRep:
@@ -152,6 +150,14 @@ run = run_model
 """onnxruntime.backend's name for :func:`run_model`."""
 
 
+def _newest(domain: str) -> int:
+    """The newest operator set version of ``domain`` defined here (a lone node runs at it unless told)."""
+    versions = domain_versions(domain)
+    if versions is None:
+        raise InputError(f"run_node: domain {domain!r} is not one onnxcore defines; give opset_version=")
+    return versions[1]
+
+
 def _value_info(name: str, value: Any) -> ValueInfoProto:
     """A graph input declaring the type (and shape) of ``value``: a tensor, or a list of tensors (a sequence)."""
     if isinstance(value, list):
@@ -175,7 +181,7 @@ def run_node(
     **kwargs: Any,
 ) -> tuple[Any, ...]:
     """Run one node on ``inputs`` (onnx's protocol): the node is wrapped in a model whose inputs declare the types
-    and shapes of ``inputs``, at ``opset_version`` (keyword) of its domain, or the newest ai.onnx version.
+    and shapes of ``inputs``, at ``opset_version`` (keyword) of its domain, or that domain's newest version.
 
     Args:
         node: onnx's ``NodeProto`` or onnxcore's.
@@ -206,10 +212,10 @@ def run_node(
         [_value_info(n, v) for n, v in feeds.items()],
         [helper.make_empty_tensor_value_info(o) for o in ours.output if o],
     )
-    version = int(kwargs.get("opset_version") or _DEFAULT_NODE_OPSET)
+    version = int(kwargs.get("opset_version") or _newest(ours.domain or ""))
     opsets = [helper.make_opsetid(ours.domain or "", version)]
     if ours.domain:
-        opsets.append(helper.make_opsetid("", _DEFAULT_NODE_OPSET))
+        opsets.append(helper.make_opsetid("", _newest("")))
     model = helper.make_model(graph, opset_imports=opsets)
     with warnings.catch_warnings():
         # The outputs are declared without types on purpose (their types are the node's to infer): not news.

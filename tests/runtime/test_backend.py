@@ -127,6 +127,9 @@ def test_run_node_gives_what_onnx_reference_gives() -> None:
     np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)
     (older,) = onnxcore.backend.run_node(helper.make_node("Relu", ["x"], ["y"]), [a], opset_version=6)
     np.testing.assert_array_equal(older, np.maximum(a, 0))
+    binarizer = helper.make_node("Binarizer", ["x"], ["y"], domain="ai.onnx.ml", threshold=0.5)
+    (ml,) = onnxcore.backend.run_node(binarizer, [a])  # the node's own domain at its newest version
+    np.testing.assert_array_equal(ml, (a > 0.5).astype(np.float32))
 
 
 def test_only_the_cpu_is_supported() -> None:
