@@ -269,6 +269,8 @@ class InferenceSession:
         self._overridable = [d for d in session.inputs if d.has_default and ir_version >= 4]
         self._required = [d for d in session.inputs if not d.has_default]
         self._feedable = frozenset(d.name for d in (*self._required, *self._overridable))
+        # The inputs a run must feed (an optional one left out is absent, Clause 7.1).
+        self._must_feed = tuple(d.name for d in self._required if not _optional(d.type_proto))
         self._types = {d.name: d.type_proto for d in session.inputs}
         self._output_args: list[NodeArg] | None = None
         self._profile_lock = threading.Lock()
@@ -413,7 +415,7 @@ class InferenceSession:
             raise ort_error(
                 InputError(f"run: input_feed must be a dict of input name to value, got {type(input_feed).__name__}")
             )
-        missing = [d.name for d in self._required if d.name not in input_feed and not _optional(d.type_proto)]
+        missing = [name for name in self._must_feed if name not in input_feed]
         if missing:
             # onnxruntime's ValueError (its Python layer checks this before the run), in its words.
             raise InputError(f"Required inputs ({missing}) are missing from input feed ({list(input_feed)}).")

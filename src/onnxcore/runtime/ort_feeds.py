@@ -40,8 +40,9 @@ _STRING = int(TensorProto.DataType.STRING)
 _SCALARS = (bool, int, float, str, bytes, np.generic)
 
 
-def convert_feeds(feeds: Mapping[str, Any], types: Mapping[str, TypeProto | None]) -> dict[str, Any]:
-    """The feeds with each value converted as onnxruntime converts it (module docstring).
+def convert_feeds(feeds: Mapping[str, Any], types: Mapping[str, TypeProto | None]) -> Mapping[str, Any]:
+    """The feeds with each value converted as onnxruntime converts it (module docstring); ``feeds`` itself when
+    every value is a numpy array that is not an object array (nothing to convert).
 
     Args:
         feeds: The caller's feeds by input name (names already checked).
@@ -50,10 +51,15 @@ def convert_feeds(feeds: Mapping[str, Any], types: Mapping[str, TypeProto | None
     Raises:
         InputError: a value that cannot be converted to its input's type.
     """
+    for value in feeds.values():
+        if type(value) is not np.ndarray or value.dtype.kind == "O":
+            break
+    else:
+        return feeds  # the common case: arrays only, checked by the session as they are
     out: dict[str, Any] = {}
     for name, value in feeds.items():
-        if type(value) is np.ndarray and value.dtype != object:
-            out[name] = value  # the common case: an array, checked by the session as it is
+        if type(value) is np.ndarray and value.dtype.kind != "O":
+            out[name] = value
             continue
         if isinstance(value, OrtValue):  # onnxruntime takes an OrtValue in run()'s feeds too
             value = value.numpy()
