@@ -499,3 +499,18 @@ def test_optimized_model_filepath_folds_constants_and_drops_dead_nodes(tmp_path:
     _same(ours, _session(ort, str(path)).run(None, {"x": x}))
     _same(ours, _session(ort, model).run(None, {"x": x}))
     assert onnxcore.check(str(path)).ok
+
+
+def test_a_list_of_dicts_feeds_a_sequence_of_maps() -> None:
+    """onnxruntime 1.31 refuses any feed of a seq(map) input (``tensor type 0 is not supported``); the façade
+    converts each dict as a map feed."""
+    seq_map = helper.make_sequence_type_proto(
+        helper.make_map_type_proto(T.STRING, helper.make_tensor_type_proto(T.FLOAT, []))
+    )
+    graph = helper.make_graph([], "g", [helper.make_value_info("s", seq_map)], [helper.make_value_info("s", seq_map)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8).SerializeToString()
+    with pytest.raises(RuntimeError):
+        _session(ort, model).run(None, {"s": [{"a": 1.0}]})
+    (out,) = _session(onnxcore, model).run(None, {"s": [{"a": 1.0, "b": 2}, {"c": np.float64(3)}]})
+    assert out == [{"a": 1.0, "b": 2.0}, {"c": 3.0}]
+    assert all(type(v) is float for row in out for v in row.values())
