@@ -199,6 +199,17 @@ def _terminated(rt: ModuleType) -> Any:
     return _session(rt, _ADD).run(None, {"x": _A, "y": _A}, options)
 
 
+def _no_opset() -> bytes:
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["z"])], "g", _RELU_IN, _RELU_OUT)
+    return bytes(helper.make_model(graph, opset_imports=[]).SerializeToString())
+
+
+def _init_model(elem: int, dims: list[int]) -> bytes:
+    w = helper.make_tensor("w", elem, dims, [1.0] * dims[0])
+    ins = [vi("x", T.FLOAT, [3]), vi("w", T.FLOAT, [3])]
+    return _model([helper.make_node("Add", ["x", "w"], ["z"])], ins, [vi("z", T.FLOAT, [3])], [w])
+
+
 FAILURES: dict[str, Callable[[ModuleType], Any]] = {
     "terminated run": _terminated,
     "unknown input name": _run(_ADD, {"x": _A, "y": _A, "w": _A}),
@@ -211,6 +222,10 @@ FAILURES: dict[str, Callable[[ModuleType], Any]] = {
     "missing file": _load("/nonexistent/model.onnx"),
     "directory": _load(str(Path(__file__).parent)),
     "malformed octets": _load(b"\xff\xff\xff garbage"),
+    "empty octets": _load(b""),
+    "no operator set import": _load(_no_opset()),
+    "initializer of another type than its input": _load(_init_model(T.DOUBLE, [3])),
+    "initializer of another shape than its input": _load(_init_model(T.FLOAT, [2])),
     "undefined operator": _load(_model([helper.make_node("Foo", ["x"], ["z"])], _RELU_IN, _RELU_OUT)),
     "unknown attribute": _load(_model([helper.make_node("Relu", ["x"], ["z"], foo=1)], _RELU_IN, _RELU_OUT)),
     "undefined value": _load(_model([helper.make_node("Relu", ["q"], ["z"])], _RELU_IN, _RELU_OUT)),

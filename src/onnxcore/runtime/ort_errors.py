@@ -58,6 +58,7 @@ _BY_CODE: dict[str, type[C.OrtError]] = {
     "E-IO-TYPE": C.Fail,
     "E-INIT-TYPE": C.Fail,
     "E-INIT-SHAPE": C.Fail,
+    "E-OPSET-MISSING": C.Fail,
 }
 
 _combined: dict[tuple[type[C.OrtError], type[BaseException]], type[C.OrtError]] = {}
@@ -74,8 +75,10 @@ def _ort_class(exc: OnnxCoreError) -> type[C.OrtError] | None:
         return C.Fail
     if isinstance(exc, ValidationError):
         report = exc.report
-        errors = getattr(report, "errors", None) or []
-        return _BY_CODE.get(errors[0].code, C.InvalidGraph) if errors else C.InvalidGraph
+        codes = [f.code for f in getattr(report, "errors", None) or []]
+        if "E-MODEL-GRAPH" in codes:  # octets with no graph (empty ones): onnxruntime's "No graph was found"
+            return C.InvalidArgument
+        return _BY_CODE.get(codes[0], C.InvalidGraph) if codes else C.InvalidGraph
     if isinstance(exc, UnsupportedOperatorError):
         return C.NotImplemented
     if isinstance(exc, InputError):
