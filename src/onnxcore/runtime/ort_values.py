@@ -88,7 +88,9 @@ class OrtValue:
         self._value = value
 
     @staticmethod
-    def ortvalue_from_numpy(numpy_obj: Any, device_type: str = "cpu", device_id: int = 0) -> OrtValue:
+    def ortvalue_from_numpy(
+        numpy_obj: Any, device_type: str = "cpu", device_id: int = 0, vendor_id: int = -1
+    ) -> OrtValue:
         """An OrtValue of a numpy array, sharing its memory (a C-contiguous copy when it is not contiguous).
 
         Raises:
@@ -120,7 +122,11 @@ class OrtValue:
 
     @staticmethod
     def ortvalue_from_shape_and_type(
-        shape: Sequence[int], element_type: Any = np.float32, device_type: str = "cpu", device_id: int = 0
+        shape: Sequence[int],
+        element_type: Any = np.float32,
+        device_type: str = "cpu",
+        device_id: int = 0,
+        vendor_id: int = -1,
     ) -> OrtValue:
         """A new zero-filled OrtValue of ``shape`` and ``element_type`` (a numpy type or an ONNX tag).
 
