@@ -10,6 +10,7 @@ once, naming every operator it cannot evaluate (Clause 4.4, 16.1).
 from __future__ import annotations
 
 import os
+import sys
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -644,8 +645,22 @@ def _warn_tolerated(report: Report, tolerate: Callable[[Finding], bool]) -> None
         warnings.warn(
             f"the model does not conform ({codes}); evaluated anyway, as onnxruntime does: {head}{more}",
             ValidationWarning,
-            stacklevel=4,
+            stacklevel=_caller_level(),
         )
+
+
+_PACKAGE_DIR = str(Path(__file__).resolve().parent.parent) + os.sep
+
+
+def _caller_level() -> int:
+    """The ``stacklevel`` of the first caller outside onnxcore, seen from the function calling this one: a warning
+    points at the user's line (``InferenceSession(...)`` or ``Session(...)``), however deep inside it was made."""
+    level = 1
+    frame = sys._getframe(1)
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+        level += 1
+    return level
 
 
 def _step_times(plan: Plan, seconds: Sequence[float]) -> list[StepTime]:
