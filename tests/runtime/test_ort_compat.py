@@ -515,6 +515,14 @@ def test_optimized_model_filepath_folds_constants_and_drops_dead_nodes(tmp_path:
     _same(ours, _session(ort, str(path)).run(None, {"x": x}))
     _same(ours, _session(ort, model).run(None, {"x": x}))
     assert onnxcore.check(str(path)).ok
+    # At ORT_DISABLE_ALL the session evaluates every node as written, and that is the model written (as
+    # onnxruntime writes its unoptimised model at that level).
+    so.graph_optimization_level = onnxcore.GraphOptimizationLevel.ORT_DISABLE_ALL
+    _same(onnxcore.InferenceSession(model, so).run(None, {"x": x}), ours)
+    written = onnx.load(str(path))
+    assert [n.op_type for n in written.graph.node] == ["Add", "Sqrt", "Mul", "Neg"]
+    assert [t.name for t in written.graph.initializer] == ["a", "b"]
+    _same(ours, _session(ort, str(path)).run(None, {"x": x}))
 
 
 def test_a_list_of_dicts_feeds_a_sequence_of_maps() -> None:

@@ -254,7 +254,11 @@ class InferenceSession:
             self._session = Session(path_or_bytes, threads=max(0, int(options.intra_op_num_threads)), tolerate=tolerate)
             if options.optimized_model_filepath:
                 write_optimized_model(
-                    self._session.model, self._session.bound_graph, options.optimized_model_filepath, tolerate
+                    self._session.model,
+                    self._session.bound_graph,
+                    options.optimized_model_filepath,
+                    tolerate,
+                    optimize=int(options.graph_optimization_level) != GraphOptimizationLevel.ORT_DISABLE_ALL,
                 )
         except OnnxCoreError as exc:
             mapped = ort_error(exc)

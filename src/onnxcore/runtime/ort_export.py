@@ -28,13 +28,17 @@ from onnxcore.validate import Finding, check
 __all__ = ["optimized_model", "write_optimized_model"]
 
 
-def optimized_model(model: ModelProto, ir: GraphIR, tolerate: Callable[[Finding], bool] | None = None) -> ModelProto:
+def optimized_model(
+    model: ModelProto, ir: GraphIR, tolerate: Callable[[Finding], bool] | None = None, *, optimize: bool = True
+) -> ModelProto:
     """``model`` with its main graph's constants folded and its dead nodes removed.
 
     Args:
         model: The model as loaded.
         ir: The session's bound main graph of ``model`` (its nodes in graph order, its initializers).
         tolerate: Error findings the session ran the model despite (they stay in the written model).
+        optimize: False: every node as written (the session evaluates them so at ``ORT_DISABLE_ALL``, and
+            onnxruntime writes its unoptimised model then).
 
     Raises:
         ValidationError: the result does not conform (a defect of this function; nothing is written).
@@ -43,14 +47,14 @@ def optimized_model(model: ModelProto, ir: GraphIR, tolerate: Callable[[Finding]
     assert graph is not None
     inputs = [vi.name for vi in graph.input]
     outputs = [vi.name for vi in graph.output]
-    folded, values = fold_constants(ir.nodes, ir.inits, set(inputs))
+    folded, values = fold_constants(ir.nodes, ir.inits, set(inputs)) if optimize else (set(), {})
     # Only tensors become initializers; a node whose folded result is a sequence or a map stays a node.
     folded = {k for k in folded if all(not o or isinstance(values.get(o), np.ndarray) for o in ir.nodes[k].outputs)}
     needed = set(outputs)
     kept: list[int] = []
     for k in range(len(ir.nodes) - 1, -1, -1):
         bn = ir.nodes[k]
-        if k in folded or not any(o and o in needed for o in bn.outputs):
+        if k in folded or (optimize and not any(o and o in needed for o in bn.outputs)):
             continue
         kept.append(k)
         needed.update(n for n in (*bn.inputs, *bn.outer) if n)
@@ -61,6 +65,8 @@ def optimized_model(model: ModelProto, ir: GraphIR, tolerate: Callable[[Finding]
     g.node = [copy_message(ir.nodes[k].node) for k in kept]
     produced = {o for k in kept for o in ir.nodes[k].outputs if o}
     wanted = (needed | set(inputs)) - produced
+    if not optimize:
+        wanted.update(t.name for t in graph.initializer)
     initializers = []
     for t in graph.initializer:
         if t.name in wanted and t.name not in values:
@@ -89,6 +95,8 @@ def write_optimized_model(
     ir: GraphIR,
     path: str | os.PathLike[str],
     tolerate: Callable[[Finding], bool] | None = None,
+    *,
+    optimize: bool = True,
 ) -> None:
     """Write :func:`optimized_model` of ``model`` to ``path``.
 
@@ -96,4 +104,4 @@ def write_optimized_model(
         ValidationError: as :func:`optimized_model`.
         OSError: the file cannot be written.
     """
-    save(optimized_model(model, ir, tolerate), path)
+    save(optimized_model(model, ir, tolerate, optimize=optimize), path)
