@@ -21,9 +21,10 @@ SRC = Path(__file__).resolve().parent.parent / "src" / "onnxcore"
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("__main__",),
     ("cli",),
-    ("conformance", "reporting", "dask"),
+    ("conformance", "reporting", "dask", "backend"),
     ("<root>",),
     ("runtime",),
+    ("capi",),
     ("convert",),
     ("build",),
     ("validate",),

@@ -40,17 +40,25 @@ if TYPE_CHECKING:
     from onnxcore.reporting import report
     from onnxcore.runtime import (
         ExecutionMode,
+        ExecutionOrder,
         GraphOptimizationLevel,
         InferenceSession,
+        IOBinding,
         ModelMetadata,
         NodeArg,
+        OrtValue,
         ProviderError,
         RunOptions,
         Session,
         SessionOptions,
         UnsupportedFeatureError,
+        get_all_providers,
         get_available_providers,
         get_device,
+        get_version_string,
+        set_default_logger_severity,
+        set_default_logger_verbosity,
+        set_seed,
     )
     from onnxcore.types import (
         Dim,
@@ -155,6 +163,14 @@ _LAZY: dict[str, str] = {
     "UnsupportedFeatureError": "onnxcore.runtime",
     "get_available_providers": "onnxcore.runtime",
     "get_device": "onnxcore.runtime",
+    "ExecutionOrder": "onnxcore.runtime",
+    "IOBinding": "onnxcore.runtime",
+    "OrtValue": "onnxcore.runtime",
+    "get_all_providers": "onnxcore.runtime",
+    "get_version_string": "onnxcore.runtime",
+    "set_default_logger_severity": "onnxcore.runtime",
+    "set_default_logger_verbosity": "onnxcore.runtime",
+    "set_seed": "onnxcore.runtime",
     # The model report (report/)
     "report": "onnxcore.reporting",
 }
@@ -162,17 +178,25 @@ _LAZY: dict[str, str] = {
 
 def __getattr__(name: str) -> object:
     module = _LAZY.get(name)
-    if module is None:
+    if module is None and name not in _LAZY_MODULES:
         raise AttributeError(f"module 'onnxcore' has no attribute {name!r}")
     import importlib
 
-    value = getattr(importlib.import_module(module), name)
+    # onnxruntime's subpackages a script reaches as attributes (``ort.capi.onnxruntime_pybind11_state.Fail``).
+    value = (
+        importlib.import_module(f"onnxcore.{name}")
+        if module is None
+        else getattr(importlib.import_module(module), name)
+    )
     globals()[name] = value
     return value
 
 
+_LAZY_MODULES = frozenset({"backend", "capi"})
+
+
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(_LAZY) | _LAZY_MODULES)
 
 
 __all__ = [
@@ -200,6 +224,14 @@ __all__ = [
     "FunctionProto",
     "get_available_providers",
     "get_device",
+    "ExecutionOrder",
+    "IOBinding",
+    "OrtValue",
+    "get_all_providers",
+    "get_version_string",
+    "set_default_logger_severity",
+    "set_default_logger_verbosity",
+    "set_seed",
     "GraphOptimizationLevel",
     "GraphProto",
     "helper",

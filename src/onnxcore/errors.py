@@ -6,6 +6,7 @@ __all__ = [
     "OnnxCoreError",
     "OnnxCoreWarning",
     "OutputShapeWarning",
+    "ValidationWarning",
     "DecodeError",
     "EncodeError",
     "LimitError",
@@ -289,3 +290,9 @@ class OnnxCoreWarning(UserWarning):
 class OutputShapeWarning(OnnxCoreWarning):
     """A graph output whose computed shape contradicts the shape the graph declares for it (Clause 9.4: a
     contradiction is reported; the result is still returned, as onnxruntime does, with a warning)."""
+
+
+class ValidationWarning(OnnxCoreWarning):
+    """Error findings (Clause 10) that the onnxruntime façade runs a model despite, as onnxruntime does: a graph
+    output declared without a type or shape, a declared shape that contradicts the inferred one (Clause 9.4). The
+    message names their codes; :class:`onnxcore.Session` refuses such models (its strict default)."""

@@ -17,6 +17,7 @@ from functools import cache
 from typing import Any
 
 import onnxcore
+from onnxcore.conformance.backend_runner import render_backend_runner_markdown
 from onnxcore.conformance.compare import DEFAULT_ATOL, DEFAULT_RTOL
 from onnxcore.conformance.contrib import contrib_section, render_contrib_markdown
 from onnxcore.conformance.divergences import DIVERGENCES
@@ -370,5 +371,5 @@ def render_markdown(st: dict[str, Any]) -> str:
     lines += ["## Resource limits (Clause 15.4)", "", "| limit | default |", "|---|---:|"]
     for k, v in st["resource_limits"].items():
         lines.append(f"| {k} | {v if v is not None else 'unlimited'} |")
-    lines.append("")
+    lines += ["", *render_backend_runner_markdown()]
     return "\n".join(lines)

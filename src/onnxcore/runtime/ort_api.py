@@ -1,29 +1,42 @@
 """onnxruntime's Python API over :class:`onnxcore.runtime.Session`: what a CPU user of ``onnxruntime`` touches.
 
 A script written for onnxruntime runs unchanged with ``import onnxcore as rt`` in place of
-``import onnxruntime as rt``: :class:`InferenceSession` with ``run``, ``get_inputs``, ``get_outputs``,
-``get_overridable_initializers``, ``get_modelmeta``, the provider queries and profiling; :class:`SessionOptions`,
-:class:`RunOptions`, :class:`GraphOptimizationLevel`, :class:`ExecutionMode`, :func:`get_available_providers` and
-:func:`get_device`. There is one evaluator: an :class:`InferenceSession` holds a :class:`Session` and runs its plans.
+``import onnxruntime as rt`` (docs/onnxruntime.md): :class:`InferenceSession` with ``run``, ``run_with_ort_values``,
+``io_binding``/``run_with_iobinding``, ``get_inputs``, ``get_outputs``, ``get_overridable_initializers``,
+``get_modelmeta``, the provider queries and profiling; :class:`OrtValue`, :class:`IOBinding`,
+:class:`SessionOptions`, :class:`RunOptions`, the enumerations and the module functions
+(:mod:`onnxcore.runtime.ort_options`); onnxruntime's exception classes (:mod:`onnxcore.capi`). There is one
+evaluator: an :class:`InferenceSession` holds a :class:`Session` and runs its plans.
 
 Positions taken where onnxruntime's behaviour is not ours to copy (docs/types.md, "Values in the onnxruntime API"):
 
+* The model is validated as :class:`Session` validates it (Clause 15.5), but error findings that leave evaluation
+  possible and safe (:func:`onnxcore.runtime.ort_errors.runs_anyway`: an output declared without a type or shape,
+  a declared shape contradicting the inferred one) do not refuse it: one
+  :class:`~onnxcore.errors.ValidationWarning` names their codes, and the run returns the computed values (an
+  output whose computed shape contradicts its declared one warns with ``OutputShapeWarning``). The session
+  configuration entry ``"onnxcore.strict"`` set to ``"1"`` refuses such models, as :class:`Session` does.
+* Failures raise onnxruntime's exception classes (``InvalidArgument``, ``Fail``, ``NoSuchFile``, ...), each also the
+  onnxcore error it replaces (:mod:`onnxcore.runtime.ort_errors`); a missing required input is a ``ValueError``
+  (an :class:`~onnxcore.errors.InputError`), as in onnxruntime.
+* Feeds are converted as onnxruntime converts them (lists, map dicts, non-text elements of STRING inputs;
+  :mod:`onnxcore.runtime.ort_feeds`); scalars are taken as 0-d tensors, where onnxruntime refuses them.
 * Values come back as onnxruntime gives them, in this API only: a STRING tensor is an object array of ``str``
   (octets decoded as UTF-8; octets that are not UTF-8 decode with ``surrogateescape``, so nothing is lost), a map
   has ``str``/``int`` keys and Python ``float``/``int`` values where the map's values are scalars (ZipMap), so
   ``json.dumps`` of a classifier's probabilities works. :class:`Session` keeps octets (Clause 6.4).
-* Only ``CPUExecutionProvider`` exists; asking for any other provider is refused (:class:`ProviderError`), where
-  onnxruntime warns and falls back.
+* Only ``CPUExecutionProvider`` exists; a provider list naming others falls back to it with onnxruntime's warning.
+  OrtValues and bindings live on the CPU: another ``device_type`` is refused by name.
 * ``graph_optimization_level=ORT_DISABLE_ALL`` evaluates every node as written (the plan of
   ``Session.run(..., intermediates=True)``: no folding, fusion or reuse); every other level evaluates the
-  optimised plan (there are no intermediate levels here).
+  optimised plan (there are no intermediate levels here). ``disabled_optimizers`` is accepted, without effect.
+* ``optimized_model_filepath`` writes the model with its constants folded and the nodes no output needs removed
+  (:mod:`onnxcore.runtime.ort_export`), standard operators only, validated.
 * ``intra_op_num_threads`` is the session's kernel threads (``Session(threads=...)``; 0, the default, is the
   machine's CPUs, as in onnxruntime); when positive it also caps the BLAS threads during each run, through
-  threadpoolctl when it is installed (not honoured without it). ``inter_op_num_threads`` and ``execution_mode``
-  are accepted and have no effect: nodes run one after another. ``log_severity_level``, ``log_verbosity_level``,
-  ``logid`` and session config entries are kept and read back, and change nothing.
-* ``optimized_model_filepath`` is refused when set: the optimised plan is not a model that could be written.
-* ``io_binding`` and the OrtValue entry points raise :class:`UnsupportedFeatureError`.
+  threadpoolctl when it is installed (not honoured without it). ``inter_op_num_threads``, ``execution_mode`` and
+  ``execution_order`` are accepted and have no effect: nodes run one after another. ``log_severity_level``,
+  ``log_verbosity_level``, ``logid`` and other session config entries are kept and read back, and change nothing.
 * For an IR version below 4, initializers listed among the graph inputs are constants (as onnxruntime treats
   them): not listed by ``get_overridable_initializers`` and refused as feeds. From IR 4 they may be fed.
 * Profiling (``enable_profiling``) writes a Chrome trace (a JSON list of events ``{"cat", "name", "ph", "ts",
@@ -34,8 +47,6 @@ Positions taken where onnxruntime's behaviour is not ours to copy (docs/types.md
 
 from __future__ import annotations
 
-import copy
-import enum
 import json
 import os
 import threading
@@ -46,139 +57,24 @@ from typing import Any
 import numpy as np
 
 from onnxcore.errors import InputError, OnnxCoreError
+from onnxcore.infer import infer_both
 from onnxcore.kernels.ml import ScoreMaps
 from onnxcore.proto import TypeProto
+from onnxcore.runtime.ort_errors import ort_error, runs_anyway
+from onnxcore.runtime.ort_export import write_optimized_model
+from onnxcore.runtime.ort_feeds import convert_feeds
+from onnxcore.runtime.ort_options import (
+    CPU_PROVIDER,
+    GraphOptimizationLevel,
+    RunOptions,
+    SessionOptions,
+    providers_asked,
+)
+from onnxcore.runtime.ort_values import IOBinding, OrtValue
 from onnxcore.runtime.session import Session, StepTime, ValueDescription
 from onnxcore.types.typestr import type_string
 
-__all__ = [
-    "ExecutionMode",
-    "GraphOptimizationLevel",
-    "InferenceSession",
-    "ModelMetadata",
-    "NodeArg",
-    "ProviderError",
-    "RunOptions",
-    "SessionOptions",
-    "UnsupportedFeatureError",
-    "get_available_providers",
-    "get_device",
-]
-
-CPU_PROVIDER = "CPUExecutionProvider"
-"""The one execution provider: onnxcore evaluates on the CPU."""
-
-
-class ProviderError(OnnxCoreError, ValueError):
-    """An execution provider other than ``CPUExecutionProvider`` was asked for, or its options are malformed."""
-
-
-class UnsupportedFeatureError(OnnxCoreError, NotImplementedError):
-    """A part of onnxruntime's API that onnxcore does not provide (``io_binding``, writing an optimised model)."""
-
-
-class GraphOptimizationLevel(enum.IntEnum):
-    """onnxruntime's optimisation levels; here only ``ORT_DISABLE_ALL`` differs from the rest (module docstring)."""
-
-    ORT_DISABLE_ALL = 0
-    ORT_ENABLE_BASIC = 1
-    ORT_ENABLE_EXTENDED = 2
-    ORT_ENABLE_LAYOUT = 3
-    ORT_ENABLE_ALL = 99
-
-
-class ExecutionMode(enum.IntEnum):
-    """onnxruntime's execution modes; accepted, without effect (nodes run one after another)."""
-
-    ORT_SEQUENTIAL = 0
-    ORT_PARALLEL = 1
-
-
-class SessionOptions:
-    """Options of an :class:`InferenceSession`, with onnxruntime's names and defaults.
-
-    Attributes:
-        intra_op_num_threads: The kernel threads (0: the machine's CPUs); positive: also the BLAS threads during a
-            run (with threadpoolctl; 0 leaves those as they are).
-        inter_op_num_threads: Accepted, without effect.
-        graph_optimization_level: ``ORT_DISABLE_ALL`` evaluates every node as written; others the optimised plan.
-        enable_profiling: Record a Chrome trace, written by :meth:`InferenceSession.end_profiling`.
-        profile_file_prefix: The trace file's name before ``_<date>_<time>.json``.
-        log_severity_level: Kept, without effect.
-        log_verbosity_level: Kept, without effect.
-        logid: Kept, without effect.
-        execution_mode: Accepted, without effect.
-        optimized_model_filepath: Must stay empty: a session with it set is refused.
-        use_deterministic_compute: Kept, without effect (runs are deterministic).
-        enable_cpu_mem_arena: Kept, without effect.
-        enable_mem_pattern: Kept, without effect.
-        enable_mem_reuse: Kept, without effect.
-    """
-
-    def __init__(self) -> None:
-        self.intra_op_num_threads = 0
-        self.inter_op_num_threads = 0
-        self.graph_optimization_level = GraphOptimizationLevel.ORT_ENABLE_ALL
-        self.enable_profiling = False
-        self.profile_file_prefix = "onnxruntime_profile_"
-        self.log_severity_level = -1
-        self.log_verbosity_level = 0
-        self.logid = ""
-        self.execution_mode = ExecutionMode.ORT_SEQUENTIAL
-        self.optimized_model_filepath = ""
-        self.use_deterministic_compute = False
-        self.enable_cpu_mem_arena = True
-        self.enable_mem_pattern = True
-        self.enable_mem_reuse = True
-        self._config: dict[str, str] = {}
-
-    def add_session_config_entry(self, key: str, value: str) -> None:
-        """Keep a session configuration entry (read back by :meth:`get_session_config_entry`, otherwise unused)."""
-        self._config[str(key)] = str(value)
-
-    def get_session_config_entry(self, key: str) -> str:
-        """The value of a configuration entry.
-
-        Raises:
-            KeyError: no entry has that key.
-        """
-        try:
-            return self._config[key]
-        except KeyError:
-            raise KeyError(f"SessionOptions does not have configuration with key: {key}") from None
-
-    def _copy(self) -> SessionOptions:
-        other = copy.copy(self)
-        other._config = dict(self._config)
-        return other
-
-
-class RunOptions:
-    """Options of one :meth:`InferenceSession.run` (onnxruntime's names and defaults): ``terminate`` stops the
-    runs using these options; the other fields are kept without effect."""
-
-    def __init__(self) -> None:
-        self.log_severity_level = -1
-        self.log_verbosity_level = 0
-        self.logid = ""
-        self.terminate = False
-        self.only_execute_path_to_fetches = False
-        self._config: dict[str, str] = {}
-
-    def add_run_config_entry(self, key: str, value: str) -> None:
-        """Keep a run configuration entry."""
-        self._config[str(key)] = str(value)
-
-    def get_run_config_entry(self, key: str) -> str:
-        """The value of a run configuration entry.
-
-        Raises:
-            KeyError: no entry has that key.
-        """
-        try:
-            return self._config[key]
-        except KeyError:
-            raise KeyError(f"RunOptions does not have configuration with key: {key}") from None
+__all__ = ["InferenceSession", "ModelMetadata", "NodeArg"]
 
 
 class NodeArg:
@@ -241,44 +137,6 @@ class ModelMetadata:
         self.graph_description = (graph.doc_string if graph is not None else None) or ""
 
 
-def get_available_providers() -> list[str]:
-    """The execution providers onnxcore has: ``['CPUExecutionProvider']``."""
-    return [CPU_PROVIDER]
-
-
-def get_device() -> str:
-    """The device onnxcore evaluates on: ``'CPU'``."""
-    return "CPU"
-
-
-def _providers(providers: Any, provider_options: Any) -> dict[str, dict[str, str]]:
-    """The providers asked for, checked (only the CPU provider), with their options, as onnxruntime spells them."""
-    if providers is None:
-        return {CPU_PROVIDER: {}}
-    if isinstance(providers, str):
-        raise ProviderError(f"providers must be a list of provider names, got the string {providers!r}")
-    entries = list(providers)
-    if provider_options is not None and len(provider_options) != len(entries):
-        raise ProviderError(
-            f"provider_options has {len(provider_options)} entries for {len(entries)} providers: one each"
-        )
-    out: dict[str, dict[str, str]] = {}
-    for k, entry in enumerate(entries):
-        if isinstance(entry, tuple) and len(entry) == 2 and isinstance(entry[1], Mapping):
-            name, options = entry
-            if provider_options is not None:
-                raise ProviderError("give provider options in (name, options) tuples or in provider_options, not both")
-        else:
-            name = entry
-            options = provider_options[k] if provider_options is not None else {}
-        if name != CPU_PROVIDER:
-            raise ProviderError(
-                f"execution provider {name!r} is not available in onnxcore; available: {get_available_providers()}"
-            )
-        out[name] = {str(key): str(value) for key, value in dict(options).items()}
-    return out or {CPU_PROVIDER: {}}
-
-
 def _shape(tp: TypeProto | None) -> list[int | str | None]:
     """onnxruntime's ``NodeArg.shape`` of a declared type (see :class:`NodeArg`)."""
     while tp is not None and tp.which_oneof("value") == "optional_type" and tp.optional_type is not None:
@@ -292,8 +150,35 @@ def _shape(tp: TypeProto | None) -> list[int | str | None]:
     return [int(d.dim_value) if d.has("dim_value") else (d.dim_param or None) for d in tt.shape.dim]
 
 
+def _optional(tp: TypeProto | None) -> bool:
+    return tp is not None and tp.which_oneof("value") == "optional_type"
+
+
 def _node_arg(desc: ValueDescription) -> NodeArg:
     return NodeArg(desc.name, type_string(desc.type_proto) or "unknown", _shape(desc.type_proto))
+
+
+def _undeclared(tp: TypeProto | None) -> bool:
+    """Whether a graph output's declaration leaves its type, or its tensor shape, to inference."""
+    if tp is None or tp.which_oneof("value") is None:
+        return True
+    return tp.which_oneof("value") == "tensor_type" and (tp.tensor_type is None or tp.tensor_type.shape is None)
+
+
+def _output_args(session: Session) -> list[NodeArg]:
+    """The session's outputs as NodeArgs, inferring what an output does not declare (only when one does not)."""
+    args = [_node_arg(d) for d in session.outputs]
+    if not any(_undeclared(d.type_proto) for d in session.outputs):
+        return args
+    types, shapes = infer_both(session.model)
+    known = types.types().get("graph", {})
+    for k, d in enumerate(session.outputs):
+        if not _undeclared(d.type_proto):
+            continue
+        inferred = type_string(known.get(d.name)) or args[k].type
+        shape = shapes.shape(d.name)
+        args[k] = NodeArg(d.name, inferred, [e if isinstance(e, int | str) else None for e in shape or ()])
+    return args
 
 
 def _text(x: Any) -> Any:
@@ -344,16 +229,17 @@ class InferenceSession:
         path_or_bytes: A path to a model file, the model's octets, or an object with ``SerializeToString()``
             (``onnx.ModelProto``); an onnxcore ``ModelProto`` too.
         sess_options: A :class:`SessionOptions` (copied: later changes do not reach the session).
-        providers: None, or a list of provider names or ``(name, options)`` tuples; only
-            ``"CPUExecutionProvider"``.
+        providers: None, or a list of provider names or ``(name, options)`` tuples. Providers other than
+            ``"CPUExecutionProvider"`` are left out with onnxruntime's warning (the session runs on the CPU).
         provider_options: One dict of options per provider of ``providers``, or None.
         **kwargs: onnxruntime's further keywords (``disabled_optimizers``, ``read_config_from_model``): accepted,
             without effect.
 
     Raises:
-        ProviderError: a provider other than ``CPUExecutionProvider``, or malformed provider options.
-        UnsupportedFeatureError: ``optimized_model_filepath`` is set.
-        ValidationError, UnsupportedOperatorError, LimitError: as :class:`Session`.
+        ProviderError: malformed provider arguments.
+        NoSuchFile, InvalidProtobuf, InvalidGraph, InvalidArgument, Fail, NotImplemented: the model cannot be
+            loaded or evaluated, as onnxruntime raises them (each also the onnxcore error it replaces:
+            ``ModelFileNotFoundError``, ``DecodeError``, ``ValidationError``, ``UnsupportedOperatorError``, ...).
     """
 
     def __init__(
@@ -366,15 +252,26 @@ class InferenceSession:
     ) -> None:
         start_ns = time.perf_counter_ns()
         self._profiling_start_ns = time.time_ns()
-        self._providers = _providers(providers, provider_options)
-        options = (sess_options if sess_options is not None else SessionOptions())._copy()
-        if options.optimized_model_filepath:
-            raise UnsupportedFeatureError(
-                f"SessionOptions.optimized_model_filepath={options.optimized_model_filepath!r}: onnxcore "
-                "optimises into a plan, not into a model it could write; leave it empty"
-            )
+        self._providers = providers_asked(providers, provider_options)
+        options = (sess_options if sess_options is not None else SessionOptions()).copy()
         self._options = options
-        self._session = Session(path_or_bytes, threads=max(0, int(options.intra_op_num_threads)))
+        self._disabled_optimizers = list(kwargs.get("disabled_optimizers") or [])
+        tolerate = None if options.strict else runs_anyway
+        try:
+            self._session = Session(path_or_bytes, threads=max(0, int(options.intra_op_num_threads)), tolerate=tolerate)
+            if options.optimized_model_filepath:
+                write_optimized_model(
+                    self._session.model,
+                    self._session.bound_graph,
+                    options.optimized_model_filepath,
+                    tolerate,
+                    optimize=int(options.graph_optimization_level) != GraphOptimizationLevel.ORT_DISABLE_ALL,
+                )
+        except OnnxCoreError as exc:
+            mapped = ort_error(exc)
+            if mapped is exc:  # one of onnxruntime's classes already (an OrtValue's refusal)
+                raise
+            raise mapped from exc
         self._as_written = int(options.graph_optimization_level) == GraphOptimizationLevel.ORT_DISABLE_ALL
         self._threads = _blas_limiter(int(options.intra_op_num_threads))
         session = self._session
@@ -383,6 +280,10 @@ class InferenceSession:
         self._overridable = [d for d in session.inputs if d.has_default and ir_version >= 4]
         self._required = [d for d in session.inputs if not d.has_default]
         self._feedable = frozenset(d.name for d in (*self._required, *self._overridable))
+        # The inputs a run must feed (an optional one left out is absent, Clause 7.1).
+        self._must_feed = tuple(d.name for d in self._required if not _optional(d.type_proto))
+        self._types = {d.name: d.type_proto for d in session.inputs}
+        self._output_args: list[NodeArg] | None = None
         self._profile_lock = threading.Lock()
         self._events: list[dict[str, Any]] | None = None
         self._start_ns = start_ns
@@ -399,8 +300,11 @@ class InferenceSession:
         return [_node_arg(d) for d in self._required]
 
     def get_outputs(self) -> list[NodeArg]:
-        """The graph outputs."""
-        return [_node_arg(d) for d in self._session.outputs]
+        """The graph outputs; an output declared without a type or shape is described by its inferred type and
+        shape (Clause 9), as onnxruntime describes it."""
+        if self._output_args is None:
+            self._output_args = _output_args(self._session)
+        return list(self._output_args)
 
     def get_overridable_initializers(self) -> list[NodeArg]:
         """The graph inputs an initializer supplies unless fed (IR 4 and later; none for IR 3)."""
@@ -423,12 +327,18 @@ class InferenceSession:
         providers: Sequence[str | tuple[str, Mapping[str, Any]]] | None = None,
         provider_options: Sequence[Mapping[str, Any]] | None = None,
     ) -> None:
-        """Choose the providers again (only ``CPUExecutionProvider``).
+        """Choose the providers again (others than the CPU's are left out with onnxruntime's warning).
 
         Raises:
             ProviderError: as the constructor.
         """
-        self._providers = _providers(providers, provider_options)
+        self._providers = providers_asked(providers, provider_options)
+
+    def disable_fallback(self) -> None:
+        """Accepted, without effect (there is one provider)."""
+
+    def enable_fallback(self) -> None:
+        """Accepted, without effect (there is one provider)."""
 
     def get_session_options(self) -> SessionOptions:
         """The options the session was made with."""
@@ -438,21 +348,46 @@ class InferenceSession:
         """When the session started, in nanoseconds since the epoch (the trace's time 0)."""
         return self._profiling_start_ns
 
-    def io_binding(self) -> Any:
-        """Not provided.
+    def io_binding(self) -> IOBinding:
+        """A new :class:`IOBinding` for :meth:`run_with_iobinding` (CPU only)."""
+        session = self._session
+        return IOBinding(
+            [d.name for d in (*self._required, *self._overridable)],
+            [d.name for d in session.outputs],
+            session.has_value,
+        )
+
+    def run_with_iobinding(self, iobinding: IOBinding, run_options: RunOptions | None = None) -> None:
+        """Run with the inputs and outputs of ``iobinding``; its ``get_outputs()`` then holds the results.
 
         Raises:
-            UnsupportedFeatureError: always.
+            InvalidArgument, Fail: as :meth:`run`; Fail also when a result does not fit the memory bound for it.
         """
-        raise UnsupportedFeatureError("io_binding is not available in onnxcore: feed numpy values to run()")
+        if not isinstance(iobinding, IOBinding):
+            raise TypeError(f"run_with_iobinding: expected an IOBinding, got {type(iobinding).__name__}")
+        names = iobinding.bound_outputs
+        values = self.run(names or None, iobinding.bound_inputs, run_options) if names else []
+        iobinding.deliver(values)
 
-    def run_with_ort_values(self, *args: Any, **kwargs: Any) -> Any:
-        """Not provided.
+    def run_with_ort_values(
+        self,
+        output_names: Sequence[str] | None,
+        input_dict_ort_values: Mapping[str, OrtValue],
+        run_options: RunOptions | None = None,
+    ) -> list[OrtValue]:
+        """Evaluate with :class:`OrtValue` feeds; the outputs are OrtValues.
 
         Raises:
-            UnsupportedFeatureError: always.
+            InvalidArgument: a feed that is not an OrtValue; otherwise as :meth:`run`.
         """
-        raise UnsupportedFeatureError("OrtValues are not available in onnxcore: use run() with numpy values")
+        feeds: dict[str, Any] = {}
+        for name, value in input_dict_ort_values.items():
+            if not isinstance(value, OrtValue):
+                raise ort_error(
+                    InputError(f"run_with_ort_values: input {name!r} is a {type(value).__name__}, not an OrtValue")
+                )
+            feeds[name] = value.numpy()
+        return [OrtValue(v) for v in self.run(output_names, feeds, run_options)]
 
     def run(
         self,
@@ -464,11 +399,10 @@ class InferenceSession:
 
         Args:
             output_names: The outputs to return, in order; None (or an empty list) for every graph output.
-            input_feed: A value per input name (numpy arrays; ``str`` arrays for STRING inputs; lists for
-                sequences, dicts for maps).
+            input_feed: A value per input name: numpy arrays, or what onnxruntime also takes (lists, dicts for
+                maps; docs/onnxruntime.md lists each conversion).
             run_options: A :class:`RunOptions`, or None. Its ``terminate``, set to true (from another thread),
-                stops the run with :class:`~onnxcore.RunCancelledError` (not while profiling); its other fields
-                are kept without effect.
+                stops the run with ``Fail`` (not while profiling); its other fields are kept without effect.
 
         Returns:
             The outputs, as onnxruntime gives them (module docstring).
@@ -476,9 +410,10 @@ class InferenceSession:
         Raises:
             TypeError: ``output_names`` is a string (a list of names is expected), or ``run_options`` is not
                 a :class:`RunOptions`.
-            InputError: an unknown or constant input name, a missing input, a feed of the wrong type or shape,
-                an unknown output name.
-            EvaluationError, LimitError: as :meth:`Session.run`.
+            ValueError: a required input is not fed (an ``InputError``, as onnxruntime raises ``ValueError``).
+            InvalidArgument: an unknown input or output name, a feed of the wrong type or shape or that cannot be
+                converted (also an ``InputError``).
+            Fail: a kernel failed (also the ``EvaluationError``), a limit was exceeded, the run was terminated.
         """
         if isinstance(output_names, str | bytes):
             raise TypeError(
@@ -488,21 +423,34 @@ class InferenceSession:
         if run_options is not None and not isinstance(run_options, RunOptions):
             raise TypeError(f"run: run_options must be a RunOptions or None, got {type(run_options).__name__}")
         if not isinstance(input_feed, Mapping):
-            raise InputError(f"run: input_feed must be a dict of input name to value, got {type(input_feed).__name__}")
+            raise ort_error(
+                InputError(f"run: input_feed must be a dict of input name to value, got {type(input_feed).__name__}")
+            )
+        missing = [name for name in self._must_feed if name not in input_feed]
+        if missing:
+            # onnxruntime's ValueError (its Python layer checks this before the run), in its words.
+            raise InputError(f"Required inputs ({missing}) are missing from input feed ({list(input_feed)}).")
         bad = [name for name in input_feed if name not in self._feedable]
         if bad:
-            raise InputError(f"run: invalid input name(s) {bad}; inputs: {[d.name for d in self._required]}")
+            raise ort_error(InputError(f"run: invalid input name(s) {bad}; inputs: {[d.name for d in self._required]}"))
         # onnxruntime reads an empty list as every output, too.
         names = list(output_names) if output_names else None
         # onnxruntime's terminate: setting it (from another thread) stops the runs using these options.
         cancel = None if run_options is None else (lambda: bool(run_options.terminate))
-        with self._threads():
-            if self._events is not None:
-                outs = self._run_profiled(names, input_feed)
-            elif self._as_written:
-                outs = self._session.run(names, input_feed, intermediates=True, cancel=cancel)[0]
-            else:
-                outs = self._session.run(names, input_feed, cancel=cancel)
+        try:
+            feeds = convert_feeds(input_feed, self._types)
+            with self._threads():
+                if self._events is not None:
+                    outs = self._run_profiled(names, feeds)
+                elif self._as_written:
+                    outs = self._session.run(names, feeds, intermediates=True, cancel=cancel)[0]
+                else:
+                    outs = self._session.run(names, feeds, cancel=cancel)
+        except OnnxCoreError as exc:
+            mapped = ort_error(exc)
+            if mapped is exc:  # one of onnxruntime's classes already (an OrtValue's refusal)
+                raise
+            raise mapped from exc
         return [_user_value(v) for v in outs]
 
     def end_profiling(self) -> str:

@@ -10,6 +10,7 @@ once, naming every operator it cannot evaluate (Clause 4.4, 16.1).
 from __future__ import annotations
 
 import os
+import sys
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -18,7 +19,14 @@ from typing import Any
 
 import numpy as np
 
-from onnxcore.errors import InputError, LimitError, OutputShapeWarning, UnsupportedOperatorError, ValidationError
+from onnxcore.errors import (
+    InputError,
+    LimitError,
+    OutputShapeWarning,
+    UnsupportedOperatorError,
+    ValidationError,
+    ValidationWarning,
+)
 from onnxcore.graph.bound import BoundModel, bind
 from onnxcore.io import load
 from onnxcore.kernels.registry import KernelSet
@@ -40,8 +48,10 @@ from onnxcore.runtime.fastrun import FeedChecks, IgnoreFloatErrors, OutputShapes
 from onnxcore.runtime.feeds import check_feed
 from onnxcore.runtime.optimize.specialize import decided_shape_nodes, has_shape_nodes, shape_signature
 from onnxcore.runtime.plan import GraphIR, Plan, describe_value
+from onnxcore.runtime.seeding import session_rng
 from onnxcore.types import type_from_proto
 from onnxcore.types.valuetypes import declared_shape
+from onnxcore.validate.report import Finding, Report
 from onnxcore.validate.runner import check_context
 
 __all__ = ["MAX_SHAPE_PLANS", "Session", "StepTime", "ValueDescription"]
@@ -134,6 +144,10 @@ class Session:
             threads (set them with threadpoolctl or ``OPENBLAS_NUM_THREADS``). The default is 1, not the CPUs as
             in onnxruntime: beside BLAS's own threads, splitting did not pay on the measured 2-core machine
             (CHANGELOG.md, 0.2.0, "Threads").
+        tolerate: With ``check``, a predicate over the error findings: those it accepts do not refuse the model
+            but are issued as one :class:`~onnxcore.errors.ValidationWarning` naming their codes (the onnxruntime
+            façade's lenient default, for findings that leave evaluation possible and safe). None (the default):
+            every error refuses the model.
 
     Raises:
         ValidationError: the model has errors (Clause 10).
@@ -154,6 +168,7 @@ class Session:
         check: bool = True,
         custom_ops: KernelSet | None = None,
         threads: int = 1,
+        tolerate: Callable[[Finding], bool] | None = None,
     ) -> None:
         if isinstance(threads, bool) or not isinstance(threads, int):
             raise TypeError(f"Session: threads must be an integer (0: the machine's CPUs), got {threads!r}")
@@ -163,12 +178,12 @@ class Session:
         self._limits = limits if limits is not None else DEFAULT_LIMITS
         model, base_dir = _load(model_or_path)
         self._model = model
-        bound = _bind_and_check(model, self._limits, base_dir, check)
+        bound = _bind_and_check(model, self._limits, base_dir, check, tolerate)
         graph = model.graph
         main = bound.main()
         if graph is None or main is None:
             raise ValidationError("the model has no graph (Clause 5.3.1)")
-        env = CompileEnv(bound, base_dir, np.random.default_rng(), validated=check, custom_ops=custom_ops)
+        env = CompileEnv(bound, base_dir, session_rng(), validated=check, custom_ops=custom_ops)
         try:
             # Plans fold constants by running kernels: under this session's limits, as its runs are.
             with limits_in_effect(self._limits):
@@ -242,6 +257,17 @@ class Session:
     def model(self) -> ModelProto:
         """The model this session evaluates, as loaded."""
         return self._model
+
+    @property
+    def bound_graph(self) -> GraphIR:
+        """The main graph with its nodes bound and its initializers, as the session's plans are laid out from it
+        (its nodes in graph order, before any plan-time folding or fusion)."""
+        return self._ir
+
+    def has_value(self, name: str) -> bool:
+        """Whether ``name`` is a value of the main graph (an input, initializer, node output or graph output):
+        a name :meth:`run` may be asked for."""
+        return name in self._known_names
 
     def get_inputs(self) -> list[ValueDescription]:
         """The graph inputs (onnxruntime spelling of :attr:`inputs`)."""
@@ -580,9 +606,16 @@ def _filled(plan: Plan, feeds: Mapping[str, Any]) -> list[Any]:
     return vals
 
 
-def _bind_and_check(model: ModelProto, limits: Limits, base_dir: Path | None, check: bool) -> BoundModel:
+def _bind_and_check(
+    model: ModelProto,
+    limits: Limits,
+    base_dir: Path | None,
+    check: bool,
+    tolerate: Callable[[Finding], bool] | None = None,
+) -> BoundModel:
     """Bind the model once (the validator and the compiler share the bound model); with ``check``, validate it
-    first (Clause 15.5) and raise :class:`ValidationError` carrying the whole report if it has errors."""
+    first (Clause 15.5) and raise :class:`ValidationError` carrying the whole report if it has errors (save those
+    ``tolerate`` accepts: one :class:`ValidationWarning` names them)."""
     try:
         bound = bind(model, limits=limits)
     except Exception:
@@ -592,8 +625,42 @@ def _bind_and_check(model: ModelProto, limits: Limits, base_dir: Path | None, ch
         raise
     if check:
         report, _ctx = check_context(model, limits, base_dir=base_dir, bound=bound)
-        report.raise_for_errors()
+        if tolerate is not None:
+            _warn_tolerated(report, tolerate)
+        else:
+            report.raise_for_errors()
     return bound
+
+
+def _warn_tolerated(report: Report, tolerate: Callable[[Finding], bool]) -> None:
+    """Refuse the model for the errors ``tolerate`` does not accept; warn once of those it does."""
+    errors = report.errors
+    refused = [f for f in errors if not tolerate(f)]
+    if refused:
+        Report([*refused, *report.warnings], report.source).raise_for_errors()
+    if errors:
+        codes = ", ".join(sorted({f.code for f in errors}))
+        head = "; ".join(str(f) for f in errors[:3])
+        more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
+        warnings.warn(
+            f"the model does not conform ({codes}); evaluated anyway, as onnxruntime does: {head}{more}",
+            ValidationWarning,
+            stacklevel=_caller_level(),
+        )
+
+
+_PACKAGE_DIR = str(Path(__file__).resolve().parent.parent) + os.sep
+
+
+def _caller_level() -> int:
+    """The ``stacklevel`` of the first caller outside onnxcore, seen from the function calling this one: a warning
+    points at the user's line (``InferenceSession(...)`` or ``Session(...)``), however deep inside it was made."""
+    level = 1
+    frame = sys._getframe(1)
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+        level += 1
+    return level
 
 
 def _step_times(plan: Plan, seconds: Sequence[float]) -> list[StepTime]:

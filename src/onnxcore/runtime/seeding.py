@@ -1,0 +1,34 @@
+"""The seed of the random operators (onnxruntime's ``set_seed``): RandomNormal, RandomUniform, Multinomial, Bernoulli
+and Dropout in training mode draw from their session's generator when the node gives no ``seed`` attribute."""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["session_rng", "set_seed"]
+
+_seed: int | None = None
+
+
+def set_seed(seed: int) -> None:
+    """Seed the random operators of the sessions made from now on: each starts its generator from ``seed``, so two
+    sessions of one model made after the same ``set_seed`` draw the same numbers (onnxruntime's ``set_seed``).
+
+    Args:
+        seed: A non-negative integer.
+
+    Raises:
+        TypeError: ``seed`` is not an integer.
+        ValueError: ``seed`` is negative.
+    """
+    global _seed
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
+        raise TypeError(f"set_seed: the seed must be an integer, got {type(seed).__name__}")
+    if seed < 0:
+        raise ValueError(f"set_seed: the seed must be 0 or more, got {seed}")
+    _seed = int(seed)
+
+
+def session_rng() -> np.random.Generator:
+    """A new session's generator: seeded by :func:`set_seed` when it was called, else from the OS's entropy."""
+    return np.random.default_rng(_seed)
