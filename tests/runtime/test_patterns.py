@@ -14,9 +14,8 @@ from onnx import helper as h
 from onnx import numpy_helper as nh
 
 import onnxcore
-from onnxcore.runtime.optimize import FusedPattern
-from onnxcore.runtime.optimize.linear import LinearStep
-from onnxcore.runtime.optimize.patterns import RowsPattern, _row_max
+from onnxcore.kernels.fused.linear import LinearStep
+from onnxcore.kernels.fused.pattern import FusedPattern, RowsPattern, row_max
 
 RNG = np.random.default_rng(0)
 C = 16
@@ -299,7 +298,7 @@ def test_attention_row_max_is_numpys_max(dtype: type) -> None:
         a[1, 2, 3, n - 1] = np.inf
         a[1, 0, 2, :] = 0.0
         a[1, 0, 2, 0] = -0.0
-        got, want = _row_max(a), a.max(axis=-1, keepdims=True)
+        got, want = row_max(a), a.max(axis=-1, keepdims=True)
         assert got.shape == want.shape and got.dtype == want.dtype
         np.testing.assert_array_equal(got, want)
         # The shifted scores, what the step computes from them, are the same bits.

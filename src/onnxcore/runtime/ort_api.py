@@ -47,6 +47,7 @@ import numpy as np
 
 from onnxcore.errors import InputError, OnnxCoreError
 from onnxcore.proto import TypeProto
+from onnxcore.runtime.optimize.pipeline import disabled_for
 from onnxcore.runtime.session import Session, StepTime, ValueDescription
 from onnxcore.types.typestr import type_string
 
@@ -340,7 +341,9 @@ class InferenceSession:
         providers: None, or a list of provider names or ``(name, options)`` tuples; only
             ``"CPUExecutionProvider"``.
         provider_options: One dict of options per provider of ``providers``, or None.
-        **kwargs: onnxruntime's further keywords (``disabled_optimizers``, ``read_config_from_model``): accepted,
+        **kwargs: onnxruntime's further keywords: ``disabled_optimizers`` switches off the plan rewrites of those
+            names (ours, or onnxruntime's names of the optimizers one of ours stands for:
+            :func:`onnxcore.runtime.optimize.pipeline.disabled_for`); ``read_config_from_model`` is accepted
             without effect.
 
     Raises:
@@ -367,7 +370,11 @@ class InferenceSession:
                 "optimises into a plan, not into a model it could write; leave it empty"
             )
         self._options = options
-        self._session = Session(path_or_bytes, threads=max(0, int(options.intra_op_num_threads)))
+        # The optimisation level and disabled_optimizers choose the plan's rewrites (ORT_DISABLE_ALL: as written).
+        disabled = disabled_for(int(options.graph_optimization_level), kwargs.get("disabled_optimizers") or ())
+        self._session = Session(
+            path_or_bytes, threads=max(0, int(options.intra_op_num_threads)), disabled_rewrites=disabled
+        )
         self._as_written = int(options.graph_optimization_level) == GraphOptimizationLevel.ORT_DISABLE_ALL
         self._threads = _blas_limiter(int(options.intra_op_num_threads))
         session = self._session

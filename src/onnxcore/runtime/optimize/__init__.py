@@ -28,31 +28,23 @@ none changes a result beyond the rounding Clause 11.4 admits, and none applies i
 
 from __future__ import annotations
 
-from onnxcore.runtime.optimize._common import InPlaceRelu
-from onnxcore.runtime.optimize.affine import AffineChain, fuse_affine_chains
-from onnxcore.runtime.optimize.chains import ElementwiseChain, fuse_elementwise_chains
+from onnxcore.runtime.optimize.affine import fuse_affine_chains
+from onnxcore.runtime.optimize.chains import fuse_elementwise_chains
 from onnxcore.runtime.optimize.conv1d import fast_conv1d
 from onnxcore.runtime.optimize.cse import cse_key, input_token
 from onnxcore.runtime.optimize.fold import FOLD_BUDGET_BYTES, fold_constants
 from onnxcore.runtime.optimize.fuse import fuse_conv_chains, fuse_relu, prepack_gemm, use_winograd
 from onnxcore.runtime.optimize.linear import fuse_linear
 from onnxcore.runtime.optimize.noops import drop_noops
-from onnxcore.runtime.optimize.patterns import FusedPattern, fuse_attention, fuse_patterns
-from onnxcore.runtime.optimize.preactivation import PreActivatedConv, flatten_concats, fuse_preactivation
-from onnxcore.runtime.optimize.reorder import ProjectedPool, project_before_pooling
-from onnxcore.runtime.optimize.rotary import Rotary, fuse_rotary
+from onnxcore.runtime.optimize.patterns import fuse_attention, fuse_patterns
+from onnxcore.runtime.optimize.preactivation import flatten_concats, fuse_preactivation
+from onnxcore.runtime.optimize.reorder import project_before_pooling
+from onnxcore.runtime.optimize.rotary import fuse_rotary
 from onnxcore.runtime.optimize.rows import fast_layer_norms
 from onnxcore.runtime.optimize.shapeops import fast_shape_ops, fuse_rotate_half
 
 __all__ = [
     "FOLD_BUDGET_BYTES",
-    "AffineChain",
-    "ElementwiseChain",
-    "Rotary",
-    "FusedPattern",
-    "InPlaceRelu",
-    "PreActivatedConv",
-    "ProjectedPool",
     "cse_key",
     "drop_noops",
     "fast_conv1d",
