@@ -416,12 +416,16 @@ def prepared_call(
     A kernel registered with ``prepare_constants`` is prepared with ``constants`` too (one entry per input: its
     value when constant, else None; all None when not given) and its prepared function is returned as it is, called
     by the plan directly. A preparation that fails with an :class:`OnnxCoreError` leaves the kernel (the error is
-    raised when it runs)."""
+    raised when it runs); so does one refusing the attributes it is given (a TypeError: a model's node of such a
+    kernel's domain that lacks one)."""
     if kdef.prepare is None or kdef.context:
         return kdef.fn
-    try:
-        if kdef.prepare_constants:
+    if kdef.prepare_constants:
+        try:
             return kdef.prepare(tuple(constants or ()), **attributes)
+        except (OnnxCoreError, TypeError):
+            return kdef.fn
+    try:
         return _Prepared(kdef.prepare(**attributes))
     except OnnxCoreError:
         return kdef.fn
