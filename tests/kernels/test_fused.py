@@ -13,8 +13,12 @@ from typing import Any
 
 import numpy as np
 import pytest
+from onnx import TensorProto as TP
+from onnx import helper as h
 
+import onnxcore
 from onnxcore import kernels
+from onnxcore.errors import EvaluationError
 from onnxcore.kernels import registry
 from onnxcore.kernels.fused import FUSED_DOMAIN
 from onnxcore.kernels.fused.affine import RUNNING, AffineChain
@@ -142,6 +146,12 @@ def _winograd_conv() -> None:
     np.testing.assert_allclose(got, _one("Conv", 22, x, w, b, pads=[1, 1, 1, 1]), rtol=1e-4, atol=1e-4)
 
 
+def _hard_sigmoid_mul() -> None:
+    x = _f32(3, 8) * 4
+    got = _run("HardSigmoidMul", x, alpha=1 / 6, beta=0.5)[0]
+    _exact(got, _one("Mul", 14, x, _one("HardSigmoid", 22, x, alpha=1 / 6, beta=0.5)))
+
+
 def _gelu_pattern() -> None:
     x = _f32(3, 8)
     _exact(_run("GeluPattern", x)[0], _one("Gelu", 20, x))
@@ -223,6 +233,7 @@ CASES: dict[str, Callable[[], None]] = {
     "PreActivatedConv": _preactivated_conv,
     "ProjectedPool": _projected_pool,
     "WinogradConv": _winograd_conv,
+    "HardSigmoidMul": _hard_sigmoid_mul,
     "GeluPattern": _gelu_pattern,
     "SiLUPattern": _silu_pattern,
     "LayerNormPattern": _layer_norm_pattern,
@@ -254,3 +265,19 @@ def test_a_pattern_without_its_nodes_refuses_what_it_does_not_take() -> None:
     x = np.arange(4, dtype=np.int64)
     with pytest.raises(Exception, match="does not take these inputs"):
         _run("SiLUPattern", x)
+
+
+def test_a_models_node_of_the_private_domain_is_bound_and_refused_by_its_kernel() -> None:
+    """The fused kernels are bound by the custom-domain rule (Clause 16.1), a model's node too; one without the
+    attributes its kernel needs runs the kernel, which refuses it at the node (no crash while binding)."""
+    node = h.make_node("Linear", ["x"], ["y"], domain=FUSED_DOMAIN)
+    g = h.make_graph(
+        [node],
+        "g",
+        [h.make_tensor_value_info("x", TP.FLOAT, [2, 4])],
+        [h.make_tensor_value_info("y", TP.FLOAT, [2, 4])],
+    )
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 17), h.make_opsetid(FUSED_DOMAIN, 1)])
+    s = onnxcore.Session(m.SerializeToString(), check=False)
+    with pytest.raises(EvaluationError, match="Linear"):
+        s.run(None, {"x": np.ones((2, 4), np.float32)})

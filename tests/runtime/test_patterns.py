@@ -158,6 +158,25 @@ def test_fusion_fires_and_matches_onnxruntime(case: str) -> None:
     np.testing.assert_allclose(step.as_written(x), y_written, rtol=0, atol=0)
 
 
+@pytest.mark.parametrize("x_first", [True, False])
+def test_x_times_hard_sigmoid_is_one_step_bit_for_bit(x_first: bool) -> None:
+    """``Mul(x, HardSigmoid(x))`` (HardSwish before opset 14, as exporters write it for MobileNetV3) is one step of
+    the fused HardSigmoidMul kernel: the graph's own values bit for bit, and onnxruntime's within rounding."""
+    hs = h.make_node("HardSigmoid", ["x"], ["hs"], alpha=1 / 6, beta=0.5)
+    mul = h.make_node("Mul", ["x", "hs"] if x_first else ["hs", "x"], ["y"])
+    model = _model([hs, mul], [])
+    s = onnxcore.Session(model)
+    assert _fused(s) == ["HardSigmoid * x"] and len(s._plan.steps) == 1
+    x = (RNG.standard_normal((2, 5, C)) * 4).astype(np.float32)
+    (y,) = s.run(None, {"x": x})
+    (y_written,), _values = s.run(None, {"x": x}, intermediates=True)
+    np.testing.assert_array_equal(y, y_written)
+    (want,) = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    np.testing.assert_allclose(y, want, rtol=1e-6, atol=1e-6)
+    steps = s.profile({"x": x}, repeat=1)
+    assert [st.kernel for st in steps] == ["onnxcore.fused::HardSigmoidMul"]
+
+
 def test_profile_names_the_fused_nodes() -> None:
     s = onnxcore.Session(_tanh_gelu())
     steps = s.profile({"x": np.ones((1, 2, C), np.float32)}, repeat=1)

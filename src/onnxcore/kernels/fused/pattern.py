@@ -1,5 +1,5 @@
 """What exporters write for one operator, evaluated as that operator (Clause 8.2; the matchers are
-``onnxcore.runtime.optimize.patterns``): GELU, SiLU, LayerNorm, RMSNorm, the attention chain.
+``onnxcore.runtime.optimize.patterns``): GELU, SiLU, LayerNorm, RMSNorm, the attention chain, ``x * HardSigmoid(x)``.
 
 Each fused kernel here is a :class:`FusedPattern`: one call of the operator's kernel (Gelu-20,
 LayerNormalization-17, RMSNormalization-23: the registered kernels themselves, looked up when the step is prepared)
@@ -226,6 +226,52 @@ def _prepare_silu(
 def silu_pattern(x: Any, *, chain: Chain = (), x_names: Sequence[str] = ("x",)) -> Any:
     """``Mul(x, Sigmoid(x))`` as ``x / (1 + exp(-x))`` in one buffer for float inputs."""
     return _prepare_silu((x,), chain=chain, x_names=x_names)(x)
+
+
+class _TimesHardSigmoid:
+    """``x * HardSigmoid(x)``: the HardSigmoid node's kernel, then the product written into its fresh result (one
+    array, not two). The same operations on the same operands: IEEE multiplication commutes, so ``Mul(x, h)`` and
+    ``Mul(h, x)`` are both this product, bit for bit."""
+
+    __slots__ = ("alpha", "beta", "kernel")
+
+    def __init__(self, kernel: Callable[..., Any], alpha: float, beta: float) -> None:
+        self.kernel, self.alpha, self.beta = kernel, alpha, beta
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        y = self.kernel(x, alpha=self.alpha, beta=self.beta)
+        if type(y) is np.ndarray and y is not x and y.dtype == x.dtype and y.shape == x.shape and y.flags.writeable:
+            return np.multiply(x, y, out=y)
+        return np.multiply(x, y)
+
+
+def _prepare_hard_sigmoid_mul(
+    constants: Sequence[Any],
+    *,
+    alpha: float = 0.20000000298023224,
+    beta: float = 0.5,
+    kernel: Callable[..., Any] | None = None,
+    chain: Chain = (),
+    x_names: Sequence[str] = ("x",),
+) -> FusedPattern:
+    step = _TimesHardSigmoid(kernel or _kernel_fn("HardSigmoid", 22), alpha, beta)
+    return FusedPattern("HardSigmoid * x", step, (), {}, _floats, x_names, list(chain))
+
+
+@kernel("HardSigmoidMul", 1, domain=FUSED_DOMAIN, prepare=_prepare_hard_sigmoid_mul, prepare_constants=True)
+def hard_sigmoid_mul(
+    x: Any,
+    *,
+    alpha: float = 0.20000000298023224,
+    beta: float = 0.5,
+    kernel: Callable[..., Any] | None = None,
+    chain: Chain = (),
+    x_names: Sequence[str] = ("x",),
+) -> Any:
+    """``Mul(x, HardSigmoid(x; alpha, beta))`` (what exporters write for HardSwish before opset 14, MobileNetV3's
+    activation) for float inputs, the product written into the HardSigmoid's result."""
+    step = _prepare_hard_sigmoid_mul((x,), alpha=alpha, beta=beta, kernel=kernel, chain=chain, x_names=x_names)
+    return step(x)
 
 
 def _last_axis_ok(w: np.ndarray | None, x: np.ndarray) -> bool:

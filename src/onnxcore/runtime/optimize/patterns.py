@@ -7,6 +7,8 @@ The TorchScript exporter (and older opsets generally) spells common layers as ch
 - LayerNorm as ``ReduceMean -> Sub -> Pow(2) -> ReduceMean -> Add(eps) -> Sqrt -> Div``, then ``Mul(gamma)`` and
   ``Add(beta)``;
 - SiLU (Swish) as ``Mul(x, Sigmoid(x))``, here ``x / (1 + exp(-x))`` in one buffer;
+- HardSwish before opset 14 as ``Mul(x, HardSigmoid(x))``, here the product written into the HardSigmoid's result
+  (the same operations: one array fewer, one step);
 - RMSNorm (T5, Llama) as ``Pow(x, 2) -> ReduceMean -> Add(eps) -> Sqrt -> Reciprocal`` (or ``Div(1, .)``) ``->
   Mul(x)``, a ``Cast`` to the same type, then ``Mul(weight)``.
 
@@ -34,7 +36,7 @@ from onnxcore.runtime.step import PlanNode
 
 __all__ = ["fuse_attention", "fuse_patterns"]
 
-_ANCHORS = ("Erf", "Tanh", "ReduceMean", "Sigmoid")
+_ANCHORS = ("Erf", "Tanh", "ReduceMean", "Sigmoid", "HardSigmoid")
 _FLOATS = FLOATS
 _SQRT2 = math.sqrt(2.0)
 _TANH_C = math.sqrt(2.0 / math.pi)
@@ -306,6 +308,10 @@ def _fused(g: _Graph, members: list[int], x: str, info: dict[str, Any]) -> tuple
         return "GeluPattern", {"approximate": kind, "chain": chain, "x_names": (x,)}
     if kind == "silu":
         return "SiLUPattern", {"chain": chain, "x_names": (x,)}
+    if kind == "hard_sigmoid":
+        hs = g.nodes[members[0]]  # the HardSigmoid comes before the Mul that reads it
+        kw: dict[str, Any] = {a: float(hs.kw[a]) for a in ("alpha", "beta") if a in hs.kw}
+        return "HardSigmoidMul", {**kw, "kernel": hs.call, "chain": chain, "x_names": (x,)}
     norm = {"epsilon": info["eps"], "dtype": info["dtype"], "scale": info["w"], "chain": chain, "x_names": (x,)}
     if kind == "rms":
         return "RMSNormPattern", norm
@@ -348,6 +354,11 @@ def fuse_patterns(graph: PlanGraph) -> list[PlanNode]:
         elif op == "Sigmoid":
             found = _silu_match(g, k)
             match = None if found is None else (found[0], found[1], {"kind": "silu"})
+        elif op == "HardSigmoid":
+            # Mul(x, HardSigmoid(x)): HardSwish as exporters write it before opset 14 (MobileNetV3); HardSigmoid-6
+            # on (no consumed_inputs).
+            found = _silu_match(g, k) if g.nodes[k].since >= 6 else None
+            match = None if found is None else (found[0], found[1], {"kind": "hard_sigmoid"})
         else:
             match = _layer_norm(g, k) or _rms_norm(g, k)
         if match is None:
