@@ -10,7 +10,7 @@ import numpy as np
 
 from onnxcore.kernels.fused import FUSED_DOMAIN, FUSED_VERSION
 from onnxcore.kernels.fused.affine import per_channel_values
-from onnxcore.kernels.registry import custom_domain_kernel, prepared_call
+from onnxcore.kernels.registry import lookup, prepared_call
 from onnxcore.runtime.step import PlanNode
 
 __all__ = [
@@ -51,7 +51,9 @@ def rebound(
 def fused_step(op_type: str, constants: Sequence[Any] = (), **attributes: Any) -> Callable[..., Any]:
     """The prepared step of the fused kernel ``op_type`` (domain ``onnxcore.fused``, bound as any kernel of a domain
     without definitions, Clause 16.1) for these constant inputs and attributes: what the plan calls."""
-    kdef = custom_domain_kernel(FUSED_DOMAIN, op_type, FUSED_VERSION)
+    # The custom-domain rule (the greatest since_version not above the imported one) at version 1, the only one,
+    # is the kernel registered for exactly 1: one dict lookup (a plan made per input shape binds many steps).
+    kdef = lookup(FUSED_DOMAIN, op_type, FUSED_VERSION)
     if kdef is None:
         raise KeyError(f"{FUSED_DOMAIN}::{op_type}: no fused kernel registered")
     return prepared_call(kdef, attributes, constants)
