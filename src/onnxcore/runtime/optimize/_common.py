@@ -1,5 +1,4 @@
-"""Helpers shared by the plan-time rewrites: node copies, fused steps bound to their kernels, reader counts, constant
-weights."""
+"""Helpers shared by the plan-time rewrites: node copies, fused steps bound to their kernels, constant weights."""
 
 from __future__ import annotations
 
@@ -8,9 +7,10 @@ from typing import Any
 
 import numpy as np
 
+from onnxcore.errors import OnnxCoreError
 from onnxcore.kernels.fused import FUSED_DOMAIN, FUSED_VERSION
 from onnxcore.kernels.fused.affine import per_channel_values
-from onnxcore.kernels.registry import lookup, prepared_call
+from onnxcore.kernels.registry import lookup
 from onnxcore.runtime.step import PlanNode
 
 __all__ = [
@@ -54,9 +54,11 @@ def fused_step(op_type: str, constants: Sequence[Any] = (), **attributes: Any) -
     # The custom-domain rule (the greatest since_version not above the imported one) at version 1, the only one,
     # is the kernel registered for exactly 1: one dict lookup (a plan made per input shape binds many steps).
     kdef = lookup(FUSED_DOMAIN, op_type, FUSED_VERSION)
-    if kdef is None:
-        raise KeyError(f"{FUSED_DOMAIN}::{op_type}: no fused kernel registered")
-    return prepared_call(kdef, attributes, constants)
+    if kdef is None or kdef.prepare is None or not kdef.prepare_constants:
+        raise OnnxCoreError(f"{FUSED_DOMAIN}::{op_type}: no fused kernel registered with prepare_constants")
+    # Prepared here directly, not through prepared_call's fallback to the kernel: a matcher hands a fused kernel only
+    # what it takes, so a refusal is a defect to see, not a node to leave to run time.
+    return kdef.prepare(tuple(constants), **attributes)
 
 
 def fused_node(
@@ -69,15 +71,13 @@ def fused_node(
     kw: dict[str, Any] | None = None,
     absorbed: Sequence[PlanNode] = (),
     may_tuple: bool | None = False,
-    call: Callable[..., Any] | None = None,
     **attributes: Any,
 ) -> PlanNode:
     """``anchor`` (its node, index and version, for messages) bound to the fused kernel ``op_type`` from ``inputs``
-    to ``outputs``: the kernel prepared with the constants among the inputs and ``attributes`` (or ``call``, a step
-    of that kernel already prepared), called by the plan with the inputs and ``kw``; the ``absorbed`` nodes are
-    recorded as fused into it. ``may_tuple`` None keeps the anchor's."""
-    if call is None:
-        call = fused_step(op_type, tuple(const.get(n) if n else None for n in inputs), **attributes)
+    to ``outputs``: the kernel prepared with the constants among the inputs and ``attributes``, called by the plan
+    with the inputs and ``kw``; the ``absorbed`` nodes are recorded as fused into it. ``may_tuple`` None keeps the
+    anchor's."""
+    call = fused_step(op_type, tuple(const.get(n) if n else None for n in inputs), **attributes)
     out = rebound(anchor, call, {} if kw is None else kw, inputs, outputs, absorbed=absorbed)
     out.step_kernel, out.step_attrs = op_type, attributes
     if may_tuple is not None:

@@ -196,6 +196,7 @@ def drop_noops(graph: PlanGraph) -> list[PlanNode]:
             copy = PlanNode(bn.index, bn.node, bn.call, bn.kw, bn.outer)
             copy.inputs, copy.outputs = ins, outs_k
             copy.since, copy.may_tuple, copy.fused = bn.since, bn.may_tuple, list(bn.fused)
+            copy.step_kernel, copy.step_attrs = bn.step_kernel, bn.step_attrs
             bn = copy
         kept.append(bn)
     return kept
