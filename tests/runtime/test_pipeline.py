@@ -151,3 +151,14 @@ def test_the_ort_facade_passes_disabled_optimizers() -> None:
     opts = ort_api.SessionOptions()
     opts.graph_optimization_level = ort_api.GraphOptimizationLevel.ORT_ENABLE_BASIC
     assert ort_api.InferenceSession(_mlp(), opts)._session.fired_rewrites() == []  # nothing to fold, no no-op
+
+
+def test_the_plan_calls_the_prepared_fused_step_directly() -> None:
+    """A fused step in the plan is the object its kernel's prepare hook returned (a class of
+    ``onnxcore.kernels.fused``), called by the plan with no wrapper in between (no extra layer per step)."""
+    s = onnxcore.Session(_mlp())
+    fused = [(bn, step) for bn, step in zip(s._plan.info, s._plan.steps) if bn.step_kernel]
+    assert fused
+    for bn, step in fused:
+        assert step[0] is bn.call
+        assert type(bn.call).__module__.startswith("onnxcore.kernels.fused."), type(bn.call)
