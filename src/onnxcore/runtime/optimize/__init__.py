@@ -10,6 +10,7 @@ mode (``intermediates=True``), where every node is evaluated as written. One mod
 
 - ``fold``: constant folding;
 - ``noops``: nodes that give back their input (Identity, a Cast to the type it has, ``x * 1``, ...) as aliases;
+- ``prepare``: kernels registered with ``prepare_constants`` (MatMulNBits) prepared with their node's constants;
 - ``patterns``: exporters' chains for GELU, SiLU, LayerNorm, RMSNorm, ``x * HardSigmoid(x)`` and attention;
 - ``linear``: linear layers (a MatMul by a constant and its bias, the dynamo exporter's Reshape, Gemm, Reshape);
 - ``fuse``: steps folded into a Conv or Gemm, an in-place Relu, a Conv's activation, prepacked weights, Winograd;

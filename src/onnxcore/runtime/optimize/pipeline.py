@@ -24,6 +24,7 @@ from onnxcore.runtime.optimize.linear import fuse_linear
 from onnxcore.runtime.optimize.noops import drop_noops
 from onnxcore.runtime.optimize.patterns import fuse_attention, fuse_patterns
 from onnxcore.runtime.optimize.preactivation import flatten_concats, fuse_preactivation
+from onnxcore.runtime.optimize.prepare import prepare_with_constants
 from onnxcore.runtime.optimize.reorder import project_before_pooling
 from onnxcore.runtime.optimize.rotary import fuse_rotary
 from onnxcore.runtime.optimize.rows import fast_layer_norms
@@ -132,9 +133,11 @@ class Rewrite:
 _FIRST = (BOUND, CLOSED, AS_WRITTEN)
 
 PIPELINE: tuple[Rewrite, ...] = (
-    # Basic (onnxruntime's level 1): values computed once, nodes that compute nothing.
+    # Basic (onnxruntime's level 1): values computed once, nodes that compute nothing, kernels prepared with their
+    # constants.
     Rewrite("fold_constants", fold_constants, 1, requires=_FIRST),
     Rewrite("drop_noops", drop_noops, 1, requires=_FIRST),
+    Rewrite("prepare_with_constants", prepare_with_constants, 1),
     # Extended: what exporters write for one operator, then fusions into convolutions and products.
     Rewrite("fuse_patterns", fuse_patterns),
     Rewrite("fuse_attention", fuse_attention),
