@@ -72,10 +72,6 @@ class ConvActivation:
     ) -> None:
         self.call, self.label, self.act, self.fused = call, label, act, fused
 
-    def with_call(self, call: Callable[..., Any]) -> ConvActivation:
-        """The same activation after another Conv kernel (Winograd's)."""
-        return ConvActivation(call, self.label, self.act, self.fused)
-
     def __call__(self, x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None, **kw: Any) -> np.ndarray:
         y = self.call(x, w, None, **kw)
         if b is not None:
