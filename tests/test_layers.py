@@ -190,3 +190,80 @@ def test_validation_loads_no_runtime(tmp_path: Path, entry: str) -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def _private_kernels_module(name: str) -> bool:
+    """A private module of ``kernels`` (a ``_``-prefixed part below ``onnxcore.kernels``) or the compiled loops
+    (``onnxcore.kernels.accel``, which only kernels call)."""
+    parts = name.split(".")
+    if parts[:2] != ["onnxcore", "kernels"]:
+        return False
+    return any(p.startswith("_") for p in parts[2:]) or parts[2:3] == ["accel"]
+
+
+def test_only_kernels_import_private_kernels_modules() -> None:
+    """No module outside ``kernels/`` imports a private kernels module or ``kernels.accel`` (issue 37): operator
+    arithmetic and the compiled loops are reached through kernels and the public modules of ``kernels``."""
+    wrong: list[str] = []
+    for path in _sources():
+        if _layer(_module_name(path)) == "kernels":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            wrong += [f"{path.relative_to(SRC)}:{node.lineno}: {n}" for n in names if _private_kernels_module(n)]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_private_kernels_module_rule_is_checked() -> None:
+    """The rule above recognises what it forbids (so that its test cannot pass by matching nothing)."""
+    assert _private_kernels_module("onnxcore.kernels._util")
+    assert _private_kernels_module("onnxcore.kernels.fused._x")
+    assert _private_kernels_module("onnxcore.kernels.accel")
+    assert not _private_kernels_module("onnxcore.kernels.fused.conv")
+    assert not _private_kernels_module("onnxcore.kernels.shared")
+
+
+def _numpy_in_call(cls: ast.ClassDef) -> int | None:
+    """The line of the first use of numpy (``np.`` or ``numpy.``) in the ``__call__`` of ``cls``, else None."""
+    for item in cls.body:
+        if isinstance(item, ast.FunctionDef) and item.name == "__call__":
+            for n in ast.walk(item):
+                if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in ("np", "numpy"):
+                    return n.lineno
+    return None
+
+
+# The one exception, named: the Gradient operator's kernel (ai.onnx.preview.training) differentiates the plan's own
+# bound nodes (it is made when the graph's nodes are bound, from them), so it lives beside the plan.
+_RUNTIME_COMPUTES = frozenset({"runtime/gradient.py:GradientCall"})
+
+
+def test_no_runtime_class_computes_tensor_values() -> None:
+    """The rule (issue 37): no class in ``runtime/`` computes tensor values, checked as "no class of ``runtime/``
+    has a ``__call__`` that uses numpy, and no class of ``runtime/optimize/`` (the matchers) has a ``__call__`` at
+    all". A step the plan calls per run that computes values is a kernel (``kernels/fused/`` for the plan's fused
+    steps); runtime's callables (a function body's plan, a subgraph call) only run plans."""
+    wrong: list[str] = []
+    for path in sorted((SRC / "runtime").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        in_optimize = "optimize" in path.relative_to(SRC).parts
+        for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+            calls = any(isinstance(i, ast.FunctionDef) and i.name == "__call__" for i in cls.body)
+            line = _numpy_in_call(cls)
+            if f"{path.relative_to(SRC).as_posix()}:{cls.name}" in _RUNTIME_COMPUTES:
+                continue
+            if line is not None or (in_optimize and calls):
+                wrong.append(f"{path.relative_to(SRC)}:{cls.lineno}: class {cls.name}")
+    assert not wrong, "classes of runtime/ that compute tensor values:\n" + "\n".join(wrong)
+
+
+def test_tensor_value_rule_is_checked() -> None:
+    """The rule above recognises a class that computes values in its call."""
+    tree = ast.parse("class S:\n    def __call__(self, x):\n        return np.maximum(x, 0)\n")
+    cls = next(n for n in ast.walk(tree) if isinstance(n, ast.ClassDef))
+    assert _numpy_in_call(cls) == 3

@@ -21,7 +21,7 @@ import numba
 import numpy as np
 
 from onnxcore.kernels import accel
-from onnxcore.kernels._act_accel import swish_accel
+from onnxcore.kernels.fused.passes import swish_accel
 
 CHUNK = 1 << 24
 TINY = 2.0**-126  # the least normal float32

@@ -25,7 +25,7 @@ from onnxcore.kernels._winograd import (
     winograd_conv,
 )
 from onnxcore.kernels.conv import conv, conv_geometry
-from onnxcore.runtime.optimize import InPlaceRelu
+from onnxcore.kernels.fused.conv import InPlaceRelu
 
 
 @pytest.mark.parametrize(("m", "r", "points"), [(4, 3, [0, 1, -1, 2, -2]), (2, 3, [0, 1, -1]), (3, 2, [0, 1, -1])])

@@ -11,7 +11,7 @@ import pytest
 
 import onnxcore
 from onnxcore import EvaluationError
-from onnxcore.runtime.optimize import ElementwiseChain
+from onnxcore.kernels.fused.affine import ElementwiseChain
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")

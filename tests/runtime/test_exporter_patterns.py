@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import onnxcore
-from onnxcore.runtime.optimize import FusedPattern
+from onnxcore.kernels.fused.pattern import FusedPattern
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("onnxscript")

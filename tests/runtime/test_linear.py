@@ -12,7 +12,7 @@ from onnx import helper as h
 from onnx import numpy_helper as nh
 
 import onnxcore
-from onnxcore.runtime.optimize.linear import ReshapedLinearStep
+from onnxcore.kernels.fused.linear import ReshapedLinearStep
 
 RNG = np.random.default_rng(5)
 K, N = 16, 24

@@ -390,7 +390,7 @@ def test_conv_batchnorm_silu_is_one_step(group: int, k: int, c_in: int, c_out: i
     SiLU run in one pass (ConvActivation; a 3x3 of 16 channels keeps its Winograd kernel inside), on both accelerator
     paths: onnxruntime's result and the nodes as written (``intermediates=True``) within float32 tolerance
     (onnxruntime's logistic is an approximation; Winograd's transform adds its stated error)."""
-    from onnxcore.runtime.optimize.fuse import ConvActivation
+    from onnxcore.kernels.fused.conv import ConvActivation
 
     rng = np.random.default_rng(13)
     w = (rng.standard_normal((c_out, c_in // group, k, k)) * 0.3).astype(np.float32)
@@ -423,7 +423,7 @@ def test_conv_hardswish_is_one_step(group: int, k: int, c_in: int, c_out: int, d
     """MobileNetV3's Conv -> BatchNormalization -> HardSwish becomes one Conv step whose bias and HardSwish run in
     one pass (ConvActivation): the same values bit for bit as the nodes as written, and onnxruntime's (float32;
     onnxruntime has no double Conv)."""
-    from onnxcore.runtime.optimize.fuse import ConvActivation
+    from onnxcore.kernels.fused.conv import ConvActivation
 
     rng = np.random.default_rng(15)
     ty = TP.FLOAT if dtype == np.float32 else TP.DOUBLE
@@ -464,7 +464,7 @@ def test_conv_gelu_is_one_step(group: int, k: int, c_in: int, c_out: int, form: 
     node) becomes one Conv step whose bias and GELU run in one pass (ConvActivation), on both accelerator paths: the
     values of the nodes as written (bit for bit for a Gelu node where no Winograd kernel takes the Conv) and
     onnxruntime's."""
-    from onnxcore.runtime.optimize.fuse import ConvActivation
+    from onnxcore.kernels.fused.conv import ConvActivation
 
     rng = np.random.default_rng(14)
     w = (rng.standard_normal((c_out, c_in // group, k, k)) * 0.3).astype(np.float32)
@@ -635,7 +635,7 @@ def test_weights_transposed_tile_by_tile_equal_numpy(shape: tuple[int, int]) -> 
 def test_relu_runs_in_place_on_a_fresh_result(op: str) -> None:
     """``x op x^2 -> Relu`` (a residual Add, a Sum, a MatMul) is one step with the Relu applied in place; the
     feed is left untouched and the value is what onnxruntime and the node-by-node run give."""
-    from onnxcore.runtime.optimize import InPlaceRelu
+    from onnxcore.kernels.fused.conv import InPlaceRelu
 
     rng = np.random.default_rng(31)
     x = rng.standard_normal((5, 5)).astype(np.float32)
@@ -700,7 +700,7 @@ def test_preactivation_folds_into_an_unpadded_conv(group: int) -> None:
     """Clause 8.2: ``BatchNormalization -> Relu -> Conv 1x1`` is one step, a clamp and the Conv with folded
     weights; BatchNormalization scales of both signs (the negative ones take the two-pass clamp). The value is
     onnxruntime's and the node-by-node run's, and the feed is untouched."""
-    from onnxcore.runtime.optimize import PreActivatedConv
+    from onnxcore.kernels.fused.conv import PreActivatedConv
 
     rng = np.random.default_rng(41)
     nodes, inits = _preactivation_model(rng, 6, 4, group=group)
@@ -735,7 +735,7 @@ def test_dense_block_concatenations_are_read_in_pieces() -> None:
     concatenated so far. Nested Concats are flattened and each taken into the Conv that reads it, so no
     Concat is left to copy the growing features; the block's output Concat, a graph output, stays. The
     values are onnxruntime's."""
-    from onnxcore.runtime.optimize import PreActivatedConv
+    from onnxcore.kernels.fused.conv import PreActivatedConv
 
     rng = np.random.default_rng(43)
     c0, k, layers = 5, 3, 4
@@ -777,7 +777,7 @@ def test_random_preactivations_fused_equal_unfused() -> None:
     """Seeded random ``[Concat] -> affine steps -> Relu -> Conv`` graphs (BatchNormalization, Mul/Add by
     constants of assorted shapes and signs, groups, a Concat that is also a graph output, a padded Conv): the
     optimised plan gives what the node-by-node run gives."""
-    from onnxcore.runtime.optimize import PreActivatedConv
+    from onnxcore.kernels.fused.conv import PreActivatedConv
 
     rng = np.random.default_rng(77)
     fused = 0

@@ -14,9 +14,8 @@ from onnx import helper as h
 from onnx import numpy_helper as nh
 
 import onnxcore
-from onnxcore.runtime.optimize import FusedPattern
-from onnxcore.runtime.optimize.linear import LinearStep
-from onnxcore.runtime.optimize.patterns import RowsPattern, _row_max
+from onnxcore.kernels.fused.linear import LinearStep
+from onnxcore.kernels.fused.pattern import FusedPattern, RowsPattern, row_max
 
 RNG = np.random.default_rng(0)
 C = 16
@@ -159,6 +158,25 @@ def test_fusion_fires_and_matches_onnxruntime(case: str) -> None:
     np.testing.assert_allclose(step.as_written(x), y_written, rtol=0, atol=0)
 
 
+@pytest.mark.parametrize("x_first", [True, False])
+def test_x_times_hard_sigmoid_is_one_step_bit_for_bit(x_first: bool) -> None:
+    """``Mul(x, HardSigmoid(x))`` (HardSwish before opset 14, as exporters write it for MobileNetV3) is one step of
+    the fused HardSigmoidMul kernel: the graph's own values bit for bit, and onnxruntime's within rounding."""
+    hs = h.make_node("HardSigmoid", ["x"], ["hs"], alpha=1 / 6, beta=0.5)
+    mul = h.make_node("Mul", ["x", "hs"] if x_first else ["hs", "x"], ["y"])
+    model = _model([hs, mul], [])
+    s = onnxcore.Session(model)
+    assert _fused(s) == ["HardSigmoid * x"] and len(s._plan.steps) == 1
+    x = (RNG.standard_normal((2, 5, C)) * 4).astype(np.float32)
+    (y,) = s.run(None, {"x": x})
+    (y_written,), _values = s.run(None, {"x": x}, intermediates=True)
+    np.testing.assert_array_equal(y, y_written)
+    (want,) = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    np.testing.assert_allclose(y, want, rtol=1e-6, atol=1e-6)
+    steps = s.profile({"x": x}, repeat=1)
+    assert [st.kernel for st in steps] == ["onnxcore.fused::HardSigmoidMul"]
+
+
 def test_profile_names_the_fused_nodes() -> None:
     s = onnxcore.Session(_tanh_gelu())
     steps = s.profile({"x": np.ones((1, 2, C), np.float32)}, repeat=1)
@@ -299,7 +317,7 @@ def test_attention_row_max_is_numpys_max(dtype: type) -> None:
         a[1, 2, 3, n - 1] = np.inf
         a[1, 0, 2, :] = 0.0
         a[1, 0, 2, 0] = -0.0
-        got, want = _row_max(a), a.max(axis=-1, keepdims=True)
+        got, want = row_max(a), a.max(axis=-1, keepdims=True)
         assert got.shape == want.shape and got.dtype == want.dtype
         np.testing.assert_array_equal(got, want)
         # The shifted scores, what the step computes from them, are the same bits.

@@ -15,7 +15,7 @@ from onnx import TensorProto as TP
 from onnx import helper as h
 
 import onnxcore
-from onnxcore.runtime.optimize import ProjectedPool
+from onnxcore.kernels.fused.conv import ProjectedPool
 
 
 def _model(

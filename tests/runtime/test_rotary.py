@@ -14,8 +14,7 @@ from onnx import helper as h
 from onnx import numpy_helper as nh
 
 import onnxcore
-from onnxcore.runtime.optimize.rotary import Rotary
-from onnxcore.runtime.optimize.shapeops import RotateHalf
+from onnxcore.kernels.fused.rotary import Rotary, RotateHalf
 
 RNG = np.random.default_rng(11)
 _DT = {np.float32: TP.FLOAT, np.float64: TP.DOUBLE}

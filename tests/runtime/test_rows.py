@@ -17,12 +17,11 @@ import onnxcore
 from onnxcore import kernels
 from onnxcore.kernels import accel
 from onnxcore.kernels.elementwise import gelu
-from onnxcore.runtime.optimize.conv1d import Conv1dTaps
-from onnxcore.runtime.optimize.fuse import ConvActivation
-from onnxcore.runtime.optimize.patterns import _attention
-from onnxcore.runtime.optimize.rotary import Rotary
-from onnxcore.runtime.optimize.rows import LayerNormRows, TanhGelu
-from onnxcore.runtime.optimize.shapeops import ExpandLike, PositionsLike
+from onnxcore.kernels.fused.conv import Conv1dTaps, ConvActivation
+from onnxcore.kernels.fused.pattern import _attention
+from onnxcore.kernels.fused.rotary import Rotary
+from onnxcore.kernels.fused.rows import LayerNormRows, TanhGelu
+from onnxcore.kernels.fused.shape import ExpandLike, PositionsLike
 
 RNG = np.random.default_rng(7)
 

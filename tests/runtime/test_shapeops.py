@@ -13,7 +13,7 @@ from onnx import numpy_helper as nh
 
 import onnxcore
 from onnxcore.errors import EvaluationError
-from onnxcore.runtime.optimize.shapeops import ExpandLike, ReshapeLike, SameTypeCast, SliceLike
+from onnxcore.kernels.fused.shape import ExpandLike, ReshapeLike, SameTypeCast, SliceLike
 
 BIG = np.iinfo(np.int64).max
 

@@ -10,6 +10,7 @@ import importlib
 
 from onnxcore.kernels.call import run
 from onnxcore.kernels.contrib import CONTRIB_FAMILIES
+from onnxcore.kernels.fused import FUSED_FAMILIES
 from onnxcore.kernels.registry import KernelSet
 
 __all__ = ["FAMILIES", "KernelSet", "load_all", "run"]
@@ -50,7 +51,8 @@ FAMILIES: tuple[str, ...] = (
 
 def load_all() -> None:
     """Import every family module (registering its kernels), then those of onnxruntime's operators
-    (:data:`onnxcore.kernels.contrib.CONTRIB_FAMILIES`).
+    (:data:`onnxcore.kernels.contrib.CONTRIB_FAMILIES`), then the plan's fused kernels
+    (:data:`onnxcore.kernels.fused.FUSED_FAMILIES`).
 
     Raises:
         ModuleNotFoundError: a family of :data:`FAMILIES` (or of ``CONTRIB_FAMILIES``) is missing: a defect,
@@ -60,3 +62,5 @@ def load_all() -> None:
         importlib.import_module(f"onnxcore.kernels.{name}")
     for name in CONTRIB_FAMILIES:
         importlib.import_module(f"onnxcore.kernels.contrib.{name}")
+    for name in FUSED_FAMILIES:
+        importlib.import_module(f"onnxcore.kernels.fused.{name}")

@@ -24,11 +24,11 @@ import numpy as np
 
 from onnxcore.errors import EvaluationError
 from onnxcore.kernels import accel
-from onnxcore.kernels._act_accel import swish_accel
 from onnxcore.kernels._erf_coef import ERF_P as _ERF_P
 from onnxcore.kernels._erf_coef import ERF_Q as _ERF_Q
 from onnxcore.kernels._scratch import scratch
 from onnxcore.kernels._util import NARROW_FLOAT_DTYPES, check_unidirectional, float_unary, from_compute, select
+from onnxcore.kernels.fused.passes import swish_accel
 from onnxcore.kernels.registry import kernel
 from onnxcore.kernels.threads import MIN_PARALLEL_ELEMENTS, active_threads, parallel_for
 

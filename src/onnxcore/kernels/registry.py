@@ -16,7 +16,7 @@ that only the sessions given it see (``Session(model, custom_ops=...)``); at the
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from onnxcore.defs.binding import canonical_domain, extension_versions, known_domains, schema_versions
@@ -106,9 +106,13 @@ class KernelDef:
             ``fn(*inputs, **attributes)`` computes, with the work that depends on the attributes only (a tree
             ensemble's tables, an SVM's support vectors) done once; ``None`` for most kernels. A plan calls it
             once per node (:func:`prepared_call`).
+        prepare_constants: ``prepare`` also sees the node's constant inputs: it is called as
+            ``prepare(constants, **attributes)``, ``constants`` holding one entry per input (its value when the
+            plan knows it before any run, else None), and returns what the plan calls in the kernel's place,
+            with the node's inputs and the keywords the plan passes (:func:`prepared_call`).
     """
 
-    __slots__ = ("context", "domain", "fn", "op_type", "prepare", "since_version")
+    __slots__ = ("context", "domain", "fn", "op_type", "prepare", "prepare_constants", "since_version")
 
     def __init__(
         self,
@@ -118,6 +122,7 @@ class KernelDef:
         fn: Callable[..., Any],
         context: bool,
         prepare: Callable[..., Callable[..., Any]] | None = None,
+        prepare_constants: bool = False,
     ) -> None:
         self.domain = domain
         self.op_type = op_type
@@ -125,6 +130,7 @@ class KernelDef:
         self.fn = fn
         self.context = context
         self.prepare = prepare
+        self.prepare_constants = prepare_constants
 
     def __repr__(self) -> str:
         d = self.domain or "ai.onnx"
@@ -164,6 +170,7 @@ def _add(
     context: bool,
     replace: bool,
     prepare: Callable[..., Callable[..., Any]] | None = None,
+    prepare_constants: bool = False,
 ) -> None:
     """Enter ``fn`` in ``table`` at each version; all or nothing (a clash at one version adds none)."""
     dom = canonical_domain(domain)
@@ -176,7 +183,7 @@ def _add(
                 f"({_name(old.fn)}); pass replace=True to replace it deliberately"
             )
     for key in keys:
-        table[key] = KernelDef(dom, op_type, key[2], fn, context, prepare)
+        table[key] = KernelDef(dom, op_type, key[2], fn, context, prepare, prepare_constants)
 
 
 def _check_versions(op_type: str, since_versions: tuple[int, ...]) -> None:
@@ -194,6 +201,7 @@ def kernel(
     context: bool = False,
     replace: bool = False,
     prepare: Callable[..., Callable[..., Any]] | None = None,
+    prepare_constants: bool = False,
 ) -> Callable[[F], F]:
     """Register the decorated function, process-wide, as the kernel of ``op_type`` at each of ``since_versions``.
 
@@ -219,6 +227,10 @@ def kernel(
             reference and typically is ``prepare(**attributes)(*inputs)``. An :class:`OnnxCoreError` from
             ``prepare`` leaves the node to the kernel, so a bad attribute is reported when the node runs, as
             without ``prepare``. Not for context kernels.
+        prepare_constants: ``prepare`` also sees the node's constant inputs (the plan's fused kernels, whose
+            weights are prepared once per node): it is called ``prepare(constants, **attributes)`` with one entry
+            per input (the value when it is a constant of the plan, else None) and returns what the plan calls in
+            the kernel's place, as it calls a kernel (the inputs, then the keywords the plan node passes).
 
     Raises:
         KernelRegistrationError: a (domain, op_type, since_version) already registered with another function
@@ -227,13 +239,15 @@ def kernel(
     _check_versions(op_type, since_versions)
     if prepare is not None and context:
         raise KernelRegistrationError(f"kernel {op_type}: prepare is for kernels without context")
+    if prepare_constants and prepare is None:
+        raise KernelRegistrationError(f"kernel {op_type}: prepare_constants needs a prepare function")
 
     def deco(fn: F) -> F:
         if not str(getattr(fn, "__module__", None) or "").startswith(_PACKAGE):
             # A kernel from outside the package is checked against the built-ins (and replaces one only if they are
             # there first): load them now, not after it. The package's own families register while loading.
             _load_ops()
-        _add(_REGISTRY, "", op_type, since_versions, domain, fn, context, replace, prepare)
+        _add(_REGISTRY, "", op_type, since_versions, domain, fn, context, replace, prepare, prepare_constants)
         return fn
 
     return deco
@@ -394,12 +408,23 @@ class _Prepared:
         return self.fn(*inputs)
 
 
-def prepared_call(kdef: KernelDef, attributes: dict[str, Any]) -> Callable[..., Any]:
+def prepared_call(
+    kdef: KernelDef, attributes: dict[str, Any], constants: Sequence[Any] | None = None
+) -> Callable[..., Any]:
     """What a plan calls for a node bound to ``kdef`` with these attribute values: the kernel, or (for a kernel
     registered with ``prepare``) its prepared function, which takes the same arguments and ignores the attributes.
-    A preparation that fails with an :class:`OnnxCoreError` leaves the kernel (the error is raised when it runs)."""
+    A kernel registered with ``prepare_constants`` is prepared with ``constants`` too (one entry per input: its
+    value when constant, else None; all None when not given) and its prepared function is returned as it is, called
+    by the plan directly. A preparation that fails with an :class:`OnnxCoreError` leaves the kernel (the error is
+    raised when it runs); so does one refusing the attributes it is given (a TypeError: a model's node of such a
+    kernel's domain that lacks one)."""
     if kdef.prepare is None or kdef.context:
         return kdef.fn
+    if kdef.prepare_constants:
+        try:
+            return kdef.prepare(tuple(constants or ()), **attributes)
+        except (OnnxCoreError, TypeError):
+            return kdef.fn
     try:
         return _Prepared(kdef.prepare(**attributes))
     except OnnxCoreError:

@@ -59,6 +59,7 @@ class CompileEnv:
         validated: The validator passed the bound model (see :func:`_check_signature`).
         unsupported: (domain, op_type, imported version) of every node that cannot be bound.
         custom_ops: The session's own kernels, bound before the process-wide registry's at the same key.
+        disabled_rewrites: The plan-time rewrites the plans of this model leave out, by name.
     """
 
     def __init__(
@@ -69,11 +70,13 @@ class CompileEnv:
         *,
         validated: bool = False,
         custom_ops: KernelSet | None = None,
+        disabled_rewrites: frozenset[str] = frozenset(),
     ) -> None:
         if custom_ops is not None and not isinstance(custom_ops, KernelSet):
             raise TypeError(f"custom_ops: expected an onnxcore.kernels.KernelSet, got {type(custom_ops).__name__}")
         self.bound = bound
         self.custom_ops = custom_ops
+        self.disabled_rewrites = disabled_rewrites
         # The validator passed this bound model: what it reports as errors of a node's signature is not checked
         # again at binding (only the flag values, which it only warns of, are refused here).
         self.validated = validated
@@ -431,7 +434,7 @@ def _build(
     bound = [_bind_node(env, ref, node, depth, types, label) for ref, node in zip(scope.nodes, nodes)]
     # A Gradient node differentiates nodes of this graph: it is bound once they all are.
     bind_gradients(bound, inits, types, label)
-    return GraphIR(inputs, inits, bound, outputs, label)
+    return GraphIR(inputs, inits, bound, outputs, label, env.disabled_rewrites)
 
 
 def compile_graph(env: CompileEnv, graph: GraphProto, scope: Scope, depth: int = 0, *, label: str = "graph") -> GraphIR:

@@ -41,8 +41,8 @@ from typing import Any
 import numpy as np
 
 from onnxcore.errors import EvaluationError, UnsupportedOperatorError
-from onnxcore.kernels._util import is_float
 from onnxcore.kernels.registry import NONDETERMINISTIC
+from onnxcore.kernels.shared import is_float
 from onnxcore.proto import NodeProto, TypeProto
 from onnxcore.runtime.gradient_rules import BASIC_RULES, CHECKS, VJP, GradientRule
 from onnxcore.runtime.gradient_rules_nn import NN_CHECKS, NN_RULES

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from onnxcore.kernels._util import is_float, legacy_broadcast, normalize_axes, normalize_axis
+from onnxcore.kernels.shared import is_float, legacy_broadcast, normalize_axes, normalize_axis
 from onnxcore.runtime.step import PlanNode
 
 __all__ = ["BASIC_RULES", "CHECKS", "VJP", "GradientRule", "unbroadcast"]

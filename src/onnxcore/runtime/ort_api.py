@@ -60,6 +60,7 @@ from onnxcore.errors import InputError, OnnxCoreError
 from onnxcore.infer import infer_both
 from onnxcore.kernels.ml import ScoreMaps
 from onnxcore.proto import TypeProto
+from onnxcore.runtime.optimize.pipeline import disabled_for
 from onnxcore.runtime.ort_errors import ort_error, runs_anyway
 from onnxcore.runtime.ort_export import write_optimized_model
 from onnxcore.runtime.ort_feeds import convert_feeds
@@ -232,7 +233,9 @@ class InferenceSession:
         providers: None, or a list of provider names or ``(name, options)`` tuples. Providers other than
             ``"CPUExecutionProvider"`` are left out with onnxruntime's warning (the session runs on the CPU).
         provider_options: One dict of options per provider of ``providers``, or None.
-        **kwargs: onnxruntime's further keywords (``disabled_optimizers``, ``read_config_from_model``): accepted,
+        **kwargs: onnxruntime's further keywords: ``disabled_optimizers`` switches off the plan rewrites of those
+            names (ours, or onnxruntime's names of the optimizers one of ours stands for:
+            :func:`onnxcore.runtime.optimize.pipeline.disabled_for`); ``read_config_from_model`` is accepted
             without effect.
 
     Raises:
@@ -257,8 +260,15 @@ class InferenceSession:
         self._options = options
         self._disabled_optimizers = list(kwargs.get("disabled_optimizers") or [])
         tolerate = None if options.strict else runs_anyway
+        # The optimisation level and disabled_optimizers choose the plan's rewrites (ORT_DISABLE_ALL: as written).
+        disabled = disabled_for(int(options.graph_optimization_level), self._disabled_optimizers)
         try:
-            self._session = Session(path_or_bytes, threads=max(0, int(options.intra_op_num_threads)), tolerate=tolerate)
+            self._session = Session(
+                path_or_bytes,
+                threads=max(0, int(options.intra_op_num_threads)),
+                tolerate=tolerate,
+                disabled_rewrites=disabled,
+            )
             if options.optimized_model_filepath:
                 write_optimized_model(
                     self._session.model,

@@ -20,7 +20,7 @@ from onnxcore.errors import ValidationError
 from onnxcore.io import save
 from onnxcore.proto import ModelProto
 from onnxcore.proto.message import copy_message
-from onnxcore.runtime.optimize.fold import fold_constants
+from onnxcore.runtime.optimize.fold import fold_nodes
 from onnxcore.runtime.plan import GraphIR
 from onnxcore.types import from_array
 from onnxcore.validate import Finding, check
@@ -47,7 +47,7 @@ def optimized_model(
     assert graph is not None
     inputs = [vi.name for vi in graph.input]
     outputs = [vi.name for vi in graph.output]
-    folded, values = fold_constants(ir.nodes, ir.inits, set(inputs)) if optimize else (set(), {})
+    folded, values = fold_nodes(ir.nodes, ir.inits, set(inputs)) if optimize else (set(), {})
     # Only tensors become initializers; a node whose folded result is a sequence or a map stays a node.
     folded = {k for k in folded if all(not o or isinstance(values.get(o), np.ndarray) for o in ir.nodes[k].outputs)}
     needed = set(outputs)

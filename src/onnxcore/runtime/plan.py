@@ -28,30 +28,9 @@ from onnxcore.errors import (
 )
 from onnxcore.limits import RunControl, active_run_control
 from onnxcore.runtime.codegen import MAX_STEPS, generate
-from onnxcore.runtime.optimize import (
-    FOLD_BUDGET_BYTES,
-    cse_key,
-    drop_noops,
-    fast_conv1d,
-    fast_layer_norms,
-    fast_shape_ops,
-    flatten_concats,
-    fold_constants,
-    fuse_affine_chains,
-    fuse_attention,
-    fuse_conv_chains,
-    fuse_elementwise_chains,
-    fuse_linear,
-    fuse_patterns,
-    fuse_preactivation,
-    fuse_relu,
-    fuse_rotary,
-    fuse_rotate_half,
-    input_token,
-    prepack_gemm,
-    project_before_pooling,
-    use_winograd,
-)
+from onnxcore.runtime.optimize import FOLD_BUDGET_BYTES, cse_key, input_token
+from onnxcore.runtime.optimize.graph import PlanGraph
+from onnxcore.runtime.optimize.pipeline import REWRITE_NAMES, run_pipeline
 from onnxcore.runtime.step import PlanNode
 
 __all__ = ["GraphIR", "Plan", "describe_value"]
@@ -76,9 +55,21 @@ class GraphIR:
         output_names: Declared outputs, in order.
         free_names: Names read from an enclosing scope (Clause 5.4.3), in first-use order.
         label: Where this graph is, for messages.
+        disabled_rewrites: Names of the plan-time rewrites its plans leave out (:mod:`onnxcore.runtime.optimize.
+            pipeline`).
     """
 
-    __slots__ = ("_plans", "complete", "free_names", "inits", "input_names", "label", "nodes", "output_names")
+    __slots__ = (
+        "_plans",
+        "complete",
+        "disabled_rewrites",
+        "free_names",
+        "inits",
+        "input_names",
+        "label",
+        "nodes",
+        "output_names",
+    )
 
     def __init__(
         self,
@@ -87,7 +78,12 @@ class GraphIR:
         nodes: list[PlanNode],
         output_names: list[str],
         label: str,
+        disabled_rewrites: frozenset[str] = frozenset(),
     ) -> None:
+        unknown = sorted(set(disabled_rewrites) - REWRITE_NAMES)
+        if unknown:
+            raise ValidationError(f"{label}: no plan rewrite named {unknown}; the rewrites: {sorted(REWRITE_NAMES)}")
+        self.disabled_rewrites = frozenset(disabled_rewrites)
         self.input_names = input_names
         self.inits = inits
         self.nodes = nodes
@@ -187,6 +183,7 @@ class Plan:
     __slots__ = (
         "_run",
         "_runs",
+        "fired",
         "info",
         "input_slot_list",
         "input_slots",
@@ -230,9 +227,10 @@ class Plan:
         # Values that vary between runs: the inputs supplied; an input left to its initializer is constant.
         variable = set(ir.input_names) if fed is None else {n for n in ir.input_names if n in fed or n not in inits}
         derived: dict[str, Any] = {}
+        fired: list[str] = []
         if not (keep_all or as_written):
             # Clause 8.2: a node computed from constants alone is evaluated once, when the plan is made, and its
-            # outputs become constants; then per-channel affine steps and a Relu after a Conv are fused into it.
+            # outputs become constants; then the declared pipeline of rewrites (optimize/pipeline.py) runs.
             known = known or {}
             if known:
                 # Values this plan's runs are guaranteed (shapes decided by its input shapes): their nodes
@@ -243,31 +241,19 @@ class Plan:
             # ConstantOfShape, with its outputs removed, would otherwise allocate them all at plan time).
             nodes = _needed_nodes(nodes, outputs)
             # A plan made per input shape folds at most SHAPE_FOLD_BUDGET bytes (a session keeps several).
-            budget = SHAPE_FOLD_BUDGET if known else FOLD_BUDGET_BYTES
-            folded, derived = fold_constants(nodes, {**inits, **known}, variable, budget=budget, keep=outputs)
-            derived = {**known, **derived}
-            nodes = [bn for k, bn in enumerate(nodes) if k not in folded]
-            const = {n: v for n, v in inits.items() if n not in variable} | derived
-            nodes = drop_noops(nodes, const, outputs)
-            nodes = fuse_attention(fuse_patterns(nodes, const, outputs), const, outputs)
-            nodes = fuse_linear(nodes, const, outputs)
-            nodes, fused = fuse_conv_chains(nodes, const, outputs)
-            derived |= fused
-            const |= fused
-            nodes, packed = prepack_gemm(nodes, const)
-            derived |= packed
-            nodes = fuse_affine_chains(nodes, const, outputs)
-            nodes = fuse_preactivation(flatten_concats(nodes), const, outputs)
-            nodes = fuse_relu(nodes, outputs)
-            nodes = project_before_pooling(nodes, const, outputs)
-            nodes = use_winograd(nodes, const)
-            nodes = fuse_rotate_half(fast_shape_ops(nodes, const, outputs), const, outputs)
-            nodes = fuse_rotary(nodes, const, outputs)
-            nodes = fast_conv1d(fast_layer_norms(nodes, const, outputs), const, outputs)
-            nodes = fuse_elementwise_chains(nodes, outputs)
+            graph = PlanGraph(
+                nodes,
+                {n: v for n, v in inits.items() if n not in variable} | dict(known),
+                outputs,
+                added=known,
+                budget=SHAPE_FOLD_BUDGET if known else FOLD_BUDGET_BYTES,
+                sources=(*ir.input_names, *ir.free_names),
+            )
+            fired = run_pipeline(graph, ir.disabled_rewrites)
+            nodes = graph.nodes
             # Folding and fusion leave constants nothing reads any more (a weight before its fusion): drop them.
             read = set(outputs).union(*(bn.inputs for bn in nodes), *(bn.outer for bn in nodes))
-            derived = {n: v for n, v in derived.items() if n in read}
+            derived = {n: v for n, v in graph.added.items() if n in read}
         for name, value in inits.items():
             if name in slots:
                 template[slots[name]] = value
@@ -346,6 +332,8 @@ class Plan:
             info.append(bn)
         self.steps = steps
         self.info = info
+        # The rewrites of the pipeline that changed this plan, in their order (none when nodes run as written).
+        self.fired: tuple[str, ...] = tuple(fired)
         self.template = template
         self.names = names
         self.node_slots = node_slots

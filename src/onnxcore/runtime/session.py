@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sys
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from onnxcore.errors import (
 )
 from onnxcore.graph.bound import BoundModel, bind
 from onnxcore.io import load
+from onnxcore.kernels.fused import FUSED_DOMAIN
 from onnxcore.kernels.registry import KernelSet
 from onnxcore.kernels.threads import enter_threads, exit_threads, machine_threads, threads_in_effect
 from onnxcore.limits import (
@@ -72,6 +73,8 @@ class StepTime:
         fused: ``(index, op_type, name)`` of the nodes fused into this step at plan time (Clause 8.2): its
             time is theirs too.
         seconds: Wall time per run, the mean over the timed runs.
+        kernel: The fused kernel a plan-time rewrite bound the step to (``"onnxcore.fused::Linear"``, say; the
+            kernels of ``onnxcore.kernels.fused``), or ``""`` when the step runs the node's own kernel or body.
     """
 
     index: int
@@ -80,6 +83,7 @@ class StepTime:
     name: str
     fused: tuple[tuple[int, str, str], ...]
     seconds: float
+    kernel: str = ""
 
 
 class ValueDescription:
@@ -148,6 +152,9 @@ class Session:
             but are issued as one :class:`~onnxcore.errors.ValidationWarning` naming their codes (the onnxruntime
             façade's lenient default, for findings that leave evaluation possible and safe). None (the default):
             every error refuses the model.
+        disabled_rewrites: Plan-time rewrites (Clause 8.2) this session's plans leave out, by name
+            (:data:`onnxcore.runtime.optimize.pipeline.PIPELINE`; :meth:`fired_rewrites` lists those that changed
+            the plan). A name that is no rewrite is refused.
 
     Raises:
         ValidationError: the model has errors (Clause 10).
@@ -169,6 +176,7 @@ class Session:
         custom_ops: KernelSet | None = None,
         threads: int = 1,
         tolerate: Callable[[Finding], bool] | None = None,
+        disabled_rewrites: Collection[str] = (),
     ) -> None:
         if isinstance(threads, bool) or not isinstance(threads, int):
             raise TypeError(f"Session: threads must be an integer (0: the machine's CPUs), got {threads!r}")
@@ -184,6 +192,14 @@ class Session:
         if graph is None or main is None:
             raise ValidationError("the model has no graph (Clause 5.3.1)")
         env = CompileEnv(bound, base_dir, session_rng(), validated=check, custom_ops=custom_ops)
+        env = CompileEnv(
+            bound,
+            base_dir,
+            np.random.default_rng(),
+            validated=check,
+            custom_ops=custom_ops,
+            disabled_rewrites=frozenset(disabled_rewrites),
+        )
         try:
             # Plans fold constants by running kernels: under this session's limits, as its runs are.
             with limits_in_effect(self._limits):
@@ -425,6 +441,16 @@ class Session:
                 times = plan.profile(vals)
             total = times if not total else [a + b for a, b in zip(total, times)]
         return _step_times(plan, [t / repeat for t in total])
+
+    def fired_rewrites(self, output_names: Sequence[str] | None = None) -> list[str]:
+        """The plan-time rewrites (Clause 8.2) that changed the plan :meth:`run` evaluates for ``output_names`` (all
+        outputs by default; an input with an initializer left to it), in pipeline order
+        (:mod:`onnxcore.runtime.optimize.pipeline`); a plan specialised to a run's input shapes runs the same
+        pipeline."""
+        names = tuple(self._output_names if output_names is None else output_names)
+        with limits_in_effect(self._limits):
+            plan = self._ir.plan(names, fed=self._fed, ranks=self._ranks)
+        return list(plan.fired)
 
     def run_profiled(
         self, output_names: Sequence[str] | None, feeds: Mapping[str, Any], *, as_written: bool = False
@@ -673,6 +699,7 @@ def _step_times(plan: Plan, seconds: Sequence[float]) -> list[StepTime]:
             bn.node.name,
             tuple((f.index, f.node.op_type, f.node.name) for f in bn.fused),
             t,
+            f"{FUSED_DOMAIN}::{bn.step_kernel}" if bn.step_kernel else "",
         )
         for bn, t in zip(plan.info, seconds)
     ]

@@ -30,9 +30,26 @@ class PlanNode:
         may_tuple: Whether ``call`` may return a tuple (an operator with several formal outputs).
         since: The since_version of the definition a kernel was bound for (0: a function body, or unbound).
         fused: Other nodes a plan-time rewrite folded into this step (Clause 8.2), in graph order.
+        step_kernel: The fused kernel (of ``onnxcore.kernels.fused``) a plan-time rewrite bound this step to, by
+            its op_type in that domain; ``""`` for a node bound to its own kernel or body.
+        step_attrs: The attributes that fused kernel was prepared with (a later rewrite prepares it again with
+            some of them changed).
     """
 
-    __slots__ = ("call", "fused", "index", "inputs", "kw", "may_tuple", "node", "outer", "outputs", "since")
+    __slots__ = (
+        "call",
+        "fused",
+        "index",
+        "inputs",
+        "kw",
+        "may_tuple",
+        "node",
+        "outer",
+        "outputs",
+        "since",
+        "step_attrs",
+        "step_kernel",
+    )
 
     def __init__(
         self,
@@ -55,3 +72,5 @@ class PlanNode:
         self.since = 0
         # An error in the step names the fused nodes too.
         self.fused: list[PlanNode] = []
+        self.step_kernel = ""
+        self.step_attrs: dict[str, Any] = {}

@@ -15,7 +15,12 @@ from typing import Any
 
 import numpy as np
 import pytest
+from onnx import TensorProto as TP
+from onnx import helper as h
+from onnx import numpy_helper as nh
 
+import onnxcore
+from onnxcore import kernels
 from tests.kernels.contrib.ms_node import both
 
 F32 = np.float32
@@ -120,3 +125,32 @@ def test_decoder_quantized_to_matmul_nbits(tmp_path: Path, bits: int, block: int
     expected, actual = ms_models.run_both(path, (1, 5, 64))
     assert actual.shape == expected.shape
     _close(expected, actual, rel)
+
+
+@pytest.mark.parametrize("zp_fed", [False, True])
+def test_a_plan_dequantizes_a_constant_weight_once_per_node(zp_fed: bool) -> None:
+    """The weight of a node whose B and scales are initializers is dequantized once, when the plan is made (the
+    kernel's prepare hook sees the node's constants: the ``prepare_with_constants`` rewrite), with the kernel's own
+    values bit for bit; a zero point fed at run time (not a constant) sends the run to the kernel."""
+    rng = np.random.default_rng(5)
+    inputs, attrs = _case(rng, K=64, N=24, bits=4, block=32, zp="float", g_idx=False, bias=True)
+    a, b, scales, zp, _g, bias = inputs
+    names = ["A", "B", "scales", "zp", "", "bias"]
+    inits = [nh.from_array(v, n) for n, v in (("B", b), ("scales", scales), ("bias", bias))]
+    graph_inputs = [h.make_tensor_value_info("A", TP.FLOAT, [3, 64])]
+    if zp_fed:
+        graph_inputs.append(h.make_tensor_value_info("zp", TP.FLOAT, [zp.size]))
+    else:
+        inits.append(nh.from_array(zp, "zp"))
+    node = h.make_node("MatMulNBits", names, ["Y"], domain="com.microsoft", **attrs)
+    g = h.make_graph([node], "g", graph_inputs, [h.make_tensor_value_info("Y", TP.FLOAT, [3, 24])], inits)
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 21), h.make_opsetid("com.microsoft", 1)], ir_version=10)
+    s = onnxcore.Session(m.SerializeToString())
+    feeds = {"A": a, **({"zp": zp} if zp_fed else {})}
+    (want,) = kernels.run("MatMulNBits", 1, a, b, scales, zp, None, bias, domain="com.microsoft", **attrs)
+    for _ in range(2):
+        np.testing.assert_array_equal(s.run(None, feeds)[0], want)
+    assert ("prepare_with_constants" in s.fired_rewrites()) is True
+    step = s._plan.info[0].call
+    assert type(step).__name__ == "_ConstantWeight"
+    assert (step.arrays[2] is None) is zp_fed  # a fed zero point is no constant: the identity test routes the run

@@ -29,8 +29,7 @@ on float32 input: below 1e-5).
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -118,35 +117,73 @@ def dequantize_weight(
     return (q - z[:, group]) * s[:, group]
 
 
-# The weight a node's constant B, scales, zero points and g_idx denote is the same on every run: the last few
-# dequantized weights are kept, keyed by the identity of those arrays (held here, so an id is never reused while
-# its entry lives) and the attributes. A weight given as a graph input is a new array each run and misses.
-_CACHE_SIZE = 32
-_CACHE_BYTES = 1 << 30  # and at most this many octets of dequantized weights (a 4-bit weight grows 8 times)
-_cache: OrderedDict[tuple[Any, ...], tuple[tuple[Any, ...], Array]] = OrderedDict()
-_cache_lock = threading.Lock()
+class _ConstantWeight:
+    """A node's MatMulNBits with its weight dequantized once, when the plan is made (``prepare``, which sees the
+    node's constant B, scales, zero points and g_idx): a run given those very arrays (the plan's constant slots hold
+    the same objects on every run) multiplies by the kept weight; anything else is the kernel's own call."""
+
+    __slots__ = ("arrays", "attrs", "w")
+
+    def __init__(self, arrays: tuple[Any, ...], w: Array, attrs: dict[str, int]) -> None:
+        self.arrays, self.w, self.attrs = arrays, w, attrs
+
+    def __call__(
+        self,
+        A: Array,
+        B: Array,
+        scales: Array,
+        zero_points: Array | None = None,
+        g_idx: Array | None = None,
+        bias: Array | None = None,
+        **attributes: Any,
+    ) -> Array:
+        b0, s0, z0, g0 = self.arrays
+        if B is b0 and scales is s0 and zero_points is z0 and g_idx is g0:
+            return _product(A, scales, self.w, bias, self.attrs["K"], self.attrs["N"])
+        return matmul_nbits(A, B, scales, zero_points, g_idx, bias, **attributes)
 
 
-def _weight(B: Array, scales: Array, zero_points: Array | None, g_idx: Array | None, **attrs: int) -> Array:
-    arrays = (B, scales, zero_points, g_idx)
-    key = (*(id(a) for a in arrays), *sorted(attrs.items()))
-    with _cache_lock:
-        hit = _cache.get(key)
-        if hit is not None and all(x is y for x, y in zip(hit[0], arrays)):
-            _cache.move_to_end(key)
-            return hit[1]
-    w = dequantize_weight(B, scales, zero_points, g_idx, **attrs)
+def _prepare_matmul_nbits(
+    constants: Sequence[Any],
+    *,
+    K: int,
+    N: int,
+    accuracy_level: int = 0,
+    bits: int = 4,
+    block_size: int,
+    weight_prepacked: int = 0,
+) -> Any:
+    """The node's call: with B and scales constant (and zero points and g_idx constant or left out), its weight
+    dequantized once (:class:`_ConstantWeight`); otherwise the kernel itself."""
+    del accuracy_level  # a speed hint of onnxruntime's (module text)
+    b, scales, zero_points, g_idx = (*constants[1:5], None, None, None, None)[:4]
+    if weight_prepacked or not isinstance(b, np.ndarray) or not isinstance(scales, np.ndarray):
+        return matmul_nbits
+    attrs = {"K": K, "N": N, "bits": bits, "block_size": block_size}
+    w = dequantize_weight(b, scales, zero_points, g_idx, **attrs)
     w.flags.writeable = False
-    with _cache_lock:
-        _cache[key] = (arrays, w)
-        while len(_cache) > _CACHE_SIZE or (
-            len(_cache) > 1 and sum(entry[1].nbytes for entry in _cache.values()) > _CACHE_BYTES
-        ):
-            _cache.popitem(last=False)
-    return w
+    # A zero point or g_idx that varies from run to run is None here too: the identity test of the call sends such
+    # a run to the kernel.
+    return _ConstantWeight((b, scales, zero_points, g_idx), w, attrs)
 
 
-@kernel("MatMulNBits", 1, domain="com.microsoft")
+def _product(A: Array, scales: Array, w: Array, bias: Array | None, K: int, N: int) -> Array:
+    """``A @ w.T (+ bias)`` in float32, rounded once to A's type, with the kernel's checks of A, scales and bias."""
+    A = np.asarray(A)
+    if A.ndim < 1 or A.shape[-1] != K:
+        raise ShapeError(f"MatMulNBits: A's last axis must be K={K}, got shape {A.shape}")
+    if np.asarray(scales).dtype != A.dtype:
+        raise EvaluationError(f"MatMulNBits: scales have type {np.asarray(scales).dtype}, A {A.dtype}")
+    y = np.matmul(A.astype(np.float32, copy=False), w.T)
+    if bias is not None:
+        b = np.asarray(bias)
+        if b.shape != (N,):
+            raise ShapeError(f"MatMulNBits: bias must have shape ({N},), got {b.shape}")
+        y = y + b.astype(np.float32)
+    return y.astype(A.dtype, copy=False)
+
+
+@kernel("MatMulNBits", 1, domain="com.microsoft", prepare=_prepare_matmul_nbits, prepare_constants=True)
 def matmul_nbits(
     A: Array,
     B: Array,
@@ -162,19 +199,14 @@ def matmul_nbits(
     block_size: int,
     weight_prepacked: int = 0,
 ) -> Array:
-    """MatMulNBits: ``A @ dequantize(B).T + bias`` (see the module text)."""
-    A = np.asarray(A)
+    """MatMulNBits: ``A @ dequantize(B).T + bias`` (see the module text). A plan dequantizes a node's constant
+    weight once (``prepare``); called alone, the kernel dequantizes on each call."""
     if weight_prepacked:
         raise EvaluationError("MatMulNBits: weight_prepacked=1 (a runtime's private layout) is not supported")
+    A = np.asarray(A)
     if A.ndim < 1 or A.shape[-1] != K:
         raise ShapeError(f"MatMulNBits: A's last axis must be K={K}, got shape {A.shape}")
     if np.asarray(scales).dtype != A.dtype:
         raise EvaluationError(f"MatMulNBits: scales have type {np.asarray(scales).dtype}, A {A.dtype}")
-    w = _weight(B, scales, zero_points, g_idx, K=K, N=N, bits=bits, block_size=block_size)
-    y = np.matmul(A.astype(np.float32, copy=False), w.T)
-    if bias is not None:
-        b = np.asarray(bias)
-        if b.shape != (N,):
-            raise ShapeError(f"MatMulNBits: bias must have shape ({N},), got {b.shape}")
-        y = y + b.astype(np.float32)
-    return y.astype(A.dtype, copy=False)
+    w = dequantize_weight(B, scales, zero_points, g_idx, K=K, N=N, bits=bits, block_size=block_size)
+    return _product(A, scales, w, bias, K, N)

@@ -1,4 +1,4 @@
-"""Helpers shared by the plan-time rewrites: node copies, reader counts, constant weights, in-place Relu."""
+"""Helpers shared by the plan-time rewrites: node copies, fused steps bound to their kernels, constant weights."""
 
 from __future__ import annotations
 
@@ -7,18 +7,22 @@ from typing import Any
 
 import numpy as np
 
+from onnxcore.errors import OnnxCoreError
+from onnxcore.kernels.fused import FUSED_DOMAIN, FUSED_VERSION
+from onnxcore.kernels.fused.affine import per_channel_values
+from onnxcore.kernels.registry import lookup
 from onnxcore.runtime.step import PlanNode
 
 __all__ = [
-    "InPlaceRelu",
     "conv_weights",
+    "fused_node",
+    "fused_step",
     "fused_with",
     "is_relu",
     "per_channel_values",
     "rebound",
     "transposed",
     "unpadded",
-    "use_counts",
 ]
 
 
@@ -40,6 +44,44 @@ def rebound(
     out.since = bn.since
     out.may_tuple = bn.may_tuple
     out.fused = fused_with(bn, absorbed)
+    out.step_kernel, out.step_attrs = bn.step_kernel, bn.step_attrs
+    return out
+
+
+def fused_step(op_type: str, constants: Sequence[Any] = (), **attributes: Any) -> Callable[..., Any]:
+    """The prepared step of the fused kernel ``op_type`` (domain ``onnxcore.fused``, bound as any kernel of a domain
+    without definitions, Clause 16.1) for these constant inputs and attributes: what the plan calls."""
+    # The custom-domain rule (the greatest since_version not above the imported one) at version 1, the only one,
+    # is the kernel registered for exactly 1: one dict lookup (a plan made per input shape binds many steps).
+    kdef = lookup(FUSED_DOMAIN, op_type, FUSED_VERSION)
+    if kdef is None or kdef.prepare is None or not kdef.prepare_constants:
+        raise OnnxCoreError(f"{FUSED_DOMAIN}::{op_type}: no fused kernel registered with prepare_constants")
+    # Prepared here directly, not through prepared_call's fallback to the kernel: a matcher hands a fused kernel only
+    # what it takes, so a refusal is a defect to see, not a node to leave to run time.
+    return kdef.prepare(tuple(constants), **attributes)
+
+
+def fused_node(
+    anchor: PlanNode,
+    op_type: str,
+    inputs: list[str],
+    outputs: list[str],
+    const: Mapping[str, Any],
+    *,
+    kw: dict[str, Any] | None = None,
+    absorbed: Sequence[PlanNode] = (),
+    may_tuple: bool | None = False,
+    **attributes: Any,
+) -> PlanNode:
+    """``anchor`` (its node, index and version, for messages) bound to the fused kernel ``op_type`` from ``inputs``
+    to ``outputs``: the kernel prepared with the constants among the inputs and ``attributes``, called by the plan
+    with the inputs and ``kw``; the ``absorbed`` nodes are recorded as fused into it. ``may_tuple`` None keeps the
+    anchor's."""
+    call = fused_step(op_type, tuple(const.get(n) if n else None for n in inputs), **attributes)
+    out = rebound(anchor, call, {} if kw is None else kw, inputs, outputs, absorbed=absorbed)
+    out.step_kernel, out.step_attrs = op_type, attributes
+    if may_tuple is not None:
+        out.may_tuple = may_tuple
     return out
 
 
@@ -64,29 +106,6 @@ def transposed(w: np.ndarray, tile: int = 256) -> np.ndarray:
     return out
 
 
-def use_counts(nodes: Sequence[PlanNode], outputs: Sequence[str]) -> dict[str, int]:
-    """Readers of each value; a graph output counts twice, so it is never fused away as an intermediate."""
-    uses: dict[str, int] = {}
-    for bn in nodes:
-        for n in (*bn.inputs, *bn.outer):
-            if n:
-                uses[n] = uses.get(n, 0) + 1
-    for o in outputs:
-        uses[o] = uses.get(o, 0) + 2
-    return uses
-
-
-def last_readers(nodes: Sequence[PlanNode]) -> dict[str, int]:
-    """For each value some node reads, the index of the last node reading it (the one reader where a value has
-    one, as the fusions that use this require)."""
-    reader: dict[str, int] = {}
-    for k, bn in enumerate(nodes):
-        for n in bn.inputs:
-            if n:
-                reader[n] = k
-    return reader
-
-
 def is_relu(bn: PlanNode) -> bool:
     return bn.node.op_type == "Relu" and bn.node.domain in ("", "ai.onnx") and bn.call is not None
 
@@ -108,16 +127,6 @@ def conv_weights(conv: PlanNode, const: Mapping[str, Any]) -> tuple[np.ndarray, 
     return w, b
 
 
-def per_channel_values(c: np.ndarray, dtype: np.dtype[Any], m: int, rank: int) -> np.ndarray | None:
-    """``c`` as ``m`` float64 values when it broadcasts against ``(N, m, *spatial)`` along axis 1 only."""
-    if c.dtype != dtype or c.ndim > rank:
-        return None
-    shape = (1,) * (rank - c.ndim) + c.shape
-    if any(d != 1 for i, d in enumerate(shape) if i != 1) or shape[1] not in (1, m):
-        return None
-    return np.broadcast_to(c.astype(np.float64).reshape(-1), (m,))
-
-
 def unpadded(conv: PlanNode) -> bool:
     """Whether a Conv reads only its input's own elements (no padding), whatever the input's extents."""
     kw = conv.kw
@@ -125,18 +134,3 @@ def unpadded(conv: PlanNode) -> bool:
     if auto_pad == "VALID":
         return True
     return auto_pad == "NOTSET" and not any(kw.get("pads") or ())
-
-
-class InPlaceRelu:
-    """A kernel (Conv, Gemm, Add, ...) followed by Relu applied in place on its fresh output (one allocation less)."""
-
-    __slots__ = ("call",)
-
-    def __init__(self, call: Callable[..., Any]) -> None:
-        self.call = call
-
-    def __call__(self, *args: Any, **kw: Any) -> Any:
-        y = self.call(*args, **kw)
-        if y.flags.writeable:
-            return np.maximum(y, 0, out=y)
-        return np.maximum(y, 0)

@@ -1,4 +1,5 @@
-"""Elementwise chains as one step writing into one buffer (issue 27, Clause 8.2).
+"""Elementwise chains as one step writing into one buffer (issue 27, Clause 8.2): the matcher of the fused
+ElementwiseChain kernel (``onnxcore.kernels.fused.affine``).
 
 Consecutive elementwise nodes on one running value, each intermediate read by the next node alone (``Add ->
 Relu -> Mul -> Sqrt``, a residual ``Add`` then a scale, ...), become one step: the first node runs as written
@@ -13,18 +14,17 @@ the node's own kernel, as written. ``run(..., intermediates=True)`` runs the gra
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from itertools import pairwise
-from typing import Any
 
 import numpy as np
 
 from onnxcore.kernels import registry
-from onnxcore.runtime.optimize._common import last_readers, rebound, use_counts
-from onnxcore.runtime.optimize.affine import AffineChain
+from onnxcore.kernels.fused.affine import RUNNING
+from onnxcore.runtime.optimize._common import fused_node
+from onnxcore.runtime.optimize.graph import PlanGraph
 from onnxcore.runtime.step import PlanNode
 
-__all__ = ["ElementwiseChain", "fuse_elementwise_chains"]
+__all__ = ["fuse_elementwise_chains"]
 
 # The ufunc each kernel applies to float arrays of one element type (kernels/elementwise*.py): Add-7/13/14 and
 # its siblings call ``uf(A, B)``; the unary kernels ``uf(X)``; Relu ``np.maximum(X, 0)``.
@@ -50,83 +50,10 @@ _UNARY: dict[str, np.ufunc] = {
 }
 _MIN_SINCE = {**dict.fromkeys(_BINARY, 7), **dict.fromkeys(_UNARY, 6)}  # no legacy broadcast or consumed_inputs
 
-RUNNING = -1
-"""In an operation's sources: the running value (else the index of a step argument)."""
-
-
-class ElementwiseChain:
-    """The step of a fused chain (module docstring): ``head`` on the first arguments, then each operation.
-
-    Args:
-        head: The first node's kernel and how many step arguments it takes.
-        ops: Per later node: its kernel, its ufunc, and its sources (:data:`RUNNING` or a step argument index),
-            in the node's input order.
-    """
-
-    __slots__ = ("_fits", "head", "head_args", "ops")
-
-    def __init__(
-        self,
-        head: Callable[..., Any],
-        head_args: int,
-        ops: Sequence[tuple[Callable[..., Any], np.ufunc | None, tuple[int, ...]]],
-    ) -> None:
-        self.head = head
-        self.head_args = head_args
-        self.ops = tuple(ops)
-        self._fits: dict[tuple[tuple[int, ...], tuple[int, ...]], bool] = {}
-
-    def __call__(self, *args: Any) -> Any:
-        y = self.head(*args[: self.head_args])
-        # In place only into an array this step made (the head's kernel returns a fresh one) of a float type.
-        inplace = type(y) is np.ndarray and y.dtype.kind == "f" and y.flags.writeable
-        for call, uf, sources in self.ops:
-            if uf is None:  # an AffineChain step, on the running value alone
-                if not (inplace and call.into(y)):  # type: ignore[attr-defined]
-                    y = call(y)
-                    inplace = type(y) is np.ndarray and y.dtype.kind == "f" and y.flags.writeable
-                continue
-            if inplace:
-                if len(sources) == 1:
-                    if uf is np.maximum:
-                        uf(y, 0, out=y)  # positionally, numpy takes a path several times slower with a Python 0
-                    else:
-                        uf(y, y)
-                    continue
-                a, b = sources
-                if a == RUNNING and b == RUNNING:
-                    uf(y, y, y)
-                    continue
-                other = args[b if a == RUNNING else a]
-                if type(other) is np.ndarray and other.dtype == y.dtype and self._fit(y.shape, other.shape):
-                    if a == RUNNING:
-                        uf(y, other, y)
-                    else:
-                        uf(other, y, y)
-                    continue
-            y = call(*[y if s == RUNNING else args[s] for s in sources])
-            inplace = type(y) is np.ndarray and y.dtype.kind == "f" and y.flags.writeable
-        return y
-
-    def _fit(self, shape: tuple[int, ...], other: tuple[int, ...]) -> bool:
-        """Whether an operand of shape ``other`` broadcasts into ``shape`` without growing it."""
-        if shape == other:
-            return True
-        key = (shape, other)
-        fit = self._fits.get(key)
-        if fit is None:
-            try:
-                fit = np.broadcast_shapes(shape, other) == shape
-            except ValueError:
-                fit = False  # the kernel reports it
-            if len(self._fits) < 64:
-                self._fits[key] = fit
-        return fit
-
 
 def _member(bn: PlanNode) -> tuple[bool, np.ufunc | None]:
-    """Whether ``bn`` may be in a chain, and the ufunc its kernel applies (None for an :class:`AffineChain`)."""
-    if type(bn.call) is AffineChain and len(bn.inputs) == 1 and bn.inputs[0] and not bn.outer:
+    """Whether ``bn`` may be in a chain, and the ufunc its kernel applies (None for an AffineChain step)."""
+    if bn.step_kernel == "AffineChain" and len(bn.inputs) == 1 and bn.inputs[0] and not bn.outer:
         return len(bn.outputs) == 1 and bool(bn.outputs[0]), None
     uf = _ufunc_of(bn)
     return uf is not None, uf
@@ -149,15 +76,15 @@ def _ufunc_of(bn: PlanNode) -> np.ufunc | None:
     return uf
 
 
-def fuse_elementwise_chains(nodes: list[PlanNode], outputs: Sequence[str]) -> list[PlanNode]:
-    """Fuse each chain of at least two elementwise nodes (module docstring) into one :class:`ElementwiseChain`
-    step, placed where its last node was."""
+def fuse_elementwise_chains(graph: PlanGraph) -> list[PlanNode]:
+    """Fuse each chain of at least two elementwise nodes (module docstring) into one step of the fused
+    ElementwiseChain kernel (``onnxcore.kernels.fused.affine``), placed where its last node was."""
+    nodes = list(graph.nodes)
     kinds = [_member(bn) for bn in nodes]
     ok = [m for m, _uf in kinds]
     if sum(ok) < 2:
         return nodes
-    uses = use_counts(nodes, outputs)
-    reader = last_readers(nodes)
+    uses, reader = graph.uses, graph.last_readers
     taken: set[int] = set()
     replaced: dict[int, PlanNode] = {}
     for h, head in enumerate(nodes):
@@ -190,11 +117,10 @@ def fuse_elementwise_chains(nodes: list[PlanNode], outputs: Sequence[str]) -> li
             assert call is not None
             ops.append((call, kinds[k][1], tuple(sources)))
         assert head.call is not None
-        step = ElementwiseChain(head.call, len(head.inputs), ops)
         last = members[-1]
-        fused = rebound(head, step, {}, args, list(nodes[last].outputs), absorbed=[nodes[k] for k in members[1:]])
-        fused.may_tuple = False
-        replaced[last] = fused
+        absorbed = [nodes[k] for k in members[1:]]
+        replaced[last] = fused_node(head, "ElementwiseChain", args, list(nodes[last].outputs), {}, absorbed=absorbed,
+                                    head=head.call, head_args=len(head.inputs), ops=ops)  # fmt: skip
         taken.update(members)
     if not replaced:
         return nodes

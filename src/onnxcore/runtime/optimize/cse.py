@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 
 from onnxcore.errors import OnnxCoreError
-from onnxcore.kernels._util import normalize_axes
 from onnxcore.kernels.registry import NONDETERMINISTIC
+from onnxcore.kernels.shared import normalize_axes
 from onnxcore.runtime.step import PlanNode
 
 __all__ = ["cse_key", "input_token"]

@@ -9,9 +9,10 @@ from typing import Any
 import numpy as np
 
 from onnxcore.kernels.registry import NONDETERMINISTIC
+from onnxcore.runtime.optimize.graph import PlanGraph
 from onnxcore.runtime.step import PlanNode
 
-__all__ = ["FOLD_BUDGET_BYTES", "fold_constants"]
+__all__ = ["FOLD_BUDGET_BYTES", "fold_constants", "fold_nodes"]
 
 
 # Folded values are held for the session's life: once a graph's folded values total this many bytes, further
@@ -23,7 +24,17 @@ __all__ = ["FOLD_BUDGET_BYTES", "fold_constants"]
 FOLD_BUDGET_BYTES = 1 << 32
 
 
-def fold_constants(
+def fold_constants(graph: PlanGraph) -> list[PlanNode]:
+    """The plan's constant folding (:func:`fold_nodes` of the graph's nodes over its constants, at most
+    ``graph.budget`` bytes, keeping what ``graph.outputs`` need): the folded values join the graph's constants and
+    the folded nodes leave it."""
+    folded, values = fold_nodes(graph.nodes, graph.const, (), budget=graph.budget, keep=graph.outputs)
+    for name, value in values.items():
+        graph.add_constant(name, value)
+    return [bn for k, bn in enumerate(graph.nodes) if k not in folded]
+
+
+def fold_nodes(
     nodes: Sequence[PlanNode],
     inits: Mapping[str, Any],
     inputs: Collection[str],

@@ -22,11 +22,12 @@ never renamed. ``run(..., intermediates=True)`` runs the graph as written (the p
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
+from onnxcore.runtime.optimize.graph import PlanGraph
 from onnxcore.runtime.step import PlanNode
 
 __all__ = ["drop_noops"]
@@ -144,8 +145,9 @@ def _source(bn: PlanNode, const: Mapping[str, Any], known: Mapping[str, Known]) 
     return None
 
 
-def drop_noops(nodes: list[PlanNode], const: Mapping[str, Any], outputs: Sequence[str]) -> list[PlanNode]:
+def drop_noops(graph: PlanGraph) -> list[PlanNode]:
     """Leave out the nodes whose output is their input (module docstring); rename reads and writes to match."""
+    nodes, const, outputs = list(graph.nodes), graph.const, graph.outputs
     outs = set(outputs)
     outer = {n for bn in nodes for n in bn.outer}
     known: dict[str, Known] = {n: (v.dtype, v.ndim) for n, v in const.items() if isinstance(v, np.ndarray)}
@@ -194,6 +196,7 @@ def drop_noops(nodes: list[PlanNode], const: Mapping[str, Any], outputs: Sequenc
             copy = PlanNode(bn.index, bn.node, bn.call, bn.kw, bn.outer)
             copy.inputs, copy.outputs = ins, outs_k
             copy.since, copy.may_tuple, copy.fused = bn.since, bn.may_tuple, list(bn.fused)
+            copy.step_kernel, copy.step_attrs = bn.step_kernel, bn.step_attrs
             bn = copy
         kept.append(bn)
     return kept

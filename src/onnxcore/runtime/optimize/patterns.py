@@ -7,6 +7,8 @@ The TorchScript exporter (and older opsets generally) spells common layers as ch
 - LayerNorm as ``ReduceMean -> Sub -> Pow(2) -> ReduceMean -> Add(eps) -> Sqrt -> Div``, then ``Mul(gamma)`` and
   ``Add(beta)``;
 - SiLU (Swish) as ``Mul(x, Sigmoid(x))``, here ``x / (1 + exp(-x))`` in one buffer;
+- HardSwish before opset 14 as ``Mul(x, HardSigmoid(x))``, here the product written into the HardSigmoid's result
+  (the same operations: one array fewer, one step);
 - RMSNorm (T5, Llama) as ``Pow(x, 2) -> ReduceMean -> Add(eps) -> Sqrt -> Reciprocal`` (or ``Div(1, .)``) ``->
   Mul(x)``, a ``Cast`` to the same type, then ``Mul(weight)``.
 
@@ -21,96 +23,35 @@ in debugging mode (``intermediates=True`` runs every node as written).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from onnxcore.errors import OnnxCoreError
-from onnxcore.kernels._act_accel import swish_accel
-from onnxcore.kernels._rowwise import layer_norm_compiled, rms_norm_compiled
-from onnxcore.kernels.registry import lookup
-from onnxcore.runtime.optimize._common import rebound, use_counts
-from onnxcore.runtime.optimize.rows import LayerNormRows, RmsNormRows, TanhGelu, attention_rows, rows_take
+from onnxcore.kernels.fused.common import FLOATS
+from onnxcore.kernels.fused.pattern import ONNX_FLOAT
+from onnxcore.runtime.optimize._common import fused_node
+from onnxcore.runtime.optimize.graph import PlanGraph
 from onnxcore.runtime.step import PlanNode
 
-__all__ = ["FusedPattern", "RowsPattern", "fuse_attention", "fuse_patterns", "silu"]
+__all__ = ["fuse_attention", "fuse_patterns"]
 
-_ANCHORS = ("Erf", "Tanh", "ReduceMean", "Sigmoid")
-_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+_ANCHORS = ("Erf", "Tanh", "ReduceMean", "Sigmoid", "HardSigmoid")
+_FLOATS = FLOATS
 _SQRT2 = math.sqrt(2.0)
 _TANH_C = math.sqrt(2.0 / math.pi)
-
-
-class FusedPattern:
-    """A chain of nodes reading some variable values, evaluated by one call when ``accepts`` the inputs, and node
-    by node as written otherwise."""
-
-    __slots__ = ("accepts", "args", "chain", "fast", "kw", "label", "x_names")
-
-    def __init__(
-        self,
-        label: str,
-        fast: Callable[..., Any],
-        args: Sequence[np.ndarray | None],
-        kw: dict[str, Any],
-        accepts: Callable[..., bool],
-        x_names: str | Sequence[str],
-        chain: list[tuple[Callable[..., Any], list[str | np.ndarray | None], dict[str, Any], list[str]]],
-    ) -> None:
-        self.label = label
-        self.fast = fast
-        self.args = tuple(args)
-        self.kw = kw
-        self.accepts = accepts
-        self.x_names = (x_names,) if isinstance(x_names, str) else tuple(x_names)
-        # Per original node: its call, inputs (a name of the chain, a constant, or None), attributes, outputs.
-        self.chain = chain
-
-    def __call__(self, *xs: Any) -> Any:
-        for x in xs:  # a loop, not all() of a generator: this runs on every call of a transformer's layers
-            if not isinstance(x, np.ndarray):
-                return self.as_written(*xs)
-        if self.accepts(*xs):
-            try:
-                r = self.fast(*xs, *self.args, **self.kw)
-            except (ValueError, OnnxCoreError):
-                # Extents the operator refuses (a product's inner axes that differ, say): the nodes as written
-                # give the refusal that names its node, or their value.
-                return self.as_written(*xs)
-            return r[0] if type(r) is tuple else r
-        return self.as_written(*xs)
-
-    def as_written(self, *xs: Any) -> Any:
-        """The chain evaluated node by node, as the graph writes it."""
-        env: dict[str, Any] = dict(zip(self.x_names, xs))
-        last: Any = None
-        for call, ins, kw, outs in self.chain:
-            r = call(*[env[n] if isinstance(n, str) else n for n in ins], **kw)
-            values = r if type(r) is tuple else (r,)
-            for o, v in zip(outs, values):
-                if o:
-                    env[o] = v
-            last = values[0]
-        return last
-
-    def __repr__(self) -> str:
-        return f"FusedPattern({self.label})"
 
 
 class _Graph:
     """The nodes of a plan with what the matchers ask of them."""
 
-    def __init__(self, nodes: list[PlanNode], const: Mapping[str, Any], outputs: Sequence[str]) -> None:
+    def __init__(self, graph: PlanGraph, nodes: list[PlanNode]) -> None:
+        # The plan graph's indices, and the nodes of this pass (the graph's own, replaced in place as it goes).
         self.nodes = nodes
-        self.const = const
-        self.uses = use_counts(nodes, outputs)
-        self.producer = {o: k for k, bn in enumerate(nodes) for o in bn.outputs if o}
-        self.readers: dict[str, list[int]] = {}
-        for k, bn in enumerate(nodes):
-            for n in bn.inputs:
-                if n:
-                    self.readers.setdefault(n, []).append(k)
+        self.const = graph.const
+        self.uses = graph.uses
+        self.producer = graph.producer
+        self.readers = graph.readers
         self.taken: set[int] = set()
 
     def op(self, k: int | None) -> str:
@@ -246,27 +187,13 @@ def _silu_match(g: _Graph, k: int) -> tuple[list[int], str] | None:
     return [k, m], x
 
 
-def silu(x: np.ndarray) -> np.ndarray:
-    """``x * sigmoid(x)`` as ``x / (1 + exp(-x))``: three passes in one buffer (for very negative ``x``, ``exp``
-    overflows to infinity and the quotient is -0, the limit). float32 with the accelerator: its compiled loop, one
-    pass within 4 ulp of these (:func:`onnxcore.kernels._act_accel.swish_accel`)."""
-    fast = swish_accel(x, 1.0)
-    if fast is not None:
-        return fast
-    y = np.negative(x)
-    np.exp(y, out=y)
-    y += 1
-    np.divide(x, y, out=y)
-    return y
-
-
 def _affine_tail(g: _Graph, name: str, dtype: np.dtype[Any], ops: Sequence[str]) -> tuple[list[int], list[Any]]:
     """Following ``name``: an optional ``Cast`` to ``dtype``, then ``Mul`` and ``Add`` (in the order of ``ops``) by
     constants along the last axis (1-D, or one element); the nodes and the constants (None where absent)."""
     members: list[int] = []
     cur = name
     c = g.sole_reader(cur, "Cast")
-    if c is not None and int(g.nodes[c].kw.get("to", 0)) == _ONNX_FLOAT.get(dtype.str, -1):
+    if c is not None and int(g.nodes[c].kw.get("to", 0)) == ONNX_FLOAT.get(dtype.str, -1):
         members.append(c)
         cur = g.out(c)
     found: list[Any] = []
@@ -285,9 +212,6 @@ def _affine_tail(g: _Graph, name: str, dtype: np.dtype[Any], ops: Sequence[str])
         if w is None:
             break
     return members, found + [None] * (len(ops) - len(found))
-
-
-_ONNX_FLOAT = {np.dtype(np.float32).str: 1, np.dtype(np.float64).str: 11}
 
 
 def _eps_sqrt(g: _Graph, k: int) -> tuple[list[int], float, np.dtype[Any]] | None:
@@ -363,10 +287,6 @@ def _layer_norm(g: _Graph, k: int) -> tuple[list[int], str, dict[str, Any]] | No
     return [k, sub, p, k2, a, s, div, *tail], x, {"kind": "ln", "eps": eps, "dtype": dtype, "w": gamma, "b": beta}
 
 
-def _last_axis_ok(w: np.ndarray | None, x: np.ndarray) -> bool:
-    return w is None or w.size == 1 or (x.ndim >= 1 and w.shape[-1] == x.shape[-1])
-
-
 def _chain(
     g: _Graph, members: Sequence[int]
 ) -> list[tuple[Callable[..., Any], list[str | np.ndarray | None], dict[str, Any], list[str]]]:
@@ -380,66 +300,22 @@ def _chain(
     return chain
 
 
-def _fused(g: _Graph, label: str, members: list[int], x: str, info: dict[str, Any]) -> FusedPattern | None:
-    """The step for a matched chain, or None when no kernel evaluates it."""
+def _fused(g: _Graph, members: list[int], x: str, info: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The fused kernel for a matched chain and its attributes (the nodes as written among them)."""
     chain = _chain(g, members)
     kind = info["kind"]
     if kind in ("none", "tanh"):
-        kdef = lookup("", "Gelu", 20)
-        if kdef is None:
-            return None
-        gelu = TanhGelu(kdef.fn) if kind == "tanh" else kdef.fn
-        return FusedPattern(label, gelu, (), {"approximate": kind}, lambda v: v.dtype in _FLOATS, x, chain)
+        return "GeluPattern", {"approximate": kind, "chain": chain, "x_names": (x,)}
     if kind == "silu":
-        return FusedPattern(label, silu, (), {}, lambda v: v.dtype in _FLOATS, x, chain)
-    dtype: np.dtype[Any] = info["dtype"]
-    w: np.ndarray | None = info["w"]
-    scale = np.ones((), dtype) if w is None else w
-    rows_of = w is not None and w.ndim == 1 and w.dtype == dtype and dtype in _FLOATS and w.flags.c_contiguous
+        return "SiLUPattern", {"chain": chain, "x_names": (x,)}
+    if kind == "hard_sigmoid":
+        hs = g.nodes[members[0]]  # the HardSigmoid comes before the Mul that reads it
+        kw: dict[str, Any] = {a: float(hs.kw[a]) for a in ("alpha", "beta") if a in hs.kw}
+        return "HardSigmoidMul", {**kw, "kernel": hs.call, "chain": chain, "x_names": (x,)}
+    norm = {"epsilon": info["eps"], "dtype": info["dtype"], "scale": info["w"], "chain": chain, "x_names": (x,)}
     if kind == "rms":
-        kdef = lookup("", "RMSNormalization", 23)
-        if kdef is None:
-            return None
-        eps = info["eps"]
-        args = (
-            label,
-            RmsNormRows(kdef.fn),
-            (scale,),
-            {"axis": -1, "epsilon": eps, "stash_type": _ONNX_FLOAT[dtype.str]},
-            lambda v: v.dtype == dtype and v.ndim >= 1 and _last_axis_ok(w, v),
-            x,
-            chain,
-        )
-        if rows_of and w is not None and w.size:
-            d = int(w.shape[0])
-            return RowsPattern(lambda v: rms_norm_compiled(v, w, d, eps), d, dtype, *args)
-        return FusedPattern(*args)
-    b: np.ndarray | None = info["b"]
-    kdef = lookup("", "LayerNormalization", 17)
-    if kdef is None:
-        return None
-    fn: Callable[..., Any] = kdef.fn
-    rows_step: LayerNormRows | None = None
-    if w is not None and w.ndim == 1 and w.dtype == dtype and (b is None or (b.shape == w.shape and b.dtype == dtype)):
-        bias = None if b is None else np.ascontiguousarray(b)
-        fn = rows_step = LayerNormRows(kdef.fn, np.ascontiguousarray(w), bias, info["eps"])
-    ln_args = (
-        label,
-        fn,
-        (scale, b),
-        {"axis": -1, "epsilon": info["eps"], "stash_type": _ONNX_FLOAT[dtype.str]},
-        lambda v: v.dtype == dtype and v.ndim >= 1 and _last_axis_ok(w, v) and _last_axis_ok(b, v),
-        x,
-        chain,
-    )
-    if rows_step is not None and rows_of and rows_step.d:
-        ln = rows_step
-
-        def layer_norm(v: np.ndarray) -> np.ndarray:
-            return layer_norm_compiled(v, ln.scale, ln.bias, v.ndim - 1, ln.d, ln.eps)[0]
-
-        return RowsPattern(layer_norm, ln.d, dtype, *ln_args)
-    return FusedPattern(*ln_args)
+        return "RMSNormPattern", norm
+    return "LayerNormPattern", {**norm, "bias": info["b"]}
 
 
 def _closed(g: _Graph, members: list[int]) -> bool:
@@ -457,135 +333,49 @@ def _closed(g: _Graph, members: list[int]) -> bool:
     return len(g.nodes[last].outputs) == 1 or not any(g.nodes[last].outputs[1:])
 
 
-def fuse_patterns(nodes: list[PlanNode], const: Mapping[str, Any], outputs: Sequence[str]) -> list[PlanNode]:
+def fuse_patterns(graph: PlanGraph) -> list[PlanNode]:
     """Replace each exporter's chain for GELU, SiLU, LayerNorm and RMSNorm with one step (module docstring)."""
+    nodes, const = list(graph.nodes), graph.const
     if not any(bn.node.op_type in _ANCHORS for bn in nodes):
         return nodes
-    g = _Graph(nodes, const, outputs)
+    g = _Graph(graph, nodes)
     replaced: dict[int, PlanNode] = {}
     for k in range(len(nodes)):
         op = g.op(k)
         if op not in _ANCHORS or k in g.taken:
             continue
         match: tuple[list[int], str, dict[str, Any]] | None = None
-        label = ""
         if op == "Erf":
             found = _erf_gelu(g, k)
-            match, label = (None, "") if found is None else ((found[0], found[1], {"kind": "none"}), "GELU (erf)")
+            match = None if found is None else (found[0], found[1], {"kind": "none"})
         elif op == "Tanh":
             found = _tanh_gelu(g, k)
-            match, label = (None, "") if found is None else ((found[0], found[1], {"kind": "tanh"}), "GELU (tanh)")
+            match = None if found is None else (found[0], found[1], {"kind": "tanh"})
         elif op == "Sigmoid":
             found = _silu_match(g, k)
-            match, label = (None, "") if found is None else ((found[0], found[1], {"kind": "silu"}), "SiLU")
+            match = None if found is None else (found[0], found[1], {"kind": "silu"})
+        elif op == "HardSigmoid":
+            # Mul(x, HardSigmoid(x)): HardSwish as exporters write it before opset 14 (MobileNetV3); HardSigmoid-6
+            # on (no consumed_inputs).
+            found = _silu_match(g, k) if g.nodes[k].since >= 6 else None
+            match = None if found is None else (found[0], found[1], {"kind": "hard_sigmoid"})
         else:
-            match = _layer_norm(g, k)
-            label = "LayerNorm"
-            if match is None:
-                match, label = _rms_norm(g, k), "RMSNorm"
+            match = _layer_norm(g, k) or _rms_norm(g, k)
         if match is None:
             continue
         members, x, info = match
         members = sorted(set(members))
         if not _closed(g, members):
             continue
-        fused = _fused(g, label, members, x, info)
-        if fused is None:
-            continue
+        op, attrs = _fused(g, members, x, info)
         last = members[-1]
         y = g.nodes[last].outputs[0]
-        anchor = g.nodes[k]
         others = [g.nodes[j] for j in members if j != k]
-        replaced[last] = rebound(anchor, fused, {}, [x], [y], absorbed=others)
-        replaced[last].may_tuple = False
+        replaced[last] = fused_node(g.nodes[k], op, [x], [y], const, absorbed=others, **attrs)
         g.taken.update(members)
     if not replaced:
         return nodes
     return [replaced.get(j, bn) for j, bn in enumerate(nodes) if j in replaced or j not in g.taken]
-
-
-# ------------------------------------------------------------------------------------ normalisations, attention
-
-
-class RowsPattern(FusedPattern):
-    """A normalisation pattern's step (LayerNorm, RMSNorm over the last axis, constant 1-D weights of the input's
-    type): a :class:`FusedPattern` that first sends an input its row step would run by the compiled loop
-    (:class:`~onnxcore.runtime.optimize.rows.LayerNormRows`, ``RmsNormRows``: C-contiguous, of that type, rows of
-    the weights' length, below the kernel threads' size, the accelerator on) straight to that loop, the same call
-    with the same arguments those steps make, without the pattern's and the step's generic tests."""
-
-    __slots__ = ("_d", "_dtype", "_rows")
-
-    def __init__(self, rows: Callable[[np.ndarray], np.ndarray], d: int, dtype: np.dtype[Any], *args: Any) -> None:
-        super().__init__(*args)
-        self._rows, self._d, self._dtype = rows, d, dtype
-
-    def __call__(self, *xs: Any) -> Any:
-        if len(xs) == 1 and rows_take(xs[0], self._dtype, self._d):
-            return self._rows(xs[0])
-        return super().__call__(*xs)
-
-
-def _attention(
-    q: np.ndarray, k: np.ndarray, *rest: np.ndarray, scale: tuple[str, float] | None, masked: bool, guard: bool
-) -> np.ndarray:
-    """``softmax(q @ k (scaled) (+ mask)) @ v`` with the scores made once and updated in place."""
-    mask = rest[0] if masked else None
-    v = rest[-1]
-    s = np.matmul(q, k)
-    fast = attention_rows(s, mask, scale, guard)
-    if fast is not None:
-        return np.matmul(fast, v)
-    if scale is not None:
-        c = s.dtype.type(scale[1])
-        if scale[0] == "Div":
-            np.divide(s, c, out=s)
-        else:
-            np.multiply(s, c, out=s)
-    if mask is not None:
-        if np.broadcast_shapes(s.shape, mask.shape) == s.shape:
-            np.add(s, mask, out=s)
-        else:
-            s = s + mask
-    s -= _row_max(s)
-    np.exp(s, out=s)
-    n = s.shape[-1]
-    # The row sums by BLAS, as the Softmax kernel makes them (kernels._rowwise): numpy's reduction over short
-    # rows costs about 25 ns a row (192 rows of 24: 5 us against 1.7).
-    sums = (s.reshape(-1, n) @ np.ones(n, s.dtype)).reshape(*s.shape[:-1], 1)
-    s /= sums
-    # A NaN probability makes its row's sum NaN (a NaN score, or a row of -inf whose shifted scores are NaN;
-    # the row's maximum gives exp(0) = 1, so no sum is 0): the small array of sums tells whether to look.
-    if guard and np.isnan(sums).any():
-        s[np.isnan(s)] = 0
-    return np.matmul(s, v)
-
-
-_SHORT_ROW = 64  # rows up to this length: their maxima over a transposed copy
-
-
-def _row_max(s: np.ndarray) -> np.ndarray:
-    """The maximum of each row along the last axis, keeping it (NaN when the row holds one, as ``max``).
-
-    numpy's reduction costs about 50 ns per row of a short last axis (192 rows of 24 scores: 9 us); over a
-    transposed copy the rows are the columns of one reduction along the first axis, an elementwise maximum of
-    whole rows (4 us). The maximum does not depend on the order of comparisons: the same values.
-    """
-    n = s.shape[-1]
-    if n > _SHORT_ROW or n == 0 or s.size == 0:
-        return s.max(axis=-1, keepdims=True)
-    t = np.ascontiguousarray(s.reshape(-1, n).T)
-    return t.max(axis=0).reshape(*s.shape[:-1], 1)
-
-
-def _attention_accepts(*xs: np.ndarray) -> bool:
-    dt = xs[0].dtype
-    if dt not in _FLOATS:
-        return False
-    for x in xs:  # a loop, not all() of a generator: this runs on every call of a transformer's layers
-        if x.dtype != dt or x.ndim < 2 or not x.size:
-            return False
-    return True
 
 
 def _scores(g: _Graph, name: str) -> tuple[list[int], tuple[str, float] | None, int] | None:
@@ -614,14 +404,15 @@ def _scores(g: _Graph, name: str) -> tuple[list[int], tuple[str, float] | None, 
     return [*members, qk], scale, qk
 
 
-def fuse_attention(nodes: list[PlanNode], const: Mapping[str, Any], outputs: Sequence[str]) -> list[PlanNode]:
+def fuse_attention(graph: PlanGraph) -> list[PlanNode]:
     """The scaled-dot-product attention chain exporters write, ``MatMul(q, k) -> Div|Mul(scale) -> Add(mask) ->
     Softmax(last axis) -> [Where(IsNaN(.), 0, .)] -> MatMul(., v)`` (scale and mask optional), as one step whose
     score matrix is made once and updated in place (the same operations in the same order; other inputs run the
     nodes as written)."""
+    nodes, const = list(graph.nodes), graph.const
     if not any(bn.node.op_type == "Softmax" for bn in nodes):
         return nodes
-    g = _Graph(nodes, const, outputs)
+    g = _Graph(graph, nodes)
     replaced: dict[int, PlanNode] = {}
     for sm in range(len(nodes)):
         if g.op(sm) != "Softmax" or int(g.nodes[sm].kw.get("axis", -1)) != -1:
@@ -665,12 +456,11 @@ def fuse_attention(nodes: list[PlanNode], const: Mapping[str, Any], outputs: Seq
         if not _closed(g, members):
             continue
         inputs = [q, kname] + ([mask] if mask is not None else []) + [g.nodes[pv].inputs[1]]
-        kw = {"scale": scale, "masked": mask is not None, "guard": guard}
-        fused = FusedPattern("Attention", _attention, (), kw, _attention_accepts, inputs, _chain(g, members))
         last = members[-1]
         others = [g.nodes[j] for j in members if j != sm]
-        replaced[last] = rebound(g.nodes[sm], fused, {}, inputs, [g.out(last)], absorbed=others)
-        replaced[last].may_tuple = False
+        replaced[last] = fused_node(g.nodes[sm], "AttentionPattern", inputs, [g.out(last)], const, absorbed=others,
+                                    scale=scale, masked=mask is not None, guard=guard, chain=_chain(g, members),
+                                    x_names=tuple(inputs))  # fmt: skip
         g.taken.update(members)
     if not replaced:
         return nodes

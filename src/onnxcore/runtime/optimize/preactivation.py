@@ -1,23 +1,21 @@
-"""DenseNet's BatchNormalization -> Relu -> Conv on concatenated features as one clamp pass and a Conv."""
+"""DenseNet's BatchNormalization -> Relu -> Conv on concatenated features as one clamp pass and a Conv: the matcher
+of the fused PreActivatedConv kernel (``onnxcore.kernels.fused.conv``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
-
-import numpy as np
-
-from onnxcore.runtime.optimize._common import conv_weights, rebound, unpadded, use_counts
-from onnxcore.runtime.optimize.affine import AffineChain
+from onnxcore.kernels.fused.conv import preactivated_weights
+from onnxcore.runtime.optimize._common import conv_weights, fused_node, rebound, unpadded
+from onnxcore.runtime.optimize.graph import PlanGraph
 from onnxcore.runtime.step import PlanNode
 
-__all__ = ["PreActivatedConv", "flatten_concats", "fuse_preactivation"]
+__all__ = ["flatten_concats", "fuse_preactivation"]
 
 
-def flatten_concats(nodes: list[PlanNode]) -> list[PlanNode]:
+def flatten_concats(graph: PlanGraph) -> list[PlanNode]:
     """Let a Concat read the pieces of a Concat input along the same axis: ``Concat(Concat(a, b), c)`` becomes
     ``Concat(a, b, c)``; the same value, and the inner Concat is left to readers that need it (none, in
     DenseNet's blocks once :func:`fuse_preactivation` has taken each one into the Conv that reads it)."""
+    nodes = list(graph.nodes)
     pieces: dict[str, tuple[int, list[str]]] = {}
     for j, bn in enumerate(nodes):
         axis = _concat_axis(bn)
@@ -45,7 +43,7 @@ def _concat_axis(bn: PlanNode) -> int | None:
     return axis if isinstance(axis, int) else None
 
 
-def fuse_preactivation(nodes: list[PlanNode], const: Mapping[str, Any], outputs: Sequence[str]) -> list[PlanNode]:
+def fuse_preactivation(graph: PlanGraph) -> list[PlanNode]:
     """Fold a per-channel affine chain ending in Relu into the unpadded Conv that is its only reader.
 
     DenseNet's ``BatchNormalization -> Relu -> Conv 1x1`` on the concatenated features: per input channel,
@@ -57,13 +55,12 @@ def fuse_preactivation(nodes: list[PlanNode], const: Mapping[str, Any], outputs:
     only: a padded border would need the value ``-b/|a|``, not 0. A channel with ``a = 0`` or a clamp that
     overflows the type leaves the chain as it is.
     """
-    uses = use_counts(nodes, outputs)
-    reader = {n: k for k, bn in enumerate(nodes) for n in bn.inputs if n}
-    producer = {bn.outputs[0]: k for k, bn in enumerate(nodes) if bn.outputs and bn.outputs[0]}
+    nodes, const = list(graph.nodes), graph.const
+    uses, reader, producer = graph.uses, graph.last_readers, graph.producer
     drop: set[int] = set()
     for j, head in enumerate(nodes):
         chain = head.call
-        if not isinstance(chain, AffineChain) or not chain.relu:
+        if head.step_kernel != "AffineChain" or not head.step_attrs.get("relu"):
             continue
         current = head.outputs[0]
         k = reader.get(current)
@@ -74,27 +71,9 @@ def fuse_preactivation(nodes: list[PlanNode], const: Mapping[str, Any], outputs:
         if weights is None or conv.inputs[0] != current or not unpadded(conv):
             continue
         w, b0 = weights
-        group = int(conv.kw.get("group", 1))
-        c_in = w.shape[1] * group
-        if w.shape[0] % group:
+        folded = preactivated_weights(chain, w, b0, int(conv.kw.get("group", 1)))  # type: ignore[arg-type]
+        if folded is None:
             continue
-        ab = chain.per_channel(c_in, w.dtype, w.ndim)
-        if ab is None:
-            continue
-        a, b = ab
-        with np.errstate(all="ignore"):
-            clamp = (-b / np.abs(a)).astype(w.dtype)
-        if not (np.all(a != 0) and np.all(np.isfinite(clamp))):
-            continue
-        m, cg = w.shape[0], w.shape[1]
-        # The input channel of weight [o, i] is (o // (m / group)) * cg + i.
-        rows = np.arange(m)[:, None] // (m // group) * cg + np.arange(cg)[None, :]
-        spatial = (1,) * (w.ndim - 2)
-        w64 = w.astype(np.float64)
-        w2 = (w64 * np.abs(a)[rows].reshape(m, cg, *spatial)).astype(w.dtype)
-        b64 = np.zeros(m) if b0 is None else b0.astype(np.float64).reshape(m)
-        b2 = (b64 + (w64 * b[rows].reshape(m, cg, *spatial)).reshape(m, -1).sum(axis=1)).astype(w.dtype)
-        sign = None if np.all(a > 0) else np.sign(a).astype(w.dtype).reshape(c_in, *spatial)
         assert conv.call is not None
         inputs, concat, absorbed = [head.inputs[0]], None, [head]
         q = producer.get(head.inputs[0])
@@ -104,67 +83,8 @@ def fuse_preactivation(nodes: list[PlanNode], const: Mapping[str, Any], outputs:
             inputs = list(nodes[q].inputs)
             absorbed.append(nodes[q])
             drop.add(q)
-        fused = PreActivatedConv(
-            chain, conv.call, dict(conv.kw), w, b0, w2, b2, clamp.reshape(c_in, *spatial), sign, concat
-        )
-        nodes[k] = rebound(conv, fused, {}, inputs, list(conv.outputs), absorbed=absorbed)
+        nodes[k] = fused_node(conv, "PreActivatedConv", inputs, list(conv.outputs), const, absorbed=absorbed,
+                              may_tuple=None, chain=chain, conv_kw=dict(conv.kw), folded=folded, conv=conv.call,
+                              concat=concat, w=w, b=b0)  # fmt: skip
         drop.add(j)
     return [bn for k, bn in enumerate(nodes) if k not in drop]
-
-
-class PreActivatedConv:
-    """``conv(relu(a x + b))`` as ``conv'(max(s x, -b/|a|))`` with the folded weights of
-    :func:`fuse_preactivation`, ``x`` given whole or as the pieces of its concatenation along axis 1; other
-    input types run the Concat, the chain and the Conv as written."""
-
-    __slots__ = ("b", "b2", "chain", "clamp", "concat", "conv", "kw", "sign", "w", "w2")
-
-    def __init__(
-        self,
-        chain: AffineChain,
-        conv: Callable[..., Any],
-        kw: dict[str, Any],
-        w: np.ndarray,
-        b: np.ndarray | None,
-        w2: np.ndarray,
-        b2: np.ndarray,
-        clamp: np.ndarray,
-        sign: np.ndarray | None,
-        concat: Callable[..., Any] | None = None,
-    ) -> None:
-        self.chain, self.conv, self.kw, self.concat = chain, conv, kw, concat
-        self.w, self.b, self.w2, self.b2 = w, b, w2, b2
-        self.clamp, self.sign = clamp, sign
-        for v in (w2, b2, clamp, sign):
-            if v is not None:
-                v.flags.writeable = False
-
-    def __call__(self, *xs: np.ndarray) -> Any:
-        z = self._clamped(xs)
-        if z is None:
-            x = xs[0] if self.concat is None else self.concat(*xs, axis=1)
-            return self.conv(self.chain(x), self.w, self.b, **self.kw)
-        return self.conv(z, self.w2, self.b2, **self.kw)
-
-    def _clamped(self, xs: tuple[np.ndarray, ...]) -> np.ndarray | None:
-        """``max(s x, clamp)`` written piece by piece into one new array; None for inputs it does not fit."""
-        first = xs[0]
-        dtype, rank = self.w2.dtype, self.w2.ndim
-        if any(x.dtype != dtype or x.ndim != rank or x.shape[2:] != first.shape[2:] for x in xs):
-            return None
-        if any(x.shape[0] != first.shape[0] for x in xs) or sum(x.shape[1] for x in xs) != self.clamp.shape[0]:
-            return None
-        if len(xs) == 1 and self.sign is None:
-            return np.maximum(first, self.clamp)
-        z = np.empty((first.shape[0], self.clamp.shape[0], *first.shape[2:]), dtype)
-        c0 = 0
-        for x in xs:
-            c1 = c0 + x.shape[1]
-            part = z[:, c0:c1]
-            if self.sign is None:
-                np.maximum(x, self.clamp[c0:c1], out=part)
-            else:
-                np.multiply(x, self.sign[c0:c1], out=part)
-                np.maximum(part, self.clamp[c0:c1], out=part)
-            c0 = c1
-        return z

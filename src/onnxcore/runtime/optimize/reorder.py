@@ -12,22 +12,24 @@ pool branch runs 2-5x faster (measured on inception_v2's seven).
 from __future__ import annotations
 
 import types
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
-from onnxcore.runtime.optimize._common import InPlaceRelu, conv_weights, rebound, use_counts
+from onnxcore.runtime.optimize._common import conv_weights, fused_node
+from onnxcore.runtime.optimize.graph import PlanGraph
 from onnxcore.runtime.step import PlanNode
 
-__all__ = ["ProjectedPool", "project_before_pooling"]
+__all__ = ["project_before_pooling"]
 
 
-def project_before_pooling(nodes: list[PlanNode], const: Mapping[str, Any], outputs: Sequence[str]) -> list[PlanNode]:
+def project_before_pooling(graph: PlanGraph) -> list[PlanNode]:
     """Run each AveragePool -> 1x1 Conv pair whose pool keeps the image size and whose Conv narrows the channels
-    as one step that projects first (:class:`ProjectedPool`); the pool's output must have no other reader."""
-    uses = use_counts(nodes, outputs)
-    reader = {n: k for k, bn in enumerate(nodes) for n in bn.inputs if n}
+    as one step that projects first (the fused ProjectedPool kernel, ``onnxcore.kernels.fused.conv``); the pool's
+    output must have no other reader."""
+    nodes, const = list(graph.nodes), graph.const
+    uses, reader = graph.uses, graph.last_readers
     drop: set[int] = set()
     for j, pool in enumerate(nodes):
         if not _size_keeping_average_pool(pool) or uses.get(pool.outputs[0]) != 1:
@@ -39,14 +41,15 @@ def project_before_pooling(nodes: list[PlanNode], const: Mapping[str, Any], outp
         weights = conv_weights(conv, const)
         if weights is None or conv.inputs[0] != pool.outputs[0] or not _pointwise(conv.kw, weights[0]):
             continue
-        relu = isinstance(conv.call, InPlaceRelu)
-        kernel = conv.call.call if isinstance(conv.call, InPlaceRelu) else conv.call
+        relu = conv.step_kernel == "WithRelu"
+        kernel = conv.step_attrs["kernel"] if relu else conv.call
         if not isinstance(kernel, types.FunctionType) or weights[0].shape[0] >= weights[0].shape[1]:
             continue
         assert pool.call is not None
-        fused = ProjectedPool(kernel, pool.call, dict(pool.kw), relu)
         inputs = [pool.inputs[0], *conv.inputs[1:]]
-        nodes[k] = rebound(conv, fused, dict(conv.kw), inputs, list(conv.outputs), absorbed=[pool])
+        nodes[k] = fused_node(conv, "ProjectedPool", inputs, list(conv.outputs), const, kw=dict(conv.kw),
+                              absorbed=[pool], may_tuple=None, conv=kernel, pool=pool.call, pool_kw=dict(pool.kw),
+                              relu=relu)  # fmt: skip
         drop.add(j)
     return [bn for k, bn in enumerate(nodes) if k not in drop]
 
@@ -83,21 +86,3 @@ def _pointwise(kw: Mapping[str, Any], w: np.ndarray) -> bool:
     if any(s != 1 for s in kw.get("strides") or [1] * nd):
         return False
     return not any(kw.get("pads") or [0])
-
-
-class ProjectedPool:
-    """``AveragePool -> Conv 1x1 (-> Relu)`` computed as ``Conv 1x1 without bias -> AveragePool -> + bias
-    (-> Relu)``; the Conv's inputs and attributes are its own, the pool's attributes bound at plan time."""
-
-    __slots__ = ("conv", "pool", "pool_kw", "relu")
-
-    def __init__(self, conv: Callable[..., Any], pool: Callable[..., Any], pool_kw: dict[str, Any], relu: bool) -> None:
-        self.conv, self.pool, self.pool_kw, self.relu = conv, pool, pool_kw, relu
-
-    def __call__(self, x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None, **kw: Any) -> np.ndarray:
-        y = self.pool(self.conv(x, w, None, **kw), **self.pool_kw)
-        if b is not None:
-            y += b.reshape((1, -1) + (1,) * (y.ndim - 2))
-        if self.relu:
-            np.maximum(y, 0, out=y)
-        return y

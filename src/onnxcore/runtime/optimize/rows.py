@@ -1,201 +1,24 @@
-"""Row-wise steps of a transformer layer by the accelerator's compiled loops, called straight from the plan
-(Clause 8.2, per-node overhead).
-
-A transformer's normalisations, GELUs and attention probabilities run on small tensors (a few rows of 128 values
-in a decoder step): there a kernel's checks and dispatch cost more than its arithmetic. The steps here know at
-plan time what the kernel checks on every call (the constant scale and bias, the attributes) and, for an input
-the kernel would send down its accelerated path anyway, make the same compiled call directly; for anything
-else they call the kernel. The values are the kernel's own, bit for bit (the same compiled loops with the same
-arguments), except the attention probabilities, whose row sums are added in another order than the numpy path's
-BLAS sums (within the type's rounding of a row's sum).
-
-- :class:`LayerNormRows`: a ``LayerNormalization`` node with constant ``Scale`` (and ``B``) over the last axis;
-- :class:`RmsNormRows`: ``RMSNormalization`` with a constant scale (the RMSNorm pattern's step);
-- :class:`TanhGelu`: ``Gelu(approximate="tanh")`` (the tanh-GELU pattern's step): the kernel's operations in
-  its order, in two compiled passes around numpy's ``tanh``;
-- :func:`attention_rows`: the fused attention's scaling, masking and softmax of 4-D scores.
-
-Without the accelerator (``ONNXCORE_ACCEL=0``, or numba absent) every step is its kernel.
+"""LayerNormalization with constant weights over the last axis by the accelerator's compiled rows, called straight
+from the plan (Clause 8.2, per-node overhead): the matcher of the fused LayerNormRows kernel
+(``onnxcore.kernels.fused.rows``, where the other row steps of a transformer layer are too).
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
-
 import numpy as np
 
-from onnxcore.kernels import accel
-from onnxcore.kernels._rowwise import layer_norm_compiled, rms_norm_compiled
-from onnxcore.kernels.threads import MIN_PARALLEL_ELEMENTS
-from onnxcore.runtime.optimize._common import rebound
+from onnxcore.kernels.fused.rows import STASH_OF, row_vector
+from onnxcore.runtime.optimize._common import fused_node
+from onnxcore.runtime.optimize.graph import PlanGraph
 from onnxcore.runtime.step import PlanNode
 
-__all__ = ["LayerNormRows", "RmsNormRows", "TanhGelu", "attention_rows", "fast_layer_norms", "rows_take"]
-
-_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
-_STASH_OF = {np.dtype(np.float32): 1, np.dtype(np.float64): 11}  # the stash_type that is the dtype itself
-_TANH_C = math.sqrt(2.0 / math.pi)
+__all__ = ["fast_layer_norms"]
 
 
-def _row_vector(p: Any, dtype: np.dtype[Any] | None = None) -> bool:
-    """Whether ``p`` is a C-contiguous 1-D float32/float64 array (of ``dtype`` when given)."""
-    return (
-        type(p) is np.ndarray
-        and p.ndim == 1
-        and p.dtype in _FLOATS
-        and p.flags.c_contiguous
-        and (dtype is None or p.dtype == dtype)
-    )
-
-
-def rows_take(x: Any, dtype: np.dtype[Any], d: int) -> bool:
-    """Whether a row step sends ``x`` to the compiled loop over rows of ``d`` values of ``dtype``: a C-contiguous
-    array of that type whose last axis has ``d`` values, not empty and below the kernel threads' size (larger
-    ones go to the kernel, which splits them), with the accelerator on."""
-    return (
-        type(x) is np.ndarray
-        and x.dtype == dtype
-        and x.ndim >= 1
-        and x.shape[-1] == d
-        and 0 < x.size < MIN_PARALLEL_ELEMENTS
-        and x.flags.c_contiguous
-        and accel.enabled()
-    )
-
-
-class LayerNormRows:
-    """LayerNormalization-17 over the last axis with a constant ``Scale`` (and ``B``) of its input's type and
-    ``stash_type`` that type: the accelerated kernel's compiled call, made directly for a C-contiguous input below
-    the kernel threads' size (the kernel's own path for such an input); the kernel for anything else."""
-
-    __slots__ = ("bias", "d", "dtype", "eps", "kernel", "scale")
-
-    def __init__(self, kernel: Callable[..., Any], scale: np.ndarray, bias: np.ndarray | None, epsilon: float) -> None:
-        self.kernel = kernel
-        self.scale = scale
-        self.bias = bias
-        self.dtype = scale.dtype
-        self.d = int(scale.shape[0])
-        self.eps = epsilon
-
-    def __call__(self, X: Any, Scale: Any, B: Any = None, **kw: Any) -> Any:
-        if rows_take(X, self.dtype, self.d) and kw.get("axis", -1) in (-1, X.ndim - 1):
-            return layer_norm_compiled(X, self.scale, self.bias, X.ndim - 1, self.d, self.eps)
-        return self.kernel(X, Scale, B, **kw)
-
-
-class RmsNormRows:
-    """RMSNormalization-23 over the last axis with a scale of its input's type and ``stash_type`` that type: the
-    accelerated kernel's compiled call, made directly for a C-contiguous input below the kernel threads' size
-    with a scale of one value per column; the kernel for anything else."""
-
-    __slots__ = ("kernel",)
-
-    def __init__(self, kernel: Callable[..., Any]) -> None:
-        self.kernel = kernel
-
-    def __call__(self, X: Any, scale: Any, **kw: Any) -> Any:
-        if (
-            type(X) is np.ndarray
-            and _row_vector(scale, X.dtype)
-            and rows_take(X, X.dtype, scale.shape[0])
-            and kw.get("axis", -1) in (-1, X.ndim - 1)
-            and kw.get("stash_type", 1) == _STASH_OF[X.dtype]
-        ):
-            return rms_norm_compiled(X, scale, scale.shape[0], kw.get("epsilon", 1e-5))
-        return self.kernel(X, scale, **kw)
-
-
-_SHORT_GELU = 1 << 16  # elements (256 KB of float32): up to this size the three passes stay in the L2 cache
-
-
-class TanhGelu:
-    """Gelu-20 with ``approximate="tanh"`` (what the tanh-GELU pattern runs): for a small C-contiguous float32 or
-    float64 input with the accelerator on, the kernel's operations in its order in two compiled passes around
-    numpy's ``tanh`` (one pass each side rather than eight numpy steps: the same values); the kernel otherwise (a
-    large input: its blocks, on the kernel threads)."""
-
-    __slots__ = ("kernel",)
-
-    def __init__(self, kernel: Callable[..., Any]) -> None:
-        self.kernel = kernel
-
-    def __call__(self, x: Any, *, approximate: str) -> Any:
-        if (
-            type(x) is np.ndarray
-            and 0 < x.size <= _SHORT_GELU
-            and x.dtype in _FLOATS
-            and x.flags.c_contiguous
-            and accel.enabled()
-        ):
-            t = x.dtype.type
-            out = np.empty(x.shape, x.dtype)
-            x1, o1 = x.reshape(-1), out.reshape(-1)
-            fns = accel.jit()
-            fns.tanh_gelu_inner(x1, o1, t(0.044715), t(_TANH_C))
-            np.tanh(o1, out=o1)
-            fns.tanh_gelu_outer(x1, o1)
-            return out
-        return self.kernel(x, approximate=approximate)
-
-
-_ALL_STEPS = np.ones(4, np.int64)  # a mask of the scores' own shape: every axis steps
-_ALL_STEPS.flags.writeable = False
-# (mask shape, scores shape) -> the mask's axis steps, or None where it does not broadcast to the scores: made once
-# per pair of shapes (a decoder step's attention costs a few microseconds, the steps array one of them).
-_MASK_STEPS: dict[tuple[tuple[int, ...], tuple[int, ...]], np.ndarray | None] = {}
-
-
-def _mask_steps(mask: tuple[int, ...], scores: tuple[int, ...]) -> np.ndarray | None:
-    if any(m != d and m != 1 for m, d in zip(mask, scores)):
-        return None
-    steps = np.array([m != 1 for m in mask], np.int64)
-    steps.flags.writeable = False
-    return steps
-
-
-def attention_rows(
-    s: np.ndarray, mask: np.ndarray | None, scale: tuple[str, float] | None, guard: bool
-) -> np.ndarray | None:
-    """The probabilities of the fused attention from its scores ``s`` (4-D, C-contiguous, fresh: updated in
-    place), by the accelerator's row loops: scale, mask and shift by the row maximum in one pass over each row,
-    numpy's ``exp``, then the division by the row sums (and, with ``guard``, NaN set to 0) in another. None when
-    the accelerator is off or these do not apply (another rank, a mask of another type or not broadcasting to
-    the scores)."""
-    if not (accel.enabled() and s.ndim == 4 and s.flags.c_contiguous and s.size):
-        return None
-    steps = _ALL_STEPS
-    if mask is not None:
-        if mask.dtype != s.dtype or mask.ndim != 4:
-            return None
-        if mask.shape != s.shape:
-            key = (mask.shape, s.shape)
-            if key in _MASK_STEPS:
-                found = _MASK_STEPS[key]
-            else:
-                found = _mask_steps(mask.shape, s.shape)
-                if len(_MASK_STEPS) >= 256:
-                    _MASK_STEPS.clear()
-                _MASK_STEPS[key] = found
-            if found is None:
-                return None
-            steps = found
-    t = s.dtype.type
-    mode = 0 if scale is None else (2 if scale[0] == "Div" else 1)
-    c = t(1 if scale is None else scale[1])
-    fns = accel.jit()
-    fns.attention_scores4(s, s if mask is None else mask, steps, mask is not None, c, mode)
-    np.exp(s, out=s)
-    fns.attention_normalize(s.reshape(-1, s.shape[-1]), guard)
-    return s
-
-
-def fast_layer_norms(nodes: list[PlanNode], const: Mapping[str, Any], outputs: Sequence[str]) -> list[PlanNode]:
+def fast_layer_norms(graph: PlanGraph) -> list[PlanNode]:
     """Give each ai.onnx LayerNormalization-17 node over the last axis with a constant 1-D float ``Scale`` (and
-    ``B`` of its type and length) and ``stash_type`` that type its :class:`LayerNormRows` step."""
-    del outputs  # every output is still made (Mean and InvStdDev too)
+    ``B`` of its type and length) and ``stash_type`` that type the fused LayerNormRows kernel."""
+    nodes, const = list(graph.nodes), graph.const
     for j, bn in enumerate(nodes):
         node = bn.node
         if node.op_type != "LayerNormalization" or node.domain not in ("", "ai.onnx") or bn.call is None:
@@ -204,13 +27,13 @@ def fast_layer_norms(nodes: list[PlanNode], const: Mapping[str, Any], outputs: S
             continue
         scale = const.get(bn.inputs[1])
         bias = const.get(bn.inputs[2]) if len(bn.inputs) == 3 and bn.inputs[2] else None
-        if not isinstance(scale, np.ndarray) or not _row_vector(scale) or scale.shape[0] == 0:
+        if not isinstance(scale, np.ndarray) or not row_vector(scale) or scale.shape[0] == 0:
             continue
         if len(bn.inputs) == 3 and bn.inputs[2]:
-            if not (isinstance(bias, np.ndarray) and _row_vector(bias, scale.dtype) and bias.shape == scale.shape):
+            if not (isinstance(bias, np.ndarray) and row_vector(bias, scale.dtype) and bias.shape == scale.shape):
                 continue
-        if int(bn.kw.get("stash_type", 1)) != _STASH_OF[scale.dtype] or int(bn.kw.get("axis", -1)) != -1:
+        if int(bn.kw.get("stash_type", 1)) != STASH_OF[scale.dtype] or int(bn.kw.get("axis", -1)) != -1:
             continue
-        step = LayerNormRows(bn.call, scale, bias, float(bn.kw.get("epsilon", 1e-5)))
-        nodes[j] = rebound(bn, step, dict(bn.kw), list(bn.inputs), list(bn.outputs))
+        nodes[j] = fused_node(bn, "LayerNormRows", list(bn.inputs), list(bn.outputs), const, kw=dict(bn.kw),
+                              may_tuple=None, epsilon=float(bn.kw.get("epsilon", 1e-5)), kernel=bn.call)  # fmt: skip
     return nodes

@@ -1,0 +1,292 @@
+"""Chains of elementwise steps as one step (Clause 8.2; the matchers are ``onnxcore.runtime.optimize.affine`` and
+``onnxcore.runtime.optimize.chains``).
+
+- ``AffineChain``: per-element affine steps (an inference BatchNormalization, Mul and Add by float constants, a
+  closing Relu) composed once per input shape and type into ``x * A + B``: one pass instead of one per node. The
+  composed constants reassociate the arithmetic, which Clause 11.4 permits; any other input type runs the nodes'
+  kernels (its ``fallback``) one after the other.
+- ``ElementwiseChain``: consecutive elementwise nodes on one running value, each intermediate read by the next node
+  alone (``Add -> Relu -> Mul -> Sqrt``, ...): the first node runs as written (its kernel makes a fresh array), and
+  each later node applies the same numpy ufunc its kernel applies, writing into that array (``out=``) instead of
+  allocating a new one. Only allocations are removed: every node computes the same operation on the same operands
+  in the same order, so the results are the same bit for bit. The in-place form is used only when it is exact: a
+  float (float16, float32, float64) array that the step made, and an operand of the same element type that
+  broadcasts into the running value's shape; anything else runs the node's own kernel, as written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from onnxcore.kernels._util import check_elements
+from onnxcore.kernels.fused import FUSED_DOMAIN
+from onnxcore.kernels.registry import kernel
+
+__all__ = ["RUNNING", "AffineChain", "ElementwiseChain", "per_channel_values"]
+
+
+class AffineChain:
+    """One pass for a chain like BatchNormalization -> Mul(c) -> Add(c) -> Relu on a float tensor.
+
+    Each step is affine per element (``y = x * a + b`` with broadcastable constants), so the chain is
+    ``x * A + B`` (then ``max(., 0)`` for a closing Relu) with ``A`` and ``B`` composed once per rank and
+    dtype. The composed constants reassociate the arithmetic, which Clause 11.4 permits. Any other input
+    dtype runs the original kernels one after the other.
+    """
+
+    __slots__ = ("_cache", "_last", "bn", "fallback", "ops", "relu")
+
+    def __init__(
+        self,
+        bn: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float] | None,
+        ops: list[tuple[str, np.ndarray]],
+        relu: bool,
+        fallback: list[tuple[Callable[..., Any], list[Any], dict[str, Any]]],
+    ) -> None:
+        self.bn = bn
+        self.ops = ops
+        self.relu = relu
+        # (call, arguments with None standing for the running value, attributes) per original node.
+        self.fallback = fallback
+        self._cache: dict[tuple[tuple[int, ...], str], tuple[np.ndarray | None, np.ndarray, bool]] = {}
+        # (shape, dtype, A, B, in place, shape kept) of the previous run, replaced as one tuple: a session run
+        # from several threads never pairs one shape with another's coefficients. "Shape kept": the result has
+        # the input's shape (see ``into``).
+        self._last: tuple[tuple[int, ...], np.dtype[Any] | None, np.ndarray | None, np.ndarray, bool, bool] = (
+            (),
+            None,
+            None,
+            np.zeros(()),
+            True,
+            False,
+        )
+
+    def _coefficients(self, shape: tuple[int, ...], dtype: np.dtype[Any]) -> tuple[np.ndarray | None, np.ndarray, bool]:
+        """``A`` (None when 1), ``B`` for inputs of this shape and dtype, and whether ``B`` can be added in place."""
+        key = (shape, dtype.str)
+        found = self._cache.get(key)
+        if found is not None:
+            return found
+        composed = self._compose((-1,) + (1,) * (len(shape) - 2), lambda c: c.astype(np.float64))
+        assert composed is not None
+        a, b = composed
+        y_shape = np.broadcast_shapes(shape, a.shape)
+        # The constants may broadcast the input to a larger result: refused as the unfused Mul/Add would be.
+        check_elements(list(np.broadcast_shapes(y_shape, b.shape)), "Mul/Add chain")
+        # No Mul and no BatchNormalization: A is 1 and the chain is one addition.
+        a_out = None if a.shape == () and a == 1 else a.astype(dtype)
+        found = (a_out, b.astype(dtype), y_shape == np.broadcast_shapes(y_shape, b.shape))
+        if len(self._cache) >= 64:  # shapes that vary from run to run: keep the cache bounded
+            self._cache.clear()
+        self._cache[key] = found
+        return found
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        # The shape and dtype of the previous run are checked first: on tiny tensors the lookup is the cost.
+        last = self._last
+        if x.shape == last[0] and x.dtype == last[1]:
+            a, b, in_place = last[2], last[3], last[4]
+        elif x.dtype not in (np.float32, np.float64) or (self.bn is not None and x.ndim < 2):
+            value = x
+            for call, args, kw in self.fallback:
+                out = call(*[value if a is None else a for a in args], **kw)
+                value = out[0] if type(out) is tuple else out
+            return value
+        else:
+            a, b, in_place = self._coefficients(x.shape, x.dtype)
+            kept = a is None or np.broadcast_shapes(x.shape, a.shape) == x.shape
+            self._last = (x.shape, x.dtype, a, b, in_place, kept)
+        if a is None:
+            y = np.add(x, b)
+        else:
+            y = np.multiply(x, a)
+            if in_place:
+                y += b
+            else:
+                y = y + b
+        if self.relu:
+            np.maximum(y, 0, out=y)
+        return y
+
+    def into(self, y: np.ndarray) -> bool:
+        """Apply the chain to ``y`` in place (``y`` is an array the caller made and may overwrite), with the very
+        operations :meth:`__call__` applies, when the previous run had ``y``'s shape and dtype and the constants
+        do not grow it; False (``y`` untouched) otherwise: then call the chain."""
+        last = self._last
+        if y.shape != last[0] or y.dtype != last[1] or not (last[4] and last[5]):
+            return False
+        a, b = last[2], last[3]
+        # The output positionally where numpy parses that faster than ``out=`` (a third of a tiny pass's cost);
+        # not with the Python 0 of Relu, which then takes a path several times slower.
+        if a is not None:
+            np.multiply(y, a, y)
+        np.add(y, b, y)
+        if self.relu:
+            np.maximum(y, 0, out=y)
+        return True
+
+    def per_channel(self, channels: int, dtype: np.dtype[Any], rank: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """``(a, b)``, float64 vectors of ``channels`` values, when the chain is ``x * a + b`` along axis 1 of
+        rank-``rank`` inputs of ``dtype``; None when some step varies along another axis."""
+        if self.bn is not None and np.size(self.bn[0]) != channels:
+            return None
+        composed = self._compose((channels,), lambda c: per_channel_values(c, dtype, channels, rank))
+        if composed is None:
+            return None
+        return np.broadcast_to(composed[0], (channels,)), np.broadcast_to(composed[1], (channels,))
+
+    def _compose(
+        self, bn_shape: tuple[int, ...], constant: Callable[[np.ndarray], np.ndarray | None]
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """The chain's ``(A, B)`` in float64: BatchNormalization's per-channel factors shaped ``bn_shape``, each
+        Mul/Add constant as ``constant`` gives it (None: the chain does not compose that way)."""
+        a: np.ndarray = np.ones((), np.float64)
+        b: np.ndarray = np.zeros((), np.float64)
+        if self.bn is not None:
+            scale, bias, mean, var, eps = (np.asarray(v, np.float64) for v in self.bn)
+            a = (scale / np.sqrt(var + eps)).reshape(bn_shape)
+            b = bias.reshape(bn_shape) - mean.reshape(bn_shape) * a
+        for op, c in self.ops:
+            c64 = constant(c)
+            if c64 is None:
+                return None
+            if op == "mul":
+                a, b = a * c64, b * c64
+            else:
+                b = b + c64
+        return a, b
+
+
+def per_channel_values(c: np.ndarray, dtype: np.dtype[Any], m: int, rank: int) -> np.ndarray | None:
+    """``c`` as ``m`` float64 values when it broadcasts against ``(N, m, *spatial)`` along axis 1 only."""
+    if c.dtype != dtype or c.ndim > rank:
+        return None
+    shape = (1,) * (rank - c.ndim) + c.shape
+    if any(d != 1 for i, d in enumerate(shape) if i != 1) or shape[1] not in (1, m):
+        return None
+    return np.broadcast_to(c.astype(np.float64).reshape(-1), (m,))
+
+
+RUNNING = -1
+"""In an operation's sources: the running value (else the index of a step argument)."""
+
+
+class ElementwiseChain:
+    """The step of a fused chain (module docstring): ``head`` on the first arguments, then each operation.
+
+    Args:
+        head: The first node's kernel and how many step arguments it takes.
+        ops: Per later node: its kernel, its ufunc, and its sources (:data:`RUNNING` or a step argument index),
+            in the node's input order.
+    """
+
+    __slots__ = ("_fits", "head", "head_args", "ops")
+
+    def __init__(
+        self,
+        head: Callable[..., Any],
+        head_args: int,
+        ops: Sequence[tuple[Callable[..., Any], np.ufunc | None, tuple[int, ...]]],
+    ) -> None:
+        self.head = head
+        self.head_args = head_args
+        self.ops = tuple(ops)
+        self._fits: dict[tuple[tuple[int, ...], tuple[int, ...]], bool] = {}
+
+    def __call__(self, *args: Any) -> Any:
+        y = self.head(*args[: self.head_args])
+        # In place only into an array this step made (the head's kernel returns a fresh one) of a float type.
+        inplace = type(y) is np.ndarray and y.dtype.kind == "f" and y.flags.writeable
+        for call, uf, sources in self.ops:
+            if uf is None:  # an AffineChain step, on the running value alone
+                if not (inplace and call.into(y)):  # type: ignore[attr-defined]
+                    y = call(y)
+                    inplace = type(y) is np.ndarray and y.dtype.kind == "f" and y.flags.writeable
+                continue
+            if inplace:
+                if len(sources) == 1:
+                    if uf is np.maximum:
+                        uf(y, 0, out=y)  # positionally, numpy takes a path several times slower with a Python 0
+                    else:
+                        uf(y, y)
+                    continue
+                a, b = sources
+                if a == RUNNING and b == RUNNING:
+                    uf(y, y, y)
+                    continue
+                other = args[b if a == RUNNING else a]
+                if type(other) is np.ndarray and other.dtype == y.dtype and self._fit(y.shape, other.shape):
+                    if a == RUNNING:
+                        uf(y, other, y)
+                    else:
+                        uf(other, y, y)
+                    continue
+            y = call(*[y if s == RUNNING else args[s] for s in sources])
+            inplace = type(y) is np.ndarray and y.dtype.kind == "f" and y.flags.writeable
+        return y
+
+    def _fit(self, shape: tuple[int, ...], other: tuple[int, ...]) -> bool:
+        """Whether an operand of shape ``other`` broadcasts into ``shape`` without growing it."""
+        if shape == other:
+            return True
+        key = (shape, other)
+        fit = self._fits.get(key)
+        if fit is None:
+            try:
+                fit = np.broadcast_shapes(shape, other) == shape
+            except ValueError:
+                fit = False  # the kernel reports it
+            if len(self._fits) < 64:
+                self._fits[key] = fit
+        return fit
+
+
+# ------------------------------------------------------------------------------------------------ the kernels
+
+BnParameters = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]
+Fallback = list[tuple[Callable[..., Any], list[Any], dict[str, Any]]]
+
+
+def _prepare_affine(
+    constants: Sequence[Any],
+    *,
+    bn: BnParameters | None = None,
+    ops: Sequence[tuple[str, np.ndarray]] = (),
+    relu: bool = False,
+    fallback: Fallback = (),  # type: ignore[assignment]
+) -> AffineChain:
+    return AffineChain(bn, list(ops), relu, list(fallback))
+
+
+@kernel("AffineChain", 1, domain=FUSED_DOMAIN, prepare=_prepare_affine, prepare_constants=True)
+def affine_chain(
+    x: Any,
+    *,
+    bn: BnParameters | None = None,
+    ops: Sequence[tuple[str, np.ndarray]] = (),
+    relu: bool = False,
+    fallback: Fallback = (),  # type: ignore[assignment]
+) -> Any:
+    """``x`` through BatchNormalization ``bn`` (scale, bias, mean, var, epsilon), then each ``("mul"|"add", c)`` of
+    ``ops``, then Relu when ``relu``; ``fallback`` (the nodes as written: call, arguments with None for the running
+    value, attributes) for an input type the composed form does not take."""
+    return _prepare_affine((x,), bn=bn, ops=ops, relu=relu, fallback=fallback)(x)
+
+
+ChainOp = tuple[Callable[..., Any], np.ufunc | None, tuple[int, ...]]
+
+
+def _prepare_elementwise(
+    constants: Sequence[Any], *, head: Callable[..., Any], head_args: int, ops: Sequence[ChainOp]
+) -> ElementwiseChain:
+    return ElementwiseChain(head, head_args, ops)
+
+
+@kernel("ElementwiseChain", 1, domain=FUSED_DOMAIN, prepare=_prepare_elementwise, prepare_constants=True)
+def elementwise_chain(*args: Any, head: Callable[..., Any], head_args: int, ops: Sequence[ChainOp]) -> Any:
+    """``head`` on the first ``head_args`` arguments, then each of ``ops``: (its kernel, the ufunc it applies or None
+    for an AffineChain step, its sources: :data:`RUNNING` or the index of an argument)."""
+    return _prepare_elementwise(args, head=head, head_args=head_args, ops=ops)(*args)

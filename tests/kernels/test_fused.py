@@ -1,0 +1,283 @@
+"""The plan's fused kernels (``onnxcore.kernels.fused``, domain ``onnxcore.fused``) run alone through
+``kernels.run``, each against the nodes it stands for evaluated by their own kernels (issue 37).
+
+The plan-level evidence that a fused step gives the graph's values bit for bit is in the runtime tests
+(``tests/runtime/test_patterns.py``, ``test_rows.py``, ``test_rotary.py``, ``test_optimize.py``, ...); here each
+kernel is called on its own, as any kernel can be.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+from onnx import TensorProto as TP
+from onnx import helper as h
+
+import onnxcore
+from onnxcore import kernels
+from onnxcore.errors import EvaluationError
+from onnxcore.kernels import registry
+from onnxcore.kernels.fused import FUSED_DOMAIN
+from onnxcore.kernels.fused.affine import RUNNING, AffineChain
+from onnxcore.kernels.fused.common import default_kernel
+from onnxcore.kernels.fused.conv import preactivated_weights
+
+RNG = np.random.default_rng(37)
+
+
+def _f32(*shape: int) -> np.ndarray:
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+def _run(op: str, *inputs: Any, **attributes: Any) -> tuple[Any, ...]:
+    return kernels.run(op, 1, *inputs, domain=FUSED_DOMAIN, **attributes)
+
+
+def _one(op: str, version: int, *inputs: Any, domain: str = "", **attributes: Any) -> Any:
+    return kernels.run(op, version, *inputs, domain=domain, **attributes)[0]
+
+
+def _exact(got: Any, want: Any) -> None:
+    np.testing.assert_array_equal(got, want)
+    assert np.asarray(got).dtype == np.asarray(want).dtype
+
+
+def _close(got: Any, want: Any) -> None:
+    # The products of BLAS (a Conv's columns, the fused Conv1d's one product) and the compiled loops add in their
+    # own order: the rounding Clause 11.4 admits.
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5)
+    assert np.asarray(got).dtype == np.asarray(want).dtype
+
+
+def _reshape_view() -> None:
+    x, shape = _f32(2, 3, 4), np.array([6, 4], np.int64)
+    _exact(_run("ReshapeView", x, shape)[0], _one("Reshape", 21, x, shape))
+
+
+def _expand_view() -> None:
+    x, shape = _f32(1, 4), np.array([3, 4], np.int64)
+    _exact(_run("ExpandView", x, shape)[0], _one("Expand", 13, x, shape))
+
+
+def _slice_view() -> None:
+    x = _f32(4, 6)
+    bounds = (np.array([1]), np.array([5]), np.array([1]), np.array([2]))
+    _exact(_run("SliceView", x, *bounds)[0], _one("Slice", 13, x, *bounds))
+
+
+def _take_columns() -> None:
+    x, idx = _f32(3, 5), np.array([4, 0, 2], np.int64)
+    _exact(_run("TakeColumns", x, idx)[0], _one("ArrayFeatureExtractor", 1, x, idx, domain="ai.onnx.ml"))
+
+
+def _gather_positions() -> None:
+    x, idx = _f32(5, 3), np.array([4, 0, 4], np.int64)
+    _exact(_run("GatherPositions", x, idx)[0], _one("Gather", 13, x, idx))
+
+
+def _transpose_view() -> None:
+    x = _f32(2, 3, 4)
+    _exact(_run("TransposeView", x, perm=[2, 0, 1])[0], _one("Transpose", 21, x, perm=[2, 0, 1]))
+
+
+def _same_type_cast() -> None:
+    x = _f32(3)
+    assert _run("SameTypeCast", x, to=1)[0] is x
+    i = np.arange(3, dtype=np.int64)
+    _exact(_run("SameTypeCast", i, to=1)[0], _one("Cast", 21, i, to=1))
+
+
+def _affine_chain() -> None:
+    x, c, d = _f32(2, 3, 4), _f32(4), _f32(4)
+    got = _run("AffineChain", x, ops=[("mul", c), ("add", d)], relu=True)[0]
+    _close(got, np.maximum(x * c + d, 0))
+
+
+def _elementwise_chain() -> None:
+    a, b, c = _f32(3, 4), _f32(3, 4), _f32(4)
+    ops = [(default_kernel("Relu"), np.maximum, (RUNNING,)), (default_kernel("Mul"), np.multiply, (RUNNING, 2))]
+    got = _run("ElementwiseChain", a, b, c, head=default_kernel("Add"), head_args=2, ops=ops)[0]
+    _exact(got, _one("Mul", 14, _one("Relu", 14, _one("Add", 14, a, b)), c))
+
+
+def _with_relu() -> None:
+    x, w = _f32(1, 2, 5, 5), _f32(3, 2, 3, 3)
+    _exact(_run("WithRelu", x, w, pads=[1, 1, 1, 1])[0], _one("Relu", 14, _one("Conv", 22, x, w, pads=[1, 1, 1, 1])))
+
+
+def _conv_activation() -> None:
+    x, w, b = _f32(1, 2, 5, 5), _f32(3, 2, 3, 3), _f32(3)
+    conv = _one("Conv", 22, x, w, b)
+    _close(_run("ConvActivation", x, w, b, activation="SiLU")[0], conv / (1 + np.exp(-conv)))
+    _close(_run("ConvActivation", x, w, b, activation="GELU")[0], _one("Gelu", 20, conv))
+    _close(_run("ConvActivation", x, w, b, activation="HardSwish")[0], _one("HardSwish", 22, conv))
+
+
+def _conv1d_taps() -> None:
+    x, w, b = _f32(2, 3, 10), _f32(4, 3, 3), _f32(4)
+    got = _run("Conv1dTaps", x, w, b, pads=[1, 2], strides=[2])[0]
+    _close(got, _one("Conv", 22, x, w, b, pads=[1, 2], strides=[2]))
+
+
+def _preactivated_conv() -> None:
+    x, w = _f32(1, 4, 5, 5), _f32(3, 4, 1, 1)
+    a, s = _f32(1, 4, 1, 1), _f32(1, 4, 1, 1)
+    chain = AffineChain(None, [("mul", a), ("add", s)], True, [])
+    folded = preactivated_weights(chain, w, None, 1)
+    assert folded is not None
+    got = _run("PreActivatedConv", x, chain=chain, conv_kw={}, folded=folded, w=w)[0]
+    _close(got, _one("Conv", 22, np.maximum(x * a + s, 0), w))
+
+
+def _projected_pool() -> None:
+    x, w, b = _f32(1, 6, 6, 6), _f32(2, 6, 1, 1), _f32(2)
+    pool_kw = {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "count_include_pad": 1}
+    got = _run("ProjectedPool", x, w, b, pool_kw=pool_kw)[0]
+    _close(got, _one("Conv", 22, _one("AveragePool", 22, x, **pool_kw), w, b))
+
+
+def _winograd_conv() -> None:
+    x, w, b = _f32(1, 16, 12, 12), _f32(16, 16, 3, 3), _f32(16)
+    got = _run("WinogradConv", x, w, b, pads=[1, 1, 1, 1])[0]
+    # Winograd's transforms add a rounding error of their own, stated in the conformance statement.
+    np.testing.assert_allclose(got, _one("Conv", 22, x, w, b, pads=[1, 1, 1, 1]), rtol=1e-4, atol=1e-4)
+
+
+def _hard_sigmoid_mul() -> None:
+    x = _f32(3, 8) * 4
+    got = _run("HardSigmoidMul", x, alpha=1 / 6, beta=0.5)[0]
+    _exact(got, _one("Mul", 14, x, _one("HardSigmoid", 22, x, alpha=1 / 6, beta=0.5)))
+
+
+def _gelu_pattern() -> None:
+    x = _f32(3, 8)
+    _exact(_run("GeluPattern", x)[0], _one("Gelu", 20, x))
+    _close(_run("GeluPattern", x, approximate="tanh")[0], _one("Gelu", 20, x, approximate="tanh"))
+
+
+def _silu_pattern() -> None:
+    x = _f32(3, 8)
+    _close(_run("SiLUPattern", x)[0], x / (1 + np.exp(-x)))
+
+
+def _layer_norm_pattern() -> None:
+    x, w, b = _f32(4, 8), _f32(8), _f32(8)
+    got = _run("LayerNormPattern", x, epsilon=1e-5, dtype=np.dtype(np.float32), scale=w, bias=b)[0]
+    _close(got, _one("LayerNormalization", 17, x, w, b))
+
+
+def _rms_norm_pattern() -> None:
+    x, w = _f32(4, 8), _f32(8)
+    got = _run("RMSNormPattern", x, epsilon=1e-6, dtype=np.dtype(np.float32), scale=w)[0]
+    _close(got, _one("RMSNormalization", 23, x, w, epsilon=1e-6))
+
+
+def _layer_norm_rows() -> None:
+    x, w, b = _f32(4, 8), _f32(8), _f32(8)
+    _exact(_run("LayerNormRows", x, w, b)[0], _one("LayerNormalization", 17, x, w, b))
+
+
+def _attention_pattern() -> None:
+    q, k, v, mask = _f32(1, 2, 3, 4), _f32(1, 2, 4, 3), _f32(1, 2, 3, 4), _f32(1, 1, 3, 3)
+    got = _run("AttentionPattern", q, k, mask, v, scale=("Div", 2.0), masked=True)[0]
+    probs = _one("Softmax", 13, _one("Add", 14, _one("Div", 14, _one("MatMul", 13, q, k), np.float32(2)), mask))
+    _close(got, _one("MatMul", 13, probs, v))
+
+
+def _linear() -> None:
+    x, w, b = _f32(2, 3, 4), _f32(4, 5), _f32(5)
+    _close(_run("Linear", x, weight=w, bias=b)[0], _one("Add", 14, _one("MatMul", 13, x, w), b))
+
+
+def _reshaped_linear() -> None:
+    x, w, b = _f32(2, 3, 4), _f32(4, 5), _f32(5)
+    reshape, gemm = default_kernel("Reshape"), default_kernel("Gemm")
+    chain = [
+        (reshape, ["x", np.array([-1, 4])], {}, ["rows"]),
+        (gemm, ["rows", w, b], {}, ["y2"]),
+        (reshape, ["y2", np.array([2, 3, 5])], {}, ["y"]),
+    ]
+    want = _one("Reshape", 21, _one("Gemm", 13, _one("Reshape", 21, x, np.array([-1, 4])), w, b), np.array([2, 3, 5]))
+    _exact(_run("ReshapedLinear", x, weight=w, bias=b, chain=chain)[0], want)
+
+
+def _rotate_half() -> None:
+    x = _f32(2, 8)
+    want = _one("Concat", 13, _one("Neg", 13, x[:, 4:]), x[:, :4], axis=-1)
+    _exact(_run("RotateHalf", x)[0], want)
+
+
+def _rotary() -> None:
+    x, cos, sin = _f32(2, 8), _f32(2, 8), _f32(2, 8)
+    half = _one("Concat", 13, _one("Neg", 13, x[:, 4:]), x[:, :4], axis=-1)
+    want = _one("Add", 14, _one("Mul", 14, x, cos), _one("Mul", 14, half, sin))
+    _exact(_run("Rotary", x, cos, sin)[0], want)
+
+
+CASES: dict[str, Callable[[], None]] = {
+    "ReshapeView": _reshape_view,
+    "ExpandView": _expand_view,
+    "SliceView": _slice_view,
+    "TakeColumns": _take_columns,
+    "GatherPositions": _gather_positions,
+    "TransposeView": _transpose_view,
+    "SameTypeCast": _same_type_cast,
+    "AffineChain": _affine_chain,
+    "ElementwiseChain": _elementwise_chain,
+    "WithRelu": _with_relu,
+    "ConvActivation": _conv_activation,
+    "Conv1dTaps": _conv1d_taps,
+    "PreActivatedConv": _preactivated_conv,
+    "ProjectedPool": _projected_pool,
+    "WinogradConv": _winograd_conv,
+    "HardSigmoidMul": _hard_sigmoid_mul,
+    "GeluPattern": _gelu_pattern,
+    "SiLUPattern": _silu_pattern,
+    "LayerNormPattern": _layer_norm_pattern,
+    "RMSNormPattern": _rms_norm_pattern,
+    "LayerNormRows": _layer_norm_rows,
+    "AttentionPattern": _attention_pattern,
+    "Linear": _linear,
+    "ReshapedLinear": _reshaped_linear,
+    "RotateHalf": _rotate_half,
+    "Rotary": _rotary,
+}
+
+
+@pytest.mark.parametrize("op", sorted(CASES))
+def test_fused_kernel_runs_alone(op: str) -> None:
+    CASES[op]()
+
+
+def test_every_fused_kernel_is_run_alone() -> None:
+    """Each registered kernel of the domain has its case above (a new fused kernel adds one)."""
+    fused = {k.op_type for k in registry.registered() if k.domain == FUSED_DOMAIN}
+    assert fused == set(CASES)
+    assert all(k.prepare is not None and k.prepare_constants for k in registry.registered() if k.domain == FUSED_DOMAIN)
+
+
+def test_a_pattern_without_its_nodes_refuses_what_it_does_not_take() -> None:
+    """Run alone, a pattern kernel has no nodes as written: an input its fused form does not take is refused, not
+    guessed at (Clause 4.4)."""
+    x = np.arange(4, dtype=np.int64)
+    with pytest.raises(Exception, match="does not take these inputs"):
+        _run("SiLUPattern", x)
+
+
+def test_a_models_node_of_the_private_domain_is_bound_and_refused_by_its_kernel() -> None:
+    """The fused kernels are bound by the custom-domain rule (Clause 16.1), a model's node too; one without the
+    attributes its kernel needs runs the kernel, which refuses it at the node (no crash while binding)."""
+    node = h.make_node("Linear", ["x"], ["y"], domain=FUSED_DOMAIN)
+    g = h.make_graph(
+        [node],
+        "g",
+        [h.make_tensor_value_info("x", TP.FLOAT, [2, 4])],
+        [h.make_tensor_value_info("y", TP.FLOAT, [2, 4])],
+    )
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 17), h.make_opsetid(FUSED_DOMAIN, 1)])
+    s = onnxcore.Session(m.SerializeToString(), check=False)
+    with pytest.raises(EvaluationError, match="Linear"):
+        s.run(None, {"x": np.ones((2, 4), np.float32)})
