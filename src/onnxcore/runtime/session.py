@@ -191,11 +191,10 @@ class Session:
         main = bound.main()
         if graph is None or main is None:
             raise ValidationError("the model has no graph (Clause 5.3.1)")
-        env = CompileEnv(bound, base_dir, session_rng(), validated=check, custom_ops=custom_ops)
         env = CompileEnv(
             bound,
             base_dir,
-            np.random.default_rng(),
+            session_rng(),
             validated=check,
             custom_ops=custom_ops,
             disabled_rewrites=frozenset(disabled_rewrites),
