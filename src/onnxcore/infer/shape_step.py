@@ -151,14 +151,14 @@ class ShapeStep:
             if all(o is not None and all(isinstance(d, int) for d in o) for o in outs):
                 # The rule tells every shape: the values are computed only if a later rule asks for them
                 # (most constants of a model are weights nobody reads as a shape).
-                pending = PendingFold(node, domain, schema, in_values, attrs)
+                pending = PendingFold(node, domain, b.version, schema, in_values, attrs)
                 # Lazy values travel where arrays do (scopes, ShapeContext), resolved where read (resolve).
                 small: dict[int, Any] = {k: LazyValue(pending, k) for k, o in enumerate(outs) if small_shape(o)}
                 return outs, {**small, **outcome[1]}
-            folded = fold(node, domain, schema, in_values, attrs)
+            folded = fold(node, domain, b.version, schema, in_values, attrs)
             return folded if folded is not None else outcome
         if foldable:
-            folded = fold(node, domain, schema, in_values, attrs)
+            folded = fold(node, domain, b.version, schema, in_values, attrs)
             if folded is not None:
                 return folded
         body = self.walk.body(schema, b.version, frame.opsets)
