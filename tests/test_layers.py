@@ -36,6 +36,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("external",),
     ("proto",),
     ("wire",),
+    ("libs",),
     ("limits",),
     ("errors",),
 )

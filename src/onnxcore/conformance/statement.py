@@ -45,7 +45,7 @@ LIMITATIONS: tuple[tuple[str, str], ...] = (
     ),
     (
         "RegexFullMatch",
-        "RE2's syntax matched in linear time by onnxcore's own matcher (onnxcore.kernels.re2; tested against "
+        "RE2's syntax matched in linear time by onnxcore's own matcher (onnxcore.libs.re2; tested against "
         "RE2); patterns RE2 refuses are refused, and so are Unicode classes (\\p, \\P) and \\C, which RE2 "
         "accepts.",
     ),

@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 
 from onnxcore.errors import EvaluationError, LimitError
-from onnxcore.kernels.codecs.common import CorruptImage, check_size, scale_to_8bit
 from onnxcore.kernels.registry import KernelContext, kernel
+from onnxcore.libs.image.common import CorruptImage, check_size, scale_to_8bit
 from onnxcore.limits import Limits
 
 __all__ = ["decode_image"]
@@ -80,25 +80,25 @@ def _decode_any(data: bytes, limits: Limits | None) -> np.ndarray:
     if data[:2] == b"BM":
         return _decode_bmp(data, limits)
     if data[:8] == b"\x89PNG\r\n\x1a\n":
-        from onnxcore.kernels.codecs.png import decode_png
+        from onnxcore.libs.image.png import decode_png
 
         return decode_png(data, limits)
     if data[:4] in (b"II*\x00", b"MM\x00*"):
-        from onnxcore.kernels.codecs.tiff import decode_tiff
+        from onnxcore.libs.image.tiff import decode_tiff
 
         return decode_tiff(data, limits)
     if data[:4] in (b"II+\x00", b"MM\x00+"):
         raise EvaluationError("BigTIFF decoding is not implemented")
     if data[:2] == b"\xff\xd8":
-        from onnxcore.kernels.codecs.jpeg import decode_jpeg
+        from onnxcore.libs.image.jpeg import decode_jpeg
 
         return decode_jpeg(data, limits)
     if data[:12] == b"\x00\x00\x00\x0cjP  \r\n\x87\n" or data[:4] == b"\xff\x4f\xff\x51":
-        from onnxcore.kernels.codecs.jp2 import decode_jpeg2000
+        from onnxcore.libs.image.jp2 import decode_jpeg2000
 
         return decode_jpeg2000(data, limits)
     if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
-        from onnxcore.kernels.codecs.webp import decode_webp
+        from onnxcore.libs.image.webp import decode_webp
 
         return decode_webp(data, limits)
     raise CorruptImage("unknown image format")
@@ -235,11 +235,11 @@ def _decode_bmp(data: bytes, limits: Limits | None) -> np.ndarray:
         payload = bytes(data[offset:])
         # Lazy on purpose, as in _decode_any.
         if comp == 4 and payload[:2] == b"\xff\xd8":
-            from onnxcore.kernels.codecs.jpeg import decode_jpeg
+            from onnxcore.libs.image.jpeg import decode_jpeg
 
             return decode_jpeg(payload, limits)
         if comp == 5 and payload[:8] == b"\x89PNG\r\n\x1a\n":
-            from onnxcore.kernels.codecs.png import decode_png
+            from onnxcore.libs.image.png import decode_png
 
             return decode_png(payload, limits)
         raise CorruptImage("BMP with JPEG/PNG compression but no such stream")
