@@ -45,7 +45,7 @@ from onnxcore.build.builder_rules import (
     output_count,
     unknown_operator,
 )
-from onnxcore.build.ir import least_ir_version
+from onnxcore.build.ir_version import least_ir_version
 from onnxcore.defs import OpSchema, all_schemas, canonical_domain
 from onnxcore.graph.bound import definition_binding
 from onnxcore.infer import infer_both
@@ -386,7 +386,7 @@ class GraphBuilder:
         fields.setdefault("producer_name", "onnxcore")
         model = ModelProto(opset_import=opsets, graph=g, **fields)
         if "ir_version" not in fields:
-            model.ir_version = least_ir_version(model)  # Table 12 and the imports: the one rule (build/ir.py)
+            model.ir_version = least_ir_version(model)  # Table 12 and the imports: the one rule (build/ir_version.py)
         return model
 
     # ------------------------------------------------------------------------------------------ internals

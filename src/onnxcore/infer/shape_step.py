@@ -1,8 +1,8 @@
 """The shape side of one node in the inference walk (Clause 9): its rule, its folding, or its function body.
 
-The walk (:mod:`onnxcore.infer.walk`) gives each node without subgraphs to :meth:`ShapeStep.node`: the
+The walk (:mod:`onnxcore.infer.inference_walk`) gives each node without subgraphs to :meth:`ShapeStep.node`: the
 operator's shape rule states the output shapes (and small values); a node whose inputs are all known is also
-evaluated with its kernel (:mod:`onnxcore.infer.fold`), at once when the rule cannot state every shape, else
+evaluated with its kernel (:mod:`onnxcore.infer.known_values`), at once when the rule cannot state every shape, else
 only when a later rule reads its value; an operator without a rule has its function body walked (Clause 8.4)
 by the walk; failing those, the outputs are unknown (Clause 9.4). Outcomes are memoised: large models repeat
 a few layer configurations many times.
@@ -20,10 +20,10 @@ from onnxcore.defs.binding import canonical_domain
 from onnxcore.defs.opschema import OpSchema
 from onnxcore.graph.bound import Scope
 from onnxcore.graph.functions import Unresolved, resolve_attribute
-from onnxcore.infer.fold import LazyValue, PendingFold, fold, small_shape, small_value
-from onnxcore.infer.frames import Binding, Frame, node_location
+from onnxcore.infer.known_values import LazyValue, PendingFold, fold, small_shape, small_value
 from onnxcore.infer.results import ShapeIncompatibility, ShapeInference
 from onnxcore.infer.shape_core import SHAPE_RULES, VALUE_RULES, ShapeContext, ShapeIncompatible, ShapeT
+from onnxcore.infer.walk_frames import Binding, Frame, node_location
 from onnxcore.proto.messages import AttributeProto, FunctionProto, NodeProto
 
 __all__ = ["STRICT", "FunctionCalls", "ShapeStep", "Unresolvable"]
@@ -41,7 +41,7 @@ class Unresolvable(Exception):
 
 
 class FunctionCalls(Protocol):
-    """What the shape side asks of the walk it serves (:class:`onnxcore.infer.walk.InferenceWalk`): the bodies
+    """What the shape side asks of the walk it serves (:class:`onnxcore.infer.inference_walk.InferenceWalk`): the bodies
     of functions and definitions, walked for one call site (the walk imports this module, not the reverse)."""
 
     def function_bindings(self, fn: FunctionProto) -> Sequence[Binding]: ...

@@ -44,7 +44,7 @@ NONDETERMINISTIC: frozenset[str] = frozenset(
     {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Bernoulli", "Multinomial"}
 )
 
-# Operators no constant folder evaluates (inference's values, infer/fold.py; a plan's folding,
+# Operators no constant folder evaluates (inference's values, infer/known_values.py; a plan's folding,
 # runtime/optimize/fold.py), whatever their inputs:
 # * the NONDETERMINISTIC ones, and Dropout, which draws its mask at random in training mode: their results are not
 #   functions of the inputs, so one folded draw would stand for every run;

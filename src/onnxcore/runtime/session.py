@@ -42,7 +42,7 @@ from onnxcore.runtime.optimize.specialize import decided_shape_nodes, has_shape_
 from onnxcore.runtime.plan import GraphIR, Plan, describe_value
 from onnxcore.types import type_from_proto
 from onnxcore.types.valuetypes import declared_shape
-from onnxcore.validate.runner import check_context
+from onnxcore.validate.checker import check_context
 
 __all__ = ["MAX_SHAPE_PLANS", "Session", "StepTime", "ValueDescription"]
 

@@ -3,7 +3,7 @@
 An adapter is registered with the explicit :func:`adapter` decorator under ``(domain, op_type, version,
 direction)``, where ``version`` is the ``since_version`` of the *newer* of two consecutive definitions:
 ``"up"`` rewrites a node from the previous definition into this one, ``"down"`` from this one into the
-previous one. It receives the :class:`~onnxcore.convert.step.Step` and edits its node in place (or refuses
+previous one. It receives the :class:`~onnxcore.convert.version_step.Step` and edits its node in place (or refuses
 with :class:`Refuse`); the signature differences it leaves are then reconciled by the generic step
 (:mod:`onnxcore.convert.generic`), derived from the two definitions themselves.
 
@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
-    from onnxcore.convert.step import Step
+    from onnxcore.convert.version_step import Step
 
 __all__ = ["ADAPTERS", "Adapter", "Direction", "Refuse", "adapter", "find_adapter"]
 
