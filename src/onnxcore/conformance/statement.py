@@ -22,7 +22,7 @@ from onnxcore.conformance.contrib import contrib_section, render_contrib_markdow
 from onnxcore.conformance.divergences import DIVERGENCES
 from onnxcore.conformance.runner import CaseResult
 from onnxcore.defs import all_schemas, data_info, domain_versions, get_schema, known_domains
-from onnxcore.defs.binding import canonical_domain
+from onnxcore.defs.binding import canonical_domain, contrib_domains
 from onnxcore.graph.bound import body_opsets, definition_binding
 from onnxcore.kernels.select import select
 from onnxcore.limits import DEFAULT_LIMITS, DERIVED_DEFAULTS
@@ -90,7 +90,11 @@ def is_supported(domain: str, op_type: str, version: int) -> bool:
 
     Supported means what a session would choose (:func:`onnxcore.kernels.select.select`, for the definition the
     graph layer binds): a kernel, or a static function body whose every node is itself supported under the
-    body's imports (Clause 8.4, :func:`onnxcore.graph.body_opsets`).
+    body's imports (Clause 8.4, :func:`onnxcore.graph.body_opsets`). The statement claims the operators their
+    domains define: a node of an ONNX domain that binds only to onnxruntime's extension of it (LayerNormalization
+    importing ai.onnx 16) is evaluated by a session, but is no ONNX operator, so it is not counted here.
+
+    Cached: the answer is read once per key (the registry is complete once loaded).
     """
     return _supported(canonical_domain(domain), op_type, version, ())
 
@@ -98,6 +102,8 @@ def is_supported(domain: str, op_type: str, version: int) -> bool:
 def _supported(domain: str, op_type: str, version: int, calling: tuple[tuple[str, str], ...]) -> bool:
     # ``calling``: the operators whose bodies are being checked, so a body that calls its own operator is refused.
     status, schema = definition_binding(domain, op_type, version)
+    if schema is not None and schema.origin == "onnxruntime" and domain not in contrib_domains():
+        return False  # onnxruntime's extension of an ONNX domain: outside the claim
     choice = select(domain, op_type, version, status, schema)
     if choice.rule != "body":
         return choice.evaluable
