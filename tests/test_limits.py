@@ -72,7 +72,7 @@ def test_nesting_within_the_limit_loads(tmp_path: Path) -> None:
     assert DEFAULT_LIMITS.max_nesting_depth is not None
     model = onnxcore.load(_nested_model(DEFAULT_LIMITS.max_nesting_depth))
     # The external data walk is iterative: it copes with any depth the decoder accepted.
-    from onnxcore.external.walk import iter_tensors
+    from onnxcore.external.tensor_walk import iter_tensors
 
     assert list(iter_tensors(model)) == []
     with pytest.raises(LimitError):

@@ -33,6 +33,7 @@ __all__ = [
     "UnknownOperatorError",
     "KernelNotFoundError",
     "KernelRegistrationError",
+    "AdapterRegistrationError",
     "ConversionError",
     "Refusal",
 ]
@@ -241,6 +242,11 @@ class KernelNotFoundError(UnsupportedOperatorError):
 class KernelRegistrationError(OnnxCoreError, ValueError):
     """A kernel registration refused: its key already registered with another function and no ``replace=True``,
     no version given, or (in a kernel set) a version no definition has."""
+
+
+class AdapterRegistrationError(OnnxCoreError, ValueError):
+    """An operator set conversion adapter refused at registration: its key registered twice, or a version that is
+    no since_version of the operator (the adapter would never be asked, Clause 14.3)."""
 
 
 class Refusal:

@@ -15,7 +15,7 @@ from onnx import TensorProto, helper, numpy_helper
 import onnxcore as oc
 from onnxcore.build import CompositionError, add_prefix, add_prefix_graph, check_overlapping_names, merge_models
 from onnxcore.build.compose import merge_graphs
-from onnxcore.proto.walk import walk_messages
+from onnxcore.proto.message_walk import walk_messages
 
 LIGHT = {p.name: p for p in shipped_models() if p.name.startswith("light_")}
 SQUEEZENET = LIGHT["light_squeezenet.onnx"]

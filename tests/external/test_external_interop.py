@@ -11,7 +11,7 @@ from ext_helpers import EXTERNAL, add_model
 import onnxcore
 from onnxcore import TensorProto
 from onnxcore.external import is_resolved
-from onnxcore.external.walk import iter_tensors
+from onnxcore.external.tensor_walk import iter_tensors
 
 onnx = pytest.importorskip("onnx")
 numpy_helper = pytest.importorskip("onnx.numpy_helper")

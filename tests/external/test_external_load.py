@@ -31,7 +31,7 @@ from onnxcore.external import (
     side_table,
     verify_references,
 )
-from onnxcore.external.walk import iter_tensors
+from onnxcore.external.tensor_walk import iter_tensors
 
 
 def _big(tmp_path: Path, n: int = 1 << 19) -> tuple[Path, np.ndarray]:

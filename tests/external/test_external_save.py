@@ -15,7 +15,7 @@ from ext_helpers import EXTERNAL, add_model, ext_tensor, floats, ref, write_mode
 import onnxcore
 from onnxcore import ExternalDataError, TensorProto
 from onnxcore.external import ReferenceRule, externalize, internalize, is_resolved, write
-from onnxcore.external.walk import iter_tensors
+from onnxcore.external.tensor_walk import iter_tensors
 from onnxcore.proto.codec import NanBits
 
 F = TensorProto.DataType

@@ -265,7 +265,7 @@ def test_a_branch_that_may_not_be_taken_is_not_held_to_its_shapes() -> None:
 
 def test_every_operator_has_a_shape_rule() -> None:
     # Scans every definition: a new operator makes this test fail until it has a rule (If, Loop, Scan and
-    # SequenceMap walk their bodies: the engine's own, in shape_ops/control.py).
+    # SequenceMap walk their bodies: the engine's own, in shape_ops/control_flow.py).
     from onnxcore import defs
 
     engine_handled = {("", "If"), ("", "Loop"), ("", "Scan"), ("", "SequenceMap")}

@@ -1,6 +1,7 @@
-"""ImageDecoder-20: the ONNX 1-3 vectors, hand-encoded PNM/BMP/PNG/TIFF images compared bit-exactly,
-JPEG against libjpeg-turbo (fixed streams with the sha256 of djpeg's output, and cjpeg/djpeg directly
-when installed), pixel formats, limits, unsupported formats and a mutation fuzz test."""
+"""ImageDecoder-20 with the numpy decoders (``ONNXCORE_IMAGE=numpy``, set for every test here): the ONNX 1-3
+vectors, hand-encoded PNM/BMP/PNG/TIFF images compared bit-exactly, JPEG against libjpeg-turbo (fixed streams with
+the sha256 of djpeg's output, and cjpeg/djpeg directly when installed), pixel formats, limits, unsupported formats
+and a mutation fuzz test. The Pillow path is held to the same pixels in test_image_backends.py."""
 
 from __future__ import annotations
 
@@ -21,6 +22,13 @@ from onnxcore.errors import EvaluationError, LimitError, OnnxCoreError
 from onnxcore.kernels.image_decoder import decode_image
 from onnxcore.kernels.image_decoder import decode_image as _decode_image
 from onnxcore.limits import DEFAULT_LIMITS
+
+
+@pytest.fixture(autouse=True)
+def _numpy_decoders(monkeypatch: pytest.MonkeyPatch) -> None:
+    # These tests are of the numpy decoders: with the image extra installed, the kernel would use Pillow.
+    monkeypatch.setenv("ONNXCORE_IMAGE", "numpy")
+
 
 SUPPORTED = (
     "bmp_rgb",

@@ -1,4 +1,4 @@
-"""JPEG 2000 decoding (ImageDecoder's ``onnxcore.kernels.codecs.jp2``) against Pillow / OpenJPEG 2.5.
+"""JPEG 2000 decoding (ImageDecoder's ``onnxcore.libs.image.jp2``) against Pillow / OpenJPEG 2.5.
 
 Pillow writes the streams for most cases (sizes, modes, contents, progressions, tiles, layers, 9-7);
 streams with options Pillow's writer cannot set (code-block styles, SOP/EPH, ROI, POC, tile-parts,
@@ -17,8 +17,8 @@ import pytest
 from corpus import node_cases_dir
 
 from onnxcore.errors import EvaluationError, LimitError
-from onnxcore.kernels.codecs.common import CorruptImage
-from onnxcore.kernels.codecs.jp2 import decode_jpeg2000
+from onnxcore.libs.image.common import CorruptImage
+from onnxcore.libs.image.jp2 import decode_jpeg2000
 from onnxcore.limits import Limits
 
 Image = pytest.importorskip("PIL.Image")
@@ -584,7 +584,7 @@ def test_palette_is_refused() -> None:
 # ---------------------------------------------------------------------- packed packet headers
 def _split_packets(data: bytes, monkeypatch: pytest.MonkeyPatch) -> tuple[bytes, bytes, list[tuple[bytes, bytes]]]:
     """Split a one-tile, one-tile-part codestream into (main header, SOT..SOD, [(header, body)])."""
-    import onnxcore.kernels.codecs.jp2 as jp2
+    import onnxcore.libs.image.jp2 as jp2
 
     # Each packet's header starts where a BitReader is made; its body length is in what the header
     # parser returns.

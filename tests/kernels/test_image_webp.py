@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 from onnxcore.errors import EvaluationError, LimitError
-from onnxcore.kernels.codecs.common import CorruptImage
-from onnxcore.kernels.codecs.webp import decode_webp
-from onnxcore.kernels.codecs.webp_tables import COEFF_UPDATE_PROBS
+from onnxcore.libs.image.common import CorruptImage
+from onnxcore.libs.image.webp import decode_webp
+from onnxcore.libs.image.webp_tables import COEFF_UPDATE_PROBS
 from onnxcore.limits import DEFAULT_LIMITS
 
 PIL = pytest.importorskip("PIL")
@@ -108,7 +108,7 @@ def test_lossy_larger(size: tuple[int, int]) -> None:
 def test_lossy_features_seen() -> None:
     # The Pillow-encoded streams above do reach segmentation, the skip flag, B_PRED and the normal
     # loop filter; make sure of it on a representative stream.
-    from onnxcore.kernels.codecs import webp_vp8 as vp8
+    from onnxcore.libs.image import webp_vp8 as vp8
 
     data = _encode(_content("photo", 96, 96), quality=30, method=6)
     payload = data[20:]
@@ -490,7 +490,7 @@ def _reference_predictor(res: np.ndarray, bits: int, modes: np.ndarray) -> np.nd
 @pytest.mark.parametrize("bits", [2, 3])
 def test_predictor_modes(bits: int) -> None:
     # Every predictor mode (0-13, and 14/15 which act as 0), against the spec formulas.
-    from onnxcore.kernels.codecs.webp_vp8l import _inverse_predictor
+    from onnxcore.libs.image.webp_vp8l import _inverse_predictor
 
     rng = np.random.default_rng(bits)
     h, w = 19, 37

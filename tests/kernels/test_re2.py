@@ -1,4 +1,4 @@
-"""The linear-time RE2 matcher behind RegexFullMatch (onnxcore.kernels.re2; issue 29).
+"""The linear-time RE2 matcher behind RegexFullMatch (onnxcore.libs.re2; issue 29).
 
 Oracles: Google's RE2 itself through its Python binding (``google-re2``) on random patterns and strings, and
 onnxruntime's RegexFullMatch (which uses RE2) on the patterns that made Python's backtracking ``re`` hang.
@@ -15,7 +15,7 @@ from onnx import TensorProto, helper
 
 from onnxcore import kernels
 from onnxcore.errors import EvaluationError
-from onnxcore.kernels.re2 import compile_re2
+from onnxcore.libs.re2 import compile_re2
 
 re2 = pytest.importorskip("re2", reason="google-re2 (the oracle) is not installed")
 

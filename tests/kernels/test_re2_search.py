@@ -19,7 +19,7 @@ import pytest
 from kernels.contrib import check
 from onnxcore.kernels import contrib  # noqa: F401  (registers the com.microsoft kernels)
 from onnxcore.kernels.contrib import text as tokenizer_module
-from onnxcore.kernels.re2 import compile_re2
+from onnxcore.libs.re2 import compile_re2
 
 re2 = pytest.importorskip("re2", reason="google-re2 (the oracle) is not installed")
 

@@ -4,7 +4,7 @@ bounded time, and the report still says the rule was broken and that more findin
 from __future__ import annotations
 
 import onnxcore
-from onnxcore.validate.runner import MAX_FINDINGS_PER_RULE
+from onnxcore.validate.checker import MAX_FINDINGS_PER_RULE
 
 
 def _model_with_opset_entries(count: int) -> bytes:

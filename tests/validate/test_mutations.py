@@ -142,7 +142,7 @@ def test_a_crashing_rule_becomes_an_internal_finding(monkeypatch: pytest.MonkeyP
     patched = list(registry.CHECK_RULES)
     patched[idx] = bad
     monkeypatch.setattr(registry, "CHECK_RULES", patched)
-    import onnxcore.validate.runner as runner
+    import onnxcore.validate.checker as runner
 
     monkeypatch.setattr(runner, "CHECK_RULES", patched)
     m = mutants.base()

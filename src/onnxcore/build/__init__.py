@@ -1,5 +1,5 @@
 """Building models in code: ``onnx.helper``'s functions (:mod:`onnxcore.build.helper`), the least IR version
-(:mod:`onnxcore.build.ir`), a graph builder (:mod:`onnxcore.build.builder`) and composition
+(:mod:`onnxcore.build.ir_version`), a graph builder (:mod:`onnxcore.build.builder`) and composition
 (:mod:`onnxcore.build.compose`, onnx.compose's API).
 
 A plain re-export list, one line a name, so the modules added beside these merge without conflict.
@@ -18,7 +18,7 @@ from onnxcore.build.compose import (
     merge_models,
 )
 from onnxcore.build.helper import AttributeTypeError, HelperError
-from onnxcore.build.ir import least_ir_version
+from onnxcore.build.ir_version import least_ir_version
 
 __all__ = [
     "BuildError",

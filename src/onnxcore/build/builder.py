@@ -45,16 +45,9 @@ from onnxcore.build.builder_rules import (
     output_count,
     unknown_operator,
 )
-from onnxcore.build.ir import least_ir_version
-from onnxcore.defs import (
-    OpSchema,
-    all_schemas,
-    canonical_domain,
-    contrib_domains,
-    extension_schema,
-    get_schema,
-    known_domains,
-)
+from onnxcore.build.ir_version import least_ir_version
+from onnxcore.defs import OpSchema, all_schemas, canonical_domain
+from onnxcore.graph.bound import definition_binding
 from onnxcore.infer import infer_both
 from onnxcore.proto.messages import (
     AttributeProto,
@@ -393,7 +386,7 @@ class GraphBuilder:
         fields.setdefault("producer_name", "onnxcore")
         model = ModelProto(opset_import=opsets, graph=g, **fields)
         if "ir_version" not in fields:
-            model.ir_version = least_ir_version(model)  # Table 12 and the imports: the one rule (build/ir.py)
+            model.ir_version = least_ir_version(model)  # Table 12 and the imports: the one rule (build/ir_version.py)
         return model
 
     # ------------------------------------------------------------------------------------------ internals
@@ -536,15 +529,11 @@ class GraphBuilder:
         if version is None:
             raise Fail(f"{op_type}: the builder imports no version of domain {dom!r} (give it in opsets=)")
         where = f"{op_type} ({dom} opset {version})"
-        schema = None
-        if domain in known_domains():
-            # ONNX 1-2's definition, else onnxruntime's extension of the domain (SimplifiedLayerNormalization)
-            schema = get_schema(op_type, version, domain) or extension_schema(op_type, version, domain)
-            if schema is None:
-                raise Fail(unknown_operator(op_type, domain, version))
-        elif domain in contrib_domains():
-            # com.microsoft: checked against onnxruntime's definition; an operator it does not define stays custom
-            schema = get_schema(op_type, version, domain)
+        # The definition the node will bind to, by the graph layer's rule (ONNX 1-2's, else onnxruntime's extension
+        # of the domain; com.microsoft's; a custom domain has none): the node is checked against it.
+        status, schema = definition_binding(domain, op_type, version)
+        if status in ("undefined", "not_in_version"):
+            raise Fail(unknown_operator(op_type, domain, version))
         items = list(args)
         while items and items[-1] is None:
             items.pop()
@@ -787,7 +776,7 @@ class OpFunction:
     def schema(self) -> OpSchema | None:
         """The definition this operator binds to at the builder's version (None if its domain has none here)."""
         version = self._builder._shared.opsets.get(self.domain)
-        return None if version is None else get_schema(self.op_type, version, self.domain)
+        return None if version is None else definition_binding(self.domain, self.op_type, version)[1]
 
     def __repr__(self) -> str:
         return f"OpFunction({self.domain or 'ai.onnx'}:{self.op_type})"

@@ -21,11 +21,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from onnxcore.build.ir import least_ir_version
+from onnxcore.build.ir_version import least_ir_version
 from onnxcore.defs.binding import canonical_domain, domain_versions
 from onnxcore.errors import OnnxCoreError
 from onnxcore.proto.bridge import as_message, is_onnx_message
 from onnxcore.proto.message import Message
+from onnxcore.proto.message_walk import walk_messages
 from onnxcore.proto.messages import (
     AttributeProto,
     FunctionProto,
@@ -40,7 +41,6 @@ from onnxcore.proto.messages import (
     TypeProto,
     ValueInfoProto,
 )
-from onnxcore.proto.walk import walk_messages
 from onnxcore.types.convert import cast_array
 from onnxcore.types.elements import ElementType, element_type
 from onnxcore.types.tensors import from_array

@@ -24,7 +24,7 @@ from onnxcore.conformance.runner import discover, run_package, summarize_by_oper
 from onnxcore.conformance.statement import build_statement, render_markdown
 from onnxcore.convert import convert_version
 from onnxcore.errors import ConversionError, InputError, OnnxCoreError
-from onnxcore.external.walk import iter_tensors
+from onnxcore.external.tensor_walk import iter_tensors
 from onnxcore.infer import annotate
 from onnxcore.io import canonical_digest
 from onnxcore.reporting import report

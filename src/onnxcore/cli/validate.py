@@ -13,8 +13,8 @@ from typing import Any
 from onnxcore.cli.files import sniff
 from onnxcore.errors import OnnxCoreError
 from onnxcore.io import load
+from onnxcore.validate.checker import check
 from onnxcore.validate.report import Report
-from onnxcore.validate.runner import check
 
 __all__ = ["check_models"]
 

@@ -23,7 +23,9 @@ from onnxcore.conformance.contrib import contrib_section, render_contrib_markdow
 from onnxcore.conformance.divergences import DIVERGENCES
 from onnxcore.conformance.runner import CaseResult
 from onnxcore.defs import all_schemas, data_info, domain_versions, get_schema, known_domains
-from onnxcore.kernels.registry import lookup
+from onnxcore.defs.binding import canonical_domain, contrib_domains
+from onnxcore.graph.bound import body_opsets, definition_binding
+from onnxcore.kernels.select import select
 from onnxcore.limits import DEFAULT_LIMITS, DERIVED_DEFAULTS
 from onnxcore.proto.codec import DECODE_BYTES_BASE, DECODE_BYTES_PER_OCTET
 from onnxcore.types import ElementType
@@ -44,7 +46,7 @@ LIMITATIONS: tuple[tuple[str, str], ...] = (
     ),
     (
         "RegexFullMatch",
-        "RE2's syntax matched in linear time by onnxcore's own matcher (onnxcore.kernels.re2; tested against "
+        "RE2's syntax matched in linear time by onnxcore's own matcher (onnxcore.libs.re2; tested against "
         "RE2); patterns RE2 refuses are refused, and so are Unicode classes (\\p, \\P) and \\C, which RE2 "
         "accepts.",
     ),
@@ -87,24 +89,34 @@ def _domain_label(domain: str) -> str:
 def is_supported(domain: str, op_type: str, version: int) -> bool:
     """Whether a node (domain, op_type) in a model importing ``version`` of its domain can be evaluated.
 
-    Supported means a kernel for the definition bound at that version (Clause 14.4), or a static function body
-    whose every node is itself supported under the body's imports (Clause 8.4).
-    """
+    Supported means what a session would choose (:func:`onnxcore.kernels.select.select`, for the definition the
+    graph layer binds): a kernel, or a static function body whose every node is itself supported under the
+    body's imports (Clause 8.4, :func:`onnxcore.graph.body_opsets`). The statement claims the operators their
+    domains define: a node of an ONNX domain that binds only to onnxruntime's extension of it (LayerNormalization
+    importing ai.onnx 16) is evaluated by a session, but is no ONNX operator, so it is not counted here.
 
-    schema = get_schema(op_type, version, domain)
-    if schema is None:
-        return False
-    if lookup(domain, op_type, schema.since_version) is not None:
-        return True
+    Cached: the answer is read once per key (the registry is complete once loaded).
+    """
+    return _supported(canonical_domain(domain), op_type, version, ())
+
+
+def _supported(domain: str, op_type: str, version: int, calling: tuple[tuple[str, str], ...]) -> bool:
+    # ``calling``: the operators whose bodies are being checked, so a body that calls its own operator is refused.
+    status, schema = definition_binding(domain, op_type, version)
+    if schema is not None and schema.origin == "onnxruntime" and domain not in contrib_domains():
+        return False  # onnxruntime's extension of an ONNX domain: outside the claim
+    choice = select(domain, op_type, version, status, schema)
+    if choice.rule != "body":
+        return choice.evaluable
+    assert schema is not None
     body = schema.function_body(version)
-    if body is None:
-        return False
-    imports = {o.domain if o.domain != "ai.onnx" else "": o.version for o in body.opset_import}
-    imports.setdefault(domain, version)
+    assert body is not None
+    opsets = body_opsets(body, {domain: version})
+    inner = (*calling, (domain, op_type))
     for node in body.node:
-        d = "" if node.domain == "ai.onnx" else node.domain
-        v = imports.get(d)
-        if v is None or (d, node.op_type) == (domain, op_type) or not is_supported(d, node.op_type, v):
+        d = canonical_domain(node.domain)
+        v = opsets.get(d)
+        if v is None or (d, node.op_type) in inner or not _supported(d, node.op_type, v, inner):
             return False
     return True
 

@@ -7,8 +7,8 @@ definitions first published at 5 (TreeEnsemble) have no earlier form and are ref
 
 from __future__ import annotations
 
-from onnxcore.convert.registry import Refuse, adapter
-from onnxcore.convert.step import Step
+from onnxcore.convert.adapters import Refuse, adapter
+from onnxcore.convert.version_step import Step
 
 __all__: list[str] = []
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from onnxcore.convert.registry import Refuse, adapter
-from onnxcore.convert.step import Step
+from onnxcore.convert.adapters import Refuse, adapter
+from onnxcore.convert.version_step import Step
 
 __all__: list[str] = []
 

@@ -3,7 +3,7 @@
 The model is bound once (:func:`onnxcore.graph.bind`) and inferred once (Clause 9); each scope's nodes
 (the graph, every subgraph, every model-local function body) are rewritten into new lists, step by step
 across each pair of consecutive definitions between the node's and the target's (an adapter of
-:mod:`onnxcore.convert.registry` where one is registered, then the generic step of
+:mod:`onnxcore.convert.adapters` where one is registered, then the generic step of
 :mod:`onnxcore.convert.generic`). Every refusal is collected; only when there is none is anything written,
 into a copy of the model that shares the tensors' contents (external data stays referenced, never read).
 """
@@ -15,9 +15,9 @@ from typing import Any
 
 from onnxcore.build.helper import make_tensor_value_info
 from onnxcore.convert import adapters_axes, adapters_ml, adapters_ops, adapters_renamed  # noqa: F401 -- fill the tables
+from onnxcore.convert.adapters import Direction, Refuse, find_adapter
 from onnxcore.convert.generic import check_types, reconcile
-from onnxcore.convert.registry import Direction, Refuse, find_adapter
-from onnxcore.convert.step import Emitted, ScopeContext, Step
+from onnxcore.convert.version_step import Emitted, ScopeContext, Step
 from onnxcore.defs.binding import canonical_domain, domain_versions, get_schema, schema_versions
 from onnxcore.defs.ir import opset_ir_version
 from onnxcore.errors import ConversionError, Refusal

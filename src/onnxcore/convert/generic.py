@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from onnxcore.convert.registry import Refuse
-from onnxcore.convert.step import Step, elem_of, type_of_elem
+from onnxcore.convert.adapters import Refuse
+from onnxcore.convert.version_step import Step, elem_of, type_of_elem
 from onnxcore.defs.opschema import FormalParameter
 from onnxcore.graph.attributes import attribute_kind, attribute_value
 from onnxcore.proto.messages import AttributeProto

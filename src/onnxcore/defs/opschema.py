@@ -243,6 +243,11 @@ class OpSchema:
             return None
         return decode(FunctionProto, self._functions[best])
 
+    def has_function_body(self, version: int | None = None) -> bool:
+        """Whether :meth:`function_body` gives a body for ``version`` (without decoding it)."""
+        want = self.since_version if version is None else version
+        return any(v <= want for v in self._functions)
+
     def function_body_bytes(self, version: int) -> bytes | None:
         """The stored octets of the body written against exactly ``version`` (None if absent)."""
         return self._functions.get(version)

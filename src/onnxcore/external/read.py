@@ -8,7 +8,7 @@ from onnxcore.errors import ExternalDataError
 from onnxcore.external.reference import ReferenceRule, is_external, make_error, parse_reference
 from onnxcore.external.resolve import Resolver
 from onnxcore.external.side_table import Resolution, register, resolution
-from onnxcore.external.walk import iter_tensors, tensor_label
+from onnxcore.external.tensor_walk import iter_tensors, tensor_label
 from onnxcore.limits import Limits
 from onnxcore.proto.bridge import is_onnx_message
 from onnxcore.proto.message import Message

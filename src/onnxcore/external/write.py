@@ -27,7 +27,7 @@ import numpy as np
 from onnxcore.errors import ExternalDataError
 from onnxcore.external.reference import ReferenceRule, has_inline_contents, is_external, make_error, split_location
 from onnxcore.external.side_table import Resolution, resolution
-from onnxcore.external.walk import iter_tensors, tensor_label
+from onnxcore.external.tensor_walk import iter_tensors, tensor_label
 from onnxcore.proto.bridge import OnnxMessage, as_message
 from onnxcore.proto.codec import NanBits, encode_parts
 from onnxcore.proto.message import Message, copy_message

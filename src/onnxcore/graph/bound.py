@@ -27,6 +27,7 @@ and every consumer refuses it with the same error code (Clause 15.4).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 
 from onnxcore.defs import binding as defs_binding
@@ -42,6 +43,8 @@ __all__ = [
     "NodeRef",
     "Scope",
     "bind",
+    "body_opsets",
+    "definition_binding",
     "function_location",
     "function_opsets",
     "model_argument",
@@ -290,6 +293,55 @@ class Scope:
         return None
 
 
+@functools.cache
+def _shared_definitions() -> Definitions:
+    # Made on first use: building it reads the definitions' data files.
+    return Definitions()
+
+
+def definition_binding(
+    domain: str, op_type: str, version: int, definitions: Definitions | None = None
+) -> tuple[str, OpSchema | None]:
+    """``(status, schema)`` of an operator imported at ``version`` of ``domain``, with no model-local function of
+    its name: rules 3 and 4 of this module's precedence (the one copy of them; :meth:`BoundModel.binding` adds
+    rules 1 and 2, and ``kernels.run`` and the graph builder, which have no model, ask this function).
+
+    Args:
+        domain: The operator's domain (``"ai.onnx"`` and ``""`` alike).
+        op_type: The operator.
+        version: The imported version of ``domain``.
+        definitions: The cached lookups to use; a process-wide set when None.
+
+    Returns:
+        ``("schema", definition)``, or ``("custom" | "not_in_version" | "undefined", None)``.
+    """
+    defs = _shared_definitions() if definitions is None else definitions
+    dom = canonical_domain(domain)
+    if not defs.is_known_domain(dom):
+        if defs.is_contrib_domain(dom):
+            schema = defs.schema(op_type, version, dom)
+            if schema is not None:
+                return "schema", schema
+            if defs.versions(op_type, dom):
+                return "not_in_version", None
+        return "custom", None
+    schema = defs.schema(op_type, version, dom) or defs.extension(op_type, version, dom)
+    if schema is not None:
+        return "schema", schema
+    if defs.versions(op_type, dom):
+        return "not_in_version", None
+    return "undefined", None
+
+
+def body_opsets(body: FunctionProto, caller_opsets: dict[str, int]) -> dict[str, int]:
+    """The imports in force in an operator definition's function body (Clause 8.4): the body's own imports, and
+    the caller's for a domain the body does not import (see :meth:`BoundModel.body_scope`)."""
+    opsets = dict(caller_opsets)
+    for o in body.opset_import:
+        opsets[canonical_domain(o.domain)] = int(o.version)
+    return opsets
+
+
 def function_opsets(model_opsets: dict[str, int], fn: FunctionProto) -> dict[str, int]:
     """The imports in force in a model-local function's body (Clause 8.4).
 
@@ -362,27 +414,15 @@ class BoundModel:
         return b
 
     def _bind(self, dom: str, op_type: str, overload: str, opsets: dict[str, int]) -> NodeBinding:
+        # Rule 1, then rule 2, then the definitions (rules 3 and 4, :func:`definition_binding`).
         fn = self.functions.get((dom, op_type, overload))
         if fn is not None:
             return dom, "function", 0, None, fn[1]
         version = opsets.get(dom)
         if version is None:
             return dom, "undeclared", 0, None, None
-        defs = self.definitions
-        if not defs.is_known_domain(dom):
-            if defs.is_contrib_domain(dom):
-                schema = defs.schema(op_type, version, dom)
-                if schema is not None:
-                    return dom, "schema", version, schema, None
-                if defs.versions(op_type, dom):
-                    return dom, "not_in_version", version, None, None
-            return dom, "custom", version, None, None
-        schema = defs.schema(op_type, version, dom) or defs.extension(op_type, version, dom)
-        if schema is not None:
-            return dom, "schema", version, schema, None
-        if defs.versions(op_type, dom):
-            return dom, "not_in_version", version, None, None
-        return dom, "undefined", version, None, None
+        status, schema = definition_binding(dom, op_type, version, self.definitions)
+        return dom, status, version, schema, None
 
     # ---- the walk ---------------------------------------------------------------------------
     def _walk(self) -> None:
@@ -492,9 +532,7 @@ class BoundModel:
         fp = schema.function_body(version)
         scope: Scope | None = None
         if fp is not None:
-            opsets = dict(caller_opsets)
-            for o in fp.opset_import:
-                opsets[canonical_domain(o.domain)] = int(o.version)
+            opsets = body_opsets(fp, caller_opsets)
             loc = f"{schema.domain or 'ai.onnx'}::{schema.name}-{schema.since_version} body"
             scope = Scope("body", loc, function=fp, opsets=opsets)
             # Its own set: the same definition's body bound for other callers has subgraphs of its own.

@@ -1,6 +1,6 @@
 """Type and shape inference (Clause 9), across a model's graph, its subgraphs and its functions.
 
-One walk over the bound model (:mod:`onnxcore.infer.walk`) gives both the types and the shapes
+One walk over the bound model (:mod:`onnxcore.infer.inference_walk`) gives both the types and the shapes
 (``infer_both``). Shapes: ``infer_shapes(model) -> ShapeInference`` (:mod:`onnxcore.infer.shapes`) gives the
 shape of every tensor value it can tell, with the contradictions it finds; ``annotate(model)`` returns the model with a
 ``value_info`` entry (type and shape) for each intermediate value whose type is known. What follows is the
@@ -47,11 +47,11 @@ Nodes of ``training_info`` graphs are not walked.
 from __future__ import annotations
 
 from onnxcore.graph.bound import BoundModel, function_location, model_argument
-from onnxcore.infer.frames import node_location
+from onnxcore.infer.inference_walk import run
 from onnxcore.infer.results import Inference, NodeTypes, TypeMismatch
 from onnxcore.infer.rules import bind_inputs, formal_at
 from onnxcore.infer.shapes import ShapeIncompatibility, ShapeInference, ShapeMismatch, annotate, infer_shapes
-from onnxcore.infer.walk import run
+from onnxcore.infer.walk_frames import node_location
 from onnxcore.limits import Limits
 from onnxcore.proto.bridge import OnnxMessage
 from onnxcore.proto.messages import ModelProto, TypeProto

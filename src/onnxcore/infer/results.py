@@ -1,7 +1,7 @@
 """What inference gives (Clause 9): the types and the shapes of a model's values, and the contradictions found.
 
 :class:`Inference` is the type side (:func:`onnxcore.infer.infer`), :class:`ShapeInference` the shape side
-(:func:`onnxcore.infer.infer_shapes`); one walk (:mod:`onnxcore.infer.walk`) gives both. Also how a declared
+(:func:`onnxcore.infer.infer_shapes`); one walk (:mod:`onnxcore.infer.inference_walk`) gives both. Also how a declared
 type states a shape (:func:`declared_shape`) and how a declared and an inferred shape combine (:func:`merge`).
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from onnxcore.defs.opschema import OpSchema
-from onnxcore.infer.frames import node_location
 from onnxcore.infer.shape_core import Extent, ShapeT
+from onnxcore.infer.walk_frames import node_location
 from onnxcore.proto.messages import FunctionProto, NodeProto, TypeProto
 from onnxcore.types.typestr import parse_type_string, type_string
 from onnxcore.types.valuetypes import declared_shape, stated_dims  # defined once, in types/ (re-exported)

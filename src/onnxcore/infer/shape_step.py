@@ -1,8 +1,8 @@
 """The shape side of one node in the inference walk (Clause 9): its rule, its folding, or its function body.
 
-The walk (:mod:`onnxcore.infer.walk`) gives each node without subgraphs to :meth:`ShapeStep.node`: the
+The walk (:mod:`onnxcore.infer.inference_walk`) gives each node without subgraphs to :meth:`ShapeStep.node`: the
 operator's shape rule states the output shapes (and small values); a node whose inputs are all known is also
-evaluated with its kernel (:mod:`onnxcore.infer.fold`), at once when the rule cannot state every shape, else
+evaluated with its kernel (:mod:`onnxcore.infer.known_values`), at once when the rule cannot state every shape, else
 only when a later rule reads its value; an operator without a rule has its function body walked (Clause 8.4)
 by the walk; failing those, the outputs are unknown (Clause 9.4). Outcomes are memoised: large models repeat
 a few layer configurations many times.
@@ -20,10 +20,10 @@ from onnxcore.defs.binding import canonical_domain
 from onnxcore.defs.opschema import OpSchema
 from onnxcore.graph.bound import Scope
 from onnxcore.graph.functions import Unresolved, resolve_attribute
-from onnxcore.infer.fold import LazyValue, PendingFold, fold, small_shape, small_value
-from onnxcore.infer.frames import Binding, Frame, node_location
+from onnxcore.infer.known_values import LazyValue, PendingFold, fold, small_shape, small_value
 from onnxcore.infer.results import ShapeIncompatibility, ShapeInference
 from onnxcore.infer.shape_core import SHAPE_RULES, VALUE_RULES, ShapeContext, ShapeIncompatible, ShapeT
+from onnxcore.infer.walk_frames import Binding, Frame, node_location
 from onnxcore.proto.messages import AttributeProto, FunctionProto, NodeProto
 
 __all__ = ["STRICT", "FunctionCalls", "ShapeStep", "Unresolvable"]
@@ -41,7 +41,7 @@ class Unresolvable(Exception):
 
 
 class FunctionCalls(Protocol):
-    """What the shape side asks of the walk it serves (:class:`onnxcore.infer.walk.InferenceWalk`): the bodies
+    """What the shape side asks of the walk it serves (:class:`onnxcore.infer.inference_walk.InferenceWalk`): the bodies
     of functions and definitions, walked for one call site (the walk imports this module, not the reverse)."""
 
     def function_bindings(self, fn: FunctionProto) -> Sequence[Binding]: ...
@@ -151,14 +151,14 @@ class ShapeStep:
             if all(o is not None and all(isinstance(d, int) for d in o) for o in outs):
                 # The rule tells every shape: the values are computed only if a later rule asks for them
                 # (most constants of a model are weights nobody reads as a shape).
-                pending = PendingFold(node, domain, schema, in_values, attrs)
+                pending = PendingFold(node, domain, b.version, schema, in_values, attrs)
                 # Lazy values travel where arrays do (scopes, ShapeContext), resolved where read (resolve).
                 small: dict[int, Any] = {k: LazyValue(pending, k) for k, o in enumerate(outs) if small_shape(o)}
                 return outs, {**small, **outcome[1]}
-            folded = fold(node, domain, schema, in_values, attrs)
+            folded = fold(node, domain, b.version, schema, in_values, attrs)
             return folded if folded is not None else outcome
         if foldable:
-            folded = fold(node, domain, schema, in_values, attrs)
+            folded = fold(node, domain, b.version, schema, in_values, attrs)
             if folded is not None:
                 return folded
         body = self.walk.body(schema, b.version, frame.opsets)

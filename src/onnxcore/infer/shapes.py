@@ -1,11 +1,11 @@
 """Shape inference (Clause 9): the shape of every tensor value of a model, from its declared shapes.
 
-The shapes come from the inference walk (:mod:`onnxcore.infer.walk`), which carries per value a type, a shape
+The shapes come from the inference walk (:mod:`onnxcore.infer.inference_walk`), which carries per value a type, a shape
 (see :mod:`onnxcore.infer.shape_core`) and, for small tensors whose contents are statically known
 (initializers, ``Constant``, and the nodes computed from them), the value itself, so that a ``Reshape`` to a
 computed shape has a known result; the elements of ``Shape`` of a tensor with dimension variables are carried
 as a :class:`~onnxcore.infer.shape_core.SymbolicValue` (data propagation, ``shape_ops/symbolic.py``). A node's
-output shapes come from its operator's shape rule, its kernel (:mod:`onnxcore.infer.fold`), or its function
+output shapes come from its operator's shape rule, its kernel (:mod:`onnxcore.infer.known_values`), or its function
 body (Clause 8.4), see :mod:`onnxcore.infer.shape_step`; failing those, they are unknown (Clause 9.4).
 
 Never raises on a malformed model: what it cannot decide stays unknown. What it finds contradictory is
@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 
 from onnxcore.graph.bound import BoundModel, model_argument
+from onnxcore.infer.inference_walk import run
 from onnxcore.infer.results import (
     ShapeIncompatibility,
     ShapeInference,
@@ -27,7 +28,6 @@ from onnxcore.infer.results import (
     stated_dims,
 )
 from onnxcore.infer.shape_core import ShapeT
-from onnxcore.infer.walk import run
 from onnxcore.limits import Limits
 from onnxcore.proto.bridge import OnnxMessage
 from onnxcore.proto.messages import ModelProto, TensorShapeProto, TypeProto, ValueInfoProto

@@ -4,7 +4,9 @@
 (Clause 14.3: the definition with the greatest since_version not above ``version``, then the kernel registered
 for exactly that since_version; a domain without definitions, Clause 16.1: the kernel of the greatest
 since_version not above ``version``), from a :class:`~onnxcore.kernels.registry.KernelSet` given first, and
-evaluates it on the values given.
+evaluates it on the values given. The definition is the graph layer's
+(:func:`onnxcore.graph.definition_binding`), the kernel :func:`onnxcore.kernels.select.select`'s: the choice a
+session makes. An operator a session evaluates through its definition's function body is refused here.
 """
 
 from __future__ import annotations
@@ -13,37 +15,35 @@ from typing import Any
 
 import numpy as np
 
-from onnxcore.defs.binding import canonical_domain, extension_schema, get_schema, known_domains
+from onnxcore.defs.binding import canonical_domain
+from onnxcore.defs.opschema import OpSchema
 from onnxcore.errors import KernelNotFoundError, OnnxCoreError, UnknownOperatorError
-from onnxcore.kernels.registry import KernelContext, KernelDef, KernelSet, custom_domain_kernel, lookup
+from onnxcore.graph.bound import definition_binding
+from onnxcore.kernels.registry import KernelContext, KernelDef, KernelSet
+from onnxcore.kernels.select import select
 from onnxcore.proto import GraphProto, NodeProto
 
 __all__ = ["run"]
 
 
-def _bind(domain: str, op_type: str, version: int, custom_ops: KernelSet | None) -> tuple[KernelDef, Any]:
-    """(kernel, definition or None) for ``op_type`` of ``domain`` at imported ``version``."""
+def _bind(domain: str, op_type: str, version: int, custom_ops: KernelSet | None) -> tuple[KernelDef, OpSchema | None]:
+    """(kernel, definition or None) for ``op_type`` of ``domain`` at imported ``version``: the definition by the
+    graph layer's precedence (no model, so no model-local function), the kernel by :func:`select`."""
     label = f"{domain or 'ai.onnx'}::{op_type}"
-    known = domain in {canonical_domain(d) for d in known_domains()}
-    schema = get_schema(op_type, version, domain)
-    if known and schema is None:
-        schema = extension_schema(op_type, version, domain)  # onnxruntime's extension of an ONNX domain
-        if schema is None:
-            raise UnknownOperatorError(f"{label}: no definition at operator set version {version} (Clause 14.3)")
+    status, schema = definition_binding(domain, op_type, version)
+    choice = select(domain, op_type, version, status, schema, custom_ops)
+    if choice.kernel is not None:
+        return choice.kernel, schema
     if schema is not None:
-        kdef = lookup(domain, op_type, int(schema.since_version), custom_ops)
-        if kdef is None and schema.origin == "onnxruntime":
-            kdef = custom_domain_kernel(domain, op_type, version, custom_ops)
-        if kdef is None:
-            raise KernelNotFoundError(
-                f"{label}-{schema.since_version}: no kernel evaluates this definition (Clause 4.4)",
-                [(domain, op_type, version)],
-            )
-        return kdef, schema
-    kdef = custom_domain_kernel(domain, op_type, version, custom_ops)
-    if kdef is None:
+        how = (
+            "it is evaluated through its function body (Clause 8.4), which needs a model: use a Session"
+            if choice.rule == "body"
+            else "no kernel evaluates this definition (Clause 4.4)"
+        )
+        raise KernelNotFoundError(f"{label}-{schema.since_version}: {how}", [(domain, op_type, version)])
+    if status == "custom":
         raise UnknownOperatorError(f"{label}: no kernel at or below version {version} of a custom domain (16.1)")
-    return kdef, None
+    raise UnknownOperatorError(f"{label}: no definition at operator set version {version} (Clause 14.3)")
 
 
 def run(

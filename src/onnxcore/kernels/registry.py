@@ -24,6 +24,7 @@ from onnxcore.errors import KernelRegistrationError, OnnxCoreError
 
 __all__ = [
     "NONDETERMINISTIC",
+    "NO_FOLD",
     "KernelContext",
     "KernelDef",
     "KernelSet",
@@ -42,6 +43,15 @@ __all__ = [
 NONDETERMINISTIC: frozenset[str] = frozenset(
     {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Bernoulli", "Multinomial"}
 )
+
+# Operators no constant folder evaluates (inference's values, infer/known_values.py; a plan's folding,
+# runtime/optimize/fold.py), whatever their inputs:
+# * the NONDETERMINISTIC ones, and Dropout, which draws its mask at random in training mode: their results are not
+#   functions of the inputs, so one folded draw would stand for every run;
+# * operators whose cost a small input does not bound, which would let a model make its own validation (or its
+#   session's creation) hang: a regular expression can backtrack exponentially, an image stream of a few kilobytes
+#   can hold millions of pixels. A run evaluates them when asked, under the session's limits.
+NO_FOLD: frozenset[str] = NONDETERMINISTIC | {"Dropout", "RegexFullMatch", "ImageDecoder"}
 
 F = TypeVar("F", bound=Callable[..., Any])
 

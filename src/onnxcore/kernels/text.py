@@ -7,7 +7,7 @@ changes and regular expressions work on the UTF-8 decoding (undecodable octets a
 surrogate escapes and encoded back unchanged); concatenation and splitting on a delimiter work
 on the octets directly.
 
-RegexFullMatch matches RE2's syntax in linear time with our own matcher (:mod:`onnxcore.kernels.re2`: what it
+RegexFullMatch matches RE2's syntax in linear time with our own matcher (:mod:`onnxcore.libs.re2`: what it
 accepts and refuses is listed there), never with Python's backtracking :mod:`re`.
 """
 
@@ -19,8 +19,8 @@ import numpy as np
 
 from onnxcore.errors import EvaluationError
 from onnxcore.kernels._util import broadcast_shape, check_elements
-from onnxcore.kernels.re2 import compile_re2
 from onnxcore.kernels.registry import kernel
+from onnxcore.libs.re2 import compile_re2
 
 __all__: list[str] = []
 

@@ -6,11 +6,14 @@ the function bodies it calls:
 
 * ``function`` (a model-local function, which takes precedence over an operator definition and over any
   kernel, Clause 8.4): its body, compiled for the call site;
-* ``schema``: the kernel registered for exactly the definition's ``since_version`` (Clause 14.3), else the
-  definition's own function body (:meth:`BoundModel.body_scope`), else unsupported;
+* ``schema``: the kernel registered for exactly the definition's ``since_version`` (Clause 14.3), for an
+  onnxruntime definition the kernel a custom domain would bind to, else the definition's own function body
+  (:meth:`BoundModel.body_scope`), else unsupported;
 * ``custom`` (a domain ONNX 1-2 does not define, Clause 16.1): the kernel registered with the greatest
   since_version not above the imported version, else unsupported;
 * any other status: unsupported.
+
+The choice is :func:`onnxcore.kernels.select.select`'s, the one every caller makes.
 
 A kernel is registered in the session's own kernels (``custom_ops``, a :class:`KernelSet`) or in the process-wide
 registry; at the same (domain, op_type, since_version) the session's wins.
@@ -36,7 +39,8 @@ from onnxcore.graph.attributes import attribute_value, constant_array
 from onnxcore.graph.bound import BoundModel, NodeRef, Scope
 from onnxcore.graph.functions import FunctionBody, bind_attribute_refs
 from onnxcore.infer.rules import bind_inputs, formal_at
-from onnxcore.kernels.registry import KernelContext, KernelDef, KernelSet, custom_domain_kernel, lookup, prepared_call
+from onnxcore.kernels.registry import KernelContext, KernelSet, prepared_call
+from onnxcore.kernels.select import select_node
 from onnxcore.limits import NESTING_REFUSAL
 from onnxcore.proto import AttributeProto, FunctionProto, GraphProto, NodeProto, TypeProto
 from onnxcore.runtime.gradient import bind_gradients
@@ -336,9 +340,10 @@ def _bind_node(
     subplans, outer, complete = _subgraphs(env, ref, node, kw, depth, where)
 
     domain, version = ref.domain, ref.version
-    kdef: KernelDef | None = None
-    since = 0
-    if ref.status == "function":
+    # What evaluates the node: the one choice (kernels.select), shared with kernels.run, inference's folding and
+    # the conformance statement.
+    choice = select_node(ref, env.custom_ops)
+    if choice.rule == "function":
         # Clause 8.4: a model-local function with the node's (domain, name, overload) wins over any kernel.
         assert ref.function is not None
         scope = env.bound.function_scope(ref.function)
@@ -348,31 +353,20 @@ def _bind_node(
     if ref.status == "schema":
         schema = ref.schema
         assert schema is not None
-        since = int(schema.since_version)
-        _check_signature(where, node, domain, version, since, schema, kw, env.validated)
+        _check_signature(where, node, domain, version, int(schema.since_version), schema, kw, env.validated)
         if not env.validated:
-            _check_input_types(where, node, since, schema, types)
-        kdef = lookup(domain, node.op_type, since, env.custom_ops)
-        if kdef is None and schema.origin == "onnxruntime":
-            # A user's kernel for an onnxruntime operator registered at another version: the custom-domain choice.
-            kdef = custom_domain_kernel(domain, node.op_type, version, env.custom_ops)
-            if kdef is not None:
-                since = kdef.since_version
-        if kdef is None:
+            _check_input_types(where, node, int(schema.since_version), schema, types)
+        if choice.rule == "body":
             body_scope = env.bound.body_scope(schema, version, ref.scope.opsets)
-            if body_scope is not None:
-                assert body_scope.function is not None
-                defaults = {name: ad.default for name, ad in schema.attributes.items() if ad.default is not None}
-                body = FunctionBody(body_scope.function, defaults, "schema")
-                return _call_body(env, ref, node, body, body_scope, outer, depth, where)
-    elif ref.status == "custom":
-        # Clause 16.1: no definitions to bind through; the kernel of the greatest version not above the import.
-        kdef = custom_domain_kernel(domain, node.op_type, version, env.custom_ops)
-        if kdef is not None:
-            since = kdef.since_version
+            assert body_scope is not None and body_scope.function is not None
+            defaults = {name: ad.default for name, ad in schema.attributes.items() if ad.default is not None}
+            body = FunctionBody(body_scope.function, defaults, "schema")
+            return _call_body(env, ref, node, body, body_scope, outer, depth, where)
+    kdef = choice.kernel
     if kdef is None:
         env.report_unsupported(domain, node.op_type, version)
         return PlanNode(index, node, None, kw, outer)
+    since = choice.since_version
     if not complete:
         return PlanNode(index, node, None, kw, outer)
     # A kernel with a preparation step (KernelDef.prepare) does its attribute-only work here, once per node.

@@ -52,8 +52,8 @@ from onnxcore.runtime.plan import GraphIR, Plan, describe_value
 from onnxcore.runtime.seeding import session_rng
 from onnxcore.types import type_from_proto
 from onnxcore.types.valuetypes import declared_shape
+from onnxcore.validate.checker import check_context
 from onnxcore.validate.report import Finding, Report
-from onnxcore.validate.runner import check_context
 
 __all__ = ["MAX_SHAPE_PLANS", "Session", "StepTime", "ValueDescription"]
 

@@ -11,7 +11,7 @@ function, whichever modules are imported.
 from __future__ import annotations
 
 from onnxcore.validate.catalog import CHECK_RULES, CheckRule, rules_by_code
+from onnxcore.validate.checker import check
 from onnxcore.validate.report import Finding, Report
-from onnxcore.validate.runner import check
 
 __all__ = ["CHECK_RULES", "Finding", "Report", "CheckRule", "check", "rules_by_code"]

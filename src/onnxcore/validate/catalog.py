@@ -1,7 +1,7 @@
 """The rule registry: each rule is a small function with a stable code, a severity and a clause.
 
 Rules are registered explicitly with the :func:`rule` decorator, in the modules that
-:mod:`onnxcore.validate.runner` imports by name; nothing is discovered by scanning globals. The
+:mod:`onnxcore.validate.checker` imports by name; nothing is discovered by scanning globals. The
 order of registration is the order in which rules run, and so the order of the findings.
 """
 

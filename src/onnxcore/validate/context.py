@@ -2,7 +2,7 @@
 
 Two traversals, both iterative so that no model can exhaust the Python stack (Clause 15.2):
 
-* the generic walk of :mod:`onnxcore.proto.walk` over every embedded message, recording each
+* the generic walk of :mod:`onnxcore.proto.message_walk` over every embedded message, recording each
   message with its parent so that a readable location can be rendered on demand (Annex B rules
   and tensor rules read it by message class); it reads no ``raw_data`` and follows each message
   object once, so a code-built model that contains itself cannot loop;
@@ -20,8 +20,8 @@ from typing import Any
 from onnxcore.graph.bound import BoundModel, NodeRef, Scope, bind
 from onnxcore.infer import Inference, ShapeInference, infer_both
 from onnxcore.limits import DEFAULT_LIMITS, Limits
+from onnxcore.proto.message_walk import Entry, walk_messages
 from onnxcore.proto.messages import ModelProto
-from onnxcore.proto.walk import Entry, walk_messages
 
 __all__ = ["Context", "NodeRef", "Resolution", "Scope"]
 
@@ -67,7 +67,7 @@ class Context:
         self.fn_required: dict[int, set[str]] = {}
         self._groups: list[list[NodeRef]] | None = None
         self.ir_version = int(model.ir_version)
-        # Generic walk (proto.walk): every message with its parent, by class.
+        # Generic walk (proto.message_walk): every message with its parent, by class.
         self.entries: list[Entry] = []
         self.by_class: dict[type, list[int]] = {}
         self.repeated_objects: list[int] = []

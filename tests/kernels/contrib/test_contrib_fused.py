@@ -199,7 +199,7 @@ def test_ort_optimized_models(name: str, level: str, tmp_path: Path) -> None:
     np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-5)
 
 
-# --- shape rules (infer/shape_ops/contrib_quant.py) agree with the kernels ---------------------------------------
+# --- shape rules (infer/shape_ops/contrib: quantized, fused, matmul_nbits) agree with the kernels ---------------
 
 SHAPE_CASES: list[tuple[str, list[tuple[int, ...] | None], dict[str, Any]]] = [
     ("FusedConv", [(2, 4, 9, 8), (6, 2, 3, 3), (6,)], {"group": 2, "strides": [2, 2], "pads": [1, 1, 1, 1]}),

@@ -6,9 +6,7 @@ The list of modules is explicit: importing this package registers every rule.
 from __future__ import annotations
 
 from onnxcore.infer.shape_ops import (
-    contrib_attention,
-    contrib_nn,
-    contrib_quant,
+    contrib,
     conv_pool,
     elementwise,
     linalg,
@@ -19,9 +17,7 @@ from onnxcore.infer.shape_ops import (
 )
 
 __all__ = [
-    "contrib_attention",
-    "contrib_nn",
-    "contrib_quant",
+    "contrib",
     "conv_pool",
     "elementwise",
     "linalg",

@@ -9,7 +9,7 @@ the others unknown; unknown when its elements are not known), and for an optiona
 from __future__ import annotations
 
 from onnxcore.infer.shape_core import ShapeContext, ShapeT, norm_axis, shape_rule
-from onnxcore.infer.shape_ops.control import join
+from onnxcore.infer.shape_ops.control_flow import join
 
 __all__: list[str] = []
 

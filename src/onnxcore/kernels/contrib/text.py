@@ -8,7 +8,7 @@ start-of-text (U+0002) and end-of-text (U+0003) characters around each row, the 
 
 Taken from onnxruntime where its definition is silent (tested against it in tests/kernels/contrib):
 
-- the expressions are RE2's, parsed and refused as for RegexFullMatch (``onnxcore.kernels.re2``: ASCII classes,
+- the expressions are RE2's, parsed and refused as for RegexFullMatch (``onnxcore.libs.re2``: ASCII classes,
   what RE2 refuses refused by name -- ``(?u)`` of scikit-learn's default pattern included, which onnxruntime
   refuses too) and searched leftmost-first in linear time (:meth:`Re2Pattern.search`), so that no pattern can
   stall the evaluator (issue 29); Python's ``re`` stands in where it provably gives the same tokens in bounded
@@ -34,9 +34,9 @@ from typing import AnyStr
 import numpy as np
 
 from onnxcore.errors import EvaluationError, ShapeError
-from onnxcore.kernels.re2 import Re2Pattern, compile_re2
 from onnxcore.kernels.registry import kernel
 from onnxcore.kernels.text import _bytes_of, _decode, _encode
+from onnxcore.libs.re2 import Re2Pattern, compile_re2
 
 __all__: list[str] = []
 

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from onnxcore.errors import OnnxCoreError
-from onnxcore.kernels.registry import NONDETERMINISTIC
+from onnxcore.kernels.registry import NO_FOLD
 from onnxcore.kernels.shared import normalize_axes
 from onnxcore.runtime.step import PlanNode
 
@@ -94,8 +94,9 @@ def cse_key(bn: PlanNode, ins: list[Any], *, rank: int | None = None) -> tuple[A
     knows it, which makes equal axes spelled differently one computation.
     """
     node = bn.node
-    # Dropout is random in training mode; the random operators always (Clause 8.5).
-    if bn.call is None or node.op_type in NONDETERMINISTIC or node.op_type == "Dropout" or bn.outer:
+    # What no folder evaluates (NO_FOLD: the random operators always, Clause 8.5; Dropout in training mode) is
+    # not merged either.
+    if bn.call is None or node.op_type in NO_FOLD or bn.outer:
         return None
     if any(a.g is not None or a.graphs for a in node.attribute):
         return None

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from onnxcore.kernels.registry import NONDETERMINISTIC
+from onnxcore.kernels.registry import NO_FOLD
 from onnxcore.runtime.optimize.graph import PlanGraph
 from onnxcore.runtime.step import PlanNode
 
@@ -64,7 +64,7 @@ def fold_nodes(
         readers.update(set(keep))
     for k, bn in enumerate(nodes):
         node = bn.node
-        if bn.call is None or bn.outer or node.op_type in NONDETERMINISTIC or node.op_type == "Dropout":
+        if bn.call is None or bn.outer or node.op_type in NO_FOLD:
             continue
         if any(a.g is not None or a.graphs for a in node.attribute):
             continue

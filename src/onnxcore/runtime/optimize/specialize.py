@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from onnxcore.kernels.registry import NONDETERMINISTIC
+from onnxcore.kernels.registry import NO_FOLD, NONDETERMINISTIC
 from onnxcore.runtime.step import PlanNode
 
 __all__ = ["SHAPE_FROM_SHAPES", "decided_shape_nodes", "has_shape_nodes"]
@@ -95,7 +95,7 @@ def decided_shape_nodes(nodes: Sequence[PlanNode], constants: Collection[str], f
             valued.update(outs)
             shaped.update(outs)
             continue
-        if deterministic and op != "Dropout" and all(n in valued for n in ins) and not bn.outer:
+        if deterministic and op not in NO_FOLD and all(n in valued for n in ins) and not bn.outer:
             valued.update(outs)
             shaped.update(outs)
             continue

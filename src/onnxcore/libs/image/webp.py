@@ -1,5 +1,5 @@
 """WebP decoding for ImageDecoder (private): the RIFF container, dispatching to the lossy ('VP8 ',
-:mod:`onnxcore.kernels.codecs.webp_vp8`) and lossless ('VP8L', :mod:`onnxcore.kernels.codecs.webp_vp8l`) bitstreams.
+:mod:`onnxcore.libs.image.webp_vp8`) and lossless ('VP8L', :mod:`onnxcore.libs.image.webp_vp8l`) bitstreams.
 
 Container rules follow the WebP RIFF container specification: a 'RIFF' header whose size covers the
 file (trailing octets past it are ignored, a file shorter than it is truncated), then either a single
@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from onnxcore.errors import EvaluationError
-from onnxcore.kernels.codecs.common import CorruptImage
+from onnxcore.libs.image.common import CorruptImage
 from onnxcore.limits import Limits
 
 __all__ = ["decode_webp"]
@@ -45,10 +45,10 @@ def _chunks(data: bytes, pos: int, end: int) -> list[tuple[bytes, int, int]]:
 def _decode_bitstream(tag: bytes, payload: bytes, limits: Limits | None) -> np.ndarray:
     # Each codec is imported only when an image of its kind is decoded (lazy on purpose: they are large).
     if tag == b"VP8 ":
-        from onnxcore.kernels.codecs.webp_vp8 import decode_vp8
+        from onnxcore.libs.image.webp_vp8 import decode_vp8
 
         return decode_vp8(payload, limits)
-    from onnxcore.kernels.codecs.webp_vp8l import decode_vp8l
+    from onnxcore.libs.image.webp_vp8l import decode_vp8l
 
     return decode_vp8l(payload, limits)
 

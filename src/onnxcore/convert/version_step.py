@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from onnxcore.build.helper import make_attribute
-from onnxcore.convert.registry import Direction, Refuse
+from onnxcore.convert.adapters import Direction, Refuse
 from onnxcore.defs.opschema import OpSchema
 from onnxcore.graph.attributes import attribute_value
 from onnxcore.proto.messages import AttributeProto, NodeProto, TensorProto

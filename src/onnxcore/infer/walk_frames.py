@@ -1,4 +1,4 @@
-"""What the inference walk (:mod:`onnxcore.infer.walk`) stands on: the bound model, the limits, the frames.
+"""What the inference walk (:mod:`onnxcore.infer.inference_walk`) stands on: the bound model, the limits, the frames.
 
 The walk reads the :class:`~onnxcore.graph.BoundModel` (Clause 14.3, 8.4): a node's binding (definition,
 model-local function, or neither) is its :class:`~onnxcore.graph.NodeRef`'s, a definition's function body is

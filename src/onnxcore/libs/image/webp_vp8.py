@@ -6,7 +6,7 @@ dequantised on the fly, and the inverse WHT/DCT of the whole row runs in numpy (
 intra prediction and reconstruction follow, macroblock by macroblock (section 12). The loop filter
 (section 15) then runs over the unfiltered frame, edge by edge in the order the RFC prescribes, each
 edge's 16 (or 2x8) segments at once. Finally the Y'CbCr 4:2:0 frame is cropped and converted to RGB by
-:mod:`onnxcore.kernels.codecs.webp_yuv`.
+:mod:`onnxcore.libs.image.webp_yuv`.
 
 Where the RFC's reference decoder and libwebp (which produced the oracle) could differ on hostile
 streams, libwebp's choices are followed: 32-bit intermediates in the transforms, coefficients stored as
@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from onnxcore.kernels.codecs.common import CorruptImage, check_size
-from onnxcore.kernels.codecs.webp_filter import loop_filter
-from onnxcore.kernels.codecs.webp_predict import (
+from onnxcore.libs.image.common import CorruptImage, check_size
+from onnxcore.libs.image.webp_filter import loop_filter
+from onnxcore.libs.image.webp_predict import (
     B_PRED,
     DC_PRED,
     H_PRED,
@@ -29,7 +29,7 @@ from onnxcore.kernels.codecs.webp_predict import (
     predict_mb,
     reconstruct_bpred,
 )
-from onnxcore.kernels.codecs.webp_tables import (
+from onnxcore.libs.image.webp_tables import (
     AC_QLOOKUP,
     COEFF_BANDS,
     COEFF_UPDATE_PROBS,
@@ -39,7 +39,7 @@ from onnxcore.kernels.codecs.webp_tables import (
     PCAT,
     ZIGZAG,
 )
-from onnxcore.kernels.codecs.webp_yuv import yuv420_to_rgb
+from onnxcore.libs.image.webp_yuv import yuv420_to_rgb
 from onnxcore.limits import Limits
 
 __all__ = ["decode_vp8"]

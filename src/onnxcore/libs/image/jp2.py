@@ -20,10 +20,10 @@ import struct
 import numpy as np
 
 from onnxcore.errors import EvaluationError, LimitError
-from onnxcore.kernels.codecs.common import CorruptImage, check_size
-from onnxcore.kernels.codecs.jp2_dwt import idwt_level, inverse_ict, inverse_rct
-from onnxcore.kernels.codecs.jp2_t1 import decode_codeblock, segment_limits
-from onnxcore.kernels.codecs.jp2_t2 import (
+from onnxcore.libs.image.common import CorruptImage, check_size
+from onnxcore.libs.image.jp2_dwt import idwt_level, inverse_ict, inverse_rct
+from onnxcore.libs.image.jp2_t1 import decode_codeblock, segment_limits
+from onnxcore.libs.image.jp2_t2 import (
     Band,
     BitReader,
     Exhausted,

@@ -11,7 +11,7 @@ import zlib
 
 import numpy as np
 
-from onnxcore.kernels.codecs.common import CorruptImage, check_size, inflate
+from onnxcore.libs.image.common import CorruptImage, check_size, inflate
 from onnxcore.limits import Limits
 
 __all__ = ["decode_png", "unpack_samples"]

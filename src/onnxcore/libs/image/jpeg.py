@@ -20,9 +20,9 @@ from array import array
 import numpy as np
 
 from onnxcore.errors import EvaluationError
-from onnxcore.kernels.codecs.common import CorruptImage, check_size
-from onnxcore.kernels.codecs.jpeg_common import NATURAL, Component, windows
-from onnxcore.kernels.codecs.jpeg_prog import decode_progressive_scan
+from onnxcore.libs.image.common import CorruptImage, check_size
+from onnxcore.libs.image.jpeg_common import NATURAL, Component, windows
+from onnxcore.libs.image.jpeg_prog import decode_progressive_scan
 from onnxcore.limits import Limits
 
 __all__ = ["decode_jpeg"]

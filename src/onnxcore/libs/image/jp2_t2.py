@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from onnxcore.kernels.codecs.common import CorruptImage
+from onnxcore.libs.image.common import CorruptImage
 
 __all__ = [
     "Band",

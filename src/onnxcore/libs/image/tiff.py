@@ -14,8 +14,8 @@ import struct
 import numpy as np
 
 from onnxcore.errors import EvaluationError
-from onnxcore.kernels.codecs.common import CorruptImage, check_size, inflate
-from onnxcore.kernels.codecs.png import unpack_samples
+from onnxcore.libs.image.common import CorruptImage, check_size, inflate
+from onnxcore.libs.image.png import unpack_samples
 from onnxcore.limits import Limits
 
 __all__ = ["decode_tiff"]
@@ -130,7 +130,7 @@ def _check_tables(offsets: tuple[int, ...], counts: tuple[int, ...], n: int) -> 
 
 def _jpeg_segment(tags: dict[int, tuple[int, ...]], src: bytes, limits: Limits | None) -> np.ndarray:
     # Lazy on purpose: the JPEG codec is large and only JPEG-compressed TIFFs need it.
-    from onnxcore.kernels.codecs.jpeg import decode_jpeg
+    from onnxcore.libs.image.jpeg import decode_jpeg
 
     tables = bytes(tags.get(347, ()))
     if tables[:2] == b"\xff\xd8" and tables[-2:] == b"\xff\xd9" and src[:2] == b"\xff\xd8":

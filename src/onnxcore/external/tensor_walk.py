@@ -14,8 +14,8 @@ from operator import attrgetter
 from typing import Any
 
 from onnxcore.proto.message import Message
+from onnxcore.proto.message_walk import message_fields
 from onnxcore.proto.messages import AttributeProto, NodeProto, TensorProto
-from onnxcore.proto.walk import message_fields
 
 __all__ = ["iter_tensors", "tensor_label"]
 

@@ -1,5 +1,5 @@
-"""Shape rules (Clause 9) for onnxruntime's quantized and fused ``com.microsoft`` operators (since_version 1):
-the shapes the kernels of :mod:`onnxcore.kernels.contrib` (quantized, fused, matmul_nbits) produce.
+"""Shape rules (Clause 9) for onnxruntime's quantized ``com.microsoft`` operators (since_version 1): the shapes the
+kernels of :mod:`onnxcore.kernels.contrib.quantized` produce.
 
 Channels-last variants (``channels_last`` = 1, the Nhwc* operators) are the channels-first rule on the
 permuted shapes.
@@ -11,33 +11,32 @@ from onnxcore.infer.shape_core import (
     ShapeContext,
     ShapeT,
     broadcast,
-    dim_at,
     norm_axis,
     same_as_input,
     shape_rule,
     unify,
 )
 from onnxcore.infer.shape_ops.conv_pool import _conv_out, _per_axis, _spatial_out
-from onnxcore.infer.shape_ops.linalg import _matmul, gemm_shapes
+from onnxcore.infer.shape_ops.linalg import _matmul
 
 __all__: list[str] = []
 
 _MS = "com.microsoft"
 
 
-def _first(s: ShapeT | None) -> ShapeT | None:
+def channels_first(s: ShapeT | None) -> ShapeT | None:
     """(N, D..., C) -> (N, C, D...)."""
     return None if s is None or len(s) < 3 else (s[0], s[-1], *s[1:-1])
 
 
-def _last(s: ShapeT | None) -> ShapeT | None:
+def channels_last(s: ShapeT | None) -> ShapeT | None:
     """(N, C, D...) -> (N, D..., C)."""
     return None if s is None or len(s) < 3 else (s[0], *s[2:], s[1])
 
 
-def _permuted(ctx: ShapeContext, which: tuple[int, ...]) -> ShapeContext:
+def permuted(ctx: ShapeContext, which: tuple[int, ...]) -> ShapeContext:
     """The node as a channels-first rule sees it: inputs ``which`` moved from channels-last."""
-    shapes = [_first(ctx.shape(i)) if i in which else ctx.shape(i) for i in range(ctx.n_inputs)]
+    shapes = [channels_first(ctx.shape(i)) if i in which else ctx.shape(i) for i in range(ctx.n_inputs)]
     values = [ctx.value(i) for i in range(ctx.n_inputs)]
     return ShapeContext(ctx.node, ctx.since, shapes, values, ctx._attrs, ctx._defaults)
 
@@ -89,7 +88,7 @@ def _qlinear_global_pool(ctx: ShapeContext) -> list[ShapeT | None]:
 @shape_rule("QLinearAveragePool", domain=_MS)
 def _qlinear_average_pool(ctx: ShapeContext) -> list[ShapeT | None]:
     last = bool(ctx.attr("channels_last", 0))
-    x = _first(ctx.shape(0)) if last else ctx.shape(0)
+    x = channels_first(ctx.shape(0)) if last else ctx.shape(0)
     if x is None:
         return [None]
     if len(x) < 3:
@@ -99,65 +98,19 @@ def _qlinear_average_pool(ctx: ShapeContext) -> list[ShapeT | None]:
     kernel = list(ks) if ks is not None else [None] * nd
     spatial = _spatial_out(ctx, x, kernel, dilations=False, ceil_mode=bool(ctx.attr("ceil_mode", 0)), drop_tail=True)
     y = (x[0], x[1], *spatial)
-    return [_last(y) if last else y]
+    return [channels_last(y) if last else y]
 
 
 @shape_rule("QLinearConv", domain=_MS)
 def _qlinear_conv(ctx: ShapeContext) -> list[ShapeT | None]:
     if ctx.attr("channels_last", 0):
-        return [_last(_conv_out(_permuted(ctx, (0,)), 0, 3, 8))]
+        return [channels_last(_conv_out(permuted(ctx, (0,)), 0, 3, 8))]
     return [_conv_out(ctx, 0, 3, 8)]
-
-
-@shape_rule("FusedConv", domain=_MS)
-def _fused_conv(ctx: ShapeContext) -> list[ShapeT | None]:
-    return [_conv_out(ctx, 0, 1, 2)]
-
-
-@shape_rule("NhwcConv", "NhwcFusedConv", domain=_MS)
-def _nhwc_conv(ctx: ShapeContext) -> list[ShapeT | None]:
-    return [_last(_conv_out(_permuted(ctx, (0, 1)), 0, 1, 2))]
-
-
-@shape_rule("FusedGemm", domain=_MS)
-def _fused_gemm(ctx: ShapeContext) -> list[ShapeT | None]:
-    return gemm_shapes(ctx, old_broadcast=False)  # C broadcasts to (M, N) as in Gemm-7 and later
-
-
-def _batch_trans(s: ShapeT | None, batch: bool, trans: bool) -> ShapeT | None:
-    if s is None:
-        return None
-    if batch and len(s) >= 3:
-        s = (*s[1:-1], s[0], s[-1])
-    if trans and len(s) >= 2:
-        s = (*s[:-2], s[-1], s[-2])
-    return s
-
-
-@shape_rule("FusedMatMul", domain=_MS)
-def _fused_matmul(ctx: ShapeContext) -> list[ShapeT | None]:
-    a = _batch_trans(ctx.shape(0), bool(ctx.attr("transBatchA", 0)), bool(ctx.attr("transA", 0)))
-    b = _batch_trans(ctx.shape(1), bool(ctx.attr("transBatchB", 0)), bool(ctx.attr("transB", 0)))
-    return [_matmul(ctx, a, b)]
 
 
 @shape_rule("DynamicQuantizeMatMul", "MatMulIntegerToFloat", domain=_MS)
 def _int_matmul(ctx: ShapeContext) -> list[ShapeT | None]:
     return [_matmul(ctx, ctx.shape(0), ctx.shape(1))]
-
-
-@shape_rule("MatMulNBits", domain=_MS)
-def _matmul_nbits(ctx: ShapeContext) -> list[ShapeT | None]:
-    a = ctx.shape(0)
-    if a is None:
-        return [None]
-    if not a:
-        ctx.fail("MatMulNBits: A must have rank >= 1")
-    unify(ctx, a[-1], int(ctx.attr("K")), "MatMulNBits: A's last axis and K")
-    n = int(ctx.attr("N"))
-    if ctx.present(5):
-        unify(ctx, dim_at(ctx.shape(5), 0), n, "MatMulNBits: bias and N")
-    return [(*a[:-1], n)]
 
 
 @shape_rule("QGemm", domain=_MS)

@@ -1,6 +1,7 @@
-"""Shape rules (Clause 9) of onnxruntime's operators: the com.microsoft activations, fused additions and
-normalizations, CDist and Tokenizer, and the default-domain extension SimplifiedLayerNormalization
-(LayerNormalization-1 shares ai.onnx LayerNormalization's rule in ``nn.py``).
+"""Shape rules (Clause 9) of onnxruntime's normalizations: com.microsoft's SkipLayerNormalization,
+SkipSimplifiedLayerNormalization and EmbedLayerNormalization, and the default-domain extension
+SimplifiedLayerNormalization (LayerNormalization-1 shares ai.onnx LayerNormalization's rule in ``nn.py``): the
+family of :mod:`onnxcore.kernels.contrib.normalization`.
 
 The shapes are those onnxruntime's kernels produce (tests/kernels/contrib checks them against it); extents are
 computed from fixed integers only and dimension variables pass through unchanged (Clause 9.3).
@@ -8,70 +9,12 @@ computed from fixed integers only and dimension variables pass through unchanged
 
 from __future__ import annotations
 
-from onnxcore.infer.shape_core import (
-    ShapeContext,
-    ShapeT,
-    dim_at,
-    norm_axis,
-    require_rank,
-    same_as_input,
-    shape_rule,
-    unify,
-)
+from onnxcore.infer.shape_core import ShapeContext, ShapeT, dim_at, norm_axis, require_rank, shape_rule, unify
+from onnxcore.infer.shape_ops.contrib.activation import last_extent_param
 
 __all__: list[str] = []
 
 MS = "com.microsoft"
-
-
-def _last_extent_param(ctx: ShapeContext, x: ShapeT | None, i: int, name: str) -> None:
-    """Input ``i`` (when given) is 1-D of x's last extent."""
-    p = ctx.shape(i) if ctx.present(i) else None
-    if p is None:
-        return
-    require_rank(ctx, p, (1,), name)
-    if x:
-        unify(ctx, p[0], x[-1], f"the length of {name} and the last extent of the input")
-
-
-@shape_rule("Gelu", "QuickGelu", domain=MS)
-def _activation(ctx: ShapeContext) -> list[ShapeT | None]:
-    return same_as_input(ctx)
-
-
-@shape_rule("FastGelu", "BiasGelu", domain=MS)
-def _bias_activation(ctx: ShapeContext) -> list[ShapeT | None]:
-    x = ctx.shape(0)
-    _last_extent_param(ctx, x, 1, "the bias")
-    return [x]
-
-
-@shape_rule("BiasAdd", domain=MS)
-def _bias_add(ctx: ShapeContext) -> list[ShapeT | None]:
-    x, skip = ctx.shape(0), ctx.shape(2)
-    require_rank(ctx, x, (3,), "X")
-    _last_extent_param(ctx, x, 1, "bias")
-    if x is not None and skip is not None and len(skip) == 3:
-        x = tuple(unify(ctx, a, b, "X and skip") for a, b in zip(x, skip, strict=True))
-    return [x]
-
-
-@shape_rule("BiasSoftmax", domain=MS)
-def _bias_softmax(ctx: ShapeContext) -> list[ShapeT | None]:
-    x = ctx.shape(0)
-    if x is not None and x:
-        norm_axis(ctx, int(ctx.attr("axis", 1)), len(x))
-    return [x]
-
-
-@shape_rule("CDist", domain=MS)
-def _cdist(ctx: ShapeContext) -> list[ShapeT | None]:
-    a, b = ctx.shape(0), ctx.shape(1)
-    require_rank(ctx, a, (2,), "A")
-    require_rank(ctx, b, (2,), "B")
-    if a is not None and b is not None:
-        unify(ctx, a[1], b[1], "the row lengths of A and B")
-    return [(dim_at(a, 0), dim_at(b, 0))]
 
 
 def _skip_norm(ctx: ShapeContext, params: tuple[tuple[int, str], ...]) -> list[ShapeT | None]:
@@ -83,7 +26,7 @@ def _skip_norm(ctx: ShapeContext, params: tuple[tuple[int, str], ...]) -> list[S
         unify(ctx, skip[-1], x[-1], "the hidden sizes of input and skip")
         unify(ctx, skip[-2], x[-2], "the sequence lengths of input and skip")
     for i, name in params:
-        _last_extent_param(ctx, x, i, name)
+        last_extent_param(ctx, x, i, name)
     stat = None if x is None else (*x[:-1], 1)
     return [x, stat, stat, x]
 
@@ -130,15 +73,3 @@ def _simplified_layer_norm(ctx: ShapeContext) -> list[ShapeT | None]:
         return [None, None]
     axis = norm_axis(ctx, int(ctx.attr("axis", -1)), len(x))
     return [x, (*x[:axis], *([1] * (len(x) - axis)))]
-
-
-@shape_rule("Tokenizer", domain=MS)
-def _tokenizer(ctx: ShapeContext) -> list[ShapeT | None]:
-    # [C] -> [C, D], [N, C] -> [N, C, D], D known only from the strings; an input with no element keeps its shape.
-    x = ctx.shape(0)
-    require_rank(ctx, x, (1, 2), "X")
-    if x is None:
-        return [None]
-    if any(d == 0 for d in x):
-        return [x]
-    return [(*x, None)]

@@ -13,7 +13,7 @@ from array import array
 
 import numpy as np
 
-from onnxcore.kernels.codecs.common import CorruptImage, check_size
+from onnxcore.libs.image.common import CorruptImage, check_size
 from onnxcore.limits import Limits
 
 __all__ = ["decode_vp8l"]

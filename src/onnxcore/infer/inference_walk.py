@@ -4,10 +4,10 @@ Graphs are walked in node order, subgraphs in their enclosing scope (Clauses 5.4
 function's body per call site with that call's input types, shapes, values and attributes (Clause 8.4: a
 function may be polymorphic). Per value name the walk carries a type string (None: unknown, Clause 9.4), a
 shape (:mod:`onnxcore.infer.shape_core`) and, for small tensors whose contents are statically known, the
-value (:mod:`onnxcore.infer.fold`). A node's types come from :mod:`onnxcore.infer.rules`, its shapes from
+value (:mod:`onnxcore.infer.known_values`). A node's types come from :mod:`onnxcore.infer.rules`, its shapes from
 :class:`~onnxcore.infer.shape_step.ShapeStep`; a node holding subgraphs walks each of them once, with the
 input types its type rule and the input shapes its shape rule give them. The bindings, the limits and the
-budget are those of :class:`~onnxcore.infer.frames.BoundWalk`.
+budget are those of :class:`~onnxcore.infer.walk_frames.BoundWalk`.
 """
 
 from __future__ import annotations
@@ -24,8 +24,7 @@ from onnxcore.errors import OnnxCoreError
 from onnxcore.graph.bound import BoundModel, function_location
 from onnxcore.graph.functions import Unresolved
 from onnxcore.infer import shape_step
-from onnxcore.infer.fold import dims_shape, initializer_value
-from onnxcore.infer.frames import Binding, BoundWalk, Frame, node_location
+from onnxcore.infer.known_values import dims_shape, initializer_value
 from onnxcore.infer.results import (
     Inference,
     NodeTypes,
@@ -37,8 +36,9 @@ from onnxcore.infer.results import (
 )
 from onnxcore.infer.rules import TYPE_RULES, UNRESOLVED, _Unresolved, generic_outputs, infer_outputs
 from onnxcore.infer.shape_core import ShapeT, resolve
-from onnxcore.infer.shape_ops.control import control_flow_outputs
+from onnxcore.infer.shape_ops.control_flow import control_flow_outputs
 from onnxcore.infer.shape_step import ShapeStep, Unresolvable
+from onnxcore.infer.walk_frames import Binding, BoundWalk, Frame, node_location
 from onnxcore.io import encode
 from onnxcore.limits import NESTING_REFUSAL, Limits
 from onnxcore.proto.messages import AttributeProto, FunctionProto, GraphProto, ModelProto, NodeProto, TypeProto

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from onnxcore.defs.ir import BASE_IR_VERSION, FEATURE_IR_VERSION, element_ir_version, opset_ir_version
 from onnxcore.proto.bridge import OnnxMessage, as_message
+from onnxcore.proto.message_walk import walk_messages
 from onnxcore.proto.messages import (
     DeviceConfigurationProto,
     FunctionProto,
@@ -15,7 +16,6 @@ from onnxcore.proto.messages import (
     TypeProto,
     ValueInfoProto,
 )
-from onnxcore.proto.walk import walk_messages
 
 __all__ = ["least_ir_version"]
 

@@ -17,7 +17,8 @@ import numpy as np
 from onnxcore.defs.opschema import OpSchema
 from onnxcore.graph.attributes import attribute_value
 from onnxcore.infer.shape_core import ShapeT, resolve
-from onnxcore.kernels.registry import lookup
+from onnxcore.kernels.registry import NO_FOLD
+from onnxcore.kernels.select import select
 from onnxcore.limits import Limits, limits_in_effect
 from onnxcore.proto.messages import AttributeProto, NodeProto, TensorProto
 from onnxcore.types import to_array
@@ -37,24 +38,6 @@ __all__ = [
 MAX_VALUE_ELEMENTS = 4096
 # Nodes evaluated for their values: inputs and outputs of at most this many elements each.
 _FOLD_ELEMENTS = 1 << 16
-# Not evaluated while inferring: the NONDETERMINISTIC operators (their results are not functions of the inputs)
-# and Dropout; and, should their kernels ever be folded (string values are not kept and ImageDecoder's kernel
-# takes a context, so neither is today), operators whose cost a small input does not bound, which would let a
-# model make its own validation hang: a regular expression can backtrack exponentially, an image stream of a
-# few kilobytes can hold millions of pixels to decode in Python.
-_NO_FOLD = frozenset(
-    {
-        "RandomNormal",
-        "RandomUniform",
-        "RandomNormalLike",
-        "RandomUniformLike",
-        "Bernoulli",
-        "Multinomial",
-        "Dropout",
-        "RegexFullMatch",
-        "ImageDecoder",
-    }
-)
 _FOLD_LIMITS = Limits(max_tensor_elements=_FOLD_ELEMENTS, max_tensor_bytes=8 * _FOLD_ELEMENTS)
 
 
@@ -73,23 +56,28 @@ def small_shape(s: ShapeT | None) -> bool:
 def fold(
     node: NodeProto,
     domain: str,
+    version: int,
     schema: OpSchema,
     in_values: Sequence[Any],
     attrs: dict[str, AttributeProto],
 ) -> tuple[list[ShapeT | None], dict[int, np.ndarray]] | None:
     """Evaluate a node whose inputs are all known small tensors with its kernel, under tight limits.
 
+    The kernel is the one a session chooses (:func:`onnxcore.kernels.select.select`, from the process-wide
+    registry: inference sees no session's ``custom_ops``); a node evaluated through its function body is left to
+    the walk, which enters the body. Operators of :data:`~onnxcore.kernels.registry.NO_FOLD` are never folded.
+
     Returns:
         The output shapes and the small values, or None when the node is not folded (no kernel, a kernel that
         needs a context, an input not known, a result too large, or any failure: folding never raises).
     """
-    if node.op_type in _NO_FOLD:
+    if node.op_type in NO_FOLD:
         return None
     values = [resolve(v) for v in in_values]
     for n, v in zip(node.input, values):
         if n and v is None:
             return None
-    kdef = lookup(domain, node.op_type, int(schema.since_version))
+    kdef = select(domain, node.op_type, version, "schema", schema).kernel
     if kdef is None or kdef.context:
         return None
     try:
@@ -123,9 +111,15 @@ class PendingFold:
     __slots__ = ("args", "done", "results")
 
     def __init__(
-        self, node: NodeProto, domain: str, schema: OpSchema, in_values: Sequence[Any], attrs: dict[str, AttributeProto]
+        self,
+        node: NodeProto,
+        domain: str,
+        version: int,
+        schema: OpSchema,
+        in_values: Sequence[Any],
+        attrs: dict[str, AttributeProto],
     ) -> None:
-        self.args: tuple[Any, ...] = (node, domain, schema, in_values, attrs)
+        self.args: tuple[Any, ...] = (node, domain, version, schema, in_values, attrs)
         self.done = False
         self.results: dict[int, np.ndarray] = {}
 

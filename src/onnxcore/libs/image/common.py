@@ -1,4 +1,4 @@
-"""Shared pieces of the ImageDecoder format decoders (private to :mod:`image_decoder`).
+"""Shared pieces of the image decoders (the numpy ones and the Pillow path) of :mod:`onnxcore.libs.image`.
 
 Every decoder returns a uint8 array of shape (H, W, 1) (grey) or (H, W, 3) (RGB), raises
 :class:`CorruptImage` for a stream it cannot decode (the operator then yields an empty matrix, as the

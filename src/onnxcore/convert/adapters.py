@@ -3,7 +3,7 @@
 An adapter is registered with the explicit :func:`adapter` decorator under ``(domain, op_type, version,
 direction)``, where ``version`` is the ``since_version`` of the *newer* of two consecutive definitions:
 ``"up"`` rewrites a node from the previous definition into this one, ``"down"`` from this one into the
-previous one. It receives the :class:`~onnxcore.convert.step.Step` and edits its node in place (or refuses
+previous one. It receives the :class:`~onnxcore.convert.version_step.Step` and edits its node in place (or refuses
 with :class:`Refuse`); the signature differences it leaves are then reconciled by the generic step
 (:mod:`onnxcore.convert.generic`), derived from the two definitions themselves.
 
@@ -16,8 +16,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
+from onnxcore.defs.binding import schema_versions
+from onnxcore.errors import AdapterRegistrationError
+
 if TYPE_CHECKING:
-    from onnxcore.convert.step import Step
+    from onnxcore.convert.version_step import Step
 
 __all__ = ["ADAPTERS", "Adapter", "Direction", "Refuse", "adapter", "find_adapter"]
 
@@ -41,14 +44,27 @@ def adapter(
         version: The ``since_version`` of the newer definition of the pair.
         direction: ``"up"`` (previous -> this) or ``"down"`` (this -> previous).
         domain: The operators' domain (``""`` is ai.onnx).
+
+    Raises:
+        AdapterRegistrationError: ``version`` is no since_version of one of ``ops`` (checked when the decorator
+            is made, before any function is registered), or a key is registered twice.
     """
     names = (ops,) if isinstance(ops, str) else ops
+    for op in names:
+        # As a kernel lists the since_versions it implements: an adapter at a version where the operator's
+        # definition does not change would never be asked (the engine steps from definition to definition).
+        defined = schema_versions(op, domain)
+        if version not in defined:
+            raise AdapterRegistrationError(
+                f"adapter {domain or 'ai.onnx'}::{op}-{version} ({direction}): {version} is no since_version of "
+                f"{op}; its since_versions: {defined} (Clause 14.3)"
+            )
 
     def register(fn: Adapter) -> Adapter:
         for op in names:
             key = (domain, op, version, direction)
             if key in ADAPTERS:
-                raise ValueError(f"adapter {key} registered twice")
+                raise AdapterRegistrationError(f"adapter {key} registered twice")
             ADAPTERS[key] = fn
         return fn
 

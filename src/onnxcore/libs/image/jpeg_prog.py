@@ -7,15 +7,15 @@ from __future__ import annotations
 
 from array import array
 
-from onnxcore.kernels.codecs.common import CorruptImage
-from onnxcore.kernels.codecs.jpeg_common import NATURAL, Component, ScanFrame, windows
+from onnxcore.libs.image.common import CorruptImage
+from onnxcore.libs.image.jpeg_common import NATURAL, Component, ScanFrame, windows
 
 __all__ = ["decode_progressive_scan"]
 
 
 class _Bits:
     """MSB-first bit reader over one unstuffed restart interval (4 zero octets of padding), peeking through
-    the 32-bit windows of :func:`~onnxcore.kernels.codecs.jpeg_common.windows` (one list index per read)."""
+    the 32-bit windows of :func:`~onnxcore.libs.image.jpeg_common.windows` (one list index per read)."""
 
     __slots__ = ("bp", "limit", "win")
 

@@ -1,9 +1,11 @@
-"""The one Annex-B-driven walk over nested messages (proto/walk.py), as the validator and external data use it."""
+"""The one Annex-B-driven walk over nested messages (proto/message_walk.py), as the validator and external data
+use it."""
 
 from __future__ import annotations
 
 import pytest
 
+from onnxcore.proto.message_walk import MESSAGE_FIELDS, message_fields, walk_messages
 from onnxcore.proto.messages import (
     AttributeProto,
     FunctionProto,
@@ -13,7 +15,6 @@ from onnxcore.proto.messages import (
     StringStringEntryProto,
     TensorProto,
 )
-from onnxcore.proto.walk import MESSAGE_FIELDS, message_fields, walk_messages
 
 A = AttributeProto.AttributeType
 
