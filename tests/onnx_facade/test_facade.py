@@ -330,3 +330,44 @@ def test_version_converter_parser_printer() -> None:
         assert printer.to_text(_model(facade)) == onnx.printer.to_text(_model(onnx))
     with pytest.raises(parser.ParseError):
         parser.parse_model("<ir_version: 8> main (float x) => (")
+
+
+def _plain_lists(msg: Any, path: str = "") -> list[str]:
+    """Paths of the repeated embedded-message fields of ``msg`` (and below) that are plain lists (no ``add``)."""
+    out = []
+    for f in msg._SPEC.fields:
+        if f.kind != "message":
+            continue
+        v = getattr(msg, f.name)
+        if f.repeated:
+            if type(v) is list:
+                out.append(f"{path}.{f.name}")
+            for i, x in enumerate(v):
+                out += _plain_lists(x, f"{path}.{f.name}[{i}]")
+        elif v is not None:
+            out += _plain_lists(v, f"{path}.{f.name}")
+    return out
+
+
+def test_every_result_has_add_on_its_repeated_message_fields() -> None:
+    """What the façade's functions return has protobuf's add() on every repeated message field, at any depth."""
+    m = _model(facade)
+    w = numpy_helper.from_array(np.ones(2, np.float32), "w")
+    results = [
+        m,
+        helper.make_attribute("ts", [w, w]),
+        shape_inference.infer_shapes(m),
+        version_converter.convert_version(m, 13),
+        compose.add_prefix(m, "p_"),
+        compose.merge_models(m, compose.add_prefix(m, "q_"), io_map=[("Y", "q_X")]),
+        compose.expand_out_dim(m, 0),
+        inliner.inline_local_functions(parser.parse_model(MODEL_WITH_FUNCTIONS)),
+        utils.extract_model_proto(shape_inference.infer_shapes(m), ["S"], ["Y"]),
+        numpy_helper.from_list([np.ones(2, np.float32)]),
+        facade.load_model_from_string(m.SerializeToString()),
+    ]
+    assert [(k, _plain_lists(r)) for k, r in enumerate(results) if _plain_lists(r)] == []
+    merged = results[5]
+    merged.opset_import.add(domain="x", version=1)
+    merged.graph.node[0].attribute.add(name="z", i=1, type=facade.AttributeProto.INT)
+    assert merged.opset_import[-1].domain == "x"

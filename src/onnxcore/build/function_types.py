@@ -15,7 +15,7 @@ from onnxcore.build.compose import CompositionError
 from onnxcore.defs.binding import canonical_domain
 from onnxcore.infer import annotate
 from onnxcore.proto.bridge import as_message
-from onnxcore.proto.message import copy_message
+from onnxcore.proto.message import adopt_lists, copy_message
 from onnxcore.proto.messages import (
     AttributeProto,
     FunctionProto,
@@ -84,4 +84,4 @@ def infer_function_output_types(
     annotated = annotate(model)
     assert annotated.graph is not None
     found = {v.name: v.type for v in annotated.graph.value_info}
-    return [found.get(n) or TypeProto() for n in outs]
+    return [adopt_lists(found.get(n) or TypeProto()) for n in outs]

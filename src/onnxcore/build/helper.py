@@ -56,6 +56,7 @@ from onnxcore.proto.messages import (
     StringStringEntryProto,
     TensorProto,
     TensorShapeProto,
+    TrainingInfoProto,
     TypeProto,
     ValueInfoProto,
 )
@@ -230,7 +231,7 @@ def _set_list(attr: AttributeProto, items: list[Any], attr_type: int | None) -> 
     else:
         for cls, _one, many, _field, fields in _MESSAGE_KINDS:
             if kinds == {cls.__name__}:
-                setattr(attr, fields, [_message(v) for v in items])
+                setattr(attr, fields, attr._LISTS[fields]([_message(v) for v in items]))
                 attr.type = many
                 return
         raise AttributeTypeError(f"attribute {attr.name!r}: the list's items are of no one attribute type")
@@ -326,12 +327,13 @@ def make_node(
         node.name = name
     if doc_string:
         node.doc_string = doc_string
-    node.attribute = [make_attribute(k, v) for k, v in sorted(kwargs.items()) if v is not None]
+    node.attribute = AttributeProto._List(make_attribute(k, v) for k, v in sorted(kwargs.items()) if v is not None)
     return node
 
 
 def _all(items: Iterable[Any] | None, cls: type[Message], caller: str) -> list[Any]:
-    return [as_message(x, cls, caller) for x in items or ()]
+    # The field's list class (protobuf's add() on it), as decoding and the constructors make.
+    return cls._List(as_message(x, cls, caller) for x in items or ())
 
 
 def make_graph(
@@ -434,7 +436,7 @@ def make_model(
         if key == "metadata_props":
             model.metadata_props = _all(value, StringStringEntryProto, "make_model")
         elif key == "training_info":
-            model.training_info = list(value)
+            model.training_info = TrainingInfoProto._List(value)
         elif key in _MODEL_FIELDS:
             setattr(model, key, value)
             model.mark_present(key)

@@ -21,7 +21,7 @@ from onnxcore.build.compose import CompositionError
 from onnxcore.defs.binding import canonical_domain
 from onnxcore.graph.functions import bind_attribute_refs
 from onnxcore.proto.bridge import as_message
-from onnxcore.proto.message import copy_message
+from onnxcore.proto.message import adopt_lists, copy_message
 from onnxcore.proto.messages import (
     AttributeProto,
     FunctionProto,
@@ -157,7 +157,7 @@ def _inline(model: ModelProto | Any, select: Callable[[_Key], bool], caller: str
         *m.opset_import,
         *(OperatorSetIdProto(domain=d, version=v) for d, v in inliner.new_opsets.items()),
     ]
-    return m
+    return adopt_lists(m)
 
 
 def inline_local_functions(model: ModelProto | Any, convert_version: bool = False) -> ModelProto:

@@ -20,7 +20,7 @@ from onnxcore.errors import OnnxCoreError
 from onnxcore.infer import annotate
 from onnxcore.io import load, save
 from onnxcore.proto.bridge import as_message
-from onnxcore.proto.message import copy_message
+from onnxcore.proto.message import adopt_lists, copy_message
 from onnxcore.proto.messages import GraphProto, ModelProto, TensorProto, TensorShapeProto, ValueInfoProto
 from onnxcore.validate import check
 
@@ -87,12 +87,14 @@ def extract_model_proto(model: ModelProto | Any, input_names: Sequence[str], out
         functions.append(copy_message(f))
         inner = {(n.domain, n.op_type) for n in f.node}
         pending.extend(h for h in src.functions if (h.domain, h.name) in inner)
-    return ModelProto(
-        ir_version=src.ir_version,
-        opset_import=[copy_message(o) for o in src.opset_import],
-        producer_name="onnx.utils.extract_model",
-        graph=g,
-        functions=functions,
+    return adopt_lists(
+        ModelProto(
+            ir_version=src.ir_version,
+            opset_import=[copy_message(o) for o in src.opset_import],
+            producer_name="onnx.utils.extract_model",
+            graph=g,
+            functions=functions,
+        )
     )
 
 
@@ -174,7 +176,7 @@ def expand_out_dim_graph(graph: GraphProto | Any, dim_idx: int, inplace: bool | 
         dims.insert(dim_idx, 1)
         new_outputs.append(make_tensor_value_info(o.name, tensor.elem_type if tensor is not None else 0, dims))
     g.output = new_outputs
-    return g
+    return adopt_lists(g)
 
 
 def _dim(d: TensorShapeProto.Dimension) -> int | str | None:

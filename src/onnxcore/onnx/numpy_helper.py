@@ -14,6 +14,7 @@ import numpy.typing as npt
 
 from onnxcore.build.helper import make_optional, make_sequence
 from onnxcore.proto.bridge import as_message
+from onnxcore.proto.message import adopt_lists
 from onnxcore.proto.messages import MapProto, OptionalProto, SequenceProto, TensorProto
 from onnxcore.types import from_array as _from_array
 from onnxcore.types import to_array as _to_array
@@ -56,7 +57,7 @@ def from_list(lst: list[Any], name: str | None = None, dtype: int | None = None)
             "as a sequence."
         )
     out: SequenceProto = value_to_proto(list(lst), name or "")
-    return out
+    return adopt_lists(out)
 
 
 def to_dict(map_proto: MapProto | Any) -> dict[Any, Any]:
@@ -70,7 +71,7 @@ def from_dict(dict_: dict[Any, Any], name: str | None = None) -> MapProto:
     if not dict_:
         raise ValueError("Cannot convert an empty dictionary to MapProto.")
     out: MapProto = value_to_proto(dict(dict_), name or "")
-    return out
+    return adopt_lists(out)
 
 
 def to_optional(optional: OptionalProto | Any) -> Any:
@@ -85,4 +86,4 @@ def from_optional(opt: Any, name: str | None = None, dtype: int | None = None) -
     inner = value_to_proto(opt, "")
     kinds = {TensorProto: OptionalProto.TENSOR, SequenceProto: OptionalProto.SEQUENCE, MapProto: OptionalProto.MAP}
     kind = kinds.get(type(inner), OptionalProto.OPTIONAL)
-    return make_optional(name or "", kind if dtype is None else dtype, inner)
+    return adopt_lists(make_optional(name or "", kind if dtype is None else dtype, inner))

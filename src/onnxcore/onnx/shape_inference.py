@@ -13,6 +13,7 @@ from onnxcore.infer import annotate, infer
 from onnxcore.infer import infer_shapes as _infer_shape_results
 from onnxcore.io import decode, encode, load, save
 from onnxcore.proto.bridge import as_message
+from onnxcore.proto.message import adopt_lists
 from onnxcore.proto.messages import ModelProto
 
 __all__ = ["InferenceError", "infer_function_output_types", "infer_shapes", "infer_shapes_path"]
@@ -53,7 +54,7 @@ def infer_shapes(
         found = _contradictions(m)
         if found:
             raise InferenceError("shape inference: " + "; ".join(found))
-    out = annotate(m)
+    out = adopt_lists(annotate(m))
     return encode(out) if octets else out
 
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from onnxcore.convert import convert_version as _convert_version
 from onnxcore.errors import ConversionError as ConvertError
+from onnxcore.proto.message import adopt_lists
 from onnxcore.proto.messages import ModelProto
 
 __all__ = ["ConvertError", "convert_version"]
@@ -17,4 +18,4 @@ def convert_version(model: ModelProto | Any, target_version: int) -> ModelProto:
     Raises:
         ConvertError: every node that blocks the conversion (:class:`onnxcore.errors.ConversionError`).
     """
-    return _convert_version(model, target_version)
+    return adopt_lists(_convert_version(model, target_version))

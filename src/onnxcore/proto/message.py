@@ -22,7 +22,7 @@ from onnxcore.proto.textproto import FIELDS_IN_TAG_ORDER, message_to_text
 if TYPE_CHECKING:
     from onnxcore.proto.spec import FieldSpec, MessageSpec
 
-__all__ = ["Message", "ProtoEnum", "RepeatedMessages", "copy_message", "install_codec"]
+__all__ = ["Message", "ProtoEnum", "RepeatedMessages", "adopt_lists", "copy_message", "install_codec"]
 
 _D = struct.Struct("<d")
 
@@ -424,6 +424,32 @@ def install_codec(encode: _Encode, decode: _Decode) -> None:
     global _codec_encode, _codec_decode
     _codec_encode = encode
     _codec_decode = decode
+
+
+def adopt_lists(msg: M) -> M:
+    """Give every repeated embedded-message field of ``msg``, and of the messages it holds, its list class (with
+    protobuf's ``add``), in place; return ``msg``.
+
+    Decoding, constructors and copies make those lists already; a field assigned a plain list (as code inside the
+    package may do) gets one here. The onnx façade's functions call this on what they return, so that an onnx
+    script never meets a repeated field without ``add``.
+    """
+    stack: list[Message] = [msg]
+    while stack:
+        m = stack.pop()
+        lists = m._LISTS
+        for f in m._SPEC.fields:
+            if f.kind != "message":
+                continue
+            v = getattr(m, f.name)
+            if f.repeated:
+                if type(v) is list:
+                    v = lists[f.name](v)
+                    setattr(m, f.name, v)
+                stack.extend(v)
+            elif v is not None:
+                stack.append(v)
+    return msg
 
 
 def copy_message(msg: M) -> M:

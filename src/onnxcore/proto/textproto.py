@@ -34,18 +34,22 @@ FIELDS_IN_TAG_ORDER: dict[str, tuple[FieldSpec, ...]] = {
     name: tuple(sorted(spec.fields, key=lambda f: f.tag)) for name, spec in MESSAGE_SPECS.items()
 }
 
-# C escapes of the octets that have one, then octal for the other unprintable ASCII octets.
+# C escapes of the octets that have one, then octal for the other unprintable ASCII octets: as str.translate
+# tables over code points 0-255 (a bytes field read as Latin-1), and over 0-127 for a string.
 _ESCAPES: dict[int, str] = {0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t", 0x22: '\\"', 0x27: "\\'", 0x5C: "\\\\"}
-_BYTE_TEXT: tuple[str, ...] = tuple(_ESCAPES.get(b, chr(b) if 0x20 <= b < 0x7F else f"\\{b:03o}") for b in range(256))
+_BYTES_TABLE: dict[int, str] = {
+    b: _ESCAPES.get(b, f"\\{b:03o}") for b in range(256) if b in _ESCAPES or not 0x20 <= b < 0x7F
+}
+_STRING_TABLE: dict[int, str] = {b: text for b, text in _BYTES_TABLE.items() if b < 0x80}
 
 
 def _quote_bytes(value: bytes | bytearray | memoryview) -> str:
-    return '"' + "".join([_BYTE_TEXT[b] for b in bytes(value)]) + '"'
+    return '"' + bytes(value).decode("latin-1").translate(_BYTES_TABLE) + '"'
 
 
 def _quote_string(value: str) -> str:
-    # A string's characters beyond ASCII stay as they are; only ASCII octets are escaped.
-    return '"' + "".join([_BYTE_TEXT[o] if (o := ord(c)) < 0x80 else c for c in value]) + '"'
+    # A string's characters beyond ASCII stay as they are; only ASCII characters are escaped.
+    return '"' + value.translate(_STRING_TABLE) + '"'
 
 
 def _float32(value: float) -> str:

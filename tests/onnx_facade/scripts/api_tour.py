@@ -2,7 +2,7 @@
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper, shape_inference, checker
+from onnx import TensorProto, checker, helper, numpy_helper, shape_inference
 
 X = helper.make_tensor_value_info("X", TensorProto.FLOAT, [None, 4])
 A = numpy_helper.from_array(np.arange(8, dtype=np.float32).reshape(4, 2), name="A")
