@@ -18,18 +18,6 @@ import importlib
 from typing import TYPE_CHECKING
 
 from onnxcore import __version__
-from onnxcore.defs.ir import LATEST_IR_VERSION
-from onnxcore.onnx._serialization import (
-    load,
-    load_from_string,
-    load_model,
-    load_model_from_string,
-    load_tensor,
-    load_tensor_from_string,
-    save,
-    save_model,
-    save_tensor,
-)
 from onnxcore.proto import (
     AttributeProto,
     DeviceConfigurationProto,
@@ -61,6 +49,7 @@ from onnxcore.proto import (
 )
 
 if TYPE_CHECKING:
+    from onnxcore.defs.ir import LATEST_IR_VERSION as IR_VERSION
     from onnxcore.onnx import (
         checker,
         compose,
@@ -76,14 +65,23 @@ if TYPE_CHECKING:
         utils,
         version_converter,
     )
+    from onnxcore.onnx._serialization import (
+        load,
+        load_from_string,
+        load_model,
+        load_model_from_string,
+        load_tensor,
+        load_tensor_from_string,
+        save,
+        save_model,
+        save_tensor,
+    )
     from onnxcore.onnx.external_data_helper import (
         convert_model_to_external_data,
         load_external_data_for_model,
         write_external_data_tensors,
     )
 
-# The newest IR version onnxcore reads and writes (Table 12), as onnx.IR_VERSION is onnx's.
-IR_VERSION = LATEST_IR_VERSION
 # onnx.proto is the ML flavour of the schema (it has the ai.onnx.ml messages' fields): so is Annex B.
 ONNX_ML = True
 EXPERIMENTAL = OperatorStatus.EXPERIMENTAL
@@ -106,11 +104,21 @@ _SUBMODULES = frozenset(
         "version_converter",
     }
 )
-# Names onnx exports from a submodule at the top level.
+# Names onnx exports at the top level, loaded on first use from the module that defines them (the load and save
+# functions need the text syntax and external data; IR_VERSION the definitions).
 _FROM_SUBMODULE = {
-    "convert_model_to_external_data": "external_data_helper",
-    "load_external_data_for_model": "external_data_helper",
-    "write_external_data_tensors": "external_data_helper",
+    "convert_model_to_external_data": "onnxcore.onnx.external_data_helper",
+    "load_external_data_for_model": "onnxcore.onnx.external_data_helper",
+    "write_external_data_tensors": "onnxcore.onnx.external_data_helper",
+    "load": "onnxcore.onnx._serialization",
+    "load_from_string": "onnxcore.onnx._serialization",
+    "load_model": "onnxcore.onnx._serialization",
+    "load_model_from_string": "onnxcore.onnx._serialization",
+    "load_tensor": "onnxcore.onnx._serialization",
+    "load_tensor_from_string": "onnxcore.onnx._serialization",
+    "save": "onnxcore.onnx._serialization",
+    "save_model": "onnxcore.onnx._serialization",
+    "save_tensor": "onnxcore.onnx._serialization",
 }
 
 
@@ -120,16 +128,21 @@ def __getattr__(name: str) -> object:
         module = importlib.import_module(f"onnxcore.onnx.{name}")
         globals()[name] = module
         return module
+    if name == "IR_VERSION":
+        # The newest IR version onnxcore reads and writes (Table 12), as onnx.IR_VERSION is onnx's.
+        value: object = importlib.import_module("onnxcore.defs.ir").LATEST_IR_VERSION
+        globals()[name] = value
+        return value
     owner = _FROM_SUBMODULE.get(name)
     if owner is not None:
-        value = getattr(importlib.import_module(f"onnxcore.onnx.{owner}"), name)
+        value = getattr(importlib.import_module(owner), name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'onnxcore.onnx' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | _SUBMODULES | set(_FROM_SUBMODULE))
+    return sorted(set(globals()) | _SUBMODULES | set(_FROM_SUBMODULE) | {"IR_VERSION"})
 
 
 __all__ = [
