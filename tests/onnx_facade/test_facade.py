@@ -371,3 +371,38 @@ def test_every_result_has_add_on_its_repeated_message_fields() -> None:
     merged.opset_import.add(domain="x", version=1)
     merged.graph.node[0].attribute.add(name="z", i=1, type=facade.AttributeProto.INT)
     assert merged.opset_import[-1].domain == "x"
+
+
+def test_external_data_one_file_per_tensor_and_attributes(tmp_path: Path) -> None:
+    """all_tensors_to_one_file=False writes a file per tensor (named after it); convert_attribute moves Constant
+    values too; onnx reads the result, and we read what onnx's own two steps write."""
+    big = np.arange(512, dtype=np.float32)
+
+    def build(m: Any) -> Any:
+        h = m.helper
+        const = h.make_node("Constant", [], ["C"], value=m.numpy_helper.from_array(big, "cv"))
+        add = h.make_node("Add", ["X", "C"], ["Y"])
+        g = h.make_graph(
+            [const, add],
+            "g",
+            [h.make_tensor_value_info("X", m.TensorProto.FLOAT, [512])],
+            [h.make_tensor_value_info("Y", m.TensorProto.FLOAT, [512])],
+            [m.numpy_helper.from_array(big, "W")],
+        )
+        return h.make_model(g, opset_imports=[h.make_opsetid("", 18)], ir_version=8)
+
+    ours = build(facade)
+    external_data_helper.convert_model_to_external_data(ours, all_tensors_to_one_file=False, convert_attribute=True)
+    facade.save_model(ours, str(tmp_path / "ours.onnx"))
+    assert (tmp_path / "W").exists() and (tmp_path / "cv").exists()
+    loaded = onnx.load(str(tmp_path / "ours.onnx"))
+    assert np.array_equal(onnx.numpy_helper.to_array(loaded.graph.initializer[0]), big)
+    assert np.array_equal(onnx.numpy_helper.to_array(loaded.graph.node[0].attribute[0].t), big)
+
+    theirs = build(onnx)
+    (tmp_path / "o").mkdir()
+    onnx.external_data_helper.convert_model_to_external_data(theirs, location="w.data", size_threshold=1024)
+    onnx.save_model(theirs, str(tmp_path / "o" / "theirs.onnx"))
+    back = facade.load(str(tmp_path / "o" / "theirs.onnx"))
+    assert np.array_equal(numpy_helper.to_array(back.graph.initializer[0]), big)
+    assert oc.Session(back).run(["Y"], {"X": big})[0].tolist() == (2 * big).tolist()

@@ -217,3 +217,13 @@ def test_equality() -> None:
     assert a == b
     b.input.append("z")
     assert a != b
+
+
+def test_parse_copies_a_mutable_buffer() -> None:
+    """ParseFromString/FromString of a bytearray do not alias it (protobuf copies): raw_data keeps its octets."""
+    buf = bytearray(oc.TensorProto(dims=[2], data_type=2, raw_data=b"\x01\x02").SerializeToString())
+    t = oc.TensorProto.FromString(buf)
+    t2 = oc.TensorProto()
+    t2.ParseFromString(buf)
+    buf[-1] = 0xFF
+    assert bytes(t.raw_data) == bytes(t2.raw_data) == b"\x01\x02"

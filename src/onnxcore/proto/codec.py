@@ -855,7 +855,9 @@ def _canonicalize(msg: M) -> M:
 
 
 def _decode_for_api(cls: type[Message], data: bytes | bytearray | memoryview) -> Message:
-    return decode_message(cls, data)
+    # protobuf's ParseFromString copies what it reads; raw_data views into a caller's mutable buffer would
+    # change with it, so anything but immutable bytes is copied first.
+    return decode_message(cls, data if isinstance(data, bytes) else bytes(data))
 
 
 # The messages' protobuf methods (SerializeToString, ParseFromString, ...) encode and decode through us.
