@@ -150,3 +150,14 @@ def test_unknown_fields_are_not_printed() -> None:
 def test_repr_stays_ours() -> None:
     """``repr`` is the record's repr, not the text format."""
     assert repr(oc.OperatorSetIdProto(version=3)) == "OperatorSetIdProto(version=3)"
+
+
+def test_random_floats_and_doubles_print_as_protobuf_prints_them() -> None:
+    """200,000 random binary32 bit patterns (every exponent, subnormals, NaNs) and 100,000 random doubles."""
+    import numpy as np
+
+    rng = np.random.default_rng(20261205)
+    f32 = rng.integers(0, 2**32, size=200_000, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    f64 = np.concatenate([rng.standard_normal(50_000) * 10.0 ** rng.integers(-300, 300, 50_000), rng.random(50_000)])
+    ours = oc.TensorProto(float_data=f32.tolist(), double_data=f64.tolist())
+    _same_text(ours)
