@@ -227,3 +227,27 @@ def test_parse_copies_a_mutable_buffer() -> None:
     t2.ParseFromString(buf)
     buf[-1] = 0xFF
     assert bytes(t.raw_data) == bytes(t2.raw_data) == b"\x01\x02"
+
+
+def test_assigning_a_oneof_member_clears_the_others() -> None:
+    """dim.dim_param = "N" on a dimension with a value (and back), TypeProto's kinds: as protobuf does."""
+
+    def edit(m: Any) -> Any:
+        shape = m.TensorShapeProto()
+        shape.dim.add(dim_value=3)
+        shape.dim.add(dim_param="N")
+        shape.dim[0].dim_param = "batch"
+        shape.dim[1].dim_value = 7
+        return shape
+
+    ours, theirs = _both(edit)
+    _same(ours, theirs)
+    assert [d.WhichOneof("value") for d in ours.dim] == [d.WhichOneof("value") for d in theirs.dim]
+    assert not ours.dim[0].HasField("dim_value") and not ours.dim[1].HasField("dim_param")
+    t = oc.TypeProto(tensor_type=oc.TypeProto.Tensor(elem_type=1))
+    t.sequence_type = oc.TypeProto.Sequence(elem_type=oc.TypeProto(tensor_type=oc.TypeProto.Tensor(elem_type=7)))
+    assert t.tensor_type is None and t.WhichOneof("value") == "sequence_type"
+    # A default value (what constructors write for an absent member) leaves the other member alone.
+    d = oc.TensorShapeProto.Dimension(dim_param="N")
+    d.dim_value = 0
+    assert d.WhichOneof("value") == "dim_param"

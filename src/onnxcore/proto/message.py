@@ -5,9 +5,10 @@ Python messages that onnx scripts call (``SerializeToString``, ``ParseFromString
 ``HasField``, ``ClearField``, ``WhichOneof``, ``ListFields``, ``ByteSize``, ``Clear``, ...), with protobuf's
 semantics for proto2 messages (onnx.proto is proto2: every singular field has presence), and ``str()`` gives
 protobuf's text format (:mod:`onnxcore.proto.textproto`). A repeated embedded-message field is a
-:class:`RepeatedMessages` list, which adds protobuf's ``add(**fields)``. The differences from protobuf that
-remain (an absent embedded message reads as ``None``; a repeated field may be assigned) are listed in
-docs/onnx.md.
+:class:`RepeatedMessages` list, which adds protobuf's ``add(**fields)``. Assigning a member of a oneof clears
+the other members (:func:`install_oneof_assignment`, on the three classes that have a oneof). The differences
+from protobuf that remain (an absent embedded message reads as ``None``; a repeated field may be assigned) are
+listed in docs/onnx.md.
 """
 
 from __future__ import annotations
@@ -22,7 +23,15 @@ from onnxcore.proto.textproto import FIELDS_IN_TAG_ORDER, message_to_text
 if TYPE_CHECKING:
     from onnxcore.proto.spec import FieldSpec, MessageSpec
 
-__all__ = ["Message", "ProtoEnum", "RepeatedMessages", "adopt_lists", "copy_message", "install_codec"]
+__all__ = [
+    "Message",
+    "ProtoEnum",
+    "RepeatedMessages",
+    "adopt_lists",
+    "copy_message",
+    "install_codec",
+    "install_oneof_assignment",
+]
 
 _D = struct.Struct("<d")
 
@@ -91,6 +100,8 @@ class Message:
     # embedded-message field of this class, its element's list class (set by the codec with ``_SPEC``).
     _List: ClassVar[type[RepeatedMessages[Any]]]
     _LISTS: ClassVar[dict[str, type[RepeatedMessages[Any]]]]
+    # Per oneof member: its field and the other members of its group (classes with a oneof only).
+    _ONEOF_SIBLINGS: ClassVar[dict[str, tuple[FieldSpec, tuple[FieldSpec, ...]]]]
     _present: int
     _unknown: list[tuple[int, bytes | bytearray | memoryview]] | None
 
@@ -424,6 +435,43 @@ def install_codec(encode: _Encode, decode: _Decode) -> None:
     global _codec_encode, _codec_decode
     _codec_encode = encode
     _codec_decode = decode
+
+
+def _oneof_setattr(self: Message, name: str, value: Any) -> None:
+    # Assigning a member of a oneof a value replaces the member set before, as in protobuf: its siblings become
+    # absent. A default value (what constructors and the decoder write for an absent field) changes nothing else.
+    object.__setattr__(self, name, value)
+    entry = type(self)._ONEOF_SIBLINGS.get(name)
+    if entry is None:
+        return
+    f, siblings = entry
+    if value is None or (f.kind != "message" and value == f.default):
+        return
+    mask = 0
+    for s in siblings:
+        if s.kind == "message":
+            object.__setattr__(self, s.name, None)
+        else:
+            object.__setattr__(self, s.name, s.default)
+            mask |= 1 << s.index
+    if mask:
+        try:
+            object.__setattr__(self, "_present", self._present & ~mask)
+        except AttributeError:  # inside the constructor, before its presence bits are set (it sets them all)
+            pass
+
+
+def install_oneof_assignment(cls: type[Message]) -> None:
+    """Make assignment to a oneof member of ``cls`` clear the other members (for the few classes with a oneof:
+    ``TypeProto``, ``TensorShapeProto.Dimension``, ``SimpleShardedDimProto``; the others keep the plain, fast
+    attribute assignment). Called by the codec once ``cls._SPEC`` is set."""
+    spec = cls._SPEC
+    cls._ONEOF_SIBLINGS = {
+        name: (spec.by_name[name], tuple(spec.by_name[o] for o in members if o != name))
+        for members in spec.oneofs.values()
+        for name in members
+    }
+    cls.__setattr__ = _oneof_setattr  # type: ignore[assignment,method-assign]
 
 
 def adopt_lists(msg: M) -> M:
