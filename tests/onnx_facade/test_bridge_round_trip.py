@@ -36,3 +36,20 @@ def test_edits_made_with_protobuf_methods_survive_the_round_trip() -> None:
     assert theirs.metadata_props[0].value == "v"
     assert theirs.graph.node[0].op_type == "Relu"
     assert theirs.opset_import[0].version == 17
+
+
+def test_a_library_built_on_onnx_takes_what_to_onnx_gives() -> None:
+    """skl2onnx's algebra refuses our messages (it checks protobuf's classes); to_onnx's objects it takes, and the
+    model it makes comes back by from_onnx and runs (docs/onnx.md, "Libraries built on onnx")."""
+    import numpy as np
+
+    algebra = pytest.importorskip("skl2onnx.algebra.onnx_ops")
+    import onnxcore.onnx as facade
+
+    vi = facade.helper.make_tensor_value_info("X", facade.TensorProto.FLOAT, [None, 2])
+    op = algebra.OnnxAdd("X", np.array([1, 2], dtype=np.float32), op_version=13, output_names=["Y"])
+    with pytest.raises(NotImplementedError, match="Unsupported type"):
+        op.to_onnx({"X": vi})
+    model = op.to_onnx({"X": oc.to_onnx(vi, onnx.ValueInfoProto)})
+    out = oc.Session(oc.from_onnx(model)).run(None, {"X": np.ones((1, 2), np.float32)})
+    assert out[0].tolist() == [[2.0, 3.0]]
