@@ -294,7 +294,7 @@ def test_extract_model_against_onnx(tmp_path: Path) -> None:
     onnx.utils.extract_model(str(src), str(tmp_path / "theirs.onnx"), ["S"], ["Y"])
     ours, theirs = onnx.load(str(tmp_path / "ours.onnx")), onnx.load(str(tmp_path / "theirs.onnx"))
     assert [n.name for n in ours.graph.node] == [n.name for n in theirs.graph.node] == ["relu", "neg"]
-    for field in ("input", "output", "initializer"):
+    for field in ("input", "output", "initializer", "value_info"):
         assert [str(v) for v in getattr(ours.graph, field)] == [str(v) for v in getattr(theirs.graph, field)]
     assert ours.graph.name == theirs.graph.name and ours.producer_name == theirs.producer_name
     with pytest.raises(ValueError, match="not found"):

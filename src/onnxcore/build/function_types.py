@@ -84,4 +84,5 @@ def infer_function_output_types(
     annotated = annotate(model)
     assert annotated.graph is not None
     found = {v.name: v.type for v in annotated.graph.value_info}
-    return [adopt_lists(found.get(n) or TypeProto()) for n in outs]
+    # A list that prints as protobuf's (each type in its text format), as onnx's answer does.
+    return TypeProto._List(adopt_lists(found.get(n) or TypeProto()) for n in outs)

@@ -53,8 +53,8 @@ def extract_model_proto(model: ModelProto | Any, input_names: Sequence[str], out
     """The sub-model of ``model`` that computes ``output_names`` from ``input_names`` (a new model).
 
     Inputs and outputs may be any values with a declared type (graph inputs and outputs, ``value_info``
-    entries); the model-local functions the kept nodes call are kept; the producer is
-    ``onnx.utils.extract_model``, as onnx writes it.
+    entries); the model-local functions the kept nodes call are kept; as onnx's extractor, ``value_info`` lists
+    every typed value the kept nodes use (inputs and outputs too) and the producer is ``onnx.utils.extract_model``.
 
     Raises:
         CompositionError: a name without a declared type, or outputs that need a graph input not kept (a
@@ -74,7 +74,9 @@ def extract_model_proto(model: ModelProto | Any, input_names: Sequence[str], out
     g.name = "Extracted from {" + src.graph.name + "}"
     g.input = [copy_message(infos[n]) for n in input_names]
     g.output = [copy_message(infos[n]) for n in output_names]
-    g.value_info = [v for v in g.value_info if v.name not in set(input_names) | set(output_names)]
+    # As onnx's extractor: every typed value the kept nodes read or write, the inputs and outputs included.
+    used = {n for node in g.node for n in (*node.input, *node.output)}
+    g.value_info = [copy_message(v) for name, v in infos.items() if name in used]
     called = {(n.domain, n.op_type) for n in g.node}
     functions = []
     pending = [f for f in src.functions if (f.domain, f.name) in called]

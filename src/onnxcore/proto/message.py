@@ -416,6 +416,10 @@ class RepeatedMessages(list[M], Generic[M]):
         """Append copies of ``other``'s elements."""
         self.extend([copy_message(x) for x in other])
 
+    def __repr__(self) -> str:
+        # As protobuf shows a repeated message field (print(model.graph.value_info)): its elements' text format.
+        return "[" + ", ".join(str(x) for x in self) + "]"
+
 
 _Encode = Callable[[Message], bytes]
 _Decode = Callable[[type[Message], "bytes | bytearray | memoryview"], Message]
