@@ -251,3 +251,14 @@ def test_assigning_a_oneof_member_clears_the_others() -> None:
     d = oc.TensorShapeProto.Dimension(dim_param="N")
     d.dim_value = 0
     assert d.WhichOneof("value") == "dim_param"
+
+
+def test_equality_of_float_fields_is_binary32() -> None:
+    """A float field assigned 0.2 equals the same field read back from its octets (binary32), as in protobuf."""
+    a = oc.AttributeProto(name="alpha", f=0.2, type=oc.AttributeProto.FLOAT, floats=[0.1, 1e-3])
+    b = oc.AttributeProto.FromString(a.SerializeToString())
+    assert b.f != 0.2 and a == b
+    theirs = onnx.AttributeProto(name="alpha", f=0.2, type=onnx.AttributeProto.FLOAT, floats=[0.1, 1e-3])
+    assert theirs == onnx.AttributeProto.FromString(theirs.SerializeToString())
+    assert oc.AttributeProto(f=0.2) != oc.AttributeProto(f=0.3)
+    assert oc.TensorProto(double_data=[0.1]) != oc.TensorProto(double_data=[0.1000000001])

@@ -496,7 +496,9 @@ def set_metadata_props(proto: Message | Any, dict_value: Mapping[str, str]) -> N
     """Replace the ``metadata_props`` of ``proto`` (one of onnxcore's messages) by the entries of ``dict_value``."""
     if not isinstance(proto, Message) or not hasattr(proto, "metadata_props"):
         raise AttributeTypeError(f"set_metadata_props: an onnxcore message with metadata_props, not {type(proto)}")
-    proto.metadata_props = [StringStringEntryProto(key=k, value=v) for k, v in dict_value.items()]
+    proto.metadata_props = StringStringEntryProto._List(
+        StringStringEntryProto(key=k, value=v) for k, v in dict_value.items()
+    )
 
 
 def set_model_props(model: ModelProto, dict_value: Mapping[str, str]) -> None:

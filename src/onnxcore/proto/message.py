@@ -40,6 +40,21 @@ def _float_bits(v: float) -> bytes:
     return _D.pack(v)
 
 
+_F = struct.Struct("<f")
+
+
+def _binary32_bits(v: float) -> bytes:
+    # A float field is binary32 on the wire (Annex B): two values that encode alike are equal, as in protobuf,
+    # which stores a float field's value rounded to binary32 when it is assigned.
+    bits = getattr(v, "bits", None)  # a NaN read from the wire keeps its exact pattern (codec.NanBits)
+    if bits is not None:
+        return int(bits).to_bytes(4, "little")
+    try:
+        return _F.pack(v)
+    except OverflowError:  # beyond binary32: not encodable as it is, compared as a double
+        return _D.pack(v)
+
+
 class ProtoEnum(IntEnum):
     """An Annex B enumeration, with the class methods of protobuf's enum wrapper (``TensorProto.DataType.Name(1)``)."""
 
@@ -184,7 +199,8 @@ class Message:
             b = getattr(other, f.name)
             if f.repeated or f.kind == "message":
                 if f.type in ("float", "double") and f.repeated:
-                    if len(a) != len(b) or any(_float_bits(x) != _float_bits(y) for x, y in zip(a, b)):
+                    bits = _binary32_bits if f.type == "float" else _float_bits
+                    if len(a) != len(b) or any(bits(x) != bits(y) for x, y in zip(a, b)):
                         return False
                 elif a != b:
                     return False
@@ -192,7 +208,8 @@ class Message:
             if self._has(f) != other._has(f):
                 return False
             if isinstance(a, float) and isinstance(b, float):
-                if _float_bits(a) != _float_bits(b):
+                bits = _binary32_bits if f.type == "float" else _float_bits
+                if bits(a) != bits(b):
                     return False
             elif a != b:
                 return False
