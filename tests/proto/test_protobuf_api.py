@@ -262,3 +262,16 @@ def test_equality_of_float_fields_is_binary32() -> None:
     assert theirs == onnx.AttributeProto.FromString(theirs.SerializeToString())
     assert oc.AttributeProto(f=0.2) != oc.AttributeProto(f=0.3)
     assert oc.TensorProto(double_data=[0.1]) != oc.TensorProto(double_data=[0.1000000001])
+
+
+def test_pickle_by_the_octets() -> None:
+    """Messages pickle as protobuf's do (by their octets), a decoded raw_data view and unknown fields included."""
+    import pickle
+
+    data = onnx.TensorProto(name="w", dims=[2], data_type=1, raw_data=b"\x00" * 8).SerializeToString() + b"\xa0\x06\x05"
+    t = oc.TensorProto.FromString(data)
+    assert isinstance(t.raw_data, memoryview)
+    back = pickle.loads(pickle.dumps(t))
+    assert back == t and back.SerializeToString() == data
+    dim = oc.TensorShapeProto.Dimension(dim_param="N")
+    assert pickle.loads(pickle.dumps(dim)) == dim

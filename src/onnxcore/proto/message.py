@@ -395,6 +395,11 @@ class Message:
             for m in v if f.repeated else ([] if v is None else [v]):
                 m.DiscardUnknownFields()
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled as protobuf pickles its messages: by the octets (a decoded raw_data is a memoryview, which
+        # pickle cannot take; the octets carry every field and the unknown ones).
+        return (_from_octets, (type(self), self.SerializeToString()))
+
     def __copy__(self) -> Message:
         return copy_message(self)
 
@@ -493,6 +498,11 @@ def install_oneof_assignment(cls: type[Message]) -> None:
         for name in members
     }
     cls.__setattr__ = _oneof_setattr  # type: ignore[assignment,method-assign]
+
+
+def _from_octets(cls: type[M], data: bytes) -> M:
+    """A message of ``cls`` read from ``data`` (the unpickling side of :meth:`Message.__reduce__`)."""
+    return cls.FromString(data)
 
 
 def adopt_lists(msg: M) -> M:
