@@ -406,3 +406,15 @@ def test_external_data_one_file_per_tensor_and_attributes(tmp_path: Path) -> Non
     back = facade.load(str(tmp_path / "o" / "theirs.onnx"))
     assert np.array_equal(numpy_helper.to_array(back.graph.initializer[0]), big)
     assert oc.Session(back).run(["Y"], {"X": big})[0].tolist() == (2 * big).tolist()
+
+
+def test_textproto_format_both_ways(tmp_path: Path) -> None:
+    """save/load with format="textproto" (or by the .textproto extension), read and written by onnx too."""
+    model = _model(facade)
+    facade.save(model, str(tmp_path / "ours.textproto"))
+    assert (tmp_path / "ours.textproto").read_text(encoding="utf-8") == str(model)
+    _same(facade.load(str(tmp_path / "ours.textproto")), onnx.load(str(tmp_path / "ours.textproto")))
+    onnx.save(_model(onnx), str(tmp_path / "theirs.txt"), format="textproto")
+    _same(facade.load(str(tmp_path / "theirs.txt"), format="textproto"), _model(onnx))
+    again = facade.load_model_from_string(str(model).encode(), format="textproto")
+    assert again == model

@@ -3,8 +3,9 @@ and :func:`onnxcore.save`.
 
 Adapters only: onnx's arguments (a path or a binary file object, ``format``, ``load_external_data``,
 ``save_as_external_data`` with ``location`` and ``size_threshold``) translated to ours. The formats are onnx's
-names: ``"protobuf"`` (the default) and ``"onnxtxt"`` (the ONNX textual syntax, :mod:`onnxcore.text`);
-``"textproto"`` and ``"json"`` are refused by name.
+names: ``"protobuf"`` (the default), ``"textproto"`` (protocol buffers' text format, ``str(model)``, read by
+:func:`onnxcore.proto.textproto_parse.parse_text`) and ``"onnxtxt"`` (the ONNX textual syntax, :mod:`onnxcore.text`);
+``"json"`` is refused by name.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from onnxcore.io import load as load_source
 from onnxcore.io import save as save_file
 from onnxcore.proto.bridge import as_message
 from onnxcore.proto.messages import ModelProto, TensorProto
+from onnxcore.proto.textproto_parse import parse_text
 from onnxcore.text import parse_model, to_text
 
 __all__ = [
@@ -36,6 +38,7 @@ __all__ = [
 
 _PROTOBUF = "protobuf"
 _TEXT = "onnxtxt"
+_TEXTPROTO = "textproto"
 _PathOrFile = str | os.PathLike[str] | IO[bytes]
 
 
@@ -44,11 +47,18 @@ class FormatError(OnnxCoreError, ValueError):
 
 
 def _format(fmt: str | None, f: object) -> str:
-    if fmt is None and isinstance(f, str | os.PathLike) and os.fspath(f).endswith((".onnxtxt", ".onnxtext")):
-        return _TEXT
+    if fmt is None and isinstance(f, str | os.PathLike):
+        # As onnx picks the format of a path by its extension.
+        path = os.fspath(f)
+        if path.endswith((".onnxtxt", ".onnxtext")):
+            return _TEXT
+        if path.endswith((".textproto", ".prototxt", ".pbtxt")):
+            return _TEXTPROTO
     fmt = _PROTOBUF if fmt is None else fmt
-    if fmt not in (_PROTOBUF, _TEXT):
-        raise FormatError(f"serialization format {fmt!r} is not supported: onnxcore reads 'protobuf' and 'onnxtxt'")
+    if fmt not in (_PROTOBUF, _TEXT, _TEXTPROTO):
+        raise FormatError(
+            f"serialization format {fmt!r} is not supported: onnxcore reads 'protobuf', 'textproto' and 'onnxtxt'"
+        )
     return fmt
 
 
@@ -67,15 +77,20 @@ def load_model(f: _PathOrFile, format: str | None = None, load_external_data: bo
     A path is memory-mapped (:func:`onnxcore.load`); with ``load_external_data`` the external references are
     resolved against the model's directory.
     """
-    if _format(format, f) == _TEXT:
+    fmt = _format(format, f)
+    if fmt == _TEXT:
         return parse_model(_read(f).decode("utf-8"))
+    if fmt == _TEXTPROTO:
+        return parse_text(_read(f).decode("utf-8"), ModelProto)
     return load_source(f, external_data=load_external_data)
 
 
 def load_model_from_string(s: bytes, format: str | None = None) -> ModelProto:
     """A model from its octets (``onnx.load_model_from_string``)."""
-    if _format(format, None) == _TEXT:
-        return parse_model(s.decode("utf-8") if isinstance(s, bytes) else str(s))
+    fmt = _format(format, None)
+    if fmt != _PROTOBUF:
+        text = s.decode("utf-8") if isinstance(s, bytes) else str(s)
+        return parse_model(text) if fmt == _TEXT else parse_text(text, ModelProto)
     return decode(ModelProto, s)
 
 
@@ -125,8 +140,8 @@ def save_model(
     if isinstance(proto, bytes | bytearray):
         proto = decode(ModelProto, proto)
     model = as_message(proto, ModelProto, "save_model")
-    if fmt == _TEXT:
-        _write(to_text(model).encode("utf-8"), f)
+    if fmt in (_TEXT, _TEXTPROTO):
+        _write((to_text(model) if fmt == _TEXT else str(model)).encode("utf-8"), f)
         return
     path = os.fspath(f) if isinstance(f, str | os.PathLike) else None
     if has_marked_tensors(model):
