@@ -21,7 +21,7 @@ SRC = Path(__file__).resolve().parent.parent / "src" / "onnxcore"
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("__main__",),
     ("cli",),
-    ("conformance", "reporting", "dask", "backend"),
+    ("conformance", "reporting", "dask", "backend", "onnx"),
     ("<root>",),
     ("runtime",),
     ("capi",),

@@ -58,6 +58,7 @@ __all__ = [
     "add_prefix",
     "add_prefix_graph",
     "check_overlapping_names",
+    "extract_graph",
     "merge_graphs",
     "merge_models",
 ]
@@ -383,8 +384,18 @@ def _outer_reads(scopes: Iterable[Scope]) -> set[str]:
     return free
 
 
-def _extract(g: GraphProto, keep_inputs: list[str], keep_outputs: list[str], which: str) -> None:
-    """Keep of ``g`` (in place) what computes ``keep_outputs`` from ``keep_inputs`` (onnx.utils.Extractor)."""
+def extract_graph(g: GraphProto, keep_inputs: list[str], keep_outputs: list[str], which: str) -> None:
+    """Keep of ``g`` (in place) what computes ``keep_outputs`` from ``keep_inputs`` (onnx.utils.Extractor).
+
+    The nodes that compute the outputs (their subgraphs' reads from outside counted as inputs), stopping at
+    ``keep_inputs``, and the initializers, value infos and annotations they use; ``g.input``/``g.output``
+    keep the entries named. Used by :func:`merge_models` and by ``extract_model``
+    (:mod:`onnxcore.build.interface`).
+
+    Raises:
+        CompositionError: the outputs need a graph input that ``keep_inputs`` leaves out; ``which`` names the
+            graph in the message (``"first"``, ``"extracted"``).
+    """
     main = _bind_graph(g).main()
     assert main is not None
     keep_in = set(keep_inputs)
@@ -407,8 +418,8 @@ def _extract(g: GraphProto, keep_inputs: list[str], keep_outputs: list[str], whi
     dropped = (set(main.inputs) - keep_in - set(main.init_names)) & used
     if dropped:
         raise CompositionError(
-            f"merge: the outputs kept of the {which} graph need its input(s) {', '.join(map(repr, sorted(dropped)))}, "
-            "which `inputs` leaves out"
+            f"the outputs kept of the {which} graph need its input(s) {', '.join(map(repr, sorted(dropped)))}, "
+            "which the inputs kept leave out"
         )
     g.node = [main.nodes[i].node for i in sorted(reads)]
     g.input = [v for v in g.input if v.name in keep_in]
@@ -465,7 +476,7 @@ def _restrict(
         keep_in = [v.name for v in g.input if not inputs or v.name in in_set | link_in]
         keep_out = [v.name for v in g.output if not outputs or v.name in out_set | link_out]
         if len(keep_in) < len(g.input) or len(keep_out) < len(g.output):
-            _extract(g, keep_in, keep_out, which)
+            extract_graph(g, keep_in, keep_out, which)
 
 
 def _connect(g2: GraphProto, io_map: list[tuple[str, str]]) -> list[NodeProto]:

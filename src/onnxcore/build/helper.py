@@ -21,9 +21,28 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from onnxcore.build.helper_values import (
+    get_all_tensor_dtypes,
+    make_map,
+    make_optional,
+    make_sequence,
+    make_training_info,
+    tensor_dtype_to_field,
+    tensor_dtype_to_storage_tensor_dtype,
+    tensor_dtype_to_string,
+)
 from onnxcore.build.ir_version import least_ir_version
+from onnxcore.build.printable import (
+    printable_attribute,
+    printable_dim,
+    printable_graph,
+    printable_node,
+    printable_tensor_proto,
+    printable_type,
+    printable_value_info,
+)
 from onnxcore.defs.binding import canonical_domain, domain_versions
-from onnxcore.errors import OnnxCoreError
+from onnxcore.errors import MessageTypeError, OnnxCoreError
 from onnxcore.proto.bridge import as_message, is_onnx_message
 from onnxcore.proto.message import Message
 from onnxcore.proto.message_walk import walk_messages
@@ -38,6 +57,7 @@ from onnxcore.proto.messages import (
     StringStringEntryProto,
     TensorProto,
     TensorShapeProto,
+    TrainingInfoProto,
     TypeProto,
     ValueInfoProto,
 )
@@ -48,19 +68,24 @@ from onnxcore.types.tensors import from_array
 __all__ = [
     "AttributeTypeError",
     "HelperError",
+    "get_all_tensor_dtypes",
     "get_attribute_value",
+    "get_node_attr_value",
     "least_ir_version",
     "make_attribute",
     "make_attribute_ref",
     "make_empty_tensor_value_info",
     "make_function",
     "make_graph",
+    "make_map",
     "make_map_type_proto",
     "make_model",
     "make_node",
     "make_operatorsetid",
     "make_opsetid",
+    "make_optional",
     "make_optional_type_proto",
+    "make_sequence",
     "make_sequence_type_proto",
     "make_sparse_tensor",
     "make_sparse_tensor_type_proto",
@@ -69,11 +94,23 @@ __all__ = [
     "make_tensor_sequence_value_info",
     "make_tensor_type_proto",
     "make_tensor_value_info",
+    "make_training_info",
     "make_value_info",
     "np_dtype_to_tensor_dtype",
+    "printable_attribute",
+    "printable_dim",
+    "printable_graph",
+    "printable_node",
+    "printable_tensor_proto",
+    "printable_type",
+    "printable_value_info",
     "set_metadata_props",
     "set_model_props",
+    "strip_doc_string",
+    "tensor_dtype_to_field",
     "tensor_dtype_to_np_dtype",
+    "tensor_dtype_to_storage_tensor_dtype",
+    "tensor_dtype_to_string",
 ]
 
 AT = AttributeProto.AttributeType
@@ -194,7 +231,7 @@ def _set_list(attr: AttributeProto, items: list[Any], attr_type: int | None) -> 
     else:
         for cls, _one, many, _field, fields in _MESSAGE_KINDS:
             if kinds == {cls.__name__}:
-                setattr(attr, fields, [_message(v) for v in items])
+                setattr(attr, fields, attr._LISTS[fields]([_message(v) for v in items]))
                 attr.type = many
                 return
         raise AttributeTypeError(f"attribute {attr.name!r}: the list's items are of no one attribute type")
@@ -232,6 +269,34 @@ def get_attribute_value(attr: AttributeProto | Any) -> Any:
     return getattr(a, field)
 
 
+def get_node_attr_value(node: NodeProto | Any, attr_name: str) -> Any:
+    """The value of the node's attribute ``attr_name`` (:func:`get_attribute_value`).
+
+    Raises:
+        HelperError: the node has no such attribute, or more than one (a ``ValueError``, as onnx raises).
+    """
+    n = as_message(node, NodeProto, "get_node_attr_value")
+    found = [a for a in n.attribute if a.name == attr_name]
+    if len(found) != 1:
+        how = "no" if not found else "more than one"
+        raise HelperError(f"node {n.name or n.op_type!r} has {how} attribute {attr_name!r}")
+    return get_attribute_value(found[0])
+
+
+def strip_doc_string(proto: Message | Any) -> None:
+    """Empty every ``doc_string`` of ``proto`` and of the messages it holds, in place (onnxcore's messages only).
+
+    Raises:
+        MessageTypeError: ``proto`` is not one of our messages (an onnx object cannot be changed from here).
+    """
+    if not isinstance(proto, Message):
+        raise MessageTypeError(f"strip_doc_string changes onnxcore's messages in place, got {type(proto).__name__}")
+    walk = walk_messages(proto)
+    for msg, *_ in walk.entries:
+        if "doc_string" in msg._SPEC.by_name:
+            msg.clear_field("doc_string")
+
+
 # ----------------------------------------------------------------------------------- nodes, graphs, models
 
 
@@ -262,12 +327,13 @@ def make_node(
         node.name = name
     if doc_string:
         node.doc_string = doc_string
-    node.attribute = [make_attribute(k, v) for k, v in sorted(kwargs.items()) if v is not None]
+    node.attribute = AttributeProto._List(make_attribute(k, v) for k, v in sorted(kwargs.items()) if v is not None)
     return node
 
 
 def _all(items: Iterable[Any] | None, cls: type[Message], caller: str) -> list[Any]:
-    return [as_message(x, cls, caller) for x in items or ()]
+    # The field's list class (protobuf's add() on it), as decoding and the constructors make.
+    return cls._List(as_message(x, cls, caller) for x in items or ())
 
 
 def make_graph(
@@ -370,7 +436,7 @@ def make_model(
         if key == "metadata_props":
             model.metadata_props = _all(value, StringStringEntryProto, "make_model")
         elif key == "training_info":
-            model.training_info = list(value)
+            model.training_info = TrainingInfoProto._List(value)
         elif key in _MODEL_FIELDS:
             setattr(model, key, value)
             model.mark_present(key)
@@ -430,7 +496,9 @@ def set_metadata_props(proto: Message | Any, dict_value: Mapping[str, str]) -> N
     """Replace the ``metadata_props`` of ``proto`` (one of onnxcore's messages) by the entries of ``dict_value``."""
     if not isinstance(proto, Message) or not hasattr(proto, "metadata_props"):
         raise AttributeTypeError(f"set_metadata_props: an onnxcore message with metadata_props, not {type(proto)}")
-    proto.metadata_props = [StringStringEntryProto(key=k, value=v) for k, v in dict_value.items()]
+    proto.metadata_props = StringStringEntryProto._List(
+        StringStringEntryProto(key=k, value=v) for k, v in dict_value.items()
+    )
 
 
 def set_model_props(model: ModelProto, dict_value: Mapping[str, str]) -> None:

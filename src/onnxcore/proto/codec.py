@@ -19,7 +19,7 @@ import numpy as np
 from onnxcore.errors import DecodeError, DecodeLimitError, EncodeError
 from onnxcore.limits import DEFAULT_LIMITS
 from onnxcore.proto import messages as _m
-from onnxcore.proto.message import Message, copy_message
+from onnxcore.proto.message import Message, copy_message, install_codec, install_oneof_assignment
 from onnxcore.proto.spec import MESSAGE_SPECS, WIRE_I32, WIRE_I64, WIRE_LEN, WIRE_VARINT, FieldSpec
 from onnxcore.wire.reader import Buffer, read_length, read_varint, skip_value
 from onnxcore.wire.varint import encode_key, encode_varint
@@ -72,6 +72,12 @@ def _collect_classes() -> dict[str, type[Message]]:
 MESSAGE_CLASSES: dict[str, type[Message]] = _collect_classes()
 for _name, _cls in MESSAGE_CLASSES.items():
     _cls._SPEC = MESSAGE_SPECS[_name]
+for _cls in MESSAGE_CLASSES.values():
+    if _cls._SPEC.oneofs:
+        install_oneof_assignment(_cls)
+    _cls._LISTS = {
+        f.name: MESSAGE_CLASSES[f.type]._List for f in _cls._SPEC.fields if f.repeated and f.kind == "message"
+    }
 assert len(MESSAGE_CLASSES) == len(MESSAGE_SPECS), "every Annex B message has a record class"
 
 # Zero-copy bytes fields: kept as memoryviews into the input.
@@ -152,17 +158,28 @@ def _make_blank(cls: type[Message]) -> Callable[[], Message]:
     Python from specialising every attribute read of every message: ``check`` of a 50,000-node graph
     took 46 % longer that way.)
     """
-    lines = ["def blank():", "    o = new(cls)"]
+    lines = ["def blank():", "    o = new(raw)"]
+    ns: dict[str, Any] = {"new": object.__new__, "cls": cls, "raw": cls, "osa": object.__setattr__}
+    if cls._SPEC.oneofs:
+        # A class with a oneof clears the other members on assignment (a Python __setattr__). The blank is made
+        # as a twin class of the same slots without it, filled with plain stores, then given its class.
+        ns["raw"] = type(f"{cls.__name__}Blank", (Message,), {"__slots__": cls.__slots__})
     for f in cls._SPEC.fields:
-        if f.repeated:
+        if f.repeated and f.kind == "message":
+            # The element's list class, with protobuf's add(): about 60 ns more than a plain list.
+            value = f"L_{f.name}()"
+            ns[f"L_{f.name}"] = cls._LISTS[f.name]
+        elif f.repeated:
             value = "[]"
         elif f.kind == "message":
             value = "None"
         else:
             value = repr(f.default)
         lines.append(f"    o.{f.name} = {value}")
-    lines += ["    o._present = 0", "    o._unknown = None", "    return o"]
-    ns: dict[str, Any] = {"new": object.__new__, "cls": cls}
+    lines += ["    o._present = 0", "    o._unknown = None"]
+    if cls._SPEC.oneofs:
+        lines.append("    osa(o, '__class__', cls)")
+    lines.append("    return o")
     exec("\n".join(lines), ns)  # field names come from Annex B (schema.py), never from input
     blank: Callable[[], Message] = ns["blank"]
     return blank
@@ -218,6 +235,11 @@ def _utf8_error(e: UnicodeDecodeError, start: int, name: str) -> DecodeError:
     return DecodeError(f"string is not valid UTF-8 (Clause 12.2.5): {e.reason}", start + e.start, name)
 
 
+# Stores of the decoder's generic path and of classes with a oneof: straight to the slot, past the oneof
+# assignment rule of those classes (the decoder clears the other members itself, by the wire's order).
+_osa = object.__setattr__
+
+
 def _clear_others(obj: Message, others: tuple[tuple[str, int], ...]) -> None:
     # A oneof group holds one value: a later member replaces an earlier one, as a later
     # occurrence of one field replaces an earlier one (Clause 12.3.2).
@@ -225,10 +247,10 @@ def _clear_others(obj: Message, others: tuple[tuple[str, int], ...]) -> None:
     for oname, oidx in others:
         f = spec.fields[oidx]
         if f.kind == "message":
-            setattr(obj, oname, None)
+            _osa(obj, oname, None)
         else:
-            setattr(obj, oname, f.default)
-            obj._present &= ~(1 << oidx)
+            _osa(obj, oname, f.default)
+            _osa(obj, "_present", obj._present & ~(1 << oidx))
 
 
 def _decode_packed(buf: Buffer, op: int, a: int, b: int, name: str) -> list[Any]:
@@ -330,10 +352,10 @@ def _one_field(
             lst.append(child)
         elif op == _STR:
             try:
-                setattr(obj, name, str(buf[a:b], "utf-8"))
+                _osa(obj, name, str(buf[a:b], "utf-8"))
             except UnicodeDecodeError as e:
                 raise _utf8_error(e, a, name) from None
-            obj._present |= bit
+            _osa(obj, "_present", obj._present | bit)
             if others:
                 _clear_others(obj, others)
         elif op == _MSG:
@@ -341,7 +363,7 @@ def _one_field(
             if child is None:
                 child = sub()
                 lim[2] -= _NEW_COST[sub]
-                setattr(obj, name, child)
+                _osa(obj, name, child)
             if others:
                 _clear_others(obj, others)
             if depth >= max_depth:
@@ -354,11 +376,11 @@ def _one_field(
                 raise
         elif op == _RAW:
             # Zero-copy whatever ``buf`` is (a memoryview, or the bytes/mmap object behind one).
-            setattr(obj, name, memoryview(buf)[a:b])
-            obj._present |= bit
+            _osa(obj, name, memoryview(buf)[a:b])
+            _osa(obj, "_present", obj._present | bit)
         elif op == _BYT:
-            setattr(obj, name, bytes(buf[a:b]))
-            obj._present |= bit
+            _osa(obj, name, bytes(buf[a:b]))
+            _osa(obj, "_present", obj._present | bit)
         else:
             getattr(obj, name).append(bytes(buf[a:b]))
         return pos
@@ -380,8 +402,8 @@ def _one_field(
         if op >= _R_I64:
             getattr(obj, name).append(v)
         else:
-            setattr(obj, name, v)
-            obj._present |= bit
+            _osa(obj, name, v)
+            _osa(obj, "_present", obj._present | bit)
             if others:
                 _clear_others(obj, others)
         return pos
@@ -391,8 +413,8 @@ def _one_field(
         fv = _f32(buf, pos)
         pos += 4
         if op == _FLT:
-            setattr(obj, name, fv)
-            obj._present |= bit
+            _osa(obj, name, fv)
+            _osa(obj, "_present", obj._present | bit)
         else:
             getattr(obj, name).append(fv)
         return pos
@@ -402,8 +424,8 @@ def _one_field(
         dv = _F64.unpack_from(buf, pos)[0]
         pos += 8
         if op == _DBL:
-            setattr(obj, name, dv)
-            obj._present |= bit
+            _osa(obj, name, dv)
+            _osa(obj, "_present", obj._present | bit)
         else:
             getattr(obj, name).append(dv)
         return pos
@@ -463,6 +485,13 @@ def _make_decoder(cls: type[Message]) -> Callable[[Message, Buffer, int, int, in
         "count_error": _count_error,
     }
     body: list[str] = []
+    plain = not spec.oneofs
+    ns["osa"] = object.__setattr__
+
+    def store(name: str, value: str) -> str:
+        return f"obj.{name} = {value}" if plain else f"osa(obj, {name!r}, {value})"
+
+    present = "            obj._present |= {bit}" if plain else "            osa(obj, '_present', obj._present | {bit})"
     for f in spec.fields:
         if f.oneof is not None:
             continue
@@ -495,7 +524,8 @@ def _make_decoder(cls: type[Message]) -> Callable[[Message, Buffer, int, int, in
                 body += [
                     f"            child = obj.{f.name}",
                     "            if child is None:",
-                    f"                child = obj.{f.name} = new_{f.index}()",
+                    f"                child = new_{f.index}()",
+                    f"                {store(f.name, 'child')}",
                     f"                lim[2] -= {_COST[child]}",
                     "            if depth >= max_depth:",
                     f"                raise DecodeLimitError(LIMIT_MSG % max_depth, a, {f.name!r})",
@@ -511,16 +541,16 @@ def _make_decoder(cls: type[Message]) -> Callable[[Message, Buffer, int, int, in
             body += _LEN_READ
             if f.repeated:
                 body.append(f"            lst = obj.{f.name}")
-            store = "lst.append(text)" if f.repeated else f"obj.{f.name} = text"
+            text_store = "lst.append(text)" if f.repeated else store(f.name, "text")
             body += [
                 "            try:",
                 "                text = str(buf[a:b], 'utf-8')",
                 "            except UnicodeDecodeError as e:",
                 f"                raise utf8_error(e, a, {f.name!r}) from None",
-                f"            {store}",
+                f"            {text_store}",
             ]
             if not f.repeated:
-                body.append(f"            obj._present |= {bit}")
+                body.append(present.format(bit=bit))
         elif f.element_wire_type == WIRE_VARINT and (f.type in ("int64", "int32") or f.kind == "enum"):
             key = (f.tag << 3) | WIRE_VARINT
             body += [
@@ -542,7 +572,7 @@ def _make_decoder(cls: type[Message]) -> Callable[[Message, Buffer, int, int, in
             if f.repeated:
                 body += [f"            lst = obj.{f.name}", "            lst.append(v)"]
             else:
-                body += [f"            obj.{f.name} = v", f"            obj._present |= {bit}"]
+                body += [f"            {store(f.name, 'v')}", present.format(bit=bit)]
     ns["LIMIT_MSG"] = "messages nested deeper than %d levels (Clause 15.4)"
     ns["INT32_MSG"] = "value %d is outside the int32 range (Clause 12.2.3)"
     lines = [
@@ -844,3 +874,13 @@ def _canonicalize(msg: M) -> M:
 
     visit(out)
     return out
+
+
+def _decode_for_api(cls: type[Message], data: bytes | bytearray | memoryview) -> Message:
+    # protobuf's ParseFromString copies what it reads; raw_data views into a caller's mutable buffer would
+    # change with it, so anything but immutable bytes is copied first.
+    return decode_message(cls, data if isinstance(data, bytes) else bytes(data))
+
+
+# The messages' protobuf methods (SerializeToString, ParseFromString, ...) encode and decode through us.
+install_codec(encode_message, _decode_for_api)
