@@ -22,6 +22,7 @@ from onnxcore.defs.binding import canonical_domain
 from onnxcore.graph.functions import bind_attribute_refs
 from onnxcore.proto.bridge import as_message
 from onnxcore.proto.message import adopt_lists, copy_message
+from onnxcore.proto.message_walk import walk_messages
 from onnxcore.proto.messages import (
     AttributeProto,
     FunctionProto,
@@ -30,7 +31,6 @@ from onnxcore.proto.messages import (
     NodeProto,
     OperatorSetIdProto,
 )
-from onnxcore.proto.walk import walk_messages
 
 __all__ = ["inline_local_functions", "inline_selected_functions"]
 

@@ -17,7 +17,7 @@ import uuid
 
 from onnxcore.errors import ExternalDataError
 from onnxcore.external.reference import has_inline_contents, is_external, split_location
-from onnxcore.external.walk import iter_tensors
+from onnxcore.external.tensor_walk import iter_tensors
 from onnxcore.external.write import _typed_to_raw
 from onnxcore.proto.message import Message
 from onnxcore.proto.messages import StringStringEntryProto, TensorProto
