@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 from collections.abc import Callable
 
+import mutants_ml
 import numpy as np
 from onnx import TensorProto as T
 from onnx import helper, numpy_helper
@@ -841,6 +843,10 @@ MUTANTS: list[Mutant] = [
         limits=Limits(max_nesting_depth=1),
     ),
 ]
+
+# One mutant per attribute-consistency rule (rules_ml, rules_sized): the operator's consistent model with one
+# attribute resized.
+MUTANTS += [Mutant(c.code, "7.3.1", c.location(), functools.partial(c.model, True), c.what) for c in mutants_ml.CASES]
 
 
 def base_bytes() -> bytes:
