@@ -296,14 +296,21 @@ MUTANTS: list[Mutant] = [
     Mutant(
         "W-NAME-SYNTAX",
         "5.4.1",
-        "",
+        'graph/node[0] "add"/output[0]',
         mut("base", _rename_s),
         "a value named as exporters name them ('/block/Add_output_0')",
     ),
     Mutant(
+        "W-TYPE-EMPTY",
+        "B.2.21",
+        'graph/value_info[0] "s"/type',
+        mut("base", lambda m: m.graph.value_info.append(ValueInfoProto(name="s", type=TypeProto()))),
+        "value_info for 's' with an empty TypeProto",
+    ),
+    Mutant(
         "W-DIM-SYNTAX",
         "6.5.2",
-        "",
+        'graph/input[0] "x"/type/tensor_type/shape/dim[0]',
         mut("base", _spaced_dim_variable),
         "a dimension variable 'batch size'",
     ),
