@@ -80,6 +80,7 @@ def test_every_command_has_a_failing_case(tmp_path: Path) -> None:
 def test_a_failing_input_exits_non_zero_with_one_line(tmp_path: Path, command: str) -> None:
     if command == "batch":
         pytest.importorskip("dask", reason="onnxcore batch needs the dask extra")
+        pytest.importorskip("pandas", reason="onnxcore batch needs the dask extra")
         pytest.importorskip("pyarrow", reason="onnxcore batch needs the dask extra")
     for args in _cases(tmp_path)[command]:
         proc = _run([command, *args], tmp_path)
