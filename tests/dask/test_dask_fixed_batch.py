@@ -188,3 +188,28 @@ def test_batch_command_with_a_fixed_batch(tmp_path: Path, capsys: Any) -> None:
     err = capsys.readouterr().err
     assert "9 rows" in err and "input 'x' declares a fixed batch of 2 rows on axis 0" in err
     assert not (tmp_path / "o.npy").exists()
+
+
+def test_squeezenet_with_batch_one_on_a_local_cluster(fixed_squeezenet: tuple[bytes, str], client: Any) -> None:
+    # The same through two worker processes (the octets shipped once by the worker plugin).
+    data, name = fixed_squeezenet
+    x = np.random.default_rng(6).standard_normal((2, 3, 224, 224)).astype(np.float32)
+    (out,) = ocd.run(data, da.from_array(x, chunks=(1, 3, 224, 224)), client=client)
+    s = onnxcore.Session(data)
+    expected = np.concatenate([s.run(None, {name: x[i : i + 1]})[0] for i in range(2)])
+    np.testing.assert_allclose(out.compute(scheduler=client.get), expected, rtol=RTOL, atol=ATOL)
+
+
+def test_batch_command_parquet_with_batch_one(tmp_path: Path) -> None:
+    pq = pytest.importorskip("pyarrow.parquet")
+    model = tmp_path / "m.onnx"
+    model.write_bytes(_linear(1))
+    x = np.random.default_rng(7).normal(size=(9, 3)).astype(np.float32)
+    pd.DataFrame(x, columns=["a", "b", "c"]).to_parquet(tmp_path / "t.parquet", row_group_size=4)
+    out = tmp_path / "o.parquet"
+    argv = ["batch", str(model), "--input", str(tmp_path / "t.parquet"), "--output", str(out)]
+    assert main([*argv, "--scheduler", "synchronous", "--batch-rows", "4"]) == 0
+    got = pq.read_table(out).to_pandas()
+    want_y, want_z = _rows(_linear(1), x, 1)
+    np.testing.assert_allclose(got[["y_0", "y_1", "y_2", "y_3"]].to_numpy(), want_y, rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(got["z"].to_numpy(), want_z, rtol=RTOL, atol=ATOL)
