@@ -12,6 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from onnxcore import encode
+from onnxcore.build import helper
 from onnxcore.cli import _parser
 from onnxcore.cli.commands import _DEMO_INPUT, bundled_model_path
 
@@ -32,6 +34,13 @@ def _cases(tmp: Path) -> dict[str, list[list[str]]]:
     empty.mkdir()
     odd = tmp / "odd.npy"
     np.save(odd, np.zeros((3, 7), np.float32))
+    flowers = tmp / "flowers.npy"
+    np.save(flowers, np.tile(_DEMO_INPUT, (2, 1)))
+    # A model every task of which fails when it runs: a division by an input of zeros (integers).
+    divide = tmp / "divide.onnx"
+    divide.write_bytes(_divide_model())
+    zeros = tmp / "zeros.npy"
+    np.save(zeros, np.zeros((6, 3), np.int64))
     return {
         "check": [[str(tmp / "missing.onnx")], [MODEL, str(tmp / "missing.onnx")]],
         "inspect": [[str(corrupt)]],
@@ -49,8 +58,24 @@ def _cases(tmp: Path) -> dict[str, list[list[str]]]:
         "batch": [
             [MODEL, "--input", str(odd), "--output", str(tmp / "o.npy"), "--scheduler", "synchronous"],
             [MODEL, "--input", str(tmp / "missing.npy"), "--output", str(tmp / "o2.npy"), "--scheduler", "threads"],
+            [MODEL, "--input", str(flowers), "--output", str(tmp / "o3.npy"), "--scheduler", "threads"],  # 2 outputs
+            # Tasks failing on a local cluster of worker processes: the worker's own log stays silent.
+            [str(divide), "--input", str(zeros), "--output", str(tmp / "o4.npy"), "--workers", "1"],
         ],
     }
+
+
+def _divide_model() -> bytes:
+    """y = 7 // x for int64 x [N, 3], as octets."""
+    seven = helper.make_tensor("seven", 7, [1], [7])
+    g = helper.make_graph(
+        [helper.make_node("Div", ["seven", "x"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", 7, ["N", 3])],
+        [helper.make_tensor_value_info("y", 7, ["N", 3])],
+        [seven],
+    )
+    return encode(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]))
 
 
 def _commands() -> list[str]:

@@ -14,6 +14,7 @@ The output must be on a file system every worker can write (always so for local 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shutil
 import tempfile
@@ -285,8 +286,13 @@ def score(
         elif scheduler is None:
             from distributed import Client, LocalCluster  # lazy: only a distributed run needs it
 
+            # silence_logs: a task that fails is the command's one line on stderr (its error, raised here), not
+            # also the worker's "Compute Failed" log with its traceback.
             cluster = LocalCluster(
-                n_workers=workers or os.cpu_count() or 1, threads_per_worker=1, dashboard_address=None
+                n_workers=workers or os.cpu_count() or 1,
+                threads_per_worker=1,
+                dashboard_address=None,
+                silence_logs=logging.CRITICAL,
             )
             client = Client(cluster)
         payload = None  # a path: every worker reads the file itself
