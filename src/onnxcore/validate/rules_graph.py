@@ -197,29 +197,42 @@ def name_empty(ctx: Context) -> Found:
 _C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def _name_places(scope: Scope) -> Iterator[tuple[str, str]]:
-    """(name, location) of every name a scope gives: its graph's name, inputs, outputs, initializers, and each
-    node's name and outputs."""
+def _bad_names(scope: Scope, seen: set[str]) -> Iterator[tuple[str, str]]:
+    """(name, location) of each name of a scope not yet in ``seen`` that is not a C identifier: its graph's name,
+    inputs, outputs, initializers, and each node's name and outputs. A location is rendered only for a bad name
+    (the test of a good name is all most names cost)."""
+    ok = _C_IDENTIFIER.fullmatch
     loc = scope.loc
     g = scope.graph
     if g is not None:
-        if g.name:
+        if g.name and not ok(g.name) and g.name not in seen:
+            seen.add(g.name)
             yield g.name, loc
-        for k, vi in enumerate(g.input):
-            yield vi.name, f'{loc}/input[{k}] "{vi.name}"'
-        for k, vi in enumerate(g.output):
-            yield vi.name, f'{loc}/output[{k}] "{vi.name}"'
+        for field, values in (("input", g.input), ("output", g.output)):
+            for k, vi in enumerate(values):
+                if vi.name and not ok(vi.name) and vi.name not in seen:
+                    seen.add(vi.name)
+                    yield vi.name, f'{loc}/{field}[{k}] "{vi.name}"'
         for k, t in enumerate(g.initializer):
-            yield t.name or "", f'{loc}/initializer[{k}] "{t.name}"'
+            if t.name and not ok(t.name) and t.name not in seen:
+                seen.add(t.name)
+                yield t.name, f'{loc}/initializer[{k}] "{t.name}"'
     else:
-        for k, name in enumerate(scope.inputs):
-            yield name, f"{loc}/input[{k}]"
-        for k, name in enumerate(scope.outputs):
-            yield name, f"{loc}/output[{k}]"
+        for field, names in (("input", scope.inputs), ("output", scope.outputs)):
+            for k, name in enumerate(names):
+                if name and not ok(name) and name not in seen:
+                    seen.add(name)
+                    yield name, f"{loc}/{field}[{k}]"
     for ref in scope.nodes:
-        yield ref.node.name, ref.loc
-        for k, name in enumerate(ref.node.output):
-            yield name, f"{ref.loc}/output[{k}]"
+        node = ref.node
+        name = node.name
+        if name and not ok(name) and name not in seen:
+            seen.add(name)
+            yield name, ref.loc
+        for k, name in enumerate(node.output):
+            if name and not ok(name) and name not in seen:
+                seen.add(name)
+                yield name, f"{ref.loc}/output[{k}]"
 
 
 @rule("W-NAME-SYNTAX", "5.4.1", "a name of a value, node or graph that is not a C identifier (one finding per name)")
@@ -229,10 +242,8 @@ def name_syntax(ctx: Context) -> Found:
     # MAX_FINDINGS_PER_RULE of them).
     seen: set[str] = set()
     for scope in ctx.scopes:
-        for name, where in _name_places(scope):
-            if name and name not in seen and not _C_IDENTIFIER.fullmatch(name):
-                seen.add(name)
-                yield where, f"{name!r} is not in the identifier syntax of ISO/IEC 9899 (Clause 5.4.1: SHOULD)"
+        for name, where in _bad_names(scope, seen):
+            yield where, f"{name!r} is not in the identifier syntax of ISO/IEC 9899 (Clause 5.4.1: SHOULD)"
 
 
 @rule("W-DIM-SYNTAX", "6.5.2", "a dimension variable that is not a C identifier (one finding per variable)")

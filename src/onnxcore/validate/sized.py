@@ -19,12 +19,18 @@ Found = Iterator[tuple[str, str]]
 AT = AttributeProto.AttributeType
 
 
-def nodes_of(ctx: Context, domain: str, op_type: str) -> Iterator[NodeRef]:
-    """Every node bound to the definition of ``domain::op_type`` (attribute references left to the call)."""
-    for scope in ctx.scopes:
-        for ref in scope.nodes:
-            if ref.status == "schema" and ref.domain == domain and ref.node.op_type == op_type:
-                yield ref
+def nodes_of(ctx: Context, domain: str, op_type: str) -> list[NodeRef]:
+    """Every node bound to the definition of ``domain::op_type``, from an index of the model's nodes by operator made
+    once per check (a rule per operator would otherwise walk every node of the model once each)."""
+    index: dict[tuple[str, str], list[NodeRef]] | None = getattr(ctx, "_sized_index", None)
+    if index is None:
+        index = {}
+        for scope in ctx.scopes:
+            for ref in scope.nodes:
+                if ref.status == "schema":
+                    index.setdefault((ref.domain, ref.node.op_type), []).append(ref)
+        setattr(ctx, "_sized_index", index)  # noqa: B010 (a cache the Context does not declare)
+    return index.get((domain, op_type), [])
 
 
 def features(ctx: Context, ref: NodeRef, k: int = 0) -> int | None:
