@@ -49,14 +49,15 @@ def test_rows_match_the_spec_layout(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("cut", [5, 20, 40, 60])
-def test_truncated_file_reports_offset_and_path(tmp_path: Path, cut: int) -> None:
+def test_truncated_file_reports_offset_and_path(tmp_path: Path, cut: int, capsys: pytest.CaptureFixture[str]) -> None:
     p = _model(tmp_path)
     data = p.read_bytes()
     bad = tmp_path / "bad.onnx"
     bad.write_bytes(data[: len(data) - cut])
     out = io.StringIO()
     assert run_inspect(str(bad), depth=1, max_items=5, as_json=False, out=out) == 1
-    text = out.getvalue()
+    (text,) = capsys.readouterr().err.splitlines()  # the rows decoded so far on out, the failure on stderr
+    assert text.startswith("onnxcore inspect: ")
     assert "decoding failed at byte offset" in text and "ModelProto" in text
     with pytest.raises(oc.DecodeError) as e:
         oc.load(bad)
@@ -75,7 +76,7 @@ def test_json_output_and_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert doc["error"]["offset"] >= 0 and doc["error"]["path"].startswith("ModelProto")
 
 
-def test_corruption_below_display_depth_is_found(tmp_path: Path) -> None:
+def test_corruption_below_display_depth_is_found(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     p = _model(tmp_path)
     data = bytearray(p.read_bytes())
     # Make the node's op_type length run past the node (a length beyond its enclosing message).
@@ -85,4 +86,4 @@ def test_corruption_below_display_depth_is_found(tmp_path: Path) -> None:
     bad.write_bytes(bytes(data))
     out = io.StringIO()
     assert run_inspect(str(bad), depth=0, max_items=5, as_json=False, out=out) == 1
-    assert "ModelProto.graph.node[0]" in out.getvalue()
+    assert "ModelProto.graph.node[0]" in capsys.readouterr().err

@@ -200,7 +200,11 @@ def test_cli_convert_opset(tmp_path: Path) -> None:
     oc.save(bad, tmp_path / "bad.onnx")
     r = _cli("convert", "bad.onnx", "bad11.onnx", "--opset", "11", cwd=tmp_path)
     assert r.returncode == 1
-    assert 'graph/node[0] "u" (Unsqueeze-13 -> opset 11)' in r.stderr and "Traceback" not in r.stderr
+    # The refused nodes on stdout, one per line; the failure is the one line on stderr (issue 41 item 4).
+    assert 'graph/node[0] "u" (Unsqueeze-13 -> opset 11)' in r.stdout and "Traceback" not in r.stderr
+    assert r.stderr.splitlines() == [
+        "onnxcore convert: cannot convert to ai.onnx opset 11: 1 node refused (listed above); nothing written"
+    ]
     assert not (tmp_path / "bad11.onnx").exists()
 
 

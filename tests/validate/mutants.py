@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 from collections.abc import Callable
 
+import mutants_ml
 import numpy as np
 from onnx import TensorProto as T
 from onnx import helper, numpy_helper
@@ -294,14 +296,21 @@ MUTANTS: list[Mutant] = [
     Mutant(
         "W-NAME-SYNTAX",
         "5.4.1",
-        "",
+        'graph/node[0] "add"/output[0]',
         mut("base", _rename_s),
         "a value named as exporters name them ('/block/Add_output_0')",
     ),
     Mutant(
+        "W-TYPE-EMPTY",
+        "B.2.21",
+        'graph/value_info[0] "s"/type',
+        mut("base", lambda m: m.graph.value_info.append(ValueInfoProto(name="s", type=TypeProto()))),
+        "value_info for 's' with an empty TypeProto",
+    ),
+    Mutant(
         "W-DIM-SYNTAX",
         "6.5.2",
-        "",
+        'graph/input[0] "x"/type/tensor_type/shape/dim[0]',
         mut("base", _spaced_dim_variable),
         "a dimension variable 'batch size'",
     ),
@@ -843,6 +852,10 @@ MUTANTS: list[Mutant] = [
         limits=Limits(max_nesting_depth=1),
     ),
 ]
+
+# One mutant per attribute-consistency rule (rules_ml, rules_sized): the operator's consistent model with one
+# attribute resized.
+MUTANTS += [Mutant(c.code, "7.3.1", c.location(), functools.partial(c.model, True), c.what) for c in mutants_ml.CASES]
 
 
 def base_bytes() -> bytes:

@@ -27,7 +27,7 @@ from onnxcore.errors import ConversionError, InputError, OnnxCoreError
 from onnxcore.external.tensor_walk import iter_tensors
 from onnxcore.infer import annotate
 from onnxcore.io import canonical_digest
-from onnxcore.reporting import report
+from onnxcore.reporting import report_page
 from onnxcore.text import to_text
 from onnxcore.types import value_from_proto
 
@@ -322,9 +322,11 @@ def _convert_opset(args: argparse.Namespace) -> int:
             converted = convert_version(
                 model, args.opset, domain=args.domain, expand_functions=bool(args.expand_functions)
             )
-        except ConversionError as e:  # every refused node, one per line, and nothing written
-            print(f"onnxcore convert: {e}", file=sys.stderr)
-            return 1
+        except ConversionError as e:  # nothing written; every refused node on stdout, one per line
+            head, *nodes = str(e).splitlines()
+            for line in nodes:
+                print(line.strip())
+            raise CliError(f"{head} (listed above); nothing written", code=1) from None
         _status("onnxcore convert", f"writing {args.out}")
         try:
             onnxcore.save(converted, args.out, canonical=bool(args.canonical))
@@ -381,16 +383,20 @@ def cmd_report(args: argparse.Namespace) -> int:
         if name in feeds:
             raise CliError(f"--input {spec}: {name!r} is given twice")
         feeds[name] = value
-    text = report(
+    page = report_page(
         args.model,
         feeds=feeds or None,
         profile=args.profile,
         format=args.format,
         allow_outside=args.allow_outside,
     )
-    write_text(out, text)
+    write_text(out, page.text)
+    if page.profile_error is not None:
+        # The page is written (its findings and graph are worth reading), but the profile asked for is not on it.
+        where = "standard output" if out == "-" else out
+        raise CliError(f"wrote {where} but not profiled: {page.profile_error}", code=1)
     if out != "-":
-        print(f"wrote {out} ({len(text):,} bytes)")
+        print(f"wrote {out} ({len(page.text):,} bytes)")
     return 0
 
 

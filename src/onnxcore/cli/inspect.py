@@ -228,8 +228,9 @@ def run_inspect(path: str, *, depth: int, max_items: int, as_json: bool, out: Te
                 {"fields": rows, "error": {"offset": e.offset, "path": e.path, "reason": e.reason}}, out, indent=1
             )
             print(file=out)
-        else:
-            print(f"error: decoding failed at byte offset {e.offset}, field {e.path}: {e.reason}", file=out)
+        # The rows decoded so far stay on standard output; what stopped the decoding is the one line on stderr.
+        where = f"byte offset {e.offset}, field {e.path}"
+        print(f"onnxcore inspect: decoding failed at {where}: {e.reason}", file=sys.stderr)
         return 1
     if as_json:
         json.dump({"fields": rows, "error": None}, out, indent=1)

@@ -14,6 +14,7 @@ The output must be on a file system every worker can write (always so for local 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shutil
 import tempfile
@@ -31,6 +32,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from onnxcore.dask.frames import ColumnPlan, feeds_from_frame, input_dtype, outputs_to_frame, plan_columns
+from onnxcore.dask.meta import check_fixed_axes, fixed_batch, run_rows
 from onnxcore.dask.sessions import ModelRef, prepare_model, session_for
 from onnxcore.errors import InputError, OnnxCoreError
 from onnxcore.runtime import Session
@@ -144,6 +146,7 @@ def _score_piece(
     names: list[str],
     directory: str,
     fmt: str,
+    batch: int | None = None,
 ) -> int:
     session = session_for(ref, payload)
     data = _read(piece)
@@ -152,7 +155,7 @@ def _score_piece(
     else:
         (name,) = [d.name for d in session.inputs if not d.has_default]
         feeds = {name: data}
-    outputs = session.run(names, feeds)
+    outputs = run_rows(session, names, feeds, batch)
     rows = piece.stop - piece.start
     part = f"part-{index:06d}.{fmt}"
     if fmt == "npy":
@@ -186,9 +189,36 @@ def _check_npy_input(session: Session, pieces: Sequence[Piece]) -> None:
     if len(needed) != 1:
         raise InputError(f".npy input feeds one model input; the model has {len(needed)} to feed: {needed}")
     want = input_dtype(session, needed[0])
-    got = np.load(pieces[0].path, mmap_mode="r", allow_pickle=False).dtype
-    if want is not None and want.kind != "O" and got != want:
-        raise InputError(f"--input: arrays of dtype {got} where the model's input {needed[0]!r} declares {want}")
+    for path in dict.fromkeys(p.path for p in pieces):
+        arr = np.load(path, mmap_mode="r", allow_pickle=False)
+        if want is not None and want.kind != "O" and arr.dtype != want:
+            raise InputError(f"--input {path}: dtype {arr.dtype} where the model's input {needed[0]!r} declares {want}")
+        try:
+            check_fixed_axes(session, needed[0], arr.shape)
+        except InputError as e:
+            raise InputError(f"--input {path}: {e}") from None
+
+
+def _batch_of(session: Session, plan: ColumnPlan | None, source: str, batch_rows: int) -> tuple[int | None, int]:
+    """The model's fixed batch (None when its inputs leave axis 0 free) and the rows per task, a multiple of it.
+
+    Raises:
+        InputError: a file whose rows are not a whole number of the fixed batch, naming the input and axis 0.
+    """
+    fed = list(plan) if plan is not None else [d.name for d in session.inputs if not d.has_default]
+    batch = fixed_batch(session, fed)
+    if batch is None:
+        return None, batch_rows
+    kind, files = _files(Path(source))
+    for f in files:
+        n = _rows(kind, f)
+        if n % batch:
+            name = next(x for x in fed if fixed_batch(session, [x]) is not None)
+            raise InputError(
+                f"--input {f}: {n} rows, and the model's input {name!r} declares a fixed batch of {batch} rows on "
+                f"axis 0: not a whole number of batches"
+            )
+    return batch, max(batch, batch_rows - batch_rows % batch)
 
 
 def score(
@@ -241,6 +271,10 @@ def score(
         plan = plan_columns(local, names_in)
     elif pieces:
         _check_npy_input(local, pieces)
+    # A model fixing its batch on axis 0 runs that many rows at a time; every task gets whole batches.
+    batch, per_task = _batch_of(local, plan, source, batch_rows) if pieces else (None, batch_rows)
+    if per_task != batch_rows:
+        pieces = plan_pieces(source, per_task)
     parent = target.parent if str(target.parent) else Path(".")
     directory = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".partial", dir=parent))
     client = cluster = None
@@ -252,12 +286,17 @@ def score(
         elif scheduler is None:
             from distributed import Client, LocalCluster  # lazy: only a distributed run needs it
 
+            # silence_logs: a task that fails is the command's one line on stderr (its error, raised here), not
+            # also the worker's "Compute Failed" log with its traceback.
             cluster = LocalCluster(
-                n_workers=workers or os.cpu_count() or 1, threads_per_worker=1, dashboard_address=None
+                n_workers=workers or os.cpu_count() or 1,
+                threads_per_worker=1,
+                dashboard_address=None,
+                silence_logs=logging.CRITICAL,
             )
             client = Client(cluster)
         payload = None  # a path: every worker reads the file itself
-        args = (plan, names, str(directory), fmt)
+        args = (plan, names, str(directory), fmt, batch)
         rows = _run_tasks(ref, payload, pieces, args, client, scheduler, progress)
         if fmt == "npy":
             if pieces:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,8 @@ __all__ = [
     "layered_layout",
     "random_feeds",
     "report",
+    "ReportPage",
+    "report_page",
     "segment_crossings",
     "short_type",
 ]
@@ -75,6 +78,40 @@ def report(
         InputError: ``format`` is neither ``"html"`` nor ``"svg"``, or ``profile`` is below 1.
         OnnxCoreError: the model cannot be read.
     """
+    return report_page(
+        model, feeds=feeds, profile=profile, format=format, limits=limits, allow_outside=allow_outside, title=title
+    ).text
+
+
+@dataclass(frozen=True, slots=True)
+class ReportPage:
+    """A report and what it could not show.
+
+    Attributes:
+        text: The document's text (HTML page or SVG drawing).
+        profile_error: Why the profile asked for (``feeds`` or ``profile``) is not on the page; None when it is,
+            or when none was asked.
+    """
+
+    text: str
+    profile_error: str | None = None
+
+
+def report_page(
+    model: ModelProto | str | os.PathLike[str] | bytes | Any,
+    *,
+    feeds: Mapping[str, Any] | None = None,
+    profile: int | None = None,
+    format: str = "html",
+    limits: Limits | None = None,
+    allow_outside: bool = False,
+    title: str | None = None,
+) -> ReportPage:
+    """:func:`report`, telling also whether the profile asked for was made (the command line's exit code).
+
+    A profile that cannot be made (the model has errors, a feed of the wrong type, a run that fails) leaves the
+    page without it, saying why; ``profile_error`` says the same to the caller.
+    """
     if format not in ("html", "svg"):
         raise InputError(f"report: format must be 'html' or 'svg', got {format!r}")
     if profile is not None and profile < 1:
@@ -94,13 +131,14 @@ def report(
     findings = check(msg, limits=limits, base_dir=base_dir, bound=bound)
     gathered = gather(bound, types, shapes, findings)
     if format == "svg":
-        return standalone_svg(gathered.drawings[gathered.main])
+        return ReportPage(standalone_svg(gathered.drawings[gathered.main]))
     prof = None
     if feeds is not None or profile is not None:
         prof = _profile(msg, bound, gathered, feeds, profile or 3, limits, has_errors=bool(findings.errors))
     graph_name = msg.graph.name if msg.graph is not None else ""
     summary = _summary(msg, bound, gathered, base_dir)
-    return render_page(title or graph_name or "model", summary, gathered, prof)
+    text = render_page(title or graph_name or "model", summary, gathered, prof)
+    return ReportPage(text, prof.get("error") if prof is not None else None)
 
 
 def random_feeds(session: Session, *, seed: int = 0) -> dict[str, Any]:

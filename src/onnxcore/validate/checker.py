@@ -12,6 +12,8 @@ from onnxcore.validate import rules_model  # noqa: F401
 from onnxcore.validate import rules_proto  # noqa: F401
 from onnxcore.validate import rules_graph  # noqa: F401
 from onnxcore.validate import rules_ops  # noqa: F401
+from onnxcore.validate import rules_ml  # noqa: F401
+from onnxcore.validate import rules_sized  # noqa: F401
 from onnxcore.validate import rules_tensor  # noqa: F401
 from onnxcore.validate import rules_function  # noqa: F401
 

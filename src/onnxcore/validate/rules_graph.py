@@ -195,45 +195,69 @@ def name_empty(ctx: Context) -> Found:
 
 
 _C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_EXAMPLES = 3
 
 
-def _summary(kind: str, bad: dict[str, str], clause: str) -> str:
-    shown = ", ".join(f"{name!r} ({where})" for name, where in list(bad.items())[:_EXAMPLES])
-    more = f" and {len(bad) - _EXAMPLES} more" if len(bad) > _EXAMPLES else ""
-    return f"{len(bad)} {kind} not in the identifier syntax of ISO/IEC 9899 (Clause {clause}: SHOULD): {shown}{more}"
+def _bad_names(scope: Scope, seen: set[str]) -> Iterator[tuple[str, str]]:
+    """(name, location) of each name of a scope not yet in ``seen`` that is not a C identifier: its graph's name,
+    inputs, outputs, initializers, and each node's name and outputs. A location is rendered only for a bad name
+    (the test of a good name is all most names cost)."""
+    ok = _C_IDENTIFIER.fullmatch
+    loc = scope.loc
+    g = scope.graph
+    if g is not None:
+        if g.name and not ok(g.name) and g.name not in seen:
+            seen.add(g.name)
+            yield g.name, loc
+        for field, values in (("input", g.input), ("output", g.output)):
+            for k, vi in enumerate(values):
+                if vi.name and not ok(vi.name) and vi.name not in seen:
+                    seen.add(vi.name)
+                    yield vi.name, f'{loc}/{field}[{k}] "{vi.name}"'
+        for k, t in enumerate(g.initializer):
+            if t.name and not ok(t.name) and t.name not in seen:
+                seen.add(t.name)
+                yield t.name, f'{loc}/initializer[{k}] "{t.name}"'
+    else:
+        for field, names in (("input", scope.inputs), ("output", scope.outputs)):
+            for k, name in enumerate(names):
+                if name and not ok(name) and name not in seen:
+                    seen.add(name)
+                    yield name, f"{loc}/{field}[{k}]"
+    for ref in scope.nodes:
+        node = ref.node
+        name = node.name
+        if name and not ok(name) and name not in seen:
+            seen.add(name)
+            yield name, ref.loc
+        for k, name in enumerate(node.output):
+            if name and not ok(name) and name not in seen:
+                seen.add(name)
+                yield name, f"{ref.loc}/output[{k}]"
 
 
-@rule("W-NAME-SYNTAX", "5.4.1", "names of values, nodes or graphs that are not C identifiers (one finding per model)")
+@rule("W-NAME-SYNTAX", "5.4.1", "a name of a value, node or graph that is not a C identifier (one finding per name)")
 def name_syntax(ctx: Context) -> Found:
-    # A SHOULD that exporters rarely follow ("/encoder/layer.0/Add_output_0"): one finding naming a few examples,
-    # not one per name, so that it informs without burying the report.
-    bad: dict[str, str] = {}
+    # A SHOULD that exporters rarely follow ("/encoder/layer.0/Add_output_0"): one finding per offending name, at the
+    # place that first gives it, so that the command line and the report can point at it (the runner lists at most
+    # MAX_FINDINGS_PER_RULE of them).
+    seen: set[str] = set()
     for scope in ctx.scopes:
-        g = scope.graph
-        if g is not None and g.name and not _C_IDENTIFIER.fullmatch(g.name):
-            bad.setdefault(g.name, scope.loc)
-        for name in (*scope.inputs, *scope.outputs, *scope.init_names):
-            if name and not _C_IDENTIFIER.fullmatch(name):
-                bad.setdefault(name, scope.loc)
-        for ref in scope.nodes:
-            for name in (ref.node.name, *ref.node.output):
-                if name and not _C_IDENTIFIER.fullmatch(name):
-                    bad.setdefault(name, ref.loc)
-    if bad:
-        yield "", _summary("names are", bad, "5.4.1")
+        for name, where in _bad_names(scope, seen):
+            yield where, f"{name!r} is not in the identifier syntax of ISO/IEC 9899 (Clause 5.4.1: SHOULD)"
 
 
-@rule("W-DIM-SYNTAX", "6.5.2", "dimension variables that are not C identifiers (one finding per model)")
+@rule("W-DIM-SYNTAX", "6.5.2", "a dimension variable that is not a C identifier (one finding per variable)")
 def dim_syntax(ctx: Context) -> Found:
-    bad: dict[str, str] = {}
+    seen: set[str] = set()
     for i in ctx.of(TensorShapeProto.Dimension):
         d = ctx.entries[i][0]
         name = getattr(d, "dim_param", "")
-        if name and not _C_IDENTIFIER.fullmatch(name):
-            bad.setdefault(name, ctx.path(i))
-    if bad:
-        yield "", _summary("dimension variables are", bad, "6.5.2")
+        if name and name not in seen and not _C_IDENTIFIER.fullmatch(name):
+            seen.add(name)
+            yield (
+                ctx.path(i),
+                f"dimension variable {name!r} is not in the identifier syntax of ISO/IEC 9899 (Clause 6.5.2: SHOULD)",
+            )
 
 
 @rule("E-NODE-NAME-DUPLICATE", "5.4.1", "two nodes of one graph with the same (non-empty) name")

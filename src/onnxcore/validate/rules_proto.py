@@ -46,7 +46,8 @@ DIVERGENCES: dict[tuple[str, str], str] = {
     ("TypeProto", "value"): (
         "Annex B requires exactly one member of the group, but an empty type is how producers write a "
         "type that is unknown (Clause 9.4), which Clause 7.1 permits in subgraphs; required at the "
-        "top level by E-IO-TYPE. Two members present is still an error."
+        "top level by E-IO-TYPE. Two members present is still an error; an empty type in value_info is accepted "
+        "as unknown but reported as a warning, W-TYPE-EMPTY, since the obligation is a SHALL (B.2.21)."
     ),
     ("AttributeProto", "tp"): (
         "Annex B marks `tp` deprecated, but it is the value field of a TYPE_PROTO attribute (Table B.4; "
@@ -107,6 +108,32 @@ def proto_oneof(ctx: Context) -> Found:
                     yield ctx.path(i), f"{name}: {', '.join(present)} are all present; group {group!r} admits one"
                 elif not present and (name, group) not in DIVERGENCES:
                     yield ctx.path(i), f"{name}: exactly one of {', '.join(members)} must be present"
+
+
+# The position on an empty TypeProto in value_info: accepted, read as an unknown type (Clause 9.4; the divergence
+# recorded for TypeProto.value above), but Annex B B.2.21 says exactly one member of the group SHALL be present, so
+# the model is told about it.
+_TYPE_GROUP = dict(TypeProto._SPEC.oneofs)["value"]
+
+
+@rule(
+    "W-TYPE-EMPTY",
+    "B.2.21",
+    "a value_info entry whose type is an empty TypeProto (no member of its group, which Annex B says SHALL be "
+    "present): read as an unknown type (Clause 9.4)",
+)
+def type_empty(ctx: Context) -> Found:
+    entries = ctx.entries
+    for i in ctx.of(TypeProto):
+        msg, parent, field, _k = entries[i]
+        if field != "type" or parent <= 0 or entries[parent][2] != "value_info":
+            continue
+        if not any(msg.has(m) for m in _TYPE_GROUP):
+            yield (
+                ctx.path(i),
+                f"value_info {entries[parent][0].name!r} has an empty type; Annex B (B.2.21) says exactly one of "  # type: ignore[attr-defined]
+                f"{', '.join(_TYPE_GROUP)} SHALL be present; read as an unknown type",
+            )
 
 
 @rule("W-PROTO-DEPRECATED", "B.1", "a deprecated field is present (a consumer ignores it)")

@@ -140,7 +140,7 @@ def test_a_model_saved_by_onnxruntime(tmp_path: Path, level: str, opset: int, ta
         assert tanh or ("com.microsoft", "BiasGelu") in ops
     report = onnxcore.check(saved, full=True)
     assert report.ok, str(report)
-    # (names onnxruntime writes, "/ln/Add_output_0" and the like, are not C identifiers: one W-NAME-SYNTAX)
+    # (names onnxruntime writes, "/ln/Add_output_0" and the like, are not C identifiers: W-NAME-SYNTAX, one per name)
     extensions = {f.code for f in report.findings} - {"W-NAME-SYNTAX"}
     assert extensions == (set() if level == "basic" else {"W-ORT-EXTENSION"})
     missing = _without_kernel(saved)
