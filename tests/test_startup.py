@@ -58,3 +58,20 @@ def test_from_dtype_finds_a_narrow_type_before_any_lookup():
         " is_narrow_float(np.float32))"
     )
     assert out == "INT4 True False"
+
+
+def test_the_check_command_loads_no_evaluator():
+    # `onnxcore check` from a cold process imports the validator alone: not the runtime, the kernels' operator
+    # families, conversion or the report (the evaluator's import is most of a cold command's time).
+    out = _fresh(
+        "import sys\n"
+        "from onnxcore.cli import main\n"
+        "try:\n"
+        f"    main(['check', {str(BUNDLED)!r}])\n"
+        "except SystemExit as e:\n"
+        "    assert e.code in (0, None), e.code\n"
+        "loaded = [m for m in ('onnxcore.runtime', 'onnxcore.convert', 'onnxcore.reporting', 'ml_dtypes')"
+        " if m in sys.modules]\n"
+        "print(loaded)"
+    )
+    assert out.splitlines()[-1] == "[]"

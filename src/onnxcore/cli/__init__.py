@@ -284,15 +284,21 @@ def _main(args: argparse.Namespace) -> int:
     if args.command is None:
         _parser().print_help()
         return 2
-    # The commands load the validator, inference and the evaluator: only once a command is chosen, so that
-    # ``--help``, ``--version`` and argument errors answer at once.
-    from onnxcore.cli import commands
-
+    # A command loads only the modules it runs, once it is chosen, so that ``--help``, ``--version`` and argument
+    # errors answer at once and a cold ``check`` loads no evaluator.
     if args.command == "inspect":
-        # inspect reads the wire format alone: none of the other commands' modules.
+        # inspect reads the wire format alone: none of the other commands' modules (lazy).
         from onnxcore.cli.inspect import run_inspect
 
         return run_inspect(args.model, depth=args.depth, max_items=args.max_items, as_json=args.json)
+    if args.command == "check":
+        # check loads the validator alone: not the runtime, conversion or the report (lazy).
+        from onnxcore.cli.validate import cmd_check
+
+        return cmd_check(args)
+    # The other commands load the validator, inference and the evaluator (lazy, as above).
+    from onnxcore.cli import commands
+
     handler = getattr(commands, f"cmd_{args.command}")
     code: int = handler(args)
     return code

@@ -18,7 +18,6 @@ import numpy as np
 
 import onnxcore
 from onnxcore.cli.files import NAMES_FILE, CliError, check_writable, load_npy, write_outputs, write_text
-from onnxcore.cli.validate import check_models
 from onnxcore.conformance.generate import generate_node_package
 from onnxcore.conformance.runner import discover, run_package, summarize_by_operator, terminal_progress
 from onnxcore.conformance.statement import build_statement, render_markdown
@@ -37,7 +36,6 @@ __all__ = [
     "output_table",
     "profile_table",
     "cmd_demo",
-    "cmd_check",
     "cmd_run",
     "cmd_convert",
     "cmd_hash",
@@ -123,18 +121,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
     if labels is not None:
         print("predicted:", ", ".join(labels[int(i)] for i in outputs[names.index("label")]))
     return 0
-
-
-def cmd_check(args: argparse.Namespace) -> int:
-    """Validate models; exit 0 without errors, 1 with errors, 2 if one is unreadable (the worst of them)."""
-
-    return check_models(
-        args.model,
-        as_json=args.json,
-        full=not args.fast,
-        errors_only=args.errors_only,
-        allow_outside=args.allow_outside,
-    )
 
 
 def _load_input(spec: str) -> tuple[str, Any]:

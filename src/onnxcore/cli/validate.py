@@ -6,6 +6,7 @@ finding, 0 otherwise.
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from typing import Any
@@ -16,7 +17,7 @@ from onnxcore.io import load
 from onnxcore.validate.checker import check
 from onnxcore.validate.report import Report
 
-__all__ = ["check_models"]
+__all__ = ["check_models", "cmd_check"]
 
 
 def _check_one(path: str, *, full: bool, allow_outside: bool) -> Report:
@@ -90,3 +91,14 @@ def check_models(
     elif as_json and docs:
         print(json.dumps(docs[0], indent=2, ensure_ascii=False))
     return worst
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    """Validate models; exit 0 without errors, 1 with errors, 2 if one is unreadable (the worst of them)."""
+    return check_models(
+        args.model,
+        as_json=args.json,
+        full=not args.fast,
+        errors_only=args.errors_only,
+        allow_outside=args.allow_outside,
+    )
