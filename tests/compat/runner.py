@@ -34,6 +34,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import onnxcore
@@ -412,15 +413,17 @@ def main(argv: Sequence[str]) -> int:
     names = list(argv) or script_names()
     details: list[str] = []
     agreeing = 0
-    for name in names:
-        exp = EXPECTED.get(name, Expected())
-        pub, swp = run_script(name, "published"), run_script(name, "swapped")
-        why = verdict(pub, swp, exp)
-        agreeing += why is None
-        state = "agree" if why is None else ("GAP  " if exp.gap else "FAIL ")
-        print(f"{state} {name:48s} {pub.seconds:5.1f}s {swp.seconds:5.1f}s", flush=True)
-        if why is not None:
-            details.append(f"== {name}\n{why}")
+    with ThreadPoolExecutor(max_workers=max(2, min(4, os.cpu_count() or 2))) as pool:
+        runs = {(n, v): pool.submit(run_script, n, v) for n in names for v in ("published", "swapped")}
+        for name in names:
+            exp = EXPECTED.get(name, Expected())
+            pub, swp = runs[name, "published"].result(), runs[name, "swapped"].result()
+            why = verdict(pub, swp, exp)
+            agreeing += why is None
+            state = "agree" if why is None else ("GAP  " if exp.gap else "FAIL ")
+            print(f"{state} {name:48s} {pub.seconds:5.1f}s {swp.seconds:5.1f}s", flush=True)
+            if why is not None:
+                details.append(f"== {name}\n{why}")
     print(f"{agreeing}/{len(names)} agree")
     print("\n".join(details))
     return 0 if agreeing == len(names) else 1
