@@ -11,6 +11,22 @@ from tests.compat.runner import Expected, Mask
 _TIMING = Mask(r"^(Average |time with )", "a timing: differs between any two runs", volatile=True)
 
 EXPECTED: dict[str, Expected] = {
+    "skl_plot_dbegin_options_list": Expected(
+        masks=[Mask(r"^\d+\.\d+(e-?\d+)?$", "a timing (`print(timeit(...))`)", volatile=True)]
+    ),
+    "skl_plot_gexternal_lightgbm": Expected(
+        masks=[Mask(r"^\[LightGBM\] \[Info\] Auto-choosing", "LightGBM's training log gives a timing", volatile=True)]
+    ),
+    "skl_plot_gbegin_dataframe": Expected(
+        masks=[
+            Mask(
+                r"^('numpy.ndarray' object is not callable|.*got DataFrame)",
+                "a DataFrame given as the whole feed, which both refuse: onnxruntime's message is an accident of "
+                "its implementation (it calls the frame's `values` as a method), onnxcore's says the feed must be "
+                "a dict of input names",
+            )
+        ]
+    ),
     "ort_plot_train_convert_predict": Expected(masks=[_TIMING]),
     "ort_plot_profiling": Expected(
         masks=[

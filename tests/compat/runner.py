@@ -154,6 +154,7 @@ def swap_imports(source: str) -> str:
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]{4,}")
+_INT64_REPR = re.compile(r",\s*dtype=int64\b")
 _NUMBER = re.compile(r"(?<![A-Za-z_])[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|(?<![A-Za-z_])[-+]?(?:nan|inf)\b")
 
 
@@ -197,7 +198,10 @@ def normalise(text: str, tmpdir: str) -> str:
 
     ANSI colour codes are removed, the run's temporary directory becomes ``<TMP>``, the corpus's data directory
     ``<DATA>``, the Python installation's library directories ``<LIB>``, and memory addresses (``0x`` and four
-    or more hexadecimal digits) ``0x?``.
+    or more hexadecimal digits) ``0x?``. numpy's repr of an int64 array says ``dtype=int64`` when its scalar
+    type is C ``long long`` (onnxruntime's int64 outputs) and says nothing when it is C ``long`` (numpy's
+    default integer on Linux: onnxcore's): the same values, the same dtype ``==``, so ``, dtype=int64`` is
+    removed.
 
     Args:
         text: A run's standard output.
@@ -209,7 +213,7 @@ def normalise(text: str, tmpdir: str) -> str:
     text = _ANSI.sub("", text)
     for path, label in _path_labels(tmpdir):
         text = text.replace(path, label)
-    return _ADDRESS.sub("0x?", text)
+    return _INT64_REPR.sub("", _ADDRESS.sub("0x?", text))
 
 
 def _path_labels(tmpdir: str) -> list[tuple[str, str]]:
@@ -401,7 +405,7 @@ def verdict(published: Run, swapped: Run, expected: Expected) -> str | None:
     return None if diff is None else "the outputs differ: " + diff
 
 
-def _tail(text: str, lines: int = 12) -> str:
+def _tail(text: str, lines: int = 30) -> str:
     return "\n".join(text.rstrip().splitlines()[-lines:])
 
 
