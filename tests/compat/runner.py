@@ -155,29 +155,36 @@ def swap_imports(source: str) -> str:
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]{4,}")
 _INT64_REPR = re.compile(r",\s*dtype=int64\b")
+_UUID = re.compile(r"\b[0-9a-f]{32}\b")
+# The modules of the classes a swapped script prints under the same names: onnx's messages and onnxruntime's
+# exceptions, against onnxcore's.
+_CLASS_MODULE = re.compile(
+    r"\b(?:onnx\.onnx_ml_pb2|onnxcore\.proto\.messages|onnxruntime\.capi\.onnxruntime_pybind11_state"
+    r"|onnxcore\.capi\.onnxruntime_pybind11_state)\.(?=[A-Z])"
+)
 _NUMBER = re.compile(r"(?<![A-Za-z_])[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|(?<![A-Za-z_])[-+]?(?:nan|inf)\b")
 
 
 @dataclass(frozen=True)
 class Mask:
-    """Output lines that may differ between the two runs, and why.
+    """Output text that may differ between the two runs, and why.
 
-    A line of either output that ``pattern`` matches (``re.search``) becomes ``<label>`` before the outputs are
-    compared, and a run of such lines becomes one, so the two outputs may differ there in content and in number
-    of lines, and must agree everywhere else.
+    ``pattern`` is a regular expression (``re.MULTILINE``) replaced, in both normalised outputs, by
+    ``<mask N>`` (N the mask's index in its list) before they are compared; a run of lines that became the same
+    label becomes one line. A pattern may match part of a line (an exception's message after its class), whole
+    lines (``^...$``) or several lines (``\\n`` in the pattern, or ``(?s)``); the two outputs must agree
+    everywhere else.
 
     Attributes:
-        pattern: A regular expression searched in each line of the normalised output.
-        reason: Why these lines differ (docs/compatibility.md lists every one).
-        volatile: True for what differs between any two runs (timings, versions, profiles), False for a real
-            difference between onnxruntime/onnx and onnxcore.
-        rest: The matching line and every line after it are masked (a profile dumped at the end of a script).
+        pattern: The regular expression.
+        reason: Why this text differs (docs/compatibility.md lists every one).
+        volatile: True for what differs between any two runs (timings, versions, profiles, random names),
+            False for a real difference between onnxruntime/onnx and onnxcore.
     """
 
     pattern: str
     reason: str
     volatile: bool = False
-    rest: bool = False
 
 
 @dataclass
@@ -201,7 +208,11 @@ def normalise(text: str, tmpdir: str) -> str:
     or more hexadecimal digits) ``0x?``. numpy's repr of an int64 array says ``dtype=int64`` when its scalar
     type is C ``long long`` (onnxruntime's int64 outputs) and says nothing when it is C ``long`` (numpy's
     default integer on Linux: onnxcore's): the same values, the same dtype ``==``, so ``, dtype=int64`` is
-    removed.
+    removed. A 32-digit hexadecimal name (a uuid4, which skl2onnx gives graphs) becomes ``<uuid>``. The module
+    of a class the swapped run defines under onnx's or onnxruntime's name becomes ``<module>.``: onnx's message
+    classes (``onnx.onnx_ml_pb2.TensorProto``, ``onnxcore.proto.messages.TensorProto``) and onnxruntime's
+    exception classes (``onnxruntime.capi.onnxruntime_pybind11_state.InvalidArgument``, ``onnxcore.capi...``);
+    the class names themselves are compared.
 
     Args:
         text: A run's standard output.
@@ -213,7 +224,8 @@ def normalise(text: str, tmpdir: str) -> str:
     text = _ANSI.sub("", text)
     for path, label in _path_labels(tmpdir):
         text = text.replace(path, label)
-    return _INT64_REPR.sub("", _ADDRESS.sub("0x?", text))
+    text = _INT64_REPR.sub("", _ADDRESS.sub("0x?", text))
+    return _CLASS_MODULE.sub("<module>.", _UUID.sub("<uuid>", text))
 
 
 def _path_labels(tmpdir: str) -> list[tuple[str, str]]:
@@ -224,23 +236,14 @@ def _path_labels(tmpdir: str) -> list[tuple[str, str]]:
 
 
 def apply_masks(text: str, masks: Iterable[Mask]) -> str:
-    """Replace each line a mask matches by ``<mask N>`` (N its index), a run of equal labels by one.
-
-    A mask with ``rest`` set replaces its first matching line and all that follow.
-    """
-    masks = list(masks)
-    compiled = [re.compile(m.pattern) for m in masks]
+    """Replace what each mask matches by ``<mask N>`` (N its index); a run of lines that are the same label alone
+    becomes one line."""
+    for i, mask in enumerate(masks):
+        text = re.sub(mask.pattern, f"<mask {i}>", text, flags=re.MULTILINE)
     out: list[str] = []
     for line in text.splitlines():
-        index = next((i for i, rx in enumerate(compiled) if rx.search(line)), None)
-        if index is not None and masks[index].rest:
-            out.append(f"<mask {index} and the rest>")
-            break
-        label = None if index is None else f"<mask {index}>"
-        if label is None:
+        if not (out and line == out[-1] and re.fullmatch(r"<mask \d+>", line)):
             out.append(line)
-        elif not out or out[-1] != label:
-            out.append(label)
     return "\n".join(out)
 
 

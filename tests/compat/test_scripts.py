@@ -107,9 +107,18 @@ def test_every_corpus_script_swaps_to_valid_python_importing_neither_package() -
                 assert module.partition(".")[0] not in SWAPPED_PACKAGES, (name, module)
 
 
-def test_normalise_masks_addresses_paths_and_colours() -> None:
+def test_normalise_masks_addresses_paths_colours_uuids_and_class_modules() -> None:
     text = "\x1b[0;93mwarn\x1b[m <obj at 0x7f3a2b1c> /tmp/abc/model.onnx array([2, 1], dtype=int64)\n"
     assert normalise(text, "/tmp/abc") == "warn <obj at 0x?> <TMP>/model.onnx array([2, 1])\n"
+    assert normalise('"5a8871a6f1784a1ca970c84003a2bb52" (float x)', "/t") == '"<uuid>" (float x)'
+    published = "<class 'onnx.onnx_ml_pb2.TensorProto'> <class 'onnxruntime.capi.onnxruntime_pybind11_state.Fail'>"
+    swapped = "<class 'onnxcore.proto.messages.TensorProto'> <class 'onnxcore.capi.onnxruntime_pybind11_state.Fail'>"
+    assert (
+        normalise(published, "/t")
+        == normalise(swapped, "/t")
+        == ("<class '<module>.TensorProto'> <class '<module>.Fail'>")
+    )
+    assert normalise("<class 'onnxcore.errors.InputError'>", "/t") == "<class 'onnxcore.errors.InputError'>"
 
 
 def test_compare_numbers_within_float32_tolerance_and_ignores_layout() -> None:
@@ -123,11 +132,15 @@ def test_compare_numbers_within_float32_tolerance_and_ignores_layout() -> None:
     assert compare_outputs("float32 x1", "float32 x1") is None
 
 
-def test_masks_replace_matching_lines_and_the_rest() -> None:
-    masks = [Mask(r"^Average", "timing", volatile=True), Mask(r"\.json$", "profile", rest=True)]
-    a = apply_masks("x\nAverage 1\nAverage 2\ny\nprof.json\n[1]\n", masks)
-    b = apply_masks("x\nAverage 9\ny\nother.json\n[2, 3]\n", masks)
-    assert a == b == "x\n<mask 0>\ny\n<mask 1 and the rest>"
+def test_masks_replace_what_they_match() -> None:
+    masks = [
+        Mask(r"^Average .*$", "timing", volatile=True),
+        Mask(r"(?<=: )(\[ONNXRuntimeError\][^\n]*(\n Please fix[^\n]*)*|input '.*)$", "message"),
+        Mask(r"(?s)^profile\.json$.*", "profile", volatile=True),
+    ]
+    a = "x\nAverage 1\nAverage 2\nE: [ONNXRuntimeError] : 2 : bad\n Please fix it.\ny\nprofile.json\n[1]\n"
+    b = "x\nAverage 9\nE: input 'x': rank 1\ny\nprofile.json\n[2, 3]\n"
+    assert apply_masks(a, masks) == apply_masks(b, masks) == "x\n<mask 0>\nE: <mask 1>\ny\n<mask 2>"
 
 
 def test_verdict_requires_both_runs_to_exit_zero() -> None:

@@ -1,6 +1,7 @@
 # Source: onnx/sklearn-onnx, docs/examples/plot_metadata.py, commit 33c9f268ab8b
 # Licence: Apache-2.0 (sklearn-onnx)
-# Edits: none.
+# Edits: `from onnxruntime.datasets import get_example` -> `from compat_data import get_example` (the same
+#   model files, kept in tests/compat/data).
 # SPDX-License-Identifier: Apache-2.0
 
 
@@ -25,7 +26,7 @@ import sklearn
 import numpy
 from onnxruntime import InferenceSession
 import onnx
-from onnxruntime.datasets import get_example
+from compat_data import get_example
 
 example = get_example("logreg_iris.onnx")
 
