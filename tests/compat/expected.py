@@ -84,7 +84,6 @@ EXPECTED: dict[str, Expected] = {
     ),
     "ort_plot_convert_pipeline_vectorizer": Expected(masks=[_MESSAGE]),
     "ort_plot_backend": Expected(gap=_BACKEND_PATH),
-    "ort_api_summary_ortvalue_iobinding": Expected(gap="InferenceSession.run refuses an OrtValue in the feed"),
     # skl2onnx's documentation
     "skl_plot_backend": Expected(gap=_BACKEND_PATH),
     "skl_plot_convert_decision_function": Expected(masks=[_VERSIONS]),

@@ -155,7 +155,7 @@ def swap_imports(source: str) -> str:
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]{4,}")
 _INT64_REPR = re.compile(r",\s*dtype=int64\b")
-_UUID = re.compile(r"\b[0-9a-f]{32}\b")
+_UUID = re.compile(r"\"?\b[0-9a-f]{32}\b\"?")
 # The modules of the classes a swapped script prints under the same names: onnx's messages and onnxruntime's
 # exceptions, against onnxcore's.
 _CLASS_MODULE = re.compile(
@@ -208,7 +208,8 @@ def normalise(text: str, tmpdir: str) -> str:
     or more hexadecimal digits) ``0x?``. numpy's repr of an int64 array says ``dtype=int64`` when its scalar
     type is C ``long long`` (onnxruntime's int64 outputs) and says nothing when it is C ``long`` (numpy's
     default integer on Linux: onnxcore's): the same values, the same dtype ``==``, so ``, dtype=int64`` is
-    removed. A 32-digit hexadecimal name (a uuid4, which skl2onnx gives graphs) becomes ``<uuid>``. The module
+    removed. A 32-digit hexadecimal name (a uuid4, which skl2onnx gives graphs), quoted or not (the textual syntax
+    quotes a name that starts with a digit), becomes ``<uuid>``. The module
     of a class the swapped run defines under onnx's or onnxruntime's name becomes ``<module>.``: onnx's message
     classes (``onnx.onnx_ml_pb2.TensorProto``, ``onnxcore.proto.messages.TensorProto``) and onnxruntime's
     exception classes (``onnxruntime.capi.onnxruntime_pybind11_state.InvalidArgument``, ``onnxcore.capi...``);
