@@ -102,9 +102,11 @@ def test_classifier_path_votes_are_summed_as_the_definition_says() -> None:
 
     ours = np.asarray(_ours(path_model, x)[0]).ravel()
     reference = ReferenceEvaluator(path_model).run(None, {"X": x})[0].ravel()
-    theirs = ort.InferenceSession(path_model.SerializeToString(), providers=["CPUExecutionProvider"]).run(
-        None, {"X": x}
-    )[0].ravel()
+    theirs = (
+        ort.InferenceSession(path_model.SerializeToString(), providers=["CPUExecutionProvider"])
+        .run(None, {"X": x})[0]
+        .ravel()
+    )
     np.testing.assert_array_equal(ours, n_classes * leaf)  # the votes summed: the definition's reading
     np.testing.assert_array_equal(reference, ours)
     np.testing.assert_array_equal(theirs, leaf)  # onnxruntime's single-target path keeps the first vote only
