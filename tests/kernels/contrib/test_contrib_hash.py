@@ -4,14 +4,17 @@ scikit-learn's."""
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import numpy as np
 import pytest
 
 from kernels.contrib import both, run_ort_model, run_ours_model
+from onnxcore.defs import get_schema
 from onnxcore.errors import EvaluationError
 from onnxcore.kernels import run
+from onnxcore.kernels.registry import lookup
 
 ort = pytest.importorskip("onnxruntime")
 onnx = pytest.importorskip("onnx")
@@ -56,6 +59,19 @@ def test_murmurhash3_equals_scikit_learn(seed: int) -> None:
         ints = KEYS["int32"]
         got = run("MurmurHash3", 1, ints, domain="com.microsoft", seed=seed, positive=int(positive))[0]
         assert got.tolist() == [murmurhash3_32(int(i), seed=seed, positive=positive) for i in ints]
+
+
+def test_murmurhash3_kernel_follows_its_definition() -> None:
+    schema = get_schema("MurmurHash3", 1, "com.microsoft")
+    assert schema.origin == "onnxruntime"
+    assert [p.name for p in schema.inputs] == ["X"] and [p.name for p in schema.outputs] == ["Y"]
+    assert set(schema.type_constraints["T2"]) == {"tensor(uint32)", "tensor(int32)"}
+    kernel_def = lookup("com.microsoft", "MurmurHash3", 1)
+    assert kernel_def is not None
+    params = inspect.signature(kernel_def.fn).parameters
+    assert set(schema.attributes) == {n for n, p in params.items() if p.kind is p.KEYWORD_ONLY}
+    for name, attr in schema.attributes.items():
+        assert attr.default is not None and params[name].default == attr.default.i, name
 
 
 def test_murmurhash3_refusals() -> None:
