@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import os
+import re
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import pytest
@@ -189,6 +190,17 @@ def test_the_corpus_is_large_and_every_script_names_its_source() -> None:
         assert head.startswith("# Source: "), name
         assert "# Licence: " in head and "# Edits: " in head, name
     assert set(EXPECTED) <= set(NAMES), set(EXPECTED) - set(NAMES)
+
+
+def test_the_page_lists_every_script_and_its_gap() -> None:
+    page = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "docs", "compatibility.md")
+    with open(page, encoding="utf-8") as f:
+        rows = {m.group(1): line for line in f if (m := re.match(r"\| `((?:ort|skl|onnx|onnxscript)_\w+)` \|", line))}
+    assert sorted(rows) == NAMES
+    for name in NAMES:
+        expected = EXPECTED.get(name, Expected())
+        assert ("gap:" in rows[name]) == (expected.gap is not None), name
+        assert (rows[name].rstrip().endswith("| |")) == (expected.gap is None and not expected.masks), name
 
 
 @pytest.mark.parametrize("name", NAMES)
