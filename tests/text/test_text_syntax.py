@@ -29,6 +29,20 @@ CASES: dict[str, tuple[str, str]] = {
     ),
     "node_attributes_after_inputs": ("node", "y = Foo (x) <a: int = 1, b: floats = [1, 2]>"),
     "node_without_outputs": ("node", "= Foo (x)"),
+    # Places left blank in a list of names: empty names (optional inputs and outputs left out), as onnx reads them;
+    # a comma just before the closing token adds none.
+    "node_blank_inputs": ("node", "y = Resize(x, , , sizes)"),
+    "node_blank_first_input": ("node", "y = Foo(, x)"),
+    "node_blank_then_trailing_comma": ("node", "y = Foo(x, , )"),
+    "node_trailing_comma": ("node", "y = Foo(x, )"),
+    "node_only_a_blank": ("node", "y = Foo(,)"),
+    "node_blank_outputs": ("node", "y, , z = Foo(x)"),
+    "node_blank_first_output": ("node", ", y = Foo(x)"),
+    "graph_resize_blank_inputs": (
+        "graph",
+        "g (float[1, 3, 4, 4] image, int64[4] target_size) => (float[1, 3, 8, 8] y) "
+        "{ y = Resize(image, , , target_size) }",
+    ),
     "node_attribute_references": ("node", "y = Foo <r: int = @rr, s: float = @ss> (x)"),
     "node_type_proto": ("node", "y = Foo <tp: type_proto = float[3,N]> (x)"),
     "node_type_protos": ("node", "y = Foo <tps: type_protos = [seq(int64), optional(float[])]> (x)"),

@@ -22,6 +22,7 @@ FORMULA = "against the formula of onnxruntime's documentation (onnxruntime has a
 # (domain, operator) -> how the kernel is tested. "" is the default domain (onnxruntime's extensions of it).
 TESTED: Mapping[tuple[str, str], str] = {
     ("com.microsoft", "Tokenizer"): ONNXRUNTIME + "; scikit-learn text pipelines converted by skl2onnx",
+    ("com.microsoft", "MurmurHash3"): ONNXRUNTIME + "; scikit-learn's murmurhash3_32 and FeatureHasher (skl2onnx)",
     ("com.microsoft", "Gelu"): ONNXRUNTIME,
     ("com.microsoft", "FastGelu"): ONNXRUNTIME,
     ("com.microsoft", "BiasGelu"): ONNXRUNTIME,

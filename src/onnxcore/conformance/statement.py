@@ -21,6 +21,7 @@ from onnxcore.conformance.backend_runner import render_backend_runner_markdown
 from onnxcore.conformance.compare import DEFAULT_ATOL, DEFAULT_RTOL
 from onnxcore.conformance.contrib import contrib_section, render_contrib_markdown
 from onnxcore.conformance.divergences import DIVERGENCES
+from onnxcore.conformance.readings import render_readings_markdown
 from onnxcore.conformance.runner import CaseResult
 from onnxcore.defs import all_schemas, data_info, domain_versions, get_schema, known_domains
 from onnxcore.defs.binding import canonical_domain, contrib_domains
@@ -378,6 +379,7 @@ def render_markdown(st: dict[str, Any]) -> str:
     lines += ["", "## Known divergences from ONNX Part 1", "", "| clause | gap | position taken |", "|---|---|---|"]
     for d in st["known_divergences"]:
         lines.append(f"| {d['clause']} | {d['gap']} | {d['position']} |")
+    lines += ["", *render_readings_markdown()]
     lines += ["", *render_contrib_markdown(st["onnxruntime_operators"])]
     lines += ["## External data handling policy", "", st["external_data_policy"], ""]
     lines += ["## Resource limits (Clause 15.4)", "", "| limit | default |", "|---|---:|"]

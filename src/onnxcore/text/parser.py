@@ -382,9 +382,12 @@ class _Parser:
     # -- nodes and graphs ----------------------------------------------------------------------------------
 
     def names(self, close: str) -> list[str]:
+        """A node's comma-separated input or output names up to ``close``, as onnx's parser reads them: a place
+        left blank is an empty name (an optional input or output left out: ``Resize(x, , , sizes)``), the same
+        as a quoted ``""``; a comma just before ``close`` ends the list without adding a name."""
         out: list[str] = []
         while not self.at(close):
-            out.append(self.quotable())
+            out.append("" if self.at(",") else self.quotable())
             if not self.take(","):
                 break
         return out

@@ -13,6 +13,7 @@ __all__ = ["CONTRIB_FAMILIES"]
 # The modules of this subpackage, imported in this order by onnxcore.kernels.load_all. Add a line for a family.
 CONTRIB_FAMILIES: tuple[str, ...] = (
     "text",
+    "hashing",
     "activation",
     "normalization",
     "quantized",
