@@ -65,12 +65,28 @@ def _top_level_modules(dists: set[str]) -> set[str]:
     return mods
 
 
+def _catches_import_error(node: ast.Try) -> bool:
+    names = {"ImportError", "ModuleNotFoundError"}
+    for handler in node.handlers:
+        kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+        if any(isinstance(k, ast.Name) and k.id in names for k in kinds):
+            return True
+    return False
+
+
 def _imports(path: Path) -> tuple[set[str], set[str]]:
-    """(top-level modules imported, modules guarded by pytest.importorskip) of a test source."""
+    """(top-level modules imported, modules guarded by pytest.importorskip or by a ``try`` that catches
+    ImportError) of a test source."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     imported: set[str] = set()
     skipped: set[str] = set()
     for node in ast.walk(tree):
+        if isinstance(node, ast.Try) and _catches_import_error(node):
+            for inner in (n for stmt in node.body for n in ast.walk(stmt)):
+                if isinstance(inner, ast.Import):
+                    skipped.update(a.name.split(".")[0] for a in inner.names)
+                elif isinstance(inner, ast.ImportFrom) and inner.level == 0 and inner.module:
+                    skipped.add(inner.module.split(".")[0])
         if isinstance(node, ast.Import):
             imported.update(a.name.split(".")[0] for a in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
@@ -97,8 +113,12 @@ def test_the_test_extra_installs_what_the_tests_import() -> None:
     local |= {"onnxcore", "tests"}
     unguarded = []
     for path in sorted(TESTS.rglob("*.py")):
-        imported, skipped = _imports(path)
         rel = path.relative_to(TESTS).as_posix()
+        if rel.startswith("compat/scripts/"):
+            # Public scripts run in child processes: the corpus's harness skips one whose packages are missing,
+            # naming them (tests/compat/runner.py).
+            continue
+        imported, skipped = _imports(path)
         for mod in sorted(imported - skipped - local - provided - GUARDED_BY_CALLERS.get(rel, set())):
             if mod not in sys.stdlib_module_names:
                 unguarded.append(f"{rel}: {mod}")
