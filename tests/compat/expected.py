@@ -50,7 +50,6 @@ _DEFAULT_OPSET_DOMAIN = (
     'onnxcore.onnx.helper.make_model\'s default opset import prints `domain: ""` (onnx leaves the domain unset)'
 )
 _OPSET_ADD = "a model from onnxcore.onnx.helper.make_model has a plain list as opset_import (no `add()`)"
-_BACKEND_PATH = "onnxcore.backend.prepare refuses a model's path (onnxruntime's backend loads it)"
 
 EXPECTED: dict[str, Expected] = {
     # onnxruntime's documentation
@@ -79,9 +78,9 @@ EXPECTED: dict[str, Expected] = {
         ]
     ),
     "ort_plot_convert_pipeline_vectorizer": Expected(masks=[_MESSAGE]),
-    "ort_plot_backend": Expected(gap=_BACKEND_PATH),
+    "ort_plot_backend": Expected(masks=[_MESSAGE]),
     # skl2onnx's documentation
-    "skl_plot_backend": Expected(gap=_BACKEND_PATH),
+    "skl_plot_backend": Expected(masks=[_VERSIONS]),
     "skl_plot_convert_decision_function": Expected(masks=[_VERSIONS]),
     "skl_plot_convert_model": Expected(masks=[_VERSIONS]),
     "skl_plot_investigate_pipeline": Expected(masks=[_VERSIONS]),
