@@ -166,10 +166,6 @@ EXPECTED: dict[str, Expected] = {
             )
         ]
     ),
-    "onnx_api_external_data_tools": Expected(
-        gap="save_model(..., save_as_external_data=True) of a model whose data load_external_data_for_model "
-        "loaded refuses its external references as unresolved"
-    ),
     "onnx_intro_linear_regression": Expected(masks=[_IR_DEFAULT]),
     "onnx_intro_attributes": Expected(masks=[_IR_DEFAULT]),
     "onnx_intro_initializer": Expected(masks=[_IR_DEFAULT]),
