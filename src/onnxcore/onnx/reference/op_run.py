@@ -20,11 +20,9 @@ class RuntimeTypeError(RuntimeError):
 
 
 class OpRun:
-    """A user's operator: subclass it, set ``op_domain``, implement ``_run``.
+    """A user's operator: subclass it, set ``op_domain`` (the domain of the nodes it runs), implement ``_run``.
 
-    Attributes:
-        op_domain: The domain of the operator (the node's ``domain``).
-        onnx_node: The node this instance runs (None when not made from one).
+    An instance holds the node's attributes as its own attributes while it runs, as onnx's does.
     """
 
     op_domain = ""
