@@ -8,8 +8,8 @@ feeds. The printout is made from the run's values (``Session.run(..., intermedia
 as written) in the node order onnx's evaluator follows, the graph's.
 
 onnx's evaluator does not validate a model first: the session here runs leniently, as the onnxruntime façade does
-(:func:`onnxcore.runtime.ort_errors.runs_anyway`, plus what only a custom operator's absent definition causes), and
-does not warn about it.
+(:func:`onnxcore.runtime.ort_errors.runs_anyway`; a node of a custom domain is a warning finding, W-CUSTOM-DOMAIN),
+and does not warn about it.
 """
 
 from __future__ import annotations
@@ -40,17 +40,8 @@ from onnxcore.proto.messages import FunctionProto, GraphProto, ModelProto, NodeP
 from onnxcore.runtime.ort_errors import runs_anyway
 from onnxcore.runtime.session import Session
 from onnxcore.types.tensors import to_array
-from onnxcore.validate.report import Finding
 
 __all__ = ["ReferenceEvaluator"]
-
-# Findings a model run by onnx's evaluator may have that evaluation does not need: an operator of a custom domain
-# the validator has no definition of (the user's OpRun is its kernel), and the types it then cannot infer.
-_CUSTOM_OP_CODES = frozenset({"E-OP-UNKNOWN", "E-OPSET-UNKNOWN", "W-OP-UNKNOWN", "E-TYPE-UNKNOWN"})
-
-
-def _lenient(finding: Finding) -> bool:
-    return runs_anyway(finding) or finding.code in _CUSTOM_OP_CODES
 
 
 def _as_proto(proto: Any) -> Any:
@@ -206,7 +197,7 @@ class ReferenceEvaluator:
         with warnings.catch_warnings():
             # onnx's evaluator does not validate; what the lenient session tolerates is not news to its user.
             warnings.simplefilter("ignore", OnnxCoreWarning)
-            return Session(model, custom_ops=self._kernels, tolerate=_lenient)
+            return Session(model, custom_ops=self._kernels, tolerate=runs_anyway)
 
     def _model_of(self, graph: GraphProto, functions: Sequence[FunctionProto] = ()) -> ModelProto:
         imports = [make_opsetid(d, v) for d, v in self.opsets_.items()]
