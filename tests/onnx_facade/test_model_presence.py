@@ -87,3 +87,42 @@ def test_the_converted_models_imports_state_their_domain_as_onnxs_converter() ->
     theirs = onnx.version_converter.convert_version(source, 13)
     ours = oc_onnx.version_converter.convert_version(oc_onnx.load_model_from_string(source.SerializeToString()), 13)
     assert _text_of_imports(ours) == _text_of_imports(theirs) == ['domain: ""\nversion: 13\n']
+
+
+def _plain_lists(msg: Any, path: str = "") -> list[str]:
+    """The repeated message fields of ``msg`` and the messages it holds that are plain lists (no ``add()``)."""
+    found = []
+    for f in msg._SPEC.fields:
+        value = getattr(msg, f.name)
+        if f.kind != "message":
+            continue
+        if f.repeated:
+            if type(value) is list:
+                found.append(f"{path}.{f.name}")
+            for i, item in enumerate(value):
+                found += _plain_lists(item, f"{path}.{f.name}[{i}]")
+        elif value is not None:
+            found += _plain_lists(value, f"{path}.{f.name}")
+    return found
+
+
+def test_every_message_the_helpers_build_has_list_classes_throughout() -> None:
+    h, o = oc_onnx.helper, oc_onnx
+    x = h.make_tensor_value_info("X", o.TensorProto.FLOAT, [2])
+    body = h.make_graph([h.make_node("Relu", ["X"], ["Y"])], "s", [x], [h.make_tensor_value_info("Y", 1, [2])])
+    t = h.make_tensor("t", o.TensorProto.FLOAT, [2], [1.0, 2.0])
+    node = h.make_node("If", ["c"], ["Y"], then_branch=body, else_branch=body)
+    graph = h.make_graph([node], "g", [h.make_tensor_value_info("c", 9, [])], [x], [t], value_info=[x])
+    fn = h.make_function("d", "F", ["X"], ["Y"], [h.make_node("Relu", ["X"], ["Y"])], [h.make_opsetid("", 18)])
+    seq = h.make_sequence("s", o.SequenceProto.TENSOR, [t])
+    built = {
+        "model": h.make_model(graph, functions=[fn]),
+        "training_info": h.make_training_info(body, [("a", "b")], body, [("c", "d")]),
+        "sparse": h.make_sparse_tensor(t, h.make_tensor("i", o.TensorProto.INT64, [1], [0]), [2]),
+        "sequence": seq,
+        "map": h.make_map("m", o.TensorProto.INT64, [1, 2], seq),
+        "optional": h.make_optional("o", o.OptionalProto.TENSOR, t),
+        "graphs attribute": h.make_attribute("gs", [body, body]),
+        "tensors attribute": h.make_attribute("ts", [t]),
+    }
+    assert {name: _plain_lists(msg) for name, msg in built.items()} == {name: [] for name in built}
