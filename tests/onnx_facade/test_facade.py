@@ -185,6 +185,37 @@ def test_two_step_external_data(tmp_path: Path) -> None:
     assert np.array_equal(numpy_helper.to_array(ours.graph.initializer[1]), np.arange(600, dtype=np.float32))
 
 
+def test_a_model_whose_data_was_loaded_saves_as_external_data_again_as_onnx(tmp_path: Path) -> None:
+    """load_external_data_for_model, then save_model(save_as_external_data=True): the tensor is written anew beside
+    the new model (its source file left as it was), as onnx writes it; the reload gives the same values."""
+    values = np.arange(600, dtype=np.float32).reshape(20, 30)
+    source = tmp_path / "src"
+    source.mkdir()
+    onnx_model = onnx.helper.make_model(
+        onnx.helper.make_graph(
+            [onnx.helper.make_node("Relu", ["W"], ["Y"])],
+            "g",
+            [],
+            [onnx.helper.make_tensor_value_info("Y", onnx.TensorProto.FLOAT, [20, 30])],
+            [onnx.numpy_helper.from_array(values, "W")],
+        )
+    )
+    onnx.save_model(onnx_model, str(source / "m.onnx"), save_as_external_data=True, location="data")
+    size = (source / "data").stat().st_size
+    for name, lib, nh in (("ours", facade, numpy_helper), ("theirs", onnx, onnx.numpy_helper)):
+        model = lib.load(str(source / "m.onnx"), load_external_data=False)
+        lib.external_data_helper.load_external_data_for_model(model, str(source))
+        out = tmp_path / name
+        out.mkdir()
+        lib.save_model(model, str(out / "m.onnx"), save_as_external_data=True, location="data", size_threshold=1024)
+        assert sorted(p.name for p in out.iterdir()) == ["data", "m.onnx"], name
+        assert (source / "data").stat().st_size == size, name  # the source file is not appended to
+        assert np.array_equal(nh.to_array(lib.load(str(out / "m.onnx")).graph.initializer[0]), values), name
+    assert np.array_equal(
+        onnx.numpy_helper.to_array(onnx.load(str(tmp_path / "ours" / "m.onnx")).graph.initializer[0]), values
+    )
+
+
 def test_numpy_helper_round_trips() -> None:
     """numpy_helper's from/to functions give onnx's octets and values."""
     for arr in (np.arange(6, dtype=np.float32).reshape(2, 3), np.array([b"a", b"bc"], dtype=object), np.int8(3)):

@@ -162,6 +162,38 @@ def test_models_that_cannot_be_evaluated_are_still_refused() -> None:
         onnxcore.InferenceSession(model)
 
 
+def _misfit_linear_classifier() -> bytes:
+    # onnxruntime's logreg_iris.onnx in small: 2 declared features, 12 coefficients for 3 classes (3 x 4).
+    node = helper.make_node(
+        "LinearClassifier",
+        ["x"],
+        ["label", "proba"],
+        domain="ai.onnx.ml",
+        classlabels_ints=[0, 1, 2],
+        coefficients=[0.5] * 12,
+        intercepts=[0.0, 0.1, 0.2],
+    )
+    graph = helper.make_graph(
+        [node], "g", [vi("x", T.FLOAT, [None, 2])], [vi("label", T.INT64, [None]), vi("proba", T.FLOAT, [None, 3])]
+    )
+    opsets = [helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 1)]
+    return bytes(helper.make_model(graph, opset_imports=opsets, ir_version=8).SerializeToString())
+
+
+def test_an_attribute_misfit_the_kernel_refuses_fails_at_run_as_onnxruntime_loads_it() -> None:
+    model = _misfit_linear_classifier()
+    theirs = _session(ort, model)  # onnxruntime loads it (and computes class 0 for every row)
+    x = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
+    assert theirs.run(None, {"x": x})[0].shape == (2,)
+    with pytest.warns(ValidationWarning, match="E-ML-LINEAR-CLASSIFIER"):
+        ours = onnxcore.InferenceSession(model)
+    with pytest.raises(capi.Fail, match="12 coefficients do not fit 2 features") as info:
+        ours.run(None, {"x": x})
+    assert isinstance(info.value, RuntimeError)
+    with pytest.raises(onnxcore.ValidationError, match="E-ML-LINEAR-CLASSIFIER"):
+        onnxcore.Session(model)
+
+
 # --- 2. onnxruntime's exception classes, raised for the same failures ---
 
 _ADD = _model(

@@ -397,7 +397,10 @@ def _default_imports(graph: GraphProto) -> list[OperatorSetIdProto]:
     out = []
     for d in _used_domains(graph):
         known = domain_versions(d)
-        out.append(make_opsetid(d, known[1] if known is not None else 1))
+        version = known[1] if known is not None else 1
+        # The default domain's import leaves `domain` absent (Annex B presence), as onnx's make_model writes it:
+        # the model's text shows no `domain: ""` and its octets no field 1. Another domain is stated.
+        out.append(OperatorSetIdProto(version=version) if d == "" else make_opsetid(d, version))
     return out
 
 
@@ -428,7 +431,7 @@ def make_model(
     """
     g = as_message(graph, GraphProto, "make_model")
     model = ModelProto(graph=g)
-    model.opset_import = (
+    model.opset_import = OperatorSetIdProto._List(
         _default_imports(g) if opset_imports is None else _all(opset_imports, OperatorSetIdProto, "make_model")
     )
     model.functions = _all(functions, FunctionProto, "make_model")

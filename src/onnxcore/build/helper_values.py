@@ -56,13 +56,20 @@ _STORAGE_TYPE: dict[str, int] = {
 }
 
 
+# onnx.helper lists the element types in its own order (its type table's: the numeric types of IR 1-3 grouped, STRING
+# after them, then the types added since, by tag); a script that prints them shows that order.
+_ONNX_ORDER = (1, 2, 3, 4, 5, 6, 7, 9, 10, 16, 11, 14, 15, 12, 13, 8)
+
+
 def get_all_tensor_dtypes() -> Iterable[int]:
     """Every element type tag but UNDEFINED (as ``onnx.helper``; tags are plain ints here).
 
     Returns:
-        The tags, in increasing order.
+        The tags in onnx's order: FLOAT, UINT8, INT8, UINT16, INT16, INT32, INT64, BOOL, FLOAT16, BFLOAT16,
+        DOUBLE, COMPLEX64, COMPLEX128, UINT32, UINT64, STRING, then the later types by increasing tag.
     """
-    return [int(et) for et in sorted(ElementType)]
+    tags = sorted(int(et) for et in ElementType)
+    return [*_ONNX_ORDER, *(t for t in tags if t not in _ONNX_ORDER)]
 
 
 def tensor_dtype_to_string(tensor_dtype: int) -> str:

@@ -133,6 +133,10 @@ def convert_version(
     for scope, nodes, ctx in rewrites:
         _apply(scope, nodes, ctx)
     _set_import(out.opset_import, dom, target_opset)
+    for o in out.opset_import:
+        # The converted model states each import's domain, the default one's "" included (Annex B presence), as
+        # onnx's converter writes them: a model's text and octets show `domain: ""` after a conversion.
+        o.mark_present("domain")
     for fn in out.functions:
         if _imported(fn.opset_import, dom) is not None:
             _set_import(fn.opset_import, dom, target_opset)

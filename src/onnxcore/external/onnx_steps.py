@@ -17,6 +17,7 @@ import uuid
 
 from onnxcore.errors import ExternalDataError
 from onnxcore.external.reference import has_inline_contents, is_external, split_location
+from onnxcore.external.side_table import resolution
 from onnxcore.external.tensor_walk import iter_tensors
 from onnxcore.external.write import _typed_to_raw
 from onnxcore.proto.message import Message
@@ -41,7 +42,9 @@ def uses_external_data(tensor: TensorProto) -> bool:
 
 
 def _marked(tensor: TensorProto) -> bool:
-    return is_external(tensor) and has_inline_contents(tensor)
+    # A resolved reference (load_external_data's view of its file, Clause 13.2) carries raw_data too but is not
+    # marked: its octets are already in its file, and saving it writes them where the save puts them.
+    return is_external(tensor) and has_inline_contents(tensor) and resolution(tensor) is None
 
 
 def has_marked_tensors(model: Message) -> bool:

@@ -19,7 +19,13 @@ import numpy as np
 from onnxcore.errors import DecodeError, DecodeLimitError, EncodeError
 from onnxcore.limits import DEFAULT_LIMITS
 from onnxcore.proto import messages as _m
-from onnxcore.proto.message import Message, copy_message, install_codec, install_oneof_assignment
+from onnxcore.proto.message import (
+    Message,
+    copy_message,
+    install_codec,
+    install_oneof_assignment,
+    install_presence_assignment,
+)
 from onnxcore.proto.spec import MESSAGE_SPECS, WIRE_I32, WIRE_I64, WIRE_LEN, WIRE_VARINT, FieldSpec
 from onnxcore.wire.reader import Buffer, read_length, read_varint, skip_value
 from onnxcore.wire.varint import encode_key, encode_varint
@@ -78,7 +84,19 @@ for _cls in MESSAGE_CLASSES.values():
     _cls._LISTS = {
         f.name: MESSAGE_CLASSES[f.type]._List for f in _cls._SPEC.fields if f.repeated and f.kind == "message"
     }
+# The classes whose fields onnx scripts assign after building a model (one or a few per model: their decode is not
+# the codec's hot path), given protobuf's assignment: presence of a scalar, the list class of a repeated message.
+_PRESENCE_ASSIGNED = ("ModelProto", "OperatorSetIdProto")
+for _name in _PRESENCE_ASSIGNED:
+    install_presence_assignment(MESSAGE_CLASSES[_name])
 assert len(MESSAGE_CLASSES) == len(MESSAGE_SPECS), "every Annex B message has a record class"
+
+
+def _hooked(cls: type[Message]) -> bool:
+    """Whether assignment to a field of ``cls`` runs a Python ``__setattr__`` (the decoder then stores with
+    ``object.__setattr__``)."""
+    return cls.__setattr__ is not Message.__setattr__
+
 
 # Zero-copy bytes fields: kept as memoryviews into the input.
 _ZERO_COPY = {("TensorProto", "raw_data")}
@@ -160,9 +178,10 @@ def _make_blank(cls: type[Message]) -> Callable[[], Message]:
     """
     lines = ["def blank():", "    o = new(raw)"]
     ns: dict[str, Any] = {"new": object.__new__, "cls": cls, "raw": cls, "osa": object.__setattr__}
-    if cls._SPEC.oneofs:
-        # A class with a oneof clears the other members on assignment (a Python __setattr__). The blank is made
-        # as a twin class of the same slots without it, filled with plain stores, then given its class.
+    if _hooked(cls):
+        # A class with a oneof clears the other members on assignment, and a few mark presence (a Python
+        # __setattr__). The blank is made as a twin class of the same slots without it, filled with plain stores,
+        # then given its class.
         ns["raw"] = type(f"{cls.__name__}Blank", (Message,), {"__slots__": cls.__slots__})
     for f in cls._SPEC.fields:
         if f.repeated and f.kind == "message":
@@ -177,7 +196,7 @@ def _make_blank(cls: type[Message]) -> Callable[[], Message]:
             value = repr(f.default)
         lines.append(f"    o.{f.name} = {value}")
     lines += ["    o._present = 0", "    o._unknown = None"]
-    if cls._SPEC.oneofs:
+    if _hooked(cls):
         lines.append("    osa(o, '__class__', cls)")
     lines.append("    return o")
     exec("\n".join(lines), ns)  # field names come from Annex B (schema.py), never from input
@@ -485,7 +504,7 @@ def _make_decoder(cls: type[Message]) -> Callable[[Message, Buffer, int, int, in
         "count_error": _count_error,
     }
     body: list[str] = []
-    plain = not spec.oneofs
+    plain = not _hooked(cls)
     ns["osa"] = object.__setattr__
 
     def store(name: str, value: str) -> str:

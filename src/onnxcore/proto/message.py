@@ -31,6 +31,7 @@ __all__ = [
     "copy_message",
     "install_codec",
     "install_oneof_assignment",
+    "install_presence_assignment",
 ]
 
 _D = struct.Struct("<d")
@@ -498,6 +499,30 @@ def install_oneof_assignment(cls: type[Message]) -> None:
         for name in members
     }
     cls.__setattr__ = _oneof_setattr  # type: ignore[assignment,method-assign]
+
+
+def _presence_setattr(self: Message, name: str, value: Any) -> None:
+    # protobuf's assignment: a singular scalar field assigned any value, its default included, becomes present
+    # (proto2, Annex B); a repeated message field assigned a plain list gets its list class (with add()).
+    f = type(self)._SPEC.by_name.get(name)
+    if f is not None and f.kind == "message" and f.repeated and type(value) is list:
+        value = type(self)._LISTS[name](value)
+    object.__setattr__(self, name, value)
+    if f is None or f.repeated or f.kind == "message":
+        return
+    try:
+        object.__setattr__(self, "_present", self._present | 1 << f.index)
+    except AttributeError:  # inside the constructor or a copy, before its presence bits are set (it sets them all)
+        pass
+
+
+def install_presence_assignment(cls: type[Message]) -> None:
+    """Make assignment to a field of ``cls`` behave as protobuf's: a scalar becomes present, a plain list given to
+    a repeated message field becomes its list class. For the few classes an onnx script assigns fields of after
+    building a model (``ModelProto``, ``OperatorSetIdProto``): the others keep the plain, fast attribute
+    assignment. Called by the codec once ``cls._SPEC`` and ``cls._LISTS`` are set; ``cls`` has no oneof."""
+    assert not cls._SPEC.oneofs, cls
+    cls.__setattr__ = _presence_setattr  # type: ignore[assignment,method-assign]
 
 
 def _from_octets(cls: type[M], data: bytes) -> M:
