@@ -13,6 +13,9 @@ regression case is saved):
     For ``session``: name -> feed spec (see :func:`make_feed`).
 ``unchecked``
     For ``session``: build the session with ``check=False``.
+``preset``
+    For ``session``: ``"untrusted"`` builds the session with ``Limits.untrusted()`` and runs it without a
+    ``timeout`` of its own (the preset's default deadline must stop it).
 ``files``
     For ``external``: relative path -> spec (``{"data": bytes}``, ``{"sparse": size}``,
     ``{"symlink": target}``, ``{"dir": True}``, ``{"fifo": True}``).
@@ -182,6 +185,11 @@ def execute(inp: dict[str, Any]) -> tuple[str, str]:
         if target == "check":
             return _check_report(onnxcore.check(inp["model"]))
         if target == "session":
+            if inp.get("preset") == "untrusted":
+                # A model one does not trust: Limits.untrusted(), whose own deadline the run must apply.
+                sess = Session(inp["model"], check=not inp.get("unchecked", False), limits=onnxcore.Limits.untrusted())
+                sess.run(None, feeds)
+                return "accepted", ""
             sess = Session(inp["model"], check=not inp.get("unchecked", False))
             sess.run(None, feeds, timeout=RUN_TIMEOUT)
             return "accepted", ""

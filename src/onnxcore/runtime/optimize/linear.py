@@ -14,17 +14,22 @@ from typing import Any
 
 import numpy as np
 
+from onnxcore.kernels.linalg import check_product
 from onnxcore.runtime.optimize._common import rebound
 from onnxcore.runtime.optimize.patterns import _FLOATS, FusedPattern, _chain, _closed, _Graph
 from onnxcore.runtime.step import PlanNode
 
 __all__ = ["LinearStep", "ReshapedLinearStep", "fuse_linear"]
 
+# Rows below which the product is not checked against the limits: a decoder step's few rows cost nothing here.
+_ROWS_UNCHECKED = 4096
+
 
 def _linear(x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
     """``x @ w (+ b)``: the leading axes of ``x`` as the rows of one product (one BLAS call rather than one per
     leading index), the bias added in place on the fresh product."""
     k, n = w.shape
+    check_product(x.shape, w.shape, w.dtype.itemsize, "MatMul (linear step)")
     y = np.matmul(x.reshape(-1, k), w) if x.ndim > 2 else np.matmul(x, w)
     if b is not None:
         y += b
@@ -62,6 +67,8 @@ class LinearStep(FusedPattern):
 
     def _rows(self, x2: np.ndarray) -> np.ndarray:
         """The product of the rows ``x2`` (2-D) by the weights, the bias added in place: :func:`_linear`'s."""
+        if x2.shape[0] > _ROWS_UNCHECKED:  # a product of data-sized rows checked against the limits (Clause 15.4)
+            check_product(x2.shape, self._w.shape, self._w.dtype.itemsize, "MatMul (linear step)")
         y = np.matmul(x2, self._w)
         if self._b is not None:
             y += self._b
