@@ -13,6 +13,7 @@ import dataclasses
 import os
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from onnxcore.errors import InputError, LimitError, RunCancelledError, RunTimeoutError
 
@@ -162,8 +163,8 @@ class Limits:
         iterations, a run at most 60 s unless the call gives its own ``timeout``. Models whose weights or working
         tensors are larger need their own :class:`Limits` (``dataclasses.replace(Limits.untrusted(), ...)``).
         """
-        fields = dict(UNTRUSTED_FIELDS)
-        fields["max_alloc_bytes"] = min(UNTRUSTED_FIELDS["max_alloc_bytes"], MACHINE_ALLOC_BYTES)
+        fields: dict[str, Any] = dict(UNTRUSTED_FIELDS)
+        fields["max_alloc_bytes"] = min(fields["max_alloc_bytes"], MACHINE_ALLOC_BYTES)
         return cls(**fields)
 
     def message_depth(self) -> int:

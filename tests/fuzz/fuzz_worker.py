@@ -6,7 +6,8 @@ regression case is saved):
 ``target``
     ``decode`` (``onnxcore.load`` of octets), ``check`` (``onnxcore.check`` of octets), ``session``
     (``Session`` then ``run``) or ``external`` (a model file with data files laid out in a fresh
-    directory, then ``load``, ``check`` and ``Session`` of its path).
+    directory, then ``load``, ``check`` and ``Session`` of its path); or one of the surfaces of
+    :mod:`fuzz_surfaces` (``text``, ``convert``, ``compose``, ``build``, ``ort``, ``batch``, ``report``).
 ``model``
     The model's octets.
 ``feeds``
@@ -48,6 +49,7 @@ from typing import Any
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+import fuzz_surfaces as fs
 import numpy as np
 
 GIB = 1 << 30
@@ -209,6 +211,10 @@ def execute(inp: dict[str, Any]) -> tuple[str, str]:
                 return "accepted", ""
             finally:
                 shutil.rmtree(root, ignore_errors=True)
+        if target in fs.SURFACES:
+            if target == "ort":
+                return fs.run_ort(inp, feeds)
+            return getattr(fs, f"run_{target}")(inp)  # type: ignore[no-any-return]
         if target == "_selftest":  # the harness's own test: each way an input can fail
             action = inp["action"]
             if action == "hang":

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import sys
 import types
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -308,6 +308,8 @@ class GraphBuilder:
                 type_str = type_string(self._parse_type(dtype))
             else:
                 type_str = f"tensor({element_type_of(dtype).type_name})"
+            if shape is not None and (isinstance(shape, str | bytes | np.ndarray) or not isinstance(shape, Iterable)):
+                raise Fail(f"a shape is a list of extents or None, got {type(shape).__name__}")
             dims = None if shape is None else tuple(extent(d) for d in shape)
             self._shared.claim(name, self._shared.values, "value")
         except Fail as e:

@@ -228,6 +228,8 @@ def pad_wrap_down(step: Step) -> None:
 def slice_attributes_to_inputs(step: Step) -> None:
     """``starts``, ``ends``, ``axes`` moved to inputs 1-3 (``steps``, input 4, is new)."""
     starts, ends, axes = step.pop_attr("starts"), step.pop_attr("ends"), step.pop_attr("axes")
+    if starts is None or ends is None:
+        raise Refuse("Slice-1 requires the starts and ends attributes; the node has not both")
     inputs = [
         step.input(0),
         step.constant(np.array(starts, dtype=np.int64), "starts", I64),
