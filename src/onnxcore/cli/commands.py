@@ -163,11 +163,18 @@ def _load_input(spec: str) -> tuple[str, Any]:
     )
 
 
-def _open_session(path: str, *, check: bool, allow_outside: bool) -> onnxcore.Session:
+def _limits(args: argparse.Namespace) -> onnxcore.Limits | None:
+    """``Limits.untrusted()`` with ``--untrusted``, else None (the defaults)."""
+    return onnxcore.Limits.untrusted() if getattr(args, "untrusted", False) else None
+
+
+def _open_session(
+    path: str, *, check: bool, allow_outside: bool, limits: onnxcore.Limits | None = None
+) -> onnxcore.Session:
     if not allow_outside:
-        return onnxcore.Session(path, check=check)
+        return onnxcore.Session(path, check=check, limits=limits)
     # The session loads a path under the default rules; the opt-in needs the model loaded here.
-    return onnxcore.Session(onnxcore.load(path, allow_outside=True), check=check)
+    return onnxcore.Session(onnxcore.load(path, allow_outside=True, limits=limits), check=check, limits=limits)
 
 
 def _few(names: list[str], limit: int = 5) -> str:
@@ -200,7 +207,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         feeds[name] = value
     if args.output_dir and os.path.exists(args.output_dir) and not os.path.isdir(args.output_dir):
         raise CliError(f"--output-dir {args.output_dir}: exists and is not a directory")
-    session = _open_session(args.model, check=not args.no_check, allow_outside=args.allow_outside)
+    session = _open_session(args.model, check=not args.no_check, allow_outside=args.allow_outside, limits=_limits(args))
     _check_feeds(session, feeds)
     outputs = session.run(None, feeds)
     steps = session.profile(feeds, repeat=args.profile) if args.profile else None
@@ -386,6 +393,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         feeds=feeds or None,
         profile=args.profile,
         format=args.format,
+        limits=_limits(args),
         allow_outside=args.allow_outside,
     )
     write_text(out, text)

@@ -21,8 +21,8 @@ from onnxcore.runtime.step import PlanNode
 
 __all__ = ["LinearStep", "ReshapedLinearStep", "fuse_linear"]
 
-# Rows below which the product is not checked against the limits: a decoder step's few rows cost nothing here.
-_ROWS_UNCHECKED = 4096
+# Elements of a product below which it is not checked against the limits (a decoder step's few rows).
+_UNCHECKED_ELEMENTS = 1 << 16
 
 
 def _linear(x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
@@ -67,7 +67,9 @@ class LinearStep(FusedPattern):
 
     def _rows(self, x2: np.ndarray) -> np.ndarray:
         """The product of the rows ``x2`` (2-D) by the weights, the bias added in place: :func:`_linear`'s."""
-        if x2.shape[0] > _ROWS_UNCHECKED:  # a product of data-sized rows checked against the limits (Clause 15.4)
+        if (
+            x2.shape[0] * self._n > _UNCHECKED_ELEMENTS
+        ):  # a product of data-sized rows checked against the limits (Clause 15.4)
             check_product(x2.shape, self._w.shape, self._w.dtype.itemsize, "MatMul (linear step)")
         y = np.matmul(x2, self._w)
         if self._b is not None:
