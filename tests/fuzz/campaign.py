@@ -40,17 +40,17 @@ CASES = HERE / "cases"
 PARENT_ADDRESS_LIMIT = 8 << 30
 TARGETS = ("decode", "check", "session", "external", *fs.SURFACES)
 WEIGHTS = {
-    "decode": 0.25,
-    "check": 0.15,
-    "session": 0.15,
-    "external": 0.05,
-    "text": 0.1,
+    "decode": 0.2,
+    "check": 0.1,
+    "session": 0.1,
+    "external": 0.04,
+    "text": 0.15,
     "convert": 0.07,
     "compose": 0.06,
-    "build": 0.06,
-    "ort": 0.06,
+    "build": 0.15,
+    "ort": 0.07,
     "batch": 0.01,
-    "report": 0.04,
+    "report": 0.05,
 }
 
 

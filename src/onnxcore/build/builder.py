@@ -463,6 +463,8 @@ class GraphBuilder:
         return v
 
     def _output(self, value: Any, name: str | None, dtype: Any, shape: Any) -> Value:
+        if name is not None and not isinstance(name, str):
+            raise Fail(f"an output's name is a str, got {type(name).__name__}")
         where = f"output {name!r}" if name else "output"
         if not isinstance(value, Value):
             value = self._constant(as_array(value, None, where), None)

@@ -185,7 +185,10 @@ def as_array(value: Any, et: ElementType | None, where: str = "constant") -> np.
             return arr.astype(object)
     if et is ElementType.STRING:
         return arr.astype(object)
-    out = arr.astype(et.np_dtype)
+    try:
+        out = arr.astype(et.np_dtype)
+    except (ValueError, TypeError, OverflowError) as e:  # text that is not a number, say
+        raise Fail(f"{where}: {value!r} is not a value of {et.name}: {e}") from None
     if arr.dtype.kind == "f" and (et.is_integer or et is ElementType.BOOL) and not np.array_equal(out, arr):
         raise Fail(f"{where}: {value!r} is not a value of {et.name}")
     return out

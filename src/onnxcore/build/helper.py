@@ -101,7 +101,10 @@ _KNOWN = tuple(k[0] for k in _MESSAGE_KINDS)
 
 
 def _as_bytes(v: str | bytes) -> bytes:
-    return v.encode("utf-8") if isinstance(v, str) else bytes(v)
+    try:
+        return v.encode("utf-8") if isinstance(v, str) else bytes(v)
+    except UnicodeEncodeError as e:  # a lone surrogate: not text a model can hold (Clause 12.3, UTF-8)
+        raise HelperError(f"{v!r:.60} is not valid Unicode text: {e.reason}") from None
 
 
 def _message(v: Any) -> Message | None:
@@ -257,6 +260,10 @@ def make_node(
         overload: The overload of a model-local function it calls.
         **kwargs: Its attributes, as :func:`make_attribute` takes them, in name order; None values are left out.
     """
+    for what, v in (("op_type", op_type), ("name", name), ("doc_string", doc_string), ("domain", domain),
+                    ("overload", overload)):  # fmt: skip
+        if v is not None and not isinstance(v, str):
+            raise HelperError(f"make_node: {what} must be a str, got {type(v).__name__}")
     ins, outs = _items(inputs, "make_node", "inputs"), _items(outputs, "make_node", "outputs")
     for v in (*ins, *outs):
         if not isinstance(v, str):
@@ -477,8 +484,13 @@ def np_dtype_to_tensor_dtype(np_dtype: Any) -> int:
 
 def _values(et: ElementType, vals: Any, n: int, name: str) -> npt.NDArray[Any]:
     if et is ElementType.STRING:
-        arr = np.empty(len(vals), dtype=object)
-        arr[:] = [_as_bytes(v) for v in vals]
+        items = (
+            list(vals.reshape(-1)) if isinstance(vals, np.ndarray) else _items(vals, f"make_tensor {name!r}", "vals")
+        )
+        if not all(isinstance(v, str | bytes) for v in items):
+            raise HelperError(f"make_tensor {name!r}: STRING values are str or bytes")
+        arr = np.empty(len(items), dtype=object)
+        arr[:] = [_as_bytes(v) for v in items]
     else:
         src = np.asarray(vals)
         if src.dtype.kind in "OSU":
