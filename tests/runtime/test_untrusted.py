@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -197,3 +198,43 @@ def test_the_cli_runs_a_model_as_untrusted(tmp_path: Path, capsys: pytest.Captur
     main(["report", str(path), "--untrusted", "--profile", "1", "-o", str(out)])
     # The profile's run is refused under the preset (the page or the command says so, whichever reports it).
     assert "268435456" in (out.read_text() if out.exists() else "") + capsys.readouterr().err
+
+
+def _identity(tp: Any) -> bytes:
+    g = h.make_graph(
+        [h.make_node("Identity", ["X"], ["Y"])], "g", [h.make_value_info("X", tp)], [h.make_value_info("Y", tp)]
+    )
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 21)])
+    m.ir_version = 10
+    return bytes(m.SerializeToString())
+
+
+FEED_TYPES = {
+    "float": h.make_tensor_type_proto(TP.FLOAT, ["N"]),
+    "string": h.make_tensor_type_proto(TP.STRING, ["N"]),
+    "float8e5m2fnuz": h.make_tensor_type_proto(TP.FLOAT8E5M2FNUZ, ["N"]),
+    "sequence": h.make_sequence_type_proto(h.make_tensor_type_proto(TP.FLOAT, ["N"])),
+    "optional": h.make_optional_type_proto(h.make_tensor_type_proto(TP.FLOAT, ["N"])),
+}
+HOSTILE_FEEDS = [
+    1, 1.5, "monday", b"x", [1, 2], [[1, 2], [3]], [["a"], [1]], {"a": 1}, np.array(["monday"]),
+    np.array([3, 4], np.int32), np.array([b"\xff"]), np.array(["1.5", "abc", "nan"], dtype="<U3"), np.array([1 + 2j]),
+    np.array([object()], dtype=object), np.array([None], dtype=object), np.zeros((2, 2)), np.float32(1),
+    [np.zeros(2, np.float32), "x"], np.array([np.datetime64("2020-01-01")]), np.zeros(2, "V4"),
+    np.array([1], np.uint64),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", sorted(FEED_TYPES))
+def test_a_bad_feed_is_an_input_error(kind: str) -> None:
+    # issue 41's outside campaign: feed conversion raised a bare ValueError ("invalid literal for int() with base
+    # 10: 'monday'") and TypeError ("Cannot cast array data from dtype(float8_e5m2fnuz) to dtype('<U3')").
+    sess = onnxcore.Session(_identity(FEED_TYPES[kind]))
+    refused = 0
+    for value in HOSTILE_FEEDS:
+        for timeout in (None, 30.0):  # the fast path (precomputed feed checks) and the general one
+            try:
+                sess.run(None, {"X": value}, timeout=timeout)
+            except onnxcore.InputError:
+                refused += 1
+    assert refused >= len(HOSTILE_FEEDS)  # most are refused; none with another error
