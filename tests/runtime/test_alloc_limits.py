@@ -127,6 +127,12 @@ CASES: dict[str, tuple[bytes, dict[str, Any]]] = {
     "ConvTranspose (strides)": _one("ConvTranspose", {"x": _f(1, 1, 4, 4), "w": _f(1, 1, 3, 3)}, 4, strides=[300, 300]),
     "LpPool (pads)": _one("LpPool", {"x": _f(1, 1, 4, 4)}, 4, kernel_shape=[2, 2], pads=[512, 512, 512, 512]),
     "AveragePool (pads)": _one("AveragePool", {"x": _f(1, 1, 4, 4)}, 4, kernel_shape=[2, 2], pads=[512, 512, 512, 512]),
+    "STFT": _one(
+        "STFT",
+        {"x": _f(1, 2048, 1), "s": np.array(1, np.int64), "_w": np.zeros(0, np.float32), "l": np.array(1024, np.int64)},
+        4,
+        opset=17,
+    ),
     "HannWindow": _window("HannWindow"),
     "HammingWindow": _window("HammingWindow"),
     "BlackmanWindow": _window("BlackmanWindow"),
