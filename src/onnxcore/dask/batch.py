@@ -164,8 +164,8 @@ def _score_piece(
             raise InputError(f"output {names[0]!r}: a .npy output holds numbers; this output is not (write .parquet)")
         _write_part(directory, part, lambda p: _save_npy(p, value))
     else:
-        frame = outputs_to_frame(names, outputs, pd.RangeIndex(rows))
         try:
+            frame = outputs_to_frame(names, outputs, pd.RangeIndex(rows))
             table = pa.Table.from_pandas(frame, preserve_index=False)
         except (pa.ArrowException, UnicodeError) as e:  # a string output that is not UTF-8 text, say
             raise InputError(f"outputs {names}: cannot be written as Parquet columns: {e}") from None
