@@ -6,8 +6,9 @@ Run it as a script (a long campaign on demand)::
 
 Targets: ``decode`` (``load`` of byte-level mutations, nesting bombs, million-entry fields), ``check``
 (``onnxcore.check`` of structural and wire-level mutations), ``session`` (``Session`` + ``run`` of
-schema-driven attribute values and mutated feeds) and ``external`` (tampered external-data keys, paths
-outside, links, a FIFO, sparse files). A failure (see :mod:`fuzz_worker`) is minimised and, with
+schema-driven attribute values and mutated feeds), ``external`` (tampered external-data keys, paths
+outside, links, a FIFO, sparse files), and the surfaces of :mod:`fuzz_surfaces` (``text``, ``convert``,
+``compose``, ``build``, ``ort``, ``batch``, ``report``); docs/fuzzing.md describes them all. A failure (see :mod:`fuzz_worker`) is minimised and, with
 ``--save``, written under ``tests/fuzz/cases/`` for the normal suite to replay.
 """
 
