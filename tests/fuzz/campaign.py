@@ -8,8 +8,9 @@ Targets: ``decode`` (``load`` of byte-level mutations, nesting bombs, million-en
 (``onnxcore.check`` of structural and wire-level mutations), ``session`` (``Session`` + ``run`` of
 schema-driven attribute values and mutated feeds), ``external`` (tampered external-data keys, paths
 outside, links, a FIFO, sparse files), and the surfaces of :mod:`fuzz_surfaces` (``text``, ``convert``,
-``compose``, ``build``, ``ort``, ``batch``, ``report``); docs/fuzzing.md describes them all. A failure (see :mod:`fuzz_worker`) is minimised and, with
-``--save``, written under ``tests/fuzz/cases/`` for the normal suite to replay.
+``compose``, ``build``, ``ort``, ``batch``, ``report``); docs/fuzzing.md describes them all. A failure
+(see :mod:`fuzz_worker`) is minimised and, with ``--save``, written under ``tests/fuzz/cases/`` for the
+normal suite to replay.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import corpus
 import numpy as np
 import pytest
 from onnx import TensorProto as TP
@@ -18,6 +19,7 @@ from onnx import numpy_helper
 import onnxcore
 from onnxcore import DEFAULT_LIMITS, LimitError, Limits, RunTimeoutError
 from onnxcore.cli import main
+from onnxcore.conformance.runner import run_case
 from onnxcore.limits import UNTRUSTED_FIELDS
 
 
@@ -238,3 +240,13 @@ def test_a_bad_feed_is_an_input_error(kind: str) -> None:
             except onnxcore.InputError:
                 refused += 1
     assert refused >= len(HOSTILE_FEEDS)  # most are refused; none with another error
+
+
+def test_a_test_package_runs_under_the_given_limits(capsys: pytest.CaptureFixture[str]) -> None:
+    case = corpus.node_cases_dir() / "test_constantofshape_float_ones"
+    assert run_case(case).status == "pass"
+    tiny = dataclasses.replace(DEFAULT_LIMITS, max_alloc_bytes=16)
+    refused = run_case(case, limits=tiny)
+    assert refused.status == "error" and "max_alloc_bytes (16)" in refused.detail
+    assert main(["conformance", str(corpus.node_cases_dir()), "--untrusted", "--filter", "test_constantofshape*"]) == 0
+    assert "pass" in capsys.readouterr().out

@@ -148,6 +148,7 @@ def _parser() -> argparse.ArgumentParser:
     k = sub.add_parser("conformance", help="run a test package laid out as the ONNX 1-3 vectors (Clause 4, 11)")
     k.add_argument("directory", help="the test package (cases with model.onnx and test_data_set_N/)")
     k.add_argument("--filter", metavar="PATTERN", help="only cases whose name matches this glob")
+    _untrusted(k)
     k.add_argument(
         "--json",
         metavar="FILE",

@@ -425,7 +425,7 @@ def cmd_conformance(args: argparse.Namespace) -> int:
     cases = discover(args.directory, args.filter)
     if not cases:
         raise CliError(f"no cases (directories with model.onnx) under {args.directory}")
-    results = run_package(cases, jobs=args.jobs, progress=terminal_progress)
+    results = run_package(cases, jobs=args.jobs, progress=terminal_progress, limits=_limits(args))
     # With the records on standard output, the human summary goes to standard error.
     out = sys.stderr if args.json == "-" else sys.stdout
     if args.json:
@@ -458,7 +458,7 @@ def cmd_statement(args: argparse.Namespace) -> int:
         cases = discover(package)
         if not cases:
             raise CliError(f"no cases (directories with model.onnx) under {package}")
-        results = run_package(cases, jobs=args.jobs, progress=terminal_progress)
+        results = run_package(cases, jobs=args.jobs, progress=terminal_progress, limits=_limits(args))
     st = build_statement(results)
     text = json.dumps(st, indent=1) + "\n" if args.json else render_markdown(st)
     write_text(args.output or "-", text)
