@@ -13,6 +13,7 @@ import dataclasses
 import os
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from onnxcore.errors import InputError, LimitError, RunCancelledError, RunTimeoutError
 
@@ -24,6 +25,7 @@ except ImportError:  # not a POSIX system: no address-space limit to read
 __all__ = [
     "Limits",
     "DEFAULT_LIMITS",
+    "UNTRUSTED_FIELDS",
     "NESTING_REFUSAL",
     "UNLIMITED_DEPTH",
     "DERIVED_DEFAULTS",
@@ -115,6 +117,12 @@ class Limits:
             untrusted model is refused rather than swapping the machine. A machine-dependent default is kept
             out of validation: ``check`` reads only the other limits, so its findings do not depend on the
             machine.
+        max_checksum_bytes: Size of a file whose ``checksum`` (Clause 13.3, a digest of the whole file) is verified.
+            Hashing reads every octet, and a sparse file of a terabyte costs nothing to make: past this a
+            reference with a checksum is refused rather than hashed for minutes. Default 2**32 (4 GiB).
+        run_timeout: Seconds one :meth:`onnxcore.Session.run` may take when the call gives no ``timeout`` of its
+            own (past them the run stops with :class:`onnxcore.RunTimeoutError`). Default None: no deadline;
+            :meth:`untrusted` sets one.
     """
 
     max_tensor_elements: int | None = 1 << 34
@@ -129,17 +137,35 @@ class Limits:
     max_repeated_messages: int | None = 1 << 19
     max_messages: int | None = 1 << 21
     max_alloc_bytes: int | None = MACHINE_ALLOC_BYTES
+    max_checksum_bytes: int | None = 1 << 32
+    run_timeout: float | None = None
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
             v = getattr(self, f.name)
-            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
+            if f.name == "run_timeout":
+                if v is not None and (isinstance(v, bool) or not isinstance(v, int | float) or not v > 0):
+                    raise ValueError(f"Limits.run_timeout must be a positive number of seconds or None, not {v!r}")
+            elif v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
                 raise ValueError(f"Limits.{f.name} must be a non-negative int or None, not {v!r}")
 
     @classmethod
     def unlimited(cls) -> Limits:
         """Limits with every field None (the decoder's stack bound still applies)."""
         return cls(**{f.name: None for f in dataclasses.fields(cls)})
+
+    @classmethod
+    def untrusted(cls) -> Limits:
+        """The preset for a model one does not trust: small budgets and a default run deadline.
+
+        Every bound of :data:`UNTRUSTED_FIELDS`, the lower of it and the default where the default depends on the
+        machine: one tensor a kernel sizes from data or attributes at most 256 MiB, a loop at most 2**20
+        iterations, a run at most 60 s unless the call gives its own ``timeout``. Models whose weights or working
+        tensors are larger need their own :class:`Limits` (``dataclasses.replace(Limits.untrusted(), ...)``).
+        """
+        fields: dict[str, Any] = dict(UNTRUSTED_FIELDS)
+        fields["max_alloc_bytes"] = min(fields["max_alloc_bytes"], MACHINE_ALLOC_BYTES)
+        return cls(**fields)
 
     def message_depth(self) -> int:
         """Nesting limit for embedded messages while decoding.
@@ -197,6 +223,24 @@ class Limits:
 
 
 DEFAULT_LIMITS = Limits()
+
+UNTRUSTED_FIELDS: dict[str, int | float] = {
+    "max_tensor_elements": 1 << 28,
+    "max_tensor_bytes": 1 << 30,
+    "max_rank": 32,
+    "max_nesting_depth": 32,
+    "max_loop_iterations": 1 << 20,
+    "max_external_file_bytes": 1 << 32,
+    "max_message_bytes": 1 << 31,
+    "max_image_pixels": 1 << 25,
+    "max_inference_nodes": 500_000,
+    "max_repeated_messages": 1 << 18,
+    "max_messages": 1 << 20,
+    "max_alloc_bytes": 1 << 28,
+    "max_checksum_bytes": 1 << 30,
+    "run_timeout": 60.0,
+}
+"""The values of :meth:`Limits.untrusted` (``max_alloc_bytes`` also at most :data:`MACHINE_ALLOC_BYTES`)."""
 
 
 # The limits of the evaluation running in this context: kernels that size a tensor from data (ConstantOfShape,

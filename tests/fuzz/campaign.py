@@ -6,9 +6,11 @@ Run it as a script (a long campaign on demand)::
 
 Targets: ``decode`` (``load`` of byte-level mutations, nesting bombs, million-entry fields), ``check``
 (``onnxcore.check`` of structural and wire-level mutations), ``session`` (``Session`` + ``run`` of
-schema-driven attribute values and mutated feeds) and ``external`` (tampered external-data keys, paths
-outside, links, a FIFO, sparse files). A failure (see :mod:`fuzz_worker`) is minimised and, with
-``--save``, written under ``tests/fuzz/cases/`` for the normal suite to replay.
+schema-driven attribute values and mutated feeds), ``external`` (tampered external-data keys, paths
+outside, links, a FIFO, sparse files), and the surfaces of :mod:`fuzz_surfaces` (``text``, ``convert``,
+``compose``, ``build``, ``ort``, ``batch``, ``report``); docs/fuzzing.md describes them all. A failure
+(see :mod:`fuzz_worker`) is minimised and, with ``--save``, written under ``tests/fuzz/cases/`` for the
+normal suite to replay.
 """
 
 from __future__ import annotations
@@ -33,12 +35,25 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 import fuzz_mutate as fm  # noqa: E402
+import fuzz_surfaces as fs  # noqa: E402
 import fuzz_worker as fw  # noqa: E402
 
 CASES = HERE / "cases"
 PARENT_ADDRESS_LIMIT = 8 << 30
-TARGETS = ("decode", "check", "session", "external")
-WEIGHTS = {"decode": 0.4, "check": 0.25, "session": 0.25, "external": 0.1}
+TARGETS = ("decode", "check", "session", "external", *fs.SURFACES)
+WEIGHTS = {
+    "decode": 0.2,
+    "check": 0.1,
+    "session": 0.1,
+    "external": 0.04,
+    "text": 0.15,
+    "convert": 0.07,
+    "compose": 0.06,
+    "build": 0.15,
+    "ort": 0.07,
+    "batch": 0.01,
+    "report": 0.05,
+}
 
 
 # -- seeds --------------------------------------------------------------------------------------
@@ -134,7 +149,41 @@ def make_input(rng: random.Random, seeds: Seeds, target: str) -> dict[str, Any]:
             "unchecked": rng.random() < 0.2,
             "seed_model": src.name,
         }
-    return external_input(rng)
+    if target == "external":
+        return external_input(rng)
+    return surface_input(rng, seeds, target)
+
+
+def _mutated(rng: random.Random, data: bytes, *, p: float = 0.5) -> bytes:
+    if rng.random() < p:
+        m = _onnx_model(data)
+        for _ in range(rng.choice([1, 1, 2])):
+            m = fm.structural_mutate(rng, m)
+        return bytes(m.SerializeToString())
+    return data
+
+
+def surface_input(rng: random.Random, seeds: Seeds, target: str) -> dict[str, Any]:
+    """An input of one of :mod:`fuzz_surfaces`' targets, from the seed models."""
+    if target == "build":
+        return fs.make_build(rng)
+    if target == "batch":
+        return fs.make_batch(rng)
+    src = seeds.pick(rng, zoo=0.0)
+    data = seeds.model(src)
+    if target == "text":
+        inp = fs.make_text(rng, _mutated(rng, data, p=0.2))
+    elif target == "convert":
+        inp = fs.make_convert(rng, _mutated(rng, data))
+    elif target == "compose":
+        other = seeds.model(seeds.pick(rng, zoo=0.0))
+        inp = fs.make_compose(rng, _mutated(rng, data, p=0.3), _mutated(rng, other, p=0.3))
+    elif target == "ort":
+        inp = fs.make_ort(rng, _mutated(rng, data, p=0.2), seeds.feeds(src))
+    else:
+        inp = fs.make_report(rng, _mutated(rng, data, p=0.2))
+    inp["seed_model"] = src.name
+    return inp
 
 
 def _external_base() -> tuple[Any, bytes]:
@@ -260,7 +309,7 @@ def minimise(pool: fw.Pool, inp: dict[str, Any], verdict: tuple[str, str], *, bu
     except Exception:
         pass
     # ddmin over the octets (a failure that lives in the wire form).
-    data = best["model"]
+    data = best.get("model", b"")
     n = 2
     while len(data) >= 2 and time.monotonic() < end:
         size = max(1, len(data) // n)
@@ -281,7 +330,9 @@ def minimise(pool: fw.Pool, inp: dict[str, Any], verdict: tuple[str, str], *, bu
 
 
 def _jsonable(inp: dict[str, Any]) -> dict[str, Any]:
-    out = {k: v for k, v in inp.items() if k != "model"}
+    out = {k: v for k, v in inp.items() if k not in ("model", "second")}
+    if "second" in inp:  # compose's second model
+        out["second_b64"] = base64.b64encode(inp["second"]).decode()
     if "files" in out:
         files = out["files"].items()
         out["files"] = {k: ({"data_b64": base64.b64encode(v["data"]).decode()} if "data" in v else v) for k, v in files}
@@ -293,9 +344,10 @@ def save_case(
 ) -> Path:
     """Write ``<target>-<digest>.onnx.gz`` and its ``.json`` under ``where`` (``cases/``)."""
     where.mkdir(parents=True, exist_ok=True)
-    digest = hashlib.sha1(inp["model"] + json.dumps(_jsonable(inp), sort_keys=True).encode()).hexdigest()[:10]
+    model = inp.get("model", b"")  # the build and batch targets have none: an empty file
+    digest = hashlib.sha1(model + json.dumps(_jsonable(inp), sort_keys=True).encode()).hexdigest()[:10]
     name = f"{inp['target']}-{digest}"
-    (where / f"{name}.onnx.gz").write_bytes(gzip.compress(inp["model"], mtime=0))
+    (where / f"{name}.onnx.gz").write_bytes(gzip.compress(model, mtime=0))
     meta = _jsonable(inp) | {"found": verdict[1][:500], "expected": expected}
     (where / f"{name}.json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
     return where / f"{name}.json"
@@ -305,6 +357,8 @@ def load_case(path: Path) -> dict[str, Any]:
     meta = json.loads(path.read_text())
     inp = {k: v for k, v in meta.items() if k not in ("found", "expected", "note")}
     inp["model"] = gzip.decompress(path.with_name(path.name[: -len(".json")] + ".onnx.gz").read_bytes())
+    if "second_b64" in inp:
+        inp["second"] = base64.b64decode(inp.pop("second_b64"))
     if "files" in inp:
         inp["files"] = {
             k: ({"data": base64.b64decode(v["data_b64"])} if "data_b64" in v else v) for k, v in inp["files"].items()

@@ -6,13 +6,17 @@ regression case is saved):
 ``target``
     ``decode`` (``onnxcore.load`` of octets), ``check`` (``onnxcore.check`` of octets), ``session``
     (``Session`` then ``run``) or ``external`` (a model file with data files laid out in a fresh
-    directory, then ``load``, ``check`` and ``Session`` of its path).
+    directory, then ``load``, ``check`` and ``Session`` of its path); or one of the surfaces of
+    :mod:`fuzz_surfaces` (``text``, ``convert``, ``compose``, ``build``, ``ort``, ``batch``, ``report``).
 ``model``
     The model's octets.
 ``feeds``
     For ``session``: name -> feed spec (see :func:`make_feed`).
 ``unchecked``
     For ``session``: build the session with ``check=False``.
+``preset``
+    For ``session``: ``"untrusted"`` builds the session with ``Limits.untrusted()`` and runs it without a
+    ``timeout`` of its own (the preset's default deadline must stop it).
 ``files``
     For ``external``: relative path -> spec (``{"data": bytes}``, ``{"sparse": size}``,
     ``{"symlink": target}``, ``{"dir": True}``, ``{"fifo": True}``).
@@ -45,6 +49,7 @@ from typing import Any
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+import fuzz_surfaces as fs
 import numpy as np
 
 GIB = 1 << 30
@@ -182,6 +187,11 @@ def execute(inp: dict[str, Any]) -> tuple[str, str]:
         if target == "check":
             return _check_report(onnxcore.check(inp["model"]))
         if target == "session":
+            if inp.get("preset") == "untrusted":
+                # A model one does not trust: Limits.untrusted(), whose own deadline the run must apply.
+                sess = Session(inp["model"], check=not inp.get("unchecked", False), limits=onnxcore.Limits.untrusted())
+                sess.run(None, feeds)
+                return "accepted", ""
             sess = Session(inp["model"], check=not inp.get("unchecked", False))
             sess.run(None, feeds, timeout=RUN_TIMEOUT)
             return "accepted", ""
@@ -201,6 +211,10 @@ def execute(inp: dict[str, Any]) -> tuple[str, str]:
                 return "accepted", ""
             finally:
                 shutil.rmtree(root, ignore_errors=True)
+        if target in fs.SURFACES:
+            if target == "ort":
+                return fs.run_ort(inp, feeds)
+            return getattr(fs, f"run_{target}")(inp)  # type: ignore[no-any-return]
         if target == "_selftest":  # the harness's own test: each way an input can fail
             action = inp["action"]
             if action == "hang":

@@ -1,7 +1,7 @@
 """The fuzz campaign in the normal suite: the harness's own checks, the saved regression cases, a short run.
 
 The short run's budget is ``ONNXCORE_FUZZ_SECONDS`` (15 s by default) and its seed ``ONNXCORE_FUZZ_SEED``
-(0); a long campaign is ``tests/fuzz/campaign.py`` run as a script (its docstring says how).
+(0); a long campaign is ``tests/fuzz/campaign.py`` run as a script (see docs/fuzzing.md).
 """
 
 from __future__ import annotations

@@ -161,8 +161,35 @@ def test_refuses_unicode_classes_re2_accepts(pattern: str) -> None:
 
 
 def test_program_size_is_bounded() -> None:
+    # Flat counted repetitions pass RE2's nesting rule below; their program is bounded all the same.
     with pytest.raises(EvaluationError, match="instructions"):
-        compile_re2("((a{1000}){1000}){1000}")
+        compile_re2("(?:a{1000}b{1000})" * 150)
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        "(a{1,100}){1,100}$",  # issue 41's outside campaign: 10 s and 1.6 GB on 10,000 characters before
+        "((a{1000}){1000}){1000}",
+        "(a{2}){501}",
+        "(a{2}){500}",
+        "((a{2}){10}){50}",
+        "(?:a{10}|b{200}){5}",
+        "(?:a{10}|b{201}){5}",
+        "(a{2,}){501}",
+        "(a{0,2}){501}",
+        "(a*){1000}",
+        "(a{0}){1000}",
+    ],
+)
+def test_nested_counted_repetitions_refused_as_re2_refuses(pattern: str) -> None:
+    # RE2 refuses nested counted repetitions whose counts multiply past 1000, before building a program; the
+    # binding is the oracle for which do.
+    if _re2_compiles(pattern):
+        compile_re2(pattern)
+    else:
+        with pytest.raises(EvaluationError, match="invalid repetition size"):
+            compile_re2(pattern)
 
 
 @pytest.mark.parametrize("pattern", [r"(a+)+$", r"(a|aa)+$", r"(.*a){12}", r"^(\w+\s?)*$", r"(x+x+)+y"])

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import sys
 import types
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -301,6 +301,8 @@ class GraphBuilder:
                 type_str = type_string(self._parse_type(dtype))
             else:
                 type_str = f"tensor({element_type_of(dtype).type_name})"
+            if shape is not None and (isinstance(shape, str | bytes | np.ndarray) or not isinstance(shape, Iterable)):
+                raise Fail(f"a shape is a list of extents or None, got {type(shape).__name__}")
             dims = None if shape is None else tuple(extent(d) for d in shape)
             self._shared.claim(name, self._shared.values, "value")
         except Fail as e:
@@ -454,6 +456,8 @@ class GraphBuilder:
         return v
 
     def _output(self, value: Any, name: str | None, dtype: Any, shape: Any) -> Value:
+        if name is not None and not isinstance(name, str):
+            raise Fail(f"an output's name is a str, got {type(name).__name__}")
         where = f"output {name!r}" if name else "output"
         if not isinstance(value, Value):
             value = self._constant(as_array(value, None, where), None)

@@ -109,6 +109,10 @@ class Shared:
 def check_opsets(opset: int | None, opsets: Mapping[str, int] | None) -> dict[str, int]:
     """The imports of a builder (domain -> version) from its ``opset`` and ``opsets`` arguments, checked."""
     out: dict[str, int] = {}
+    if opsets is not None and not isinstance(opsets, Mapping):
+        raise Fail(f"opsets is a mapping of domain to version, got {type(opsets).__name__}")
+    if opset is not None and (isinstance(opset, bool) or not isinstance(opset, int)):
+        raise Fail(f"opset is an int, got {opset!r:.60}")
     for domain, version in (opsets or {}).items():
         out[canonical_domain(domain)] = version
     if opset is not None:
@@ -181,7 +185,10 @@ def as_array(value: Any, et: ElementType | None, where: str = "constant") -> np.
             return arr.astype(object)
     if et is ElementType.STRING:
         return arr.astype(object)
-    out = arr.astype(et.np_dtype)
+    try:
+        out = arr.astype(et.np_dtype)
+    except (ValueError, TypeError, OverflowError) as e:  # text that is not a number, say
+        raise Fail(f"{where}: {value!r} is not a value of {et.name}: {e}") from None
     if arr.dtype.kind == "f" and (et.is_integer or et is ElementType.BOOL) and not np.array_equal(out, arr):
         raise Fail(f"{where}: {value!r} is not a value of {et.name}")
     return out

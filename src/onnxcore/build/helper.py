@@ -138,7 +138,10 @@ _KNOWN = tuple(k[0] for k in _MESSAGE_KINDS)
 
 
 def _as_bytes(v: str | bytes) -> bytes:
-    return v.encode("utf-8") if isinstance(v, str) else bytes(v)
+    try:
+        return v.encode("utf-8") if isinstance(v, str) else bytes(v)
+    except UnicodeEncodeError as e:  # a lone surrogate: not text a model can hold (Clause 12.3, UTF-8)
+        raise HelperError(f"{v!r:.60} is not valid Unicode text: {e.reason}") from None
 
 
 def _message(v: Any) -> Message | None:
@@ -322,7 +325,15 @@ def make_node(
         overload: The overload of a model-local function it calls.
         **kwargs: Its attributes, as :func:`make_attribute` takes them, in name order; None values are left out.
     """
-    node = NodeProto(op_type=op_type, input=list(inputs), output=list(outputs), domain=domain, overload=overload)
+    for what, v in (("op_type", op_type), ("name", name), ("doc_string", doc_string), ("domain", domain),
+                    ("overload", overload)):  # fmt: skip
+        if v is not None and not isinstance(v, str):
+            raise HelperError(f"make_node: {what} must be a str, got {type(v).__name__}")
+    ins, outs = _items(inputs, "make_node", "inputs"), _items(outputs, "make_node", "outputs")
+    for v in (*ins, *outs):
+        if not isinstance(v, str):
+            raise HelperError(f"make_node: input and output names are str, got {v!r:.60}")
+    node = NodeProto(op_type=op_type, input=ins, output=outs, domain=domain, overload=overload)
     if name:
         node.name = name
     if doc_string:
@@ -331,9 +342,29 @@ def make_node(
     return node
 
 
+def _items(items: Any, caller: str, what: str) -> list[Any]:
+    """``items`` as a list, refused with :class:`HelperError` when it is not a sequence of them (a number, a
+    string, an array whose truth value numpy will not tell)."""
+    if items is None:
+        return []
+    if isinstance(items, str | bytes | np.ndarray) or not isinstance(items, Iterable):
+        raise HelperError(f"{caller}: {what} must be a list, got {type(items).__name__}")
+    return list(items)
+
+
+def _ints(values: Any, caller: str, what: str) -> list[int]:
+    """``values`` as a list of Python ints, refused with :class:`HelperError` when one is not an integer."""
+    out = []
+    for v in _items(values, caller, what):
+        if isinstance(v, bool) or not isinstance(v, int | np.integer):
+            raise HelperError(f"{caller}: {what} must be integers, got {v!r:.60}")
+        out.append(int(v))
+    return out
+
+
 def _all(items: Iterable[Any] | None, cls: type[Message], caller: str) -> list[Any]:
     # The field's list class (protobuf's add() on it), as decoding and the constructors make.
-    return cls._List(as_message(x, cls, caller) for x in items or ())
+    return cls._List(as_message(x, cls, caller) for x in _items(items, caller, f"the {cls.__name__} entries"))
 
 
 def make_graph(
@@ -524,8 +555,13 @@ def np_dtype_to_tensor_dtype(np_dtype: Any) -> int:
 
 def _values(et: ElementType, vals: Any, n: int, name: str) -> npt.NDArray[Any]:
     if et is ElementType.STRING:
-        arr = np.empty(len(vals), dtype=object)
-        arr[:] = [_as_bytes(v) for v in vals]
+        items = (
+            list(vals.reshape(-1)) if isinstance(vals, np.ndarray) else _items(vals, f"make_tensor {name!r}", "vals")
+        )
+        if not all(isinstance(v, str | bytes) for v in items):
+            raise HelperError(f"make_tensor {name!r}: STRING values are str or bytes")
+        arr = np.empty(len(items), dtype=object)
+        arr[:] = [_as_bytes(v) for v in items]
     else:
         src = np.asarray(vals)
         if src.dtype.kind in "OSU":
@@ -556,7 +592,9 @@ def make_tensor(name: str, data_type: int, dims: Sequence[int], vals: Any, raw: 
         HelperError: Values that do not number as ``dims`` say, or ``raw`` for STRING.
     """
     et = element_type(data_type)
-    shape = [int(d) for d in dims]
+    shape = _ints(dims, f"make_tensor {name!r}", "dims")
+    if any(d < 0 for d in shape):
+        raise HelperError(f"make_tensor {name!r}: dims {shape} hold a negative extent")
     if raw and et is ElementType.STRING:
         raise HelperError(f"make_tensor {name!r}: a STRING tensor has no raw storage")
     if raw and isinstance(vals, bytes | bytearray | memoryview):
@@ -573,7 +611,7 @@ def make_sparse_tensor(values: TensorProto, indices: TensorProto, dims: Sequence
     return SparseTensorProto(
         values=as_message(values, TensorProto, "make_sparse_tensor"),
         indices=as_message(indices, TensorProto, "make_sparse_tensor"),
-        dims=[int(d) for d in dims],
+        dims=_ints(dims, "make_sparse_tensor", "dims"),
     )
 
 
@@ -583,6 +621,7 @@ def make_sparse_tensor(values: TensorProto, indices: TensorProto, dims: Sequence
 def _shape(shape: Dims | None, denotation: Sequence[str] | None) -> TensorShapeProto | None:
     if shape is None:
         return None
+    shape = _items(shape, "a tensor type", "the shape")
     if denotation is not None and len(denotation) != len(shape):
         raise HelperError(f"shape_denotation has {len(denotation)} entries for a shape of rank {len(shape)}")
     out = TensorShapeProto()
@@ -592,6 +631,8 @@ def _shape(shape: Dims | None, denotation: Sequence[str] | None) -> TensorShapeP
             dim.dim_param = d
             dim.mark_present("dim_param")
         elif d is not None:
+            if isinstance(d, bool) or not isinstance(d, int | np.integer):
+                raise HelperError(f"a shape's extents are int, str or None, got {d!r:.60}")
             dim.dim_value = int(d)
             dim.mark_present("dim_value")
         if denotation is not None:

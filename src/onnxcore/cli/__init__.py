@@ -44,6 +44,15 @@ def _positive(text: str) -> int:
     return n
 
 
+def _untrusted(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--untrusted",
+        action="store_true",
+        help="the model is not trusted: load and run it under Limits.untrusted() (small allocation and loop "
+        "budgets, a 60 s deadline per run; docs/external-data.md)",
+    )
+
+
 def _allow_outside(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--allow-outside",
@@ -104,6 +113,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     r.add_argument("--no-check", action="store_true", help="do not validate the model first (Session(check=False))")
     _allow_outside(r)
+    _untrusted(r)
 
     v = sub.add_parser(
         "convert", help="re-save a model: another operator set version, external data, canonical form, inline"
@@ -138,6 +148,7 @@ def _parser() -> argparse.ArgumentParser:
     k = sub.add_parser("conformance", help="run a test package laid out as the ONNX 1-3 vectors (Clause 4, 11)")
     k.add_argument("directory", help="the test package (cases with model.onnx and test_data_set_N/)")
     k.add_argument("--filter", metavar="PATTERN", help="only cases whose name matches this glob")
+    _untrusted(k)
     k.add_argument(
         "--json",
         metavar="FILE",
@@ -201,6 +212,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     rp.add_argument("--format", choices=["html", "svg"], default="html", help="the page (html) or the drawing alone")
     _allow_outside(rp)
+    _untrusted(rp)
 
     b = sub.add_parser(
         "batch",

@@ -149,11 +149,18 @@ def _load_input(spec: str) -> tuple[str, Any]:
     )
 
 
-def _open_session(path: str, *, check: bool, allow_outside: bool) -> onnxcore.Session:
+def _limits(args: argparse.Namespace) -> onnxcore.Limits | None:
+    """``Limits.untrusted()`` with ``--untrusted``, else None (the defaults)."""
+    return onnxcore.Limits.untrusted() if getattr(args, "untrusted", False) else None
+
+
+def _open_session(
+    path: str, *, check: bool, allow_outside: bool, limits: onnxcore.Limits | None = None
+) -> onnxcore.Session:
     if not allow_outside:
-        return onnxcore.Session(path, check=check)
+        return onnxcore.Session(path, check=check, limits=limits)
     # The session loads a path under the default rules; the opt-in needs the model loaded here.
-    return onnxcore.Session(onnxcore.load(path, allow_outside=True), check=check)
+    return onnxcore.Session(onnxcore.load(path, allow_outside=True, limits=limits), check=check, limits=limits)
 
 
 def _few(names: list[str], limit: int = 5) -> str:
@@ -186,7 +193,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         feeds[name] = value
     if args.output_dir and os.path.exists(args.output_dir) and not os.path.isdir(args.output_dir):
         raise CliError(f"--output-dir {args.output_dir}: exists and is not a directory")
-    session = _open_session(args.model, check=not args.no_check, allow_outside=args.allow_outside)
+    session = _open_session(args.model, check=not args.no_check, allow_outside=args.allow_outside, limits=_limits(args))
     _check_feeds(session, feeds)
     outputs = session.run(None, feeds)
     steps = session.profile(feeds, repeat=args.profile) if args.profile else None
@@ -374,6 +381,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         feeds=feeds or None,
         profile=args.profile,
         format=args.format,
+        limits=_limits(args),
         allow_outside=args.allow_outside,
     )
     write_text(out, page.text)
@@ -409,7 +417,7 @@ def cmd_conformance(args: argparse.Namespace) -> int:
     cases = discover(args.directory, args.filter)
     if not cases:
         raise CliError(f"no cases (directories with model.onnx) under {args.directory}")
-    results = run_package(cases, jobs=args.jobs, progress=terminal_progress)
+    results = run_package(cases, jobs=args.jobs, progress=terminal_progress, limits=_limits(args))
     # With the records on standard output, the human summary goes to standard error.
     out = sys.stderr if args.json == "-" else sys.stdout
     if args.json:
@@ -442,7 +450,7 @@ def cmd_statement(args: argparse.Namespace) -> int:
         cases = discover(package)
         if not cases:
             raise CliError(f"no cases (directories with model.onnx) under {package}")
-        results = run_package(cases, jobs=args.jobs, progress=terminal_progress)
+        results = run_package(cases, jobs=args.jobs, progress=terminal_progress, limits=_limits(args))
     st = build_statement(results)
     text = json.dumps(st, indent=1) + "\n" if args.json else render_markdown(st)
     write_text(args.output or "-", text)

@@ -107,21 +107,31 @@ def _operators(model: Any) -> list[str]:
     return ops
 
 
-def run_case(case: str | os.PathLike[str], *, rtol: float = DEFAULT_RTOL, atol: float = DEFAULT_ATOL) -> CaseResult:
-    """Load, validate, evaluate and compare one case; never raises for a bad case."""
+def run_case(
+    case: str | os.PathLike[str],
+    *,
+    rtol: float = DEFAULT_RTOL,
+    atol: float = DEFAULT_ATOL,
+    limits: oc.Limits | None = None,
+) -> CaseResult:
+    """Load, validate, evaluate and compare one case; never raises for a bad case.
+
+    ``limits`` are those of loading and of the session (``Limits.untrusted()`` for a package one does not trust);
+    None for the defaults.
+    """
 
     path = Path(case)
     start = time.perf_counter()
     result = CaseResult(path.name, "error")
     try:
-        model = oc.load(path / "model.onnx")
+        model = oc.load(path / "model.onnx", limits=limits)
         if model.graph is None:
             raise oc.OnnxCoreError("the model has no graph")
         graph = model.graph
         result.operators = _operators(model)
         result.opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
         try:
-            session = oc.Session(model)
+            session = oc.Session(model, limits=limits)
         except oc.UnsupportedOperatorError as e:
             result.status = "unsupported"
             result.unsupported = sorted({f"{d or 'ai.onnx'}::{op}-{v}" for d, op, v in e.operators})
@@ -206,8 +216,8 @@ def _measure_against_float64(
                 row[j] = max(row[j], v)
 
 
-def _run_one(args: tuple[str, float, float]) -> CaseResult:
-    return run_case(args[0], rtol=args[1], atol=args[2])
+def _run_one(args: tuple[str, float, float, oc.Limits | None]) -> CaseResult:
+    return run_case(args[0], rtol=args[1], atol=args[2], limits=args[3])
 
 
 def run_package(
@@ -217,21 +227,22 @@ def run_package(
     rtol: float = DEFAULT_RTOL,
     atol: float = DEFAULT_ATOL,
     progress: Callable[[int, int, CaseResult], None] | None = None,
+    limits: oc.Limits | None = None,
 ) -> list[CaseResult]:
-    """Run every case; results in the order of ``cases``."""
+    """Run every case (under ``limits``, see :func:`run_case`); results in the order of ``cases``."""
     todo = [str(c) for c in cases]
     results: list[CaseResult] = []
     it: Iterator[CaseResult]
     if jobs > 1:
         with ProcessPoolExecutor(max_workers=jobs) as pool:
-            it = pool.map(_run_one, [(c, rtol, atol) for c in todo], chunksize=8)
+            it = pool.map(_run_one, [(c, rtol, atol, limits) for c in todo], chunksize=8)
             for r in it:
                 results.append(r)
                 if progress:
                     progress(len(results), len(todo), r)
     else:
         for c in todo:
-            r = run_case(c, rtol=rtol, atol=atol)
+            r = run_case(c, rtol=rtol, atol=atol, limits=limits)
             results.append(r)
             if progress:
                 progress(len(results), len(todo), r)

@@ -149,8 +149,12 @@ def split_num_outputs_down(step: Step) -> None:
     n = step.pop_attr("num_outputs")
     if n is None or step.input(1):
         return
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise Refuse(f"num_outputs={n!r} is not a positive count")
     shape = step.shape(step.input(0))
     axis = int(step.attr("axis", 0))
+    if shape is not None and not -len(shape) <= axis < len(shape):
+        raise Refuse(f"axis={axis} is out of range for rank {len(shape)}")
     if shape is None or not isinstance(shape[axis], int):
         raise Refuse("num_outputs needs the split axis' extent, which is not known")
     dim = int(shape[axis])
@@ -228,6 +232,8 @@ def pad_wrap_down(step: Step) -> None:
 def slice_attributes_to_inputs(step: Step) -> None:
     """``starts``, ``ends``, ``axes`` moved to inputs 1-3 (``steps``, input 4, is new)."""
     starts, ends, axes = step.pop_attr("starts"), step.pop_attr("ends"), step.pop_attr("axes")
+    if starts is None or ends is None:
+        raise Refuse("Slice-1 requires the starts and ends attributes; the node has not both")
     inputs = [
         step.input(0),
         step.constant(np.array(starts, dtype=np.int64), "starts", I64),

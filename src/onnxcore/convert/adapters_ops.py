@@ -272,6 +272,8 @@ def pool_ceil_window_22(step: Step) -> None:
     strides = step.attr("strides") or [1] * n
     dil = step.attr("dilations") or [1] * n
     pads = step.attr("pads") or [0] * (2 * n)
+    if len(x) != n + 2 or len(strides) != n or len(dil) != n or len(pads) != 2 * n or min(strides) < 1:
+        raise Refuse("kernel_shape, strides, dilations and pads do not fit the input's spatial axes")
     for i in range(n):
         size = x[2 + i] + pads[i] + pads[i + n] - ((kernel[i] - 1) * dil[i] + 1)
         out = -(-size // strides[i]) + 1
@@ -343,14 +345,20 @@ def grid_sample_modes_down(step: Step) -> None:
     rank = step.require_rank(step.input(0), "GridSample-16 takes 4-D inputs only")
     if rank != 4:
         raise Refuse(f"a rank-{rank} input has no counterpart in GridSample-16 (4-D only)")
-    step.set_attr("mode", _GRID_MODES[step.attr("mode", "linear")])
+    mode = step.attr("mode", "linear")
+    if mode not in _GRID_MODES:
+        raise Refuse(f"mode {mode!r} is not one of GridSample-20's ({', '.join(_GRID_MODES)})")
+    step.set_attr("mode", _GRID_MODES[mode])
 
 
 @adapter("GridSample", 20, "up")
 def grid_sample_modes_up(step: Step) -> None:
     """GridSample-16's ``bilinear``/``bicubic`` are GridSample-20's ``linear``/``cubic``."""
     back = {v: k for k, v in _GRID_MODES.items()}
-    step.set_attr("mode", back[step.attr("mode", "bilinear")])
+    mode = step.attr("mode", "bilinear")
+    if mode not in back:
+        raise Refuse(f"mode {mode!r} is not one of GridSample-16's ({', '.join(back)})")
+    step.set_attr("mode", back[mode])
 
 
 @adapter("Shape", 15, "down")

@@ -279,6 +279,12 @@ def convert_node(node: NodeProto, version: int, ctx: ScopeContext, used: set[str
         s_cur = get_schema(op, cur, dom)
         if s_cur is None:
             raise Refuse(f"{op} is not defined at version {cur}")
+        for a in node.attribute:
+            d = s_cur.attributes.get(a.name)
+            if d is not None and d.type and a.type and a.type != d.type:
+                # The adapters read attributes as their definition types them; one of another type (an INTS where
+                # an INT goes, a TENSOR for a flag) is the validator's E-ATTR-TYPE, refused here too (Clause 7.3.1).
+                raise Refuse(f"attribute {a.name!r} is not of the type {op}-{s_cur.since_version} defines")
         versions = schema_versions(op, dom)
         direction: Direction = "up" if target >= cur else "down"
         if direction == "up":

@@ -149,7 +149,10 @@ def _score_piece(
     batch: int | None = None,
 ) -> int:
     session = session_for(ref, payload)
-    data = _read(piece)
+    try:
+        data = _read(piece)
+    except (pa.ArrowException, UnicodeError) as e:  # a column Arrow cannot give as values (a decimal past float)
+        raise InputError(f"--input {piece.path}: rows {piece.start}-{piece.stop} cannot be read: {e}") from None
     if plan is not None:
         feeds = feeds_from_frame(session, data, plan)
     else:
@@ -159,10 +162,16 @@ def _score_piece(
     rows = piece.stop - piece.start
     part = f"part-{index:06d}.{fmt}"
     if fmt == "npy":
-        _write_part(directory, part, lambda p: _save_npy(p, outputs[0]))
+        value = outputs[0]
+        if not isinstance(value, np.ndarray) or value.dtype == object:
+            raise InputError(f"output {names[0]!r}: a .npy output holds numbers; this output is not (write .parquet)")
+        _write_part(directory, part, lambda p: _save_npy(p, value))
     else:
-        frame = outputs_to_frame(names, outputs, pd.RangeIndex(rows))
-        table = pa.Table.from_pandas(frame, preserve_index=False)
+        try:
+            frame = outputs_to_frame(names, outputs, pd.RangeIndex(rows))
+            table = pa.Table.from_pandas(frame, preserve_index=False)
+        except (pa.ArrowException, UnicodeError) as e:  # a string output that is not UTF-8 text, say
+            raise InputError(f"outputs {names}: cannot be written as Parquet columns: {e}") from None
         _write_part(directory, part, lambda p: pq.write_table(table, p))
     return rows
 

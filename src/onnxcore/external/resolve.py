@@ -416,6 +416,15 @@ class Resolver:
     def _sha1(self, label: str, ref: ExternalRef, f: _File) -> str:
         """SHA-1 of the whole file (Clause 13.3), read through the descriptor, computed once."""
         if f.sha1 is None:
+            lim = self.limits.max_checksum_bytes
+            if lim is not None and f.st.st_size > lim:
+                # Checked before the first octet is read: hashing a (sparse) terabyte takes minutes (Clause 15.4).
+                raise make_error(
+                    label,
+                    ref.location,
+                    ReferenceRule.FILE_SIZE_LIMIT,
+                    f"its checksum covers the whole file, {f.st.st_size} octets, more than max_checksum_bytes ({lim})",
+                )
             h = hashlib.sha1(usedforsecurity=False)
             if f.buf is not None:
                 h.update(f.buf)

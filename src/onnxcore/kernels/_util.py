@@ -50,7 +50,7 @@ __all__ = [
 ]
 
 
-def check_elements(shape: tuple[int, ...] | list[int], what: str, *, itemsize: int | None = None) -> None:
+def check_elements(shape: tuple[int, ...] | list[int] | Sequence[int], what: str, *, itemsize: int = 8) -> None:
     """Refuse to allocate a tensor whose shape comes from data and exceeds the element limit.
 
     Shapes read from tensor values or attributes (ConstantOfShape, Expand, Tile, Range, Pad, Resize,
@@ -59,6 +59,8 @@ def check_elements(shape: tuple[int, ...] | list[int], what: str, *, itemsize: i
     as the system killing the process once an over-committed allocation is written). The limit is
     ``max_tensor_elements`` of the session's :class:`onnxcore.Limits` (:func:`active_limits`), and with
     ``itemsize`` (octets per element of what will be allocated) ``max_tensor_bytes`` and ``max_alloc_bytes`` too.
+    ``itemsize`` defaults to 8: most kernels compute in float64 or int64 whatever their output's type, so a
+    kernel that allocates narrower elements only says so.
     """
     if min(shape, default=0) < 0:
         raise EvaluationError(f"{what}: negative extent in shape {tuple(shape)}")
@@ -67,8 +69,6 @@ def check_elements(shape: tuple[int, ...] | list[int], what: str, *, itemsize: i
     count = math.prod(shape)
     if limit is not None and count > limit:
         raise LimitError(f"{what}: shape {tuple(shape)} exceeds the limit of {limit} elements (Clause 15.4)")
-    if itemsize is None:
-        return
     for name in ("max_tensor_bytes", "max_alloc_bytes"):
         byte_limit = getattr(limits, name)
         if byte_limit is not None and count * itemsize > byte_limit:

@@ -96,8 +96,11 @@ def loop(ctx: KernelContext, M: Any = None, cond: Any = None, *v_initial: Any, b
     trip = None if M is None else _scalar_int(M, "Loop: M")
     keep = True if cond is None else _scalar_bool(cond, "Loop: cond")
     limit = _limit()
-    if cond is None and trip is not None and limit is not None and trip > limit:
-        raise _refuse(ctx, trip)  # a plain counted loop: refused before any work
+    if trip is not None and limit is not None and trip > limit:
+        # Refused before the first iteration, whether or not a condition is given (issue 41): a trip count past
+        # the limit states more work than the limit allows; a model whose condition ends the loop early states
+        # a smaller M, or leaves M empty and is bounded at the limit by the count below.
+        raise _refuse(ctx, trip)
     carried = list(v_initial)
     scans: list[list[Any]] = [[] for _ in range(n_scan)]
     cond_value = np.array(keep)

@@ -556,6 +556,10 @@ def conv_geometry(
     )
     check_elements(padded, "Conv (padded input)")
     check_elements(y_shape, "Conv")
+    # Along an axis of one output the stride is never applied: taken as 1 there, so that no path sizes its work
+    # by it (the strided depthwise path keeps stride_y x stride_x phase buffers: a stride of 2**31 - 1 asked for
+    # terabytes, issue 41). The values are the same.
+    st = [1 if o == 1 else s for s, o in zip(st, out)]
     return st, dil, pb, pe, out
 
 

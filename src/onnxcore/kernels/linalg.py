@@ -13,10 +13,10 @@ from typing import Any
 import numpy as np
 
 from onnxcore.errors import EvaluationError, ShapeError
-from onnxcore.kernels._util import check_unidirectional, scalar_of
+from onnxcore.kernels._util import check_elements, check_unidirectional, scalar_of
 from onnxcore.kernels.registry import kernel
 
-__all__: list[str] = []
+__all__ = ["check_product"]
 
 Array = np.ndarray
 
@@ -35,10 +35,32 @@ def _narrow(y: Array, dt: np.dtype[Any]) -> Array:
 # --- MatMul -----------------------------------------------------------------------------------
 
 
+def check_product(a: tuple[int, ...], b: tuple[int, ...], itemsize: int, what: str = "MatMul") -> None:
+    """Refuse a matrix product whose result would exceed the limits (Clause 15.4), before BLAS allocates it.
+
+    The result's size comes from the data: a broadcast view of a few octets (a feed, an Expand) can stand for
+    millions of rows, each of which the product writes out. Shapes that do not match are left to the product's
+    own error. Used by MatMul and Gemm, and by the plan's fused linear step (the same product on the same rows).
+    """
+    if not a or not b:
+        return
+    rows = a[:-1] if len(a) > 1 else ()
+    cols = b[-1:] if len(b) > 1 else ()
+    lead_a, lead_b = a[:-2], b[:-2]
+    rank = max(len(lead_a), len(lead_b))
+    lead = []
+    for k in range(rank):
+        da = lead_a[k - rank + len(lead_a)] if k - rank + len(lead_a) >= 0 else 1
+        db = lead_b[k - rank + len(lead_b)] if k - rank + len(lead_b) >= 0 else 1
+        lead.append(0 if 0 in (da, db) else max(da, db))
+    check_elements([*lead, *rows[-1:], *cols], what, itemsize=itemsize)
+
+
 def _matmul(A: Array, B: Array) -> Array:
     dt = A.dtype
     if A.ndim == 0 or B.ndim == 0:
         raise ShapeError("MatMul: inputs must have rank >= 1")
+    check_product(A.shape, B.shape, max(4, dt.itemsize))
     try:
         y = np.matmul(_widen(A), _widen(B))
     except ValueError:
@@ -65,6 +87,7 @@ def _gemm(A: Array, B: Array, C: Array | None, alpha: float, beta: float, transA
         a = a.T
     if transB:
         b = b.T
+    check_product(a.shape, b.shape, max(4, dt.itemsize), "Gemm")
     if a.shape[1] != b.shape[0]:
         raise ShapeError(f"Gemm: inner dimensions differ: {a.shape} x {b.shape}")
     exact_int = dt.kind in "iu" and float(alpha).is_integer() and float(beta).is_integer()

@@ -152,8 +152,9 @@ def _roi_align(
     # The work is sized by the sampling grids, not only the output: an untrusted sampling_ratio (or RoI extent)
     # of 10^6 asked for terabytes before (issue 29). Checked before anything is built from them.
     g_max_h, g_max_w = int(gh.max(initial=1)), int(gw.max(initial=1))
-    check_elements([r_n, oh, g_max_h, h], "RoiAlign sampling grid (rows)")
-    check_elements([r_n, ow, g_max_w, w], "RoiAlign sampling grid (columns)")
+    # Several arrays of each grid's shape are alive at once (taps, weights, coordinates, the one-hot rows): 4 x 8.
+    check_elements([r_n, oh, g_max_h, h], "RoiAlign sampling grid (rows)", itemsize=32)
+    check_elements([r_n, ow, g_max_w, w], "RoiAlign sampling grid (columns)", itemsize=32)
     if mode == "avg":
         check_elements([r_n, oh, n_img, h], "RoiAlign row weights")
     else:

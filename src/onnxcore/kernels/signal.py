@@ -152,6 +152,9 @@ def stft(
     if onesided and not real:
         raise EvaluationError("STFT: onesided output needs a real signal")
     frames = (length - fl) // step + 1
+    # Frames overlap: frames x frame_length grows as the square of the signal (a step of 1 and a frame of half
+    # the signal), so the framed copy and its transform (complex, 16 octets) are checked first (Clause 15.4).
+    check_elements([z.shape[0], frames, fl], "STFT frames", itemsize=16)
     starts = np.arange(frames) * step
     idx = starts[:, None] + np.arange(fl)[None, :]
     framed = z[:, idx]  # [batch, frames, fl]

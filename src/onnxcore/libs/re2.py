@@ -159,6 +159,28 @@ class _CharSet:
 Node = tuple[Any, ...]
 
 
+def _nested_budget(node: Node, budget: int) -> int:
+    """What is left of ``budget`` after dividing it by the count of every repetition on the way down to the deepest
+    one (the largest count of a bounded repetition, the least of an unbounded one; counts of 0 left out); 0 when
+    nested repetitions multiply past the budget. Iterative: a pattern can nest deeper than Python's stack."""
+    least = budget
+    stack = [(node, budget)]
+    while stack:
+        cur, left = stack.pop()
+        kind = cur[0]
+        if kind == "rep":
+            count = cur[3] if cur[3] is not None else cur[2]
+            if count > 0:
+                left //= count
+            least = min(least, left)
+            if least == 0:
+                return 0
+            stack.append((cur[1], left))
+        elif kind in ("cat", "alt"):
+            stack.extend((child, left) for child in cur[1])
+    return least
+
+
 class _Parser:
     __slots__ = ("flags", "i", "pattern", "size")
 
@@ -209,6 +231,11 @@ class _Parser:
                 if counted is None:
                     return atom
                 lo, hi = counted
+                if _nested_budget(("rep", atom, lo, hi, True), _MAX_REPEAT) == 0:
+                    # RE2 refuses nested counted repetitions whose counts multiply past 1000 (its parser walks
+                    # the new repetition dividing 1000 by each count on the way down), before any program is
+                    # built: (a{1,100}){1,100} would be a program of 10,000 copies of a{1,100}.
+                    raise self.error(f"invalid repetition size: nested counts multiply past {_MAX_REPEAT}")
             else:
                 return atom
             lazy = self.peek() == "?"

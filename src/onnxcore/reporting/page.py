@@ -27,8 +27,10 @@ def _asset(name: str) -> str:
 
 
 def _script_json(value: Any) -> str:
-    """JSON safe inside a ``<script>`` element (no ``</`` can close it early)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
+    """JSON safe inside a ``<script>`` element: every ``<`` written ``\\u003c`` (the same string to a JSON reader),
+    so that neither ``</script`` nor ``<!--`` from a hostile name (which with a ``<script`` after it keeps the
+    element open past its end tag, HTML's double-escaped script state) reaches the HTML parser."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
 
 
 def _table(rows: list[list[str]], head: list[str]) -> str:

@@ -234,6 +234,8 @@ def _check_signature(
                 f"{where}: attribute {a.name!r} is of type {_attr_type_name(a.type)}; {label} defines it as "
                 f"{_attr_type_name(d.type)} (Clause 7.3.1)"
             )
+        if a.name in _SPATIAL_ATTRIBUTES and d.type == AttributeProto.AttributeType.INTS:
+            _check_spatial(where, a.name, kw.get(a.name))
         if d.type == AttributeProto.AttributeType.INT and is_flag(domain, a.name):
             value = kw[a.name]
             if not isinstance(value, numbers.Integral):
@@ -256,6 +258,25 @@ def _check_signature(
     if missing:
         k, formal = missing[0]
         raise ValidationError(f"{where}: input {k} ({formal.name}) is required, but left empty (Clause 7.3.3)")
+
+
+# The attributes that size and index the windows of convolution and pooling. Their values are multiplied together
+# and with extents; one past SPATIAL_INDEX_LIMIT overflows the 64-bit index arithmetic of the compiled kernels (a
+# Conv with strides 2**63 - 1 looped in C for minutes, out of reach of the run's deadline). An extent, a stride or a
+# padding that large addresses nothing a tensor within the limits has, so it is refused at binding.
+_SPATIAL_ATTRIBUTES = frozenset({"strides", "dilations", "pads", "kernel_shape", "output_padding", "output_shape"})
+SPATIAL_INDEX_LIMIT = (1 << 31) - 1
+
+
+def _check_spatial(where: str, name: str, value: Any) -> None:
+    if not isinstance(value, list | tuple):
+        return
+    for v in value:
+        if isinstance(v, numbers.Integral) and abs(int(v)) > SPATIAL_INDEX_LIMIT:
+            raise LimitError(
+                f"{where}: attribute {name!r} holds {int(v)}, past the index range of this implementation "
+                f"(magnitude at most {SPATIAL_INDEX_LIMIT}; Clause 15.4)"
+            )
 
 
 def _attr_type_name(t: int) -> str:

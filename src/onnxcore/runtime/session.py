@@ -333,7 +333,8 @@ class Session:
                 omitted (its initializer is used) or fed (overriding it), Clause 7.2.
             intermediates: Also return every value the graph's nodes computed.
             timeout: Seconds the run may take; past them it stops (between two plan steps, or at the next
-                iteration of a loop) with :class:`~onnxcore.RunTimeoutError`. None (the default): no deadline.
+                iteration of a loop) with :class:`~onnxcore.RunTimeoutError`. None (the default): the session's
+                ``Limits.run_timeout`` (no deadline unless the limits set one, as :meth:`Limits.untrusted` does).
             cancel: A callable polled at the same points, from the running thread; when it returns true the run
                 stops with :class:`~onnxcore.RunCancelledError` (set a flag from another thread to cancel).
 
@@ -361,6 +362,8 @@ class Session:
             RunTimeoutError, RunCancelledError: see ``timeout`` and ``cancel``. A kernel call in progress is not
                 interrupted (its work is bounded by the limits), so a run stops at most one kernel call late.
         """
+        if timeout is None:
+            timeout = self._limits.run_timeout  # the session's default deadline (Limits.untrusted sets one)
         if (
             (output_names is None or type(output_names) is list)
             and not intermediates

@@ -117,7 +117,7 @@ class ElementType(IntEnum):
         """
         try:
             dt = np.dtype(dtype)
-        except TypeError as e:
+        except (TypeError, ValueError, UnicodeError) as e:  # not a dtype, or a name that is not even text
             raise ElementTypeError(f"not a numpy dtype: {dtype!r}") from e
         if dt.kind in "OSU":
             return cls.STRING

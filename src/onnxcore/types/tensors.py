@@ -312,6 +312,8 @@ def from_array(
     Raises:
         TensorError: For a dtype without an element type or values not representable in ``elem_type``.
     """
+    if name is not None and not isinstance(name, str):
+        raise TensorError(f"a tensor's name is a str, got {type(name).__name__}")
     label = f"tensor {name!r}" if name else "array"
     arr, et = _coerce(array, elem_type, label)
     if arr.ndim > _MAX_RANK:

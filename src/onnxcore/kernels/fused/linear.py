@@ -19,15 +19,20 @@ from onnxcore.errors import EvaluationError
 from onnxcore.kernels.fused import FUSED_DOMAIN
 from onnxcore.kernels.fused.common import FLOATS, Chain
 from onnxcore.kernels.fused.pattern import FusedPattern
+from onnxcore.kernels.linalg import check_product
 from onnxcore.kernels.registry import kernel
 
 __all__ = ["LinearStep", "ReshapedLinearStep"]
+
+# Elements of a product below which it is not checked against the limits (a decoder step's few rows).
+_UNCHECKED_ELEMENTS = 1 << 16
 
 
 def _linear(x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
     """``x @ w (+ b)``: the leading axes of ``x`` as the rows of one product (one BLAS call rather than one per
     leading index), the bias added in place on the fresh product."""
     k, n = w.shape
+    check_product(x.shape, w.shape, w.dtype.itemsize, "MatMul (linear step)")
     y = np.matmul(x.reshape(-1, k), w) if x.ndim > 2 else np.matmul(x, w)
     if b is not None:
         y += b
@@ -65,6 +70,9 @@ class LinearStep(FusedPattern):
 
     def _rows(self, x2: np.ndarray) -> np.ndarray:
         """The product of the rows ``x2`` (2-D) by the weights, the bias added in place: :func:`_linear`'s."""
+        if x2.shape[0] * self._n > _UNCHECKED_ELEMENTS:
+            # A product of data-sized rows checked against the limits (Clause 15.4); a decoder step's few rows not.
+            check_product(x2.shape, self._w.shape, self._w.dtype.itemsize, "MatMul (linear step)")
         y = np.matmul(x2, self._w)
         if self._b is not None:
             y += self._b
