@@ -99,8 +99,15 @@ def loop(ctx: KernelContext, M: Any = None, cond: Any = None, *v_initial: Any, b
     if trip is not None and limit is not None and trip > limit:
         # Refused before the first iteration, whether or not a condition is given (issue 41): a trip count past
         # the limit states more work than the limit allows; a model whose condition ends the loop early states
-        # a smaller M, or leaves M empty and is bounded at the limit by the count below.
-        raise _refuse(ctx, trip)
+        # a smaller M, or leaves M empty and is bounded at the limit by the count below. Exporters write a while
+        # loop as M = 2**63 - 1 with a condition: the message says how to run one from a trusted model.
+        err = _refuse(ctx, trip)
+        if cond is not None:
+            err = LimitError(
+                f"{err} A loop its condition ends may declare a large M (exporters write 2**63 - 1 for a while "
+                "loop): a session with Limits(max_loop_iterations=None) runs it, bounded by its condition alone."
+            )
+        raise err
     carried = list(v_initial)
     scans: list[list[Any]] = [[] for _ in range(n_scan)]
     cond_value = np.array(keep)
