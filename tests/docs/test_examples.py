@@ -33,7 +33,7 @@ def test_readme_examples_are_run() -> None:
     installed): only the commands that install into a new venv or start a server are left out."""
     readme = blocks(ROOT / "README.md")
     python = [b for b in readme if b.lang == "python"]
-    assert len(python) >= 7 and all(b.marker is None or b.marker == ("requires", "dask") for b in python)
+    assert len(python) >= 7 and all(b.marker is None or b.marker == ("requires", "dask.dataframe") for b in python)
     skipped = [b for b in readme if b.marker and b.marker[0] == "skip"]
     assert all("venv" in b.code or "mkdocs" in b.code for b in skipped), [b.where for b in skipped]
 

@@ -82,6 +82,8 @@ def test_saved_case_replays_cleanly(pool: fw.Pool, case: Path) -> None:
     if got[0] == "failure" and got[1].startswith("hang:"):
         got = pool.run(campaign.load_case(case))  # the campaign's rule: a hang is an input past the alarm twice
     assert got[0] != "failure", f"{case.name} (found: {meta['found']}): {got}"
+    if got[0] == "skipped":  # the target's optional extra is not installed here (the batch target: dask)
+        pytest.skip(str(got[1]))
     if meta.get("expected"):
         assert got[0] == meta["expected"], got
 
