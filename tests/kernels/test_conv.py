@@ -16,6 +16,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+import onnxcore
 from kernels import compare, run_ours, single_node_cases
 
 pytest.importorskip("onnx")  # the oracle run_ours binds versions with (onnx.defs)
@@ -410,3 +411,40 @@ def test_spatial_attributes_out_of_range_are_refused(
 
     with pytest.raises(EvaluationError, match=r"must be (positive|non-negative)"):
         run_ours(op, inputs, opset, attrs)
+
+
+@pytest.mark.parametrize("group", [1, 2, 8])
+@pytest.mark.parametrize("kernel", [1, 2, 3])
+@pytest.mark.parametrize("stride", [2, 3])
+@pytest.mark.parametrize("extent", [1, 2, 3, 4])
+def test_an_axis_of_one_output_with_a_stride_matches_onnxruntime(
+    group: int, kernel: int, stride: int, extent: int
+) -> None:
+    """Clause 6 geometry: where an axis has one output, its stride is taken as 1 (the values are the same); every
+    path must still read only the first window of an input larger than the output (a 1x1 kernel of stride 2 on a
+    2x2 input was reshaped whole)."""
+    ort = pytest.importorskip("onnxruntime")
+    from onnx import TensorProto as TP
+    from onnx import helper as oh
+    from onnx import numpy_helper
+
+    if extent < kernel:
+        pytest.skip("no window fits")
+    c, m = 8, 8
+    rng = np.random.default_rng(extent * 100 + kernel * 10 + stride + group)
+    w = rng.standard_normal((m, c // group, kernel, kernel)).astype(np.float32)
+    x = rng.standard_normal((2, c, extent, extent)).astype(np.float32)
+    g = oh.make_graph(
+        [oh.make_node("Conv", ["x", "w"], ["y"], kernel_shape=[kernel, kernel], strides=[stride, stride], group=group)],
+        "g",
+        [oh.make_tensor_value_info("x", TP.FLOAT, [2, c, extent, extent])],
+        [oh.make_tensor_value_info("y", TP.FLOAT, ["n", "m", "h", "w"])],
+        [numpy_helper.from_array(w, "w")],
+    )
+    model = oh.make_model(g, opset_imports=[oh.make_opsetid("", 17)])
+    model.ir_version = 8
+    data = model.SerializeToString()
+    want = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    got = onnxcore.Session(data).run(None, {"x": x})[0]
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

@@ -273,7 +273,9 @@ def _conv_paths(
         return np.zeros((n_img, m, *out), dtype=x.dtype), False
     if kk == 1 and not any(pb) and not any(pe):
         # 1x1 kernel: a plain matmul on the (strided) input, no im2col.
-        if any(s != 1 for s in strides):
+        # The input may be larger than the output with every stride 1: a stride along an axis of one output is
+        # taken as 1 (conv_geometry), so the window is sliced whenever the extents differ.
+        if any(s != 1 for s in strides) or tuple(x.shape[2:]) != tuple(out):
             xs = x[(slice(None), slice(None)) + tuple(slice(0, (o - 1) * s + 1, s) for o, s in zip(out, strides))]
             xs = _columns(xs)
         else:
