@@ -139,7 +139,12 @@ def test_a_broken_rewrite_breaks_its_postcondition() -> None:
 
 def test_onnxruntime_levels_and_names() -> None:
     basic = disabled_for(1)
-    assert {r.name for r in PIPELINE} - basic == {"fold_constants", "drop_noops", "prepare_with_constants"}
+    assert {r.name for r in PIPELINE} - basic == {
+        "fold_constants",
+        "drop_noops",
+        "prepare_with_constants",
+        "merge_repeats",
+    }
     assert disabled_for(0) == REWRITE_NAMES
     assert disabled_for(99) == frozenset()
     assert disabled_for(99, ["MatMulAddFusion", "fuse_rotary", "SomethingElse"]) == {"fuse_linear", "fuse_rotary"}

@@ -139,6 +139,12 @@ class ShapeStep:
             return self.walk.call(fn, bodies, opsets, node, (), in_shapes, in_values, attrs, None, frame)[1], {}
         schema = b.schema
         if schema is None:
+            if b.status == "custom" and all(v is not None for n, v in zip(node.input, in_values) if n):
+                # A domain without definitions: its kernel folds known inputs as a plan's folding would (one rule,
+                # kernels/folding.py); no shape rule speaks of it otherwise.
+                folded = fold(node, canonical_domain(node.domain), b.version, None, in_values, attrs, "custom")
+                if folded is not None:
+                    return folded
             return unknown, {}
         domain = canonical_domain(node.domain)
         rule = SHAPE_RULES.get((domain, node.op_type))
