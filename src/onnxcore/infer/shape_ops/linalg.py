@@ -172,15 +172,6 @@ def _einsum(ctx: ShapeContext) -> list[ShapeT | None]:
     return [(*(extent[c] for c in out_head), *middle, *(extent[c] for c in out_tail or ""))]
 
 
-# --- signal -------------------------------------------------------------------------------------
-
-
-@shape_rule("BlackmanWindow", "HammingWindow", "HannWindow")
-def _window(ctx: ShapeContext) -> list[ShapeT | None]:
-    size = _scalar(ctx, 0)
-    return [(size if size is not None and size >= 0 else None,)]
-
-
 # --- ai.onnx.ml ---------------------------------------------------------------------------------
 
 

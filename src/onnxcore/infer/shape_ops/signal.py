@@ -1,4 +1,5 @@
-"""Shape rules (Clause 9) of the operators whose kernels are in :mod:`onnxcore.kernels.signal`.
+"""Shape rules (Clause 9) of the signal operators, the family of :mod:`onnxcore.kernels.signal`: DFT, STFT,
+MelWeightMatrix and the window generators (HannWindow, HammingWindow, BlackmanWindow).
 
 The family has the kernels' module name (issue 37): a new operator touches its kernel module and this one.
 """
@@ -88,3 +89,9 @@ def _stft(ctx: ShapeContext) -> list[ShapeT | None]:
 def _mel_weight_matrix(ctx: ShapeContext) -> list[ShapeT | None]:
     bins, length = _scalar(ctx, 0), _scalar(ctx, 1)
     return [(None if length is None else length // 2 + 1, bins)]
+
+
+@shape_rule("BlackmanWindow", "HammingWindow", "HannWindow")
+def _window(ctx: ShapeContext) -> list[ShapeT | None]:
+    size = _scalar(ctx, 0)
+    return [(size if size is not None and size >= 0 else None,)]
