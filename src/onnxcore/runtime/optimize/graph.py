@@ -8,12 +8,12 @@ by every rewrite that reads them; a rewrite that changes the nodes hands the new
 :meth:`PlanGraph.set_nodes`, which drops the indices of the old one. No rewrite builds an index of its own.
 
 Why the indices are rebuilt rather than edited in place: measured, rebuilding costs nothing that matters. On the
-50,000-node chain of ``benchmarks/bench_check.py`` the pipeline makes 5 sets of indices in about 0.28 s, 7% of its
-3.7 s (and the session about 8 s in all); on the light zoo's DenseNet-121, Inception v2 and ResNet-50 they take
-0.6-1.7 ms, under 1% of a 120-300 ms pipeline (AMD EPYC, one thread, best of 3, each index's first build timed by
-wrapping the properties). A rewrite that fires rewrites its whole node list anyway (the matchers copy what they
-keep), so edit operations that keep producers and readers current would save at most those fractions, for the
-cost of every matcher keeping them right.
+50,000-node chain of ``benchmarks/bench_check.py`` the pipeline makes 6 sets of indices in about 0.4 s, 8-9% of its
+4.3-4.8 s (the session about 8-10 s in all); on the light zoo's DenseNet-121, Inception v2 and ResNet-50, 8-11 sets
+take 0.8-6 ms, at most 3.6% and mostly under 1% of a 90-300 ms pipeline (AMD EPYC, one thread, 3 runs; each
+index's first build per state timed by wrapping the properties). A rewrite that fires hands over a whole new node
+list anyway (the matchers copy what they keep), so edit operations keeping producers and readers current would
+save at most those fractions, for the cost of every matcher keeping them right.
 """
 
 from __future__ import annotations
