@@ -13,9 +13,11 @@ from onnx import helper as h
 from onnx import numpy_helper as nh
 
 import onnxcore
-from onnxcore.infer import infer_shapes
-from onnxcore.kernels import folding, registry
+from onnxcore.infer import infer_both, infer_shapes
+from onnxcore.kernels import KernelSet, folding, registry
 from onnxcore.kernels.registry import NO_FOLD
+from onnxcore.limits import DEFAULT_LIMITS
+from onnxcore.validate.checker import check_context
 
 DOMAIN = "test.onnxcore.folding"
 CALLS = {"n": 0}
@@ -34,7 +36,7 @@ def doubled() -> Iterator[None]:
     registry.unregister("Doubled", 1, domain=DOMAIN)
 
 
-def _model(shape_op: str = "Doubled", domain: str = DOMAIN) -> bytes:
+def _model(shape_op: str = "Doubled", domain: str = DOMAIN, out_shape: list[int] | None = None) -> bytes:
     """y = Reshape(x, Doubled([1, 3])): the target shape [2, 6] is known only by folding the custom node."""
     nodes = [
         h.make_node(shape_op, ["half"], ["target"], domain=domain),
@@ -44,7 +46,7 @@ def _model(shape_op: str = "Doubled", domain: str = DOMAIN) -> bytes:
         nodes,
         "g",
         [h.make_tensor_value_info("x", TP.FLOAT, [3, 4])],
-        [h.make_tensor_value_info("y", TP.FLOAT, None)],
+        [h.make_tensor_value_info("y", TP.FLOAT, out_shape)],
         [nh.from_array(np.array([1, 3], np.int64), "half")],
     )
     imports = [h.make_opsetid("", 18), h.make_opsetid(DOMAIN, 1)]
@@ -101,3 +103,34 @@ def test_evaluate_says_not_folded_on_failure() -> None:
     with np.errstate(all="raise"):  # a folded 1 / 0 is inf, as at run time
         (v,) = folding.evaluate(lambda x: np.float32(1) / x, [np.float32(0)], {}) or (None,)
     assert v == np.inf
+
+
+def _session_kernels() -> KernelSet:
+    ops = KernelSet()
+
+    @ops.kernel("Doubled", 1, domain=DOMAIN)
+    def _doubled(x: np.ndarray) -> np.ndarray:
+        return x * 2
+
+    return ops
+
+
+def test_inference_folds_with_the_session_s_kernels() -> None:
+    """A session's ``custom_ops`` reach inference's folding (through validation), as they reach its plan."""
+    model = onnxcore.load(_model())
+    assert infer_both(model)[1].shape("y") is None
+    assert infer_both(model, custom_ops=_session_kernels())[1].shape("y") == (2, 6)
+
+
+def _shape_findings(report: Any) -> list[Any]:
+    return [f for f in report.findings if "declared with shape [3, 4] but inferred [2, 6]" in f.message]
+
+
+def test_a_session_validates_with_its_kernels_folded() -> None:
+    """Declared [3, 4], computed [2, 6] by the session's kernel: the session's validation sees the contradiction
+    (through its ``custom_ops``), which it cannot without them."""
+    model = onnxcore.load(_model(out_shape=[3, 4]))
+    assert _shape_findings(check_context(model, DEFAULT_LIMITS, custom_ops=_session_kernels())[0])
+    assert not _shape_findings(check_context(model, DEFAULT_LIMITS)[0])
+    with pytest.raises(onnxcore.ValidationError, match="E-SHAPE-MISMATCH"):
+        onnxcore.Session(_model(out_shape=[3, 4]), custom_ops=_session_kernels())

@@ -19,6 +19,7 @@ from onnxcore.defs.opschema import OpSchema
 from onnxcore.graph.attributes import attribute_value
 from onnxcore.infer.shape_core import ShapeT, resolve
 from onnxcore.kernels.folding import INFER_FOLD_ELEMENTS, INFER_FOLD_LIMITS, evaluate, fold_kernel, may_fold
+from onnxcore.kernels.registry import KernelSet
 from onnxcore.proto.messages import AttributeProto, NodeProto, TensorProto
 from onnxcore.types import to_array
 
@@ -57,13 +58,14 @@ def fold(
     in_values: Sequence[Any],
     attrs: dict[str, AttributeProto],
     status: str = "schema",
+    custom_ops: KernelSet | None = None,
 ) -> tuple[list[ShapeT | None], dict[int, np.ndarray]] | None:
     """Evaluate a node whose inputs are all known small tensors with its kernel, under tight limits.
 
     The folding rule is the plan's (:mod:`onnxcore.kernels.folding`): what may fold, the kernel a session chooses
-    (:func:`~onnxcore.kernels.folding.fold_kernel`, from the process-wide registry: inference sees no session's
-    ``custom_ops``; a node of a custom domain, ``status`` ``"custom"``, folds with the kernel its domain binds to,
-    Clause 16.1), evaluated under :data:`~onnxcore.kernels.folding.INFER_FOLD_LIMITS`. A node evaluated through
+    (:func:`~onnxcore.kernels.folding.fold_kernel`: from ``custom_ops``, a session's, first, then the process-wide
+    registry; a node of a custom domain, ``status`` ``"custom"``, folds with the kernel its domain binds to, Clause
+    16.1), evaluated under :data:`~onnxcore.kernels.folding.INFER_FOLD_LIMITS`. A node evaluated through
     its function body is left to the walk, which enters the body.
 
     Returns:
@@ -76,7 +78,7 @@ def fold(
     for n, v in zip(node.input, values):
         if n and v is None:
             return None
-    kdef = fold_kernel(domain, node.op_type, version, status, schema)
+    kdef = fold_kernel(domain, node.op_type, version, status, schema, custom_ops)
     if kdef is None:
         return None
     try:
@@ -117,8 +119,9 @@ class PendingFold:
         schema: OpSchema | None,
         in_values: Sequence[Any],
         attrs: dict[str, AttributeProto],
+        custom_ops: KernelSet | None = None,
     ) -> None:
-        self.args: tuple[Any, ...] = (node, domain, version, schema, in_values, attrs)
+        self.args: tuple[Any, ...] = (node, domain, version, schema, in_values, attrs, "schema", custom_ops)
         self.done = False
         self.results: dict[int, np.ndarray] = {}
 
