@@ -1,4 +1,5 @@
-"""DFT, STFT and MelWeightMatrix against the ONNX 1-3 vectors and onnxruntime on random inputs."""
+"""DFT, STFT, MelWeightMatrix and the window generators against the ONNX 1-3 vectors and onnxruntime on random
+inputs; the windows also bit for bit against their function bodies."""
 
 from __future__ import annotations
 
@@ -10,20 +11,27 @@ import numpy as np
 import pytest
 from runtime.node_harness import assert_close, run_single_node_case
 
+import onnxcore
 from kernels import assert_every_version_has_a_kernel
-from onnxcore.errors import EvaluationError
+from onnxcore.defs import get_schema
+from onnxcore.errors import EvaluationError, LimitError
+from onnxcore.kernels import registry
 from onnxcore.kernels.registry import lookup
+from onnxcore.kernels.select import select
+from onnxcore.limits import Limits, limits_in_effect
 
 ort = pytest.importorskip("onnxruntime")
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper  # noqa: E402
 
-PREFIXES = ("test_dft", "test_stft", "test_melweightmatrix")
+WINDOWS = ("HannWindow", "HammingWindow", "BlackmanWindow")
+PREFIXES = ("test_dft", "test_stft", "test_melweightmatrix", "test_hannwindow", "test_hammingwindow",
+            "test_blackmanwindow")  # fmt: skip
 
 
 def test_node_vectors(node_cases: list[Path]) -> None:
     cases = [c for c in node_cases if c.name.startswith(PREFIXES) and "expanded" not in c.name]
-    assert len(cases) >= 13
+    assert len(cases) >= 19
     for case in cases:
         out = run_single_node_case(case)
         assert out is not None, case.name
@@ -186,7 +194,7 @@ def test_mel_weight_matrix_against_onnxruntime(
     np.testing.assert_allclose(actual.astype(np.float64), expected.astype(np.float64), rtol=1e-3, atol=1e-6)
 
 
-@pytest.mark.parametrize("op", ["DFT", "STFT", "MelWeightMatrix"])
+@pytest.mark.parametrize("op", ["DFT", "STFT", "MelWeightMatrix", *WINDOWS])
 def test_every_since_version_has_a_kernel(op: str) -> None:
     pytest.importorskip("onnx")
     assert_every_version_has_a_kernel(op)
@@ -213,3 +221,53 @@ def test_dft_double_against_onnxruntime_and_half_rounds_once() -> None:
     z = np.fft.fft(h[..., 0].astype(np.float64) + 1j * h[..., 1].astype(np.float64), axis=1)
     ref = np.stack([z.real, z.imag], -1).astype(np.float16)
     np.testing.assert_array_equal(_fn("DFT", 20)(h), ref)
+
+
+def _window_session(op: str, size: int, size_type: Any, **attrs: Any) -> Any:
+    node = helper.make_node(op, ["n"], ["y"], **attrs)
+    out = attrs.get("output_datatype", TensorProto.FLOAT)
+    graph = helper.make_graph(
+        [node],
+        "g",
+        [helper.make_tensor_value_info("n", helper.np_dtype_to_tensor_dtype(np.dtype(size_type)), [])],
+        [helper.make_tensor_value_info("y", out, [None])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=9)
+    return onnxcore.Session(model.SerializeToString())
+
+
+WINDOW_CASES = list(itertools.product(WINDOWS, [0, 1, 2, 7, 64, 1001], [0, 1], [np.int64, np.int32]))
+
+
+@pytest.mark.parametrize(("op", "size", "periodic", "size_type"), WINDOW_CASES)
+def test_windows_are_their_function_bodies_bit_for_bit(
+    op: str, size: int, periodic: int, size_type: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The kernel computes what the definition's body computes (Clause 8.4), to the bit: the body is evaluated node
+    by node by a session that has no kernel for the operator (kernels.select then chooses the body)."""
+    feeds = {"n": np.array(size, size_type)}
+    (ours,) = _window_session(op, size, size_type, periodic=periodic).run(None, feeds)
+    monkeypatch.delitem(registry._REGISTRY, ("", op, 17))
+    body = _window_session(op, size, size_type, periodic=periodic)
+    assert select("", op, 17, "schema", get_schema(op, 17, "")).rule == "body"
+    (expected,) = body.run(None, feeds)
+    assert ours.dtype == expected.dtype == np.float32 and ours.shape == (size,)
+    np.testing.assert_array_equal(ours, expected)
+
+
+@pytest.mark.parametrize("op", WINDOWS)
+@pytest.mark.parametrize("dtype", [TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16])
+def test_windows_against_onnxruntime(op: str, dtype: int) -> None:
+    for size, periodic in itertools.product([1, 2, 10, 257], [0, 1]):
+        feeds = {"n": np.array(size, np.int64)}
+        attrs = {"periodic": periodic, "output_datatype": dtype}
+        expected = _ort(op, 17, feeds, attrs, dtype)
+        actual = _fn(op, 17)(feeds["n"], **attrs)
+        assert actual.dtype == expected.dtype and actual.shape == expected.shape == (size,)
+        # onnxruntime computes in double and rounds once; the body computes in float32 (a few ulps apart).
+        np.testing.assert_allclose(actual.astype(np.float64), expected.astype(np.float64), rtol=2e-3, atol=1e-6)
+
+
+def test_a_window_beyond_the_limits_is_refused_before_it_is_allocated() -> None:
+    with limits_in_effect(Limits(max_tensor_elements=1000)), pytest.raises(LimitError):
+        _fn("HannWindow", 17)(np.array(1 << 40, np.int64))

@@ -3,6 +3,10 @@ of those that fired, declared conditions, the same pipeline for plans specialise
 
 from __future__ import annotations
 
+import ast
+import inspect
+from pathlib import Path
+
 import numpy as np
 import pytest
 from onnx import TensorProto as TP
@@ -11,7 +15,7 @@ from onnx import numpy_helper as nh
 
 import onnxcore
 from onnxcore.errors import ValidationError
-from onnxcore.runtime import ort_api
+from onnxcore.runtime import ort_api, plan
 from onnxcore.runtime.optimize.graph import PlanGraph
 from onnxcore.runtime.optimize.pipeline import (
     PIPELINE,
@@ -139,7 +143,12 @@ def test_a_broken_rewrite_breaks_its_postcondition() -> None:
 
 def test_onnxruntime_levels_and_names() -> None:
     basic = disabled_for(1)
-    assert {r.name for r in PIPELINE} - basic == {"fold_constants", "drop_noops", "prepare_with_constants"}
+    assert {r.name for r in PIPELINE} - basic == {
+        "fold_constants",
+        "drop_noops",
+        "prepare_with_constants",
+        "merge_repeats",
+    }
     assert disabled_for(0) == REWRITE_NAMES
     assert disabled_for(99) == frozenset()
     assert disabled_for(99, ["MatMulAddFusion", "fuse_rotary", "SomethingElse"]) == {"fuse_linear", "fuse_rotary"}
@@ -162,3 +171,17 @@ def test_the_plan_calls_the_prepared_fused_step_directly() -> None:
     for bn, step in fused:
         assert step[0] is bn.call
         assert type(bn.call).__module__.startswith("onnxcore.kernels.fused."), type(bn.call)
+
+
+def test_one_rewrite_signature_and_no_rewrite_outside_the_pipeline() -> None:
+    """Every rewrite is ``run(graph) -> list[PlanNode]`` behind ``Rewrite.apply`` (common-subexpression elimination
+    included, issue 37), and the plan reaches the optimizer only through the plan graph and the pipeline."""
+    signatures = {str(inspect.signature(r.run)) for r in PIPELINE}
+    assert signatures == {"(graph: 'PlanGraph') -> 'list[PlanNode]'"}
+    tree = ast.parse(Path(plan.__file__).read_text(encoding="utf-8"))
+    used = {
+        n.module
+        for n in ast.walk(tree)
+        if isinstance(n, ast.ImportFrom) and n.module and n.module.startswith("onnxcore.runtime.optimize")
+    }
+    assert used == {"onnxcore.runtime.optimize.graph", "onnxcore.runtime.optimize.pipeline"}

@@ -52,6 +52,7 @@ from onnxcore.infer.results import Inference, NodeTypes, TypeMismatch
 from onnxcore.infer.rules import bind_inputs, formal_at
 from onnxcore.infer.shapes import ShapeIncompatibility, ShapeInference, ShapeMismatch, annotate, infer_shapes
 from onnxcore.infer.walk_frames import node_location
+from onnxcore.kernels.registry import KernelSet
 from onnxcore.limits import Limits
 from onnxcore.proto.bridge import OnnxMessage
 from onnxcore.proto.messages import ModelProto, TypeProto
@@ -101,11 +102,19 @@ def infer(
 
 
 def infer_both(
-    model: ModelProto | OnnxMessage, *, limits: Limits | None = None, bound: BoundModel | None = None
+    model: ModelProto | OnnxMessage,
+    *,
+    limits: Limits | None = None,
+    bound: BoundModel | None = None,
+    custom_ops: KernelSet | None = None,
 ) -> tuple[Inference, ShapeInference]:
-    """:func:`infer` and :func:`infer_shapes` of ``model`` from one walk (arguments as for :func:`infer`)."""
+    """:func:`infer` and :func:`infer_shapes` of ``model`` from one walk (arguments as for :func:`infer`).
+
+    ``custom_ops`` are the kernels a session will run the model with (its ``custom_ops``): constant folding chooses
+    from them first, as the session's plan does (:mod:`onnxcore.kernels.folding`).
+    """
     model = model_argument(model, bound, "infer_both")
-    walk = run(model, limits=limits, bound=bound)
+    walk = run(model, limits=limits, bound=bound, custom_ops=custom_ops)
     return walk.type_result, walk.shape_result
 
 

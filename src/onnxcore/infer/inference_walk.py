@@ -40,6 +40,7 @@ from onnxcore.infer.shape_ops.control_flow import control_flow_outputs
 from onnxcore.infer.shape_step import ShapeStep, Unresolvable
 from onnxcore.infer.walk_frames import Binding, BoundWalk, Frame, node_location
 from onnxcore.io import encode
+from onnxcore.kernels.registry import KernelSet
 from onnxcore.limits import NESTING_REFUSAL, Limits
 from onnxcore.proto.messages import AttributeProto, FunctionProto, GraphProto, ModelProto, NodeProto, TypeProto
 from onnxcore.types.typestr import elem_type_string, type_string
@@ -138,7 +139,13 @@ class InferenceWalk(BoundWalk):
     """The walk (see the module docstring); :attr:`type_result` and :attr:`shape_result` hold what it finds."""
 
     def __init__(
-        self, model: ModelProto, limits: Limits | None, bound: BoundModel | None, *, node_types: bool = True
+        self,
+        model: ModelProto,
+        limits: Limits | None,
+        bound: BoundModel | None,
+        *,
+        node_types: bool = True,
+        custom_ops: KernelSet | None = None,
     ) -> None:
         super().__init__(model, limits, bound)
         # Shapes need no types (no shape rule reads one): a walk for shapes alone leaves the types of nodes
@@ -146,7 +153,7 @@ class InferenceWalk(BoundWalk):
         self.node_types_on = node_types
         self.type_result = Inference()
         self.shape_result = ShapeInference()
-        self.step = ShapeStep(self, self.shape_result)
+        self.step = ShapeStep(self, self.shape_result, custom_ops)
         self.ir_version = int(model.ir_version)
         self.generic: dict[tuple[object, ...], tuple[Types, dict[str, str], frozenset[str]]] = {}
         self.calls: dict[tuple[object, ...], tuple[Types, Shapes]] = {}
@@ -545,13 +552,19 @@ class InferenceWalk(BoundWalk):
 
 
 def run(
-    model: ModelProto, *, limits: Limits | None = None, bound: BoundModel | None = None, node_types: bool = True
+    model: ModelProto,
+    *,
+    limits: Limits | None = None,
+    bound: BoundModel | None = None,
+    node_types: bool = True,
+    custom_ops: KernelSet | None = None,
 ) -> InferenceWalk:
     """Walk ``model`` (its graph, then each model-local function's body); the walk holds what it found.
 
-    With ``node_types=False`` only shapes are wanted: see :class:`InferenceWalk`.
+    With ``node_types=False`` only shapes are wanted: see :class:`InferenceWalk`. ``custom_ops``: the kernels
+    constant folding chooses first (a session's).
     """
-    walk = InferenceWalk(model, limits, bound, node_types=node_types)
+    walk = InferenceWalk(model, limits, bound, node_types=node_types, custom_ops=custom_ops)
     try:
         if model.graph is not None:
             walk.walk_graph(model.graph, "graph", None, None, None, Frame(walk.top_opsets, None, False, True, 0))

@@ -1,7 +1,8 @@
 """Constant folding for shape inference: small tensor values known statically, computed by the kernels.
 
 A node whose inputs are all known small tensors is evaluated with its kernel (:mod:`onnxcore.kernels`, never the
-evaluator) under tight limits (:func:`onnxcore.limits.limits_in_effect`), so that a later rule reading a value (a
+evaluator) under tight limits, by the one folding rule the plan's constant folding follows too
+(:mod:`onnxcore.kernels.folding`), so that a later rule reading a value (a
 ``Reshape`` to a computed shape) has it. Values are kept for small numeric tensors only; an initializer's
 contents are decoded when a rule first reads them, a folded node's when a later rule first asks.
 """
@@ -17,9 +18,8 @@ import numpy as np
 from onnxcore.defs.opschema import OpSchema
 from onnxcore.graph.attributes import attribute_value
 from onnxcore.infer.shape_core import ShapeT, resolve
-from onnxcore.kernels.registry import NO_FOLD
-from onnxcore.kernels.select import select
-from onnxcore.limits import Limits, limits_in_effect
+from onnxcore.kernels.folding import INFER_FOLD_ELEMENTS, INFER_FOLD_LIMITS, evaluate, fold_kernel, may_fold
+from onnxcore.kernels.registry import KernelSet
 from onnxcore.proto.messages import AttributeProto, NodeProto, TensorProto
 from onnxcore.types import to_array
 
@@ -36,9 +36,6 @@ __all__ = [
 
 # Values kept: tensors of at most this many elements (shape tensors, scales, small constants).
 MAX_VALUE_ELEMENTS = 4096
-# Nodes evaluated for their values: inputs and outputs of at most this many elements each.
-_FOLD_ELEMENTS = 1 << 16
-_FOLD_LIMITS = Limits(max_tensor_elements=_FOLD_ELEMENTS, max_tensor_bytes=8 * _FOLD_ELEMENTS)
 
 
 def small_value(a: Any) -> np.ndarray | None:
@@ -57,37 +54,41 @@ def fold(
     node: NodeProto,
     domain: str,
     version: int,
-    schema: OpSchema,
+    schema: OpSchema | None,
     in_values: Sequence[Any],
     attrs: dict[str, AttributeProto],
+    status: str = "schema",
+    custom_ops: KernelSet | None = None,
 ) -> tuple[list[ShapeT | None], dict[int, np.ndarray]] | None:
     """Evaluate a node whose inputs are all known small tensors with its kernel, under tight limits.
 
-    The kernel is the one a session chooses (:func:`onnxcore.kernels.select.select`, from the process-wide
-    registry: inference sees no session's ``custom_ops``); a node evaluated through its function body is left to
-    the walk, which enters the body. Operators of :data:`~onnxcore.kernels.registry.NO_FOLD` are never folded.
+    The folding rule is the plan's (:mod:`onnxcore.kernels.folding`): what may fold, the kernel a session chooses
+    (:func:`~onnxcore.kernels.folding.fold_kernel`: from ``custom_ops``, a session's, first, then the process-wide
+    registry; a node of a custom domain, ``status`` ``"custom"``, folds with the kernel its domain binds to, Clause
+    16.1), evaluated under :data:`~onnxcore.kernels.folding.INFER_FOLD_LIMITS`. A node evaluated through
+    its function body is left to the walk, which enters the body.
 
     Returns:
         The output shapes and the small values, or None when the node is not folded (no kernel, a kernel that
         needs a context, an input not known, a result too large, or any failure: folding never raises).
     """
-    if node.op_type in NO_FOLD:
+    if not may_fold(node.op_type, node.attribute):
         return None
     values = [resolve(v) for v in in_values]
     for n, v in zip(node.input, values):
         if n and v is None:
             return None
-    kdef = select(domain, node.op_type, version, "schema", schema).kernel
-    if kdef is None or kdef.context:
+    kdef = fold_kernel(domain, node.op_type, version, status, schema, custom_ops)
+    if kdef is None:
         return None
     try:
         kw = {name: attribute_value(a) for name, a in attrs.items()}
-        args = [v if n else None for n, v in zip(node.input, values)]
-        with limits_in_effect(_FOLD_LIMITS), np.errstate(all="ignore"):
-            res = kdef.fn(*args, **kw)
     except Exception:
         return None
-    results = res if type(res) is tuple else (res,)
+    args = [v if n else None for n, v in zip(node.input, values)]
+    results = evaluate(kdef.fn, args, kw, INFER_FOLD_LIMITS)
+    if results is None:
+        return None
     # A kernel may give a numpy scalar (np.take with a scalar index does): it is a rank-0 tensor.
     results = tuple(np.asarray(r) if isinstance(r, np.generic) else r for r in results)
     shapes: list[ShapeT | None] = []
@@ -96,7 +97,7 @@ def fold(
         if not isinstance(r, np.ndarray):
             shapes.append(None)
             continue
-        if r.size > _FOLD_ELEMENTS:
+        if r.size > INFER_FOLD_ELEMENTS:
             return None
         shapes.append(tuple(int(d) for d in r.shape))
         v = small_value(r)
@@ -115,11 +116,12 @@ class PendingFold:
         node: NodeProto,
         domain: str,
         version: int,
-        schema: OpSchema,
+        schema: OpSchema | None,
         in_values: Sequence[Any],
         attrs: dict[str, AttributeProto],
+        custom_ops: KernelSet | None = None,
     ) -> None:
-        self.args: tuple[Any, ...] = (node, domain, version, schema, in_values, attrs)
+        self.args: tuple[Any, ...] = (node, domain, version, schema, in_values, attrs, "schema", custom_ops)
         self.done = False
         self.results: dict[int, np.ndarray] = {}
 

@@ -24,6 +24,7 @@ from onnxcore.infer.known_values import LazyValue, PendingFold, fold, small_shap
 from onnxcore.infer.results import ShapeIncompatibility, ShapeInference
 from onnxcore.infer.shape_core import SHAPE_RULES, VALUE_RULES, ShapeContext, ShapeIncompatible, ShapeT
 from onnxcore.infer.walk_frames import Binding, Frame, node_location
+from onnxcore.kernels.registry import KernelSet
 from onnxcore.proto.messages import AttributeProto, FunctionProto, NodeProto
 
 __all__ = ["STRICT", "FunctionCalls", "ShapeStep", "Unresolvable"]
@@ -70,9 +71,10 @@ class FunctionCalls(Protocol):
 class ShapeStep:
     """The shape side of the nodes of one walk, with its memo of rule outcomes."""
 
-    def __init__(self, walk: FunctionCalls, result: ShapeInference) -> None:
+    def __init__(self, walk: FunctionCalls, result: ShapeInference, custom_ops: KernelSet | None = None) -> None:
         self.walk = walk
         self.result = result
+        self.custom_ops = custom_ops  # the kernels folding chooses first (a session's), as its plan does
         self.defaults: dict[int, dict[str, AttributeProto]] = {}
         # Rule outcomes by (node's operator, imports, input shapes and values, output count, attributes).
         self.memo: dict[tuple[object, ...], _Outcome] = {}
@@ -139,6 +141,14 @@ class ShapeStep:
             return self.walk.call(fn, bodies, opsets, node, (), in_shapes, in_values, attrs, None, frame)[1], {}
         schema = b.schema
         if schema is None:
+            if b.status == "custom" and all(v is not None for n, v in zip(node.input, in_values) if n):
+                # A domain without definitions: its kernel folds known inputs as a plan's folding would (one rule,
+                # kernels/folding.py); no shape rule speaks of it otherwise.
+                folded = fold(
+                    node, canonical_domain(node.domain), b.version, None, in_values, attrs, "custom", self.custom_ops
+                )
+                if folded is not None:
+                    return folded
             return unknown, {}
         domain = canonical_domain(node.domain)
         rule = SHAPE_RULES.get((domain, node.op_type))
@@ -151,14 +161,14 @@ class ShapeStep:
             if all(o is not None and all(isinstance(d, int) for d in o) for o in outs):
                 # The rule tells every shape: the values are computed only if a later rule asks for them
                 # (most constants of a model are weights nobody reads as a shape).
-                pending = PendingFold(node, domain, b.version, schema, in_values, attrs)
+                pending = PendingFold(node, domain, b.version, schema, in_values, attrs, self.custom_ops)
                 # Lazy values travel where arrays do (scopes, ShapeContext), resolved where read (resolve).
                 small: dict[int, Any] = {k: LazyValue(pending, k) for k, o in enumerate(outs) if small_shape(o)}
                 return outs, {**small, **outcome[1]}
-            folded = fold(node, domain, b.version, schema, in_values, attrs)
+            folded = fold(node, domain, b.version, schema, in_values, attrs, custom_ops=self.custom_ops)
             return folded if folded is not None else outcome
         if foldable:
-            folded = fold(node, domain, b.version, schema, in_values, attrs)
+            folded = fold(node, domain, b.version, schema, in_values, attrs, custom_ops=self.custom_ops)
             if folded is not None:
                 return folded
         body = self.walk.body(schema, b.version, frame.opsets)

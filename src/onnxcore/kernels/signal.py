@@ -1,7 +1,7 @@
-"""Signal operators, every version of the default domain (ONNX 1-2): DFT, STFT, MelWeightMatrix.
+"""Signal operators, every version of the default domain (ONNX 1-2): DFT, STFT, MelWeightMatrix, and the window
+generators HannWindow, HammingWindow and BlackmanWindow.
 
-(The window generators HannWindow, HammingWindow and BlackmanWindow run through their function
-bodies.) Complex values are carried as a trailing axis of extent 2 (real, imaginary); a real
+Complex values are carried as a trailing axis of extent 2 (real, imaginary); a real
 signal has a trailing axis of extent 1. Transforms run numpy's FFT in the input's precision: float32
 signals in complex64 (as onnxruntime and the reference evaluator do; the ONNX 1-3 vectors hold that
 arithmetic's rounding, e.g. 2e-7 where an exact result is 0), float64 in complex128; float16 and
@@ -18,6 +18,7 @@ import numpy as np
 from onnxcore.errors import EvaluationError
 from onnxcore.kernels._util import check_elements, scalar_of
 from onnxcore.kernels.registry import kernel
+from onnxcore.kernels.tensor import cast_6
 from onnxcore.types.elements import ElementType
 
 __all__: list[str] = []
@@ -216,3 +217,49 @@ def mel_weight_matrix(
     except ValueError:
         raise EvaluationError(f"MelWeightMatrix: output_datatype {output_datatype} is not an element type") from None
     return out.astype(et.np_dtype)
+
+
+# The generalised cosine windows ``y[n] = a0 - a1 cos(2 pi n / N) + a2 cos(4 pi n / N)``: the coefficients as the
+# definitions' function bodies write them (float32 constants; Hamming's are 25/46 and 21/46).
+_COSINE_WINDOWS: dict[str, tuple[float, float, float]] = {
+    "HannWindow": (0.5, 0.5, 0.0),
+    "HammingWindow": (0.54347825, 0.45652175, 0.0),
+    "BlackmanWindow": (0.42, 0.5, 0.08),
+}
+
+
+def _cosine_window(op: str, size: Any, periodic: int, output_datatype: int) -> np.ndarray:
+    """The window ``op`` of ``size`` elements, computed as its function body computes it (Clause 8.4: a kernel
+    computes what the body does), in float32 and in the body's order of operations, then cast to
+    ``output_datatype``: ``N`` is ``size`` when ``periodic``, ``size - 1`` otherwise (written, as the body does, as
+    ``size * periodic + (size - 1) * (1 - periodic)``), the angles ``n * (2 pi / N)`` for ``n`` in ``Range(0,
+    size, 1)``."""
+    a0, a1, a2 = (np.float32(a) for a in _COSINE_WINDOWS[op])
+    one = np.float32(1)
+    n_fp = np.float32(_int_scalar(size, f"{op}: size"))
+    p = np.float32(periodic)
+    count = max(int(np.ceil(n_fp)), 0)  # Range(0, size, 1): ceil((limit - start) / delta) elements
+    check_elements([count], op, itemsize=4)
+    with np.errstate(all="ignore"):  # a window of size 1, symmetric, divides by N = 0 as the body does
+        increment = np.float32(6.2831855) / (n_fp * p + (n_fp - one) * (one - p))
+        angles = np.arange(count, dtype=np.float32) * increment
+        y = (a0 - a1 * np.cos(angles)) + a2 * np.cos(angles * np.float32(2))
+    return cast_6(y, to=output_datatype)
+
+
+@kernel("HannWindow", 17)
+def hann_window(size: np.ndarray, *, output_datatype: int = 1, periodic: int = 1) -> np.ndarray:
+    """HannWindow-17: ``0.5 - 0.5 cos(2 pi n / N)`` (see :func:`_cosine_window`)."""
+    return _cosine_window("HannWindow", size, periodic, output_datatype)
+
+
+@kernel("HammingWindow", 17)
+def hamming_window(size: np.ndarray, *, output_datatype: int = 1, periodic: int = 1) -> np.ndarray:
+    """HammingWindow-17: ``25/46 - 21/46 cos(2 pi n / N)`` (see :func:`_cosine_window`)."""
+    return _cosine_window("HammingWindow", size, periodic, output_datatype)
+
+
+@kernel("BlackmanWindow", 17)
+def blackman_window(size: np.ndarray, *, output_datatype: int = 1, periodic: int = 1) -> np.ndarray:
+    """BlackmanWindow-17: ``0.42 - 0.5 cos(2 pi n / N) + 0.08 cos(4 pi n / N)`` (see :func:`_cosine_window`)."""
+    return _cosine_window("BlackmanWindow", size, periodic, output_datatype)

@@ -2,7 +2,7 @@
 
 For now that model is the loaded one with its constants folded and the nodes no output needs removed (Clause 8.2:
 a node whose inputs are all constants is evaluated once; Clause 8: only the nodes the outputs depend on are
-evaluated). The folding is the plan's own (:func:`onnxcore.runtime.optimize.fold.fold_constants` over the bound
+evaluated). The folding is the plan's own (:func:`onnxcore.runtime.optimize.fold.fold_nodes` over the bound
 nodes of the main graph), so the written model computes what the session computes. Plan-time fusions are not
 written: they are steps of the evaluator, not operators of ONNX. The written model is validated before it is
 saved.
@@ -18,9 +18,11 @@ import numpy as np
 
 from onnxcore.errors import ValidationError
 from onnxcore.io import save
+from onnxcore.kernels.folding import FOLD_BUDGET_BYTES
 from onnxcore.proto import ModelProto
 from onnxcore.proto.message import copy_message
 from onnxcore.runtime.optimize.fold import fold_nodes
+from onnxcore.runtime.optimize.graph import PlanGraph
 from onnxcore.runtime.plan import GraphIR
 from onnxcore.types import from_array
 from onnxcore.validate import Finding, check
@@ -47,7 +49,12 @@ def optimized_model(
     assert graph is not None
     inputs = [vi.name for vi in graph.input]
     outputs = [vi.name for vi in graph.output]
-    folded, values = fold_nodes(ir.nodes, ir.inits, set(inputs)) if optimize else (set(), {})
+    folded: set[int] = set()
+    values: dict[str, Any] = {}
+    if optimize:
+        # An input's initializer is only its default (7.2): not a constant.
+        const = {n: v for n, v in ir.inits.items() if n not in inputs}
+        folded, values = fold_nodes(PlanGraph(ir.nodes, const, outputs, budget=FOLD_BUDGET_BYTES))
     # Only tensors become initializers; a node whose folded result is a sequence or a map stays a node.
     folded = {k for k in folded if all(not o or isinstance(values.get(o), np.ndarray) for o in ir.nodes[k].outputs)}
     needed = set(outputs)

@@ -16,8 +16,6 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
 from onnxcore.errors import (
     EvaluationError,
     LimitError,
@@ -26,10 +24,10 @@ from onnxcore.errors import (
     RunTimeoutError,
     ValidationError,
 )
+from onnxcore.kernels.folding import FOLD_BUDGET_BYTES
 from onnxcore.limits import RunControl, active_run_control
 from onnxcore.runtime.codegen import MAX_STEPS, generate
-from onnxcore.runtime.optimize import FOLD_BUDGET_BYTES, cse_key, input_token
-from onnxcore.runtime.optimize.graph import PlanGraph
+from onnxcore.runtime.optimize.graph import PlanGraph, live_nodes
 from onnxcore.runtime.optimize.pipeline import REWRITE_NAMES, run_pipeline
 from onnxcore.runtime.step import PlanNode
 
@@ -142,23 +140,9 @@ class GraphIR:
         self._plans = {k: p for k, p in self._plans.items() if k[-1] != signature}
 
 
-def _live(nodes: Sequence[PlanNode], outputs: Sequence[str]) -> list[bool]:
-    """For each node, whether some output in ``outputs`` depends on it (through its inputs or, for a node with
-    subgraphs, the enclosing-scope values they capture, ``outer``)."""
-    needed = set(outputs)
-    live = [False] * len(nodes)
-    for k in range(len(nodes) - 1, -1, -1):
-        bn = nodes[k]
-        if any(o in needed for o in bn.outputs if o):
-            live[k] = True
-            needed.update(bn.inputs)
-            needed.update(bn.outer)
-    return live
-
-
 def _needed_nodes(nodes: list[PlanNode], outputs: Sequence[str]) -> list[PlanNode]:
     """The nodes some output in ``outputs`` depends on, in their order."""
-    return [bn for bn, keep in zip(nodes, _live(nodes, outputs)) if keep]
+    return [bn for bn, keep in zip(nodes, live_nodes(nodes, outputs, {})) if keep]
 
 
 def describe_value(v: Any) -> str:
@@ -227,6 +211,7 @@ class Plan:
         # Values that vary between runs: the inputs supplied; an input left to its initializer is constant.
         variable = set(ir.input_names) if fed is None else {n for n in ir.input_names if n in fed or n not in inits}
         derived: dict[str, Any] = {}
+        aliases: dict[str, str] = {}
         fired: list[str] = []
         if not (keep_all or as_written):
             # Clause 8.2: a node computed from constants alone is evaluated once, when the plan is made, and its
@@ -248,9 +233,10 @@ class Plan:
                 added=known,
                 budget=SHAPE_FOLD_BUDGET if known else FOLD_BUDGET_BYTES,
                 sources=(*ir.input_names, *ir.free_names),
+                ranks=ranks,
             )
             fired = run_pipeline(graph, ir.disabled_rewrites)
-            nodes = graph.nodes
+            nodes, aliases = graph.nodes, graph.aliases
             # Folding and fusion leave constants nothing reads any more (a weight before its fusion): drop them.
             read = set(outputs).union(*(bn.inputs for bn in nodes), *(bn.outer for bn in nodes))
             derived = {n: v for n, v in graph.added.items() if n in read}
@@ -262,44 +248,28 @@ class Plan:
         for name, value in derived.items():
             new_slot(name, value)
         self.outer_slots = [(n, new_slot(n)) for n in ir.free_names]
-        # Slots holding the same value on every run: constant initializers and values derived from them.
-        constants = {slots[n]: template[slots[n]] for n in (*inits, *derived) if n not in variable}
-        # Ranks known when the plan is made: the guaranteed input ranks and every constant's.
-        rank_of = {self.input_slots[n]: r for n, r in (ranks or {}).items() if n in self.input_slots}
-        rank_of.update((s, v.ndim) for s, v in constants.items() if isinstance(v, np.ndarray))
+        # Names that are another name's value (repeats merged, optimize/cse.py) get their target's slot.
+        aliased: dict[str, list[str]] = {}
+        for alias, target in aliases.items():
+            aliased.setdefault(target, []).append(alias)
 
         # Clause 8.2: a node none of whose outputs is needed is not evaluated (fusion may have left some).
-        live = [True] * len(nodes) if keep_all else _live(nodes, outputs)
+        live = [True] * len(nodes) if keep_all else live_nodes(nodes, outputs, aliases)
 
         raw: list[tuple[PlanNode, list[int], int, list[tuple[int, int]]]] = []
         node_slots: list[int] = []
-        seen: dict[tuple[Any, ...], PlanNode] = {}
         for k, bn in enumerate(nodes):
             if not live[k]:
                 continue
             ins = [slots[n] if n else NONE_SLOT for n in bn.inputs] + [slots[n] for n in bn.outer]
-            # Clause 8.2 permits fusing computations: a deterministic node that repeats an earlier one
-            # (same implementation, inputs and attributes) reuses its outputs instead of running again.
-            # In debugging mode (keep_all) every node runs, so each intermediate is its own.
-            key = None
-            if not (keep_all or as_written):
-                tokens = [input_token(j, constants) for j in ins]
-                key = cse_key(bn, tokens, rank=rank_of.get(ins[0]) if ins else None)
-            if key is not None:
-                first = seen.get(key)
-                if first is not None and len(first.outputs) == len(bn.outputs):
-                    if all((a == "") == (b == "") for a, b in zip(first.outputs, bn.outputs)):
-                        for a, b in zip(first.outputs, bn.outputs):
-                            if b:
-                                slots[b] = slots[a]
-                        continue
-                seen[key] = bn
             outs: list[tuple[int, int]] = []
             out0 = TRASH_SLOT
             for j, o in enumerate(bn.outputs):
                 if not o:
                     continue
                 s = new_slot(o)
+                for alias in aliased.get(o, ()):
+                    slots[alias] = s
                 node_slots.append(s)
                 outs.append((j, s))
                 if j == 0:

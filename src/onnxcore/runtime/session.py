@@ -186,7 +186,7 @@ class Session:
         self._limits = limits if limits is not None else DEFAULT_LIMITS
         model, base_dir = _load(model_or_path)
         self._model = model
-        bound = _bind_and_check(model, self._limits, base_dir, check, tolerate)
+        bound = _bind_and_check(model, self._limits, base_dir, check, tolerate, custom_ops)
         graph = model.graph
         main = bound.main()
         if graph is None or main is None:
@@ -640,10 +640,12 @@ def _bind_and_check(
     base_dir: Path | None,
     check: bool,
     tolerate: Callable[[Finding], bool] | None = None,
+    custom_ops: KernelSet | None = None,
 ) -> BoundModel:
     """Bind the model once (the validator and the compiler share the bound model); with ``check``, validate it
     first (Clause 15.5) and raise :class:`ValidationError` carrying the whole report if it has errors (save those
-    ``tolerate`` accepts: one :class:`ValidationWarning` names them)."""
+    ``tolerate`` accepts: one :class:`ValidationWarning` names them). Inference folds constants with the session's
+    ``custom_ops`` as its plan will (one folding rule, :mod:`onnxcore.kernels.folding`)."""
     try:
         bound = bind(model, limits=limits)
     except Exception:
@@ -652,7 +654,7 @@ def _bind_and_check(
             check_context(model, limits, base_dir=base_dir)[0].raise_for_errors()
         raise
     if check:
-        report, _ctx = check_context(model, limits, base_dir=base_dir, bound=bound)
+        report, _ctx = check_context(model, limits, base_dir=base_dir, bound=bound, custom_ops=custom_ops)
         if tolerate is not None:
             _warn_tolerated(report, tolerate)
         else:

@@ -21,6 +21,7 @@ from onnxcore.validate import rules_function  # noqa: F401
 from onnxcore import io
 from onnxcore.errors import DecodeError, LimitError
 from onnxcore.graph.bound import BoundModel, model_argument
+from onnxcore.kernels.registry import KernelSet
 from onnxcore.limits import DEFAULT_LIMITS, Limits
 from onnxcore.proto.bridge import OnnxMessage, is_onnx_message
 from onnxcore.proto.messages import ModelProto
@@ -125,12 +126,14 @@ def check_context(
     base_dir: str | os.PathLike[str] | None = None,
     bound: BoundModel | None = None,
     report: Report | None = None,
+    custom_ops: KernelSet | None = None,
 ) -> tuple[Report, Context | None]:
     """:func:`check` of a decoded model, with the :class:`Context` the rules read (None if it could not be
-    built): a caller that evaluates the model next reuses its bound model and its inference."""
+    built): a caller that evaluates the model next reuses its bound model and its inference. ``custom_ops``: the
+    kernels that caller runs the model with (inference folds with them, as its plan does)."""
     report = report if report is not None else Report()
     try:
-        ctx = Context(model, limits=limits, full=full, bound=bound)
+        ctx = Context(model, limits=limits, full=full, bound=bound, custom_ops=custom_ops)
     except Exception as e:  # a defect of ours must not become the caller's crash
         report.findings.append(Finding(ERROR, "E-INTERNAL", "10.1", f"indexing failed: {type(e).__name__}: {e}", ""))
         return report, None

@@ -19,6 +19,7 @@ from typing import Any
 
 from onnxcore.graph.bound import BoundModel, NodeRef, Scope, bind
 from onnxcore.infer import Inference, ShapeInference, infer_both
+from onnxcore.kernels.registry import KernelSet
 from onnxcore.limits import DEFAULT_LIMITS, Limits
 from onnxcore.proto.message_walk import Entry, walk_messages
 from onnxcore.proto.messages import ModelProto
@@ -57,8 +58,10 @@ class Context:
         limits: Limits | None = None,
         full: bool = True,
         bound: BoundModel | None = None,
+        custom_ops: KernelSet | None = None,
     ) -> None:
         self.model = model
+        self.custom_ops = custom_ops  # the kernels a session runs the model with: inference's folding sees them
         self.limits = limits or DEFAULT_LIMITS
         self.full = full
         self.base_dir: str | None = None
@@ -180,7 +183,7 @@ class Context:
         # would be inferred once per reference, exponentially in the depth of sharing).
         if self.too_deep or self.graph_cycles or self.repeated_objects:
             return None
-        return infer_both(self.model, limits=self.limits, bound=self.bound)
+        return infer_both(self.model, limits=self.limits, bound=self.bound, custom_ops=self.custom_ops)
 
     @property
     def inference(self) -> Inference | None:

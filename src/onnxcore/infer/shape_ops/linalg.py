@@ -1,5 +1,5 @@
-"""Shape rules (Clause 9): matrix products, reductions, the softmax family, signal and text operators,
-optionals and sequences, the ``ai.onnx.ml`` operators and the ``ai.onnx.preview.training`` optimizers.
+"""Shape rules (Clause 9) of the operators whose kernels are in :mod:`onnxcore.kernels.linalg`: matrix products,
+Einsum, Trilu; and the helpers the other families' products, reductions and ``ai.onnx.ml`` rules share.
 
 Definitions are those of ONNX 1-2 (``onnx.defs``); the version noted is the since_version where the shape
 behaviour changed. Where a definition leaves a shape open (the ``ai.onnx.ml`` score columns, 1-D inputs
@@ -8,42 +8,27 @@ read as one row) the rule states what the runtimes agree on, and nothing where t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from onnxcore.infer.shape_core import (
     Extent,
     ShapeContext,
     ShapeIncompatible,
     ShapeT,
     broadcast,
-    dim_prod,
-    norm_axis,
-    same_as_input,
     shape_rule,
     unidirectional,
     unify,
 )
+from onnxcore.infer.shape_ops.tensor import Shapes
 
 __all__: list[str] = []
 
 _ML = "ai.onnx.ml"
-_TRAINING = "ai.onnx.preview.training"
 
 
 def _scalar(ctx: ShapeContext, i: int) -> int | None:
     """The statically known value of a one-element integer input ``i`` (a size, a length, an axis)."""
     v = ctx.ints(i) if ctx.present(i) else None
     return v[0] if v is not None and len(v) == 1 else None
-
-
-def _check_axis(ctx: ShapeContext, axis: int | None, x: ShapeT | None) -> None:
-    """Fail on an axis outside ``[-r, r-1]`` of an input of known rank ``r``; no axis is inside for a scalar."""
-    if x is None:
-        return
-    if not x:
-        ctx.fail(f"{ctx.op_type} takes an input of rank >= 1 (its axis is in [-r, r-1])")
-    if axis is not None:
-        norm_axis(ctx, axis, len(x))
 
 
 # --- matrix products ----------------------------------------------------------------------------
@@ -66,14 +51,9 @@ def _matmul(ctx: ShapeContext, a: ShapeT | None, b: ShapeT | None) -> ShapeT | N
     return (*batch, *rows, *cols)
 
 
-@shape_rule("MatMul", "MatMulInteger")
+@shape_rule("MatMul")
 def _matmul_rule(ctx: ShapeContext) -> list[ShapeT | None]:
     return [_matmul(ctx, ctx.shape(0), ctx.shape(1))]
-
-
-@shape_rule("QLinearMatMul")
-def _qlinear_matmul(ctx: ShapeContext) -> list[ShapeT | None]:
-    return [_matmul(ctx, ctx.shape(0), ctx.shape(3))]  # inputs: a, a_scale, a_zero_point, b, ...
 
 
 @shape_rule("Gemm")
@@ -192,197 +172,6 @@ def _einsum(ctx: ShapeContext) -> list[ShapeT | None]:
     return [(*(extent[c] for c in out_head), *middle, *(extent[c] for c in out_tail or ""))]
 
 
-# --- reductions ---------------------------------------------------------------------------------
-
-
-def _reduced(ctx: ShapeContext, x: ShapeT, axes: Sequence[int], keep: bool) -> ShapeT:
-    """``x`` reduced over ``axes``, each in ``[-r, r-1]`` (none is, for a scalar)."""
-    red = {norm_axis(ctx, a, len(x), "reduction axis") for a in axes}  # a repeated axis counts once
-    return tuple(1 if i in red else d for i, d in enumerate(x) if keep or i not in red)
-
-
-@shape_rule(
-    "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax", "ReduceMean", "ReduceMin",
-    "ReduceProd", "ReduceSum", "ReduceSumSquare",
-)  # fmt: skip
-def _reduce(ctx: ShapeContext) -> list[ShapeT | None]:
-    x = ctx.shape(0)
-    keep = bool(ctx.attr("keepdims", 1))
-    # axes became an input (with noop_with_empty_axes) in ReduceSum-13 and in the others' version 18.
-    if ctx.since < (13 if ctx.op_type == "ReduceSum" else 18):
-        axes: list[int] | None = list(ctx.attr("axes") or [])
-        noop = False
-    else:
-        noop = bool(ctx.attr("noop_with_empty_axes", 0))
-        axes = ctx.ints(1) if ctx.present(1) else []
-        if axes is None and ctx.shape(1) == (0,):
-            axes = []
-    if axes == [] and noop:
-        return [x]  # reduction over no axis: the shape is unchanged, whatever keepdims says
-    if x is None:
-        return [None]
-    if axes is None:
-        # Axes not known: with keepdims every extent is kept or becomes 1; without, even the rank is open.
-        return [tuple(1 if d == 1 else None for d in x)] if keep else [None]
-    return [_reduced(ctx, x, axes or range(len(x)), keep)]
-
-
-@shape_rule("ArgMax", "ArgMin")
-def _arg_reduce(ctx: ShapeContext) -> list[ShapeT | None]:
-    x = ctx.shape(0)
-    return [None if x is None else _reduced(ctx, x, [ctx.attr("axis", 0)], bool(ctx.attr("keepdims", 1)))]
-
-
-@shape_rule("CumSum", "CumProd")
-def _cumulative(ctx: ShapeContext) -> list[ShapeT | None]:
-    _check_axis(ctx, _scalar(ctx, 1), ctx.shape(0))
-    return [ctx.shape(0)]
-
-
-@shape_rule("Softmax", "LogSoftmax", "Hardmax")
-def _softmax(ctx: ShapeContext) -> list[ShapeT | None]:
-    _check_axis(ctx, ctx.attr("axis"), ctx.shape(0))
-    return [ctx.shape(0)]
-
-
-# --- signal -------------------------------------------------------------------------------------
-
-
-def _complex_last(ctx: ShapeContext, d: Extent, what: str) -> None:
-    if isinstance(d, int) and d not in (1, 2):
-        ctx.fail(f"{what}: the last axis holds a real (1) or complex (2) value, got extent {d}")
-
-
-@shape_rule("DFT")
-def _dft(ctx: ShapeContext) -> list[ShapeT | None]:
-    x = ctx.shape(0)
-    if x is None or len(x) < 2:
-        return [None]
-    r = len(x)
-    _complex_last(ctx, x[-1], "DFT input")
-    inverse, onesided = bool(ctx.attr("inverse", 0)), bool(ctx.attr("onesided", 0))
-    irfft = inverse and onesided
-    if onesided and x[-1] == (1 if inverse else 2):
-        # A one-sided forward transform takes real input only, a one-sided inverse complex input only.
-        ctx.fail(f"DFT with onesided=1, inverse={int(inverse)} cannot take a last axis of extent {x[-1]}")
-    # DFT-17: axis attribute (default 1); DFT-20: axis input 2 (default -2).
-    axis = ctx.attr("axis", 1) if ctx.since < 20 else (_scalar(ctx, 2) if ctx.present(2) else -2)
-    out = [*x[:-1], 1 if irfft else 2]
-    length = _scalar(ctx, 1)
-    if axis is None:
-        # Unknown axis: only a full-length two-sided transform keeps every extent.
-        return [tuple(out) if not ctx.present(1) and not onesided else (None,) * (r - 1) + (out[-1],)]
-    a = axis + r if axis < 0 else axis
-    if not 0 <= a <= r - 2:
-        ctx.fail(f"DFT axis {axis} is out of range for rank {r} (the last axis holds the complex parts)")
-    d = x[a]
-    n: Extent
-    if ctx.present(1):
-        n = length
-    elif irfft:
-        n = 2 * (d - 1) if isinstance(d, int) else None  # the IRFFT default dft_length
-    else:
-        n = d
-    out[a] = (n // 2 + 1 if isinstance(n, int) else None) if onesided and not inverse else n
-    return [tuple(out)]
-
-
-@shape_rule("STFT")
-def _stft(ctx: ShapeContext) -> list[ShapeT | None]:
-    s = ctx.shape(0)
-    # signal: [batch, length, 1 or 2]; onnxruntime also reads a rank-2 signal as real.
-    if s is None or len(s) not in (2, 3):
-        return [None]
-    if len(s) == 3:
-        _complex_last(ctx, s[2], "STFT signal")
-    batch, length = s[0], s[1]
-    w = ctx.shape(2) if ctx.present(2) else None
-    wlen = w[0] if w is not None and len(w) == 1 else None
-    fl: Extent
-    if ctx.present(3):
-        fl = _scalar(ctx, 3)
-        if ctx.present(2):
-            fl = unify(ctx, fl, wlen, "STFT frame_length and the window length")
-    else:
-        fl = wlen if ctx.present(2) else length  # the definition's defaults
-    step = _scalar(ctx, 1)
-    frames: Extent = None
-    if fl == length and fl is not None:
-        frames = 1
-    elif isinstance(length, int) and isinstance(fl, int) and step is not None and step > 0 and length >= fl:
-        frames = (length - fl) // step + 1
-    bins = (fl // 2 + 1 if isinstance(fl, int) else None) if ctx.attr("onesided", 1) else fl
-    return [(batch, frames, bins, 2)]
-
-
-@shape_rule("BlackmanWindow", "HammingWindow", "HannWindow")
-def _window(ctx: ShapeContext) -> list[ShapeT | None]:
-    size = _scalar(ctx, 0)
-    return [(size if size is not None and size >= 0 else None,)]
-
-
-@shape_rule("MelWeightMatrix")
-def _mel_weight_matrix(ctx: ShapeContext) -> list[ShapeT | None]:
-    bins, length = _scalar(ctx, 0), _scalar(ctx, 1)
-    return [(None if length is None else length // 2 + 1, bins)]
-
-
-# --- text ---------------------------------------------------------------------------------------
-
-
-@shape_rule("StringConcat")
-def _string_concat(ctx: ShapeContext) -> list[ShapeT | None]:
-    return [broadcast(ctx, [ctx.shape(0), ctx.shape(1)])]
-
-
-shape_rule("RegexFullMatch")(same_as_input)
-
-
-@shape_rule("StringNormalizer")
-def _string_normalizer(ctx: ShapeContext) -> list[ShapeT | None]:
-    x = ctx.shape(0)
-    if x is None:
-        return [None]
-    # X is [C] or [1, C]; stop words remove an unknown number of elements.
-    if len(x) not in (1, 2) or (len(x) == 2 and isinstance(x[0], int) and x[0] != 1):
-        ctx.fail(f"StringNormalizer accepts [C] and [1, C] inputs, got {list(x)}")
-    if not ctx.attr("stopwords"):
-        return [x]
-    return [(None,) if len(x) == 1 else (1, None)]
-
-
-@shape_rule("StringSplit")
-def _string_split(ctx: ShapeContext) -> list[ShapeT | None]:
-    x = ctx.shape(0)
-    return [None if x is None else (*x, None), x]
-
-
-@shape_rule("TfIdfVectorizer")
-def _tfidf(ctx: ShapeContext) -> list[ShapeT | None]:
-    x = ctx.shape(0)
-    idx = ctx.attr("ngram_indexes") or []
-    width = max(idx) + 1 if idx else None
-    if x is None:
-        return [None]
-    if len(x) not in (1, 2):
-        ctx.fail(f"TfIdfVectorizer accepts [C] and [N, C] inputs, got rank {len(x)}")
-    return [(width,) if len(x) == 1 else (x[0], width)]
-
-
-# --- optionals and sequences (the other sequence operators: shape_ops/sequence.py) ----------------
-
-
-@shape_rule("OptionalGetElement")
-def _optional_get_element(ctx: ShapeContext) -> list[ShapeT | None]:
-    # Since version 18 a tensor input is returned as is; an optional input has no tensor shape here.
-    return [ctx.shape(0)]
-
-
-@shape_rule("OptionalHasElement", "SequenceLength")
-def _scalar_output(ctx: ShapeContext) -> list[ShapeT | None]:
-    return [()]
-
-
 # --- ai.onnx.ml ---------------------------------------------------------------------------------
 
 
@@ -399,115 +188,15 @@ def _count(ctx: ShapeContext, *names: str) -> int | None:
     return lengths.pop() if len(lengths) == 1 else None
 
 
-shape_rule("Binarizer", "CategoryMapper", "Imputer", "LabelEncoder", "Normalizer", "Scaler", domain=_ML)(same_as_input)
-
-
-@shape_rule("ArrayFeatureExtractor", domain=_ML)
-def _array_feature_extractor(ctx: ShapeContext) -> list[ShapeT | None]:
-    x, y = ctx.shape(0), ctx.shape(1)
-    if x is None or not x:
-        return [None]
-    k = None if y is None else dim_prod(y)  # every index of Y selects one element of the last axis
-    return [(1, k) if len(x) == 1 else (*x[:-1], k)]
-
-
-@shape_rule("LinearClassifier", domain=_ML)
-def _linear_classifier(ctx: ShapeContext) -> list[ShapeT | None]:
-    x = ctx.shape(0)
-    n = _batch(x)
-    coef = ctx.attr("coefficients") or []
-    intercepts = ctx.attr("intercepts")
-    rows: int | None = len(intercepts) if intercepts else None
-    f = x[-1] if x else None
-    if rows is None and isinstance(f, int) and f > 0 and len(coef) % f == 0:
-        rows = len(coef) // f
-    # One row of coefficients with two labels is a binary classifier scoring both classes.
-    scores = 2 if rows == 1 and _count(ctx, "classlabels_ints", "classlabels_strings") == 2 else rows
-    return [(n,), (n, scores)]
-
-
-@shape_rule("LinearRegressor", domain=_ML)
-def _linear_regressor(ctx: ShapeContext) -> list[ShapeT | None]:
-    return [(_batch(ctx.shape(0)), int(ctx.attr("targets", 1)))]
-
-
-@shape_rule("SVMClassifier", domain=_ML)
-def _svm_classifier(ctx: ShapeContext) -> list[ShapeT | None]:
-    n = _batch(ctx.shape(0))
-    k = _count(ctx, "classlabels_ints", "classlabels_strings")
-    scores = k
-    if k is not None and k > 2 and sum(ctx.attr("vectors_per_class") or []) > 0 and not ctx.attr("prob_a"):
-        scores = k * (k - 1) // 2  # support vectors without probabilities: one decision value per class pair
-    return [(n,), (n, scores)]
-
-
-@shape_rule("SVMRegressor", domain=_ML)
-def _svm_regressor(ctx: ShapeContext) -> list[ShapeT | None]:
-    return [(_batch(ctx.shape(0)), 1)]
-
-
-@shape_rule("TreeEnsembleClassifier", domain=_ML)
-def _tree_ensemble_classifier(ctx: ShapeContext) -> list[ShapeT | None]:
-    n = _batch(ctx.shape(0))
-    return [(n,), (n, _count(ctx, "classlabels_int64s", "classlabels_strings"))]
-
-
-@shape_rule("TreeEnsembleRegressor", "TreeEnsemble", domain=_ML)
-def _tree_ensemble(ctx: ShapeContext) -> list[ShapeT | None]:
-    return [(_batch(ctx.shape(0)), ctx.attr("n_targets"))]
-
-
-@shape_rule("OneHotEncoder", domain=_ML)
-def _one_hot_encoder(ctx: ShapeContext) -> list[ShapeT | None]:
-    x = ctx.shape(0)
-    return [None if x is None else (*x, _count(ctx, "cats_int64s", "cats_strings"))]
-
-
-@shape_rule("FeatureVectorizer", domain=_ML)
-def _feature_vectorizer(ctx: ShapeContext) -> list[ShapeT | None]:
-    x = ctx.shape(0)
-    n = None if x is None else (1 if len(x) <= 1 else x[0])
-    dims = ctx.attr("inputdimensions")
-    return [(n, sum(dims) if dims else None)]
-
-
-@shape_rule("DictVectorizer", domain=_ML)
-def _dict_vectorizer(ctx: ShapeContext) -> list[ShapeT | None]:
-    # The definition says "1-D"; onnxruntime and this runtime both give one row [1, V].
-    return [(1, _count(ctx, "int64_vocabulary", "string_vocabulary"))]
-
-
-@shape_rule("CastMap", domain=_ML)
-def _cast_map(ctx: ShapeContext) -> list[ShapeT | None]:
-    dense = ctx.attr("map_form", "DENSE") == "DENSE"
-    return [(1, None if dense else int(ctx.attr("max_map", 1)))]
-
-
-@shape_rule("ZipMap", domain=_ML)
-def _zip_map(ctx: ShapeContext) -> list[ShapeT | None]:
-    return [None]  # a sequence of maps
-
-
 # --- ai.onnx.preview.training -------------------------------------------------------------------
 
 # Per optimizer: the number of input kinds (X, G, then the states), and for each output kind the input
 # kinds its pseudo code combines element-wise (with broadcasting), e.g. Adam's V_new = alpha*V + (1-alpha)*(X, G).
-_OPTIMIZERS: dict[str, tuple[int, tuple[tuple[int, ...], ...]]] = {
-    "Adagrad": (3, ((0, 1, 2), (0, 1, 2))),  # X, G, H -> X_new, H_new
-    "Adam": (4, ((0, 1, 2, 3), (0, 1, 2), (0, 1, 3))),  # X, G, V, H -> X_new, V_new, H_new
-    "Momentum": (3, ((0, 1, 2), (0, 1, 2))),  # X, G, V -> X_new, V_new
-}
 
 
-@shape_rule("Adagrad", "Adam", "Momentum", domain=_TRAINING)
-def _optimizer(ctx: ShapeContext) -> list[ShapeT | None]:
-    kinds, outs = _OPTIMIZERS[ctx.op_type]
-    count, rest = divmod(ctx.n_inputs - 2, kinds)  # inputs: R, T, then the tensors kind after kind
-    if rest or count < 1:
-        return [None] * ctx.n_outputs
-    return [broadcast(ctx, [ctx.shape(2 + kind * count + i) for kind in uses]) for uses in outs for i in range(count)]
-
-
-@shape_rule("Gradient", domain=_TRAINING)
-def _gradient(ctx: ShapeContext) -> list[ShapeT | None]:
-    return [None] * ctx.n_outputs  # the shapes of the xs tensors, named by attribute, not seen here
+@shape_rule("Trilu")
+def _trilu(ctx: ShapeContext) -> Shapes:
+    x = ctx.shape(0)
+    if x is not None and len(x) < 2:
+        ctx.fail(f"input of rank {len(x)} (rank >= 2 is required)")
+    return [x]

@@ -8,7 +8,12 @@ the others unknown; unknown when its elements are not known), and for an optiona
 
 from __future__ import annotations
 
-from onnxcore.infer.shape_core import ShapeContext, ShapeT, norm_axis, shape_rule
+from onnxcore.infer.shape_core import (
+    ShapeContext,
+    ShapeT,
+    norm_axis,
+    shape_rule,
+)
 from onnxcore.infer.shape_ops.control_flow import join
 
 __all__: list[str] = []
@@ -86,3 +91,14 @@ def _concat_from_sequence(ctx: ShapeContext) -> list[ShapeT | None]:
         ctx.fail("elements of rank 0 cannot be concatenated without new_axis")
     a = norm_axis(ctx, axis, r)
     return [e[:a] + (None,) + e[a + 1 :]]
+
+
+@shape_rule("OptionalGetElement")
+def _optional_get_element(ctx: ShapeContext) -> list[ShapeT | None]:
+    # Since version 18 a tensor input is returned as is; an optional input has no tensor shape here.
+    return [ctx.shape(0)]
+
+
+@shape_rule("OptionalHasElement", "SequenceLength")
+def _scalar_output(ctx: ShapeContext) -> list[ShapeT | None]:
+    return [()]

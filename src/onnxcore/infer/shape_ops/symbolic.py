@@ -8,7 +8,7 @@ These rules carry the elements through those operators as a :class:`SymbolicValu
 
 from __future__ import annotations
 
-from onnxcore.infer.shape_core import ShapeContext, ShapeT, SymbolicValue, shape_rule, value_rule
+from onnxcore.infer.shape_core import ShapeContext, ShapeT, SymbolicValue, value_rule
 
 __all__: list[str] = []
 
@@ -28,12 +28,6 @@ def _shape_elements(ctx: ShapeContext) -> ShapeT | None:
         start = min(max(s + r if s < 0 else s, 0), r)
         end = r if e is None else min(max(int(e) + r if int(e) < 0 else int(e), 0), r)
     return x[start:end] if end > start else ()
-
-
-@shape_rule("Shape")
-def _shape_shape(ctx: ShapeContext) -> list[ShapeT | None]:
-    dims = _shape_elements(ctx)
-    return [None if dims is None else (len(dims),)]
 
 
 @value_rule("Shape")

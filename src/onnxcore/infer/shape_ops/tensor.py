@@ -1,13 +1,11 @@
-"""Shape rules (Clause 9): tensor manipulation and indexing operators.
+"""Shape rules (Clause 9) of the operators whose kernels are in :mod:`onnxcore.kernels.tensor`: reshaping, joining,
+tiling and broadcasting, constants and generators, casts, Shape and Size; and the helpers the ``tensor_layout``,
+``indexing`` and ``reduction`` rules share.
 
-Reshape, Flatten, Transpose, Concat, Split, Squeeze, Unsqueeze, Slice, Gather, GatherElements, GatherND,
-Scatter, ScatterElements, ScatterND, TensorScatter, Pad, Tile, Expand, OneHot, NonZero, Compress, Unique,
-Trilu, CenterCropPad, DepthToSpace, SpaceToDepth, ReverseSequence and TopK, every version of the default
-domain (ONNX 1-2 definitions; the version noted is the since_version where the shape behaviour changed).
-
-Where a shape-like operand (a target shape, axes, pads, repeats, K, ...) is statically known the extents are
-computed exactly; where it is not, only what holds whatever its value is stated (usually the rank, and the
-extents of the axes it cannot touch).
+Every version of the default domain (ONNX 1-2 definitions; the version noted is the since_version where the shape
+behaviour changed). Where a shape-like operand (a target shape, axes, repeats, ...) is statically known the
+extents are computed exactly; where it is not, only what holds whatever its value is stated (usually the rank,
+and the extents of the axes it cannot touch).
 """
 
 from __future__ import annotations
@@ -26,19 +24,18 @@ from onnxcore.infer.shape_core import (
     dim_mul,
     dim_prod,
     norm_axis,
+    same_as_input,
     shape_from_input,
     shape_rule,
     unify,
-    unify_shapes,
 )
+from onnxcore.infer.shape_ops.symbolic import _shape_elements
 
 __all__: list[str] = []
 
 Shapes = list[ShapeT | None]
 
 # Slice bounds a producer writes to mean "to the end" of an axis whose extent it does not know (Slice-13).
-_INT64_MAX = 2**63 - 1
-_INT64_MIN = -(2**63)
 
 
 # --- helpers ------------------------------------------------------------------------------------
@@ -87,17 +84,6 @@ def _numbers(ctx: ShapeContext, i: int) -> list[int] | None:
     if v.dtype.kind == "f" and not (np.isfinite(flat).all() and (flat == np.trunc(flat)).all()):
         return None
     return [int(e) for e in flat]
-
-
-def _scalar_int(ctx: ShapeContext, i: int) -> int | None:
-    """The single value of input ``i`` as an int (a float is truncated, as a cast to int64 does), or None."""
-    v = ctx.value(i)
-    if v is None or not isinstance(v, np.ndarray) or v.size != 1 or v.dtype.kind not in "iubf":
-        return None
-    e = v.reshape(-1)[0]
-    if v.dtype.kind == "f" and not np.isfinite(e):
-        return None
-    return int(e)
 
 
 def _axes(ctx: ShapeContext, axes: Sequence[int], rank: int) -> list[int]:
@@ -285,289 +271,7 @@ def _concat(ctx: ShapeContext) -> Shapes:
     return [tuple(out)]
 
 
-@shape_rule("Split")
-def _split(ctx: ShapeContext) -> Shapes:
-    n = ctx.n_outputs
-    x = ctx.shape(0)
-    if x is None:
-        return [None] * n
-    a = norm_axis(ctx, int(ctx.attr("axis", 0)), len(x))  # Split-1 states no default: 0, as its kernel
-    d = x[a]
-    if ctx.since < 13:
-        known, sizes = True, ctx.attr("split", None)
-        if ctx.since < 2 and ctx.present(1):  # Split-1 also takes the sizes as an optional input
-            sizes = _numbers(ctx, 1)
-            known = sizes is not None
-    else:
-        known, sizes = _list_operand(ctx, 1, "split", 13)
-    num = ctx.attr("num_outputs", None) if ctx.since >= 18 else None
-    if num is not None and (sizes is not None or not known):
-        ctx.fail("both the split input and num_outputs are given (Split-18)")
-    if sizes is not None:
-        sizes = [int(s) for s in sizes]
-        if len(sizes) != n:
-            ctx.fail(f"{len(sizes)} split sizes for {n} outputs")
-        if any(s < 0 for s in sizes):
-            ctx.fail(f"negative split size in {sizes}")
-        if isinstance(d, int) and sum(sizes) != d:
-            ctx.fail(f"split sizes {sizes} do not sum to the extent {d} of axis {a}")
-    elif known and num is not None:
-        if num != n:
-            ctx.fail(f"num_outputs={num} for {n} outputs")
-        if isinstance(d, int):
-            # Split-18: parts of ceil(d / n), the last one smaller.
-            chunk = -(-d // n)
-            sizes = [chunk] * (n - 1) + [d - chunk * (n - 1)]
-            if sizes[-1] < 0:
-                ctx.fail(f"extent {d} of axis {a} cannot be split into {n} parts of {chunk}")
-    elif known and ctx.since >= 18:
-        ctx.fail("neither the split input nor num_outputs is given (Split-18)")
-    elif known and isinstance(d, int):
-        # Equal parts before Split-18.
-        if d % n:
-            ctx.fail(f"extent {d} of axis {a} is not divisible into {n} equal parts")
-        sizes = [d // n] * n
-    if sizes is None:
-        return [_with(x, a, d if n == 1 else None)] * n
-    return [_with(x, a, s) for s in sizes]
-
-
-# --- slicing ------------------------------------------------------------------------------------
-
-
-def _slice_extent(d: Extent, s: int, e: int, k: int) -> Extent:
-    """The extent of ``d`` sliced from ``s`` to ``e`` by ``k`` (the effective values of Slice-13)."""
-    if not isinstance(d, int):
-        # Of an extent not fixed only the whole axis is certain: bounds that clamp to it for any extent.
-        if k == 1 and (s == 0 or s <= -_INT64_MAX) and e >= _INT64_MAX:
-            return d
-        if k == -1 and (s == -1 or s >= _INT64_MAX) and e <= _INT64_MIN:
-            return d
-        return None
-    s = s + d if s < 0 else s
-    e = e + d if e < 0 else e
-    if k > 0:
-        s, e = min(max(s, 0), d), min(max(e, 0), d)
-        return max(0, -(-(e - s) // k))
-    if d == 0:
-        return 0
-    s, e = min(max(s, 0), d - 1), min(max(e, -1), d - 1)
-    return max(0, -(-(s - e) // -k))
-
-
-@shape_rule("Slice")
-def _slice(ctx: ShapeContext) -> Shapes:
-    x = ctx.shape(0)
-    if x is None:
-        return [None]
-    r = len(x)
-    if ctx.since < 10:
-        # Slice-1: attributes, step 1.
-        starts, ends, axes = ctx.attr("starts", None), ctx.attr("ends", None), ctx.attr("axes", None)
-        steps, axes_known, steps_known = None, True, True
-    else:
-        starts, ends = ctx.ints(1), ctx.ints(2)
-        axes_known, axes = _list_operand(ctx, 3, "axes", 10)
-        steps_known, steps = _list_operand(ctx, 4, "steps", 10)
-    if starts is None or ends is None or not steps_known or not axes_known:
-        # The bounds are not known: the axes they apply to keep nothing, the others keep their extents.
-        if not axes_known:
-            return [(None,) * r]
-        if axes is None:
-            count = len(starts) if starts is not None else len(ends) if ends is not None else _input_len(ctx, 1)
-            if count is None:
-                return [(None,) * r]
-            axes = list(range(count))
-        cut = set(_axes(ctx, axes, r))
-        return [tuple(None if i in cut else d for i, d in enumerate(x))]
-    starts, ends = [int(s) for s in starts], [int(e) for e in ends]
-    n = len(starts)
-    if len(ends) != n:
-        ctx.fail(f"{n} starts but {len(ends)} ends")
-    ax = _axes(ctx, range(n) if axes is None else axes, r)
-    st = [1] * n if steps is None else [int(k) for k in steps]
-    if len(ax) != n or len(st) != n:
-        ctx.fail(f"{n} starts, {len(ax)} axes and {len(st)} steps")
-    if 0 in st:
-        ctx.fail("a step is 0")
-    out = list(x)
-    seen: set[int] = set()
-    for a, s, e, k in zip(ax, starts, ends, st):
-        # A repeated axis is undefined behaviour (Slice-13): its extent is left unknown.
-        out[a] = None if a in seen else _slice_extent(x[a], s, e, k)
-        seen.add(a)
-    return [tuple(out)]
-
-
-# --- gathering and scattering -------------------------------------------------------------------
-
-
-@shape_rule("Gather")
-def _gather(ctx: ShapeContext) -> Shapes:
-    x, q = ctx.shape(0), ctx.shape(1)
-    if x is None:
-        return [None]
-    if not x:
-        ctx.fail("data is a scalar (rank >= 1 is required)")
-    a = norm_axis(ctx, int(ctx.attr("axis", 0)), len(x))
-    return [None if q is None else x[:a] + q + x[a + 1 :]]
-
-
-@shape_rule("GatherElements")
-def _gather_elements(ctx: ShapeContext) -> Shapes:
-    x, ind = ctx.shape(0), ctx.shape(1)
-    if x is not None:
-        if not x:
-            ctx.fail("data is a scalar (rank >= 1 is required)")
-        norm_axis(ctx, int(ctx.attr("axis", 0)), len(x))
-        if ind is not None and len(ind) != len(x):
-            ctx.fail(f"indices of rank {len(ind)} for data of rank {len(x)}")
-    # The output has the shape of indices (GatherElements-11).
-    if ind is not None:
-        return [ind]
-    return [None if x is None else (None,) * len(x)]
-
-
-@shape_rule("GatherND")
-def _gather_nd(ctx: ShapeContext) -> Shapes:
-    x, ind = ctx.shape(0), ctx.shape(1)
-    if x is None or ind is None:
-        return [None]
-    b = int(ctx.attr("batch_dims", 0)) if ctx.since >= 12 else 0
-    r, q = len(x), len(ind)
-    if r < 1 or q < 1:
-        ctx.fail(f"data of rank {r} and indices of rank {q} (both >= 1 are required)")
-    if not 0 <= b < min(r, q):
-        ctx.fail(f"batch_dims={b} is not below both ranks {r} and {q}")
-    batch = tuple(unify(ctx, x[i], ind[i], f"batch axis {i} of data and indices") for i in range(b))
-    k = ind[-1]
-    if not isinstance(k, int):
-        return [None]  # the rank depends on the length of the index tuples
-    if k > r - b:
-        ctx.fail(f"index tuples of length {k} exceed rank {r} - batch_dims {b}")
-    return [batch + ind[b:-1] + x[b + k :]]
-
-
-@shape_rule("Scatter", "ScatterElements")
-def _scatter_elements(ctx: ShapeContext) -> Shapes:
-    x, ind, upd = ctx.shape(0), ctx.shape(1), ctx.shape(2)
-    ranks = {len(s) for s in (x, ind, upd) if s is not None}
-    if len(ranks) > 1:
-        ctx.fail(f"data, indices and updates of ranks {sorted(ranks)} (one rank is required)")
-    unify_shapes(ctx, ind, upd, "indices and updates")
-    if x is not None:
-        if not x:
-            ctx.fail("data is a scalar (rank >= 1 is required)")
-        norm_axis(ctx, int(ctx.attr("axis", 0)), len(x))
-        return [x]
-    return [(None,) * ranks.pop() if ranks else None]
-
-
-@shape_rule("ScatterND")
-def _scatter_nd(ctx: ShapeContext) -> Shapes:
-    x, ind, upd = ctx.shape(0), ctx.shape(1), ctx.shape(2)
-    if (x is not None and not x) or (ind is not None and not ind):
-        ctx.fail("data and indices must have rank >= 1")
-    if ind is None or upd is None or not isinstance(ind[-1], int):
-        return [x]
-    k, q = ind[-1], len(ind)
-    if x is None:
-        # updates = indices.shape[:-1] ++ data.shape[k:] (ScatterND-11): data's tail is updates'.
-        return [(None,) * k + upd[q - 1 :] if len(upd) >= q - 1 else None]
-    if k > len(x):
-        ctx.fail(f"index tuples of length {k} exceed the rank {len(x)} of data")
-    want = ind[:-1] + x[k:]
-    merged = unify_shapes(ctx, upd, want, "updates against indices.shape[:-1] ++ data.shape[k:]")
-    assert merged is not None
-    return [x[:k] + merged[q - 1 :]]
-
-
-@shape_rule("TensorScatter")
-def _tensor_scatter(ctx: ShapeContext) -> Shapes:
-    cache, upd, wi = ctx.shape(0), ctx.shape(1), ctx.shape(2)
-    base = cache if cache is not None else upd
-    if base is None:
-        return [None]
-    r = len(base)
-    if r < 2:
-        ctx.fail(f"rank {r} (the cache has a batch and a sequence axis)")
-    a = norm_axis(ctx, int(ctx.attr("axis", -2)), r)
-    if a == 0:
-        ctx.fail("axis is the batch axis 0")
-    if cache is not None and upd is not None and len(upd) != r:
-        ctx.fail(f"past_cache of rank {r} and update of rank {len(upd)}")
-    # The output has the shape of past_cache; update has it too off the sequence axis.
-    out: list[Extent] = [None] * r
-    for i in range(r):
-        c = None if cache is None else cache[i]
-        u = None if upd is None else upd[i]
-        out[i] = c if i == a else unify(ctx, c, u, f"axis {i} of past_cache and update")
-    su, sc = (None if upd is None else upd[a]), out[a]
-    if isinstance(su, int) and isinstance(sc, int) and su > sc:
-        ctx.fail(f"sequence length {su} exceeds the cache's {sc}")
-    if wi is not None and len(wi) == 1:
-        out[0] = unify(ctx, out[0], wi[0], "write_indices against the batch size")
-    return [tuple(out)]
-
-
 # --- padding, tiling, broadcasting --------------------------------------------------------------
-
-
-@shape_rule("Pad")
-def _pad(ctx: ShapeContext) -> Shapes:
-    x = ctx.shape(0)
-    if ctx.since < 11:
-        pads = ctx.attr("paddings" if ctx.since < 2 else "pads", None)  # attributes before Pad-11
-        axes_known, axes = True, None
-    else:
-        pads = ctx.ints(1)
-        axes_known, axes = _list_operand(ctx, 3, "axes", 11) if ctx.since >= 18 else (True, None)
-    if x is None:
-        # Without axes, pads holds two values per axis of the input.
-        n = len(pads) if pads is not None else _input_len(ctx, 1) if ctx.since >= 11 else None
-        return [(None,) * (n // 2) if axes_known and axes is None and n is not None and n % 2 == 0 else None]
-    r = len(x)
-    if not axes_known:
-        return [(None,) * r]
-    ax = list(range(r)) if axes is None else _axes(ctx, axes, r)
-    if pads is None:
-        return [tuple(None if i in ax else d for i, d in enumerate(x))]
-    pads = [int(p) for p in pads]
-    if len(pads) != 2 * len(ax):
-        ctx.fail(f"{len(pads)} pads for {len(ax)} axes")
-    out = list(x)
-    seen: set[int] = set()
-    for i, a in enumerate(ax):
-        b, e = pads[i], pads[i + len(ax)]
-        d = x[a]
-        if isinstance(d, int) and d + b + e < 0:
-            ctx.fail(f"pads {b}, {e} remove more than the extent {d} of axis {a}")
-        if a in seen or (isinstance(d, int) and -min(b, 0) - min(e, 0) > d):
-            out[a] = None  # a repeated axis (undefined) or a crop beyond the extent the runtimes disagree on
-        else:
-            out[a] = dim_add(d, b + e)
-        seen.add(a)
-    return [tuple(out)]
-
-
-@shape_rule("CenterCropPad")
-def _center_crop_pad(ctx: ShapeContext) -> Shapes:
-    x = ctx.shape(0)
-    target = ctx.ints(1)
-    axes = ctx.attr("axes", None)
-    if x is None:
-        return [tuple(target) if axes is None and target is not None else None]
-    ax = list(range(len(x))) if axes is None else _axes(ctx, axes, len(x))
-    if target is None:
-        return [tuple(None if i in ax else d for i, d in enumerate(x))]
-    if len(target) != len(ax):
-        ctx.fail(f"shape {target} for {len(ax)} axes")
-    if any(t < 0 for t in target):
-        ctx.fail(f"negative extent in shape {target}")
-    out = list(x)
-    for a, t in zip(ax, target):
-        out[a] = t  # cropped or padded to exactly t, whatever the input's extent
-    return [tuple(out)]
 
 
 @shape_rule("Tile")
@@ -609,159 +313,56 @@ def _expand(ctx: ShapeContext) -> Shapes:
     return [broadcast(ctx, [ctx.shape(0), shape_from_input(ctx, 1)])]
 
 
-@shape_rule("OneHot")
-def _one_hot(ctx: ShapeContext) -> Shapes:
-    ind = ctx.shape(0)
-    if ind is None:
-        return [None]
-    q = len(ind)
-    axis = int(ctx.attr("axis", -1))
-    if not -q - 1 <= axis <= q:
-        ctx.fail(f"axis {axis} is out of range [{-q - 1}, {q}]")
-    a = axis + q + 1 if axis < 0 else axis
-    depth = _scalar_int(ctx, 1)  # a non-integer depth is cast to int64
-    if depth is not None and depth < 0:
-        ctx.fail(f"depth {depth} is negative")
-    return [ind[:a] + (depth,) + ind[a:]]
-
-
-# --- data-dependent extents ---------------------------------------------------------------------
-
-
-@shape_rule("NonZero")
-def _non_zero(ctx: ShapeContext) -> Shapes:
-    x = ctx.shape(0)
-    if x is None or not x:
-        # A scalar: NonZero-13 states (0, N), onnxruntime (and the kernel) give (1, N): left unknown.
-        return [(None, None)]
-    return [(len(x), 0 if 0 in x else None)]
-
-
-@shape_rule("Compress")
-def _compress(ctx: ShapeContext) -> Shapes:
-    x, cond = ctx.shape(0), ctx.shape(1)
-    if cond is not None and len(cond) != 1:
-        ctx.fail(f"condition of rank {len(cond)} (1-D is required)")
-    axis = ctx.attr("axis", None)
-    if axis is None:
-        return [(None,)]  # the flattened input's selected elements
-    if x is None:
-        return [None]
-    a = norm_axis(ctx, int(axis), len(x))
-    return [_with(x, a, None)]
-
-
-@shape_rule("Unique")
-def _unique(ctx: ShapeContext) -> Shapes:
-    x = ctx.shape(0)
-    axis = ctx.attr("axis", None)
-    # The count of unique entries is data-dependent, except that 0 or 1 entries are all unique.
-    y: ShapeT | None = None
-    if axis is None:
-        n = None if x is None else dim_prod(x)  # entries of the flattened input
-        u = n if isinstance(n, int) and n <= 1 else None
-        y = (u,)
-    else:
-        n = u = None
-        if x is not None:
-            a = norm_axis(ctx, int(axis), len(x))
-            n = x[a]
-            u = n if isinstance(n, int) and n <= 1 else None
-            y = _with(x, a, u)
-    outs: Shapes = [y, (u,), (n,), (u,)]  # Y, indices, inverse_indices (one per entry), counts
-    return outs[: ctx.n_outputs]
-
-
-@shape_rule("TopK")
-def _top_k(ctx: ShapeContext) -> Shapes:
-    x = ctx.shape(0)
-    if ctx.since < 10:
-        k = ctx.attr("k", None)  # TopK-1: an attribute
-    else:
-        ks = ctx.ints(1)
-        if ks is not None and len(ks) != 1:
-            ctx.fail(f"K holds {len(ks)} values (one is required)")
-        k = None if ks is None else ks[0]
-    if x is None:
-        return [None, None]
-    a = norm_axis(ctx, int(ctx.attr("axis", -1)), len(x))
-    if k is not None:
-        k = int(k)
-        if k < 0:
-            ctx.fail(f"K={k} is negative")
-        d = x[a]
-        if isinstance(d, int) and k > d:
-            ctx.fail(f"K={k} exceeds the extent {d} of axis {a}")
-    out = _with(x, a, k)
-    return [out, out]
-
-
 # --- same shape as the input --------------------------------------------------------------------
 
 
-@shape_rule("Trilu")
-def _trilu(ctx: ShapeContext) -> Shapes:
+@shape_rule("Size")
+def _size(ctx: ShapeContext) -> list[ShapeT | None]:
     x = ctx.shape(0)
-    if x is not None and len(x) < 2:
-        ctx.fail(f"input of rank {len(x)} (rank >= 2 is required)")
-    return [x]
+    if x is not None:
+        fixed = [d for d in x if isinstance(d, int)]
+        if len(fixed) == len(x):
+            ctx.set_value(0, np.array(math.prod(fixed), dtype=np.int64))
+    return [()]
 
 
-@shape_rule("ReverseSequence")
-def _reverse_sequence(ctx: ShapeContext) -> Shapes:
-    x, lens = ctx.shape(0), ctx.shape(1)
-    ba, ta = int(ctx.attr("batch_axis", 1)), int(ctx.attr("time_axis", 0))
-    if {ba, ta} != {0, 1}:
-        ctx.fail(f"batch_axis={ba} and time_axis={ta} are not 0 and 1")
-    if lens is not None and len(lens) != 1:
-        ctx.fail(f"sequence_lens of rank {len(lens)} (1-D is required)")
-    if x is None:
-        return [None]
-    if len(x) < 2:
-        ctx.fail(f"input of rank {len(x)} (rank >= 2 is required)")
-    # One sequence length per batch entry: the batch extent is that of sequence_lens too.
-    return [x if lens is None else _with(x, ba, unify(ctx, x[ba], lens[0], "the batch size and sequence_lens"))]
+@shape_rule("Constant")
+def _constant(ctx: ShapeContext) -> list[ShapeT | None]:
+    # Constant has no inputs, so the engine evaluates it with its kernel; this covers a value the kernel
+    # refuses to materialise (a large tensor): its shape is still stated.
+    for name in ("value", "sparse_value"):
+        if ctx.has_attr(name):
+            v = ctx.attr(name)
+            shape = getattr(v, "shape", None) if name == "value" else getattr(v, "dims", None)
+            return [None if shape is None else tuple(int(d) for d in shape)]
+    for name in ("value_floats", "value_ints", "value_strings"):
+        if ctx.has_attr(name):
+            return [(len(ctx.attr(name)),)]
+    for name in ("value_float", "value_int", "value_string"):
+        if ctx.has_attr(name):
+            return [()]
+    return [None]
 
 
-def _block_size(ctx: ShapeContext) -> int | None:
-    b = ctx.attr("blocksize", None)
-    if b is not None and int(b) < 1:
-        ctx.fail(f"blocksize {b} is not positive")
-    return None if b is None else int(b)
+@shape_rule("ConstantOfShape")
+def _constant_of_shape(ctx: ShapeContext) -> list[ShapeT | None]:
+    return [shape_from_input(ctx, 0)]
 
 
-@shape_rule("DepthToSpace")
-def _depth_to_space(ctx: ShapeContext) -> Shapes:
-    x, b = ctx.shape(0), _block_size(ctx)
-    if x is None or b is None:
-        return [(None,) * 4]  # [N, C, H, W] in and out
-    if len(x) != 4:
-        ctx.fail(f"input of rank {len(x)} ([N, C, H, W] is required)")
-    n, c, h, w = x
-    if isinstance(c, int):
-        if c % (b * b):
-            ctx.fail(f"channels {c} are not divisible by blocksize^2 = {b * b}")
-        c = c // (b * b)
-    elif b != 1:
-        c = None
-    return [(n, c, dim_mul(h, b), dim_mul(w, b))]
+@shape_rule("EyeLike")
+def _eye_like(ctx: ShapeContext) -> list[ShapeT | None]:
+    return [ctx.shape(0)]
 
 
-@shape_rule("SpaceToDepth")
-def _space_to_depth(ctx: ShapeContext) -> Shapes:
-    x, b = ctx.shape(0), _block_size(ctx)
-    if x is None or b is None:
-        return [(None,) * 4]
-    if len(x) != 4:
-        ctx.fail(f"input of rank {len(x)} ([N, C, H, W] is required)")
-    n, c, h, w = x
-    spatial: list[Extent] = []
-    for name, d in (("height", h), ("width", w)):
-        if isinstance(d, int):
-            if d % b:
-                ctx.fail(f"{name} {d} is not divisible by blocksize {b}")
-            d = d // b
-        elif b != 1:
-            d = None
-        spatial.append(d)
-    return [(n, dim_mul(c, b * b), *spatial)]
+@shape_rule("Range")
+def _range(ctx: ShapeContext) -> list[ShapeT | None]:
+    return [(None,)]
+
+
+shape_rule("Cast", "CastLike", "Identity")(same_as_input)
+
+
+@shape_rule("Shape")
+def _shape_shape(ctx: ShapeContext) -> list[ShapeT | None]:
+    dims = _shape_elements(ctx)
+    return [None if dims is None else (len(dims),)]

@@ -8,7 +8,7 @@ postconditions) and a switch each; every plan runs it (:class:`onnxcore.runtime.
 input shapes too). None changes a result beyond the rounding Clause 11.4 admits, and none applies in debugging
 mode (``intermediates=True``), where every node is evaluated as written. One module per kind of rewrite:
 
-- ``fold``: constant folding;
+- ``fold``: constant folding (the rule it shares with inference is :mod:`onnxcore.kernels.folding`);
 - ``noops``: nodes that give back their input (Identity, a Cast to the type it has, ``x * 1``, ...) as aliases;
 - ``prepare``: kernels registered with ``prepare_constants`` (MatMulNBits) prepared with their node's constants;
 - ``patterns``: exporters' chains for GELU, SiLU, LayerNorm, RMSNorm, ``x * HardSigmoid(x)`` and attention;
@@ -23,7 +23,7 @@ mode (``intermediates=True``), where every node is evaluated as written. One mod
 - ``rows``: LayerNormalization with constant weights by the compiled rows;
 - ``conv1d``: a 1-D Conv with constant weights as one product;
 - ``chains``: other chains of elementwise nodes as one step writing into one buffer;
-- ``cse``: the identity of a computation, so that repeats run once (applied as the plan lays out its slots);
+- ``cse``: common-subexpression elimination, the last rewrite: repeats of a computation run once;
 - ``specialize``: which shape computations a run's input shapes decide (plans specialised to them);
 - ``graph``, ``pipeline``, ``_common``: the plan graph, the pipeline, helpers the matchers share.
 """
@@ -33,7 +33,7 @@ from __future__ import annotations
 from onnxcore.runtime.optimize.affine import fuse_affine_chains
 from onnxcore.runtime.optimize.chains import fuse_elementwise_chains
 from onnxcore.runtime.optimize.conv1d import fast_conv1d
-from onnxcore.runtime.optimize.cse import cse_key, input_token
+from onnxcore.runtime.optimize.cse import cse_key, input_token, merge_repeats
 from onnxcore.runtime.optimize.fold import FOLD_BUDGET_BYTES, fold_constants
 from onnxcore.runtime.optimize.fuse import fuse_conv_chains, fuse_relu, prepack_gemm, use_winograd
 from onnxcore.runtime.optimize.graph import PlanGraph
@@ -73,6 +73,7 @@ __all__ = [
     "fuse_rotary",
     "fuse_rotate_half",
     "input_token",
+    "merge_repeats",
     "prepack_gemm",
     "project_before_pooling",
     "use_winograd",

@@ -1,4 +1,13 @@
-"""The identity of a node's computation, so that repeats are evaluated once (Clause 8.2)."""
+"""Common-subexpression elimination: a computation repeated is evaluated once (Clause 8.2).
+
+A deterministic node that repeats an earlier one (the same kernel, inputs and attributes: :func:`cse_key`) is left
+out and its outputs are read from the earlier node's: its readers read the earlier names instead; a name that must
+stay (a graph output, a name a subgraph reads from this scope) becomes an alias of the earlier one
+(``PlanGraph.aliases``, given the same slot when the plan lays slots out). It runs last in the pipeline, over the
+nodes the other rewrites left, so repeats their fusions made identical merge too. Small constants are compared by
+value, larger ones by name; a first input of known rank (a constant, an input whose rank the caller guarantees)
+makes equal axes spelled differently one computation.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +19,10 @@ import numpy as np
 from onnxcore.errors import OnnxCoreError
 from onnxcore.kernels.registry import NO_FOLD
 from onnxcore.kernels.shared import normalize_axes
+from onnxcore.runtime.optimize.graph import PlanGraph
 from onnxcore.runtime.step import PlanNode
 
-__all__ = ["cse_key", "input_token"]
+__all__ = ["cse_key", "input_token", "merge_repeats"]
 
 
 def _freeze(v: Any) -> Any:
@@ -26,16 +36,17 @@ def _freeze(v: Any) -> Any:
 
 
 # Small constants are compared by value, so that two nodes reading equal constants (say two axes
-# initializers holding [1]) count as the same computation; larger ones by identity (their slot).
+# initializers holding [1]) count as the same computation; larger ones by identity (their name).
 _SMALL_CONSTANT = 4096
 
 
-def input_token(slot: int, constants: Mapping[int, Any]) -> Any:
-    """How an input takes part in a node's identity: its constant value when small, else its slot."""
-    v = constants.get(slot)
+def input_token(name: str, constants: Mapping[str, Any]) -> Any:
+    """How an input takes part in a node's identity: its constant value when small, else its name ("" for an
+    input left unsupplied)."""
+    v = constants.get(name) if name else None
     if isinstance(v, np.ndarray) and v.size <= _SMALL_CONSTANT and v.dtype != object:
         return ("c", v.dtype.str, v.shape, v.tobytes())
-    return slot
+    return name
 
 
 # Operators whose axes name a set of axes of their first input: once that input's rank is known, [-1] and [2]
@@ -110,3 +121,48 @@ def cse_key(bn: PlanNode, ins: list[Any], *, rank: int | None = None) -> tuple[A
     except TypeError:
         return None
     return key
+
+
+def merge_repeats(graph: PlanGraph) -> list[PlanNode]:
+    """Leave out the nodes that repeat an earlier one (module docstring); rename reads, alias what must stay."""
+    const, outs, outer = graph.const, set(graph.outputs), graph.outer_reads
+    needed = graph.needed()
+    canon: dict[str, str] = {}  # a name -> the earlier node's name its readers read instead
+
+    def resolve(n: str) -> str:
+        while n in canon:
+            n = canon[n]
+        return n
+
+    seen: dict[tuple[Any, ...], PlanNode] = {}
+    kept: list[PlanNode] = []
+    for k, bn in enumerate(graph.nodes):
+        ins = [resolve(n) if n else n for n in bn.inputs]
+        if ins != bn.inputs:
+            copy = PlanNode(bn.index, bn.node, bn.call, bn.kw, bn.outer)
+            copy.inputs, copy.outputs = ins, list(bn.outputs)
+            copy.since, copy.may_tuple, copy.fused = bn.since, bn.may_tuple, list(bn.fused)
+            copy.step_kernel, copy.step_attrs = bn.step_kernel, bn.step_attrs
+            bn = copy
+        # A node no output needs is left for the plan to drop: never the computation a repeat is merged into.
+        key = None
+        if needed[k]:
+            first = const.get(ins[0]) if ins and ins[0] else None
+            first_rank = first.ndim if isinstance(first, np.ndarray) else graph.ranks.get(ins[0]) if ins else None
+            key = cse_key(bn, [input_token(n, const) for n in ins], rank=first_rank)
+        if key is not None:
+            first = seen.get(key)
+            if (
+                first is not None
+                and len(first.outputs) == len(bn.outputs)
+                and all((a == "") == (b == "") for a, b in zip(first.outputs, bn.outputs))
+            ):
+                for a, b in zip(first.outputs, bn.outputs):
+                    if b and (b in outs or b in outer):
+                        graph.aliases[b] = a
+                    elif b:
+                        canon[b] = a
+                continue
+            seen[key] = bn
+        kept.append(bn)
+    return kept

@@ -1,81 +1,61 @@
-"""Constant folding (Clause 8.2): nodes whose inputs are all constants are evaluated once, at plan time."""
+"""Constant folding (Clause 8.2): nodes whose inputs are all constants are evaluated once, at plan time.
+
+What may fold, how a node is evaluated and the bytes the folded values may hold are the one folding rule of
+:mod:`onnxcore.kernels.folding`, which inference's value propagation follows too; the kernel is the one the
+compiler bound (:func:`onnxcore.kernels.select.select`, custom domains and the session's ``custom_ops`` included).
+"""
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from onnxcore.kernels.registry import NO_FOLD
+from onnxcore.kernels.folding import FOLD_BUDGET_BYTES, evaluate, may_fold
 from onnxcore.runtime.optimize.graph import PlanGraph
 from onnxcore.runtime.step import PlanNode
 
 __all__ = ["FOLD_BUDGET_BYTES", "fold_constants", "fold_nodes"]
 
 
-# Folded values are held for the session's life: once a graph's folded values total this many bytes, further
-# constant nodes stay run-time computations. Generous on purpose: a model that builds its weights from
-# ConstantOfShape (the onnx light zoo does) should not rebuild hundreds of megabytes on every run; onnxruntime
-# folds them all. There is no bound per constant below this: only nodes an output needs reach folding (the plan
-# leaves the others out first, Clause 8), and a value an output needs costs as much at run time as folded; a node
-# whose output exceeds the session's limits fails here and is left to run time, where the refusal names it.
-FOLD_BUDGET_BYTES = 1 << 32
-
-
 def fold_constants(graph: PlanGraph) -> list[PlanNode]:
-    """The plan's constant folding (:func:`fold_nodes` of the graph's nodes over its constants, at most
-    ``graph.budget`` bytes, keeping what ``graph.outputs`` need): the folded values join the graph's constants and
-    the folded nodes leave it."""
-    folded, values = fold_nodes(graph.nodes, graph.const, (), budget=graph.budget, keep=graph.outputs)
+    """The plan's constant folding (:func:`fold_nodes`, releasing what no unfolded node or output reads): the
+    folded values join the graph's constants and the folded nodes leave it."""
+    folded, values = fold_nodes(graph, release=True)
     for name, value in values.items():
         graph.add_constant(name, value)
     return [bn for k, bn in enumerate(graph.nodes) if k not in folded]
 
 
-def fold_nodes(
-    nodes: Sequence[PlanNode],
-    inits: Mapping[str, Any],
-    inputs: Collection[str],
-    *,
-    budget: int = FOLD_BUDGET_BYTES,
-    keep: Collection[str] | None = None,
-) -> tuple[set[int], dict[str, Any]]:
-    """Evaluate the nodes whose inputs are all constants; return their indices and their outputs by name.
+def fold_nodes(graph: PlanGraph, *, release: bool = False) -> tuple[set[int], dict[str, Any]]:
+    """Evaluate the nodes of ``graph`` whose inputs are all constants; return their indices and outputs by name.
 
-    Constants are initializers that are not graph inputs (an input's initializer is only a default, 7.2)
-    and outputs of nodes folded before. Random operators, nodes with subgraphs or enclosing-scope values, and
-    nodes that fail are left to run time (a failure is then reported with the node, as usual). Folded values
-    held at any one time total at most ``budget`` bytes.
+    Constants are ``graph.const`` (initializers that are not graph inputs: an input's initializer is only a
+    default, 7.2) and outputs of nodes folded before. What :func:`onnxcore.kernels.folding.may_fold` refuses, and
+    nodes that fail, are left to run time (a failure is then reported with the node, as usual). Folded values held
+    at any one time total at most ``graph.budget`` bytes. The graph is not changed.
 
-    With ``keep`` (the names needed after these nodes: the plan's outputs), a folded value is dropped as soon
-    as every node reading it is folded too and it is not in ``keep``: a chain of folded steps (a weight built
-    by ConstantOfShape, then scaled) holds only what is still read, not every step's result. The caller is
-    expected to have left out the nodes no output needs (Clause 8) so that nothing dead is evaluated here.
+    With ``release`` a folded value is dropped as soon as every node reading it is folded too and it is not one of
+    ``graph.outputs`` (the graph's use counts say who reads it): a chain of folded steps (a weight built by
+    ConstantOfShape, then scaled) holds only what is still read, not every step's result. The caller is expected
+    to have left out the nodes no output needs (Clause 8) so that nothing dead is evaluated here.
     """
-    const = {n: v for n, v in inits.items() if n not in inputs}
+    const = dict(graph.const)
+    budget = graph.budget
     folded: set[int] = set()
     values_out: dict[str, Any] = {}
-    # How many nodes not yet folded read each name; a folded value none reads (and not kept) is dropped.
-    readers: Counter[str] | None = None
-    if keep is not None:
-        readers = Counter(n for bn in nodes for n in {*bn.inputs, *bn.outer} if n)
-        readers.update(set(keep))
-    for k, bn in enumerate(nodes):
+    # The reads still to come of each name (the graph's use counts, outputs counting twice), counted down as
+    # readers fold; a folded value with none left is released.
+    pending = dict(graph.uses) if release else None
+    for k, bn in enumerate(graph.nodes):
         node = bn.node
-        if bn.call is None or bn.outer or node.op_type in NO_FOLD:
-            continue
-        if any(a.g is not None or a.graphs for a in node.attribute):
+        if bn.call is None or not may_fold(node.op_type, node.attribute, bn.outer):
             continue
         if any(n and n not in const for n in bn.inputs):
             continue
-        try:
-            with np.errstate(all="ignore"):
-                res = bn.call(*[const[n] if n else None for n in bn.inputs], **bn.kw)
-        except Exception:
+        values = evaluate(bn.call, [const[n] if n else None for n in bn.inputs], bn.kw)
+        if values is None:
             continue
-        values = res if type(res) is tuple else (res,)
         named = [(j, o) for j, o in enumerate(bn.outputs) if o]
         if any(j >= len(values) for j, _ in named):
             continue
@@ -95,13 +75,12 @@ def fold_nodes(
             const[o] = v
             values_out[o] = v
         folded.add(k)
-        if readers is not None:
+        if pending is not None:
+            for n in bn.inputs:
+                if n:
+                    pending[n] -= 1
             for n in {*bn.inputs, *(o for _, o in named)}:
-                if not n:
-                    continue
-                if n in bn.inputs:
-                    readers[n] -= 1
-                if readers[n] <= 0 and n in values_out:
+                if n and pending.get(n, 0) <= 0 and n in values_out:
                     budget += _nbytes(values_out.pop(n))
                     del const[n]
     return folded, values_out

@@ -149,9 +149,11 @@ def drop_noops(graph: PlanGraph) -> list[PlanNode]:
     """Leave out the nodes whose output is their input (module docstring); rename reads and writes to match."""
     nodes, const, outputs = list(graph.nodes), graph.const, graph.outputs
     outs = set(outputs)
-    outer = {n for bn in nodes for n in bn.outer}
+    # The graph's indices: which names a node makes (a graph input or a constant has no producer), which names a
+    # subgraph reads from this scope (never renamed).
+    producer = graph.producer
+    outer = graph.outer_reads
     known: dict[str, Known] = {n: (v.dtype, v.ndim) for n, v in const.items() if isinstance(v, np.ndarray)}
-    producer: dict[str, int] = {}
     canon: dict[str, str] = {}  # a name -> the name its value is read (or written) under instead
 
     def resolve(n: str) -> str:
@@ -166,22 +168,18 @@ def drop_noops(graph: PlanGraph) -> list[PlanNode]:
             if o and t is not None:
                 known[o] = t
         if x is None:
-            for o in bn.outputs:
-                if o:
-                    producer[o] = k
             continue
         y = bn.outputs[0]
         xr = resolve(x)
         if y in outer or xr in outer:
-            producer[y] = k
             continue
         if y not in outs:
             canon[y] = xr
         elif xr not in outs and xr in producer:
-            canon[xr] = y  # the node that made x writes the graph output y instead
-            producer[y] = producer.pop(xr)
+            # The node that made x writes the graph output y instead. (A name resolve() gives is never one that
+            # was renamed, so "made by a node" is the graph's producer index, read before any renaming.)
+            canon[xr] = y
         else:
-            producer[y] = k
             continue
         dropped.add(k)
     if not dropped:

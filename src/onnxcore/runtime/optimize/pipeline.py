@@ -17,6 +17,7 @@ from onnxcore.errors import OnnxCoreError
 from onnxcore.runtime.optimize.affine import fuse_affine_chains
 from onnxcore.runtime.optimize.chains import fuse_elementwise_chains
 from onnxcore.runtime.optimize.conv1d import fast_conv1d
+from onnxcore.runtime.optimize.cse import merge_repeats
 from onnxcore.runtime.optimize.fold import fold_constants
 from onnxcore.runtime.optimize.fuse import fuse_conv_chains, fuse_relu, prepack_gemm, use_winograd
 from onnxcore.runtime.optimize.graph import PlanGraph
@@ -60,13 +61,19 @@ def _bound(graph: PlanGraph) -> bool:
 
 
 def _closed(graph: PlanGraph) -> bool:
-    """Every name a node reads is made by an earlier node, a constant, or one of the graph's sources (its inputs and
-    what it reads from an enclosing scope); every output the plan must produce is made too."""
+    """Every name a node reads is made by an earlier node (or is the alias of a name it makes), a constant, or one of
+    the graph's sources (its inputs and what it reads from an enclosing scope); every output is made too."""
     made = set(graph.sources) | set(graph.const)
+    aliased: dict[str, list[str]] = {}
+    for alias, target in graph.aliases.items():
+        aliased.setdefault(target, []).append(alias)
     for bn in graph.nodes:
         if any(n and n not in made for n in (*bn.inputs, *bn.outer)):
             return False
-        made.update(o for o in bn.outputs if o)
+        for o in bn.outputs:
+            if o:
+                made.add(o)
+                made.update(aliased.get(o, ()))  # an alias is made with its target
     return all(o in made for o in graph.outputs)
 
 
@@ -117,9 +124,9 @@ class Rewrite:
         """Run the rewrite on ``graph`` in place; whether it changed the graph (its nodes or its constants)."""
         if _CHECK[0]:
             self._check(graph, self.requires, "precondition")
-        n_added = len(graph.added)
+        n_added, n_aliases = len(graph.added), len(graph.aliases)
         changed = graph.set_nodes(self.run(graph))
-        changed = changed or len(graph.added) != n_added
+        changed = changed or len(graph.added) != n_added or len(graph.aliases) != n_aliases
         if _CHECK[0]:
             self._check(graph, self.ensures, "postcondition")
         return changed
@@ -157,6 +164,9 @@ PIPELINE: tuple[Rewrite, ...] = (
     Rewrite("fast_layer_norms", fast_layer_norms, 99),
     Rewrite("fast_conv1d", fast_conv1d, 99),
     Rewrite("fuse_elementwise_chains", fuse_elementwise_chains, 99),
+    # Basic again, but last: repeats of one computation evaluated once, over what the fusions left (their
+    # fused steps included).
+    Rewrite("merge_repeats", merge_repeats, 1),
 )
 """The rewrites, in the order every plan runs them."""
 
@@ -176,6 +186,7 @@ def run_pipeline(graph: PlanGraph, disabled: Collection[str] = ()) -> list[str]:
 # onnxruntime's names for its optimizers that do what one of ours does (SessionOptions' disabled_optimizers).
 _ORT_NAMES: dict[str, str] = {
     "ConstantFolding": "fold_constants",
+    "CommonSubexpressionElimination": "merge_repeats",
     "EliminateIdentity": "drop_noops",
     "GeluFusion": "fuse_patterns",
     "LayerNormFusion": "fuse_patterns",

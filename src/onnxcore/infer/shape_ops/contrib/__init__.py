@@ -3,6 +3,15 @@ names). The list of modules is explicit: importing this package registers every 
 
 from __future__ import annotations
 
-from onnxcore.infer.shape_ops.contrib import activation, attention, fused, matmul_nbits, normalization, quantized, text
+from onnxcore.infer.shape_ops.contrib import (
+    activation,
+    attention,
+    fused,
+    gqa,
+    matmul_nbits,
+    normalization,
+    quantized,
+    text,
+)
 
-__all__ = ["activation", "attention", "fused", "matmul_nbits", "normalization", "quantized", "text"]
+__all__ = ["activation", "attention", "fused", "gqa", "matmul_nbits", "normalization", "quantized", "text"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from onnxcore.infer.shape_core import ShapeContext, ShapeT, shape_rule
 from onnxcore.infer.shape_ops.contrib.quantized import channels_last, permuted
-from onnxcore.infer.shape_ops.conv_pool import _conv_out
 from onnxcore.infer.shape_ops.linalg import _matmul, gemm_shapes
+from onnxcore.infer.shape_ops.windows import _conv_out
 
 __all__: list[str] = []
 

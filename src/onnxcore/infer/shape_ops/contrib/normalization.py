@@ -1,7 +1,7 @@
 """Shape rules (Clause 9) of onnxruntime's normalizations: com.microsoft's SkipLayerNormalization,
 SkipSimplifiedLayerNormalization and EmbedLayerNormalization, and the default-domain extension
-SimplifiedLayerNormalization (LayerNormalization-1 shares ai.onnx LayerNormalization's rule in ``nn.py``): the
-family of :mod:`onnxcore.kernels.contrib.normalization`.
+SimplifiedLayerNormalization (LayerNormalization-1 shares ai.onnx LayerNormalization's rule in
+``shape_ops/normalization.py``): the family of :mod:`onnxcore.kernels.contrib.normalization`.
 
 The shapes are those onnxruntime's kernels produce (tests/kernels/contrib checks them against it); extents are
 computed from fixed integers only and dimension variables pass through unchanged (Clause 9.3).

@@ -16,8 +16,8 @@ from onnxcore.infer.shape_core import (
     shape_rule,
     unify,
 )
-from onnxcore.infer.shape_ops.conv_pool import _conv_out, _per_axis, _spatial_out
 from onnxcore.infer.shape_ops.linalg import _matmul
+from onnxcore.infer.shape_ops.windows import _conv_out, _per_axis, _spatial_out
 
 __all__: list[str] = []
 
