@@ -219,8 +219,11 @@ def _graphs(a: AttributeProto) -> list[GraphProto]:
     return ([a.g] if a.g is not None else []) + list(a.graphs)
 
 
-def _with_subgraphs(state: _State, bn: PlanNode, ref_scope: Scope, depth: int, label: str) -> PlanNode:
-    """``bn`` with its subgraphs rewritten (a copy reading what the new subgraphs read from this scope)."""
+def _with_subgraphs(
+    state: _State, bn: PlanNode, ref_scope: Scope, depth: int, label: str, outer: Mapping[str, Any]
+) -> PlanNode:
+    """``bn`` with its subgraphs rewritten (a copy reading what the new subgraphs read from this scope); ``outer``
+    are the constants of the enclosing scopes, constants in the subgraphs too (Clause 5.4.3)."""
     node = bn.node
     if not any(_graphs(a) for a in node.attribute):
         return bn
@@ -230,31 +233,42 @@ def _with_subgraphs(state: _State, bn: PlanNode, ref_scope: Scope, depth: int, l
         if a.g is not None:
             sub = a.g
             a = copy.copy(a)
-            a.g = _rewrite_graph(state, sub, state.env.subgraph_scope(ref, a.name, sub, label), depth + 1)
+            a.g = _rewrite_graph(state, sub, state.env.subgraph_scope(ref, a.name, sub, label), depth + 1, outer)
         elif a.graphs:
             a = copy.copy(a)
             gs = []
             for k, g in enumerate(a.graphs):
                 scope = state.env.subgraph_scope(ref, f"{a.name}[{k}]", g, label)
-                gs.append(_rewrite_graph(state, g, scope, depth + 1))
+                gs.append(_rewrite_graph(state, g, scope, depth + 1, outer))
             a.graphs = gs
         new_attrs.append(a)
     new_node = copy.copy(node)
     new_node.attribute = new_attrs
-    outer = _free_names([new_node], set())
-    outer = [n for n in outer if n not in node.input]
-    copy_bn = PlanNode(bn.index, new_node, bn.call, bn.kw, outer)
+    reads = [n for n in _free_names([new_node], set()) if n not in node.input]
+    copy_bn = PlanNode(bn.index, new_node, bn.call, bn.kw, reads)
     copy_bn.inputs, copy_bn.outputs, copy_bn.since = list(bn.inputs), list(bn.outputs), bn.since
     return copy_bn
 
 
-def _rewrite_graph(state: _State, g: GraphProto, scope: Scope, depth: int, *, top: bool = False) -> GraphProto:
+def _rewrite_graph(
+    state: _State,
+    g: GraphProto,
+    scope: Scope,
+    depth: int,
+    outer: Mapping[str, Any] | None = None,
+    *,
+    top: bool = False,
+) -> GraphProto:
     label = scope.loc
     ir: GraphIR = compile_graph(state.env, g, scope, depth, label=label)
-    nodes = [_with_subgraphs(state, bn, scope, depth, label) for bn in ir.nodes]
     inputs = [vi.name for vi in g.input]
     fed = set(inputs)
-    const = {n: v for n, v in ir.inits.items() if n not in fed}
+    own = {n: v for n, v in ir.inits.items() if n not in fed}
+    # What the enclosing scopes hold as constants is constant here too, unless a name of this graph hides it.
+    local = fed | {o for bn in ir.nodes for o in bn.outputs if o}
+    const = {n: v for n, v in (outer or {}).items() if n not in local}
+    const.update(own)
+    nodes = [_with_subgraphs(state, bn, scope, depth, label, const) for bn in ir.nodes]
     known, shapes = _known(state, label)
     defined = fed | set(ir.inits) | {o for bn in nodes for o in bn.outputs if o}
     sources = fed | {n for bn in nodes for n in (*bn.inputs, *bn.outer) if n and n not in defined}
@@ -343,7 +357,7 @@ def _rewrite_function(state: _State, bound: BoundModel, fn: FunctionProto) -> Fu
     except OnnxCoreError:
         return fn
     known, shapes = _known(state, scope.loc)
-    nodes = [_with_subgraphs(state, bn, scope, 1, scope.loc) for bn in ir.nodes]
+    nodes = [_with_subgraphs(state, bn, scope, 1, scope.loc, {}) for bn in ir.nodes]
     graph = ModelGraph(
         nodes,
         {},
