@@ -45,7 +45,7 @@ def drop_model_noops(graph: PlanGraph) -> list[PlanNode]:
     def source(bn: PlanNode, known: Mapping[str, Known]) -> str | None:
         return noop_source(bn, g.const, known) or _shape_source(bn, g, known)
 
-    return alias_noops(graph, source, graph.known)
+    return alias_noops(graph, source, graph.known, outer_sources=True)
 
 
 def _ints(v: Any) -> list[int] | None:

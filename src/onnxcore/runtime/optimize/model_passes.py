@@ -103,6 +103,23 @@ def drop_dead_nodes(graph: PlanGraph) -> list[PlanNode]:
     return [bn for bn, kept in zip(graph.nodes, keep) if kept]
 
 
+_SAMPLE = 4096
+
+
+def _octets(v: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(v).reshape(-1).view(np.uint8)
+
+
+def _sample(v: np.ndarray) -> bytes:
+    """The first, middle and last few thousand bytes of a tensor's contents."""
+    flat = _octets(v)
+    n = flat.size
+    if n <= 3 * _SAMPLE:
+        return flat.tobytes()
+    mid = n // 2
+    return flat[:_SAMPLE].tobytes() + flat[mid : mid + _SAMPLE].tobytes() + flat[-_SAMPLE:].tobytes()
+
+
 def merge_initializers(graph: PlanGraph) -> list[PlanNode]:
     """Read initializers of equal element type, shape and contents under one name (the first in graph order of
     reading); an initializer that is a graph output or read by a subgraph keeps its name."""
@@ -121,14 +138,18 @@ def merge_initializers(graph: PlanGraph) -> list[PlanNode]:
     for names in groups.values():
         if len(names) < 2:
             continue
-        # Contents are hashed only where type and shape collide (a weight file is read once per such tensor).
-        by_digest: dict[bytes, str] = {}
+        # Contents are compared only where type and shape collide, and read whole only where a sample of them agrees
+        # too (the layers of a transformer share shapes: their weights in an external file are not read for this).
+        by_sample: dict[bytes, list[str]] = {}
         for n in names:
-            v = np.ascontiguousarray(graph.const[n])
-            d = hashlib.sha256(v.view(np.uint8).reshape(-1).data).digest()
-            first = by_digest.setdefault(d, n)
-            if first != n and np.array_equal(graph.const[first].view(np.uint8), v.view(np.uint8)):
-                canon[n] = first
+            by_sample.setdefault(_sample(graph.const[n]), []).append(n)
+        for same in by_sample.values():
+            by_digest: dict[bytes, str] = {}
+            for n in same:
+                v = _octets(graph.const[n])
+                first = by_digest.setdefault(hashlib.sha256(v.data).digest(), n)
+                if first != n and np.array_equal(_octets(graph.const[first]), v):
+                    canon[n] = first
     if not canon:
         return graph.nodes
     return [_renamed(bn, canon) for bn in graph.nodes]

@@ -160,10 +160,15 @@ Source = Callable[[PlanNode, Mapping[str, Known]], "str | None"]
 far; None when it is not a no-op."""
 
 
-def alias_noops(graph: PlanGraph, source: Source, known: Mapping[str, Known] | None = None) -> list[PlanNode]:
+def alias_noops(
+    graph: PlanGraph, source: Source, known: Mapping[str, Known] | None = None, *, outer_sources: bool = False
+) -> list[PlanNode]:
     """Leave out the nodes ``source`` names an input for, as aliases of that input (module docstring), starting from
     ``known`` element types and ranks besides the constants' (a model's inferred types); rename reads and writes to
-    match. The one renaming of the plan's :func:`drop_noops` and of the model optimizer's no-op removal."""
+    match. The one renaming of the plan's :func:`drop_noops` and of the model optimizer's no-op removal.
+
+    With ``outer_sources`` a node whose input a subgraph also reads is left out too where its readers can read that
+    input instead (its output not a graph output): the model optimizer's case, where subgraphs read by name."""
     nodes, const, outputs = list(graph.nodes), graph.const, graph.outputs
     outs = set(outputs)
     outer = {n for bn in nodes for n in bn.outer}
@@ -190,7 +195,7 @@ def alias_noops(graph: PlanGraph, source: Source, known: Mapping[str, Known] | N
             continue
         y = bn.outputs[0]
         xr = resolve(x)
-        if y in outer or xr in outer:
+        if y in outer or (xr in outer and (not outer_sources or y in outs)):
             producer[y] = k
             continue
         if y not in outs:
