@@ -113,3 +113,17 @@ def test_an_unwritable_output_exits_2(tmp_path: Path, capsys: pytest.CaptureFixt
     src = _write(tmp_path)
     assert main(["optimize", str(src), str(tmp_path / "no" / "dir" / "o.onnx")]) == 2
     assert "no such directory" in capsys.readouterr().err
+
+
+def test_html_report_has_an_optimization_section(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = _write(tmp_path)
+    page = tmp_path / "r.html"
+    assert main(["optimize", str(src), str(tmp_path / "o.onnx"), "--html", str(page)]) == 0
+    text = page.read_text(encoding="utf-8")
+    assert '<section id="optimization">' in text and 'href="#optimization"' in text
+    assert "4 \u2192 1" in text and "fold_constants" in text and "verified on 3 input sets" in text
+
+
+def test_the_report_without_optimization_has_no_such_section() -> None:
+    m = model([helper.make_node("Relu", ["X"], ["Y"])], [X], [Y])
+    assert 'id="optimization"' not in onnxcore.report(m)

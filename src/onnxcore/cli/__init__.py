@@ -167,6 +167,11 @@ def _parser() -> argparse.ArgumentParser:
     o.add_argument("--no-verify", action="store_true", help="do not evaluate the two models (no proof)")
     o.add_argument("--opset", type=_positive, metavar="N", help="convert to operator set version N first")
     o.add_argument("--json", action="store_true", help="print the report as JSON")
+    o.add_argument(
+        "--html",
+        metavar="FILE",
+        help="also write the model report of OUT (onnxcore report) with an Optimization section to FILE",
+    )
     io = o.add_mutually_exclusive_group()
     io.add_argument("--keep-inputs", dest="keep_inputs", action="store_true", default=True,
                     help="keep every graph input (the default)")  # fmt: skip

@@ -12,8 +12,9 @@ import json
 import os
 
 import onnxcore
-from onnxcore.cli.files import CliError, check_writable
+from onnxcore.cli.files import CliError, check_writable, write_text
 from onnxcore.optimizer import LEVELS, PASSES, optimize, save_optimized
+from onnxcore.reporting import report
 
 __all__ = ["cmd_optimize", "parse_input_shape"]
 
@@ -37,6 +38,8 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     if not os.path.isfile(args.model):
         raise CliError(f"cannot read {args.model}: no such file")
     check_writable(args.out)
+    if args.html:
+        check_writable(args.html)
     unknown = sorted(set(args.disable) - set(PASSES))
     if unknown:
         raise CliError(f"--disable: no pass named {', '.join(unknown)}; the passes: {', '.join(PASSES)}")
@@ -44,7 +47,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
         raise CliError(f"--level: one of {', '.join(LEVELS)}")
     shapes = dict(parse_input_shape(s) for s in args.input_shape)
     model = onnxcore.load(args.model, allow_outside=args.allow_outside)
-    result, report = optimize(
+    result, summary = optimize(
         model,
         level=args.level,
         input_shapes=shapes or None,
@@ -58,8 +61,11 @@ def cmd_optimize(args: argparse.Namespace) -> int:
         save_optimized(result, args.out)
     except OSError as e:
         raise CliError(f"cannot write {args.out}: {e.strerror or e}") from None
+    if args.html:
+        page = report(result, title=os.path.basename(args.out), optimization=summary.to_json())
+        write_text(args.html, page)
     if args.json:
-        print(json.dumps(report.to_json(), indent=2))
+        print(json.dumps(summary.to_json(), indent=2))
     else:
-        print(report.to_text())
+        print(summary.to_text())
     return 0
