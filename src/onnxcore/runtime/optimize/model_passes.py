@@ -111,13 +111,9 @@ def _octets(v: np.ndarray) -> np.ndarray:
 
 
 def _sample(v: np.ndarray) -> bytes:
-    """The first, middle and last few thousand bytes of a tensor's contents."""
-    flat = _octets(v)
-    n = flat.size
-    if n <= 3 * _SAMPLE:
-        return flat.tobytes()
-    mid = n // 2
-    return flat[:_SAMPLE].tobytes() + flat[mid : mid + _SAMPLE].tobytes() + flat[-_SAMPLE:].tobytes()
+    """The first few thousand bytes of a tensor's contents: one touch of a memory-mapped weight (the kernel maps a
+    large folio around it, up to megabytes, so one place and not several)."""
+    return _octets(v)[:_SAMPLE].tobytes()
 
 
 def merge_initializers(graph: PlanGraph) -> list[PlanNode]:
@@ -138,12 +134,14 @@ def merge_initializers(graph: PlanGraph) -> list[PlanNode]:
     for names in groups.values():
         if len(names) < 2:
             continue
-        # Contents are compared only where type and shape collide, and read whole only where a sample of them agrees
+        # Contents are compared only where type and shape collide, and read whole only where their first bytes agree
         # too (the layers of a transformer share shapes: their weights in an external file are not read for this).
         by_sample: dict[bytes, list[str]] = {}
         for n in names:
             by_sample.setdefault(_sample(graph.const[n]), []).append(n)
         for same in by_sample.values():
+            if len(same) < 2:
+                continue
             by_digest: dict[bytes, str] = {}
             for n in same:
                 v = _octets(graph.const[n])
