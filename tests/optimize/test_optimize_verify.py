@@ -101,3 +101,19 @@ def test_generated_inputs_by_element_type() -> None:
     assert first["f"].dtype == np.float16 and first["f"].shape == (1,)
     assert first["i"].dtype == np.int64 and (first["i"] >= 0).all()
     assert first["b"].dtype == np.bool_ and first["s"].dtype == object
+
+
+def test_a_model_with_random_operators_is_proved_with_seeded_sessions() -> None:
+    nodes = [helper.make_node("RandomNormalLike", ["X"], ["n"]), helper.make_node("Identity", ["n"], ["i"]),
+             helper.make_node("Add", ["X", "i"], ["Y"])]  # fmt: skip
+    out, rep = optimize(model(nodes, [X], [Y]))
+    assert rep.verified and ops(out) == ["RandomNormalLike", "Add"]
+
+
+def test_inputs_every_set_of_which_the_model_refuses_cannot_be_verified() -> None:
+    """Generated axes that are out of range for every generated size: nothing compared, said so (no pass blamed)."""
+    nodes = [helper.make_node("Identity", ["X"], ["a"]), helper.make_node("Split", ["a", "s"], ["Y"], axis=1)]
+    m = model(nodes, [X, vi("s", T.INT64, [1])], [Y])
+    with pytest.raises(OptimizeError, match="cannot verify") as info:
+        optimize(m, input_shapes={"X": (2, 4), "s": (1,)})
+    assert info.value.pass_name is None

@@ -25,7 +25,6 @@ from onnxcore.optimizer.report import OptimizeReport, op_counts
 from onnxcore.optimizer.verify import Verification, input_sets, verify
 from onnxcore.proto import ModelProto
 from onnxcore.proto.bridge import as_message
-from onnxcore.runtime import Session
 from onnxcore.runtime.optimize.model_passes import MODEL_PIPELINE, MODEL_REWRITE_NAMES
 from onnxcore.runtime.rewrite_model import RewriteOutcome, model_size, rewrite_model
 from onnxcore.validate import check
@@ -34,6 +33,9 @@ __all__ = ["LEVELS", "optimize"]
 
 _BASIC = frozenset(("fold_constants", "drop_noops", "drop_dead_nodes", "drop_unused_initializers",
                     "drop_unused_inputs"))  # fmt: skip
+
+# How verify() says the original model refused every generated input set (nothing was compared).
+_REFUSED = ("the model refuses", "no input set")
 
 LEVELS: dict[str, frozenset[str]] = {
     "none": frozenset(),
@@ -124,6 +126,9 @@ def optimize(
         raise OptimizeError(f"optimize: the result does not conform (a defect of a pass): {errors[0]}")
     if verify:
         proof = _prove(source, result, input_shapes, seed)
+        if not proof.ok and not proof.shapes and proof.reason.startswith(_REFUSED):
+            raise OptimizeError(f"optimize: cannot verify: {proof.reason} (give input_shapes the model accepts, or "
+                                "verify=False optimizes without the proof)")  # fmt: skip
         if not proof.ok:
             culprit = _bisect(source, input_shapes, seed, off, list(outcome.fired), attempt)
             report.failed_pass = culprit
@@ -144,12 +149,11 @@ def _prove(
     source: ModelProto, result: ModelProto, input_shapes: Mapping[str, Sequence[int]] | None, seed: int
 ) -> Verification:
     try:
-        original = Session(source)
         sets = input_sets(source, input_shapes, seed=seed)
+        return verify(source, result, sets, seed=seed)
     except OnnxCoreError as e:
         raise OptimizeError(f"optimize: cannot verify, the model cannot be evaluated here: {e} (verify=False "
                             "optimizes without the proof)") from e  # fmt: skip
-    return verify(original, result, sets)
 
 
 def _bisect(
