@@ -15,6 +15,7 @@ from onnxcore.optimizer import OptimizeError, api, optimize
 from onnxcore.optimizer.verify import SIZES, input_sets
 from onnxcore.runtime.optimize.graph import PlanGraph
 from onnxcore.runtime.optimize.model_passes import MODEL_PIPELINE, model_rewrite
+from onnxcore.runtime.optimize.pipeline import ConditionError
 from onnxcore.runtime.rewrite_model import rewrite_model
 from onnxcore.runtime.step import PlanNode
 
@@ -117,3 +118,30 @@ def test_inputs_every_set_of_which_the_model_refuses_cannot_be_verified() -> Non
     with pytest.raises(OptimizeError, match="cannot verify") as info:
         optimize(m, input_shapes={"X": (2, 4), "s": (1,)})
     assert info.value.pass_name is None
+
+
+def _to_contrib(graph: PlanGraph) -> list[PlanNode]:
+    """A rewrite that writes a com.microsoft node: refused by the STANDARD postcondition."""
+    out = []
+    for bn in graph.nodes:
+        if bn.node.op_type == "Relu" and bn.node.domain == "":
+            node = helper.make_node("Gelu", list(bn.inputs), list(bn.outputs), domain="com.microsoft")
+            copy = PlanNode(bn.index, node, bn.call, bn.kw, bn.outer)
+            copy.inputs, copy.outputs = list(bn.inputs), list(bn.outputs)
+            bn = copy
+        out.append(bn)
+    return out
+
+
+def test_a_rewrite_writing_a_non_standard_node_breaks_its_postcondition(monkeypatch: pytest.MonkeyPatch) -> None:
+    rewrites = (*MODEL_PIPELINE, model_rewrite("to_contrib", _to_contrib))
+    monkeypatch.setattr(api, "rewrite_model", functools.partial(rewrite_model, rewrites=rewrites))
+    with pytest.raises(ConditionError, match=r"to_contrib.*standard operator"):
+        optimize(_sub_model())
+
+
+def test_opset_converts_first() -> None:
+    nodes = [helper.make_node("Relu", ["X"], ["a"]), helper.make_node("Identity", ["a"], ["Y"])]
+    out, rep = optimize(model(nodes, [X], [Y], opset=13), opset=18)
+    assert {(o.domain, o.version) for o in out.opset_import} == {("", 18)}
+    assert rep.verified and ops(out) == ["Relu"]

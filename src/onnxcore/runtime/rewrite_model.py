@@ -189,6 +189,10 @@ def _run(state: _State, graph: ModelGraph, label: str) -> None:
                 if rewrite.apply(graph):
                     state.fired[rewrite.name] += 1
                     changed = True
+                    # The one condition a model's rewrites are always held to (the others under check_conditions).
+                    if not STANDARD.holds(graph):
+                        raise ConditionError(f"{label}: model rewrite {rewrite.name}: postcondition does not hold: "
+                                             f"{STANDARD.name}")  # fmt: skip
             except ConditionError:
                 raise
             except OnnxCoreError as e:
