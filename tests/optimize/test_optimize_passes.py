@@ -97,9 +97,9 @@ def test_a_constant_of_shape_that_would_grow_the_file_stays_a_node() -> None:
     out, rep = optimize(m)
     assert ops(out) == ["ConstantOfShape", "Add"]
     assert _size_without_annotations(out) <= rep.size_before
-    # With room to grow (and the expanding operator's output allowed), the value is folded.
-    grown, rep2 = optimize(m, fold_growth=1000.0, disabled=())
-    assert ops(grown) == ["ConstantOfShape", "Add"]  # an expanding operator's large output stays a node regardless
+    # Even with room to grow: an expanding operator's large output stays a node.
+    grown, rep2 = optimize(m, fold_growth=1000.0)
+    assert ops(grown) == ["ConstantOfShape", "Add"]
     assert rep2.size_after < 256 * 256 * 4
 
 
@@ -329,3 +329,24 @@ def test_standard_refuses_fused_and_foreign_nodes() -> None:
     assert not STANDARD.holds(graph_of("com.microsoft"))
     assert not STANDARD.holds(graph_of("onnxcore.fused"))
     assert not STANDARD.holds(graph_of("", step="FusedConv"))
+
+
+def test_loop_bodies_are_optimized_and_run_as_before() -> None:
+    """A Loop body reading an outer constant: its Identity goes, its constant arithmetic is folded inside."""
+    w = tensor("w", np.arange(4, dtype=np.float32))
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]), helper.make_node("Neg", ["w"], ["nw"]),
+         helper.make_node("Identity", ["v_in"], ["vi"]), helper.make_node("Add", ["vi", "nw"], ["v_out"])],
+        "body",
+        [vi("iter", T.INT64, []), vi("cond_in", T.BOOL, []), vi("v_in", T.FLOAT, ["N", 4])],
+        [vi("cond_out", T.BOOL, []), vi("v_out", T.FLOAT, ["N", 4])],
+    )  # fmt: skip
+    m = model([helper.make_node("Loop", ["M", "", "X"], ["Y"], body=body)],
+              [vi("M", T.INT64, []), X4], [Y4], [w])  # fmt: skip
+    out, rep = optimize(m)
+    new_body = out.graph.node[0].attribute[0].g
+    assert [n.op_type for n in new_body.node] == ["Identity", "Add"]  # cond_out stays (a body output from an input)
+    assert rep.verified
+    feeds = {**_x(), "M": np.array(3, np.int64)}
+    for x, y in zip(ort_run(m, feeds), ort_run(out, feeds), strict=True):
+        np.testing.assert_array_equal(x, y)
