@@ -350,3 +350,15 @@ def test_loop_bodies_are_optimized_and_run_as_before() -> None:
     feeds = {**_x(), "M": np.array(3, np.int64)}
     for x, y in zip(ort_run(m, feeds), ort_run(out, feeds), strict=True):
         np.testing.assert_array_equal(x, y)
+
+
+def test_an_ir_3_model_lists_a_folded_initializer_among_its_inputs() -> None:
+    c = helper.make_node("Constant", [], ["c"], value=tensor("v", np.arange(4, dtype=np.float32)))
+    xs, ys = vi("X", T.FLOAT, [4]), vi("Y", T.FLOAT, [4])
+    m = model([c, helper.make_node("Neg", ["c"], ["nc"]), helper.make_node("Add", ["X", "nc"], ["Y"])], [xs], [ys],
+              opset=8)  # fmt: skip
+    m.ir_version = 3
+    out, rep = optimize(m)
+    assert ops(out) == ["Add"] and [i.name for i in out.graph.input] == ["X", "nc"]
+    assert rep.verified and onnxcore.check(out).ok
+    assert_same_by_ort(m, out, {"X": np.ones(4, np.float32)})

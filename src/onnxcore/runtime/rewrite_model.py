@@ -21,6 +21,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from onnxcore.build.helper import make_tensor_value_info
 from onnxcore.errors import InputError, OnnxCoreError
 from onnxcore.graph import bind
 from onnxcore.graph.bound import BoundModel, Scope
@@ -90,6 +91,7 @@ class _State:
         self.shapes = shapes
         self.budget_box = budget_box
         self.domains = domains
+        self.ir_version = int(env.bound.model.ir_version or 0)
         self.fired: Counter[str] = Counter()
 
 
@@ -313,7 +315,6 @@ def _write_graph(state: _State, g: GraphProto, graph: ModelGraph, *, top: bool) 
         if len(kept) != len(inputs):
             state.fired["drop_unused_inputs"] += 1
             inputs = kept
-        out.input = kept
     input_names = {vi.name for vi in inputs}
     drop_unused = "drop_unused_initializers" not in state.disabled
     inits: list[TensorProto] = []
@@ -329,8 +330,13 @@ def _write_graph(state: _State, g: GraphProto, graph: ModelGraph, *, top: bool) 
             dropped += 1
     for name, value in graph.added.items():
         if name in read and name not in written:
-            inits.append(from_array(value, name))
+            tensor = from_array(value, name)
+            inits.append(tensor)
             written.add(name)
+            if top and state.ir_version < 4:
+                # IR 3 lists every initializer among the graph's inputs (Clause 7.2 of that version).
+                inputs = [*inputs, make_tensor_value_info(name, int(tensor.data_type), list(value.shape))]
+    out.input = inputs
     sparse = []
     for s in g.sparse_initializer:
         name = s.values.name if s.values is not None else ""
