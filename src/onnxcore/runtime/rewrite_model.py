@@ -150,7 +150,7 @@ def _rewrite(
     bound = bind(model, limits=limits)
     inference, shape_result = infer_both(model, bound=bound)
     budget_box = [growth]
-    domains = frozenset(n.domain for ref in bound.all_nodes() for n in (ref.node,)) - STANDARD_DOMAINS
+    domains = frozenset(ref.node.domain for ref in bound.all_nodes()) - STANDARD_DOMAINS
     env = CompileEnv(bound, base_dir, session_rng(), validated=False)
     state = _State(
         env,
