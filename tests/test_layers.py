@@ -21,6 +21,7 @@ SRC = Path(__file__).resolve().parent.parent / "src" / "onnxcore"
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("__main__",),
     ("cli",),
+    ("optimizer",),
     ("conformance", "reporting", "dask", "backend", "onnx"),
     ("<root>",),
     ("runtime",),

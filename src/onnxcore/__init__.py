@@ -23,6 +23,7 @@ from onnxcore.errors import (
     ModelIsADirectoryError,
     ModelPermissionError,
     OnnxCoreError,
+    OptimizeError,
     RunCancelledError,
     RunTimeoutError,
     ShapeError,
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from onnxcore.build import helper, least_ir_version
     from onnxcore.convert import convert_version
     from onnxcore.external import externalize, internalize, load_external_data
+    from onnxcore.optimizer import OptimizeReport, optimize
     from onnxcore.reporting import report
     from onnxcore.runtime import (
         ExecutionMode,
@@ -173,6 +175,9 @@ _LAZY: dict[str, str] = {
     "set_seed": "onnxcore.runtime",
     # The model report (report/)
     "report": "onnxcore.reporting",
+    # The model optimizer (optimizer/; the package is not named optimize, so that it never shadows the function)
+    "optimize": "onnxcore.optimizer",
+    "OptimizeReport": "onnxcore.optimizer",
 }
 
 
@@ -269,6 +274,9 @@ __all__ = [
     "OptionalType",
     "ProviderError",
     "report",
+    "optimize",
+    "OptimizeError",
+    "OptimizeReport",
     "Report",
     "RunOptions",
     "save",

@@ -35,6 +35,7 @@ __all__ = [
     "KernelRegistrationError",
     "AdapterRegistrationError",
     "ConversionError",
+    "OptimizeError",
     "Refusal",
 ]
 
@@ -287,6 +288,19 @@ class ConversionError(OnnxCoreError, ValueError):
         self.refusals = list(refusals or [])
         lines = [message] + [f"  {r}" for r in self.refusals]
         super().__init__("\n".join(lines))
+
+
+class OptimizeError(OnnxCoreError, ValueError):
+    """``onnxcore.optimize`` could not prove its result computes what the model computes (nothing is written).
+
+    Attributes:
+        pass_name: The pass whose switching off made the result agree (found by bisection), or None when no
+            single pass is to blame (the model could not be evaluated, or the result does not conform).
+    """
+
+    def __init__(self, message: str, pass_name: str | None = None) -> None:
+        super().__init__(message)
+        self.pass_name = pass_name
 
 
 class OnnxCoreWarning(UserWarning):

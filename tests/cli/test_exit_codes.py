@@ -46,6 +46,7 @@ def _cases(tmp: Path) -> dict[str, list[list[str]]]:
         "inspect": [[str(corrupt)]],
         "run": [[MODEL, "--input", f"x={wrong_type}"], [str(corrupt), "--input", f"x={wrong_type}"]],
         "convert": [[MODEL, str(tmp / "out.onnx"), "--opset", "1"], [str(corrupt), str(tmp / "out2.onnx")]],
+        "optimize": [[str(corrupt), str(tmp / "opt.onnx")], [MODEL, str(tmp / "opt2.onnx"), "--disable", "nope"]],
         "conformance": [[str(empty)]],
         "statement": [["--package", str(tmp / "no-such-package")]],
         "hash": [[str(corrupt)]],

@@ -145,6 +145,47 @@ def _parser() -> argparse.ArgumentParser:
     )
     _allow_outside(v)
 
+    o = sub.add_parser(
+        "optimize",
+        help="simplify a model (folding, no-ops, dead nodes, common subexpressions...) and prove it unchanged",
+        description="Write OUT, the model simplified by the passes of onnxcore.optimize (standard operators only), "
+        "after evaluating it against MODEL on generated inputs (dimension variables at several sizes, 1 included); "
+        "a result that differs is not written, and the message names the pass that changed it. OUT is written "
+        "atomically, with its external data beside it (OUT.data) when MODEL had external data or OUT reaches 2 GiB.",
+    )
+    o.add_argument("model")
+    o.add_argument("out")
+    o.add_argument("--level", choices=["none", "basic", "default"], default="default", help="which passes run")
+    o.add_argument(
+        "--input-shape",
+        action="append",
+        default=[],
+        metavar="NAME=D0,D1,...",
+        help="verify with this shape of input NAME instead of the generated sizes (repeatable)",
+    )
+    o.add_argument("--disable", action="append", default=[], metavar="PASS", help="switch a pass off (repeatable)")
+    o.add_argument("--no-verify", action="store_true", help="do not evaluate the two models (no proof)")
+    o.add_argument("--opset", type=_positive, metavar="N", help="convert to operator set version N first")
+    o.add_argument("--json", action="store_true", help="print the report as JSON")
+    o.add_argument(
+        "--html",
+        metavar="FILE",
+        help="also write the model report of OUT (onnxcore report) with an Optimization section to FILE",
+    )
+    io = o.add_mutually_exclusive_group()
+    io.add_argument("--keep-inputs", dest="keep_inputs", action="store_true", default=True,
+                    help="keep every graph input (the default)")  # fmt: skip
+    io.add_argument("--remove-unused-inputs", dest="keep_inputs", action="store_false",
+                    help="remove graph inputs nothing reads")  # fmt: skip
+    o.add_argument(
+        "--fold-growth",
+        type=float,
+        default=1.0,
+        metavar="F",
+        help="constant folding may make the file at most F times its size (default 1.0: never larger)",
+    )
+    _allow_outside(o)
+
     k = sub.add_parser("conformance", help="run a test package laid out as the ONNX 1-3 vectors (Clause 4, 11)")
     k.add_argument("directory", help="the test package (cases with model.onnx and test_data_set_N/)")
     k.add_argument("--filter", metavar="PATTERN", help="only cases whose name matches this glob")
@@ -308,6 +349,11 @@ def _main(args: argparse.Namespace) -> int:
         from onnxcore.cli.validate import cmd_check
 
         return cmd_check(args)
+    if args.command == "optimize":
+        # optimize loads the optimizer and the evaluator, not the conformance runner or the report (lazy).
+        from onnxcore.cli.optimize import cmd_optimize
+
+        return cmd_optimize(args)
     # The other commands load the validator, inference and the evaluator (lazy, as above).
     from onnxcore.cli import commands
 

@@ -57,6 +57,7 @@ def report(
     limits: Limits | None = None,
     allow_outside: bool = False,
     title: str | None = None,
+    optimization: Mapping[str, Any] | None = None,
 ) -> str:
     """The report of a model, as the text of an HTML page (or of an SVG drawing).
 
@@ -70,6 +71,8 @@ def report(
         limits: Resource limits (Clause 15.4); ``DEFAULT_LIMITS`` when None.
         allow_outside: Let external data lie outside the model's directory (Clause 15.3); only for trusted models.
         title: The page's title (default: the file name, or the graph's name).
+        optimization: What ``onnxcore.optimize`` did to give this model (``OptimizeReport.to_json()``): shown as
+            the page's Optimization section.
 
     Returns:
         The document's text.
@@ -79,7 +82,14 @@ def report(
         OnnxCoreError: the model cannot be read.
     """
     return report_page(
-        model, feeds=feeds, profile=profile, format=format, limits=limits, allow_outside=allow_outside, title=title
+        model,
+        feeds=feeds,
+        profile=profile,
+        format=format,
+        limits=limits,
+        allow_outside=allow_outside,
+        title=title,
+        optimization=optimization,
     ).text
 
 
@@ -106,6 +116,7 @@ def report_page(
     limits: Limits | None = None,
     allow_outside: bool = False,
     title: str | None = None,
+    optimization: Mapping[str, Any] | None = None,
 ) -> ReportPage:
     """:func:`report`, telling also whether the profile asked for was made (the command line's exit code).
 
@@ -137,7 +148,7 @@ def report_page(
         prof = _profile(msg, bound, gathered, feeds, profile or 3, limits, has_errors=bool(findings.errors))
     graph_name = msg.graph.name if msg.graph is not None else ""
     summary = _summary(msg, bound, gathered, base_dir)
-    text = render_page(title or graph_name or "model", summary, gathered, prof)
+    text = render_page(title or graph_name or "model", summary, gathered, prof, optimization)
     return ReportPage(text, prof.get("error") if prof is not None else None)
 
 

@@ -8,6 +8,7 @@ when expanded, so a large model's page opens with the top-level drawing alone.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from html import escape
 from importlib import resources
 from typing import Any
@@ -116,8 +117,48 @@ def _profile_html(p: dict[str, Any] | None) -> str:
     return head + chart
 
 
-def render_page(title: str, summary: dict[str, Any], g: Gathered, profile: dict[str, Any] | None) -> str:
-    """The whole HTML document."""
+def _optimization_html(o: Mapping[str, Any]) -> str:
+    """What ``onnxcore.optimize`` did (``OptimizeReport.to_json()``): sizes, passes, the proof, operators."""
+    fired = ", ".join(f"{k} \u00d7{v}" for k, v in o.get("fired", {}).items()) or "none"
+    shapes = "; ".join(", ".join(f"{k}={v}" for k, v in s.items()) or "no inputs" for s in o.get("verify_shapes", []))
+    n_sets = len(o.get("verify_shapes", []))
+    largest = float(o.get("max_error", 0.0))
+    proof = (
+        f"verified on {n_sets} input sets ({shapes}); largest error {largest:.3g}"
+        if o.get("verified")
+        else ("not verified")
+    )
+    facts = [
+        ["nodes", f"{o.get('nodes_before', 0):,} \u2192 {o.get('nodes_after', 0):,}"],
+        ["bytes (with external data)", f"{o.get('size_before', 0):,} \u2192 {o.get('size_after', 0):,}"],
+        ["passes fired", fired],
+        ["proof", proof],
+    ]
+    if o.get("failed_pass"):
+        facts.append(["failed pass", str(o["failed_pass"])])
+    out = ['<table class="facts">']
+    out += [f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in facts]
+    out.append("</table>")
+    before, after = o.get("ops_before", {}), o.get("ops_after", {})
+    rows = [[op, str(before.get(op, 0)), str(after.get(op, 0))] for op in sorted(set(before) | set(after))]
+    out.append("<h3>Operators</h3>" + _table(rows, ["operator", "before", "after"]))
+    return "".join(out)
+
+
+def render_page(
+    title: str,
+    summary: dict[str, Any],
+    g: Gathered,
+    profile: dict[str, Any] | None,
+    optimization: Mapping[str, Any] | None = None,
+) -> str:
+    """The whole HTML document (with an Optimization section when ``optimization`` is given)."""
+    opt_link = ' <a href="#optimization">Optimization</a>' if optimization is not None else ""
+    opt_section = (
+        f'<section id="optimization"><h2>Optimization</h2>{_optimization_html(optimization)}</section>'
+        if optimization is not None
+        else ""
+    )
     main = g.drawings[g.main]
     templates = "".join(
         f'<script type="text/x-svg" id="d-{escape(k)}">{drawing_svg(d, paths=False)}</script>'
@@ -134,7 +175,7 @@ def render_page(title: str, summary: dict[str, Any], g: Gathered, profile: dict[
 {svg_style()}</style></head>
 <body>
 <header><h1>{escape(title)}</h1><nav><a href="#summary">Summary</a> <a href="#graph">Graph</a>
-<a href="#findings">Findings ({len(g.findings)})</a> <a href="#profile">Profile</a></nav></header>
+<a href="#findings">Findings ({len(g.findings)})</a> <a href="#profile">Profile</a>{opt_link}</nav></header>
 <section id="summary"><h2>Summary</h2>{_summary_html(summary)}</section>
 <section id="graph"><h2>Graph</h2>
 <div class="toolbar"><input id="search" type="search" placeholder="search nodes, values, operators" autocomplete="off">
@@ -153,6 +194,7 @@ Drag to pan, wheel to zoom; <b>+</b> expands a subgraph, a function body or a cl
 </section>
 <section id="findings"><h2>Findings</h2>{_findings_html(g.findings)}</section>
 <section id="profile"><h2>Profile</h2>{_profile_html(profile)}</section>
+{opt_section}
 <footer>Made by onnxcore; self-contained, nothing is fetched.</footer>
 <script type="application/json" id="data">{_script_json(data)}</script>
 {templates}

@@ -30,8 +30,8 @@ Positions taken where onnxruntime's behaviour is not ours to copy (docs/types.md
 * ``graph_optimization_level=ORT_DISABLE_ALL`` evaluates every node as written (the plan of
   ``Session.run(..., intermediates=True)``: no folding, fusion or reuse); every other level evaluates the
   optimised plan (there are no intermediate levels here). ``disabled_optimizers`` is accepted, without effect.
-* ``optimized_model_filepath`` writes the model with its constants folded and the nodes no output needs removed
-  (:mod:`onnxcore.runtime.ort_export`), standard operators only, validated.
+* ``optimized_model_filepath`` writes the model through the model rewrites of ``onnxcore.optimize`` (folding,
+  no-ops, common subexpressions, dead nodes; :mod:`onnxcore.runtime.ort_export`), standard operators only, validated.
 * ``intra_op_num_threads`` is the session's kernel threads (``Session(threads=...)``; 0, the default, is the
   machine's CPUs, as in onnxruntime); when positive it also caps the BLAS threads during each run, through
   threadpoolctl when it is installed (not honoured without it). ``inter_op_num_threads``, ``execution_mode`` and
@@ -272,10 +272,10 @@ class InferenceSession:
             if options.optimized_model_filepath:
                 write_optimized_model(
                     self._session.model,
-                    self._session.bound_graph,
                     options.optimized_model_filepath,
                     tolerate,
                     optimize=int(options.graph_optimization_level) != GraphOptimizationLevel.ORT_DISABLE_ALL,
+                    disabled=disabled,
                 )
         except OnnxCoreError as exc:
             mapped = ort_error(exc)

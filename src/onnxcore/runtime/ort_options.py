@@ -111,7 +111,7 @@ class SessionOptions:
         execution_mode: Accepted, without effect.
         execution_order: Accepted, without effect.
         optimized_model_filepath: When set, the session writes the model it runs there: standard operators only,
-            constants folded and nodes no output needs removed (docs/onnxruntime.md).
+            the model rewrites of ``onnxcore.optimize`` applied, unverified (docs/onnxruntime.md).
         use_deterministic_compute: Kept, without effect (runs are deterministic).
         use_per_session_threads: Kept, without effect.
         enable_cpu_mem_arena: Kept, without effect.

@@ -3,9 +3,12 @@ and Dropout in training mode draw from their session's generator when the node g
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import numpy as np
 
-__all__ = ["session_rng", "set_seed"]
+__all__ = ["seeded", "session_rng", "set_seed"]
 
 _seed: int | None = None
 
@@ -32,3 +35,17 @@ def set_seed(seed: int) -> None:
 def session_rng() -> np.random.Generator:
     """A new session's generator: seeded by :func:`set_seed` when it was called, else from the OS's entropy."""
     return np.random.default_rng(_seed)
+
+
+@contextmanager
+def seeded(seed: int) -> Iterator[None]:
+    """Sessions made within draw from generators seeded with ``seed`` (two sessions of one model draw the same
+    numbers: how ``onnxcore.optimize`` compares a model with random operators to its result); the seed in force
+    before is restored after."""
+    global _seed
+    old = _seed
+    set_seed(seed)
+    try:
+        yield
+    finally:
+        _seed = old

@@ -22,7 +22,7 @@ never renamed. ``run(..., intermediates=True)`` runs the graph as written (the p
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -30,7 +30,7 @@ import numpy as np
 from onnxcore.runtime.optimize.graph import PlanGraph
 from onnxcore.runtime.step import PlanNode
 
-__all__ = ["drop_noops"]
+__all__ = ["Known", "alias_noops", "drop_noops", "elem_dtype", "noop_source"]
 
 # ONNX element type -> numpy dtype (the types whose Cast a model may write onto a value of the same type).
 _ELEM: dict[int, np.dtype[Any]] = {
@@ -123,7 +123,7 @@ def _neutral(c: Any, x: Known, op: str, second: bool) -> bool:
     return negative if op == "Add" else not negative
 
 
-def _source(bn: PlanNode, const: Mapping[str, Any], known: Mapping[str, Known]) -> str | None:
+def noop_source(bn: PlanNode, const: Mapping[str, Any], known: Mapping[str, Known]) -> str | None:
     """The input whose value ``bn``'s single output always equals bit for bit, or None."""
     node = bn.node
     if node.domain not in _DEFAULT or bn.call is None or bn.outer or len(bn.outputs) != 1 or not bn.outputs[0]:
@@ -145,15 +145,38 @@ def _source(bn: PlanNode, const: Mapping[str, Any], known: Mapping[str, Known]) 
     return None
 
 
+def elem_dtype(elem: int) -> np.dtype[Any] | None:
+    """The numpy dtype of an ONNX element type whose Cast a model may write onto a value of that type, or None."""
+    return _ELEM.get(elem)
+
+
 def drop_noops(graph: PlanGraph) -> list[PlanNode]:
     """Leave out the nodes whose output is their input (module docstring); rename reads and writes to match."""
+    return alias_noops(graph, lambda bn, known: noop_source(bn, graph.const, known))
+
+
+Source = Callable[[PlanNode, Mapping[str, Known]], "str | None"]
+"""Which input a node's single (used) output always equals bit for bit, given the element types and ranks known so
+far; None when it is not a no-op."""
+
+
+def alias_noops(
+    graph: PlanGraph, source: Source, known: Mapping[str, Known] | None = None, *, outer_sources: bool = False
+) -> list[PlanNode]:
+    """Leave out the nodes ``source`` names an input for, as aliases of that input (module docstring), starting from
+    ``known`` element types and ranks besides the constants' (a model's inferred types); rename reads and writes to
+    match. The one renaming of the plan's :func:`drop_noops` and of the model optimizer's no-op removal.
+
+    With ``outer_sources`` a node whose input a subgraph also reads is left out too where its readers can read that
+    input instead (its output not a graph output): the model optimizer's case, where subgraphs read by name."""
     nodes, const, outputs = list(graph.nodes), graph.const, graph.outputs
     outs = set(outputs)
     # The graph's indices: which names a node makes (a graph input or a constant has no producer), which names a
     # subgraph reads from this scope (never renamed).
     producer = graph.producer
     outer = graph.outer_reads
-    known: dict[str, Known] = {n: (v.dtype, v.ndim) for n, v in const.items() if isinstance(v, np.ndarray)}
+    types: dict[str, Known] = dict(known or {})
+    types.update((n, (v.dtype, v.ndim)) for n, v in const.items() if isinstance(v, np.ndarray))
     canon: dict[str, str] = {}  # a name -> the name its value is read (or written) under instead
 
     def resolve(n: str) -> str:
@@ -163,15 +186,15 @@ def drop_noops(graph: PlanGraph) -> list[PlanNode]:
 
     dropped: set[int] = set()
     for k, bn in enumerate(nodes):
-        x = _source(bn, const, known)
-        for o, t in zip(bn.outputs, _output_types(bn, known)):
-            if o and t is not None:
-                known[o] = t
+        x = source(bn, types)
+        for o, t in zip(bn.outputs, _output_types(bn, types)):
+            if o and t is not None and o not in types:
+                types[o] = t
         if x is None:
             continue
         y = bn.outputs[0]
         xr = resolve(x)
-        if y in outer or xr in outer:
+        if y in outer or (xr in outer and (not outer_sources or y in outs)):
             continue
         if y not in outs:
             canon[y] = xr

@@ -1,0 +1,177 @@
+"""``onnxcore.optimize``: a model simplified by the model rewrites, proved to compute what it computed.
+
+The steps: load (a path keeps its external tensors in the file, memory-mapped, read only where folded), optionally
+convert to another operator set version (:func:`onnxcore.convert_version`) and inline the model-local functions,
+rewrite (:func:`onnxcore.runtime.rewrite_model.rewrite_model`: every graph, subgraph and function body, standard
+operators only), annotate with inferred shapes (``value_info``), validate (:func:`onnxcore.check`), and verify
+(:mod:`onnxcore.optimizer.verify`). A result that fails verification is never returned: the passes that fired are
+switched off one at a time to find the one that changed the result, and :class:`~onnxcore.errors.OptimizeError`
+names it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
+
+from onnxcore.build.inline import inline_local_functions
+from onnxcore.convert import convert_version
+from onnxcore.errors import InputError, OnnxCoreError, OptimizeError, ValidationError
+from onnxcore.external import base_dir_of
+from onnxcore.infer import annotate
+from onnxcore.io import load
+from onnxcore.optimizer.report import OptimizeReport, op_counts
+from onnxcore.optimizer.verify import Verification, input_sets, verify
+from onnxcore.proto import ModelProto
+from onnxcore.proto.bridge import as_message
+from onnxcore.runtime.optimize.model_passes import MODEL_PIPELINE, MODEL_REWRITE_NAMES
+from onnxcore.runtime.rewrite_model import RewriteOutcome, model_size, rewrite_model
+from onnxcore.validate import check
+
+__all__ = ["LEVELS", "optimize"]
+
+_BASIC = frozenset(("fold_constants", "drop_noops", "drop_dead_nodes", "drop_unused_initializers",
+                    "drop_unused_inputs"))  # fmt: skip
+
+# How verify() says the original model refused every generated input set (nothing was compared).
+_REFUSED = ("the model refuses", "no input set")
+
+LEVELS: dict[str, frozenset[str]] = {
+    "none": frozenset(),
+    "basic": _BASIC,
+    "default": frozenset(MODEL_REWRITE_NAMES),
+}
+"""The passes each ``level`` runs (by name)."""
+
+
+def _source(model: Any) -> tuple[ModelProto, str | None]:
+    if isinstance(model, str | os.PathLike):
+        return load(model), base_dir_of(model)
+    if isinstance(model, bytes | bytearray | memoryview):
+        return load(bytes(model)), None
+    return as_message(model, ModelProto, "optimize"), None
+
+
+def optimize(
+    model: ModelProto | str | os.PathLike[str] | bytes | Any,
+    *,
+    level: str = "default",
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    keep_io: bool = True,
+    verify: bool = True,
+    disabled: Collection[str] = (),
+    opset: int | None = None,
+    fold_growth: float = 1.0,
+    inline_functions: bool = False,
+    seed: int = 0,
+) -> tuple[ModelProto, OptimizeReport]:
+    """Simplify a model without changing what it computes (the model rewrites, ``docs/guide/optimize.md``).
+
+    Args:
+        model: A ModelProto (onnxcore's or the onnx package's), a path (external data beside it stays in its file
+            until written, read only where folded) or the model's octets.
+        level: ``"none"`` (only the round trip, shapes annotated), ``"basic"`` (folding, no-ops, dead nodes,
+            unused initializers) or ``"default"`` (every pass).
+        input_shapes: Input name -> shape to verify with instead of the generated sizes (the model keeps its
+            dimension variables).
+        keep_io: Keep every graph input; False lets ``drop_unused_inputs`` remove inputs nothing reads.
+        verify: Evaluate the model and the result on generated inputs and compare them (module docstring).
+        disabled: Passes to switch off, by name (``onnxcore.optimizer.PASSES``).
+        opset: Convert the model to this version of the ONNX operator set first.
+        fold_growth: Constant folding may make the file at most this factor of its size (1.0: never larger).
+        inline_functions: Inline the model-local functions first (their bodies are optimized either way).
+        seed: Seed of the generated inputs.
+
+    Returns:
+        The optimized model and its :class:`OptimizeReport`.
+
+    Raises:
+        InputError: an unknown ``level`` or pass name, or a bad ``fold_growth``.
+        ValidationError: the model does not conform (Clause 10); nothing is optimized.
+        OptimizeError: the result could not be proved equal (naming the pass found by bisection).
+        ConversionError: ``opset`` cannot be reached.
+    """
+    if level not in LEVELS:
+        raise InputError(f"optimize: level must be one of {sorted(LEVELS)}, got {level!r}")
+    unknown = sorted(set(disabled) - set(MODEL_REWRITE_NAMES) - {r.name for r in MODEL_PIPELINE})
+    if unknown:
+        raise InputError(f"optimize: no pass named {unknown}; the passes: {list(MODEL_REWRITE_NAMES)}")
+    source, base_dir = _source(model)
+    if opset is not None:
+        source = convert_version(source, opset)
+    if inline_functions and source.functions:
+        source = inline_local_functions(source)
+    findings = check(source, base_dir=base_dir).errors
+    if findings:
+        raise ValidationError(f"optimize: the model does not conform: {findings[0]}")
+    off = (frozenset(MODEL_REWRITE_NAMES) - LEVELS[level]) | frozenset(disabled)
+    report = OptimizeReport(
+        ops_before=op_counts(source),
+        nodes_before=sum(op_counts(source).values()),
+        size_before=model_size(source),
+    )
+
+    def attempt(off_now: frozenset[str]) -> RewriteOutcome:
+        outcome = rewrite_model(
+            source, disabled=off_now, keep_inputs=keep_io, fold_growth=fold_growth, base_dir=base_dir
+        )
+        outcome.model = annotate(outcome.model)
+        return outcome
+
+    outcome = attempt(off)
+    result = outcome.model
+    errors = check(result, base_dir=base_dir).errors
+    if errors:
+        raise OptimizeError(f"optimize: the result does not conform (a defect of a pass): {errors[0]}")
+    if verify:
+        proof = _prove(source, result, input_shapes, seed)
+        if not proof.ok and not proof.shapes and proof.reason.startswith(_REFUSED):
+            raise OptimizeError(f"optimize: cannot verify: {proof.reason} (give input_shapes the model accepts, or "
+                                "verify=False optimizes without the proof)")  # fmt: skip
+        if not proof.ok:
+            culprit = _bisect(source, input_shapes, seed, off, list(outcome.fired), attempt)
+            report.failed_pass = culprit
+            blame = f"pass {culprit!r} changed the result" if culprit else "no single pass is to blame"
+            raise OptimizeError(f"optimize: verification failed: {proof.reason} ({blame}); nothing was written",
+                                culprit)  # fmt: skip
+        report.verified = True
+        report.max_error = proof.max_error
+        report.verify_shapes = proof.shapes
+    report.fired = dict(outcome.fired)
+    report.ops_after = op_counts(result)
+    report.nodes_after = sum(report.ops_after.values())
+    report.size_after = model_size(result)
+    return result, report
+
+
+def _prove(
+    source: ModelProto, result: ModelProto, input_shapes: Mapping[str, Sequence[int]] | None, seed: int
+) -> Verification:
+    try:
+        sets = input_sets(source, input_shapes, seed=seed)
+        return verify(source, result, sets, seed=seed)
+    except OnnxCoreError as e:
+        raise OptimizeError(f"optimize: cannot verify, the model cannot be evaluated here: {e} (verify=False "
+                            "optimizes without the proof)") from e  # fmt: skip
+
+
+def _bisect(
+    source: ModelProto,
+    input_shapes: Mapping[str, Sequence[int]] | None,
+    seed: int,
+    off: frozenset[str],
+    fired: list[str],
+    attempt: Any,
+) -> str | None:
+    """The pass whose switching off makes the result agree: each fired pass alone first, then the fired passes
+    switched off cumulatively in order (the last one switched off is named)."""
+    for name in fired:
+        if _prove(source, attempt(off | {name}).model, input_shapes, seed).ok:
+            return name
+    cumulative = set(off)
+    for name in fired:
+        cumulative.add(name)
+        if _prove(source, attempt(frozenset(cumulative)).model, input_shapes, seed).ok:
+            return name
+    return None
