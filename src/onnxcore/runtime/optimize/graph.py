@@ -10,11 +10,32 @@ the node list and shared by every rewrite that reads them; a rewrite that change
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from onnxcore.runtime.step import PlanNode
 
-__all__ = ["PlanGraph"]
+__all__ = ["GraphFacts", "PlanGraph"]
+
+
+@dataclass
+class GraphFacts:
+    """What a model-level rewrite knows of the graph beyond its nodes: the operator sets it imports (so that a
+    node it makes binds at the model's versions, Clause 14.3), the model-local functions (which take precedence
+    over an operator of the same name, Clause 8.4) and, from inference (Clause 9), the element type and shape of
+    the values. A plan made by a session has none (the rewrites that need them do nothing there).
+
+    Attributes:
+        opsets: Imported version by canonical domain (``""`` for ai.onnx).
+        functions: (domain, name) of every model-local function.
+        elem_types: Element type (TensorProto.DataType) by value name, where known.
+        shapes: Shape by value name, where the rank is known: an int extent, a dimension variable's name, or None.
+    """
+
+    opsets: dict[str, int] = field(default_factory=dict)
+    functions: frozenset[tuple[str, str]] = frozenset()
+    elem_types: dict[str, int] = field(default_factory=dict)
+    shapes: dict[str, tuple[int | str | None, ...]] = field(default_factory=dict)
 
 
 class PlanGraph:
@@ -29,9 +50,22 @@ class PlanGraph:
         budget: Bytes of folded values constant folding may hold.
         sources: The names the graph reads without making them: its inputs and what it reads from an enclosing
             scope (Clause 5.4.3).
+        facts: What a model-level rewrite knows beyond the nodes (:class:`GraphFacts`); None in a session's plan.
     """
 
-    __slots__ = ("_last", "_producer", "_readers", "_uses", "added", "budget", "const", "nodes", "outputs", "sources")
+    __slots__ = (
+        "_last",
+        "_producer",
+        "_readers",
+        "_uses",
+        "added",
+        "budget",
+        "const",
+        "facts",
+        "nodes",
+        "outputs",
+        "sources",
+    )
 
     def __init__(
         self,
@@ -42,8 +76,10 @@ class PlanGraph:
         added: Mapping[str, Any] | None = None,
         budget: int = 0,
         sources: Collection[str] = (),
+        facts: GraphFacts | None = None,
     ) -> None:
         self.nodes = list(nodes)
+        self.facts = facts
         self.sources = frozenset(sources)
         self.const: dict[str, Any] = dict(const)
         self.outputs = tuple(outputs)

@@ -1,0 +1,27 @@
+"""Structural rewrites of a model's graph into standard operators (issue 39): standard operators in, standard out.
+
+Each rewrite is a :class:`~onnxcore.runtime.optimize.pipeline.Rewrite` over the plan graph, as the plan-time ones
+are, but what it makes is a model people deploy: every node it makes is a standard ONNX operator (domain ``""``
+or ``ai.onnx.ml``) valid at the model's operator sets, with a fresh ``NodeProto`` named after the nodes it
+replaces, bound to its kernel as a session binds any node (:mod:`.emit`); never ``com.microsoft``, never the
+plan's fused kernels. Graph outputs keep their names. A rewrite fires only where it computes the same values for
+every input the graph's dimension variables allow (each module states its preconditions); it reads the imports,
+types and shapes from the graph's :class:`~onnxcore.runtime.optimize.graph.GraphFacts` (:func:`graph_facts`) and
+does nothing without them (a session's plan).
+
+:data:`STANDARD_REWRITES` lists them in the order they run:
+
+- ``fold_batchnorm`` (:mod:`.batchnorm`): an inference BatchNormalization folded into the Conv, ConvTranspose,
+  Gemm or MatMul before it.
+"""
+
+from __future__ import annotations
+
+from onnxcore.runtime.optimize.pipeline import Rewrite
+from onnxcore.runtime.optimize.standard.batchnorm import fold_batchnorm
+from onnxcore.runtime.optimize.standard.facts import graph_facts
+
+__all__ = ["STANDARD_REWRITES", "fold_batchnorm", "graph_facts"]
+
+STANDARD_REWRITES: tuple[Rewrite, ...] = (Rewrite("fold_batchnorm", fold_batchnorm, 1),)
+"""The standard rewrites, in the order a model's pipeline runs them."""
