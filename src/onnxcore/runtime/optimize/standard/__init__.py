@@ -14,22 +14,33 @@ does nothing without them (a session's plan).
 - ``fold_batchnorm`` (:mod:`.batchnorm`): an inference BatchNormalization folded into the Conv, ConvTranspose,
   Gemm or MatMul before it;
 - ``matmul_add_to_gemm`` (:mod:`.gemm`): ``MatMul(A, B) + C`` as ``Gemm(A, B, C)`` where ``A`` is 2-D;
-- ``merge_layout_ops`` (:mod:`.layout`): consecutive Transpose, Reshape, Squeeze and Unsqueeze nodes merged.
+- ``merge_layout_ops`` (:mod:`.layout`): consecutive Transpose, Reshape, Squeeze and Unsqueeze nodes merged;
+- ``exporter_operators`` (:mod:`.exporter`): exporters' chains for GELU, SiLU, HardSwish, LayerNorm and RMSNorm
+  as the operator set's own operator (Gelu, Swish, HardSwish, LayerNormalization, RMSNormalization).
 """
 
 from __future__ import annotations
 
 from onnxcore.runtime.optimize.pipeline import Rewrite
 from onnxcore.runtime.optimize.standard.batchnorm import fold_batchnorm
+from onnxcore.runtime.optimize.standard.exporter import exporter_operators
 from onnxcore.runtime.optimize.standard.facts import graph_facts
 from onnxcore.runtime.optimize.standard.gemm import matmul_add_to_gemm
 from onnxcore.runtime.optimize.standard.layout import merge_layout_ops
 
-__all__ = ["STANDARD_REWRITES", "fold_batchnorm", "graph_facts", "matmul_add_to_gemm", "merge_layout_ops"]
+__all__ = [
+    "STANDARD_REWRITES",
+    "exporter_operators",
+    "fold_batchnorm",
+    "graph_facts",
+    "matmul_add_to_gemm",
+    "merge_layout_ops",
+]
 
 STANDARD_REWRITES: tuple[Rewrite, ...] = (
     Rewrite("fold_batchnorm", fold_batchnorm, 1),
     Rewrite("matmul_add_to_gemm", matmul_add_to_gemm, 1),
     Rewrite("merge_layout_ops", merge_layout_ops, 1),
+    Rewrite("exporter_operators", exporter_operators, 2),
 )
 """The standard rewrites, in the order a model's pipeline runs them."""
