@@ -18,8 +18,9 @@ import onnxcore
 from onnxcore.graph.bound import bind
 from onnxcore.proto import ModelProto
 from onnxcore.runtime.compile import CompileEnv, compile_graph
+from onnxcore.runtime.optimize.fold import FOLD_BUDGET_BYTES
 from onnxcore.runtime.optimize.graph import PlanGraph
-from onnxcore.runtime.optimize.pipeline import Rewrite, check_conditions
+from onnxcore.runtime.optimize.pipeline import PIPELINE, Rewrite, check_conditions
 from onnxcore.runtime.optimize.standard.facts import graph_facts
 from onnxcore.types import from_array
 
@@ -38,7 +39,13 @@ def plan_graph(model: ModelProto) -> PlanGraph:
         ir.output_names,
         sources=ir.input_names,
         facts=graph_facts(model, bound=bound),
+        budget=FOLD_BUDGET_BYTES,
     )
+
+
+FOLD = next(r for r in PIPELINE if r.name == "fold_constants")
+"""The plan's constant folding, run first on exported models (their constants are Constant nodes), as the model
+pipeline folds before the structural rewrites."""
 
 
 def apply(rewrites: Sequence[Rewrite], graph: PlanGraph) -> list[str]:

@@ -16,7 +16,9 @@ does nothing without them (a session's plan).
 - ``matmul_add_to_gemm`` (:mod:`.gemm`): ``MatMul(A, B) + C`` as ``Gemm(A, B, C)`` where ``A`` is 2-D;
 - ``merge_layout_ops`` (:mod:`.layout`): consecutive Transpose, Reshape, Squeeze and Unsqueeze nodes merged;
 - ``exporter_operators`` (:mod:`.exporter`): exporters' chains for GELU, SiLU, HardSwish, LayerNorm and RMSNorm
-  as the operator set's own operator (Gelu, Swish, HardSwish, LayerNormalization, RMSNormalization).
+  as the operator set's own operator (Gelu, Swish, HardSwish, LayerNormalization, RMSNormalization);
+- ``resolve_reshape_targets`` (:mod:`.reshape`): a Reshape's target computed from shapes (``Shape -> Gather ->
+  Concat``) as a constant, dimension variables kept (as ``0`` copies or one ``-1``).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from onnxcore.runtime.optimize.standard.exporter import exporter_operators
 from onnxcore.runtime.optimize.standard.facts import graph_facts
 from onnxcore.runtime.optimize.standard.gemm import matmul_add_to_gemm
 from onnxcore.runtime.optimize.standard.layout import merge_layout_ops
+from onnxcore.runtime.optimize.standard.reshape import resolve_reshape_targets
 
 __all__ = [
     "STANDARD_REWRITES",
@@ -35,9 +38,11 @@ __all__ = [
     "graph_facts",
     "matmul_add_to_gemm",
     "merge_layout_ops",
+    "resolve_reshape_targets",
 ]
 
 STANDARD_REWRITES: tuple[Rewrite, ...] = (
+    Rewrite("resolve_reshape_targets", resolve_reshape_targets, 1),
     Rewrite("fold_batchnorm", fold_batchnorm, 1),
     Rewrite("matmul_add_to_gemm", matmul_add_to_gemm, 1),
     Rewrite("merge_layout_ops", merge_layout_ops, 1),
