@@ -9,8 +9,9 @@ float32: folding in float64 rounds once where the pair rounds twice).
 
 Preconditions, each checked:
 
-- the BatchNormalization is inference (one output; ``training_mode`` 0 from version 14; ``spatial`` 1 at version
-  7; versions below 7 are left alone), its four parameters constant, of the weights' float type, one per channel;
+- the BatchNormalization is inference as the plan's fusions read it (``training_mode`` 0, ``spatial`` 1, ``is_test``
+  before version 7) with one declared output, its four parameters constant, of the weights' float type, one per
+  channel;
 - the producer's output is read by the BatchNormalization alone and is not a graph output;
 - Conv / ConvTranspose: constant weight (and bias, if any), float32 or float64, output channels ``W.shape[0]``
   (Conv) or ``group * W.shape[1]`` (ConvTranspose);
@@ -26,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from onnxcore.runtime.optimize.affine import bn_parameters
 from onnxcore.runtime.optimize.graph import PlanGraph
 from onnxcore.runtime.optimize.standard.emit import Names, is_standard, node_name, rank, standard_node
 from onnxcore.runtime.step import PlanNode
@@ -37,21 +39,14 @@ _WEIGHT_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def _bn_factors(graph: PlanGraph, bn: PlanNode, dtype: np.dtype[Any]) -> tuple[np.ndarray, np.ndarray] | None:
-    """(s, shift) in float64 for an inference BatchNormalization with constant parameters of ``dtype``, else None."""
-    since = bn.since
-    if since < 7 or len(bn.inputs) != 5 or len([o for o in bn.outputs if o]) != 1 or len(bn.outputs) != 1:
+    """(s, shift) in float64 for an inference BatchNormalization with constant parameters of ``dtype``, else None.
+    Inference as the plan's fusions read it (:func:`bn_parameters`), and with one declared output only: BN-7 and
+    -9 compute training mode for a node that declares more, even left empty."""
+    params = bn_parameters(bn, graph.const)
+    if params is None or len(bn.outputs) != 1 or any(graph.const[n].dtype != dtype for n in bn.inputs[1:]):
         return None
-    if since >= 14 and int(bn.kw.get("training_mode", 0)) != 0:
-        return None
-    if since == 7 and int(bn.kw.get("spatial", 1)) != 1:
-        return None
-    params = [graph.const.get(n) for n in bn.inputs[1:]]
-    if not all(isinstance(p, np.ndarray) and p.dtype == dtype and p.ndim == 1 for p in params):
-        return None
-    scale, bias, mean, var = (np.asarray(p, np.float64) for p in params)
-    if not scale.shape == bias.shape == mean.shape == var.shape:
-        return None
-    s = scale / np.sqrt(var + float(bn.kw.get("epsilon", 1e-5)))
+    scale, bias, mean, var = (np.asarray(p, np.float64) for p in params[:4])
+    s = scale / np.sqrt(var + float(params[4]))
     return s, bias - mean * s
 
 

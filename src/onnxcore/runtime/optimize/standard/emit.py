@@ -23,6 +23,7 @@ from onnxcore.kernels.registry import prepared_call
 from onnxcore.kernels.select import select
 from onnxcore.proto.message import copy_message
 from onnxcore.runtime.optimize.graph import PlanGraph
+from onnxcore.runtime.optimize.pipeline import ConditionError
 from onnxcore.runtime.step import PlanNode
 
 __all__ = [
@@ -159,7 +160,8 @@ def standard_node(
     kw = {a.name: attribute_value(a) for a in node.attribute}
     unknown = set(kw) - set(schema.attributes)
     if unknown:
-        raise AssertionError(f"{op_type}-{schema.since_version} has no attribute {sorted(unknown)}")
+        # A defect of the rewrite, never of the model: it wrote an attribute the definition does not have.
+        raise ConditionError(f"{name}: {op_type}-{schema.since_version} has no attribute {sorted(unknown)}")
     bn = PlanNode(anchor.index, node, prepared_call(kdef, kw), kw, [])
     bn.since = choice.since_version
     return bn
