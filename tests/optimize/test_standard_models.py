@@ -74,3 +74,18 @@ def test_tiny_bert(bert: onnx.ModelProto, opset: int) -> None:
     else:
         assert after["LayerNormalization"] == 0 and after["ReduceMean"] == 10
     print(f"opset {opset}: {sum(before.values())} -> {sum(after.values())} nodes")
+
+
+def test_torch_group_norm_at_opset_21(tmp_path: Path) -> None:
+    # torch's exporter writes GroupNorm as Reshape, InstanceNormalization, Reshape, Mul, Add (opset 18 here, converted
+    # to 21 by onnx's converter, where GroupNormalization has per-channel scale and bias).
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.GroupNorm(4, 8, eps=1e-4), torch.nn.ReLU()).eval()
+    path = tmp_path / "gn.onnx"
+    torch.onnx.export(net, (torch.randn(1, 3, 8, 8),), str(path), input_names=["x"], output_names=["y"],
+                      dynamic_axes={"x": {0: "N", 2: "H", 3: "W"}}, opset_version=18, dynamo=False)  # fmt: skip
+    model = onnx.version_converter.convert_version(onnx.load(str(path)), 21)
+    rng = np.random.default_rng(2)
+    feeds = [{"x": rng.standard_normal((n, 3, s, s)).astype(np.float32)} for n, s in ((1, 3), (2, 9))]
+    out, fired = rewrite_and_compare(model, feeds, REWRITES)
+    assert "group_norms" in fired and ops(out) == ["Conv", "GroupNormalization", "Relu"]

@@ -11,14 +11,16 @@ does nothing without them (a session's plan).
 
 :data:`STANDARD_REWRITES` lists them in the order they run:
 
+- ``resolve_reshape_targets`` (:mod:`.reshape`): a Reshape's target computed from shapes (``Shape -> Gather ->
+  Concat``) as a constant, dimension variables kept (as ``0`` copies or one ``-1``);
 - ``fold_batchnorm`` (:mod:`.batchnorm`): an inference BatchNormalization folded into the Conv, ConvTranspose,
   Gemm or MatMul before it;
 - ``matmul_add_to_gemm`` (:mod:`.gemm`): ``MatMul(A, B) + C`` as ``Gemm(A, B, C)`` where ``A`` is 2-D;
 - ``merge_layout_ops`` (:mod:`.layout`): consecutive Transpose, Reshape, Squeeze and Unsqueeze nodes merged;
 - ``exporter_operators`` (:mod:`.exporter`): exporters' chains for GELU, SiLU, HardSwish, LayerNorm and RMSNorm
   as the operator set's own operator (Gelu, Swish, HardSwish, LayerNormalization, RMSNormalization);
-- ``resolve_reshape_targets`` (:mod:`.reshape`): a Reshape's target computed from shapes (``Shape -> Gather ->
-  Concat``) as a constant, dimension variables kept (as ``0`` copies or one ``-1``).
+- ``group_norms`` (:mod:`.groupnorm`): GroupNorm as exporters write it (Reshape, InstanceNormalization, Reshape,
+  Mul, Add) as GroupNormalization.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from onnxcore.runtime.optimize.standard.batchnorm import fold_batchnorm
 from onnxcore.runtime.optimize.standard.exporter import exporter_operators
 from onnxcore.runtime.optimize.standard.facts import graph_facts
 from onnxcore.runtime.optimize.standard.gemm import matmul_add_to_gemm
+from onnxcore.runtime.optimize.standard.groupnorm import group_norms
 from onnxcore.runtime.optimize.standard.layout import merge_layout_ops
 from onnxcore.runtime.optimize.standard.reshape import resolve_reshape_targets
 
@@ -36,6 +39,7 @@ __all__ = [
     "exporter_operators",
     "fold_batchnorm",
     "graph_facts",
+    "group_norms",
     "matmul_add_to_gemm",
     "merge_layout_ops",
     "resolve_reshape_targets",
@@ -47,5 +51,6 @@ STANDARD_REWRITES: tuple[Rewrite, ...] = (
     Rewrite("matmul_add_to_gemm", matmul_add_to_gemm, 1),
     Rewrite("merge_layout_ops", merge_layout_ops, 1),
     Rewrite("exporter_operators", exporter_operators, 2),
+    Rewrite("group_norms", group_norms, 2),
 )
 """The standard rewrites, in the order a model's pipeline runs them."""
