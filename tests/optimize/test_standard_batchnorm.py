@@ -131,3 +131,33 @@ def test_traps_are_left_alone() -> None:
     for m in (twice, exposed, training, mm3, varying, per_feature):
         out, fired = rewrite(m, FOLD)
         assert fired == [] and "BatchNormalization" in ops(out)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_random_convolutions_fold(seed: int) -> None:
+    # Seeded Conv / ConvTranspose attributes (1-D or 2-D, strides, pads, dilations, groups, bias or not).
+    rng = np.random.default_rng(100 + seed)
+    op = "ConvTranspose" if rng.random() < 0.35 else "Conv"
+    nd = int(rng.integers(1, 3))
+    group = int(rng.choice([1, 2]))
+    c_in, c_out = 2 * group * int(rng.integers(1, 3)), group * int(rng.integers(1, 4))
+    k = [int(v) for v in rng.integers(1, 4, nd)]
+    wshape = (c_out, c_in // group, *k) if op == "Conv" else (c_in, c_out // group, *k)
+    inits = [nh.from_array(rng.standard_normal(wshape).astype(np.float32), "W")]
+    ins = ["x", "W"]
+    if rng.random() < 0.5:
+        inits.append(nh.from_array(rng.standard_normal(c_out).astype(np.float32), "cb"))
+        ins.append("cb")
+    attrs = {"group": group, "strides": [int(v) for v in rng.integers(1, 3, nd)],
+             "pads": [int(v) for v in rng.integers(0, 2, 2 * nd)]}  # fmt: skip
+    if op == "Conv":
+        attrs["dilations"] = [int(v) for v in rng.integers(1, 3, nd)]
+    values = {"s": rng.standard_normal(c_out), "b": rng.standard_normal(c_out), "m": rng.standard_normal(c_out),
+              "v": rng.random(c_out) + 0.05}  # fmt: skip
+    inits += [nh.from_array(v.astype(np.float32), k2) for k2, v in values.items()]
+    spatial = [int(v) for v in rng.integers(5, 9, nd)]
+    m = _model([h.make_node(op, ins, ["c"], **attrs), _bn("c", "y", epsilon=float(rng.choice([1e-5, 1e-3])))],
+               inits, ["N", c_in, *spatial], ["N", c_out, *[f"s{i}" for i in range(nd)]])  # fmt: skip
+    feeds = [{"x": rng.standard_normal((n, c_in, *spatial)).astype(np.float32)} for n in (1, 2)]
+    out, _ = rewrite_and_compare(m, feeds, FOLD)
+    assert ops(out) == [op]
