@@ -161,3 +161,23 @@ def test_random_convolutions_fold(seed: int) -> None:
     feeds = [{"x": rng.standard_normal((n, c_in, *spatial)).astype(np.float32)} for n in (1, 2)]
     out, _ = rewrite_and_compare(m, feeds, FOLD)
     assert ops(out) == [op]
+
+
+def test_new_names_avoid_the_names_of_subgraphs() -> None:
+    # The folded weight would be named W_bn; a branch of an If defines W_bn already (a name is defined once across
+    # a graph and its subgraphs, Clause 5.4), so the weight takes another name and the model stays valid.
+    def branch(out: str, value: float) -> object:
+        c = h.make_node("Constant", [], [out], value=nh.from_array(np.full((1,), value, np.float32)))
+        return h.make_graph([c], f"b{out}", [], [h.make_tensor_value_info(out, TP.FLOAT, [1])])
+
+    w = nh.from_array(RNG.standard_normal((4, 2, 1, 1)).astype(np.float32), "W")
+    cond = nh.from_array(np.asarray(True), "cond")
+    nodes = [
+        h.make_node("Conv", ["x", "W"], ["c"]),
+        _bn("c", "y"),
+        h.make_node("If", ["cond"], ["z"], then_branch=branch("W_bn", 1.0), else_branch=branch("W_else", 2.0)),
+    ]
+    m = _model(nodes, [w, cond, *_bn_inits(4)], ["N", 2, 3, 3], ["N", 4, 3, 3], outputs=("y", "z"))  # fmt: skip
+    m.graph.output[1].type.tensor_type.shape.dim[0].dim_value = 1
+    out, _ = rewrite_and_compare(m, _feeds((1, 2, 3, 3)), FOLD)
+    assert ops(out) == ["Conv", "If"] and out.graph.node[0].input[1] not in ("W", "W_bn")

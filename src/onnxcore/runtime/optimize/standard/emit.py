@@ -21,6 +21,7 @@ from onnxcore.graph.attributes import attribute_value
 from onnxcore.graph.bound import definition_binding
 from onnxcore.kernels.registry import prepared_call
 from onnxcore.kernels.select import select
+from onnxcore.proto import NodeProto
 from onnxcore.proto.message import copy_message
 from onnxcore.runtime.optimize.graph import PlanGraph
 from onnxcore.runtime.optimize.pipeline import ConditionError
@@ -89,7 +90,8 @@ def node_name(parts: Iterable[PlanNode], fallback: str) -> str:
 
 
 class Names:
-    """Fresh value names for one run of a rewrite: none taken by a value, a constant or a source of the graph."""
+    """Fresh value names for one run of a rewrite: none taken by a value, a constant or a source of the graph, nor
+    by a value of one of its subgraphs (a name is defined once across a graph and its subgraphs, Clause 5.4)."""
 
     def __init__(self, graph: PlanGraph) -> None:
         taken = set(graph.const) | set(graph.sources) | set(graph.outputs)
@@ -97,6 +99,7 @@ class Names:
             taken.update(bn.inputs)
             taken.update(bn.outer)
             taken.update(bn.outputs)
+            _subgraph_names(bn.node, taken)
         self._taken = taken
 
     def fresh(self, base: str) -> str:
@@ -107,6 +110,18 @@ class Names:
             name = f"{base}_{k}"
         self._taken.add(name)
         return name
+
+
+def _subgraph_names(node: NodeProto, into: set[str]) -> None:
+    """Add every value name of ``node``'s subgraphs (and theirs) to ``into``."""
+    for a in node.attribute:
+        for g in ([a.g] if a.g is not None else []) + list(a.graphs):
+            into.update(vi.name for vi in (*g.input, *g.output, *g.value_info))
+            into.update(t.name for t in g.initializer)
+            for n in g.node:
+                into.update(n.input)
+                into.update(n.output)
+                _subgraph_names(n, into)
 
 
 def standard_node(
