@@ -128,7 +128,11 @@ def test_traps_are_left_alone() -> None:
     per_feature = _model([conv, _bn("c", "y", spatial=0)], [w, *[nh.from_array(
         (RNG.random((8, 4, 4)) + 0.1).astype(np.float32), k) for k in "sbmv"]], ["N", 4, 6, 6], ["N", 8, 4, 4],
         opset=7)  # fmt: skip
-    for m in (twice, exposed, training, mm3, varying, per_feature):
+    # MatMul then BatchNormalization-6 (is_test) at opset 6: a Gemm there would need its broadcast attribute.
+    mm6 = _model([h.make_node("MatMul", ["x", "W2"], ["c"]), _bn("c", "y", is_test=1)],
+                 [nh.from_array(RNG.standard_normal((5, 7)).astype(np.float32), "W2"), *_bn_inits(7)],
+                 ["N", 5], ["N", 7], opset=6)  # fmt: skip
+    for m in (twice, exposed, training, mm3, varying, per_feature, mm6):
         out, fired = rewrite(m, FOLD)
         assert fired == [] and "BatchNormalization" in ops(out)
 

@@ -18,7 +18,9 @@ Preconditions, each checked:
 - Gemm: constant ``B`` (and ``C`` if given), its output's axis 1 is the channel axis; the result is
   ``Gemm(A, B', C', alpha, beta=1)``;
 - MatMul ``A @ W`` with ``W`` a constant 2-D matrix and ``A`` of rank 2 (known from the graph: only then is axis 1
-  of the product the channel axis for every input): the result is ``Gemm(A, W', C')``.
+  of the product the channel axis for every input): the result is ``Gemm(A, W', C')``;
+- Gemm and MatMul: the model imports ai.onnx 7 or later (the Gemm made binds there; Gemm-6 broadcast ``C`` only
+  with its ``broadcast`` attribute).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import numpy as np
 
 from onnxcore.runtime.optimize.affine import bn_parameters
 from onnxcore.runtime.optimize.graph import PlanGraph
-from onnxcore.runtime.optimize.standard.emit import Names, is_standard, node_name, rank, standard_node
+from onnxcore.runtime.optimize.standard.emit import Names, is_standard, node_name, opset, rank, standard_node
 from onnxcore.runtime.step import PlanNode
 
 __all__ = ["fold_batchnorm"]
@@ -95,7 +97,8 @@ def _fold_conv(graph: PlanGraph, conv: PlanNode, bn: PlanNode, names: Names) -> 
 def _fold_gemm(graph: PlanGraph, prod: PlanNode, bn: PlanNode, names: Names) -> PlanNode | None:
     """Gemm(A, B, C) or MatMul(A, W), then BatchNormalization over axis 1 (the product's columns)."""
     op = prod.node.op_type
-    if len(prod.outputs) != 1:
+    # The result is a Gemm at the model's version: from 7 on, where C broadcasts without an attribute.
+    if len(prod.outputs) != 1 or (opset(graph) or 0) < 7:
         return None
     b = _const(graph, prod.inputs[1]) if len(prod.inputs) > 1 else None
     if b is None or b.ndim != 2:
