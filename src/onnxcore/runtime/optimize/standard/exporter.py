@@ -14,7 +14,10 @@ the chain alone and is not a graph output); this rewrite writes each as a standa
   float64, whose default of float32 would lose precision; float32's default is float32 itself). float16 chains
   are left alone (the operator's float32 stage rounds differently from the chain's float16 arithmetic).
 
-Preconditions, beyond the matcher's: the chain's input is float32 or float64 (its element type known); for the
+The matcher reads the chains' fixed constants (``sqrt(2)``, ``0.5``, ``0.044715``, ``sqrt(2/pi)``, 1) to a relative
+1e-4, so a chain written with rounded constants becomes the operator with exact ones: a difference well inside the
+conformance tolerance (rtol 1e-3), which the model pipeline's verification measures. Preconditions, beyond the
+matcher's: the chain's input is float32 or float64 (its element type known); for the
 norms, the last extent of the input is a known integer ``C`` and each constant has ``C`` elements or one (a
 dimension variable there may be 1, where the chain's product with a ``[C]`` scale would grow the result and the
 operator would refuse it); a scale left out is written as ones, a shift of one element is written out to ``C``.
