@@ -53,8 +53,13 @@ def apply(rewrites: Sequence[Rewrite], graph: PlanGraph) -> list[str]:
     fired = []
     with check_conditions():
         for r in rewrites:
+            before = {id(bn) for bn in graph.nodes}
             if r.apply(graph):
                 fired.append(r.name)
+            for bn in graph.nodes:
+                if id(bn) not in before and r.name != "fold_constants":
+                    # Standard in, standard out: each node made is a standard operator, bound, not a fused step.
+                    assert bn.node.domain in ("", "ai.onnx.ml") and bn.call is not None and not bn.step_kernel, r.name
     return fired
 
 

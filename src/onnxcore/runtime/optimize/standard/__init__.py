@@ -25,7 +25,10 @@ does nothing without them (a session's plan).
 
 from __future__ import annotations
 
-from onnxcore.runtime.optimize.pipeline import Rewrite
+from collections.abc import Callable
+
+from onnxcore.runtime.optimize.graph import PlanGraph
+from onnxcore.runtime.optimize.pipeline import AS_WRITTEN, CLOSED, Condition, Rewrite
 from onnxcore.runtime.optimize.standard.batchnorm import fold_batchnorm
 from onnxcore.runtime.optimize.standard.exporter import exporter_operators
 from onnxcore.runtime.optimize.standard.facts import graph_facts
@@ -33,6 +36,7 @@ from onnxcore.runtime.optimize.standard.gemm import matmul_add_to_gemm
 from onnxcore.runtime.optimize.standard.groupnorm import group_norms
 from onnxcore.runtime.optimize.standard.layout import merge_layout_ops
 from onnxcore.runtime.optimize.standard.reshape import resolve_reshape_targets
+from onnxcore.runtime.step import PlanNode
 
 __all__ = [
     "STANDARD_REWRITES",
@@ -45,12 +49,22 @@ __all__ = [
     "resolve_reshape_targets",
 ]
 
+# What each requires and ensures: the names read are made, and no node is a fused step (the nodes as a model writes
+# them). Not that every node is bound: a model may hold an operator no kernel evaluates (it is left as written, and
+# the nodes they make are bound).
+_CONDITIONS: tuple[Condition, ...] = (CLOSED, AS_WRITTEN)
+
+
+def _standard(name: str, run: Callable[[PlanGraph], list[PlanNode]], level: int) -> Rewrite:
+    return Rewrite(name, run, level, requires=_CONDITIONS, ensures=_CONDITIONS)
+
+
 STANDARD_REWRITES: tuple[Rewrite, ...] = (
-    Rewrite("resolve_reshape_targets", resolve_reshape_targets, 1),
-    Rewrite("fold_batchnorm", fold_batchnorm, 1),
-    Rewrite("matmul_add_to_gemm", matmul_add_to_gemm, 1),
-    Rewrite("merge_layout_ops", merge_layout_ops, 1),
-    Rewrite("exporter_operators", exporter_operators, 2),
-    Rewrite("group_norms", group_norms, 2),
+    _standard("resolve_reshape_targets", resolve_reshape_targets, 1),
+    _standard("fold_batchnorm", fold_batchnorm, 1),
+    _standard("matmul_add_to_gemm", matmul_add_to_gemm, 1),
+    _standard("merge_layout_ops", merge_layout_ops, 1),
+    _standard("exporter_operators", exporter_operators, 2),
+    _standard("group_norms", group_norms, 2),
 )
 """The standard rewrites, in the order a model's pipeline runs them."""
