@@ -28,7 +28,6 @@ from onnxcore.runtime.optimize.pipeline import ConditionError
 from onnxcore.runtime.step import PlanNode
 
 __all__ = [
-    "STANDARD_DOMAINS",
     "Names",
     "constant_ints",
     "is_standard",
@@ -40,7 +39,7 @@ __all__ = [
     "standard_node",
 ]
 
-STANDARD_DOMAINS = ("", "ai.onnx.ml")
+_MADE_DOMAINS = ("", "ai.onnx.ml")
 
 
 def is_standard(bn: PlanNode, op_type: str) -> bool:
@@ -152,7 +151,7 @@ def standard_node(
             ``attributes``.
         **attributes: Its attributes, as :func:`onnxcore.build.helper.make_node` takes them.
     """
-    if domain not in STANDARD_DOMAINS or graph.facts is None:
+    if domain not in _MADE_DOMAINS or graph.facts is None:
         return None
     version = graph.facts.opsets.get(domain)
     if version is None or (domain, op_type) in graph.facts.functions:

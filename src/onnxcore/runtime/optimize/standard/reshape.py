@@ -33,12 +33,12 @@ __all__ = ["resolve_reshape_targets"]
 
 # An extent: a fixed integer, a dimension variable's name, the extent of value ``name`` on ``axis`` where the graph
 # does not tell it otherwise (``(name, axis)``: equal to itself wherever it is read), or None (unknown).
-Extent = int | str | tuple[str, int] | None
+_Element = int | str | tuple[str, int] | None
 _SHAPE_OPS = ("Shape", "Gather", "Unsqueeze", "Squeeze", "Concat", "Slice", "Cast", "Identity")
 _INT_TYPES = (6, 7, 12, 13)  # int32, int64, uint32, uint64
 
 
-def _extents(graph: PlanGraph, name: str) -> tuple[Extent, ...] | None:
+def _extents(graph: PlanGraph, name: str) -> tuple[_Element, ...] | None:
     """The extents of value ``name`` (its rank known), an extent the graph does not tell as ``(name, axis)``."""
     s = shape(graph, name)
     if s is None:
@@ -52,16 +52,16 @@ class _Symbolic:
     def __init__(self, graph: PlanGraph, nodes: list[PlanNode]) -> None:
         self.graph = graph
         self.nodes = nodes
-        self.memo: dict[str, tuple[tuple[Extent, ...], bool] | None] = {}
+        self.memo: dict[str, tuple[tuple[_Element, ...], bool] | None] = {}
 
-    def value(self, name: str) -> tuple[tuple[Extent, ...], bool] | None:
+    def value(self, name: str) -> tuple[tuple[_Element, ...], bool] | None:
         """(elements, scalar) of ``name``, or None where not followed."""
         if name not in self.memo:
             self.memo[name] = None  # a cycle is not followed
             self.memo[name] = self._value(name)
         return self.memo[name]
 
-    def _value(self, name: str) -> tuple[tuple[Extent, ...], bool] | None:
+    def _value(self, name: str) -> tuple[tuple[_Element, ...], bool] | None:
         g = self.graph
         v = g.const.get(name)
         if isinstance(v, np.ndarray):
@@ -112,7 +112,7 @@ class _Symbolic:
             return tuple(e for p in parts if p is not None for e in p[0]), False
         return self._slice(bn)
 
-    def _slice(self, bn: PlanNode) -> tuple[tuple[Extent, ...], bool] | None:
+    def _slice(self, bn: PlanNode) -> tuple[tuple[_Element, ...], bool] | None:
         g, ins = self.graph, bn.inputs
         data = self.value(ins[0])
         if data is None or data[1] or bn.since < 10 or len(ins) < 3:
@@ -128,7 +128,7 @@ class _Symbolic:
         return tuple(data[0][slice(starts[0], ends[0])]), False
 
 
-def _target(elements: tuple[Extent, ...], data: tuple[Extent, ...] | None, allowzero: bool) -> list[int] | None:
+def _target(elements: tuple[_Element, ...], data: tuple[_Element, ...] | None, allowzero: bool) -> list[int] | None:
     """The constant target that says what ``elements`` say for every extent of the variables (module docstring)."""
     out: list[int | None] = []
     for i, e in enumerate(elements):
