@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from onnxcore.build.helper import make_tensor_value_info
+from onnxcore.defs.binding import canonical_domain
 from onnxcore.errors import InputError, OnnxCoreError
 from onnxcore.graph import bind
 from onnxcore.graph.bound import BoundModel, Scope
@@ -32,6 +33,7 @@ from onnxcore.limits import Limits, limits_in_effect
 from onnxcore.proto import AttributeProto, FunctionProto, GraphProto, ModelProto, NodeProto, TensorProto
 from onnxcore.proto.codec import encode_parts
 from onnxcore.runtime.compile import CompileEnv, compile_function, compile_graph
+from onnxcore.runtime.optimize.graph import GraphFacts
 from onnxcore.runtime.optimize.model_graph import STANDARD, STANDARD_DOMAINS, ModelGraph, Shape
 from onnxcore.runtime.optimize.model_passes import MODEL_PIPELINE, MODEL_REWRITE_NAMES
 from onnxcore.runtime.optimize.noops import Known, elem_dtype
@@ -183,6 +185,22 @@ def _known(state: _State, path: str) -> tuple[dict[str, Known], dict[str, Shape]
     return known, shapes
 
 
+def _facts(state: _State, path: str, shapes: Mapping[str, Shape]) -> GraphFacts:
+    """What the structural rewrites read: the model's imports and local functions, element types and shapes."""
+    model = state.env.bound.model
+    elem_types: dict[str, int] = {}
+    for name, tp in state.types.get(path, {}).items():
+        tt = getattr(tp, "tensor_type", None)
+        if tt is not None and tt.elem_type:
+            elem_types[name] = int(tt.elem_type)
+    return GraphFacts(
+        opsets={canonical_domain(o.domain): int(o.version) for o in model.opset_import},
+        functions=frozenset((canonical_domain(f.domain), f.name) for f in model.functions),
+        elem_types=elem_types,
+        shapes=dict(shapes),
+    )
+
+
 def _run(state: _State, graph: ModelGraph, label: str) -> None:
     for _ in range(_MAX_ROUNDS):
         changed = False
@@ -288,6 +306,7 @@ def _rewrite_graph(
         shapes=shapes,
         budget_box=state.budget_box,
         domains=state.domains,
+        facts=_facts(state, label, shapes),
     )
     _run(state, graph, label)
     return _write_graph(state, g, graph, top=top)

@@ -19,11 +19,12 @@ save at most those fractions, for the cost of every matcher keeping them right.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from onnxcore.runtime.step import PlanNode
 
-__all__ = ["PlanGraph", "live_nodes"]
+__all__ = ["GraphFacts", "PlanGraph", "live_nodes"]
 
 
 def live_nodes(nodes: Sequence[PlanNode], outputs: Collection[str], aliases: Mapping[str, str]) -> list[bool]:
@@ -48,6 +49,26 @@ def live_nodes(nodes: Sequence[PlanNode], outputs: Collection[str], aliases: Map
     return live
 
 
+@dataclass
+class GraphFacts:
+    """What a model-level rewrite knows of the graph beyond its nodes: the operator sets it imports (so that a
+    node it makes binds at the model's versions, Clause 14.3), the model-local functions (which take precedence
+    over an operator of the same name, Clause 8.4) and, from inference (Clause 9), the element type and shape of
+    the values. A plan made by a session has none (the rewrites that need them do nothing there).
+
+    Attributes:
+        opsets: Imported version by canonical domain (``""`` for ai.onnx).
+        functions: (domain, name) of every model-local function.
+        elem_types: Element type (TensorProto.DataType) by value name, where known.
+        shapes: Shape by value name, where the rank is known: an int extent, a dimension variable's name, or None.
+    """
+
+    opsets: dict[str, int] = field(default_factory=dict)
+    functions: frozenset[tuple[str, str]] = frozenset()
+    elem_types: dict[str, int] = field(default_factory=dict)
+    shapes: dict[str, tuple[int | str | None, ...]] = field(default_factory=dict)
+
+
 class PlanGraph:
     """The nodes of one plan and what the rewrites ask of them (module docstring).
 
@@ -63,6 +84,7 @@ class PlanGraph:
         ranks: Ranks of inputs the caller guarantees (a session checks every feed's rank).
         aliases: Names that are another name's value (a repeat merged by common-subexpression elimination whose
             name must stay: a graph output, a name a subgraph reads): the plan gives the alias its target's slot.
+        facts: What a model-level rewrite knows beyond the nodes (:class:`GraphFacts`); None in a session's plan.
     """
 
     __slots__ = (
@@ -75,6 +97,7 @@ class PlanGraph:
         "aliases",
         "budget",
         "const",
+        "facts",
         "nodes",
         "outputs",
         "ranks",
@@ -91,8 +114,10 @@ class PlanGraph:
         budget: int = 0,
         sources: Collection[str] = (),
         ranks: Mapping[str, int] | None = None,
+        facts: GraphFacts | None = None,
     ) -> None:
         self.nodes = list(nodes)
+        self.facts = facts
         self.sources = frozenset(sources)
         self.const: dict[str, Any] = dict(const)
         self.outputs = tuple(outputs)

@@ -14,7 +14,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from onnxcore.kernels.fused import FUSED_DOMAIN
-from onnxcore.runtime.optimize.graph import PlanGraph
+from onnxcore.runtime.optimize.graph import GraphFacts, PlanGraph
 from onnxcore.runtime.optimize.noops import Known
 from onnxcore.runtime.optimize.pipeline import CLOSED, Condition
 from onnxcore.runtime.step import PlanNode
@@ -53,8 +53,9 @@ class ModelGraph(PlanGraph):
         shapes: Mapping[str, Shape],
         budget_box: list[int],
         domains: Collection[str],
+        facts: GraphFacts | None = None,
     ) -> None:
-        super().__init__(nodes, const, outputs, budget=budget, sources=sources)
+        super().__init__(nodes, const, outputs, budget=budget, sources=sources, facts=facts)
         self.known = dict(known)
         self.shapes = dict(shapes)
         self.budget_box = budget_box

@@ -30,6 +30,7 @@ from onnxcore.runtime.optimize.model_fold import fold_within_budget
 from onnxcore.runtime.optimize.model_graph import MODEL_CONDITIONS
 from onnxcore.runtime.optimize.model_noops import drop_model_noops
 from onnxcore.runtime.optimize.pipeline import Rewrite
+from onnxcore.runtime.optimize.standard import STANDARD_REWRITES
 from onnxcore.runtime.step import PlanNode
 
 __all__ = [
@@ -161,7 +162,7 @@ def model_rewrite(name: str, run: Callable[[PlanGraph], list[PlanNode]]) -> Rewr
 # The structural rewrites (BatchNormalization folding, MatMul + Add -> Gemm, Transpose/Reshape merging, exporters'
 # patterns as LayerNormalization/Gelu/...), a tuple of Rewrite written as standard operators, go here: adding them
 # is this one line (``_STANDARD = STANDARD_REWRITES``, imported from ``onnxcore.runtime.optimize.standard``).
-_STANDARD: tuple[Rewrite, ...] = ()
+_STANDARD: tuple[Rewrite, ...] = STANDARD_REWRITES
 
 MODEL_PIPELINE: tuple[Rewrite, ...] = (
     model_rewrite("fold_constants", fold_within_budget),

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -34,7 +35,7 @@ from onnxcore.runtime.optimize._common import fused_node
 from onnxcore.runtime.optimize.graph import PlanGraph
 from onnxcore.runtime.step import PlanNode
 
-__all__ = ["fuse_attention", "fuse_patterns"]
+__all__ = ["PatternMatch", "exporter_patterns", "fuse_attention", "fuse_patterns"]
 
 _ANCHORS = ("Erf", "Tanh", "ReduceMean", "Sigmoid", "HardSigmoid")
 _FLOATS = FLOATS
@@ -187,9 +188,12 @@ def _silu_match(g: _Graph, k: int) -> tuple[list[int], str] | None:
     return [k, m], x
 
 
-def _affine_tail(g: _Graph, name: str, dtype: np.dtype[Any], ops: Sequence[str]) -> tuple[list[int], list[Any]]:
+def _affine_tail(
+    g: _Graph, name: str, dtype: np.dtype[Any], ops: Sequence[str]
+) -> tuple[list[int], list[Any], list[str]]:
     """Following ``name``: an optional ``Cast`` to ``dtype``, then ``Mul`` and ``Add`` (in the order of ``ops``) by
-    constants along the last axis (1-D, or one element); the nodes and the constants (None where absent)."""
+    constants along the last axis (1-D, or one element); the nodes, the constants (None where absent) and their
+    names (``""`` where absent)."""
     members: list[int] = []
     cur = name
     c = g.sole_reader(cur, "Cast")
@@ -197,6 +201,7 @@ def _affine_tail(g: _Graph, name: str, dtype: np.dtype[Any], ops: Sequence[str])
         members.append(c)
         cur = g.out(c)
     found: list[Any] = []
+    names: list[str] = []
     for op in ops:
         k = g.sole_reader(cur, op)
         w = None
@@ -206,12 +211,14 @@ def _affine_tail(g: _Graph, name: str, dtype: np.dtype[Any], ops: Sequence[str])
             v = g.const.get(other)
             if isinstance(v, np.ndarray) and v.dtype == dtype and v.ndim <= 1 and other != cur:
                 w = v
+                names.append(other)
                 members.append(k)
                 cur = g.out(k)
         found.append(w)
         if w is None:
             break
-    return members, found + [None] * (len(ops) - len(found))
+    pad = len(ops) - len(found)
+    return members, found + [None] * pad, names + [""] * (len(ops) - len(names))
 
 
 def _eps_sqrt(g: _Graph, k: int) -> tuple[list[int], float, np.dtype[Any]] | None:
@@ -256,8 +263,8 @@ def _rms_norm(g: _Graph, k: int) -> tuple[list[int], str, dict[str, Any]] | None
         if n is None or g.nodes[n].inputs[0] != x:
             return None
         members.append(n)
-    tail, (w,) = _affine_tail(g, g.out(n), dtype, ["Mul"])
-    return [*members, *tail], x, {"kind": "rms", "eps": eps, "dtype": dtype, "w": w}
+    tail, (w,), (w_name,) = _affine_tail(g, g.out(n), dtype, ["Mul"])
+    return [*members, *tail], x, {"kind": "rms", "eps": eps, "dtype": dtype, "w": w, "w_name": w_name}
 
 
 def _layer_norm(g: _Graph, k: int) -> tuple[list[int], str, dict[str, Any]] | None:
@@ -283,8 +290,9 @@ def _layer_norm(g: _Graph, k: int) -> tuple[list[int], str, dict[str, Any]] | No
     (a, s), eps, dtype = found
     if g.nodes[div].inputs[1] != g.out(s):
         return None
-    tail, (gamma, beta) = _affine_tail(g, g.out(div), dtype, ["Mul", "Add"])
-    return [k, sub, p, k2, a, s, div, *tail], x, {"kind": "ln", "eps": eps, "dtype": dtype, "w": gamma, "b": beta}
+    tail, (gamma, beta), (g_name, b_name) = _affine_tail(g, g.out(div), dtype, ["Mul", "Add"])
+    info = {"kind": "ln", "eps": eps, "dtype": dtype, "w": gamma, "b": beta, "w_name": g_name, "b_name": b_name}
+    return [k, sub, p, k2, a, s, div, *tail], x, info
 
 
 def _chain(
@@ -333,32 +341,58 @@ def _closed(g: _Graph, members: list[int]) -> bool:
     return len(g.nodes[last].outputs) == 1 or not any(g.nodes[last].outputs[1:])
 
 
-def fuse_patterns(graph: PlanGraph) -> list[PlanNode]:
-    """Replace each exporter's chain for GELU, SiLU, LayerNorm and RMSNorm with one step (module docstring)."""
-    nodes, const = list(graph.nodes), graph.const
+@dataclass(frozen=True)
+class PatternMatch:
+    """One exporter's chain found in a plan graph (:func:`exporter_patterns`).
+
+    Attributes:
+        kind: ``"none"`` (erf GELU), ``"tanh"`` (tanh GELU), ``"silu"``, ``"hard_sigmoid"`` (``x *
+            HardSigmoid(x)``), ``"ln"`` (LayerNorm over the last axis) or ``"rms"`` (RMSNorm over the last axis).
+        anchor: The index of the node the chain was found from (its Erf, Tanh, Sigmoid, HardSigmoid or first
+            ReduceMean).
+        members: The indices of the chain's nodes, in graph order; the last one makes its result.
+        x: The value the chain reads.
+        info: For the norms: ``eps`` (read from the graph), ``dtype`` (the element type of the epsilon, which is
+            the chain's), ``w`` and ``b`` (the constant scale and shift along the last axis, None where absent;
+            ``b`` for LayerNorm only) and their names ``w_name`` and ``b_name`` (``""`` where absent).
+    """
+
+    kind: str
+    anchor: int
+    members: list[int]
+    x: str
+    info: dict[str, Any]
+
+
+def exporter_patterns(graph: PlanGraph) -> list[PatternMatch]:
+    """Every exporter's chain for GELU, SiLU, ``x * HardSigmoid(x)``, LayerNorm and RMSNorm in the graph (module
+    docstring), each matched where every value it makes but its last is read by the chain alone and is not a graph
+    output, no two sharing a node. The one recognition of these chains: the plan's fused steps
+    (:func:`fuse_patterns`) and the standard rewrites into the opset's own operators both read it."""
+    nodes = graph.nodes
     if not any(bn.node.op_type in _ANCHORS for bn in nodes):
-        return nodes
-    g = _Graph(graph, nodes)
-    replaced: dict[int, PlanNode] = {}
+        return []
+    g = _Graph(graph, list(nodes))
+    found: list[PatternMatch] = []
     for k in range(len(nodes)):
         op = g.op(k)
         if op not in _ANCHORS or k in g.taken:
             continue
         match: tuple[list[int], str, dict[str, Any]] | None = None
         if op == "Erf":
-            found = _erf_gelu(g, k)
-            match = None if found is None else (found[0], found[1], {"kind": "none"})
+            chain = _erf_gelu(g, k)
+            match = None if chain is None else (chain[0], chain[1], {"kind": "none"})
         elif op == "Tanh":
-            found = _tanh_gelu(g, k)
-            match = None if found is None else (found[0], found[1], {"kind": "tanh"})
+            chain = _tanh_gelu(g, k)
+            match = None if chain is None else (chain[0], chain[1], {"kind": "tanh"})
         elif op == "Sigmoid":
-            found = _silu_match(g, k)
-            match = None if found is None else (found[0], found[1], {"kind": "silu"})
+            chain = _silu_match(g, k)
+            match = None if chain is None else (chain[0], chain[1], {"kind": "silu"})
         elif op == "HardSigmoid":
             # Mul(x, HardSigmoid(x)): HardSwish as exporters write it before opset 14 (MobileNetV3); HardSigmoid-6
             # on (no consumed_inputs).
-            found = _silu_match(g, k) if g.nodes[k].since >= 6 else None
-            match = None if found is None else (found[0], found[1], {"kind": "hard_sigmoid"})
+            chain = _silu_match(g, k) if g.nodes[k].since >= 6 else None
+            match = None if chain is None else (chain[0], chain[1], {"kind": "hard_sigmoid"})
         else:
             match = _layer_norm(g, k) or _rms_norm(g, k)
         if match is None:
@@ -367,15 +401,28 @@ def fuse_patterns(graph: PlanGraph) -> list[PlanNode]:
         members = sorted(set(members))
         if not _closed(g, members):
             continue
-        op, attrs = _fused(g, members, x, info)
-        last = members[-1]
-        y = g.nodes[last].outputs[0]
-        others = [g.nodes[j] for j in members if j != k]
-        replaced[last] = fused_node(g.nodes[k], op, [x], [y], const, absorbed=others, **attrs)
+        found.append(PatternMatch(info["kind"], k, members, x, info))
         g.taken.update(members)
-    if not replaced:
+    return found
+
+
+def fuse_patterns(graph: PlanGraph) -> list[PlanNode]:
+    """Replace each exporter's chain for GELU, SiLU, LayerNorm and RMSNorm with one step (module docstring)."""
+    nodes, const = list(graph.nodes), graph.const
+    matches = exporter_patterns(graph)
+    if not matches:
         return nodes
-    return [replaced.get(j, bn) for j, bn in enumerate(nodes) if j in replaced or j not in g.taken]
+    g = _Graph(graph, nodes)
+    replaced: dict[int, PlanNode] = {}
+    taken: set[int] = set()
+    for m in matches:
+        op, attrs = _fused(g, m.members, m.x, m.info)
+        last = m.members[-1]
+        y = g.nodes[last].outputs[0]
+        others = [g.nodes[j] for j in m.members if j != m.anchor]
+        replaced[last] = fused_node(g.nodes[m.anchor], op, [m.x], [y], const, absorbed=others, **attrs)
+        taken.update(m.members)
+    return [replaced.get(j, bn) for j, bn in enumerate(nodes) if j in replaced or j not in taken]
 
 
 def _scores(g: _Graph, name: str) -> tuple[list[int], tuple[str, float] | None, int] | None:
