@@ -379,6 +379,24 @@ def test_rotary_embedding_caches_of_different_shapes_are_refused() -> None:
     assert fn(x, _f(5, 4), _f(5, 4), pos).shape == x.shape
 
 
+def test_rotary_embedding_caches_of_one_batch_row_broadcast() -> None:
+    # torch's dynamo exporter at opset 23 writes caches of shape (1, seq, rot/2) for a batch of any size. The
+    # definition's reference algorithm multiplies with numpy's broadcasting, so they broadcast (onnxruntime 1.23
+    # refuses a batch above 1: "expected to have the same shape as input 'x'"); the oracle is onnx.reference.
+    from onnxcore.errors import ShapeError
+    from onnxcore.kernels.registry import lookup
+
+    for rank3 in (False, True):
+        b, h, s, d = 3, 2, 5, 8
+        x = _f(b, s, h * d) if rank3 else _f(b, h, s, d)
+        inputs = [("X", x), ("cos_cache", _f(1, s, d // 2)), ("sin_cache", _f(1, s, d // 2))]
+        attrs = {"num_heads": h} if rank3 else {}
+        _compare("RotaryEmbedding", 23, inputs, 1, attrs, _reference, what=f"rank3={rank3}")
+    fn = lookup("", "RotaryEmbedding", 23).fn
+    with pytest.raises(ShapeError, match=r"caches give \(2, 5, 4\)"):
+        fn(_f(3, 2, 5, 8), _f(2, 5, 4), _f(2, 5, 4))  # a batch of 2 rows for 3 items does not broadcast
+
+
 def test_rotary_embedding_float16() -> None:
     x = _f(1, 2, 4, 8, dtype=np.float16)
     cos, sin = _f(6, 4, dtype=np.float16), _f(6, 4, dtype=np.float16)

@@ -474,12 +474,24 @@ def rotary_embedding(
         if cos_cache.ndim != 3 or sin_cache.ndim != 3:
             raise ShapeError("RotaryEmbedding: without position_ids the caches must be 3-D (B, S, rot/2)")
         cos, sin = cos_cache, sin_cache
-    if cos.shape != (batch, seq, half) or sin.shape != (batch, seq, half):
+    # The definition's shape is (batch, seq, rot/2); its reference multiplies with numpy's broadcasting, and
+    # exporters write one row of angles for every batch item (torch's dynamo exporter: (1, seq, rot/2)), which
+    # onnxruntime takes too: an extent of 1 on the batch or sequence axis broadcasts, any other must match.
+    if cos.shape != (batch, seq, half) and not _broadcasts_to(cos.shape, (batch, seq, half)):
         raise ShapeError(f"RotaryEmbedding: caches give {cos.shape} / {sin.shape}, expected ({batch}, {seq}, {half})")
     cos = np.expand_dims(cos.astype(ct), head_axis)
     sin = np.expand_dims(sin.astype(ct), head_axis)
     out = rotary_rotate(x, cos, sin, rot, interleaved=bool(interleaved))
     return out.reshape(X.shape).astype(X.dtype, copy=False)
+
+
+def _broadcasts_to(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
+    """Whether ``shape`` (of ``target``'s rank) broadcasts to ``target`` unidirectionally, the last extent equal."""
+    return (
+        len(shape) == len(target)
+        and shape[-1] == target[-1]
+        and all(a == b or a == 1 for a, b in zip(shape[:-1], target[:-1]))
+    )
 
 
 def rotary_rotate(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, rot: int, *, interleaved: bool) -> np.ndarray:
