@@ -180,6 +180,11 @@ def _layer_norm_rows() -> None:
     _exact(_run("LayerNormRows", x, w, b)[0], _one("LayerNormalization", 17, x, w, b))
 
 
+def _rms_norm_rows() -> None:
+    x, w = _f32(4, 8), _f32(8)
+    _exact(_run("RmsNormRows", x, w, epsilon=1e-6)[0], _one("RMSNormalization", 23, x, w, epsilon=1e-6))
+
+
 def _attention_pattern() -> None:
     q, k, v, mask = _f32(1, 2, 3, 4), _f32(1, 2, 4, 3), _f32(1, 2, 3, 4), _f32(1, 1, 3, 3)
     got = _run("AttentionPattern", q, k, mask, v, scale=("Div", 2.0), masked=True)[0]
@@ -239,6 +244,7 @@ CASES: dict[str, Callable[[], None]] = {
     "LayerNormPattern": _layer_norm_pattern,
     "RMSNormPattern": _rms_norm_pattern,
     "LayerNormRows": _layer_norm_rows,
+    "RmsNormRows": _rms_norm_rows,
     "AttentionPattern": _attention_pattern,
     "Linear": _linear,
     "ReshapedLinear": _reshaped_linear,
