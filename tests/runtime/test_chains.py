@@ -255,3 +255,67 @@ def test_a_tree_reading_a_computed_value_twice_is_one_step() -> None:
     np.testing.assert_array_equal(got, want)
     ref = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
     np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
+
+
+# --- the compiled loop (accelerator) of graphs of correctly rounded operations ---------------------------------
+
+_IEEE_BIN = ["Add", "Sub", "Mul", "Div", "Sum"]
+_IEEE_UN = ["Neg", "Abs", "Sqrt", "Relu"]
+
+
+def _ieee_graph(seed: int, elem: int) -> bytes:
+    """A random tree of correctly rounded operations over x (4, 6), a row r (6,), a single value s (1,) and a
+    constant row c: what the compiled loop computes."""
+    rng = np.random.default_rng(seed)
+    pool = ["x", "r", "s", "c"]
+    nodes = []
+    for i in range(int(rng.integers(5, 12))):
+        a = ["x", *pool[4:]][int(rng.integers(0, len(pool) - 3))]
+        b = pool[int(rng.integers(0, len(pool)))]
+        if rng.random() < 0.6:
+            nodes.append(h.make_node(_IEEE_BIN[int(rng.integers(len(_IEEE_BIN)))], [a, b], [f"v{i}"]))
+        else:
+            nodes.append(h.make_node(_IEEE_UN[int(rng.integers(len(_IEEE_UN)))], [a], [f"v{i}"]))
+        pool.append(f"v{i}")
+    nodes.append(h.make_node("Add", [pool[-1], "x"], ["y"]))
+    c = numpy_helper.from_array(rng.uniform(-2, 2, 6).astype(_NP[elem]), "c")
+    g = h.make_graph(
+        nodes,
+        "ieee",
+        [h.make_tensor_value_info(n, elem, s) for n, s in (("x", [4, 6]), ("r", [6]), ("s", [1]))],
+        [h.make_tensor_value_info("y", elem, [4, 6])],
+        [c],
+    )
+    return bytes(h.make_model(g, opset_imports=[h.make_opsetid("", 18)], ir_version=9).SerializeToString())
+
+
+@pytest.mark.parametrize("elem", [TP.FLOAT, TP.DOUBLE])
+@pytest.mark.parametrize("seed", range(10))
+def test_compiled_elementwise_graphs_are_numpys_bit_for_bit(seed: int, elem: int) -> None:
+    from onnxcore.kernels import accel
+
+    if not accel.available():
+        pytest.skip("the accelerator is not available (numba not installed, or ONNXCORE_ACCEL=0)")
+    data = _ieee_graph(seed, elem)
+    sess = onnxcore.Session(data)
+    assert _steps(sess) == [ElementwiseGraph]
+    unfused = onnxcore.Session(data, disabled_rewrites=["fuse_elementwise_chains"])
+    rng = np.random.default_rng(100 + seed)
+    dt = _NP[elem]
+    x = rng.uniform(-3, 3, (4, 6)).astype(dt)
+    x.flat[:5] = [np.nan, -0.0, 0.0, np.inf, -np.inf]  # NaN, signed zeros and infinities through every operation
+    feeds = {"x": x, "r": rng.uniform(-3, 3, 6).astype(dt), "s": np.array([-0.0], dt)}
+    with np.errstate(all="ignore"):
+        (want,) = unfused.run(None, feeds)
+        with accel.use(False):
+            (numpy_path,) = sess.run(None, feeds)
+        with accel.use(True):
+            before = len(accel.jit_ew()._loops)
+            (got,) = sess.run(None, feeds)
+            assert len(accel.jit_ew()._loops) >= max(before, 1)  # the compiled loop ran (made here or before)
+    for v in (got, numpy_path):
+        assert v.dtype == want.dtype
+        np.testing.assert_array_equal(v, want)
+        # -0.0 where the kernels give -0.0; a NaN is a NaN (its sign bit is the hardware's choice, not a value)
+        num = ~np.isnan(want)
+        assert np.array_equal(np.signbit(v[num]), np.signbit(want[num]))

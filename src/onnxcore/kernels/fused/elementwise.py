@@ -10,6 +10,12 @@ kernel, called as the plan would call it. Only allocations and per-node dispatch
 graph's bit for bit (no reassociation, no wider intermediates). ``run(..., intermediates=True)`` runs the graph as
 written.
 
+With the accelerator on, a graph whose every node is one of the correctly rounded IEEE operations (``Add``, ``Sub``,
+``Mul``, ``Div``, ``Sum`` of two, ``Neg``, ``Abs``, ``Sqrt``, ``Relu``) on float32 or float64 operands that are
+arrays of the output's shape, rows of its last extent or single values runs as one compiled loop over the output
+(``kernels/accel/_jit_ew.py``: each node's value in the element type in the graph's order, so the same bits); the
+first run of each graph in a process compiles it (a few tenths of a second).
+
 A program is a sequence of instructions, one per node in graph order: ``(kernel, ufunc or None or AFFINE, sources,
 attributes, allocates)``. A source is the index of a step argument (``>= 0``) or ``-(j + 1)`` for the value of
 instruction ``j``; ``allocates`` says the kernel returns a new array (then a later instruction may write into it).
@@ -24,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from onnxcore.errors import EvaluationError
+from onnxcore.kernels import accel
 from onnxcore.kernels.fused import FUSED_DOMAIN
 from onnxcore.kernels.registry import kernel
 
@@ -34,6 +41,13 @@ AFFINE = "affine"
 
 Instruction = tuple[Callable[..., Any], "np.ufunc | str | None", tuple[int, ...], dict[str, Any], bool]
 
+# The ufuncs the compiled loop computes (kernels/accel/_jit_ew.py's table): correctly rounded in numpy and in the loop.
+_COMPILABLE = frozenset(
+    (np.add, np.subtract, np.multiply, np.true_divide, np.negative, np.absolute, np.sqrt, np.maximum)
+)
+_FULL, _ROW, _ONE = 0, 1, 2  # operand kinds of the compiled loop (_jit_ew.FULL, ROW, ONE)
+_COMPILED_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
 
 class ElementwiseGraph:
     """The step of a fused elementwise graph (module docstring).
@@ -42,7 +56,7 @@ class ElementwiseGraph:
         program: The instructions, in graph order; the last one's value is the output.
     """
 
-    __slots__ = ("_fits", "last_use", "program")
+    __slots__ = ("_compiled", "_fits", "_shapes", "_zeros", "last_use", "program")
 
     def __init__(self, program: Sequence[Instruction]) -> None:
         if not program:
@@ -58,8 +72,18 @@ class ElementwiseGraph:
                     last[-s - 1] = j
         self.last_use = tuple(last)
         self._fits: dict[tuple[tuple[int, ...], tuple[int, ...]], bool] = {}
+        # The program as the compiled loop takes it (per instruction its ufunc and sources), when every instruction
+        # is one it computes (module docstring); None otherwise.
+        compiled = [(uf, sources) for _c, uf, sources, kw, _a in self.program if uf in _COMPILABLE and not kw]
+        self._compiled = tuple(compiled) if len(compiled) == len(self.program) else None
+        self._shapes: dict[tuple[tuple[int, ...], ...], tuple[int, ...] | None] = {}
+        self._zeros = {dt: np.zeros(1, dt) for dt in _COMPILED_TYPES}
 
     def __call__(self, *args: Any) -> Any:
+        if self._compiled is not None and accel.enabled():
+            y = self._loop(args)
+            if y is not None:
+                return y
         n = len(self.program)
         vals: list[Any] = [None] * n
         # Whether the value is a float array this step made and may overwrite once its last reader comes.
@@ -129,6 +153,53 @@ class ElementwiseGraph:
                     uf(other, y, y)
                 return y
         return None
+
+    def _loop(self, args: tuple[Any, ...]) -> np.ndarray | None:
+        """The output by the compiled loop, when the operands are float32 or float64 arrays of one type, each of the
+        output's shape (C-contiguous), a row of its last extent or a single value; None otherwise."""
+        if not args:
+            return None
+        dt = None
+        for a in args:  # a loop, not all() of a generator: this runs on every call
+            if type(a) is not np.ndarray or (dt is not None and a.dtype != dt):
+                return None
+            dt = a.dtype
+        if dt not in _COMPILED_TYPES:
+            return None
+        key = tuple(a.shape for a in args)
+        shape = self._shapes.get(key, ())
+        if shape == ():
+            try:
+                shape = np.broadcast_shapes(*key)
+            except ValueError:
+                shape = None  # the kernels report it
+            if shape is not None and (not shape or 0 in shape):
+                shape = None
+            if len(self._shapes) < 64:
+                self._shapes[key] = shape
+        if shape is None:
+            return None
+        cols = shape[-1]
+        rows = int(np.prod(shape[:-1], dtype=np.int64)) if len(shape) > 1 else 1
+        kinds = []
+        ops = []
+        for a in args:
+            if a.shape == shape and a.flags.c_contiguous:
+                kinds.append(_FULL)
+                ops.append(a.reshape(rows, cols))
+            elif a.size == 1:
+                kinds.append(_ONE)
+                ops.append(a.reshape(1))
+            elif a.ndim >= 1 and a.shape[-1] == cols and a.size == cols:
+                kinds.append(_ROW)
+                ops.append(np.ascontiguousarray(a).reshape(cols))
+            else:
+                return None
+        assert self._compiled is not None and dt is not None
+        out = np.empty(shape, dt)
+        loop = accel.jit_ew().graph_loop(self._compiled, tuple(kinds))
+        loop(out.reshape(rows, cols), self._zeros[dt], *ops)
+        return out
 
     def _fit(self, shape: tuple[int, ...], other: tuple[int, ...]) -> bool:
         """Whether an operand of shape ``other`` broadcasts into ``shape`` without growing it."""
