@@ -7,7 +7,9 @@ Every model is made here from the pinned exporters of the ``bench`` extra (pypro
   (``dynamo=True`` and the TorchScript one);
 - transformers with small configurations (BERT, DistilBERT, GPT-2, T5 encoder, Whisper encoder, Llama), batch
   and sequence axes dynamic, both exporters, and a KV-cache decoder step (Llama with its past keys and values
-  as inputs);
+  as inputs); then by family (encoder: BERT; decoders: GPT-2 and Llama, each with and without past keys and
+  values; encoder-decoder: BART) at opsets 17 (TorchScript), 18 (dynamo) and 23 (dynamo asked for it: the
+  standard RMSNormalization, RotaryEmbedding and Attention) and at two sequence lengths (``_text_variants``);
 - scikit-learn (random forest, gradient boosting, SVM) through skl2onnx and LightGBM, XGBoost through
   onnxmltools, each at 1 and at 1,000 rows.
 
@@ -101,10 +103,15 @@ class _Wrap:
 
 @dataclass
 class TorchRecipe:
+    """A torch model and its feeds; ``opset`` asks the exporters for that opset (None: each exporter's default,
+    18 for the dynamo exporter and 17 here for the TorchScript one). At opset 23 the dynamo exporter writes the
+    standard ``RMSNormalization``, ``RotaryEmbedding`` and ``Attention`` where the older opsets spell them out."""
+
     name: str
     family: str
     build: Callable[[], tuple[Any, tuple[Any, ...], tuple[Any, ...], list[str], dict[str, dict[int, str]]]]
     exporters: tuple[str, ...] = ("dynamo", "torchscript")
+    opset: int | None = None
 
 
 def _vision(ctor: Callable[[], Any], size: int = 224) -> Callable[[], Any]:
@@ -154,8 +161,9 @@ _TEXT_AXES = {"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch"
 VOCAB = 512
 
 
-def _text(make: Callable[[Any], Any], *, mask: bool = True) -> Callable[[], Any]:
-    """A transformers encoder/decoder: export at (2, 16), run at (2, 24) (so the axes are really dynamic)."""
+def _text(make: Callable[[Any], Any], *, mask: bool = True, seq: int = 24, batch: int = 2) -> Callable[[], Any]:
+    """A transformers encoder/decoder: export at (2, 16), run at (``batch``, ``seq``) (so the axes are really
+    dynamic)."""
 
     def build() -> Any:
         torch = _torch()
@@ -163,12 +171,12 @@ def _text(make: Callable[[Any], Any], *, mask: bool = True) -> Callable[[], Any]
         if mask:
             wrapped = _Wrap.make(model, lambda m, ids, am: (m(input_ids=ids, attention_mask=am).last_hidden_state,))
             ex = (_ids(torch, 2, 16, VOCAB, 1), _mask(torch, 2, 16))
-            run = (_ids(torch, 2, 24, VOCAB, 2), _mask(torch, 2, 24))
+            run = (_ids(torch, batch, seq, VOCAB, 2), _mask(torch, batch, seq))
             names = ["input_ids", "attention_mask"]
         else:
             wrapped = _Wrap.make(model, lambda m, ids: (m(input_ids=ids).last_hidden_state,))
             ex = (_ids(torch, 2, 16, VOCAB, 1),)
-            run = (_ids(torch, 2, 24, VOCAB, 2),)
+            run = (_ids(torch, batch, seq, VOCAB, 2),)
             names = ["input_ids"]
         return wrapped, ex, run, names, {n: _TEXT_AXES[n] for n in names}
 
@@ -249,40 +257,113 @@ def _whisper() -> Any:
     return wrapped, ex, run, ["input_features"], {"input_features": {0: "batch"}}
 
 
-def _kv_step() -> Any:
-    """One decoder step of a Llama-style model with a cache: input_ids (B, 1), past keys/values per layer."""
-    torch = _torch()
-    from transformers import DynamicCache, LlamaForCausalLM
+def _kv_step(
+    make: Callable[[], tuple[Any, int, int, int]] | None = None, past: int = 31, batch: int = 2
+) -> Callable[[], Any]:
+    """One decoder step with a cache: input_ids (B, 1), past keys/values per layer; exported at (2, past 16), run
+    at (``batch``, ``past``). ``make`` gives (a causal LM, layers, key/value heads, head size); Llama by default."""
+
+    def build() -> Any:
+        torch = _torch()
+        from transformers import DynamicCache
+
+        model, layers, kv, hd = (make or _llama_lm)()
+
+        def step(m: Any, ids: Any, am: Any, *past_kv: Any) -> Any:
+            cache = DynamicCache()
+            for i in range(layers):
+                cache.update(past_kv[2 * i], past_kv[2 * i + 1], i)
+            out = m(input_ids=ids, attention_mask=am, past_key_values=cache, use_cache=True)
+            new = out.past_key_values
+            flat = []
+            for i in range(layers):
+                flat += [new.layers[i].keys, new.layers[i].values]
+            return (out.logits, *flat)
+
+        wrapped = _Wrap.make(model, step)
+
+        def feeds(batch: int, length: int, seed: int) -> tuple[Any, ...]:
+            gen = torch.Generator().manual_seed(seed)
+            ids = torch.randint(0, VOCAB, (batch, 1), generator=gen)
+            am = torch.ones(batch, length + 1, dtype=torch.int64)
+            pkv = [torch.randn(batch, kv, length, hd, generator=gen) for _ in range(2 * layers)]
+            return (ids, am, *pkv)
+
+        names = ["input_ids", "attention_mask"] + [f"past_{k}_{i}" for i in range(layers) for k in ("key", "value")]
+        axes: dict[str, dict[int, str]] = {"input_ids": {0: "batch"}, "attention_mask": {0: "batch", 1: "total"}}
+        axes.update({n: {0: "batch", 2: "past"} for n in names[2:]})
+        return wrapped, feeds(2, 16, 4), feeds(batch, past, 5), names, axes
+
+    return build
+
+
+def _llama_lm() -> tuple[Any, int, int, int]:
+    from transformers import LlamaForCausalLM
 
     cfg = _llama_config()
-    model = LlamaForCausalLM(cfg).eval()
-    layers = cfg.num_hidden_layers
-    kv, hd = cfg.num_key_value_heads, cfg.hidden_size // cfg.num_attention_heads
+    hd = cfg.hidden_size // cfg.num_attention_heads
+    return LlamaForCausalLM(cfg).eval(), cfg.num_hidden_layers, cfg.num_key_value_heads, hd
 
-    def step(m: Any, ids: Any, am: Any, *past: Any) -> Any:
-        cache = DynamicCache()
-        for i in range(layers):
-            cache.update(past[2 * i], past[2 * i + 1], i)
-        out = m(input_ids=ids, attention_mask=am, past_key_values=cache, use_cache=True)
-        new = out.past_key_values
-        flat = []
-        for i in range(layers):
-            flat += [new.layers[i].keys, new.layers[i].values]
-        return (out.logits, *flat)
 
-    wrapped = _Wrap.make(model, step)
+def _gpt2_lm() -> tuple[Any, int, int, int]:
+    _torch()
+    from transformers import GPT2Config, GPT2LMHeadModel
 
-    def feeds(batch: int, past: int, seed: int) -> tuple[Any, ...]:
-        gen = torch.Generator().manual_seed(seed)
-        ids = torch.randint(0, VOCAB, (batch, 1), generator=gen)
-        am = torch.ones(batch, past + 1, dtype=torch.int64)
-        pkv = [torch.randn(batch, kv, past, hd, generator=gen) for _ in range(2 * layers)]
-        return (ids, am, *pkv)
+    cfg = GPT2Config(vocab_size=VOCAB, n_embd=128, n_layer=2, n_head=4, n_positions=256)
+    return GPT2LMHeadModel(cfg).eval(), cfg.n_layer, cfg.n_head, cfg.n_embd // cfg.n_head
 
-    names = ["input_ids", "attention_mask"] + [f"past_{k}_{i}" for i in range(layers) for k in ("key", "value")]
-    axes: dict[str, dict[int, str]] = {"input_ids": {0: "batch"}, "attention_mask": {0: "batch", 1: "total"}}
-    axes.update({n: {0: "batch", 2: "past"} for n in names[2:]})
-    return wrapped, feeds(2, 16, 4), feeds(2, 31, 5), names, axes
+
+def _bart(seq: int = 24) -> Callable[[], Any]:
+    """An encoder-decoder (BART, small): the encoder reads (2, ``seq``) tokens, the decoder (2, ``seq`` // 2)."""
+
+    def build() -> Any:
+        torch = _torch()
+        from transformers import BartConfig, BartModel
+
+        cfg = BartConfig(
+            vocab_size=VOCAB, d_model=128, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+            decoder_attention_heads=4, encoder_ffn_dim=512, decoder_ffn_dim=512, max_position_embeddings=256,
+        )  # fmt: skip
+        model = BartModel(cfg).eval()
+
+        def forward(m: Any, ids: Any, am: Any, dec: Any) -> Any:
+            return (m(input_ids=ids, attention_mask=am, decoder_input_ids=dec).last_hidden_state,)
+
+        wrapped = _Wrap.make(model, forward)
+        ex = (_ids(torch, 2, 16, VOCAB, 1), _mask(torch, 2, 16), _ids(torch, 2, 8, VOCAB, 3))
+        run = (_ids(torch, 2, seq, VOCAB, 2), _mask(torch, 2, seq), _ids(torch, 2, seq // 2, VOCAB, 4))
+        names = ["input_ids", "attention_mask", "decoder_input_ids"]
+        axes = {**_TEXT_AXES, "decoder_input_ids": {0: "batch", 1: "dec"}}
+        return wrapped, ex, run, names, axes
+
+    return build
+
+
+def _text_variants() -> list[TorchRecipe]:
+    """The transformers families at the opsets exporters write (17: TorchScript, 18: dynamo, 23: dynamo asked for
+    it) and at two sequence lengths (24 and 128 tokens; a decoder step after 31 and 127 cached positions).
+    Names: ``<family>[_o23][_s128]-<exporter>``; the recipes above are the 18/17 entries at the short length.
+
+    Llama at opset 23 runs a batch of one: the dynamo exporter writes RotaryEmbedding's caches for one batch row,
+    (1, seq, rot/2), which the definition's reference broadcasts but onnxruntime 1.23 refuses for a larger batch.
+    """
+    short: list[tuple[str, str, Callable[[int, int], Callable[[], Any]], bool]] = [
+        ("bert", "small transformer", lambda n, b: _text(_bert, seq=n, batch=b), False),
+        ("gpt2", "GPT-2 decoder", lambda n, b: _text(_gpt2, seq=n, batch=b), False),
+        ("llama", "small transformer", lambda n, b: _text(_llama, seq=n, batch=b), False),
+        ("llama_kv_step", "KV-cache decoder step", lambda n, b: _kv_step(past=n - 1, batch=b), False),
+        ("gpt2_kv_step", "KV-cache decoder step", lambda n, b: _kv_step(_gpt2_lm, past=n - 1, batch=b), True),
+        ("bart", "encoder-decoder", lambda n, b: _bart(n), True),
+    ]
+    out = []
+    for name, family, build, new in short:
+        b23 = 1 if name.startswith("llama") else 2
+        if new:  # the families the first corpus lacked, at the short length and the exporters' default opsets
+            out.append(TorchRecipe(name, family, build(24, 2)))
+        out.append(TorchRecipe(f"{name}_s128", family, build(128, 2)))
+        out.append(TorchRecipe(f"{name}_o23", family, build(24, b23), ("dynamo",), 23))
+        out.append(TorchRecipe(f"{name}_o23_s128", family, build(128, b23), ("dynamo",), 23))
+    return out
 
 
 TORCH_RECIPES: list[TorchRecipe] = [
@@ -298,7 +379,8 @@ TORCH_RECIPES: list[TorchRecipe] = [
     TorchRecipe("t5_encoder", "small transformer", _text(_t5)),
     TorchRecipe("whisper_encoder", "small transformer", _whisper),
     TorchRecipe("llama", "small transformer", _text(_llama)),
-    TorchRecipe("llama_kv_step", "KV-cache decoder step", _kv_step),
+    TorchRecipe("llama_kv_step", "KV-cache decoder step", _kv_step()),
+    *_text_variants(),
 ]
 
 
@@ -341,9 +423,11 @@ def _export_torch(
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 if exporter == "dynamo":
-                    torch.onnx.export(model, ex_args, str(tmp), dynamo=True, external_data=False, **kwargs)
+                    opset = {"opset_version": recipe.opset} if recipe.opset else {}
+                    torch.onnx.export(model, ex_args, str(tmp), dynamo=True, external_data=False, **kwargs, **opset)
                 else:
-                    torch.onnx.export(model, ex_args, str(tmp), dynamo=False, opset_version=17, **kwargs)
+                    ts_opset = recipe.opset or 17
+                    torch.onnx.export(model, ex_args, str(tmp), dynamo=False, opset_version=ts_opset, **kwargs)
         except Exception as e:  # one exporter failing leaves the other's model
             root: BaseException = e
             while root.__cause__ is not None:  # the exporter wraps the reason: name the innermost

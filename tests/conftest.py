@@ -18,6 +18,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import corpus
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _user_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The user's cache directory (where the accelerator keeps generated elementwise loops) in a temporary one: the
+    tests write nothing into the home directory."""
+    before = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
+    yield
+    if before is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = before
+
+
 @pytest.fixture(scope="session")
 def node_cases() -> list[Path]:
     """Directories of the ONNX 1-3 node test cases (generated into the cache once)."""

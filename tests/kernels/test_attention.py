@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 from runtime.node_harness import assert_close, run_single_node_case
 
+from onnxcore.kernels import accel
 from onnxcore.kernels.registry import KernelContext
 
 onnx = pytest.importorskip("onnx")
@@ -379,6 +380,24 @@ def test_rotary_embedding_caches_of_different_shapes_are_refused() -> None:
     assert fn(x, _f(5, 4), _f(5, 4), pos).shape == x.shape
 
 
+def test_rotary_embedding_caches_of_one_batch_row_broadcast() -> None:
+    # torch's dynamo exporter at opset 23 writes caches of shape (1, seq, rot/2) for a batch of any size. The
+    # definition's reference algorithm multiplies with numpy's broadcasting, so they broadcast (onnxruntime 1.23
+    # refuses a batch above 1: "expected to have the same shape as input 'x'"); the oracle is onnx.reference.
+    from onnxcore.errors import ShapeError
+    from onnxcore.kernels.registry import lookup
+
+    for rank3 in (False, True):
+        b, h, s, d = 3, 2, 5, 8
+        x = _f(b, s, h * d) if rank3 else _f(b, h, s, d)
+        inputs = [("X", x), ("cos_cache", _f(1, s, d // 2)), ("sin_cache", _f(1, s, d // 2))]
+        attrs = {"num_heads": h} if rank3 else {}
+        _compare("RotaryEmbedding", 23, inputs, 1, attrs, _reference, what=f"rank3={rank3}")
+    fn = lookup("", "RotaryEmbedding", 23).fn
+    with pytest.raises(ShapeError, match=r"caches give \(2, 5, 4\)"):
+        fn(_f(3, 2, 5, 8), _f(2, 5, 4), _f(2, 5, 4))  # a batch of 2 rows for 3 items does not broadcast
+
+
 def test_rotary_embedding_float16() -> None:
     x = _f(1, 2, 4, 8, dtype=np.float16)
     cos, sin = _f(6, 4, dtype=np.float16), _f(6, 4, dtype=np.float16)
@@ -522,3 +541,68 @@ def test_attention_narrow_softmax_precision(precision: int) -> None:
     exact = fn(q, k, v, qk_matmul_output_mode=3)[3]
     assert (probs.astype(narrow).astype(np.float32) == probs).all()
     np.testing.assert_allclose(probs, exact, rtol=2.0**-7, atol=1e-3)
+
+
+# ---------------------------------------------------------------------------------------------
+# The accelerator's paths of Attention's softmax and RotaryEmbedding against the numpy paths
+# ---------------------------------------------------------------------------------------------
+
+needs_accel = pytest.mark.skipif(
+    not accel.available(),
+    reason="the accelerator is not available (numba not installed, or ONNXCORE_ACCEL=0)",
+)
+
+
+@needs_accel
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_attention_softmax_compiled_rows_match_numpy(dtype: Any) -> None:
+    # A causal bool mask with a query row that attends nothing (zeros, not NaN), a NaN score (its row NaN), an
+    # infinite score (its row NaN, as x - max(x) makes it): the compiled row passes and numpy agree on every such
+    # row, and elsewhere within the type's rounding of a row's sum.
+    from onnxcore.kernels.registry import lookup
+
+    fn = lookup("", "Attention", 23).fn
+    ctx = KernelContext(None, since_version=23, opset_version=23, num_outputs=1)
+    b, h, s, d = 2, 4, 9, 8
+    q, k, v = (_f(b, h, s, d, dtype=dtype) for _ in range(3))
+    mask = np.tril(np.ones((s, s), bool))[None, None].repeat(b, 0)
+    mask[1, 0, 3] = False  # row 3 of batch item 1 attends nothing
+    q[0, 1, 2, 0] = np.nan
+    q[1, 2, 5] = np.inf
+    got = {}
+    for on in (False, True):
+        with accel.use(on), np.errstate(invalid="ignore"):
+            got[on] = fn(ctx, q, k, v, mask, is_causal=0)[0]
+    a, c = got[False], got[True]
+    assert np.array_equal(np.isnan(a), np.isnan(c))
+    assert np.isnan(a[0, 1, 2]).all() and not np.isnan(a[0, 1, 3]).any()
+    assert (a[1, :, 3] == 0).all() and (c[1, :, 3] == 0).all()
+    assert np.isnan(a[1, 2, 5]).all()
+    ok = ~np.isnan(a)
+    np.testing.assert_allclose(c[ok], a[ok], rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-7)
+
+
+@needs_accel
+@pytest.mark.parametrize("case", ["4d", "3d", "interleaved", "partial", "positions", "one_row"])
+def test_rotary_embedding_compiled_is_numpy_bit_for_bit(case: str) -> None:
+    from onnxcore.kernels.registry import lookup
+
+    fn = lookup("", "RotaryEmbedding", 23).fn
+    b, h, s, d = 2, 3, 5, 8
+    x = _f(b, s, h * d) if case == "3d" else _f(b, h, s, d)
+    half = (4 if case == "partial" else d) // 2
+    args: list[Any] = [x, _f(b, s, half), _f(b, s, half)]
+    kw: dict[str, Any] = {"num_heads": h} if case == "3d" else {}
+    if case == "interleaved":
+        kw["interleaved"] = 1
+    if case == "partial":
+        kw["rotary_embedding_dim"] = 4
+    if case == "positions":
+        args = [x, _f(11, half), _f(11, half), RNG.integers(0, 11, (b, s)).astype(np.int64)]
+    if case == "one_row":
+        args = [x, _f(1, s, half), _f(1, s, half)]
+    with accel.use(False):
+        want = fn(*args, **kw)
+    with accel.use(True):
+        got = fn(*args, **kw)
+    assert got.dtype == want.dtype and np.array_equal(got, want)

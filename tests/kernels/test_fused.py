@@ -21,7 +21,7 @@ from onnxcore import kernels
 from onnxcore.errors import EvaluationError
 from onnxcore.kernels import registry
 from onnxcore.kernels.fused import FUSED_DOMAIN
-from onnxcore.kernels.fused.affine import RUNNING, AffineChain
+from onnxcore.kernels.fused.affine import AffineChain
 from onnxcore.kernels.fused.common import default_kernel
 from onnxcore.kernels.fused.conv import preactivated_weights
 
@@ -96,11 +96,20 @@ def _affine_chain() -> None:
     _close(got, np.maximum(x * c + d, 0))
 
 
-def _elementwise_chain() -> None:
-    a, b, c = _f32(3, 4), _f32(3, 4), _f32(4)
-    ops = [(default_kernel("Relu"), np.maximum, (RUNNING,)), (default_kernel("Mul"), np.multiply, (RUNNING, 2))]
-    got = _run("ElementwiseChain", a, b, c, head=default_kernel("Add"), head_args=2, ops=ops)[0]
-    _exact(got, _one("Mul", 14, _one("Relu", 14, _one("Add", 14, a, b)), c))
+def _elementwise_graph() -> None:
+    # (a + b) -> Relu -> * c, then * Sigmoid of it (a tree: the product reads the value twice), then Where.
+    a, b, c, cond = _f32(3, 4), _f32(3, 4), _f32(4), RNG.random((3, 4)) < 0.5
+    program = [
+        (default_kernel("Add"), np.add, (0, 1), {}, True),
+        (default_kernel("Relu"), np.maximum, (-1,), {}, True),
+        (default_kernel("Mul"), np.multiply, (-2, 2), {}, True),
+        (default_kernel("Sigmoid"), None, (-3,), {}, False),
+        (default_kernel("Mul"), np.multiply, (-3, -4), {}, True),
+        (default_kernel("Where"), None, (3, -5, 0), {}, False),
+    ]
+    got = _run("ElementwiseGraph", a, b, c, cond, program=program)[0]
+    v = _one("Mul", 14, _one("Relu", 14, _one("Add", 14, a, b)), c)
+    _exact(got, _one("Where", 16, cond, _one("Mul", 14, v, _one("Sigmoid", 13, v)), a))
 
 
 def _with_relu() -> None:
@@ -180,6 +189,11 @@ def _layer_norm_rows() -> None:
     _exact(_run("LayerNormRows", x, w, b)[0], _one("LayerNormalization", 17, x, w, b))
 
 
+def _rms_norm_rows() -> None:
+    x, w = _f32(4, 8), _f32(8)
+    _exact(_run("RmsNormRows", x, w, epsilon=1e-6)[0], _one("RMSNormalization", 23, x, w, epsilon=1e-6))
+
+
 def _attention_pattern() -> None:
     q, k, v, mask = _f32(1, 2, 3, 4), _f32(1, 2, 4, 3), _f32(1, 2, 3, 4), _f32(1, 1, 3, 3)
     got = _run("AttentionPattern", q, k, mask, v, scale=("Div", 2.0), masked=True)[0]
@@ -226,7 +240,7 @@ CASES: dict[str, Callable[[], None]] = {
     "TransposeView": _transpose_view,
     "SameTypeCast": _same_type_cast,
     "AffineChain": _affine_chain,
-    "ElementwiseChain": _elementwise_chain,
+    "ElementwiseGraph": _elementwise_graph,
     "WithRelu": _with_relu,
     "ConvActivation": _conv_activation,
     "Conv1dTaps": _conv1d_taps,
@@ -239,6 +253,7 @@ CASES: dict[str, Callable[[], None]] = {
     "LayerNormPattern": _layer_norm_pattern,
     "RMSNormPattern": _rms_norm_pattern,
     "LayerNormRows": _layer_norm_rows,
+    "RmsNormRows": _rms_norm_rows,
     "AttentionPattern": _attention_pattern,
     "Linear": _linear,
     "ReshapedLinear": _reshaped_linear,

@@ -1,4 +1,5 @@
-"""Elementwise chains run as one step writing into one buffer (issue 27, runtime/optimize/chains.py): the same
+"""Elementwise chains and trees run as one step writing into the buffers it made (issues 27 and 42,
+runtime/optimize/chains.py): the same
 results bit for bit as the graph as written (``intermediates=True``, Clause 8.2), close to onnxruntime's, for
 every element type and broadcast; errors still name the node."""
 
@@ -11,7 +12,7 @@ import pytest
 
 import onnxcore
 from onnxcore import EvaluationError
-from onnxcore.kernels.fused.affine import ElementwiseChain
+from onnxcore.kernels.fused.elementwise import ElementwiseGraph
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
@@ -82,7 +83,7 @@ def test_a_chain_is_one_step_and_exact(dtype: Any, shape: list[int], c_shape: li
     data = _chain_model(dtype, shape, c_shape, _FLOAT_OPS + _ROUNDING_OPS if rounding else _FLOAT_OPS)
     sess = onnxcore.Session(data)
     # Add -> Relu is fused by an earlier rewrite (an in-place Relu); the rest is one step.
-    assert ElementwiseChain in _steps(sess) and len(_steps(sess)) <= 2
+    assert ElementwiseGraph in _steps(sess) and len(_steps(sess)) <= 2
     rng = np.random.default_rng(0)
     feeds = {"x": rng.uniform(-2, 2, shape).astype(dtype), "r": rng.uniform(0.5, 2, c_shape).astype(dtype)}
     feeds["x"].flat[0] = np.nan
@@ -104,7 +105,7 @@ def test_integer_chain_runs_the_kernels_and_errors_name_the_node() -> None:
     ops = [("Add", "v,c"), ("Mul", "v,r"), ("Div", "v,r"), ("Neg", ""), ("Abs", "")]
     data = _chain_model(np.int32, [2, 3], [3], ops)
     sess = onnxcore.Session(data)
-    assert _steps(sess) == [ElementwiseChain]
+    assert _steps(sess) == [ElementwiseGraph]
     feeds = {"x": np.array([[1, -7, 9], [2**30, 5, -3]], np.int32), "r": np.array([3, -2, 5], np.int32)}
     (got,) = sess.run(None, feeds)
     np.testing.assert_array_equal(got, sess.run(None, feeds, intermediates=True)[1]["y"])
@@ -130,4 +131,191 @@ def test_an_intermediate_read_elsewhere_ends_the_chain() -> None:
     y, z = sess.run(None, {"x": x})
     np.testing.assert_array_equal(y, -np.exp(x + x))
     np.testing.assert_array_equal(z, np.sqrt(x + x))  # "a" was not overwritten by the chain after it
-    assert _steps(sess).count(ElementwiseChain) == 1
+    assert _steps(sess).count(ElementwiseGraph) == 1
+
+
+# --- random elementwise graphs: trees, shared values, Where/Clip/Cast, a closing reduction ----------------------
+
+_BIN = ["Add", "Sub", "Mul", "Div", "Sum", "Max", "Min"]
+_UN = ["Abs", "Neg", "Exp", "Tanh", "Sigmoid", "Relu", "Sqrt", "Reciprocal", "Floor", "Erf", "Sin"]
+
+
+def _random_graph(seed: int, elem: int, with_reduce: bool) -> tuple[bytes, int]:
+    """A random graph of 6-14 elementwise nodes over x (3, 5), r (5,) and a constant c (5,): operands drawn from
+    every value made so far (so values are shared and trees form), Where of a comparison, Clip by constants, a Cast
+    to double and back; sometimes an intermediate is a second graph output; a ReduceMean over the last axis ends
+    it when ``with_reduce``. Returns the model and how many nodes it has."""
+    rng = np.random.default_rng(seed)
+    pool = ["x", "r", "c"]
+    shape = {"x": (3, 5), "r": (5,), "c": (5,)}
+    nodes = []
+    inits = [numpy_helper.from_array(rng.uniform(0.5, 1.5, [5]).astype(_NP[elem]), "c")]
+    inits += [numpy_helper.from_array(np.array(v, _NP[elem]), n) for n, v in (("lo", -0.5), ("hi", 1.5))]
+    for i in range(int(rng.integers(6, 15))):
+        out = f"v{i}"
+        u = rng.random()
+        # The first operand varies with the feeds (a value of constants alone would be folded), the second may not.
+        varying = [v for v in pool if v != "c"]
+        a = varying[int(rng.integers(max(0, len(varying) - 4), len(varying)))]
+        b = pool[int(rng.integers(max(0, len(pool) - 4), len(pool)))]
+        if u < 0.45:
+            nodes.append(h.make_node(_BIN[int(rng.integers(len(_BIN)))], [a, b], [out]))
+        elif u < 0.8:
+            nodes.append(h.make_node(_UN[int(rng.integers(len(_UN)))], [a], [out]))
+            b = a
+        elif u < 0.88:
+            nodes.append(h.make_node("Greater", [a, b], [f"g{i}"]))
+            nodes.append(h.make_node("Where", [f"g{i}", a, b], [out]))
+        elif u < 0.95:
+            nodes.append(h.make_node("Clip", [a, "lo", "hi"], [out]))
+            b = a
+        else:
+            nodes.append(h.make_node("Cast", [a], [f"d{i}"], to=TP.DOUBLE))
+            nodes.append(h.make_node("Cast", [f"d{i}"], [out], to=elem))
+            b = a
+        shape[out] = np.broadcast_shapes(shape[a], shape[b])
+        pool.append(out)
+    # The last value read by nothing else is the output; combine it with the value before so both are used.
+    nodes.append(h.make_node("Add", [pool[-1], pool[-2]], ["y0"]))
+    last, last_shape = "y0", list(np.broadcast_shapes(shape[pool[-1]], shape[pool[-2]]))
+    if with_reduce:
+        inits.append(numpy_helper.from_array(np.array([-1], np.int64), "axes"))
+        nodes.append(h.make_node("ReduceMean", ["y0", "axes"], ["y"], keepdims=1))
+        last, last_shape = "y", last_shape[:-1] + [1]
+    outputs = [h.make_tensor_value_info(last, elem, last_shape)]
+    if rng.random() < 0.3:
+        extra = pool[3 + int(rng.integers(len(pool) - 3))]
+        outputs.append(h.make_tensor_value_info(extra, elem, list(shape[extra])))
+    g = h.make_graph(
+        nodes,
+        "random",
+        [h.make_tensor_value_info("x", elem, [3, 5]), h.make_tensor_value_info("r", elem, [5])],
+        outputs,
+        inits,
+    )
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 18)], ir_version=9)
+    return bytes(m.SerializeToString()), len(nodes)
+
+
+_NP = {TP.FLOAT16: np.float16, TP.FLOAT: np.float32, TP.DOUBLE: np.float64}
+
+
+@pytest.mark.parametrize("elem", [TP.FLOAT, TP.DOUBLE, TP.FLOAT16])
+@pytest.mark.parametrize("seed", range(12))
+def test_random_elementwise_graphs_are_the_unfused_plan_bit_for_bit(seed: int, elem: int) -> None:
+    data, n = _random_graph(seed, elem, with_reduce=seed % 3 == 0)
+    fused = onnxcore.Session(data)
+    unfused = onnxcore.Session(data, disabled_rewrites=["fuse_elementwise_chains"])
+    assert "fuse_elementwise_chains" in fused.fired_rewrites()
+    assert len(fused._plan.steps) < n
+    rng = np.random.default_rng(seed)
+    dt = _NP[elem]
+    feeds = {"x": rng.uniform(-2, 2, (3, 5)).astype(dt), "r": rng.uniform(-2, 2, 5).astype(dt)}
+    feeds["x"][0, 0] = np.nan
+    before = {k: v.copy() for k, v in feeds.items()}
+    with np.errstate(all="ignore"):
+        for _ in range(3):  # interpreted, then compiled
+            got = fused.run(None, feeds)
+            want = unfused.run(None, feeds)
+            for g, w in zip(got, want):
+                assert g.dtype == w.dtype and g.shape == w.shape
+                np.testing.assert_array_equal(g, w)  # bit for bit (NaN where NaN)
+    for k, v in before.items():
+        np.testing.assert_array_equal(feeds[k], v)  # nothing written into a caller's array
+
+
+def test_a_tree_reading_a_computed_value_twice_is_one_step() -> None:
+    # a * exp(-a) of a computed a (a tree: a is read twice, no operator's pattern), then a residual Add and a
+    # ReduceSum over the last axis: one step, the graph's values.
+    nodes = [
+        h.make_node("Mul", ["x", "w"], ["a"]),
+        h.make_node("Neg", ["a"], ["n"]),
+        h.make_node("Exp", ["n"], ["s"]),
+        h.make_node("Mul", ["a", "s"], ["m"]),
+        h.make_node("Add", ["m", "x"], ["t"]),
+        h.make_node("ReduceSum", ["t", "axes"], ["y"], keepdims=0),
+    ]
+    inits = [
+        numpy_helper.from_array(np.linspace(0.5, 1.5, 6).astype(np.float32), "w"),
+        numpy_helper.from_array(np.array([-1], np.int64), "axes"),
+    ]
+    g = h.make_graph(
+        nodes,
+        "tree",
+        [h.make_tensor_value_info("x", TP.FLOAT, [4, 6])],
+        [h.make_tensor_value_info("y", TP.FLOAT, [4])],
+        inits,
+    )
+    data = h.make_model(g, opset_imports=[h.make_opsetid("", 18)], ir_version=9).SerializeToString()
+    sess = onnxcore.Session(data)
+    assert _steps(sess) == [ElementwiseGraph]
+    x = np.random.default_rng(1).standard_normal((4, 6)).astype(np.float32)
+    (got,) = sess.run(None, {"x": x})
+    (want,) = onnxcore.Session(data, disabled_rewrites=["fuse_elementwise_chains"]).run(None, {"x": x})
+    np.testing.assert_array_equal(got, want)
+    ref = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
+
+
+# --- the compiled loop (accelerator) of graphs of correctly rounded operations ---------------------------------
+
+_IEEE_BIN = ["Add", "Sub", "Mul", "Div", "Sum"]
+_IEEE_UN = ["Neg", "Abs", "Sqrt", "Relu"]
+
+
+def _ieee_graph(seed: int, elem: int) -> bytes:
+    """A random tree of correctly rounded operations over x (4, 6), a row r (6,), a single value s (1,) and a
+    constant row c: what the compiled loop computes."""
+    rng = np.random.default_rng(seed)
+    pool = ["x", "r", "s", "c"]
+    nodes = []
+    for i in range(int(rng.integers(5, 12))):
+        a = ["x", *pool[4:]][int(rng.integers(0, len(pool) - 3))]
+        b = pool[int(rng.integers(0, len(pool)))]
+        if rng.random() < 0.6:
+            nodes.append(h.make_node(_IEEE_BIN[int(rng.integers(len(_IEEE_BIN)))], [a, b], [f"v{i}"]))
+        else:
+            nodes.append(h.make_node(_IEEE_UN[int(rng.integers(len(_IEEE_UN)))], [a], [f"v{i}"]))
+        pool.append(f"v{i}")
+    nodes.append(h.make_node("Add", [pool[-1], "x"], ["y"]))
+    c = numpy_helper.from_array(rng.uniform(-2, 2, 6).astype(_NP[elem]), "c")
+    g = h.make_graph(
+        nodes,
+        "ieee",
+        [h.make_tensor_value_info(n, elem, s) for n, s in (("x", [4, 6]), ("r", [6]), ("s", [1]))],
+        [h.make_tensor_value_info("y", elem, [4, 6])],
+        [c],
+    )
+    return bytes(h.make_model(g, opset_imports=[h.make_opsetid("", 18)], ir_version=9).SerializeToString())
+
+
+@pytest.mark.parametrize("elem", [TP.FLOAT, TP.DOUBLE])
+@pytest.mark.parametrize("seed", range(10))
+def test_compiled_elementwise_graphs_are_numpys_bit_for_bit(seed: int, elem: int) -> None:
+    from onnxcore.kernels import accel
+
+    if not accel.available():
+        pytest.skip("the accelerator is not available (numba not installed, or ONNXCORE_ACCEL=0)")
+    data = _ieee_graph(seed, elem)
+    sess = onnxcore.Session(data)
+    assert _steps(sess) == [ElementwiseGraph]
+    unfused = onnxcore.Session(data, disabled_rewrites=["fuse_elementwise_chains"])
+    rng = np.random.default_rng(100 + seed)
+    dt = _NP[elem]
+    x = rng.uniform(-3, 3, (4, 6)).astype(dt)
+    x.flat[:5] = [np.nan, -0.0, 0.0, np.inf, -np.inf]  # NaN, signed zeros and infinities through every operation
+    feeds = {"x": x, "r": rng.uniform(-3, 3, 6).astype(dt), "s": np.array([-0.0], dt)}
+    with np.errstate(all="ignore"):
+        (want,) = unfused.run(None, feeds)
+        with accel.use(False):
+            (numpy_path,) = sess.run(None, feeds)
+        with accel.use(True):
+            before = len(accel.jit_ew()._loops)
+            (got,) = sess.run(None, feeds)
+            assert len(accel.jit_ew()._loops) >= max(before, 1)  # the compiled loop ran (made here or before)
+    for v in (got, numpy_path):
+        assert v.dtype == want.dtype
+        np.testing.assert_array_equal(v, want)
+        # -0.0 where the kernels give -0.0; a NaN is a NaN (its sign bit is the hardware's choice, not a value)
+        num = ~np.isnan(want)
+        assert np.array_equal(np.signbit(v[num]), np.signbit(want[num]))

@@ -14,8 +14,9 @@ from onnx import helper as h
 from onnx import numpy_helper as nh
 
 import onnxcore
+from onnxcore.kernels._rowwise import row_max
 from onnxcore.kernels.fused.linear import LinearStep
-from onnxcore.kernels.fused.pattern import FusedPattern, RowsPattern, row_max
+from onnxcore.kernels.fused.pattern import FusedPattern, RowsPattern
 
 RNG = np.random.default_rng(0)
 C = 16

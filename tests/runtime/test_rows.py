@@ -137,6 +137,37 @@ def test_layer_norm_step_is_the_kernel(bias: bool) -> None:
 
 
 @pytest.mark.usefixtures("accel_path")
+def test_rms_norm_23_step_is_the_kernel() -> None:
+    """An RMSNormalization-23 node with a constant scale (what the dynamo exporter writes at opset 23) takes the
+    step of the fused RMSNorm pattern's rows: the kernel's output bit for bit, small and large inputs, and
+    onnxruntime's within tolerance; with the rewrite off, the kernel as bound."""
+    c = 32
+    scale = RNG.standard_normal(c).astype(np.float32)
+    node = h.make_node("RMSNormalization", ["x", "scale"], ["y"], axis=-1, epsilon=1e-6)
+    g = h.make_graph(
+        [node],
+        "g",
+        [h.make_tensor_value_info("x", TP.FLOAT, ["B", "S", c])],
+        [h.make_tensor_value_info("y", TP.FLOAT, ["B", "S", c])],
+        [nh.from_array(scale, "scale")],
+    )
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 23)])
+    m.ir_version = 11
+    model = m.SerializeToString()
+    for shape in [(2, 5, c), (1, 1, c), (64, 128, c)]:
+        x = (RNG.standard_normal(shape) * 3 + 1).astype(np.float32)
+        s = onnxcore.Session(model)
+        assert "fast_layer_norms" in s.fired_rewrites()
+        (got,) = s.run(None, {"x": x})
+        (want,) = kernels.run("RMSNormalization", 23, x, scale, axis=-1, epsilon=1e-6)
+        np.testing.assert_array_equal(got, want)
+        (unfused,) = onnxcore.Session(model, disabled_rewrites=["fast_layer_norms"]).run(None, {"x": x})
+        np.testing.assert_array_equal(got, unfused)
+        ref = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+        np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.usefixtures("accel_path")
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_tanh_gelu_step_is_the_kernel_bit_for_bit(dtype: type) -> None:
     step = TanhGelu(gelu)

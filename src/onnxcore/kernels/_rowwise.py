@@ -18,7 +18,15 @@ import numpy as np
 from onnxcore.kernels import accel
 from onnxcore.kernels.threads import MIN_PARALLEL_ELEMENTS, active_threads, blockwise, parallel_for
 
-__all__ = ["layer_norm_compiled", "layer_norm_rows", "rms_norm_compiled", "rms_norm_rows", "softmax_rows_last"]
+__all__ = [
+    "layer_norm_compiled",
+    "layer_norm_rows",
+    "rms_norm_compiled",
+    "rms_norm_rows",
+    "row_max",
+    "softmax_rows_last",
+    "softmax_zero_rows",
+]
 
 _NO_SHIFT_BOUND = 60.0  # |x| below it: exp neither overflows nor leaves the normal range (float32)
 
@@ -179,3 +187,44 @@ def rms_norm_compiled(x: np.ndarray, scale: np.ndarray, d: int, epsilon: float) 
     else:
         parallel_for(lambda a, z: fn(x2, scale, n, eps, o2, a, z), rows, threads=active_threads())
     return out
+
+
+_SHORT_ROW = 64  # rows up to this length: their maxima over a transposed copy
+
+
+def row_max(s: np.ndarray) -> np.ndarray:
+    """The maximum of each row along the last axis, keeping it (NaN when the row holds one, as ``max``).
+
+    numpy's reduction costs about 50 ns per row of a short last axis (192 rows of 24: 9 us); over a transposed
+    copy the rows are the columns of one reduction along the first axis, an elementwise maximum of whole rows
+    (4 us). The maximum does not depend on the order of comparisons: the same values.
+    """
+    n = s.shape[-1]
+    if n > _SHORT_ROW or n == 0 or s.size == 0:
+        return s.max(axis=-1, keepdims=True)
+    t = np.ascontiguousarray(s.reshape(-1, n).T)
+    return t.max(axis=0).reshape(*s.shape[:-1], 1)
+
+
+def softmax_zero_rows(x: np.ndarray) -> tuple[np.ndarray, bool]:
+    """Softmax over the last axis of ``x`` (float32 or float64, not empty), overwriting it, and whether some row's
+    sum is NaN. A row that is -inf everywhere is shifted by 0 and gives zeros (never NaN); a row holding a NaN
+    gives NaN. What Attention's softmax computes (``kernels/attention.py``): by the accelerator's two row passes
+    around numpy's ``exp`` for a C-contiguous ``x``, else numpy (the row maxima as :func:`row_max`, the row sums by
+    BLAS, as the Softmax kernel makes them); the two agree within the type's rounding of a row's sum."""
+    n = x.shape[-1]
+    if accel.enabled() and x.flags.c_contiguous:
+        x2 = x.reshape(-1, n)
+        fns = accel.jit_tx()
+        fns.softmax_shift(x2)
+        np.exp(x2, out=x2)
+        return x, fns.softmax_divide(x2) > 0
+    m = row_max(x)
+    m[np.isneginf(m)] = 0
+    with np.errstate(invalid="ignore", over="ignore"):
+        np.subtract(x, m, out=x)
+        np.exp(x, out=x)
+        sums = (x.reshape(-1, n) @ np.ones(n, x.dtype)).reshape(*x.shape[:-1], 1)
+        sums[sums == 0] = 1
+        np.divide(x, sums, out=x)
+    return x, bool(np.isnan(sums).any())

@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 
 from onnxcore.errors import EvaluationError, ShapeError
+from onnxcore.kernels import accel
+from onnxcore.kernels._rowwise import softmax_zero_rows
 from onnxcore.kernels._util import compute_dtype
 from onnxcore.kernels.registry import KernelContext, kernel
 from onnxcore.types.elements import ElementType
@@ -187,11 +189,13 @@ def _attention(
     x = scores.astype(sm_dtype, copy=False)
     if narrow is not None:
         x = x.astype(narrow).astype(np.float32)
-    probs = _softmax_inplace(x)
+    probs, nan_rows = _softmax_inplace(x)
     if narrow is not None:
         probs = probs.astype(narrow).astype(np.float32)
-    if bias is not None:
-        # A query row whose combined bias is -inf everywhere attends nothing: its weights are 0, not NaN.
+    if bias is not None and nan_rows:
+        # A query row whose combined bias is -inf everywhere attends nothing: its weights are 0, not NaN. Such a
+        # row's scores are all -inf (the softmax gave zeros already) unless a score was +inf or NaN, which makes
+        # the row's sum NaN: only then is the bias looked at.
         dead = np.isneginf(np.max(bias, axis=-1, keepdims=True, initial=-np.inf))
         if dead.any():
             probs = np.where(dead, probs.dtype.type(0), probs)
@@ -206,8 +210,12 @@ def _attention(
     return y, present_key, present_value, qk_out
 
 
-def _softmax_inplace(x: np.ndarray) -> np.ndarray:
-    """Softmax over the last axis, overwriting ``x``; a row that is -inf everywhere gives zeros (never NaN)."""
+def _softmax_inplace(x: np.ndarray) -> tuple[np.ndarray, bool]:
+    """Softmax over the last axis, overwriting ``x``, and whether some row's sum is NaN; a row that is -inf
+    everywhere gives zeros (never NaN)."""
+    if x.size and x.dtype in (np.float32, np.float64) and x.shape[-1]:
+        # The row passes of the accelerator, or numpy with BLAS row sums (kernels/_rowwise.py).
+        return softmax_zero_rows(x)
     m = np.max(x, axis=-1, keepdims=True, initial=-np.inf)
     m[np.isneginf(m)] = 0
     with np.errstate(invalid="ignore", over="ignore"):
@@ -216,7 +224,7 @@ def _softmax_inplace(x: np.ndarray) -> np.ndarray:
         s = np.sum(x, axis=-1, keepdims=True)
         s[s == 0] = 1
         np.divide(x, s, out=x)
-    return x
+    return x, bool(np.isnan(s).any())
 
 
 def _attention_bias(
@@ -253,11 +261,15 @@ def _attention_bias(
             bias = np.where(m, ct.type(0), ct.type(-np.inf))
         else:
             bias = m.astype(ct)
-        try:
-            full: tuple[int, ...] = np.broadcast_shapes(bias.shape, (batch, hq, sq, total))
-        except ValueError:
-            full = ()
-        if full != (batch, hq, sq, total):
+        target = (batch, hq, sq, total)
+        # A 4-D mask (what exporters pass) needs only a look at its extents; np.broadcast_shapes costs 1.5 us.
+        fits = bias.ndim == 4 and all(a == b or a == 1 for a, b in zip(bias.shape, target))
+        if not fits:
+            try:
+                fits = np.broadcast_shapes(bias.shape, target) == target
+            except ValueError:
+                fits = False
+        if not fits:
             raise ShapeError(f"Attention: attn_mask {m.shape} does not broadcast to ({batch}, {hq}, {sq}, {total})")
 
     # Offset of the query block: cached keys before it (internal cache), or per batch item
@@ -474,12 +486,36 @@ def rotary_embedding(
         if cos_cache.ndim != 3 or sin_cache.ndim != 3:
             raise ShapeError("RotaryEmbedding: without position_ids the caches must be 3-D (B, S, rot/2)")
         cos, sin = cos_cache, sin_cache
-    if cos.shape != (batch, seq, half) or sin.shape != (batch, seq, half):
+    # The definition's shape is (batch, seq, rot/2); its reference multiplies with numpy's broadcasting, and
+    # exporters write one row of angles for every batch item (torch's dynamo exporter: (1, seq, rot/2)), which
+    # onnxruntime takes too: an extent of 1 on the batch or sequence axis broadcasts, any other must match.
+    if cos.shape != (batch, seq, half) and not _broadcasts_to(cos.shape, (batch, seq, half)):
         raise ShapeError(f"RotaryEmbedding: caches give {cos.shape} / {sin.shape}, expected ({batch}, {seq}, {half})")
-    cos = np.expand_dims(cos.astype(ct), head_axis)
-    sin = np.expand_dims(sin.astype(ct), head_axis)
+    if accel.enabled() and x.dtype == cos.dtype == sin.dtype and x.dtype in _ROTARY_COMPILED and x.size:
+        # One compiled loop over the heads' rows: the same products and sums as rotary_rotate, in its order.
+        x4 = np.ascontiguousarray(x)
+        out = np.empty(x4.shape, x4.dtype)
+        c3, s3 = np.ascontiguousarray(cos), np.ascontiguousarray(sin)
+        accel.jit_tx().rotary_heads(x4, c3, s3, out, 2 if X.ndim == 4 else 1, half, rot, bool(interleaved))
+        return out.reshape(X.shape).astype(X.dtype, copy=False)
+    # The head axis inserted by a reshape (np.expand_dims costs 3 us, as much as a decoder step's rotation).
+    shape = cos.shape[:head_axis] + (1,) + cos.shape[head_axis:]
+    cos = cos.astype(ct, copy=False).reshape(shape)
+    sin = sin.astype(ct, copy=False).reshape(shape)
     out = rotary_rotate(x, cos, sin, rot, interleaved=bool(interleaved))
     return out.reshape(X.shape).astype(X.dtype, copy=False)
+
+
+_ROTARY_COMPILED = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _broadcasts_to(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
+    """Whether ``shape`` (of ``target``'s rank) broadcasts to ``target`` unidirectionally, the last extent equal."""
+    return (
+        len(shape) == len(target)
+        and shape[-1] == target[-1]
+        and all(a == b or a == 1 for a, b in zip(shape[:-1], target[:-1]))
+    )
 
 
 def rotary_rotate(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, rot: int, *, interleaved: bool) -> np.ndarray:

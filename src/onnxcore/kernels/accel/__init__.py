@@ -35,6 +35,14 @@ What it accelerates (each numpy kernel keeps its own path and calls these only w
 - the rotary position embedding ``x * cos + rotate_half(x) * sin`` (the plan's
   :class:`~onnxcore.runtime.optimize.rotary.Rotary` step), row by row, both halves of a row in one loop: each product
   and the sum rounded in the element type, no fused multiply-add, so the graph's two Mul and its Add bit for bit.
+- Attention-23/24/25's softmax (``_jit_tx``: the shift by the row maximum in one pass, numpy's ``exp``, the
+  division by the row sums in another; a row of -inf gives zeros, as the numpy kernel's; the sums in vector
+  registers, within the type's rounding of numpy's) and RotaryEmbedding-23 (each head's row in one loop, the
+  numpy kernel's products and sums in its order: the same results), on the kernel's own path.
+- elementwise graphs of the plan's fused ElementwiseGraph kernel (``_jit_ew``) made of correctly rounded IEEE
+  operations (add, subtract, multiply, divide, negate, absolute value, square root, Relu) on float32 or float64:
+  one loop generated per graph, each node's value in the element type in the graph's order (the numpy kernels'
+  values bit for bit); compiled once per process per graph and type (numba cannot cache generated code on disk).
 - depthwise 2-D convolution (one input and one output channel per group, any kernel, stride, padding and
   dilation; float32 and float64): direct loops over a zero-padded copy of each plane (with a stride, split into
   its phases), the innermost over the output positions (vectorised; a tile of 1,024 outputs through every tap at a
@@ -63,7 +71,7 @@ import threading
 from collections.abc import Iterator
 from types import ModuleType
 
-__all__ = ["available", "enabled", "jit", "jit_cnn", "jit_ml", "use"]
+__all__ = ["available", "enabled", "jit", "jit_cnn", "jit_ew", "jit_ml", "jit_tx", "use"]
 
 _lock = threading.Lock()
 _available: bool | None = None  # numba importable and ONNXCORE_ACCEL not "0"; decided once
@@ -71,11 +79,13 @@ _forced: bool | None = None  # set by use(): on or off regardless of the environ
 _jit_module: ModuleType | None = None
 _jit_cnn_module: ModuleType | None = None
 _jit_ml_module: ModuleType | None = None
+_jit_tx_module: ModuleType | None = None
+_jit_ew_module: ModuleType | None = None
 
 
 def available() -> bool:
     """Whether the accelerator can run here: numba is installed and ``ONNXCORE_ACCEL`` is not ``"0"``."""
-    global _available, _jit_module, _jit_cnn_module, _jit_ml_module
+    global _available, _jit_module, _jit_cnn_module, _jit_ml_module, _jit_tx_module, _jit_ew_module
     if _available is None:
         with _lock:
             if _available is None:
@@ -85,9 +95,10 @@ def available() -> bool:
                         ok = importlib.util.find_spec("numba") is not None
                         if ok:
                             # Lazy: numba is an optional extra, heavy to import; only this package imports it.
-                            from onnxcore.kernels.accel import _jit, _jit_cnn, _jit_ml
+                            from onnxcore.kernels.accel import _jit, _jit_cnn, _jit_ew, _jit_ml, _jit_tx
 
                             _jit_module, _jit_cnn_module, _jit_ml_module = _jit, _jit_cnn, _jit_ml
+                            _jit_tx_module, _jit_ew_module = _jit_tx, _jit_ew
                     except Exception:
                         # numba installed but unusable (an incompatible numpy, no writable cache directory, ...):
                         # the pure-numpy kernels run, as without numba.
@@ -121,6 +132,20 @@ def jit_ml() -> ModuleType:
     only when :func:`enabled`."""
     assert _jit_ml_module is not None, "accel.jit_ml() called while the accelerator is not available"
     return _jit_ml_module
+
+
+def jit_tx() -> ModuleType:
+    """The module of compiled loops of the transformer operators (:mod:`onnxcore.kernels.accel._jit_tx`:
+    Attention's softmax, RotaryEmbedding); call only when :func:`enabled`."""
+    assert _jit_tx_module is not None, "accel.jit_tx() called while the accelerator is not available"
+    return _jit_tx_module
+
+
+def jit_ew() -> ModuleType:
+    """The module of compiled elementwise graphs (:mod:`onnxcore.kernels.accel._jit_ew`: loops generated per graph
+    of the fused ElementwiseGraph kernel); call only when :func:`enabled`."""
+    assert _jit_ew_module is not None, "accel.jit_ew() called while the accelerator is not available"
+    return _jit_ew_module
 
 
 @contextlib.contextmanager

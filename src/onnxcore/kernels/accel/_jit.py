@@ -45,6 +45,8 @@ __all__ = [
 # vectorise the loops (a Python-style check per division would not). No fastmath: IEEE operations in the order
 # written, so results match the numpy kernels'.
 _njit: Any = numba.njit(cache=True, nogil=True, error_model="numpy")
+# For functions generated at run time (no source file, so nothing numba could cache on disk): _jit_ew's.
+_njit_generated: Any = numba.njit(nogil=True, error_model="numpy")
 
 _P0, _P1, _P2, _P3, _P4, _P5, _P6 = ERF_P
 _Q0, _Q1, _Q2, _Q3, _Q4, _Q5 = ERF_Q

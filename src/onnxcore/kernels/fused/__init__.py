@@ -30,6 +30,7 @@ FUSED_VERSION = 1
 FUSED_FAMILIES: tuple[str, ...] = (
     "shape",
     "affine",
+    "elementwise",
     "conv",
     "pattern",
     "linear",

@@ -1,17 +1,10 @@
-"""Chains of elementwise steps as one step (Clause 8.2; the matchers are ``onnxcore.runtime.optimize.affine`` and
-``onnxcore.runtime.optimize.chains``).
+"""Chains of affine steps as one step (Clause 8.2; the matcher is ``onnxcore.runtime.optimize.affine``; elementwise
+graphs in general are ``onnxcore.kernels.fused.elementwise``'s).
 
 - ``AffineChain``: per-element affine steps (an inference BatchNormalization, Mul and Add by float constants, a
   closing Relu) composed once per input shape and type into ``x * A + B``: one pass instead of one per node. The
   composed constants reassociate the arithmetic, which Clause 11.4 permits; any other input type runs the nodes'
   kernels (its ``fallback``) one after the other.
-- ``ElementwiseChain``: consecutive elementwise nodes on one running value, each intermediate read by the next node
-  alone (``Add -> Relu -> Mul -> Sqrt``, ...): the first node runs as written (its kernel makes a fresh array), and
-  each later node applies the same numpy ufunc its kernel applies, writing into that array (``out=``) instead of
-  allocating a new one. Only allocations are removed: every node computes the same operation on the same operands
-  in the same order, so the results are the same bit for bit. The in-place form is used only when it is exact: a
-  float (float16, float32, float64) array that the step made, and an operand of the same element type that
-  broadcasts into the running value's shape; anything else runs the node's own kernel, as written.
 """
 
 from __future__ import annotations
@@ -25,7 +18,7 @@ from onnxcore.kernels._util import check_elements
 from onnxcore.kernels.fused import FUSED_DOMAIN
 from onnxcore.kernels.registry import kernel
 
-__all__ = ["RUNNING", "AffineChain", "ElementwiseChain", "per_channel_values"]
+__all__ = ["AffineChain", "per_channel_values"]
 
 
 class AffineChain:
@@ -170,80 +163,6 @@ def per_channel_values(c: np.ndarray, dtype: np.dtype[Any], m: int, rank: int) -
     return np.broadcast_to(c.astype(np.float64).reshape(-1), (m,))
 
 
-RUNNING = -1
-"""In an operation's sources: the running value (else the index of a step argument)."""
-
-
-class ElementwiseChain:
-    """The step of a fused chain (module docstring): ``head`` on the first arguments, then each operation.
-
-    Args:
-        head: The first node's kernel and how many step arguments it takes.
-        ops: Per later node: its kernel, its ufunc, and its sources (:data:`RUNNING` or a step argument index),
-            in the node's input order.
-    """
-
-    __slots__ = ("_fits", "head", "head_args", "ops")
-
-    def __init__(
-        self,
-        head: Callable[..., Any],
-        head_args: int,
-        ops: Sequence[tuple[Callable[..., Any], np.ufunc | None, tuple[int, ...]]],
-    ) -> None:
-        self.head = head
-        self.head_args = head_args
-        self.ops = tuple(ops)
-        self._fits: dict[tuple[tuple[int, ...], tuple[int, ...]], bool] = {}
-
-    def __call__(self, *args: Any) -> Any:
-        y = self.head(*args[: self.head_args])
-        # In place only into an array this step made (the head's kernel returns a fresh one) of a float type.
-        inplace = type(y) is np.ndarray and y.dtype.kind == "f" and y.flags.writeable
-        for call, uf, sources in self.ops:
-            if uf is None:  # an AffineChain step, on the running value alone
-                if not (inplace and call.into(y)):  # type: ignore[attr-defined]
-                    y = call(y)
-                    inplace = type(y) is np.ndarray and y.dtype.kind == "f" and y.flags.writeable
-                continue
-            if inplace:
-                if len(sources) == 1:
-                    if uf is np.maximum:
-                        uf(y, 0, out=y)  # positionally, numpy takes a path several times slower with a Python 0
-                    else:
-                        uf(y, y)
-                    continue
-                a, b = sources
-                if a == RUNNING and b == RUNNING:
-                    uf(y, y, y)
-                    continue
-                other = args[b if a == RUNNING else a]
-                if type(other) is np.ndarray and other.dtype == y.dtype and self._fit(y.shape, other.shape):
-                    if a == RUNNING:
-                        uf(y, other, y)
-                    else:
-                        uf(other, y, y)
-                    continue
-            y = call(*[y if s == RUNNING else args[s] for s in sources])
-            inplace = type(y) is np.ndarray and y.dtype.kind == "f" and y.flags.writeable
-        return y
-
-    def _fit(self, shape: tuple[int, ...], other: tuple[int, ...]) -> bool:
-        """Whether an operand of shape ``other`` broadcasts into ``shape`` without growing it."""
-        if shape == other:
-            return True
-        key = (shape, other)
-        fit = self._fits.get(key)
-        if fit is None:
-            try:
-                fit = np.broadcast_shapes(shape, other) == shape
-            except ValueError:
-                fit = False  # the kernel reports it
-            if len(self._fits) < 64:
-                self._fits[key] = fit
-        return fit
-
-
 # ------------------------------------------------------------------------------------------------ the kernels
 
 BnParameters = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]
@@ -274,19 +193,3 @@ def affine_chain(
     ``ops``, then Relu when ``relu``; ``fallback`` (the nodes as written: call, arguments with None for the running
     value, attributes) for an input type the composed form does not take."""
     return _prepare_affine((x,), bn=bn, ops=ops, relu=relu, fallback=fallback)(x)
-
-
-ChainOp = tuple[Callable[..., Any], np.ufunc | None, tuple[int, ...]]
-
-
-def _prepare_elementwise(
-    constants: Sequence[Any], *, head: Callable[..., Any], head_args: int, ops: Sequence[ChainOp]
-) -> ElementwiseChain:
-    return ElementwiseChain(head, head_args, ops)
-
-
-@kernel("ElementwiseChain", 1, domain=FUSED_DOMAIN, prepare=_prepare_elementwise, prepare_constants=True)
-def elementwise_chain(*args: Any, head: Callable[..., Any], head_args: int, ops: Sequence[ChainOp]) -> Any:
-    """``head`` on the first ``head_args`` arguments, then each of ``ops``: (its kernel, the ufunc it applies or None
-    for an AffineChain step, its sources: :data:`RUNNING` or the index of an argument)."""
-    return _prepare_elementwise(args, head=head, head_args=head_args, ops=ops)(*args)

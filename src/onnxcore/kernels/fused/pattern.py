@@ -18,14 +18,14 @@ from typing import Any
 import numpy as np
 
 from onnxcore.errors import EvaluationError, OnnxCoreError
-from onnxcore.kernels._rowwise import layer_norm_compiled, rms_norm_compiled
+from onnxcore.kernels._rowwise import layer_norm_compiled, rms_norm_compiled, row_max
 from onnxcore.kernels.fused import FUSED_DOMAIN
 from onnxcore.kernels.fused.common import FLOATS, Chain
 from onnxcore.kernels.fused.passes import silu
 from onnxcore.kernels.fused.rows import LayerNormRows, RmsNormRows, TanhGelu, attention_rows, rows_take
 from onnxcore.kernels.registry import kernel, lookup
 
-__all__ = ["ONNX_FLOAT", "FusedPattern", "RowsPattern", "row_max"]
+__all__ = ["ONNX_FLOAT", "FusedPattern", "RowsPattern"]
 
 _FLOATS = FLOATS
 ONNX_FLOAT = {np.dtype(np.float32).str: 1, np.dtype(np.float64).str: 11}
@@ -143,23 +143,6 @@ def _attention(
     if guard and np.isnan(sums).any():
         s[np.isnan(s)] = 0
     return np.matmul(s, v)
-
-
-_SHORT_ROW = 64  # rows up to this length: their maxima over a transposed copy
-
-
-def row_max(s: np.ndarray) -> np.ndarray:
-    """The maximum of each row along the last axis, keeping it (NaN when the row holds one, as ``max``).
-
-    numpy's reduction costs about 50 ns per row of a short last axis (192 rows of 24 scores: 9 us); over a
-    transposed copy the rows are the columns of one reduction along the first axis, an elementwise maximum of
-    whole rows (4 us). The maximum does not depend on the order of comparisons: the same values.
-    """
-    n = s.shape[-1]
-    if n > _SHORT_ROW or n == 0 or s.size == 0:
-        return s.max(axis=-1, keepdims=True)
-    t = np.ascontiguousarray(s.reshape(-1, n).T)
-    return t.max(axis=0).reshape(*s.shape[:-1], 1)
 
 
 def _attention_accepts(*xs: np.ndarray) -> bool:

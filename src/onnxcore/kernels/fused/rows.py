@@ -12,6 +12,8 @@ path's BLAS sums (within the type's rounding of a row's sum).
 
 - :class:`LayerNormRows`: a ``LayerNormalization`` node with constant ``Scale`` (and ``B``) over the last axis;
 - :class:`RmsNormRows`: ``RMSNormalization`` with a constant scale (the RMSNorm pattern's step);
+- the fused kernel ``RmsNormRows``: an ``RMSNormalization``-23 node with a constant scale over the last axis (what
+  exporters write at opset 23; its matcher is ``fast_layer_norms``), the same compiled call;
 - :class:`TanhGelu`: ``Gelu(approximate="tanh")`` (the tanh-GELU pattern's step): the kernel's operations in
   its order, in two compiled passes around numpy's ``tanh``;
 - :func:`attention_rows`: the fused attention's scaling, masking and softmax of 4-D scores.
@@ -218,3 +220,40 @@ def fused_layer_norm_rows(
     ``B``: the compiled rows for the inputs the kernel would send there."""
     eps = float(attributes.get("epsilon", 1e-5))
     return _prepare_layer_norm_rows((X, Scale, B), epsilon=eps, kernel=kernel)(X, Scale, B, **attributes)
+
+
+class _RmsNormLast:
+    """RMSNormalization-23 over the last axis with a constant scale of its input's type and ``stash_type`` that
+    type (a node the plan's ``fast_layer_norms`` routes here): the compiled call the kernel makes, made directly for
+    an input the kernel would send there (:func:`rows_take`); the kernel for anything else."""
+
+    __slots__ = ("d", "dtype", "eps", "kernel", "scale")
+
+    def __init__(self, kernel: Callable[..., Any], scale: np.ndarray, epsilon: float) -> None:
+        self.kernel = kernel
+        self.scale = scale
+        self.dtype = scale.dtype
+        self.d = int(scale.shape[0])
+        self.eps = epsilon
+
+    def __call__(self, X: Any, scale: Any, **kw: Any) -> Any:
+        if rows_take(X, self.dtype, self.d):
+            return rms_norm_compiled(X, self.scale, self.d, self.eps)
+        return self.kernel(X, scale, **kw)
+
+
+def _prepare_rms_norm_rows(
+    constants: Sequence[Any], *, epsilon: float = 1e-5, kernel: Callable[..., Any] | None = None
+) -> _RmsNormLast:
+    scale = constants[1] if len(constants) > 1 else None
+    if not isinstance(scale, np.ndarray) or not row_vector(scale) or not scale.size:
+        raise EvaluationError("RmsNormRows: scale must be a constant, not empty 1-D float32/float64 vector")
+    return _RmsNormLast(kernel or default_kernel("RMSNormalization"), scale, float(epsilon))
+
+
+@kernel("RmsNormRows", 1, domain=FUSED_DOMAIN, prepare=_prepare_rms_norm_rows, prepare_constants=True)
+def fused_rms_norm_rows(X: Any, scale: Any, *, kernel: Callable[..., Any] | None = None, **attributes: Any) -> Any:
+    """RMSNormalization-23 (``kernel``, with its ``attributes``: ``axis`` -1 and ``stash_type`` the scale's type)
+    over the last axis with a constant ``scale``: the compiled rows for the inputs the kernel would send there."""
+    eps = float(attributes.get("epsilon", 1e-5))
+    return _prepare_rms_norm_rows((X, scale), epsilon=eps, kernel=kernel)(X, scale, **attributes)

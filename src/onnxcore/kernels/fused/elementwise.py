@@ -1,0 +1,232 @@
+"""Elementwise graphs as one step (Clause 8.2; the matcher is ``onnxcore.runtime.optimize.chains``).
+
+``ElementwiseGraph``: a tree or chain of elementwise nodes (unary, binary with broadcasting, ``Where``, ``Clip``,
+``Cast``, ...; optionally ending in a reduction) whose intermediate values no other node reads, evaluated by one
+step. Every node computes what its own kernel computes, on the same operands in the same order: where its kernel
+applies one numpy ufunc to float operands of one type (``Add``, ``Mul``, ``Exp``, ...), the step applies that ufunc
+writing into an operand the step made and no later node reads (``out=``) instead of allocating a new array; any
+other node (another element type, a broadcast that grows the value, an operator without an in-place form) is its
+kernel, called as the plan would call it. Only allocations and per-node dispatch are removed: the results are the
+graph's bit for bit (no reassociation, no wider intermediates). ``run(..., intermediates=True)`` runs the graph as
+written.
+
+With the accelerator on, a graph whose every node is one of the correctly rounded IEEE operations (``Add``, ``Sub``,
+``Mul``, ``Div``, ``Sum`` of two, ``Neg``, ``Abs``, ``Sqrt``, ``Relu``) on float32 or float64 operands that are
+arrays of the output's shape, rows of its last extent or single values runs as one compiled loop over the output
+(``kernels/accel/_jit_ew.py``: each node's value in the element type in the graph's order, so the same bits); the
+first run of each graph in a process compiles it (a few tenths of a second).
+
+A program is a sequence of instructions, one per node in graph order: ``(kernel, ufunc or None or AFFINE, sources,
+attributes, allocates)``. A source is the index of a step argument (``>= 0``) or ``-(j + 1)`` for the value of
+instruction ``j``; ``allocates`` says the kernel returns a new array (then a later instruction may write into it).
+The last instruction's value is the step's output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from onnxcore.errors import EvaluationError
+from onnxcore.kernels import accel
+from onnxcore.kernels.fused import FUSED_DOMAIN
+from onnxcore.kernels.registry import kernel
+
+__all__ = ["AFFINE", "ElementwiseGraph", "Instruction"]
+
+AFFINE = "affine"
+"""In an instruction's ufunc place: an ``AffineChain`` step applied to its one operand (``into`` when it can)."""
+
+Instruction = tuple[Callable[..., Any], "np.ufunc | str | None", tuple[int, ...], dict[str, Any], bool]
+
+# The ufuncs the compiled loop computes (kernels/accel/_jit_ew.py's table): correctly rounded in numpy and in the loop.
+_COMPILABLE = frozenset(
+    (np.add, np.subtract, np.multiply, np.true_divide, np.negative, np.absolute, np.sqrt, np.maximum)
+)
+_FULL, _ROW, _ONE = 0, 1, 2  # operand kinds of the compiled loop (_jit_ew.FULL, ROW, ONE)
+_COMPILED_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+class ElementwiseGraph:
+    """The step of a fused elementwise graph (module docstring).
+
+    Args:
+        program: The instructions, in graph order; the last one's value is the output.
+    """
+
+    __slots__ = ("_compiled", "_fits", "_shapes", "_zeros", "last_use", "program")
+
+    def __init__(self, program: Sequence[Instruction]) -> None:
+        if not program:
+            raise EvaluationError("ElementwiseGraph: an empty program")
+        self.program = tuple(program)
+        # The last instruction reading each instruction's value (-1: none): it alone may write into that value.
+        last = [-1] * len(self.program)
+        for j, (_call, _uf, sources, _kw, _alloc) in enumerate(self.program):
+            for s in sources:
+                if s < 0:
+                    if -s - 1 >= j:
+                        raise EvaluationError(f"ElementwiseGraph: instruction {j} reads a value not made before it")
+                    last[-s - 1] = j
+        self.last_use = tuple(last)
+        self._fits: dict[tuple[tuple[int, ...], tuple[int, ...]], bool] = {}
+        # The program as the compiled loop takes it (per instruction its ufunc and sources), when every instruction
+        # is one it computes (module docstring); None otherwise.
+        compiled = [(uf, sources) for _c, uf, sources, kw, _a in self.program if uf in _COMPILABLE and not kw]
+        self._compiled = tuple(compiled) if len(compiled) == len(self.program) else None
+        self._shapes: dict[tuple[tuple[int, ...], ...], tuple[int, ...] | None] = {}
+        self._zeros = {dt: np.zeros(1, dt) for dt in _COMPILED_TYPES}
+
+    def __call__(self, *args: Any) -> Any:
+        if self._compiled is not None and accel.enabled():
+            y = self._loop(args)
+            if y is not None:
+                return y
+        n = len(self.program)
+        vals: list[Any] = [None] * n
+        # Whether the value is a float array this step made and may overwrite once its last reader comes.
+        own = [False] * n
+        last = self.last_use
+        for j, (call, uf, sources, kw, allocates) in enumerate(self.program):
+            y = None
+            if uf is not None:
+                y = self._in_place(j, uf, sources, args, vals, own, last, call)
+            if y is None:
+                y = call(*[args[s] if s >= 0 else vals[-s - 1] for s in sources], **kw)
+                if type(y) is tuple:
+                    y = y[0]
+                own[j] = allocates and type(y) is np.ndarray and y.dtype.kind == "f" and y.flags.writeable
+            else:
+                own[j] = True
+            vals[j] = y
+            for s in sources:  # a value read for the last time is dropped (its memory freed early)
+                if s < 0 and last[-s - 1] == j:
+                    vals[-s - 1] = None
+        return vals[n - 1]
+
+    def _in_place(
+        self,
+        j: int,
+        uf: np.ufunc | str,
+        sources: tuple[int, ...],
+        args: tuple[Any, ...],
+        vals: list[Any],
+        own: list[bool],
+        last: tuple[int, ...],
+        call: Callable[..., Any],
+    ) -> np.ndarray | None:
+        """Instruction ``j`` written into one of its operands, when that is exact (module docstring); else None."""
+        if uf is AFFINE:
+            s = sources[0]
+            if s < 0 and own[-s - 1] and last[-s - 1] == j:
+                y = vals[-s - 1]
+                if call.into(y):  # type: ignore[attr-defined]
+                    return y
+            return None
+        assert isinstance(uf, np.ufunc)
+        if len(sources) == 1:
+            s = sources[0]
+            if s >= 0 or not own[-s - 1] or last[-s - 1] != j:
+                return None
+            y = vals[-s - 1]
+            if uf is np.maximum:
+                uf(y, 0, out=y)  # Relu; positionally, numpy takes a path several times slower with a Python 0
+            else:
+                uf(y, y)
+            return y
+        a, b = sources
+        for k, s in enumerate(sources):
+            if s >= 0 or not own[-s - 1] or last[-s - 1] != j:
+                continue
+            y = vals[-s - 1]
+            o = b if k == 0 else a
+            if o == s:
+                uf(y, y, y)
+                return y
+            other = args[o] if o >= 0 else vals[-o - 1]
+            if type(other) is np.ndarray and other.dtype == y.dtype and self._fit(y.shape, other.shape):
+                if k == 0:
+                    uf(y, other, y)
+                else:
+                    uf(other, y, y)
+                return y
+        return None
+
+    def _loop(self, args: tuple[Any, ...]) -> np.ndarray | None:
+        """The output by the compiled loop, when the operands are float32 or float64 arrays of one type, each of the
+        output's shape (C-contiguous), a row of its last extent or a single value; None otherwise."""
+        if not args:
+            return None
+        dt = None
+        for a in args:  # a loop, not all() of a generator: this runs on every call
+            if type(a) is not np.ndarray or (dt is not None and a.dtype != dt):
+                return None
+            dt = a.dtype
+        if dt not in _COMPILED_TYPES:
+            return None
+        key = tuple(a.shape for a in args)
+        shape = self._shapes.get(key, ())
+        if shape == ():
+            try:
+                shape = np.broadcast_shapes(*key)
+            except ValueError:
+                shape = None  # the kernels report it
+            if shape is not None and (not shape or 0 in shape):
+                shape = None
+            if len(self._shapes) < 64:
+                self._shapes[key] = shape
+        if shape is None:
+            return None
+        cols = shape[-1]
+        rows = int(np.prod(shape[:-1], dtype=np.int64)) if len(shape) > 1 else 1
+        kinds = []
+        ops = []
+        for a in args:
+            if a.shape == shape and a.flags.c_contiguous:
+                kinds.append(_FULL)
+                ops.append(a.reshape(rows, cols))
+            elif a.size == 1:
+                kinds.append(_ONE)
+                ops.append(a.reshape(1))
+            elif a.ndim >= 1 and a.shape[-1] == cols and a.size == cols:
+                kinds.append(_ROW)
+                ops.append(np.ascontiguousarray(a).reshape(cols))
+            else:
+                return None
+        assert self._compiled is not None and dt is not None
+        out = np.empty(shape, dt)
+        loop = accel.jit_ew().graph_loop(self._compiled, tuple(kinds))
+        loop(out.reshape(rows, cols), self._zeros[dt], *ops)
+        return out
+
+    def _fit(self, shape: tuple[int, ...], other: tuple[int, ...]) -> bool:
+        """Whether an operand of shape ``other`` broadcasts into ``shape`` without growing it."""
+        if shape == other:
+            return True
+        key = (shape, other)
+        fit = self._fits.get(key)
+        if fit is None:
+            try:
+                fit = np.broadcast_shapes(shape, other) == shape
+            except ValueError:
+                fit = False  # the kernel reports it
+            if len(self._fits) < 64:
+                self._fits[key] = fit
+        return fit
+
+
+# ------------------------------------------------------------------------------------------------ the kernel
+
+
+def _prepare(constants: Sequence[Any], *, program: Sequence[Instruction]) -> ElementwiseGraph:
+    return ElementwiseGraph(program)
+
+
+@kernel("ElementwiseGraph", 1, domain=FUSED_DOMAIN, prepare=_prepare, prepare_constants=True)
+def elementwise_graph(*args: Any, program: Sequence[Instruction]) -> Any:
+    """The nodes of ``program`` (their kernels, the ufuncs they apply or None, their sources: a step argument's
+    index or ``-(j + 1)`` for instruction ``j``'s value, their attributes, whether their kernels allocate) on
+    ``args``: the last instruction's value."""
+    return _prepare(args, program=program)(*args)
