@@ -17,6 +17,7 @@ compare them with onnxruntime.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -192,8 +193,9 @@ class Lookup:
         dtype = self.values.dtype
         if self._table is not None:
             get = self._table.get
+            flat = x.ravel().tolist()
             try:
-                mapped = [get(v, default) for v in x.ravel().tolist()]
+                mapped = list(map(get, flat, repeat(default, len(flat))))  # one C-level pass of dict look-ups
             except TypeError:
                 raise EvaluationError("input elements are not comparable with the keys") from None
             if dtype.kind == "O":
@@ -328,9 +330,13 @@ def _is_string(x: np.ndarray) -> bool:
 
 
 def _as_bytes_array(x: np.ndarray) -> np.ndarray:
-    if x.dtype == object and not any(isinstance(v, str) for v in x.ravel()):
+    flat = x.ravel().tolist()
+    kinds = set(map(type, flat))  # the element types in one C-level pass (a session's feeds are bytes already)
+    if x.dtype == object and str not in kinds:
         return x
-    return string_array([v.encode("utf-8") if isinstance(v, str) else bytes(v) for v in x.ravel()], x.shape)
+    if kinds == {str}:
+        return string_array(list(map(str.encode, flat)), x.shape)
+    return string_array([v.encode("utf-8") if isinstance(v, str) else bytes(v) for v in flat], x.shape)
 
 
 class _CategoryMapper:
