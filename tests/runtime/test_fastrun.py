@@ -188,7 +188,7 @@ def _string_model() -> bytes:
     [
         np.array(["a", "bé", "zz", "c"]),  # numpy's str
         np.array(["a", "bé", "zz", "c"], dtype=object),  # Python str
-        np.array(["a".encode(), "bé".encode(), b"zz", b"c"], dtype=object),  # bytes, taken as they are
+        np.array([b"a", "bé".encode(), b"zz", b"c"], dtype=object),  # bytes, taken as they are
         np.array([b"a", "bé".encode(), b"zz", b"c"]),  # numpy's bytes
     ],
 )

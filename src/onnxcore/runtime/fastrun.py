@@ -6,8 +6,9 @@ state), laying out the value slots and handing the outputs back. :class:`FeedChe
 input, what a feed must be (a numpy array of the declared element type and rank, every fixed extent, every
 dimension variable bound consistently, within the tensor limits) and accepts the common case without building a
 message or reading a ``TypeProto``; a STRING input's feed (an array of ``str`` or ``bytes``) is converted to
-``bytes`` elements in one pass (:meth:`FeedChecks.strings_as_bytes`, the general check's own conversion). Anything else (another container, another dtype, a bad extent, a sequence
-input, an override of an initializer, ...) is left to the general checks of :mod:`onnxcore.runtime.feeds`, which
+``bytes`` elements in one pass (:meth:`FeedChecks.strings_as_bytes`, the general check's own conversion).
+Anything else (another container, another dtype, a bad extent, a sequence input, an override of an initializer,
+...) is left to the general checks of :mod:`onnxcore.runtime.feeds`, which
 raise the errors (same classes, same messages) or convert the value: the fast check never decides a refusal.
 
 :class:`IgnoreFloatErrors` is ``np.errstate(all="ignore")`` (Clause 11.2: IEEE 754 results are results, not
