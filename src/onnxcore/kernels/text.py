@@ -202,8 +202,8 @@ class _TfIdf:
     """A TfIdfVectorizer's pool, n-gram tables and weights, made once per node (a session prepares one per node,
     see ``prepare``; a direct call makes one per call)."""
 
-    __slots__ = ("direct", "max_skip_count", "mode", "n_grams", "out_idx", "out_size", "pool_ints", "tables",
-                 "vocab", "w")  # fmt: skip
+    __slots__ = ("base", "direct", "max_skip_count", "mode", "n_grams", "out_idx", "out_size", "pool_ints",
+                 "tables", "vocab", "w")  # fmt: skip
 
     def __init__(
         self,
@@ -265,14 +265,30 @@ class _TfIdf:
             raise EvaluationError(f"TfIdfVectorizer: the pool holds {held} n-grams, ngram_indexes {n_grams_total}")
         # Per counted length n: (n, its n-grams' sorted keys, their positions in the pool's order, base index).
         self.tables: list[tuple[int, np.ndarray, np.ndarray, int]] = []
+        # An n-gram's key: its ids + 1 as the digits of one int64 in base V + 1 (an unknown id, -1, is the digit 0,
+        # which no pool n-gram has) while V + 1 to the longest counted length fits in 62 bits; else its row of ids
+        # as one opaque value (_row_keys). Integer keys are searched several times faster.
+        self.base = len(pool_ids) + 1
+        longest = max((n for n in range(min_gram_length, max_gram_length + 1)), default=1)
+        if self.base ** min(longest, len(starts)) >= 1 << 62:
+            self.base = 0
         gram_base = 0
         for n, (lo, hi) in enumerate(zip(starts, ends), start=1):
             g = (hi - lo) // n
             if min_gram_length <= n <= max_gram_length and g:
-                pool_keys = _row_keys(pool_ids[lo:hi].reshape(g, n))
+                pool_keys = self._keys(pool_ids[lo:hi].reshape(g, n))
                 order = np.argsort(pool_keys, kind="stable")
                 self.tables.append((n, pool_keys[order], order, gram_base))
             gram_base += g
+
+    def _keys(self, grams: np.ndarray) -> np.ndarray:
+        """One comparable key per row of the id matrix ``grams`` ([count, n])."""
+        if not self.base:
+            return _row_keys(grams)
+        keys = grams[:, -1] + 1
+        for k in range(grams.shape[1] - 2, -1, -1):
+            keys = keys * self.base + (grams[:, k] + 1)
+        return keys
 
     def _ids(self, rows: np.ndarray, x: np.ndarray) -> np.ndarray:
         if self.vocab is not None:
@@ -311,7 +327,7 @@ class _TfIdf:
                 if count <= 0:
                     break
                 grams = np.stack([ids[:, k * step : k * step + count] for k in range(n)], axis=-1)
-                keys = _row_keys(grams.reshape(-1, n))
+                keys = self._keys(grams.reshape(-1, n))
                 pos = np.clip(np.searchsorted(sorted_keys, keys), 0, g - 1)
                 hit = np.flatnonzero(sorted_keys[pos] == keys)
                 found.append((hit // count) * n_grams + gram_base + order[pos[hit]])
