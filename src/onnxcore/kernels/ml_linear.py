@@ -331,9 +331,9 @@ def _couple_probabilities(r: np.ndarray, iters: int = 100) -> np.ndarray:
 class _SVC:
     """An SVMClassifier's attributes converted once (a session prepares them once per node, see ``prepare``)."""
 
-    __slots__ = ("coef", "k", "kernel_params", "kernel_type", "labels", "n_vec", "pa", "pair_coef", "pairs", "params",
-                 "pb", "post", "rho", "rho_list", "strings", "sv", "sv_sq", "vote_first", "vote_second",
-                 "vpc")  # fmt: skip
+    __slots__ = ("coef", "iu", "ju", "k", "kernel_params", "kernel_type", "labels", "n_vec", "pa", "pair_coef",
+                 "pairs", "params", "pb", "post", "rho", "rho_list", "strings", "sv", "sv_sq", "vote_first",
+                 "vote_second", "vpc")  # fmt: skip
 
     def __init__(
         self,
@@ -357,6 +357,7 @@ class _SVC:
             raise EvaluationError("SVMClassifier: one of classlabels_ints and classlabels_strings is required")
         self.labels = labels
         self.k = labels.size
+        self.iu, self.ju = np.triu_indices(self.k, 1)  # where the pairwise probabilities go, made once
         self.coef = _f32(coefficients)
         self.rho = _f32(rho)
         self.pa, self.pb = _f32(prob_a), _f32(prob_b)
@@ -435,9 +436,10 @@ class _SVC:
             if pa.size < pairs:
                 raise EvaluationError("SVMClassifier: prob_a/prob_b too short for the classes")
             # Pairwise probability 1 - sigmoid(s * A + B), kept inside [1e-7, 1 - 1e-7] (libsvm's Platt scaling).
-            pr = np.clip(1.0 - sigmoid(dec * pa[:pairs] + pb[:pairs]), 1e-7, 1 - 1e-7)
+            # (np.clip's bounds as two ufuncs: the same values, without clip's Python wrapper)
+            pr = np.minimum(np.maximum(1.0 - sigmoid(dec * pa[:pairs] + pb[:pairs]), 1e-7), 1 - 1e-7)
             r = np.zeros((n, k, k))
-            iu, ju = np.triu_indices(k, 1)
+            iu, ju = self.iu, self.ju
             r[:, iu, ju] = pr
             r[:, ju, iu] = 1.0 - pr
             z = post_transform_rows(_couple_probabilities(r), post_transform) if n else np.zeros((0, k))
