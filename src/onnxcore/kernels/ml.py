@@ -111,8 +111,9 @@ def softmax_rows(s: np.ndarray) -> np.ndarray:
     """Row-wise softmax of a 2-D array."""
     if s.shape[1] == 0:
         return s
-    e = np.exp(s - s.max(axis=1, keepdims=True))
-    return e / e.sum(axis=1, keepdims=True)
+    # (the reductions as ufunc calls: ndarray.max/sum's own, without their Python wrappers; small batches pay them)
+    e = np.exp(s - np.maximum.reduce(s, axis=1, keepdims=True))
+    return e / np.add.reduce(e, axis=1, keepdims=True)
 
 
 def softmax_zero_rows(s: np.ndarray) -> np.ndarray:
@@ -360,12 +361,13 @@ def normalizer(x: np.ndarray, *, norm: str = "MAX") -> np.ndarray:
     """
     x = np.asarray(x)
     rows = as_rows(x).astype(np.float64)
+    # (the reductions as ufunc calls: ndarray.max/sum's own, without their Python wrappers)
     if norm == "MAX":
-        div = rows.max(axis=1, keepdims=True) if rows.shape[1] else np.zeros((rows.shape[0], 1))
+        div = np.maximum.reduce(rows, axis=1, keepdims=True) if rows.shape[1] else np.zeros((rows.shape[0], 1))
     elif norm == "L1":
-        div = np.abs(rows).sum(axis=1, keepdims=True)
+        div = np.add.reduce(np.abs(rows), axis=1, keepdims=True)
     elif norm == "L2":
-        div = np.sqrt(np.square(rows).sum(axis=1, keepdims=True))
+        div = np.sqrt(np.add.reduce(np.square(rows), axis=1, keepdims=True))
     else:
         raise EvaluationError(f"Normalizer: norm must be MAX, L1 or L2, got {norm!r}")
     out = np.where(div == 0, rows, rows / np.where(div == 0, 1.0, div))
