@@ -147,6 +147,22 @@ class _Splitter:
             and len(item) * len(item) * self.quadratic <= _QUADRATIC_WORK
         )
 
+    def all_python(self, items: list[bytes], mincharnum: int) -> list[list[bytes]] | None:
+        """The tokens of every item when Python's re may search each of them (:meth:`_python_may` of every item,
+        decided once over all of them), else None (each item is then tokenized on its own)."""
+        rx = self.rx_bytes
+        if rx is None or self.chars or not items:
+            return None
+        joined = b"".join(items)
+        longest = max(map(len, items))
+        if not joined.isascii() or b"\x0b" in joined or longest * longest * self.quadratic > _QUADRATIC_WORK:
+            return None
+        if self.dollar and any(item.endswith(b"\n") for item in items):
+            return None
+        split = _by_expression if self.expression else _by_separators
+        found = [split(item, rx) for item in items]
+        return found if mincharnum == 1 else [[t for t in f if len(t) >= mincharnum] for f in found]
+
     def tokens(self, item: bytes, mincharnum: int) -> list[bytes]:
         if self.chars:  # character mode (mincharnum is 1 there)
             if item.isascii():
@@ -198,8 +214,13 @@ class _Tokenizer:
             raise ShapeError(f"Tokenizer: X must be [C] or [N, C], got shape {X.shape}")
         if X.size == 0:  # onnxruntime: [0] -> [0], [N, 0] -> [N, 0] (no token axis)
             return np.empty(X.shape, dtype=object)
-        tokens, mincharnum = self.splitter.tokens, self.mincharnum
-        rows = [tokens(_bytes_of(item), mincharnum) for item in X.reshape(-1).tolist()]
+        splitter, mincharnum = self.splitter, self.mincharnum
+        items = X.reshape(-1).tolist()
+        if not set(map(type, items)) <= {bytes}:
+            items = [_bytes_of(item) for item in items]
+        rows = splitter.all_python(items, mincharnum)
+        if rows is None:
+            rows = [splitter.tokens(item, mincharnum) for item in items]
         d = max(map(len, rows))
         if d and self.mark:  # no token anywhere: no markers either (onnxruntime)
             rows = [[_START, *r, _END] for r in rows]
