@@ -281,7 +281,7 @@ class _Imputer:
     def __call__(self, x: np.ndarray) -> np.ndarray:
         x = np.asarray(x)
         if x.dtype.kind == "f":
-            imputed = self.floats
+            imputed: np.ndarray = self.floats
             rv = self.rv_float
             hit = np.isnan(x) if np.isnan(rv) else x == rv
         else:
