@@ -22,9 +22,10 @@ best timed run counts. Measured (best of 7 blocks of 3 runs): resnet18 onnxcore 
 with a settle of 0.05-0.3 s, as each engine alone (34, 10.0); without settling onnxruntime 17 ms.
 
 Every output of both engines is compared with the framework's own output (``corpus_models.compare``). The table
-gives each model's times and the ratio onnxcore / onnxruntime; then the median ratio overall and per family,
-and per model a profile summary: the operator types that hold onnxcore's time (``Session.profile``, one
-thread; a fused step is named by its head with ``+`` and what is fused into it).
+gives each model's times and the ratio onnxcore / onnxruntime; then the median ratio overall and per family (a
+classical-ML family per row count: "ML linear, 16 rows"), and per model a profile summary: the operator types
+that hold onnxcore's time (``Session.profile``, one thread; a fused step is named by its head with ``+`` and what
+is fused into it).
 
 Usage: ``python benchmarks/bench_corpus.py [--repeat 5] [--threads both|1|default] [--models bert gpt2 ...]
 [--settle 0.2] [--block 3] [--session-threads N] [--rounds N] [--cache DIR] [--no-profile] [--json FILE]
@@ -132,13 +133,14 @@ def worker(
     import onnxcore
 
     sys.path.insert(0, str(HERE))
+    import corpus_ml
     import corpus_models as cm
 
     rows = []
     blas = blas_in_use()
     for entry in sorted(cm.ensure(cache, names), key=lambda e: (e.family, e.name)):
         feeds, expected = cm.load_entry(cache, entry)
-        row: dict[str, Any] = {"name": entry.name, "family": entry.family, "exporter": entry.exporter}
+        row: dict[str, Any] = {"name": entry.name, "family": corpus_ml.family_of(entry), "exporter": entry.exporter}
         row["blas"] = blas
 
         path = str(cache / entry.model)
@@ -169,8 +171,9 @@ def worker(
                 print(f"[{mode}] {entry.name}: {row['error']}", file=sys.stderr)
                 continue
         row.update(onnxcore=t_oc, onnxruntime=t_ort, ratio=t_oc / t_ort)
-        row["onnxcore_check"] = cm.compare(o_oc, expected, entry.exact_outputs)
-        row["onnxruntime_check"] = cm.compare(o_ort, expected, entry.exact_outputs)
+        # A ZipMap's maps compared as the matrix of their values (corpus_ml.as_arrays).
+        row["onnxcore_check"] = cm.compare(corpus_ml.as_arrays(o_oc), expected, entry.exact_outputs)
+        row["onnxruntime_check"] = cm.compare(corpus_ml.as_arrays(o_ort), expected, entry.exact_outputs)
         if profile:
             row["profile"] = _profile_summary(ours, feeds)
         rows.append(row)

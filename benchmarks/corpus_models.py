@@ -11,7 +11,8 @@ Every model is made here from the pinned exporters of the ``bench`` extra (pypro
   values; encoder-decoder: BART) at opsets 17 (TorchScript), 18 (dynamo) and 23 (dynamo asked for it: the
   standard RMSNormalization, RotaryEmbedding and Attention) and at two sequence lengths (``_text_variants``);
 - scikit-learn (random forest, gradient boosting, SVM) through skl2onnx and LightGBM, XGBoost through
-  onnxmltools, each at 1 and at 1,000 rows.
+  onnxmltools, each at 1, 16 and 1,000 rows; every other scikit-learn family skl2onnx converts, and CatBoost,
+  in ``corpus_ml.py`` (the ``ml-`` entries).
 
 Weights are seeded; BatchNorm statistics are set by a few train-mode passes over random batches (a cumulative
 average), so that outputs are of normal size and a wrong kernel shows. The framework's own output for the
@@ -36,6 +37,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import corpus_ml
 import numpy as np
 
 DEFAULT_CACHE = Path(__file__).resolve().parent.parent / ".cache" / "bench-corpus"
@@ -473,7 +475,7 @@ def _tabular(cache: Path, only: Callable[[str], bool]) -> list[Entry]:
     ]  # fmt: skip
     entries = []
     for name, family, make, kind in recipes:
-        if not (only(f"{name}-1") or only(f"{name}-1000")):
+        if not any(only(f"{name}-{rows}") for rows in corpus_ml.ROWS):
             continue
         model = make().fit(x, y)
         onx = _convert_tabular(model, kind, x.shape[1])
@@ -482,7 +484,7 @@ def _tabular(cache: Path, only: Callable[[str], bool]) -> list[Entry]:
         tmp = cache / f"{name}.tmp.onnx"
         tmp.write_bytes(onx.SerializeToString())
         os.replace(tmp, path)
-        for rows in (1, 1000):
+        for rows in corpus_ml.ROWS:
             feed = xt[:rows]
             label = model.predict(feed).astype(np.int64)
             second = model.decision_function(feed) if kind == "skl" and name == "svm" else model.predict_proba(feed)
@@ -649,13 +651,17 @@ def ensure(
         if wanted(name):
             print(f"not in the corpus: {name} (export failed: {why})", file=log)
     tab = ["random_forest", "gradient_boosting", "lightgbm", "xgboost", "svm"]
-    if any(missing(f"{t}-{r}") for t in tab for r in (1, 1000)):
+    if any(missing(f"{t}-{r}") for t in tab for r in corpus_ml.ROWS):
         try:
             for e in _tabular(cache, missing):
                 have[e.name] = e
                 print(f"made {e.name}{' ' + e.note if e.note else ''}", file=log)
         except Exception as e:
             print(f"tabular: failed: {type(e).__name__}: {str(e)[:300]}", file=log)
+        _write_manifest(cache, list(have.values()))
+    if any(missing(n) for n in corpus_ml.names()):
+        for e in corpus_ml.make(cache, missing, log):
+            have[e.name] = e
         _write_manifest(cache, list(have.values()))
     return [e for e in have.values() if wanted(e.name)]
 

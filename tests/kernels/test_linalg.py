@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from kernels import compare, run_ours, single_node_cases
+from onnxcore.errors import LimitError, ShapeError
+from onnxcore.kernels.linalg import gemm
+from onnxcore.limits import DEFAULT_LIMITS, limits_in_effect
 
 LINALG_OPS = {"MatMul", "Gemm", "Einsum", "Det", "Trilu"}
 
@@ -250,3 +254,37 @@ def test_rank0_results_are_arrays() -> None:
         ins = [_r((3, 3) if "j" in eq or eq == "ii" else (3,))] * (2 if "," in eq else 1)
         (y,) = run_ours("Einsum", ins, 12, {"equation": eq})
         assert type(y) is np.ndarray and y.shape == ()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize(("trans_a", "trans_b"), [(0, 0), (1, 0), (0, 1), (1, 1)])
+@pytest.mark.parametrize("c_shape", [None, (4,), (1, 4), (15, 4), (15, 1), ()])
+@pytest.mark.parametrize(("alpha", "beta"), [(1.0, 1.0), (0.5, -2.0)])
+def test_gemm_common_case_is_the_general_computation(
+    dtype: str, trans_a: int, trans_b: int, c_shape: tuple[int, ...] | None, alpha: float, beta: float
+) -> None:
+    """Gemm's float fast path (issue 42: a small product at numpy's price) computes bit for bit what the general
+    path's operations give: the product, scaled by alpha, plus beta * C broadcast unidirectionally."""
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((7, 15) if trans_a else (15, 7)).astype(dtype)
+    b = rng.standard_normal((4, 7) if trans_b else (7, 4)).astype(dtype)
+    c = None if c_shape is None else rng.standard_normal(c_shape).astype(dtype)
+    got = gemm(a, b, c, alpha=alpha, beta=beta, transA=trans_a, transB=trans_b)
+    want = np.matmul(a.T if trans_a else a, b.T if trans_b else b)
+    if alpha != 1.0:
+        want *= want.dtype.type(alpha)
+    if c is not None:
+        want += c if beta == 1.0 else c * want.dtype.type(beta)
+    assert got.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_gemm_common_case_refuses_what_the_general_path_refuses() -> None:
+    a, b = np.ones((15, 7), np.float32), np.ones((7, 4), np.float32)
+    with pytest.raises(ShapeError, match="not unidirectionally broadcastable"):
+        gemm(a, b, np.ones((3, 4), np.float32))
+    with pytest.raises(ShapeError, match="inner dimensions differ"):
+        gemm(a, b.T.copy())
+    tight = dataclasses.replace(DEFAULT_LIMITS, max_tensor_elements=59)
+    with limits_in_effect(tight), pytest.raises(LimitError, match="Gemm"):
+        gemm(a, b)

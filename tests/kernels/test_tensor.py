@@ -24,6 +24,8 @@ from node_harness import assert_close  # noqa: E402
 from kernels import assert_every_version_has_a_kernel, assert_node_case, single_node_cases  # noqa: E402
 from onnxcore.errors import EvaluationError  # noqa: E402
 from onnxcore.kernels.registry import KernelContext, lookup  # noqa: E402
+from onnxcore.kernels.tensor import cast_6  # noqa: E402
+from onnxcore.types.convert import cast_array  # noqa: E402
 
 TENSOR_OPS = frozenset(
     "Cast CastLike Concat Constant ConstantOfShape Expand EyeLike Flatten Identity Pad Range Reshape Shape "
@@ -674,3 +676,25 @@ def test_cast_every_pair_of_element_types() -> None:
             else:
                 (back,) = run_ours("Cast", v, [y], {"to": int(ElementType.FLOAT)})
                 assert back.tolist() == [1.0] * 3, (src, dst)
+
+
+@pytest.mark.parametrize("src", ["float32", "float64"])
+@pytest.mark.parametrize("to", [6, 7])  # INT32, INT64
+def test_cast_float_to_int_common_path_is_cast_arrays(src: str, to: int) -> None:
+    """A float to INT32/INT64 cast takes a short path when every value is finite and in range (issue 42: the
+    label Cast exporters write); its results are cast_array's, and so are those of the values it leaves to it."""
+    big = 2.0**31 if to == 6 else 2.0**63
+    cases = [
+        np.array([[0.0, -0.0, 1.9, -1.9, 2.5, -2.5, 7.0]], src),
+        np.array([3.0], src),
+        np.array([big / 2, -big / 2], src),
+        np.array([1.0, np.nan, 2.0], src),  # NaN: cast_array's rule
+        np.array([1.0, np.inf, -np.inf], src),
+        np.array([big * 4, -big * 4, 1.5], src),  # out of range: reduced modulo 2**bits
+        np.zeros((0, 3), src),
+    ]
+    for x in cases:
+        got = cast_6(x, to=to)
+        want = cast_array(x, to)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)

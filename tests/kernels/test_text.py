@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from runtime.node_harness import assert_close, run_single_node_case
 
+import onnxcore
 from kernels import assert_every_version_has_a_kernel
 from onnxcore.errors import EvaluationError
 from onnxcore.kernels.registry import lookup
@@ -195,3 +196,48 @@ def test_tfidf_strings_against_onnxruntime() -> None:
 def test_every_since_version_has_a_kernel(op: str) -> None:
     pytest.importorskip("onnx")
     assert_every_version_has_a_kernel(op)
+
+
+@pytest.mark.parametrize("sensitive", [0, 1])
+@pytest.mark.parametrize("action", ["LOWER", "UPPER", "NONE"])
+def test_string_normalizer_ascii_path_is_the_general_one(action: str, sensitive: int) -> None:
+    """ASCII elements are normalised as octets (issue 42: no decoding per word); the results are the general
+    path's and onnxruntime's, a non-ASCII stop word whose lowercase form is ASCII (the Kelvin sign) included."""
+    attrs = {"case_change_action": action, "is_case_sensitive": sensitive, "locale": "C.UTF-8"}
+    attrs["stopwords"] = ["THE", "\u212a", "ÿ"]
+    ascii_words = _strs("The", "k", "K", "quick", "THE", "x-Y_z 9")
+    (expected,) = _ort("StringNormalizer", 10, {"x": ascii_words}, attrs, [TensorProto.STRING])
+    actual = _fn("StringNormalizer", 10)(ascii_words, **attrs)
+    assert actual.ravel().tolist() == _as_bytes(expected)
+    # One non-ASCII element sends the whole input down the general path: the ASCII words come out the same.
+    mixed = _fn("StringNormalizer", 10)(_strs("The", "k", "K", "quick", "THE", "x-Y_z 9", "é"), **attrs)
+    assert mixed.ravel().tolist()[: actual.size] == actual.ravel().tolist()
+
+
+def test_tfidf_shared_output_coordinates_and_prepared_node_against_onnxruntime() -> None:
+    """Two n-grams may share an output coordinate (summed); a session's node, prepared once, gives what a direct
+    call and onnxruntime give, run after run."""
+    rng = np.random.default_rng(7)
+    attrs: dict[str, Any] = {
+        "mode": "TFIDF",
+        "min_gram_length": 1,
+        "max_gram_length": 2,
+        "max_skip_count": 1,
+        "ngram_counts": [0, 4],
+        "ngram_indexes": [0, 1, 2, 0, 3, 1],
+        "pool_int64s": [2, 3, 5, 4, 2, 3, 5, 4],
+        "weights": [0.5, 1.5, -2.0, 1.0, 0.25, 3.0],
+    }
+    x = rng.integers(2, 7, (5, 9)).astype(np.int64)
+    (expected,) = _ort("TfIdfVectorizer", 9, {"x": x}, attrs, [TensorProto.FLOAT])
+    direct = _fn("TfIdfVectorizer", 9)(x, **attrs)
+    np.testing.assert_allclose(direct, expected, rtol=1e-6)
+    node = helper.make_node("TfIdfVectorizer", ["x"], ["y"], **attrs)
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info("x", TensorProto.INT64, ["N", 9])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4])],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 9)], ir_version=9)
+    sess = onnxcore.Session(model.SerializeToString())
+    for _ in range(3):
+        np.testing.assert_array_equal(sess.run(None, {"x": x})[0], direct)

@@ -168,3 +168,58 @@ def test_named_outputs_take_the_common_path_with_their_own_plan() -> None:
         sess.run(["nope"], {"x": np.ones(2, np.float32)})
     with pytest.raises(InputError, match="unknown output name"):  # the refusal is not remembered as a plan
         sess.run(["nope"], {"x": np.ones(2, np.float32)})
+
+
+def _string_model() -> bytes:
+    """A string feed next to a numeric one: LabelEncoder of ``s`` (strings to integers), ``x`` passed through."""
+    enc = h.make_node(
+        "LabelEncoder", ["s"], ["k"], domain="ai.onnx.ml", keys_strings=["a", "bé", "c"], values_int64s=[1, 2, 3]
+    )
+    return _model(
+        [enc, h.make_node("Identity", ["x"], ["y"])],
+        [h.make_tensor_value_info("s", TP.STRING, ["N"]), h.make_tensor_value_info("x", TP.FLOAT, ["N"])],
+        [h.make_tensor_value_info("k", TP.INT64, ["N"]), h.make_tensor_value_info("y", TP.FLOAT, ["N"])],
+        domains={"ai.onnx.ml": 2},
+    )
+
+
+@pytest.mark.parametrize(
+    "strings",
+    [
+        np.array(["a", "bé", "zz", "c"]),  # numpy's str
+        np.array(["a", "bé", "zz", "c"], dtype=object),  # Python str
+        np.array([b"a", "bé".encode(), b"zz", b"c"], dtype=object),  # bytes, taken as they are
+        np.array([b"a", "bé".encode(), b"zz", b"c"]),  # numpy's bytes
+    ],
+)
+def test_string_feeds_take_the_common_path_converted_once(strings: np.ndarray) -> None:
+    """A STRING input no longer sends every run to the general checks (issue 42): its feed is converted to bytes
+    in one pass (Clause 6.4), the caller's array untouched, the outputs onnxruntime's."""
+    data = _string_model()
+    sess = onnxcore.Session(data)
+    assert sess._fast_feeds.usable and sess._fast_feeds.strings == ("s",)
+    ref = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
+    x = np.arange(4, dtype=np.float32)
+    copy = strings.copy()
+    for _ in range(3):  # interpreted, then compiled
+        k, y = sess.run(None, {"s": strings, "x": x})
+        np.testing.assert_array_equal(k, ref.run(None, {"s": np.array(["a", "bé", "zz", "c"]), "x": x})[0])
+        np.testing.assert_array_equal(k, [1, 2, -1, 3])
+        np.testing.assert_array_equal(y, x)
+        assert y is not x
+    np.testing.assert_array_equal(strings, copy)
+    assert strings.dtype == copy.dtype
+
+
+def test_a_bad_string_element_gets_the_general_error_on_the_common_path() -> None:
+    sess = onnxcore.Session(_string_model())
+    x = np.zeros(2, np.float32)
+    with pytest.raises(InputError, match=r"input 's': a STRING element must be bytes or str, got int"):
+        sess.run(None, {"s": np.array([b"a", 3], dtype=object), "x": x})
+    with pytest.raises(InputError, match=r"input 's'.*rank 2 where the input declares rank 1"):
+        sess.run(None, {"s": np.array([["a"]]), "x": np.zeros(1, np.float32)})
+    tight = onnxcore.Session(_string_model(), limits=dataclasses.replace(DEFAULT_LIMITS, max_tensor_elements=3))
+    with pytest.raises(LimitError):
+        tight.run(None, {"s": np.array(["a"] * 4), "x": np.zeros(4, np.float32)})
+    # and the run context is left as it was
+    assert active_run_control() is None and active_limits() is DEFAULT_LIMITS

@@ -17,6 +17,7 @@ compare them with onnxruntime.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -110,8 +111,9 @@ def softmax_rows(s: np.ndarray) -> np.ndarray:
     """Row-wise softmax of a 2-D array."""
     if s.shape[1] == 0:
         return s
-    e = np.exp(s - s.max(axis=1, keepdims=True))
-    return e / e.sum(axis=1, keepdims=True)
+    # (the reductions as ufunc calls: ndarray.max/sum's own, without their Python wrappers; small batches pay them)
+    e = np.exp(s - np.maximum.reduce(s, axis=1, keepdims=True))
+    return e / np.add.reduce(e, axis=1, keepdims=True)
 
 
 def softmax_zero_rows(s: np.ndarray) -> np.ndarray:
@@ -192,8 +194,9 @@ class Lookup:
         dtype = self.values.dtype
         if self._table is not None:
             get = self._table.get
+            flat = x.ravel().tolist()
             try:
-                mapped = [get(v, default) for v in x.ravel().tolist()]
+                mapped = list(map(get, flat, repeat(default, len(flat))))  # one C-level pass of dict look-ups
             except TypeError:
                 raise EvaluationError("input elements are not comparable with the keys") from None
             if dtype.kind == "O":
@@ -258,7 +261,46 @@ def binarizer(x: np.ndarray, *, threshold: float = 0.0) -> np.ndarray:
     return out
 
 
-@kernel("Imputer", 1, domain=ML)
+class _Imputer:
+    """An Imputer's values converted once (a session prepares one per node; a direct call makes one per call)."""
+
+    __slots__ = ("floats", "ints", "rv_float", "rv_int")
+
+    def __init__(
+        self,
+        *,
+        imputed_value_floats: list[float] | None = None,
+        imputed_value_int64s: list[int] | None = None,
+        replaced_value_float: float = 0.0,
+        replaced_value_int64: int = 0,
+    ) -> None:
+        self.floats = np.asarray(imputed_value_floats or [], dtype=np.float64)
+        self.ints = np.asarray(imputed_value_int64s or [], dtype=np.int64)
+        self.rv_float, self.rv_int = float(replaced_value_float), int(replaced_value_int64)
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x)
+        if x.dtype.kind == "f":
+            imputed: np.ndarray = self.floats
+            rv = self.rv_float
+            hit = np.isnan(x) if np.isnan(rv) else x == rv
+        else:
+            imputed = self.ints
+            hit = x == self.rv_int
+        if imputed.size == 0:
+            raise EvaluationError("Imputer: the imputed value attribute for this element type is missing")
+        feats = x.shape[-1] if x.ndim else 1
+        if imputed.size not in (1, feats):
+            raise EvaluationError(f"Imputer: {imputed.size} imputed values for {feats} features")
+        fill = np.broadcast_to(imputed.astype(x.dtype), x.shape) if x.ndim else imputed.astype(x.dtype).reshape(())
+        return np.where(hit, fill, x).astype(x.dtype)
+
+
+def _prepare_imputer(**attrs: Any) -> _Imputer:
+    return _Imputer(**attrs)
+
+
+@kernel("Imputer", 1, domain=ML, prepare=_prepare_imputer)
 def imputer(
     x: np.ndarray,
     *,
@@ -268,34 +310,47 @@ def imputer(
     replaced_value_int64: int = 0,
 ) -> np.ndarray:
     """Replace the elements equal to the replaced value (NaN matches NaN) by the imputed value of their feature."""
-    x = np.asarray(x)
-    if x.dtype.kind == "f":
-        imputed = np.asarray(imputed_value_floats or [], dtype=np.float64)
-        rv: float = float(replaced_value_float)
-        hit = np.isnan(x) if np.isnan(rv) else x == rv
-    else:
-        imputed = np.asarray(imputed_value_int64s or [], dtype=np.int64)
-        hit = x == int(replaced_value_int64)
-    if imputed.size == 0:
-        raise EvaluationError("Imputer: the imputed value attribute for this element type is missing")
-    feats = x.shape[-1] if x.ndim else 1
-    if imputed.size not in (1, feats):
-        raise EvaluationError(f"Imputer: {imputed.size} imputed values for {feats} features")
-    fill = np.broadcast_to(imputed.astype(x.dtype), x.shape) if x.ndim else imputed.astype(x.dtype).reshape(())
-    return np.where(hit, fill, x).astype(x.dtype)
+    return _Imputer(
+        imputed_value_floats=imputed_value_floats,
+        imputed_value_int64s=imputed_value_int64s,
+        replaced_value_float=replaced_value_float,
+        replaced_value_int64=replaced_value_int64,
+    )(x)
 
 
-@kernel("Scaler", 1, domain=ML)
+class _Scaler:
+    """A Scaler's offsets and scales converted once (prepared once per node)."""
+
+    __slots__ = ("off", "sc")
+
+    def __init__(self, *, offset: list[float] | None = None, scale: list[float] | None = None) -> None:
+        self.off = np.asarray(offset if offset else [0.0], dtype=np.float32)
+        self.sc = np.asarray(scale if scale else [1.0], dtype=np.float32)
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x)
+        feats = x.shape[-1] if x.ndim else 1
+        off, sc = self.off, self.sc
+        if off.size not in (1, feats):
+            raise EvaluationError(f"Scaler: offset has {off.size} values for {feats} features")
+        if sc.size not in (1, feats):
+            raise EvaluationError(f"Scaler: scale has {sc.size} values for {feats} features")
+        y = x.astype(np.float32)  # a new array (astype copies): computed in place, as float32 throughout
+        if y.ndim == 0:  # (a scalar broadcasts to the attributes' shape)
+            return ((y - off) * sc).astype(np.float32)
+        np.subtract(y, off, out=y)
+        np.multiply(y, sc, out=y)
+        return y
+
+
+def _prepare_scaler(**attrs: Any) -> _Scaler:
+    return _Scaler(**attrs)
+
+
+@kernel("Scaler", 1, domain=ML, prepare=_prepare_scaler)
 def scaler(x: np.ndarray, *, offset: list[float] | None = None, scale: list[float] | None = None) -> np.ndarray:
     """``(X - offset) * scale`` per feature (last axis), as float32."""
-    x = np.asarray(x)
-    feats = x.shape[-1] if x.ndim else 1
-    off = np.asarray(offset if offset else [0.0], dtype=np.float32)
-    sc = np.asarray(scale if scale else [1.0], dtype=np.float32)
-    for name, v in (("offset", off), ("scale", sc)):
-        if v.size not in (1, feats):
-            raise EvaluationError(f"Scaler: {name} has {v.size} values for {feats} features")
-    return ((x.astype(np.float32) - off) * sc).astype(np.float32)
+    return _Scaler(offset=offset, scale=scale)(x)
 
 
 @kernel("Normalizer", 1, domain=ML)
@@ -306,12 +361,13 @@ def normalizer(x: np.ndarray, *, norm: str = "MAX") -> np.ndarray:
     """
     x = np.asarray(x)
     rows = as_rows(x).astype(np.float64)
+    # (the reductions as ufunc calls: ndarray.max/sum's own, without their Python wrappers)
     if norm == "MAX":
-        div = rows.max(axis=1, keepdims=True) if rows.shape[1] else np.zeros((rows.shape[0], 1))
+        div = np.maximum.reduce(rows, axis=1, keepdims=True) if rows.shape[1] else np.zeros((rows.shape[0], 1))
     elif norm == "L1":
-        div = np.abs(rows).sum(axis=1, keepdims=True)
+        div = np.add.reduce(np.abs(rows), axis=1, keepdims=True)
     elif norm == "L2":
-        div = np.sqrt(np.square(rows).sum(axis=1, keepdims=True))
+        div = np.sqrt(np.add.reduce(np.square(rows), axis=1, keepdims=True))
     else:
         raise EvaluationError(f"Normalizer: norm must be MAX, L1 or L2, got {norm!r}")
     out = np.where(div == 0, rows, rows / np.where(div == 0, 1.0, div))
@@ -328,9 +384,13 @@ def _is_string(x: np.ndarray) -> bool:
 
 
 def _as_bytes_array(x: np.ndarray) -> np.ndarray:
-    if x.dtype == object and not any(isinstance(v, str) for v in x.ravel()):
+    flat = x.ravel().tolist()
+    kinds = set(map(type, flat))  # the element types in one C-level pass (a session's feeds are bytes already)
+    if x.dtype == object and str not in kinds:
         return x
-    return string_array([v.encode("utf-8") if isinstance(v, str) else bytes(v) for v in x.ravel()], x.shape)
+    if kinds == {str}:
+        return string_array(list(map(str.encode, flat)), x.shape)
+    return string_array([v.encode("utf-8") if isinstance(v, str) else bytes(v) for v in flat], x.shape)
 
 
 class _CategoryMapper:

@@ -70,7 +70,60 @@ def _two_columns(s: np.ndarray, post_transform: str) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 
 
-@kernel("LinearClassifier", 1, domain=ML)
+class _LinearClassifier:
+    """A LinearClassifier's coefficients, intercepts and labels converted once (a session prepares one per node,
+    see ``prepare``; a direct call makes one per call)."""
+
+    __slots__ = ("coef", "intercepts", "labels", "post", "strings")
+
+    def __init__(
+        self,
+        *,
+        coefficients: list[float],
+        classlabels_ints: list[int] | None = None,
+        classlabels_strings: list[str] | None = None,
+        intercepts: list[float] | None = None,
+        multi_class: int = 0,
+        post_transform: str = "NONE",
+    ) -> None:
+        self.post = check_post_transform(post_transform)
+        self.coef = np.asarray(coefficients, dtype=np.float32).astype(np.float64)
+        self.intercepts = np.asarray(intercepts, dtype=np.float32).astype(np.float64) if intercepts else None
+        self.strings = bool(classlabels_strings)
+        self.labels = _labels(classlabels_ints, classlabels_strings)
+
+    def __call__(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        rows = as_rows(np.asarray(x)).astype(np.float64)
+        n, f = rows.shape
+        coef, b, labels, strings, post_transform = self.coef, self.intercepts, self.labels, self.strings, self.post
+        targets = b.size if b is not None else (coef.size // f if f else 0)
+        if targets == 0 or coef.size != targets * f:
+            raise EvaluationError(f"LinearClassifier: {coef.size} coefficients do not fit {f} features")
+        scores = rows @ coef.reshape(targets, f).T
+        if b is not None:
+            scores = scores + b
+        if targets == 1:
+            neg, pos = _binary_labels(labels, strings)
+            pick = scores[:, 0] > 0
+            y = np.where(pick, pos, neg)
+            y = string_array(list(y)) if strings else y.astype(np.int64)
+            if labels is not None and labels.size == 2:
+                z = _two_columns(scores, post_transform)
+            else:
+                z = post_transform_rows(scores, post_transform)
+        else:
+            if labels is not None and labels.size < targets:
+                raise EvaluationError(f"LinearClassifier: {targets} classes but {labels.size} labels")
+            y = _pick(labels, np.argmax(scores, axis=1) if n else np.zeros(0, np.int64), strings)
+            z = post_transform_rows(scores, post_transform)
+        return y, z.astype(np.float32)
+
+
+def _prepare_linear_classifier(**attrs: Any) -> _LinearClassifier:
+    return _LinearClassifier(**attrs)
+
+
+@kernel("LinearClassifier", 1, domain=ML, prepare=_prepare_linear_classifier)
 def linear_classifier(
     x: np.ndarray,
     *,
@@ -86,36 +139,53 @@ def linear_classifier(
     A single row of coefficients with two labels is a binary classifier: the label is the second when
     the score is positive, and Z holds two columns. ``multi_class`` does not change the evaluation.
     """
-    check_post_transform(post_transform)
-    rows = as_rows(np.asarray(x)).astype(np.float64)
-    n, f = rows.shape
-    coef = np.asarray(coefficients, dtype=np.float32).astype(np.float64)
-    targets = len(intercepts) if intercepts else (coef.size // f if f else 0)
-    if targets == 0 or coef.size != targets * f:
-        raise EvaluationError(f"LinearClassifier: {coef.size} coefficients do not fit {f} features")
-    scores = rows @ coef.reshape(targets, f).T
-    if intercepts:
-        scores = scores + np.asarray(intercepts, dtype=np.float32).astype(np.float64)
-    strings = bool(classlabels_strings)
-    labels = _labels(classlabels_ints, classlabels_strings)
-    if targets == 1:
-        neg, pos = _binary_labels(labels, strings)
-        pick = scores[:, 0] > 0
-        y = np.where(pick, pos, neg)
-        y = string_array(list(y)) if strings else y.astype(np.int64)
-        if labels is not None and labels.size == 2:
-            z = _two_columns(scores, post_transform)
-        else:
-            z = post_transform_rows(scores, post_transform)
-    else:
-        if labels is not None and labels.size < targets:
-            raise EvaluationError(f"LinearClassifier: {targets} classes but {labels.size} labels")
-        y = _pick(labels, np.argmax(scores, axis=1) if n else np.zeros(0, np.int64), strings)
-        z = post_transform_rows(scores, post_transform)
-    return y, z.astype(np.float32)
+    return _LinearClassifier(
+        coefficients=coefficients,
+        classlabels_ints=classlabels_ints,
+        classlabels_strings=classlabels_strings,
+        intercepts=intercepts,
+        multi_class=multi_class,
+        post_transform=post_transform,
+    )(x)
 
 
-@kernel("LinearRegressor", 1, domain=ML)
+class _LinearRegressor:
+    """A LinearRegressor's coefficients and intercepts converted once (prepared once per node)."""
+
+    __slots__ = ("coef", "intercepts", "post", "targets")
+
+    def __init__(
+        self,
+        *,
+        coefficients: list[float] | None = None,
+        intercepts: list[float] | None = None,
+        post_transform: str = "NONE",
+        targets: int = 1,
+    ) -> None:
+        self.post = check_post_transform(post_transform)
+        self.coef = np.asarray(coefficients or [], dtype=np.float32).astype(np.float64)
+        self.intercepts = np.asarray(intercepts, dtype=np.float32).astype(np.float64) if intercepts else None
+        self.targets = targets
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        rows = as_rows(np.asarray(x)).astype(np.float64)
+        f = rows.shape[1]
+        coef, targets, b = self.coef, self.targets, self.intercepts
+        if targets < 1 or coef.size != targets * f:
+            raise EvaluationError(f"LinearRegressor: {coef.size} coefficients for {targets} targets x {f} features")
+        y = rows @ coef.reshape(targets, f).T
+        if b is not None:
+            if b.size not in (1, targets):
+                raise EvaluationError(f"LinearRegressor: {b.size} intercepts for {targets} targets")
+            y = y + b
+        return post_transform_rows(y, self.post).astype(np.float32)
+
+
+def _prepare_linear_regressor(**attrs: Any) -> _LinearRegressor:
+    return _LinearRegressor(**attrs)
+
+
+@kernel("LinearRegressor", 1, domain=ML, prepare=_prepare_linear_regressor)
 def linear_regressor(
     x: np.ndarray,
     *,
@@ -125,19 +195,9 @@ def linear_regressor(
     targets: int = 1,
 ) -> np.ndarray:
     """``X @ W^T + intercepts`` with ``targets`` rows of coefficients, then the post transform."""
-    check_post_transform(post_transform)
-    rows = as_rows(np.asarray(x)).astype(np.float64)
-    f = rows.shape[1]
-    coef = np.asarray(coefficients or [], dtype=np.float32).astype(np.float64)
-    if targets < 1 or coef.size != targets * f:
-        raise EvaluationError(f"LinearRegressor: {coef.size} coefficients for {targets} targets x {f} features")
-    y = rows @ coef.reshape(targets, f).T
-    if intercepts:
-        b = np.asarray(intercepts, dtype=np.float32).astype(np.float64)
-        if b.size not in (1, targets):
-            raise EvaluationError(f"LinearRegressor: {b.size} intercepts for {targets} targets")
-        y = y + b
-    return post_transform_rows(y, post_transform).astype(np.float32)
+    return _LinearRegressor(
+        coefficients=coefficients, intercepts=intercepts, post_transform=post_transform, targets=targets
+    )(x)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -271,9 +331,9 @@ def _couple_probabilities(r: np.ndarray, iters: int = 100) -> np.ndarray:
 class _SVC:
     """An SVMClassifier's attributes converted once (a session prepares them once per node, see ``prepare``)."""
 
-    __slots__ = ("coef", "k", "kernel_params", "kernel_type", "labels", "n_vec", "pa", "pair_coef", "pairs", "params",
-                 "pb", "post", "rho", "rho_list", "strings", "sv", "sv_sq", "vote_first", "vote_second",
-                 "vpc")  # fmt: skip
+    __slots__ = ("coef", "iu", "ju", "k", "kernel_params", "kernel_type", "labels", "n_vec", "pa", "pair_coef",
+                 "pairs", "params", "pb", "post", "rho", "rho_list", "strings", "sv", "sv_sq", "vote_first",
+                 "vote_second", "vpc")  # fmt: skip
 
     def __init__(
         self,
@@ -297,6 +357,7 @@ class _SVC:
             raise EvaluationError("SVMClassifier: one of classlabels_ints and classlabels_strings is required")
         self.labels = labels
         self.k = labels.size
+        self.iu, self.ju = np.triu_indices(self.k, 1)  # where the pairwise probabilities go, made once
         self.coef = _f32(coefficients)
         self.rho = _f32(rho)
         self.pa, self.pb = _f32(prob_a), _f32(prob_b)
@@ -375,9 +436,10 @@ class _SVC:
             if pa.size < pairs:
                 raise EvaluationError("SVMClassifier: prob_a/prob_b too short for the classes")
             # Pairwise probability 1 - sigmoid(s * A + B), kept inside [1e-7, 1 - 1e-7] (libsvm's Platt scaling).
-            pr = np.clip(1.0 - sigmoid(dec * pa[:pairs] + pb[:pairs]), 1e-7, 1 - 1e-7)
+            # (np.clip's bounds as two ufuncs: the same values, without clip's Python wrapper)
+            pr = np.minimum(np.maximum(1.0 - sigmoid(dec * pa[:pairs] + pb[:pairs]), 1e-7), 1 - 1e-7)
             r = np.zeros((n, k, k))
-            iu, ju = np.triu_indices(k, 1)
+            iu, ju = self.iu, self.ju
             r[:, iu, ju] = pr
             r[:, ju, iu] = 1.0 - pr
             z = post_transform_rows(_couple_probabilities(r), post_transform) if n else np.zeros((0, k))

@@ -61,6 +61,9 @@ def _element_type(tag: Any, what: str) -> ElementType:
 # ---------------------------------------------------------------------------------------------
 
 
+_INT_BOUNDS = {np.dtype(np.int64): (-(2.0**63), 2.0**63 - 1), np.dtype(np.int32): (-(2.0**31), 2.0**31 - 1)}
+
+
 def _cast(x: np.ndarray, to: ElementType, saturate: int, round_mode: str) -> np.ndarray:
     a = np.asarray(x)
     # A cast to the type the values already have (what exporters write after a label output): a copy, which is
@@ -78,6 +81,13 @@ def _cast(x: np.ndarray, to: ElementType, saturate: int, round_mode: str) -> np.
             return a.astype(dt)
         if a.dtype.kind == "f" and dt.kind == "f" and dt.itemsize > a.dtype.itemsize:
             return a.astype(dt)
+        if a.dtype.kind == "f" and a.dtype.itemsize >= 4 and dt in _INT_BOUNDS and a.size:
+            # A float to INT32/INT64 (a classifier's label after its float arithmetic): cast_array's own steps
+            # (truncated toward zero in binary64) when every value is finite and in range; else cast_array's rule.
+            r = np.trunc(a.astype(np.float64))
+            lo, hi = _INT_BOUNDS[dt]
+            if np.isfinite(r).all() and np.minimum.reduce(r, axis=None) >= lo and np.maximum.reduce(r, axis=None) <= hi:
+                return r.astype(dt)
     # cast_array refuses an unknown round_mode with TensorError.
     return cast_array(a, to, saturate=bool(saturate), round_mode=round_mode)
 

@@ -13,6 +13,7 @@ accepts and refuses is listed there), never with Python's backtracking :mod:`re`
 
 from __future__ import annotations
 
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -93,7 +94,11 @@ def string_normalizer(
     action = case_change_action.upper()
     if action not in ("NONE", "LOWER", "UPPER"):
         raise EvaluationError(f"StringNormalizer: case_change_action {case_change_action!r} is not LOWER/UPPER/NONE")
-    words = [_decode(_bytes_of(v)) for v in x.ravel()]
+    items = x.ravel().tolist()
+    if set(map(type, items)) <= {bytes} and b"".join(items).isascii():
+        # ASCII text (most of it): the octets are the characters, bytes' own case mapping is str's on them.
+        return _ascii_normalized(items, action, is_case_sensitive, stopwords, two_d)
+    words = [_decode(_bytes_of(v)) for v in items]
     if stopwords:
         if is_case_sensitive:
             stop = set(stopwords)
@@ -106,6 +111,27 @@ def string_normalizer(
     elif action == "UPPER":
         words = [_simple_case(w, str.upper) for w in words]
     values = [_encode(w) for w in words] or [b""]
+    return _object_array(values, (1, len(values)) if two_d else (len(values),))
+
+
+def _ascii_normalized(
+    items: list[bytes], action: str, is_case_sensitive: int, stopwords: list[str] | None, two_d: bool
+) -> np.ndarray:
+    """StringNormalizer on ASCII elements without decoding them: the same results as the general path."""
+    words = items
+    if stopwords:
+        if is_case_sensitive:
+            stop = {_encode(s) for s in stopwords}
+            words = [w for w in words if w not in stop]
+        else:
+            # (a stop word's lowercase form, encoded: an ASCII word's lowercase form is compared with it)
+            stop = {_encode(s.lower()) for s in stopwords}
+            words = [w for w in words if w.lower() not in stop]
+    if action == "LOWER":
+        words = list(map(bytes.lower, words))
+    elif action == "UPPER":
+        words = list(map(bytes.upper, words))
+    values = words or [b""]
     return _object_array(values, (1, len(values)) if two_d else (len(values),))
 
 
@@ -172,7 +198,159 @@ def _row_keys(a: np.ndarray) -> np.ndarray:
     return a.view(np.dtype((np.void, a.dtype.itemsize * a.shape[1]))).ravel()
 
 
-@kernel("TfIdfVectorizer", 9)
+class _TfIdf:
+    """A TfIdfVectorizer's pool, n-gram tables and weights, made once per node (a session prepares one per node,
+    see ``prepare``; a direct call makes one per call)."""
+
+    __slots__ = ("base", "direct", "max_skip_count", "mode", "n_grams", "out_idx", "out_size", "pool_ints",
+                 "tables", "vocab", "w")  # fmt: skip
+
+    def __init__(
+        self,
+        *,
+        max_gram_length: int,
+        max_skip_count: int,
+        min_gram_length: int,
+        mode: str,
+        ngram_counts: list[int],
+        ngram_indexes: list[int],
+        pool_int64s: list[int] | None = None,
+        pool_strings: list[str] | None = None,
+        weights: list[float] | None = None,
+    ) -> None:
+        if (pool_int64s is None) == (pool_strings is None):
+            raise EvaluationError("TfIdfVectorizer: give exactly one of pool_int64s and pool_strings")
+        if mode not in ("TF", "IDF", "TFIDF"):
+            raise EvaluationError(f"TfIdfVectorizer: mode {mode!r} is not TF, IDF or TFIDF")
+        if not 1 <= min_gram_length <= max_gram_length:
+            raise EvaluationError(f"TfIdfVectorizer: gram lengths [{min_gram_length}, {max_gram_length}] are invalid")
+        if max_skip_count < 0:
+            raise EvaluationError(f"TfIdfVectorizer: max_skip_count {max_skip_count} is negative")
+        self.mode, self.max_skip_count = mode, max_skip_count
+        # Vocabulary ids: pool items map to [0, V), other input items to -1 (never matched).
+        self.vocab: dict[bytes, int] | None = None
+        self.pool_ints: np.ndarray | None = None
+        if pool_strings is not None:
+            vocab: dict[bytes, int] = {}
+            pool_ids = np.array([vocab.setdefault(_encode(s), len(vocab)) for s in pool_strings], dtype=np.int64)
+            self.vocab = vocab
+        else:
+            uniq, pool_ids = np.unique(np.asarray(pool_int64s, dtype=np.int64), return_inverse=True)
+            pool_ids = pool_ids.astype(np.int64)
+            self.pool_ints = uniq
+        starts = [int(c) for c in ngram_counts]
+        ends = [*starts[1:], len(pool_ids)]
+        if any(not 0 <= a <= b <= len(pool_ids) for a, b in zip(starts, ends)):
+            # The starting indexes in the pool of the 1-grams, 2-grams, ...: ascending, within the pool.
+            raise EvaluationError(
+                f"TfIdfVectorizer: ngram_counts {starts} are not ascending starts in a pool of {len(pool_ids)}"
+            )
+        self.n_grams = n_grams_total = len(ngram_indexes)
+        self.out_size = max((int(i) for i in ngram_indexes), default=-1) + 1
+        w = np.ones(n_grams_total, np.float64) if weights is None else np.asarray(weights, dtype=np.float64)
+        if len(w) != n_grams_total:
+            raise EvaluationError(f"TfIdfVectorizer: {len(w)} weights for {n_grams_total} n-grams")
+        self.w = w
+        self.out_idx = out_idx = np.asarray(ngram_indexes, dtype=np.int64)
+        if np.any(out_idx < 0):
+            raise EvaluationError("TfIdfVectorizer: ngram_indexes must be non-negative")
+        # No two n-grams share an output coordinate (skl2onnx's models): the counts are placed, not summed.
+        self.direct = bool(np.unique(out_idx).size == out_idx.size)
+        # The pool's n-gram counts, checked against ngram_indexes before any is counted.
+        for n, (lo, hi) in enumerate(zip(starts, ends), start=1):
+            if (hi - lo) % n:
+                raise EvaluationError(f"TfIdfVectorizer: pool entries [{lo}, {hi}) do not hold whole {n}-grams")
+        held = sum((hi - lo) // n for n, (lo, hi) in enumerate(zip(starts, ends), start=1))
+        if held != n_grams_total:
+            raise EvaluationError(f"TfIdfVectorizer: the pool holds {held} n-grams, ngram_indexes {n_grams_total}")
+        # Per counted length n: (n, its n-grams' sorted keys, their positions in the pool's order, base index).
+        self.tables: list[tuple[int, np.ndarray, np.ndarray, int]] = []
+        # An n-gram's key: its ids + 1 as the digits of one int64 in base V + 1 (an unknown id, -1, is the digit 0,
+        # which no pool n-gram has) while V + 1 to the longest counted length fits in 62 bits; else its row of ids
+        # as one opaque value (_row_keys). Integer keys are searched several times faster.
+        self.base = len(pool_ids) + 1
+        longest = max((n for n in range(min_gram_length, max_gram_length + 1)), default=1)
+        if self.base ** min(longest, len(starts)) >= 1 << 62:
+            self.base = 0
+        gram_base = 0
+        for n, (lo, hi) in enumerate(zip(starts, ends), start=1):
+            g = (hi - lo) // n
+            if min_gram_length <= n <= max_gram_length and g:
+                pool_keys = self._keys(pool_ids[lo:hi].reshape(g, n))
+                order = np.argsort(pool_keys, kind="stable")
+                self.tables.append((n, pool_keys[order], order, gram_base))
+            gram_base += g
+
+    def _keys(self, grams: np.ndarray) -> np.ndarray:
+        """One comparable key per row of the id matrix ``grams`` ([count, n])."""
+        if not self.base:
+            return _row_keys(grams)
+        keys = grams[:, -1] + 1
+        for k in range(grams.shape[1] - 2, -1, -1):
+            keys = keys * self.base + (grams[:, k] + 1)
+        return keys
+
+    def _ids(self, rows: np.ndarray, x: np.ndarray) -> np.ndarray:
+        if self.vocab is not None:
+            if x.dtype != object:
+                raise EvaluationError("TfIdfVectorizer: pool_strings needs a string input")
+            flat = rows.ravel().tolist()
+            if not set(map(type, flat)) <= {bytes}:
+                flat = [_bytes_of(v) for v in flat]
+            # One C-level pass of dictionary look-ups.
+            return np.array(list(map(self.vocab.get, flat, repeat(-1, len(flat)))), np.int64).reshape(rows.shape)
+        if x.dtype.kind not in "iu":
+            raise EvaluationError(f"TfIdfVectorizer: pool_int64s needs an integer input, got {x.dtype}")
+        uniq = self.pool_ints
+        assert uniq is not None
+        xi = rows.astype(np.int64)
+        pos = np.clip(np.searchsorted(uniq, xi), 0, max(len(uniq) - 1, 0))
+        return np.where(uniq[pos] == xi, pos, -1) if len(uniq) else np.full(xi.shape, -1, np.int64)
+
+    def __call__(self, X: np.ndarray) -> np.ndarray:
+        x = np.asarray(X)
+        if x.ndim not in (1, 2):
+            raise EvaluationError(f"TfIdfVectorizer: input must be 1-D or 2-D, got shape {x.shape}")
+        rows = x.reshape(1, -1) if x.ndim == 1 else x
+        n_rows, width = rows.shape
+        ids = self._ids(rows, x)
+        out_size, n_grams = self.out_size, self.n_grams
+        check_elements([n_rows, out_size], "TfIdfVectorizer")
+        # Every n-gram found, as the flat index row * n_grams + its index: counted by one bincount (exact).
+        found: list[np.ndarray] = []
+        for n, sorted_keys, order, gram_base in self.tables:
+            g = sorted_keys.size
+            for skip in range(self.max_skip_count + 1 if n > 1 else 1):
+                step = skip + 1
+                span = (n - 1) * step + 1
+                count = width - span + 1
+                if count <= 0:
+                    break
+                grams = np.stack([ids[:, k * step : k * step + count] for k in range(n)], axis=-1)
+                keys = self._keys(grams.reshape(-1, n))
+                pos = np.clip(np.searchsorted(sorted_keys, keys), 0, g - 1)
+                hit = np.flatnonzero(sorted_keys[pos] == keys)
+                found.append((hit // count) * n_grams + gram_base + order[pos[hit]])
+        flat = np.concatenate(found) if found else np.zeros(0, np.int64)
+        counts = np.bincount(flat, minlength=n_rows * n_grams).astype(np.float64).reshape(n_rows, n_grams)
+        if self.mode == "IDF":
+            counts = np.minimum(counts, 1.0) * self.w
+        elif self.mode == "TFIDF":
+            counts = counts * self.w
+        y = np.zeros((n_rows, out_size), np.float64)
+        if self.direct:
+            y[:, self.out_idx] = counts + 0.0  # (+ 0.0: a -0.0 count is 0.0, as the sum into zeros makes it)
+        else:
+            np.add.at(y.T, self.out_idx, counts.T)  # several n-grams share an output coordinate
+        y32 = y.astype(np.float32)
+        return y32.reshape(out_size) if x.ndim == 1 else y32
+
+
+def _prepare_tfidf(**attrs: Any) -> _TfIdf:
+    return _TfIdf(**attrs)
+
+
+@kernel("TfIdfVectorizer", 9, prepare=_prepare_tfidf)
 def tfidf_vectorizer(
     X: np.ndarray,
     *,
@@ -194,89 +372,14 @@ def tfidf_vectorizer(
     every n-gram present, ``TFIDF`` counts times weights. Output ``[max(ngram_indexes) + 1]``
     (1-D input) or ``[N, max(ngram_indexes) + 1]``, float.
     """
-    if (pool_int64s is None) == (pool_strings is None):
-        raise EvaluationError("TfIdfVectorizer: give exactly one of pool_int64s and pool_strings")
-    if mode not in ("TF", "IDF", "TFIDF"):
-        raise EvaluationError(f"TfIdfVectorizer: mode {mode!r} is not TF, IDF or TFIDF")
-    if not 1 <= min_gram_length <= max_gram_length:
-        raise EvaluationError(f"TfIdfVectorizer: gram lengths [{min_gram_length}, {max_gram_length}] are invalid")
-    if max_skip_count < 0:
-        raise EvaluationError(f"TfIdfVectorizer: max_skip_count {max_skip_count} is negative")
-    x = np.asarray(X)
-    if x.ndim not in (1, 2):
-        raise EvaluationError(f"TfIdfVectorizer: input must be 1-D or 2-D, got shape {x.shape}")
-    rows = x.reshape(1, -1) if x.ndim == 1 else x
-    n_rows, width = rows.shape
-
-    # Vocabulary ids: pool items map to [0, V), other input items to -1 (never matched).
-    if pool_strings is not None:
-        if x.dtype != object:
-            raise EvaluationError("TfIdfVectorizer: pool_strings needs a string input")
-        pool_items = [_encode(s) for s in pool_strings]
-        vocab: dict[bytes, int] = {}
-        pool_ids = np.array([vocab.setdefault(s, len(vocab)) for s in pool_items], dtype=np.int64)
-        ids = np.array([vocab.get(_bytes_of(v), -1) for v in rows.ravel()], dtype=np.int64).reshape(rows.shape)
-    else:
-        if x.dtype.kind not in "iu":
-            raise EvaluationError(f"TfIdfVectorizer: pool_int64s needs an integer input, got {x.dtype}")
-        pool_vals = np.asarray(pool_int64s, dtype=np.int64)
-        uniq, pool_ids = np.unique(pool_vals, return_inverse=True)
-        pool_ids = pool_ids.astype(np.int64)
-        xi = rows.astype(np.int64)
-        pos = np.clip(np.searchsorted(uniq, xi), 0, max(len(uniq) - 1, 0))
-        ids = np.where(uniq[pos] == xi, pos, -1) if len(uniq) else np.full(xi.shape, -1, np.int64)
-
-    starts = [int(c) for c in ngram_counts]
-    ends = [*starts[1:], len(pool_ids)]
-    if any(not 0 <= a <= b <= len(pool_ids) for a, b in zip(starts, ends)):
-        # The starting indexes in the pool of the 1-grams, 2-grams, ...: ascending, within the pool.
-        raise EvaluationError(
-            f"TfIdfVectorizer: ngram_counts {starts} are not ascending starts in a pool of {len(pool_ids)}"
-        )
-    n_grams_total = len(ngram_indexes)
-    out_size = max((int(i) for i in ngram_indexes), default=-1) + 1
-    w = np.ones(n_grams_total, np.float64) if weights is None else np.asarray(weights, dtype=np.float64)
-    if len(w) != n_grams_total:
-        raise EvaluationError(f"TfIdfVectorizer: {len(w)} weights for {n_grams_total} n-grams")
-    out_idx = np.asarray(ngram_indexes, dtype=np.int64)
-    if np.any(out_idx < 0):
-        raise EvaluationError("TfIdfVectorizer: ngram_indexes must be non-negative")
-    check_elements([n_rows, out_size], "TfIdfVectorizer")
-    counts = np.zeros((n_rows, n_grams_total), np.float64)
-    # The pool's n-gram counts, checked against ngram_indexes before any is counted.
-    for n, (lo, hi) in enumerate(zip(starts, ends), start=1):
-        if (hi - lo) % n:
-            raise EvaluationError(f"TfIdfVectorizer: pool entries [{lo}, {hi}) do not hold whole {n}-grams")
-    held = sum((hi - lo) // n for n, (lo, hi) in enumerate(zip(starts, ends), start=1))
-    if held != n_grams_total:
-        raise EvaluationError(f"TfIdfVectorizer: the pool holds {held} n-grams, ngram_indexes {n_grams_total}")
-    gram_base = 0
-    for n, (lo, hi) in enumerate(zip(starts, ends), start=1):
-        g = (hi - lo) // n
-        if not (min_gram_length <= n <= max_gram_length) or g == 0:
-            gram_base += g
-            continue
-        pool_keys = _row_keys(pool_ids[lo:hi].reshape(g, n))
-        order = np.argsort(pool_keys, kind="stable")
-        sorted_keys = pool_keys[order]
-        for skip in range(max_skip_count + 1 if n > 1 else 1):
-            step = skip + 1
-            span = (n - 1) * step + 1
-            count = width - span + 1
-            if count <= 0:
-                break
-            grams = np.stack([ids[:, k * step : k * step + count] for k in range(n)], axis=-1)
-            keys = _row_keys(grams.reshape(-1, n))
-            pos = np.clip(np.searchsorted(sorted_keys, keys), 0, g - 1)
-            hit = sorted_keys[pos] == keys
-            row_of = np.repeat(np.arange(n_rows), count)
-            np.add.at(counts, (row_of[hit], gram_base + order[pos[hit]]), 1.0)
-        gram_base += g
-    if mode == "IDF":
-        counts = np.minimum(counts, 1.0) * w
-    elif mode == "TFIDF":
-        counts = counts * w
-    y = np.zeros((n_rows, out_size), np.float64)
-    np.add.at(y.T, out_idx, counts.T)  # several n-grams may share an output coordinate
-    y32 = y.astype(np.float32)
-    return y32.reshape(out_size) if x.ndim == 1 else y32
+    return _TfIdf(
+        max_gram_length=max_gram_length,
+        max_skip_count=max_skip_count,
+        min_gram_length=min_gram_length,
+        mode=mode,
+        ngram_counts=ngram_counts,
+        ngram_indexes=ngram_indexes,
+        pool_int64s=pool_int64s,
+        pool_strings=pool_strings,
+        weights=weights,
+    )(X)

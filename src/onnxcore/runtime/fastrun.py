@@ -5,8 +5,10 @@ against the declared inputs, entering the run's context (limits, threads, run co
 state), laying out the value slots and handing the outputs back. :class:`FeedChecks` precomputes, per declared
 input, what a feed must be (a numpy array of the declared element type and rank, every fixed extent, every
 dimension variable bound consistently, within the tensor limits) and accepts the common case without building a
-message or reading a ``TypeProto``. Anything else (another container, another dtype, a bad extent, a sequence
-input, an override of an initializer, ...) is left to the general checks of :mod:`onnxcore.runtime.feeds`, which
+message or reading a ``TypeProto``; a STRING input's feed (an array of ``str`` or ``bytes``) is converted to
+``bytes`` elements in one pass (:meth:`FeedChecks.strings_as_bytes`, the general check's own conversion).
+Anything else (another container, another dtype, a bad extent, a sequence input, an override of an initializer,
+...) is left to the general checks of :mod:`onnxcore.runtime.feeds`, which
 raise the errors (same classes, same messages) or convert the value: the fast check never decides a refusal.
 
 :class:`IgnoreFloatErrors` is ``np.errstate(all="ignore")`` (Clause 11.2: IEEE 754 results are results, not
@@ -23,11 +25,13 @@ import numpy as np
 
 from onnxcore.limits import Limits
 from onnxcore.proto import TensorProto, TypeProto
-from onnxcore.runtime.feeds import np_dtype
+from onnxcore.runtime.feeds import np_dtype, string_feed
 
 __all__ = ["FeedChecks", "IgnoreFloatErrors", "OutputShapes"]
 
 _STRING = int(TensorProto.DataType.STRING)
+_OBJECT = np.dtype(object)
+_REF_BYTES = _OBJECT.itemsize
 
 # numpy >= 2 keeps its floating-point error state in a context variable; setting it directly costs a tenth of
 # entering ``np.errstate``. Private names: when they are missing (numpy 1.x, a later change), the public context
@@ -95,10 +99,12 @@ class FeedChecks:
         names: The required inputs' names, in graph order.
     """
 
-    __slots__ = ("_checks", "_max_bytes", "_max_elements", "names", "usable")
+    __slots__ = ("_checks", "_max_bytes", "_max_elements", "names", "strings", "usable")
 
     def __init__(self, inputs: Sequence[tuple[str, TypeProto | None]], required: frozenset[str], limits: Limits):
-        checks: list[tuple[str, np.dtype[Any], int, tuple[tuple[int, int], ...], tuple[tuple[int, str], ...]]] = []
+        checks: list[
+            tuple[str, np.dtype[Any], int, tuple[tuple[int, int], ...], tuple[tuple[int, str], ...], bool]
+        ] = []
         usable = True
         for name, tp in inputs:
             if name not in required:
@@ -111,6 +117,8 @@ class FeedChecks:
         self.usable = usable
         self._checks = tuple(checks) if usable else ()
         self.names = tuple(c[0] for c in self._checks)
+        #: The required STRING inputs: their feeds pass :meth:`strings_as_bytes` before a run.
+        self.strings = tuple(c[0] for c in self._checks if c[5])
         self._max_elements = limits.max_tensor_elements
         self._max_bytes = limits.max_tensor_bytes
 
@@ -127,9 +135,11 @@ class FeedChecks:
         dims: dict[str, int] | None = None
         max_elements = self._max_elements
         max_bytes = self._max_bytes
-        for name, dtype, ndim, fixed, params in self._checks:
+        for name, dtype, ndim, fixed, params, text in self._checks:
             v = feeds.get(name)
-            if type(v) is not np.ndarray or v.dtype != dtype or v.ndim != ndim:
+            if type(v) is not np.ndarray or v.ndim != ndim:
+                return None
+            if v.dtype != dtype and not (text and v.dtype.kind in "US"):
                 return None
             shape = v.shape
             for axis, extent in fixed:
@@ -141,25 +151,42 @@ class FeedChecks:
                 for axis, param in params:
                     if dims.setdefault(param, shape[axis]) != shape[axis]:
                         return None
-            if (max_elements is not None and v.size > max_elements) or (max_bytes is not None and v.nbytes > max_bytes):
+            # (a STRING tensor counts one reference per element, as the general check does after converting)
+            nbytes = v.size * _REF_BYTES if text else v.nbytes
+            if (max_elements is not None and v.size > max_elements) or (max_bytes is not None and nbytes > max_bytes):
                 return None
             shapes.append(shape)
         return tuple(shapes)
 
+    def strings_as_bytes(self, feeds: Mapping[str, Any]) -> Mapping[str, Any]:
+        """``feeds`` with every STRING input's feed as an object array of ``bytes`` (the general check's
+        conversion, :func:`~onnxcore.runtime.feeds.string_feed`: its errors, under the limits in force); the same
+        dict when every one is already so."""
+        out: dict[str, Any] | None = None
+        for name in self.strings:
+            v = feeds[name]
+            conv = string_feed(v, f"input {name!r}")
+            if conv is not v:
+                if out is None:
+                    out = dict(feeds)
+                out[name] = conv
+        return feeds if out is None else out
+
 
 def _tensor_spec(
     tp: TypeProto | None,
-) -> tuple[np.dtype[Any], int, tuple[tuple[int, int], ...], tuple[tuple[int, str], ...]] | None:
-    """(dtype, rank, fixed extents, dimension variables) of a numeric tensor declaration with an element type and
-    a shape; None for anything else (the general checks handle it)."""
+) -> tuple[np.dtype[Any], int, tuple[tuple[int, int], ...], tuple[tuple[int, str], ...], bool] | None:
+    """(dtype, rank, fixed extents, dimension variables, whether STRING) of a tensor declaration with an element
+    type and a shape (a STRING one as dtype object); None for anything else (the general checks handle it)."""
     if tp is None or tp.which_oneof("value") != "tensor_type" or tp.tensor_type is None:
         return None
     tt = tp.tensor_type
     elem = int(tt.elem_type)
-    if not elem or elem == _STRING or tt.shape is None:
+    if not elem or tt.shape is None:
         return None
-    dtype = np_dtype(elem)
-    if dtype is None or dtype == np.dtype(object):
+    text = elem == _STRING
+    dtype = _OBJECT if text else np_dtype(elem)
+    if dtype is None or (dtype == _OBJECT and not text):
         return None
     fixed: list[tuple[int, int]] = []
     params: list[tuple[int, str]] = []
@@ -168,7 +195,7 @@ def _tensor_spec(
             fixed.append((axis, int(d.dim_value)))
         elif d.dim_param:
             params.append((axis, d.dim_param))
-    return dtype, len(tt.shape.dim), tuple(fixed), tuple(params)
+    return dtype, len(tt.shape.dim), tuple(fixed), tuple(params), text
 
 
 class OutputShapes:

@@ -16,7 +16,7 @@ from onnxcore.limits import active_limits
 from onnxcore.proto import TensorProto, TypeProto
 from onnxcore.types import ElementType, SparseTensor
 
-__all__ = ["check_feed", "np_dtype"]
+__all__ = ["check_feed", "np_dtype", "string_feed"]
 
 _STRING = int(TensorProto.DataType.STRING)
 _dtype_cache: dict[int, np.dtype[Any] | None] = {}
@@ -44,7 +44,9 @@ def _to_bytes(x: Any, where: str) -> bytes:
     raise InputError(f"{where}: a STRING element must be bytes or str, got {type(x).__name__}")
 
 
-def _string_array(value: Any, where: str) -> np.ndarray:
+def string_feed(value: Any, where: str) -> np.ndarray:
+    """A STRING feed as an object array of ``bytes`` (``str`` elements encoded as UTF-8), within the limits in force
+    (Clause 15.4); InputError naming ``where`` for an element that is neither."""
     arr = np.asarray(value, dtype=object) if not isinstance(value, np.ndarray) else value
     if arr.dtype.kind not in "OUS":
         raise InputError(f"{where}: expected a STRING tensor, got dtype {arr.dtype}")
@@ -59,18 +61,28 @@ def _string_array(value: Any, where: str) -> np.ndarray:
             f"{where}: {arr.size} strings (shape {arr.shape}) need {nbytes} octets of references, more than "
             f"max_alloc_bytes ({limits.max_alloc_bytes}) (Clause 15.4)"
         )
-    if arr.dtype == object and all(type(x) is bytes for x in arr.flat):
-        return arr
-    out = np.empty(arr.shape, dtype=object)
-    for idx, x in np.ndenumerate(arr):
-        out[idx] = _to_bytes(x, where)
-    return out
+    # One pass over the elements as Python objects (``tolist`` makes them in C), not one numpy index per element.
+    flat = arr.ravel().tolist()
+    kind = arr.dtype.kind
+    if kind == "U":
+        flat = list(map(str.encode, flat))  # UTF-8, str.encode's default
+    elif kind == "O":
+        kinds = set(map(type, flat))
+        if kinds <= {bytes}:
+            return arr
+        if kinds == {str}:
+            flat = list(map(str.encode, flat))
+        else:
+            flat = [_to_bytes(x, where) for x in flat]
+    out = np.empty(len(flat), dtype=object)
+    out[:] = flat
+    return out.reshape(arr.shape)
 
 
 def _check_tensor(value: Any, tt: TypeProto.Tensor, where: str, dims: dict[str, int]) -> Any:
     elem = int(tt.elem_type)
     if elem == _STRING:
-        value = _string_array(value, where)
+        value = string_feed(value, where)
     else:
         if isinstance(value, np.generic):
             value = np.asarray(value)

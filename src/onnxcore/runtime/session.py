@@ -379,6 +379,8 @@ class Session:
             threads = enter_threads(self._threads)
             fp = self._fp.enter()
             try:
+                if self._fast_feeds.strings:
+                    feeds = self._fast_feeds.strings_as_bytes(feeds)
                 plan = self._fast_plans.get((target.key, shapes)) if self._specialise else target.plan
                 if plan is None:
                     plan = self._fast_plan(target, shapes, feeds)

@@ -13,6 +13,7 @@ import pytest
 from kernels.contrib import check, run_ort_model, run_ours_model
 from onnxcore.errors import EvaluationError
 from onnxcore.kernels import run
+from onnxcore.kernels.contrib.text import _Tokenizer
 
 ort = pytest.importorskip("onnxruntime")
 onnx = pytest.importorskip("onnx")
@@ -190,3 +191,23 @@ def test_vectorizer_alone(vectorizer: Any) -> None:
     ours = run_ours_model(model, feeds)
     np.testing.assert_allclose(ours[0], vectorizer.transform(UNSEEN).toarray(), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(ours[0], run_ort_model(_ort_copy(model), feeds)[0], rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize(
+    "items",
+    [
+        ["the quick fox", "a b", "", "x-y z"],  # every item for Python's re: decided once over all of them
+        ["the quick fox", "caf\u00e9 au lait", "a\x0bb c"],  # one non-ASCII and one vertical tab: item by item
+    ],
+)
+def test_tokenizer_whole_input_decision_matches_item_by_item(items: list[str]) -> None:
+    """A Tokenizer node decides once for the whole input whether Python's re may search it (issue 42); the tokens
+    are those of deciding item by item."""
+    x = np.array([s.encode() for s in items], dtype=object)
+    tok = _Tokenizer(mark=0, mincharnum=1, pad_value="#", tokenexp="[a-zA-Z0-9_]+")
+    got = tok(x)
+    one_by_one = [tok.splitter.tokens(item, 1) for item in x.tolist()]
+    width = max(map(len, one_by_one))
+    assert got.shape == (len(items), width)
+    for row, want in zip(got.tolist(), one_by_one):
+        assert row == want + [b"#"] * (width - len(want))

@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 import warnings
 from collections.abc import Callable
-from typing import AnyStr
+from typing import Any, AnyStr
 
 import numpy as np
 
@@ -147,6 +147,22 @@ class _Splitter:
             and len(item) * len(item) * self.quadratic <= _QUADRATIC_WORK
         )
 
+    def all_python(self, items: list[bytes], mincharnum: int) -> list[list[bytes]] | None:
+        """The tokens of every item when Python's re may search each of them (:meth:`_python_may` of every item,
+        decided once over all of them), else None (each item is then tokenized on its own)."""
+        rx = self.rx_bytes
+        if rx is None or self.chars or not items:
+            return None
+        joined = b"".join(items)
+        longest = max(map(len, items))
+        if not joined.isascii() or b"\x0b" in joined or longest * longest * self.quadratic > _QUADRATIC_WORK:
+            return None
+        if self.dollar and any(item.endswith(b"\n") for item in items):
+            return None
+        split = _by_expression if self.expression else _by_separators
+        found = [split(item, rx) for item in items]
+        return found if mincharnum == 1 else [[t for t in f if len(t) >= mincharnum] for f in found]
+
     def tokens(self, item: bytes, mincharnum: int) -> list[bytes]:
         if self.chars:  # character mode (mincharnum is 1 there)
             if item.isascii():
@@ -162,41 +178,77 @@ class _Splitter:
         return [_encode(t) for t in linear(_decode(item), self.re2) if len(t) >= mincharnum]
 
 
-@kernel("Tokenizer", 1, domain="com.microsoft")
+class _Tokenizer:
+    """The Tokenizer of one node: its attributes checked and its expression compiled once (a session prepares one
+    per node, see ``prepare``; a direct call makes one per call)."""
+
+    __slots__ = ("mark", "mincharnum", "pad", "splitter")
+
+    def __init__(
+        self, *, mark: int, mincharnum: int, pad_value: str, separators: list[str] | None = None,
+        tokenexp: str | None = None,
+    ) -> None:  # fmt: skip
+        if mincharnum < 1:
+            raise EvaluationError(f"Tokenizer: mincharnum must be positive, got {mincharnum}")
+        seps = [_decode(_bytes_of(s)) for s in separators or []]
+        exp = None if tokenexp is None else _decode(_bytes_of(tokenexp))
+        self.pad = _bytes_of(pad_value)
+        if bool(seps) == (exp is not None and exp != ""):
+            raise EvaluationError("Tokenizer: exactly one of 'separators' and 'tokenexp' must be set")
+        if exp == ".":  # character mode, as separators [""] (a newline is a character too)
+            seps, exp = [""], None
+        if seps == [""] and mincharnum > 1:
+            raise EvaluationError(
+                f"Tokenizer: mincharnum {mincharnum} leaves no token in character mode (onnxruntime refuses it)"
+            )
+        if exp:
+            self.splitter = _Splitter(exp, expression=True)
+        elif seps == [""]:
+            self.splitter = _Splitter(None, expression=False)
+        else:  # every separator, an empty one included (it matches everywhere)
+            self.splitter = _Splitter("|".join(f"(?:{s})" for s in seps), expression=False)
+        self.mark, self.mincharnum = mark, mincharnum
+
+    def __call__(self, X: np.ndarray) -> np.ndarray:
+        if X.ndim not in (1, 2):
+            raise ShapeError(f"Tokenizer: X must be [C] or [N, C], got shape {X.shape}")
+        if X.size == 0:  # onnxruntime: [0] -> [0], [N, 0] -> [N, 0] (no token axis)
+            return np.empty(X.shape, dtype=object)
+        splitter, mincharnum = self.splitter, self.mincharnum
+        items = X.reshape(-1).tolist()
+        if not set(map(type, items)) <= {bytes}:
+            items = [_bytes_of(item) for item in items]
+        rows = splitter.all_python(items, mincharnum)
+        if rows is None:
+            rows = [splitter.tokens(item, mincharnum) for item in items]
+        d = max(map(len, rows))
+        if d and self.mark:  # no token anywhere: no markers either (onnxruntime)
+            rows = [[_START, *r, _END] for r in rows]
+            d += 2
+        # Every row padded to d, laid out in one assignment (not one numpy slice per row).
+        pad = self.pad
+        flat: list[bytes] = []
+        for r in rows:
+            flat += r
+            if len(r) < d:
+                flat += [pad] * (d - len(r))
+        out = np.empty(len(flat), dtype=object)
+        out[:] = flat
+        return out.reshape(*X.shape, d)
+
+
+def _prepare_tokenizer(**attrs: Any) -> _Tokenizer:
+    return _Tokenizer(**attrs)
+
+
+@kernel("Tokenizer", 1, domain="com.microsoft", prepare=_prepare_tokenizer)
 def tokenizer(
     X: np.ndarray, *, mark: int, mincharnum: int, pad_value: str, separators: list[str] | None = None,
     tokenexp: str | None = None,
 ) -> np.ndarray:  # fmt: skip
     """Tokenizer: split every string of X into tokens along a new last axis (see the module docstring)."""
-    if X.ndim not in (1, 2):
+    if X.ndim not in (1, 2):  # (the shape is refused before the attributes, as before the node was prepared)
         raise ShapeError(f"Tokenizer: X must be [C] or [N, C], got shape {X.shape}")
-    if mincharnum < 1:
-        raise EvaluationError(f"Tokenizer: mincharnum must be positive, got {mincharnum}")
-    seps = [_decode(_bytes_of(s)) for s in separators or []]
-    exp = None if tokenexp is None else _decode(_bytes_of(tokenexp))
-    pad = _bytes_of(pad_value)
-    if bool(seps) == (exp is not None and exp != ""):
-        raise EvaluationError("Tokenizer: exactly one of 'separators' and 'tokenexp' must be set")
-    if exp == ".":  # character mode, as separators [""] (a newline is a character too)
-        seps, exp = [""], None
-    if seps == [""] and mincharnum > 1:
-        raise EvaluationError(
-            f"Tokenizer: mincharnum {mincharnum} leaves no token in character mode (onnxruntime refuses it)"
-        )
-    if exp:
-        splitter = _Splitter(exp, expression=True)
-    elif seps == [""]:
-        splitter = _Splitter(None, expression=False)
-    else:  # every separator, an empty one included (it matches everywhere)
-        splitter = _Splitter("|".join(f"(?:{s})" for s in seps), expression=False)
-    if X.size == 0:  # onnxruntime: [0] -> [0], [N, 0] -> [N, 0] (no token axis)
-        return np.empty(X.shape, dtype=object)
-    rows = [splitter.tokens(_bytes_of(item), mincharnum) for item in X.reshape(-1)]
-    d = max(len(r) for r in rows)
-    if d and mark:  # no token anywhere: no markers either (onnxruntime)
-        rows = [[_START, *r, _END] for r in rows]
-        d += 2
-    out = np.full((len(rows), d), pad, dtype=object)
-    for i, r in enumerate(rows):
-        out[i, : len(r)] = r
-    return out.reshape(*X.shape, d)
+    return _Tokenizer(mark=mark, mincharnum=mincharnum, pad_value=pad_value, separators=separators, tokenexp=tokenexp)(
+        X
+    )
