@@ -138,7 +138,9 @@ def _columns(encoder: Callable[[], Any], head: Callable[[], Any]) -> Callable[[]
 def _catboost() -> Any:
     import catboost
 
-    return catboost.CatBoostClassifier(iterations=100, depth=6, random_seed=0, verbose=False, thread_count=1)
+    return catboost.CatBoostClassifier(
+        iterations=100, depth=6, random_seed=0, verbose=False, thread_count=1, allow_writing_files=False
+    )
 
 
 RECIPES: list[MLRecipe] = [
