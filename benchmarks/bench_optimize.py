@@ -159,11 +159,13 @@ def child(tool: str, src: Path, out: Path) -> dict[str, Any]:
         t0 = time.perf_counter()
         if not hasattr(onnxcore, "optimize"):
             raise RuntimeError("onnxcore.optimize does not exist in this onnxcore")
+        model, report = onnxcore.optimize(str(src))  # a path: external data stays in its file until written
         try:
-            model, report = onnxcore.optimize(str(src))
-        except TypeError:  # an optimize that takes only a loaded model
-            model, report = onnxcore.optimize(onnxcore.load(str(src)))
-        onnxcore.save(model, str(out), external_data=external, location=out.name + ".data" if external else None)
+            from onnxcore.optimizer import save_optimized  # the optimizer's own writer (streams untouched data)
+        except ImportError:
+            onnxcore.save(model, str(out), external_data=external, location=out.name + ".data" if external else None)
+        else:
+            save_optimized(model, str(out), external=external or None)
         seconds = time.perf_counter() - t0
         info["report"] = json.loads(report.to_json()) if hasattr(report, "to_json") else repr(report)
     elif tool == "onnxsim":
