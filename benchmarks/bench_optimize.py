@@ -6,16 +6,18 @@ Per model and per tool (the original, onnxcore, onnxsim, onnxslim, onnxoptimizer
 - **optimize**: each tool runs in a fresh subprocess (``--child``), which loads the model, optimizes it and
   writes the result (external data beside it when the input had external data or is over 1.5 GiB). The parent
   times the subprocess's work (measured inside it, imports excluded) and its peak memory: the peak resident set
-  (``ru_maxrss`` of ``os.wait4``, which includes pages of memory-mapped files) and the peak of its anonymous
-  memory (``RssAnon`` polled from ``/proc`` every 20 ms: the memory the process allocated, not file pages the
-  kernel can drop). A tool that raises, exits or runs out of the time limit is a cell ``fails: <reason>``.
+  (the child's ``VmHWM`` at its end, which includes pages of memory-mapped files; ``ru_maxrss`` of ``os.wait4``
+  where the child died) and the peak of its anonymous memory (``RssAnon`` polled from ``/proc`` every 20 ms:
+  the memory the process allocated, not file pages the kernel can drop). A tool that raises, exits or runs out
+  of the time limit is a cell ``fails: <reason>``.
 - **judged** in another subprocess (``--evaluate``), by onnx and onnxruntime, never by onnxcore: node count (the
   graph's and its subgraphs'; ``onnx.load`` without external data, or onnxcore's lazy loader for a single file
   over 2 GiB, which onnx cannot read), file size (the model file plus the external data files it references),
   ``onnx.checker.check_model(path, full_check=True)``, and **whether the result computes the same**:
   onnxruntime with its graph optimizations off (``ORT_DISABLE_ALL``: the graph as written) runs the original
   and the result on seeded random inputs with every dimension variable set to the base size (the corpus feeds'
-  size, else 2), to 1, and to base + 1 (a setting the original itself refuses is skipped), outputs compared by
+  size, else 2), to 1, and to base + 1 (a setting the original itself refuses is skipped; a model without
+  dimension variables: two draws at its shapes), outputs compared by
   position: floats within rtol 1e-3 and atol 1e-4 x max(1, largest magnitude of the original's output), labels
   (integer outputs) differing on at most 1 % (the corpus's own rule), shapes and types equal;
 - **onnxruntime time** of the result: one thread (``intra_op_num_threads=1``, ``inter_op_num_threads=1``),
@@ -167,7 +169,8 @@ def child(tool: str, src: Path, out: Path) -> dict[str, Any]:
         else:
             save_optimized(model, str(out), external=external or None)
         seconds = time.perf_counter() - t0
-        info["report"] = json.loads(report.to_json()) if hasattr(report, "to_json") else repr(report)
+        got = report.to_json() if hasattr(report, "to_json") else repr(report)
+        info["report"] = json.loads(got) if isinstance(got, str) and got.startswith("{") else got
     elif tool == "onnxsim":
         import onnxsim
 
@@ -197,10 +200,11 @@ def child(tool: str, src: Path, out: Path) -> dict[str, Any]:
     return {"seconds": seconds, **info}
 
 
-def _rss_anon(pid: int) -> int:
+def _status(pid: int | str, field_name: str) -> int:
+    """A memory field of ``/proc/<pid>/status`` in bytes (0 where there is none)."""
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("RssAnon:"):
+            if line.startswith(field_name + ":"):
                 return int(line.split()[1]) * 1024
     except OSError:
         pass
@@ -217,7 +221,7 @@ def run_child(args: list[str], timeout: float, env: dict[str, str] | None = None
 
     def poll() -> None:
         while not done.is_set():
-            peak[0] = max(peak[0], _rss_anon(proc.pid))
+            peak[0] = max(peak[0], _status(proc.pid, "RssAnon"))
             done.wait(0.02)
 
     poller = threading.Thread(target=poll, daemon=True)
@@ -240,6 +244,8 @@ def run_child(args: list[str], timeout: float, env: dict[str, str] | None = None
     poller.join()
     for r in readers:
         r.join()
+    # The child's own VmHWM (its answer's peak_rss) is the peak of its program: ru_maxrss also counts the parent's
+    # pages at the fork (Linux carries the pre-exec high-water mark over), so it is only the fallback.
     result: dict[str, Any] = {"peak_rss": usage.ru_maxrss * 1024, "peak_anon": peak[0]}
     lines = [ln for ln in streams.get("out", "").splitlines() if ln.startswith("{")]
     if timed_out:
@@ -258,6 +264,7 @@ def _child_main(tool: str, src: str, out: str) -> int:
     except BaseException as e:  # every failure is a cell of the table, MemoryError and SystemExit included
         msg = " ".join(str(e).split())
         answer = {"error": f"{type(e).__name__}: {msg[:300]}"}
+    answer["peak_rss"] = _status("self", "VmHWM")
     print(json.dumps(answer, default=str))
     return 0
 
@@ -350,8 +357,8 @@ def input_settings(sess: Any, feeds: dict[str, Any]) -> list[dict[str, tuple[lis
         specs.append((i.name, dims, _NP_OF_ORT.get(i.type, "float32")))
     settings = []
     for pick in ("base", "one", "plus"):
-        if pick != "base" and not variables:
-            break
+        if pick == "plus" and not variables:
+            break  # no dimension variable: two draws at the fixed shapes
         size = {v: {"base": b, "one": 1, "plus": b + 1}[pick] for v, b in variables.items()}
         settings.append({n: ([d if isinstance(d, int) else size[d] for d in dims], t) for n, dims, t in specs})
     return settings
@@ -645,17 +652,20 @@ def summary(rows: list[dict[str, Any]], tools: list[str]) -> list[str]:
                 best = [
                     r["cells"][a][key]
                     for a in anchors
-                    if not _fail(r, a) and r["cells"][a].get("same") == "yes" and key in r["cells"][a]
+                    if not _fail(r, a)
+                    and r["cells"][a].get("same") == "yes"
+                    and not r["cells"][a].get("checker")
+                    and key in r["cells"][a]
                 ]
                 if best and min(best) > 0:
                     ratios.append(r["cells"]["onnxcore"][key] / min(best))
             if ratios:
                 lines.append(
-                    f"{what}, onnxcore / the best anchor's (models where both have a correct result): median "
+                    f"{what}, onnxcore / the best anchor's (models where both have a correct and valid result): median "
                     f"{statistics.median(ratios):.3f} over {len(ratios)} models (goal: at most 1)."
                 )
         grown = [
-            r["case"]["name"]
+            f"{r['case']['name']} ({r['cells']['original']['size']:,} -> {r['cells']['onnxcore']['size']:,} bytes)"
             for r in rows
             if not _fail(r, "onnxcore")
             and "size" in r["cells"]["onnxcore"]
@@ -698,7 +708,9 @@ def versions() -> dict[str, str]:
     src = Path(onnxcore.__file__).resolve().parent
     rev = subprocess.run(["git", "-C", str(src), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
     if rev.returncode == 0:
-        got["onnxcore"] = f"{got['onnxcore']} at {rev.stdout.strip()}"
+        status = ["git", "-C", str(src), "status", "--porcelain", "--untracked-files=no", "."]
+        dirty = subprocess.run(status, capture_output=True, text=True).stdout.strip()
+        got["onnxcore"] = f"{got['onnxcore']} at {rev.stdout.strip()}{'+' if dirty else ''}"
     for dist in ("onnx", "onnxruntime", "onnxsim", "onnxslim", "onnxoptimizer", "numpy"):
         try:
             got[dist] = md.version(dist)

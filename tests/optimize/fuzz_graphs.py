@@ -152,6 +152,8 @@ def make_graph(groups: dict[int, list[Piece]], seed: int, *, max_pieces: int = 4
             etype = helper.np_dtype_to_tensor_dtype(value.dtype)
             joinable = available.get((etype, value.shape), []) if etype in FLOATS else []
             r = rng.random()
+            if etype not in FLOATS and r < 0.8:
+                r = 0.7 + r * 0.15 / 0.8  # indices, counts and divisors mostly constants: verifiers draw inputs
             if joinable and r < 0.5:
                 rename[name] = rng.choice(joinable)
                 joined = True

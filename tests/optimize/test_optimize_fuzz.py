@@ -4,10 +4,14 @@ Graphs come from ``fuzz_graphs.make_graph`` (pieces of one operator set version,
 simplifier rewrites). For each graph onnxruntime can run (its graph optimizations off), ``onnxcore.optimize``
 with ``verify=True`` must return a result that it verified, that onnx's checker accepts (``full_check=True``) and
 that onnxruntime evaluates to the original's outputs under the conformance tolerances (rtol 1e-3, atol 1e-5 of
-the output's scale). A graph onnxcore's validator refuses as input (``ValidationError``) is counted, not failed:
-the campaign judges the optimizer, not the validator.
+the output's scale). Counted, not failed: a graph onnxcore's validator refuses as input (``ValidationError``: the
+campaign judges the optimizer, not the validator), and a graph the verifier cannot evaluate on its generated
+inputs (an ``OptimizeError`` saying the model refuses them: values outside an operator's domain; nothing is
+returned, so nothing is changed). Any other ``OptimizeError`` (verification found a difference, the result does
+not conform) is a failure.
 
-The short form runs ``ONNXCORE_OPT_FUZZ_GRAPHS`` graphs (40 by default) from ``ONNXCORE_OPT_FUZZ_SEED`` (0);
+The short form runs ``ONNXCORE_OPT_FUZZ_GRAPHS`` graphs (40 by default) from ``ONNXCORE_OPT_FUZZ_SEED`` (0),
+and the seeds that once found a failure (``SAVED_SEEDS``);
 the long form is the same test with more graphs, e.g. ``ONNXCORE_OPT_FUZZ_GRAPHS=5000``. A failure names the seed
 of its graph: ``fuzz_graphs.make_graph(groups, seed)`` makes it again.
 """
@@ -26,6 +30,9 @@ import pytest
 
 GRAPHS = int(os.environ.get("ONNXCORE_OPT_FUZZ_GRAPHS", "40"))
 SEED = int(os.environ.get("ONNXCORE_OPT_FUZZ_SEED", "0"))
+# Seeds that found a failure once, run by the short form too. 142: BitCast and CumProd pieces whose scalar
+# initializers made merge_initializers raise a bare ValueError (a 0-d array viewed as bytes).
+SAVED_SEEDS = (142,)
 # Node cases whose stored outputs onnxruntime 1.31's CPU provider does not reproduce (its deviations, not ours):
 # the generator's own check below leaves them out.
 ORT_DEVIATES = ("test_lstm_reverse", "test_resize_downsample_scales_", "test_attention_4d_with_past_and_present")
@@ -83,11 +90,11 @@ def test_optimize_fuzz(groups: dict[int, list[fg.Piece]]) -> None:
 
     if not hasattr(onnxcore, "optimize"):
         pytest.skip("onnxcore.optimize is not in this tree")
-    from onnxcore.errors import ValidationError
+    from onnxcore.errors import OptimizeError, ValidationError
 
     outcome: collections.Counter[str] = collections.Counter()
     failures = []
-    for seed in range(SEED, SEED + GRAPHS):
+    for seed in sorted({*range(SEED, SEED + GRAPHS), *SAVED_SEEDS}):
         g = fg.make_graph(groups, seed)
         want = _ort_outputs(g.model, g.feeds)
         if want is None:
@@ -99,6 +106,15 @@ def test_optimize_fuzz(groups: dict[int, list[fg.Piece]]) -> None:
         except ValidationError as e:
             outcome["refused as input"] += 1
             print(f"{where}: refused: {e}")
+            continue
+        except OptimizeError as e:
+            if "the model refuses inputs" not in str(e):
+                failures.append(f"{where}: OptimizeError: {str(e)[:300]}")
+                continue
+            # The verifier's generated inputs are outside an operator's domain (an IoU threshold over 1, a
+            # negative scale, an integer divisor of 0): nothing is returned, so nothing is changed. Counted.
+            outcome["not verifiable on generated inputs"] += 1
+            print(f"{where}: not verifiable: {str(e)[:200]}")
             continue
         except Exception as e:
             failures.append(f"{where}: {type(e).__name__}: {str(e)[:300]}")
