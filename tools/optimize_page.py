@@ -64,6 +64,25 @@ python tools/optimize_page.py --write
 """
 
 
+FUZZ = """\
+## The fuzz campaign
+
+`tests/optimize/test_optimize_fuzz.py` composes random graphs from the ONNX 1-3 node test cases
+(`tests/optimize/fuzz_graphs.py`): pieces of one operator set version, joined where element types and shapes
+agree, their other inputs made graph inputs, initializers or `Constant` nodes, and baited with what a simplifier
+rewrites (`Identity` chains, `Mul` by one, `Add` of zero, a `Transpose` and its inverse, a `Reshape` to its own
+shape, a node computed twice). Each graph onnxruntime runs goes through `onnxcore.optimize(verify=True)`; the
+result must be verified, accepted by `onnx.checker` (`full_check=True`) and evaluate in onnxruntime to the
+original's outputs. A graph the verifier cannot evaluate on its generated inputs (values outside an operator's
+domain: nothing is returned, so nothing changes) and one onnxcore's validator refuses are counted, not failed.
+The suite runs 40 graphs and the seeds that once failed; the long form is the same test with more:
+
+```text
+ONNXCORE_OPT_FUZZ_GRAPHS=5000 ONNXCORE_OPT_FUZZ_SEED=1000 python -m pytest tests/optimize/test_optimize_fuzz.py -s
+```
+"""
+
+
 def _table(table: dict[str, Any]) -> list[str]:
     lines = ["| " + " | ".join(table["columns"]) + " |", "|" + "|".join(table["align"]) + "|"]
     lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in table["rows"]]
@@ -75,7 +94,7 @@ def render(data: dict[str, Any] | None) -> str:
     lines = [INTRO]
     if data is None:
         lines.append("No run is recorded yet (`benchmarks/results/optimize.json` is missing).\n")
-        return "\n".join(lines)
+        return "\n".join([*lines, FUZZ])
     versions = ", ".join(f"{k} {v}" for k, v in data.get("versions", {}).items())
     lines += [
         "## The last run\n",
@@ -91,7 +110,7 @@ def render(data: dict[str, Any] | None) -> str:
     ]
     for table in data.get("tables", []):
         lines += [f"### {table.get('title', '')}\n", *_table(table), ""]
-    return "\n".join(lines)
+    return "\n".join([*lines, FUZZ])
 
 
 def main(argv: list[str] | None = None) -> int:
