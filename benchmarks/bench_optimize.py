@@ -32,7 +32,9 @@ external-data twin, which onnxruntime can load) and with external data.
 
 Usage: ``python benchmarks/bench_optimize.py [--quick] [--groups zoo corpus big] [--models NAME ...]
 [--tools onnxcore onnxsim ...] [--cache DIR] [--big-dir DIR] [--work DIR] [--repeat 5] [--timeout 900]
-[--json benchmarks/results/optimize.json]``. ``--quick``: three zoo models, six corpus models, no big model. The
+[--json benchmarks/results/optimize.json] [--reuse EARLIER.json ...] [--table-only RESULTS.json]``.
+``--reuse`` keeps an earlier run's rows for the models this run does not measure (each row names the onnxcore it
+measured). ``--quick``: three zoo models, six corpus models, no big model. The
 whole set runs in about 30 minutes on two cores. Run it with ``OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1``.
 """
 
@@ -740,11 +742,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds a tool may take on one model")
     ap.add_argument("--json", type=Path, help="write the results here (benchmarks/results/optimize.json)")
+    ap.add_argument(
+        "--reuse",
+        type=Path,
+        nargs="*",
+        default=[],
+        help="earlier --json files whose rows are kept for the models this run does not measure",
+    )
+    ap.add_argument("--table-only", type=Path, help="print the tables of an earlier --json file, measure nothing")
     args = ap.parse_args(argv)
 
     sys.path.insert(0, str(HERE))
     from bench_json import Recorder
 
+    if args.table_only:
+        earlier = json.loads(args.table_only.read_text())
+        print(render(earlier["rows"], args.tools, Recorder(None, "bench_optimize.py")))
+        return 0
     groups = [g for g in args.groups if not (args.quick and g == "big")]
     cases: list[Case] = []
     if "zoo" in groups:
@@ -758,9 +772,28 @@ def main(argv: list[str] | None = None) -> int:
     for case in cases:
         print(f"{case.name} ({case.group})", file=sys.stderr)
         rows.append(bench_case(case, args.tools, args.work, args.repeat, args.timeout))
+    minutes = round((time.perf_counter() - t0) / 60, 1)
+    here = versions()
+    for row in rows:
+        row["onnxcore"] = here["onnxcore"]
+    measured = {r["case"]["name"] for r in rows}
+    for path in args.reuse:  # rows of earlier runs, each keeping the onnxcore it measured
+        earlier = json.loads(path.read_text())
+        for row in earlier["rows"]:
+            if row["case"]["name"] not in measured:
+                row.setdefault("onnxcore", earlier["versions"]["onnxcore"])
+                row["reused"] = f"{earlier['date']}, {earlier.get('minutes', '?')} min run"
+                rows.append(row)
+                measured.add(row["case"]["name"])
+                minutes += earlier.get("minutes", 0) / max(1, len(earlier["rows"]))
+    order = {"zoo": 0, "corpus": 1, "big": 2}
+    rows.sort(key=lambda r: order.get(r["case"]["group"], 3))
     rec = Recorder(args.json, "bench_optimize.py")
-    rec.data["versions"] = versions()
-    rec.data["minutes"] = round((time.perf_counter() - t0) / 60, 1)
+    rec.data["versions"] = here
+    sources = sorted({r["onnxcore"] for r in rows})
+    if sources:
+        rec.data["versions"]["onnxcore"] = "; ".join(sources)
+    rec.data["minutes"] = round(minutes, 1)
     rec.data["rows"] = rows
     text = render(rows, args.tools, rec)
     head = ", ".join(f"{k} {v}" for k, v in rec.data["versions"].items())
