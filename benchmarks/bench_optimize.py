@@ -768,12 +768,12 @@ def main(argv: list[str] | None = None) -> int:
     if "big" in groups:
         cases += [c for c in big_cases(args.big_dir) if not args.models or any(n in c.name for n in args.models)]
     rows = []
+    here = versions()  # before the runs: the onnxcore they measure (a tree that changes meanwhile is not seen)
     t0 = time.perf_counter()
     for case in cases:
         print(f"{case.name} ({case.group})", file=sys.stderr)
         rows.append(bench_case(case, args.tools, args.work, args.repeat, args.timeout))
     minutes = round((time.perf_counter() - t0) / 60, 1)
-    here = versions()
     for row in rows:
         row["onnxcore"] = here["onnxcore"]
     measured = {r["case"]["name"] for r in rows}
