@@ -43,6 +43,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -704,13 +705,21 @@ def render(rows: list[dict[str, Any]], tools: list[str], recorder: Any) -> str:
     return "\n".join(out)
 
 
+_LOCAL_PATH = re.compile(r"(?:/tmp|/work|/home|/root|/var)/[^\s\"',:;)]*")
+
+
+def scrub(text: str) -> str:
+    """``text`` with this machine's paths reduced to their last part (results files are committed)."""
+    return _LOCAL_PATH.sub(lambda m: Path(m.group()).name, text)
+
+
 def versions() -> dict[str, str]:
-    """The versions of the tools measured, and where onnxcore was imported from."""
+    """The versions of the tools measured; onnxcore's with the commit of the tree it was imported from."""
     import importlib.metadata as md
 
     import onnxcore
 
-    got = {"onnxcore": f"{getattr(onnxcore, '__version__', '?')} ({Path(onnxcore.__file__).parent})"}
+    got = {"onnxcore": str(getattr(onnxcore, "__version__", "?"))}
     src = Path(onnxcore.__file__).resolve().parent
     rev = subprocess.run(["git", "-C", str(src), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
     if rev.returncode == 0:
@@ -798,6 +807,7 @@ def main(argv: list[str] | None = None) -> int:
     text = render(rows, args.tools, rec)
     head = ", ".join(f"{k} {v}" for k, v in rec.data["versions"].items())
     print(f"{rec.data['cpu']}; {head}; {rec.data['minutes']} min\n{text}")
+    rec.data = json.loads(scrub(json.dumps(rec.data)))
     rec.write()
     return 0
 
