@@ -28,6 +28,7 @@ from numpy.lib.stride_tricks import as_strided
 from onnxcore.errors import EvaluationError, ShapeError
 from onnxcore.kernels import accel
 from onnxcore.kernels._depthwise import depthwise_conv2d, depthwise_pays
+from onnxcore.kernels._scratch import scratch
 from onnxcore.kernels._util import check_elements, int_list, is_narrow_float
 from onnxcore.kernels.registry import kernel
 from onnxcore.kernels.threads import active_threads, copy_split, parallel_for
@@ -275,7 +276,7 @@ def _conv_paths(
         # 1x1 kernel: a plain matmul on the (strided) input, no im2col.
         if any(s != 1 for s in strides):
             xs = x[(slice(None), slice(None)) + tuple(slice(0, (o - 1) * s + 1, s) for o, s in zip(out, strides))]
-            xs = _columns(xs)
+            xs = _columns(xs, "conv.cols")
         else:
             xs = np.ascontiguousarray(x)
         xs = xs.reshape(n_img, group, cg, p_out)
@@ -289,7 +290,7 @@ def _conv_paths(
         flat = _flat_conv(x, w, group, pb, pe, dilations, out, bias)
         if flat is not None:
             return flat, True
-    xp = pad_spatial(x, pb, pe)
+    xp = _padded(x, pb, pe)
     view = window_view(xp.reshape(n_img, group, cg, *xp.shape[2:]), kernel, strides, dilations, out)
     if nd > 1 and n_img * c * kk * p_out * x.itemsize > 2 * _CHUNK_BYTES:
         # Large inputs: im2col a band of output rows at a time so the columns stay in cache.
@@ -301,12 +302,25 @@ def _conv_paths(
         for r0 in range(0, rows, step):
             r1 = min(rows, r0 + step)
             band = view[(slice(None),) * (3 + nd) + (slice(r0, r1),)]
-            cols = _columns(band).reshape(n_img, group, cg * kk, (r1 - r0) * math.prod(out[1:]))
+            cols = _columns(band, "conv.cols").reshape(n_img, group, cg * kk, (r1 - r0) * math.prod(out[1:]))
             y[:, :, :, r0:r1, :] = np.matmul(wm, cols).reshape(n_img, group, mg, r1 - r0, -1)
         return y.reshape(n_img, m, *out), False
-    cols = _columns(view).reshape(n_img, group, cg * kk, p_out)
+    cols = _columns(view, "conv.cols").reshape(n_img, group, cg * kk, p_out)
     y = np.matmul(w.reshape(group, mg, cg * kk), cols)
     return y.reshape(n_img, m, *out), False
+
+
+def _padded(x: np.ndarray, pb: Sequence[int], pe: Sequence[int]) -> np.ndarray:
+    """``pad_spatial(x, pb, pe)`` in this thread's scratch buffer (``x`` itself when there is no padding): the
+    padded copy lives only while the columns are built from it."""
+    if not any(pb) and not any(pe):
+        return x
+    lead = x.ndim - len(pb)
+    shape = x.shape[:lead] + tuple(s + b + e for s, b, e in zip(x.shape[lead:], pb, pe))
+    out = scratch("conv.pad", shape, x.dtype)
+    out.fill(0)
+    out[(slice(None),) * lead + tuple(slice(b, b + s) for b, s in zip(pb, x.shape[lead:]))] = x
+    return out
 
 
 def _depthwise_accel(
@@ -329,16 +343,18 @@ def _depthwise_accel(
     threads = active_threads() if n_img * c * out[0] * out[1] >= 1 << 16 else 1
     if _DW_CHANNELS_LAST(c, out, strides):
         # Small images, many channels: channels-last, the channels the vectorised inner loop.
-        xl = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+        # The channels-last copies in and out are scratch buffers (no page faults on every run).
+        xl = scratch("conv.dw.x", (n_img, *x.shape[2:], c), dt)
+        np.copyto(xl, x.transpose(0, 2, 3, 1))
         wl = np.ascontiguousarray(w.reshape(c, *w.shape[2:]).transpose(1, 2, 0), dtype=dt)
-        yl = np.empty((n_img, *out, c), dt)
+        yl = scratch("conv.dw.y", (n_img, *out, c), dt)
         fl = accel.jit_cnn().depthwise2d_nhwc
 
         def run_l(a: int, b: int) -> None:
             fl(xl, wl, bc, yl, pads, st, dl, a, b)
 
         parallel_for(run_l, n_img * out[0], threads=threads)
-        return np.ascontiguousarray(yl.transpose(0, 3, 1, 2))
+        return yl.transpose(0, 3, 1, 2).copy()  # a copy always: yl is a scratch buffer
     xc = np.ascontiguousarray(x)
     wc = np.ascontiguousarray(w.reshape(c, *w.shape[2:]), dtype=dt)
     y = np.empty((n_img, c, *out), dt)
@@ -365,26 +381,30 @@ _DW_CHANNELS_LAST = _dw_channels_last
 _CHUNK_BYTES = 1 << 21
 
 
-def _chunked_matmul(wm: np.ndarray, view: np.ndarray, n_img: int, group: int, k_rows: int, length: int) -> np.ndarray:
-    """``wm @ view.reshape(n_img, group, k_rows, length)``, building the columns in bands."""
+def _chunked_matmul(
+    wm: np.ndarray, view: np.ndarray, n_img: int, group: int, k_rows: int, length: int, y: np.ndarray
+) -> np.ndarray:
+    """``wm @ view.reshape(n_img, group, k_rows, length)`` into ``y`` ``(n_img, group, M/group, length)``, building
+    the columns in bands."""
     total = n_img * group * k_rows * length * view.itemsize
     if total <= 2 * _CHUNK_BYTES:
-        return np.matmul(wm, _columns(view).reshape(n_img, group, k_rows, length))
+        return np.matmul(wm, _columns(view, "conv.cols").reshape(n_img, group, k_rows, length), out=y)
     step = max(64, _CHUNK_BYTES // (n_img * group * k_rows * view.itemsize))
-    y = np.empty((n_img, group, wm.shape[1], length), dtype=view.dtype)
     for t0 in range(0, length, step):
         t1 = min(length, t0 + step)
-        cols = _columns(view[..., t0:t1]).reshape(n_img, group, k_rows, t1 - t0)
+        cols = _columns(view[..., t0:t1], "conv.cols").reshape(n_img, group, k_rows, t1 - t0)
         np.matmul(wm, cols, out=y[..., t0:t1])
     return y
 
 
-def _columns(view: np.ndarray) -> np.ndarray:
+def _columns(view: np.ndarray, name: str | None = None) -> np.ndarray:
     """A C-contiguous copy of an im2col ``view`` (the columns BLAS multiplies), made on the kernel threads when it is
-    large: the copy is the part of a convolution BLAS does not spread over the cores."""
+    large: the copy is the part of a convolution BLAS does not spread over the cores. With ``name``, the copy is
+    this thread's scratch buffer of that name (:mod:`onnxcore.kernels._scratch`: the caller consumes it before the
+    next request): fresh columns of a few megabytes cost more in page faults than the copy itself."""
     if view.flags.c_contiguous:
         return view
-    out = np.empty(view.shape, view.dtype)
+    out = np.empty(view.shape, view.dtype) if name is None else scratch(name, view.shape, view.dtype)
     copy_split(out, view)
     return out
 
@@ -396,11 +416,14 @@ _FLAT_WASTE = 0.15
 _SHORT_ROW = 16
 
 
-def _tap_matmul(w: np.ndarray, buf: np.ndarray, offsets: Sequence[int], group: int, length: int) -> np.ndarray:
+def _tap_matmul(
+    w: np.ndarray, buf: np.ndarray, offsets: Sequence[int], group: int, length: int, y: np.ndarray
+) -> np.ndarray:
     """``sum_k W[..., k] @ buf[..., off_k : off_k + length]``: one matmul per kernel offset, no im2col.
 
     Each offset's operand is a contiguous slice of the flattened padded image, which BLAS reads in
-    place; the partial products are summed a band of columns at a time so they stay in cache.
+    place; the partial products are summed a band of columns at a time so they stay in cache, into ``y``
+    ``(N, group, M/group, length)``.
     """
     n_img, c = buf.shape[:2]
     m = w.shape[0]
@@ -408,9 +431,8 @@ def _tap_matmul(w: np.ndarray, buf: np.ndarray, offsets: Sequence[int], group: i
     kk = len(offsets)
     wk = np.ascontiguousarray(w.reshape(group, mg, cg, kk).transpose(3, 0, 1, 2))
     src = buf.reshape(n_img, group, cg, buf.shape[-1])
-    y = np.empty((n_img, group, mg, length), dtype=buf.dtype)
     step = max(256, _TAP_BAND_BYTES // ((cg + mg) * group * n_img * buf.itemsize))
-    tmp = np.empty((n_img, group, mg, min(step, length)), dtype=buf.dtype)
+    tmp = scratch("conv.taps", (n_img, group, mg, min(step, length)), buf.dtype)
     for t0 in range(0, length, step):
         t1 = min(length, t0 + step)
         yc = y[..., t0:t1]
@@ -463,7 +485,8 @@ def _flat_conv(
                for offs in itertools.product(*(range(k) for k in kernel))]  # fmt: skip
     total = math.prod(padded)
     extra = max(0, max(offsets) + length - total)
-    buf = np.zeros((n_img, c, total + extra), dtype=x.dtype)
+    buf = scratch("conv.flat", (n_img, c, total + extra), x.dtype)
+    buf.fill(0)
     copy_split(
         buf[:, :, :total].reshape(n_img, c, *padded)[
             (slice(None), slice(None)) + tuple(slice(b, b + s) for b, s in zip(pb, x.shape[2:]))
@@ -475,7 +498,7 @@ def _flat_conv(
     if kk > 1 and 3 * mg <= 2 * cg:
         # Few output channels per input channel: summing one matmul per kernel offset reads the
         # image in place, where the column matrix would copy it kk times (1.5-1.8x faster measured).
-        y = _tap_matmul(w, buf, offsets, group, length)
+        y = _tap_matmul(w, buf, offsets, group, length, _sums((n_img, group, mg, length), x.dtype, out, padded))
         return _cropped(y.reshape(n_img, m, out[0], *padded[1:]), out, bias)
     # Kernel offsets are not one uniform stride in general; view cols as (N, C, *kernel, L)
     # (or (N, C, kk, L) when they are) and let one reshape do the im2col copy.
@@ -488,8 +511,17 @@ def _flat_conv(
         view = as_strided(buf, shape=(n_img, c, *kernel, length),
                           strides=(buf.strides[0], buf.strides[1], *kstr, item), writeable=False)  # fmt: skip
     # Depthwise convolutions become C tiny matmuls (mg x kk) @ (kk x L) in one batched call.
-    y = _chunked_matmul(w.reshape(group, mg, cg * kk), view, n_img, group, cg * kk, length)
+    sums = _sums((n_img, group, mg, length), x.dtype, out, padded)
+    y = _chunked_matmul(w.reshape(group, mg, cg * kk), view, n_img, group, cg * kk, length, sums)
     return _cropped(y.reshape(n_img, m, out[0], *padded[1:]), out, bias)
+
+
+def _sums(shape: tuple[int, ...], dtype: Any, out: Sequence[int], padded: Sequence[int]) -> np.ndarray:
+    """The array the flat layout's sums go to: this thread's scratch buffer when :func:`_cropped` copies them out
+    (the output rows are shorter than the padded grid's pitch), else the result itself (a fresh array)."""
+    if tuple(padded[1:]) == tuple(out[1:]):
+        return np.empty(shape, dtype)
+    return scratch("conv.sums", shape, dtype)
 
 
 def _cropped(y: np.ndarray, out: Sequence[int], bias: np.ndarray | None) -> np.ndarray:
