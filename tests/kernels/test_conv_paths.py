@@ -1,18 +1,23 @@
-"""Convolution paths that keep their temporaries in scratch buffers (``kernels/_scratch.py``): a result never
+"""Convolution paths: the temporaries in scratch buffers (``kernels/_scratch.py``), where a result never
 aliases a buffer the next call reuses, and every path computes the naive reference's values.
 
 Each case below reaches one path of ``kernels/conv.py`` (1x1 with a stride, the padded im2col, its banded
 form, the flat layout by tap products or by columns, cropped or not, the depthwise paths) or
 ``kernels/_winograd.py``'s small-image product; the result of a first call is kept, a second call with another
-input of the same shape runs, and the first result must still be the convolution of the first input.
+input of the same shape runs, and the first result must still be the convolution of the first input. Then the
+measured choice of a path (``kernels/_conv_choice.py``): every candidate against the reference, the choice made
+once per shape, bounded, and wired into plans.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 import pytest
 
 from kernels.test_conv import naive_conv
+from onnxcore.kernels import _conv_choice, accel
 from onnxcore.kernels._winograd import WinogradConv
 from onnxcore.kernels.conv import conv
 
@@ -68,3 +73,133 @@ def test_small_image_winograd_result_survives_the_next_call() -> None:
     step(x2, w, b, pads=[1, 1, 1, 1])
     np.testing.assert_array_equal(y1, kept)
     np.testing.assert_allclose(y1, _naive(x1, w, b, 1, [1, 1], [1, 1, 1, 1]), rtol=1e-4, atol=1e-4)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The measured choice of a path (kernels/_conv_choice.py)
+# ---------------------------------------------------------------------------------------------------------------
+
+# (x shape, w shape, group, attributes): layers of one group and depthwise, with strides, dilations, uneven pads.
+LAYERS = {
+    "3x3 stride 2, uneven pads": ((1, 3, 17, 16), (8, 3, 3, 3), 1, {"strides": [2, 2], "pads": [1, 0, 0, 1]}),
+    "1x1": ((2, 16, 7, 7), (24, 16, 1, 1), 1, {}),
+    "1x1 stride 2": ((1, 16, 9, 9), (8, 16, 1, 1), 1, {"strides": [2, 2]}),
+    "5x3 dilated": ((1, 6, 14, 12), (5, 6, 5, 3), 1, {"dilations": [2, 1], "pads": [2, 1, 2, 1]}),
+    "depthwise 3x3": ((2, 40, 14, 14), (40, 1, 3, 3), 40, {"pads": [1, 1, 1, 1]}),
+    "depthwise 5x5 stride 2": ((1, 72, 15, 15), (72, 1, 5, 5), 72, {"strides": [2, 2], "pads": [2, 2, 2, 2]}),
+    "depthwise dilated, no pads": ((1, 16, 12, 12), (16, 1, 3, 3), 16, {"dilations": [2, 2]}),
+}
+
+
+def _layer(name: str, seed: int = 11) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+    x_shape, w_shape, group, attrs = LAYERS[name]
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    w = rng.standard_normal(w_shape).astype(np.float32)
+    b = rng.standard_normal(w_shape[0]).astype(np.float32)
+    return x, w, b, {"group": group, **attrs}
+
+
+def _reference(x: np.ndarray, w: np.ndarray, b: np.ndarray, kw: dict[str, Any]) -> np.ndarray:
+    nd = x.ndim - 2
+    pads = kw.get("pads", [0] * 2 * nd)
+    ref = naive_conv(x, w, None, kw.get("strides", [1] * nd), kw.get("dilations", [1] * nd), pads[:nd], pads[nd:],
+                     kw["group"])  # fmt: skip
+    return ref + b.reshape(1, -1, 1, 1)
+
+
+@pytest.mark.usefixtures("accel_path")
+@pytest.mark.parametrize("layer", sorted(LAYERS))
+def test_every_candidate_is_the_convolution(layer: str) -> None:
+    """Each path the choice may take computes the reference convolution (float32 rounding apart), bias or not."""
+    x, w, b, kw = _layer(layer)
+    wt = np.ascontiguousarray(w.transpose(2, 3, 1, 0).reshape(-1, w.shape[0]))
+    found = _conv_choice.candidates(conv, x, w, lambda: wt, kw)
+    expected = {"kernel", "channels_last"} if kw["group"] == 1 else {"kernel", "numpy"}
+    if kw["group"] > 1 and accel.enabled():
+        expected |= {"planar", "channels_last"}
+    assert set(found) == expected
+    ref = _reference(x, w, b, kw)
+    for name, fn in found.items():
+        np.testing.assert_allclose(fn(x, w, b), ref, rtol=1e-4, atol=1e-4, err_msg=name)
+        np.testing.assert_allclose(fn(x, w, None), ref - b.reshape(1, -1, 1, 1), rtol=1e-4, atol=1e-4, err_msg=name)
+
+
+def test_choice_measured_once_per_shape(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first run of a shape measures; later runs, and other instances (another session's node of the same
+    layer), take the stored choice; another input shape measures again."""
+    _conv_choice.clear_choices()
+    measured: list[tuple[int, ...]] = []
+    real = _conv_choice._measure
+
+    def spy(found: Any, x: np.ndarray, w: np.ndarray, b: Any) -> Any:
+        measured.append(x.shape)
+        name, y = real(found, x, w, b)
+        assert name in found
+        return name, y
+
+    monkeypatch.setattr(_conv_choice, "_measure", spy)
+    x, w, b, kw = _layer("3x3 stride 2, uneven pads")
+    ref = _reference(x, w, b, kw)
+    first, second = _conv_choice.MeasuredConv(conv), _conv_choice.MeasuredConv(conv)
+    for step in (first, first, second):
+        np.testing.assert_allclose(step(x, w, b, **kw), ref, rtol=1e-4, atol=1e-4)
+    assert measured == [x.shape]
+    x2 = np.concatenate([x, x])
+    np.testing.assert_allclose(first(x2, w, b, **kw), np.concatenate([ref, ref]), rtol=1e-4, atol=1e-4)
+    assert measured == [x.shape, x2.shape]
+    # Same shape and choice: the same bits from either instance.
+    np.testing.assert_array_equal(first(x, w, b, **kw), second(x, w, b, **kw))
+
+
+def test_slow_layer_is_not_measured(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A layer whose first run exceeds the bound runs the kernel's own path, measured no further."""
+    _conv_choice.clear_choices()
+    monkeypatch.setattr(_conv_choice, "MAX_MEASURED_SECONDS", 0.0)
+    calls: list[str] = []
+    x, w, b, kw = _layer("depthwise 3x3")
+
+    def counting(*args: Any, **kwargs: Any) -> np.ndarray:
+        calls.append("kernel")
+        return conv(*args, **kwargs)
+
+    step = _conv_choice.MeasuredConv(counting)
+    np.testing.assert_allclose(step(x, w, b, **kw), _reference(x, w, b, kw), rtol=1e-4, atol=1e-4)
+    assert calls == ["kernel"]
+    step(x, w, b, **kw)
+    assert calls == ["kernel", "kernel"]
+    assert set(_conv_choice._CHOICES.values()) == {"kernel"}
+
+
+def test_plan_measures_convolutions() -> None:
+    """A session's Conv steps run through MeasuredConv (in a Relu's step too) and agree with onnxruntime; the
+    rewrite can be left out by name."""
+    ort = pytest.importorskip("onnxruntime")
+    from onnx import TensorProto, helper, numpy_helper
+
+    import onnxcore
+
+    rng = np.random.default_rng(5)
+    w1 = rng.standard_normal((16, 3, 3, 3)).astype(np.float32)
+    w2 = rng.standard_normal((16, 1, 3, 3)).astype(np.float32)
+    b2 = rng.standard_normal(16).astype(np.float32)
+    nodes = [
+        helper.make_node("Conv", ["x", "w1"], ["a"], pads=[1, 1, 1, 1], strides=[2, 2]),
+        helper.make_node("Relu", ["a"], ["r"]),
+        helper.make_node("Conv", ["r", "w2", "b2"], ["y"], pads=[1, 1, 1, 1], group=16),
+    ]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 32, 32])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 16, 16])],
+        [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(w2, "w2"), numpy_helper.from_array(b2, "b2")],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8).SerializeToString()
+    x = rng.standard_normal((1, 3, 32, 32)).astype(np.float32)
+    want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    sess = onnxcore.Session(model)
+    np.testing.assert_allclose(sess.run(None, {"x": x})[0], want, rtol=1e-4, atol=1e-4)
+    steps = sess.profile({"x": x}, repeat=1)
+    assert [s.kernel for s in steps] == ["onnxcore.fused::WithRelu", "onnxcore.fused::MeasuredConv"]
+    plain = onnxcore.Session(model, disabled_rewrites=("measure_conv_paths",))
+    assert "onnxcore.fused::MeasuredConv" not in {s.kernel for s in plain.profile({"x": x}, repeat=1)}
+    np.testing.assert_allclose(plain.run(None, {"x": x})[0], want, rtol=1e-4, atol=1e-4)

@@ -34,6 +34,7 @@ from onnxcore.kernels.registry import kernel
 from onnxcore.kernels.threads import active_threads, copy_split, parallel_for
 
 __all__ = [
+    "depthwise_accel",
     "work_dtype",
     "spatial_attr",
     "pads_attr",
@@ -331,9 +332,11 @@ def _depthwise_accel(
     dilations: Sequence[int],
     out: Sequence[int],
     bias: np.ndarray | None,
+    channels_last: bool | None = None,
 ) -> np.ndarray:
     """The depthwise convolution (one input and one output channel per group) by the compiled loops of
-    :mod:`onnxcore.kernels.accel`, planes ``(image, channel)`` split over the kernel threads."""
+    :mod:`onnxcore.kernels.accel`, planes ``(image, channel)`` split over the kernel threads; ``channels_last`` picks
+    the loop (None: by :func:`_dw_channels_last`'s rule)."""
     n_img, c = x.shape[:2]
     dt = x.dtype
     bc = np.zeros(c, dt) if bias is None else np.ascontiguousarray(bias, dtype=dt)
@@ -341,7 +344,7 @@ def _depthwise_accel(
     st = np.asarray(strides[:2], np.int64)
     dl = np.asarray(dilations[:2], np.int64)
     threads = active_threads() if n_img * c * out[0] * out[1] >= 1 << 16 else 1
-    if _DW_CHANNELS_LAST(c, out, strides):
+    if _DW_CHANNELS_LAST(c, out, strides) if channels_last is None else channels_last:
         # Small images, many channels: channels-last, the channels the vectorised inner loop.
         # The channels-last copies in and out are scratch buffers (no page faults on every run).
         xl = scratch("conv.dw.x", (n_img, *x.shape[2:], c), dt)
@@ -375,6 +378,7 @@ def _dw_channels_last(c: int, out: Sequence[int], strides: Sequence[int]) -> boo
 
 
 _DW_CHANNELS_LAST = _dw_channels_last
+depthwise_accel = _depthwise_accel  # for the measured choice of a path (kernels/_conv_choice.py)
 
 
 # Size of one im2col band: the columns of a band are built and consumed while in the L2 cache.

@@ -7,7 +7,8 @@
 - ``PreActivatedConv``: DenseNet's BatchNormalization -> Relu -> Conv as one clamp pass and a Conv with folded
   weights (:func:`preactivated_weights`);
 - ``ProjectedPool``: AveragePool -> 1x1 Conv computed as the Conv, then the pool;
-- ``WinogradConv``: a float32 3x3 Conv by Winograd's transforms where it gains (``kernels/_winograd.py``).
+- ``WinogradConv``: a float32 3x3 Conv by Winograd's transforms where it gains (``kernels/_winograd.py``);
+- ``MeasuredConv``: a 2-D Conv by the fastest of its paths for each shape, measured (``kernels/_conv_choice.py``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from onnxcore.errors import EvaluationError
+from onnxcore.kernels._conv_choice import MeasuredConv
 from onnxcore.kernels._winograd import MIN_CHANNELS, WinogradConv
 from onnxcore.kernels.elementwise import gelu
 from onnxcore.kernels.fused import FUSED_DOMAIN
@@ -31,6 +33,7 @@ __all__ = [
     "Conv1dTaps",
     "ConvActivation",
     "InPlaceRelu",
+    "MeasuredConv",
     "PreActivatedConv",
     "ProjectedPool",
     "preactivated_weights",
@@ -428,3 +431,17 @@ def winograd_conv(
     """A Conv (``conv``, with its attributes ``kw``) by Winograd's F(4x4, 3x3) where it takes the layer (float32,
     3x3, stride 1, at least 16 channels in and out; the error it adds is stated in the conformance statement)."""
     return _prepare_winograd((x, w, b), conv=conv)(x, w, b, **kw)
+
+
+def _prepare_measured(constants: Sequence[Any], *, conv: Callable[..., Any] | None = None) -> MeasuredConv:
+    return MeasuredConv(conv or default_kernel("Conv"))
+
+
+@kernel("MeasuredConv", 1, domain=FUSED_DOMAIN, prepare=_prepare_measured, prepare_constants=True)
+def measured_conv(
+    x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None, *, conv: Callable[..., Any] | None = None, **kw: Any
+) -> np.ndarray:
+    """A Conv (``conv``, with its attributes ``kw``) by the fastest of its paths for this shape (the Conv kernel's
+    own, channels-last columns, the depthwise loops), measured on the first run of the shape; every path computes
+    the Conv's sums, in its own order."""
+    return _prepare_measured((x, w, b), conv=conv)(x, w, b, **kw)

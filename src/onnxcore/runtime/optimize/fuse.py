@@ -1,5 +1,6 @@
 """Fusions into a Conv or a Gemm: folded per-channel steps, an in-place Relu or a closing activation (SiLU, GELU,
-HardSwish) with the bias, prepacked weights, Winograd (the fused kernels: ``onnxcore.kernels.fused.conv``)."""
+HardSwish) with the bias, prepacked weights, a Conv's path measured per shape, Winograd (the fused kernels:
+``onnxcore.kernels.fused.conv``)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from onnxcore.runtime.optimize.affine import affine_step, bn_parameters
 from onnxcore.runtime.optimize.graph import PlanGraph
 from onnxcore.runtime.step import PlanNode
 
-__all__ = ["fuse_conv_chains", "fuse_relu", "prepack_gemm", "use_winograd"]
+__all__ = ["fuse_conv_chains", "fuse_relu", "measure_conv_paths", "prepack_gemm", "use_winograd"]
 
 
 def _activation(bn: PlanNode, x: str) -> dict[str, Any] | None:
@@ -187,7 +188,9 @@ def use_winograd(graph: PlanGraph) -> list[PlanNode]:
     nodes, const = list(graph.nodes), graph.const
     for j, bn in enumerate(nodes):
         weights = conv_weights(bn, const)
-        if weights is None or bn.kw.get("group", 1) != 1 or bn.step_kernel not in ("", "WithRelu", "ConvActivation"):
+        if weights is None or bn.kw.get("group", 1) != 1:
+            continue
+        if bn.step_kernel not in ("", "WithRelu", "ConvActivation", "MeasuredConv"):
             continue
         w = weights[0]
         if w.dtype != np.float32 or w.shape[2:] != (3, 3) or min(w.shape[:2]) < MIN_CHANNELS:
@@ -202,4 +205,31 @@ def use_winograd(graph: PlanGraph) -> list[PlanNode]:
             nodes[j] = fused_node(bn, "ConvActivation", ins, outs, const, kw=kw, may_tuple=None, **attrs)
         else:
             nodes[j] = fused_node(bn, "WinogradConv", ins, outs, const, kw=kw, may_tuple=None, conv=bn.call)
+    return nodes
+
+
+def measure_conv_paths(graph: PlanGraph) -> list[PlanNode]:
+    """Give each 2-D Conv with constant float weights, of one group or depthwise, the fused MeasuredConv kernel,
+    which times the paths that take the layer on the first run of each shape and keeps the fastest (inside a
+    WithRelu or ConvActivation step, as the Conv it calls; Winograd, chosen by its rule, calls it for the layers it
+    leaves). Clause 8.2: every path computes the Conv's sums, in its own order."""
+    nodes, const = list(graph.nodes), graph.const
+    for j, bn in enumerate(nodes):
+        weights = conv_weights(bn, const)
+        if weights is None or bn.step_kernel not in ("", "WithRelu", "ConvActivation"):
+            continue
+        w = weights[0]
+        group = int(bn.kw.get("group", 1))
+        if w.ndim != 4 or not (group == 1 or (w.shape[1] == 1 and w.shape[0] == group)):
+            continue
+        assert bn.call is not None
+        ins, outs, kw = list(bn.inputs), list(bn.outputs), dict(bn.kw)
+        if bn.step_kernel == "WithRelu":
+            measured = fused_step("MeasuredConv", conv=bn.step_attrs["kernel"])
+            nodes[j] = fused_node(bn, "WithRelu", ins, outs, const, kw=kw, may_tuple=None, kernel=measured)
+        elif bn.step_kernel == "ConvActivation":
+            attrs = {**bn.step_attrs, "conv": fused_step("MeasuredConv", conv=bn.step_attrs["conv"])}
+            nodes[j] = fused_node(bn, "ConvActivation", ins, outs, const, kw=kw, may_tuple=None, **attrs)
+        else:
+            nodes[j] = fused_node(bn, "MeasuredConv", ins, outs, const, kw=kw, may_tuple=None, conv=bn.call)
     return nodes
