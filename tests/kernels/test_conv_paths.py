@@ -79,12 +79,21 @@ def test_small_image_winograd_result_survives_the_next_call() -> None:
 # The measured choice of a path (kernels/_conv_choice.py)
 # ---------------------------------------------------------------------------------------------------------------
 
-# (x shape, w shape, group, attributes): layers of one group and depthwise, with strides, dilations, uneven pads.
+# (x shape, w shape, group, attributes): layers of one group, grouped, depthwise, with strides, dilations, uneven
+# pads.
 LAYERS = {
     "3x3 stride 2, uneven pads": ((1, 3, 17, 16), (8, 3, 3, 3), 1, {"strides": [2, 2], "pads": [1, 0, 0, 1]}),
     "1x1": ((2, 16, 7, 7), (24, 16, 1, 1), 1, {}),
     "1x1 stride 2": ((1, 16, 9, 9), (8, 16, 1, 1), 1, {"strides": [2, 2]}),
     "5x3 dilated": ((1, 6, 14, 12), (5, 6, 5, 3), 1, {"dilations": [2, 1], "pads": [2, 1, 2, 1]}),
+    "grouped 3x3": ((1, 64, 5, 5), (64, 16, 3, 3), 4, {"pads": [1, 1, 1, 1]}),
+    "grouped stride 2, channel multiplier": (
+        (2, 6, 11, 10),
+        (12, 2, 3, 3),
+        3,
+        {"strides": [2, 2], "pads": [1, 1, 0, 0]},
+    ),
+    "channel multiplier 2": ((1, 8, 9, 9), (16, 1, 3, 3), 8, {"pads": [1, 1, 1, 1]}),
     "depthwise 3x3": ((2, 40, 14, 14), (40, 1, 3, 3), 40, {"pads": [1, 1, 1, 1]}),
     "depthwise 5x5 stride 2": ((1, 72, 15, 15), (72, 1, 5, 5), 72, {"strides": [2, 2], "pads": [2, 2, 2, 2]}),
     "depthwise dilated, no pads": ((1, 16, 12, 12), (16, 1, 3, 3), 16, {"dilations": [2, 2]}),
@@ -113,10 +122,11 @@ def _reference(x: np.ndarray, w: np.ndarray, b: np.ndarray, kw: dict[str, Any]) 
 def test_every_candidate_is_the_convolution(layer: str) -> None:
     """Each path the choice may take computes the reference convolution (float32 rounding apart), bias or not."""
     x, w, b, kw = _layer(layer)
-    wt = np.ascontiguousarray(w.transpose(2, 3, 1, 0).reshape(-1, w.shape[0]))
+    wt = _conv_choice.channels_last_weights(w, kw["group"])
     found = _conv_choice.candidates(conv, x, w, lambda: wt, kw)
-    expected = {"kernel", "channels_last"} if kw["group"] == 1 else {"kernel", "numpy"}
-    if kw["group"] > 1 and accel.enabled():
+    depthwise = w.shape[1] == 1 and w.shape[0] == kw["group"] == x.shape[1]
+    expected = {"kernel", "numpy"} if depthwise else {"kernel", "channels_last"}
+    if depthwise and accel.enabled():
         expected |= {"planar", "channels_last"}
     assert set(found) == expected
     ref = _reference(x, w, b, kw)

@@ -5,9 +5,10 @@ The Conv kernel picks its path by rules measured once on one machine (``kernels/
 BLAS library or image size the best path differs. :class:`MeasuredConv` times the candidates that take a layer the
 first time a shape arrives and keeps the fastest:
 
-- every 2-D Conv of one group: the kernel's own path (im2col or the flat layout, channels first) and the
-  channels-last columns (:func:`channels_last_conv`: each column row gathers runs of C contiguous values, and the
-  product is ``(pixels x kk*C) @ (kk*C x M)``, the other orientation for BLAS);
+- every 2-D Conv but a depthwise one: the kernel's own path (im2col or the flat layout, channels first) and the
+  channels-last columns (:func:`channels_last_conv`: each column row gathers runs of C/group contiguous values,
+  where channels-first columns of a small image copy rows of a few values, and the product is ``(pixels x
+  kk*C/group) @ (kk*C/group x M/group)`` per group, the other orientation for BLAS);
 - a 2-D depthwise Conv with the accelerator: the kernel's rule, the compiled planar loop, the compiled
   channels-last loop, and the numpy depthwise path.
 
@@ -33,7 +34,14 @@ from onnxcore.kernels._depthwise import depthwise_conv2d
 from onnxcore.kernels._scratch import scratch
 from onnxcore.kernels.conv import conv_geometry, depthwise_accel
 
-__all__ = ["MAX_MEASURED_SECONDS", "MeasuredConv", "candidates", "channels_last_conv", "clear_choices"]
+__all__ = [
+    "MAX_MEASURED_SECONDS",
+    "MeasuredConv",
+    "candidates",
+    "channels_last_conv",
+    "channels_last_weights",
+    "clear_choices",
+]
 
 MAX_MEASURED_SECONDS = 0.05
 """A layer whose first run takes longer is not measured: the kernel's own path runs (its share of a run is large
@@ -63,32 +71,48 @@ def channels_last_conv(
     dilations: Sequence[int],
     out: Sequence[int],
 ) -> np.ndarray:
-    """2-D convolution of one group of ``x`` ``(N, C, H, W)`` by weights ``wt`` ``(kh * kw * C, M)`` (rows by tap
-    row, tap column, then channel: ``w.transpose(2, 3, 1, 0)``) plus ``bias``, through channels-last columns.
+    """2-D convolution of ``x`` ``(N, C, H, W)`` by weights ``wt`` ``(group, kh * kw * C/group, M/group)`` (rows by
+    tap row, tap column, then channel: :func:`channels_last_weights`) plus ``bias``, through channels-last columns.
 
     The padded copy, the columns and the product are this thread's scratch buffers; the result is a fresh array.
     """
     n, c, h, wd = x.shape
-    m = wt.shape[1]
+    group, _, mg = wt.shape
+    cg = c // group
     oh, ow = out
     kh, kw = kernel
+    p = n * oh * ow
     xp = scratch("convchoice.x", (n, h + pb[0] + pe[0], wd + pb[1] + pe[1], c), x.dtype)
     if any(pb) or any(pe):
         xp.fill(0)
     np.copyto(xp[:, pb[0] : pb[0] + h, pb[1] : pb[1] + wd], x.transpose(0, 2, 3, 1))
     s = xp.strides
+    # Windows by group first: (group, N, oh, ow, kh, kw, C/group), each column row a run of C/group values.
     windows = as_strided(
         xp,
-        (n, oh, ow, kh, kw, c),
-        (s[0], s[1] * strides[0], s[2] * strides[1], s[1] * dilations[0], s[2] * dilations[1], s[3]),
+        (group, n, oh, ow, kh, kw, cg),
+        (cg * s[3], s[0], s[1] * strides[0], s[2] * strides[1], s[1] * dilations[0], s[2] * dilations[1], s[3]),
         writeable=False,
     )
     cols = scratch("convchoice.cols", windows.shape, x.dtype)
     np.copyto(cols, windows)
-    yt = np.matmul(cols.reshape(n * oh * ow, kh * kw * c), wt, out=scratch("convchoice.y", (n * oh * ow, m), x.dtype))
-    if bias is not None:
-        yt += bias
-    return yt.reshape(n, oh * ow, m).transpose(0, 2, 1).copy().reshape(n, m, oh, ow)  # a copy always: yt is scratch
+    yt = np.matmul(cols.reshape(group, p, kh * kw * cg), wt, out=scratch("convchoice.y", (group, p, mg), x.dtype))
+    # (group, N * oh * ow, M/group) -> (N, M, oh, ow), the bias added in the same pass; a copy always (yt is scratch).
+    y = np.empty((n, group, mg, oh * ow), x.dtype)
+    src = yt.reshape(group, n, oh * ow, mg).transpose(1, 0, 3, 2)
+    if bias is None:
+        np.copyto(y, src)
+    else:
+        np.add(src, bias.reshape(1, group, mg, 1), out=y)
+    return y.reshape(n, group * mg, oh, ow)
+
+
+def channels_last_weights(w: np.ndarray, group: int) -> np.ndarray:
+    """Weights ``(M, C/group, kh, kw)`` as :func:`channels_last_conv` takes them: ``(group, kh * kw * C/group,
+    M/group)``, contiguous."""
+    m, cg, kh, kw = w.shape
+    mg = m // group
+    return np.ascontiguousarray(w.reshape(group, mg, cg, kh, kw).transpose(0, 3, 4, 2, 1).reshape(group, -1, mg))
 
 
 Candidate = Callable[[np.ndarray, np.ndarray, "np.ndarray | None"], np.ndarray]
@@ -105,10 +129,10 @@ def candidates(
     group = int(kw.get("group", 1))
     st, dil, pb, pe, out = conv_geometry(x.shape, w.shape, **kw)
     m, cg = w.shape[:2]
-    if group == 1:
+    if not (cg == 1 and m == group == x.shape[1]):
         kernel = tuple(int(k) for k in w.shape[2:])
         found["channels_last"] = lambda a, v, b: channels_last_conv(a, wt(), b, kernel, pb, pe, st, dil, out)
-    elif cg == 1 and m == group == x.shape[1]:
+    else:
         if accel.enabled():
             found["planar"] = lambda a, v, b: depthwise_accel(a, v, pb, st, dil, out, b, False)
             found["channels_last"] = lambda a, v, b: depthwise_accel(a, v, pb, st, dil, out, b, True)
@@ -137,10 +161,10 @@ class MeasuredConv:
         self._ready: dict[tuple[Any, ...], Candidate] = {}
         self._ready_w: np.ndarray | None = None
 
-    def _channels_last_weights(self, w: np.ndarray) -> Callable[[], np.ndarray]:
+    def _channels_last_weights(self, w: np.ndarray, group: int) -> Callable[[], np.ndarray]:
         def get() -> np.ndarray:
             if self._w is not w or self._wt is None:
-                wt = np.ascontiguousarray(w.transpose(2, 3, 1, 0).reshape(-1, w.shape[0]))
+                wt = channels_last_weights(w, group)
                 self._w, self._wt = w, wt
                 return wt
             return self._wt
@@ -160,7 +184,7 @@ class MeasuredConv:
         else:
             self._ready, self._ready_w = {}, w
         key = _key(x, w, b, kw)
-        found = candidates(self.call, x, w, self._channels_last_weights(w), kw)
+        found = candidates(self.call, x, w, self._channels_last_weights(w, int(kw.get("group", 1))), kw)
         choice = _CHOICES.get(key)
         y = None
         if choice is None:

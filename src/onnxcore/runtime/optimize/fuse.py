@@ -209,18 +209,16 @@ def use_winograd(graph: PlanGraph) -> list[PlanNode]:
 
 
 def measure_conv_paths(graph: PlanGraph) -> list[PlanNode]:
-    """Give each 2-D Conv with constant float weights, of one group or depthwise, the fused MeasuredConv kernel,
-    which times the paths that take the layer on the first run of each shape and keeps the fastest (inside a
-    WithRelu or ConvActivation step, as the Conv it calls; Winograd, chosen by its rule, calls it for the layers it
-    leaves). Clause 8.2: every path computes the Conv's sums, in its own order."""
+    """Give each 2-D Conv with constant float weights the fused MeasuredConv kernel, which times the paths that
+    take the layer on the first run of each shape and keeps the fastest (inside a WithRelu or ConvActivation step,
+    as the Conv it calls; Winograd, chosen by its rule, calls it for the layers it leaves). Clause 8.2: every path
+    computes the Conv's sums, in its own order."""
     nodes, const = list(graph.nodes), graph.const
     for j, bn in enumerate(nodes):
         weights = conv_weights(bn, const)
         if weights is None or bn.step_kernel not in ("", "WithRelu", "ConvActivation"):
             continue
-        w = weights[0]
-        group = int(bn.kw.get("group", 1))
-        if w.ndim != 4 or not (group == 1 or (w.shape[1] == 1 and w.shape[0] == group)):
+        if weights[0].ndim != 4:
             continue
         assert bn.call is not None
         ins, outs, kw = list(bn.inputs), list(bn.outputs), dict(bn.kw)
