@@ -141,7 +141,11 @@ def candidates(
 
 
 def _key(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, kw: dict[str, Any]) -> tuple[Any, ...]:
-    attrs = tuple(sorted((k, tuple(v) if isinstance(v, list | tuple) else v) for k, v in kw.items()))
+    # INTS attributes arrive as lists (or arrays): hashable copies.
+    attrs = tuple(
+        sorted((k, tuple(np.asarray(v).ravel().tolist()) if isinstance(v, list | tuple | np.ndarray) else v)
+               for k, v in kw.items())
+    )  # fmt: skip
     return (x.shape, x.dtype.str, w.shape, w.dtype.str, b is None, attrs, accel.enabled())
 
 
