@@ -213,3 +213,40 @@ def test_plan_measures_convolutions() -> None:
     plain = onnxcore.Session(model, disabled_rewrites=("measure_conv_paths",))
     assert "onnxcore.fused::MeasuredConv" not in {s.kernel for s in plain.profile({"x": x}, repeat=1)}
     np.testing.assert_allclose(plain.run(None, {"x": x})[0], want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize(("lo", "hi"), [(0.0, 6.0), (1.0, -1.0)])
+def test_conv_then_clip_runs_in_place(lo: float, hi: float) -> None:
+    """Conv -> Clip with constant bounds (ReLU6) is one ConvActivation step, the Clip in place: the same bits as
+    the graph as written (the Conv's own path, bias or not; NaN stays NaN; max wins when min > max), and
+    onnxruntime's values."""
+    ort = pytest.importorskip("onnxruntime")
+    from onnx import TensorProto, helper, numpy_helper
+
+    import onnxcore
+
+    rng = np.random.default_rng(6)
+    w = rng.standard_normal((8, 4, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(8).astype(np.float32)
+    inits = [numpy_helper.from_array(v, n) for v, n in ((w, "w"), (b, "b"))]
+    inits += [numpy_helper.from_array(np.array(v, np.float32), n) for v, n in ((lo, "lo"), (hi, "hi"))]
+    nodes = [
+        helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("Clip", ["c", "lo", "hi"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 12, 12])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 12, 12])], inits,
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8).SerializeToString()
+    x = (rng.standard_normal((1, 4, 12, 12)) * 3).astype(np.float32)
+    x[0, 0, 5, 5] = np.nan
+    sess = onnxcore.Session(model, disabled_rewrites=("measure_conv_paths",))
+    (step,) = sess.profile({"x": x}, repeat=1)
+    assert step.kernel == "onnxcore.fused::ConvActivation" and [f[1] for f in step.fused] == ["Clip"]
+    got = sess.run(None, {"x": x})[0]
+    np.testing.assert_array_equal(got, sess.run(None, {"x": x}, intermediates=True)[0][0])
+    assert np.isnan(got).any() and (lo > hi or float(np.nanmax(got)) <= hi)
+    want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(onnxcore.Session(model).run(None, {"x": x})[0], want, rtol=1e-4, atol=1e-4)

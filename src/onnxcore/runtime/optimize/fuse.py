@@ -44,6 +44,28 @@ def _activation(bn: PlanNode, x: str) -> dict[str, Any] | None:
     return None
 
 
+def _clip_bounds(bn: PlanNode, x: str, const: dict[str, Any], dtype: np.dtype[Any]) -> dict[str, Any] | None:
+    """When ``bn`` is a default-domain Clip of ``x`` with both bounds constant (scalar inputs, or Clip-1/6's
+    attributes): the ConvActivation attributes of a Clip in place (ReLU6 as exporters write it)."""
+    node = bn.node
+    if node.op_type != "Clip" or node.domain not in ("", "ai.onnx") or bn.step_kernel or bn.outer or bn.call is None:
+        return None
+    if not bn.inputs or bn.inputs[0] != x or len(bn.outputs) != 1:
+        return None
+    if len(bn.inputs) > 1:
+        names = bn.inputs[1:3]
+        values = [const.get(n) if n else None for n in names]
+        if len(values) != 2 or bn.kw or any(not isinstance(v, np.ndarray) or v.size != 1 for v in values):
+            return None
+        lo, hi = (np.asarray(v).reshape(()) for v in values)
+    elif set(bn.kw) == {"min", "max"}:
+        lo, hi = np.asarray(bn.kw["min"]), np.asarray(bn.kw["max"])
+    else:
+        return None
+    # The bounds in the Conv's type, as the Clip kernel casts them to its input's.
+    return {"activation": "Clip", "bounds": (lo.astype(dtype), hi.astype(dtype))}
+
+
 def fuse_conv_chains(graph: PlanGraph) -> list[PlanNode]:
     """Fold per-channel affine steps and a closing Relu that follow a Conv with constant weights into it.
 
@@ -53,7 +75,8 @@ def fuse_conv_chains(graph: PlanGraph) -> list[PlanNode]:
     The steps compose to ``conv(x) * k + s`` per output channel, so the Conv gets weights ``w * k`` and
     bias ``b * k + s`` (computed in float64, stored in the weights' type) and the Relu runs in place on its
     output (:class:`InPlaceRelu`). What onnxruntime does at session creation; results agree to rounding
-    (Clause 11.4). A closing SiLU, erf GELU or HardSwish makes the step the fused ConvActivation kernel. ``const``
+    (Clause 11.4). A closing SiLU, erf GELU, HardSwish or Clip with constant bounds makes the step the fused
+    ConvActivation kernel (the Clip in place: the same values, one array fewer). ``const``
     holds the values that are the same on every run; the new weights and biases are returned by name.
     """
     nodes, const = list(graph.nodes), graph.const
@@ -85,6 +108,8 @@ def fuse_conv_chains(graph: PlanGraph) -> list[PlanNode]:
             elif is_relu(nxt):
                 relu = True
             elif w.dtype in (np.float32, np.float64) and (found := _activation(nxt, current)) is not None:
+                act = found
+            elif (found := _clip_bounds(nxt, current, const, w.dtype)) is not None:
                 act = found
             else:
                 step = affine_step(nxt, current, const)
