@@ -250,3 +250,14 @@ def test_conv_then_clip_runs_in_place(lo: float, hi: float) -> None:
     want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(onnxcore.Session(model).run(None, {"x": x})[0], want, rtol=1e-4, atol=1e-4)
+
+
+def test_other_paths_need_the_margin(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another path replaces the kernel's own only when faster by the margin (a margin of 0 keeps the kernel's)."""
+    _conv_choice.clear_choices()
+    monkeypatch.setattr(_conv_choice, "MARGIN", 0.0)
+    x, w, b, kw = _layer("grouped 3x3")
+    step = _conv_choice.MeasuredConv(conv)
+    np.testing.assert_allclose(step(x, w, b, **kw), _reference(x, w, b, kw), rtol=1e-4, atol=1e-4)
+    assert list(_conv_choice._CHOICES.values()) == ["kernel"]
+    _conv_choice.clear_choices()
