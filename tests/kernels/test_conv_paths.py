@@ -6,7 +6,7 @@ form, the flat layout by tap products or by columns, cropped or not, the depthwi
 ``kernels/_winograd.py``'s small-image product; the result of a first call is kept, a second call with another
 input of the same shape runs, and the first result must still be the convolution of the first input. Then the
 measured choice of a path (``kernels/_conv_choice.py``): every candidate against the reference, the choice made
-once per shape, bounded, and wired into plans.
+once per shape, bounded, kept unless faster by a margin, and wired into plans; and Conv -> Clip as one step.
 """
 
 from __future__ import annotations
