@@ -149,13 +149,16 @@ def conv_pads(
     return pb, pe, out
 
 
-def pad_spatial(x: np.ndarray, pb: Sequence[int], pe: Sequence[int], value: Any = 0) -> np.ndarray:
-    """``x`` with its trailing ``len(pb)`` axes padded by ``value`` (``x`` itself when no padding)."""
+def pad_spatial(
+    x: np.ndarray, pb: Sequence[int], pe: Sequence[int], value: Any = 0, *, name: str | None = None
+) -> np.ndarray:
+    """``x`` with its trailing ``len(pb)`` axes padded by ``value`` (``x`` itself when no padding); with ``name``, in
+    this thread's scratch buffer of that name (:mod:`onnxcore.kernels._scratch`: for a temporary of the caller)."""
     if not any(pb) and not any(pe):
         return x
     lead = x.ndim - len(pb)
     shape = x.shape[:lead] + tuple(s + b + e for s, b, e in zip(x.shape[lead:], pb, pe))
-    out = np.empty(shape, dtype=x.dtype)
+    out = np.empty(shape, dtype=x.dtype) if name is None else scratch(name, shape, x.dtype)
     inner = [slice(b, b + s) for b, s in zip(pb, x.shape[lead:])]
     out[(slice(None),) * lead + tuple(inner)] = x
     # Fill only the border slabs (one pass over the data instead of two).
@@ -314,14 +317,7 @@ def _conv_paths(
 def _padded(x: np.ndarray, pb: Sequence[int], pe: Sequence[int]) -> np.ndarray:
     """``pad_spatial(x, pb, pe)`` in this thread's scratch buffer (``x`` itself when there is no padding): the
     padded copy lives only while the columns are built from it."""
-    if not any(pb) and not any(pe):
-        return x
-    lead = x.ndim - len(pb)
-    shape = x.shape[:lead] + tuple(s + b + e for s, b, e in zip(x.shape[lead:], pb, pe))
-    out = scratch("conv.pad", shape, x.dtype)
-    out.fill(0)
-    out[(slice(None),) * lead + tuple(slice(b, b + s) for b, s in zip(pb, x.shape[lead:]))] = x
-    return out
+    return pad_spatial(x, pb, pe, name="conv.pad")
 
 
 def _depthwise_accel(
