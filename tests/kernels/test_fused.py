@@ -155,6 +155,13 @@ def _winograd_conv() -> None:
     np.testing.assert_allclose(got, _one("Conv", 22, x, w, b, pads=[1, 1, 1, 1]), rtol=1e-4, atol=1e-4)
 
 
+def _measured_conv() -> None:
+    x, w, b = _f32(1, 8, 10, 10), _f32(6, 8, 3, 3), _f32(6)
+    got = _run("MeasuredConv", x, w, b, pads=[1, 1, 1, 1], strides=[2, 2])[0]
+    # Each path sums in its own order: float32 rounding apart.
+    np.testing.assert_allclose(got, _one("Conv", 22, x, w, b, pads=[1, 1, 1, 1], strides=[2, 2]), rtol=1e-5, atol=1e-5)
+
+
 def _hard_sigmoid_mul() -> None:
     x = _f32(3, 8) * 4
     got = _run("HardSigmoidMul", x, alpha=1 / 6, beta=0.5)[0]
@@ -247,6 +254,7 @@ CASES: dict[str, Callable[[], None]] = {
     "PreActivatedConv": _preactivated_conv,
     "ProjectedPool": _projected_pool,
     "WinogradConv": _winograd_conv,
+    "MeasuredConv": _measured_conv,
     "HardSigmoidMul": _hard_sigmoid_mul,
     "GeluPattern": _gelu_pattern,
     "SiLUPattern": _silu_pattern,

@@ -266,7 +266,10 @@ def build_statement(results: list[CaseResult], *, package: str = "ONNX 1-3 node 
             "infinity): error about 1e-5 of the layer's largest output (direct: 5e-7); a result holding an "
             "infinity or NaN is recomputed directly. An AveragePool that keeps the image size followed by a 1x1 "
             "Conv that narrows the channels runs projection first (avgpool(W x) + b, equal to W avgpool(x) + b "
-            "in real arithmetic): each output is the same sums taken in another order.",
+            "in real arithmetic): each output is the same sums taken in another order. A 2-D Conv's path (the "
+            "kernel's channels-first columns or flat layout, channels-last columns, the compiled depthwise loops) "
+            "is chosen per layer shape by timing the candidates on the shape's first run, the choice kept for the "
+            "process: each computes the same sums in another order.",
             "achieved_by_element_type": _tolerances(results),
         },
         "test_package": {

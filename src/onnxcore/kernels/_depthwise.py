@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from onnxcore.kernels._scratch import scratch
 from onnxcore.kernels.threads import active_threads, parallel_for
 
 __all__ = ["depthwise_pays", "depthwise_conv2d"]
@@ -44,7 +45,8 @@ def depthwise_conv2d(
     n_img, c, h, wd = x.shape
     kh, kw = w.shape[2:]
     oh, ow = out
-    xp = np.zeros((n_img, h + pb[0] + pe[0], wd + pb[1] + pe[1], c), dtype=x.dtype)
+    xp = scratch("depthwise.x", (n_img, h + pb[0] + pe[0], wd + pb[1] + pe[1], c), x.dtype)
+    xp.fill(0)
     xp[:, pb[0] : pb[0] + h, pb[1] : pb[1] + wd, :] = x.transpose(0, 2, 3, 1)
     s = xp.strides
     win = as_strided(
@@ -54,7 +56,7 @@ def depthwise_conv2d(
         writeable=False,
     )
     wt = np.ascontiguousarray(w.reshape(c, kh, kw).transpose(1, 2, 0))
-    y = np.empty((n_img, oh, ow, c), dtype=x.dtype)
+    y = scratch("depthwise.y", (n_img, oh, ow, c), x.dtype)
     rows = max(1, _BAND_ELEMENTS // max(1, ow * c))
     bands = [(i, r) for i in range(n_img) for r in range(0, oh, rows)]
 
@@ -66,4 +68,4 @@ def depthwise_conv2d(
                 band += bias
 
     parallel_for(run, len(bands), threads=active_threads() if y.size >= 1 << 16 else 1)
-    return np.ascontiguousarray(y.transpose(0, 3, 1, 2))
+    return y.transpose(0, 3, 1, 2).copy()  # a copy always: y is a scratch buffer

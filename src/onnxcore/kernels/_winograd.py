@@ -198,14 +198,18 @@ def small_image_conv(
     m = wt.shape[1]
     oh, ow = out
     rows, cols = min(h, oh + 2 - pb[0]), min(wd, ow + 2 - pb[1])
-    xp = np.zeros((n, oh + 2, ow + 2, c), np.float32)
+    # The padded copy, the columns and the product are temporaries: scratch buffers (no page faults per run).
+    xp = scratch("small3x3.x", (n, oh + 2, ow + 2, c))
+    xp.fill(0)
     xp[:, pb[0] : pb[0] + rows, pb[1] : pb[1] + cols] = x[:, :, :rows, :cols].transpose(0, 2, 3, 1)
     s = xp.strides
     windows = as_strided(xp, (n, oh, ow, _R, _R, c), (s[0], s[1], s[2], s[1], s[2], s[3]), writeable=False)
-    yt = windows.reshape(n * oh * ow, _R * _R * c) @ wt
+    im2col = scratch("small3x3.cols", (n, oh, ow, _R, _R, c))
+    np.copyto(im2col, windows)
+    yt = np.matmul(im2col.reshape(n * oh * ow, _R * _R * c), wt, out=scratch("small3x3.y", (n * oh * ow, m)))
     if bias is not None:
         yt += bias
-    return np.ascontiguousarray(yt.reshape(n, oh * ow, m).transpose(0, 2, 1)).reshape(n, m, oh, ow)
+    return yt.reshape(n, oh * ow, m).transpose(0, 2, 1).copy().reshape(n, m, oh, ow)  # a copy always: yt is scratch
 
 
 class WinogradConv:

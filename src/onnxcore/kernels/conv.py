@@ -28,11 +28,13 @@ from numpy.lib.stride_tricks import as_strided
 from onnxcore.errors import EvaluationError, ShapeError
 from onnxcore.kernels import accel
 from onnxcore.kernels._depthwise import depthwise_conv2d, depthwise_pays
+from onnxcore.kernels._scratch import scratch
 from onnxcore.kernels._util import check_elements, int_list, is_narrow_float
 from onnxcore.kernels.registry import kernel
 from onnxcore.kernels.threads import active_threads, copy_split, parallel_for
 
 __all__ = [
+    "depthwise_accel",
     "work_dtype",
     "spatial_attr",
     "pads_attr",
@@ -147,13 +149,16 @@ def conv_pads(
     return pb, pe, out
 
 
-def pad_spatial(x: np.ndarray, pb: Sequence[int], pe: Sequence[int], value: Any = 0) -> np.ndarray:
-    """``x`` with its trailing ``len(pb)`` axes padded by ``value`` (``x`` itself when no padding)."""
+def pad_spatial(
+    x: np.ndarray, pb: Sequence[int], pe: Sequence[int], value: Any = 0, *, name: str | None = None
+) -> np.ndarray:
+    """``x`` with its trailing ``len(pb)`` axes padded by ``value`` (``x`` itself when no padding); with ``name``, in
+    this thread's scratch buffer of that name (:mod:`onnxcore.kernels._scratch`: for a temporary of the caller)."""
     if not any(pb) and not any(pe):
         return x
     lead = x.ndim - len(pb)
     shape = x.shape[:lead] + tuple(s + b + e for s, b, e in zip(x.shape[lead:], pb, pe))
-    out = np.empty(shape, dtype=x.dtype)
+    out = np.empty(shape, dtype=x.dtype) if name is None else scratch(name, shape, x.dtype)
     inner = [slice(b, b + s) for b, s in zip(pb, x.shape[lead:])]
     out[(slice(None),) * lead + tuple(inner)] = x
     # Fill only the border slabs (one pass over the data instead of two).
@@ -277,7 +282,7 @@ def _conv_paths(
         # taken as 1 (conv_geometry), so the window is sliced whenever the extents differ.
         if any(s != 1 for s in strides) or tuple(x.shape[2:]) != tuple(out):
             xs = x[(slice(None), slice(None)) + tuple(slice(0, (o - 1) * s + 1, s) for o, s in zip(out, strides))]
-            xs = _columns(xs)
+            xs = _columns(xs, "conv.cols")
         else:
             xs = np.ascontiguousarray(x)
         xs = xs.reshape(n_img, group, cg, p_out)
@@ -291,7 +296,7 @@ def _conv_paths(
         flat = _flat_conv(x, w, group, pb, pe, dilations, out, bias)
         if flat is not None:
             return flat, True
-    xp = pad_spatial(x, pb, pe)
+    xp = _padded(x, pb, pe)
     view = window_view(xp.reshape(n_img, group, cg, *xp.shape[2:]), kernel, strides, dilations, out)
     if nd > 1 and n_img * c * kk * p_out * x.itemsize > 2 * _CHUNK_BYTES:
         # Large inputs: im2col a band of output rows at a time so the columns stay in cache.
@@ -303,12 +308,18 @@ def _conv_paths(
         for r0 in range(0, rows, step):
             r1 = min(rows, r0 + step)
             band = view[(slice(None),) * (3 + nd) + (slice(r0, r1),)]
-            cols = _columns(band).reshape(n_img, group, cg * kk, (r1 - r0) * math.prod(out[1:]))
+            cols = _columns(band, "conv.cols").reshape(n_img, group, cg * kk, (r1 - r0) * math.prod(out[1:]))
             y[:, :, :, r0:r1, :] = np.matmul(wm, cols).reshape(n_img, group, mg, r1 - r0, -1)
         return y.reshape(n_img, m, *out), False
-    cols = _columns(view).reshape(n_img, group, cg * kk, p_out)
+    cols = _columns(view, "conv.cols").reshape(n_img, group, cg * kk, p_out)
     y = np.matmul(w.reshape(group, mg, cg * kk), cols)
     return y.reshape(n_img, m, *out), False
+
+
+def _padded(x: np.ndarray, pb: Sequence[int], pe: Sequence[int]) -> np.ndarray:
+    """``pad_spatial(x, pb, pe)`` in this thread's scratch buffer (``x`` itself when there is no padding): the
+    padded copy lives only while the columns are built from it."""
+    return pad_spatial(x, pb, pe, name="conv.pad")
 
 
 def _depthwise_accel(
@@ -319,9 +330,11 @@ def _depthwise_accel(
     dilations: Sequence[int],
     out: Sequence[int],
     bias: np.ndarray | None,
+    channels_last: bool | None = None,
 ) -> np.ndarray:
     """The depthwise convolution (one input and one output channel per group) by the compiled loops of
-    :mod:`onnxcore.kernels.accel`, planes ``(image, channel)`` split over the kernel threads."""
+    :mod:`onnxcore.kernels.accel`, planes ``(image, channel)`` split over the kernel threads; ``channels_last`` picks
+    the loop (None: by :func:`_dw_channels_last`'s rule)."""
     n_img, c = x.shape[:2]
     dt = x.dtype
     bc = np.zeros(c, dt) if bias is None else np.ascontiguousarray(bias, dtype=dt)
@@ -329,18 +342,20 @@ def _depthwise_accel(
     st = np.asarray(strides[:2], np.int64)
     dl = np.asarray(dilations[:2], np.int64)
     threads = active_threads() if n_img * c * out[0] * out[1] >= 1 << 16 else 1
-    if _DW_CHANNELS_LAST(c, out, strides):
+    if _DW_CHANNELS_LAST(c, out, strides) if channels_last is None else channels_last:
         # Small images, many channels: channels-last, the channels the vectorised inner loop.
-        xl = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+        # The channels-last copies in and out are scratch buffers (no page faults on every run).
+        xl = scratch("conv.dw.x", (n_img, *x.shape[2:], c), dt)
+        np.copyto(xl, x.transpose(0, 2, 3, 1))
         wl = np.ascontiguousarray(w.reshape(c, *w.shape[2:]).transpose(1, 2, 0), dtype=dt)
-        yl = np.empty((n_img, *out, c), dt)
+        yl = scratch("conv.dw.y", (n_img, *out, c), dt)
         fl = accel.jit_cnn().depthwise2d_nhwc
 
         def run_l(a: int, b: int) -> None:
             fl(xl, wl, bc, yl, pads, st, dl, a, b)
 
         parallel_for(run_l, n_img * out[0], threads=threads)
-        return np.ascontiguousarray(yl.transpose(0, 3, 1, 2))
+        return yl.transpose(0, 3, 1, 2).copy()  # a copy always: yl is a scratch buffer
     xc = np.ascontiguousarray(x)
     wc = np.ascontiguousarray(w.reshape(c, *w.shape[2:]), dtype=dt)
     y = np.empty((n_img, c, *out), dt)
@@ -361,32 +376,37 @@ def _dw_channels_last(c: int, out: Sequence[int], strides: Sequence[int]) -> boo
 
 
 _DW_CHANNELS_LAST = _dw_channels_last
+depthwise_accel = _depthwise_accel  # for the measured choice of a path (kernels/_conv_choice.py)
 
 
 # Size of one im2col band: the columns of a band are built and consumed while in the L2 cache.
 _CHUNK_BYTES = 1 << 21
 
 
-def _chunked_matmul(wm: np.ndarray, view: np.ndarray, n_img: int, group: int, k_rows: int, length: int) -> np.ndarray:
-    """``wm @ view.reshape(n_img, group, k_rows, length)``, building the columns in bands."""
+def _chunked_matmul(
+    wm: np.ndarray, view: np.ndarray, n_img: int, group: int, k_rows: int, length: int, y: np.ndarray
+) -> np.ndarray:
+    """``wm @ view.reshape(n_img, group, k_rows, length)`` into ``y`` ``(n_img, group, M/group, length)``, building
+    the columns in bands."""
     total = n_img * group * k_rows * length * view.itemsize
     if total <= 2 * _CHUNK_BYTES:
-        return np.matmul(wm, _columns(view).reshape(n_img, group, k_rows, length))
+        return np.matmul(wm, _columns(view, "conv.cols").reshape(n_img, group, k_rows, length), out=y)
     step = max(64, _CHUNK_BYTES // (n_img * group * k_rows * view.itemsize))
-    y = np.empty((n_img, group, wm.shape[1], length), dtype=view.dtype)
     for t0 in range(0, length, step):
         t1 = min(length, t0 + step)
-        cols = _columns(view[..., t0:t1]).reshape(n_img, group, k_rows, t1 - t0)
+        cols = _columns(view[..., t0:t1], "conv.cols").reshape(n_img, group, k_rows, t1 - t0)
         np.matmul(wm, cols, out=y[..., t0:t1])
     return y
 
 
-def _columns(view: np.ndarray) -> np.ndarray:
+def _columns(view: np.ndarray, name: str | None = None) -> np.ndarray:
     """A C-contiguous copy of an im2col ``view`` (the columns BLAS multiplies), made on the kernel threads when it is
-    large: the copy is the part of a convolution BLAS does not spread over the cores."""
+    large: the copy is the part of a convolution BLAS does not spread over the cores. With ``name``, the copy is
+    this thread's scratch buffer of that name (:mod:`onnxcore.kernels._scratch`: the caller consumes it before the
+    next request): fresh columns of a few megabytes cost more in page faults than the copy itself."""
     if view.flags.c_contiguous:
         return view
-    out = np.empty(view.shape, view.dtype)
+    out = np.empty(view.shape, view.dtype) if name is None else scratch(name, view.shape, view.dtype)
     copy_split(out, view)
     return out
 
@@ -398,11 +418,14 @@ _FLAT_WASTE = 0.15
 _SHORT_ROW = 16
 
 
-def _tap_matmul(w: np.ndarray, buf: np.ndarray, offsets: Sequence[int], group: int, length: int) -> np.ndarray:
+def _tap_matmul(
+    w: np.ndarray, buf: np.ndarray, offsets: Sequence[int], group: int, length: int, y: np.ndarray
+) -> np.ndarray:
     """``sum_k W[..., k] @ buf[..., off_k : off_k + length]``: one matmul per kernel offset, no im2col.
 
     Each offset's operand is a contiguous slice of the flattened padded image, which BLAS reads in
-    place; the partial products are summed a band of columns at a time so they stay in cache.
+    place; the partial products are summed a band of columns at a time so they stay in cache, into ``y``
+    ``(N, group, M/group, length)``.
     """
     n_img, c = buf.shape[:2]
     m = w.shape[0]
@@ -410,9 +433,8 @@ def _tap_matmul(w: np.ndarray, buf: np.ndarray, offsets: Sequence[int], group: i
     kk = len(offsets)
     wk = np.ascontiguousarray(w.reshape(group, mg, cg, kk).transpose(3, 0, 1, 2))
     src = buf.reshape(n_img, group, cg, buf.shape[-1])
-    y = np.empty((n_img, group, mg, length), dtype=buf.dtype)
     step = max(256, _TAP_BAND_BYTES // ((cg + mg) * group * n_img * buf.itemsize))
-    tmp = np.empty((n_img, group, mg, min(step, length)), dtype=buf.dtype)
+    tmp = scratch("conv.taps", (n_img, group, mg, min(step, length)), buf.dtype)
     for t0 in range(0, length, step):
         t1 = min(length, t0 + step)
         yc = y[..., t0:t1]
@@ -465,7 +487,8 @@ def _flat_conv(
                for offs in itertools.product(*(range(k) for k in kernel))]  # fmt: skip
     total = math.prod(padded)
     extra = max(0, max(offsets) + length - total)
-    buf = np.zeros((n_img, c, total + extra), dtype=x.dtype)
+    buf = scratch("conv.flat", (n_img, c, total + extra), x.dtype)
+    buf.fill(0)
     copy_split(
         buf[:, :, :total].reshape(n_img, c, *padded)[
             (slice(None), slice(None)) + tuple(slice(b, b + s) for b, s in zip(pb, x.shape[2:]))
@@ -477,7 +500,7 @@ def _flat_conv(
     if kk > 1 and 3 * mg <= 2 * cg:
         # Few output channels per input channel: summing one matmul per kernel offset reads the
         # image in place, where the column matrix would copy it kk times (1.5-1.8x faster measured).
-        y = _tap_matmul(w, buf, offsets, group, length)
+        y = _tap_matmul(w, buf, offsets, group, length, _sums((n_img, group, mg, length), x.dtype, out, padded))
         return _cropped(y.reshape(n_img, m, out[0], *padded[1:]), out, bias)
     # Kernel offsets are not one uniform stride in general; view cols as (N, C, *kernel, L)
     # (or (N, C, kk, L) when they are) and let one reshape do the im2col copy.
@@ -490,8 +513,17 @@ def _flat_conv(
         view = as_strided(buf, shape=(n_img, c, *kernel, length),
                           strides=(buf.strides[0], buf.strides[1], *kstr, item), writeable=False)  # fmt: skip
     # Depthwise convolutions become C tiny matmuls (mg x kk) @ (kk x L) in one batched call.
-    y = _chunked_matmul(w.reshape(group, mg, cg * kk), view, n_img, group, cg * kk, length)
+    sums = _sums((n_img, group, mg, length), x.dtype, out, padded)
+    y = _chunked_matmul(w.reshape(group, mg, cg * kk), view, n_img, group, cg * kk, length, sums)
     return _cropped(y.reshape(n_img, m, out[0], *padded[1:]), out, bias)
+
+
+def _sums(shape: tuple[int, ...], dtype: Any, out: Sequence[int], padded: Sequence[int]) -> np.ndarray:
+    """The array the flat layout's sums go to: this thread's scratch buffer when :func:`_cropped` copies them out
+    (the output rows are shorter than the padded grid's pitch), else the result itself (a fresh array)."""
+    if tuple(padded[1:]) == tuple(out[1:]):
+        return np.empty(shape, dtype)
+    return scratch("conv.sums", shape, dtype)
 
 
 def _cropped(y: np.ndarray, out: Sequence[int], bias: np.ndarray | None) -> np.ndarray:

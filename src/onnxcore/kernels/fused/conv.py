@@ -2,12 +2,14 @@
 ``onnxcore.runtime.optimize.fuse``, ``conv1d``, ``preactivation`` and ``reorder``.
 
 - ``WithRelu``: a kernel (Conv, Gemm, Add, ...) followed by Relu applied in place on its fresh output;
-- ``ConvActivation``: a Conv and the SiLU, erf GELU or HardSwish after it, the bias and the activation in one pass;
+- ``ConvActivation``: a Conv and the SiLU, erf GELU, HardSwish or Clip after it, the bias and the activation in one
+  pass (the Clip in place);
 - ``Conv1dTaps``: a 1-D Conv with constant weights as one product of the weights and the taps' slices;
 - ``PreActivatedConv``: DenseNet's BatchNormalization -> Relu -> Conv as one clamp pass and a Conv with folded
   weights (:func:`preactivated_weights`);
 - ``ProjectedPool``: AveragePool -> 1x1 Conv computed as the Conv, then the pool;
-- ``WinogradConv``: a float32 3x3 Conv by Winograd's transforms where it gains (``kernels/_winograd.py``).
+- ``WinogradConv``: a float32 3x3 Conv by Winograd's transforms where it gains (``kernels/_winograd.py``);
+- ``MeasuredConv``: a 2-D Conv by the fastest of its paths for each shape, measured (``kernels/_conv_choice.py``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from onnxcore.errors import EvaluationError
+from onnxcore.kernels._conv_choice import MeasuredConv
 from onnxcore.kernels._winograd import MIN_CHANNELS, WinogradConv
 from onnxcore.kernels.elementwise import gelu
 from onnxcore.kernels.fused import FUSED_DOMAIN
@@ -31,6 +34,7 @@ __all__ = [
     "Conv1dTaps",
     "ConvActivation",
     "InPlaceRelu",
+    "MeasuredConv",
     "PreActivatedConv",
     "ProjectedPool",
     "preactivated_weights",
@@ -285,19 +289,42 @@ _ACTIVATIONS: dict[str, tuple[Callable[[np.ndarray], Any], Callable[[np.ndarray,
 }
 
 
+class ClipInPlace:
+    """``Clip(y, lo, hi)`` written into ``y`` when it is writeable: ``np.clip`` is the Clip kernel's ``Min(max,
+    Max(input, min))`` (max wins when min > max; NaN stays NaN), in the bounds' type, the Conv's."""
+
+    __slots__ = ("hi", "lo")
+
+    def __init__(self, lo: np.ndarray, hi: np.ndarray) -> None:
+        self.lo, self.hi = lo, hi
+
+    def __call__(self, y: np.ndarray) -> np.ndarray:
+        return np.clip(y, self.lo, self.hi, out=y if y.flags.writeable and y.dtype == self.lo.dtype else None)
+
+
+def _no_fused_pass(y: np.ndarray, b: np.ndarray) -> None:
+    return None
+
+
 def _prepare_conv_activation(
     constants: Sequence[Any],
     *,
     activation: str,
     conv: Callable[..., Any] | None = None,
     act: Callable[..., Any] | None = None,
+    bounds: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> ConvActivation:
     conv = conv or default_kernel("Conv")
+    if activation == "Clip":
+        if bounds is None:
+            raise EvaluationError("ConvActivation: a Clip needs its bounds")
+        # The bias is added in place by the Conv's rule, then the Clip in place: no compiled pass is needed.
+        return ConvActivation(conv, activation, ClipInPlace(*bounds), _no_fused_pass)
     if activation == "HardSwish":
         return ConvActivation(conv, activation, act or default_kernel("HardSwish"), hard_swish_bias_accel)
     found = _ACTIVATIONS.get(activation)
     if found is None:
-        raise EvaluationError(f"ConvActivation: activation {activation!r} is none of SiLU, GELU, HardSwish")
+        raise EvaluationError(f"ConvActivation: activation {activation!r} is none of SiLU, GELU, HardSwish, Clip")
     return ConvActivation(conv, activation, *found)
 
 
@@ -310,12 +337,14 @@ def conv_activation(
     activation: str,
     conv: Callable[..., Any] | None = None,
     act: Callable[..., Any] | None = None,
+    bounds: tuple[np.ndarray, np.ndarray] | None = None,
     **attributes: Any,
 ) -> np.ndarray:
     """``conv`` (with the Conv's ``attributes``) then ``activation`` ("SiLU", "GELU" for the erf GELU, "HardSwish":
-    ``act``, the HardSwish node's kernel), the bias and the activation in one pass where the compiled loop takes
-    them."""
-    return _prepare_conv_activation((x, w, b), activation=activation, conv=conv, act=act)(x, w, b, **attributes)
+    ``act``, the HardSwish node's kernel; "Clip": ``bounds``, its min and max in the Conv's type), the bias and the
+    activation in one pass where the compiled loop takes them."""
+    step = _prepare_conv_activation((x, w, b), activation=activation, conv=conv, act=act, bounds=bounds)
+    return step(x, w, b, **attributes)
 
 
 def _prepare_conv1d(
@@ -428,3 +457,17 @@ def winograd_conv(
     """A Conv (``conv``, with its attributes ``kw``) by Winograd's F(4x4, 3x3) where it takes the layer (float32,
     3x3, stride 1, at least 16 channels in and out; the error it adds is stated in the conformance statement)."""
     return _prepare_winograd((x, w, b), conv=conv)(x, w, b, **kw)
+
+
+def _prepare_measured(constants: Sequence[Any], *, conv: Callable[..., Any] | None = None) -> MeasuredConv:
+    return MeasuredConv(conv or default_kernel("Conv"))
+
+
+@kernel("MeasuredConv", 1, domain=FUSED_DOMAIN, prepare=_prepare_measured, prepare_constants=True)
+def measured_conv(
+    x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None, *, conv: Callable[..., Any] | None = None, **kw: Any
+) -> np.ndarray:
+    """A Conv (``conv``, with its attributes ``kw``) by the fastest of its paths for this shape (the Conv kernel's
+    own, channels-last columns, the depthwise loops), measured on the first run of the shape; every path computes
+    the Conv's sums, in its own order."""
+    return _prepare_measured((x, w, b), conv=conv)(x, w, b, **kw)

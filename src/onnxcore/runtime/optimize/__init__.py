@@ -35,7 +35,7 @@ from onnxcore.runtime.optimize.chains import fuse_elementwise_chains
 from onnxcore.runtime.optimize.conv1d import fast_conv1d
 from onnxcore.runtime.optimize.cse import cse_key, input_token, merge_repeats
 from onnxcore.runtime.optimize.fold import FOLD_BUDGET_BYTES, fold_constants
-from onnxcore.runtime.optimize.fuse import fuse_conv_chains, fuse_relu, prepack_gemm, use_winograd
+from onnxcore.runtime.optimize.fuse import fuse_conv_chains, fuse_relu, measure_conv_paths, prepack_gemm, use_winograd
 from onnxcore.runtime.optimize.graph import PlanGraph
 from onnxcore.runtime.optimize.linear import fuse_linear
 from onnxcore.runtime.optimize.noops import drop_noops
@@ -73,6 +73,7 @@ __all__ = [
     "fuse_rotary",
     "fuse_rotate_half",
     "input_token",
+    "measure_conv_paths",
     "merge_repeats",
     "prepack_gemm",
     "project_before_pooling",

@@ -1,5 +1,6 @@
 """Fusions into a Conv or a Gemm: folded per-channel steps, an in-place Relu or a closing activation (SiLU, GELU,
-HardSwish) with the bias, prepacked weights, Winograd (the fused kernels: ``onnxcore.kernels.fused.conv``)."""
+HardSwish) with the bias, prepacked weights, a Conv's path measured per shape, Winograd (the fused kernels:
+``onnxcore.kernels.fused.conv``)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from onnxcore.runtime.optimize.affine import affine_step, bn_parameters
 from onnxcore.runtime.optimize.graph import PlanGraph
 from onnxcore.runtime.step import PlanNode
 
-__all__ = ["fuse_conv_chains", "fuse_relu", "prepack_gemm", "use_winograd"]
+__all__ = ["fuse_conv_chains", "fuse_relu", "measure_conv_paths", "prepack_gemm", "use_winograd"]
 
 
 def _activation(bn: PlanNode, x: str) -> dict[str, Any] | None:
@@ -43,6 +44,28 @@ def _activation(bn: PlanNode, x: str) -> dict[str, Any] | None:
     return None
 
 
+def _clip_bounds(bn: PlanNode, x: str, const: dict[str, Any], dtype: np.dtype[Any]) -> dict[str, Any] | None:
+    """When ``bn`` is a default-domain Clip of ``x`` with both bounds constant (scalar inputs, or Clip-1/6's
+    attributes): the ConvActivation attributes of a Clip in place (ReLU6 as exporters write it)."""
+    node = bn.node
+    if node.op_type != "Clip" or node.domain not in ("", "ai.onnx") or bn.step_kernel or bn.outer or bn.call is None:
+        return None
+    if not bn.inputs or bn.inputs[0] != x or len(bn.outputs) != 1:
+        return None
+    if len(bn.inputs) > 1:
+        names = bn.inputs[1:3]
+        values = [const.get(n) if n else None for n in names]
+        if len(values) != 2 or bn.kw or any(not isinstance(v, np.ndarray) or v.size != 1 for v in values):
+            return None
+        lo, hi = (np.asarray(v).reshape(()) for v in values)
+    elif set(bn.kw) == {"min", "max"}:
+        lo, hi = np.asarray(bn.kw["min"]), np.asarray(bn.kw["max"])
+    else:
+        return None
+    # The bounds in the Conv's type, as the Clip kernel casts them to its input's.
+    return {"activation": "Clip", "bounds": (lo.astype(dtype), hi.astype(dtype))}
+
+
 def fuse_conv_chains(graph: PlanGraph) -> list[PlanNode]:
     """Fold per-channel affine steps and a closing Relu that follow a Conv with constant weights into it.
 
@@ -52,7 +75,8 @@ def fuse_conv_chains(graph: PlanGraph) -> list[PlanNode]:
     The steps compose to ``conv(x) * k + s`` per output channel, so the Conv gets weights ``w * k`` and
     bias ``b * k + s`` (computed in float64, stored in the weights' type) and the Relu runs in place on its
     output (:class:`InPlaceRelu`). What onnxruntime does at session creation; results agree to rounding
-    (Clause 11.4). A closing SiLU, erf GELU or HardSwish makes the step the fused ConvActivation kernel. ``const``
+    (Clause 11.4). A closing SiLU, erf GELU, HardSwish or Clip with constant bounds makes the step the fused
+    ConvActivation kernel (the Clip in place: the same values, one array fewer). ``const``
     holds the values that are the same on every run; the new weights and biases are returned by name.
     """
     nodes, const = list(graph.nodes), graph.const
@@ -84,6 +108,8 @@ def fuse_conv_chains(graph: PlanGraph) -> list[PlanNode]:
             elif is_relu(nxt):
                 relu = True
             elif w.dtype in (np.float32, np.float64) and (found := _activation(nxt, current)) is not None:
+                act = found
+            elif (found := _clip_bounds(nxt, current, const, w.dtype)) is not None:
                 act = found
             else:
                 step = affine_step(nxt, current, const)
@@ -187,7 +213,9 @@ def use_winograd(graph: PlanGraph) -> list[PlanNode]:
     nodes, const = list(graph.nodes), graph.const
     for j, bn in enumerate(nodes):
         weights = conv_weights(bn, const)
-        if weights is None or bn.kw.get("group", 1) != 1 or bn.step_kernel not in ("", "WithRelu", "ConvActivation"):
+        if weights is None or bn.kw.get("group", 1) != 1:
+            continue
+        if bn.step_kernel not in ("", "WithRelu", "ConvActivation", "MeasuredConv"):
             continue
         w = weights[0]
         if w.dtype != np.float32 or w.shape[2:] != (3, 3) or min(w.shape[:2]) < MIN_CHANNELS:
@@ -202,4 +230,29 @@ def use_winograd(graph: PlanGraph) -> list[PlanNode]:
             nodes[j] = fused_node(bn, "ConvActivation", ins, outs, const, kw=kw, may_tuple=None, **attrs)
         else:
             nodes[j] = fused_node(bn, "WinogradConv", ins, outs, const, kw=kw, may_tuple=None, conv=bn.call)
+    return nodes
+
+
+def measure_conv_paths(graph: PlanGraph) -> list[PlanNode]:
+    """Give each 2-D Conv with constant float weights the fused MeasuredConv kernel, which times the paths that
+    take the layer on the first run of each shape and keeps the fastest (inside a WithRelu or ConvActivation step,
+    as the Conv it calls; Winograd, chosen by its rule, calls it for the layers it leaves). Clause 8.2: every path
+    computes the Conv's sums, in its own order."""
+    nodes, const = list(graph.nodes), graph.const
+    for j, bn in enumerate(nodes):
+        weights = conv_weights(bn, const)
+        if weights is None or bn.step_kernel not in ("", "WithRelu", "ConvActivation"):
+            continue
+        if weights[0].ndim != 4:
+            continue
+        assert bn.call is not None
+        ins, outs, kw = list(bn.inputs), list(bn.outputs), dict(bn.kw)
+        if bn.step_kernel == "WithRelu":
+            measured = fused_step("MeasuredConv", conv=bn.step_attrs["kernel"])
+            nodes[j] = fused_node(bn, "WithRelu", ins, outs, const, kw=kw, may_tuple=None, kernel=measured)
+        elif bn.step_kernel == "ConvActivation":
+            attrs = {**bn.step_attrs, "conv": fused_step("MeasuredConv", conv=bn.step_attrs["conv"])}
+            nodes[j] = fused_node(bn, "ConvActivation", ins, outs, const, kw=kw, may_tuple=None, **attrs)
+        else:
+            nodes[j] = fused_node(bn, "MeasuredConv", ins, outs, const, kw=kw, may_tuple=None, conv=bn.call)
     return nodes

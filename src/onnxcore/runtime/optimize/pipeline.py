@@ -19,7 +19,13 @@ from onnxcore.runtime.optimize.chains import fuse_elementwise_chains
 from onnxcore.runtime.optimize.conv1d import fast_conv1d
 from onnxcore.runtime.optimize.cse import merge_repeats
 from onnxcore.runtime.optimize.fold import fold_constants
-from onnxcore.runtime.optimize.fuse import fuse_conv_chains, fuse_relu, prepack_gemm, use_winograd
+from onnxcore.runtime.optimize.fuse import (
+    fuse_conv_chains,
+    fuse_relu,
+    measure_conv_paths,
+    prepack_gemm,
+    use_winograd,
+)
 from onnxcore.runtime.optimize.graph import PlanGraph
 from onnxcore.runtime.optimize.linear import fuse_linear
 from onnxcore.runtime.optimize.noops import drop_noops
@@ -157,6 +163,7 @@ PIPELINE: tuple[Rewrite, ...] = (
     Rewrite("fuse_relu", fuse_relu),
     Rewrite("project_before_pooling", project_before_pooling),
     # All (level 99): kernels chosen for the data's layout and the per-node overhead of small tensors.
+    Rewrite("measure_conv_paths", measure_conv_paths, 99),
     Rewrite("use_winograd", use_winograd, 99),
     Rewrite("fast_shape_ops", fast_shape_ops, 99),
     Rewrite("fuse_rotate_half", fuse_rotate_half, 99),

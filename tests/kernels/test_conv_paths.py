@@ -1,0 +1,263 @@
+"""Convolution paths: the temporaries in scratch buffers (``kernels/_scratch.py``), where a result never
+aliases a buffer the next call reuses, and every path computes the naive reference's values.
+
+Each case below reaches one path of ``kernels/conv.py`` (1x1 with a stride, the padded im2col, its banded
+form, the flat layout by tap products or by columns, cropped or not, the depthwise paths) or
+``kernels/_winograd.py``'s small-image product; the result of a first call is kept, a second call with another
+input of the same shape runs, and the first result must still be the convolution of the first input. Then the
+measured choice of a path (``kernels/_conv_choice.py``): every candidate against the reference, the choice made
+once per shape, bounded, kept unless faster by a margin, and wired into plans; and Conv -> Clip as one step.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from kernels.test_conv import naive_conv
+from onnxcore.kernels import _conv_choice, accel
+from onnxcore.kernels._winograd import WinogradConv
+from onnxcore.kernels.conv import conv
+
+# (x shape, w shape, group, strides, pads): one per path of Conv's kernel.
+PATHS = {
+    "1x1 strided": ((1, 8, 9, 9), (6, 8, 1, 1), 1, [2, 2], [0, 0, 0, 0]),
+    "im2col padded, stride 2": ((2, 5, 12, 11), (7, 5, 3, 3), 1, [2, 2], [1, 1, 1, 1]),
+    "im2col banded": ((1, 32, 96, 96), (8, 32, 3, 3), 1, [2, 1], [1, 1, 1, 1]),
+    "flat taps, cropped": ((1, 32, 20, 20), (8, 32, 3, 3), 1, [1, 1], [1, 1, 1, 1]),
+    "flat columns, cropped": ((2, 6, 20, 20), (5, 6, 3, 3), 1, [1, 1], [1, 1, 1, 1]),
+    "flat columns, whole rows": ((1, 12, 40, 40), (9, 12, 3, 1), 1, [1, 1], [1, 0, 1, 0]),
+    "grouped": ((1, 12, 14, 14), (12, 3, 3, 3), 4, [1, 1], [1, 1, 1, 1]),
+    "depthwise small image": ((1, 96, 7, 7), (96, 1, 3, 3), 96, [1, 1], [1, 1, 1, 1]),
+    "depthwise strided": ((1, 64, 15, 15), (64, 1, 5, 5), 64, [2, 2], [2, 2, 2, 2]),
+    "depthwise 1x1 output": ((1, 130, 3, 3), (130, 1, 3, 3), 130, [1, 1], [0, 0, 0, 0]),
+    "depthwise one channel": ((2, 1, 9, 9), (1, 1, 3, 3), 1, [1, 1], [1, 1, 1, 1]),
+}
+
+
+def _naive(x: np.ndarray, w: np.ndarray, b: np.ndarray, group: int, strides: list[int], pads: list[int]) -> np.ndarray:
+    nd = x.ndim - 2
+    return naive_conv(x, w, None, strides, [1] * nd, pads[:nd], pads[nd:], group) + b.reshape(1, -1, 1, 1)
+
+
+@pytest.mark.usefixtures("accel_path")
+@pytest.mark.parametrize("path", sorted(PATHS))
+def test_result_survives_the_next_call(path: str) -> None:
+    """A result is the reference convolution of its own input after another call of the same shape ran."""
+    x_shape, w_shape, group, strides, pads = PATHS[path]
+    rng = np.random.default_rng(7)
+    w = rng.standard_normal(w_shape).astype(np.float32)
+    b = rng.standard_normal(w_shape[0]).astype(np.float32)
+    x1 = rng.standard_normal(x_shape).astype(np.float32)
+    x2 = rng.standard_normal(x_shape).astype(np.float32)
+    y1 = conv(x1, w, b, group=group, strides=strides, pads=pads)
+    kept = y1.copy()
+    y2 = conv(x2, w, b, group=group, strides=strides, pads=pads)
+    np.testing.assert_array_equal(y1, kept)
+    assert not np.shares_memory(y1, y2)
+    np.testing.assert_allclose(y1, _naive(x1, w, b, group, strides, pads), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(y2, _naive(x2, w, b, group, strides, pads), rtol=1e-4, atol=1e-4)
+
+
+def test_small_image_winograd_result_survives_the_next_call() -> None:
+    """The small-image product of WinogradConv (a 7x7 image, too few blocks for the transforms)."""
+    rng = np.random.default_rng(8)
+    w = rng.standard_normal((32, 64, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(32).astype(np.float32)
+    x1, x2 = (rng.standard_normal((1, 64, 7, 7)).astype(np.float32) for _ in range(2))
+    step = WinogradConv(conv)
+    y1 = step(x1, w, b, pads=[1, 1, 1, 1])
+    kept = y1.copy()
+    step(x2, w, b, pads=[1, 1, 1, 1])
+    np.testing.assert_array_equal(y1, kept)
+    np.testing.assert_allclose(y1, _naive(x1, w, b, 1, [1, 1], [1, 1, 1, 1]), rtol=1e-4, atol=1e-4)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The measured choice of a path (kernels/_conv_choice.py)
+# ---------------------------------------------------------------------------------------------------------------
+
+# (x shape, w shape, group, attributes): layers of one group, grouped, depthwise, with strides, dilations, uneven
+# pads.
+LAYERS = {
+    "3x3 stride 2, uneven pads": ((1, 3, 17, 16), (8, 3, 3, 3), 1, {"strides": [2, 2], "pads": [1, 0, 0, 1]}),
+    "1x1": ((2, 16, 7, 7), (24, 16, 1, 1), 1, {}),
+    "1x1 stride 2": ((1, 16, 9, 9), (8, 16, 1, 1), 1, {"strides": [2, 2]}),
+    "5x3 dilated": ((1, 6, 14, 12), (5, 6, 5, 3), 1, {"dilations": [2, 1], "pads": [2, 1, 2, 1]}),
+    "grouped 3x3": ((1, 64, 5, 5), (64, 16, 3, 3), 4, {"pads": [1, 1, 1, 1]}),
+    "grouped stride 2, channel multiplier": (
+        (2, 6, 11, 10),
+        (12, 2, 3, 3),
+        3,
+        {"strides": [2, 2], "pads": [1, 1, 0, 0]},
+    ),
+    "channel multiplier 2": ((1, 8, 9, 9), (16, 1, 3, 3), 8, {"pads": [1, 1, 1, 1]}),
+    "depthwise 3x3": ((2, 40, 14, 14), (40, 1, 3, 3), 40, {"pads": [1, 1, 1, 1]}),
+    "depthwise 5x5 stride 2": ((1, 72, 15, 15), (72, 1, 5, 5), 72, {"strides": [2, 2], "pads": [2, 2, 2, 2]}),
+    "depthwise dilated, no pads": ((1, 16, 12, 12), (16, 1, 3, 3), 16, {"dilations": [2, 2]}),
+}
+
+
+def _layer(name: str, seed: int = 11) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+    x_shape, w_shape, group, attrs = LAYERS[name]
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    w = rng.standard_normal(w_shape).astype(np.float32)
+    b = rng.standard_normal(w_shape[0]).astype(np.float32)
+    return x, w, b, {"group": group, **attrs}
+
+
+def _reference(x: np.ndarray, w: np.ndarray, b: np.ndarray, kw: dict[str, Any]) -> np.ndarray:
+    nd = x.ndim - 2
+    pads = kw.get("pads", [0] * 2 * nd)
+    ref = naive_conv(x, w, None, kw.get("strides", [1] * nd), kw.get("dilations", [1] * nd), pads[:nd], pads[nd:],
+                     kw["group"])  # fmt: skip
+    return ref + b.reshape(1, -1, 1, 1)
+
+
+@pytest.mark.usefixtures("accel_path")
+@pytest.mark.parametrize("layer", sorted(LAYERS))
+def test_every_candidate_is_the_convolution(layer: str) -> None:
+    """Each path the choice may take computes the reference convolution (float32 rounding apart), bias or not."""
+    x, w, b, kw = _layer(layer)
+    wt = _conv_choice.channels_last_weights(w, kw["group"])
+    found = _conv_choice.candidates(conv, x, w, lambda: wt, kw)
+    depthwise = w.shape[1] == 1 and w.shape[0] == kw["group"] == x.shape[1]
+    expected = {"kernel", "numpy"} if depthwise else {"kernel", "channels_last"}
+    if depthwise and accel.enabled():
+        expected |= {"planar", "channels_last"}
+    assert set(found) == expected
+    ref = _reference(x, w, b, kw)
+    for name, fn in found.items():
+        np.testing.assert_allclose(fn(x, w, b), ref, rtol=1e-4, atol=1e-4, err_msg=name)
+        np.testing.assert_allclose(fn(x, w, None), ref - b.reshape(1, -1, 1, 1), rtol=1e-4, atol=1e-4, err_msg=name)
+
+
+def test_choice_measured_once_per_shape(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first run of a shape measures; later runs, and other instances (another session's node of the same
+    layer), take the stored choice; another input shape measures again."""
+    _conv_choice.clear_choices()
+    measured: list[tuple[int, ...]] = []
+    real = _conv_choice._measure
+
+    def spy(found: Any, x: np.ndarray, w: np.ndarray, b: Any) -> Any:
+        measured.append(x.shape)
+        name, y = real(found, x, w, b)
+        assert name in found
+        return name, y
+
+    monkeypatch.setattr(_conv_choice, "_measure", spy)
+    x, w, b, kw = _layer("3x3 stride 2, uneven pads")
+    ref = _reference(x, w, b, kw)
+    first, second = _conv_choice.MeasuredConv(conv), _conv_choice.MeasuredConv(conv)
+    for step in (first, first, second):
+        np.testing.assert_allclose(step(x, w, b, **kw), ref, rtol=1e-4, atol=1e-4)
+    assert measured == [x.shape]
+    x2 = np.concatenate([x, x])
+    np.testing.assert_allclose(first(x2, w, b, **kw), np.concatenate([ref, ref]), rtol=1e-4, atol=1e-4)
+    assert measured == [x.shape, x2.shape]
+    # Same shape and choice: the same bits from either instance.
+    np.testing.assert_array_equal(first(x, w, b, **kw), second(x, w, b, **kw))
+
+
+def test_slow_layer_is_not_measured(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A layer whose first run exceeds the bound runs the kernel's own path, measured no further."""
+    _conv_choice.clear_choices()
+    monkeypatch.setattr(_conv_choice, "MAX_MEASURED_SECONDS", 0.0)
+    calls: list[str] = []
+    x, w, b, kw = _layer("depthwise 3x3")
+
+    def counting(*args: Any, **kwargs: Any) -> np.ndarray:
+        calls.append("kernel")
+        return conv(*args, **kwargs)
+
+    step = _conv_choice.MeasuredConv(counting)
+    np.testing.assert_allclose(step(x, w, b, **kw), _reference(x, w, b, kw), rtol=1e-4, atol=1e-4)
+    assert calls == ["kernel"]
+    step(x, w, b, **kw)
+    assert calls == ["kernel", "kernel"]
+    assert set(_conv_choice._CHOICES.values()) == {"kernel"}
+
+
+def test_plan_measures_convolutions() -> None:
+    """A session's Conv steps run through MeasuredConv (in a Relu's step too) and agree with onnxruntime; the
+    rewrite can be left out by name."""
+    ort = pytest.importorskip("onnxruntime")
+    from onnx import TensorProto, helper, numpy_helper
+
+    import onnxcore
+
+    rng = np.random.default_rng(5)
+    w1 = rng.standard_normal((16, 3, 3, 3)).astype(np.float32)
+    w2 = rng.standard_normal((16, 1, 3, 3)).astype(np.float32)
+    b2 = rng.standard_normal(16).astype(np.float32)
+    nodes = [
+        helper.make_node("Conv", ["x", "w1"], ["a"], pads=[1, 1, 1, 1], strides=[2, 2]),
+        helper.make_node("Relu", ["a"], ["r"]),
+        helper.make_node("Conv", ["r", "w2", "b2"], ["y"], pads=[1, 1, 1, 1], group=16),
+    ]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 32, 32])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 16, 16])],
+        [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(w2, "w2"), numpy_helper.from_array(b2, "b2")],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8).SerializeToString()
+    x = rng.standard_normal((1, 3, 32, 32)).astype(np.float32)
+    want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    sess = onnxcore.Session(model)
+    np.testing.assert_allclose(sess.run(None, {"x": x})[0], want, rtol=1e-4, atol=1e-4)
+    steps = sess.profile({"x": x}, repeat=1)
+    assert [s.kernel for s in steps] == ["onnxcore.fused::WithRelu", "onnxcore.fused::MeasuredConv"]
+    plain = onnxcore.Session(model, disabled_rewrites=("measure_conv_paths",))
+    assert "onnxcore.fused::MeasuredConv" not in {s.kernel for s in plain.profile({"x": x}, repeat=1)}
+    np.testing.assert_allclose(plain.run(None, {"x": x})[0], want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize(("lo", "hi"), [(0.0, 6.0), (1.0, -1.0)])
+def test_conv_then_clip_runs_in_place(lo: float, hi: float) -> None:
+    """Conv -> Clip with constant bounds (ReLU6) is one ConvActivation step, the Clip in place: the same bits as
+    the graph as written (the Conv's own path, bias or not; NaN stays NaN; max wins when min > max), and
+    onnxruntime's values."""
+    ort = pytest.importorskip("onnxruntime")
+    from onnx import TensorProto, helper, numpy_helper
+
+    import onnxcore
+
+    rng = np.random.default_rng(6)
+    w = rng.standard_normal((8, 4, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(8).astype(np.float32)
+    inits = [numpy_helper.from_array(v, n) for v, n in ((w, "w"), (b, "b"))]
+    inits += [numpy_helper.from_array(np.array(v, np.float32), n) for v, n in ((lo, "lo"), (hi, "hi"))]
+    nodes = [
+        helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("Clip", ["c", "lo", "hi"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 12, 12])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 12, 12])], inits,
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8).SerializeToString()
+    x = (rng.standard_normal((1, 4, 12, 12)) * 3).astype(np.float32)
+    x[0, 0, 5, 5] = np.nan
+    sess = onnxcore.Session(model, disabled_rewrites=("measure_conv_paths",))
+    (step,) = sess.profile({"x": x}, repeat=1)
+    assert step.kernel == "onnxcore.fused::ConvActivation" and [f[1] for f in step.fused] == ["Clip"]
+    got = sess.run(None, {"x": x})[0]
+    np.testing.assert_array_equal(got, sess.run(None, {"x": x}, intermediates=True)[0][0])
+    assert np.isnan(got).any() and (lo > hi or float(np.nanmax(got)) <= hi)
+    want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(onnxcore.Session(model).run(None, {"x": x})[0], want, rtol=1e-4, atol=1e-4)
+
+
+def test_other_paths_need_the_margin(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another path replaces the kernel's own only when faster by the margin (a margin of 0 keeps the kernel's)."""
+    _conv_choice.clear_choices()
+    monkeypatch.setattr(_conv_choice, "MARGIN", 0.0)
+    x, w, b, kw = _layer("grouped 3x3")
+    step = _conv_choice.MeasuredConv(conv)
+    np.testing.assert_allclose(step(x, w, b, **kw), _reference(x, w, b, kw), rtol=1e-4, atol=1e-4)
+    assert list(_conv_choice._CHOICES.values()) == ["kernel"]
+    _conv_choice.clear_choices()
