@@ -502,6 +502,9 @@ def _make_decoder(cls: type[Message]) -> Callable[[Message, Buffer, int, int, in
         "I32_LIM": _I32_LIM,
         "DECODERS": _DECODERS,
         "count_error": _count_error,
+        "F32": _F32.unpack_from,
+        "U32": _U32.unpack_from,
+        "NanBits": NanBits,
     }
     body: list[str] = []
     plain = not _hooked(cls)
@@ -570,6 +573,62 @@ def _make_decoder(cls: type[Message]) -> Callable[[Message, Buffer, int, int, in
             ]
             if not f.repeated:
                 body.append(present.format(bit=bit))
+        elif f.repeated and f.type == "bytes":
+            # A tree ensemble's nodes_modes, a string tensor's string_data: one record per element.
+            key = (f.tag << 3) | WIRE_LEN
+            body.append(f"        elif key == {key}:")
+            body += _LEN_READ
+            body.append(f"            obj.{f.name}.append(bytes(buf[a:b]))")
+        elif f.repeated and f.type == "float" and f.element_wire_type == WIRE_I32 and ((f.tag << 3) | WIRE_I32) < 0x80:
+            # Unpacked repeated floats (proto2's default form, which onnx writes for AttributeProto.floats: a tree
+            # ensemble's thresholds and weights, 10^5 records): the run of records of this field read in one loop,
+            # each value as _one_field reads it (a NaN keeps its bits, Clause 12.2.4), then the key of the next
+            # record compared in place; another key goes back to the loop above.
+            key = (f.tag << 3) | WIRE_I32
+            body += [
+                f"        elif key == {key}:",
+                f"            lst = obj.{f.name}",
+                "            while True:",
+                "                if pos + 4 > end:",
+                f"                    raise DecodeError('truncated 32-bit value', pos, {f.name!r})",
+                "                v = F32(buf, pos)[0]",
+                "                if v != v:",
+                "                    v = NanBits(U32(buf, pos)[0])",
+                "                lst.append(v)",
+                "                pos += 4",
+                f"                if pos < end and buf[pos] == {key}:",
+                "                    pos += 1",
+                "                else:",
+                "                    break",
+            ]
+        elif f.repeated and f.type == "int64" and ((f.tag << 3) | WIRE_VARINT) < 0x80:
+            # Unpacked repeated int64 (proto2's default form: AttributeProto.ints, a tree ensemble's node tables,
+            # 10^5 records): the run of this field's records read in one loop, a value of one or two octets inline,
+            # each as the branch below reads it; then the next record's key compared in place.
+            key = (f.tag << 3) | WIRE_VARINT
+            body += [
+                f"        elif key == {key}:",
+                f"            lst = obj.{f.name}",
+                "            while True:",
+                "                c = buf[pos] if pos < end else 0x80",
+                "                if c < 0x80:",
+                "                    lst.append(c)",
+                "                    pos += 1",
+                "                else:",
+                "                    c2 = buf[pos + 1] if pos + 1 < end else 0x80",
+                "                    if c2 < 0x80:",
+                "                        lst.append((c & 0x7F) | (c2 << 7))",
+                "                        pos += 2",
+                "                    else:",
+                "                        v, pos = read_varint(buf, pos, end)",
+                "                        if v >= I64_LIM:",
+                "                            v -= U64",
+                "                        lst.append(v)",
+                f"                if pos < end and buf[pos] == {key}:",
+                "                    pos += 1",
+                "                else:",
+                "                    break",
+            ]
         elif f.element_wire_type == WIRE_VARINT and (f.type in ("int64", "int32") or f.kind == "enum"):
             key = (f.tag << 3) | WIRE_VARINT
             body += [
@@ -625,8 +684,26 @@ _LEN_READ = [
     "            pos = b",
 ]
 
-_DECODERS: dict[type[Message], Callable[[Message, Buffer, int, int, int, int, list[int]], None]] = {}
-_DECODERS.update((cls, _make_decoder(cls)) for cls in MESSAGE_CLASSES.values())
+_Decoder = Callable[[Message, Buffer, int, int, int, int, list[int]], None]
+
+
+def _deferred_decoder(cls: type[Message]) -> _Decoder:
+    """A stand-in that makes ``cls``'s decoder on the first message of that class, puts it in its place and decodes.
+
+    Generating and compiling the 33 decoders took 60-80 ms of ``import onnxcore`` (most of the package's own import
+    time, issue 42 item 3), while a model uses a dozen classes; a generated decoder reads ``DECODERS`` at each
+    call, so it finds the made one from then on. Two threads may both make one: the same code, the last one kept.
+    """
+
+    def first(obj: Message, buf: Buffer, pos: int, end: int, depth: int, max_depth: int, lim: list[int]) -> None:
+        decoder = _make_decoder(cls)
+        _DECODERS[cls] = decoder
+        decoder(obj, buf, pos, end, depth, max_depth, lim)
+
+    return first
+
+
+_DECODERS: dict[type[Message], _Decoder] = {cls: _deferred_decoder(cls) for cls in MESSAGE_CLASSES.values()}
 
 
 def _source(buf: memoryview) -> Buffer:
