@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import struct
 
+import numpy as np
 import pytest
 from onnx import AttributeProto as PbAttribute
 
@@ -85,3 +86,39 @@ def test_a_truncated_int_in_a_run_is_refused() -> None:
     data = bytes([8 << 3, 5, 8 << 3, 0x80])
     with pytest.raises(DecodeError):
         decode_message(AttributeProto, data)
+
+
+@pytest.mark.parametrize("n", [1, 31, 32, 33, 100, 5000, 20000])
+def test_long_runs_decode_as_protobuf_does(n: int) -> None:
+    # Past 32 records a run is read in chunks with numpy (4,096 records or octets, then doubled): values of every
+    # varint length, negative ones (ten octets) among them, NaNs with payloads, and the run's end at any place.
+    rng = np.random.default_rng(n)
+    wide = rng.integers(-(2**63), 2**63 - 1, n, dtype=np.int64, endpoint=True)
+    shifted = wide >> rng.integers(0, 63, n)  # every length of varint from one octet to ten
+    ints = np.where(rng.random(n) < 0.5, rng.integers(0, 300, n), np.where(rng.random(n) < 0.9, np.abs(shifted), wide))
+    floats = rng.standard_normal(n).astype(np.float32)
+    pb = PbAttribute(name="t", ints=ints.tolist(), floats=floats.tolist(), strings=[b"BRANCH_LEQ"] * n)
+    data = pb.SerializeToString()
+    ours = decode_message(AttributeProto, data)
+    theirs = PbAttribute.FromString(data)
+    assert ours.ints == list(theirs.ints) == ints.tolist()
+    assert ours.floats == list(theirs.floats)
+    assert ours.strings == list(theirs.strings)
+
+
+def test_a_long_float_run_keeps_nan_bits_and_stops_at_another_field() -> None:
+    bits = [_f32_bits(float(i)) for i in range(5000)]
+    bits[40], bits[4000] = 0x7F800001, 0xFFC00123
+    data = _floats(*bits) + _string(b"after") + _floats(*bits[:3])
+    ours = decode_message(AttributeProto, data)
+    assert len(ours.floats) == 5003 and ours.strings == [b"after"]
+    assert isinstance(ours.floats[40], NanBits) and ours.floats[40].bits == 0x7F800001
+    assert isinstance(ours.floats[4000], NanBits) and ours.floats[4000].bits == 0xFFC00123
+    assert ours.floats[:40] == [float(i) for i in range(40)] and ours.floats[5000:] == [0.0, 1.0, 2.0]
+
+
+def test_a_long_int_run_truncated_at_the_end_is_refused() -> None:
+    body = b"".join(bytes([8 << 3, 0x81, 0x01]) for _ in range(100))
+    decode_message(AttributeProto, body)  # whole
+    with pytest.raises(DecodeError):
+        decode_message(AttributeProto, body + bytes([8 << 3, 0x81]))
