@@ -1,8 +1,10 @@
 """Time to first result: what `import onnxcore` and a first session load (issue 42, item 3).
 
 ml_dtypes 0.7 takes about half a second to import; onnxcore loads it only when a model uses one of the types
-numpy lacks (bfloat16, float8, float6, float4, int4, int2, ...). Each check runs in a fresh interpreter, since the
-test process has loaded everything already.
+numpy lacks (bfloat16, float8, float6, float4, int4, int2, ...). ``import onnxcore`` loads the codec alone (its
+decoders made per class on first use); a command loads what it runs; numba and each family of compiled loops load
+with the first kernel that asks. Each check runs in a fresh interpreter, since the test process has loaded
+everything already.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 import onnxcore
 
@@ -70,8 +74,90 @@ def test_the_check_command_loads_no_evaluator():
         f"    main(['check', {str(BUNDLED)!r}])\n"
         "except SystemExit as e:\n"
         "    assert e.code in (0, None), e.code\n"
-        "loaded = [m for m in ('onnxcore.runtime', 'onnxcore.convert', 'onnxcore.reporting', 'ml_dtypes')"
+        "loaded = [m for m in ('onnxcore.runtime', 'onnxcore.convert', 'onnxcore.reporting', 'ml_dtypes', 'numba',"
+        " 'onnxcore.kernels.conv', 'onnxcore.kernels.ml_tree', 'onnxcore.kernels.elementwise',"
+        " 'onnxcore.kernels.fused.pattern')"
         " if m in sys.modules]\n"
         "print(loaded)"
     )
     assert out.splitlines()[-1] == "[]"
+
+
+# What `import onnxcore` must not load: the evaluator, inference, the validator and its rule tables, the operator
+# definitions, the kernels (every family), conversion, the report, numba and ml_dtypes (issue 42, item 3).
+_NOT_AT_IMPORT = (
+    "onnxcore.runtime",
+    "onnxcore.infer",
+    "onnxcore.validate",
+    "onnxcore.defs",
+    "onnxcore.graph",
+    "onnxcore.kernels",
+    "onnxcore.convert",
+    "onnxcore.reporting",
+    "onnxcore.text",
+    "numba",
+    "ml_dtypes",
+    "scipy",
+)
+
+
+def test_import_onnxcore_loads_the_codec_alone():
+    out = _fresh(
+        "import sys, onnxcore\n"
+        f"banned = {_NOT_AT_IMPORT!r}\n"
+        "print(sorted(m for m in sys.modules if m.startswith(banned)))"
+    )
+    assert out == "[]"
+
+
+def test_the_codec_makes_a_decoder_on_its_class_first_message():
+    # The decoders are generated code; import makes none of them, a load makes those of the classes it meets.
+    out = _fresh(
+        "import onnxcore\n"
+        "from onnxcore.proto import codec\n"
+        "from onnxcore.proto.messages import ModelProto, SparseTensorProto\n"
+        "def made(c): return '_deferred_decoder' not in codec._DECODERS[c].__qualname__\n"
+        "before = sum(made(c) for c in codec._DECODERS)\n"
+        f"m = onnxcore.load({str(BUNDLED)!r})\n"
+        "print(before, made(ModelProto), made(SparseTensorProto), m.graph.node[0].op_type != '')"
+    )
+    assert out == "0 True False True"
+
+
+def test_a_float_model_runs_without_the_accelerator_loaded():
+    # The bundled MLP (MatMul, Add, Relu, Softmax) has no kernel with a compiled loop: numba stays unloaded even where
+    # it is installed, and with it the accelerator's loop modules.
+    out = _fresh(
+        "import sys, numpy as np, onnxcore as oc\n"
+        f"s = oc.Session({str(BUNDLED)!r})\n"
+        "s.run(None, {'x': np.zeros((2, 4), np.float32)})\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('numba', 'llvmlite', 'onnxcore.kernels.accel._'))))"
+    )
+    assert out == "[]"
+
+
+def test_each_family_of_compiled_loops_loads_when_its_kernels_ask():
+    pytest.importorskip("numba")
+    out = _fresh(
+        "import os, sys\n"
+        "os.environ.pop('ONNXCORE_ACCEL', None)\n"
+        "from onnxcore.kernels import accel\n"
+        "state = accel.status()[0]\n"
+        "def loaded(): return [m[len('onnxcore.kernels.accel.'):] for m in sorted(sys.modules)"
+        " if m.startswith('onnxcore.kernels.accel._')]\n"
+        "accel.available()\n"
+        "first = loaded()\n"
+        "accel.jit_ml()\n"
+        "print(state, first, loaded(), accel.status()[0], accel.status()[1] is not None)"
+    )
+    assert out == "installed ['_jit'] ['_jit', '_jit_ml'] loaded True"
+
+
+def test_the_accelerator_turned_off_loads_no_numba():
+    out = _fresh(
+        "import os, sys\n"
+        "os.environ['ONNXCORE_ACCEL'] = '0'\n"
+        "from onnxcore.kernels import accel\n"
+        "print(accel.status(), accel.available(), 'numba' in sys.modules)"
+    )
+    assert out == "('off', None) False False"

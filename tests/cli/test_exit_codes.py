@@ -50,6 +50,7 @@ def _cases(tmp: Path) -> dict[str, list[list[str]]]:
         "conformance": [[str(empty)]],
         "statement": [["--package", str(tmp / "no-such-package")]],
         "hash": [[str(corrupt)]],
+        "warmup": [[str(corrupt)], [MODEL, str(divide)]],
         "print": [[str(corrupt)]],
         "report": [
             [MODEL, "-o", str(tmp / "r.html"), "--input", f"x={wrong_type}", "--profile"],

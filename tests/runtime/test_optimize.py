@@ -55,6 +55,32 @@ def test_identical_nodes_share_one_evaluation() -> None:
     assert {"a", "b", "y"} <= set(values)
 
 
+@kernel("CountedScale", 1, domain=DOMAIN)
+def _counted_scale(x: np.ndarray, *, factors: Any = None) -> np.ndarray:
+    CALLS["n"] += 1
+    return x * np.float32(factors[0])
+
+
+def test_list_attributes_are_compared_whole_and_typed() -> None:
+    # A list of one scalar type takes part in a node's identity as one tuple (issue 42, item 3: a forest's node
+    # tables): equal lists merge, a list of ints and one of equal floats stay two computations, as do two lists
+    # that differ in their last element only.
+    long = list(range(50_000))
+    nodes = [
+        h.make_node("CountedScale", ["x"], ["a"], domain=DOMAIN, factors=long),
+        h.make_node("CountedScale", ["x"], ["b"], domain=DOMAIN, factors=list(long)),
+        h.make_node("CountedScale", ["x"], ["c"], domain=DOMAIN, factors=[float(v) for v in long]),
+        h.make_node("CountedScale", ["x"], ["d"], domain=DOMAIN, factors=[*long[:-1], -1]),
+    ]
+    s = onnxcore.Session(_model(nodes, [(o, [2, 3]) for o in "abcd"]))
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    before = CALLS["n"]
+    outs = s.run(None, {"x": x})
+    assert CALLS["n"] - before == 3
+    for out in outs:
+        np.testing.assert_array_equal(out, np.zeros_like(x))
+
+
 def test_random_nodes_are_not_merged() -> None:
     nodes = [
         h.make_node("RandomUniformLike", ["x"], ["a"]),

@@ -115,6 +115,14 @@ def _parser() -> argparse.ArgumentParser:
     _allow_outside(r)
     _untrusted(r)
 
+    w = sub.add_parser(
+        "warmup",
+        help="pay a model's one-time costs ahead: a session and two runs on inputs of the declared shapes, timed "
+        "(with the accelerator, fills numba's cache with the loops the model uses: docs/guide/startup.md)",
+    )
+    w.add_argument("model", nargs="+")
+    w.add_argument("--json", action="store_true", help="print the times and the accelerator's state as JSON")
+
     v = sub.add_parser(
         "convert", help="re-save a model: another operator set version, external data, canonical form, inline"
     )
@@ -354,6 +362,11 @@ def _main(args: argparse.Namespace) -> int:
         from onnxcore.cli.optimize import cmd_optimize
 
         return cmd_optimize(args)
+    if args.command == "warmup":
+        # warmup loads the evaluator and the report's input maker, not conversion or conformance (lazy).
+        from onnxcore.cli.warmup import cmd_warmup
+
+        return cmd_warmup(args)
     # The other commands load the validator, inference and the evaluator (lazy, as above).
     from onnxcore.cli import commands
 

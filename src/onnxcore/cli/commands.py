@@ -17,7 +17,15 @@ from typing import Any
 import numpy as np
 
 import onnxcore
-from onnxcore.cli.files import NAMES_FILE, CliError, check_writable, load_npy, write_outputs, write_text
+from onnxcore.cli.files import (
+    NAMES_FILE,
+    CliError,
+    check_writable,
+    load_npy,
+    require_readable,
+    write_outputs,
+    write_text,
+)
 from onnxcore.conformance.generate import generate_node_package
 from onnxcore.conformance.runner import discover, run_package, summarize_by_operator, terminal_progress
 from onnxcore.conformance.statement import build_statement, render_markdown
@@ -70,15 +78,6 @@ def _preview(value: Any) -> dict[str, Any]:
     if value is None:
         return {"optional": None}
     return {"value": repr(value)}
-
-
-def _require_readable(path: str) -> None:
-    """Refuse (exit code 2) a model file that cannot be opened for reading."""
-    try:
-        with open(path, "rb"):
-            pass
-    except OSError as e:
-        raise CliError(f"cannot read {path}: {e.strerror or e}") from None
 
 
 def _status(command: str, text: str | None) -> None:
@@ -184,7 +183,7 @@ def _check_feeds(session: onnxcore.Session, feeds: dict[str, Any]) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     """Run a model; print a table of outputs (or JSON); optionally write them to a directory."""
 
-    _require_readable(args.model)
+    require_readable(args.model)
     feeds: dict[str, Any] = {}
     for spec in args.input:
         name, value = _load_input(spec)
@@ -270,7 +269,7 @@ def profile_table(steps: list[Any], runs: int, *, top: int = 15) -> str:
 def cmd_convert(args: argparse.Namespace) -> int:
     """Re-save a model with another layout."""
 
-    _require_readable(args.model)
+    require_readable(args.model)
     check_writable(args.out)
     if args.opset is not None and not (args.inline or args.external_data):
         return _convert_opset(args)
@@ -346,7 +345,7 @@ def model_digest(path: str | Path, *, allow_outside: bool = False) -> str:
 
 def cmd_hash(args: argparse.Namespace) -> int:
     """Print the content digest of a model."""
-    _require_readable(args.model)
+    require_readable(args.model)
     digest = model_digest(args.model, allow_outside=args.allow_outside)
     if args.json:
         print(json.dumps({"model": args.model, "sha256": digest}))
@@ -357,7 +356,7 @@ def cmd_hash(args: argparse.Namespace) -> int:
 
 def cmd_print(args: argparse.Namespace) -> int:
     """Print a model in the textual syntax; external data is named, not read."""
-    _require_readable(args.model)
+    require_readable(args.model)
     model = onnxcore.load(args.model, external_data=False)
     print(to_text(model, max_elements=args.max_elements))
     return 0
@@ -365,7 +364,7 @@ def cmd_print(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     """Write the report page (or the drawing alone) of a model."""
-    _require_readable(args.model)
+    require_readable(args.model)
     if args.format == "svg" and (args.input or args.profile):
         raise CliError("--input and --profile apply to the HTML page only (the drawing alone shows no profile)")
     out = args.output or Path(args.model).stem + "." + args.format
@@ -463,7 +462,7 @@ def _interrupt_on_term(signum: int, frame: Any) -> None:
 
 def cmd_batch(args: argparse.Namespace) -> int:
     """Score a table or arrays on Dask into one output that appears only when complete."""
-    _require_readable(args.model)
+    require_readable(args.model)
     try:
         # lazy: dask, pandas and pyarrow are the optional extra of this one command
         from onnxcore.dask.batch import score

@@ -25,6 +25,7 @@ __all__ = [
     "CliError",
     "NAMES_FILE",
     "check_writable",
+    "require_readable",
     "encode_name",
     "load_npy",
     "sniff",
@@ -63,6 +64,15 @@ def encode_name(name: str) -> str:
     if len(out) > _MAX_STEM:
         out = out[: _MAX_STEM - 17] + "~" + hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:16]
     return out
+
+
+def require_readable(path: str) -> None:
+    """Refuse (exit code 2) a model file that cannot be opened for reading."""
+    try:
+        with open(path, "rb"):
+            pass
+    except OSError as e:
+        raise CliError(f"cannot read {path}: {e.strerror or e}") from None
 
 
 def check_writable(path: str) -> None:

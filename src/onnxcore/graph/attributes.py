@@ -83,10 +83,11 @@ def attribute_value(attr: AttributeProto, base_dir: str | None = None) -> Any:
         return int(attr.i)
     if kind == _A.STRING:
         return _text(attr.s, name)
+    # map() over the lists: a tree ensemble's node tables hold 10^5 values each (issue 42, item 3).
     if kind == _A.INTS:
-        return [int(v) for v in attr.ints]
+        return list(map(int, attr.ints))
     if kind == _A.FLOATS:
-        return [float(v) for v in attr.floats]
+        return list(map(float, attr.floats))
     if kind == _A.STRINGS:
         return [_text(v, name) for v in attr.strings]
     if kind == _A.GRAPH:

@@ -309,6 +309,77 @@ def _decode_packed(buf: Buffer, op: int, a: int, b: int, name: str) -> list[Any]
     return out
 
 
+# A run of unpacked repeated records of one field (proto2's default form: a tree ensemble's node tables, 10^5
+# records of ``key value``) is read record by record up to _RUN_BULK records, then in chunks with numpy: the
+# records' octets checked and converted as arrays, each value as the record-by-record path reads it.
+_RUN_BULK = 32
+_RUN_CHUNK = 4096  # records (floats) or octets (varints) of the first chunk; doubled after each whole chunk
+
+
+def _float_bulk(lst: list[Any], buf: Buffer, pos: int, end: int, key: int) -> tuple[int, bool]:
+    """Read the float records of a run from ``pos`` (a value's first octet), five octets each (the value, then the
+    next record's one-octet ``key``), while the key repeats. Returns the position after the last value read and
+    whether the run ended there (the octet at the position is not ``key``, or the input ends); when it did not
+    end, what is left is less than one whole record and the caller reads on."""
+    chunk = _RUN_CHUNK
+    while True:
+        n = min(chunk, (end - pos) // 5)
+        if n == 0:
+            return pos, False
+        rec = np.frombuffer(buf, np.uint8, count=5 * n, offset=pos).reshape(n, 5)
+        other = np.flatnonzero(rec[:, 4] != key)
+        m = int(other[0]) + 1 if other.size else n
+        raw = np.ascontiguousarray(rec[:m, :4]).view("<f4").ravel()
+        vals: list[Any] = raw.tolist()
+        nan = np.isnan(raw)
+        if nan.any():
+            # Clause 12.2.4: a NaN keeps its 32-bit pattern, as _f32 keeps it.
+            for i, bits in zip(np.flatnonzero(nan).tolist(), raw.view("<u4")[nan].tolist(), strict=True):
+                vals[i] = NanBits(bits)
+        lst.extend(vals)
+        if other.size:
+            return pos + 5 * m - 1, True
+        pos += 5 * n
+        chunk *= 2
+
+
+def _varint_bulk(lst: list[Any], buf: Buffer, pos: int, end: int, key: int) -> int:
+    """Read the int64 records of a run from ``pos`` (a value's first octet) while the next record's one-octet key
+    is ``key`` and each value has at most nine octets (below 2**63: no sign to apply, no bound to check); return the
+    position of the first value not read (the caller reads on from there, record by record)."""
+    chunk = _RUN_CHUNK
+    while pos < end:
+        size = min(chunk, end - pos)
+        b = np.frombuffer(buf, np.uint8, count=size, offset=pos)
+        term = np.flatnonzero(b < 0x80)
+        # From a value's first octet, the octets below 0x80 alternate: a value's last octet, then the next record's
+        # key (itself below 0x80) right after it, and so on while the run lasts.
+        ends, keys = term[0::2], term[1::2]
+        k = keys.size
+        ok = (keys == ends[:k] + 1) & (b[keys] == key)
+        starts = np.empty(k, np.intp)
+        if k:
+            starts[0] = 0
+            starts[1:] = keys[:-1] + 1
+        lengths = ends[:k] - starts + 1
+        ok &= lengths <= 9
+        bad = np.flatnonzero(~ok)
+        m = int(bad[0]) if bad.size else k  # values followed by the key of another record of the run
+        if m == 0:
+            return pos
+        starts, lengths = starts[:m], lengths[:m]
+        vals = np.zeros(m, np.uint64)
+        for j in range(int(lengths.max())):
+            sel = lengths > j
+            vals[sel] |= (b[starts[sel] + j] & 0x7F).astype(np.uint64) << np.uint64(7 * j)
+        lst.extend(vals.tolist())
+        pos += int(keys[m - 1]) + 1
+        if m < k or size < chunk:
+            return pos
+        chunk *= 2
+    return pos
+
+
 def _count_error(lim: list[int], count: int, pos: int, name: str) -> DecodeLimitError:
     """The refusal of one more embedded message.
 
@@ -502,6 +573,12 @@ def _make_decoder(cls: type[Message]) -> Callable[[Message, Buffer, int, int, in
         "I32_LIM": _I32_LIM,
         "DECODERS": _DECODERS,
         "count_error": _count_error,
+        "F32": _F32.unpack_from,
+        "U32": _U32.unpack_from,
+        "NanBits": NanBits,
+        "RUN_BULK": _RUN_BULK,
+        "float_bulk": _float_bulk,
+        "varint_bulk": _varint_bulk,
     }
     body: list[str] = []
     plain = not _hooked(cls)
@@ -570,6 +647,82 @@ def _make_decoder(cls: type[Message]) -> Callable[[Message, Buffer, int, int, in
             ]
             if not f.repeated:
                 body.append(present.format(bit=bit))
+        elif f.repeated and f.type == "bytes" and ((f.tag << 3) | WIRE_LEN) < 0x80:
+            # A tree ensemble's nodes_modes, a string tensor's string_data: one record per element, the run of
+            # this field's records read in one loop (the next record's key compared in place).
+            key = (f.tag << 3) | WIRE_LEN
+            body += [
+                f"        elif key == {key}:",
+                f"            lst = obj.{f.name}",
+                "            while True:",
+                *["    " + line for line in _LEN_READ],
+                "                lst.append(bytes(buf[a:b]))",
+                f"                if pos < end and buf[pos] == {key}:",
+                "                    pos += 1",
+                "                else:",
+                "                    break",
+            ]
+        elif f.repeated and f.type == "float" and f.element_wire_type == WIRE_I32 and ((f.tag << 3) | WIRE_I32) < 0x80:
+            # Unpacked repeated floats (proto2's default form, which onnx writes for AttributeProto.floats: a tree
+            # ensemble's thresholds and weights, 10^5 records): the run of records of this field read in one loop,
+            # each value as _one_field reads it (a NaN keeps its bits, Clause 12.2.4), then the key of the next
+            # record compared in place; another key goes back to the loop above.
+            key = (f.tag << 3) | WIRE_I32
+            body += [
+                f"        elif key == {key}:",
+                f"            lst = obj.{f.name}",
+                "            taken = 0",
+                "            while True:",
+                "                if taken == RUN_BULK:",
+                f"                    pos, done = float_bulk(lst, buf, pos, end, {key})",
+                "                    if done:",
+                "                        break",
+                "                if pos + 4 > end:",
+                f"                    raise DecodeError('truncated 32-bit value', pos, {f.name!r})",
+                "                v = F32(buf, pos)[0]",
+                "                if v != v:",
+                "                    v = NanBits(U32(buf, pos)[0])",
+                "                lst.append(v)",
+                "                pos += 4",
+                "                taken += 1",
+                f"                if pos < end and buf[pos] == {key}:",
+                "                    pos += 1",
+                "                else:",
+                "                    break",
+            ]
+        elif f.repeated and f.type == "int64" and ((f.tag << 3) | WIRE_VARINT) < 0x80:
+            # Unpacked repeated int64 (proto2's default form: AttributeProto.ints, a tree ensemble's node tables,
+            # 10^5 records): the run of this field's records read in one loop, a value of one or two octets inline,
+            # each as the branch below reads it; then the next record's key compared in place.
+            key = (f.tag << 3) | WIRE_VARINT
+            body += [
+                f"        elif key == {key}:",
+                f"            lst = obj.{f.name}",
+                "            taken = 0",
+                "            while True:",
+                "                taken += 1",
+                "                if taken == RUN_BULK:",
+                f"                    pos = varint_bulk(lst, buf, pos, end, {key})",
+                "                    taken = 0",
+                "                c = buf[pos] if pos < end else 0x80",
+                "                if c < 0x80:",
+                "                    lst.append(c)",
+                "                    pos += 1",
+                "                else:",
+                "                    c2 = buf[pos + 1] if pos + 1 < end else 0x80",
+                "                    if c2 < 0x80:",
+                "                        lst.append((c & 0x7F) | (c2 << 7))",
+                "                        pos += 2",
+                "                    else:",
+                "                        v, pos = read_varint(buf, pos, end)",
+                "                        if v >= I64_LIM:",
+                "                            v -= U64",
+                "                        lst.append(v)",
+                f"                if pos < end and buf[pos] == {key}:",
+                "                    pos += 1",
+                "                else:",
+                "                    break",
+            ]
         elif f.element_wire_type == WIRE_VARINT and (f.type in ("int64", "int32") or f.kind == "enum"):
             key = (f.tag << 3) | WIRE_VARINT
             body += [
@@ -625,8 +778,26 @@ _LEN_READ = [
     "            pos = b",
 ]
 
-_DECODERS: dict[type[Message], Callable[[Message, Buffer, int, int, int, int, list[int]], None]] = {}
-_DECODERS.update((cls, _make_decoder(cls)) for cls in MESSAGE_CLASSES.values())
+_Decoder = Callable[[Message, Buffer, int, int, int, int, list[int]], None]
+
+
+def _deferred_decoder(cls: type[Message]) -> _Decoder:
+    """A stand-in that makes ``cls``'s decoder on the first message of that class, puts it in its place and decodes.
+
+    Generating and compiling the 33 decoders took 60-80 ms of ``import onnxcore`` (most of the package's own import
+    time, issue 42 item 3), while a model uses a dozen classes; a generated decoder reads ``DECODERS`` at each
+    call, so it finds the made one from then on. Two threads may both make one: the same code, the last one kept.
+    """
+
+    def first(obj: Message, buf: Buffer, pos: int, end: int, depth: int, max_depth: int, lim: list[int]) -> None:
+        decoder = _make_decoder(cls)
+        _DECODERS[cls] = decoder
+        decoder(obj, buf, pos, end, depth, max_depth, lim)
+
+    return first
+
+
+_DECODERS: dict[type[Message], _Decoder] = {cls: _deferred_decoder(cls) for cls in MESSAGE_CLASSES.values()}
 
 
 def _source(buf: memoryview) -> Buffer:

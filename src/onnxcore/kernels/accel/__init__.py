@@ -57,7 +57,10 @@ What it accelerates (each numpy kernel keeps its own path and calls these only w
 - the SVM classifier's coupling of pairwise probabilities (``_jit_ml.couple_rows``): libsvm's iteration row by
   row, every sum in index order, as the numpy path computes it (the same bits).
 
-The convolution and pooling kernels are in ``_jit_cnn`` (:func:`jit_cnn`; it takes its decorator from ``_jit``).
+The convolution and pooling kernels are in ``_jit_cnn`` (:func:`jit_cnn`; it takes its decorator from ``_jit``), the
+ML ones in ``_jit_ml`` (:func:`jit_ml`), the transformer operators' in ``_jit_tx`` (:func:`jit_tx`), the generated
+elementwise graphs in ``_jit_ew`` (:func:`jit_ew`); each family is imported with the first kernel that asks for
+it, so a plan loads only the families its kernels use (issue 42, item 3).
 Compiled functions are cached on disk by numba (``cache=True``) and release the GIL (``nogil=True``): they run
 on the kernel threads (:mod:`onnxcore.kernels.threads`) as numpy's loops do.
 """
@@ -66,26 +69,26 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import logging
 import os
 import threading
+import time
 from collections.abc import Iterator
 from types import ModuleType
 
-__all__ = ["available", "enabled", "jit", "jit_cnn", "jit_ew", "jit_ml", "jit_tx", "use"]
+__all__ = ["available", "enabled", "jit", "jit_cnn", "jit_ew", "jit_ml", "jit_tx", "status", "use"]
 
-_lock = threading.Lock()
+_log = logging.getLogger("onnxcore.accel")
+_lock = threading.RLock()  # available() runs inside _family()
 _available: bool | None = None  # numba importable and ONNXCORE_ACCEL not "0"; decided once
 _forced: bool | None = None  # set by use(): on or off regardless of the environment (tests, benchmarks)
 _jit_module: ModuleType | None = None
-_jit_cnn_module: ModuleType | None = None
-_jit_ml_module: ModuleType | None = None
-_jit_tx_module: ModuleType | None = None
-_jit_ew_module: ModuleType | None = None
+_families: dict[str, ModuleType] = {}  # the families of compiled loops loaded so far, by module name
 
 
 def available() -> bool:
     """Whether the accelerator can run here: numba is installed and ``ONNXCORE_ACCEL`` is not ``"0"``."""
-    global _available, _jit_module, _jit_cnn_module, _jit_ml_module, _jit_tx_module, _jit_ew_module
+    global _available, _jit_module
     if _available is None:
         with _lock:
             if _available is None:
@@ -94,17 +97,50 @@ def available() -> bool:
                     try:
                         ok = importlib.util.find_spec("numba") is not None
                         if ok:
+                            started = time.perf_counter()
                             # Lazy: numba is an optional extra, heavy to import; only this package imports it.
-                            from onnxcore.kernels.accel import _jit, _jit_cnn, _jit_ew, _jit_ml, _jit_tx
+                            # The other families' loops load with their first kernel (jit_cnn, jit_ml, jit_tx, jit_ew).
+                            from onnxcore.kernels.accel import _jit
 
-                            _jit_module, _jit_cnn_module, _jit_ml_module = _jit, _jit_cnn, _jit_ml
-                            _jit_tx_module, _jit_ew_module = _jit_tx, _jit_ew
+                            _jit_module = _jit
+                            _log.info(
+                                "numba loaded in %.2f s; the first call of each compiled loop loads it from numba's "
+                                "cache, or compiles it (seconds) when the cache does not hold it for this machine "
+                                "('onnxcore warmup MODEL' fills the cache ahead)",
+                                time.perf_counter() - started,
+                            )
                     except Exception:
                         # numba installed but unusable (an incompatible numpy, no writable cache directory, ...):
                         # the pure-numpy kernels run, as without numba.
                         ok = False
                 _available = ok
     return _available
+
+
+def _family(name: str) -> ModuleType:
+    """The compiled loops of one family (``_jit_cnn``, ``_jit_ml``, ``_jit_tx``, ``_jit_ew``), imported on the first
+    kernel that asks: a plan loads only the families its kernels use."""
+    assert available(), f"accel.{name.lstrip('_')}() called while the accelerator is not available"
+    with _lock:
+        if name not in _families:
+            # Lazy: the family's loops, once one of its kernels asks for them (numba compiles or loads each).
+            if name == "_jit_cnn":
+                from onnxcore.kernels.accel import _jit_cnn
+
+                _families[name] = _jit_cnn
+            elif name == "_jit_ml":
+                from onnxcore.kernels.accel import _jit_ml
+
+                _families[name] = _jit_ml
+            elif name == "_jit_tx":
+                from onnxcore.kernels.accel import _jit_tx
+
+                _families[name] = _jit_tx
+            else:
+                from onnxcore.kernels.accel import _jit_ew
+
+                _families[name] = _jit_ew
+        return _families[name]
 
 
 def enabled() -> bool:
@@ -121,31 +157,45 @@ def jit() -> ModuleType:
 
 
 def jit_cnn() -> ModuleType:
-    """The module of compiled convolution and pooling kernels (:mod:`onnxcore.kernels.accel._jit_cnn`); call only
-    when :func:`enabled`."""
-    assert _jit_cnn_module is not None, "accel.jit_cnn() called while the accelerator is not available"
-    return _jit_cnn_module
+    """The module of compiled convolution and pooling kernels (:mod:`onnxcore.kernels.accel._jit_cnn`), imported on
+    the first call; call only when :func:`enabled`."""
+    return _families.get("_jit_cnn") or _family("_jit_cnn")
 
 
 def jit_ml() -> ModuleType:
-    """The module of compiled loops of the ``ai.onnx.ml`` kernels (:mod:`onnxcore.kernels.accel._jit_ml`); call
-    only when :func:`enabled`."""
-    assert _jit_ml_module is not None, "accel.jit_ml() called while the accelerator is not available"
-    return _jit_ml_module
+    """The module of compiled loops of the ``ai.onnx.ml`` kernels (:mod:`onnxcore.kernels.accel._jit_ml`), imported
+    on the first call; call only when :func:`enabled`."""
+    return _families.get("_jit_ml") or _family("_jit_ml")
+
+
+def status() -> tuple[str, str | None]:
+    """The accelerator's state in this process, without loading it: ``"loaded"`` (numba imported, a kernel asked),
+    ``"installed"`` (numba importable, no kernel asked yet) or ``"off"`` (no numba, or ``ONNXCORE_ACCEL=0``); and
+    once loaded, the directory where numba caches the compiled loops (None before, or if numba does not say)."""
+    if _available is not None:
+        state = "loaded" if _available and _jit_module is not None else "off"
+    elif os.environ.get("ONNXCORE_ACCEL", "1") == "0" or importlib.util.find_spec("numba") is None:
+        state = "off"
+    else:
+        state = "installed"
+    where = None
+    if state == "loaded":
+        # numba's dispatcher keeps its cache object private: read defensively, a later numba may name it otherwise.
+        cache = getattr(getattr(_jit_module, "erf32", None), "_cache", None)
+        where = getattr(cache, "_cache_path", None)
+    return state, str(where) if where is not None else None
 
 
 def jit_tx() -> ModuleType:
     """The module of compiled loops of the transformer operators (:mod:`onnxcore.kernels.accel._jit_tx`:
-    Attention's softmax, RotaryEmbedding); call only when :func:`enabled`."""
-    assert _jit_tx_module is not None, "accel.jit_tx() called while the accelerator is not available"
-    return _jit_tx_module
+    Attention's softmax, RotaryEmbedding), imported on the first call; call only when :func:`enabled`."""
+    return _families.get("_jit_tx") or _family("_jit_tx")
 
 
 def jit_ew() -> ModuleType:
     """The module of compiled elementwise graphs (:mod:`onnxcore.kernels.accel._jit_ew`: loops generated per graph
-    of the fused ElementwiseGraph kernel); call only when :func:`enabled`."""
-    assert _jit_ew_module is not None, "accel.jit_ew() called while the accelerator is not available"
-    return _jit_ew_module
+    of the fused ElementwiseGraph kernel), imported on the first call; call only when :func:`enabled`."""
+    return _families.get("_jit_ew") or _family("_jit_ew")
 
 
 @contextlib.contextmanager
