@@ -98,11 +98,13 @@ def _compile(program: tuple[tuple[str, tuple[int, ...]], ...], kinds: tuple[int,
     path = _source_file(source)
     if path is not None:
         spec = importlib.util.spec_from_file_location(path.stem, path)
-        if spec is not None and spec.loader is not None:
+        if spec is not None:
             module = importlib.util.module_from_spec(spec)
             # Registered by its name: numba's cached code refers to the function's module by it.
             sys.modules[path.stem] = module
-            spec.loader.exec_module(module)
+            # The code run is the source made above, compiled under the file's name (numba keys its cache by the
+            # file), never the file's text read again: a file changed after the check above runs nothing.
+            exec(compile(source, str(path), "exec"), module.__dict__)
             return _njit(module.loop)
     scope: dict[str, Any] = {}
     exec(compile(source, "<onnxcore elementwise graph>", "exec"), scope)
