@@ -244,6 +244,22 @@ def test_limits_and_empty_scans_run_as_written() -> None:
         assert g.shape == w.shape and g.dtype == w.dtype
 
 
+def test_a_body_that_fails_fails_as_written() -> None:
+    """Rows that do not broadcast against the state: the batched Scan raises the error the Scan as written raises."""
+    r = RNG.standard_normal((6, 5)).astype(np.float32)
+    nodes, outs = _distance_body([h.make_node("ReduceSumSquare", ["d"], ["y"], axes=[1], keepdims=0)])
+    model = _scan_model(nodes, [("x", F, [None, None])], [("row", F, [5])], outs, scan_rows=r,
+                        state_shape=[None, None])  # fmt: skip
+    x = np.ones((2, 3), np.float32)
+    s = onnxcore.Session(model)
+    assert "batch_scans" in s.fired_rewrites()
+    with pytest.raises(onnxcore.OnnxCoreError) as batched:
+        s.run(None, {"X": x})
+    with pytest.raises(onnxcore.OnnxCoreError) as written:
+        onnxcore.Session(model, disabled_rewrites=["batch_scans"]).run(None, {"X": x})
+    assert type(batched.value) is type(written.value)
+
+
 def test_blocks_of_iterations_join_bit_for_bit(monkeypatch: pytest.MonkeyPatch) -> None:
     """With a small block size the iterations run in many blocks (the first of one iteration); the stacked outputs
     are those of one block."""

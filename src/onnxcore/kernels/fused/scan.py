@@ -22,9 +22,10 @@ The values are the per-iteration evaluation's, bit for bit:
   the node runs as written.
 
 Whatever the batched pass cannot take at run time (a value that is not an array, a length past
-``Limits.max_loop_iterations``, no iteration at all, the cases above) runs the ``Scan`` kernel as written, which then
-gives the values and the errors the node gives. The iterations are evaluated in blocks, so that no batched value
-holds more than about ``BLOCK_ELEMENTS`` elements (the first block is one iteration, which measures them).
+``Limits.max_loop_iterations``, no iteration at all, the cases above, a kernel's refusal) runs the ``Scan`` kernel
+as written, which then gives the values and the errors the node gives. The iterations are evaluated in blocks, so
+that no batched value holds more than about ``BLOCK_ELEMENTS`` elements (the first block is one iteration, which
+measures them).
 """
 
 from __future__ import annotations
@@ -137,7 +138,9 @@ class BatchedScan:
     def __call__(self, *args: Any) -> tuple[Any, ...]:
         try:
             return self._batched(args)
-        except _Unbatched:
+        except (_Unbatched, OnnxCoreError, ValueError):
+            # Also a kernel's refusal (shapes that do not broadcast): the node as written raises it, naming the
+            # iteration's values, or gives what it gives.
             return self._as_written(args)
 
     def _as_written(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
