@@ -298,3 +298,25 @@ def test_skl2onnx_nearest_neighbours(kind: str, n_neighbors: int, metric: str) -
     model = skl2onnx.to_onnx(est, X[:1], options=options, target_opset={"": 17, "ai.onnx.ml": 3}).SerializeToString()
     for rows in (1, 16, 700):
         _check(model, {"X": RNG.standard_normal((rows, 6)).astype(np.float32)}, batched=True, rtol=1e-4)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_reductions_of_rank_3_rows_against_the_kernel_row_by_row(seed: int) -> None:
+    """Rows of rank 3 (sizes from 1 to about 8,000 values), each sum-type reduction over a random set of axes, with
+    and without keepdims: the fused kernel run alone gives, bit for bit, the reduction kernel applied row by row."""
+    from onnxcore import kernels
+    from onnxcore.kernels.fused.scan import REDUCTIONS, BodyOp
+
+    rng = np.random.default_rng(seed)
+    for op_type in REDUCTIONS:
+        shape = tuple(int(v) for v in rng.integers(1, 21, size=3))
+        rows = rng.standard_normal((int(rng.integers(1, 40)), *shape)).astype(rng.choice([np.float32, np.float64]))
+        axes = sorted(int(a) for a in rng.choice(3, size=int(rng.integers(1, 4)), replace=False))
+        keepdims = int(rng.integers(0, 2))
+        ops = [BodyOp(op_type, ("row",), "y", lambda *a, **k: None, {"keepdims": keepdims}, tuple(axes))]
+        got = kernels.run("BatchedScan", 1, rows, domain="onnxcore.fused", n_state=0, body_inputs=["row"],
+                          body_outputs=["y"], outer=[], body_constants={}, ops=ops,
+                          fallback=lambda *a, **k: pytest.fail("run as written"), fallback_kw={})  # fmt: skip
+        want = np.stack([kernels.run(op_type, 11, r, axes=axes, keepdims=keepdims)[0] for r in rows])
+        assert got[0].dtype == want.dtype
+        np.testing.assert_array_equal(got[0], want)
