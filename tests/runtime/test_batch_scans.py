@@ -14,13 +14,18 @@ from typing import Any
 import numpy as np
 import onnxruntime as ort
 import pytest
+import skl2onnx
 from onnx import TensorProto as TP
 from onnx import helper as h
 from onnx import numpy_helper as nh
 from onnx import shape_inference
+from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
 
 import onnxcore
+from onnxcore import kernels
 from onnxcore.errors import LimitError
+from onnxcore.kernels.fused import scan as fused_scan
+from onnxcore.kernels.fused.scan import REDUCTIONS, BodyOp
 
 RNG = np.random.default_rng(42)
 F = TP.FLOAT
@@ -92,7 +97,7 @@ def _check(model: bytes, feeds: dict[str, np.ndarray], *, batched: bool, rtol: f
             np.testing.assert_allclose(g, o, rtol=rtol, atol=rtol * max(1.0, float(np.abs(o).max(initial=0))))
 
 
-REDUCTIONS = [
+REDUCTION_CASES = [
     ("ReduceSumSquare", [1], 0),
     ("ReduceSumSquare", [1], 1),
     ("ReduceSumSquare", [0], 0),
@@ -105,7 +110,7 @@ REDUCTIONS = [
 ]
 
 
-@pytest.mark.parametrize(("reduce", "axes", "keepdims"), REDUCTIONS)
+@pytest.mark.parametrize(("reduce", "axes", "keepdims"), REDUCTION_CASES)
 @pytest.mark.parametrize("shape", [(1, 4), (16, 10), (7, 1), (60, 150), (100, 164)])
 @pytest.mark.usefixtures("accel_path")
 def test_reductions_of_each_row_batched_bit_for_bit(
@@ -263,8 +268,6 @@ def test_a_body_that_fails_fails_as_written() -> None:
 def test_blocks_of_iterations_join_bit_for_bit(monkeypatch: pytest.MonkeyPatch) -> None:
     """With a small block size the iterations run in many blocks (the first of one iteration); the stacked outputs
     are those of one block."""
-    from onnxcore.kernels.fused import scan as fused_scan
-
     r = RNG.standard_normal((97, 8)).astype(np.float32)
     x = RNG.standard_normal((5, 8)).astype(np.float32)
     nodes, outs = _distance_body([h.make_node("ReduceSumSquare", ["d"], ["y"], axes=[1], keepdims=0)])
@@ -274,10 +277,6 @@ def test_blocks_of_iterations_join_bit_for_bit(monkeypatch: pytest.MonkeyPatch) 
     blocks = onnxcore.Session(model).run(None, {"X": x})
     for a, b in zip(whole, blocks):
         np.testing.assert_array_equal(a, b)
-
-
-skl2onnx = pytest.importorskip("skl2onnx")
-from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor  # noqa: E402
 
 
 @pytest.mark.parametrize("metric", ["euclidean", "manhattan"])
@@ -304,9 +303,6 @@ def test_skl2onnx_nearest_neighbours(kind: str, n_neighbors: int, metric: str) -
 def test_reductions_of_rank_3_rows_against_the_kernel_row_by_row(seed: int) -> None:
     """Rows of rank 3 (sizes from 1 to about 8,000 values), each sum-type reduction over a random set of axes, with
     and without keepdims: the fused kernel run alone gives, bit for bit, the reduction kernel applied row by row."""
-    from onnxcore import kernels
-    from onnxcore.kernels.fused.scan import REDUCTIONS, BodyOp
-
     rng = np.random.default_rng(seed)
     for op_type in REDUCTIONS:
         shape = tuple(int(v) for v in rng.integers(1, 21, size=3))
