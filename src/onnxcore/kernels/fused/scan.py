@@ -171,7 +171,7 @@ class BatchedScan:
             stop = min(seq, start + block)
             vals = dict(env)
             vals.update((n, (x[start:stop], True)) for n, x in zip(self.inputs[self.n_state :], xs))
-            peak = self._run(vals, stop - start)
+            peak = self._run(vals, stop - start, env)
             for j, name in enumerate(self.outputs):
                 v, batched = vals[name]
                 if type(v) is not np.ndarray:
@@ -185,18 +185,20 @@ class BatchedScan:
             block = max(1, BLOCK_ELEMENTS // max(peak, 1))
         return (*states, *stacked)
 
-    def _run(self, vals: dict[str, tuple[Any, bool]], n: int) -> int:
-        """Evaluate the body's nodes for ``n`` iterations into ``vals``; the largest batched value's elements per
-        iteration."""
+    def _run(self, vals: dict[str, tuple[Any, bool]], n: int, env: dict[str, tuple[Any, bool]]) -> int:
+        """Evaluate the body's nodes for ``n`` iterations into ``vals`` (what they compute once for every
+        iteration into ``env`` too, for the next blocks); the largest batched value's elements per iteration."""
         peak = 1
         for op in self.ops:
+            if op.output in env:
+                continue  # computed by an earlier block
             ins = [vals[name] if name else (None, False) for name in op.inputs]
             if not any(b for _v, b in ins):
                 # Computed once for every iteration: by the node's kernel as the body would.
                 if op.op_type in REDUCTIONS:
                     raise _Unbatched  # not worth a second path (a body's constants are folded already)
                 y = op.call(*[v for v, _b in ins], **op.kw)
-                vals[op.output] = (y[0] if type(y) is tuple else y, False)
+                vals[op.output] = env[op.output] = (y[0] if type(y) is tuple else y, False)
                 continue
             for v, _b in ins:
                 if v is not None and type(v) is not np.ndarray:
