@@ -24,6 +24,7 @@ from onnxcore.kernels.fused import FUSED_DOMAIN
 from onnxcore.kernels.fused.affine import AffineChain
 from onnxcore.kernels.fused.common import default_kernel
 from onnxcore.kernels.fused.conv import preactivated_weights
+from onnxcore.kernels.fused.scan import BodyOp
 
 RNG = np.random.default_rng(37)
 
@@ -238,6 +239,27 @@ def _rotary() -> None:
     _exact(_run("Rotary", x, cos, sin)[0], want)
 
 
+def _batched_scan() -> None:
+    # A Scan body (an unchanged state x, a scanned row r: ReduceSumSquare(x - r) over axis 1) against its nodes'
+    # kernels iteration by iteration.
+    x, rows = _f32(5, 3), _f32(7, 3)
+    sub = registry.lookup("", "Sub", 14)
+    assert sub is not None
+    ops = [
+        BodyOp("Sub", ("x", "r"), "d", sub.fn, {}),
+        BodyOp("ReduceSumSquare", ("d",), "y", sub.fn, {"keepdims": 0}, (1,)),
+    ]
+
+    def as_written(*args: Any, **kw: Any) -> tuple[Any, ...]:
+        raise AssertionError("the batched pass takes these inputs")
+
+    got = _run("BatchedScan", x, rows, n_state=1, body_inputs=["x", "r"], body_outputs=["y"], outer=[],
+               body_constants={}, ops=ops, fallback=as_written, fallback_kw={})  # fmt: skip
+    want = np.stack([_one("ReduceSumSquare", 13, _one("Sub", 14, x, r), axes=[1], keepdims=0) for r in rows])
+    _exact(got[0], x)
+    _exact(got[1], want)
+
+
 CASES: dict[str, Callable[[], None]] = {
     "ReshapeView": _reshape_view,
     "ExpandView": _expand_view,
@@ -267,6 +289,7 @@ CASES: dict[str, Callable[[], None]] = {
     "ReshapedLinear": _reshaped_linear,
     "RotateHalf": _rotate_half,
     "Rotary": _rotary,
+    "BatchedScan": _batched_scan,
 }
 
 

@@ -36,4 +36,5 @@ FUSED_FAMILIES: tuple[str, ...] = (
     "linear",
     "rows",
     "rotary",
+    "scan",
 )

@@ -22,6 +22,7 @@ mode (``intermediates=True``), where every node is evaluated as written. One mod
 - ``rotary``: the whole rotary embedding;
 - ``rows``: LayerNormalization with constant weights by the compiled rows;
 - ``conv1d``: a 1-D Conv with constant weights as one product;
+- ``scan``: a Scan whose iterations are independent (unchanged states, a row-wise body) as one batched pass;
 - ``chains``: other chains of elementwise nodes as one step writing into one buffer;
 - ``cse``: common-subexpression elimination, the last rewrite: repeats of a computation run once;
 - ``specialize``: which shape computations a run's input shapes decide (plans specialised to them);
@@ -45,6 +46,7 @@ from onnxcore.runtime.optimize.preactivation import flatten_concats, fuse_preact
 from onnxcore.runtime.optimize.reorder import project_before_pooling
 from onnxcore.runtime.optimize.rotary import fuse_rotary
 from onnxcore.runtime.optimize.rows import fast_layer_norms
+from onnxcore.runtime.optimize.scan import batch_scans
 from onnxcore.runtime.optimize.shapeops import fast_shape_ops, fuse_rotate_half
 
 __all__ = [
@@ -55,6 +57,7 @@ __all__ = [
     "Rewrite",
     "disabled_for",
     "run_pipeline",
+    "batch_scans",
     "cse_key",
     "drop_noops",
     "fast_conv1d",

@@ -35,6 +35,7 @@ from onnxcore.runtime.optimize.prepare import prepare_with_constants
 from onnxcore.runtime.optimize.reorder import project_before_pooling
 from onnxcore.runtime.optimize.rotary import fuse_rotary
 from onnxcore.runtime.optimize.rows import fast_layer_norms
+from onnxcore.runtime.optimize.scan import batch_scans
 from onnxcore.runtime.optimize.shapeops import fast_shape_ops, fuse_rotate_half
 from onnxcore.runtime.step import PlanNode
 
@@ -165,6 +166,7 @@ PIPELINE: tuple[Rewrite, ...] = (
     # All (level 99): kernels chosen for the data's layout and the per-node overhead of small tensors.
     Rewrite("measure_conv_paths", measure_conv_paths, 99),
     Rewrite("use_winograd", use_winograd, 99),
+    Rewrite("batch_scans", batch_scans, 99),
     Rewrite("fast_shape_ops", fast_shape_ops, 99),
     Rewrite("fuse_rotate_half", fuse_rotate_half, 99),
     Rewrite("fuse_rotary", fuse_rotary, 99),
