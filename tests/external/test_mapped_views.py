@@ -130,7 +130,7 @@ def test_lean_memory_keeps_large_misaligned_views_and_spills_large_new_constants
     assert not big.flags.aligned
     assert constant_array(big) is not big  # a session copies it once, aligned
     small = np.arange(10, dtype=np.float32)
-    with lean_memory(tmp_path) as spill:
+    with lean_memory(tmp_path):
         assert constant_array(big) is big  # the optimizer does not
         assert spill_constant(small) is small
         value = np.arange(SPILL_FROM // 4, dtype=np.float32).reshape(-1, 1024)

@@ -37,8 +37,8 @@ def _gemm_bn(tmp_path: Path) -> Path:
         helper.make_node("Relu", ["h"], ["r"]),
         helper.make_node("MatMul", ["r", "w1"], ["Y"]),
     ]
-    m = model(nodes, [vi("X", T.FLOAT, ["N", D])], [vi("Y", T.FLOAT, ["N", D])],
-              [tensor("w0", w0), tensor("w1", w1), *(tensor(n, v) for n, v in zip(names, bn, strict=True))])  # fmt: skip
+    inits = [tensor("w0", w0), tensor("w1", w1), *(tensor(n, v) for n, v in zip(names, bn, strict=True))]
+    m = model(nodes, [vi("X", T.FLOAT, ["N", D])], [vi("Y", T.FLOAT, ["N", D])], inits)
     path = tmp_path / "src" / "single.onnx"
     path.parent.mkdir()
     onnxcore.save(m, path)  # one file, every weight inline
