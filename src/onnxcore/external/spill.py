@@ -126,6 +126,8 @@ def spill_constant(value: Any) -> Any:
     base = value
     while isinstance(base, np.ndarray) and base.base is not None:
         base = base.base
-    if isinstance(base, mmap.mmap | memoryview):  # already a view of a file (the model's, or spilled)
+    if isinstance(base, memoryview):
+        base = base.obj
+    if isinstance(base, mmap.mmap):  # already a view of a file (the model's, or spilled)
         return value
     return spill.put(value)
