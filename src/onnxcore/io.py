@@ -11,6 +11,7 @@ from typing import IO, TypeVar
 
 from onnxcore.errors import DecodeLimitError, file_error
 from onnxcore.external import base_dir_of, internalize, load_external_data, save_model
+from onnxcore.external.mapped import MappedFile, register_mapping
 from onnxcore.limits import DEFAULT_LIMITS, Limits
 from onnxcore.proto.bridge import OnnxMessage, as_message, is_onnx_message
 from onnxcore.proto.codec import DEFAULT_MAX_DEPTH, decode_message, encode_parts
@@ -74,7 +75,8 @@ def read_source(source: Source) -> tuple[memoryview, Path | None]:
     """Octets of ``source`` as a memoryview, and the file's path when it is one.
 
     A path is memory-mapped read-only: nothing is copied, and views into it stay valid for as
-    long as they are referenced.
+    long as they are referenced. The mapping is registered (:mod:`onnxcore.external.mapped`), so that a
+    writer copies its views file to file.
 
     Raises:
         ModelFileError: the file cannot be read; a ``FileNotFoundError``, ``IsADirectoryError`` or
@@ -93,8 +95,11 @@ def read_source(source: Source) -> tuple[memoryview, Path | None]:
                 if size == 0:
                     return memoryview(b""), path
                 mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+                st = os.fstat(fh.fileno())
         except OSError as e:
             raise file_error(e, f"cannot read {path}: {e.strerror or e}", os.fspath(path)) from e
+        # Writers copy the weights of a model loaded from this file file to file (onnxcore.external.mapped).
+        register_mapping(mm, MappedFile(os.path.realpath(path), None, st.st_dev, st.st_ino, 0))
         return memoryview(mm), path
     if hasattr(source, "read"):
         name = getattr(source, "name", None)

@@ -25,6 +25,7 @@ from typing import Any, TypeVar, overload
 import numpy as np
 
 from onnxcore.errors import ExternalDataError
+from onnxcore.external.mapped import FileRange, MappedFile, ensure_within, file_range, open_range
 from onnxcore.external.reference import ReferenceRule, has_inline_contents, is_external, make_error, split_location
 from onnxcore.external.side_table import Resolution, resolution
 from onnxcore.external.tensor_walk import iter_tensors, tensor_label
@@ -307,17 +308,14 @@ def _write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
         view = view[n:]
 
 
-def _source_fd(record: Resolution) -> int | None:
-    """The file a view was mapped from, reopened only if it is still that very file (device, inode)."""
-    try:
-        fd = os.open(record.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
-        return None
-    st = os.fstat(fd)
-    if (st.st_dev, st.st_ino) != (record.device, record.inode) or st.st_size < record.offset + record.length:
-        os.close(fd)
-        return None
-    return fd
+# Parts from which a view of a mapped file is copied file to file rather than through the mapping.
+_COPY_FROM = 1 << 16
+
+
+def _range_of(record: Resolution) -> FileRange:
+    # A resolved external tensor's file, as the mapped-file registry describes a file (reopened by path, its
+    # device and inode checked: Clause 15.3).
+    return FileRange(MappedFile(record.path, None, record.device, record.inode, 0), record.offset, record.length)
 
 
 def _copy_in_kernel(src: int, dst: int, offset: int, length: int) -> bool:
@@ -338,27 +336,38 @@ def _copy_in_kernel(src: int, dst: int, offset: int, length: int) -> bool:
 
 
 def _write_parts(
-    fd: int, parts: list[bytes | memoryview] | Iterable[bytes | bytearray | memoryview], sources: dict[int, Resolution]
+    fd: int,
+    parts: list[bytes | memoryview] | Iterable[bytes | bytearray | memoryview],
+    sources: dict[int, Resolution],
 ) -> None:
-    # A part that views a mapped external file is copied file to file inside the kernel when
-    # the platform can (re-saving a loaded model then runs at the speed of a plain file copy).
-    opened: dict[tuple[int, int], int | None] = {}
-    use_kernel = bool(sources) and hasattr(os, "copy_file_range")
+    # A part that views a mapped file (a resolved external tensor, a weight of a model loaded from a path, a
+    # spilled constant: onnxcore.external.mapped) is copied file to file inside the kernel when the platform can:
+    # re-saving a loaded model runs at the speed of a plain file copy, and neither this process's anonymous memory
+    # nor its resident pages of the mapping grow with the model.
+    opened: dict[MappedFile, tuple[int, bool] | None] = {}
+    use_kernel = hasattr(os, "copy_file_range")
     try:
         for i, part in enumerate(parts):
-            record = sources.get(i) if use_kernel else None
-            if record is not None:
-                key = (record.device, record.inode)
-                if key not in opened:
-                    opened[key] = _source_fd(record)
-                src = opened[key]
-                if src is not None and _copy_in_kernel(src, fd, record.offset, record.length):
+            rng: FileRange | None = None
+            if use_kernel:
+                record = sources.get(i)
+                if record is not None:
+                    rng = _range_of(record)
+                elif isinstance(part, memoryview) and part.nbytes >= _COPY_FROM:
+                    rng = file_range(part)
+            if rng is not None:
+                if rng.file not in opened:
+                    opened[rng.file] = open_range(rng)
+                elif opened[rng.file] is not None:
+                    ensure_within(opened[rng.file][0], rng)  # type: ignore[index]
+                src = opened[rng.file]
+                if src is not None and _copy_in_kernel(src[0], fd, rng.offset, rng.length):
                     continue
             _write_all(fd, part)
     finally:
         for src in opened.values():
-            if src is not None:
-                os.close(src)
+            if src is not None and src[1]:
+                os.close(src[0])
 
 
 def _write_temp(

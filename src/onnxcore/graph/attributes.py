@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from onnxcore.errors import ValidationError
+from onnxcore.external.spill import lean_view
 from onnxcore.proto import AttributeProto
 from onnxcore.types import to_array, value_from_proto
 
@@ -115,10 +116,12 @@ def constant_array(a: Any) -> Any:
 
     A zero-copy view into the model's octets can be misaligned for its element type, which makes
     numpy take its slow unaligned loops (matmul then bypasses BLAS): such a view is copied once.
+    In lean memory (:func:`onnxcore.external.spill.lean_memory`, what the optimizer runs in) a large view stays a
+    view: a copy of every weight of a model over 2 GiB would cost more memory than the model's file.
     The result is read-only, as the constant is shared by every run.
     """
     if isinstance(a, np.ndarray):
-        if not a.flags.aligned or not a.flags.c_contiguous:
+        if (not a.flags.aligned or not a.flags.c_contiguous) and not lean_view(a):
             a = a.copy(order="C")  # not ascontiguousarray, which makes a scalar one-dimensional
         try:
             a.flags.writeable = False

@@ -11,14 +11,16 @@ names it.
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import Collection, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any, TypeVar, cast
 
 from onnxcore.build.inline import inline_local_functions
 from onnxcore.convert import convert_version
 from onnxcore.errors import InputError, OnnxCoreError, OptimizeError, ValidationError
 from onnxcore.external import base_dir_of
+from onnxcore.external.spill import lean_memory
 from onnxcore.infer import annotate
 from onnxcore.io import load
 from onnxcore.optimizer.report import OptimizeReport, op_counts
@@ -30,6 +32,8 @@ from onnxcore.runtime.rewrite_model import RewriteOutcome, model_size, rewrite_m
 from onnxcore.validate import check
 
 __all__ = ["LEVELS", "optimize"]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 _BASIC = frozenset(("fold_constants", "drop_noops", "drop_dead_nodes", "drop_unused_initializers",
                     "drop_unused_inputs"))  # fmt: skip
@@ -53,6 +57,22 @@ def _source(model: Any) -> tuple[ModelProto, str | None]:
     return as_message(model, ModelProto, "optimize"), None
 
 
+def _lean(fn: _F) -> _F:
+    """Run ``optimize`` in lean memory (:func:`onnxcore.external.spill.lean_memory`), spilling beside a source
+    path: a model over 2 GiB then costs its mapped file and what a rewrite reads at a time, not copies of its
+    weights."""
+
+    @functools.wraps(fn)
+    def run(*args: Any, **options: Any) -> Any:
+        model = args[0] if args else options.get("model")
+        where = os.path.dirname(os.path.abspath(model)) if isinstance(model, str | os.PathLike) else None
+        with lean_memory(where):
+            return fn(*args, **options)
+
+    return cast(_F, run)
+
+
+@_lean
 def optimize(
     model: ModelProto | str | os.PathLike[str] | bytes | Any,
     *,

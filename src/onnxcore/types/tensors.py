@@ -10,6 +10,7 @@ narrow types packed per Table 7 and floats narrower than 32 bits as the unsigned
 from __future__ import annotations
 
 import math
+import mmap
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -307,7 +308,8 @@ def from_array(
         elem_type: The element type; by default the one of the array's dtype. Values of another dtype
             are converted only when every value is exactly representable in the element type.
         raw: Write raw storage (``raw_data``, little-endian, narrow types bit-packed); otherwise the
-            typed field of Table 7. STRING always uses ``string_data``.
+            typed field of Table 7. STRING always uses ``string_data``. A read-only array of a
+            memory-mapped file becomes a view of its octets (no copy).
 
     Raises:
         TensorError: For a dtype without an element type or values not representable in ``elem_type``.
@@ -327,7 +329,7 @@ def from_array(
         if et.is_narrow:
             t.raw_data = pack_bits(to_codes(flat, et.bits), et.bits)
         else:
-            t.raw_data = _le_bytes(flat, et)
+            t.raw_data = _mapped_view(flat, et) or _le_bytes(flat, et)
         t.mark_present("raw_data")
         return t
     field = _TYPED_FIELD[et]
@@ -350,6 +352,28 @@ def from_array(
         values = flat.tolist()
     setattr(t, field, values)
     return t
+
+
+def _mapped_view(flat: npt.NDArray[Any], et: ElementType) -> memoryview | None:
+    """The octets of a read-only view of a memory-mapped file as they are (no copy), or None.
+
+    Such an array cannot change (a read-only mapping), so ``raw_data`` may show it: a tensor of a loaded model's
+    file, or the optimizer's spilled constant (:mod:`onnxcore.external.spill`), then stays in the file.
+    """
+    if flat.flags.writeable or not flat.dtype.isnative or (sys.byteorder != "little" and flat.dtype.itemsize > 1):
+        return None
+    base: Any = flat
+    while isinstance(base, np.ndarray) and base.base is not None:
+        base = base.base
+    if isinstance(base, memoryview):
+        base = base.obj
+    if not isinstance(base, mmap.mmap) or et.is_narrow:
+        return None
+    # A slice of the mapping itself (as the decoder's views are), so that a writer can tell the file and offset.
+    start = int(flat.ctypes.data) - int(np.frombuffer(base, np.uint8).ctypes.data)
+    if start < 0 or start + flat.nbytes > len(base):
+        return None
+    return memoryview(base)[start : start + flat.nbytes]
 
 
 def _le_bytes(flat: npt.NDArray[Any], et: ElementType) -> bytes:

@@ -22,6 +22,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from onnxcore.external.spill import spill_constant
 from onnxcore.runtime.step import PlanNode
 
 __all__ = ["GraphFacts", "PlanGraph", "live_nodes"]
@@ -152,6 +153,7 @@ class PlanGraph:
 
     def add_constant(self, name: str, value: Any) -> None:
         """A value a rewrite made (a fused weight, a folded value), the same on every run."""
+        value = spill_constant(value)  # a large one goes to the optimizer's spill file (lean memory only)
         self.const[name] = value
         self.added[name] = value
 

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from onnxcore.external.mapped import release_pages
 from onnxcore.runtime.optimize.affine import bn_parameters
 from onnxcore.runtime.optimize.graph import PlanGraph
 from onnxcore.runtime.optimize.standard.emit import Names, is_standard, node_name, opset, rank, standard_node
@@ -122,8 +123,7 @@ def _fold_gemm(graph: PlanGraph, prod: PlanNode, bn: PlanNode, names: Names) -> 
     if found is None or found[0].shape != (n,):
         return None
     s, shift = found
-    b64 = b.astype(np.float64)
-    b2 = b64 * s[:, None] if trans_b else b64 * s[None, :]
+    b2 = _scaled_rows(b, s, trans_b)
     c2 = shift if c is None else (beta * c.astype(np.float64)) * s + shift
     b2_name = names.fresh(f"{prod.inputs[1]}_bn")
     c2_name = names.fresh(f"{(prod.inputs[2] if c is not None else prod.inputs[1])}_bn_bias")
@@ -132,8 +132,24 @@ def _fold_gemm(graph: PlanGraph, prod: PlanNode, bn: PlanNode, names: Names) -> 
                         name=node_name((prod, bn), f"Gemm_{bn.outputs[0]}"), **attrs)  # fmt: skip
     if out is None:
         return None
-    graph.add_constant(b2_name, b2.astype(b.dtype))
+    graph.add_constant(b2_name, b2)
     graph.add_constant(c2_name, c2.astype(b.dtype))
+    return out
+
+
+# Rows of a weight scaled at a time: the float64 products of a whole 256 MiB weight would cost four times its size.
+_ROW_BLOCK_OCTETS = 8 << 20
+
+
+def _scaled_rows(b: np.ndarray, s: np.ndarray, trans_b: int) -> np.ndarray:
+    """``(b * s)`` over B's output axis (rows with transB, else columns), computed in float64 and rounded to B's
+    type, a block of rows at a time (each element as the whole-array expression computes it)."""
+    out = np.empty(b.shape, dtype=b.dtype)
+    step = max(1, _ROW_BLOCK_OCTETS // max(1, b.shape[1] * 8))
+    for i in range(0, b.shape[0], step):
+        block = b[i : i + step].astype(np.float64)
+        out[i : i + step] = block * (s[i : i + step, None] if trans_b else s[None, :])
+        release_pages(b[i : i + step])  # read once: a weight of a mapped file need not stay resident
     return out
 
 
