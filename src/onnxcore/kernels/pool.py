@@ -429,6 +429,8 @@ def _maxpool(
         empty = np.zeros((*x.shape[:2], *out), dtype=dt)
         return empty, (np.zeros(empty.shape, dtype=np.int64) if want_indices else None)
     low = _lowest(np.dtype(wd))
+    if not want_indices and nd == 2 and wd in (np.float32, np.float64) and accel.enabled():
+        return _max_pool_accel(x.astype(wd, copy=False), kernel, st, dil, pb, out, low).astype(dt, copy=False), None
     if not want_indices:
         return _pool_reduce(x.astype(wd, copy=False), kernel, st, dil, pb, pe, out, low, "max").astype(
             dt, copy=False
@@ -464,6 +466,31 @@ def _maxpool(
         np.copyto(idx, np.broadcast_to(lin, oshape), where=better)
     idx = np.where(idx < 0, 0, idx)  # windows wholly in padding (before version 22)
     return acc.astype(dt, copy=False), (idx + nc).astype(np.int64, copy=False)
+
+
+def _max_pool_accel(
+    x: np.ndarray,
+    kernel: Sequence[int],
+    st: Sequence[int],
+    dil: Sequence[int],
+    pb: Sequence[int],
+    out: Sequence[int],
+    low: Any,
+) -> np.ndarray:
+    """2-D MaxPool without Indices by the compiled separable loops (:mod:`onnxcore.kernels.accel`), planes split over
+    the kernel threads: the numpy path's maxima (``np.maximum``'s NaN rule), without its strided passes."""
+    n_img, c, h, w = x.shape
+    planes = n_img * c
+    xs = np.ascontiguousarray(x).reshape(planes, h, w)
+    y = np.empty((planes, *out), x.dtype)
+    fn = accel.jit_cnn().max_pool2d
+    lo = x.dtype.type(low)
+
+    def run(a: int, b: int) -> None:
+        fn(xs, y, kernel[0], kernel[1], pb[0], pb[1], st[0], st[1], dil[0], dil[1], lo, a, b)
+
+    parallel_for(run, planes, threads=active_threads() if x.size >= MIN_PARALLEL_ELEMENTS else 1)
+    return y.reshape(n_img, c, *out)
 
 
 @kernel("MaxPool", 1)
