@@ -1,9 +1,9 @@
 """The compiled pooling loops against the numpy path, bit for bit, and against onnxruntime.
 
-MaxPool without Indices in 2-D runs on the accelerator's separable loops (``accel.jit_cnn().max_pool2d``) when numba is
-present; the numpy path is the reference: every maximum (and its NaN rule, numpy's ``np.maximum``) must be the same,
-over random shapes, pads, strides, dilations, ceil_mode and auto_pad, and the opset 22 rule that drops a ceil_mode
-window starting in the end padding.
+MaxPool without Indices in 1-D and 2-D runs on the accelerator's separable loops (``accel.jit_cnn().max_pool2d``)
+when numba is present; the numpy path is the reference: every maximum (and its NaN rule, numpy's ``np.maximum``)
+must be the same, over random shapes, pads, strides, dilations, ceil_mode and auto_pad, and the opset 22 rule that
+drops a ceil_mode window starting in the end padding.
 """
 
 from __future__ import annotations
@@ -63,14 +63,15 @@ def _spice(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return x
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_max_pool_accel_equals_numpy(seed: int) -> None:
-    """Random 2-D MaxPool geometries (opsets 10, 12 and 22), float32, with NaN, infinities and ties."""
+@pytest.mark.parametrize("nd", [1, 2])
+@pytest.mark.parametrize("seed", range(4))
+def test_max_pool_accel_equals_numpy(seed: int, nd: int) -> None:
+    """Random 1-D and 2-D MaxPool geometries (opsets 10, 12 and 22), float32, with NaN, infinities and ties."""
     _needs_accel()
     rng = np.random.default_rng(seed)
     for _ in range(40):
         opset = int(rng.choice([10, 12, 22]))
-        x, attrs = _pool_combo(rng, 2, dilations=True, ceil=True)
+        x, attrs = _pool_combo(rng, nd, dilations=True, ceil=True)
         if rng.random() < 0.5:
             x = _spice(x, rng)
         ref, got = _both("MaxPool", x, opset, attrs)

@@ -429,7 +429,7 @@ def _maxpool(
         empty = np.zeros((*x.shape[:2], *out), dtype=dt)
         return empty, (np.zeros(empty.shape, dtype=np.int64) if want_indices else None)
     low = _lowest(np.dtype(wd))
-    if not want_indices and nd == 2 and wd in (np.float32, np.float64) and accel.enabled():
+    if not want_indices and nd <= 2 and wd in (np.float32, np.float64) and accel.enabled():
         return _max_pool_accel(x.astype(wd, copy=False), kernel, st, dil, pb, out, low).astype(dt, copy=False), None
     if not want_indices:
         return _pool_reduce(x.astype(wd, copy=False), kernel, st, dil, pb, pe, out, low, "max").astype(
@@ -477,8 +477,12 @@ def _max_pool_accel(
     out: Sequence[int],
     low: Any,
 ) -> np.ndarray:
-    """2-D MaxPool without Indices by the compiled separable loops (:mod:`onnxcore.kernels.accel`), planes split over
-    the kernel threads: the numpy path's maxima (``np.maximum``'s NaN rule), without its strided passes."""
+    """1-D or 2-D MaxPool without Indices by the compiled separable loops (:mod:`onnxcore.kernels.accel`), planes split
+    over the kernel threads: the numpy path's maxima (``np.maximum``'s NaN rule), without its strided passes. A 1-D
+    pool is the 2-D one over planes of one row (a kernel, stride and dilation of 1 down the columns, no padding)."""
+    if x.ndim == 3:
+        y = _max_pool_accel(x[:, :, None, :], (1, *kernel), (1, *st), (1, *dil), (0, *pb), (1, *out), low)
+        return y[:, :, 0, :]
     n_img, c, h, w = x.shape
     planes = n_img * c
     xs = np.ascontiguousarray(x).reshape(planes, h, w)

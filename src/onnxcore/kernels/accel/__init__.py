@@ -24,7 +24,7 @@ What it accelerates (each numpy kernel keeps its own path and calls these only w
 - AveragePool in 2-D with stride 1 whose output has the input's extents (EfficientFormer's pooling mixer): the
   separable box sums on the flattened planes, long vectorised loops however small the image (the numpy path sums
   the same terms in another order).
-- MaxPool in 2-D without the Indices output (float32, float64; float16 through float32 as the numpy kernel): the
+- MaxPool in 1-D and 2-D without the Indices output (float32, float64; float16 through float32 as the numpy kernel): the
   separable maxima per output row (the tap rows' maximum into a row buffer padded with -inf, then the column taps
   with the stride, the CNNs' 3x3 and 2x2 stride-2 windows in one step), no padded copy, no strided numpy pass;
   each step numpy's ``np.maximum`` (a NaN wins, of equal values the later tap): the numpy path's values.
