@@ -128,3 +128,41 @@ def test_max_pool_accel_vs_ort() -> None:
                 # Before version 22 a ceil_mode window starting in the end padding is kept (test_pool.check says why).
                 mine = mine[tuple(slice(0, d) for d in theirs.shape)]
             assert_same(mine, theirs, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("op", [np.maximum, np.add])
+def test_strided_rows_pass_same_values(op: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The numpy path's stride-2 pass over an outer axis by whole blocks of rows (``pool._axis_reduce_rows``) gives
+    what the pass by strided taps gives (each output the same operations in the same order), bit for bit."""
+    from onnxcore.kernels import pool
+
+    rng = np.random.default_rng(11)
+    rows = pool._axis_reduce_rows
+    calls = []
+
+    def counted(*args: Any) -> np.ndarray:
+        calls.append(1)
+        return rows(*args)
+
+    monkeypatch.setattr(pool, "_axis_reduce_rows", counted)
+    for _ in range(60):
+        shape = (int(rng.integers(1, 3)), int(rng.integers(1, 5)), int(rng.integers(3, 30)), int(rng.integers(1, 20)))
+        k, d = int(rng.integers(1, 4)), int(rng.integers(1, 3))
+        n = shape[2]
+        if (k - 1) * d >= n:
+            continue
+        o = int(rng.integers(1, (n - 1 - (k - 1) * d) // 2 + 2))
+        x = _spice(rng.standard_normal(shape).astype(np.float32), rng)
+        x.reshape(-1)[rng.integers(0, x.size, size=x.size // 4)] = rng.choice([0.0, -0.0], size=x.size // 4)
+        # A copy inside a larger array is not contiguous: the strided taps' route, the reference.
+        wide = np.zeros(shape[:3] + (shape[3] + 1,), np.float32)
+        wide[..., :-1] = x
+        before = len(calls)
+        with np.errstate(invalid="ignore"):  # inf + -inf
+            ref = pool._axis_reduce(wide[..., :-1], 2, k, 2, d, 0, o, op, 0)
+            assert len(calls) == before
+            got = pool._axis_reduce(x, 2, k, 2, d, 0, o, op, 0)
+        assert len(calls) == before + 1
+        np.testing.assert_array_equal(got, ref, strict=True)
+        # Signs of zeros too: the same order of operations.
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(ref))

@@ -96,7 +96,10 @@ def _separable_reduce(
     arr = x
     for a in range(len(kernel)):
         arr = _axis_reduce(arr, 2 + a, kernel[a], st[a], dil[a], pb[a], out[a], fn, value)
-    return arr if arr is not x else x.copy()
+    if arr is x:
+        return x.copy()
+    # The last pass may leave a strided view of its rows (:func:`_axis_reduce_rows`); results are contiguous.
+    return arr if arr.flags.c_contiguous else np.ascontiguousarray(arr)
 
 
 def _axis_reduce(a: np.ndarray, ax: int, k: int, s: int, d: int, b: int, o: int, fn: Any, value: Any) -> np.ndarray:
@@ -109,6 +112,8 @@ def _axis_reduce(a: np.ndarray, ax: int, k: int, s: int, d: int, b: int, o: int,
     n = a.shape[ax]
     if k == 1 and s == 1 and b == 0 and o == n:
         return a
+    if s == 2 and ax < a.ndim - 1 and b == 0 and (k - 1) * d + (o - 1) * s < n and a.flags.c_contiguous:
+        return _axis_reduce_rows(a, ax, k, s, d, o, fn)
     taps = []
     for t in range(k):
         off = t * d - b
@@ -147,6 +152,27 @@ def _axis_reduce(a: np.ndarray, ax: int, k: int, s: int, d: int, b: int, o: int,
             r = res[pre + (slice(lo, hi),)]
             fn(r, tap(t, lo, hi), out=r)
     return res
+
+
+def _axis_reduce_rows(a: np.ndarray, ax: int, k: int, s: int, d: int, o: int, fn: Any) -> np.ndarray:
+    """:func:`_axis_reduce` of an outer axis whose windows all lie inside ``a`` (no padding), strided: the windows at
+    every start (stride 1) as one contiguous operation per tap over whole blocks of rows, then every ``s``-th
+    kept, a strided view (the next pass reads it through its own strided taps). A strided window's taps are short
+    rows, one numpy inner loop each; these are long, vectorised loops, which at stride 2 are the faster though they
+    compute twice the windows. Each result is the same operations on the same taps in the same order (the taps
+    first to last: with no padding every tap covers every output), so the same values."""
+    outer = math.prod(a.shape[:ax])
+    inner = math.prod(a.shape[ax + 1 :])
+    rows = (o - 1) * s + 1
+    flat = a.reshape(outer, -1)
+
+    def tap(t: int) -> np.ndarray:
+        return flat[:, t * d * inner : (t * d + rows) * inner]
+
+    res = fn(tap(0), tap(1)) if k > 1 else tap(0).copy()
+    for t in range(2, k):
+        fn(res, tap(t), out=res)
+    return res.reshape(a.shape[:ax] + (rows,) + a.shape[ax + 1 :])[(slice(None),) * ax + (slice(None, None, s),)]
 
 
 # Rows shorter than this make numpy's per-row overhead dominate; the flat layout avoids rows.
