@@ -166,3 +166,45 @@ def test_strided_rows_pass_same_values(op: Any, monkeypatch: pytest.MonkeyPatch)
         np.testing.assert_array_equal(got, ref, strict=True)
         # Signs of zeros too: the same order of operations.
         np.testing.assert_array_equal(np.signbit(got), np.signbit(ref))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_global_average_pool_accel_equals_numpy(dtype: Any) -> None:
+    """GlobalAveragePool's compiled row means (``accel.jit_cnn().row_means``: numpy's pairwise sums, rows of up to
+    two leaves) against numpy's ``mean``, bit for bit (zero signs included), over every row length to 300 (the
+    longer ones stay on numpy), 1-D to 3-D images, with special values; the compiled loop runs where it applies."""
+    _needs_accel()
+    from onnxcore.kernels import pool
+
+    rng = np.random.default_rng(5)
+    fn = pool.global_average_pool
+    cnn = accel.jit_cnn()
+    loop = cnn.row_means
+    calls = []
+
+    def counted(*args: Any) -> None:
+        calls.append(1)
+        loop(*args)
+
+    shapes = [(2, 3, n) for n in range(1, 301)] + [(1, 96, 14, 14), (1, 576, 7, 7), (2, 5, 4, 4, 4), (1, 4, 8, 16)]
+    cnn.row_means = counted
+    try:
+        for shape in shapes:
+            x = (rng.standard_normal(shape) * 10 ** rng.uniform(-3, 3, shape)).astype(dtype)
+            if rng.random() < 0.3:
+                x = _spice(x, rng)
+            x.reshape(-1)[rng.integers(0, x.size, size=max(1, x.size // 8))] = -0.0
+            with accel.use(False), np.errstate(invalid="ignore"):
+                ref = fn(x)
+            before = len(calls)
+            with accel.use(True), np.errstate(invalid="ignore"):
+                got = fn(x)
+            np.testing.assert_array_equal(got, ref, strict=True)
+            # Zero signs too (a NaN's sign bit is not a value: inf - inf gives either).
+            num = ~np.isnan(ref)
+            np.testing.assert_array_equal(np.signbit(got[num]), np.signbit(ref[num]))
+            n = int(np.prod(shape[2:]))
+            assert (len(calls) > before) == pool._short_pairwise(n)
+    finally:
+        cnn.row_means = loop
+    assert pool._short_pairwise(49) and pool._short_pairwise(196) and not pool._short_pairwise(255)

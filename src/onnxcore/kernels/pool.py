@@ -682,7 +682,28 @@ def global_average_pool(X: np.ndarray) -> np.ndarray:
     # numpy's mean (a pairwise sum per row): equal rows give equal means. A BLAS product with ones is 3-4x faster
     # but sums rows in blocks of different shapes, so equal rows may differ in the last bit: after SqueezeNet's
     # GlobalAveragePool a Softmax over logits of 7e9 turns that bit into a different class (the light zoo's test).
-    return np.asarray(X.astype(wd, copy=False).mean(axis=axes, keepdims=True)).astype(X.dtype, copy=False)
+    xw = X.astype(wd, copy=False)
+    n = math.prod(X.shape[2:])
+    if (
+        X.ndim > 2
+        and _short_pairwise(n)
+        and wd in (np.float32, np.float64)
+        and xw.flags.c_contiguous
+        and accel.enabled()
+    ):
+        # The squeeze-and-excitation blocks' short rows: numpy's pairwise sums and division, compiled (same bits).
+        y = np.empty((*X.shape[:2],) + (1,) * len(axes), wd)
+        accel.jit_cnn().row_means(xw.reshape(-1), y.reshape(-1), n, np.dtype(wd).type(0))
+        return y.astype(X.dtype, copy=False)
+    return np.asarray(xw.mean(axis=axes, keepdims=True)).astype(X.dtype, copy=False)
+
+
+def _short_pairwise(n: int) -> bool:
+    """Whether numpy's pairwise sum of ``n`` terms is one leaf (``n <= 128``) or two (``accel.jit_cnn().row_means``)."""
+    if n <= 0 or n > 256:
+        return False
+    half = n // 2 - (n // 2) % 8
+    return n <= 128 or n - half <= 128
 
 
 @kernel("GlobalMaxPool", 1, 22)

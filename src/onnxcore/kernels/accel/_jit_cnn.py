@@ -14,7 +14,7 @@ import numpy as np
 
 from onnxcore.kernels.accel._jit import _njit
 
-__all__ = ["box_mean2d", "depthwise2d", "depthwise2d_nhwc", "depthwise2d_strided", "max_pool2d"]
+__all__ = ["box_mean2d", "depthwise2d", "depthwise2d_nhwc", "depthwise2d_strided", "max_pool2d", "row_means"]
 
 _DW_TILE = 1024  # outputs of a depthwise plane summed through every tap at a time (4 KiB of float32 sums)
 
@@ -479,3 +479,58 @@ def _col_max(buf: Any, dst: Any, ow: int, kw: int, dx: int, sx: int) -> None:  #
             a = dst[q]
             b = tap[q * sx]
             dst[q] = a if (a > b) | (a != a) else b
+
+
+@_njit
+def _pairwise_leaf(v: Any, lo: int, n: int, zero: Any) -> Any:  # pragma: no cover - compiled
+    """numpy's pairwise sum of ``v[lo : lo + n]`` for ``n <= 128`` (a leaf of ``pairwise_sum`` in its loops_utils),
+    step for step in the element type: under 8 terms one after the other from 0; else eight running sums (the
+    ``k``-th takes the terms ``k, k + 8, ...``) combined as ``((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))``,
+    then the terms after the last multiple of 8 one after the other."""
+    if n < 8:
+        res = zero
+        for i in range(lo, lo + n):
+            res += v[i]
+        return res
+    m = n - n % 8
+    r0 = v[lo]
+    r1 = v[lo + 1]
+    r2 = v[lo + 2]
+    r3 = v[lo + 3]
+    r4 = v[lo + 4]
+    r5 = v[lo + 5]
+    r6 = v[lo + 6]
+    r7 = v[lo + 7]
+    for i in range(lo + 8, lo + m, 8):
+        r0 += v[i]
+        r1 += v[i + 1]
+        r2 += v[i + 2]
+        r3 += v[i + 3]
+        r4 += v[i + 4]
+        r5 += v[i + 5]
+        r6 += v[i + 6]
+        r7 += v[i + 7]
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    for i in range(lo + m, lo + n):
+        res += v[i]
+    return res
+
+
+@_njit
+def row_means(x: Any, out: Any, n: int, zero: Any) -> None:  # pragma: no cover - compiled
+    """``out[r] = (0 + pairwise sum of x[r * n : (r + 1) * n]) / n`` for every row of the flat ``x`` (``out.size``
+    rows of ``n`` values, one type; the caller keeps ``n`` where numpy's pairwise sum is one leaf or two: ``n <=
+    128``, or its halves ``n2 = n // 2 - (n // 2) % 8`` and ``n - n2`` both at most 128). numpy's ``mean`` over the
+    trailing axes of a contiguous array bit for bit: its reduction adds the row's pairwise sum to the identity 0 and
+    divides by the count (a float32 quotient rounds the same from float32 as from float64). GlobalAveragePool's
+    short rows (7 x 7, 14 x 14) without numpy's per-row reduction machinery."""
+    d = zero + n
+    for r in range(out.size):
+        lo = r * n
+        if n <= 128:
+            s = _pairwise_leaf(x, lo, n, zero)
+        else:
+            n2 = n // 2
+            n2 -= n2 % 8
+            s = _pairwise_leaf(x, lo, n2, zero) + _pairwise_leaf(x, lo + n2, n - n2, zero)
+        out[r] = (zero + s) / d
