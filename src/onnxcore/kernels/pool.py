@@ -96,7 +96,10 @@ def _separable_reduce(
     arr = x
     for a in range(len(kernel)):
         arr = _axis_reduce(arr, 2 + a, kernel[a], st[a], dil[a], pb[a], out[a], fn, value)
-    return arr if arr is not x else x.copy()
+    if arr is x:
+        return x.copy()
+    # The last pass may leave a strided view of its rows (:func:`_axis_reduce_rows`); results are contiguous.
+    return arr if arr.flags.c_contiguous else np.ascontiguousarray(arr)
 
 
 def _axis_reduce(a: np.ndarray, ax: int, k: int, s: int, d: int, b: int, o: int, fn: Any, value: Any) -> np.ndarray:
@@ -109,6 +112,8 @@ def _axis_reduce(a: np.ndarray, ax: int, k: int, s: int, d: int, b: int, o: int,
     n = a.shape[ax]
     if k == 1 and s == 1 and b == 0 and o == n:
         return a
+    if s == 2 and ax < a.ndim - 1 and b == 0 and (k - 1) * d + (o - 1) * s < n and a.flags.c_contiguous:
+        return _axis_reduce_rows(a, ax, k, s, d, o, fn)
     taps = []
     for t in range(k):
         off = t * d - b
@@ -147,6 +152,27 @@ def _axis_reduce(a: np.ndarray, ax: int, k: int, s: int, d: int, b: int, o: int,
             r = res[pre + (slice(lo, hi),)]
             fn(r, tap(t, lo, hi), out=r)
     return res
+
+
+def _axis_reduce_rows(a: np.ndarray, ax: int, k: int, s: int, d: int, o: int, fn: Any) -> np.ndarray:
+    """:func:`_axis_reduce` of an outer axis whose windows all lie inside ``a`` (no padding), strided: the windows at
+    every start (stride 1) as one contiguous operation per tap over whole blocks of rows, then every ``s``-th
+    kept, a strided view (the next pass reads it through its own strided taps). A strided window's taps are short
+    rows, one numpy inner loop each; these are long, vectorised loops, which at stride 2 are the faster though they
+    compute twice the windows. Each result is the same operations on the same taps in the same order (the taps
+    first to last: with no padding every tap covers every output), so the same values."""
+    outer = math.prod(a.shape[:ax])
+    inner = math.prod(a.shape[ax + 1 :])
+    rows = (o - 1) * s + 1
+    flat = a.reshape(outer, -1)
+
+    def tap(t: int) -> np.ndarray:
+        return flat[:, t * d * inner : (t * d + rows) * inner]
+
+    res = fn(tap(0), tap(1)) if k > 1 else tap(0).copy()
+    for t in range(2, k):
+        fn(res, tap(t), out=res)
+    return res.reshape(a.shape[:ax] + (rows,) + a.shape[ax + 1 :])[(slice(None),) * ax + (slice(None, None, s),)]
 
 
 # Rows shorter than this make numpy's per-row overhead dominate; the flat layout avoids rows.
@@ -429,6 +455,8 @@ def _maxpool(
         empty = np.zeros((*x.shape[:2], *out), dtype=dt)
         return empty, (np.zeros(empty.shape, dtype=np.int64) if want_indices else None)
     low = _lowest(np.dtype(wd))
+    if not want_indices and nd <= 2 and wd in (np.float32, np.float64) and accel.enabled():
+        return _max_pool_accel(x.astype(wd, copy=False), kernel, st, dil, pb, out, low).astype(dt, copy=False), None
     if not want_indices:
         return _pool_reduce(x.astype(wd, copy=False), kernel, st, dil, pb, pe, out, low, "max").astype(
             dt, copy=False
@@ -464,6 +492,35 @@ def _maxpool(
         np.copyto(idx, np.broadcast_to(lin, oshape), where=better)
     idx = np.where(idx < 0, 0, idx)  # windows wholly in padding (before version 22)
     return acc.astype(dt, copy=False), (idx + nc).astype(np.int64, copy=False)
+
+
+def _max_pool_accel(
+    x: np.ndarray,
+    kernel: Sequence[int],
+    st: Sequence[int],
+    dil: Sequence[int],
+    pb: Sequence[int],
+    out: Sequence[int],
+    low: Any,
+) -> np.ndarray:
+    """1-D or 2-D MaxPool without Indices by the compiled separable loops (:mod:`onnxcore.kernels.accel`), planes split
+    over the kernel threads: the numpy path's maxima (``np.maximum``'s NaN rule), without its strided passes. A 1-D
+    pool is the 2-D one over planes of one row (a kernel, stride and dilation of 1 down the columns, no padding)."""
+    if x.ndim == 3:
+        y = _max_pool_accel(x[:, :, None, :], (1, *kernel), (1, *st), (1, *dil), (0, *pb), (1, *out), low)
+        return y[:, :, 0, :]
+    n_img, c, h, w = x.shape
+    planes = n_img * c
+    xs = np.ascontiguousarray(x).reshape(planes, h, w)
+    y = np.empty((planes, *out), x.dtype)
+    fn = accel.jit_cnn().max_pool2d
+    lo = x.dtype.type(low)
+
+    def run(a: int, b: int) -> None:
+        fn(xs, y, kernel[0], kernel[1], pb[0], pb[1], st[0], st[1], dil[0], dil[1], lo, a, b)
+
+    parallel_for(run, planes, threads=active_threads() if x.size >= MIN_PARALLEL_ELEMENTS else 1)
+    return y.reshape(n_img, c, *out)
 
 
 @kernel("MaxPool", 1)
@@ -625,7 +682,28 @@ def global_average_pool(X: np.ndarray) -> np.ndarray:
     # numpy's mean (a pairwise sum per row): equal rows give equal means. A BLAS product with ones is 3-4x faster
     # but sums rows in blocks of different shapes, so equal rows may differ in the last bit: after SqueezeNet's
     # GlobalAveragePool a Softmax over logits of 7e9 turns that bit into a different class (the light zoo's test).
-    return np.asarray(X.astype(wd, copy=False).mean(axis=axes, keepdims=True)).astype(X.dtype, copy=False)
+    xw = X.astype(wd, copy=False)
+    n = math.prod(X.shape[2:])
+    if (
+        X.ndim > 2
+        and _short_pairwise(n)
+        and wd in (np.float32, np.float64)
+        and xw.flags.c_contiguous
+        and accel.enabled()
+    ):
+        # The squeeze-and-excitation blocks' short rows: numpy's pairwise sums and division, compiled (same bits).
+        y = np.empty((*X.shape[:2],) + (1,) * len(axes), wd)
+        accel.jit_cnn().row_means(xw.reshape(-1), y.reshape(-1), n, np.dtype(wd).type(0))
+        return y.astype(X.dtype, copy=False)
+    return np.asarray(xw.mean(axis=axes, keepdims=True)).astype(X.dtype, copy=False)
+
+
+def _short_pairwise(n: int) -> bool:
+    """Whether numpy's pairwise sum of ``n`` terms is one leaf (``n <= 128``) or two (``accel.jit_cnn().row_means``)."""
+    if n <= 0 or n > 256:
+        return False
+    half = n // 2 - (n // 2) % 8
+    return n <= 128 or n - half <= 128
 
 
 @kernel("GlobalMaxPool", 1, 22)

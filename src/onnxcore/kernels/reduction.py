@@ -22,6 +22,8 @@ their own type (wrapping), float32/float64 by numpy's pairwise summation.
 
 from __future__ import annotations
 
+import functools
+import math
 from typing import Any
 
 import numpy as np
@@ -120,10 +122,56 @@ def _extreme(uf: Any, xc: Array, ax: tuple[int, ...] | None, keepdims: bool) -> 
     return reduced_shape(y, xc.shape, ax, keepdims)
 
 
+@functools.lru_cache(maxsize=1024)
+def _row_sum_geometry(
+    shape: tuple[int, ...], ax: tuple[int, ...], keepdims: bool
+) -> tuple[int, int, tuple[int, ...]] | None:
+    """``(A, R, output shape)`` when summing a C-contiguous array of ``shape`` over ``ax`` is summing the rows of its
+    ``(A, R)`` view (the reduced axes are the trailing ones, ``A > 1``) and :func:`float_sum` would do it as the BLAS
+    product with ones (at least ``BLAS_SUM_MIN`` elements); else None. The same for every run of a node (the
+    squeeze-and-excitation blocks' ReduceMean over H, W), so worked out once per geometry."""
+    nd = len(shape)
+    axes = sorted({a % nd for a in ax})
+    if not axes or axes != list(range(axes[0], nd)):
+        return None
+    a, r = math.prod(shape[: axes[0]]), math.prod(shape[axes[0] :])
+    if a <= 1 or a * r < BLAS_SUM_MIN:
+        return None
+    return a, r, reduced_shape(np.empty(a, np.int8), shape, ax, keepdims).shape
+
+
+@functools.lru_cache(maxsize=256)
+def _ones(r: int, dt: str) -> Array:
+    """A read-only vector of ``r`` ones of type ``dt`` (the right operand of :func:`float_sum`'s row sums)."""
+    v = np.ones(r, dt)
+    v.flags.writeable = False
+    return v
+
+
+def _row_sum(op: str, x: Array, ax: tuple[int, ...], keepdims: bool) -> Array | None:
+    """ReduceSum or ReduceMean of a float32/float64 ``x`` over its trailing axes as :func:`float_sum` computes it (the
+    same BLAS product with ones, so the same bits; the mean then divided by the count) without its per-call
+    geometry and allocations: the per-step cost of the small reductions of a CNN. None where it does not apply."""
+    if not x.flags.c_contiguous:
+        return None
+    g = _row_sum_geometry(x.shape, ax, keepdims)
+    if g is None:
+        return None
+    a, r, oshape = g
+    y = x.reshape(a, r) @ _ones(r, x.dtype.str)
+    if op == "mean":
+        np.true_divide(y, r, out=y)
+    return y.reshape(oshape)
+
+
 def _reduce_core(op: str, x: Array, axes: tuple[int, ...] | None, keepdims: bool) -> Array:
     """Reduce ``x`` over ``axes`` (``None``: all) with the named reduction."""
     dt = x.dtype
     ax = axes if axes is None else tuple(axes)
+    if (op == "mean" or op == "sum") and ax and (dt == np.float32 or dt == np.float64):
+        y = _row_sum(op, x, ax, keepdims)
+        if y is not None:
+            return y
     if op in ("max", "min"):
         xc = x.astype(np.float32) if dt.kind == "V" else x
         uf: Any = np.maximum if op == "max" else np.minimum

@@ -24,6 +24,13 @@ What it accelerates (each numpy kernel keeps its own path and calls these only w
 - AveragePool in 2-D with stride 1 whose output has the input's extents (EfficientFormer's pooling mixer): the
   separable box sums on the flattened planes, long vectorised loops however small the image (the numpy path sums
   the same terms in another order).
+- MaxPool in 1-D and 2-D without the Indices output (float32, float64; float16 through float32 as the numpy kernel): the
+  separable maxima per output row (the tap rows' maximum into a row buffer padded with -inf, then the column taps
+  with the stride, the CNNs' 3x3 and 2x2 stride-2 windows in one step), no padded copy, no strided numpy pass;
+  each step numpy's ``np.maximum`` (a NaN wins, of equal values the later tap): the numpy path's values.
+- GlobalAveragePool over images of up to 256 places (float32, float64; the squeeze-and-excitation blocks' 7 x 7 and
+  14 x 14): numpy's pairwise sum of each row (one or two leaves of its eight running sums) and its division, step
+  for step: numpy's ``mean`` bit for bit, without its per-row reduction machinery.
 - LayerNormalization and RMSNormalization over trailing axes in the input's own type (float32 with the default
   stash type, float64): one pass per row, in the cache; the row sums in vector registers (the one place where
   reassociation is allowed, so that they vectorise; the numpy path sums with BLAS and ``einsum``: the two agree

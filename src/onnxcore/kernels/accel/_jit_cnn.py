@@ -14,7 +14,7 @@ import numpy as np
 
 from onnxcore.kernels.accel._jit import _njit
 
-__all__ = ["box_mean2d", "depthwise2d", "depthwise2d_nhwc", "depthwise2d_strided"]
+__all__ = ["box_mean2d", "depthwise2d", "depthwise2d_nhwc", "depthwise2d_strided", "max_pool2d", "row_means"]
 
 _DW_TILE = 1024  # outputs of a depthwise plane summed through every tap at a time (4 KiB of float32 sums)
 
@@ -378,3 +378,159 @@ def box_mean2d(
         d = divt[0:length]
         for t in range(length):
             a[t] = a[t] / d[t]
+
+
+@_njit
+def max_pool2d(
+    x: Any,
+    out: Any,
+    kh: int,
+    kw: int,
+    pt: int,
+    pl: int,
+    sy: int,
+    sx: int,
+    dy: int,
+    dx: int,
+    low: Any,
+    start: int,
+    stop: int,
+) -> None:  # pragma: no cover - compiled
+    """2-D MaxPool without the Indices output, for the planes ``start..stop`` of ``x`` ``(P, H, W)`` into ``out``
+    ``(P, oh, ow)`` (both C-contiguous, one type): ``out[p, oy, ox] = max over taps (i, j) inside the image of
+    x[p, oy * sy - pt + i * dy, ox * sx - pl + j * dx]``, ``low`` (the type's lowest value, -inf) where no tap is
+    inside. Each step is numpy's ``np.maximum`` (a NaN on either side wins; of two equal values the second is kept),
+    a select per element, so the loops vectorise. Padding never wins, so no padded copy is made.
+
+    Separable, as the numpy path: per output row, the maximum of its valid input rows into a row buffer with
+    ``pl`` places of ``low`` before the image's columns and enough after for the widest window (one long loop per
+    tap row), then each column tap over that buffer with the column stride. Row and column taps lie inside the
+    image or the buffer by construction (the caller gives ``oh``, ``ow`` of the pool, whose windows start inside
+    the padded extents), so no index leaves the arrays."""
+    h, w = x.shape[1], x.shape[2]
+    oh, ow = out.shape[1], out.shape[2]
+    size = max(pl + w, (ow - 1) * sx + (kw - 1) * dx + 1)
+    buf = np.empty(size, x.dtype)
+    for t in range(size):
+        buf[t] = low
+    mid = buf[pl : pl + w]
+    for p in range(start, stop):
+        for oy in range(oh):
+            # The valid tap rows; the first two are combined in one pass (no copy of the first).
+            r0 = -1
+            r1 = -1
+            for i in range(kh):
+                iy = oy * sy - pt + i * dy
+                if iy < 0 or iy >= h:
+                    continue
+                if r0 < 0:
+                    r0 = iy
+                elif r1 < 0:
+                    r1 = iy
+                    s0 = x[p, r0]
+                    s1 = x[p, r1]
+                    for t in range(w):
+                        a = s0[t]
+                        b = s1[t]
+                        mid[t] = a if (a > b) | (a != a) else b
+                else:
+                    src = x[p, iy]
+                    for t in range(w):
+                        a = mid[t]
+                        b = src[t]
+                        mid[t] = a if (a > b) | (a != a) else b
+            if r0 < 0:
+                # A window wholly in the padding rows (a ceil_mode window before version 22).
+                for t in range(w):
+                    mid[t] = low
+            elif r1 < 0:
+                s0 = x[p, r0]
+                for t in range(w):
+                    mid[t] = s0[t]
+            dst = out[p, oy]
+            if sx == 2 and dx == 1 and kw == 3:
+                # The CNNs' 3x3 stride-2 pool: the three taps of an output in one step (an interleaved load).
+                for q in range(ow):
+                    a = buf[2 * q]
+                    b = buf[2 * q + 1]
+                    c = buf[2 * q + 2]
+                    m = a if (a > b) | (a != a) else b
+                    dst[q] = m if (m > c) | (m != m) else c
+            elif sx == 2 and dx == 1 and kw == 2:
+                for q in range(ow):
+                    a = buf[2 * q]
+                    b = buf[2 * q + 1]
+                    dst[q] = a if (a > b) | (a != a) else b
+            elif sx == 1:
+                _col_max(buf, dst, ow, kw, dx, 1)
+            else:
+                _col_max(buf, dst, ow, kw, dx, sx)
+
+
+@_njit
+def _col_max(buf: Any, dst: Any, ow: int, kw: int, dx: int, sx: int) -> None:  # pragma: no cover - compiled
+    """``dst[q] = max over j < kw of buf[q * sx + j * dx]`` (numpy's ``np.maximum`` in the order of ``j``); inlined
+    where ``sx`` is a literal 1 or 2 (LLVM inlines it), so the loop's loads have a known stride."""
+    for q in range(ow):
+        dst[q] = buf[q * sx]
+    for j in range(1, kw):
+        tap = buf[j * dx :]
+        for q in range(ow):
+            a = dst[q]
+            b = tap[q * sx]
+            dst[q] = a if (a > b) | (a != a) else b
+
+
+@_njit
+def _pairwise_leaf(v: Any, lo: int, n: int, zero: Any) -> Any:  # pragma: no cover - compiled
+    """numpy's pairwise sum of ``v[lo : lo + n]`` for ``n <= 128`` (a leaf of ``pairwise_sum`` in its loops_utils),
+    step for step in the element type: under 8 terms one after the other from 0; else eight running sums (the
+    ``k``-th takes the terms ``k, k + 8, ...``) combined as ``((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))``,
+    then the terms after the last multiple of 8 one after the other."""
+    if n < 8:
+        res = zero
+        for i in range(lo, lo + n):
+            res += v[i]
+        return res
+    m = n - n % 8
+    r0 = v[lo]
+    r1 = v[lo + 1]
+    r2 = v[lo + 2]
+    r3 = v[lo + 3]
+    r4 = v[lo + 4]
+    r5 = v[lo + 5]
+    r6 = v[lo + 6]
+    r7 = v[lo + 7]
+    for i in range(lo + 8, lo + m, 8):
+        r0 += v[i]
+        r1 += v[i + 1]
+        r2 += v[i + 2]
+        r3 += v[i + 3]
+        r4 += v[i + 4]
+        r5 += v[i + 5]
+        r6 += v[i + 6]
+        r7 += v[i + 7]
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    for i in range(lo + m, lo + n):
+        res += v[i]
+    return res
+
+
+@_njit
+def row_means(x: Any, out: Any, n: int, zero: Any) -> None:  # pragma: no cover - compiled
+    """``out[r] = (0 + pairwise sum of x[r * n : (r + 1) * n]) / n`` for every row of the flat ``x`` (``out.size``
+    rows of ``n`` values, one type; the caller keeps ``n`` where numpy's pairwise sum is one leaf or two: ``n <=
+    128``, or its halves ``n2 = n // 2 - (n // 2) % 8`` and ``n - n2`` both at most 128). numpy's ``mean`` over the
+    trailing axes of a contiguous array bit for bit: its reduction adds the row's pairwise sum to the identity 0 and
+    divides by the count (a float32 quotient rounds the same from float32 as from float64). GlobalAveragePool's
+    short rows (7 x 7, 14 x 14) without numpy's per-row reduction machinery."""
+    d = zero + n
+    for r in range(out.size):
+        lo = r * n
+        if n <= 128:
+            s = _pairwise_leaf(x, lo, n, zero)
+        else:
+            n2 = n // 2
+            n2 -= n2 % 8
+            s = _pairwise_leaf(x, lo, n2, zero) + _pairwise_leaf(x, lo + n2, n - n2, zero)
+        out[r] = (zero + s) / d

@@ -1,0 +1,59 @@
+"""ReduceMean and ReduceSum over trailing axes (the squeeze-and-excitation blocks' mean over H, W): the short path of
+:func:`onnxcore.kernels.reduction._row_sum` gives the general path's bits (the same BLAS product with ones), for
+every shape, axis order, keepdims and both versions (axes an attribute, axes an input)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from onnxcore.kernels import reduction
+from onnxcore.kernels.registry import lookup
+
+
+def _general(monkeypatch: pytest.MonkeyPatch, fn: Any, *args: Any, **kw: Any) -> np.ndarray:
+    """The kernel's result with the short path turned off (float_sum's general route)."""
+    with monkeypatch.context() as m:
+        m.setattr(reduction, "_row_sum", lambda *a: None)
+        return np.asarray(fn(*args, **kw))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("op", ["ReduceMean", "ReduceSum"])
+def test_row_sum_same_bits(op: str, dtype: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(3)
+    attr = lookup("", op, 11 if op == "ReduceMean" else 1)
+    inp = lookup("", op, 18 if op == "ReduceMean" else 13)
+    assert attr is not None and inp is not None
+    shapes = [(1, 16, 56, 56), (1, 96, 14, 14), (2, 576, 7, 7), (3, 5, 40, 41), (1, 120, 28, 28), (64, 300)]
+    taken = 0
+    for shape in shapes:
+        x = (rng.standard_normal(shape) * 10 ** rng.uniform(-3, 3, shape)).astype(dtype)
+        nd = len(shape)
+        for axes in ([nd - 1], [nd - 2, nd - 1], [-1, -2], [1, 2, 3][: nd - 1], [0, 1]):
+            for keepdims in (0, 1):
+                got = np.asarray(attr.fn(x, axes=axes, keepdims=keepdims))
+                ref = _general(monkeypatch, attr.fn, x, axes=axes, keepdims=keepdims)
+                np.testing.assert_array_equal(got, ref, strict=True)
+                got2 = np.asarray(inp.fn(x, np.array(axes, np.int64), keepdims=keepdims))
+                np.testing.assert_array_equal(got2, ref, strict=True)
+                taken += reduction._row_sum(op[6:].lower(), x, tuple(a % nd for a in axes), bool(keepdims)) is not None
+                # And the value itself: numpy's mean or sum, within the type's rounding of a sum of that many terms.
+                want = (np.mean if op == "ReduceMean" else np.sum)(x.astype(np.float64), axis=tuple(axes))
+                scale = np.sum(np.abs(x.astype(np.float64)), axis=tuple(axes))
+                scale = scale / (x.size / scale.size) if op == "ReduceMean" else scale
+                tol = 1e-5 if dtype == np.float32 else 1e-13
+                assert np.all(np.abs(got.reshape(want.shape) - want) <= tol * scale + 1e-30)
+    assert taken >= 20  # the short path did run (most of the cases reduce trailing axes of 16,384 elements or more)
+
+
+def test_row_sum_declines() -> None:
+    """Not contiguous, leading axes, too small, float16: the general path (None here)."""
+    x = np.ones((1, 64, 32, 32), np.float32)
+    assert reduction._row_sum("mean", x[:, :, :, ::2], (2, 3), True) is None
+    assert reduction._row_sum("mean", x, (0, 1), True) is None
+    assert reduction._row_sum("mean", x[:, :4], (2, 3), True) is None
+    assert reduction._row_sum("mean", x, (2, 3), True) is not None
+    assert reduction._row_sum("mean", x.reshape(1, -1), (1,), True) is None  # one row: numpy's pairwise sum
