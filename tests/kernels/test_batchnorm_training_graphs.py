@@ -159,3 +159,50 @@ def test_onnxruntime_writes_a_consumed_running_mean_into_input_mean(node_cases: 
     sess.run(None, given)
     np.testing.assert_allclose(given["mean"], expected[1], rtol=RTOL, atol=ATOL)
     assert not np.allclose(given["mean"], values[3])
+
+
+@pytest.mark.parametrize("consumed", [False, True], ids=["outputs", "consumed"])
+def test_after_a_convolution_and_before_relu(consumed: bool) -> None:
+    """Conv -> BatchNormalization(training_mode=1) -> Relu with constant weights and statistics: the plan's
+    Conv + BatchNormalization fusion is for inference only (it would fold the input statistics instead of the
+    batch's); every output equals onnxruntime's."""
+    rng = np.random.default_rng(15)
+    w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    params = [rng.standard_normal(4).astype(np.float32) for _ in range(3)] + [rng.uniform(0.5, 2, 4).astype(np.float32)]
+    inits = [numpy_helper.from_array(w, "w")]
+    inits += [numpy_helper.from_array(p, n) for p, n in zip(params, NAMES[1:])]
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["c", *NAMES[1:]], ["b", "rm", "rv"], training_mode=1, momentum=0.7),
+        helper.make_node("Relu", ["b"], ["y"]),
+    ]
+    outs = [("y", 4), ("rm", 1), ("rv", 1)]
+    if consumed:
+        inits.append(numpy_helper.from_array(np.float32(2), "two"))
+        nodes += [helper.make_node("Mul", ["rm", "two"], ["rm2"]), helper.make_node("Mul", ["rv", "two"], ["rv2"])]
+        outs = [("y", 4), ("rm2", 1), ("rv2", 1)]
+    graph = helper.make_graph(
+        nodes,
+        "conv_bn_training",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 6, 5])],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, [None] * r) for n, r in outs],
+        inits,
+    )
+    data = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 15)], ir_version=8).SerializeToString()
+    feeds = {"x": rng.standard_normal((2, 3, 6, 5)).astype(np.float32)}
+    got = [np.asarray(v) for v in onnxcore.Session(data).run(None, feeds)]
+    want = _ort(data, feeds)
+    for name, g, e in zip(("Y", "running_mean", "running_var"), got, want):
+        np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-5, err_msg=name)
+    # and the running mean is the definition's: momentum x input mean + (1 - momentum) x the batch's
+    c = onnxcore.Session(
+        helper.make_model(
+            helper.make_graph(
+                nodes[:1], "conv", graph.input, [helper.make_tensor_value_info("c", TensorProto.FLOAT, [None] * 4)],
+                inits[:1],
+            ),
+            opset_imports=[helper.make_opsetid("", 15)], ir_version=8,
+        ).SerializeToString()
+    ).run(None, feeds)[0]  # fmt: skip
+    scale = 2 if consumed else 1
+    np.testing.assert_allclose(got[1], scale * (0.7 * params[2] + 0.3 * c.mean(axis=(0, 2, 3))), rtol=1e-5, atol=1e-6)
