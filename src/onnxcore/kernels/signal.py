@@ -219,32 +219,41 @@ def mel_weight_matrix(
     return out.astype(et.np_dtype)
 
 
-# The generalised cosine windows ``y[n] = a0 - a1 cos(2 pi n / N) + a2 cos(4 pi n / N)``: the coefficients as the
-# definitions' function bodies write them (float32 constants; Hamming's are 25/46 and 21/46).
+# The generalised cosine windows ``y[n] = a0 - a1 cos(2 pi n / N) + a2 cos(4 pi n / N)`` of the paper the
+# definitions cite (Harris 1978): the coefficients exactly (Hamming's are 25/46 and 21/46; the function bodies
+# write them as float32 constants).
 _COSINE_WINDOWS: dict[str, tuple[float, float, float]] = {
     "HannWindow": (0.5, 0.5, 0.0),
-    "HammingWindow": (0.54347825, 0.45652175, 0.0),
+    "HammingWindow": (25 / 46, 21 / 46, 0.0),
     "BlackmanWindow": (0.42, 0.5, 0.08),
 }
 
 
 def _cosine_window(op: str, size: Any, periodic: int, output_datatype: int) -> np.ndarray:
-    """The window ``op`` of ``size`` elements, computed as its function body computes it (Clause 8.4: a kernel
-    computes what the body does), in float32 and in the body's order of operations, then cast to
-    ``output_datatype``: ``N`` is ``size`` when ``periodic``, ``size - 1`` otherwise (written, as the body does, as
-    ``size * periodic + (size - 1) * (1 - periodic)``), the angles ``n * (2 pi / N)`` for ``n`` in ``Range(0,
-    size, 1)``."""
-    a0, a1, a2 = (np.float32(a) for a in _COSINE_WINDOWS[op])
-    one = np.float32(1)
-    n_fp = np.float32(_int_scalar(size, f"{op}: size"))
-    p = np.float32(periodic)
-    count = max(int(np.ceil(n_fp)), 0)  # Range(0, size, 1): ceil((limit - start) / delta) elements
-    check_elements([count], op, itemsize=4)
-    with np.errstate(all="ignore"):  # a window of size 1, symmetric, divides by N = 0 as the body does
-        increment = np.float32(6.2831855) / (n_fp * p + (n_fp - one) * (one - p))
-        angles = np.arange(count, dtype=np.float32) * increment
-        y = (a0 - a1 * np.cos(angles)) + a2 * np.cos(angles * np.float32(2))
-    return cast_6(y, to=output_datatype)
+    """The window ``op`` of ``size`` elements, cast to ``output_datatype``: ``N`` is ``size`` when ``periodic``,
+    ``size - 1`` otherwise, ``n`` runs over ``0 .. size - 1``.
+
+    The definitions describe the paper's window; their function bodies compute it in float32 and ``Cast`` the
+    result, which is a fallback, not the operator's numerics (Clause 8.4). Evaluated literally, the body's float32
+    rounding leaves 0.99999994 where the window is exactly 1 (the middle of a symmetric window of odd size, the
+    second element of a periodic window of size 2), and ``Cast`` to an integer type truncates that to 0; onnxruntime
+    and the reference evaluator give 1. So the window is computed in float64, summed as ``(a2 cos 2t - a1 cos t) +
+    a0`` (exactly 0 at ``t = 0`` and exactly 1 at ``t = pi``), and rounded once: to a float output type directly,
+    to the other types through the body's float32 value before its ``Cast``."""
+    a0, a1, a2 = _COSINE_WINDOWS[op]
+    n = _int_scalar(size, f"{op}: size")
+    count = max(n, 0)  # Range(0, size, 1): size elements
+    check_elements([count], op, itemsize=8)
+    # N = 0 (a symmetric window of size 1) makes its one element 0/0 = NaN, as the body's division does.
+    big_n = float(n) if periodic else float(n - 1)
+    with np.errstate(all="ignore"):
+        t = np.arange(count, dtype=np.float64) * (2 * np.pi) / big_n
+        y = (a2 * np.cos(2 * t) - a1 * np.cos(t)) + a0
+    try:
+        is_float = ElementType(output_datatype).is_float
+    except ValueError:
+        is_float = False  # cast_6 names the bad output_datatype
+    return cast_6(y if is_float else y.astype(np.float32), to=output_datatype)
 
 
 @kernel("HannWindow", 17)
