@@ -3,10 +3,11 @@
 The steps: load (a path keeps its external tensors in the file, memory-mapped, read only where folded), optionally
 convert to another operator set version (:func:`onnxcore.convert_version`) and inline the model-local functions,
 rewrite (:func:`onnxcore.runtime.rewrite_model.rewrite_model`: every graph, subgraph and function body, standard
-operators only), annotate with inferred shapes (``value_info``), validate (:func:`onnxcore.check`), and verify
-(:mod:`onnxcore.optimizer.verify`). A result that fails verification is never returned: the passes that fired are
-switched off one at a time to find the one that changed the result, and :class:`~onnxcore.errors.OptimizeError`
-names it.
+operators only), annotate with inferred shapes (``value_info``) within the bytes the rewrites saved
+(:mod:`onnxcore.optimizer.annotations`: the result is never larger than the model), validate
+(:func:`onnxcore.check`), and verify (:mod:`onnxcore.optimizer.verify`). A result that fails verification is never
+returned: the passes that fired are switched off one at a time to find the one that changed the result, and
+:class:`~onnxcore.errors.OptimizeError` names it.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from onnxcore.build.inline import inline_local_functions
 from onnxcore.convert import convert_version
 from onnxcore.errors import InputError, OnnxCoreError, OptimizeError, ValidationError
 from onnxcore.external import base_dir_of
-from onnxcore.infer import annotate
 from onnxcore.io import load
+from onnxcore.optimizer.annotations import annotate_within
 from onnxcore.optimizer.report import OptimizeReport, op_counts
 from onnxcore.optimizer.verify import Verification, input_sets, related_input_sets, verify
 from onnxcore.proto import ModelProto
@@ -129,7 +130,9 @@ def optimize(
             base_dir=base_dir,
             overridable_initializers=overridable_initializers,
         )
-        outcome.model = annotate(outcome.model)
+        notes = annotate_within(outcome.model, report.size_before - model_size(outcome.model))
+        outcome.model = notes.model
+        report.annotations_kept, report.annotations_dropped = notes.kept, notes.dropped
         return outcome
 
     outcome = attempt(off)
