@@ -34,8 +34,10 @@ SEED = int(os.environ.get("ONNXCORE_OPT_FUZZ_SEED", "0"))
 # Seeds that found a failure once, run by the short form too. 142: BitCast and CumProd pieces whose scalar
 # initializers made merge_initializers raise a bare ValueError (a 0-d array viewed as bytes). 1182: a
 # BatchNormalization in training mode whose running mean, folded, is not what onnxruntime (and the node case's
-# stored output) computes: verification passed because it evaluates both models with onnxcore's kernels.
-SAVED_SEEDS = (142, 1182)
+# stored output) computes: verification passed because it evaluates both models with onnxcore's kernels. 1202, 1252:
+# an STFT whose output's shape (9 one-sided bins) we annotated and onnx's inference gives otherwise (16), so onnx's
+# checker rejected the result: such values are no longer annotated (onnxcore.optimizer.annotations).
+SAVED_SEEDS = (142, 1182, 1202, 1252)
 # Node cases whose stored outputs onnxruntime 1.31's CPU provider does not reproduce (its deviations, not ours):
 # the generator's own check below leaves them out.
 ORT_DEVIATES = ("test_lstm_reverse", "test_resize_downsample_scales_", "test_attention_4d_with_past_and_present")
