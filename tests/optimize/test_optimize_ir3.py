@@ -111,3 +111,28 @@ def test_ir3_zoo_model_batchnorms_fold_and_onnxruntime_agrees(tmp_path: Path) ->
     for g, w in zip(got, want, strict=True):
         # Conv weights scaled by the BatchNormalization's factors round differently: the conformance tolerance.
         np.testing.assert_allclose(g, w, rtol=1e-3, atol=1e-5)
+
+
+def test_ir3_subgraph_folded_values_are_constant_nodes() -> None:
+    """A subgraph's signature has no room for IR 3's initializers-as-inputs: what folds there is a Constant node."""
+
+    def branch(name: str, k: float) -> object:
+        c1 = helper.make_node("Constant", [], [f"{name}_c1"], value=tensor(f"{name}_t1", np.array([k, k], np.float32)))
+        c2 = helper.make_node("Constant", [], [f"{name}_c2"], value=tensor(f"{name}_t2", np.array([1, 2], np.float32)))
+        add = helper.make_node("Add", [f"{name}_c1", f"{name}_c2"], [f"{name}_s"])
+        mul = helper.make_node("Mul", ["x", f"{name}_s"], [f"{name}_y"])
+        return helper.make_graph([c1, c2, add, mul], name, [], [vi(f"{name}_y", T.FLOAT, ["n", 2])])
+
+    node = helper.make_node("If", ["c"], ["y"], then_branch=branch("then", 2.0), else_branch=branch("else", 3.0))
+    src = _ir3(model([node], [vi("x", T.FLOAT, ["n", 2]), vi("c", T.BOOL, [])], [vi("y", T.FLOAT, ["n", 2])]))
+    out, report = optimize(src)
+    assert report.fired.get("fold_constants")
+    assert out.graph is not None
+    for a in out.graph.node[0].attribute:
+        assert a.g is not None and not a.g.initializer
+        assert [n.op_type for n in a.g.node] == ["Constant", "Mul"]
+    onnx.checker.check_model(onnx.load_from_string(onnxcore.encode(out)), full_check=True)
+    x = np.arange(4, dtype=np.float32).reshape(2, 2)
+    for c in (True, False):
+        feeds = {"x": x, "c": np.array(c)}
+        np.testing.assert_array_equal(ort_run(out, feeds)[0], ort_run(src, feeds)[0])

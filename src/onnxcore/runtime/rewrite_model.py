@@ -376,8 +376,14 @@ def _write_graph(state: _State, g: GraphProto, graph: ModelGraph, *, top: bool) 
             written.add(t.name)
         else:
             dropped += 1
+    constants: list[NodeProto] = []
     for name, value in graph.added.items():
-        if name in read and name not in written:
+        if name in read and name not in written and not top and state.ir_version < 4:
+            # IR 3 lists every initializer among its graph's inputs, which a subgraph's signature (a Loop body's,
+            # say) does not allow: a folded value there is a Constant node, as the producers of IR 3 wrote them.
+            constants.append(_constant_node(name, value))
+            written.add(name)
+        elif name in read and name not in written:
             tensor = from_array(value, name)
             inits.append(tensor)
             written.add(name)
@@ -396,6 +402,8 @@ def _write_graph(state: _State, g: GraphProto, graph: ModelGraph, *, top: bool) 
         state.fired["drop_unused_initializers"] += 1
     out.initializer = inits
     out.sparse_initializer = sparse
+    if constants:
+        out.node = constants + list(out.node)
     produced = {o for bn in graph.nodes for o in bn.outputs if o}
     out.value_info = [vi for vi in g.value_info if vi.name in produced and vi.name not in written]
     return out
