@@ -156,8 +156,20 @@ def _save_onnx(model: Any, out: Path, external: bool) -> None:
         onnx.save(model, str(out))
 
 
-def child(tool: str, src: Path, out: Path) -> dict[str, Any]:
-    """Optimize ``src`` into ``out`` with ``tool``; what happened (seconds of the work, imports excluded)."""
+def _stored_feeds(feeds: str) -> list[dict[str, Any]] | None:
+    """The corpus entry's stored feeds (``in:<name>`` arrays, as ``corpus_models.load_entry`` reads them): real data
+    for onnxcore's proof, where generated inputs cannot satisfy a model whose inputs are related."""
+    if not feeds:
+        return None
+    import numpy as np
+
+    with np.load(feeds) as z:
+        return [{k[3:]: z[k] for k in z.files if k.startswith("in:")}]
+
+
+def child(tool: str, src: Path, out: Path, feeds: str = "") -> dict[str, Any]:
+    """Optimize ``src`` into ``out`` with ``tool``; what happened (seconds of the work, imports excluded). onnxcore
+    is given ``feeds`` (the corpus entry's npz) to verify on, besides its generated inputs."""
     external = _uses_external_data(src)
     info: dict[str, Any] = {}
     if tool == "onnxcore":
@@ -166,7 +178,9 @@ def child(tool: str, src: Path, out: Path) -> dict[str, Any]:
         t0 = time.perf_counter()
         if not hasattr(onnxcore, "optimize"):
             raise RuntimeError("onnxcore.optimize does not exist in this onnxcore")
-        model, report = onnxcore.optimize(str(src))  # a path: external data stays in its file until written
+        stored = _stored_feeds(feeds)
+        # A path: external data stays in its file until written.
+        model, report = onnxcore.optimize(str(src), inputs=stored) if stored else onnxcore.optimize(str(src))
         try:
             from onnxcore.optimizer import save_optimized  # the optimizer's own writer (streams untouched data)
         except ImportError:
@@ -263,9 +277,9 @@ def run_child(args: list[str], timeout: float, env: dict[str, str] | None = None
     return result
 
 
-def _child_main(tool: str, src: str, out: str) -> int:
+def _child_main(tool: str, src: str, out: str, feeds: str = "") -> int:
     try:
-        answer = child(tool, Path(src), Path(out))
+        answer = child(tool, Path(src), Path(out), feeds)
     except BaseException as e:  # every failure is a cell of the table, MemoryError and SystemExit included
         msg = " ".join(str(e).split())
         answer = {"error": f"{type(e).__name__}: {msg[:300]}"}
@@ -555,7 +569,7 @@ def bench_case(case: Case, tools: list[str], work: Path, repeat: int, timeout: f
     for tool in tools:
         (out_dir / tool).mkdir()
         out = out_dir / tool / "model.onnx"
-        res = run_child(["--child", tool, case.path, str(out)], timeout, env)
+        res = run_child(["--child", tool, case.path, str(out), case.feeds], timeout, env)
         row["tools"][tool] = res
         status = f"fails: {res['error']}" if "error" in res else f"{res['seconds']:.1f} s"
         print(f"  {case.name} / {tool}: {status}, peak RSS {res['peak_rss'] / 2**20:.0f} MiB", file=sys.stderr)
@@ -739,7 +753,7 @@ def versions() -> dict[str, str]:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--child"]:
-        return _child_main(*argv[1:4])
+        return _child_main(*argv[1:5])
     if argv[:1] == ["--evaluate"]:
         return _evaluate_main(argv[1])
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)

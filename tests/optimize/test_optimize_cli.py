@@ -122,6 +122,7 @@ def test_html_report_has_an_optimization_section(tmp_path: Path, capsys: pytest.
     text = page.read_text(encoding="utf-8")
     assert '<section id="optimization">' in text and 'href="#optimization"' in text
     assert "4 \u2192 1" in text and "fold_constants" in text and "verified on 3 input sets" in text
+    assert "shape annotations" in text and "kept" in text
 
 
 def test_the_report_without_optimization_has_no_such_section() -> None:

@@ -37,8 +37,10 @@ SEED = int(os.environ.get("ONNXCORE_OPT_FUZZ_SEED", "0"))
 # onnxruntime: onnxruntime had written the running mean into the fed input_mean array (see _ort_outputs), so the
 # second run started from another mean; onnxcore's outputs were the node case's all along. (The generator now
 # leaves running statistics unconsumed, so the seed makes that graph without the Add; the oracle test below keeps
-# the case.)
-SAVED_SEEDS = (142, 1182)
+# the case.) 1202, 1252: an STFT whose output's shape (9 one-sided bins) we annotated and onnx's inference gives
+# otherwise (16), so onnx's checker rejected the result: such values are no longer annotated
+# (onnxcore.optimizer.annotations).
+SAVED_SEEDS = (142, 1182, 1202, 1252)
 # Node cases whose stored outputs onnxruntime 1.31's CPU provider does not reproduce (its deviations, not ours):
 # the generator's own check below leaves them out.
 ORT_DEVIATES = ("test_lstm_reverse", "test_resize_downsample_scales_", "test_attention_4d_with_past_and_present")

@@ -270,8 +270,11 @@ def test_names_metadata_doc_strings_and_dimension_variables_are_kept() -> None:
 
 
 def test_the_result_is_annotated_with_inferred_shapes() -> None:
+    """Within the bytes the rewrites saved (here an unused initializer's): test_optimize_annotations.py."""
     nodes = [helper.make_node("Relu", ["X"], ["a"]), helper.make_node("Neg", ["a"], ["Y"])]
-    out, _ = optimize(model(nodes, [X4], [Y4]))
+    unused = tensor("unused", np.zeros(64, np.float32))
+    out, rep = optimize(model(nodes, [X4], [Y4], [unused]))
+    assert rep.annotations_kept == 1 and rep.size_after <= rep.size_before
     (a,) = [v for v in out.graph.value_info if v.name == "a"]
     assert [d.dim_param or d.dim_value for d in a.type.tensor_type.shape.dim] == ["N", 4]
 

@@ -171,6 +171,11 @@ def _parser() -> argparse.ArgumentParser:
         metavar="NAME=D0,D1,...",
         help="verify with this shape of input NAME instead of the generated sizes (repeatable)",
     )
+    o.add_argument(
+        "--inputs",
+        metavar="FILE.npz",
+        help="also verify on these feeds (a numpy .npz file, one array per graph input, named as the input)",
+    )
     o.add_argument("--disable", action="append", default=[], metavar="PASS", help="switch a pass off (repeatable)")
     o.add_argument("--no-verify", action="store_true", help="do not evaluate the two models (no proof)")
     o.add_argument("--opset", type=_positive, metavar="N", help="convert to operator set version N first")
@@ -191,6 +196,12 @@ def _parser() -> argparse.ArgumentParser:
         default=1.0,
         metavar="F",
         help="constant folding may make the file at most F times its size (default 1.0: never larger)",
+    )
+    o.add_argument(
+        "--overridable-initializers",
+        action="store_true",
+        help="keep initializers listed among the graph inputs overridable before IR version 4 too (by default they "
+        "are constants there, as onnxruntime treats them; from IR 4 they are always kept overridable)",
     )
     _allow_outside(o)
 

@@ -2,7 +2,8 @@
 
 Exit codes as every command's (:mod:`onnxcore.cli`): 0 written; 1 the model does not conform, or the result could
 not be proved equal (the message names the pass), nothing written; 2 a file cannot be read or written, or the
-arguments are wrong. The report goes to standard output (``--json``: as JSON).
+arguments are wrong. The report goes to standard output (``--json``: as JSON). ``--inputs FILE.npz`` adds one feed set
+of real data to the proof.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+
+import numpy as np
 
 import onnxcore
 from onnxcore.cli.files import CliError, check_writable, write_text
@@ -33,6 +36,17 @@ def parse_input_shape(spec: str) -> tuple[str, tuple[int, ...]]:
     return name, shape
 
 
+def _load_feeds(path: str) -> dict[str, np.ndarray]:
+    """The arrays of an ``.npz`` file by name (no pickled objects: a file given on the command line is data)."""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+    except OSError as e:
+        raise CliError(f"cannot read {path}: {e.strerror or e}") from None
+    except ValueError as e:
+        raise CliError(f"--inputs {path}: not a numpy .npz file of arrays: {e}") from None
+
+
 def cmd_optimize(args: argparse.Namespace) -> int:
     """Optimize ``args.model`` into ``args.out`` and print the report."""
     if not os.path.isfile(args.model):
@@ -46,6 +60,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     if args.level not in LEVELS:
         raise CliError(f"--level: one of {', '.join(LEVELS)}")
     shapes = dict(parse_input_shape(s) for s in args.input_shape)
+    feeds = _load_feeds(args.inputs) if args.inputs else None
     model = onnxcore.load(args.model, allow_outside=args.allow_outside)
     result, summary = optimize(
         model,
@@ -56,6 +71,8 @@ def cmd_optimize(args: argparse.Namespace) -> int:
         disabled=tuple(args.disable),
         opset=args.opset,
         fold_growth=float(args.fold_growth),
+        overridable_initializers=True if args.overridable_initializers else None,
+        inputs=None if feeds is None else [feeds],
     )
     try:
         save_optimized(result, args.out)

@@ -3,10 +3,11 @@
 The steps: load (a path keeps its external tensors in the file, memory-mapped, read only where folded), optionally
 convert to another operator set version (:func:`onnxcore.convert_version`) and inline the model-local functions,
 rewrite (:func:`onnxcore.runtime.rewrite_model.rewrite_model`: every graph, subgraph and function body, standard
-operators only), annotate with inferred shapes (``value_info``), validate (:func:`onnxcore.check`), and verify
-(:mod:`onnxcore.optimizer.verify`). A result that fails verification is never returned: the passes that fired are
-switched off one at a time to find the one that changed the result, and :class:`~onnxcore.errors.OptimizeError`
-names it.
+operators only), annotate with inferred shapes (``value_info``) within the bytes the rewrites saved
+(:mod:`onnxcore.optimizer.annotations`: the result is never larger than the model), validate
+(:func:`onnxcore.check`), and verify (:mod:`onnxcore.optimizer.verify`). A result that fails verification is never
+returned: the passes that fired are switched off one at a time to find the one that changed the result, and
+:class:`~onnxcore.errors.OptimizeError` names it.
 """
 
 from __future__ import annotations
@@ -21,10 +22,10 @@ from onnxcore.convert import convert_version
 from onnxcore.errors import InputError, OnnxCoreError, OptimizeError, ValidationError
 from onnxcore.external import base_dir_of
 from onnxcore.external.spill import lean_memory
-from onnxcore.infer import annotate
 from onnxcore.io import load
+from onnxcore.optimizer.annotations import annotate_within
 from onnxcore.optimizer.report import OptimizeReport, op_counts
-from onnxcore.optimizer.verify import Verification, input_sets, verify
+from onnxcore.optimizer.verify import Verification, input_sets, related_input_sets, verify
 from onnxcore.proto import ModelProto
 from onnxcore.proto.bridge import as_message
 from onnxcore.runtime.optimize.model_passes import MODEL_PIPELINE, MODEL_REWRITE_NAMES
@@ -85,6 +86,8 @@ def optimize(
     fold_growth: float = 1.0,
     inline_functions: bool = False,
     seed: int = 0,
+    inputs: Sequence[Mapping[str, Any]] | None = None,
+    overridable_initializers: bool | None = None,
 ) -> tuple[ModelProto, OptimizeReport]:
     """Simplify a model without changing what it computes (the model rewrites, ``docs/guide/optimize.md``).
 
@@ -102,6 +105,12 @@ def optimize(
         fold_growth: Constant folding may make the file at most this factor of its size (1.0: never larger).
         inline_functions: Inline the model-local functions first (their bodies are optimized either way).
         seed: Seed of the generated inputs.
+        inputs: Feed sets (input name -> array) to verify with, in addition to the generated ones: real data for a
+            model whose inputs are related (a mask as long as the cache plus one) that generated inputs cannot
+            satisfy. When given, a generated set the model refuses is no reason to refuse.
+        overridable_initializers: Whether initializers listed among the graph inputs stay values a caller may
+            override (Clause 7.2; nothing folds through them). None: from IR version 4 they do; before IR 4 they are
+            constants, as onnxruntime treats them (``docs/guide/optimize.md``).
 
     Returns:
         The optimized model and its :class:`OptimizeReport`.
@@ -134,9 +143,16 @@ def optimize(
 
     def attempt(off_now: frozenset[str]) -> RewriteOutcome:
         outcome = rewrite_model(
-            source, disabled=off_now, keep_inputs=keep_io, fold_growth=fold_growth, base_dir=base_dir
+            source,
+            disabled=off_now,
+            keep_inputs=keep_io,
+            fold_growth=fold_growth,
+            base_dir=base_dir,
+            overridable_initializers=overridable_initializers,
         )
-        outcome.model = annotate(outcome.model)
+        notes = annotate_within(outcome.model, report.size_before - model_size(outcome.model))
+        outcome.model = notes.model
+        report.annotations_kept, report.annotations_dropped = notes.kept, notes.dropped
         return outcome
 
     outcome = attempt(off)
@@ -144,13 +160,14 @@ def optimize(
     errors = check(result, base_dir=base_dir).errors
     if errors:
         raise OptimizeError(f"optimize: the result does not conform (a defect of a pass): {errors[0]}")
+    given = _given_inputs(source, inputs)
     if verify:
-        proof = _prove(source, result, input_shapes, seed)
+        proof = _prove(source, result, input_shapes, seed, given)
         if not proof.ok and not proof.shapes and proof.reason.startswith(_REFUSED):
-            raise OptimizeError(f"optimize: cannot verify: {proof.reason} (give input_shapes the model accepts, or "
-                                "verify=False optimizes without the proof)")  # fmt: skip
+            raise OptimizeError(f"optimize: cannot verify: {proof.reason} (give inputs= feeds or input_shapes the "
+                                "model accepts, or verify=False optimizes without the proof)")  # fmt: skip
         if not proof.ok:
-            culprit = _bisect(source, input_shapes, seed, off, list(outcome.fired), attempt)
+            culprit = _bisect(source, input_shapes, seed, off, list(outcome.fired), attempt, given)
             report.failed_pass = culprit
             blame = f"pass {culprit!r} changed the result" if culprit else "no single pass is to blame"
             raise OptimizeError(f"optimize: verification failed: {proof.reason} ({blame}); nothing was written",
@@ -165,12 +182,44 @@ def optimize(
     return result, report
 
 
+def _given_inputs(source: ModelProto, inputs: Sequence[Mapping[str, Any]] | None) -> list[dict[str, Any]]:
+    """The caller's feed sets, each naming only graph inputs (a misspelt name would otherwise make the set one the
+    model refuses, skipped without a word)."""
+    if inputs is None:
+        return []
+    names = {vi.name for vi in source.graph.input} if source.graph is not None else set()
+    if isinstance(inputs, Mapping):
+        raise InputError("optimize: inputs must be a list of feed dicts (input name -> array), got one dict")
+    sets = []
+    for k, feeds in enumerate(inputs):
+        if not isinstance(feeds, Mapping):
+            raise InputError(f"optimize: inputs[{k}] must be a dict of input name -> array, got {type(feeds).__name__}")
+        unknown = sorted(set(feeds) - names)
+        if unknown:
+            raise InputError(f"optimize: inputs[{k}] names no graph input: {unknown}; the inputs: {sorted(names)}")
+        sets.append(dict(feeds))
+    return sets
+
+
 def _prove(
-    source: ModelProto, result: ModelProto, input_shapes: Mapping[str, Sequence[int]] | None, seed: int
+    source: ModelProto,
+    result: ModelProto,
+    input_shapes: Mapping[str, Sequence[int]] | None,
+    seed: int,
+    given: Sequence[Mapping[str, Any]] = (),
 ) -> Verification:
+    """The caller's feed sets and the generated ones; when the model refuses all of them, the generated sets whose
+    variables differ by one (:func:`~onnxcore.optimizer.verify.related_input_sets`)."""
     try:
-        sets = input_sets(source, input_shapes, seed=seed)
-        return verify(source, result, sets, seed=seed)
+        sets = [*given, *input_sets(source, input_shapes, seed=seed)]
+        proof = verify(source, result, sets, seed=seed)
+        if not proof.ok and not proof.shapes and proof.reason.startswith(_REFUSED):
+            related = related_input_sets(source, input_shapes, seed=seed)
+            if related:
+                again = verify(source, result, related, seed=seed)
+                if again.ok or again.shapes or not again.reason.startswith(_REFUSED):
+                    return again
+        return proof
     except OnnxCoreError as e:
         raise OptimizeError(f"optimize: cannot verify, the model cannot be evaluated here: {e} (verify=False "
                             "optimizes without the proof)") from e  # fmt: skip
@@ -183,15 +232,16 @@ def _bisect(
     off: frozenset[str],
     fired: list[str],
     attempt: Any,
+    given: Sequence[Mapping[str, Any]] = (),
 ) -> str | None:
     """The pass whose switching off makes the result agree: each fired pass alone first, then the fired passes
     switched off cumulatively in order (the last one switched off is named)."""
     for name in fired:
-        if _prove(source, attempt(off | {name}).model, input_shapes, seed).ok:
+        if _prove(source, attempt(off | {name}).model, input_shapes, seed, given).ok:
             return name
     cumulative = set(off)
     for name in fired:
         cumulative.add(name)
-        if _prove(source, attempt(frozenset(cumulative)).model, input_shapes, seed).ok:
+        if _prove(source, attempt(frozenset(cumulative)).model, input_shapes, seed, given).ok:
             return name
     return None

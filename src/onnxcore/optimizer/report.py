@@ -48,6 +48,9 @@ class OptimizeReport:
         max_error: The largest absolute difference found between the two models' outputs.
         verify_shapes: The input shapes each verification run used (input name -> shape).
         failed_pass: The pass verification blamed (the result was then not returned), else None.
+        annotations_kept: Inferred shapes written into the result (``value_info`` entries and output shapes).
+        annotations_dropped: Inferred shapes left out: beyond the bytes the rewrites saved, or of values onnx's own
+            inference computes otherwise (:mod:`onnxcore.optimizer.annotations`).
     """
 
     ops_before: dict[str, int] = field(default_factory=dict)
@@ -61,6 +64,8 @@ class OptimizeReport:
     max_error: float = 0.0
     verify_shapes: list[dict[str, tuple[int, ...]]] = field(default_factory=list)
     failed_pass: str | None = None
+    annotations_kept: int = 0
+    annotations_dropped: int = 0
 
     def to_json(self) -> dict[str, Any]:
         """The report as a dict of plain values (what ``onnxcore optimize --json`` prints)."""
@@ -76,6 +81,8 @@ class OptimizeReport:
             "max_error": self.max_error,
             "verify_shapes": [{k: list(v) for k, v in s.items()} for s in self.verify_shapes],
             "failed_pass": self.failed_pass,
+            "annotations_kept": self.annotations_kept,
+            "annotations_dropped": self.annotations_dropped,
         }
 
     def to_text(self) -> str:
@@ -86,6 +93,7 @@ class OptimizeReport:
         ]
         fired = ", ".join(f"{k} x{v}" for k, v in self.fired.items()) or "none"
         lines.append(f"passes fired: {fired}")
+        lines.append(f"shape annotations: {self.annotations_kept} kept, {self.annotations_dropped} left out")
         if self.verified:
             shapes = "; ".join(", ".join(f"{k}={list(v)}" for k, v in s.items()) or "no inputs"
                                for s in self.verify_shapes)  # fmt: skip

@@ -2,10 +2,12 @@
 
 Inputs are generated from the declared inputs: every dimension variable (and unknown extent) set to each of
 :data:`SIZES` in turn (1 included, where a rewrite that assumed a broadcast would show), unless the caller pins the
-input's shape; floats standard normal, integers small and non-negative (indices stay in range), booleans random,
-strings short. An input set the original model refuses (a size its arithmetic does not admit) is skipped; the two
-models must agree on every set the original accepts, within the conformance tolerances
-(:func:`onnxcore.conformance.compare.compare_values`, Clause 11.4's rounding).
+input's shape; when the model refuses all of those (its variables are related: a mask one longer than the cache),
+one variable at a time one more or one less than the others (:func:`related_input_sets`). Floats standard normal,
+integers small and non-negative (indices stay in range), booleans random, strings short. An input set the original
+model refuses (a size its arithmetic does not admit) is skipped; the two models must agree on every set the original
+accepts, within the conformance tolerances (:func:`onnxcore.conformance.compare.compare_values`, Clause 11.4's
+rounding). The caller may add feed sets of real data (``onnxcore.optimize(inputs=...)``).
 """
 
 from __future__ import annotations
@@ -24,10 +26,13 @@ from onnxcore.runtime import Session
 from onnxcore.runtime.seeding import seeded
 from onnxcore.types.elements import ElementType
 
-__all__ = ["SIZES", "Verification", "input_sets", "verify"]
+__all__ = ["RELATED_SIZES", "SIZES", "Verification", "input_sets", "related_input_sets", "verify"]
 
 SIZES = (1, 3, 2)
 """The extents given to dimension variables, one input set each (1 first: the size exporters' traces forget)."""
+
+RELATED_SIZES = (2, 3)
+"""The sizes around which :func:`related_input_sets` sets one variable apart (one less stays at least 1)."""
 
 
 @dataclass
@@ -47,13 +52,33 @@ class Verification:
     reason: str = ""
 
 
-def _shape(vi: ValueInfoProto, size: int, pinned: Mapping[str, Sequence[int]]) -> tuple[int, ...] | None:
-    if vi.name in pinned:
-        return tuple(int(d) for d in pinned[vi.name])
+def _extents(vi: ValueInfoProto) -> list[int | str] | None:
+    """The declared extents of a tensor input: an int, or the name of its variable (an unknown extent is a variable
+    of its own, named after its input and axis); None without a declared shape."""
     tt = vi.type.tensor_type if vi.type is not None else None
     if tt is None or tt.shape is None:
         return None
-    return tuple(int(d.dim_value) if d.dim_value is not None and not d.dim_param else size for d in tt.shape.dim)
+    out: list[int | str] = []
+    for axis, d in enumerate(tt.shape.dim):
+        if d.dim_param:
+            out.append(d.dim_param)
+        elif d.dim_value is not None:
+            out.append(int(d.dim_value))
+        else:
+            out.append(f"?{vi.name}:{axis}")
+    return out
+
+
+def _variables(fed: list[ValueInfoProto], pinned: Mapping[str, Sequence[int]]) -> list[str]:
+    """The dimension variables of the fed inputs whose shapes are not pinned, in order of first appearance."""
+    names: list[str] = []
+    for vi in fed:
+        if vi.name in pinned:
+            continue
+        for e in _extents(vi) or []:
+            if isinstance(e, str) and e not in names:
+                names.append(e)
+    return names
 
 
 def _value(et: ElementType, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
@@ -66,37 +91,70 @@ def _value(et: ElementType, shape: tuple[int, ...], rng: np.random.Generator) ->
     return rng.integers(0, 3, size=shape).astype(et.np_dtype)
 
 
-def input_sets(
-    model: ModelProto, pinned: Mapping[str, Sequence[int]] | None = None, *, seed: int = 0
-) -> list[dict[str, np.ndarray]]:
-    """Feeds for the model's inputs without a default (module docstring): one set per size in :data:`SIZES`, or one
-    set when no input has a dimension variable."""
+def _fed_inputs(model: ModelProto) -> list[ValueInfoProto]:
     g = model.graph
     if g is None:
         return []
-    pinned = pinned or {}
     defaults = {t.name for t in g.initializer}
-    rng = np.random.default_rng(seed)
+    return [vi for vi in g.input if vi.name not in defaults]
+
+
+def _sets_for(
+    model: ModelProto,
+    assignments: Sequence[Mapping[str, int]],
+    pinned: Mapping[str, Sequence[int]],
+    rng: np.random.Generator,
+) -> list[dict[str, np.ndarray]]:
+    """One feed set per assignment of sizes to the dimension variables (repeats of a set of shapes left out)."""
     sets: list[dict[str, np.ndarray]] = []
     seen: set[tuple[Any, ...]] = set()
-    for size in SIZES:
+    for sizes in assignments:
         feeds: dict[str, np.ndarray] = {}
-        for vi in g.input:
-            if vi.name in defaults:
-                continue
+        for vi in _fed_inputs(model):
             tt = vi.type.tensor_type if vi.type is not None else None
-            shape = _shape(vi, size, pinned)
-            if tt is None or not tt.elem_type or shape is None:
+            extents = _extents(vi)
+            if tt is None or not tt.elem_type or (extents is None and vi.name not in pinned):
                 raise OnnxCoreError(
                     f"input {vi.name!r} is not a tensor of a declared element type and shape: verification needs one "
                     "(give its shape with input_shapes, or verify=False)"
                 )
+            if vi.name in pinned:
+                shape = tuple(int(d) for d in pinned[vi.name])
+            else:
+                shape = tuple(e if isinstance(e, int) else sizes[e] for e in extents or [])
             feeds[vi.name] = _value(ElementType(int(tt.elem_type)), shape, rng)
         key = tuple(sorted((k, v.shape) for k, v in feeds.items()))
         if key not in seen:
             seen.add(key)
             sets.append(feeds)
     return sets
+
+
+def input_sets(
+    model: ModelProto, pinned: Mapping[str, Sequence[int]] | None = None, *, seed: int = 0
+) -> list[dict[str, np.ndarray]]:
+    """Feeds for the model's inputs without a default (module docstring): one set per size in :data:`SIZES`, every
+    dimension variable at that size, or one set when no input has a dimension variable."""
+    pinned = pinned or {}
+    names = _variables(_fed_inputs(model), pinned)
+    return _sets_for(model, [dict.fromkeys(names, size) for size in SIZES], pinned, np.random.default_rng(seed))
+
+
+def related_input_sets(
+    model: ModelProto, pinned: Mapping[str, Sequence[int]] | None = None, *, seed: int = 0
+) -> list[dict[str, np.ndarray]]:
+    """Feeds for a model that refused every set of :func:`input_sets` (its variables are related, as a mask's length
+    is a cache's plus one): at each size in :data:`RELATED_SIZES`, one variable one more, then one less, than the
+    others, for each variable in turn (a model seldom relates its variables otherwise)."""
+    pinned = pinned or {}
+    names = _variables(_fed_inputs(model), pinned)
+    assignments = [
+        {n: size + (delta if n == name else 0) for n in names}
+        for size in RELATED_SIZES
+        for name in names
+        for delta in (1, -1)
+    ]
+    return _sets_for(model, assignments, pinned, np.random.default_rng(seed + 1))
 
 
 def verify(

@@ -134,6 +134,9 @@ def _optimization_html(o: Mapping[str, Any]) -> str:
         ["passes fired", fired],
         ["proof", proof],
     ]
+    if "annotations_kept" in o:
+        kept, dropped = o.get("annotations_kept", 0), o.get("annotations_dropped", 0)
+        facts.append(["shape annotations", f"{kept:,} kept, {dropped:,} left out (never a larger file)"])
     if o.get("failed_pass"):
         facts.append(["failed pass", str(o["failed_pass"])])
     out = ['<table class="facts">']

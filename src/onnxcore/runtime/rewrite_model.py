@@ -43,7 +43,7 @@ from onnxcore.runtime.seeding import session_rng
 from onnxcore.runtime.step import PlanNode
 from onnxcore.types import from_array
 
-__all__ = ["RewriteOutcome", "model_size", "rewrite_model"]
+__all__ = ["RewriteOutcome", "initializers_overridable", "model_size", "rewrite_model"]
 
 # Rounds of the whole pipeline at most (each round runs every rewrite; the pipeline stops at the first round in
 # which none changed the model).
@@ -84,6 +84,7 @@ class _State:
         shapes: Mapping[str, Mapping[str, Shape]],
         budget_box: list[int],
         domains: frozenset[str],
+        constant_inits: bool,
     ) -> None:
         self.env = env
         self.rewrites = [r for r in rewrites if r.name not in disabled]
@@ -94,6 +95,8 @@ class _State:
         self.budget_box = budget_box
         self.domains = domains
         self.ir_version = int(env.bound.model.ir_version or 0)
+        # Initializers listed among the top-level graph's inputs are constants (module docstring).
+        self.constant_inits = constant_inits
         self.fired: Counter[str] = Counter()
 
 
@@ -106,6 +109,7 @@ def rewrite_model(
     fold_growth: float = 1.0,
     base_dir: str | None = None,
     limits: Limits | None = None,
+    overridable_initializers: bool | None = None,
 ) -> RewriteOutcome:
     """Run the model rewrites over every graph of ``model`` and write the result back (module docstring).
 
@@ -117,6 +121,9 @@ def rewrite_model(
         fold_growth: The file may grow to this factor of its size through constant folding, no further.
         base_dir: Where external data of attribute tensors is resolved.
         limits: The limits folding evaluates under (the kernels' own refusals).
+        overridable_initializers: Whether an initializer listed among the graph's inputs stays a value the caller
+            may override (Clause 7.2), so that nothing folds through it; False treats it as the constant it is when
+            not fed. None: overridable from IR version 4, constant before (:func:`initializers_overridable`).
 
     Raises:
         InputError: ``disabled`` names no pass, or ``fold_growth`` is below 1.
@@ -134,10 +141,24 @@ def rewrite_model(
     limit = int(size * fold_growth)
     # Folding first gets a little room beyond the factor (a folded shape can cost a few bytes more than the nodes it
     # replaces, and the other passes then shrink the file); a result past the factor is made again without it.
-    outcome = _rewrite(model, rewrites, disabled, keep_inputs, limit - size + _ROOM, base_dir, limits)
+    constant = not initializers_overridable(model, overridable_initializers)
+    outcome = _rewrite(model, rewrites, disabled, keep_inputs, limit - size + _ROOM, base_dir, limits, constant)
     if model_size(outcome.model) > limit:
-        outcome = _rewrite(model, rewrites, disabled, keep_inputs, limit - size, base_dir, limits)
+        outcome = _rewrite(model, rewrites, disabled, keep_inputs, limit - size, base_dir, limits, constant)
     return outcome
+
+
+def initializers_overridable(model: ModelProto, choice: bool | None = None) -> bool:
+    """Whether the initializers listed among ``model``'s graph inputs are values a caller may override.
+
+    Clause 7.2 lets a consumer allow overriding such an initializer (MAY). Before IR version 4 every initializer had
+    to be listed among the inputs, weights included, and onnxruntime never lets a caller override one there (its
+    ``Graph::CanOverrideInitializer`` is ``ir_version >= 4``): exporters of that time meant them as constants. So by
+    default (``choice`` None) they are overridable from IR 4 and constants before; ``choice`` decides otherwise.
+    """
+    if choice is not None:
+        return bool(choice)
+    return int(model.ir_version or 0) >= 4
 
 
 def _rewrite(
@@ -148,6 +169,7 @@ def _rewrite(
     growth: int,
     base_dir: str | None,
     limits: Limits | None,
+    constant_inits: bool,
 ) -> RewriteOutcome:
     bound = bind(model, limits=limits)
     inference, shape_result = infer_both(model, bound=bound)
@@ -163,6 +185,7 @@ def _rewrite(
         shape_result.shapes,
         budget_box,
         domains,
+        constant_inits,
     )
     out = copy.copy(model)
     main = bound.main()
@@ -287,6 +310,8 @@ def _rewrite_graph(
     ir: GraphIR = compile_graph(state.env, g, scope, depth, label=label)
     inputs = [vi.name for vi in g.input]
     fed = set(inputs)
+    if top and state.constant_inits:
+        fed -= set(ir.inits)  # an initializer listed as an input is a constant (rewrite_model's docstring)
     own = {n: v for n, v in ir.inits.items() if n not in fed}
     # What the enclosing scopes hold as constants is constant here too, unless a name of this graph hides it.
     local = fed | {o for bn in ir.nodes for o in bn.outputs if o}
@@ -334,8 +359,12 @@ def _write_graph(state: _State, g: GraphProto, graph: ModelGraph, *, top: bool) 
         if len(kept) != len(inputs):
             state.fired["drop_unused_inputs"] += 1
             inputs = kept
-    input_names = {vi.name for vi in inputs}
     drop_unused = "drop_unused_initializers" not in state.disabled
+    if top and state.constant_inits and drop_unused:
+        # An initializer listed as an input is a constant here: nothing reading it, its input entry goes with it.
+        init_names = {t.name for t in g.initializer}
+        inputs = [vi for vi in inputs if vi.name not in init_names or vi.name in read]
+    input_names = {vi.name for vi in inputs}
     inits: list[TensorProto] = []
     written: set[str] = set()
     dropped = 0
@@ -347,8 +376,14 @@ def _write_graph(state: _State, g: GraphProto, graph: ModelGraph, *, top: bool) 
             written.add(t.name)
         else:
             dropped += 1
+    constants: list[NodeProto] = []
     for name, value in graph.added.items():
-        if name in read and name not in written:
+        if name in read and name not in written and not top and state.ir_version < 4:
+            # IR 3 lists every initializer among its graph's inputs, which a subgraph's signature (a Loop body's,
+            # say) does not allow: a folded value there is a Constant node, as the producers of IR 3 wrote them.
+            constants.append(_constant_node(name, value))
+            written.add(name)
+        elif name in read and name not in written:
             tensor = from_array(value, name)
             inits.append(tensor)
             written.add(name)
@@ -367,6 +402,8 @@ def _write_graph(state: _State, g: GraphProto, graph: ModelGraph, *, top: bool) 
         state.fired["drop_unused_initializers"] += 1
     out.initializer = inits
     out.sparse_initializer = sparse
+    if constants:
+        out.node = constants + list(out.node)
     produced = {o for bn in graph.nodes for o in bn.outputs if o}
     out.value_info = [vi for vi in g.value_info if vi.name in produced and vi.name not in written]
     return out
