@@ -145,3 +145,50 @@ def test_opset_converts_first() -> None:
     out, rep = optimize(model(nodes, [X], [Y], opset=13), opset=18)
     assert {(o.domain, o.version) for o in out.opset_import} == {("", 18)}
     assert rep.verified and ops(out) == ["Relu"]
+
+
+def _gemm_bn(mean: float, k: int = 1024, m: int = 8) -> bytes:
+    """Gemm then an inference BatchNormalization whose mean cancels most of the product: ``y = g - mean``, with the
+    product ``g`` about ``mean`` (Clause 8.2: folding rounds the scaled weights anew)."""
+    from onnx import TensorProto as TP
+    from onnx import helper as oh
+    from onnx import numpy_helper
+
+    rng = np.random.default_rng(0)
+    w = (mean / k + 1e-3 * rng.standard_normal((k, m)) / np.sqrt(k)).astype(np.float32)
+    inits = [
+        numpy_helper.from_array(w, "w"),
+        numpy_helper.from_array(np.ones(m, np.float32), "s"),
+        numpy_helper.from_array(np.zeros(m, np.float32), "b"),
+        numpy_helper.from_array(np.full(m, mean, np.float32), "m"),
+        numpy_helper.from_array(np.ones(m, np.float32), "v"),
+    ]
+    g = oh.make_graph(
+        [oh.make_node("Gemm", ["x", "w"], ["g"]), oh.make_node("BatchNormalization", ["g", "s", "b", "m", "v"], ["y"])],
+        "gemm_bn",
+        [oh.make_tensor_value_info("x", TP.FLOAT, ["N", k])],
+        [oh.make_tensor_value_info("y", TP.FLOAT, ["N", m])],
+        inits,
+    )
+    model = oh.make_model(g, opset_imports=[oh.make_opsetid("", 17)])
+    model.ir_version = 8
+    return bytes(model.SerializeToString())
+
+
+@pytest.mark.parametrize("mean", [10.0, 100.0])
+def test_a_fold_that_rounds_a_cancelling_sum_anew_is_proved(mean: float) -> None:
+    """The folded weights round every product anew; where the sum cancels (outputs a thousandth of the terms) the
+    difference is beyond Clause 11.4's rtol relative to the output but within the whole-model tolerance
+    (WHOLE_MODEL_ATOL), and the fold is kept."""
+    feeds = [{"x": np.ones((2, 1024), np.float32)}]
+    _, report = onnxcore.optimize(_gemm_bn(mean), inputs=feeds)
+    assert report.fired.get("fold_batchnorm") == 1
+    assert report.verified and 0 < report.max_error <= 1e-5
+
+
+def test_a_fold_whose_difference_is_beyond_the_rounding_of_the_output_is_refused() -> None:
+    """Where the cancellation is so deep that the folded weights' rounding is the whole output (a mean of 1000 over a
+    product about 1000), the proof fails and names the pass: the tolerance is not stretched to any size."""
+    feeds = [{"x": np.ones((2, 1024), np.float32)}]
+    with pytest.raises(onnxcore.OptimizeError, match="fold_batchnorm"):
+        onnxcore.optimize(_gemm_bn(1000.0), inputs=feeds)
