@@ -74,3 +74,13 @@ class PlanNode:
         self.fused: list[PlanNode] = []
         self.step_kernel = ""
         self.step_attrs: dict[str, Any] = {}
+
+    def renamed(self, inputs: list[str], outputs: list[str] | None = None, node: NodeProto | None = None) -> PlanNode:
+        """A copy of this node with the same binding reading ``inputs`` (and writing ``outputs``, this node's by
+        default; its NodeProto replaced by ``node`` where given): what a rewrite makes when it renames a value."""
+        out = PlanNode(self.index, self.node if node is None else node, self.call, self.kw, self.outer)
+        out.inputs = inputs
+        out.outputs = list(self.outputs) if outputs is None else outputs
+        out.since, out.may_tuple, out.fused = self.since, self.may_tuple, list(self.fused)
+        out.step_kernel, out.step_attrs = self.step_kernel, self.step_attrs
+        return out

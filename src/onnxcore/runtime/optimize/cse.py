@@ -151,11 +151,7 @@ def merge_repeats(graph: PlanGraph) -> list[PlanNode]:
     for k, bn in enumerate(graph.nodes):
         ins = [resolve(n) if n else n for n in bn.inputs]
         if ins != bn.inputs:
-            copy = PlanNode(bn.index, bn.node, bn.call, bn.kw, bn.outer)
-            copy.inputs, copy.outputs = ins, list(bn.outputs)
-            copy.since, copy.may_tuple, copy.fused = bn.since, bn.may_tuple, list(bn.fused)
-            copy.step_kernel, copy.step_attrs = bn.step_kernel, bn.step_attrs
-            bn = copy
+            bn = bn.renamed(ins)
         # A node no output needs is left for the plan to drop: never the computation a repeat is merged into.
         key = None
         if needed[k]:

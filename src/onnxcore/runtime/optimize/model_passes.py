@@ -50,13 +50,7 @@ _SMALL_CONSTANT = 4096
 def _renamed(bn: PlanNode, canon: dict[str, str]) -> PlanNode:
     """``bn`` reading ``canon[n]`` for each input ``n`` renamed (a copy; ``bn`` itself when none is)."""
     ins = [canon.get(n, n) if n else n for n in bn.inputs]
-    if ins == bn.inputs:
-        return bn
-    copy = PlanNode(bn.index, bn.node, bn.call, bn.kw, bn.outer)
-    copy.inputs, copy.outputs = ins, list(bn.outputs)
-    copy.since, copy.may_tuple, copy.fused = bn.since, bn.may_tuple, list(bn.fused)
-    copy.step_kernel, copy.step_attrs = bn.step_kernel, bn.step_attrs
-    return copy
+    return bn if ins == bn.inputs else bn.renamed(ins)
 
 
 def _token(name: str, const: dict[str, Any]) -> Any:

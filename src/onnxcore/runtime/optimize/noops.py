@@ -214,10 +214,6 @@ def alias_noops(
         ins = [resolve(n) if n else n for n in bn.inputs]
         outs_k = [resolve(o) if o else o for o in bn.outputs]
         if ins != bn.inputs or outs_k != bn.outputs:
-            copy = PlanNode(bn.index, bn.node, bn.call, bn.kw, bn.outer)
-            copy.inputs, copy.outputs = ins, outs_k
-            copy.since, copy.may_tuple, copy.fused = bn.since, bn.may_tuple, list(bn.fused)
-            copy.step_kernel, copy.step_attrs = bn.step_kernel, bn.step_attrs
-            bn = copy
+            bn = bn.renamed(ins, outs_k)
         kept.append(bn)
     return kept

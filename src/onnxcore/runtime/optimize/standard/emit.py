@@ -193,10 +193,5 @@ def rewire(graph: PlanGraph, nodes: list[PlanNode], old: str, new: str) -> bool:
         ins = [new if n == old else n for n in bn.inputs]
         node = copy.copy(bn.node)  # a shallow copy: only its input list is replaced
         node.input = list(ins)
-        out = PlanNode(bn.index, node, bn.call, bn.kw, bn.outer)
-        out.inputs = ins
-        out.outputs = list(bn.outputs)
-        out.since, out.may_tuple, out.fused = bn.since, bn.may_tuple, bn.fused
-        out.step_kernel, out.step_attrs = bn.step_kernel, bn.step_attrs
-        nodes[k] = out
+        nodes[k] = bn.renamed(ins, node=node)
     return True
