@@ -133,6 +133,8 @@ def test_interrupted_batch_leaves_no_output(
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 130, err
-    assert "interrupted" in err and "Traceback" not in err
+    # The command's one line and nothing of distributed's (its scheduler logs the closed client with a traceback
+    # after the cluster closes; its HTTP server warns when another cluster holds port 8787).
+    assert err.split() == ["onnxcore", "batch:", "interrupted"], err
     assert not out.exists()
     assert _leftovers(tmp_path) == []

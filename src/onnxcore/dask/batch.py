@@ -19,7 +19,8 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -230,6 +231,33 @@ def _batch_of(session: Session, plan: ColumnPlan | None, source: str, batch_rows
     return batch, max(batch, batch_rows - batch_rows % batch)
 
 
+@contextlib.contextmanager
+def _quiet_distributed() -> Iterator[None]:
+    """Keep ``distributed``'s own logs and warnings off stderr from the cluster's start until it has closed.
+
+    The command's failure is its one line (its error, raised here). ``LocalCluster(silence_logs=...)`` quiets
+    the handlers only until ``close()``, and an interrupted run's scheduler still logs the client's closed
+    connection with a traceback after that; its HTTP server (started even with the dashboard off) warns when
+    another cluster holds port 8787 and then takes another port. Both are noise to a user of this command.
+    """
+    # distributed's configuration gives some child loggers their own level (distributed.client: warning) and
+    # its stream handler its own: each is raised for the run and put back after.
+    names = [n for n in logging.root.manager.loggerDict if n.split(".")[0] in ("distributed", "tornado")]
+    loggers = [logging.getLogger(n) for n in ("distributed", "tornado", *names)]
+    items: dict[int, logging.Logger | logging.Handler] = {id(lg): lg for lg in loggers}
+    items.update({id(h): h for lg in loggers for h in lg.handlers})
+    saved = [(item, item.level) for item in items.values()]
+    for item, _ in saved:
+        item.setLevel(logging.CRITICAL)
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=r"Port \d+ is already in use", category=UserWarning)
+            yield
+    finally:
+        for item, level in saved:
+            item.setLevel(level)
+
+
 def score(
     model: str,
     source: str,
@@ -287,49 +315,51 @@ def score(
     parent = target.parent if str(target.parent) else Path(".")
     directory = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".partial", dir=parent))
     client = cluster = None
-    try:
-        if scheduler is not None and scheduler not in LOCAL_SCHEDULERS:
-            from distributed import Client  # lazy: only a distributed run needs it
+    quiet = _quiet_distributed() if scheduler not in LOCAL_SCHEDULERS else contextlib.nullcontext()
+    with quiet:
+        try:
+            if scheduler is not None and scheduler not in LOCAL_SCHEDULERS:
+                from distributed import Client  # lazy: only a distributed run needs it
 
-            client = Client(scheduler)
-        elif scheduler is None:
-            from distributed import Client, LocalCluster  # lazy: only a distributed run needs it
+                client = Client(scheduler)
+            elif scheduler is None:
+                from distributed import Client, LocalCluster  # lazy: only a distributed run needs it
 
-            # silence_logs: a task that fails is the command's one line on stderr (its error, raised here), not
-            # also the worker's "Compute Failed" log with its traceback.
-            cluster = LocalCluster(
-                n_workers=workers or os.cpu_count() or 1,
-                threads_per_worker=1,
-                dashboard_address=None,
-                silence_logs=logging.CRITICAL,
-            )
-            client = Client(cluster)
-        payload = None  # a path: every worker reads the file itself
-        args = (plan, names, str(directory), fmt, batch)
-        rows = _run_tasks(ref, payload, pieces, args, client, scheduler, progress)
-        if fmt == "npy":
-            if pieces:
-                _join_npy(directory, len(pieces), target)
-            else:
-                raise InputError(f"--input {source}: no rows to score")
-        if client is not None:
-            client.close()
-            client = None
-        if cluster is not None:
-            cluster.close()
-            cluster = None
-        if fmt == "parquet":
-            os.rename(directory, target)
-        else:
-            _remove(directory)
-    finally:
-        if client is not None:
-            with contextlib.suppress(Exception):
+                # silence_logs: a task that fails is the command's one line on stderr (its error, raised here), not
+                # also the worker's "Compute Failed" log with its traceback.
+                cluster = LocalCluster(
+                    n_workers=workers or os.cpu_count() or 1,
+                    threads_per_worker=1,
+                    dashboard_address=None,
+                    silence_logs=logging.CRITICAL,
+                )
+                client = Client(cluster)
+            payload = None  # a path: every worker reads the file itself
+            args = (plan, names, str(directory), fmt, batch)
+            rows = _run_tasks(ref, payload, pieces, args, client, scheduler, progress)
+            if fmt == "npy":
+                if pieces:
+                    _join_npy(directory, len(pieces), target)
+                else:
+                    raise InputError(f"--input {source}: no rows to score")
+            if client is not None:
                 client.close()
-        if cluster is not None:
-            with contextlib.suppress(Exception):
+                client = None
+            if cluster is not None:
                 cluster.close()
-        _remove(directory)
+                cluster = None
+            if fmt == "parquet":
+                os.rename(directory, target)
+            else:
+                _remove(directory)
+        finally:
+            if client is not None:
+                with contextlib.suppress(Exception):
+                    client.close()
+            if cluster is not None:
+                with contextlib.suppress(Exception):
+                    cluster.close()
+            _remove(directory)
     return BatchResult(str(target), rows, len(pieces), time.perf_counter() - started)
 
 
