@@ -6,6 +6,9 @@ Inside :func:`lean_memory` (what ``onnxcore.optimize`` runs in):
   offset protobuf's framing puts them) is kept as that view when a plan is compiled, not copied to aligned memory
   (:func:`onnxcore.graph.attributes.constant_array`): numpy's kernels read it through their unaligned paths, a
   matrix product copying it for the call only. A session outside the context copies it once, for speed;
+- a session made inside it drops a mapped weight's resident pages after the weight's last reader in each run
+  (:attr:`onnxcore.runtime.plan.GraphIR.release_mapped`): the optimizer's proof evaluates the model and its result
+  several times, reading every weight each time, and the resident set would otherwise grow by the whole file;
 - a large constant a rewrite makes (a BatchNormalization folded into a 256 MiB weight) is written to an unlinked
   spill file and replaced by a read-only view of its mapping (:func:`spill_constant`): it costs page cache, which
   the kernel can drop and write back, instead of anonymous memory; the writer copies it file to file
@@ -31,7 +34,7 @@ import numpy as np
 
 from onnxcore.external.mapped import MappedFile, register_mapping
 
-__all__ = ["SPILL_FROM", "SpillFile", "lean_memory", "lean_view", "spill_constant"]
+__all__ = ["SPILL_FROM", "SpillFile", "in_lean_memory", "lean_memory", "lean_view", "spill_constant"]
 
 SPILL_FROM = 16 << 20
 """Octets from which a constant counts as large here (a 2048 x 2048 float32 matrix)."""
@@ -110,6 +113,11 @@ def lean_memory(directory: str | os.PathLike[str] | None = None) -> Iterator[Spi
     finally:
         _ACTIVE.reset(token)
         spill.close()
+
+
+def in_lean_memory() -> bool:
+    """Whether the caller runs inside :func:`lean_memory`."""
+    return _ACTIVE.get() is not None
 
 
 def lean_view(array: Any) -> bool:

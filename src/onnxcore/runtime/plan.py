@@ -24,6 +24,7 @@ from onnxcore.errors import (
     RunTimeoutError,
     ValidationError,
 )
+from onnxcore.external.mapped import release_pages
 from onnxcore.kernels.folding import FOLD_BUDGET_BYTES
 from onnxcore.limits import RunControl, active_run_control
 from onnxcore.runtime.codegen import MAX_STEPS, generate
@@ -55,6 +56,10 @@ class GraphIR:
         label: Where this graph is, for messages.
         disabled_rewrites: Names of the plan-time rewrites its plans leave out (:mod:`onnxcore.runtime.optimize.
             pipeline`).
+        release_mapped: Its plans drop the resident pages of a memory-mapped value (a weight of a model loaded
+            from a path, a spilled constant) after the value's last reader in a run (:func:`_releasing`). Set by a
+            session made in lean memory (:func:`onnxcore.external.spill.lean_memory`: the optimizer's proof) for
+            its main graph; False otherwise, where a run pays nothing for it.
     """
 
     __slots__ = (
@@ -67,6 +72,7 @@ class GraphIR:
         "label",
         "nodes",
         "output_names",
+        "release_mapped",
     )
 
     def __init__(
@@ -88,6 +94,7 @@ class GraphIR:
         self.output_names = output_names
         self.label = label
         self.complete = all(bn.call is not None for bn in nodes)
+        self.release_mapped = False
         self._plans: dict[tuple[Any, ...], Plan] = {}
         defined = set(input_names) | set(inits)
         free: list[str] = []
@@ -143,6 +150,25 @@ class GraphIR:
 def _needed_nodes(nodes: list[PlanNode], outputs: Sequence[str]) -> list[PlanNode]:
     """The nodes some output in ``outputs`` depends on, in their order."""
     return [bn for bn, keep in zip(nodes, live_nodes(nodes, outputs, {})) if keep]
+
+
+def _releasing(call: Callable[..., Any], positions: tuple[int, ...]) -> Callable[..., Any]:
+    """``call``, then the resident pages of its arguments at ``positions`` dropped where they view a read-only
+    mapped file (:func:`onnxcore.external.mapped.release_pages`; nothing for other values): the step is the last
+    reader of those values in the run (:attr:`GraphIR.release_mapped`).
+
+    A run of a model whose weights are a mapped file then holds, of the file, about what one step reads, not every
+    weight it has read: the pages stay in the page cache, and a later run (or a later step reading an alias of the
+    value) maps them again without reading the disk. The values never change (the mapping is read-only).
+    """
+
+    def step(*args: Any, **kw: Any) -> Any:
+        out = call(*args, **kw)
+        for p in positions:
+            release_pages(args[p])
+        return out
+
+    return step
 
 
 def describe_value(v: Any) -> str:
@@ -298,7 +324,13 @@ class Plan:
         info = []
         for idx, (bn, ins, out0, outs) in enumerate(raw):
             assert bn.call is not None
-            steps.append((bn.call, tuple(ins), out0, tuple(outs), bn.kw, tuple(frees[idx])))
+            call = bn.call
+            if ir.release_mapped and frees[idx]:
+                gone = set(frees[idx])
+                first = {s: p for p, s in reversed(list(enumerate(ins))) if s in gone}
+                if first:
+                    call = _releasing(call, tuple(sorted(first.values())))
+            steps.append((call, tuple(ins), out0, tuple(outs), bn.kw, tuple(frees[idx])))
             info.append(bn)
         self.steps = steps
         self.info = info
