@@ -2,10 +2,12 @@
 
 Inside :func:`lean_memory` (what ``onnxcore.optimize`` runs in):
 
-- a large constant that is a misaligned view of a mapped model file (a single file's weights sit at whatever
-  offset protobuf's framing puts them) is kept as that view when a plan is compiled, not copied to aligned memory
-  (:func:`onnxcore.graph.attributes.constant_array`): numpy's kernels read it through their unaligned paths, a
-  matrix product copying it for the call only. A session outside the context copies it once, for speed;
+- a constant that is a misaligned view of a read-only mapped file (a single file's weights sit at whatever
+  offset protobuf's framing puts them), and any large misaligned constant, is kept as that view when a plan is
+  compiled, not copied to aligned memory (:func:`onnxcore.graph.attributes.constant_array`): numpy's kernels read
+  it through their unaligned paths, a matrix product copying it for the call only (a few milliseconds for a 16 MiB
+  weight). A session outside the context copies it once, for speed; inside it, copies of a model's many small
+  weights would cost anonymous memory in proportion to the model, once per session (the proof has two);
 - a session made inside it drops a mapped weight's resident pages after the weight's last reader in each run
   (:attr:`onnxcore.runtime.plan.GraphIR.release_mapped`): the optimizer's proof evaluates the model and its result
   several times, reading every weight each time, and the resident set would otherwise grow by the whole file;
@@ -32,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from onnxcore.external.mapped import MappedFile, register_mapping
+from onnxcore.external.mapped import MappedFile, mapped_pages, register_mapping
 
 __all__ = ["SPILL_FROM", "SpillFile", "in_lean_memory", "lean_memory", "lean_view", "spill_constant"]
 
@@ -121,8 +123,11 @@ def in_lean_memory() -> bool:
 
 
 def lean_view(array: Any) -> bool:
-    """Whether ``array`` is a large constant to keep as it is (a view, however aligned): only in lean memory."""
-    return _ACTIVE.get() is not None and isinstance(array, np.ndarray) and array.nbytes >= SPILL_FROM
+    """Whether ``array`` is a constant to keep as it is (a view, however aligned): only in lean memory, a view of a
+    read-only mapped file (:func:`onnxcore.external.mapped.mapped_pages`) or a large array."""
+    if _ACTIVE.get() is None or not isinstance(array, np.ndarray):
+        return False
+    return array.nbytes >= SPILL_FROM or mapped_pages(array) is not None
 
 
 def spill_constant(value: Any) -> Any:
