@@ -50,17 +50,16 @@ def _resident(path: Path) -> int:
     return total
 
 
-def _chain(tmp_path: Path, probes: bool, d: int = D) -> Path:
-    """``X -> MatMul(w0) -> [Probe] -> MatMul(w1) -> [Probe] -> ...``, one file with every weight inline (``d x d``
-    float32), the first misaligned for float32 (a name of odd length puts its octets at an odd offset)."""
+def _chain(tmp_path: Path, probes: bool, d: int = D, reads: tuple[int, ...] = tuple(range(K))) -> Path:
+    """``X -> MatMul(w0) -> [Probe] -> MatMul(w1) -> [Probe] -> ...`` (the weights ``reads`` names, in turn), one
+    file with every weight inline (``d x d`` float32), some misaligned for float32 (names of odd and even length)."""
     rng = np.random.default_rng(0)
+    names = [f"w{k}" + "x" * k for k in range(max(reads) + 1)]
+    inits = [tensor(n, (rng.standard_normal((d, d)) / np.sqrt(d)).astype(np.float32)) for n in names]
     nodes: list[Any] = []
-    inits = []
     prev = "X"
-    for k in range(K):
-        name = f"w{k}" + "x" * k
-        inits.append(tensor(name, (rng.standard_normal((d, d)) / np.sqrt(d)).astype(np.float32)))
-        nodes.append(helper.make_node("MatMul", [prev, name], [f"m{k}"]))
+    for k, read in enumerate(reads):
+        nodes.append(helper.make_node("MatMul", [prev, names[read]], [f"m{k}"]))
         prev = f"m{k}"
         if probes:
             nodes.append(helper.make_node("Probe", [prev], [f"p{k}"], domain=PROBE))
@@ -70,14 +69,16 @@ def _chain(tmp_path: Path, probes: bool, d: int = D) -> Path:
     m = model(nodes, [vi("X", T.FLOAT, ["N", d])], [vi("Y", T.FLOAT, ["N", d])], inits, extra_opsets=extra)
     path = tmp_path / ("probed.onnx" if probes else "chain.onnx")
     onnxcore.save(m, path)
-    assert path.stat().st_size > K * d * d * 4
+    assert path.stat().st_size > len(names) * d * d * 4
     assert any(not onnxcore.to_array(t).flags.aligned for t in onnxcore.load(path).graph.initializer)
     return path
 
 
-def _probed_run(tmp_path: Path, lean: bool, d: int) -> tuple[list[int], int, np.ndarray]:
+def _probed_run(
+    tmp_path: Path, lean: bool, d: int, reads: tuple[int, ...] = tuple(range(K))
+) -> tuple[list[int], int, np.ndarray]:
     """The file's resident octets at each probe of one run, after the run, and the output."""
-    path = _chain(tmp_path, probes=True, d=d)
+    path = _chain(tmp_path, probes=True, d=d, reads=reads)
     seen: list[int] = []
     ops = KernelSet()
 
@@ -113,6 +114,14 @@ def test_a_run_in_lean_memory_holds_no_weight_after_its_last_reader(tmp_path: Pa
     ordinary_seen, ordinary_after, want = _probed_run(tmp_path, lean=False, d=d)
     np.testing.assert_array_equal(y, want)
     assert ordinary_after >= K * w and ordinary_seen[-1] >= K * w
+
+
+def test_a_weight_read_twice_stays_until_its_second_reader(tmp_path: Path) -> None:
+    seen, after, y = _probed_run(tmp_path, lean=True, d=D, reads=(0, 0, 1))
+    # After the first product w0 is still to be read: its pages stay (no fault again for the second); after the
+    # second it is released, and w1 after the third.
+    assert seen[0] >= W and seen[1] < W // 16 and seen[2] < W // 16 and after < W // 16, seen
+    np.testing.assert_array_equal(y, _probed_run(tmp_path, lean=False, d=D, reads=(0, 0, 1))[2])
 
 
 def test_a_session_outside_lean_memory_runs_its_kernels_unwrapped(tmp_path: Path) -> None:
