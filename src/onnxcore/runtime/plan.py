@@ -185,8 +185,9 @@ def _releases(
     for key, idx in last.items():
         by_step[idx].append(mapped[key])
     out = []
-    for (_bn, ins, _o0, _outs), gone, arrays in zip(raw, frees, by_step):
-        first = {s: p for p, s in reversed(list(enumerate(ins))) if s in set(gone)}
+    for (_bn, ins, _o0, _outs), freed, arrays in zip(raw, frees, by_step):
+        gone = set(freed)
+        first = {s: p for p, s in reversed(list(enumerate(ins))) if s in gone}
         out.append((tuple(sorted(first.values())), tuple(arrays)))
     return out
 
