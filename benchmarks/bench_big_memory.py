@@ -3,15 +3,16 @@
 The goal: a single model file over 2 GiB optimized with peak memory under 1 GiB, resident and anonymous. Each run is
 a fresh process (``--child``) that optimizes the model and writes the result (``save_optimized``) while a thread
 reads ``/proc/self/status`` every 10 ms: the peak resident set (``VmRSS``, which counts the pages of the mapped model
-file and of the spill file this process has touched) and the peak anonymous memory (``RssAnon``, what the process
-allocated), overall and per stage (load, check, rewrite, annotate, verify, write; the stage names are the
-optimizer's steps, found by name and left out where the optimizer has none).
+file and of the spill file this process has resident), its file-backed part (``RssFile``) and the peak anonymous
+memory (``RssAnon``, what the process allocated), per stage (load, check, rewrite, annotate, verify, write; the
+stage names are the optimizer's steps, found by name and left out where the optimizer has none). The overall peak
+resident set is the kernel's own high-water mark (``VmHWM``, exact: no peak between two samples is missed).
 
 Runs: the single file and the external-data variant, each with verification and with ``verify=False``. The
-verification evaluates the original and the result on generated inputs, reading every weight: its pages of the
-mapped files count in the resident set (file pages the kernel can drop, not allocations). The exit status is 1
-when a single-file run misses the goal: anonymous memory over 1 GiB in either mode, or resident memory over 1 GiB
-without verification.
+verification evaluates the original and the result on generated inputs, reading every weight; its sessions drop
+each mapped weight's pages after the weight's last reader in a run (lean memory, ``onnxcore.external.spill``), so
+that the resident set holds about one weight of the file at a time, not the whole file. The exit status is 1 when a
+single-file run misses the goal: peak resident (``VmHWM``) or anonymous memory over 1 GiB, in either mode.
 
 Usage: ``OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python benchmarks/bench_big_memory.py [--big-dir DIR]
 [--work DIR] [--cases single external] [--modes verify no-verify]`` (the model is made in ``--big-dir`` if missing;
@@ -50,8 +51,8 @@ class _Meter:
     """Peaks of VmRSS and RssAnon, overall and since the last :meth:`lap`."""
 
     def __init__(self) -> None:
-        self.total = {"rss": 0, "anon": 0}
-        self.lap_peak = {"rss": 0, "anon": 0}
+        self.total = {"rss": 0, "anon": 0, "file": 0}
+        self.lap_peak = {"rss": 0, "anon": 0, "file": 0}
         self._stop = threading.Event()
         threading.Thread(target=self._poll, daemon=True).start()
 
@@ -62,14 +63,14 @@ class _Meter:
 
     def sample(self) -> None:
         s = _status()
-        for key, field in (("rss", "VmRSS"), ("anon", "RssAnon")):
+        for key, field in (("rss", "VmRSS"), ("anon", "RssAnon"), ("file", "RssFile")):
             self.total[key] = max(self.total[key], s.get(field, 0))
             self.lap_peak[key] = max(self.lap_peak[key], s.get(field, 0))
 
     def lap(self) -> dict[str, int]:
         self.sample()
         got = dict(self.lap_peak)
-        self.lap_peak = {"rss": 0, "anon": 0}
+        self.lap_peak = {"rss": 0, "anon": 0, "file": 0}
         return got
 
 
@@ -104,7 +105,8 @@ def child(src: str, out: str, verify: bool) -> dict[str, Any]:
         answer["error"] = f"{type(e).__name__}: {' '.join(str(e).split())[:300]}"
     answer["seconds"] = time.perf_counter() - t0
     meter.sample()
-    answer.update(peak_rss=meter.total["rss"], peak_anon=meter.total["anon"], stages=stages)
+    hwm = _status().get("VmHWM", 0)
+    answer.update(peak_rss=max(hwm, meter.total["rss"]), peak_anon=meter.total["anon"], stages=stages)
     return answer
 
 
@@ -144,12 +146,12 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             r = json.loads(lines[-1])
             outcome = r.get("error") or ("verified" if r.get("verified") else "written, not verified")
-            print(f"{case}, {mode}: {r['seconds']:.1f} s, peak {_mib(r['peak_rss'])} resident, "
+            print(f"{case}, {mode}: {r['seconds']:.1f} s, peak {_mib(r['peak_rss'])} resident (VmHWM), "
                   f"{_mib(r['peak_anon'])} anonymous; {outcome}")  # fmt: skip
             for s in r["stages"]:
                 print(f"    {s['stage']:9s} {s['seconds']:6.1f} s  peak {_mib(s['rss']):>10s} resident "
-                      f"{_mib(s['anon']):>10s} anonymous")  # fmt: skip
-            if case == "single" and (r["peak_anon"] >= GOAL or (mode == "no-verify" and r["peak_rss"] >= GOAL)):
+                      f"{_mib(s['anon']):>10s} anonymous {_mib(s['file']):>10s} file")  # fmt: skip
+            if case == "single" and (r["peak_anon"] >= GOAL or r["peak_rss"] >= GOAL):
                 missed = True
     shutil.rmtree(work, ignore_errors=True)
     return 1 if missed else 0

@@ -30,7 +30,16 @@ import numpy as np
 
 from onnxcore.errors import ModelFileError
 
-__all__ = ["FileRange", "MappedFile", "ensure_within", "file_range", "open_range", "register_mapping", "release_pages"]
+__all__ = [
+    "FileRange",
+    "MappedFile",
+    "ensure_within",
+    "file_range",
+    "mapped_pages",
+    "open_range",
+    "register_mapping",
+    "release_pages",
+]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -147,27 +156,54 @@ def ensure_within(fd: int, rng: FileRange) -> None:
         )
 
 
-def release_pages(array: Any) -> None:
-    """Drop this process's resident pages of the mapped file ``array`` views (nothing when it views none).
+def mapped_pages(array: Any) -> tuple[mmap.mmap, int, int] | None:
+    """The read-only mapping ``array`` views and the page-aligned octets ``[start, end)`` of it the array spans, or
+    None when it views none (or a mapping this process may have written: a private copy's pages are its only copy).
 
-    The octets stay in the file and the page cache: a later read of the array maps them again. A pass that reads a
-    large weight once (a folding) calls it on each block it has read, so that the resident set does not grow by
-    every weight it folds.
+    The span covers every element whatever the strides (a transposed view of a weight spans the weight).
     """
-    if not isinstance(array, np.ndarray) or array.nbytes == 0 or not hasattr(mmap, "MADV_DONTNEED"):
-        return
+    if not isinstance(array, np.ndarray) or array.size == 0:
+        return None
     base: Any = array
     while isinstance(base, np.ndarray) and base.base is not None:
         base = base.base
     if isinstance(base, memoryview):
         base = base.obj
     if not isinstance(base, mmap.mmap) or base.closed:
-        return
-    start = int(array.ctypes.data) - int(np.frombuffer(base, np.uint8).ctypes.data)
-    end = start + array.nbytes if array.flags.c_contiguous else len(base)
+        return None
+    # Only ACCESS_READ mappings (io.load's, the spill file's) are read-only: dropping a page of one loses nothing,
+    # the file holds it. ACCESS_COPY (private) and ACCESS_WRITE mappings are left alone.
+    if not memoryview(base).readonly:
+        return None
+    origin = int(np.frombuffer(base, np.uint8).ctypes.data)
+    low = high = int(array.ctypes.data)
+    for n, stride in zip(array.shape, array.strides):
+        if stride < 0:
+            low += (n - 1) * stride
+        else:
+            high += (n - 1) * stride
+    start, end = low - origin, high + array.itemsize - origin
+    if start < 0 or end > len(base):  # not within the mapping: never trusted
+        return None
     page = mmap.PAGESIZE
-    lo = max(0, start // page * page)
-    hi = min(len(base), -(-end // page) * page)
+    return base, start // page * page, min(len(base), -(-end // page) * page)
+
+
+def release_pages(array: Any) -> None:
+    """Drop this process's resident pages of the read-only mapped file ``array`` views (nothing when it views
+    none; :func:`mapped_pages`).
+
+    The octets stay in the file and the page cache: a later read of the array maps them again (a minor fault per
+    page, no disk read while the page cache keeps them). A pass that reads a large weight once (a folding) calls it
+    on each block it has read, and a plan laid out in lean memory on each mapped weight after its last reader
+    (:mod:`onnxcore.runtime.plan`), so that the resident set does not grow by every weight read.
+    """
+    if not hasattr(mmap, "MADV_DONTNEED"):
+        return
+    span = mapped_pages(array)
+    if span is None:
+        return
+    base, lo, hi = span
     if hi > lo:
         try:
             base.madvise(mmap.MADV_DONTNEED, lo, hi - lo)

@@ -2,10 +2,15 @@
 
 Inside :func:`lean_memory` (what ``onnxcore.optimize`` runs in):
 
-- a large constant that is a misaligned view of a mapped model file (a single file's weights sit at whatever
-  offset protobuf's framing puts them) is kept as that view when a plan is compiled, not copied to aligned memory
-  (:func:`onnxcore.graph.attributes.constant_array`): numpy's kernels read it through their unaligned paths, a
-  matrix product copying it for the call only. A session outside the context copies it once, for speed;
+- a constant that is a misaligned view of a read-only mapped file (a single file's weights sit at whatever
+  offset protobuf's framing puts them), and any large misaligned constant, is kept as that view when a plan is
+  compiled, not copied to aligned memory (:func:`onnxcore.graph.attributes.constant_array`): numpy's kernels read
+  it through their unaligned paths, a matrix product copying it for the call only (a few milliseconds for a 16 MiB
+  weight). A session outside the context copies it once, for speed; inside it, copies of a model's many small
+  weights would cost anonymous memory in proportion to the model, once per session (the proof has two);
+- a session made inside it drops a mapped weight's resident pages after the weight's last reader in each run
+  (:attr:`onnxcore.runtime.plan.GraphIR.release_mapped`): the optimizer's proof evaluates the model and its result
+  several times, reading every weight each time, and the resident set would otherwise grow by the whole file;
 - a large constant a rewrite makes (a BatchNormalization folded into a 256 MiB weight) is written to an unlinked
   spill file and replaced by a read-only view of its mapping (:func:`spill_constant`): it costs page cache, which
   the kernel can drop and write back, instead of anonymous memory; the writer copies it file to file
@@ -29,9 +34,9 @@ from typing import Any
 
 import numpy as np
 
-from onnxcore.external.mapped import MappedFile, register_mapping
+from onnxcore.external.mapped import MappedFile, mapped_pages, register_mapping
 
-__all__ = ["SPILL_FROM", "SpillFile", "lean_memory", "lean_view", "spill_constant"]
+__all__ = ["SPILL_FROM", "SpillFile", "in_lean_memory", "lean_memory", "lean_view", "spill_constant"]
 
 SPILL_FROM = 16 << 20
 """Octets from which a constant counts as large here (a 2048 x 2048 float32 matrix)."""
@@ -112,9 +117,17 @@ def lean_memory(directory: str | os.PathLike[str] | None = None) -> Iterator[Spi
         spill.close()
 
 
+def in_lean_memory() -> bool:
+    """Whether the caller runs inside :func:`lean_memory`."""
+    return _ACTIVE.get() is not None
+
+
 def lean_view(array: Any) -> bool:
-    """Whether ``array`` is a large constant to keep as it is (a view, however aligned): only in lean memory."""
-    return _ACTIVE.get() is not None and isinstance(array, np.ndarray) and array.nbytes >= SPILL_FROM
+    """Whether ``array`` is a constant to keep as it is (a view, however aligned): only in lean memory, a view of a
+    read-only mapped file (:func:`onnxcore.external.mapped.mapped_pages`) or a large array."""
+    if _ACTIVE.get() is None or not isinstance(array, np.ndarray):
+        return False
+    return array.nbytes >= SPILL_FROM or mapped_pages(array) is not None
 
 
 def spill_constant(value: Any) -> Any:

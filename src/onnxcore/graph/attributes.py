@@ -116,8 +116,9 @@ def constant_array(a: Any) -> Any:
 
     A zero-copy view into the model's octets can be misaligned for its element type, which makes
     numpy take its slow unaligned loops (matmul then bypasses BLAS): such a view is copied once.
-    In lean memory (:func:`onnxcore.external.spill.lean_memory`, what the optimizer runs in) a large view stays a
-    view: a copy of every weight of a model over 2 GiB would cost more memory than the model's file.
+    In lean memory (:func:`onnxcore.external.spill.lean_memory`, what the optimizer runs in) a view of a mapped file
+    or a large view stays a view: a copy of every weight of a model over 2 GiB would cost more memory than the
+    model's file.
     The result is read-only, as the constant is shared by every run.
     """
     if isinstance(a, np.ndarray):

@@ -16,6 +16,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from onnxcore.errors import (
     EvaluationError,
     LimitError,
@@ -24,6 +26,7 @@ from onnxcore.errors import (
     RunTimeoutError,
     ValidationError,
 )
+from onnxcore.external.mapped import mapped_pages, release_pages
 from onnxcore.kernels.folding import FOLD_BUDGET_BYTES
 from onnxcore.limits import RunControl, active_run_control
 from onnxcore.runtime.codegen import MAX_STEPS, generate
@@ -55,6 +58,10 @@ class GraphIR:
         label: Where this graph is, for messages.
         disabled_rewrites: Names of the plan-time rewrites its plans leave out (:mod:`onnxcore.runtime.optimize.
             pipeline`).
+        release_mapped: Its plans drop the resident pages of a memory-mapped value (a weight of a model loaded
+            from a path, a spilled constant) after the value's last reader in a run (:func:`_releasing`). Set by a
+            session made in lean memory (:func:`onnxcore.external.spill.lean_memory`: the optimizer's proof) for
+            its main graph; False otherwise, where a run pays nothing for it.
     """
 
     __slots__ = (
@@ -67,6 +74,7 @@ class GraphIR:
         "label",
         "nodes",
         "output_names",
+        "release_mapped",
     )
 
     def __init__(
@@ -88,6 +96,7 @@ class GraphIR:
         self.output_names = output_names
         self.label = label
         self.complete = all(bn.call is not None for bn in nodes)
+        self.release_mapped = False
         self._plans: dict[tuple[Any, ...], Plan] = {}
         defined = set(input_names) | set(inits)
         free: list[str] = []
@@ -143,6 +152,67 @@ class GraphIR:
 def _needed_nodes(nodes: list[PlanNode], outputs: Sequence[str]) -> list[PlanNode]:
     """The nodes some output in ``outputs`` depends on, in their order."""
     return [bn for bn, keep in zip(nodes, live_nodes(nodes, outputs, {})) if keep]
+
+
+def _held(value: Any) -> list[Any]:
+    """The arrays ``value`` is or holds (a fused step's attribute may be a tuple of them)."""
+    if isinstance(value, tuple | list):
+        return [a for v in value for a in _held(v)]
+    return [value] if isinstance(value, np.ndarray) else []
+
+
+def _releases(
+    raw: Sequence[tuple[PlanNode, list[int], int, list[tuple[int, int]]]],
+    frees: Sequence[Sequence[int]],
+    constants: Mapping[str, Any],
+) -> list[tuple[tuple[int, ...], tuple[np.ndarray, ...]]]:
+    """Per step, what :func:`_releasing` drops after it (:attr:`GraphIR.release_mapped`): the positions of its
+    arguments it is the last reader of (a value computed in the run may view a mapped weight: a Slice of a table),
+    and the mapped constants it is the last step to hold. A step holds the constants it reads by name (its inputs,
+    the enclosing-scope values its subgraphs read, the inputs its node and the nodes fused into it were written
+    with: a fused Linear's weight is no input of the step, and a step fused again keeps it inside another's
+    callable) and those a fused step was prepared with (its ``step_attrs``)."""
+    last: dict[int, int] = {}
+    mapped: dict[int, np.ndarray] = {}
+    for idx, (bn, _ins, _o0, _outs) in enumerate(raw):
+        names = [*bn.inputs, *bn.outer, *bn.node.input, *(n for f in bn.fused for n in (*f.inputs, *f.node.input))]
+        held = [*(constants.get(n) for n in names if n), *_held(list(bn.step_attrs.values()))]
+        for value in held:
+            if isinstance(value, np.ndarray) and (id(value) in mapped or mapped_pages(value) is not None):
+                mapped[id(value)] = value
+                last[id(value)] = idx
+    by_step: list[list[np.ndarray]] = [[] for _ in raw]
+    for key, idx in last.items():
+        by_step[idx].append(mapped[key])
+    out = []
+    for (_bn, ins, _o0, _outs), freed, arrays in zip(raw, frees, by_step):
+        gone = set(freed)
+        first = {s: p for p, s in reversed(list(enumerate(ins))) if s in gone}
+        out.append((tuple(sorted(first.values())), tuple(arrays)))
+    return out
+
+
+def _releasing(
+    call: Callable[..., Any], positions: tuple[int, ...], constants: tuple[np.ndarray, ...] = ()
+) -> Callable[..., Any]:
+    """``call``, then the resident pages dropped of its arguments at ``positions`` and of ``constants``, where they
+    view a read-only mapped file (:func:`onnxcore.external.mapped.release_pages`; nothing for other values): the
+    step is the last reader of those values in the run (:attr:`GraphIR.release_mapped`, :func:`_releases`).
+
+    A run of a model whose weights are a mapped file then holds, of the file, about what one step reads, not every
+    weight it has read: the pages stay in the page cache, and a later run (or a later step reading an alias of a
+    value) maps them again without reading the disk. The values never change (the mapping is read-only).
+    """
+
+    def step(*args: Any, **kw: Any) -> Any:
+        out = call(*args, **kw)
+        for p in positions:
+            release_pages(args[p])
+        for a in constants:
+            release_pages(a)
+        return out
+
+    return step
 
 
 def describe_value(v: Any) -> str:
@@ -294,11 +364,15 @@ class Plan:
                 if s not in protected:
                     frees[idx].append(s)
 
+        releases = _releases(raw, frees, inits | derived) if ir.release_mapped else None
         steps = []
         info = []
         for idx, (bn, ins, out0, outs) in enumerate(raw):
             assert bn.call is not None
-            steps.append((bn.call, tuple(ins), out0, tuple(outs), bn.kw, tuple(frees[idx])))
+            call = bn.call
+            if releases is not None and (releases[idx][0] or releases[idx][1]):
+                call = _releasing(call, *releases[idx])
+            steps.append((call, tuple(ins), out0, tuple(outs), bn.kw, tuple(frees[idx])))
             info.append(bn)
         self.steps = steps
         self.info = info

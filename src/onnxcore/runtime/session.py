@@ -27,6 +27,7 @@ from onnxcore.errors import (
     ValidationError,
     ValidationWarning,
 )
+from onnxcore.external.spill import in_lean_memory
 from onnxcore.graph.bound import BoundModel, bind
 from onnxcore.io import load
 from onnxcore.kernels.fused import FUSED_DOMAIN
@@ -215,6 +216,8 @@ class Session:
             )
         if ir.free_names:
             raise ValidationError(f"values {ir.free_names} are used but never defined (Clause 7.5)")
+        # In lean memory (the optimizer's proof) a run drops each mapped weight's pages after its last reader.
+        ir.release_mapped = in_lean_memory()
         self._ir: GraphIR = ir
         init_names = set(ir.inits)
         self.inputs = [ValueDescription(vi.name, vi.type, vi.name in init_names) for vi in graph.input]
