@@ -8,7 +8,8 @@ output is its input whatever extents the variables take:
   reads;
 * ``Cast`` to the element type inference tells the input has;
 * ``Reshape`` to the input's own shape: each entry of the constant shape is the input's fixed extent, or 0 (copy
-  the extent) without ``allowzero``; a -1 only beside fixed non-zero extents that match;
+  the extent) without ``allowzero``; a -1 only where every other axis has a fixed non-zero extent that the
+  shape copies or matches (the -1's own axis may be a dimension variable);
 * ``Transpose`` by the identity permutation;
 * ``Expand`` by a shape of 1s and of the input's own fixed extents, no longer than the input's rank;
 * ``Pad`` by all-zero pads;
@@ -81,12 +82,18 @@ def _reshape(bn: PlanNode, g: ModelGraph, x: str, shape: Shape | None) -> bool:
     if bn.since < 5 or shape is None or target is None or len(target) != len(shape):
         return False
     allowzero = bool(bn.kw.get("allowzero", 0))
-    fixed_others = all(isinstance(d, int) and d > 0 for d in shape)
+    if target.count(-1) > 1:
+        return False
+    # A -1 takes the extent that the input's size leaves after the other entries' product, which is this axis'
+    # own extent whenever that product is not 0: certain when every other axis has a fixed non-zero extent. A
+    # dimension variable among them may be 0, where the -1 is undetermined and the Reshape fails (onnxruntime
+    # and onnx.reference too); leaving it out there would turn that failure into a value, so it stays.
+    others_nonzero = all(isinstance(d, int) and d > 0 for t, d in zip(target, shape) if t != -1)
     for t, d in zip(target, shape):
         if t == 0 and not allowzero:
             continue
         if t == -1:
-            if not fixed_others:
+            if not others_nonzero:
                 return False
             continue
         if not isinstance(d, int) or t != d:
