@@ -29,12 +29,12 @@ from onnxcore.runtime.optimize.graph import PlanGraph
 from onnxcore.runtime.optimize.standard.emit import Names, constant_ints, is_standard, node_name, shape, standard_node
 from onnxcore.runtime.step import PlanNode
 
-__all__ = ["resolve_reshape_targets"]
+__all__ = ["SHAPE_OPS", "SymbolicShapes", "resolve_reshape_targets"]
 
 # An extent: a fixed integer, a dimension variable's name, the extent of value ``name`` on ``axis`` where the graph
 # does not tell it otherwise (``(name, axis)``: equal to itself wherever it is read), or None (unknown).
 _Element = int | str | tuple[str, int] | None
-_SHAPE_OPS = ("Shape", "Gather", "Unsqueeze", "Squeeze", "Concat", "Slice", "Cast", "Identity")
+SHAPE_OPS = ("Shape", "Gather", "Unsqueeze", "Squeeze", "Concat", "Slice", "Cast", "Identity")
 _INT_TYPES = (6, 7, 12, 13)  # int32, int64, uint32, uint64
 
 
@@ -46,7 +46,7 @@ def _extents(graph: PlanGraph, name: str) -> tuple[_Element, ...] | None:
     return tuple((name, i) if e is None else e for i, e in enumerate(s))
 
 
-class _Symbolic:
+class SymbolicShapes:
     """The values of small integer tensors as extents, followed back through the shape operators (memoised)."""
 
     def __init__(self, graph: PlanGraph, nodes: list[PlanNode]) -> None:
@@ -73,7 +73,7 @@ class _Symbolic:
             return None
         bn = self.nodes[k]
         op = bn.node.op_type
-        if op not in _SHAPE_OPS or not is_standard(bn, op) or bn.outputs[0] != name:
+        if op not in SHAPE_OPS or not is_standard(bn, op) or bn.outputs[0] != name:
             return None
         ins = bn.inputs
         if op == "Shape":
@@ -174,7 +174,7 @@ def resolve_reshape_targets(graph: PlanGraph) -> list[PlanNode]:
     nodes = list(graph.nodes)
     if graph.facts is None or not any(bn.node.op_type == "Reshape" for bn in nodes):
         return nodes
-    sym = _Symbolic(graph, nodes)
+    sym = SymbolicShapes(graph, nodes)
     names = Names(graph)
     changed = False
     for k, bn in enumerate(nodes):
@@ -196,5 +196,5 @@ def resolve_reshape_targets(graph: PlanGraph) -> list[PlanNode]:
         changed = True
     if not changed:
         return nodes
-    candidates = {k for k, bn in enumerate(nodes) if bn.node.op_type in _SHAPE_OPS and is_standard(bn, bn.node.op_type)}
+    candidates = {k for k, bn in enumerate(nodes) if bn.node.op_type in SHAPE_OPS and is_standard(bn, bn.node.op_type)}
     return _sweep(graph, nodes, candidates)
