@@ -20,6 +20,8 @@ does nothing without them (a session's plan).
 - ``fold_channel_affine`` (:mod:`.channel_affine`): a per-channel constant Mul, Div, Add or Sub folded into the Conv,
   ConvTranspose, Gemm, MatMul or BatchNormalization before it;
 - ``matmul_add_to_gemm`` (:mod:`.gemm`): ``MatMul(A, B) + C`` as ``Gemm(A, B, C)`` where ``A`` is 2-D;
+- ``unit_transposes_as_reshape`` (:mod:`.unit_transpose`): a Transpose that moves only axes of extent 1 as a
+  Reshape, merged with the Reshape before it;
 - ``merge_layout_ops`` (:mod:`.layout`): consecutive Transpose, Reshape, Squeeze and Unsqueeze nodes merged;
 - ``exporter_operators`` (:mod:`.exporter`): exporters' chains for GELU, SiLU, HardSwish, LayerNorm and RMSNorm
   as the operator set's own operator (Gelu, Swish, HardSwish, LayerNormalization, RMSNormalization);
@@ -42,6 +44,7 @@ from onnxcore.runtime.optimize.standard.groupnorm import group_norms
 from onnxcore.runtime.optimize.standard.layout import merge_layout_ops
 from onnxcore.runtime.optimize.standard.reshape import resolve_reshape_targets
 from onnxcore.runtime.optimize.standard.shape_values import fold_shape_values
+from onnxcore.runtime.optimize.standard.unit_transpose import unit_transposes_as_reshape
 from onnxcore.runtime.step import PlanNode
 
 __all__ = [
@@ -55,6 +58,7 @@ __all__ = [
     "matmul_add_to_gemm",
     "merge_layout_ops",
     "resolve_reshape_targets",
+    "unit_transposes_as_reshape",
 ]
 
 # What each requires and ensures: the names read are made, and no node is a fused step (the nodes as a model writes
@@ -73,6 +77,7 @@ STANDARD_REWRITES: tuple[Rewrite, ...] = (
     _standard("fold_batchnorm", fold_batchnorm, 1),
     _standard("fold_channel_affine", fold_channel_affine, 1),
     _standard("matmul_add_to_gemm", matmul_add_to_gemm, 1),
+    _standard("unit_transposes_as_reshape", unit_transposes_as_reshape, 1),
     _standard("merge_layout_ops", merge_layout_ops, 1),
     _standard("exporter_operators", exporter_operators, 2),
     _standard("group_norms", group_norms, 2),
