@@ -201,3 +201,13 @@ def test_random_chains_fold(seed: int) -> None:
     feeds = [{"x": rng.standard_normal((n, 4, *spatial)).astype(np.float32)} for n in (1, 2)]
     out, _ = rewrite_and_compare(m, feeds, FOLD)
     assert ops(out) == ["Conv", "Identity"]
+
+
+def test_a_factor_that_overflows_the_folded_weight_is_left_alone() -> None:
+    # W = 1e20 and s = 1e20: W * s overflows float32 to inf, while (conv(x) * s) is finite for a small x.
+    w = nh.from_array(np.full((2, 1, 1, 1), 1e20, np.float32), "W")
+    conv = h.make_node("Conv", ["x", "W"], ["c"])
+    m = _model([conv, h.make_node("Mul", ["c", "s"], ["y"])], [w, nh.from_array(np.full((2, 1, 1), 1e20,
+               np.float32), "s")], ["N", 1, 2, 2], ["N", 2, 2, 2])  # fmt: skip
+    out, fired = rewrite(m, FOLD)
+    assert fired == [] and ops(out) == ["Conv", "Mul"]

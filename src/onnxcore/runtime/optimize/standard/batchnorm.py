@@ -108,8 +108,12 @@ def fold_factors_into_conv(
                         name=node_name((conv, bn), f"{op}_{bn.outputs[0]}"), attributes_of=conv)  # fmt: skip
     if out is None:
         return None
+    with np.errstate(over="ignore"):
+        w_out = w2.astype(w.dtype)
+    if scaled and not np.all(np.isfinite(w_out)) and np.all(np.isfinite(w)):
+        return None  # a factor so large a folded weight overflows the type, where the pair's products need not
     if scaled:
-        graph.add_constant(w_name, w2.astype(w.dtype))
+        graph.add_constant(w_name, w_out)
     if b2_name:
         graph.add_constant(b2_name, b2.astype(w.dtype))
     return out

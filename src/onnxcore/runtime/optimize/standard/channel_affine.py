@@ -58,8 +58,10 @@ def _operand(graph: PlanGraph, bn: PlanNode) -> tuple[str, np.ndarray] | None:
         return None
     if c.dtype not in _TYPES or not np.all(np.isfinite(c)):
         return None
-    if op == "Div" and not np.all(np.isfinite((1.0 / c.astype(np.float64)).astype(c.dtype))):
-        return None  # a zero divisor, or one so small its reciprocal overflows the type
+    if op == "Div":
+        with np.errstate(divide="ignore", over="ignore"):
+            if not np.all(np.isfinite((1.0 / c.astype(np.float64)).astype(c.dtype))):
+                return None  # a zero divisor, or one so small its reciprocal overflows the type
     if op in ("Add", "Sub") and not np.any(c):
         return None  # a float's x + 0 turns -0 into +0: kept, as drop_noops keeps it
     return y, c
