@@ -26,7 +26,10 @@ does nothing without them (a session's plan).
 - ``exporter_operators`` (:mod:`.exporter`): exporters' chains for GELU, SiLU, HardSwish, LayerNorm and RMSNorm
   as the operator set's own operator (Gelu, Swish, HardSwish, LayerNormalization, RMSNormalization);
 - ``group_norms`` (:mod:`.groupnorm`): GroupNorm as exporters write it (Reshape, InstanceNormalization, Reshape,
-  Mul, Add) as GroupNormalization.
+  Mul, Add) as GroupNormalization;
+- ``drop_neutral_operands`` (:mod:`.neutral`): a Mul or Div by a whole constant of ones (a fresh norm's weight),
+  an Add of zeros ``-0`` or a Sub of zeros ``+0``, whose broadcast keeps the other operand's shape, left out
+  (last, so that the patterns above see a norm's weight of ones as the weight it is).
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from onnxcore.runtime.optimize.standard.facts import graph_facts
 from onnxcore.runtime.optimize.standard.gemm import matmul_add_to_gemm
 from onnxcore.runtime.optimize.standard.groupnorm import group_norms
 from onnxcore.runtime.optimize.standard.layout import merge_layout_ops
+from onnxcore.runtime.optimize.standard.neutral import drop_neutral_operands
 from onnxcore.runtime.optimize.standard.reshape import resolve_reshape_targets
 from onnxcore.runtime.optimize.standard.shape_values import fold_shape_values
 from onnxcore.runtime.optimize.standard.unit_transpose import unit_transposes_as_reshape
@@ -49,6 +53,7 @@ from onnxcore.runtime.step import PlanNode
 
 __all__ = [
     "STANDARD_REWRITES",
+    "drop_neutral_operands",
     "exporter_operators",
     "fold_batchnorm",
     "fold_channel_affine",
@@ -81,5 +86,7 @@ STANDARD_REWRITES: tuple[Rewrite, ...] = (
     _standard("merge_layout_ops", merge_layout_ops, 1),
     _standard("exporter_operators", exporter_operators, 2),
     _standard("group_norms", group_norms, 2),
+    # Last: the exporters' patterns above read a norm's weight of ones as the weight it is.
+    _standard("drop_neutral_operands", drop_neutral_operands, 1),
 )
 """The standard rewrites, in the order a model's pipeline runs them."""
