@@ -2,7 +2,7 @@
 of ones (a fresh RMSNorm's weight), an Add of -0s or a Sub of +0s, left out where the constant's broadcast keeps the
 other operand's shape; the result is the original's bit for bit (onnxruntime on the original), and the traps (a
 float's + (+0), a broadcast that grows an extent a dimension variable may make 1, a constant of higher rank, a
-constant minus x, a value of ones but one) keep the node."""
+constant minus x, a value of ones but one) keep the node; a Concat of one input is its input."""
 
 from __future__ import annotations
 
@@ -84,3 +84,18 @@ def test_traps_keep_the_node() -> None:
     for name, m in traps.items():
         out, fired = rewrite(m, DROP)
         assert fired == [] and len(ops(out)) == 2, name
+
+
+def test_a_concat_of_one_input_is_left_out_unless_it_is_a_graph_output() -> None:
+    # TorchScript's torch.cat of a list of one tensor (densenet's first layer of each block).
+    nodes = [h.make_node("Concat", ["x"], ["m"], axis=1), h.make_node("Relu", ["m"], ["y"]),
+             h.make_node("Concat", ["x"], ["z"], axis=0)]  # fmt: skip
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", TP.FLOAT, ["N", 3])],
+                     [h.make_tensor_value_info(o, TP.FLOAT, ["N", 3]) for o in ("y", "z")])  # fmt: skip
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
+    m.ir_version = 8
+    out, fired = rewrite(m, DROP)
+    assert fired and ops(out) == ["Relu", "Concat"] and out.graph.node[0].input == ["x"]
+    x = _x((2, 3))
+    assert all(a.tobytes() == b.tobytes() for a, b in zip(ort_run(m.SerializeToString(), {"x": x}),
+                                                          ort_run(out.SerializeToString(), {"x": x})))  # fmt: skip

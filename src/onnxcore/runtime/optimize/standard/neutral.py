@@ -1,10 +1,12 @@
-"""``x * ones``, ``x / ones``, ``x + (-0)s`` and ``x - (+0)s`` by a whole constant tensor, left out (issue 39).
+"""``x * ones``, ``x / ones``, ``x + (-0)s``, ``x - (+0)s`` by a whole constant tensor, and a Concat of one input, left
+out (issue 39).
 
 ``drop_noops`` leaves out a Mul by the scalar 1 (one element); exporters also write a norm's weight, all ones in a
 freshly initialized model (T5's and Llama's RMSNorm, ``[hidden]``), as a Mul by a vector. Multiplying by 1 (or
 dividing by it) gives every element back bit for bit, as adding ``-0`` or subtracting ``+0`` does (an integer's 0
 either way; a float's ``x + (+0)`` is kept: it turns ``-0`` into ``+0``). The node's output is its varying input
-where the constant's broadcast does not grow that input, whatever the dimension variables are.
+where the constant's broadcast does not grow that input, whatever the dimension variables are. TorchScript writes
+each dense block's first ``torch.cat`` of a list of one tensor as a Concat of one input: its output is that input.
 
 Preconditions, each checked:
 
@@ -13,6 +15,7 @@ Preconditions, each checked:
 - the varying input's shape is known and the constant's rank is at most its rank; aligned from the right, each of
   the constant's extents is 1 or the varying input's fixed extent at that position (an extent 3 against a
   dimension variable, which may be 1, would grow it);
+- or a standard Concat with one input;
 - the output is not a graph output and not read from inside a subgraph (its readers are made to read the varying
   input instead).
 """
@@ -27,7 +30,7 @@ from onnxcore.runtime.step import PlanNode
 
 __all__ = ["drop_neutral_operands"]
 
-_OPS = ("Mul", "Div", "Add", "Sub")
+_OPS = ("Mul", "Div", "Add", "Sub", "Concat")
 
 
 def _neutral(c: np.ndarray, op: str) -> bool:
@@ -54,6 +57,9 @@ def _keeps_shape(c: np.ndarray, x_shape: tuple[int | str | None, ...]) -> bool:
 def _source(graph: PlanGraph, bn: PlanNode) -> str | None:
     """The varying input ``bn``'s output always equals, or None."""
     op = bn.node.op_type
+    if op == "Concat":
+        one = is_standard(bn, op) and len(bn.inputs) == 1 and len(bn.outputs) == 1 and bool(bn.inputs[0])
+        return bn.inputs[0] if one else None
     if not is_standard(bn, op) or bn.since < 7 or len(bn.inputs) != 2 or len(bn.outputs) != 1 or not all(bn.inputs):
         return None
     for j in (0, 1):
@@ -68,7 +74,8 @@ def _source(graph: PlanGraph, bn: PlanNode) -> str | None:
 
 
 def drop_neutral_operands(graph: PlanGraph) -> list[PlanNode]:
-    """Leave out each Mul, Div, Add or Sub by a whole constant of neutral elements (module docstring)."""
+    """Leave out each Mul, Div, Add or Sub by a whole constant of neutral elements, and each Concat of one input
+    (module docstring)."""
     nodes = list(graph.nodes)
     if graph.facts is None or not any(bn.node.op_type in _OPS for bn in nodes):
         return nodes
