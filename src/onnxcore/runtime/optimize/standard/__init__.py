@@ -27,6 +27,8 @@ does nothing without them (a session's plan).
   as the operator set's own operator (Gelu, Swish, HardSwish, LayerNormalization, RMSNormalization);
 - ``group_norms`` (:mod:`.groupnorm`): GroupNorm as exporters write it (Reshape, InstanceNormalization, Reshape,
   Mul, Add) as GroupNormalization;
+- ``merge_parallel_matmuls`` (:mod:`.parallel`): three or more MatMuls of one input by constant weights (an
+  attention's q, k, v projections) as one MatMul by the weights side by side and a Split;
 - ``drop_neutral_operands`` (:mod:`.neutral`): a Mul or Div by a whole constant of ones (a fresh norm's weight),
   an Add of zeros ``-0`` or a Sub of zeros ``+0``, whose broadcast keeps the other operand's shape, left out
   (last, so that the patterns above see a norm's weight of ones as the weight it is).
@@ -46,6 +48,7 @@ from onnxcore.runtime.optimize.standard.gemm import matmul_add_to_gemm
 from onnxcore.runtime.optimize.standard.groupnorm import group_norms
 from onnxcore.runtime.optimize.standard.layout import merge_layout_ops
 from onnxcore.runtime.optimize.standard.neutral import drop_neutral_operands
+from onnxcore.runtime.optimize.standard.parallel import merge_parallel_matmuls
 from onnxcore.runtime.optimize.standard.reshape import resolve_reshape_targets
 from onnxcore.runtime.optimize.standard.shape_values import fold_shape_values
 from onnxcore.runtime.optimize.standard.unit_transpose import unit_transposes_as_reshape
@@ -62,6 +65,7 @@ __all__ = [
     "group_norms",
     "matmul_add_to_gemm",
     "merge_layout_ops",
+    "merge_parallel_matmuls",
     "resolve_reshape_targets",
     "unit_transposes_as_reshape",
 ]
@@ -86,6 +90,7 @@ STANDARD_REWRITES: tuple[Rewrite, ...] = (
     _standard("merge_layout_ops", merge_layout_ops, 1),
     _standard("exporter_operators", exporter_operators, 2),
     _standard("group_norms", group_norms, 2),
+    _standard("merge_parallel_matmuls", merge_parallel_matmuls, 2),
     # Last: the exporters' patterns above read a norm's weight of ones as the weight it is.
     _standard("drop_neutral_operands", drop_neutral_operands, 1),
 )
