@@ -110,6 +110,32 @@ def test_reshape_traps_are_left_alone() -> None:
 
 
 @pytest.mark.parametrize("opset", [11, 13])
+@pytest.mark.parametrize("first", ["Squeeze", "Unsqueeze", "Flatten"])
+def test_a_reshape_reads_through_a_shape_only_operator(opset: int, first: str) -> None:
+    # The dynamo exporter's unbind: Squeeze of the sliced head, then Reshape. The elements keep their order, so the
+    # Reshape of x gives the same; axes as attributes before 13, as an input from 13.
+    axes = {"Squeeze": [1], "Unsqueeze": [0]}.get(first)
+    if axes is None:
+        node, inits = h.make_node(first, ["x"], ["r"], axis=2), ()
+    elif opset >= 13:
+        node, inits = h.make_node(first, ["x", "ax"], ["r"]), (_ints("ax", axes),)
+    else:
+        node, inits = h.make_node(first, ["x"], ["r"], axes=axes), ()
+    reshape = h.make_node("Reshape", ["r", "s"], ["y"])
+    m = _model([node, reshape], ["N", 1, 4, 6], 3, inits=(*inits, _ints("s", [-1, 3, 8])), opset=opset)
+    out, fired = rewrite_and_compare(m, _feeds(["N", 1, 4, 6]), MERGE)
+    assert fired and ops(out) == ["Reshape", "Neg"] and list(out.graph.node[0].input) == ["x", "s"]
+
+
+def test_a_squeeze_before_a_copying_reshape_is_kept() -> None:
+    # A 0 in the target copies an extent of the Squeeze's output (4 at axis 1), which x has not there (1).
+    m = _model([h.make_node("Squeeze", ["x", "ax"], ["r"]), h.make_node("Reshape", ["r", "s"], ["y"])],
+               ["N", 1, 4, 6], 3, inits=(_ints("ax", [1]), _ints("s", [-1, 0, 6])))  # fmt: skip
+    out, fired = rewrite_and_compare(m, _feeds(["N", 1, 4, 6]), MERGE)
+    assert fired == [] and ops(out) == ["Squeeze", "Reshape", "Neg"]
+
+
+@pytest.mark.parametrize("opset", [11, 13])
 @pytest.mark.parametrize("axes", [[1], [-1], [0, 3]])
 def test_unsqueeze_then_squeeze_of_the_same_axes_is_removed(opset: int, axes: list[int]) -> None:
     def node(op: str, i: str, o: str) -> object:

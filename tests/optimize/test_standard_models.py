@@ -1,7 +1,8 @@
 """The standard rewrites on models exported by torch (issue 39 item 2): torchvision's resnet18 with its
 BatchNormalizations kept (``do_constant_folding=False``) and the tiny BERT of tests/kernels/contrib at opset 14 and,
-converted by onnx, at 20; each rewritten model equals onnxruntime on the original for two input sizes (batch and
-sequence 1 included), and the node counts say what the rewrites removed."""
+converted by onnx, at 20; a channel shuffle with a layer scale through the whole optimizer; each rewritten model
+equals onnxruntime on the original for two input sizes (batch and sequence 1 included), and the node counts say what
+the rewrites removed."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from standard_helpers import FOLD, ops, rewrite_and_compare
+from standard_helpers import ATOL, FOLD, RTOL, ops, ort_run, rewrite_and_compare
 
+import onnxcore
 from onnxcore.runtime.optimize.standard import STANDARD_REWRITES
 
 torch = pytest.importorskip("torch")
@@ -89,3 +91,39 @@ def test_torch_group_norm_at_opset_21(tmp_path: Path) -> None:
     feeds = [{"x": rng.standard_normal((n, 3, s, s)).astype(np.float32)} for n, s in ((1, 3), (2, 9))]
     out, fired = rewrite_and_compare(model, feeds, REWRITES)
     assert "group_norms" in fired and ops(out) == ["Conv", "GroupNormalization", "Relu"]
+
+
+def test_torch_channel_shuffle_and_layer_scale(tmp_path: Path) -> None:
+    # ShuffleNet's channel shuffle (x.view(b, g, c // g, h, w) from x.size()) and timm's layer scale (a [1, C, 1, 1]
+    # parameter times a convolution's output) as TorchScript writes them, the batch a dimension variable: the
+    # channel arithmetic on fixed extents becomes constants (fold_shape_values; no Div left), the scale goes into the
+    # convolution (fold_channel_affine; no Mul left), the batch stays a variable.
+    class Block(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = torch.nn.Conv2d(4, 8, 3, padding=1)
+            self.gamma = torch.nn.Parameter(torch.rand(1, 8, 1, 1) + 0.5)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            y = self.conv(x) * self.gamma
+            b, c, h, w = y.size()
+            y = y.view(b, 2, c // 2, h, w).transpose(1, 2).contiguous()
+            return torch.relu(y.view(b, -1, h, w))
+
+    torch.manual_seed(0)
+    path = tmp_path / "shuffle.onnx"
+    torch.onnx.export(Block().eval(), (torch.randn(1, 4, 6, 6),), str(path), input_names=["x"], output_names=["y"],
+                      dynamic_axes={"x": {0: "N"}, "y": {0: "N"}}, opset_version=17, dynamo=False)  # fmt: skip
+    assert {"Div", "Mul", "Shape"} <= set(ops(onnx.load(str(path))))
+    # The whole optimizer (its passes repeated until none fires: the folding after the constants these make).
+    model = onnxcore.load(str(path))
+    out, report = onnxcore.optimize(model)
+    assert report.verified and {"fold_shape_values", "fold_channel_affine"} <= set(report.fired)
+    after = [n.op_type for n in out.graph.node]
+    assert "Div" not in after and "Mul" not in after and after.count("Conv") == 1
+    assert out.graph.input[0].type.tensor_type.shape.dim[0].dim_param == "N"
+    rng = np.random.default_rng(3)
+    for n in (1, 3):
+        x = rng.standard_normal((n, 4, 6, 6)).astype(np.float32)
+        (want,), (got,) = ort_run(onnxcore.encode(model), {"x": x}), ort_run(onnxcore.encode(out), {"x": x})
+        np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)

@@ -25,6 +25,7 @@ Preconditions, each checked:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -35,7 +36,11 @@ from onnxcore.runtime.optimize.graph import PlanGraph
 from onnxcore.runtime.optimize.standard.emit import Names, is_standard, node_name, opset, rank, standard_node
 from onnxcore.runtime.step import PlanNode
 
-__all__ = ["fold_batchnorm"]
+__all__ = ["Factors", "fold_batchnorm", "fold_factors_into_conv", "fold_factors_into_gemm"]
+
+Factors = Callable[[np.dtype[Any], int], tuple[np.ndarray, np.ndarray] | None]
+"""Per-channel ``(s, shift)`` in float64 for weights of a dtype and a channel count (each of shape ``(channels,)``),
+or None where the node after the producer is not such a scale and shift: ``y * s + shift`` on axis 1."""
 
 _PRODUCERS = ("Conv", "ConvTranspose", "Gemm", "MatMul")
 _WEIGHT_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
@@ -58,7 +63,15 @@ def _const(graph: PlanGraph, name: str) -> np.ndarray | None:
     return v if isinstance(v, np.ndarray) and v.dtype in _WEIGHT_TYPES else None
 
 
-def _fold_conv(graph: PlanGraph, conv: PlanNode, bn: PlanNode, names: Names) -> PlanNode | None:
+def _bn_factors_of(graph: PlanGraph, bn: PlanNode) -> Factors:
+    return lambda dtype, _channels: _bn_factors(graph, bn, dtype)
+
+
+def fold_factors_into_conv(
+    graph: PlanGraph, conv: PlanNode, bn: PlanNode, factors: Factors, names: Names
+) -> PlanNode | None:
+    """``conv`` (a Conv or ConvTranspose) and ``bn`` after it, which computes ``y * s + shift`` per output channel
+    (``factors``), as one node of ``conv``'s operator writing ``bn``'s outputs; None where a precondition fails."""
     op = conv.node.op_type
     if len(conv.inputs) < 2 or len(conv.outputs) != 1:
         return None
@@ -71,7 +84,7 @@ def _fold_conv(graph: PlanGraph, conv: PlanNode, bn: PlanNode, names: Names) -> 
         return None
     group = int(conv.kw.get("group", 1))
     channels = w.shape[0] if op == "Conv" else group * w.shape[1]
-    found = _bn_factors(graph, bn, w.dtype)
+    found = factors(w.dtype, channels)
     if found is None or found[0].shape != (channels,) or (b is not None and b.shape != (channels,)):
         return None
     s, shift = found
@@ -85,18 +98,32 @@ def _fold_conv(graph: PlanGraph, conv: PlanNode, bn: PlanNode, names: Names) -> 
         w2 = w64.reshape(group, c_in // group, m_g, *w.shape[2:]) * s.reshape(group, 1, m_g, *(1,) * (w.ndim - 2))
         w2 = w2.reshape(w.shape)
     b2 = shift if b is None else b.astype(np.float64) * s + shift
-    w_name, b2_name = names.fresh(f"{conv.inputs[1]}_bn"), names.fresh(f"{b_name or conv.inputs[1]}_bn_bias")
-    out = standard_node(graph, conv, op, [conv.inputs[0], w_name, b2_name], list(bn.outputs),
+    # A scale of ones keeps the weight as it is (a shift alone), and a zero shift without a bias adds none (a scale
+    # alone): the file never holds a copy of a weight or a bias of zeros it did not need.
+    scaled = bool(np.any(s != 1.0))
+    w_name = names.fresh(f"{conv.inputs[1]}_bn") if scaled else conv.inputs[1]
+    b2_name = names.fresh(f"{b_name or conv.inputs[1]}_bn_bias") if b is not None or np.any(shift != 0.0) else ""
+    ins = [conv.inputs[0], w_name, *([b2_name] if b2_name else [])]
+    out = standard_node(graph, conv, op, ins, list(bn.outputs),
                         name=node_name((conv, bn), f"{op}_{bn.outputs[0]}"), attributes_of=conv)  # fmt: skip
     if out is None:
         return None
-    graph.add_constant(w_name, w2.astype(w.dtype))
-    graph.add_constant(b2_name, b2.astype(w.dtype))
+    with np.errstate(over="ignore"):
+        w_out = w2.astype(w.dtype)
+    if scaled and not np.all(np.isfinite(w_out)) and np.all(np.isfinite(w)):
+        return None  # a factor so large a folded weight overflows the type, where the pair's products need not
+    if scaled:
+        graph.add_constant(w_name, w_out)
+    if b2_name:
+        graph.add_constant(b2_name, b2.astype(w.dtype))
     return out
 
 
-def _fold_gemm(graph: PlanGraph, prod: PlanNode, bn: PlanNode, names: Names) -> PlanNode | None:
-    """Gemm(A, B, C) or MatMul(A, W), then BatchNormalization over axis 1 (the product's columns)."""
+def fold_factors_into_gemm(
+    graph: PlanGraph, prod: PlanNode, bn: PlanNode, factors: Factors, names: Names
+) -> PlanNode | None:
+    """Gemm(A, B, C) or MatMul(A, W) (``A`` of rank 2), then ``bn`` computing ``y * s + shift`` over axis 1 (the
+    product's columns, ``factors``), as one Gemm writing ``bn``'s outputs; None where a precondition fails."""
     op = prod.node.op_type
     # The result is a Gemm at the model's version: from 7 on, where C broadcasts without an attribute.
     if len(prod.outputs) != 1 or (opset(graph) or 0) < 7:
@@ -119,7 +146,7 @@ def _fold_gemm(graph: PlanGraph, prod: PlanNode, bn: PlanNode, names: Names) -> 
         if prod.since < 7:  # Gemm-1 and -6: the broadcast attribute; left alone
             return None
     n = b.shape[0] if trans_b else b.shape[1]
-    found = _bn_factors(graph, bn, b.dtype)
+    found = factors(b.dtype, n)
     if found is None or found[0].shape != (n,):
         return None
     s, shift = found
@@ -172,11 +199,8 @@ def fold_batchnorm(graph: PlanGraph) -> list[PlanNode]:
         op = prod.node.op_type
         if op not in _PRODUCERS or not is_standard(prod, op):
             continue
-        out = (
-            _fold_conv(graph, prod, bn, names)
-            if op in ("Conv", "ConvTranspose")
-            else _fold_gemm(graph, prod, bn, names)
-        )
+        fold = fold_factors_into_conv if op in ("Conv", "ConvTranspose") else fold_factors_into_gemm
+        out = fold(graph, prod, bn, _bn_factors_of(graph, bn), names)
         if out is None:
             continue
         nodes[k] = out

@@ -11,7 +11,8 @@ would evaluate it) the rewrite does not fire.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Sequence
+import functools
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -19,7 +20,7 @@ import numpy as np
 from onnxcore.build.helper import make_node
 from onnxcore.graph.attributes import attribute_value
 from onnxcore.graph.bound import definition_binding
-from onnxcore.kernels.registry import prepared_call
+from onnxcore.kernels.registry import KernelContext, prepared_call
 from onnxcore.kernels.select import select
 from onnxcore.proto import NodeProto
 from onnxcore.proto.message import copy_message
@@ -133,6 +134,7 @@ def standard_node(
     name: str,
     domain: str = "",
     attributes_of: PlanNode | None = None,
+    outputs_context: bool = False,
     **attributes: Any,
 ) -> PlanNode | None:
     """A fresh node ``op_type`` of the standard ``domain`` from ``inputs`` to ``outputs``, bound at the version the
@@ -149,6 +151,9 @@ def standard_node(
         domain: ``""`` (ai.onnx) or ``"ai.onnx.ml"``.
         attributes_of: A node whose attributes the new node takes as they are written (copies), before
             ``attributes``.
+        outputs_context: Bind a kernel that needs the node's context too, given the node and its outputs (how
+            many, which requested) but no input types, random generator or subgraphs: for an operator whose kernel
+            reads only its outputs' count (Split).
         **attributes: Its attributes, as :func:`onnxcore.build.helper.make_node` takes them.
     """
     if domain not in _MADE_DOMAINS or graph.facts is None:
@@ -162,8 +167,9 @@ def standard_node(
     choice = select(domain, op_type, version, status, schema)
     kdef = choice.kernel
     # A kernel that needs the node's context, or a definition evaluated through its body, is bound by a session's
-    # compiler only; the standard rewrites make nodes of plain kernels.
-    if kdef is None or kdef.context:
+    # compiler only; the standard rewrites make nodes of plain kernels (or, asked for, of kernels that read only the
+    # outputs' count).
+    if kdef is None or (kdef.context and not outputs_context):
         return None
     node = make_node(op_type, list(inputs), list(outputs), name=name or None, domain=domain or None, **attributes)
     if attributes_of is not None:
@@ -176,7 +182,12 @@ def standard_node(
     if unknown:
         # A defect of the rewrite, never of the model: it wrote an attribute the definition does not have.
         raise ConditionError(f"{name}: {op_type}-{schema.since_version} has no attribute {sorted(unknown)}")
-    bn = PlanNode(anchor.index, node, prepared_call(kdef, kw), kw, [])
+    call: Callable[..., Any] = prepared_call(kdef, kw)
+    if kdef.context:
+        ctx = KernelContext(node, since_version=choice.since_version, opset_version=version,
+                            num_outputs=len(node.output), outputs_requested=[bool(o) for o in node.output])  # fmt: skip
+        call = functools.partial(kdef.fn, ctx)
+    bn = PlanNode(anchor.index, node, call, kw, [])
     bn.since = choice.since_version
     return bn
 

@@ -8,6 +8,10 @@ Pairs ``first -> second`` where ``first``'s output is read by ``second`` alone a
 - ``Reshape(Reshape(x, s), t)`` is ``Reshape(x, t)`` (the element order is the same, and so the total size)
   where ``t`` is a constant with no ``0``, or ``second`` has ``allowzero=1`` (a ``0`` in ``t`` copies an extent of
   ``first``'s output otherwise, which ``x`` need not have). ``first``'s shape may vary (Reshape from version 5).
+  The same holds where ``first`` is a ``Squeeze``, ``Unsqueeze`` or ``Flatten``: each keeps the elements in their
+  order and changes only the shape, which ``t`` then sets (the dynamo exporter's ``unbind``: a Squeeze of the
+  sliced attention head, then a Reshape). ``x`` an input ``first`` would refuse (a Squeeze of an extent not 1) is
+  then reshaped or refused by the Reshape alone, as with two Reshapes.
 - ``Squeeze(Unsqueeze(x, a), a)`` is ``x``: the two axes lists read against the same rank (the Unsqueeze's output
   rank, the Squeeze's input rank), so equal sets insert and remove the same extents. ``Unsqueeze(Squeeze(x, a),
   a)`` is ``x`` where the extents of ``x`` at ``a`` are known to be 1 (on other inputs the Squeeze raises).
@@ -40,6 +44,8 @@ from onnxcore.runtime.step import PlanNode
 __all__ = ["merge_layout_ops"]
 
 _OPS = ("Transpose", "Reshape", "Squeeze", "Unsqueeze")
+# Operators that keep the elements in their order and change only the shape: a Reshape after one reads through it.
+_SHAPE_ONLY = ("Reshape", "Squeeze", "Unsqueeze", "Flatten")
 
 
 def _perm(graph: PlanGraph, bn: PlanNode) -> list[int] | None:
@@ -120,7 +126,7 @@ class _Merger:
 
     def reshape(self, p: int, k: int) -> None:
         first, second = self.nodes[p], self.nodes[k]
-        if first.since < 5 or second.since < 5 or len(second.inputs) != 2:
+        if (first.node.op_type == "Reshape" and first.since < 5) or second.since < 5 or len(second.inputs) != 2:
             return
         t = constant_ints(self.graph, second.inputs[1])
         if t is None or (0 in t and int(second.kw.get("allowzero", 0)) != 1):
@@ -200,7 +206,7 @@ class _Merger:
                 continue
             if op == first_op == "Transpose":
                 self.transpose(p, k)
-            elif op == first_op == "Reshape":
+            elif op == "Reshape" and first_op in _SHAPE_ONLY:
                 self.reshape(p, k)
             elif {op, first_op} <= {"Squeeze", "Unsqueeze"} and (op, first_op) != ("Squeeze", "Squeeze"):
                 self.squeeze_pair(p, k)

@@ -29,16 +29,16 @@ from onnxcore.runtime.optimize.graph import PlanGraph
 from onnxcore.runtime.optimize.standard.emit import Names, constant_ints, is_standard, node_name, shape, standard_node
 from onnxcore.runtime.step import PlanNode
 
-__all__ = ["resolve_reshape_targets"]
+__all__ = ["SHAPE_OPS", "Element", "SymbolicShapes", "extents_of", "reshape_target", "resolve_reshape_targets"]
 
 # An extent: a fixed integer, a dimension variable's name, the extent of value ``name`` on ``axis`` where the graph
 # does not tell it otherwise (``(name, axis)``: equal to itself wherever it is read), or None (unknown).
-_Element = int | str | tuple[str, int] | None
-_SHAPE_OPS = ("Shape", "Gather", "Unsqueeze", "Squeeze", "Concat", "Slice", "Cast", "Identity")
+Element = int | str | tuple[str, int] | None
+SHAPE_OPS = ("Shape", "Gather", "Unsqueeze", "Squeeze", "Concat", "Slice", "Cast", "Identity")
 _INT_TYPES = (6, 7, 12, 13)  # int32, int64, uint32, uint64
 
 
-def _extents(graph: PlanGraph, name: str) -> tuple[_Element, ...] | None:
+def extents_of(graph: PlanGraph, name: str) -> tuple[Element, ...] | None:
     """The extents of value ``name`` (its rank known), an extent the graph does not tell as ``(name, axis)``."""
     s = shape(graph, name)
     if s is None:
@@ -46,22 +46,22 @@ def _extents(graph: PlanGraph, name: str) -> tuple[_Element, ...] | None:
     return tuple((name, i) if e is None else e for i, e in enumerate(s))
 
 
-class _Symbolic:
+class SymbolicShapes:
     """The values of small integer tensors as extents, followed back through the shape operators (memoised)."""
 
     def __init__(self, graph: PlanGraph, nodes: list[PlanNode]) -> None:
         self.graph = graph
         self.nodes = nodes
-        self.memo: dict[str, tuple[tuple[_Element, ...], bool] | None] = {}
+        self.memo: dict[str, tuple[tuple[Element, ...], bool] | None] = {}
 
-    def value(self, name: str) -> tuple[tuple[_Element, ...], bool] | None:
+    def value(self, name: str) -> tuple[tuple[Element, ...], bool] | None:
         """(elements, scalar) of ``name``, or None where not followed."""
         if name not in self.memo:
             self.memo[name] = None  # a cycle is not followed
             self.memo[name] = self._value(name)
         return self.memo[name]
 
-    def _value(self, name: str) -> tuple[tuple[_Element, ...], bool] | None:
+    def _value(self, name: str) -> tuple[tuple[Element, ...], bool] | None:
         g = self.graph
         v = g.const.get(name)
         if isinstance(v, np.ndarray):
@@ -73,11 +73,11 @@ class _Symbolic:
             return None
         bn = self.nodes[k]
         op = bn.node.op_type
-        if op not in _SHAPE_OPS or not is_standard(bn, op) or bn.outputs[0] != name:
+        if op not in SHAPE_OPS or not is_standard(bn, op) or bn.outputs[0] != name:
             return None
         ins = bn.inputs
         if op == "Shape":
-            s = _extents(g, ins[0])
+            s = extents_of(g, ins[0])
             if s is None:
                 return None
             start, end = int(bn.kw.get("start", 0)), bn.kw.get("end")
@@ -112,7 +112,7 @@ class _Symbolic:
             return tuple(e for p in parts if p is not None for e in p[0]), False
         return self._slice(bn)
 
-    def _slice(self, bn: PlanNode) -> tuple[tuple[_Element, ...], bool] | None:
+    def _slice(self, bn: PlanNode) -> tuple[tuple[Element, ...], bool] | None:
         g, ins = self.graph, bn.inputs
         data = self.value(ins[0])
         if data is None or data[1] or bn.since < 10 or len(ins) < 3:
@@ -128,7 +128,9 @@ class _Symbolic:
         return tuple(data[0][slice(starts[0], ends[0])]), False
 
 
-def _target(elements: tuple[_Element, ...], data: tuple[_Element, ...] | None, allowzero: bool) -> list[int] | None:
+def reshape_target(
+    elements: tuple[Element, ...], data: tuple[Element, ...] | None, allowzero: bool
+) -> list[int] | None:
     """The constant target that says what ``elements`` say for every extent of the variables (module docstring)."""
     out: list[int | None] = []
     for i, e in enumerate(elements):
@@ -174,7 +176,7 @@ def resolve_reshape_targets(graph: PlanGraph) -> list[PlanNode]:
     nodes = list(graph.nodes)
     if graph.facts is None or not any(bn.node.op_type == "Reshape" for bn in nodes):
         return nodes
-    sym = _Symbolic(graph, nodes)
+    sym = SymbolicShapes(graph, nodes)
     names = Names(graph)
     changed = False
     for k, bn in enumerate(nodes):
@@ -183,7 +185,7 @@ def resolve_reshape_targets(graph: PlanGraph) -> list[PlanNode]:
         found = sym.value(bn.inputs[1])
         if found is None or found[1]:
             continue
-        target = _target(found[0], _extents(graph, bn.inputs[0]), bool(int(bn.kw.get("allowzero", 0))))
+        target = reshape_target(found[0], extents_of(graph, bn.inputs[0]), bool(int(bn.kw.get("allowzero", 0))))
         if target is None:
             continue
         t_name = names.fresh(f"{bn.outputs[0]}_shape")
@@ -196,5 +198,5 @@ def resolve_reshape_targets(graph: PlanGraph) -> list[PlanNode]:
         changed = True
     if not changed:
         return nodes
-    candidates = {k for k, bn in enumerate(nodes) if bn.node.op_type in _SHAPE_OPS and is_standard(bn, bn.node.op_type)}
+    candidates = {k for k, bn in enumerate(nodes) if bn.node.op_type in SHAPE_OPS and is_standard(bn, bn.node.op_type)}
     return _sweep(graph, nodes, candidates)

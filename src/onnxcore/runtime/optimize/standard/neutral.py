@@ -1,0 +1,90 @@
+"""``x * ones``, ``x / ones``, ``x + (-0)s``, ``x - (+0)s`` by a whole constant tensor, and a Concat of one input, left
+out (issue 39).
+
+``drop_noops`` leaves out a Mul by the scalar 1 (one element); exporters also write a norm's weight, all ones in a
+freshly initialized model (T5's and Llama's RMSNorm, ``[hidden]``), as a Mul by a vector. Multiplying by 1 (or
+dividing by it) gives every element back bit for bit, as adding ``-0`` or subtracting ``+0`` does (an integer's 0
+either way; a float's ``x + (+0)`` is kept: it turns ``-0`` into ``+0``). The node's output is its varying input
+where the constant's broadcast does not grow that input, whatever the dimension variables are. TorchScript writes
+each dense block's first ``torch.cat`` of a list of one tensor as a Concat of one input: its output is that input.
+
+Preconditions, each checked:
+
+- a standard Mul, Div, Add or Sub (version 7 on: multidirectional broadcasting) with one constant operand (the
+  second for Div and Sub) of a float or integer type, every element the neutral one above;
+- the varying input's shape is known and the constant's rank is at most its rank; aligned from the right, each of
+  the constant's extents is 1 or the varying input's fixed extent at that position (an extent 3 against a
+  dimension variable, which may be 1, would grow it);
+- or a standard Concat with one input;
+- the output is not a graph output and not read from inside a subgraph (its readers are made to read the varying
+  input instead).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from onnxcore.runtime.optimize.graph import PlanGraph
+from onnxcore.runtime.optimize.standard.emit import is_standard, rewire, shape
+from onnxcore.runtime.step import PlanNode
+
+__all__ = ["drop_neutral_operands"]
+
+_OPS = ("Mul", "Div", "Add", "Sub", "Concat")
+
+
+def _neutral(c: np.ndarray, op: str) -> bool:
+    """Whether every element of ``c`` leaves the other operand as it is under ``op`` (module docstring)."""
+    if c.dtype.kind not in "fiu" or c.size == 0:
+        return False
+    if op in ("Mul", "Div"):
+        return bool(np.all(c == 1))
+    if not np.all(c == 0):
+        return False
+    if c.dtype.kind != "f":
+        return True
+    negative = np.signbit(c)
+    return bool(np.all(negative)) if op == "Add" else not bool(np.any(negative))
+
+
+def _keeps_shape(c: np.ndarray, x_shape: tuple[int | str | None, ...]) -> bool:
+    if c.ndim > len(x_shape):
+        return False
+    tail = x_shape[len(x_shape) - c.ndim :]
+    return all(e == 1 or (isinstance(d, int) and e == d) for e, d in zip(c.shape, tail))
+
+
+def _source(graph: PlanGraph, bn: PlanNode) -> str | None:
+    """The varying input ``bn``'s output always equals, or None."""
+    op = bn.node.op_type
+    if op == "Concat":
+        one = is_standard(bn, op) and len(bn.inputs) == 1 and len(bn.outputs) == 1 and bool(bn.inputs[0])
+        return bn.inputs[0] if one else None
+    if not is_standard(bn, op) or bn.since < 7 or len(bn.inputs) != 2 or len(bn.outputs) != 1 or not all(bn.inputs):
+        return None
+    for j in (0, 1):
+        x, other = bn.inputs[j], bn.inputs[1 - j]
+        c = graph.const.get(other)
+        if x in graph.const or not isinstance(c, np.ndarray) or (op in ("Div", "Sub") and j == 1):
+            continue
+        s = shape(graph, x)
+        if s is not None and _neutral(c, op) and _keeps_shape(c, s):
+            return x
+    return None
+
+
+def drop_neutral_operands(graph: PlanGraph) -> list[PlanNode]:
+    """Leave out each Mul, Div, Add or Sub by a whole constant of neutral elements, and each Concat of one input
+    (module docstring)."""
+    nodes = list(graph.nodes)
+    if graph.facts is None or not any(bn.node.op_type in _OPS for bn in nodes):
+        return nodes
+    drop: set[int] = set()
+    for k in range(len(nodes)):
+        bn = nodes[k]
+        if bn.node.op_type not in _OPS:
+            continue
+        x = _source(graph, bn)
+        if x is not None and rewire(graph, nodes, bn.outputs[0], x):
+            drop.add(k)
+    return [bn for k, bn in enumerate(nodes) if k not in drop]
