@@ -193,11 +193,15 @@ def test_the_simple_noops_are_left_out() -> None:
     assert_same_by_ort(m, out, _x())
 
 
-def test_add_of_positive_zero_stays_for_floats() -> None:
-    """-0 + +0 is +0: not the input bit for bit, so the node stays (an integer's + 0 goes)."""
+def test_add_of_positive_zero_stays_for_floats_unless_no_reader_can_tell() -> None:
+    """-0 + +0 is +0: not the input bit for bit, so drop_noops keeps the node (an integer's + 0 goes); a Relu reads
+    -0 and +0 as the same value, so drop_zero_shifts leaves it out, and keeps it when switched off."""
     m = _one("Add", ["X", "z"], [tensor("z", np.array(0.0, np.float32))])
-    out, _ = optimize(m)
+    out, _ = optimize(m, disabled=("drop_zero_shifts",))
     assert not _removed(out)
+    out, _ = optimize(m)
+    assert _removed(out)
+    assert_same_by_ort(m, out, {"X": np.array([[-0.0, 0.0, -1.0, 2.0]], np.float32)})
     xi, yi = vi("X", T.INT64, ["N"]), vi("Y", T.INT64, ["N"])
     nodes = [helper.make_node("Neg", ["X"], ["a"]), helper.make_node("Add", ["a", "z"], ["b"]),
              helper.make_node("Neg", ["b"], ["Y"])]  # fmt: skip

@@ -47,7 +47,7 @@ from onnxcore.runtime.optimize.standard.facts import graph_facts
 from onnxcore.runtime.optimize.standard.gemm import matmul_add_to_gemm
 from onnxcore.runtime.optimize.standard.groupnorm import group_norms
 from onnxcore.runtime.optimize.standard.layout import merge_layout_ops
-from onnxcore.runtime.optimize.standard.neutral import drop_neutral_operands
+from onnxcore.runtime.optimize.standard.neutral import drop_neutral_operands, drop_zero_shifts
 from onnxcore.runtime.optimize.standard.parallel import merge_parallel_matmuls
 from onnxcore.runtime.optimize.standard.reshape import resolve_reshape_targets
 from onnxcore.runtime.optimize.standard.shape_values import fold_shape_values
@@ -57,6 +57,7 @@ from onnxcore.runtime.step import PlanNode
 __all__ = [
     "STANDARD_REWRITES",
     "drop_neutral_operands",
+    "drop_zero_shifts",
     "exporter_operators",
     "fold_batchnorm",
     "fold_channel_affine",
@@ -93,5 +94,6 @@ STANDARD_REWRITES: tuple[Rewrite, ...] = (
     _standard("merge_parallel_matmuls", merge_parallel_matmuls, 2),
     # Last: the exporters' patterns above read a norm's weight of ones as the weight it is.
     _standard("drop_neutral_operands", drop_neutral_operands, 1),
+    _standard("drop_zero_shifts", drop_zero_shifts, 1),
 )
 """The standard rewrites, in the order a model's pipeline runs them."""

@@ -4,7 +4,8 @@ out (issue 39).
 ``drop_noops`` leaves out a Mul by the scalar 1 (one element); exporters also write a norm's weight, all ones in a
 freshly initialized model (T5's and Llama's RMSNorm, ``[hidden]``), as a Mul by a vector. Multiplying by 1 (or
 dividing by it) gives every element back bit for bit, as adding ``-0`` or subtracting ``+0`` does (an integer's 0
-either way; a float's ``x + (+0)`` is kept: it turns ``-0`` into ``+0``). The node's output is its varying input
+either way; a float's ``x + (+0)`` turns ``-0`` into ``+0``: :func:`drop_zero_shifts` drops it where no reader can
+tell). The node's output is its varying input
 where the constant's broadcast does not grow that input, whatever the dimension variables are. TorchScript writes
 each dense block's first ``torch.cat`` of a list of one tensor as a Concat of one input: its output is that input.
 
@@ -28,9 +29,19 @@ from onnxcore.runtime.optimize.graph import PlanGraph
 from onnxcore.runtime.optimize.standard.emit import is_standard, rewire, shape
 from onnxcore.runtime.step import PlanNode
 
-__all__ = ["drop_neutral_operands"]
+__all__ = ["drop_neutral_operands", "drop_zero_shifts"]
 
 _OPS = ("Mul", "Div", "Add", "Sub", "Concat")
+
+# Where a zero's sign becomes a value: a divisor (1 / -0 is -inf), a base raised to a negative power, a cast to text
+# ("-0"). The positions of the inputs that see it.
+_SIGN_SEEING = {"Div": (1,), "Reciprocal": (0,), "Pow": (0,), "CastLike": (0,)}
+# Outputs that carry nothing of a zero's sign (a shape, a truth value, an index, a magnitude).
+_SIGN_BLIND = frozenset(
+    ("Shape", "Size", "Abs", "IsNaN", "IsInf", "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual",
+     "ArgMax", "ArgMin", "Not", "NonZero")
+)  # fmt: skip
+_STRING = 8  # TensorProto.STRING (Annex B)
 
 
 def _neutral(c: np.ndarray, op: str) -> bool:
@@ -71,6 +82,70 @@ def _source(graph: PlanGraph, bn: PlanNode) -> str | None:
         if s is not None and _neutral(c, op) and _keeps_shape(c, s):
             return x
     return None
+
+
+def _zero_sign_seen(graph: PlanGraph, nodes: list[PlanNode]) -> set[str]:
+    """The values from which a zero's sign can reach a value: read where the sign is seen (``_SIGN_SEEING``, a cast
+    to STRING), by an operator outside the standard domain, a fused step or a subgraph (not known: assumed seen), or
+    through any other reader's outputs (one pass from the last node back; ``_SIGN_BLIND`` readers stop it)."""
+    seen: set[str] = set()
+    for bn in reversed(nodes):
+        n = bn.node
+        if n.domain not in ("", "ai.onnx") or bn.step_kernel or bn.fused or bn.outer:
+            seen.update(i for i in (*bn.inputs, *bn.outer) if i)
+            continue
+        op = n.op_type
+        if op in _SIGN_BLIND:
+            continue
+        if op == "Cast" and bn.kw.get("to") == _STRING:
+            seen.update(i for i in bn.inputs if i)
+            continue
+        for p in _SIGN_SEEING.get(op, ()):
+            if p < len(bn.inputs) and bn.inputs[p]:
+                seen.add(bn.inputs[p])
+        if any(o in seen for o in bn.outputs if o):
+            seen.update(i for i in bn.inputs if i)
+    return seen
+
+
+def drop_zero_shifts(graph: PlanGraph) -> list[PlanNode]:
+    """Leave out each float ``x + (+0)`` and ``x - (-0)`` by a whole constant whose result no reader can tell from
+    ``x`` (issue 39).
+
+    ``x + (+0)`` is ``x`` for every ``x`` but ``-0``, which it makes ``+0``: equal values (IEEE 754: ``-0 == +0``),
+    different bits. Exporters write such Adds as the zero biases of a freshly initialized model. The node is left
+    out where no path from its output reaches an input that turns a zero's sign into a value (a divisor, a base
+    raised to a power, a cast to text, an operator outside the standard domain or a subgraph: ``_zero_sign_seen``);
+    a graph output may then hold ``-0`` where the original held ``+0``, the same value. The shape conditions are
+    ``drop_neutral_operands``'s. ``disabled=("drop_zero_shifts",)`` keeps every such node (results bit for bit).
+    """
+    nodes = list(graph.nodes)
+    if graph.facts is None or not any(bn.node.op_type in ("Add", "Sub") for bn in nodes):
+        return nodes
+    seen: set[str] | None = None
+    drop: set[int] = set()
+    for k in range(len(nodes)):
+        bn = nodes[k]
+        op = bn.node.op_type
+        if op not in ("Add", "Sub") or not is_standard(bn, op) or bn.since < 7 or len(bn.inputs) != 2:
+            continue
+        if len(bn.outputs) != 1 or not all(bn.inputs):
+            continue
+        for j in (0, 1) if op == "Add" else (0,):
+            x, c = bn.inputs[j], graph.const.get(bn.inputs[1 - j])
+            if x in graph.const or not isinstance(c, np.ndarray) or c.dtype.kind != "f" or c.size == 0:
+                continue
+            if not np.all(c == 0) or bool(np.any(np.signbit(c))) != (op == "Sub"):
+                continue
+            s = shape(graph, x)
+            if s is None or not _keeps_shape(c, s):
+                continue
+            if seen is None:
+                seen = _zero_sign_seen(graph, nodes)
+            if bn.outputs[0] not in seen and rewire(graph, nodes, bn.outputs[0], x):
+                drop.add(k)
+            break
+    return [bn for k, bn in enumerate(nodes) if k not in drop]
 
 
 def drop_neutral_operands(graph: PlanGraph) -> list[PlanNode]:
