@@ -8,7 +8,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-__all__ = ["seeded", "session_rng", "set_seed"]
+__all__ = ["SessionGenerator", "seeded", "session_rng", "set_seed"]
 
 _seed: int | None = None
 
@@ -32,9 +32,27 @@ def set_seed(seed: int) -> None:
     _seed = int(seed)
 
 
-def session_rng() -> np.random.Generator:
-    """A new session's generator: seeded by :func:`set_seed` when it was called, else from the OS's entropy."""
-    return np.random.default_rng(_seed)
+class SessionGenerator:
+    """A session's generator, made on its first draw: calling it returns the same ``numpy.random.Generator`` each
+    time. Most models draw nothing, and ``numpy.random`` takes about 10 ms to import (issue 42, item 3: time to
+    first result); the seed is the one in force when the session was made."""
+
+    __slots__ = ("_made", "_seed")
+
+    def __init__(self, seed: int | None) -> None:
+        self._seed = seed
+        self._made: np.random.Generator | None = None
+
+    def __call__(self) -> np.random.Generator:
+        if self._made is None:
+            self._made = np.random.default_rng(self._seed)
+        return self._made
+
+
+def session_rng() -> SessionGenerator:
+    """A new session's generator (made on its first draw): seeded by :func:`set_seed` when it was called, else from
+    the OS's entropy."""
+    return SessionGenerator(_seed)
 
 
 @contextmanager
