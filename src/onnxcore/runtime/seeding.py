@@ -3,12 +3,13 @@ and Dropout in training mode draw from their session's generator when the node g
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import numpy as np
 
-__all__ = ["SessionGenerator", "seeded", "session_rng", "set_seed"]
+__all__ = ["seeded", "session_rng", "set_seed"]
 
 _seed: int | None = None
 
@@ -32,27 +33,17 @@ def set_seed(seed: int) -> None:
     _seed = int(seed)
 
 
-class SessionGenerator:
-    """A session's generator, made on its first draw: calling it returns the same ``numpy.random.Generator`` each
-    time. Most models draw nothing, and ``numpy.random`` takes about 10 ms to import (issue 42, item 3: time to
-    first result); the seed is the one in force when the session was made."""
-
-    __slots__ = ("_made", "_seed")
-
-    def __init__(self, seed: int | None) -> None:
-        self._seed = seed
-        self._made: np.random.Generator | None = None
-
-    def __call__(self) -> np.random.Generator:
-        if self._made is None:
-            self._made = np.random.default_rng(self._seed)
-        return self._made
+def session_rng() -> Callable[[], np.random.Generator]:
+    """A new session's generator, made on its first draw: a function returning the same ``numpy.random.Generator``
+    each time, seeded by :func:`set_seed` (as in force now, when the session is made) when it was called, else from
+    the OS's entropy. Most models draw nothing, and ``numpy.random`` takes about 10 ms to import (issue 42, item 3:
+    time to first result)."""
+    return functools.cache(functools.partial(_generator, _seed))
 
 
-def session_rng() -> SessionGenerator:
-    """A new session's generator (made on its first draw): seeded by :func:`set_seed` when it was called, else from
-    the OS's entropy."""
-    return SessionGenerator(_seed)
+def _generator(seed: int | None) -> np.random.Generator:
+    # np.random is read here, at the first draw: reading it imports numpy.random.
+    return np.random.default_rng(seed)
 
 
 @contextmanager
