@@ -90,7 +90,10 @@ def attribute_value(attr: AttributeProto, base_dir: str | None = None) -> Any:
     if kind == _A.FLOATS:
         return list(map(float, attr.floats))
     if kind == _A.STRINGS:
-        return [_text(v, name) for v in attr.strings]
+        try:
+            return [str(v, "utf-8") for v in attr.strings]  # a vocabulary of 10^4-10^5 strings: one call each
+        except (UnicodeDecodeError, TypeError):
+            return [_text(v, name) for v in attr.strings]  # raises as one value at a time would, naming the attribute
     if kind == _A.GRAPH:
         return attr.g
     if kind == _A.GRAPHS:

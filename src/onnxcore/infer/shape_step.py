@@ -257,6 +257,8 @@ class ShapeStep:
 
 
 _SIMPLE_KINDS = frozenset({1, 2, 3, 6, 7, 8})  # FLOAT, INT, STRING, FLOATS, INTS, STRINGS
+# The longest attribute lists a node's outcome is memoised with.
+_MEMO_LIST_MAX = 1024
 
 
 def _attrs_key(attrs: dict[str, AttributeProto]) -> tuple[object, ...] | None:
@@ -267,7 +269,9 @@ def _attrs_key(attrs: dict[str, AttributeProto]) -> tuple[object, ...] | None:
     for name, a in attrs.items():
         if a.type not in _SIMPLE_KINDS:
             return None
-        key.append(
-            (name, a.type, a.i, a.f, bytes(a.s), tuple(a.ints), tuple(a.floats), tuple(bytes(x) for x in a.strings))
-        )
+        if len(a.ints) + len(a.floats) + len(a.strings) > _MEMO_LIST_MAX:
+            # A node of long lists (a tree ensemble's node tables, 10^5 values) repeats rarely; its key cost more
+            # than the rule (issue 42, item 3).
+            return None
+        key.append((name, a.type, a.i, a.f, bytes(a.s), tuple(a.ints), tuple(a.floats), tuple(map(bytes, a.strings))))
     return tuple(key)
