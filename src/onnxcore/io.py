@@ -12,7 +12,7 @@ from typing import IO, TypeVar
 from onnxcore.errors import DecodeLimitError, file_error
 from onnxcore.external import base_dir_of, internalize, load_external_data, save_model
 from onnxcore.external.mapped import MappedFile, register_mapping
-from onnxcore.limits import DEFAULT_LIMITS, Limits
+from onnxcore.limits import DEFAULT_LIMITS, Limits, collection_paused
 from onnxcore.proto.bridge import OnnxMessage, as_message, is_onnx_message
 from onnxcore.proto.codec import DEFAULT_MAX_DEPTH, decode_message, encode_parts
 from onnxcore.proto.message import Message
@@ -176,12 +176,14 @@ def load(
             f"the model has {len(buf)} octets, more than max_message_bytes ({lim.max_message_bytes}) (Clause 12.5)", 0
         )
     depth = max_depth if max_depth is not None else lim.message_depth()
-    model = decode_message(
-        ModelProto, buf, max_depth=depth, max_repeated=lim.max_repeated_messages, max_messages=lim.max_messages
-    )
-    if external_data:
-        bd = base_dir if base_dir is not None else base_dir_of(source)
-        load_external_data(model, bd, allow_outside=allow_outside, limits=lim)
+    # Paused past the decoding too: the collection its objects would trigger falls in the walk over the tensors.
+    with collection_paused():
+        model = decode_message(
+            ModelProto, buf, max_depth=depth, max_repeated=lim.max_repeated_messages, max_messages=lim.max_messages
+        )
+        if external_data:
+            bd = base_dir if base_dir is not None else base_dir_of(source)
+            load_external_data(model, bd, allow_outside=allow_outside, limits=lim)
     return model
 
 

@@ -7,7 +7,6 @@ repeated fields in the form Annex B records for them, then the unknown fields (C
 
 from __future__ import annotations
 
-import gc
 import mmap
 import struct
 import sys
@@ -17,7 +16,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from onnxcore.errors import DecodeError, DecodeLimitError, EncodeError
-from onnxcore.limits import DEFAULT_LIMITS
+from onnxcore.limits import DEFAULT_LIMITS, collection_paused
 from onnxcore.proto import messages as _m
 from onnxcore.proto.message import (
     Message,
@@ -852,18 +851,14 @@ def decode_message(
     # Millions of small messages are millions of container objects: the cyclic garbage collector, triggered by
     # their allocation, would scan them over and over (80 % of decoding time for a field of 10^6 empty entries).
     # A decoded message tree holds no cycle, so the collector is paused while it is built.
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        _decode_into(obj, _source(buf), 0, len(buf), 0, max_depth, lim)
-    except DecodeError as e:
-        e.add_parent(cls._SPEC.name)
-        raise
-    except RecursionError:
-        raise DecodeLimitError("messages nested too deeply for the interpreter stack (Clause 15.4)", 0) from None
-    finally:
-        if gc_was_enabled:
-            gc.enable()
+    with collection_paused():
+        try:
+            _decode_into(obj, _source(buf), 0, len(buf), 0, max_depth, lim)
+        except DecodeError as e:
+            e.add_parent(cls._SPEC.name)
+            raise
+        except RecursionError:
+            raise DecodeLimitError("messages nested too deeply for the interpreter stack (Clause 15.4)", 0) from None
     return obj
 
 
