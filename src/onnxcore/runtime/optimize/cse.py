@@ -33,10 +33,6 @@ def _freeze(v: Any) -> Any:
     if isinstance(v, np.ndarray):
         return ("nd", v.dtype.str, v.shape, v.tobytes()) if v.dtype != object else ("obj", id(v))
     if isinstance(v, list | tuple):
-        if len(v) > _SMALL_CONSTANT:
-            # As a large constant input: by identity. Hashing a tree ensemble's node tables (10^5 values, a dozen
-            # lists) for a merge that never happens was 10 ms of a forest's session (issue 42, item 3).
-            return ("id", id(v))
         # A list of one scalar type (a tree ensemble's node tables: 10^5 values) as one tuple, made at C speed: a
         # tuple per element cost 2 s of a 100-tree forest's session (issue 42, item 3). Its type stands beside it,
         # so [1, 2] and [1.0, 2.0] stay two keys as they are element by element.
