@@ -1,7 +1,7 @@
 """The operator -> module index the registry imports kernel families by (issue 42, item 3).
 
 A session imports the families of its model's operators only, as ``kernels/kernel_index.py`` names them; that file
-is generated (``tools/gen_kernel_index.py``) and must name, for every operator, every module that registers one of
+is generated (``tools/gen_op_index.py``) and must name, for every operator, every module that registers one of
 its kernels. A kernel added without regenerating the index fails here.
 """
 
@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 
 from onnxcore import kernels
+from onnxcore.infer import shape_core, shape_ops
+from onnxcore.infer.rule_index import RULE_MODULES
 from onnxcore.kernels import registry
 from onnxcore.kernels.kernel_index import KERNEL_MODULES
 
@@ -26,14 +28,14 @@ def test_the_index_names_the_module_of_every_registered_kernel() -> None:
         for (dom, op, v), module in registry._ORIGIN.items()
         if module not in KERNEL_MODULES.get((dom, op), ())
     )
-    assert not missing, f"kernel_index.py is stale (run tools/gen_kernel_index.py): {missing[:10]}"
+    assert not missing, f"kernel_index.py is stale (run tools/gen_op_index.py): {missing[:10]}"
     registered_ops = {(dom, op) for dom, op, _v in registry._ORIGIN}
     assert set(KERNEL_MODULES) == registered_ops, "the index names operators no module registers"
 
 
 def test_the_generated_file_is_what_the_tool_writes() -> None:
     done = subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "gen_kernel_index.py"), "--check"], capture_output=True, text=True
+        [sys.executable, str(ROOT / "tools" / "gen_op_index.py"), "--check"], capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr
 
@@ -73,3 +75,37 @@ def test_a_lookup_imports_only_the_families_of_its_operator() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["onnxcore.kernels.elementwise", "False", "False", "False", "False"]
+
+
+def test_the_rule_index_names_the_module_of_every_shape_and_value_rule() -> None:
+    shape_ops.load_all()
+    keys = {("shape", d, o) for d, o in shape_core.SHAPE_RULES} | {("value", d, o) for d, o in shape_core.VALUE_RULES}
+    assert keys == set(shape_core._ORIGIN), "a rule registered outside infer/shape_ops, or without its module"
+    missing = sorted(
+        f"{kind} rule {dom or 'ai.onnx'}::{op} from {module}"
+        for (kind, dom, op), module in shape_core._ORIGIN.items()
+        if module not in RULE_MODULES.get((dom, op), ())
+    )
+    assert not missing, f"rule_index.py is stale (run tools/gen_op_index.py): {missing[:10]}"
+    assert set(RULE_MODULES) == {(d, o) for _k, d, o in shape_core._ORIGIN}
+
+
+def test_each_operator_gets_the_rules_of_a_full_load_from_its_modules_alone() -> None:
+    code = (
+        "from onnxcore.infer import shape_core, shape_ops\n"
+        "from onnxcore.infer.rule_index import RULE_MODULES\n"
+        "got = {}\n"
+        "for dom, op in reversed(list(RULE_MODULES)):\n"
+        "    shape_core.load_rules(dom, op)\n"
+        "    for kind, table in (('shape', shape_core.SHAPE_RULES), ('value', shape_core.VALUE_RULES)):\n"
+        "        if (dom, op) in table:\n"
+        "            got[(kind, dom, op)] = table[(dom, op)].__qualname__\n"
+        "shape_ops.load_all()\n"
+        "full = {(k, d, o): t[(d, o)].__qualname__ for k, t in (('shape', shape_core.SHAPE_RULES),"
+        " ('value', shape_core.VALUE_RULES)) for d, o in t}\n"
+        "print(len(got), len(full), sorted(set(full.items()) ^ set(got.items()))[:5])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    n_lazy, n_full, diff = done.stdout.split(" ", 2)
+    assert n_lazy == n_full and diff.strip() == "[]", done.stdout

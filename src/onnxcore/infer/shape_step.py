@@ -15,14 +15,13 @@ from typing import Any, Protocol
 
 import numpy as np
 
-import onnxcore.infer.shape_ops  # noqa: F401  (registers the shape rules)
 from onnxcore.defs.binding import canonical_domain
 from onnxcore.defs.opschema import OpSchema
 from onnxcore.graph.bound import Scope
 from onnxcore.graph.functions import Unresolved, resolve_attribute
 from onnxcore.infer.known_values import LazyValue, PendingFold, fold, small_shape, small_value
 from onnxcore.infer.results import ShapeIncompatibility, ShapeInference
-from onnxcore.infer.shape_core import SHAPE_RULES, VALUE_RULES, ShapeContext, ShapeIncompatible, ShapeT
+from onnxcore.infer.shape_core import SHAPE_RULES, VALUE_RULES, ShapeContext, ShapeIncompatible, ShapeT, load_rules
 from onnxcore.infer.walk_frames import Binding, Frame, node_location
 from onnxcore.kernels.registry import KernelSet
 from onnxcore.proto.messages import AttributeProto, FunctionProto, NodeProto
@@ -151,6 +150,7 @@ class ShapeStep:
                     return folded
             return unknown, {}
         domain = canonical_domain(node.domain)
+        load_rules(domain, node.op_type)
         rule = SHAPE_RULES.get((domain, node.op_type))
         foldable = all(v is not None for n, v in zip(node.input, in_values) if n)
         if rule is not None:
