@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import hashlib
 import mmap
 import os
-import tempfile
 from pathlib import Path
 from typing import IO, TypeVar
 
@@ -65,6 +63,8 @@ def canonical_digest(model: ModelProto) -> str:
     Raises:
         ExternalDataError: an external tensor is unresolved.
     """
+    import hashlib  # here, not at the top: 3 ms of every `import onnxcore`, for a digest
+
     h = hashlib.sha256()
     for part in encode_parts(internalize(model), canonical=True).parts():
         h.update(part)
@@ -195,6 +195,8 @@ def write_atomic(path: str | os.PathLike[str], parts: object) -> None:
     """
     target = Path(path)
     directory = target.parent if str(target.parent) else Path(".")
+    import tempfile  # here, not at the top: with random, hashlib and shutil, 5 ms of every `import onnxcore`
+
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "wb") as fh:
