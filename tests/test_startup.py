@@ -237,14 +237,16 @@ def test_collection_paused_restores_the_collector_as_it_found_it():
     assert gc.isenabled()
 
 
-def test_a_session_and_a_check_load_no_file_archive_or_hashing_module():
-    # The operator definitions are read beside their module (importlib.resources, zipfile and tempfile: 5 ms), and
-    # hashlib (3 ms) is imported by the checksums and digests that use it.
+def test_a_session_and_a_check_load_none_of_the_standard_modules_they_do_not_use():
+    # The operator definitions are read beside their module (importlib.resources, zipfile and tempfile: 5 ms);
+    # hashlib (3 ms), the thread pool (concurrent.futures and logging: 3 ms) and difflib are imported where a
+    # checksum, a second thread or a "did you mean" needs them.
     out = _fresh(
         "import sys, numpy as np, onnxcore as oc\n"
         f"s = oc.Session({str(BUNDLED)!r})\n"
         "s.run(None, {'x': np.zeros((2, 4), np.float32)})\n"
         f"assert oc.check({str(BUNDLED)!r}).ok\n"
-        "print([m for m in ('importlib.resources', 'zipfile', 'tempfile', 'shutil', 'hashlib') if m in sys.modules])"
+        "print([m for m in ('importlib.resources', 'zipfile', 'tempfile', 'shutil', 'hashlib', 'concurrent.futures',"
+        " 'logging', 'difflib') if m in sys.modules])"
     )
     assert out == "[]"
