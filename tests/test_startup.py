@@ -84,7 +84,8 @@ def test_the_check_command_loads_no_evaluator():
 
 
 # What `import onnxcore` must not load: the evaluator, inference, the validator and its rule tables, the operator
-# definitions, the kernels (every family), conversion, the report, numba and ml_dtypes (issue 42, item 3).
+# definitions, the kernels (every family), conversion, the report, numba and ml_dtypes (issue 42, item 3); nor
+# numpy.random, tempfile and hashlib (10, 5 and 3 ms), which only a random draw, a write and a checksum need.
 _NOT_AT_IMPORT = (
     "onnxcore.runtime",
     "onnxcore.infer",
@@ -98,6 +99,9 @@ _NOT_AT_IMPORT = (
     "numba",
     "ml_dtypes",
     "scipy",
+    "numpy.random",
+    "tempfile",
+    "hashlib",
 )
 
 
@@ -161,3 +165,88 @@ def test_the_accelerator_turned_off_loads_no_numba():
         "print(accel.status(), accel.available(), 'numba' in sys.modules)"
     )
     assert out == "('off', None) False False"
+
+
+def test_a_session_imports_the_kernel_and_rule_families_of_its_operators_only():
+    # A model of one Add: its kernel family and its shape rules (the element-wise binary family); not the trees,
+    # the linear models, text, pooling, recurrent layers, attention or normalizations, kernels nor rules (the
+    # operator -> module indexes, tests/kernels/test_kernel_index.py). numpy.random is not loaded either: the session
+    # makes its generator on the first draw.
+    out = _fresh(
+        "import sys, numpy as np, onnxcore as oc\n"
+        "from onnxcore.build import helper as h\n"
+        "vi = [h.make_tensor_value_info(n, 1, [2]) for n in 'xyz']\n"
+        "g = h.make_graph([h.make_node('Add', ['x', 'y'], ['z'])], 'g', vi[:2], vi[2:])\n"
+        "s = oc.Session(h.make_model(g, opset_imports=[h.make_opsetid('', 17)]))\n"
+        "z = s.run(None, {'x': np.ones(2, np.float32), 'y': np.full(2, 2, np.float32)})[0]\n"
+        "fams = ('ml_tree', 'ml_linear', 'text', 'pool', 'recurrent', 'attention', 'normalization', 'signal')\n"
+        "k = [f for f in fams if 'onnxcore.kernels.' + f in sys.modules]\n"
+        "r = [f for f in fams + ('conv', 'ml') if 'onnxcore.infer.shape_ops.' + f in sys.modules]\n"
+        "print(z.tolist(), 'onnxcore.kernels.elementwise_binary' in sys.modules,"
+        " 'onnxcore.infer.shape_ops.elementwise_binary' in sys.modules, k, r, 'numpy.random' in sys.modules)"
+    )
+    assert out == "[3.0, 3.0] True True [] [] False"
+
+
+def test_the_session_generator_is_made_on_the_first_draw_from_the_seed_in_force_at_creation():
+    # Deferring the generator keeps onnxruntime's set_seed semantics: two sessions made after the same seed draw the
+    # same numbers, and a seed set after a session was made does not change its draws.
+    out = _fresh(
+        "import sys, numpy as np, onnxcore as oc\n"
+        "from onnxcore.build import helper as h\n"
+        "from onnxcore.runtime.seeding import set_seed\n"
+        "g = h.make_graph([h.make_node('RandomUniform', [], ['y'], shape=[4], dtype=1)], 'g', [],"
+        " [h.make_tensor_value_info('y', 1, [4])])\n"
+        "m = h.make_model(g, opset_imports=[h.make_opsetid('', 17)])\n"
+        "set_seed(7)\n"
+        "a, b = oc.Session(m), oc.Session(m)\n"
+        "loaded = 'numpy.random' in sys.modules\n"
+        "set_seed(8)\n"
+        "ya, yb = a.run(None, {})[0], b.run(None, {})[0]\n"
+        "set_seed(7)\n"
+        "yc = oc.Session(m).run(None, {})[0]\n"
+        "print(loaded, ya.tolist() == yb.tolist() == yc.tolist(), len(set(ya.tolist())))"
+    )
+    assert out == "False True 4"
+
+
+def test_collection_paused_restores_the_collector_as_it_found_it():
+    import gc
+
+    from onnxcore.limits import collection_paused
+
+    assert gc.isenabled()
+    with collection_paused():
+        assert not gc.isenabled()
+        with collection_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()  # an inner pause leaves the outer one in place
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with collection_paused():
+            pass
+        assert not gc.isenabled()  # a caller that turned the collector off keeps it off
+    finally:
+        gc.enable()
+    try:
+        with collection_paused():
+            raise ValueError("inside")
+    except ValueError:
+        pass
+    assert gc.isenabled()
+
+
+def test_a_session_and_a_check_load_none_of_the_standard_modules_they_do_not_use():
+    # The operator definitions are read beside their module (importlib.resources, zipfile and tempfile: 5 ms);
+    # hashlib (3 ms), the thread pool (concurrent.futures and logging: 3 ms) and difflib are imported where a
+    # checksum, a second thread or a "did you mean" needs them.
+    out = _fresh(
+        "import sys, numpy as np, onnxcore as oc\n"
+        f"s = oc.Session({str(BUNDLED)!r})\n"
+        "s.run(None, {'x': np.zeros((2, 4), np.float32)})\n"
+        f"assert oc.check({str(BUNDLED)!r}).ok\n"
+        "print([m for m in ('importlib.resources', 'zipfile', 'tempfile', 'shutil', 'hashlib', 'concurrent.futures',"
+        " 'logging', 'difflib') if m in sys.modules])"
+    )
+    assert out == "[]"

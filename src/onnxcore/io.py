@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import hashlib
 import mmap
 import os
-import tempfile
 from pathlib import Path
 from typing import IO, TypeVar
 
 from onnxcore.errors import DecodeLimitError, file_error
 from onnxcore.external import base_dir_of, internalize, load_external_data, save_model
 from onnxcore.external.mapped import MappedFile, register_mapping
-from onnxcore.limits import DEFAULT_LIMITS, Limits
+from onnxcore.limits import DEFAULT_LIMITS, Limits, collection_paused
 from onnxcore.proto.bridge import OnnxMessage, as_message, is_onnx_message
 from onnxcore.proto.codec import DEFAULT_MAX_DEPTH, decode_message, encode_parts
 from onnxcore.proto.message import Message
@@ -65,6 +63,8 @@ def canonical_digest(model: ModelProto) -> str:
     Raises:
         ExternalDataError: an external tensor is unresolved.
     """
+    import hashlib  # here, not at the top: 3 ms of every `import onnxcore`, for a digest
+
     h = hashlib.sha256()
     for part in encode_parts(internalize(model), canonical=True).parts():
         h.update(part)
@@ -176,12 +176,14 @@ def load(
             f"the model has {len(buf)} octets, more than max_message_bytes ({lim.max_message_bytes}) (Clause 12.5)", 0
         )
     depth = max_depth if max_depth is not None else lim.message_depth()
-    model = decode_message(
-        ModelProto, buf, max_depth=depth, max_repeated=lim.max_repeated_messages, max_messages=lim.max_messages
-    )
-    if external_data:
-        bd = base_dir if base_dir is not None else base_dir_of(source)
-        load_external_data(model, bd, allow_outside=allow_outside, limits=lim)
+    # Paused past the decoding too: the collection its objects would trigger falls in the walk over the tensors.
+    with collection_paused():
+        model = decode_message(
+            ModelProto, buf, max_depth=depth, max_repeated=lim.max_repeated_messages, max_messages=lim.max_messages
+        )
+        if external_data:
+            bd = base_dir if base_dir is not None else base_dir_of(source)
+            load_external_data(model, bd, allow_outside=allow_outside, limits=lim)
     return model
 
 
@@ -193,6 +195,8 @@ def write_atomic(path: str | os.PathLike[str], parts: object) -> None:
     """
     target = Path(path)
     directory = target.parent if str(target.parent) else Path(".")
+    import tempfile  # here, not at the top: with random, hashlib and shutil, 5 ms of every `import onnxcore`
+
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "wb") as fh:

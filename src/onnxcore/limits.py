@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
+import gc
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -34,6 +35,7 @@ __all__ = [
     "active_limits",
     "active_run_control",
     "checkpoint",
+    "collection_paused",
     "enter_run",
     "exit_run",
     "limits_in_effect",
@@ -341,3 +343,22 @@ def exit_run(tokens: RunTokens) -> None:
     """Restore what :func:`enter_run` replaced (in the reverse order)."""
     _RUN_CONTROL.reset(tokens[1])
     _ACTIVE.reset(tokens[0])
+
+
+@contextlib.contextmanager
+def collection_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector for a walk that allocates many objects and frees few: decoding a graph,
+    binding, checking and planning it (issue 42, item 3). Each allocation of a container counts towards a
+    collection, and a 50,000-node graph triggered collections that re-scanned everything made so far: 14 % of a
+    load and 22 % of a check. Reference counting still frees what the walk drops; a cycle it makes waits for the next
+    collection after. The collector is enabled again on leaving only if it was on when entering, so a caller that
+    turned it off keeps it off, and an inner pause leaves the outer one in place.
+    """
+    was_on = gc.isenabled()
+    if was_on:
+        gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()

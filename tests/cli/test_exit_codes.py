@@ -140,3 +140,22 @@ def test_report_without_its_profile_keeps_the_page_and_says_why(tmp_path: Path) 
     np.save(good, _DEMO_INPUT)
     ok = _run(["report", MODEL, "-o", str(tmp_path / "ok.html"), "--input", f"x={good}", "--profile", "2"], tmp_path)
     assert ok.returncode == 0 and ok.stderr == "", ok.stderr
+
+
+def test_a_command_parser_is_the_full_parser_for_that_command() -> None:
+    # `onnxcore COMMAND ...` builds only COMMAND's subparser (issue 42, item 3: the fourteen were 4 ms of every call):
+    # its help and its parse are the full parser's; an unknown word gets the full parser (and its list of commands).
+    from onnxcore.cli import _command_parser
+
+    def sub_of(p: argparse.ArgumentParser) -> argparse._SubParsersAction:  # type: ignore[type-arg]
+        return next(a for a in p._actions if isinstance(a, argparse._SubParsersAction))
+
+    full = sub_of(_parser()).choices
+    for name in _commands():
+        only = sub_of(_command_parser([name])).choices
+        assert list(only) == [name]
+        assert only[name].format_help() == full[name].format_help(), name
+    assert sorted(sub_of(_command_parser(["chek"])).choices) == _commands()
+    assert sorted(sub_of(_command_parser(["--version"])).choices) == _commands()
+    argv = ["check", "a.onnx", "b.onnx", "--fast", "--json"]
+    assert vars(_command_parser(argv).parse_args(argv)) == vars(_parser().parse_args(argv))

@@ -11,10 +11,12 @@ from onnx import helper as h
 from onnx import numpy_helper
 
 import onnxcore
-from onnxcore.infer import annotate, infer_shapes, shape_step
+from onnxcore.infer import annotate, infer_shapes, shape_ops, shape_step
 from onnxcore.infer import shapes as shape_engine
 from onnxcore.infer.shape_core import SHAPE_RULES
 from onnxcore.proto.messages import ModelProto
+
+shape_ops.load_all()  # inference imports rule families as it meets their operators; these tests read the table whole
 
 
 @pytest.fixture(autouse=True)

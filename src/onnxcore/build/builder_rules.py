@@ -8,7 +8,6 @@ entry points turn it into a :class:`BuildError` at their caller's line.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -236,7 +235,7 @@ def unknown_operator(op_type: str, domain: str, version: int) -> str:
         return f"{op_type} is not in {dom} opset {version}: it is defined from opset {versions[0]}"
     msg = f"{dom} has no operator {op_type!r} (opset {version})"
     names = sorted({s[1] for s in _operator_names(domain)})
-    close = difflib.get_close_matches(op_type, names, n=1)
+    close = _close_match(op_type, names)
     return msg + (f"; did you mean {close[0]!r}?" if close else "")
 
 
@@ -260,7 +259,7 @@ def attributes(
             adef = schema.attributes.get(key)
             if adef is None:
                 names = sorted(schema.attributes)
-                close = difflib.get_close_matches(key, names, n=1)
+                close = _close_match(key, names)
                 hint = f"did you mean {close[0]!r}?" if close else f"it has {', '.join(names) or 'none'}"
                 raise Fail(f"{where}: unknown attribute {key!r}; {hint}")
             kind = adef.type
@@ -442,3 +441,11 @@ def output_count(
     elif n < 1:
         raise Fail(f"{where}: a node has at least one output, asked for {n}")
     return n
+
+
+def _close_match(word: str, names: Sequence[str]) -> list[str]:
+    """The name nearest ``word``, for a "did you mean" (at most one)."""
+    # Here, not at the top: difflib is imported by every session (the runtime imports the builder), used by a typo.
+    import difflib
+
+    return difflib.get_close_matches(word, names, n=1)

@@ -18,7 +18,7 @@ import gzip
 import json
 import threading
 from bisect import bisect_right
-from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from onnxcore.defs.opschema import OpSchema, Origin, schema_from_record
@@ -91,12 +91,24 @@ def _read(file: str, origin: Origin) -> _Registry:
     with _lock:
         if file not in _registries:
             try:
-                raw = resources.files("onnxcore.defs").joinpath(file).read_bytes()
-                doc = json.loads(gzip.decompress(raw))
+                doc = json.loads(gzip.decompress(_data_bytes(file)))
             except (OSError, ValueError) as e:  # a broken installation, not a bad model
                 raise OnnxCoreError(f"cannot read the operator definitions ({file}): {e}") from e
             _registries[file] = _Registry(doc, origin)
         return _registries[file]
+
+
+def _data_bytes(file: str) -> bytes:
+    """The octets of a data file of this package: read beside this module when it is a file on disk (importing
+    importlib.resources, with zipfile and tempfile, was 5 ms of every session and check: issue 42, item 3), else
+    through importlib.resources (an installation in a zip archive)."""
+    beside = Path(__file__).with_name(file)
+    if beside.is_file():
+        return beside.read_bytes()
+    # Here, not at the top: only an installation that is not a directory of files reaches this line.
+    from importlib import resources
+
+    return resources.files("onnxcore.defs").joinpath(file).read_bytes()
 
 
 def _load() -> _Registry:

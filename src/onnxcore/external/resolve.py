@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import errno
-import hashlib
 import mmap
 import os
 import stat
@@ -425,6 +424,8 @@ class Resolver:
                     ReferenceRule.FILE_SIZE_LIMIT,
                     f"its checksum covers the whole file, {f.st.st_size} octets, more than max_checksum_bytes ({lim})",
                 )
+            import hashlib  # here, not at the top: 3 ms of every `import onnxcore`, for a checksum
+
             h = hashlib.sha1(usedforsecurity=False)
             if f.buf is not None:
                 h.update(f.buf)

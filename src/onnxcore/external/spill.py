@@ -27,7 +27,6 @@ import contextlib
 import contextvars
 import mmap
 import os
-import tempfile
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -59,6 +58,9 @@ class SpillFile:
 
     def _open(self) -> int:
         if self._fd is None:
+            # Here, not at the top: with random, hashlib and shutil, 5 ms of every `import onnxcore`.
+            import tempfile
+
             for d in (self._directory, None):
                 try:
                     fd, path = tempfile.mkstemp(prefix=".onnxcore-spill-", dir=d)

@@ -15,10 +15,8 @@ from __future__ import annotations
 
 import dataclasses
 import errno
-import hashlib
 import mmap
 import os
-import tempfile
 from collections.abc import Iterable
 from typing import Any, TypeVar, overload
 
@@ -244,6 +242,8 @@ def externalize(
     """
     out, plan = _plan(as_message(model, None, "externalize"), location, size_threshold, align)
     if checksum and plan.refs:
+        import hashlib  # here, not at the top: 3 ms of every `import onnxcore`, for a checksum
+
         h = hashlib.sha1(usedforsecurity=False)
         for p in plan.parts:
             h.update(p)
@@ -377,6 +377,8 @@ def _write_temp(
     digest: Any = None,
     sources: dict[int, Resolution] | None = None,
 ) -> str:
+    import tempfile  # here, not at the top: with random, hashlib and shutil, 5 ms of every `import onnxcore`
+
     fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
     try:
         if hasattr(os, "fchmod"):
@@ -442,6 +444,8 @@ def save_model(
         if plan.refs:
             # New octets go to a temporary first: the tensors may be views into the very file
             # being replaced, whose old inode stays mapped until they are dropped.
+            import hashlib  # here, not at the top: 3 ms of every `import onnxcore`, for a checksum
+
             h = hashlib.sha1(usedforsecurity=False) if checksum else None
             tmp_data = _write_temp(os.path.dirname(data_path), comps[-1], plan.parts, h, plan.sources)
             if h is not None:

@@ -15,13 +15,16 @@ and no arithmetic is done on variables (``5 + N`` is unknown).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
+from importlib import import_module
 from typing import Any, NoReturn
 
 import numpy as np
 
 from onnxcore.errors import ShapeError
 from onnxcore.graph.attributes import attribute_value
+from onnxcore.infer.rule_index import RULE_MODULES
 from onnxcore.proto.messages import AttributeProto, NodeProto
 from onnxcore.types.broadcast import broadcast_extents, unidirectional_extents
 
@@ -35,6 +38,7 @@ __all__ = [
     "ShapeContext",
     "SHAPE_RULES",
     "shape_rule",
+    "load_rules",
     "broadcast",
     "unidirectional",
     "unify",
@@ -58,7 +62,33 @@ ShapeRule = Callable[["ShapeContext"], Sequence[ShapeT | None]]
 
 SHAPE_RULES: dict[tuple[str, str], ShapeRule] = {}
 
+# Which module registered each rule ("shape" or "value", domain, op_type), read by the tool that writes the
+# operator -> module index (infer/rule_index.py) and by the test holding that index to the rules.
+_ORIGIN: dict[tuple[str, str, str], str] = {}
+_PACKAGE = "onnxcore.infer.shape_ops."
+_loaded_ops: set[tuple[str, str]] = set()
+
 _MISSING = object()
+
+
+def load_rules(domain: str, op_type: str) -> None:
+    """Import the modules of ``infer/shape_ops`` that register the shape and value rules of (canonical ``domain``,
+    ``op_type``), as the generated index (:mod:`onnxcore.infer.rule_index`) names them: inference imports the
+    rules of the operators it meets, not all 40 families (issue 42, item 3). An operator the index does not list
+    has no rule (:func:`onnxcore.infer.shape_ops.load_all` imports every family)."""
+    key = (domain, op_type)
+    if key in _loaded_ops:
+        return
+    for name in RULE_MODULES.get(key, ()):
+        import_module(name)
+    _loaded_ops.add(key)
+
+
+def _origin(kind: str, domain: str, op_types: tuple[str, ...]) -> None:
+    module = str(sys._getframe(2).f_globals.get("__name__", ""))
+    if module.startswith(_PACKAGE):
+        for op in op_types:
+            _ORIGIN[(kind, domain, op)] = module
 
 
 def shape_rule(*op_types: str, domain: str = "") -> Callable[[ShapeRule], ShapeRule]:
@@ -67,6 +97,7 @@ def shape_rule(*op_types: str, domain: str = "") -> Callable[[ShapeRule], ShapeR
     The rule returns a sequence with one entry per output it can speak of (a shorter sequence leaves the
     rest unknown).
     """
+    _origin("shape", domain, op_types)
 
     def deco(fn: ShapeRule) -> ShapeRule:
         for op in op_types:
@@ -106,6 +137,7 @@ VALUE_RULES: dict[tuple[str, str], ValueRule] = {}
 
 def value_rule(*op_types: str, domain: str = "") -> Callable[[ValueRule], ValueRule]:
     """Register how each of ``op_types`` maps symbolic input values to the symbolic value of output 0."""
+    _origin("value", domain, op_types)
 
     def deco(fn: ValueRule) -> ValueRule:
         for op in op_types:

@@ -15,14 +15,13 @@ from typing import Any, Protocol
 
 import numpy as np
 
-import onnxcore.infer.shape_ops  # noqa: F401  (registers the shape rules)
 from onnxcore.defs.binding import canonical_domain
 from onnxcore.defs.opschema import OpSchema
 from onnxcore.graph.bound import Scope
 from onnxcore.graph.functions import Unresolved, resolve_attribute
 from onnxcore.infer.known_values import LazyValue, PendingFold, fold, small_shape, small_value
 from onnxcore.infer.results import ShapeIncompatibility, ShapeInference
-from onnxcore.infer.shape_core import SHAPE_RULES, VALUE_RULES, ShapeContext, ShapeIncompatible, ShapeT
+from onnxcore.infer.shape_core import SHAPE_RULES, VALUE_RULES, ShapeContext, ShapeIncompatible, ShapeT, load_rules
 from onnxcore.infer.walk_frames import Binding, Frame, node_location
 from onnxcore.kernels.registry import KernelSet
 from onnxcore.proto.messages import AttributeProto, FunctionProto, NodeProto
@@ -151,6 +150,7 @@ class ShapeStep:
                     return folded
             return unknown, {}
         domain = canonical_domain(node.domain)
+        load_rules(domain, node.op_type)
         rule = SHAPE_RULES.get((domain, node.op_type))
         foldable = all(v is not None for n, v in zip(node.input, in_values) if n)
         if rule is not None:
@@ -257,6 +257,8 @@ class ShapeStep:
 
 
 _SIMPLE_KINDS = frozenset({1, 2, 3, 6, 7, 8})  # FLOAT, INT, STRING, FLOATS, INTS, STRINGS
+# The longest attribute lists a node's outcome is memoised with.
+_MEMO_LIST_MAX = 1024
 
 
 def _attrs_key(attrs: dict[str, AttributeProto]) -> tuple[object, ...] | None:
@@ -267,7 +269,9 @@ def _attrs_key(attrs: dict[str, AttributeProto]) -> tuple[object, ...] | None:
     for name, a in attrs.items():
         if a.type not in _SIMPLE_KINDS:
             return None
-        key.append(
-            (name, a.type, a.i, a.f, bytes(a.s), tuple(a.ints), tuple(a.floats), tuple(bytes(x) for x in a.strings))
-        )
+        if len(a.ints) + len(a.floats) + len(a.strings) > _MEMO_LIST_MAX:
+            # A node of long lists (a tree ensemble's node tables, 10^5 values) repeats rarely; its key cost more
+            # than the rule (issue 42, item 3).
+            return None
+        key.append((name, a.type, a.i, a.f, bytes(a.s), tuple(a.ints), tuple(a.floats), tuple(map(bytes, a.strings))))
     return tuple(key)

@@ -17,9 +17,9 @@ runs every Conv directly.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -54,6 +54,10 @@ def toom_cook(m: int, r: int, points: Sequence[int]) -> tuple[np.ndarray, np.nda
     then the unique matrix making ``A^T ((G g) * (B^T d))`` the correlation ``y_i = sum_k d_(i+k) g_k`` for
     every ``d`` and ``g``, solved exactly in rationals (so the three are exact, whatever the points).
     """
+    # Here, not at the top: fractions (and decimal, which it imports) are 3 ms of every process that loads the
+    # convolution kernels, and only this exact construction needs them (issue 42, item 3).
+    from fractions import Fraction
+
     n = m + r - 1
     if len(points) != n - 1 or len(set(points)) != n - 1:
         raise ValueError(f"F({m}, {r}) needs {n - 1} distinct finite points")
@@ -87,17 +91,21 @@ def toom_cook(m: int, r: int, points: Sequence[int]) -> tuple[np.ndarray, np.nda
     return tuple(np.array(a, dtype=np.float64) for a in (at, g, bt))  # type: ignore[return-value]
 
 
-_AT, _G, _BT = toom_cook(_M, _R, [0, 1, -1, 2, -2])
-# Both 2-D transforms of a block as one matrix on its 36 (or 16) values in row-major order.
-_IN = np.kron(_BT, _BT).astype(np.float32)
-_OUT = np.kron(_AT, _AT).astype(np.float32)
+@functools.cache
+def _transforms() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(G, IN, OUT)`` of F(4, 3): ``G``, then both 2-D transforms of a block as one matrix on its 36 (or 16) values
+    in row-major order. Made on the first Winograd layer, not when a model with a Relu loads this module (the fused
+    kernels import it): 4 ms of such a session (issue 42, item 3)."""
+    at, g, bt = toom_cook(_M, _R, [0, 1, -1, 2, -2])
+    return g, np.kron(bt, bt).astype(np.float32), np.kron(at, at).astype(np.float32)
 
 
 def transformed_weights(w: np.ndarray, *, channels_last: bool = False) -> np.ndarray:
     """``U = G g G^T`` of every (output, input) channel pair of 3x3 weights, as ``(36, M, C)`` float32, or as
     ``(36, C, M)`` with ``channels_last`` (the operand :func:`winograd_conv` takes in that layout)."""
     m, c = w.shape[:2]
-    u = np.einsum("ik,mckl,jl->ijmc", _G, w.astype(np.float64), _G, optimize=True).reshape(_N * _N, m, c)
+    g = _transforms()[0]
+    u = np.einsum("ik,mckl,jl->ijmc", g, w.astype(np.float64), g, optimize=True).reshape(_N * _N, m, c)
     return np.ascontiguousarray((u.transpose(0, 2, 1) if channels_last else u).astype(np.float32))
 
 
@@ -164,17 +172,18 @@ def winograd_conv(
             dc = scratch("winograd.d", (_N, _N, c, n, bt, tx))
         copy_split(dc, d)
         v = scratch("winograd.v", (_N * _N, c * blocks))
-        np.matmul(_IN, dc.reshape(_N * _N, c * blocks), out=v)
+        _g, transform_in, transform_out = _transforms()
+        np.matmul(transform_in, dc.reshape(_N * _N, c * blocks), out=v)
         prod = scratch("winograd.p", (_N * _N, m * blocks))
         o = scratch("winograd.o", (_M * _M, m * blocks))
         if channels_last:
             np.matmul(v.reshape(_N * _N, blocks, c), u, out=prod.reshape(_N * _N, blocks, m))
-            np.matmul(_OUT, prod, out=o)
+            np.matmul(transform_out, prod, out=o)
             # (i, j, n, t, s, m) -> (n, m, t, i, s, j): block row t, row i in it; block column s, column j in it.
             o6 = o.reshape(_M, _M, n, bt, tx, m).transpose(2, 5, 3, 0, 4, 1)
         else:
             np.matmul(u, v.reshape(_N * _N, c, blocks), out=prod.reshape(_N * _N, m, blocks))
-            np.matmul(_OUT, prod, out=o)
+            np.matmul(transform_out, prod, out=o)
             # (i, j, m, n, t, s) -> (n, m, t, i, s, j)
             o6 = o.reshape(_M, _M, m, n, bt, tx).transpose(3, 2, 4, 0, 5, 1)
         target = yb[:, :, _M * t0 : _M * t1].reshape(n, m, bt, _M, tx, _M)

@@ -287,7 +287,14 @@ class _ErfApprox:
 
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
-_ERF64 = _ErfApprox(np.float64, 20, 14, 6.0)
+
+
+@functools.cache
+def _erf64_approx() -> _ErfApprox:
+    # Fitted on the first float64 erf, not at import: the fit and numpy.polynomial are 3-4 ms of every process that
+    # imports this family, nearly every session's (issue 42, item 3: time to first result).
+    return _ErfApprox(np.float64, 20, 14, 6.0)
+
 
 # float32: erf(x) ~ x P(x^2) / Q(x^2) for x clamped to [-4, 4], the coefficients in
 # :mod:`onnxcore.kernels._erf_coef` (fitted by tools/fit_erf.py, largest relative error 2.1e-9). Evaluated
@@ -364,7 +371,7 @@ def _erf32(x: Array, *, scale: float = 1.0, gelu: bool = False) -> Array:
 def _erf64(x: Array, *, scale: float = 1.0, gelu: bool = False) -> Array:
     """erf of a float64 array (fresh result); with ``gelu``, ``0.5 x (1 + erf(scale x))``. (No compiled path:
     without a vectorised ``exp`` a compiled loop is no faster than these blocked passes.)"""
-    y = np.asarray(_ERF64(x * np.float64(scale) if scale != 1.0 else x))
+    y = np.asarray(_erf64_approx()(x * np.float64(scale) if scale != 1.0 else x))
     if gelu:
         y += 1.0
         y *= x
@@ -381,7 +388,7 @@ def erf(x: Array) -> Array:
         return _erf32(x)
     if dt.kind in "fV":
         return _erf32(x.astype(np.float32)).astype(dt)
-    return from_compute(_ERF64(x.astype(np.float64)), dt)
+    return from_compute(_erf64_approx()(x.astype(np.float64)), dt)
 
 
 # Erf-9 also admits integer types; Erf-13 is float only; the function is the same.

@@ -16,11 +16,14 @@ that only the sessions given it see (``Session(model, custom_ops=...)``); at the
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator, Sequence
+from importlib import import_module
 from typing import Any, TypeVar
 
 from onnxcore.defs.binding import canonical_domain, extension_versions, known_domains, schema_versions
 from onnxcore.errors import KernelRegistrationError, OnnxCoreError
+from onnxcore.kernels.kernel_index import KERNEL_MODULES
 
 __all__ = [
     "NONDETERMINISTIC",
@@ -72,16 +75,17 @@ class KernelContext:
         run_subgraph: ``run_subgraph(graph, inputs, outer)`` evaluates a ``GraphProto`` attribute
             with positional ``inputs`` and the enclosing scope's values ``outer``; returns the
             graph's outputs as a list.
-        rng: A ``numpy.random.Generator`` for operators that draw random numbers.
+        rng: A ``numpy.random.Generator`` for operators that draw random numbers. Given as a function returning
+            one (a session's, made on its first draw), it is called on the first read.
     """
 
     __slots__ = (
+        "_rng",
         "input_types",
         "node",
         "num_outputs",
         "opset_version",
         "outputs_requested",
-        "rng",
         "run_subgraph",
         "since_version",
     )
@@ -105,7 +109,19 @@ class KernelContext:
         self.outputs_requested = outputs_requested if outputs_requested is not None else [True] * num_outputs
         self.input_types = input_types
         self.run_subgraph = run_subgraph
-        self.rng = rng
+        self._rng = rng
+
+    @property
+    def rng(self) -> Any:
+        """The generator (see the class's attributes); ``None`` when the caller gave none."""
+        r = self._rng
+        if callable(r):
+            r = self._rng = r()
+        return r
+
+    @rng.setter
+    def rng(self, value: Any) -> None:
+        self._rng = value
 
 
 class KernelDef:
@@ -159,6 +175,10 @@ KernelKey = tuple[str, str, int]
 """(canonical domain, op_type, since_version): what one kernel is registered for."""
 
 _REGISTRY: dict[KernelKey, KernelDef] = {}
+
+# Which module registered each built-in kernel (the module whose body applied the decorator), read by the tool that
+# writes the operator -> module index (kernels/kernel_index.py) and by the test holding that index to the registry.
+_ORIGIN: dict[KernelKey, str] = {}
 
 
 def _same_definition(a: Callable[..., Any], b: Callable[..., Any]) -> bool:
@@ -252,12 +272,19 @@ def kernel(
     if prepare_constants and prepare is None:
         raise KernelRegistrationError(f"kernel {op_type}: prepare_constants needs a prepare function")
 
+    origin = str(sys._getframe(1).f_globals.get("__name__", ""))
+
     def deco(fn: F) -> F:
-        if not str(getattr(fn, "__module__", None) or "").startswith(_PACKAGE):
+        builtin = str(getattr(fn, "__module__", None) or "").startswith(_PACKAGE)
+        if not builtin:
             # A kernel from outside the package is checked against the built-ins (and replaces one only if they are
             # there first): load them now, not after it. The package's own families register while loading.
             _load_ops()
         _add(_REGISTRY, "", op_type, since_versions, domain, fn, context, replace, prepare, prepare_constants)
+        if builtin and origin.startswith(_PACKAGE):
+            dom = canonical_domain(domain)
+            for v in since_versions:
+                _ORIGIN[(dom, op_type, v)] = origin
         return fn
 
     return deco
@@ -383,14 +410,15 @@ def lookup(domain: str, op_type: str, since_version: int, custom_ops: KernelSet 
         kdef = custom_ops.lookup(domain, op_type, since_version)
         if kdef is not None:
             return kdef
-    _load_ops()
-    return _REGISTRY.get((canonical_domain(domain), op_type, since_version))
+    dom = canonical_domain(domain)
+    _load_for(dom, op_type)
+    return _REGISTRY.get((dom, op_type, since_version))
 
 
 def kernel_versions(domain: str, op_type: str, custom_ops: KernelSet | None = None) -> list[int]:
     """Since_versions with a kernel for (domain, op_type) in the registry or ``custom_ops``, ascending."""
-    _load_ops()
     dom = canonical_domain(domain)
+    _load_for(dom, op_type)
     found = {v for (d, o, v) in _REGISTRY if d == dom and o == op_type}
     if custom_ops is not None:
         found.update(custom_ops.versions(dom, op_type))
@@ -448,6 +476,21 @@ def registered() -> Iterator[KernelDef]:
 
 
 _loaded = False
+_loaded_ops: set[tuple[str, str]] = set()
+
+
+def _load_for(domain: str, op_type: str) -> None:
+    """Import the family modules that register kernels of (canonical ``domain``, ``op_type``), as the generated
+    index (:mod:`onnxcore.kernels.kernel_index`) lists them: a session imports the families its model's operators
+    use, not all of them (issue 42, item 3). An operator the index does not list has no built-in kernel."""
+    if _loaded:
+        return
+    key = (domain, op_type)
+    if key in _loaded_ops:
+        return
+    for name in KERNEL_MODULES.get(key, ()):
+        import_module(name)
+    _loaded_ops.add(key)
 
 
 def _load_ops() -> None:

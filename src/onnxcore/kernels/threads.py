@@ -20,10 +20,12 @@ import itertools
 import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 __all__ = [
     "BLOCKS_PER_THREAD",
@@ -87,6 +89,10 @@ def exit_threads(token: contextvars.Token[int]) -> None:
 
 def _executor(workers: int) -> ThreadPoolExecutor:
     global _pool, _pool_size
+    # Here, not at the top: concurrent.futures (with logging and queue) is 3 ms of every session's imports, and a
+    # session of one thread never starts a pool (issue 42, item 3).
+    from concurrent.futures import ThreadPoolExecutor
+
     with _pool_lock:
         if _pool is None or _pool_size < workers:
             old = _pool

@@ -7,17 +7,18 @@ repeated fields in the form Annex B records for them, then the unknown fields (C
 
 from __future__ import annotations
 
-import gc
 import mmap
 import struct
 import sys
 from collections.abc import Callable
+from types import FunctionType
 from typing import Any, TypeVar
 
 import numpy as np
 
 from onnxcore.errors import DecodeError, DecodeLimitError, EncodeError
-from onnxcore.limits import DEFAULT_LIMITS
+from onnxcore.limits import DEFAULT_LIMITS, collection_paused
+from onnxcore.proto import decoders_gen
 from onnxcore.proto import messages as _m
 from onnxcore.proto.message import (
     Message,
@@ -36,6 +37,7 @@ __all__ = [
     "DEFAULT_MAX_DEPTH",
     "NanBits",
     "decode_message",
+    "decoder_source",
     "encode_message",
     "encode_parts",
 ]
@@ -552,7 +554,23 @@ def _unknown_field(obj: Message, buf: Buffer, key: int, key_pos: int, pos: int, 
 
 
 def _make_decoder(cls: type[Message]) -> Callable[[Message, Buffer, int, int, int, int, list[int]], None]:
-    """A decoder specialised to ``cls``: the common field forms inline, the rest through :func:`_one_field`.
+    """A decoder specialised to ``cls`` (:func:`decoder_source`), its code taken from the precompiled module
+    :mod:`onnxcore.proto.decoders_gen` when that holds the same source (compiling it here was 0.5-1 ms per class,
+    a dozen classes in every process that reads a model: issue 42, item 3), else compiled now."""
+    source, ns = decoder_source(cls)
+    key = cls._SPEC.name.replace(".", "_")
+    fn = getattr(decoders_gen, f"decode_{key}", None)
+    if fn is not None and decoders_gen.SOURCES.get(key) == source:
+        made: Callable[..., None] = FunctionType(fn.__code__, ns, "decode")
+        return made
+    exec(source, ns)
+    decoder: Callable[[Message, Buffer, int, int, int, int, list[int]], None] = ns["decode"]
+    return decoder
+
+
+def decoder_source(cls: type[Message]) -> tuple[str, dict[str, Any]]:
+    """The source of ``cls``'s decoder (a function ``decode``) and the namespace it runs in: the common field forms
+    inline, the rest through :func:`_one_field`.
 
     Inline: strings, embedded messages and varint scalars outside oneof groups, repeated strings and
     messages, unpacked repeated varints. Everything else (packed forms, bytes, floats, oneof members,
@@ -597,13 +615,16 @@ def _make_decoder(cls: type[Message]) -> Callable[[Message, Buffer, int, int, in
             child = MESSAGE_CLASSES[f.type]
             ns[f"new_{f.index}"] = _BLANK[child]
             ns[f"cls_{f.index}"] = child
+            # By name, not as a number in the source: the sizes are this interpreter's (the source is the same
+            # on every one, so the precompiled decoders of decoders_gen.py serve them all).
+            ns[f"cost_{f.index}"] = _COST[child]
             body.append(f"        elif key == {key}:")
             body += _LEN_READ
             if f.repeated:
                 body += [
                     f"            lst = obj.{f.name}",
                     "            lim[1] -= 1",
-                    f"            lim[2] -= {_COST[child]}",
+                    f"            lim[2] -= cost_{f.index}",
                     "            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:",
                     f"                raise count_error(lim, len(lst), a, {f.name!r})",
                     f"            child = new_{f.index}()",
@@ -622,7 +643,7 @@ def _make_decoder(cls: type[Message]) -> Callable[[Message, Buffer, int, int, in
                     "            if child is None:",
                     f"                child = new_{f.index}()",
                     f"                {store(f.name, 'child')}",
-                    f"                lim[2] -= {_COST[child]}",
+                    f"                lim[2] -= cost_{f.index}",
                     "            if depth >= max_depth:",
                     f"                raise DecodeLimitError(LIMIT_MSG % max_depth, a, {f.name!r})",
                     "            try:",
@@ -763,9 +784,7 @@ def _make_decoder(cls: type[Message]) -> Callable[[Message, Buffer, int, int, in
         "        else:",
         "            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)",
     ]
-    exec("\n".join(lines), ns)
-    decoder: Callable[[Message, Buffer, int, int, int, int, list[int]], None] = ns["decode"]
-    return decoder
+    return "\n".join(lines) + "\n", ns
 
 
 _LEN_READ = [
@@ -852,18 +871,14 @@ def decode_message(
     # Millions of small messages are millions of container objects: the cyclic garbage collector, triggered by
     # their allocation, would scan them over and over (80 % of decoding time for a field of 10^6 empty entries).
     # A decoded message tree holds no cycle, so the collector is paused while it is built.
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        _decode_into(obj, _source(buf), 0, len(buf), 0, max_depth, lim)
-    except DecodeError as e:
-        e.add_parent(cls._SPEC.name)
-        raise
-    except RecursionError:
-        raise DecodeLimitError("messages nested too deeply for the interpreter stack (Clause 15.4)", 0) from None
-    finally:
-        if gc_was_enabled:
-            gc.enable()
+    with collection_paused():
+        try:
+            _decode_into(obj, _source(buf), 0, len(buf), 0, max_depth, lim)
+        except DecodeError as e:
+            e.add_parent(cls._SPEC.name)
+            raise
+        except RecursionError:
+            raise DecodeLimitError("messages nested too deeply for the interpreter stack (Clause 15.4)", 0) from None
     return obj
 
 

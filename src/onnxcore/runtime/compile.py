@@ -59,7 +59,7 @@ class CompileEnv:
         bound: The bound model every binding comes from.
         limits: Its limits (``max_nesting_depth`` also bounds function calls here).
         base_dir: Directory for resolving external tensor data in attributes.
-        rng: Random generator handed to context kernels.
+        rng: Random generator handed to context kernels, or a function making it on the first draw.
         validated: The validator passed the bound model (see :func:`_check_signature`).
         unsupported: (domain, op_type, imported version) of every node that cannot be bound.
         custom_ops: The session's own kernels, bound before the process-wide registry's at the same key.

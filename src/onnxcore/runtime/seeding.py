@@ -3,7 +3,8 @@ and Dropout in training mode draw from their session's generator when the node g
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import numpy as np
@@ -32,9 +33,17 @@ def set_seed(seed: int) -> None:
     _seed = int(seed)
 
 
-def session_rng() -> np.random.Generator:
-    """A new session's generator: seeded by :func:`set_seed` when it was called, else from the OS's entropy."""
-    return np.random.default_rng(_seed)
+def session_rng() -> Callable[[], np.random.Generator]:
+    """A new session's generator, made on its first draw: a function returning the same ``numpy.random.Generator``
+    each time, seeded by :func:`set_seed` (as in force now, when the session is made) when it was called, else from
+    the OS's entropy. Most models draw nothing, and ``numpy.random`` takes about 10 ms to import (issue 42, item 3:
+    time to first result)."""
+    return functools.cache(functools.partial(_generator, _seed))
+
+
+def _generator(seed: int | None) -> np.random.Generator:
+    # np.random is read here, at the first draw: reading it imports numpy.random.
+    return np.random.default_rng(seed)
 
 
 @contextmanager

@@ -38,6 +38,7 @@ from onnxcore.limits import (
     NESTING_REFUSAL,
     Limits,
     RunControl,
+    collection_paused,
     enter_run,
     exit_run,
     limits_in_effect,
@@ -185,6 +186,17 @@ class Session:
             raise ValueError(f"Session: threads must be 0 (the machine's CPUs) or more, got {threads}")
         self._threads = threads if threads > 0 else machine_threads()
         self._limits = limits if limits is not None else DEFAULT_LIMITS
+        with collection_paused():  # loading, binding, checking and planning make objects per node and free few
+            self._make(model_or_path, check, custom_ops, tolerate, disabled_rewrites)
+
+    def _make(
+        self,
+        model_or_path: Any,
+        check: bool,
+        custom_ops: KernelSet | None,
+        tolerate: Callable[[Finding], bool] | None,
+        disabled_rewrites: Collection[str],
+    ) -> None:
         model, base_dir = _load(model_or_path)
         self._model = model
         bound = _bind_and_check(model, self._limits, base_dir, check, tolerate, custom_ops)

@@ -22,7 +22,7 @@ from onnxcore import io
 from onnxcore.errors import DecodeError, LimitError
 from onnxcore.graph.bound import BoundModel, model_argument
 from onnxcore.kernels.registry import KernelSet
-from onnxcore.limits import DEFAULT_LIMITS, Limits
+from onnxcore.limits import DEFAULT_LIMITS, Limits, collection_paused
 from onnxcore.proto.bridge import OnnxMessage, is_onnx_message
 from onnxcore.proto.messages import ModelProto
 from onnxcore.validate.catalog import CHECK_RULES, rule
@@ -95,6 +95,17 @@ def check(
             ``PermissionError``.
         TypeError: ``model_or_path`` is none of the accepted kinds.
     """
+    with collection_paused():  # binding, rules and inference make objects per node and free few
+        return _check(model_or_path, full, limits, base_dir, bound)
+
+
+def _check(
+    model_or_path: ModelProto | OnnxMessage | str | os.PathLike[str] | bytes | bytearray | memoryview,
+    full: bool,
+    limits: Limits | None,
+    base_dir: str | os.PathLike[str] | None,
+    bound: BoundModel | None,
+) -> Report:
     lim = limits or DEFAULT_LIMITS
     report = Report()
     model: ModelProto

@@ -235,7 +235,7 @@ def _optional_same(at: Attrs, names: tuple[str, ...], reference: str, what: str)
 
 def _ids_below(at: Attrs, name: str, bound: int, what: str) -> Found:
     ids = at.ints(name)
-    if ids:
+    if ids and (min(ids) < 0 or max(ids) >= bound):
         bad = [v for v in ids if v < 0 or v >= bound]
         if bad:
             yield at.where(name), f"{at.label()}: {name} holds {bad[0]}, outside [0, {bound}) ({what})"
@@ -246,6 +246,8 @@ def _feature_ids(ctx: Context, ref: NodeRef, at: Attrs) -> Found:
     if f is None:
         return
     ids = at.ints("nodes_featureids") or []
+    if not ids or (min(ids) >= 0 and max(ids) < f):
+        return  # every id in range, a leaf's too (a forest of 10^5 nodes, checked at C speed)
     a = at.get("nodes_modes")
     modes = [bytes(m) for m in a.strings] if a is not None and len(a.strings) == len(ids) else [b""] * len(ids)
     for fid, mode in zip(ids, modes):

@@ -113,7 +113,7 @@ class Attrs:
         a = self.get(name)
         if a is None or int(a.type) != AT.INTS or len(a.ints) > limit:
             return None
-        return [int(v) for v in a.ints]
+        return list(map(int, a.ints))
 
     def int(self, name: str, default: int) -> int:
         """The value of an INT attribute, or ``default``."""

@@ -23,10 +23,12 @@ import pytest
 
 import onnxcore
 from onnxcore.build import helper as oc_helper
-from onnxcore.infer import infer_shapes, infer_types
+from onnxcore.infer import infer_shapes, infer_types, shape_ops
 from onnxcore.infer.shape_core import SHAPE_RULES, ShapeContext
 from onnxcore.io import decode
 from onnxcore.proto import ModelProto
+
+shape_ops.load_all()  # inference imports rule families as it meets their operators; these tests read the table whole
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")

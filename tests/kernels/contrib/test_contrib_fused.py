@@ -215,7 +215,10 @@ def test_shape_rules_match_kernels(op: str, shapes: list[tuple[int, ...] | None]
     """The rules apply once the com.microsoft definitions exist (issue 28, another part); here they are called
     directly on the node."""
     from onnxcore.build import helper
+    from onnxcore.infer import shape_ops
     from onnxcore.infer.shape_core import SHAPE_RULES, ShapeContext
+
+    shape_ops.load_all()  # inference imports rule families as it meets their operators; the rule is read directly
 
     rng = np.random.default_rng(6)
     arrays = [rng.standard_normal(s).astype(F32) for s in shapes if s is not None]

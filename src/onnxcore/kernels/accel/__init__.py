@@ -76,7 +76,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import logging
 import os
 import threading
 import time
@@ -85,7 +84,6 @@ from types import ModuleType
 
 __all__ = ["available", "enabled", "jit", "jit_cnn", "jit_ew", "jit_ml", "jit_tx", "status", "use"]
 
-_log = logging.getLogger("onnxcore.accel")
 _lock = threading.RLock()  # available() runs inside _family()
 _available: bool | None = None  # numba importable and ONNXCORE_ACCEL not "0"; decided once
 _forced: bool | None = None  # set by use(): on or off regardless of the environment (tests, benchmarks)
@@ -110,7 +108,10 @@ def available() -> bool:
                             from onnxcore.kernels.accel import _jit
 
                             _jit_module = _jit
-                            _log.info(
+                            # Here, not at the top: logging is 2 ms of every session's imports, said once.
+                            import logging
+
+                            logging.getLogger("onnxcore.accel").info(
                                 "numba loaded in %.2f s; the first call of each compiled loop loads it from numba's "
                                 "cache, or compiles it (seconds) when the cache does not hold it for this machine "
                                 "('onnxcore warmup MODEL' fills the cache ahead)",

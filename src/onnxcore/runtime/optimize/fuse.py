@@ -8,7 +8,6 @@ from typing import Any
 
 import numpy as np
 
-from onnxcore.kernels.fused.conv import MIN_CHANNELS
 from onnxcore.runtime.optimize._common import (
     conv_weights,
     fused_node,
@@ -218,7 +217,13 @@ def use_winograd(graph: PlanGraph) -> list[PlanNode]:
         if bn.step_kernel not in ("", "WithRelu", "ConvActivation", "MeasuredConv"):
             continue
         w = weights[0]
-        if w.dtype != np.float32 or w.shape[2:] != (3, 3) or min(w.shape[:2]) < MIN_CHANNELS:
+        if w.dtype != np.float32 or w.shape[2:] != (3, 3):
+            continue
+        # Here, with a 3x3 convolution in the plan: the convolution kernels are 4 ms of a session's imports, which a
+        # model without one never needs (issue 42, item 3).
+        from onnxcore.kernels.fused.conv import MIN_CHANNELS
+
+        if min(w.shape[:2]) < MIN_CHANNELS:
             continue
         assert bn.call is not None
         ins, outs, kw = list(bn.inputs), list(bn.outputs), dict(bn.kw)

@@ -18,7 +18,6 @@ Two more switches act where the graph is written back (:mod:`onnxcore.runtime.re
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from typing import Any
 
@@ -137,6 +136,9 @@ def merge_initializers(graph: PlanGraph) -> list[PlanNode]:
         for same in by_sample.values():
             if len(same) < 2:
                 continue
+            # Here, not at the top: 3 ms of every session's imports, for initializers whose first bytes collide.
+            import hashlib
+
             by_digest: dict[bytes, str] = {}
             for n in same:
                 v = _octets(graph.const[n])

@@ -3,7 +3,6 @@ of the fused PreActivatedConv kernel (``onnxcore.kernels.fused.conv``)."""
 
 from __future__ import annotations
 
-from onnxcore.kernels.fused.conv import preactivated_weights
 from onnxcore.runtime.optimize._common import conv_weights, fused_node, rebound, unpadded
 from onnxcore.runtime.optimize.graph import PlanGraph
 from onnxcore.runtime.step import PlanNode
@@ -71,6 +70,10 @@ def fuse_preactivation(graph: PlanGraph) -> list[PlanNode]:
         if weights is None or conv.inputs[0] != current or not unpadded(conv):
             continue
         w, b0 = weights
+        # Here, with a convolution in the plan: the convolution kernels are 4 ms of a session's imports, which a
+        # model without one never needs (issue 42, item 3).
+        from onnxcore.kernels.fused.conv import preactivated_weights
+
         folded = preactivated_weights(chain, w, b0, int(conv.kw.get("group", 1)))  # type: ignore[arg-type]
         if folded is None:
             continue
