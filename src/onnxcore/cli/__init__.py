@@ -209,7 +209,8 @@ def _parser(only_command: str | None = None, made: dict[str, _OnlyCommand] | Non
         action="append",
         default=[],
         metavar="NAME=D0,D1,...",
-        help="verify with this shape of input NAME instead of the generated sizes (repeatable)",
+        help="fix input NAME to this shape (its dimension variables too, wherever the graph names them): shape "
+        "arithmetic over it folds, and the proof runs at it (repeatable)",
     )
     o.add_argument(
         "--inputs",

@@ -17,6 +17,7 @@ from typing import Any
 
 from onnxcore.defs.binding import canonical_domain
 from onnxcore.proto import AttributeProto, FunctionProto, GraphProto, NodeProto
+from onnxcore.proto.message import shallow_copy
 
 __all__ = [
     "UNRESOLVED",
@@ -48,17 +49,6 @@ class FunctionBody:
         """(domain, name, overload) of the function."""
         p = self.proto
         return (canonical_domain(p.domain), p.name, p.overload)
-
-
-def _shallow(msg: Any) -> Any:
-    # A new record sharing the field values (copy.copy would copy deeply).
-    cls: Any = type(msg)
-    out = cls.__new__(cls)
-    for f in msg._SPEC.fields:
-        setattr(out, f.name, getattr(msg, f.name))
-    out._present = msg._present
-    out._unknown = msg._unknown
-    return out
 
 
 class Unresolved:
@@ -102,7 +92,7 @@ def _substitute(attr: AttributeProto, callsite: Mapping[str, AttributeProto], de
         src = defaults.get(attr.ref_attr_name)
     if src is None:
         return None
-    new = _shallow(src)
+    new = shallow_copy(src)
     new.name = attr.name
     new.clear_field("ref_attr_name")
     return new
@@ -112,7 +102,7 @@ def _resolve_graph(g: GraphProto, callsite: Mapping[str, AttributeProto], defaul
     nodes = bind_attribute_refs(g.node, callsite, defaults)
     if nodes is g.node:
         return g
-    new = _shallow(g)
+    new = shallow_copy(g)
     new.node = nodes
     return new
 
@@ -132,13 +122,13 @@ def _resolve_node(node: NodeProto, callsite: Mapping[str, AttributeProto], defau
             gs2 = [_resolve_graph(g, callsite, defaults) for g in a.graphs]
             if g2 is not a.g or any(x is not y for x, y in zip(gs2, a.graphs)):
                 changed = True
-                a = _shallow(a)
+                a = shallow_copy(a)
                 a.g = g2
                 a.graphs = gs2
         attrs.append(a)
     if not changed:
         return node
-    new = _shallow(node)
+    new = shallow_copy(node)
     new.attribute = attrs
     return new
 

@@ -25,6 +25,7 @@ from onnxcore.external.spill import lean_memory
 from onnxcore.io import load
 from onnxcore.optimizer.annotations import annotate_within
 from onnxcore.optimizer.report import OptimizeReport, op_counts
+from onnxcore.optimizer.shapes import fix_input_shapes
 from onnxcore.optimizer.verify import Verification, input_sets, related_input_sets, verify
 from onnxcore.proto import ModelProto
 from onnxcore.proto.bridge import as_message
@@ -96,8 +97,9 @@ def optimize(
             until written, read only where folded) or the model's octets.
         level: ``"none"`` (only the round trip, shapes annotated), ``"basic"`` (folding, no-ops, dead nodes,
             unused initializers) or ``"default"`` (every pass).
-        input_shapes: Input name -> shape to verify with instead of the generated sizes (the model keeps its
-            dimension variables).
+        input_shapes: Input name -> shape: the result declares these shapes (their dimension variables fixed
+            wherever the graph names them), so shape arithmetic over them folds; the proof runs at them. Without
+            it the result keeps every dimension variable (:mod:`onnxcore.optimizer.shapes`).
         keep_io: Keep every graph input; False lets ``drop_unused_inputs`` remove inputs nothing reads.
         verify: Evaluate the model and the result on generated inputs and compare them (module docstring).
         disabled: Passes to switch off, by name (``onnxcore.optimizer.PASSES``).
@@ -116,7 +118,8 @@ def optimize(
         The optimized model and its :class:`OptimizeReport`.
 
     Raises:
-        InputError: an unknown ``level`` or pass name, or a bad ``fold_growth``.
+        InputError: an unknown ``level`` or pass name, a bad ``fold_growth``, or an ``input_shapes`` entry that
+            names no input or contradicts its declared shape.
         ValidationError: the model does not conform (Clause 10); nothing is optimized.
         OptimizeError: the result could not be proved equal (naming the pass found by bisection).
         ConversionError: ``opset`` cannot be reached.
@@ -131,6 +134,8 @@ def optimize(
         source = convert_version(source, opset)
     if inline_functions and source.functions:
         source = inline_local_functions(source)
+    if input_shapes:
+        source = fix_input_shapes(source, input_shapes)
     findings = check(source, base_dir=base_dir).errors
     if findings:
         raise ValidationError(f"optimize: the model does not conform: {findings[0]}")

@@ -32,6 +32,7 @@ __all__ = [
     "install_codec",
     "install_oneof_assignment",
     "install_presence_assignment",
+    "shallow_copy",
 ]
 
 _D = struct.Struct("<d")
@@ -572,6 +573,18 @@ def copy_message(msg: M) -> M:
         setattr(out, f.name, v)
     out._present = msg._present
     out._unknown = list(msg._unknown) if msg._unknown else None
+    return out
+
+
+def shallow_copy(msg: M) -> M:
+    """A new ``msg`` sharing its field values, lists and embedded messages included (``copy.copy`` copies deeply):
+    for a copy one of whose fields is then replaced whole, never changed in place."""
+    cls = type(msg)
+    out = cls.__new__(cls)
+    for f in msg._SPEC.fields:
+        setattr(out, f.name, getattr(msg, f.name))
+    out._present = msg._present
+    out._unknown = msg._unknown
     return out
 
 
