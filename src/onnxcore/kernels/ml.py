@@ -112,8 +112,11 @@ def softmax_rows(s: np.ndarray) -> np.ndarray:
     if s.shape[1] == 0:
         return s
     # (the reductions as ufunc calls: ndarray.max/sum's own, without their Python wrappers; small batches pay them)
-    e = np.exp(s - np.maximum.reduce(s, axis=1, keepdims=True))
-    return e / np.add.reduce(e, axis=1, keepdims=True)
+    # exp(s - max) / sum, each step into the one new array (the same values, one allocation not three)
+    e = np.subtract(s, np.maximum.reduce(s, axis=1, keepdims=True))
+    np.exp(e, out=e)
+    np.divide(e, np.add.reduce(e, axis=1, keepdims=True), out=e)
+    return e
 
 
 def softmax_zero_rows(s: np.ndarray) -> np.ndarray:
@@ -235,6 +238,9 @@ def lookup_table(keys: np.ndarray, values: np.ndarray, x: np.ndarray, default: A
 # ---------------------------------------------------------------------------------------------
 
 
+_FEW = 16  # up to this many values a check reads them as a Python list (one call, not a reduction per test)
+
+
 @kernel("ArrayFeatureExtractor", 1, domain=ML)
 def array_feature_extractor(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Select the elements at indices ``Y`` along the last axis of ``X`` (a 1-D ``X`` gives ``[1, K]``)."""
@@ -243,9 +249,16 @@ def array_feature_extractor(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     if x.ndim == 0:
         raise EvaluationError("ArrayFeatureExtractor: X must have rank >= 1")
     n = x.shape[-1]
-    if idx.size and (idx.min() < 0 or idx.max() >= n):
+    if idx.size <= _FEW:
+        # A few indices (a classifier's label per row): checked as Python ints, not by two reductions.
+        listed = idx.tolist()
+        bad = bool(listed) and (min(listed) < 0 or max(listed) >= n)
+    else:
+        bad = bool(idx.size) and (idx.min() < 0 or idx.max() >= n)
+    if bad:
         raise EvaluationError(f"ArrayFeatureExtractor: index out of range [0, {n}) in {idx.tolist()}")
-    out = np.take(x, idx.astype(np.int64), axis=-1)
+    # (ndarray.take: np.take without its Python wrapper)
+    out = x.take(idx if idx.dtype == np.int64 else idx.astype(np.int64), axis=-1)
     if x.ndim == 1:
         out = out.reshape(1, -1)
     return out
@@ -262,9 +275,10 @@ def binarizer(x: np.ndarray, *, threshold: float = 0.0) -> np.ndarray:
 
 
 class _Imputer:
-    """An Imputer's values converted once (a session prepares one per node; a direct call makes one per call)."""
+    """An Imputer's values converted once (a session prepares one per node; a direct call makes one per call), the
+    imputed values cast once per element type met."""
 
-    __slots__ = ("floats", "ints", "rv_float", "rv_int")
+    __slots__ = ("_fills", "floats", "ints", "nan", "rv_float", "rv_int")
 
     def __init__(
         self,
@@ -277,13 +291,14 @@ class _Imputer:
         self.floats = np.asarray(imputed_value_floats or [], dtype=np.float64)
         self.ints = np.asarray(imputed_value_int64s or [], dtype=np.int64)
         self.rv_float, self.rv_int = float(replaced_value_float), int(replaced_value_int64)
+        self.nan = bool(np.isnan(self.rv_float))
+        self._fills: dict[np.dtype[Any], np.ndarray] = {}
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         x = np.asarray(x)
         if x.dtype.kind == "f":
             imputed: np.ndarray = self.floats
-            rv = self.rv_float
-            hit = np.isnan(x) if np.isnan(rv) else x == rv
+            hit = np.isnan(x) if self.nan else x == self.rv_float
         else:
             imputed = self.ints
             hit = x == self.rv_int
@@ -292,8 +307,18 @@ class _Imputer:
         feats = x.shape[-1] if x.ndim else 1
         if imputed.size not in (1, feats):
             raise EvaluationError(f"Imputer: {imputed.size} imputed values for {feats} features")
-        fill = np.broadcast_to(imputed.astype(x.dtype), x.shape) if x.ndim else imputed.astype(x.dtype).reshape(())
-        return np.where(hit, fill, x).astype(x.dtype)
+        fill = self._fills.get(x.dtype)
+        if fill is None:
+            fill = imputed.astype(x.dtype)
+            if len(self._fills) < 8:
+                self._fills[x.dtype] = fill
+        if x.ndim == 0:
+            fill = fill.reshape(())
+        # A copy of X with the replaced elements overwritten: what where(hit, fill, X) gives, in one pass over X
+        # and a masked one, without broadcasting the fill to X's shape first.
+        out = x.copy()
+        np.copyto(out, fill, where=hit)
+        return out
 
 
 def _prepare_imputer(**attrs: Any) -> _Imputer:
@@ -353,25 +378,52 @@ def scaler(x: np.ndarray, *, offset: list[float] | None = None, scale: list[floa
     return _Scaler(offset=offset, scale=scale)(x)
 
 
-@kernel("Normalizer", 1, domain=ML)
+_NORMS = ("MAX", "L1", "L2")
+
+
+class _Normalizer:
+    """A Normalizer with its norm decided once (a session prepares one per node; a direct call makes one per call).
+
+    The row divisors are one reduction; the quotient is computed in place in the float64 copy of the rows and
+    converted to float32 once. Only when some divisor is zero are those rows put back unchanged (what
+    ``where(div == 0, rows, rows / div)`` gives, the same values, without its three passes on every call).
+    """
+
+    __slots__ = ("norm",)
+
+    def __init__(self, *, norm: str = "MAX") -> None:
+        if norm not in _NORMS:
+            raise EvaluationError(f"Normalizer: norm must be MAX, L1 or L2, got {norm!r}")
+        self.norm = norm
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x)
+        rows = as_rows(x).astype(np.float64)  # a new array: divided in place
+        n, c = rows.shape
+        norm = self.norm
+        # (the reductions as ufunc calls: ndarray.max/sum's own, without their Python wrappers)
+        if norm == "MAX":
+            div = np.maximum.reduce(rows, axis=1) if c else np.zeros(n)
+        elif norm == "L1":
+            div = np.add.reduce(np.abs(rows), axis=1)
+        else:
+            div = np.sqrt(np.add.reduce(np.square(rows), axis=1))
+        zero = (0.0 in div.tolist()) if n <= _FEW else not div.all()
+        if zero:
+            keep = div == 0
+            np.divide(rows, np.where(keep, 1.0, div)[:, None], out=rows, where=~keep[:, None])
+        else:
+            np.divide(rows, div[:, None], out=rows)
+        return rows.astype(np.float32).reshape(x.shape)
+
+
+@kernel("Normalizer", 1, domain=ML, prepare=_Normalizer)
 def normalizer(x: np.ndarray, *, norm: str = "MAX") -> np.ndarray:
     """Normalise each row (``[N, C]``, or ``[C]`` as one row) by its max, L1 or L2 norm.
 
     A row whose divisor is zero is returned unchanged.
     """
-    x = np.asarray(x)
-    rows = as_rows(x).astype(np.float64)
-    # (the reductions as ufunc calls: ndarray.max/sum's own, without their Python wrappers)
-    if norm == "MAX":
-        div = np.maximum.reduce(rows, axis=1, keepdims=True) if rows.shape[1] else np.zeros((rows.shape[0], 1))
-    elif norm == "L1":
-        div = np.add.reduce(np.abs(rows), axis=1, keepdims=True)
-    elif norm == "L2":
-        div = np.sqrt(np.add.reduce(np.square(rows), axis=1, keepdims=True))
-    else:
-        raise EvaluationError(f"Normalizer: norm must be MAX, L1 or L2, got {norm!r}")
-    out = np.where(div == 0, rows, rows / np.where(div == 0, 1.0, div))
-    return out.astype(np.float32).reshape(x.shape)
+    return _Normalizer(norm=norm)(x)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -72,9 +72,13 @@ def _two_columns(s: np.ndarray, post_transform: str) -> np.ndarray:
 
 class _LinearClassifier:
     """A LinearClassifier's coefficients, intercepts and labels converted once (a session prepares one per node,
-    see ``prepare``; a direct call makes one per call)."""
+    see ``prepare``; a direct call makes one per call).
 
-    __slots__ = ("coef", "intercepts", "labels", "post", "strings")
+    The coefficients are kept transposed and contiguous per feature count (``[F, targets]``, made on the first
+    call with that count): a batch's scores are one product, with no per-call reshape or transposed view.
+    """
+
+    __slots__ = ("_by_features", "coef", "intercepts", "labels", "post", "strings")
 
     def __init__(
         self,
@@ -91,17 +95,32 @@ class _LinearClassifier:
         self.intercepts = np.asarray(intercepts, dtype=np.float32).astype(np.float64) if intercepts else None
         self.strings = bool(classlabels_strings)
         self.labels = _labels(classlabels_ints, classlabels_strings)
+        self._by_features: dict[int, tuple[int, np.ndarray]] = {}
+
+    def _weights(self, f: int) -> tuple[int, np.ndarray]:
+        """(targets, ``W^T`` as a contiguous ``[F, targets]`` array) for ``f`` features; EvaluationError when the
+        coefficients do not fit."""
+        got = self._by_features.get(f)
+        if got is None:
+            coef, b, labels = self.coef, self.intercepts, self.labels
+            targets = b.size if b is not None else (coef.size // f if f else 0)
+            if targets == 0 or coef.size != targets * f:
+                raise EvaluationError(f"LinearClassifier: {coef.size} coefficients do not fit {f} features")
+            if targets > 1 and labels is not None and labels.size < targets:
+                raise EvaluationError(f"LinearClassifier: {targets} classes but {labels.size} labels")
+            got = (targets, np.ascontiguousarray(coef.reshape(targets, f).T))
+            if len(self._by_features) < 8:
+                self._by_features[f] = got
+        return got
 
     def __call__(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         rows = as_rows(np.asarray(x)).astype(np.float64)
-        n, f = rows.shape
-        coef, b, labels, strings, post_transform = self.coef, self.intercepts, self.labels, self.strings, self.post
-        targets = b.size if b is not None else (coef.size // f if f else 0)
-        if targets == 0 or coef.size != targets * f:
-            raise EvaluationError(f"LinearClassifier: {coef.size} coefficients do not fit {f} features")
-        scores = rows @ coef.reshape(targets, f).T
-        if b is not None:
-            scores = scores + b
+        f = rows.shape[1]
+        targets, wt = self._weights(f)
+        labels, strings, post_transform = self.labels, self.strings, self.post
+        scores = rows @ wt  # a new array: the intercepts are added in place
+        if self.intercepts is not None:
+            np.add(scores, self.intercepts, out=scores)
         if targets == 1:
             neg, pos = _binary_labels(labels, strings)
             pick = scores[:, 0] > 0
@@ -112,9 +131,15 @@ class _LinearClassifier:
             else:
                 z = post_transform_rows(scores, post_transform)
         else:
-            if labels is not None and labels.size < targets:
-                raise EvaluationError(f"LinearClassifier: {targets} classes but {labels.size} labels")
-            y = _pick(labels, np.argmax(scores, axis=1) if n else np.zeros(0, np.int64), strings)
+            # (ndarray.argmax: np.argmax's own loop without its Python wrapper; the labels were checked to cover
+            # every class index when the weights were made)
+            best = scores.argmax(axis=1)
+            if labels is None:
+                y = best
+            elif strings:
+                y = string_array(labels[best].tolist())
+            else:
+                y = labels[best]
             z = post_transform_rows(scores, post_transform)
         return y, z.astype(np.float32)
 
@@ -150,9 +175,10 @@ def linear_classifier(
 
 
 class _LinearRegressor:
-    """A LinearRegressor's coefficients and intercepts converted once (prepared once per node)."""
+    """A LinearRegressor's coefficients and intercepts converted once (prepared once per node), the coefficients
+    transposed and contiguous per feature count as :class:`_LinearClassifier` keeps them."""
 
-    __slots__ = ("coef", "intercepts", "post", "targets")
+    __slots__ = ("_by_features", "coef", "intercepts", "post", "targets")
 
     def __init__(
         self,
@@ -166,19 +192,29 @@ class _LinearRegressor:
         self.coef = np.asarray(coefficients or [], dtype=np.float32).astype(np.float64)
         self.intercepts = np.asarray(intercepts, dtype=np.float32).astype(np.float64) if intercepts else None
         self.targets = targets
+        self._by_features: dict[int, np.ndarray] = {}
+
+    def _weights(self, f: int) -> np.ndarray:
+        wt = self._by_features.get(f)
+        if wt is None:
+            coef, targets, b = self.coef, self.targets, self.intercepts
+            if targets < 1 or coef.size != targets * f:
+                raise EvaluationError(f"LinearRegressor: {coef.size} coefficients for {targets} targets x {f} features")
+            if b is not None and b.size not in (1, targets):
+                raise EvaluationError(f"LinearRegressor: {b.size} intercepts for {targets} targets")
+            wt = np.ascontiguousarray(coef.reshape(targets, f).T)
+            if len(self._by_features) < 8:
+                self._by_features[f] = wt
+        return wt
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         rows = as_rows(np.asarray(x)).astype(np.float64)
-        f = rows.shape[1]
-        coef, targets, b = self.coef, self.targets, self.intercepts
-        if targets < 1 or coef.size != targets * f:
-            raise EvaluationError(f"LinearRegressor: {coef.size} coefficients for {targets} targets x {f} features")
-        y = rows @ coef.reshape(targets, f).T
-        if b is not None:
-            if b.size not in (1, targets):
-                raise EvaluationError(f"LinearRegressor: {b.size} intercepts for {targets} targets")
-            y = y + b
-        return post_transform_rows(y, self.post).astype(np.float32)
+        y = rows @ self._weights(rows.shape[1])
+        if self.intercepts is not None:
+            np.add(y, self.intercepts, out=y)
+        if self.post != "NONE":
+            y = post_transform_rows(y, self.post)
+        return y.astype(np.float32)
 
 
 def _prepare_linear_regressor(**attrs: Any) -> _LinearRegressor:
