@@ -282,7 +282,8 @@ def _f32(values: list[float] | None) -> np.ndarray:
 
 
 _SCALAR_ROWS = 4
-_ONE_ROW = 1  # batches up to this many rows take SVMClassifier's single-row path (0: none, for the tests)
+_ONE_ROW = 1  # batches up to this many rows count SVMClassifier's votes on Python ints (0: none, for the tests)
+_PAIR_MATRIX_MAX = 1 << 22  # at most this many elements (32 MiB) in SVMClassifier's [vectors, pairs] matrix
 
 
 def _couple_row(r: list[list[float]], iters: int) -> list[float]:
@@ -367,9 +368,9 @@ def _couple_probabilities(r: np.ndarray, iters: int = 100) -> np.ndarray:
 class _SVC:
     """An SVMClassifier's attributes converted once (a session prepares them once per node, see ``prepare``)."""
 
-    __slots__ = ("coef", "iu", "ju", "k", "kernel_params", "kernel_type", "labels", "n_vec", "pa", "pair_coef",
-                 "pairs", "params", "pb", "post", "rho", "rho_list", "strings", "sv", "sv_sq", "vote_first",
-                 "vote_second", "vpc")  # fmt: skip
+    __slots__ = ("coef", "iu", "ju", "k", "kernel_params", "kernel_type", "labels", "n_vec", "pa", "pair_matrix",
+                 "pairs", "params", "pb", "post", "rho", "strings", "sv", "sv_sq", "vote_first", "vote_second",
+                 "vpc")  # fmt: skip
 
     def __init__(
         self,
@@ -417,10 +418,9 @@ class _SVC:
             self.vote_first[idx, i] = 1
             self.vote_second[idx, j] = 1
         self.sv = _f32(support_vectors)
-        self.pair_coef: list[tuple[int, int, slice, slice, np.ndarray, np.ndarray]] | None = None  # by _one_row
+        self.pair_matrix: np.ndarray | None = None  # made by _decisions on the first call
         self.kernel_type, self.kernel_params = kernel_type, kernel_params
         self.params = _params(kernel_params)
-        self.rho_list: list[float] = self.rho.tolist()
         n_vec = self.n_vec = sum(self.vpc)
         self.sv_sq: np.ndarray | None = None
         if n_vec and self.sv.size % n_vec == 0 and kernel_type == "RBF":
@@ -457,16 +457,14 @@ class _SVC:
         if coef.size < (k - 1) * n_vec or rho_v.size < pairs:
             raise EvaluationError("SVMClassifier: coefficients or rho too short for the classes and vectors")
         kern = _kernel_matrix(rows, sv.reshape(n_vec, f), self.kernel_type, self.params, self.sv_sq)
-        if n <= _ONE_ROW and n and not pa.size and k > 2:
-            return self._one_row(kern)
-        coefm = coef[: (k - 1) * n_vec].reshape(k - 1, n_vec)
-        dec = np.zeros((n, pairs))
-        for idx, (i, j, si, sj) in enumerate(self.pairs):  # made once (len(vpc) == k was checked above)
-            dec[:, idx] = kern[:, si] @ coefm[j - 1, si] + kern[:, sj] @ coefm[i, sj] + rho_v[idx]
-        # Votes of all pairs at once (exact integer products): pair (i, j) votes i when its decision is positive.
-        win = (dec > 0).astype(np.int64)
-        votes = win @ self.vote_first + (1 - win) @ self.vote_second
-        best = np.argmax(votes, axis=1) if n else np.zeros(0, np.int64)
+        dec = self._decisions(kern, n, pairs)
+        if n <= _ONE_ROW and n and k > 2:
+            best = self._one_row_vote(dec)
+        else:
+            # Votes of all pairs at once (exact integer products): pair (i, j) votes i when its decision is positive.
+            win = (dec > 0).astype(np.int64)
+            votes = win @ self.vote_first + (1 - win) @ self.vote_second
+            best = votes.argmax(axis=1) if n else np.zeros(0, np.int64)
         y = _pick(labels, best, strings)
         if pa.size:
             if pa.size < pairs:
@@ -486,31 +484,38 @@ class _SVC:
             z = post_transform_rows(dec, post_transform)
         return y, z.astype(np.float32)
 
-    def _one_row(self, kern: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The label and the pairwise decision values of one row (``kern`` ``[1, vectors]``), three or more
-        classes, no probabilities: each decision by the same products as the batch path (``kern[:, si] @
-        coefm[j - 1, si]``, the same BLAS calls), its sums and the votes on Python floats and ints (exact)."""
-        k = self.k
-        pairs = self.pair_coef
-        if pairs is None:
+    def _decisions(self, kern: np.ndarray, n: int, pairs: int) -> np.ndarray:
+        """The pairwise decision values ``[N, pairs]``: ``kern[:, si] @ coef_j[si] + kern[:, sj] @ coef_i[sj] + rho``
+        of each pair (i, j), as one product with a ``[vectors, pairs]`` matrix holding each pair's coefficients on
+        its two classes' vectors and zeros elsewhere (made once; a model whose matrix would be too large keeps one
+        pair at a time)."""
+        rho = self.rho
+        pm = self.pair_matrix
+        if pm is None and self.n_vec * pairs <= _PAIR_MATRIX_MAX:
             n_vec = self.n_vec
-            coefm = self.coef[: (k - 1) * n_vec].reshape(k - 1, n_vec)
-            pairs = self.pair_coef = [(i, j, si, sj, coefm[j - 1, si], coefm[i, sj]) for i, j, si, sj in self.pairs]
-        rho = self.rho_list
-        votes = [0] * k
-        dec: list[float] = []
-        for idx, (i, j, si, sj, ci, cj) in enumerate(pairs):
-            d = (kern[:, si] @ ci)[0] + (kern[:, sj] @ cj)[0] + rho[idx]
-            dec.append(float(d))
+            coefm = self.coef[: (self.k - 1) * n_vec].reshape(self.k - 1, n_vec)
+            pm = np.zeros((n_vec, pairs))
+            for idx, (i, j, si, sj) in enumerate(self.pairs):
+                pm[si, idx] = coefm[j - 1, si]
+                pm[sj, idx] = coefm[i, sj]
+            self.pair_matrix = pm
+        if pm is not None:
+            dec = kern @ pm
+            np.add(dec, rho[:pairs], out=dec)
+            return dec
+        coefm = self.coef[: (self.k - 1) * self.n_vec].reshape(self.k - 1, self.n_vec)
+        dec = np.zeros((n, pairs))
+        for idx, (i, j, si, sj) in enumerate(self.pairs):  # made once (len(vpc) == k was checked by the caller)
+            dec[:, idx] = kern[:, si] @ coefm[j - 1, si] + kern[:, sj] @ coefm[i, sj] + rho[idx]
+        return dec
+
+    def _one_row_vote(self, dec: np.ndarray) -> np.ndarray:
+        """The class with the most votes of one row's decisions (``[1, pairs]``), counted on Python ints (exact, the
+        first class of a tie: what the vectorised votes' argmax gives), as a ``[1]`` index array."""
+        votes = [0] * self.k
+        for (i, j, _si, _sj), d in zip(self.pairs, dec[0].tolist()):
             votes[i if d > 0 else j] += 1
-        best = votes.index(max(votes))
-        if self.strings or best >= self.labels.size:  # (a missing label is refused by _pick)
-            y = _pick(self.labels, np.array([best], np.int64), self.strings)
-        else:
-            y = self.labels[best : best + 1].copy()
-        if self.post == "NONE":
-            return y, np.array([dec], dtype=np.float32)
-        return y, post_transform_rows(np.array([dec]), self.post).astype(np.float32)
+        return np.array([votes.index(max(votes))], np.int64)
 
 
 def _prepare_svc(**attrs: Any) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]:
