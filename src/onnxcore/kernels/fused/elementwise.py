@@ -170,8 +170,9 @@ class ElementwiseGraph:
         if dt not in _COMPILED_TYPES:
             return None
         key = tuple(a.shape for a in args)
-        layout = self._shapes.get(key, ())
-        if layout == ():
+        if key in self._shapes:
+            layout = self._shapes[key]
+        else:
             layout = None
             try:
                 shape = np.broadcast_shapes(*key)
