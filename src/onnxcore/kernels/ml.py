@@ -16,6 +16,7 @@ compare them with onnxruntime.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from itertools import repeat
 from typing import Any
@@ -170,16 +171,25 @@ class Lookup:
     key repeats, the last occurrence wins.
     """
 
-    __slots__ = ("_nan", "_table", "_uk", "_uv", "values")
+    __slots__ = ("_aliased", "_nan", "_table", "_uk", "_uv", "values")
 
     def __init__(self, keys: np.ndarray, values: np.ndarray) -> None:
         keys = np.asarray(keys)
         self.values = values = np.asarray(values)
         self._table: dict[Any, Any] | None = None
+        self._aliased = False
         self._nan: Any = None
         self._uk = self._uv = keys[:0]
         if keys.dtype == object:
-            self._table = dict(zip(keys.tolist(), values.tolist(), strict=True))  # later keys overwrite: last wins
+            table = dict(zip(keys.tolist(), values.tolist(), strict=True))  # later keys overwrite: last wins
+            if all(type(k) is bytes for k in table):
+                # Each key also as the str it decodes to, so that a str element finds what its UTF-8 encoding
+                # would (see :meth:`strings`); a key that is no UTF-8 text equals no encoded str.
+                for k, v in list(table.items()):
+                    with contextlib.suppress(UnicodeDecodeError):
+                        table[k.decode("utf-8")] = v
+                self._aliased = True
+            self._table = table
             return
         if keys.dtype.kind == "f":
             nan_mask = np.isnan(keys)
@@ -191,6 +201,17 @@ class Lookup:
             self._uk, first = np.unique(keys[::-1], return_index=True)
             self._uv = values[::-1][first]
 
+    def strings(self, x: np.ndarray, default: Any) -> np.ndarray:
+        """Every element of a STRING tensor mapped as its ``bytes`` (a ``str`` as its UTF-8 encoding), without
+        converting the tensor first when the keys are all ``bytes`` (their ``str`` aliases match a ``str``
+        element directly; a session's STRING values are ``bytes`` already)."""
+        if self._aliased:
+            try:
+                return self(x, default)
+            except EvaluationError:
+                pass  # an element that is neither (a bytearray, ...): converted as below
+        return self(_as_bytes_array(x), default)
+
     def __call__(self, x: np.ndarray, default: Any) -> np.ndarray:
         """Every element of ``x`` mapped (``default`` where its key is absent), in ``x``'s shape."""
         x = np.asarray(x)
@@ -198,15 +219,16 @@ class Lookup:
         if self._table is not None:
             get = self._table.get
             flat = x.ravel().tolist()
+            looked = map(get, flat, repeat(default, len(flat)))  # one C-level pass of dict look-ups
             try:
-                mapped = list(map(get, flat, repeat(default, len(flat))))  # one C-level pass of dict look-ups
+                if dtype.kind == "O":
+                    out = np.empty(len(flat), dtype=object)
+                    out[:] = list(looked)
+                    return out.reshape(x.shape)
+                # (fromiter: the numbers straight into the array, no list of them first)
+                return np.fromiter(looked, dtype=dtype, count=len(flat)).reshape(x.shape)
             except TypeError:
                 raise EvaluationError("input elements are not comparable with the keys") from None
-            if dtype.kind == "O":
-                out = np.empty(len(mapped), dtype=object)
-                out[:] = mapped
-                return out.reshape(x.shape)
-            return np.array(mapped, dtype=dtype).reshape(x.shape)
         out = np.empty(x.shape, dtype=dtype)
         out[...] = default
         if x.size == 0:
@@ -468,7 +490,7 @@ class _CategoryMapper:
     def __call__(self, x: np.ndarray) -> np.ndarray:
         x = np.asarray(x)
         if _is_string(x):
-            return self.to_int(_as_bytes_array(x), self.default_int)
+            return self.to_int.strings(x, self.default_int)
         return self.to_str(x.astype(np.int64), self.default_str)
 
 
@@ -502,7 +524,7 @@ class _LabelEncoder1:
     def __call__(self, x: np.ndarray) -> np.ndarray:
         x = np.asarray(x)
         if _is_string(x):
-            return self.index(_as_bytes_array(x), self.default_int)
+            return self.index.strings(x, self.default_int)
         xi = x.astype(np.int64)
         ok = (xi >= 0) & (xi < self.classes.size)
         out = np.empty(x.shape, dtype=object)
@@ -609,8 +631,8 @@ class _LabelEncoder:
         if _is_string(x) != (kd.kind == "O"):
             raise EvaluationError(f"LabelEncoder: input of type {x.dtype} does not match keys of type {kd}")
         if _is_string(x):
-            x = _as_bytes_array(x)
-        elif x.dtype != kd and kd.kind == "f":
+            return self.lookup.strings(x, self.default)
+        if x.dtype != kd and kd.kind == "f":
             # Keys and input share an element type by definition; compare floats in the keys' precision.
             x = x.astype(kd)
         return self.lookup(x, self.default)
@@ -660,6 +682,9 @@ def label_encoder_4(
     )(x)
 
 
+_MISSING = np.int64(-1)  # OneHotEncoder's position of a value that is no category (the table's last row)
+
+
 class _OneHotEncoder:
     """OneHotEncoder's categories, made once per node: each element's position, then a row of a table whose
     last row (position -1, an unknown value) is all zeros."""
@@ -677,17 +702,22 @@ class _OneHotEncoder:
     def __call__(self, x: np.ndarray) -> np.ndarray:
         x = np.asarray(x)
         if _is_string(x):
-            lookup, xv = self.strings, _as_bytes_array(x)
+            lookup = self.strings
+            if lookup is None:
+                raise EvaluationError("OneHotEncoder: the cats_* attribute matching the input type is missing")
+            pos = lookup.strings(x, _MISSING)
         else:
             # Numbers are truncated to integers before the look-up (definition text).
             lookup = self.ints
+            if lookup is None:
+                raise EvaluationError("OneHotEncoder: the cats_* attribute matching the input type is missing")
             xv = x.astype(np.int64) if x.dtype.kind != "f" else np.trunc(np.nan_to_num(x)).astype(np.int64)
-        if lookup is None:
-            raise EvaluationError("OneHotEncoder: the cats_* attribute matching the input type is missing")
-        pos = lookup(xv, np.int64(-1))
+            pos = lookup(xv, _MISSING)
         if not self.zeros and (pos < 0).any():
             raise EvaluationError("OneHotEncoder: an input value is not among the categories and zeros=0")
-        return self.rows[lookup.values.size][pos]
+        # (ndarray.take: the table's rows gathered without fancy indexing's machinery; -1 is the row of zeros)
+        table = self.rows[lookup.values.size]
+        return table.take(pos, axis=0) if pos.ndim else table[pos]
 
 
 @kernel("OneHotEncoder", 1, domain=ML, prepare=_OneHotEncoder)
