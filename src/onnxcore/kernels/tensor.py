@@ -400,22 +400,21 @@ def size(data: np.ndarray) -> np.ndarray:
 
 
 def _concat(inputs: tuple[np.ndarray, ...], axis: int) -> np.ndarray:
-    if len(inputs) == 2:
-        # The common case (a KV cache and its new step, the halves of a rotary embedding): two arrays of one
-        # type and rank, concatenated by numpy without the checks' calls; whatever numpy refuses (extents that
-        # differ off the axis) goes through the checks below, which name the problem.
-        x0, x1 = inputs
-        if (
-            type(x0) is np.ndarray
-            and type(x1) is np.ndarray
-            and x0.dtype == x1.dtype
-            and x0.ndim == x1.ndim > 0
-            and -x0.ndim <= axis < x0.ndim
-        ):
-            try:
-                return np.concatenate(inputs, axis=axis)
-            except ValueError:
-                pass
+    if inputs:
+        # The common case (a KV cache and its new step, the halves of a rotary embedding, a table's columns): arrays
+        # of one type and rank, concatenated by numpy without the checks' calls; whatever numpy refuses (extents
+        # that differ off the axis) goes through the checks below, which name the problem.
+        x0 = inputs[0]
+        if type(x0) is np.ndarray and -x0.ndim <= axis < x0.ndim:
+            dt, rank = x0.dtype, x0.ndim
+            for x in inputs:  # (a loop, not all() of a generator: this runs on every call)
+                if type(x) is not np.ndarray or x.dtype != dt or x.ndim != rank:
+                    break
+            else:
+                try:
+                    return np.concatenate(inputs, axis=axis)
+                except ValueError:
+                    pass
     if not inputs:
         raise EvaluationError("Concat needs at least one input")
     arrs = [np.asarray(x) for x in inputs]
