@@ -1,0 +1,372 @@
+"""The ML operators and the common kernels on their small-batch paths (issue 42, item 2): one row, a few rows, and
+batches past the point where a check switches from a Python list to a reduction (16 values).
+
+Each operator runs in a one-node session (its prepared function; the first run interpreted, the next ones through
+the compiled plan, which calls a prepared function directly) and is compared with onnxruntime, and, where a path
+was changed to do the same arithmetic another way, with the definition's formula computed here (zero divisors,
+NaN, keys met as ``str`` or ``bytes``, out-of-range values).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+ort = pytest.importorskip("onnxruntime")
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto as TP  # noqa: E402
+
+from kernels.ml_oracle import make_model, run_ort  # noqa: E402
+from onnxcore import Session  # noqa: E402
+from onnxcore.errors import EvaluationError  # noqa: E402
+from onnxcore.kernels import ml_linear  # noqa: E402
+from onnxcore.kernels.call import run  # noqa: E402
+from onnxcore.kernels.ml import Lookup, string_array  # noqa: E402
+from onnxcore.types.convert import cast_array  # noqa: E402
+
+ML = "ai.onnx.ml"
+ROWS = (1, 3, 16, 17, 40)
+
+
+def _session_runs(model: onnx.ModelProto, feeds: dict[str, Any], runs: int = 3) -> list[list[Any]]:
+    """Every run's outputs of one session (the first interpreted, the later ones compiled; the one-node models
+    declare no output shapes, which the checks would refuse)."""
+    s = Session(model.SerializeToString(), check=False)
+    return [s.run(None, feeds) for _ in range(runs)]
+
+
+def _check_runs(model: onnx.ModelProto, feeds: dict[str, Any], rtol: float = 1e-5, atol: float = 1e-6) -> list[Any]:
+    """The session's outputs, each run equal to the first bit for bit and close to onnxruntime's."""
+    runs = _session_runs(model, feeds)
+    expected = run_ort(model, feeds)
+    for outs in runs:
+        assert len(outs) == len(expected)
+        for got, first in zip(outs, runs[0]):
+            np.testing.assert_array_equal(got, first)
+        for got, exp in zip(outs, expected):
+            got = np.asarray(got)
+            assert got.dtype == exp.dtype and got.shape == exp.shape
+            if exp.dtype.kind == "f":
+                np.testing.assert_allclose(got, exp, rtol=rtol, atol=atol)
+            else:
+                np.testing.assert_array_equal(got, exp)
+    return runs[0]
+
+
+def _rows(n: int, f: int, seed: int, dtype: Any = np.float32) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal((n, f)).astype(dtype)
+
+
+# ------------------------------------------------------------------------------------------------ Normalizer
+
+
+def _normalized(x: np.ndarray, norm: str) -> np.ndarray:
+    """The definition row by row: each row divided by its max, L1 or L2 norm in float64; a zero divisor keeps it."""
+    out = []
+    for row in np.asarray(x, dtype=np.float64).reshape(-1, x.shape[-1]):
+        vals = row.tolist()
+        if norm == "MAX":
+            div = float(np.maximum.reduce(row)) if vals else 0.0
+        elif norm == "L1":
+            div = float(np.add.reduce(np.abs(row)))
+        else:
+            div = float(np.sqrt(np.add.reduce(np.square(row))))
+        out.append(row if div == 0 else row / div)
+    return np.array(out, dtype=np.float64).astype(np.float32).reshape(x.shape)
+
+
+@pytest.mark.parametrize("norm", ["MAX", "L1", "L2"])
+@pytest.mark.parametrize("n", ROWS)
+def test_normalizer_rows_with_zero_divisors_and_nan(norm: str, n: int) -> None:
+    x = _rows(n, 5, n)
+    x[0, :] = 0.0  # a zero divisor: the row comes back unchanged
+    if n > 2:
+        x[2, 1] = np.nan
+        x[n - 1, :] = -np.abs(x[n - 1, :]) if norm == "MAX" else x[n - 1, :]  # MAX of a negative row divides too
+    model = make_model("Normalizer", 1, {"X": x}, [("Y", TP.FLOAT)], {"norm": norm})
+    got = _session_runs(model, {"X": x})[-1][0]
+    np.testing.assert_array_equal(got, _normalized(x, norm))  # the definition, bit for bit (NaN equal to NaN)
+    finite = np.isfinite(x).all(axis=1)
+    np.testing.assert_allclose(got[finite], run_ort(model, {"X": x})[0][finite], rtol=1e-6, atol=1e-7)
+
+
+def test_normalizer_one_dimensional_input_and_bad_norm() -> None:
+    x = np.array([3.0, -4.0, 0.0], dtype=np.float32)
+    np.testing.assert_array_equal(run("Normalizer", 1, x, domain=ML, norm="L2")[0], _normalized(x, "L2"))
+    with pytest.raises(EvaluationError, match="norm must be MAX, L1 or L2"):
+        run("Normalizer", 1, x, domain=ML, norm="L3")
+
+
+# ------------------------------------------------------------------------------------------------ Imputer
+
+
+@pytest.mark.parametrize("n", ROWS)
+def test_imputer_replaces_nan_into_a_new_array(n: int) -> None:
+    x = _rows(n, 4, 10 + n)
+    x[:, 1] = np.nan
+    x[0, 3] = np.nan
+    fills = [0.5, -1.5, 2.5, 7.0]
+    model = make_model(
+        "Imputer", 1, {"X": x}, [("Y", TP.FLOAT)], {"imputed_value_floats": fills, "replaced_value_float": np.nan}
+    )
+    before = x.copy()
+    (got,) = _check_runs(model, {"X": x})
+    expected = np.where(np.isnan(x), np.array(fills, np.float32), x)
+    np.testing.assert_array_equal(got, expected)
+    assert not np.shares_memory(got, x)
+    np.testing.assert_array_equal(x, before)  # the feed is not written
+
+
+def test_imputer_integers_one_value_and_a_scalar() -> None:
+    x = np.array([[0, 3], [5, 0]], dtype=np.int64)
+    attrs = {"imputed_value_int64s": [9], "replaced_value_int64": 0}
+    np.testing.assert_array_equal(run("Imputer", 1, x, domain=ML, **attrs)[0], [[9, 3], [5, 9]])
+    got = run("Imputer", 1, np.array(0, dtype=np.int64), domain=ML, **attrs)[0]
+    assert got.shape == () and int(got) == 9
+    with pytest.raises(EvaluationError, match="3 imputed values for 2 features"):
+        run("Imputer", 1, x, domain=ML, imputed_value_int64s=[1, 2, 3], replaced_value_int64=0)
+
+
+# ------------------------------------------------------------------------------------------------ linear models
+
+
+@pytest.mark.parametrize("post", ["NONE", "SOFTMAX", "LOGISTIC"])
+@pytest.mark.parametrize("n", ROWS)
+def test_linear_classifier_multiclass(post: str, n: int) -> None:
+    rng = np.random.default_rng(n)
+    x = _rows(n, 6, 20 + n)
+    attrs = {
+        "coefficients": [float(v) for v in rng.standard_normal(18)],
+        "intercepts": [0.25, -0.5, 0.125],
+        "classlabels_ints": [4, 7, 9],
+        "post_transform": post,
+        "multi_class": 1,
+    }
+    model = make_model("LinearClassifier", 1, {"X": x}, [("Y", TP.INT64), ("Z", TP.FLOAT)], attrs)
+    y, _z = _check_runs(model, {"X": x})
+    w = np.array(attrs["coefficients"], np.float32).astype(np.float64).reshape(3, 6)
+    scores = x.astype(np.float64) @ w.T + np.array(attrs["intercepts"], np.float32)
+    np.testing.assert_array_equal(y, np.array([4, 7, 9])[scores.argmax(axis=1)])
+
+
+@pytest.mark.parametrize("n", [1, 16, 40])
+def test_linear_classifier_binary_with_string_labels(n: int) -> None:
+    x = _rows(n, 3, 30 + n)
+    attrs = {"coefficients": [0.5, -1.0, 2.0], "intercepts": [0.1], "classlabels_strings": ["no", "yes"]}
+    model = make_model("LinearClassifier", 1, {"X": x}, [("Y", TP.STRING), ("Z", TP.FLOAT)], attrs)
+    y, _z = _check_runs(model, {"X": x})
+    s = x.astype(np.float64) @ np.array([0.5, -1.0, 2.0]) + np.float32(0.1)
+    assert list(y) == [b"yes" if v > 0 else b"no" for v in s]
+
+
+@pytest.mark.parametrize("n", ROWS)
+def test_linear_regressor_targets(n: int) -> None:
+    rng = np.random.default_rng(40 + n)
+    x = _rows(n, 5, n)
+    attrs = {"coefficients": [float(v) for v in rng.standard_normal(10)], "intercepts": [1.0, -2.0], "targets": 2}
+    model = make_model("LinearRegressor", 1, {"X": x}, [("Y", TP.FLOAT)], attrs)
+    _check_runs(model, {"X": x})
+
+
+def test_linear_models_refuse_coefficients_that_do_not_fit_the_features() -> None:
+    x = _rows(2, 4, 0)
+    with pytest.raises(EvaluationError, match="6 coefficients do not fit 4 features"):
+        run("LinearClassifier", 1, x, domain=ML, coefficients=[1.0] * 6, intercepts=[0.0, 0.0])
+    with pytest.raises(EvaluationError, match="3 classes but 2 labels"):
+        run("LinearClassifier", 1, x, domain=ML, coefficients=[1.0] * 12, intercepts=[0, 0, 0], classlabels_ints=[1, 2])
+    with pytest.raises(EvaluationError, match="6 coefficients for 2 targets x 4 features"):
+        run("LinearRegressor", 1, x, domain=ML, coefficients=[1.0] * 6, targets=2)
+    # A session whose node does not fit names the node, interpreted and compiled alike.
+    model = make_model("LinearRegressor", 1, {"X": x}, [("Y", TP.FLOAT)], {"coefficients": [1.0] * 6, "targets": 2})
+    s = Session(model.SerializeToString(), check=False)
+    for _ in range(3):
+        with pytest.raises(EvaluationError, match="LinearRegressor"):
+            s.run(None, {"X": x})
+
+
+# ------------------------------------------------------------------------------------------------ SVMClassifier
+
+
+def _svc_attrs(rng: np.random.Generator, k: int, f: int, probabilities: bool) -> dict[str, Any]:
+    vpc = [int(v) for v in rng.integers(2, 6, k)]
+    n_vec, pairs = sum(vpc), k * (k - 1) // 2
+    attrs: dict[str, Any] = {
+        "classlabels_ints": list(range(k)),
+        "coefficients": [float(v) for v in rng.standard_normal((k - 1) * n_vec)],
+        "kernel_params": [0.2, 0.0, 3.0],
+        "kernel_type": "RBF",
+        "rho": [float(v) for v in rng.standard_normal(pairs) * 0.1],
+        "support_vectors": [float(v) for v in rng.standard_normal(n_vec * f)],
+        "vectors_per_class": vpc,
+    }
+    if probabilities:
+        attrs["prob_a"] = [float(v) for v in -np.abs(rng.standard_normal(pairs)) - 1]
+        attrs["prob_b"] = [float(v) for v in rng.standard_normal(pairs) * 0.1]
+    return attrs
+
+
+@pytest.mark.parametrize("probabilities", [False, True])
+@pytest.mark.parametrize("k", [2, 3, 4])
+@pytest.mark.parametrize("n", [1, 16])
+def test_svm_classifier_against_onnxruntime(probabilities: bool, k: int, n: int) -> None:
+    rng = np.random.default_rng(100 * k + n)
+    x = _rows(n, 4, k + n)
+    attrs = _svc_attrs(rng, k, 4, probabilities)
+    model = make_model("SVMClassifier", 1, {"X": x}, [("Y", TP.INT64), ("Z", TP.FLOAT)], attrs)
+    _check_runs(model, {"X": x}, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("k", [3, 5])
+@pytest.mark.parametrize("n", [1, 7])
+def test_svm_decisions_as_one_product_equal_the_pairwise_sums(k: int, n: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pairwise decisions by one product with the [vectors, pairs] matrix, and pair by pair (the path of a model
+    whose matrix would be too large): the same labels, the decisions within float64 rounding."""
+    rng = np.random.default_rng(7 * k + n)
+    x = _rows(n, 4, k)
+    attrs = _svc_attrs(rng, k, 4, False)
+    fn = ml_linear.svm_classifier
+    y1, z1 = fn(x, **attrs)
+    monkeypatch.setattr(ml_linear, "_PAIR_MATRIX_MAX", 0)
+    y2, z2 = fn(x, **attrs)
+    np.testing.assert_array_equal(y1, y2)
+    np.testing.assert_allclose(z1, z2, rtol=1e-6, atol=1e-6)
+
+
+# ------------------------------------------------------------------------------------------------ encoders
+
+
+def _as(kind: str, values: list[str]) -> np.ndarray:
+    if kind == "bytes":
+        return string_array([v.encode() for v in values])
+    if kind == "str":
+        out = np.empty(len(values), dtype=object)
+        out[:] = values
+        return out
+    return np.array(values, dtype="U" if kind == "U" else "S")
+
+
+@pytest.mark.parametrize("kind", ["bytes", "str", "U", "S"])
+def test_string_look_ups_take_str_and_bytes_elements_alike(kind: str) -> None:
+    cats = ["red", "grün", "blue"]
+    values = ["blue", "grün", "mauve", "red", "grün"]
+    x = _as(kind, values) if kind != "S" else np.array([v.encode() for v in values], dtype="S")
+    onehot = run("OneHotEncoder", 1, x.reshape(5, 1), domain=ML, cats_strings=cats, zeros=1)[0]
+    expected = np.array([[[v == c for c in cats]] for v in values], np.float32)
+    np.testing.assert_array_equal(onehot, expected)
+    ints = run("CategoryMapper", 1, x, domain=ML, cats_strings=cats, cats_int64s=[10, 20, 30], default_int64=-1)[0]
+    np.testing.assert_array_equal(ints, [30, 20, -1, 10, 20])
+    enc = run("LabelEncoder", 2, x, domain=ML, keys_strings=cats, values_int64s=[1, 2, 3], default_int64=0)[0]
+    np.testing.assert_array_equal(enc, [3, 2, 0, 1, 2])
+
+
+def test_lookup_aliases_keep_the_last_key_and_skip_keys_that_are_no_text() -> None:
+    keys = string_array([b"a", b"\xff\xfe", b"b", b"a"])
+    look = Lookup(keys, np.array([1, 2, 3, 4], dtype=np.int64))
+    x = _as("str", ["a", "b", "\udcff", "zz"])
+    np.testing.assert_array_equal(look.strings(x, np.int64(-1)), [4, 3, -1, -1])
+    np.testing.assert_array_equal(look.strings(string_array([b"\xff\xfe", b"a"]), np.int64(-1)), [2, 4])
+    # Keys that are not all bytes: elements converted to bytes first, as the definition reads them.
+    mixed = Lookup(np.array(["a", b"b"], dtype=object), np.array([5, 6], dtype=np.int64))
+    np.testing.assert_array_equal(mixed.strings(_as("str", ["b", "a"]), np.int64(-1)), [6, -1])
+
+
+@pytest.mark.parametrize("n", [1, 16, 1000])
+def test_one_hot_encoder_strings_against_onnxruntime(n: int) -> None:
+    rng = np.random.default_rng(n)
+    cats = ["Paris", "Lyon", "Nice", "Metz"]
+    x = string_array([c.encode() for c in rng.choice(cats + ["Rome"], n)]).reshape(n, 1)
+    model = make_model("OneHotEncoder", 1, {"X": x}, [("Y", TP.FLOAT)], {"cats_strings": cats, "zeros": 1})
+    _check_runs(model, {"X": x})
+
+
+# ------------------------------------------------------------------------------------------------ small kernels
+
+
+@pytest.mark.parametrize("n", [1, 5, 16, 17, 40])
+def test_cast_float_to_int_range_check_few_and_many(n: int) -> None:
+    x = (np.random.default_rng(n).standard_normal(n) * 1e3).astype(np.float32)
+    got = run("Cast", 13, x, to=int(TP.INT64))[0]
+    np.testing.assert_array_equal(got, np.trunc(x.astype(np.float64)).astype(np.int64))
+    for bad in (np.nan, np.inf, -np.inf, 3e19):
+        y = x.copy()
+        y[n // 2] = bad
+        np.testing.assert_array_equal(run("Cast", 13, y, to=int(TP.INT64))[0], cast_array(y, TP.INT64))
+        np.testing.assert_array_equal(run("Cast", 19, y, to=int(TP.INT32))[0], cast_array(y, TP.INT32))
+
+
+@pytest.mark.parametrize("n", [1, 3, 16, 17, 40])
+def test_array_feature_extractor_indices_few_and_many(n: int) -> None:
+    x = np.arange(60, dtype=np.float32).reshape(3, 20)
+    idx = np.random.default_rng(n).integers(0, 20, n).astype(np.int64)
+    np.testing.assert_array_equal(run("ArrayFeatureExtractor", 1, x, idx, domain=ML)[0], x[:, idx])
+    for bad in (-1, 20):
+        idx2 = idx.copy()
+        idx2[-1] = bad
+        with pytest.raises(EvaluationError, match=r"index out of range \[0, 20\)"):
+            run("ArrayFeatureExtractor", 1, x, idx2, domain=ML)
+    np.testing.assert_array_equal(run("ArrayFeatureExtractor", 1, x[0], idx[:1], domain=ML)[0], x[:1, idx[:1]])
+
+
+@pytest.mark.parametrize("op", ["ArgMax", "ArgMin"])
+@pytest.mark.parametrize("last", [0, 1])
+@pytest.mark.parametrize("keepdims", [0, 1])
+def test_arg_reductions_with_ties_and_nan(op: str, last: int, keepdims: int) -> None:
+    x = np.array([[1.0, 3.0, 3.0, -2.0, -2.0], [np.nan, 0.0, np.nan, 5.0, -7.0]], dtype=np.float32)
+    got = run(op, 13, x, axis=1, keepdims=keepdims, select_last_index=last)[0]
+    fn = np.argmax if op == "ArgMax" else np.argmin
+    expected = fn(x, axis=1) if not last else x.shape[1] - 1 - fn(x[:, ::-1], axis=1)
+    np.testing.assert_array_equal(got, expected.reshape(2, 1) if keepdims else expected)
+    assert got.dtype == np.int64
+
+
+def test_concat_of_many_arrays_refuses_mixed_types_and_extents() -> None:
+    parts = [np.full((2, k + 1), k, np.float32) for k in range(4)]
+    np.testing.assert_array_equal(run("Concat", 13, *parts, axis=1)[0], np.concatenate(parts, axis=1))
+    with pytest.raises(EvaluationError, match="element types differ"):
+        run("Concat", 13, parts[0], parts[1], parts[2].astype(np.float64), axis=1)
+    with pytest.raises(EvaluationError, match="differ off axis"):
+        run("Concat", 13, parts[0], parts[1], np.zeros((3, 1), np.float32), axis=1)
+
+
+@pytest.mark.parametrize("n", [1, 16, 40])
+def test_kmeans_distances_compiled_or_not_over_two_batch_sizes(n: int) -> None:
+    """The k-means distance graph skl2onnx writes (ReduceSumSquare, Gemm, two Adds fused into one step): the
+    session's result over two batch sizes in turn (the fused step keeps a layout per operand shapes), against
+    onnxruntime."""
+    from onnx import helper, numpy_helper
+
+    rng = np.random.default_rng(n)
+    centres = rng.standard_normal((8, 10)).astype(np.float32)
+    nodes = [
+        helper.make_node("ReduceSumSquare", ["X"], ["sq"], axes=[1], keepdims=1),
+        helper.make_node("Gemm", ["X", "C", "zero"], ["g"], alpha=-2.0, transB=1),
+        helper.make_node("Add", ["sq", "g"], ["d0"]),
+        helper.make_node("Add", ["csq", "d0"], ["d"]),
+        helper.make_node("ArgMin", ["d"], ["label"], axis=1, keepdims=0),
+    ]
+    inits = [
+        numpy_helper.from_array(centres, "C"),
+        numpy_helper.from_array(np.zeros((1, 1), np.float32), "zero"),
+        numpy_helper.from_array(np.square(centres).sum(axis=1).astype(np.float32), "csq"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "kmeans",
+        [helper.make_tensor_value_info("X", TP.FLOAT, ["N", 10])],
+        [
+            helper.make_tensor_value_info("d", TP.FLOAT, ["N", 8]),
+            helper.make_tensor_value_info("label", TP.INT64, ["N"]),
+        ],
+        inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    s = Session(model.SerializeToString())
+    o = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for rows in (n, 3, n):
+        x = _rows(rows, 10, rows)
+        d, label = s.run(None, {"X": x})
+        ed, elabel = o.run(None, {"X": x})
+        np.testing.assert_allclose(d, ed, rtol=1e-5, atol=1e-4)
+        np.testing.assert_array_equal(label, elabel)
