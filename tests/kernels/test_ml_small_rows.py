@@ -370,3 +370,20 @@ def test_kmeans_distances_compiled_or_not_over_two_batch_sizes(n: int) -> None:
         ed, elabel = o.run(None, {"X": x})
         np.testing.assert_allclose(d, ed, rtol=1e-5, atol=1e-4)
         np.testing.assert_array_equal(label, elabel)
+
+
+@pytest.mark.parametrize("n", [1, 4, 16, 17, 40])
+def test_reduce_log_sum_exp_rows_with_infinite_and_nan_maxima(n: int) -> None:
+    """The shift by each row's maximum, skipped where the maximum is not finite: few rows and many agree with the
+    row-by-row definition computed here."""
+    x = np.random.default_rng(n).standard_normal((n, 3)).astype(np.float32) * 4
+    specials = [[-np.inf] * 3, [np.inf, 0.0, 1.0], [np.nan, 0.0, 1.0]]
+    for i, row in enumerate(specials[: min(n, 3)]):
+        x[(i * 5) % n] = row
+    got = run("ReduceLogSumExp", 13, x, axes=[1], keepdims=0)[0]
+    expected = []
+    for row in x.astype(np.float32):
+        m = np.max(row)
+        shift = m if np.isfinite(m) else np.float32(0)
+        expected.append(np.log(np.add.reduce(np.exp(row - shift))) + shift)
+    np.testing.assert_array_equal(got, np.array(expected, dtype=np.float32))

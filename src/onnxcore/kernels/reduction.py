@@ -50,6 +50,7 @@ Array = np.ndarray
 _ADD: Any = np.add
 _MUL: Any = np.multiply
 _MAX: Any = np.maximum
+_FEW = 16  # up to this many values a check reads them as a Python list (one call, not a ufunc and a reduction)
 
 
 def _acc_input(x: Array) -> Array:
@@ -219,8 +220,10 @@ def _logsumexp(xc: Array, ax: tuple[int, ...] | None, keepdims: bool) -> Array:
     if xc.size == 0:
         return np.log(_ADD.reduce(xc, axis=ax, keepdims=keepdims))
     m = np.asarray(_MAX.reduce(xc, axis=ax, keepdims=True))
-    # Where the max is infinite (all -inf, or some +inf) shifting would give NaN; shift by 0 there.
-    m = np.where(np.isfinite(m), m, np.zeros((), m.dtype))
+    # Where the max is infinite (all -inf, or some +inf) shifting would give NaN; shift by 0 there. A few maxima
+    # (a row's, at a few rows) are tested as Python floats first: when all are finite there is nothing to replace.
+    if m.size > _FEW or not all(map(math.isfinite, m.ravel().tolist())):
+        m = np.where(np.isfinite(m), m, np.zeros((), m.dtype))
     e = np.asarray(np.subtract(xc, m))
     np.exp(e, out=e)
     s = np.log(float_sum(e, ax, keepdims))
