@@ -23,7 +23,7 @@ from onnxcore import Session  # noqa: E402
 from onnxcore.errors import EvaluationError  # noqa: E402
 from onnxcore.kernels import ml_linear  # noqa: E402
 from onnxcore.kernels.call import run  # noqa: E402
-from onnxcore.kernels.ml import Lookup, string_array  # noqa: E402
+from onnxcore.kernels.ml import Lookup, row_max, row_sum, string_array  # noqa: E402
 from onnxcore.types.convert import cast_array  # noqa: E402
 
 ML = "ai.onnx.ml"
@@ -387,3 +387,18 @@ def test_reduce_log_sum_exp_rows_with_infinite_and_nan_maxima(n: int) -> None:
         shift = m if np.isfinite(m) else np.float32(0)
         expected.append(np.log(np.add.reduce(np.exp(row - shift))) + shift)
     np.testing.assert_array_equal(got, np.array(expected, dtype=np.float32))
+
+
+@pytest.mark.parametrize("k", range(10))
+@pytest.mark.parametrize("n", [1, 31, 32, 1000])
+def test_row_reductions_column_by_column_give_numpys_bits(k: int, n: int) -> None:
+    """row_max and row_sum (the softmax and Normalizer reductions; column passes for tall arrays of narrow rows)
+    equal numpy's reductions bit for bit, in C and Fortran order and on a reversed view, NaN and -0.0 included."""
+    rng = np.random.default_rng(10 * k + n)
+    s = rng.standard_normal((n, k)) * 10.0 ** rng.integers(-8, 8, (n, k))
+    if s.size > 4:
+        s.flat[3], s.flat[1] = np.nan, -0.0
+    for v in (s, s[:, ::-1], np.asfortranarray(s)):
+        assert np.array_equal(row_sum(v), np.add.reduce(v, axis=1, keepdims=True), equal_nan=True)
+        if k:
+            assert np.array_equal(row_max(v), np.maximum.reduce(v, axis=1, keepdims=True), equal_nan=True)

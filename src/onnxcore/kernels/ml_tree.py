@@ -37,6 +37,8 @@ from onnxcore.kernels.ml import (
     encode_strings,
     post_transform_rows,
     probit,
+    row_max,
+    row_sum,
     sigmoid,
     string_array,
 )
@@ -366,9 +368,9 @@ def _softmax_rows(s: np.ndarray) -> np.ndarray:
     if s.dtype != np.float64:
         e[...] = s
         s = e
-    np.subtract(s, np.maximum.reduce(s, axis=1, keepdims=True), out=e)
+    np.subtract(s, row_max(s), out=e)
     np.exp(e, out=e)
-    return np.divide(e, np.add.reduce(e, axis=1, keepdims=True), out=e)
+    return np.divide(e, row_sum(e), out=e)
 
 
 def _top_of_row(row: list[float]) -> int | None:
