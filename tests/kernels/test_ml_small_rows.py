@@ -402,3 +402,25 @@ def test_row_reductions_column_by_column_give_numpys_bits(k: int, n: int) -> Non
         assert np.array_equal(row_sum(v), np.add.reduce(v, axis=1, keepdims=True), equal_nan=True)
         if k:
             assert np.array_equal(row_max(v), np.maximum.reduce(v, axis=1, keepdims=True), equal_nan=True)
+
+
+@pytest.mark.parametrize("n", [0, 1, 16, 40])
+def test_zip_map_prepared_maps_of_distinct_cells(n: int) -> None:
+    x = np.random.default_rng(n).random((n, 3)).astype(np.float32)
+    model = make_model("ZipMap", 1, {"X": x}, [("Z", onnx.helper.make_sequence_type_proto(
+        onnx.helper.make_map_type_proto(TP.STRING, onnx.helper.make_tensor_type_proto(TP.FLOAT, None))))],
+        {"classlabels_strings": ["a", "b", "c"]})  # fmt: skip
+    for (maps,) in _session_runs(model, {"X": x}):
+        assert len(maps) == n
+        cells = []
+        for row, m in zip(x, maps):
+            assert list(m) == [b"a", b"b", b"c"]
+            for v, cell in zip(row, m.values()):
+                assert isinstance(cell, np.ndarray) and cell.shape == () and cell.dtype == np.float32 and cell == v
+                cells.append(cell)
+        assert len({id(c) for c in cells}) == len(cells)
+        if n:
+            maps[0][b"a"][...] = -1.0  # a cell written by a caller changes no other cell
+            assert maps[0][b"b"] == x[0, 1] and (n == 1 or maps[1][b"a"] == x[1, 0])
+    with pytest.raises(EvaluationError, match="X has 3 columns for 2 labels"):
+        run("ZipMap", 1, x, domain=ML, classlabels_int64s=[1, 2])
