@@ -65,15 +65,15 @@ def string_feed(value: Any, where: str) -> np.ndarray:
     flat = arr.ravel().tolist()
     kind = arr.dtype.kind
     if kind == "U":
-        flat = list(map(str.encode, flat))  # UTF-8, str.encode's default
-    elif kind == "O":
+        # UTF-8 (str.encode's default), straight into the array: no list of the encoded values first
+        return np.fromiter(map(str.encode, flat), dtype=object, count=len(flat)).reshape(arr.shape)
+    if kind == "O":
         kinds = set(map(type, flat))
         if kinds <= {bytes}:
             return arr
         if kinds == {str}:
-            flat = list(map(str.encode, flat))
-        else:
-            flat = [_to_bytes(x, where) for x in flat]
+            return np.fromiter(map(str.encode, flat), dtype=object, count=len(flat)).reshape(arr.shape)
+        flat = [_to_bytes(x, where) for x in flat]
     out = np.empty(len(flat), dtype=object)
     out[:] = flat
     return out.reshape(arr.shape)
