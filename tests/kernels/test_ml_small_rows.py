@@ -424,3 +424,20 @@ def test_zip_map_prepared_maps_of_distinct_cells(n: int) -> None:
             assert maps[0][b"b"] == x[0, 1] and (n == 1 or maps[1][b"a"] == x[1, 0])
     with pytest.raises(EvaluationError, match="X has 3 columns for 2 labels"):
         run("ZipMap", 1, x, domain=ML, classlabels_int64s=[1, 2])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
+@pytest.mark.parametrize("n", [1, 16, 40])
+def test_scaler_in_float32_for_each_input_type(dtype: Any, n: int) -> None:
+    x = (_rows(n, 4, n, np.float64) * 10).astype(dtype)
+    off, sc = [0.5, -1.25, 3.0, 0.1], [2.0, 0.3, -1.0, 7.5]
+    model = make_model("Scaler", 1, {"X": x}, [("Y", TP.FLOAT)], {"offset": off, "scale": sc})
+    (got,) = _check_runs(model, {"X": x})
+    expected = (x.astype(np.float32) - np.array(off, np.float32)) * np.array(sc, np.float32)
+    np.testing.assert_array_equal(got, expected)
+    one = run("Scaler", 1, x, domain=ML, offset=[1.5], scale=[2.0])[0]
+    np.testing.assert_array_equal(one, (x.astype(np.float32) - np.float32(1.5)) * np.float32(2.0))
+    scalar = run("Scaler", 1, np.asarray(x.flat[0]), domain=ML, offset=[1.5], scale=[2.0])[0]
+    assert scalar.dtype == np.float32 and scalar.size == 1
+    with pytest.raises(EvaluationError, match="offset has 3 values for 4 features"):
+        run("Scaler", 1, x, domain=ML, offset=[1.0, 2.0, 3.0], scale=[1.0])

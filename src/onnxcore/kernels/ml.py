@@ -411,11 +411,14 @@ class _Scaler:
             raise EvaluationError(f"Scaler: offset has {off.size} values for {feats} features")
         if sc.size not in (1, feats):
             raise EvaluationError(f"Scaler: scale has {sc.size} values for {feats} features")
-        y = x.astype(np.float32)  # a new array (astype copies): computed in place, as float32 throughout
-        if y.ndim == 0:  # (a scalar broadcasts to the attributes' shape)
-            return ((y - off) * sc).astype(np.float32)
-        np.subtract(y, off, out=y)
-        np.multiply(y, sc, out=y)
+        if x.ndim == 0:  # (a scalar broadcasts to the attributes' shape)
+            return ((x.astype(np.float32) - off) * sc).astype(np.float32)
+        if x.dtype == np.float32:
+            y = x - off  # a new array, as float32 throughout: the scale is applied in place
+        else:
+            y = x.astype(np.float32)  # (astype copies)
+            np.subtract(y, off, out=y)
+        y *= sc
         return y
 
 
