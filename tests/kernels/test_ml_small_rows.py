@@ -441,3 +441,37 @@ def test_scaler_in_float32_for_each_input_type(dtype: Any, n: int) -> None:
     assert scalar.dtype == np.float32 and scalar.size == 1
     with pytest.raises(EvaluationError, match="offset has 3 values for 4 features"):
         run("Scaler", 1, x, domain=ML, offset=[1.0, 2.0, 3.0], scale=[1.0])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_tfidf_few_tokens_counted_as_the_batch_search_counts(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """TfIdfVectorizer's count on Python ints for a few tokens equals its batch search: 1- to 3-grams, skips,
+    a repeated pool n-gram, tokens outside the pool, strings and integers, each mode."""
+    from onnxcore.kernels import text
+
+    rng = np.random.default_rng(seed)
+    pool = [int(v) for v in rng.integers(0, 6, 6)] + [int(v) for v in rng.integers(0, 6, 8)] + [1, 2, 3, 1, 2, 3]
+    attrs: dict[str, Any] = {
+        "min_gram_length": int(rng.integers(1, 3)),
+        "max_gram_length": 3,
+        "max_skip_count": int(rng.integers(0, 3)),
+        "mode": ["TF", "IDF", "TFIDF"][seed % 3],
+        "ngram_counts": [0, 6, 14],
+        "ngram_indexes": [int(v) for v in rng.permutation(6 + 4 + 2)],
+        "weights": [float(v) for v in rng.random(12)],
+    }
+    x = rng.integers(-1, 7, (3, 9)).astype(np.int64)
+    strings = {"pool_strings": [f"w{v}" for v in pool]}
+    xs = string_array([f"w{v}".encode() for v in x.ravel()], x.shape)
+    few = [
+        run("TfIdfVectorizer", 9, x, pool_int64s=pool, **attrs)[0],
+        run("TfIdfVectorizer", 9, xs, **strings, **attrs)[0],
+    ]
+    monkeypatch.setattr(text, "_FEW_TOKENS", -1)
+    batch = [
+        run("TfIdfVectorizer", 9, x, pool_int64s=pool, **attrs)[0],
+        run("TfIdfVectorizer", 9, xs, **strings, **attrs)[0],
+    ]
+    for a, b in zip(few, batch):
+        np.testing.assert_array_equal(a, b)
+    assert few[0].any()
