@@ -57,7 +57,7 @@ class ElementwiseGraph:
         program: The instructions, in graph order; the last one's value is the output.
     """
 
-    __slots__ = ("_compiled", "_fits", "_loops", "_shapes", "_zeros", "last_use", "program")
+    __slots__ = ("_compiled", "_fits", "_loops", "_may_reuse", "_shapes", "_zeros", "last_use", "program")
 
     def __init__(self, program: Sequence[Instruction]) -> None:
         if not program:
@@ -72,6 +72,12 @@ class ElementwiseGraph:
                         raise EvaluationError(f"ElementwiseGraph: instruction {j} reads a value not made before it")
                     last[-s - 1] = j
         self.last_use = tuple(last)
+        # Per instruction, whether it may write into an operand at all: only into a value of an earlier instruction
+        # that it reads for the last time (the others never are; _in_place is not asked for them).
+        self._may_reuse = tuple(
+            any(src < 0 and last[-src - 1] == j for src in sources)
+            for j, (_call, _uf, sources, _kw, _alloc) in enumerate(self.program)
+        )
         self._fits: dict[tuple[tuple[int, ...], tuple[int, ...]], bool] = {}
         # The program as the compiled loop takes it (per instruction its ufunc and sources), when every instruction
         # is one it computes (module docstring); None otherwise.
@@ -92,9 +98,10 @@ class ElementwiseGraph:
         # Whether the value is a float array this step made and may overwrite once its last reader comes.
         own = [False] * n
         last = self.last_use
+        may_reuse = self._may_reuse
         for j, (call, uf, sources, kw, allocates) in enumerate(self.program):
             y = None
-            if uf is not None:
+            if uf is not None and may_reuse[j]:
                 y = self._in_place(j, uf, sources, args, vals, own, last, call)
             if y is None:
                 y = call(*[args[s] if s >= 0 else vals[-s - 1] for s in sources], **kw)
