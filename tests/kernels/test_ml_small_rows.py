@@ -23,7 +23,7 @@ from onnxcore import Session  # noqa: E402
 from onnxcore.errors import EvaluationError  # noqa: E402
 from onnxcore.kernels import ml_linear  # noqa: E402
 from onnxcore.kernels.call import run  # noqa: E402
-from onnxcore.kernels.ml import Lookup, row_max, row_sum, string_array  # noqa: E402
+from onnxcore.kernels.ml import Lookup, row_max, row_sum, softmax_rows, string_array  # noqa: E402
 from onnxcore.types.convert import cast_array  # noqa: E402
 
 ML = "ai.onnx.ml"
@@ -475,3 +475,24 @@ def test_tfidf_few_tokens_counted_as_the_batch_search_counts(seed: int, monkeypa
     for a, b in zip(few, batch):
         np.testing.assert_array_equal(a, b)
     assert few[0].any()
+
+
+def test_one_row_softmax_and_normalizer_on_python_floats_give_the_reductions_bits() -> None:
+    """One row's maximum and sum taken on Python floats (softmax, Normalizer) against the reductions' formulas:
+    NaN, infinities, -0.0, huge and subnormal values, rows of one to nine values."""
+    rng = np.random.default_rng(5)
+    specials = [np.nan, np.inf, -np.inf, -0.0, 0.0, 1e308, -1e308, 5e-324]
+    with np.errstate(all="ignore"):
+        for _ in range(3000):
+            k = int(rng.integers(1, 10))
+            s = rng.standard_normal((1, k)) * 10.0 ** rng.integers(-5, 5, (1, k))
+            for j in range(k):
+                if rng.random() < 0.15:
+                    s[0, j] = specials[rng.integers(len(specials))]
+            e = np.exp(s - np.maximum.reduce(s, axis=1, keepdims=True))
+            assert np.array_equal(softmax_rows(s), e / np.add.reduce(e, axis=1, keepdims=True), equal_nan=True)
+            x = s.astype(np.float32)
+            for norm in ("MAX", "L1", "L2"):
+                got = run("Normalizer", 1, x, domain=ML, norm=norm)[0]
+                want = _normalized(x, norm)
+                assert np.array_equal(got, want, equal_nan=True) and np.array_equal(np.signbit(got), np.signbit(want))

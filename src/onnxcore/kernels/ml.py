@@ -17,6 +17,7 @@ compare them with onnxruntime.
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Sequence
 from itertools import repeat
 from typing import Any
@@ -138,14 +139,38 @@ def row_sum(s: np.ndarray) -> np.ndarray:
     return np.add.reduce(s, axis=1, keepdims=True)
 
 
+def max_of_row(vals: list[float]) -> float:
+    """The maximum of one row's values as numpy's reduction gives it (NaN when any is NaN), on Python floats."""
+    m = max(vals)
+    return m if m == m and not any(v != v for v in vals) else math.nan
+
+
+def sum_of_row(vals: list[float]) -> float:
+    """The sum of one row of at most ``_NARROW`` values as numpy's reduction adds it (in order from the first:
+    its pairwise summation starts at eight values), on Python floats."""
+    total = vals[0]
+    for v in vals[1:]:
+        total += v
+    return total
+
+
 def softmax_rows(s: np.ndarray) -> np.ndarray:
     """Row-wise softmax of a 2-D array."""
-    if s.shape[1] == 0:
+    n, k = s.shape
+    if k == 0:
         return s
+    if n == 1 and k <= _NARROW:
+        # One row (a request of one): its maximum and sum on Python floats, the same values as the reductions
+        # below without their calls; the elementwise steps are numpy's as below.
+        e = s - max_of_row(s[0].tolist())
+        np.exp(e, e)
+        e /= sum_of_row(e[0].tolist())
+        return e
     # exp(s - max) / sum, each step into the one new array (the same values, one allocation not three)
-    e = np.subtract(s, row_max(s))
-    np.exp(e, out=e)
-    np.divide(e, row_sum(e), out=e)
+    # (in-place operators: the same ufuncs, dispatched more cheaply than a call with out=)
+    e = s - row_max(s)
+    np.exp(e, e)
+    e /= row_sum(e)
     return e
 
 
@@ -455,6 +480,19 @@ class _Normalizer:
         rows = as_rows(x).astype(np.float64)  # a new array: divided in place
         n, c = rows.shape
         norm = self.norm
+        if n == 1 and 0 < c <= _NARROW:
+            # One row: its divisor on Python floats (the reductions' values: abs, squares and the square root are
+            # exact or correctly rounded either way, the sum in numpy's order), no reduction call.
+            vals = rows[0].tolist()
+            if norm == "MAX":
+                d = max_of_row(vals)
+            elif norm == "L1":
+                d = sum_of_row([abs(v) for v in vals])
+            else:
+                d = math.sqrt(sum_of_row([v * v for v in vals]))
+            if d != 0:
+                rows /= d
+            return rows.astype(np.float32).reshape(x.shape)
         if norm == "MAX":
             div = row_max(rows)[:, 0] if c else np.zeros(n)
         elif norm == "L1":

@@ -120,7 +120,7 @@ class _LinearClassifier:
         labels, strings, post_transform = self.labels, self.strings, self.post
         scores = rows @ wt  # a new array: the intercepts are added in place
         if self.intercepts is not None:
-            np.add(scores, self.intercepts, out=scores)
+            scores += self.intercepts
         if targets == 1:
             neg, pos = _binary_labels(labels, strings)
             pick = scores[:, 0] > 0
@@ -211,7 +211,7 @@ class _LinearRegressor:
         rows = as_rows(np.asarray(x)).astype(np.float64)
         y = rows @ self._weights(rows.shape[1])
         if self.intercepts is not None:
-            np.add(y, self.intercepts, out=y)
+            y += self.intercepts
         if self.post != "NONE":
             y = post_transform_rows(y, self.post)
         return y.astype(np.float32)
