@@ -169,6 +169,10 @@ def _reduce_core(op: str, x: Array, axes: tuple[int, ...] | None, keepdims: bool
     """Reduce ``x`` over ``axes`` (``None``: all) with the named reduction."""
     dt = x.dtype
     ax = axes if axes is None else tuple(axes)
+    if (op == "sum" or op == "sumsquare") and x.size < BLAS_SUM_MIN and (dt == np.float32 or dt == np.float64):
+        # A small float sum: numpy's reduction, which is what float_sum gives below BLAS_SUM_MIN elements (and
+        # _row_sum does not take), without the calls that find it out.
+        return np.asarray(_ADD.reduce(np.square(x) if op == "sumsquare" else x, axis=ax, keepdims=keepdims))
     if (op == "mean" or op == "sum") and ax and (dt == np.float32 or dt == np.float64):
         y = _row_sum(op, x, ax, keepdims)
         if y is not None:
