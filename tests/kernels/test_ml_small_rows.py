@@ -21,7 +21,7 @@ from onnx import TensorProto as TP  # noqa: E402
 from kernels.ml_oracle import make_model, run_ort  # noqa: E402
 from onnxcore import Session  # noqa: E402
 from onnxcore.errors import EvaluationError  # noqa: E402
-from onnxcore.kernels import ml_linear  # noqa: E402
+from onnxcore.kernels import accel, ml_linear  # noqa: E402
 from onnxcore.kernels.call import run  # noqa: E402
 from onnxcore.kernels.ml import Lookup, row_max, row_sum, softmax_rows, string_array  # noqa: E402
 from onnxcore.types.convert import cast_array  # noqa: E402
@@ -496,3 +496,51 @@ def test_one_row_softmax_and_normalizer_on_python_floats_give_the_reductions_bit
                 got = run("Normalizer", 1, x, domain=ML, norm=norm)[0]
                 want = _normalized(x, norm)
                 assert np.array_equal(got, want, equal_nan=True) and np.array_equal(np.signbit(got), np.signbit(want))
+
+
+@pytest.mark.skipif(not accel.available(), reason="the accelerator (numba) is not installed")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape_axis", [((1, 2000), -1), ((7, 50), 1), ((3, 40, 4), 1), ((60, 3), 0)])
+def test_topk_compiled_selection_gives_the_stable_sorts_choice(dtype: Any, shape_axis: Any) -> None:
+    """TopK of a few of many chosen by the compiled pass: the indices and values of the numpy path (the stable
+    sort's order: equal values by ascending index), ties, infinities and both zeros included, largest and smallest,
+    along any axis; and against onnxruntime."""
+    shape, axis = shape_axis
+    rng = np.random.default_rng(len(shape) * 100 + shape[0])
+    x = rng.integers(-5, 5, shape).astype(dtype)
+    x.flat[rng.integers(0, x.size, 5)] = [np.inf, -np.inf, -0.0, 0.0, np.inf]
+    for k in (1, 3, 5, 16):
+        if 4 * k >= x.shape[axis]:
+            continue
+        kk = np.array([k], dtype=np.int64)
+        for largest in (0, 1):
+            with accel.use(False):
+                v0, i0 = run("TopK", 11, x, kk, axis=axis, largest=largest)
+            with accel.use(True):
+                v1, i1 = run("TopK", 11, x, kk, axis=axis, largest=largest)
+            np.testing.assert_array_equal(i1, i0)
+            np.testing.assert_array_equal(v1, v0)
+            assert i1.dtype == np.int64 and i1.shape == i0.shape
+    ev, ei = _ort_topk(x, 5, axis, 0) if 20 < x.shape[axis] else (None, None)
+    if ev is not None:
+        with accel.use(True):
+            v1, i1 = run("TopK", 11, x, np.array([5], dtype=np.int64), axis=axis, largest=0)
+        np.testing.assert_array_equal(v1, ev)
+        np.testing.assert_array_equal(np.take_along_axis(x, i1, axis=axis), np.take_along_axis(x, ei, axis=axis))
+
+
+def _ort_topk(x: np.ndarray, k: int, axis: int, largest: int) -> tuple[np.ndarray, np.ndarray]:
+    from onnx import helper
+
+    node = helper.make_node("TopK", ["X", "K"], ["V", "I"], axis=axis, largest=largest)
+    elem = TP.FLOAT if x.dtype == np.float32 else TP.DOUBLE
+    graph = helper.make_graph(
+        [node],
+        "topk",
+        [helper.make_tensor_value_info("X", elem, list(x.shape)), helper.make_tensor_value_info("K", TP.INT64, [1])],
+        [helper.make_tensor_value_info("V", elem, None), helper.make_tensor_value_info("I", TP.INT64, None)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    v, i = sess.run(None, {"X": x, "K": np.array([k], dtype=np.int64)})
+    return v, i
