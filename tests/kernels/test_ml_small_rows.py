@@ -544,3 +544,33 @@ def _ort_topk(x: np.ndarray, k: int, axis: int, largest: int) -> tuple[np.ndarra
     sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     v, i = sess.run(None, {"X": x, "K": np.array([k], dtype=np.int64)})
     return v, i
+
+
+def test_svm_one_row_pairwise_probabilities_equal_the_batch_formula() -> None:
+    """One row's Platt-scaled pairwise probabilities (Python floats around numpy's exp) against the batch path's
+    formula: decisions of every magnitude, NaN, infinities and both zeros, two to five classes."""
+    from onnxcore.kernels.ml import sigmoid
+
+    rng = np.random.default_rng(0)
+    specials = [np.nan, np.inf, -np.inf, -0.0, 0.0, 800.0, -800.0]
+    with np.errstate(all="ignore"):
+        for _ in range(500):
+            k = int(rng.integers(2, 6))
+            pairs = k * (k - 1) // 2
+            svc = ml_linear._SVC(
+                classlabels_ints=list(range(k)),
+                coefficients=[1.0] * ((k - 1) * k),
+                rho=[0.0] * pairs,
+                support_vectors=[0.0] * k,
+                vectors_per_class=[1] * k,
+                prob_a=[float(v) for v in rng.standard_normal(pairs) * 5],
+                prob_b=[float(v) for v in rng.standard_normal(pairs)],
+            )
+            dec = rng.standard_normal((1, pairs)) * 10.0 ** rng.integers(-3, 3, (1, pairs))
+            if rng.random() < 0.3:
+                dec[0, rng.integers(pairs)] = specials[rng.integers(len(specials))]
+            pr = np.minimum(np.maximum(1.0 - sigmoid(dec * svc.pa[:pairs] + svc.pb[:pairs]), 1e-7), 1 - 1e-7)
+            r = np.zeros((1, k, k))
+            r[:, svc.iu, svc.ju] = pr
+            r[:, svc.ju, svc.iu] = 1.0 - pr
+            assert np.array_equal(svc._one_row_pairwise(dec, pairs), r, equal_nan=True)

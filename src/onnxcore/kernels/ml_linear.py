@@ -469,13 +469,16 @@ class _SVC:
         if pa.size:
             if pa.size < pairs:
                 raise EvaluationError("SVMClassifier: prob_a/prob_b too short for the classes")
-            # Pairwise probability 1 - sigmoid(s * A + B), kept inside [1e-7, 1 - 1e-7] (libsvm's Platt scaling).
-            # (np.clip's bounds as two ufuncs: the same values, without clip's Python wrapper)
-            pr = np.minimum(np.maximum(1.0 - sigmoid(dec * pa[:pairs] + pb[:pairs]), 1e-7), 1 - 1e-7)
-            r = np.zeros((n, k, k))
-            iu, ju = self.iu, self.ju
-            r[:, iu, ju] = pr
-            r[:, ju, iu] = 1.0 - pr
+            if n == 1:
+                r = self._one_row_pairwise(dec, pairs)
+            else:
+                # Pairwise probability 1 - sigmoid(s * A + B), kept inside [1e-7, 1 - 1e-7] (libsvm's Platt
+                # scaling). (np.clip's bounds as two ufuncs: the same values, without clip's Python wrapper)
+                pr = np.minimum(np.maximum(1.0 - sigmoid(dec * pa[:pairs] + pb[:pairs]), 1e-7), 1 - 1e-7)
+                r = np.zeros((n, k, k))
+                iu, ju = self.iu, self.ju
+                r[:, iu, ju] = pr
+                r[:, ju, iu] = 1.0 - pr
             z = post_transform_rows(_couple_probabilities(r), post_transform) if n else np.zeros((0, k))
         elif k == 2:
             s = dec[:, :1]
@@ -508,6 +511,23 @@ class _SVC:
         for idx, (i, j, si, sj) in enumerate(self.pairs):  # made once (len(vpc) == k was checked by the caller)
             dec[:, idx] = kern[:, si] @ coefm[j - 1, si] + kern[:, sj] @ coefm[i, sj] + rho[idx]
         return dec
+
+    def _one_row_pairwise(self, dec: np.ndarray, pairs: int) -> np.ndarray:
+        """The ``[1, k, k]`` pairwise probabilities of one row's decisions (``[1, pairs]``): the batch path's
+        values, its exponentials by numpy's ``exp`` and every other step (products, sums, quotients, comparisons,
+        the clip to [1e-7, 1 - 1e-7], NaN kept) on Python floats, which round each operation as numpy's ufuncs do;
+        no array indexing per pair."""
+        t = dec[0] * self.pa[:pairs] + self.pb[:pairs]
+        ts = t.tolist()
+        es = np.exp(-np.abs(t)).tolist()
+        k = self.k
+        r = [[0.0] * k for _ in range(k)]
+        for (i, j, _si, _sj), v, e in zip(self.pairs, ts, es):
+            sig = 1.0 / (1.0 + e) if v >= 0 else e / (1.0 + e)  # sigmoid's two branches, as np.where picks them
+            p = min(max(1.0 - sig, 1e-7), 1 - 1e-7)  # (max and min keep a NaN first argument, as the ufuncs do)
+            r[i][j] = p
+            r[j][i] = 1.0 - p
+        return np.array(r, dtype=np.float64).reshape(1, k, k)
 
     def _one_row_vote(self, dec: np.ndarray) -> np.ndarray:
         """The class with the most votes of one row's decisions (``[1, pairs]``), counted on Python ints (exact, the
