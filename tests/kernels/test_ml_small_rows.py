@@ -22,8 +22,9 @@ from kernels.ml_oracle import make_model, run_ort  # noqa: E402
 from onnxcore import Session  # noqa: E402
 from onnxcore.errors import EvaluationError  # noqa: E402
 from onnxcore.kernels import accel, ml_linear  # noqa: E402
+from onnxcore.kernels._ml_common import row_max, row_sum  # noqa: E402
 from onnxcore.kernels.call import run  # noqa: E402
-from onnxcore.kernels.ml import Lookup, row_max, row_sum, softmax_rows, string_array  # noqa: E402
+from onnxcore.kernels.ml import Lookup, softmax_rows, string_array  # noqa: E402
 from onnxcore.types.convert import cast_array  # noqa: E402
 
 ML = "ai.onnx.ml"

@@ -27,6 +27,7 @@ import numpy as np
 
 from onnxcore.errors import EvaluationError
 from onnxcore.kernels import accel
+from onnxcore.kernels._ml_common import row_max, row_sum
 from onnxcore.kernels._tree_eval import CompiledForest
 from onnxcore.kernels._util import check_elements
 from onnxcore.kernels.ml import (
@@ -37,8 +38,6 @@ from onnxcore.kernels.ml import (
     encode_strings,
     post_transform_rows,
     probit,
-    row_max,
-    row_sum,
     sigmoid,
     string_array,
 )
