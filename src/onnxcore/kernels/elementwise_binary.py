@@ -130,7 +130,8 @@ def _register_binary(
     (opset 1/6) take ``broadcast``/``axis`` (and ``consumed_inputs`` at opset 1 when ``consumed``)."""
 
     def k(A: Array, B: Array) -> Array:
-        if A.shape != B.shape:
+        # (an operand of one element leaves the other's element count: no broadcast to size against the limits)
+        if A.shape != B.shape and A.size != 1 and B.size != 1:
             check_broadcast_size((A, B), op)
         return fn(A, B)
 

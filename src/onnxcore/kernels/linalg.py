@@ -99,7 +99,10 @@ def _gemm(A: Array, B: Array, C: Array | None, alpha: float, beta: float, transA
             y *= dt.type(alpha)
         if C is not None:
             cs = C.shape
-            if not (cs == (n,) or cs == (m, n) or cs == (1, n)):
+            # (the shapes exporters write, accepted by comparison: a bias row, a full C, a column or one value)
+            if not (
+                cs == (n,) or cs == (m, n) or cs == (1, n) or cs == (1, 1) or cs == (m, 1) or cs == (1,) or cs == ()
+            ):
                 check_unidirectional(cs, y.shape)
             if beta == 1.0:
                 y += C

@@ -1,9 +1,9 @@
 """Operators of the ``ai.onnx.ml`` domain (ONNX 1-2 operator definitions): the feature transforms.
 
 ArrayFeatureExtractor, Binarizer, CastMap, CategoryMapper, DictVectorizer, FeatureVectorizer, Imputer,
-LabelEncoder (1, 2, 4), Normalizer, OneHotEncoder, Scaler and ZipMap live here, with the score
-post-transforms shared by the classifiers and regressors of :mod:`onnxcore.kernels.ml_linear` and
-:mod:`onnxcore.kernels.ml_tree`.
+LabelEncoder (1, 2, 4), Normalizer, OneHotEncoder, Scaler and ZipMap live here; the score post-transforms they
+share with the classifiers and regressors of :mod:`onnxcore.kernels.ml_linear` and :mod:`onnxcore.kernels.ml_tree`
+are in :mod:`onnxcore.kernels._ml_common` (also reached here).
 
 Runtime values (Clause 6.8): a map is a ``dict`` (STRING keys as ``bytes``, integral keys as ``int``,
 values as 0-d arrays), a sequence a ``list``, a STRING tensor an object array of ``bytes``. STRINGS
@@ -16,146 +16,47 @@ compare them with onnxruntime.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+import math
 from itertools import repeat
 from typing import Any
 
 import numpy as np
 
 from onnxcore.errors import EvaluationError
+from onnxcore.kernels._ml_common import (
+    NARROW,
+    POST_TRANSFORMS,
+    as_rows,
+    check_post_transform,
+    encode_strings,
+    max_of_row,
+    post_transform_rows,
+    probit,
+    row_max,
+    row_sum,
+    sigmoid,
+    softmax_rows,
+    string_array,
+    sum_of_row,
+)
 from onnxcore.kernels.registry import KernelContext, kernel
 
-__all__ = ["ScoreMaps"]
+# (the shared helpers are also reached here, where the classifiers' modules and the tests have read them)
+__all__ = [
+    "POST_TRANSFORMS",
+    "ScoreMaps",
+    "as_rows",
+    "check_post_transform",
+    "encode_strings",
+    "post_transform_rows",
+    "probit",
+    "sigmoid",
+    "softmax_rows",
+    "string_array",
+]
 
 ML = "ai.onnx.ml"
-
-POST_TRANSFORMS = ("NONE", "SOFTMAX", "LOGISTIC", "SOFTMAX_ZERO", "PROBIT")
-
-# ---------------------------------------------------------------------------------------------
-# Shared helpers (used by ml_linear and ml_tree)
-# ---------------------------------------------------------------------------------------------
-
-
-def encode_strings(values: Sequence[str | bytes] | None) -> list[bytes]:
-    """STRINGS attribute values as ``bytes`` (the representation of STRING tensor elements)."""
-    return [v.encode("utf-8") if isinstance(v, str) else bytes(v) for v in (values or [])]
-
-
-def string_array(values: Sequence[bytes], shape: tuple[int, ...] | None = None) -> np.ndarray:
-    """An object array of ``bytes`` (never a numpy ``S`` array), reshaped to ``shape`` if given."""
-    out = np.empty(len(values), dtype=object)
-    out[:] = list(values)
-    return out if shape is None else out.reshape(shape)
-
-
-def as_rows(x: np.ndarray, *, name: str = "X") -> np.ndarray:
-    """``x`` as a 2-D ``[N, F]`` array: a 1-D input is one row (the ML operators read ``[F]`` as ``[1, F]``)."""
-    arr = np.asarray(x)
-    if arr.ndim == 1:
-        return arr.reshape(1, -1)
-    if arr.ndim == 2:
-        return arr
-    if arr.ndim == 0:
-        raise EvaluationError(f"{name} must have rank 1 or 2, got a scalar")
-    raise EvaluationError(f"{name} must have rank 1 or 2, got shape {arr.shape}")
-
-
-def sigmoid(x: np.ndarray) -> np.ndarray:
-    """The logistic function, without overflow for large ``|x|``."""
-    e = np.exp(-np.abs(x))
-    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
-
-
-# Acklam's rational approximation of the standard normal quantile function (relative error
-# below 1.2e-9 on (0, 1)), far finer than the float32 the scores are returned in.
-_A = (-3.969683028665376e01, 2.209460984245205e02, -2.759285104469687e02, 1.383577518672690e02,
-      -3.066479806614716e01, 2.506628277459239e00)  # fmt: skip
-_B = (-5.447609879822406e01, 1.615858368580409e02, -1.556989798598866e02, 6.680131188771972e01,
-      -1.328068155288572e01)  # fmt: skip
-_C = (-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e00, -2.549732539343734e00,
-      4.374664141464968e00, 2.938163982698783e00)  # fmt: skip
-_D = (7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e00, 3.754408661907416e00)
-
-
-def _polyval(coefs: Sequence[float], x: np.ndarray) -> np.ndarray:
-    acc = np.full_like(x, coefs[0])
-    for c in coefs[1:]:
-        acc = acc * x + c
-    return acc
-
-
-def probit(p: np.ndarray) -> np.ndarray:
-    """The quantile function of the standard normal distribution, ``sqrt(2) * erfinv(2p - 1)``.
-
-    Values outside ``(0, 1)`` give ``-inf`` (at 0), ``inf`` (at 1) or NaN.
-    """
-    p = np.asarray(p, dtype=np.float64)
-    out = np.full(p.shape, np.nan)
-    low = 0.02425
-    with np.errstate(divide="ignore", invalid="ignore"):
-        lo = (p > 0) & (p < low)
-        hi = (p > 1 - low) & (p < 1)
-        mid = (p >= low) & (p <= 1 - low)
-        q = np.sqrt(-2 * np.log(np.where(lo, p, 0.5)))
-        out = np.where(lo, _polyval(_C, q) / (_polyval(_D, q) * q + 1), out)
-        q = np.sqrt(-2 * np.log(np.where(hi, 1 - p, 0.5)))
-        out = np.where(hi, -_polyval(_C, q) / (_polyval(_D, q) * q + 1), out)
-        q = np.where(mid, p - 0.5, 0.0)
-        r = q * q
-        out = np.where(mid, _polyval(_A, r) * q / (_polyval(_B, r) * r + 1), out)
-    out = np.where(p == 0, -np.inf, out)
-    return np.where(p == 1, np.inf, out)
-
-
-def softmax_rows(s: np.ndarray) -> np.ndarray:
-    """Row-wise softmax of a 2-D array."""
-    if s.shape[1] == 0:
-        return s
-    # (the reductions as ufunc calls: ndarray.max/sum's own, without their Python wrappers; small batches pay them)
-    e = np.exp(s - np.maximum.reduce(s, axis=1, keepdims=True))
-    return e / np.add.reduce(e, axis=1, keepdims=True)
-
-
-def softmax_zero_rows(s: np.ndarray) -> np.ndarray:
-    """Row-wise softmax that leaves the (near-)zero scores at zero (SOFTMAX_ZERO).
-
-    A score within 1e-7 of zero counts as absent: it stays 0 and takes no share of the total.
-    """
-    if s.shape[1] == 0:
-        return s
-    nz = np.abs(s) > 1e-7
-    m = s.max(axis=1, keepdims=True)
-    e = np.where(nz, np.exp(s - m), 0.0)
-    total = e.sum(axis=1, keepdims=True)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(total > 0, e / np.where(total > 0, total, 1.0), 0.0)
-
-
-def post_transform_rows(scores: np.ndarray, post_transform: str) -> np.ndarray:
-    """Apply a post_transform (``NONE``, ``SOFTMAX``, ``LOGISTIC``, ``SOFTMAX_ZERO``, ``PROBIT``) to ``[N, E]`` scores.
-
-    Raises:
-        EvaluationError: an unknown transform name.
-    """
-    s = np.asarray(scores, dtype=np.float64)
-    if post_transform == "NONE":
-        return s
-    if post_transform == "SOFTMAX":
-        return softmax_rows(s)
-    if post_transform == "LOGISTIC":
-        return sigmoid(s)
-    if post_transform == "SOFTMAX_ZERO":
-        return softmax_zero_rows(s)
-    if post_transform == "PROBIT":
-        return probit(s)
-    raise EvaluationError(f"unknown post_transform {post_transform!r} (one of {', '.join(POST_TRANSFORMS)})")
-
-
-def check_post_transform(name: str) -> str:
-    """Refuse an unknown post_transform name early."""
-    if name not in POST_TRANSFORMS:
-        raise EvaluationError(f"unknown post_transform {name!r} (one of {', '.join(POST_TRANSFORMS)})")
-    return name
 
 
 class Lookup:
@@ -167,16 +68,25 @@ class Lookup:
     key repeats, the last occurrence wins.
     """
 
-    __slots__ = ("_nan", "_table", "_uk", "_uv", "values")
+    __slots__ = ("_aliased", "_nan", "_table", "_uk", "_uv", "values")
 
     def __init__(self, keys: np.ndarray, values: np.ndarray) -> None:
         keys = np.asarray(keys)
         self.values = values = np.asarray(values)
         self._table: dict[Any, Any] | None = None
+        self._aliased = False
         self._nan: Any = None
         self._uk = self._uv = keys[:0]
         if keys.dtype == object:
-            self._table = dict(zip(keys.tolist(), values.tolist(), strict=True))  # later keys overwrite: last wins
+            table = dict(zip(keys.tolist(), values.tolist(), strict=True))  # later keys overwrite: last wins
+            if all(type(k) is bytes for k in table):
+                # Each key also as the str it decodes to, so that a str element finds what its UTF-8 encoding
+                # would (see :meth:`strings`); a key that is no UTF-8 text equals no encoded str.
+                for k, v in list(table.items()):
+                    with contextlib.suppress(UnicodeDecodeError):
+                        table[k.decode("utf-8")] = v
+                self._aliased = True
+            self._table = table
             return
         if keys.dtype.kind == "f":
             nan_mask = np.isnan(keys)
@@ -188,6 +98,17 @@ class Lookup:
             self._uk, first = np.unique(keys[::-1], return_index=True)
             self._uv = values[::-1][first]
 
+    def strings(self, x: np.ndarray, default: Any) -> np.ndarray:
+        """Every element of a STRING tensor mapped as its ``bytes`` (a ``str`` as its UTF-8 encoding), without
+        converting the tensor first when the keys are all ``bytes`` (their ``str`` aliases match a ``str``
+        element directly; a session's STRING values are ``bytes`` already)."""
+        if self._aliased:
+            try:
+                return self(x, default)
+            except EvaluationError:
+                pass  # an element that is neither (a bytearray, ...): converted as below
+        return self(_as_bytes_array(x), default)
+
     def __call__(self, x: np.ndarray, default: Any) -> np.ndarray:
         """Every element of ``x`` mapped (``default`` where its key is absent), in ``x``'s shape."""
         x = np.asarray(x)
@@ -195,15 +116,16 @@ class Lookup:
         if self._table is not None:
             get = self._table.get
             flat = x.ravel().tolist()
+            looked = map(get, flat, repeat(default, len(flat)))  # one C-level pass of dict look-ups
             try:
-                mapped = list(map(get, flat, repeat(default, len(flat))))  # one C-level pass of dict look-ups
+                if dtype.kind == "O":
+                    out = np.empty(len(flat), dtype=object)
+                    out[:] = list(looked)
+                    return out.reshape(x.shape)
+                # (fromiter: the numbers straight into the array, no list of them first)
+                return np.fromiter(looked, dtype=dtype, count=len(flat)).reshape(x.shape)
             except TypeError:
                 raise EvaluationError("input elements are not comparable with the keys") from None
-            if dtype.kind == "O":
-                out = np.empty(len(mapped), dtype=object)
-                out[:] = mapped
-                return out.reshape(x.shape)
-            return np.array(mapped, dtype=dtype).reshape(x.shape)
         out = np.empty(x.shape, dtype=dtype)
         out[...] = default
         if x.size == 0:
@@ -235,6 +157,9 @@ def lookup_table(keys: np.ndarray, values: np.ndarray, x: np.ndarray, default: A
 # ---------------------------------------------------------------------------------------------
 
 
+_FEW = 16  # up to this many values a check reads them as a Python list (one call, not a reduction per test)
+
+
 @kernel("ArrayFeatureExtractor", 1, domain=ML)
 def array_feature_extractor(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Select the elements at indices ``Y`` along the last axis of ``X`` (a 1-D ``X`` gives ``[1, K]``)."""
@@ -243,9 +168,16 @@ def array_feature_extractor(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     if x.ndim == 0:
         raise EvaluationError("ArrayFeatureExtractor: X must have rank >= 1")
     n = x.shape[-1]
-    if idx.size and (idx.min() < 0 or idx.max() >= n):
+    if idx.size <= _FEW:
+        # A few indices (a classifier's label per row): checked as Python ints, not by two reductions.
+        listed = idx.tolist()
+        bad = bool(listed) and (min(listed) < 0 or max(listed) >= n)
+    else:
+        bad = bool(idx.size) and (idx.min() < 0 or idx.max() >= n)
+    if bad:
         raise EvaluationError(f"ArrayFeatureExtractor: index out of range [0, {n}) in {idx.tolist()}")
-    out = np.take(x, idx.astype(np.int64), axis=-1)
+    # (ndarray.take: np.take without its Python wrapper)
+    out = x.take(idx if idx.dtype == np.int64 else idx.astype(np.int64), axis=-1)
     if x.ndim == 1:
         out = out.reshape(1, -1)
     return out
@@ -262,9 +194,10 @@ def binarizer(x: np.ndarray, *, threshold: float = 0.0) -> np.ndarray:
 
 
 class _Imputer:
-    """An Imputer's values converted once (a session prepares one per node; a direct call makes one per call)."""
+    """An Imputer's values converted once (a session prepares one per node; a direct call makes one per call), the
+    imputed values cast once per element type met."""
 
-    __slots__ = ("floats", "ints", "rv_float", "rv_int")
+    __slots__ = ("_fills", "floats", "ints", "nan", "rv_float", "rv_int")
 
     def __init__(
         self,
@@ -277,13 +210,14 @@ class _Imputer:
         self.floats = np.asarray(imputed_value_floats or [], dtype=np.float64)
         self.ints = np.asarray(imputed_value_int64s or [], dtype=np.int64)
         self.rv_float, self.rv_int = float(replaced_value_float), int(replaced_value_int64)
+        self.nan = bool(np.isnan(self.rv_float))
+        self._fills: dict[np.dtype[Any], np.ndarray] = {}
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         x = np.asarray(x)
         if x.dtype.kind == "f":
             imputed: np.ndarray = self.floats
-            rv = self.rv_float
-            hit = np.isnan(x) if np.isnan(rv) else x == rv
+            hit = np.isnan(x) if self.nan else x == self.rv_float
         else:
             imputed = self.ints
             hit = x == self.rv_int
@@ -292,8 +226,18 @@ class _Imputer:
         feats = x.shape[-1] if x.ndim else 1
         if imputed.size not in (1, feats):
             raise EvaluationError(f"Imputer: {imputed.size} imputed values for {feats} features")
-        fill = np.broadcast_to(imputed.astype(x.dtype), x.shape) if x.ndim else imputed.astype(x.dtype).reshape(())
-        return np.where(hit, fill, x).astype(x.dtype)
+        fill = self._fills.get(x.dtype)
+        if fill is None:
+            fill = imputed.astype(x.dtype)
+            if len(self._fills) < 8:
+                self._fills[x.dtype] = fill
+        if x.ndim == 0:
+            fill = fill.reshape(())
+        # A copy of X with the replaced elements overwritten: what where(hit, fill, X) gives, in one pass over X
+        # and a masked one, without broadcasting the fill to X's shape first.
+        out = x.copy()
+        np.copyto(out, fill, where=hit)
+        return out
 
 
 def _prepare_imputer(**attrs: Any) -> _Imputer:
@@ -335,11 +279,14 @@ class _Scaler:
             raise EvaluationError(f"Scaler: offset has {off.size} values for {feats} features")
         if sc.size not in (1, feats):
             raise EvaluationError(f"Scaler: scale has {sc.size} values for {feats} features")
-        y = x.astype(np.float32)  # a new array (astype copies): computed in place, as float32 throughout
-        if y.ndim == 0:  # (a scalar broadcasts to the attributes' shape)
-            return ((y - off) * sc).astype(np.float32)
-        np.subtract(y, off, out=y)
-        np.multiply(y, sc, out=y)
+        if x.ndim == 0:  # (a scalar broadcasts to the attributes' shape)
+            return ((x.astype(np.float32) - off) * sc).astype(np.float32)
+        if x.dtype == np.float32:
+            y = x - off  # a new array, as float32 throughout: the scale is applied in place
+        else:
+            y = x.astype(np.float32)  # (astype copies)
+            np.subtract(y, off, out=y)
+        y *= sc
         return y
 
 
@@ -353,25 +300,64 @@ def scaler(x: np.ndarray, *, offset: list[float] | None = None, scale: list[floa
     return _Scaler(offset=offset, scale=scale)(x)
 
 
-@kernel("Normalizer", 1, domain=ML)
+_NORMS = ("MAX", "L1", "L2")
+
+
+class _Normalizer:
+    """A Normalizer with its norm decided once (a session prepares one per node; a direct call makes one per call).
+
+    The row divisors are one reduction; the quotient is computed in place in the float64 copy of the rows and
+    converted to float32 once. Only when some divisor is zero are those rows put back unchanged (what
+    ``where(div == 0, rows, rows / div)`` gives, the same values, without its three passes on every call).
+    """
+
+    __slots__ = ("norm",)
+
+    def __init__(self, *, norm: str = "MAX") -> None:
+        if norm not in _NORMS:
+            raise EvaluationError(f"Normalizer: norm must be MAX, L1 or L2, got {norm!r}")
+        self.norm = norm
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x)
+        rows = as_rows(x).astype(np.float64)  # a new array: divided in place
+        n, c = rows.shape
+        norm = self.norm
+        if n == 1 and 0 < c <= NARROW:
+            # One row: its divisor on Python floats (the reductions' values: abs, squares and the square root are
+            # exact or correctly rounded either way, the sum in numpy's order), no reduction call.
+            vals = rows[0].tolist()
+            if norm == "MAX":
+                d = max_of_row(vals)
+            elif norm == "L1":
+                d = sum_of_row([abs(v) for v in vals])
+            else:
+                d = math.sqrt(sum_of_row([v * v for v in vals]))
+            if d != 0:
+                rows /= d
+            return rows.astype(np.float32).reshape(x.shape)
+        if norm == "MAX":
+            div = row_max(rows)[:, 0] if c else np.zeros(n)
+        elif norm == "L1":
+            div = row_sum(np.abs(rows))[:, 0]
+        else:
+            div = np.sqrt(row_sum(np.square(rows))[:, 0])
+        zero = (0.0 in div.tolist()) if n <= _FEW else not div.all()
+        if zero:
+            keep = div == 0
+            np.divide(rows, np.where(keep, 1.0, div)[:, None], out=rows, where=~keep[:, None])
+        else:
+            np.divide(rows, div[:, None], out=rows)
+        return rows.astype(np.float32).reshape(x.shape)
+
+
+@kernel("Normalizer", 1, domain=ML, prepare=_Normalizer)
 def normalizer(x: np.ndarray, *, norm: str = "MAX") -> np.ndarray:
     """Normalise each row (``[N, C]``, or ``[C]`` as one row) by its max, L1 or L2 norm.
 
     A row whose divisor is zero is returned unchanged.
     """
-    x = np.asarray(x)
-    rows = as_rows(x).astype(np.float64)
-    # (the reductions as ufunc calls: ndarray.max/sum's own, without their Python wrappers)
-    if norm == "MAX":
-        div = np.maximum.reduce(rows, axis=1, keepdims=True) if rows.shape[1] else np.zeros((rows.shape[0], 1))
-    elif norm == "L1":
-        div = np.add.reduce(np.abs(rows), axis=1, keepdims=True)
-    elif norm == "L2":
-        div = np.sqrt(np.add.reduce(np.square(rows), axis=1, keepdims=True))
-    else:
-        raise EvaluationError(f"Normalizer: norm must be MAX, L1 or L2, got {norm!r}")
-    out = np.where(div == 0, rows, rows / np.where(div == 0, 1.0, div))
-    return out.astype(np.float32).reshape(x.shape)
+    return _Normalizer(norm=norm)(x)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -416,7 +402,7 @@ class _CategoryMapper:
     def __call__(self, x: np.ndarray) -> np.ndarray:
         x = np.asarray(x)
         if _is_string(x):
-            return self.to_int(_as_bytes_array(x), self.default_int)
+            return self.to_int.strings(x, self.default_int)
         return self.to_str(x.astype(np.int64), self.default_str)
 
 
@@ -450,7 +436,7 @@ class _LabelEncoder1:
     def __call__(self, x: np.ndarray) -> np.ndarray:
         x = np.asarray(x)
         if _is_string(x):
-            return self.index(_as_bytes_array(x), self.default_int)
+            return self.index.strings(x, self.default_int)
         xi = x.astype(np.int64)
         ok = (xi >= 0) & (xi < self.classes.size)
         out = np.empty(x.shape, dtype=object)
@@ -557,8 +543,8 @@ class _LabelEncoder:
         if _is_string(x) != (kd.kind == "O"):
             raise EvaluationError(f"LabelEncoder: input of type {x.dtype} does not match keys of type {kd}")
         if _is_string(x):
-            x = _as_bytes_array(x)
-        elif x.dtype != kd and kd.kind == "f":
+            return self.lookup.strings(x, self.default)
+        if x.dtype != kd and kd.kind == "f":
             # Keys and input share an element type by definition; compare floats in the keys' precision.
             x = x.astype(kd)
         return self.lookup(x, self.default)
@@ -608,6 +594,9 @@ def label_encoder_4(
     )(x)
 
 
+_MISSING = np.int64(-1)  # OneHotEncoder's position of a value that is no category (the table's last row)
+
+
 class _OneHotEncoder:
     """OneHotEncoder's categories, made once per node: each element's position, then a row of a table whose
     last row (position -1, an unknown value) is all zeros."""
@@ -625,17 +614,22 @@ class _OneHotEncoder:
     def __call__(self, x: np.ndarray) -> np.ndarray:
         x = np.asarray(x)
         if _is_string(x):
-            lookup, xv = self.strings, _as_bytes_array(x)
+            lookup = self.strings
+            if lookup is None:
+                raise EvaluationError("OneHotEncoder: the cats_* attribute matching the input type is missing")
+            pos = lookup.strings(x, _MISSING)
         else:
             # Numbers are truncated to integers before the look-up (definition text).
             lookup = self.ints
+            if lookup is None:
+                raise EvaluationError("OneHotEncoder: the cats_* attribute matching the input type is missing")
             xv = x.astype(np.int64) if x.dtype.kind != "f" else np.trunc(np.nan_to_num(x)).astype(np.int64)
-        if lookup is None:
-            raise EvaluationError("OneHotEncoder: the cats_* attribute matching the input type is missing")
-        pos = lookup(xv, np.int64(-1))
+            pos = lookup(xv, _MISSING)
         if not self.zeros and (pos < 0).any():
             raise EvaluationError("OneHotEncoder: an input value is not among the categories and zeros=0")
-        return self.rows[lookup.values.size][pos]
+        # (ndarray.take: the table's rows gathered without fancy indexing's machinery; -1 is the row of zeros)
+        table = self.rows[lookup.values.size]
+        return table.take(pos, axis=0) if pos.ndim else table[pos]
 
 
 @kernel("OneHotEncoder", 1, domain=ML, prepare=_OneHotEncoder)
@@ -799,24 +793,48 @@ class ScoreMaps(list):
     scores: np.ndarray
 
 
-@kernel("ZipMap", 1, domain=ML)
+class _ZipMap:
+    """ZipMap's labels converted once (a session prepares one per node; a direct call makes one per call), and the
+    index of every cell per cell count met, so that a call makes its cells and maps by C-level passes (``map``)
+    rather than a Python loop per cell."""
+
+    __slots__ = ("_cell_keys", "labels")
+
+    def __init__(
+        self, *, classlabels_int64s: list[int] | None = None, classlabels_strings: list[str] | None = None
+    ) -> None:
+        if classlabels_strings:
+            self.labels: list[Any] = encode_strings(classlabels_strings)
+        elif classlabels_int64s:
+            self.labels = [int(v) for v in classlabels_int64s]
+        else:
+            raise EvaluationError("ZipMap: one of classlabels_int64s and classlabels_strings is required")
+        self._cell_keys: dict[int, list[tuple[int, Any]]] = {}
+
+    def __call__(self, x: np.ndarray) -> list[dict[Any, np.ndarray]]:
+        rows = as_rows(np.asarray(x, dtype=np.float32))
+        labels = self.labels
+        if rows.shape[1] != len(labels):
+            raise EvaluationError(f"ZipMap: X has {rows.shape[1]} columns for {len(labels)} labels")
+        # Each value a 0-d view of one float32 copy of X (a view per cell costs a fifth of a new 0-d array).
+        scores = np.array(rows, dtype=np.float32, order="C")
+        flat = scores.reshape(-1)
+        keys = self._cell_keys.get(flat.size)
+        if keys is None:
+            keys = [(i, ...) for i in range(flat.size)]
+            if len(self._cell_keys) < 8:
+                self._cell_keys[flat.size] = keys
+        cells = iter(list(map(flat.__getitem__, keys)))
+        n = scores.shape[0]
+        # one dict per row of the next len(labels) cells (zip stops at the last label, before taking a cell more)
+        out = ScoreMaps(map(dict, map(zip, repeat(labels, n), repeat(cells, n))))
+        out.labels, out.scores = labels, scores
+        return out
+
+
+@kernel("ZipMap", 1, domain=ML, prepare=_ZipMap)
 def zip_map(
     x: np.ndarray, *, classlabels_int64s: list[int] | None = None, classlabels_strings: list[str] | None = None
 ) -> list[dict[Any, np.ndarray]]:
     """One map per row of ``X``: class label -> the row's score in that label's column."""
-    rows = as_rows(np.asarray(x, dtype=np.float32))
-    if classlabels_strings:
-        labels: list[Any] = encode_strings(classlabels_strings)
-    elif classlabels_int64s:
-        labels = [int(v) for v in classlabels_int64s]
-    else:
-        raise EvaluationError("ZipMap: one of classlabels_int64s and classlabels_strings is required")
-    if rows.shape[1] != len(labels):
-        raise EvaluationError(f"ZipMap: X has {rows.shape[1]} columns for {len(labels)} labels")
-    # Each value a 0-d view of one float32 copy of X (a view per cell costs a fifth of a new 0-d array).
-    scores = np.array(rows, dtype=np.float32, order="C")
-    flat = scores.reshape(-1)
-    cells = iter([flat[i, ...] for i in range(flat.size)])
-    out = ScoreMaps(dict(zip(labels, cells)) for _ in range(scores.shape[0]))  # zip stops at the last label
-    out.labels, out.scores = labels, scores
-    return out
+    return _ZipMap(classlabels_int64s=classlabels_int64s, classlabels_strings=classlabels_strings)(x)

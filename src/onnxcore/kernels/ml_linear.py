@@ -72,9 +72,13 @@ def _two_columns(s: np.ndarray, post_transform: str) -> np.ndarray:
 
 class _LinearClassifier:
     """A LinearClassifier's coefficients, intercepts and labels converted once (a session prepares one per node,
-    see ``prepare``; a direct call makes one per call)."""
+    see ``prepare``; a direct call makes one per call).
 
-    __slots__ = ("coef", "intercepts", "labels", "post", "strings")
+    The coefficients are kept transposed and contiguous per feature count (``[F, targets]``, made on the first
+    call with that count): a batch's scores are one product, with no per-call reshape or transposed view.
+    """
+
+    __slots__ = ("_by_features", "coef", "intercepts", "labels", "post", "strings")
 
     def __init__(
         self,
@@ -91,17 +95,32 @@ class _LinearClassifier:
         self.intercepts = np.asarray(intercepts, dtype=np.float32).astype(np.float64) if intercepts else None
         self.strings = bool(classlabels_strings)
         self.labels = _labels(classlabels_ints, classlabels_strings)
+        self._by_features: dict[int, tuple[int, np.ndarray]] = {}
+
+    def _weights(self, f: int) -> tuple[int, np.ndarray]:
+        """(targets, ``W^T`` as a contiguous ``[F, targets]`` array) for ``f`` features; EvaluationError when the
+        coefficients do not fit."""
+        got = self._by_features.get(f)
+        if got is None:
+            coef, b, labels = self.coef, self.intercepts, self.labels
+            targets = b.size if b is not None else (coef.size // f if f else 0)
+            if targets == 0 or coef.size != targets * f:
+                raise EvaluationError(f"LinearClassifier: {coef.size} coefficients do not fit {f} features")
+            if targets > 1 and labels is not None and labels.size < targets:
+                raise EvaluationError(f"LinearClassifier: {targets} classes but {labels.size} labels")
+            got = (targets, np.ascontiguousarray(coef.reshape(targets, f).T))
+            if len(self._by_features) < 8:
+                self._by_features[f] = got
+        return got
 
     def __call__(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         rows = as_rows(np.asarray(x)).astype(np.float64)
-        n, f = rows.shape
-        coef, b, labels, strings, post_transform = self.coef, self.intercepts, self.labels, self.strings, self.post
-        targets = b.size if b is not None else (coef.size // f if f else 0)
-        if targets == 0 or coef.size != targets * f:
-            raise EvaluationError(f"LinearClassifier: {coef.size} coefficients do not fit {f} features")
-        scores = rows @ coef.reshape(targets, f).T
-        if b is not None:
-            scores = scores + b
+        f = rows.shape[1]
+        targets, wt = self._weights(f)
+        labels, strings, post_transform = self.labels, self.strings, self.post
+        scores = rows @ wt  # a new array: the intercepts are added in place
+        if self.intercepts is not None:
+            scores += self.intercepts
         if targets == 1:
             neg, pos = _binary_labels(labels, strings)
             pick = scores[:, 0] > 0
@@ -112,9 +131,15 @@ class _LinearClassifier:
             else:
                 z = post_transform_rows(scores, post_transform)
         else:
-            if labels is not None and labels.size < targets:
-                raise EvaluationError(f"LinearClassifier: {targets} classes but {labels.size} labels")
-            y = _pick(labels, np.argmax(scores, axis=1) if n else np.zeros(0, np.int64), strings)
+            # (ndarray.argmax: np.argmax's own loop without its Python wrapper; the labels were checked to cover
+            # every class index when the weights were made)
+            best = scores.argmax(axis=1)
+            if labels is None:
+                y = best
+            elif strings:
+                y = string_array(labels[best].tolist())
+            else:
+                y = labels[best]
             z = post_transform_rows(scores, post_transform)
         return y, z.astype(np.float32)
 
@@ -150,9 +175,10 @@ def linear_classifier(
 
 
 class _LinearRegressor:
-    """A LinearRegressor's coefficients and intercepts converted once (prepared once per node)."""
+    """A LinearRegressor's coefficients and intercepts converted once (prepared once per node), the coefficients
+    transposed and contiguous per feature count as :class:`_LinearClassifier` keeps them."""
 
-    __slots__ = ("coef", "intercepts", "post", "targets")
+    __slots__ = ("_by_features", "coef", "intercepts", "post", "targets")
 
     def __init__(
         self,
@@ -166,19 +192,29 @@ class _LinearRegressor:
         self.coef = np.asarray(coefficients or [], dtype=np.float32).astype(np.float64)
         self.intercepts = np.asarray(intercepts, dtype=np.float32).astype(np.float64) if intercepts else None
         self.targets = targets
+        self._by_features: dict[int, np.ndarray] = {}
+
+    def _weights(self, f: int) -> np.ndarray:
+        wt = self._by_features.get(f)
+        if wt is None:
+            coef, targets, b = self.coef, self.targets, self.intercepts
+            if targets < 1 or coef.size != targets * f:
+                raise EvaluationError(f"LinearRegressor: {coef.size} coefficients for {targets} targets x {f} features")
+            if b is not None and b.size not in (1, targets):
+                raise EvaluationError(f"LinearRegressor: {b.size} intercepts for {targets} targets")
+            wt = np.ascontiguousarray(coef.reshape(targets, f).T)
+            if len(self._by_features) < 8:
+                self._by_features[f] = wt
+        return wt
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         rows = as_rows(np.asarray(x)).astype(np.float64)
-        f = rows.shape[1]
-        coef, targets, b = self.coef, self.targets, self.intercepts
-        if targets < 1 or coef.size != targets * f:
-            raise EvaluationError(f"LinearRegressor: {coef.size} coefficients for {targets} targets x {f} features")
-        y = rows @ coef.reshape(targets, f).T
-        if b is not None:
-            if b.size not in (1, targets):
-                raise EvaluationError(f"LinearRegressor: {b.size} intercepts for {targets} targets")
-            y = y + b
-        return post_transform_rows(y, self.post).astype(np.float32)
+        y = rows @ self._weights(rows.shape[1])
+        if self.intercepts is not None:
+            y += self.intercepts
+        if self.post != "NONE":
+            y = post_transform_rows(y, self.post)
+        return y.astype(np.float32)
 
 
 def _prepare_linear_regressor(**attrs: Any) -> _LinearRegressor:
@@ -246,7 +282,8 @@ def _f32(values: list[float] | None) -> np.ndarray:
 
 
 _SCALAR_ROWS = 4
-_ONE_ROW = 1  # batches up to this many rows take SVMClassifier's single-row path (0: none, for the tests)
+_ONE_ROW = 1  # batches up to this many rows count SVMClassifier's votes on Python ints (0: none, for the tests)
+_PAIR_MATRIX_MAX = 1 << 22  # at most this many elements (32 MiB) in SVMClassifier's [vectors, pairs] matrix
 
 
 def _couple_row(r: list[list[float]], iters: int) -> list[float]:
@@ -331,9 +368,9 @@ def _couple_probabilities(r: np.ndarray, iters: int = 100) -> np.ndarray:
 class _SVC:
     """An SVMClassifier's attributes converted once (a session prepares them once per node, see ``prepare``)."""
 
-    __slots__ = ("coef", "iu", "ju", "k", "kernel_params", "kernel_type", "labels", "n_vec", "pa", "pair_coef",
-                 "pairs", "params", "pb", "post", "rho", "rho_list", "strings", "sv", "sv_sq", "vote_first",
-                 "vote_second", "vpc")  # fmt: skip
+    __slots__ = ("coef", "iu", "ju", "k", "kernel_params", "kernel_type", "labels", "n_vec", "pa", "pair_matrix",
+                 "pairs", "params", "pb", "post", "rho", "strings", "sv", "sv_sq", "vote_first", "vote_second",
+                 "vpc")  # fmt: skip
 
     def __init__(
         self,
@@ -381,10 +418,9 @@ class _SVC:
             self.vote_first[idx, i] = 1
             self.vote_second[idx, j] = 1
         self.sv = _f32(support_vectors)
-        self.pair_coef: list[tuple[int, int, slice, slice, np.ndarray, np.ndarray]] | None = None  # by _one_row
+        self.pair_matrix: np.ndarray | None = None  # made by _decisions on the first call
         self.kernel_type, self.kernel_params = kernel_type, kernel_params
         self.params = _params(kernel_params)
-        self.rho_list: list[float] = self.rho.tolist()
         n_vec = self.n_vec = sum(self.vpc)
         self.sv_sq: np.ndarray | None = None
         if n_vec and self.sv.size % n_vec == 0 and kernel_type == "RBF":
@@ -421,27 +457,28 @@ class _SVC:
         if coef.size < (k - 1) * n_vec or rho_v.size < pairs:
             raise EvaluationError("SVMClassifier: coefficients or rho too short for the classes and vectors")
         kern = _kernel_matrix(rows, sv.reshape(n_vec, f), self.kernel_type, self.params, self.sv_sq)
-        if n <= _ONE_ROW and n and not pa.size and k > 2:
-            return self._one_row(kern)
-        coefm = coef[: (k - 1) * n_vec].reshape(k - 1, n_vec)
-        dec = np.zeros((n, pairs))
-        for idx, (i, j, si, sj) in enumerate(self.pairs):  # made once (len(vpc) == k was checked above)
-            dec[:, idx] = kern[:, si] @ coefm[j - 1, si] + kern[:, sj] @ coefm[i, sj] + rho_v[idx]
-        # Votes of all pairs at once (exact integer products): pair (i, j) votes i when its decision is positive.
-        win = (dec > 0).astype(np.int64)
-        votes = win @ self.vote_first + (1 - win) @ self.vote_second
-        best = np.argmax(votes, axis=1) if n else np.zeros(0, np.int64)
+        dec = self._decisions(kern, n, pairs)
+        if n <= _ONE_ROW and n and k > 2:
+            best = self._one_row_vote(dec)
+        else:
+            # Votes of all pairs at once (exact integer products): pair (i, j) votes i when its decision is positive.
+            win = (dec > 0).astype(np.int64)
+            votes = win @ self.vote_first + (1 - win) @ self.vote_second
+            best = votes.argmax(axis=1) if n else np.zeros(0, np.int64)
         y = _pick(labels, best, strings)
         if pa.size:
             if pa.size < pairs:
                 raise EvaluationError("SVMClassifier: prob_a/prob_b too short for the classes")
-            # Pairwise probability 1 - sigmoid(s * A + B), kept inside [1e-7, 1 - 1e-7] (libsvm's Platt scaling).
-            # (np.clip's bounds as two ufuncs: the same values, without clip's Python wrapper)
-            pr = np.minimum(np.maximum(1.0 - sigmoid(dec * pa[:pairs] + pb[:pairs]), 1e-7), 1 - 1e-7)
-            r = np.zeros((n, k, k))
-            iu, ju = self.iu, self.ju
-            r[:, iu, ju] = pr
-            r[:, ju, iu] = 1.0 - pr
+            if n == 1:
+                r = self._one_row_pairwise(dec, pairs)
+            else:
+                # Pairwise probability 1 - sigmoid(s * A + B), kept inside [1e-7, 1 - 1e-7] (libsvm's Platt
+                # scaling). (np.clip's bounds as two ufuncs: the same values, without clip's Python wrapper)
+                pr = np.minimum(np.maximum(1.0 - sigmoid(dec * pa[:pairs] + pb[:pairs]), 1e-7), 1 - 1e-7)
+                r = np.zeros((n, k, k))
+                iu, ju = self.iu, self.ju
+                r[:, iu, ju] = pr
+                r[:, ju, iu] = 1.0 - pr
             z = post_transform_rows(_couple_probabilities(r), post_transform) if n else np.zeros((0, k))
         elif k == 2:
             s = dec[:, :1]
@@ -450,31 +487,55 @@ class _SVC:
             z = post_transform_rows(dec, post_transform)
         return y, z.astype(np.float32)
 
-    def _one_row(self, kern: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The label and the pairwise decision values of one row (``kern`` ``[1, vectors]``), three or more
-        classes, no probabilities: each decision by the same products as the batch path (``kern[:, si] @
-        coefm[j - 1, si]``, the same BLAS calls), its sums and the votes on Python floats and ints (exact)."""
-        k = self.k
-        pairs = self.pair_coef
-        if pairs is None:
+    def _decisions(self, kern: np.ndarray, n: int, pairs: int) -> np.ndarray:
+        """The pairwise decision values ``[N, pairs]``: ``kern[:, si] @ coef_j[si] + kern[:, sj] @ coef_i[sj] + rho``
+        of each pair (i, j), as one product with a ``[vectors, pairs]`` matrix holding each pair's coefficients on
+        its two classes' vectors and zeros elsewhere (made once; a model whose matrix would be too large keeps one
+        pair at a time)."""
+        rho = self.rho
+        pm = self.pair_matrix
+        if pm is None and self.n_vec * pairs <= _PAIR_MATRIX_MAX:
             n_vec = self.n_vec
-            coefm = self.coef[: (k - 1) * n_vec].reshape(k - 1, n_vec)
-            pairs = self.pair_coef = [(i, j, si, sj, coefm[j - 1, si], coefm[i, sj]) for i, j, si, sj in self.pairs]
-        rho = self.rho_list
-        votes = [0] * k
-        dec: list[float] = []
-        for idx, (i, j, si, sj, ci, cj) in enumerate(pairs):
-            d = (kern[:, si] @ ci)[0] + (kern[:, sj] @ cj)[0] + rho[idx]
-            dec.append(float(d))
+            coefm = self.coef[: (self.k - 1) * n_vec].reshape(self.k - 1, n_vec)
+            pm = np.zeros((n_vec, pairs))
+            for idx, (i, j, si, sj) in enumerate(self.pairs):
+                pm[si, idx] = coefm[j - 1, si]
+                pm[sj, idx] = coefm[i, sj]
+            self.pair_matrix = pm
+        if pm is not None:
+            dec = kern @ pm
+            np.add(dec, rho[:pairs], out=dec)
+            return dec
+        coefm = self.coef[: (self.k - 1) * self.n_vec].reshape(self.k - 1, self.n_vec)
+        dec = np.zeros((n, pairs))
+        for idx, (i, j, si, sj) in enumerate(self.pairs):  # made once (len(vpc) == k was checked by the caller)
+            dec[:, idx] = kern[:, si] @ coefm[j - 1, si] + kern[:, sj] @ coefm[i, sj] + rho[idx]
+        return dec
+
+    def _one_row_pairwise(self, dec: np.ndarray, pairs: int) -> np.ndarray:
+        """The ``[1, k, k]`` pairwise probabilities of one row's decisions (``[1, pairs]``): the batch path's
+        values, its exponentials by numpy's ``exp`` and every other step (products, sums, quotients, comparisons,
+        the clip to [1e-7, 1 - 1e-7], NaN kept) on Python floats, which round each operation as numpy's ufuncs do;
+        no array indexing per pair."""
+        t = dec[0] * self.pa[:pairs] + self.pb[:pairs]
+        ts = t.tolist()
+        es = np.exp(-np.abs(t)).tolist()
+        k = self.k
+        r = [[0.0] * k for _ in range(k)]
+        for (i, j, _si, _sj), v, e in zip(self.pairs, ts, es):
+            sig = 1.0 / (1.0 + e) if v >= 0 else e / (1.0 + e)  # sigmoid's two branches, as np.where picks them
+            p = min(max(1.0 - sig, 1e-7), 1 - 1e-7)  # (max and min keep a NaN first argument, as the ufuncs do)
+            r[i][j] = p
+            r[j][i] = 1.0 - p
+        return np.array(r, dtype=np.float64).reshape(1, k, k)
+
+    def _one_row_vote(self, dec: np.ndarray) -> np.ndarray:
+        """The class with the most votes of one row's decisions (``[1, pairs]``), counted on Python ints (exact, the
+        first class of a tie: what the vectorised votes' argmax gives), as a ``[1]`` index array."""
+        votes = [0] * self.k
+        for (i, j, _si, _sj), d in zip(self.pairs, dec[0].tolist()):
             votes[i if d > 0 else j] += 1
-        best = votes.index(max(votes))
-        if self.strings or best >= self.labels.size:  # (a missing label is refused by _pick)
-            y = _pick(self.labels, np.array([best], np.int64), self.strings)
-        else:
-            y = self.labels[best : best + 1].copy()
-        if self.post == "NONE":
-            return y, np.array([dec], dtype=np.float32)
-        return y, post_transform_rows(np.array([dec]), self.post).astype(np.float32)
+        return np.array([votes.index(max(votes))], np.int64)
 
 
 def _prepare_svc(**attrs: Any) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]:

@@ -27,6 +27,7 @@ import numpy as np
 
 from onnxcore.errors import EvaluationError
 from onnxcore.kernels import accel
+from onnxcore.kernels._ml_common import row_max, row_sum
 from onnxcore.kernels._tree_eval import CompiledForest
 from onnxcore.kernels._util import check_elements
 from onnxcore.kernels.ml import (
@@ -366,9 +367,9 @@ def _softmax_rows(s: np.ndarray) -> np.ndarray:
     if s.dtype != np.float64:
         e[...] = s
         s = e
-    np.subtract(s, np.maximum.reduce(s, axis=1, keepdims=True), out=e)
+    np.subtract(s, row_max(s), out=e)
     np.exp(e, out=e)
-    return np.divide(e, np.add.reduce(e, axis=1, keepdims=True), out=e)
+    return np.divide(e, row_sum(e), out=e)
 
 
 def _top_of_row(row: list[float]) -> int | None:

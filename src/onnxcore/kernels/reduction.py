@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from onnxcore.errors import EvaluationError
+from onnxcore.kernels import accel
 from onnxcore.kernels._rowwise import softmax_rows_last
 from onnxcore.kernels._util import (
     BLAS_SUM_MIN,
@@ -50,6 +51,7 @@ Array = np.ndarray
 _ADD: Any = np.add
 _MUL: Any = np.multiply
 _MAX: Any = np.maximum
+_FEW = 16  # up to this many values a check reads them as a Python list (one call, not a ufunc and a reduction)
 
 
 def _acc_input(x: Array) -> Array:
@@ -168,6 +170,10 @@ def _reduce_core(op: str, x: Array, axes: tuple[int, ...] | None, keepdims: bool
     """Reduce ``x`` over ``axes`` (``None``: all) with the named reduction."""
     dt = x.dtype
     ax = axes if axes is None else tuple(axes)
+    if (op == "sum" or op == "sumsquare") and x.size < BLAS_SUM_MIN and (dt == np.float32 or dt == np.float64):
+        # A small float sum: numpy's reduction, which is what float_sum gives below BLAS_SUM_MIN elements (and
+        # _row_sum does not take), without the calls that find it out.
+        return np.asarray(_ADD.reduce(np.square(x) if op == "sumsquare" else x, axis=ax, keepdims=keepdims))
     if (op == "mean" or op == "sum") and ax and (dt == np.float32 or dt == np.float64):
         y = _row_sum(op, x, ax, keepdims)
         if y is not None:
@@ -219,8 +225,10 @@ def _logsumexp(xc: Array, ax: tuple[int, ...] | None, keepdims: bool) -> Array:
     if xc.size == 0:
         return np.log(_ADD.reduce(xc, axis=ax, keepdims=keepdims))
     m = np.asarray(_MAX.reduce(xc, axis=ax, keepdims=True))
-    # Where the max is infinite (all -inf, or some +inf) shifting would give NaN; shift by 0 there.
-    m = np.where(np.isfinite(m), m, np.zeros((), m.dtype))
+    # Where the max is infinite (all -inf, or some +inf) shifting would give NaN; shift by 0 there. A few maxima
+    # (a row's, at a few rows) are tested as Python floats first: when all are finite there is nothing to replace.
+    if m.size > _FEW or not all(map(math.isfinite, m.ravel().tolist())):
+        m = np.where(np.isfinite(m), m, np.zeros((), m.dtype))
     e = np.asarray(np.subtract(xc, m))
     np.exp(e, out=e)
     s = np.log(float_sum(e, ax, keepdims))
@@ -313,13 +321,13 @@ def _arg(x: Array, axis: int, keepdims: int, select_last_index: int, largest: bo
     if x.shape[a] == 0:
         raise EvaluationError(f"ArgMax/ArgMin: axis {a} has extent 0")
     xc = x.astype(np.float32) if x.dtype.kind == "V" else x
-    fn = np.argmax if largest else np.argmin
     if select_last_index:
         n = xc.shape[a]
-        idx = fn(np.flip(xc, axis=a), axis=a, keepdims=bool(keepdims))
+        xc = np.flip(xc, axis=a)
+    # (the ndarray methods: np.argmax's own loop without its Python wrapper, a microsecond a call at a few rows)
+    idx = xc.argmax(axis=a, keepdims=bool(keepdims)) if largest else xc.argmin(axis=a, keepdims=bool(keepdims))
+    if select_last_index:
         idx = (n - 1) - idx
-    else:
-        idx = fn(xc, axis=a, keepdims=bool(keepdims))
     return np.asarray(idx, dtype=np.int64)
 
 
@@ -520,10 +528,22 @@ def _stable_order(v: Array, largest: int) -> Array:
     return np.argsort(v, axis=-1, kind="stable")
 
 
+_COMPILED_TOPK = 16  # with the accelerator, a k up to this many of each row is chosen by one compiled pass
+_TOPK_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
 def _topk_last(xm: Array, k: int, largest: int) -> Array:
     """Indices (int64) of the top ``k`` along the last axis of ``xm``, in TopK order."""
     n = xm.shape[-1]
-    use_partition = 0 < k and 4 * k < n and not (xm.dtype.kind == "f" and np.isnan(xm).any())
+    nan = xm.dtype.kind == "f" and bool(np.isnan(xm).any())
+    if 0 < k <= _COMPILED_TOPK and 4 * k < n and xm.dtype in _TOPK_TYPES and not nan and accel.enabled():
+        # A few of many (k-nearest neighbours): one pass per row keeping the best k in order, the stable sort's
+        # indices (ties by ascending index), where the partition below costs some 10 ns an element.
+        rows = np.ascontiguousarray(xm).reshape(-1, n)
+        out = np.empty((rows.shape[0], k), np.int64)
+        accel.jit_ml().top_k_rows(rows, k, bool(largest), np.empty(k, xm.dtype), out)
+        return out.reshape(*xm.shape[:-1], k)
+    use_partition = 0 < k and 4 * k < n and not nan
     if not use_partition:
         return np.ascontiguousarray(_stable_order(xm, largest)[..., :k]).astype(np.int64)
     # Selection in O(n) by partition. The chosen set is right unless the k-th best value also

@@ -36,6 +36,7 @@ __all__ = [
     "kernel_versions",
     "lookup",
     "prepared_call",
+    "prepared_function",
     "registered",
     "unregister",
 ]
@@ -444,6 +445,12 @@ class _Prepared:
 
     def __call__(self, *inputs: Any, **_attributes: Any) -> Any:
         return self.fn(*inputs)
+
+
+def prepared_function(call: Callable[..., Any]) -> Callable[..., Any] | None:
+    """The node's prepared function behind ``call`` when ``call`` is :func:`prepared_call`'s wrapper (which ignores
+    the attributes a plan passes), else None: a compiled plan calls it directly, with the inputs alone."""
+    return call.fn if type(call) is _Prepared else None
 
 
 def prepared_call(

@@ -46,14 +46,25 @@ def zero_of(dtype: np.dtype[Any]) -> np.ndarray:
     return np.zeros((), dtype=dtype)
 
 
+_TYPES_BY_TAG: dict[tuple[type, Any], ElementType] = {}  # the tags met so far (an enum call costs a microsecond)
+
+
 def _element_type(tag: Any, what: str) -> ElementType:
+    key = (type(tag), tag)
+    known = _TYPES_BY_TAG.get(key)
+    if known is not None:
+        return known
     try:
         if isinstance(tag, str):
             # Cast-1 names the target type by its DataType enum name (a STRING attribute).
-            return ElementType[tag.upper()]
-        return ElementType(int(tag))
+            et = ElementType[tag.upper()]
+        else:
+            et = ElementType(int(tag))
     except (KeyError, ValueError) as e:
         raise EvaluationError(f"{what}: {tag!r} is not an element type of Table 5 (Clause 6.2)") from e
+    if len(_TYPES_BY_TAG) < 256:
+        _TYPES_BY_TAG[key] = et
+    return et
 
 
 # ---------------------------------------------------------------------------------------------
@@ -61,6 +72,7 @@ def _element_type(tag: Any, what: str) -> ElementType:
 # ---------------------------------------------------------------------------------------------
 
 
+_FEW = 16  # up to this many elements a cast's range check reads Python floats
 _INT_BOUNDS = {np.dtype(np.int64): (-(2.0**63), 2.0**63 - 1), np.dtype(np.int32): (-(2.0**31), 2.0**31 - 1)}
 
 
@@ -86,7 +98,14 @@ def _cast(x: np.ndarray, to: ElementType, saturate: int, round_mode: str) -> np.
             # (truncated toward zero in binary64) when every value is finite and in range; else cast_array's rule.
             r = np.trunc(a.astype(np.float64))
             lo, hi = _INT_BOUNDS[dt]
-            if np.isfinite(r).all() and np.minimum.reduce(r, axis=None) >= lo and np.maximum.reduce(r, axis=None) <= hi:
+            if a.size <= _FEW:
+                # A few values (a label per row): compared as Python floats, one call rather than three reductions
+                # (NaN and the infinities fail the comparison, as they fail isfinite).
+                ok = all(lo <= v <= hi for v in r.ravel().tolist())
+            else:
+                ok = bool(np.isfinite(r).all()) and np.minimum.reduce(r, axis=None) >= lo
+                ok = ok and np.maximum.reduce(r, axis=None) <= hi
+            if ok:
                 return r.astype(dt)
     # cast_array refuses an unknown round_mode with TensorError.
     return cast_array(a, to, saturate=bool(saturate), round_mode=round_mode)
@@ -381,22 +400,21 @@ def size(data: np.ndarray) -> np.ndarray:
 
 
 def _concat(inputs: tuple[np.ndarray, ...], axis: int) -> np.ndarray:
-    if len(inputs) == 2:
-        # The common case (a KV cache and its new step, the halves of a rotary embedding): two arrays of one
-        # type and rank, concatenated by numpy without the checks' calls; whatever numpy refuses (extents that
-        # differ off the axis) goes through the checks below, which name the problem.
-        x0, x1 = inputs
-        if (
-            type(x0) is np.ndarray
-            and type(x1) is np.ndarray
-            and x0.dtype == x1.dtype
-            and x0.ndim == x1.ndim > 0
-            and -x0.ndim <= axis < x0.ndim
-        ):
-            try:
-                return np.concatenate(inputs, axis=axis)
-            except ValueError:
-                pass
+    if inputs:
+        # The common case (a KV cache and its new step, the halves of a rotary embedding, a table's columns): arrays
+        # of one type and rank, concatenated by numpy without the checks' calls; whatever numpy refuses (extents
+        # that differ off the axis) goes through the checks below, which name the problem.
+        x0 = inputs[0]
+        if type(x0) is np.ndarray and -x0.ndim <= axis < x0.ndim:
+            dt, rank = x0.dtype, x0.ndim
+            for x in inputs:  # (a loop, not all() of a generator: this runs on every call)
+                if type(x) is not np.ndarray or x.dtype != dt or x.ndim != rank:
+                    break
+            else:
+                try:
+                    return np.concatenate(inputs, axis=axis)
+                except ValueError:
+                    pass
     if not inputs:
         raise EvaluationError("Concat needs at least one input")
     arrs = [np.asarray(x) for x in inputs]

@@ -192,6 +192,9 @@ def regex_full_match(X: np.ndarray, *, pattern: str = "") -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 
 
+_FEW_TOKENS = 64  # inputs of at most this many tokens are counted on Python ints (_TfIdf._found_few)
+
+
 def _row_keys(a: np.ndarray) -> np.ndarray:
     """Each row of the int64 matrix ``a`` as one opaque, comparable value."""
     a = np.ascontiguousarray(a, dtype=np.int64)
@@ -202,8 +205,8 @@ class _TfIdf:
     """A TfIdfVectorizer's pool, n-gram tables and weights, made once per node (a session prepares one per node,
     see ``prepare``; a direct call makes one per call)."""
 
-    __slots__ = ("base", "direct", "max_skip_count", "mode", "n_grams", "out_idx", "out_size", "pool_ints",
-                 "tables", "vocab", "w")  # fmt: skip
+    __slots__ = ("base", "by_ids", "direct", "max_skip_count", "mode", "n_grams", "out_idx", "out_size",
+                 "pool_ints", "tables", "vocab", "w")  # fmt: skip
 
     def __init__(
         self,
@@ -265,6 +268,9 @@ class _TfIdf:
             raise EvaluationError(f"TfIdfVectorizer: the pool holds {held} n-grams, ngram_indexes {n_grams_total}")
         # Per counted length n: (n, its n-grams' sorted keys, their positions in the pool's order, base index).
         self.tables: list[tuple[int, np.ndarray, np.ndarray, int]] = []
+        # The same n-grams by their ids as tuples -> their index (the first of repeated ones, as the search finds),
+        # for inputs of a few tokens (_FEW_TOKENS), counted on Python ints.
+        self.by_ids: dict[tuple[int, ...], int] = {}
         # An n-gram's key: its ids + 1 as the digits of one int64 in base V + 1 (an unknown id, -1, is the digit 0,
         # which no pool n-gram has) while V + 1 to the longest counted length fits in 62 bits; else its row of ids
         # as one opaque value (_row_keys). Integer keys are searched several times faster.
@@ -276,9 +282,12 @@ class _TfIdf:
         for n, (lo, hi) in enumerate(zip(starts, ends), start=1):
             g = (hi - lo) // n
             if min_gram_length <= n <= max_gram_length and g:
-                pool_keys = self._keys(pool_ids[lo:hi].reshape(g, n))
+                grams = pool_ids[lo:hi].reshape(g, n)
+                pool_keys = self._keys(grams)
                 order = np.argsort(pool_keys, kind="stable")
                 self.tables.append((n, pool_keys[order], order, gram_base))
+                for j, ids in enumerate(grams.tolist()):
+                    self.by_ids.setdefault(tuple(ids), gram_base + j)
             gram_base += g
 
     def _keys(self, grams: np.ndarray) -> np.ndarray:
@@ -289,6 +298,25 @@ class _TfIdf:
         for k in range(grams.shape[1] - 2, -1, -1):
             keys = keys * self.base + (grams[:, k] + 1)
         return keys
+
+    def _found_few(self, ids: list[list[int]], width: int) -> np.ndarray:
+        """The flat indexes (row * n_grams + n-gram) of every n-gram found in a few rows of ids, by the look-ups of
+        their tuples: the n-grams, skips and order of the batch search in :meth:`__call__`, without its numpy calls
+        per gram length and skip."""
+        by_ids, n_grams = self.by_ids, self.n_grams
+        found: list[int] = []
+        for n, _keys, _order, _base in self.tables:
+            for skip in range(self.max_skip_count + 1 if n > 1 else 1):
+                step = skip + 1
+                count = width - (n - 1) * step
+                if count <= 0:
+                    break
+                for r, row in enumerate(ids):
+                    for i in range(count):
+                        hit = by_ids.get(tuple(row[i : i + (n - 1) * step + 1 : step]))
+                        if hit is not None:
+                            found.append(r * n_grams + hit)
+        return np.array(found, dtype=np.int64)
 
     def _ids(self, rows: np.ndarray, x: np.ndarray) -> np.ndarray:
         if self.vocab is not None:
@@ -318,7 +346,9 @@ class _TfIdf:
         check_elements([n_rows, out_size], "TfIdfVectorizer")
         # Every n-gram found, as the flat index row * n_grams + its index: counted by one bincount (exact).
         found: list[np.ndarray] = []
-        for n, sorted_keys, order, gram_base in self.tables:
+        if ids.size <= _FEW_TOKENS:
+            found.append(self._found_few(ids.tolist(), width))
+        for n, sorted_keys, order, gram_base in self.tables if ids.size > _FEW_TOKENS else ():
             g = sorted_keys.size
             for skip in range(self.max_skip_count + 1 if n > 1 else 1):
                 step = skip + 1

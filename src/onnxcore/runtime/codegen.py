@@ -24,6 +24,8 @@ import keyword
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from onnxcore.kernels.registry import prepared_function
+
 __all__ = ["generate", "MAX_STEPS"]
 
 MAX_STEPS = 50_000
@@ -60,6 +62,11 @@ def generate(
     lines.append("    try:")
     first = len(lines) + 1  # line number of step 0
     for k, ((fn, ins, _out0, outs, kw, frees), tup) in enumerate(zip(steps, may_tuple)):
+        inner = prepared_function(fn)
+        if inner is not None:
+            # A node prepared once (an ML operator's tables, say): its function takes the inputs alone, so the
+            # line calls it without the wrapper's frame and without building the attributes' keywords every run.
+            fn, kw = inner, {}
         ns[f"f{k}"] = fn
         args = ["None" if j == _NONE_SLOT else f"_{j}" for j in ins]
         if kw:

@@ -19,6 +19,7 @@ from onnxcore.types import ElementType, SparseTensor
 __all__ = ["check_feed", "np_dtype", "string_feed"]
 
 _STRING = int(TensorProto.DataType.STRING)
+_REF_BYTES = np.dtype(object).itemsize  # a STRING element counts one reference (Clause 15.4)
 _dtype_cache: dict[int, np.dtype[Any] | None] = {}
 
 
@@ -53,10 +54,16 @@ def string_feed(value: Any, where: str) -> np.ndarray:
     # Checked before the elements are visited or copied: a broadcast view of 2**31 strings is a few octets, its
     # conversion 16 GiB (Clause 15.4; the nominal size is checked again with every feed below).
     limits = active_limits()
-    limits.check_elements(arr.size, f"{where} (shape {arr.shape})")
-    nbytes = arr.size * np.dtype(object).itemsize
-    limits.check_bytes(nbytes, f"{where} (shape {arr.shape})")
-    if limits.max_alloc_bytes is not None and nbytes > limits.max_alloc_bytes:
+    nbytes = arr.size * _REF_BYTES
+    most, most_bytes, most_alloc = limits.max_tensor_elements, limits.max_tensor_bytes, limits.max_alloc_bytes
+    # (compared first, the messages made only for a refusal: a feed of one string pays a few comparisons)
+    if (
+        (most is not None and arr.size > most)
+        or (most_bytes is not None and nbytes > most_bytes)
+        or (most_alloc is not None and nbytes > most_alloc)
+    ):
+        limits.check_elements(arr.size, f"{where} (shape {arr.shape})")
+        limits.check_bytes(nbytes, f"{where} (shape {arr.shape})")
         raise LimitError(
             f"{where}: {arr.size} strings (shape {arr.shape}) need {nbytes} octets of references, more than "
             f"max_alloc_bytes ({limits.max_alloc_bytes}) (Clause 15.4)"
@@ -65,15 +72,15 @@ def string_feed(value: Any, where: str) -> np.ndarray:
     flat = arr.ravel().tolist()
     kind = arr.dtype.kind
     if kind == "U":
-        flat = list(map(str.encode, flat))  # UTF-8, str.encode's default
-    elif kind == "O":
+        # UTF-8 (str.encode's default), straight into the array: no list of the encoded values first
+        return np.fromiter(map(str.encode, flat), dtype=object, count=len(flat)).reshape(arr.shape)
+    if kind == "O":
         kinds = set(map(type, flat))
         if kinds <= {bytes}:
             return arr
         if kinds == {str}:
-            flat = list(map(str.encode, flat))
-        else:
-            flat = [_to_bytes(x, where) for x in flat]
+            return np.fromiter(map(str.encode, flat), dtype=object, count=len(flat)).reshape(arr.shape)
+        flat = [_to_bytes(x, where) for x in flat]
     out = np.empty(len(flat), dtype=object)
     out[:] = flat
     return out.reshape(arr.shape)

@@ -63,6 +63,9 @@ What it accelerates (each numpy kernel keeps its own path and calls these only w
   not check bounds); the leaves reached are the numpy path's, so the scores are the same bit for bit.
 - the SVM classifier's coupling of pairwise probabilities (``_jit_ml.couple_rows``): libsvm's iteration row by
   row, every sum in index order, as the numpy path computes it (the same bits).
+- TopK of a few (up to 16) of many along float32/float64 rows without NaN (``_jit_ml.top_k_rows``: the nearest
+  neighbours of the converters' k-nearest-neighbour models): one pass per row keeping the best k in order by
+  insertion, the stable sort's choice and order (ties by ascending index), where the numpy path partitions.
 
 The convolution and pooling kernels are in ``_jit_cnn`` (:func:`jit_cnn`; it takes its decorator from ``_jit``), the
 ML ones in ``_jit_ml`` (:func:`jit_ml`), the transformer operators' in ``_jit_tx`` (:func:`jit_tx`), the generated

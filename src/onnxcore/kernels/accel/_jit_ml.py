@@ -1,7 +1,9 @@
 """Compiled loops of the ``ai.onnx.ml`` kernels (numba ``@njit``): the SVM classifier's pairwise coupling of
-probabilities. Split from :mod:`onnxcore.kernels.accel._jit` by family (reach them as ``accel.jit_ml().NAME``);
-numba itself is imported by ``_jit`` alone, whose decorator these use. Every function works on contiguous float64
-arrays its caller made, and numba does not check bounds: the shapes are the caller's.
+probabilities, and TopK's choice of a few of many along rows (the nearest neighbours of the converters' k-nearest
+neighbour models, one row of distances per query). Split from :mod:`onnxcore.kernels.accel._jit` by family (reach
+them as ``accel.jit_ml().NAME``); numba itself is imported by ``_jit`` alone, whose decorator these use. Every
+function works on contiguous arrays its caller made (float64, or the TopK input's float type), and numba does not
+check bounds: the shapes are the caller's.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from typing import Any
 
 from onnxcore.kernels.accel._jit import _njit
 
-__all__ = ["couple_rows"]
+__all__ = ["couple_rows", "top_k_rows"]
 
 
 @_njit
@@ -60,3 +62,41 @@ def couple_rows(r: Any, iters: int, q: Any, qp: Any, out: Any) -> None:  # pragm
                     qp[j] = (qp[j] + diff * q[t, j]) / (1 + diff)
                 for j in range(k):
                     p[j] = p[j] / (1 + diff)
+
+
+@_njit
+def top_k_rows(x: Any, k: int, largest: bool, vals: Any, out: Any) -> None:  # pragma: no cover - compiled
+    """``out[r]`` = the indices of the ``k`` largest (or smallest) values of row ``r`` of ``x`` (2-D, no NaN,
+    ``1 <= k <=`` its length), best first and equal values by ascending index: TopK's order, the stable sort's.
+    One pass per row keeping the best ``k`` in order by insertion: a value enters only when strictly better than
+    the last kept (an equal value of a later index stays out), and moves before kept values strictly worse than it.
+    ``vals`` ``[k]`` is scratch of ``x``'s type."""
+    n, m = x.shape
+    for r in range(n):
+        row = x[r]
+        idx = out[r]
+        kept = 0
+        for j in range(m):
+            v = row[j]
+            if kept == k:
+                if largest:
+                    if not v > vals[k - 1]:
+                        continue
+                elif not v < vals[k - 1]:
+                    continue
+                p = k - 1
+            else:
+                p = kept
+                kept += 1
+            if largest:
+                while p > 0 and vals[p - 1] < v:
+                    vals[p] = vals[p - 1]
+                    idx[p] = idx[p - 1]
+                    p -= 1
+            else:
+                while p > 0 and vals[p - 1] > v:
+                    vals[p] = vals[p - 1]
+                    idx[p] = idx[p - 1]
+                    p -= 1
+            vals[p] = v
+            idx[p] = j

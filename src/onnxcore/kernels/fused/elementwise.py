@@ -24,6 +24,7 @@ The last instruction's value is the step's output.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -56,7 +57,7 @@ class ElementwiseGraph:
         program: The instructions, in graph order; the last one's value is the output.
     """
 
-    __slots__ = ("_compiled", "_fits", "_shapes", "_zeros", "last_use", "program")
+    __slots__ = ("_compiled", "_fits", "_loops", "_may_reuse", "_shapes", "_zeros", "last_use", "program")
 
     def __init__(self, program: Sequence[Instruction]) -> None:
         if not program:
@@ -71,12 +72,20 @@ class ElementwiseGraph:
                         raise EvaluationError(f"ElementwiseGraph: instruction {j} reads a value not made before it")
                     last[-s - 1] = j
         self.last_use = tuple(last)
+        # Per instruction, whether it may write into an operand at all: only into a value of an earlier instruction
+        # that it reads for the last time (the others never are; _in_place is not asked for them).
+        self._may_reuse = tuple(
+            any(src < 0 and last[-src - 1] == j for src in sources)
+            for j, (_call, _uf, sources, _kw, _alloc) in enumerate(self.program)
+        )
         self._fits: dict[tuple[tuple[int, ...], tuple[int, ...]], bool] = {}
         # The program as the compiled loop takes it (per instruction its ufunc and sources), when every instruction
         # is one it computes (module docstring); None otherwise.
         compiled = [(uf, sources) for _c, uf, sources, kw, _a in self.program if uf in _COMPILABLE and not kw]
         self._compiled = tuple(compiled) if len(compiled) == len(self.program) else None
-        self._shapes: dict[tuple[tuple[int, ...], ...], tuple[int, ...] | None] = {}
+        # Per operand shapes: (output shape, rows, last extent) of the compiled loop, None when it does not apply.
+        self._shapes: dict[tuple[tuple[int, ...], ...], tuple[tuple[int, ...], int, int] | None] = {}
+        self._loops: dict[tuple[int, ...], Callable[..., None]] = {}  # the compiled loops by operand kinds
         self._zeros = {dt: np.zeros(1, dt) for dt in _COMPILED_TYPES}
 
     def __call__(self, *args: Any) -> Any:
@@ -89,9 +98,10 @@ class ElementwiseGraph:
         # Whether the value is a float array this step made and may overwrite once its last reader comes.
         own = [False] * n
         last = self.last_use
+        may_reuse = self._may_reuse
         for j, (call, uf, sources, kw, allocates) in enumerate(self.program):
             y = None
-            if uf is not None:
+            if uf is not None and may_reuse[j]:
                 y = self._in_place(j, uf, sources, args, vals, own, last, call)
             if y is None:
                 y = call(*[args[s] if s >= 0 else vals[-s - 1] for s in sources], **kw)
@@ -167,20 +177,22 @@ class ElementwiseGraph:
         if dt not in _COMPILED_TYPES:
             return None
         key = tuple(a.shape for a in args)
-        shape = self._shapes.get(key, ())
-        if shape == ():
+        if key in self._shapes:
+            layout = self._shapes[key]
+        else:
+            layout = None
             try:
                 shape = np.broadcast_shapes(*key)
             except ValueError:
                 shape = None  # the kernels report it
-            if shape is not None and (not shape or 0 in shape):
-                shape = None
+            if shape is not None and shape and 0 not in shape:
+                # (math.prod: np.prod's Python wrapper costs microseconds, every call of a small graph paid it)
+                layout = (shape, math.prod(shape[:-1]) if len(shape) > 1 else 1, shape[-1])
             if len(self._shapes) < 64:
-                self._shapes[key] = shape
-        if shape is None:
+                self._shapes[key] = layout
+        if layout is None:
             return None
-        cols = shape[-1]
-        rows = int(np.prod(shape[:-1], dtype=np.int64)) if len(shape) > 1 else 1
+        shape, rows, cols = layout
         kinds = []
         ops = []
         for a in args:
@@ -196,8 +208,13 @@ class ElementwiseGraph:
             else:
                 return None
         assert self._compiled is not None and dt is not None
+        kt = tuple(kinds)
+        loop = self._loops.get(kt)
+        if loop is None:
+            loop = accel.jit_ew().graph_loop(self._compiled, kt)
+            if len(self._loops) < 16:
+                self._loops[kt] = loop
         out = np.empty(shape, dt)
-        loop = accel.jit_ew().graph_loop(self._compiled, tuple(kinds))
         loop(out.reshape(rows, cols), self._zeros[dt], *ops)
         return out
 
