@@ -13,9 +13,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import onnxcore
+from onnxcore.kernels._util import distinct
 
 BUNDLED = sorted((Path(onnxcore.__file__).resolve().parent / "data").glob("*.onnx"))[0]
 
@@ -250,3 +252,47 @@ def test_a_session_and_a_check_load_none_of_the_standard_modules_they_do_not_use
         " 'logging', 'difflib') if m in sys.modules])"
     )
     assert out == "[]"
+
+
+def test_a_tree_ensemble_session_does_not_import_numpy_ma(tmp_path: Path):
+    # np.unique without return_* asks numpy.ma whether its array is masked (7-14 ms of a forest's first session);
+    # the trees' preparation finds distinct ids with kernels._util.distinct instead. (numba's typeof imports
+    # numpy.ma itself, so this holds on the numpy path.)
+    onnx = pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    h, T = onnx.helper, onnx.TensorProto
+    node = h.make_node(
+        "TreeEnsembleClassifier", ["x"], ["label", "p"], domain="ai.onnx.ml",
+        nodes_treeids=[0, 0, 0, 1, 1, 1], nodes_nodeids=[0, 1, 2, 0, 1, 2], nodes_featureids=[0, 0, 0, 1, 0, 0],
+        nodes_values=[0.5, 0, 0, 0.2, 0, 0], nodes_modes=["BRANCH_LEQ", "LEAF", "LEAF"] * 2,
+        nodes_truenodeids=[1, 0, 0, 1, 0, 0], nodes_falsenodeids=[2, 0, 0, 2, 0, 0],
+        class_treeids=[0, 0, 1, 1, 0], class_nodeids=[1, 2, 1, 2, 2], class_ids=[0, 1, 0, 1, 2],
+        class_weights=[1.0, 0.0, 0.5, 0.5, 0.25], classlabels_int64s=[0, 1, 2],
+    )  # fmt: skip
+    g = h.make_graph([node], "g", [h.make_tensor_value_info("x", T.FLOAT, ["N", 2])],
+                     [h.make_tensor_value_info("label", T.INT64, ["N"]),
+                      h.make_tensor_value_info("p", T.FLOAT, ["N", 3])])  # fmt: skip
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 17), h.make_opsetid("ai.onnx.ml", 3)])
+    m.ir_version = 8
+    path = tmp_path / "forest.onnx"
+    path.write_bytes(m.SerializeToString())
+    x = [[0.1, 0.9], [0.9, 0.1], [0.7, 0.0]]
+    out = _fresh(
+        "import os, sys\n"
+        "os.environ['ONNXCORE_ACCEL'] = '0'\n"
+        "import numpy as np, onnxcore as oc\n"
+        f"label, p = oc.Session({str(path)!r}).run(None, {{'x': np.array({x}, np.float32)}})\n"
+        "print('numpy.ma' in sys.modules, label.tolist(), p.tolist(), sep=';')"
+    )
+    want_label, want_p = ort.InferenceSession(str(path)).run(None, {"x": np.array(x, np.float32)})
+    assert out == f"False;{want_label.tolist()};{want_p.tolist()}"
+
+
+def test_distinct_is_numpy_unique_without_numpy_ma():
+    rng = np.random.default_rng(5)
+    cases = [rng.integers(0, 5, 200), rng.integers(-3, 3, (4, 6)), np.array([], np.int64), np.array([7]),
+             np.array([b"LEAF", b"BRANCH_LEQ", b"LEAF"], dtype=object), rng.standard_normal(50).round(1)]  # fmt: skip
+    for a in cases:
+        want = np.unique(a)
+        got = distinct(a)
+        assert got.dtype == want.dtype and got.tolist() == want.tolist()

@@ -25,6 +25,7 @@ import numpy as np
 
 from onnxcore.errors import EvaluationError
 from onnxcore.kernels import accel
+from onnxcore.kernels._util import distinct
 from onnxcore.kernels.threads import active_threads, parallel_for
 
 __all__ = ["CompiledForest"]
@@ -89,7 +90,7 @@ class CompiledForest:
         m = mode.size
         leaf = mode == _LEAF
         self.n_targets = int(forest.n_targets)
-        inner_modes = np.unique(mode[~leaf])
+        inner_modes = distinct(mode[~leaf])
         # One comparison for every interior node (what exporters write): one ufunc per level.
         self.uniform = _COMPARE[int(inner_modes[0])] if inner_modes.size == 1 and inner_modes[0] < _MEMBER else None
         if self.uniform is None and inner_modes.size == 0:
@@ -161,7 +162,7 @@ class CompiledForest:
             single = True
             for t, t_leaves in enumerate(leaves_of):
                 rows = forest.w_row[t_leaves]
-                carried = np.unique(target[rows[per_row[rows] > 0]])
+                carried = distinct(target[rows[per_row[rows] > 0]])
                 if carried.size > 1:
                     single = False
                     break
@@ -594,7 +595,7 @@ def _depths(forest: Any, roots: np.ndarray) -> tuple[np.ndarray, list[np.ndarray
         depth[tree] = level + 1
         tree = np.concatenate([tree, tree])
         node = np.concatenate([forest.true_idx[node], forest.false_idx[node]])
-        key = np.unique(tree * m + node)
+        key = distinct(tree * m + node)
         tree, node = key // m, key % m
     else:
         raise EvaluationError("tree ensemble: a tree contains a cycle")

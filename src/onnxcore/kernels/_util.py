@@ -47,6 +47,7 @@ __all__ = [
     "scalar_of",
     "int_list",
     "select",
+    "distinct",
 ]
 
 
@@ -402,3 +403,18 @@ def reduced_shape(y: np.ndarray, shape: tuple[int, ...], ax: tuple[int, ...] | N
     if keepdims:
         return y.reshape([1 if i in axes else n for i, n in enumerate(shape)])
     return y.reshape([n for i, n in enumerate(shape) if i not in axes])
+
+
+def distinct(values: np.ndarray) -> np.ndarray:
+    """The distinct values of ``values`` (flattened), sorted: ``np.unique(values)`` for values without NaN.
+
+    ``np.unique`` without ``return_*`` asks ``numpy.ma`` whether the array is masked, importing ``numpy.ma``: 7-14
+    ms of the first session of a tree ensemble, whose preparation calls it. A sort and a comparison give the same.
+    """
+    flat = np.sort(np.asarray(values).ravel())
+    if flat.size < 2:
+        return flat
+    keep = np.empty(flat.size, dtype=bool)
+    keep[0] = True
+    np.not_equal(flat[1:], flat[:-1], out=keep[1:])
+    return flat[keep]

@@ -29,7 +29,7 @@ from onnxcore.errors import EvaluationError
 from onnxcore.kernels import accel
 from onnxcore.kernels._ml_common import row_max, row_sum
 from onnxcore.kernels._tree_eval import CompiledForest
-from onnxcore.kernels._util import check_elements
+from onnxcore.kernels._util import check_elements, distinct
 from onnxcore.kernels.ml import (
     ML,
     POST_TRANSFORMS,
@@ -125,7 +125,7 @@ class _Forest:
         if w_node.size and (w_node.min() < 0 or w_node.max() >= m):
             raise EvaluationError("tree ensemble: a weight refers to a node that does not exist")
         self.w_node, self.w_target, self.w_value = w_node, w_target, w_value.astype(np.float64)
-        carriers = np.unique(w_node)
+        carriers = distinct(w_node)
         # The dense weight rows: a target count read from the model (Clause 15.2: refused before allocating).
         check_elements((carriers.size + 1, n_targets), "tree ensemble weights", itemsize=8)
         self.w_row = np.full(m, carriers.size, dtype=np.int64)
@@ -318,7 +318,7 @@ def _prepare_classifier(attrs: dict[str, Any]) -> Callable[[np.ndarray], tuple[n
     if base.size > k:
         raise EvaluationError(f"TreeEnsembleClassifier: {base.size} base_values for {k} classes")
     w = _values(attrs.get("class_weights"), attrs.get("class_weights_as_tensor"), "class_weights")
-    binary = np.unique(class_ids).size == 1
+    binary = distinct(class_ids).size == 1
     all_pos = bool((w >= 0).all())
 
     post_fn = _ROW_TRANSFORMS[post]

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from onnxcore.errors import EvaluationError
-from onnxcore.kernels._util import broadcast_shape, check_elements
+from onnxcore.kernels._util import broadcast_shape, check_elements, distinct
 from onnxcore.kernels.registry import kernel
 from onnxcore.libs.re2 import compile_re2
 
@@ -258,7 +258,7 @@ class _TfIdf:
         if np.any(out_idx < 0):
             raise EvaluationError("TfIdfVectorizer: ngram_indexes must be non-negative")
         # No two n-grams share an output coordinate (skl2onnx's models): the counts are placed, not summed.
-        self.direct = bool(np.unique(out_idx).size == out_idx.size)
+        self.direct = bool(distinct(out_idx).size == out_idx.size)
         # The pool's n-gram counts, checked against ngram_indexes before any is counted.
         for n, (lo, hi) in enumerate(zip(starts, ends), start=1):
             if (hi - lo) % n:
