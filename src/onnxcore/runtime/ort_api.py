@@ -440,13 +440,11 @@ class InferenceSession:
             names, cancel = self._checked_call(output_names, input_feed, run_options)
         try:
             feeds = convert_feeds(input_feed, self._types)
-            with self._threads():
-                if self._events is not None:
-                    outs = self._run_profiled(names, feeds)
-                elif self._as_written:
-                    outs = self._session.run(names, feeds, intermediates=True, cancel=cancel)[0]
-                else:
-                    outs = self._session.run(names, feeds, cancel=cancel)
+            if self._threads is _NoLimit and cancel is None and self._events is None and not self._as_written:
+                # The plain run (no BLAS cap to set, no terminate flag to poll, not profiling): the session's own.
+                outs = self._session.run(names, feeds)
+            else:
+                outs = self._run_under_options(names, feeds, cancel)
         except OnnxCoreError as exc:
             mapped = ort_error(exc)
             if mapped is exc:  # one of onnxruntime's classes already (an OrtValue's refusal)
@@ -454,6 +452,18 @@ class InferenceSession:
             raise mapped from exc
         # (an array of numbers is given as it is: tested here, not in a call per output)
         return [v if type(v) is np.ndarray and v.dtype.kind != "O" else _user_value(v) for v in outs]
+
+    def _run_under_options(
+        self, names: list[str] | None, feeds: Mapping[str, Any], cancel: Callable[[], bool] | None
+    ) -> list[Any]:
+        """A run under the session's options: the BLAS threads capped, profiled or as written, cancellable."""
+        with self._threads():
+            if self._events is not None:
+                return self._run_profiled(names, feeds)
+            if self._as_written:
+                outs: list[Any] = self._session.run(names, feeds, intermediates=True, cancel=cancel)[0]
+                return outs
+            return self._session.run(names, feeds, cancel=cancel)
 
     def _checked_call(
         self, output_names: Sequence[str] | None, input_feed: Mapping[str, Any], run_options: RunOptions | None
