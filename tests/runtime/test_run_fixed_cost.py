@@ -10,13 +10,23 @@ are views of one intermediate, where only the exact test decides.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
 import pytest
 
 import onnxcore
-from onnxcore import InputError
+from onnxcore import InputError, LimitError
+from onnxcore.limits import (
+    DEFAULT_LIMITS,
+    RunControl,
+    active_limits,
+    active_run_control,
+    enter_run,
+    exit_run,
+    limits_in_effect,
+)
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
@@ -111,12 +121,12 @@ def test_two_feeds_viewing_one_caller_array() -> None:
         _assert_own(outs, list(feeds.values()))
 
 
-def _add_model() -> bytes:
+def _add_model(rows: int | str = 1) -> bytes:
     g = h.make_graph(
         [h.make_node("Add", ["x", "y"], ["z"])],
         "add",
-        [h.make_tensor_value_info("x", TP.FLOAT, [1, 4]), h.make_tensor_value_info("y", TP.FLOAT, [1, 4])],
-        [h.make_tensor_value_info("z", TP.FLOAT, [1, 4])],
+        [h.make_tensor_value_info("x", TP.FLOAT, [rows, 4]), h.make_tensor_value_info("y", TP.FLOAT, [rows, 4])],
+        [h.make_tensor_value_info("z", TP.FLOAT, [rows, 4])],
     )
     return h.make_model(g, opset_imports=[h.make_opsetid("", 17)], ir_version=8).SerializeToString()
 
@@ -166,3 +176,35 @@ def test_the_facade_common_call_returns_what_onnxruntime_returns() -> None:
     with pytest.raises(Exception) as oracle:
         theirs.run(["nope"], {"x": x, "y": x})
     assert type(ours_err.value).__name__ == type(oracle.value).__name__
+
+
+def test_the_run_context_is_set_only_where_it_differs_and_restored() -> None:
+    # enter_run sets a context variable only when its value is not in effect already; either way the run sees
+    # the session's limits and control, and what was in effect before is in effect after.
+    strict = dataclasses.replace(DEFAULT_LIMITS, max_tensor_elements=10)
+    control = RunControl(timeout=60.0)
+    assert active_limits() is DEFAULT_LIMITS and active_run_control() is None
+    tokens = enter_run(DEFAULT_LIMITS, None)
+    assert tokens == (None, None)  # nothing to set
+    exit_run(tokens)
+    with limits_in_effect(strict):
+        tokens = enter_run(DEFAULT_LIMITS, control)
+        assert active_limits() is DEFAULT_LIMITS and active_run_control() is control
+        exit_run(tokens)
+        assert active_limits() is strict and active_run_control() is None
+    assert active_limits() is DEFAULT_LIMITS
+
+
+def test_a_session_run_inside_another_sessions_context_uses_its_own() -> None:
+    # A session of strict limits and one of the defaults, each run where the other's limits are in effect: each
+    # refuses (or not) by its own limits, and the outer context is intact after.
+    strict = dataclasses.replace(DEFAULT_LIMITS, max_tensor_elements=3)
+    x = np.ones((1, 4), np.float32)
+    plain, bounded = onnxcore.Session(_add_model("N")), onnxcore.Session(_add_model("N"), limits=strict)
+    for _ in range(2):
+        with limits_in_effect(strict):
+            np.testing.assert_array_equal(plain.run(None, {"x": x, "y": x})[0], x + x)
+            assert active_limits() is strict
+        with pytest.raises(LimitError, match="input 'x'"):
+            bounded.run(None, {"x": x, "y": x})
+        assert active_limits() is DEFAULT_LIMITS

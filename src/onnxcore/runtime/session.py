@@ -32,7 +32,7 @@ from onnxcore.graph.bound import BoundModel, bind
 from onnxcore.io import load
 from onnxcore.kernels.fused import FUSED_DOMAIN
 from onnxcore.kernels.registry import KernelSet
-from onnxcore.kernels.threads import enter_threads, exit_threads, machine_threads, threads_in_effect
+from onnxcore.kernels.threads import active_threads, enter_threads, exit_threads, machine_threads, threads_in_effect
 from onnxcore.limits import (
     DEFAULT_LIMITS,
     NESTING_REFUSAL,
@@ -395,7 +395,8 @@ class Session:
             # run context is entered without context managers and the plan's compiled code called directly (no
             # run control to interpret under).
             tokens = enter_run(self._limits, None)
-            threads = enter_threads(self._threads)
+            # (a context variable set only when it differs: a session of one thread under the default sets none)
+            threads = None if active_threads() == self._threads else enter_threads(self._threads)
             fp = self._fp.enter()
             try:
                 if self._fast_feeds.strings:
@@ -411,7 +412,8 @@ class Session:
                     plan.execute(vals)
             finally:
                 IgnoreFloatErrors.leave(fp)
-                exit_threads(threads)
+                if threads is not None:
+                    exit_threads(threads)
                 exit_run(tokens)
             outs = _outputs(plan, vals, feeds)
             if self._declared_outputs and not target.shapes.agree(outs):
