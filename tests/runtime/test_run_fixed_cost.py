@@ -208,3 +208,24 @@ def test_a_session_run_inside_another_sessions_context_uses_its_own() -> None:
         with pytest.raises(LimitError, match="input 'x'"):
             bounded.run(None, {"x": x, "y": x})
         assert active_limits() is DEFAULT_LIMITS
+
+
+@pytest.mark.parametrize(
+    ("bounds", "most"),
+    [
+        ({"max_tensor_bytes": 32}, 8),
+        ({"max_tensor_elements": 8}, 8),
+        ({"max_tensor_elements": 8, "max_tensor_bytes": 16}, 4),
+    ],
+)
+def test_the_feed_bound_is_exact_at_its_edge(bounds: dict[str, int], most: int) -> None:
+    # The common path compares a feed with one bound made of max_tensor_elements and max_tensor_bytes (Clause 15.4):
+    # a feed of exactly that many elements runs, one more is refused by the general check, naming the input.
+    limits = dataclasses.replace(DEFAULT_LIMITS, **{"max_tensor_elements": None, "max_tensor_bytes": None, **bounds})
+    s = onnxcore.Session(_add_model("N"), limits=limits, check=False)
+    for _ in range(3):
+        x = np.ones((most // 4, 4), np.float32)
+        np.testing.assert_array_equal(s.run(None, {"x": x, "y": x})[0], x + x)
+        y = np.ones((most // 4 + 1, 4), np.float32)
+        with pytest.raises(LimitError, match="input 'x'"):
+            s.run(None, {"x": y, "y": y})
