@@ -326,23 +326,29 @@ def run_control_in_effect(control: RunControl | None) -> Iterator[None]:
         _RUN_CONTROL.reset(token)
 
 
-RunTokens = tuple["contextvars.Token[Limits]", "contextvars.Token[RunControl | None]"]
+RunTokens = tuple["contextvars.Token[Limits] | None", "contextvars.Token[RunControl | None] | None"]
 
 
 def enter_run(limits: Limits, control: RunControl | None) -> RunTokens:
     """Make ``limits`` and ``control`` those of this context until :func:`exit_run` of what this returns.
 
     The two context managers above in one call without their generators: a run of a small model pays for this on
-    every call (``Session.run``), so it is kept to two ``ContextVar.set``. Always pair it with :func:`exit_run` in
-    a ``finally``.
+    every call (``Session.run``), so it is kept to two ``ContextVar.get``, and a ``set`` only for a value that is
+    not in effect already (a session of the default limits run with no control, the common case, sets nothing).
+    Always pair it with :func:`exit_run` in a ``finally``.
     """
-    return _ACTIVE.set(limits), _RUN_CONTROL.set(control)
+    return (
+        None if _ACTIVE.get(DEFAULT_LIMITS) is limits else _ACTIVE.set(limits),
+        None if _RUN_CONTROL.get() is control else _RUN_CONTROL.set(control),
+    )
 
 
 def exit_run(tokens: RunTokens) -> None:
     """Restore what :func:`enter_run` replaced (in the reverse order)."""
-    _RUN_CONTROL.reset(tokens[1])
-    _ACTIVE.reset(tokens[0])
+    if tokens[1] is not None:
+        _RUN_CONTROL.reset(tokens[1])
+    if tokens[0] is not None:
+        _ACTIVE.reset(tokens[0])
 
 
 @contextlib.contextmanager

@@ -340,15 +340,15 @@ def test_compiled_after_first_run_and_interpreted_when_long(monkeypatch: pytest.
     x = np.linspace(-2, 2, 6, dtype=np.float32).reshape(2, 3)
     s = onnxcore.Session(chain)
     first = s.run(None, {"x": x, "y": x})
-    assert s._plan._run is None
+    assert s._plan.compiled is None
     second = s.run(None, {"x": x, "y": x})
-    assert s._plan._run is not None
+    assert s._plan.compiled is not None
     np.testing.assert_array_equal(first[0], second[0])
     monkeypatch.setattr(plan_mod, "MAX_STEPS", 0)
     s = onnxcore.Session(chain)
     for _ in range(3):
         np.testing.assert_array_equal(s.run(None, {"x": x, "y": x})[0], first[0])
-    assert s._plan._run is None
+    assert s._plan.compiled is None
 
 
 def test_scalar_feed_and_optional_input() -> None:

@@ -18,7 +18,7 @@ events) without constructing a context manager per run.
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -31,7 +31,6 @@ __all__ = ["FeedChecks", "IgnoreFloatErrors", "OutputShapes"]
 
 _STRING = int(TensorProto.DataType.STRING)
 _OBJECT = np.dtype(object)
-_REF_BYTES = _OBJECT.itemsize
 
 # numpy >= 2 keeps its floating-point error state in a context variable; setting it directly costs a tenth of
 # entering ``np.errstate``. Private names: when they are missing (numpy 1.x, a later change), the public context
@@ -99,7 +98,7 @@ class FeedChecks:
         names: The required inputs' names, in graph order.
     """
 
-    __slots__ = ("_checks", "_max_bytes", "_max_elements", "names", "strings", "usable")
+    __slots__ = ("_checks", "names", "strings", "usable")
 
     def __init__(self, inputs: Sequence[tuple[str, TypeProto | None]], required: frozenset[str], limits: Limits):
         checks: list[
@@ -115,12 +114,13 @@ class FeedChecks:
                 break
             checks.append((name, *spec))
         self.usable = usable
-        self._checks = tuple(checks) if usable else ()
+        # Per input, the most elements a feed may hold: max_tensor_elements and max_tensor_bytes (over the
+        # element's size; a STRING element counts one reference) as one bound, so a feed is compared once.
+        most = _most_elements(limits)
+        self._checks = tuple((*c[:5], c[5], most(c[1].itemsize)) for c in checks) if usable else ()
         self.names = tuple(c[0] for c in self._checks)
         #: The required STRING inputs: their feeds pass :meth:`strings_as_bytes` before a run.
         self.strings = tuple(c[0] for c in self._checks if c[5])
-        self._max_elements = limits.max_tensor_elements
-        self._max_bytes = limits.max_tensor_bytes
 
     def check(self, feeds: Mapping[str, Any]) -> tuple[tuple[int, ...], ...] | None:
         """The shapes of the feeds (in :attr:`names` order) when they pass, else None (use the general checks).
@@ -133,9 +133,7 @@ class FeedChecks:
             return None
         shapes = []
         dims: dict[str, int] | None = None
-        max_elements = self._max_elements
-        max_bytes = self._max_bytes
-        for name, dtype, ndim, fixed, params, text in self._checks:
+        for name, dtype, ndim, fixed, params, text, most in self._checks:
             v = feeds.get(name)
             if type(v) is not np.ndarray or v.ndim != ndim:
                 return None
@@ -151,9 +149,7 @@ class FeedChecks:
                 for axis, param in params:
                     if dims.setdefault(param, shape[axis]) != shape[axis]:
                         return None
-            # (a STRING tensor counts one reference per element, as the general check does after converting)
-            nbytes = v.size * _REF_BYTES if text else v.nbytes
-            if (max_elements is not None and v.size > max_elements) or (max_bytes is not None and nbytes > max_bytes):
+            if most is not None and v.size > most:
                 return None
             shapes.append(shape)
         return tuple(shapes)
@@ -171,6 +167,19 @@ class FeedChecks:
                     out = dict(feeds)
                 out[name] = conv
         return feeds if out is None else out
+
+
+def _most_elements(limits: Limits) -> Callable[[int], int | None]:
+    """The most elements of a given size a feed may hold under ``limits`` (None: no bound)."""
+    max_elements, max_bytes = limits.max_tensor_elements, limits.max_tensor_bytes
+
+    def most(itemsize: int) -> int | None:
+        by_bytes = None if max_bytes is None else max_bytes // max(itemsize, 1)
+        if max_elements is None:
+            return by_bytes
+        return max_elements if by_bytes is None else min(max_elements, by_bytes)
+
+    return most
 
 
 def _tensor_spec(

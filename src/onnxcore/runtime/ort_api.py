@@ -51,7 +51,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -292,6 +292,7 @@ class InferenceSession:
         self._feedable = frozenset(d.name for d in (*self._required, *self._overridable))
         # The inputs a run must feed (an optional one left out is absent, Clause 7.1).
         self._must_feed = tuple(d.name for d in self._required if not _optional(d.type_proto))
+        self._must_feed_set = frozenset(self._must_feed)
         self._types = {d.name: d.type_proto for d in session.inputs}
         self._output_args: list[NodeArg] | None = None
         self._profile_lock = threading.Lock()
@@ -425,6 +426,49 @@ class InferenceSession:
                 converted (also an ``InputError``).
             Fail: a kernel failed (also the ``EvaluationError``), a limit was exceeded, the run was terminated.
         """
+        if (
+            run_options is None
+            and type(input_feed) is dict
+            and (output_names is None or type(output_names) is list)
+            and input_feed.keys() == self._must_feed_set
+        ):
+            # The common call (a dict naming exactly the inputs a run must feed, a list of output names or None):
+            # the checks below would pass, and the session checks each feed itself.
+            names = output_names or None  # onnxruntime reads an empty list as every output, too
+            cancel = None
+        else:
+            names, cancel = self._checked_call(output_names, input_feed, run_options)
+        try:
+            feeds = convert_feeds(input_feed, self._types)
+            if self._threads is _NoLimit and cancel is None and self._events is None and not self._as_written:
+                # The plain run (no BLAS cap to set, no terminate flag to poll, not profiling): the session's own.
+                outs = self._session.run(names, feeds)
+            else:
+                outs = self._run_under_options(names, feeds, cancel)
+        except OnnxCoreError as exc:
+            mapped = ort_error(exc)
+            if mapped is exc:  # one of onnxruntime's classes already (an OrtValue's refusal)
+                raise
+            raise mapped from exc
+        # (an array of numbers is given as it is: tested here, not in a call per output)
+        return [v if type(v) is np.ndarray and v.dtype.kind != "O" else _user_value(v) for v in outs]
+
+    def _run_under_options(
+        self, names: list[str] | None, feeds: Mapping[str, Any], cancel: Callable[[], bool] | None
+    ) -> list[Any]:
+        """A run under the session's options: the BLAS threads capped, profiled or as written, cancellable."""
+        with self._threads():
+            if self._events is not None:
+                return self._run_profiled(names, feeds)
+            if self._as_written:
+                outs: list[Any] = self._session.run(names, feeds, intermediates=True, cancel=cancel)[0]
+                return outs
+            return self._session.run(names, feeds, cancel=cancel)
+
+    def _checked_call(
+        self, output_names: Sequence[str] | None, input_feed: Mapping[str, Any], run_options: RunOptions | None
+    ) -> tuple[list[str] | None, Callable[[], bool] | None]:
+        """The output names and the cancel test of a :meth:`run`, its arguments checked (the errors it lists)."""
         if isinstance(output_names, str | bytes):
             raise TypeError(
                 f"run: output_names must be a list of output names or None, got the string {output_names!r} "
@@ -447,21 +491,7 @@ class InferenceSession:
         names = list(output_names) if output_names else None
         # onnxruntime's terminate: setting it (from another thread) stops the runs using these options.
         cancel = None if run_options is None else (lambda: bool(run_options.terminate))
-        try:
-            feeds = convert_feeds(input_feed, self._types)
-            with self._threads():
-                if self._events is not None:
-                    outs = self._run_profiled(names, feeds)
-                elif self._as_written:
-                    outs = self._session.run(names, feeds, intermediates=True, cancel=cancel)[0]
-                else:
-                    outs = self._session.run(names, feeds, cancel=cancel)
-        except OnnxCoreError as exc:
-            mapped = ort_error(exc)
-            if mapped is exc:  # one of onnxruntime's classes already (an OrtValue's refusal)
-                raise
-            raise mapped from exc
-        return [_user_value(v) for v in outs]
+        return names, cancel
 
     def end_profiling(self) -> str:
         """Stop profiling and write the Chrome trace.

@@ -235,8 +235,8 @@ class Plan:
     """A flat list of steps over integer slots (see the module docstring)."""
 
     __slots__ = (
-        "_run",
         "_runs",
+        "compiled",
         "fired",
         "info",
         "input_slot_list",
@@ -382,7 +382,9 @@ class Plan:
         self.names = names
         self.node_slots = node_slots
         self.keep_all = keep_all
-        self._run: Callable[[list[Any]], None] | None = None
+        #: The plan as straight-line code (codegen), once a later run compiled it; None until then. A plain run
+        #: (no run control in effect) may call it with the value slots directly, as :meth:`execute` does.
+        self.compiled: Callable[[list[Any]], None] | None = None
         self._runs = 0
 
     def _compile(self) -> Callable[[list[Any]], None]:
@@ -404,13 +406,13 @@ class Plan:
             # straight-line code of a plain run pays nothing for it.
             self._interpret(vals, control=control)
             return
-        run = self._run
+        run = self.compiled
         if run is None:
             # Compiling costs about as much as a few interpreted runs: a plan evaluated once
             # (most sessions' first run) is interpreted; one evaluated again (a later run, a loop
             # body's next iteration) is compiled to straight-line code (see codegen).
             if self._runs >= COMPILE_AFTER and len(self.steps) <= MAX_STEPS:
-                run = self._run = self._compile()
+                run = self.compiled = self._compile()
             else:
                 self._runs += 1
                 self._interpret(vals)

@@ -32,7 +32,7 @@ from onnxcore.graph.bound import BoundModel, bind
 from onnxcore.io import load
 from onnxcore.kernels.fused import FUSED_DOMAIN
 from onnxcore.kernels.registry import KernelSet
-from onnxcore.kernels.threads import enter_threads, exit_threads, machine_threads, threads_in_effect
+from onnxcore.kernels.threads import active_threads, enter_threads, exit_threads, machine_threads, threads_in_effect
 from onnxcore.limits import (
     DEFAULT_LIMITS,
     NESTING_REFUSAL,
@@ -261,6 +261,9 @@ class Session:
         # The common case of a run (every output, the required inputs fed as arrays of their declared types),
         # checked and dispatched with a few comparisons (fastrun.py); anything else takes the general path.
         self._fast_feeds = FeedChecks([(d.name, d.type_proto) for d in self.inputs], self._fed, self._limits)
+        # Whether a run given no timeout and no cancel test may take that path: the feeds' kinds allow the fast
+        # check and the limits set no default deadline (a run with one is interpreted, checking between steps).
+        self._plain_runs = self._fast_feeds.usable and self._limits.run_timeout is None
         # What a common-case run computes, by its output_names (None: every output); None for names the general
         # path refuses. Replaced whole when added to.
         self._fast_targets: dict[tuple[str, ...] | None, _FastTarget | None] = {
@@ -377,21 +380,23 @@ class Session:
             RunTimeoutError, RunCancelledError: see ``timeout`` and ``cancel``. A kernel call in progress is not
                 interrupted (its work is bounded by the limits), so a run stops at most one kernel call late.
         """
-        if timeout is None:
-            timeout = self._limits.run_timeout  # the session's default deadline (Limits.untrusted sets one)
         if (
-            (output_names is None or type(output_names) is list)
-            and not intermediates
-            and timeout is None
+            timeout is None
             and cancel is None
-            and self._fast_feeds.usable
-            and (target := self._fast_target(output_names)) is not None
+            and not intermediates
+            and self._plain_runs
+            and (output_names is None or type(output_names) is list)
+            and (target := self._fast_targets[None] if output_names is None else self._fast_target(output_names))
+            is not None
             and (shapes := self._fast_feeds.check(feeds)) is not None
         ):
-            # The common case: the feeds passed the precomputed checks (fastrun.FeedChecks), so they are what
-            # _check_feeds would return; the run context is entered without context managers.
+            # The common case (no deadline, no cancellation: the session's limits set no run_timeout): the feeds
+            # passed the precomputed checks (fastrun.FeedChecks), so they are what _check_feeds would return; the
+            # run context is entered without context managers and the plan's compiled code called directly (no
+            # run control to interpret under).
             tokens = enter_run(self._limits, None)
-            threads = enter_threads(self._threads)
+            # (a context variable set only when it differs: a session of one thread under the default sets none)
+            threads = None if active_threads() == self._threads else enter_threads(self._threads)
             fp = self._fp.enter()
             try:
                 if self._fast_feeds.strings:
@@ -400,15 +405,22 @@ class Session:
                 if plan is None:
                     plan = self._fast_plan(target, shapes, feeds)
                 vals = _filled(plan, feeds)
-                plan.execute(vals)
+                run = plan.compiled
+                if run is not None:
+                    run(vals)
+                else:
+                    plan.execute(vals)
             finally:
                 IgnoreFloatErrors.leave(fp)
-                exit_threads(threads)
+                if threads is not None:
+                    exit_threads(threads)
                 exit_run(tokens)
             outs = _outputs(plan, vals, feeds)
             if self._declared_outputs and not target.shapes.agree(outs):
                 self._warn_on_shapes(plan, outs)
             return outs
+        if timeout is None:
+            timeout = self._limits.run_timeout  # the session's default deadline (Limits.untrusted sets one)
         control = None if timeout is None and cancel is None else RunControl(timeout=timeout, cancel=cancel)
         # IEEE 754 results such as log(0) = -inf or 0/0 = NaN are results here, not events to warn about
         # (Clause 11.2); numpy's warnings are silenced once per run rather than in every kernel. Kernels that
@@ -744,25 +756,44 @@ def _outputs(plan: Plan, vals: list[Any], feeds: Mapping[str, Any]) -> list[Any]
     whose memory is a feed's (``Identity(x)``, ``Reshape(x)``: numpy views) or an earlier output's (``y`` and
     ``Identity(y)`` both outputs), so that writing into one output never changes the caller's input or another
     output (onnxruntime's outputs are separate arrays too)."""
-    outs = [_owned(vals[s], plan.names[s]) for s in plan.output_slots]
-    for i, v in enumerate(outs):
+    # (one plain loop: this is part of every run's fixed cost, where a generator expression or a call per output
+    # costs a noticeable share of a small model's run)
+    outs: list[Any] = []
+    fed = feeds.values()
+    for s in plan.output_slots:
+        v = vals[s]
         if type(v) is not np.ndarray:
+            outs.append(_owned(v, plan.names[s]))  # a subclass, a sequence, a map, None
             continue
-        # (plain loops: this runs on every run's fixed cost, where generator expressions cost a microsecond)
+        if not v.flags.writeable:
+            outs.append(_copy_for_caller(v, plan.names[s]))  # a constant shared by every run
+            continue
         shared = False
-        if v.base is None:  # owns its memory: shared only if it IS a feed or an earlier output
-            for u in feeds.values():
+        owner = v.base
+        if owner is None:  # owns its memory: shared only if it IS a feed or an earlier output
+            for u in fed:
                 if u is v:
                     shared = True
-            for u in outs[:i]:
+            for u in outs:
                 if u is v:
                     shared = True
         else:
-            for u in (*feeds.values(), *outs[:i]):
-                if type(u) is np.ndarray and np.may_share_memory(v, u):
+            # A view: its memory lies in its base's. When that base is an array owning its memory, an array whose
+            # own base is another such array cannot overlap it (two allocations): the common case, settled with
+            # identity tests rather than np.may_share_memory.
+            distinct = type(owner) is np.ndarray and owner.flags.owndata
+            for u in (*fed, *outs):
+                if type(u) is not np.ndarray:
+                    continue
+                if distinct:
+                    other = u.base
+                    if other is None:
+                        other = u
+                    if other is not owner and type(other) is np.ndarray and other.flags.owndata:
+                        continue
+                if np.may_share_memory(v, u):
                     shared = True
-        if shared:
-            outs[i] = _copy_for_caller(v, plan.names[plan.output_slots[i]])
+        outs.append(_copy_for_caller(v, plan.names[s]) if shared else v)
     return outs
 
 
