@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from itertools import chain
+from operator import attrgetter
 
 from onnxcore.limits import NESTING_REFUSAL
 from onnxcore.proto.messages import TensorShapeProto
@@ -13,6 +15,9 @@ from onnxcore.validate.context import Context, Resolution, Scope
 __all__ = ["resolve"]
 
 Found = Iterator[tuple[str, str]]
+_NODE = attrgetter("node")
+_NAME = attrgetter("name")
+_OUTPUT = attrgetter("output")
 
 
 def resolve(ctx: Context) -> Resolution:
@@ -197,6 +202,13 @@ def name_empty(ctx: Context) -> Found:
 _C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
+def _all_identifiers(names: Iterable[str]) -> bool:
+    """Whether every non-empty name is a C identifier: an ASCII string that is a Python identifier is one (Python's
+    identifier syntax restricted to ASCII is C's), tested by C-level calls only."""
+    given = list(filter(None, names))
+    return "".join(given).isascii() and all(map(str.isidentifier, given))
+
+
 def _bad_names(scope: Scope, seen: set[str]) -> Iterator[tuple[str, str]]:
     """(name, location) of each name of a scope not yet in ``seen`` that is not a C identifier: its graph's name,
     inputs, outputs, initializers, and each node's name and outputs. A location is rendered only for a bad name
@@ -223,7 +235,10 @@ def _bad_names(scope: Scope, seen: set[str]) -> Iterator[tuple[str, str]]:
                 if name and not ok(name) and name not in seen:
                     seen.add(name)
                     yield name, f"{loc}/{field}[{k}]"
-    for ref in scope.nodes:
+    nodes = scope.nodes
+    if _all_identifiers(chain(map(_NAME, map(_NODE, nodes)), chain.from_iterable(map(_OUTPUT, map(_NODE, nodes))))):
+        return  # the common case, tested without a Python step per node
+    for ref in nodes:
         node = ref.node
         name = node.name
         if name and not ok(name) and name not in seen:
