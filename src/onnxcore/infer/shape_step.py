@@ -10,6 +10,7 @@ a few layer configurations many times.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -71,7 +72,9 @@ class ShapeStep:
     """The shape side of the nodes of one walk, with its memo of rule outcomes."""
 
     def __init__(self, walk: FunctionCalls, result: ShapeInference, custom_ops: KernelSet | None = None) -> None:
-        self.walk = walk
+        # The walk holds this step: a weak reference back keeps the two out of a reference cycle, so that a walk
+        # is freed (its results aside) as soon as its caller drops it, not by the cyclic collector.
+        self.walk = weakref.proxy(walk)
         self.result = result
         self.custom_ops = custom_ops  # the kernels folding chooses first (a session's), as its plan does
         self.defaults: dict[int, dict[str, AttributeProto]] = {}

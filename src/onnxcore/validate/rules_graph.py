@@ -8,7 +8,7 @@ from itertools import chain
 from operator import attrgetter
 
 from onnxcore.limits import NESTING_REFUSAL
-from onnxcore.proto.messages import TensorShapeProto
+from onnxcore.proto.messages import AttributeProto, TensorShapeProto
 from onnxcore.validate.catalog import rule
 from onnxcore.validate.context import Context, Resolution, Scope
 
@@ -167,6 +167,12 @@ def _init_loc(scope: Scope, k: int) -> str:
 
 @rule("E-NAME-EMPTY", "5.4.1", "an empty name where a name is required")
 def name_empty(ctx: Context) -> Found:
+    # A node without an operator binds to no definition (it is among the unusual nodes), and an attribute of any
+    # node is among the messages the context walked: when neither has an empty name, the nodes need no visit.
+    nodes_clean = all(ref.node.op_type for ref in ctx.unusual) and not any(
+        ctx.entries[i][0].has("name") and not ctx.entries[i][0].name  # type: ignore[attr-defined]
+        for i in ctx.of(AttributeProto)
+    )
     for scope in ctx.scopes:
         what = "function" if scope.kind == "function" else "graph"
         for k, name in enumerate(scope.inputs):
@@ -191,6 +197,8 @@ def name_empty(ctx: Context) -> Found:
             for k, a in enumerate(f.attribute):
                 if not a:
                     yield f"{scope.loc}/attribute[{k}]", "a function attribute has an empty name"
+        if nodes_clean:
+            continue
         for ref in scope.nodes:
             if not ref.node.op_type:
                 yield ref.loc, "the node names no operator (op_type is empty; Clause 7.3.1)"
