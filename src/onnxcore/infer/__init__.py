@@ -33,6 +33,8 @@ attribute); a model-local function body is ``'functions[0] "domain:name"'``. A n
   ``input_types`` (type string per actual input; None for unknown or ``""``), ``output_types``
   (inferred, before declared types are applied), ``bindings`` (type variable -> type string from the
   inputs) and ``conflicts`` (variables two inputs bind differently). ``node(location)`` looks one up.
+  ``node_records`` holds the same per node as plain tuples, in the fields' order (what the walk records;
+  ``nodes`` is built from them when first read).
 - ``mismatches``: every :class:`TypeMismatch` (``graph``, ``name``, ``location``, ``declared``,
   ``inferred``, ``message``) where an inferred type contradicts a declared one: a node output
   (location ``.../output[k]``) or a subgraph input fed by its node (``.../body/input[k]``). Type strings

@@ -27,7 +27,6 @@ from onnxcore.infer import shape_step
 from onnxcore.infer.known_values import dims_shape, initializer_value
 from onnxcore.infer.results import (
     Inference,
-    NodeTypes,
     ShapeInference,
     ShapeMismatch,
     TypeMismatch,
@@ -37,7 +36,7 @@ from onnxcore.infer.results import (
 from onnxcore.infer.rules import TYPE_RULES, UNRESOLVED, _Unresolved, generic_outputs, infer_outputs
 from onnxcore.infer.shape_core import ShapeT, resolve
 from onnxcore.infer.shape_ops.control_flow import control_flow_outputs
-from onnxcore.infer.shape_step import ShapeStep, Unresolvable
+from onnxcore.infer.shape_step import ShapeStep, Unresolvable, attrs_key, memo_key
 from onnxcore.infer.walk_frames import Binding, BoundWalk, Frame, node_location
 from onnxcore.io import encode
 from onnxcore.kernels.registry import KernelSet
@@ -50,6 +49,7 @@ __all__ = ["InferenceWalk", "run"]
 _NO_BINDINGS: dict[str, str] = {}
 _NO_CONFLICTS: frozenset[str] = frozenset()
 _NO_VALUES: dict[int, np.ndarray] = {}  # read only: a node without folded values
+_NO_ATTRS: dict[str, AttributeProto] = {}  # read only: a node without attributes
 _NO_TYPES: tuple[str | None, ...] = ()  # a walk for shapes alone: every type unknown
 _CONTROL_FLOW = frozenset({"If", "Loop", "Scan", "SequenceMap"})
 
@@ -155,7 +155,7 @@ class InferenceWalk(BoundWalk):
         self.shape_result = ShapeInference()
         self.step = ShapeStep(self, self.shape_result, custom_ops)
         self.ir_version = int(model.ir_version)
-        self.generic: dict[tuple[object, ...], tuple[Types, dict[str, str], frozenset[str]]] = {}
+        self.generic: dict[tuple[object, ...], tuple[tuple[str | None, ...], dict[str, str], frozenset[str]]] = {}
         self.calls: dict[tuple[object, ...], tuple[Types, Shapes]] = {}
 
     # --- graphs ---------------------------------------------------------------------------------
@@ -243,9 +243,13 @@ class InferenceWalk(BoundWalk):
         self._record(path, env, decl_types)
 
     def _record(self, path: str, env: _Env, decl_types: dict[str, TypeProto]) -> None:
-        self.type_result.type_strings[path] = {n: t for n, t in env.types.items() if t is not None}
+        # The walk of this body is over: its dicts are handed over as they are when no entry is unknown.
+        types, shapes = env.types, env.shapes
+        known_types = types if None not in types.values() else {n: t for n, t in types.items() if t is not None}
+        self.type_result.type_strings[path] = known_types  # type: ignore[assignment]
         self.type_result.declared[path] = decl_types
-        self.shape_result.shapes[path] = {n: s for n, s in env.shapes.items() if s is not None}
+        known_shapes = shapes if None not in shapes.values() else {n: s for n, s in shapes.items() if s is not None}
+        self.shape_result.shapes[path] = known_shapes  # type: ignore[assignment]
 
     # --- nodes ----------------------------------------------------------------------------------
 
@@ -270,13 +274,28 @@ class InferenceWalk(BoundWalk):
         record = frame.record
         report = record and frame.report
         typed = self.node_types_on
+        generic = self.generic
+        step = self.step
+        step_node = step.node
+        memo_get = step.memo.get
+        okey = frame.okey
+        records = self.type_result.node_records
         for i, b in enumerate(bindings):
             node = b.node
             ins = node.input
-            in_types = tuple(get_type(n) if n else None for n in ins) if typed or b.status == "function" else ()
-            in_shapes = [get_shape(n) if n else None for n in ins]
-            in_values = [get_value(n) if n else None for n in ins]
-            n_out = len(node.output)
+            # Per node, the inputs' types, shapes and values: map over the names (no Python frame per input)
+            # unless an input is omitted (""), whose entries are None whatever a scope holds under "".
+            in_shapes: tuple[ShapeT | None, ...]
+            if "" in ins:
+                in_types = tuple(get_type(n) if n else None for n in ins) if typed or b.status == "function" else ()
+                in_shapes = tuple(get_shape(n) if n else None for n in ins)
+                in_values = [get_value(n) if n else None for n in ins]
+            else:
+                in_types = tuple(map(get_type, ins)) if typed or b.status == "function" else ()
+                in_shapes = tuple(map(get_shape, ins))
+                in_values = list(map(get_value, ins))
+            outs = node.output
+            n_out = len(outs)
             bindings_: dict[str, str] = _NO_BINDINGS
             conflicts: frozenset[str] = _NO_CONFLICTS
             values: dict[int, np.ndarray] = _NO_VALUES
@@ -291,17 +310,44 @@ class InferenceWalk(BoundWalk):
                 t_out, s_out = self.call_site(b, in_types, in_shapes, in_values, frame)
             else:
                 if typed:
-                    t_out, bindings_, conflicts = self.node_types(b, path, i, in_types, frame)
+                    # The generic rule's memo first (it holds only definitions without a type rule of their own).
+                    schema = b.schema
+                    hit = generic.get((schema, in_types, n_out)) if schema is not None else None
+                    if hit is None:
+                        t_out, bindings_, conflicts = self.node_types(b, path, i, in_types, frame)
+                    else:
+                        t_out, bindings_, conflicts = hit
                 else:
                     t_out = _NO_TYPES
-                try:
-                    attrs = self.step.attributes(node, frame)
-                except Unresolvable:
-                    s_out = [None] * n_out
+                if not attributes:
+                    # shape_step.memo_key, written out: most nodes of a large graph are memo hits.
+                    key = (
+                        node.domain,
+                        node.op_type,
+                        node.overload,
+                        okey,
+                        in_shapes,
+                        tuple(map(id, in_values)),
+                        tuple(map(bool, ins)) if "" in ins else len(ins),
+                        n_out,
+                        (),
+                    )
+                    outcome = memo_get(key)
+                    if type(outcome) is tuple:
+                        s_out, values = outcome
+                    else:
+                        s_out, values = step_node(b, path, i, in_shapes, in_values, _NO_ATTRS, frame, key)
                 else:
-                    s_out, values = self.step.node(b, path, i, in_shapes, in_values, attrs, frame)
+                    try:
+                        attrs = step.attributes(node, frame)
+                    except Unresolvable:
+                        s_out = [None] * n_out
+                    else:
+                        akey = attrs_key(attrs)
+                        key_ = None if akey is None else memo_key(node, okey, in_shapes, in_values, akey)
+                        s_out, values = step_node(b, path, i, in_shapes, in_values, attrs, frame, key_)
             n_t, n_s = len(t_out), len(s_out)
-            for k, name in enumerate(node.output):
+            for k, name in enumerate(outs):
                 if not name:
                     continue
                 t = t_out[k] if k < n_t else None
@@ -326,9 +372,9 @@ class InferenceWalk(BoundWalk):
                     if v is not None:
                         values_of[name] = v
             if record and typed:
-                self.type_result.nodes.append(
-                    NodeTypes(path, i, node, b.schema, b.function, in_types, tuple(t_out[:n_out]), bindings_, conflicts)
-                )
+                # The generic memo's types are a tuple of exactly n_out entries already: shared, not copied.
+                t_node = t_out if type(t_out) is tuple and n_t == n_out else tuple(t_out[:n_out])
+                records.append((path, i, node, b.schema, b.function, in_types, t_node, bindings_, conflicts))
 
     def node_types(
         self, b: Binding, path: str, i: int, in_types: tuple[str | None, ...], frame: Frame
@@ -341,11 +387,12 @@ class InferenceWalk(BoundWalk):
         if (schema.domain, schema.name) in TYPE_RULES:
             view = _TypeNodeView(self._no_subgraph, frame, b.node, node_location(path, i, b.node), schema, in_types)
             return infer_outputs(view, n_out)
-        # The generic rule depends on the definition and the input types only.
+        # The generic rule depends on the definition and the input types only (walk_nodes reads the memo first).
         gkey = (schema, in_types, n_out)
         hit = self.generic.get(gkey)
         if hit is None:
-            hit = self.generic[gkey] = generic_outputs(schema, in_types, n_out)
+            out, bindings_, conflicts = generic_outputs(schema, in_types, n_out)
+            hit = self.generic[gkey] = (tuple(out), bindings_, conflicts)
         return hit
 
     @staticmethod
@@ -361,7 +408,7 @@ class InferenceWalk(BoundWalk):
         i: int,
         env: _Env,
         in_types: tuple[str | None, ...],
-        in_shapes: list[ShapeT | None],
+        in_shapes: Sequence[ShapeT | None],
         in_values: list[np.ndarray | None],
         frame: Frame,
     ) -> tuple[Sequence[str | None], dict[str, str], frozenset[str], Sequence[ShapeT | None]]:

@@ -18,6 +18,7 @@ from onnxcore.types.valuetypes import declared_shape, stated_dims  # defined onc
 
 __all__ = [
     "Inference",
+    "NodeRecord",
     "NodeTypes",
     "ShapeIncompatibility",
     "ShapeInference",
@@ -87,6 +88,21 @@ class TypeMismatch:
         return f"value {self.name!r} is declared {self.declared} but inferred {self.inferred}"
 
 
+# What the walk records per node: the fields of NodeTypes in their order, as a plain tuple (a 50,000-node graph
+# would otherwise build 50,000 objects that a check reads only to find the few nodes with a finding).
+NodeRecord = tuple[
+    str,
+    int,
+    NodeProto,
+    OpSchema | None,
+    FunctionProto | None,
+    tuple[str | None, ...],
+    tuple[str | None, ...],
+    dict[str, str],
+    frozenset[str],
+]
+
+
 @dataclass(slots=True)
 class Inference:
     """The result of :func:`onnxcore.infer.infer`.
@@ -95,7 +111,8 @@ class Inference:
         type_strings: Graph path -> value name -> type string, for every value of that graph (inputs,
             initializers, node outputs) whose type is known. Declared types win over inferred ones.
         declared: Graph path -> value name -> declared ``TypeProto`` (with its shape).
-        nodes: One :class:`NodeTypes` per node of the model's graphs, subgraphs and function bodies.
+        node_records: One :data:`NodeRecord` per node of the model's graphs, subgraphs and function bodies, in
+            walk order: the fields of its :class:`NodeTypes` (:attr:`nodes` builds those when first read).
         mismatches: Every contradiction between an inferred and a declared type.
         refused: ``(code, location)`` of what inference did not enter: subgraphs nested beyond
             ``Limits.max_nesting_depth`` (``E-LIMIT-NESTING``, the code validation and evaluation use too).
@@ -103,10 +120,19 @@ class Inference:
 
     type_strings: dict[str, dict[str, str]] = field(default_factory=dict)
     declared: dict[str, dict[str, TypeProto]] = field(default_factory=dict)
-    nodes: list[NodeTypes] = field(default_factory=list)
+    node_records: list[NodeRecord] = field(default_factory=list)
     mismatches: list[TypeMismatch] = field(default_factory=list)
     refused: list[tuple[str, str]] = field(default_factory=list)
     _by_location: dict[str, NodeTypes] | None = None
+    _nodes: list[NodeTypes] | None = None
+
+    @property
+    def nodes(self) -> list[NodeTypes]:
+        """One :class:`NodeTypes` per node of the model's graphs, subgraphs and function bodies, in walk order
+        (built from :attr:`node_records` when first read)."""
+        if self._nodes is None or len(self._nodes) != len(self.node_records):
+            self._nodes = [NodeTypes(*r) for r in self.node_records]
+        return self._nodes
 
     def types(self) -> dict[str, dict[str, TypeProto]]:
         """Graph path -> value name -> ``TypeProto``: the declared type if known, else the inferred one."""

@@ -10,6 +10,7 @@ a few layer configurations many times.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -26,7 +27,7 @@ from onnxcore.infer.walk_frames import Binding, Frame, node_location
 from onnxcore.kernels.registry import KernelSet
 from onnxcore.proto.messages import AttributeProto, FunctionProto, NodeProto
 
-__all__ = ["STRICT", "FunctionCalls", "ShapeStep", "Unresolvable"]
+__all__ = ["STRICT", "FunctionCalls", "ShapeStep", "Unresolvable", "attrs_key", "memo_key"]
 
 # Set by the tests: a rule that raises anything but ShapeIncompatible is a defect, not an unknown.
 STRICT = False
@@ -71,7 +72,9 @@ class ShapeStep:
     """The shape side of the nodes of one walk, with its memo of rule outcomes."""
 
     def __init__(self, walk: FunctionCalls, result: ShapeInference, custom_ops: KernelSet | None = None) -> None:
-        self.walk = walk
+        # The walk holds this step: a weak reference back keeps the two out of a reference cycle, so that a walk
+        # is freed (its results aside) as soon as its caller drops it, not by the cyclic collector.
+        self.walk = weakref.proxy(walk)
         self.result = result
         self.custom_ops = custom_ops  # the kernels folding chooses first (a session's), as its plan does
         self.defaults: dict[int, dict[str, AttributeProto]] = {}
@@ -84,36 +87,19 @@ class ShapeStep:
         b: Binding,
         path: str,
         i: int,
-        in_shapes: list[ShapeT | None],
+        in_shapes: Sequence[ShapeT | None],
         in_values: list[np.ndarray | None],
         attrs: dict[str, AttributeProto],
         frame: Frame,
+        memo_key: tuple[object, ...] | None,
     ) -> tuple[Sequence[ShapeT | None], dict[int, np.ndarray]]:
-        """Output shapes and small values of a node without subgraphs (``attrs``: :meth:`attributes`)."""
+        """Output shapes and small values of a node without subgraphs (``attrs``: :meth:`attributes`), its outcome
+        memoised under ``memo_key`` (:func:`memo_key`; None: not memoised)."""
         node = b.node
-        n_out = len(node.output)
-        memo_key: tuple[object, ...] | None = None
-        akey = _attrs_key(attrs)
-        if akey is not None:
-            # The outcome depends on nothing else (the binding follows from the node and the imports). Known
-            # input values enter the key by identity; the step holds them (self.pinned) so that an id is never
-            # reused for another array during the walk.
-            values_key = tuple(None if v is None else id(v) for v in in_values)
-            present = tuple(bool(n) for n in node.input)
-            memo_key = (
-                node.domain,
-                node.op_type,
-                node.overload,
-                frame.okey,
-                tuple(in_shapes),
-                values_key,
-                present,
-                n_out,
-                akey,
-            )
+        if memo_key is not None:
             hit = self.memo.get(memo_key)
             if hit is not None:
-                return self.memo_result(hit, node, path, i, frame)
+                return hit if type(hit) is tuple else self.memo_result(hit, node, path, i, frame)
             for v in in_values:
                 if v is not None:
                     self.pinned[id(v)] = v
@@ -125,7 +111,7 @@ class ShapeStep:
     def evaluate(
         self,
         b: Binding,
-        in_shapes: list[ShapeT | None],
+        in_shapes: Sequence[ShapeT | None],
         in_values: list[np.ndarray | None],
         attrs: dict[str, AttributeProto],
         frame: Frame,
@@ -184,7 +170,7 @@ class ShapeStep:
         rule: Callable[[ShapeContext], Sequence[ShapeT | None]],
         node: NodeProto,
         schema: OpSchema,
-        in_shapes: list[ShapeT | None],
+        in_shapes: Sequence[ShapeT | None],
         in_values: list[np.ndarray | None],
         attrs: dict[str, AttributeProto],
     ) -> _Outcome:
@@ -261,7 +247,36 @@ _SIMPLE_KINDS = frozenset({1, 2, 3, 6, 7, 8})  # FLOAT, INT, STRING, FLOATS, INT
 _MEMO_LIST_MAX = 1024
 
 
-def _attrs_key(attrs: dict[str, AttributeProto]) -> tuple[object, ...] | None:
+def memo_key(
+    node: NodeProto,
+    okey: tuple[tuple[str, int], ...],
+    in_shapes: tuple[ShapeT | None, ...],
+    in_values: list[Any],
+    akey: tuple[object, ...],
+) -> tuple[object, ...]:
+    """The key :meth:`ShapeStep.node` memoises a node's outcome under (``okey``: the imports, ``Frame.okey``;
+    ``akey``: :func:`attrs_key`). The outcome depends on nothing else (the binding follows from the node and the
+    imports). Known input values enter by identity (None's own id for none: no array shares it); the step holds
+    them (``ShapeStep.pinned``) so that an id is never reused for another array during the walk. Which inputs are
+    given is their count when none is omitted (an int never equals a tuple).
+
+    The walk builds this tuple itself for a node without attributes (a call per node saved): keep the two alike.
+    """
+    ins = node.input
+    return (
+        node.domain,
+        node.op_type,
+        node.overload,
+        okey,
+        in_shapes,
+        tuple(map(id, in_values)),
+        tuple(map(bool, ins)) if "" in ins else len(ins),
+        len(node.output),
+        akey,
+    )
+
+
+def attrs_key(attrs: dict[str, AttributeProto]) -> tuple[object, ...] | None:
     """The attributes' values as a hashable key, or None when one is not a number, a string or a list of them."""
     if not attrs:
         return ()

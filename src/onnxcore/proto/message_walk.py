@@ -12,6 +12,7 @@ can lead to a ``TensorProto`` (``message_fields("TensorProto")``, with ``prune``
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from itertools import compress, repeat
 from operator import attrgetter
 from typing import Any
 
@@ -192,12 +193,14 @@ def walk_messages(
                     node_entries.append(j)
                     pushed.append((j, depth))
             else:
-                for k, n in enumerate(nodes):
-                    j = len(entries)
-                    entries.append((n, i, "node", k))
-                    node_entries.append(j)
-                    if node_values(n) != node_empty:
-                        pushed.append((j, depth))
+                # Every node recorded, those holding messages entered: iterators over the node list, no Python
+                # step per node (a 50,000-node graph is most of a validator's walk).
+                n_nodes = len(nodes)
+                j0 = len(entries)
+                js = range(j0, j0 + n_nodes)
+                entries.extend(zip(nodes, repeat(i, n_nodes), repeat("node", n_nodes), range(n_nodes)))
+                node_entries.extend(js)
+                pushed.extend(zip(compress(js, map(node_empty.__ne__, map(node_values, nodes))), repeat(depth)))
             plan = plan[1:]
         sub_depth = depth
         if type(msg) is AttributeProto:

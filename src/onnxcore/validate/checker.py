@@ -126,7 +126,10 @@ def _check(
     else:
         raise TypeError(f"check() takes a ModelProto, octets or a path, not {type(model_or_path).__name__}")
 
-    return check_context(model, lim, full=full, base_dir=base_dir, bound=bound, report=report)[0]
+    report, ctx = check_context(model, lim, full=full, base_dir=base_dir, bound=bound, report=report)
+    if ctx is not None and bound is None:
+        ctx.bound.release()  # made here and dropped here: freed by reference counting, not by the collector
+    return report
 
 
 def check_context(

@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from itertools import chain
+from operator import attrgetter
 
 from onnxcore.limits import NESTING_REFUSAL
-from onnxcore.proto.messages import TensorShapeProto
+from onnxcore.proto.messages import AttributeProto, TensorShapeProto
 from onnxcore.validate.catalog import rule
 from onnxcore.validate.context import Context, Resolution, Scope
 
 __all__ = ["resolve"]
 
 Found = Iterator[tuple[str, str]]
+_NODE = attrgetter("node")
+_NAME = attrgetter("name")
+_OUTPUT = attrgetter("output")
 
 
 def resolve(ctx: Context) -> Resolution:
@@ -162,6 +167,12 @@ def _init_loc(scope: Scope, k: int) -> str:
 
 @rule("E-NAME-EMPTY", "5.4.1", "an empty name where a name is required")
 def name_empty(ctx: Context) -> Found:
+    # A node without an operator binds to no definition (it is among the unusual nodes), and an attribute of any
+    # node is among the messages the context walked: when neither has an empty name, the nodes need no visit.
+    nodes_clean = all(ref.node.op_type for ref in ctx.unusual) and not any(
+        ctx.entries[i][0].has("name") and not ctx.entries[i][0].name  # type: ignore[attr-defined]
+        for i in ctx.of(AttributeProto)
+    )
     for scope in ctx.scopes:
         what = "function" if scope.kind == "function" else "graph"
         for k, name in enumerate(scope.inputs):
@@ -186,6 +197,8 @@ def name_empty(ctx: Context) -> Found:
             for k, a in enumerate(f.attribute):
                 if not a:
                     yield f"{scope.loc}/attribute[{k}]", "a function attribute has an empty name"
+        if nodes_clean:
+            continue
         for ref in scope.nodes:
             if not ref.node.op_type:
                 yield ref.loc, "the node names no operator (op_type is empty; Clause 7.3.1)"
@@ -195,6 +208,13 @@ def name_empty(ctx: Context) -> Found:
 
 
 _C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _all_identifiers(names: Iterable[str]) -> bool:
+    """Whether every non-empty name is a C identifier: an ASCII string that is a Python identifier is one (Python's
+    identifier syntax restricted to ASCII is C's), tested by C-level calls only."""
+    given = list(filter(None, names))
+    return "".join(given).isascii() and all(map(str.isidentifier, given))
 
 
 def _bad_names(scope: Scope, seen: set[str]) -> Iterator[tuple[str, str]]:
@@ -223,7 +243,10 @@ def _bad_names(scope: Scope, seen: set[str]) -> Iterator[tuple[str, str]]:
                 if name and not ok(name) and name not in seen:
                     seen.add(name)
                     yield name, f"{loc}/{field}[{k}]"
-    for ref in scope.nodes:
+    nodes = scope.nodes
+    if _all_identifiers(chain(map(_NAME, map(_NODE, nodes)), chain.from_iterable(map(_OUTPUT, map(_NODE, nodes))))):
+        return  # the common case, tested without a Python step per node
+    for ref in nodes:
         node = ref.node
         name = node.name
         if name and not ok(name) and name not in seen:

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from onnxcore.defs.flags import is_flag
-from onnxcore.infer import Inference, ShapeInference, formal_at
+from onnxcore.infer import Inference, ShapeInference, formal_at, node_location
 from onnxcore.proto.messages import AttributeProto
 from onnxcore.validate.catalog import rule
 from onnxcore.validate.context import Context, NodeRef
@@ -297,15 +297,15 @@ def type_constraint(ctx: Context) -> Found:
     if inf is None:
         return
     passed: set[tuple[int, tuple[str | None, ...]]] = set()
-    for nt in inf.nodes:
-        schema = nt.schema
+    # The walk's records, not NodeTypes: a node's location is rendered only when it has a finding.
+    for graph, index, node, schema, _fn, input_types, _out, _b, _c in inf.node_records:
         if schema is None:
             continue
-        key = (id(schema), nt.input_types)
+        key = (id(schema), input_types)
         if key in passed:
             continue  # same definition, same input types: the same (passing) verdict
         found = False
-        for k, t in enumerate(nt.input_types):
+        for k, t in enumerate(input_types):
             if t is None:
                 continue
             f = formal_at(schema.inputs, k)
@@ -316,7 +316,7 @@ def type_constraint(ctx: Context) -> Found:
             if len(allowed) > 160:
                 allowed = allowed[:160] + "..."
             yield (
-                f"{nt.location}/input[{k}]",
+                f"{node_location(graph, index, node)}/input[{k}]",
                 f"{schema.name} input {k} ({f.name}: {f.type_str}) is {t}; allowed: {allowed}",
             )
         if not found:
@@ -333,16 +333,19 @@ def type_binding(ctx: Context) -> Found:
     inf = inference(ctx)
     if inf is None:
         return
-    for nt in inf.nodes:
-        if not nt.conflicts or nt.schema is None:
+    for graph, index, node, schema, _fn, input_types, _out, _b, conflicts in inf.node_records:
+        if not conflicts or schema is None:
             continue
-        for var in sorted(nt.conflicts):
+        for var in sorted(conflicts):
             seen = []
-            for k, t in enumerate(nt.input_types):
-                f = _formal(nt.schema.inputs, k)
+            for k, t in enumerate(input_types):
+                f = _formal(schema.inputs, k)
                 if t is not None and f is not None and f.type_str == var:
                     seen.append(f"input {k} is {t}")
-            yield nt.location, f"{nt.schema.name}: type variable {var} is bound inconsistently ({'; '.join(seen)})"
+            yield (
+                node_location(graph, index, node),
+                f"{schema.name}: type variable {var} is bound inconsistently ({'; '.join(seen)})",
+            )
 
 
 def _formal(formals: tuple[Any, ...], k: int) -> Any:

@@ -22,15 +22,22 @@ AT = AttributeProto.AttributeType
 def nodes_of(ctx: Context, domain: str, op_type: str) -> list[NodeRef]:
     """Every node bound to the definition of ``domain::op_type``, from an index of the model's nodes by operator made
     once per check (a rule per operator would otherwise walk every node of the model once each)."""
-    index: dict[tuple[str, str], list[NodeRef]] | None = getattr(ctx, "_sized_index", None)
+    index: dict[tuple[str, str], list[list[NodeRef]]] | None = getattr(ctx, "_sized_index", None)
     if index is None:
+        # From the signature groups (Context.groups: nodes bound to a definition, each group one operator), not from
+        # another walk over every node.
         index = {}
-        for scope in ctx.scopes:
-            for ref in scope.nodes:
-                if ref.status == "schema":
-                    index.setdefault((ref.domain, ref.node.op_type), []).append(ref)
+        for refs in ctx.groups():
+            index.setdefault((refs[0].domain, refs[0].node.op_type), []).append(refs)
         setattr(ctx, "_sized_index", index)  # noqa: B010 (a cache the Context does not declare)
-    return index.get((domain, op_type), [])
+    groups = index.get((domain, op_type))
+    if not groups:
+        return []
+    if len(groups) == 1:
+        return groups[0]
+    # Several groups of one operator: their nodes in model order again (scopes in order, nodes in order).
+    order = {id(s): k for k, s in enumerate(ctx.scopes)}
+    return sorted((r for g in groups for r in g), key=lambda r: (order[id(r.scope)], r.index))
 
 
 def features(ctx: Context, ref: NodeRef, k: int = 0) -> int | None:
