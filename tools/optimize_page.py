@@ -40,7 +40,8 @@ with its defaults: [onnxsim](https://github.com/daquexian/onnx-simplifier) (onnx
   every dimension variable at the base size, at 1 and at base + 1; outputs agree within rtol 1e-3 and atol 1e-4
   of the output's largest magnitude (at least 1), labels on at least 99 %;
 - the onnxruntime time of a result is one thread (`intra_op_num_threads=1`), default graph optimizations, the
-  variants taking turns run by run, best of the runs;
+  variants taking turns run by run in an order rotated each round, until each has run for 0.3 s (at least 5
+  rounds), best of the runs;
 - a tool that fails on a model is a cell `fails: <reason>`; a result that computes something else is
   **CHANGED**, one onnx's checker refuses names the **checker**'s message.
 
