@@ -32,6 +32,7 @@ from onnxcore.errors import ModelFileError
 
 __all__ = [
     "FileRange",
+    "backing_mapping",
     "MappedFile",
     "ensure_within",
     "file_range",
@@ -156,6 +157,16 @@ def ensure_within(fd: int, rng: FileRange) -> None:
         )
 
 
+def backing_mapping(array: Any) -> mmap.mmap | None:
+    """The memory mapping whose octets ``array`` views (through any chain of views and memoryviews), or None."""
+    base: Any = array
+    while isinstance(base, np.ndarray) and base.base is not None:
+        base = base.base
+    if isinstance(base, memoryview):
+        base = base.obj
+    return base if isinstance(base, mmap.mmap) else None
+
+
 def mapped_pages(array: Any) -> tuple[mmap.mmap, int, int] | None:
     """The read-only mapping ``array`` views and the page-aligned octets ``[start, end)`` of it the array spans, or
     None when it views none (or a mapping this process may have written: a private copy's pages are its only copy).
@@ -164,12 +175,8 @@ def mapped_pages(array: Any) -> tuple[mmap.mmap, int, int] | None:
     """
     if not isinstance(array, np.ndarray) or array.size == 0:
         return None
-    base: Any = array
-    while isinstance(base, np.ndarray) and base.base is not None:
-        base = base.base
-    if isinstance(base, memoryview):
-        base = base.obj
-    if not isinstance(base, mmap.mmap) or base.closed:
+    base = backing_mapping(array)
+    if base is None or base.closed:
         return None
     # Only ACCESS_READ mappings (io.load's, the spill file's) are read-only: dropping a page of one loses nothing,
     # the file holds it. ACCESS_COPY (private) and ACCESS_WRITE mappings are left alone.

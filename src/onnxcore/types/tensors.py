@@ -10,7 +10,6 @@ narrow types packed per Table 7 and floats narrower than 32 bits as the unsigned
 from __future__ import annotations
 
 import math
-import mmap
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -19,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from onnxcore.errors import TensorError
+from onnxcore.external.mapped import backing_mapping
 from onnxcore.external.read import read_external_tensor_bytes
 from onnxcore.proto import TensorProto
 from onnxcore.proto.bridge import OnnxMessage, as_message
@@ -362,12 +362,8 @@ def _mapped_view(flat: npt.NDArray[Any], et: ElementType) -> memoryview | None:
     """
     if flat.flags.writeable or not flat.dtype.isnative or (sys.byteorder != "little" and flat.dtype.itemsize > 1):
         return None
-    base: Any = flat
-    while isinstance(base, np.ndarray) and base.base is not None:
-        base = base.base
-    if isinstance(base, memoryview):
-        base = base.obj
-    if not isinstance(base, mmap.mmap) or et.is_narrow:
+    base = backing_mapping(flat)
+    if base is None or et.is_narrow:
         return None
     # A slice of the mapping itself (as the decoder's views are), so that a writer can tell the file and offset.
     start = int(flat.ctypes.data) - int(np.frombuffer(base, np.uint8).ctypes.data)
