@@ -21,9 +21,10 @@ Per model and per tool (the original, onnxcore, onnxsim, onnxslim, onnxoptimizer
   within rtol 1e-3 and atol 1e-4 x max(1, largest magnitude of the original's output), labels
   (integer outputs) differing on at most 1 % (the corpus's own rule), shapes and types equal;
 - **onnxruntime time** of the result: one thread (``intra_op_num_threads=1``, ``inter_op_num_threads=1``),
-  default graph optimizations, the base-size inputs, the variants taking turns run by run in an order rotated
-  each round, until each has run ``ORT_BUDGET`` seconds (at least ``--repeat`` rounds), best of the runs (a model
-  over 1 GiB: each variant alone, one after the other).
+  default graph optimizations, the base-size inputs, in ``ORT_SESSIONS`` fresh sessions per variant; in each,
+  the variants take turns run by run in an order rotated each round, until each has run
+  ``ORT_BUDGET / ORT_SESSIONS`` seconds (at least ``--repeat`` rounds); a session's time is its best run, a
+  variant's the median of its sessions (a model over 1 GiB: each variant alone, one after the other).
 
 Models: the light zoo (``light_*`` of the onnx wheel, with the seeded random weights of ``tests/corpus.py``, and
 two as shipped, whose weights are ``ConstantOfShape`` nodes: folding them grows the file), the corpus of issue 27
@@ -528,36 +529,46 @@ def evaluate(spec: dict[str, Any]) -> dict[str, Any]:
                 cells[col]["ort_seconds"] = best
                 del sess
         else:
-            sessions = {col: _session(path, optimized=True) for col, path in runnable.items()}
-            feed_of = {c: {i.name: inputs[i.name] for i in s.get_inputs()} for c, s in sessions.items()}
-            for col, s in sessions.items():
-                s.run(None, feed_of[col])
-            # Rounds until every variant has run for ORT_BUDGET seconds (at least ``repeat`` rounds, at most
-            # ORT_MAX_ROUNDS), the order rotated each round: a variant is not always the one after the same other,
-            # and the best of many runs is steady enough that the best of three anchors is not favoured by noise.
-            # The best of the even rounds and of the odd rounds are kept apart too: the summary picks the best
-            # anchor on one half and compares on the other (picking and comparing on the same runs favours the
-            # best of three anchors by noise alone, even where its graph is onnxcore's).
-            halves = {col: [float("inf"), float("inf")] for col in sessions}
-            spent = dict.fromkeys(sessions, 0.0)
-            order = list(sessions)
-            rounds = 0
-            while rounds < ORT_MAX_ROUNDS and (rounds < repeat or min(spent.values()) < ORT_BUDGET or rounds % 2):
-                for col in order[rounds % len(order) :] + order[: rounds % len(order)]:
-                    t0 = time.perf_counter()
-                    sessions[col].run(None, feed_of[col])
-                    took = time.perf_counter() - t0
-                    halves[col][rounds % 2] = min(halves[col][rounds % 2], took)
-                    spent[col] += took
-                rounds += 1
-            for col, (even, odd) in halves.items():
-                cells[col]["ort_seconds"] = min(even, odd)
-                cells[col]["ort_halves"] = [even, odd]
+            # ORT_SESSIONS rounds of fresh sessions, one per variant each time. A session's own placement of its
+            # buffers moves its best time by up to a few per cent for the whole session (measured: the same
+            # graph in eight sessions, 0.97-1.06 of each other on a 1 ms CNN), so the session, not the run, is
+            # the unit of noise: the summary picks the best anchor on the odd sessions and compares medians on
+            # the even ones (picking and comparing on the same sessions favours the best of three anchors by
+            # noise alone, even where its graph is onnxcore's).
+            per_session: dict[str, list[float]] = {col: [] for col in runnable}
+            order = list(runnable)
+            for k in range(ORT_SESSIONS):
+                sessions = {col: _session(runnable[col], optimized=True) for col in order}
+                feed_of = {c: {i.name: inputs[i.name] for i in s.get_inputs()} for c, s in sessions.items()}
+                for col, s in sessions.items():
+                    s.run(None, feed_of[col])
+                # Rounds until every variant has run ORT_BUDGET / ORT_SESSIONS seconds in this session (at least
+                # ``repeat`` rounds, at most ORT_MAX_ROUNDS), the order rotated each round and each session: a
+                # variant is not always the one after the same other.
+                best = dict.fromkeys(sessions, float("inf"))
+                spent = dict.fromkeys(sessions, 0.0)
+                rounds = 0
+                while rounds < ORT_MAX_ROUNDS and (rounds < repeat or min(spent.values()) < ORT_BUDGET / ORT_SESSIONS):
+                    shift = (rounds + k) % len(order)
+                    for col in order[shift:] + order[:shift]:
+                        t0 = time.perf_counter()
+                        sessions[col].run(None, feed_of[col])
+                        took = time.perf_counter() - t0
+                        best[col] = min(best[col], took)
+                        spent[col] += took
+                    rounds += 1
+                for col in order:
+                    per_session[col].append(best[col])
+                del sessions
+            for col, bests in per_session.items():
+                cells[col]["ort_seconds"] = statistics.median(bests)
+                cells[col]["ort_sessions"] = bests
     return cells
 
 
-ORT_BUDGET = 0.3  # seconds of onnxruntime runs per variant, at least
+ORT_BUDGET = 0.6  # seconds of onnxruntime runs per variant, at least, over all its sessions
 ORT_MAX_ROUNDS = 400
+ORT_SESSIONS = 6  # fresh sessions per variant and model: best anchor picked on the odd ones, compared on the even
 
 
 def _evaluate_main(spec_path: str) -> int:
@@ -675,18 +686,19 @@ def _valid(row: dict[str, Any], col: str, key: str) -> bool:
 
 
 def _ort_ratios(rows: list[dict[str, Any]], anchors: list[str]) -> list[float]:
-    """onnxcore's onnxruntime time over the best anchor's, per model: the anchor picked by its best odd round, the
-    ratio of the best even rounds (rows measured before the halves were kept have none: left out, and where no row
-    has them the caller keeps the plain ratio)."""
+    """onnxcore's onnxruntime time over the best anchor's, per model: the anchor picked by the median of its odd
+    sessions, the ratio of the medians of the even sessions (rows measured before sessions were kept have none:
+    left out, and where no row has them the caller keeps the plain ratio)."""
     ratios = []
     for r in rows:
-        if not _valid(r, "onnxcore", "ort_halves"):
+        if not _valid(r, "onnxcore", "ort_sessions"):
             continue
-        valid = [a for a in anchors if _valid(r, a, "ort_halves")]
+        valid = [a for a in anchors if _valid(r, a, "ort_sessions")]
         if not valid:
             continue
-        best = min(valid, key=lambda a: r["cells"][a]["ort_halves"][1])
-        mine, theirs = r["cells"]["onnxcore"]["ort_halves"][0], r["cells"][best]["ort_halves"][0]
+        best = min(valid, key=lambda a: statistics.median(r["cells"][a]["ort_sessions"][1::2]))
+        mine = statistics.median(r["cells"]["onnxcore"]["ort_sessions"][0::2])
+        theirs = statistics.median(r["cells"][best]["ort_sessions"][0::2])
         if theirs > 0:
             ratios.append(mine / theirs)
     return ratios
@@ -730,7 +742,7 @@ def summary(rows: list[dict[str, Any]], tools: list[str]) -> list[str]:
                     ratios.append(r["cells"]["onnxcore"][key] / min(best))
             how = ""
             if key == "ort_seconds" and (split := _ort_ratios(rows, anchors)):
-                ratios, how = split, " (the best anchor picked on the odd rounds, timed on the even ones)"
+                ratios, how = split, " (the best anchor picked on the odd sessions, compared on the even ones)"
             if ratios:
                 lines.append(
                     f"{what}, onnxcore / the best anchor's (models where both have a correct and valid result){how}: "
