@@ -174,3 +174,34 @@ def test_unsqueezes_merge(opset: int, a: list[int], b: list[int]) -> None:
                opset=opset)  # fmt: skip
     out, _ = rewrite_and_compare(m, _feeds(["N", 3]), MERGE)
     assert ops(out) == ["Unsqueeze", "Neg"]
+
+
+def _two_readers(second_op: str) -> object:
+    # The dynamo exporter's arange unsqueezed once, then twice more along different axes (BERT's position ids).
+    nodes = [h.make_node("Unsqueeze", ["x", "a"], ["u"]), h.make_node("Unsqueeze", ["u", "b"], ["y"]),
+             h.make_node(second_op, ["u", "c"] if second_op == "Unsqueeze" else ["u"], ["q"])]  # fmt: skip
+    g = h.make_graph(
+        [*nodes, h.make_node("Neg", ["y"], ["z"])],
+        "g",
+        [h.make_tensor_value_info("x", TP.FLOAT, ["N", 3])],
+        [
+            h.make_tensor_value_info("z", TP.FLOAT, ["a", "b", "c", "d"]),
+            h.make_tensor_value_info("q", TP.FLOAT, ["e", "f", "g", "h"][: 4 if second_op == "Unsqueeze" else 3]),
+        ],
+        [_ints("a", [0]), _ints("b", [1]), *([_ints("c", [3])] if second_op == "Unsqueeze" else [])],
+    )
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
+    m.ir_version = 8
+    return m
+
+
+def test_a_first_read_by_two_unsqueezes_merges_into_each() -> None:
+    out, fired = rewrite_and_compare(_two_readers("Unsqueeze"), _feeds(["N", 3]), MERGE)
+    assert fired and ops(out) == ["Unsqueeze", "Unsqueeze", "Neg"]
+    assert all(n.input[0] == "x" for n in out.graph.node[:2])
+
+
+def test_a_first_also_read_by_another_operator_stays() -> None:
+    out, _ = rewrite_and_compare(_two_readers("Relu"), _feeds(["N", 3]), MERGE)
+    assert ops(out) == ["Unsqueeze", "Unsqueeze", "Relu", "Neg"]
+    assert [n.input[0] for n in out.graph.node[:3]] == ["x", "u", "u"]

@@ -99,3 +99,64 @@ def test_a_concat_of_one_input_is_left_out_unless_it_is_a_graph_output() -> None
     x = _x((2, 3))
     assert all(a.tobytes() == b.tobytes() for a, b in zip(ort_run(m.SerializeToString(), {"x": x}),
                                                           ort_run(out.SerializeToString(), {"x": x})))  # fmt: skip
+
+
+def _logical(op: str, c: np.ndarray, x_shape: list, *, constant_first: bool = False) -> onnx.ModelProto:
+    ins = ["c", "x"] if constant_first else ["x", "c"]
+    nodes = [h.make_node(op, ins, ["m"]), h.make_node("Not", ["m"], ["y"])]
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", TP.BOOL, x_shape)],
+                     [h.make_tensor_value_info("y", TP.BOOL, [f"d{i}" for i in range(len(x_shape))])],
+                     [nh.from_array(c, "c")])  # fmt: skip
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 15)])
+    m.ir_version = 8
+    return m
+
+
+@pytest.mark.parametrize(
+    ("op", "c", "first"),
+    [
+        # The dynamo exporter's attention mask: ones & (position >= 0).
+        ("And", np.ones((1, 1), bool), True),
+        ("And", np.ones(5, bool), False),
+        ("Or", np.zeros((1, 5), bool), False),
+        ("Xor", np.zeros(1, bool), True),
+    ],
+)
+def test_logical_neutrals_are_left_out(op: str, c: np.ndarray, first: bool) -> None:
+    m = _logical(op, c, ["B", 5], constant_first=first)
+    out, fired = rewrite(m, DROP)
+    assert fired == ["drop_neutral_operands"] and ops(out) == ["Not"] and out.graph.node[0].input == ["x"]
+    for b in (1, 3):
+        x = RNG.random((b, 5)) < 0.5
+        (want,) = ort_run(m.SerializeToString(), {"x": x})
+        (got,) = ort_run(out.SerializeToString(), {"x": x})
+        assert np.array_equal(want, got)
+
+
+def test_logical_traps_keep_the_node() -> None:
+    traps = {
+        "and with a false": _logical("And", np.r_[np.ones(4, bool), False], ["B", 5]),
+        "or with a true": _logical("Or", np.r_[np.zeros(4, bool), True], ["B", 5]),
+        # [5] of trues against a dimension variable that may be 1: the broadcast grows it.
+        "grows a variable": _logical("And", np.ones(5, bool), ["B", "T"]),
+    }
+    for name, m in traps.items():
+        out, fired = rewrite(m, DROP)
+        assert fired == [] and len(ops(out)) == 2, name
+
+
+def test_a_neutral_node_writing_a_graph_output_hands_it_to_the_node_before() -> None:
+    # Llama's last RMSNorm: a Mul by its weight of ones makes the graph output; the node before writes it instead.
+    nodes = [h.make_node("Relu", ["x"], ["m"]), h.make_node("Mul", ["w", "m"], ["y"])]
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", TP.FLOAT, ["B", 8])],
+                     [h.make_tensor_value_info("y", TP.FLOAT, ["B", 8])],
+                     [nh.from_array(np.ones(8, np.float32), "w")])  # fmt: skip
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 15)])
+    m.ir_version = 8
+    out, fired = rewrite(m, DROP)
+    assert fired and ops(out) == ["Relu"] and list(out.graph.node[0].output) == ["y"]
+    assert [o.name for o in out.graph.output] == ["y"]
+    x = _x((2, 8))
+    (want,) = ort_run(m.SerializeToString(), {"x": x})
+    (got,) = ort_run(out.SerializeToString(), {"x": x})
+    assert want.tobytes() == got.tobytes()

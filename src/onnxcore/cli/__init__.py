@@ -203,7 +203,7 @@ def _parser(only_command: str | None = None, made: dict[str, _OnlyCommand] | Non
     )
     o.add_argument("model")
     o.add_argument("out")
-    o.add_argument("--level", choices=["none", "basic", "default"], default="default", help="which passes run")
+    o.add_argument("--level", choices=["none", "basic", "default", "all"], default="default", help="which passes run")
     o.add_argument(
         "--input-shape",
         action="append",

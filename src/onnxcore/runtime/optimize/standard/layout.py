@@ -1,6 +1,8 @@
 """Consecutive layout operators merged into one, or into nothing (issue 39).
 
-Pairs ``first -> second`` where ``first``'s output is read by ``second`` alone and is not a graph output:
+Pairs ``first -> second`` where ``first``'s output is not a graph output nor read inside a subgraph, and is read by
+``second`` alone or only by several of these operators (each merges with ``first`` on its own, ``first`` goes with
+the last; where one cannot, ``first`` stays and no node is added):
 
 - ``Transpose(Transpose(x, p), q)`` is ``Transpose(x, [p[j] for j in q])``; where that permutation is the identity,
   the pair is removed (its readers read ``x``; where its output is a graph output, an ``Identity`` keeps the name).
@@ -85,31 +87,52 @@ class _Merger:
         self.names = Names(graph)
         self.version = opset(graph) or 0
 
-    def sole_input(self, k: int) -> int | None:
-        """The node making ``nodes[k]``'s first input where that value has no other reader."""
+    def source(self, k: int) -> int | None:
+        """The node making ``nodes[k]``'s first input where that value is read by this pass's operators alone (one
+        reader, or several that may each merge with it: the dynamo exporter unsqueezes one range twice)."""
         name = self.nodes[k].inputs[0]
         p = self.graph.producer.get(name)
-        if p is None or p in self.drop or self.uses.get(name) != 1 or len(self.nodes[p].outputs) != 1:
+        if p is None or p in self.drop or len(self.nodes[p].outputs) != 1:
             return None
+        uses = self.uses.get(name, 0)
+        if uses != 1:
+            readers = self.graph.readers.get(name, [])
+            # Every use is a reader's first input (not a graph output, not a read from inside a subgraph: those
+            # count in ``uses`` and not here), and every reader one of this pass's operators.
+            firsts = [j for j in readers if self.nodes[j].inputs[0] == name and self.nodes[j].inputs.count(name) == 1]
+            if len(firsts) != uses or any(self.nodes[j].node.op_type not in _OPS for j in firsts):
+                return None
         return p
 
+    def consumed(self, p: int, k: int, x_readers: int) -> None:
+        """``nodes[k]`` no longer reads ``nodes[p]``'s output, and ``x`` (``nodes[p]``'s first input) gained
+        ``x_readers`` readers: ``nodes[p]`` goes with its last reader."""
+        first = self.nodes[p]
+        v, x = first.outputs[0], first.inputs[0]
+        self.uses[v] = self.uses.get(v, 0) - 1
+        self.uses[x] = self.uses.get(x, 0) + x_readers
+        if self.uses[v] == 0:
+            self.drop.add(p)
+            self.uses[x] -= 1
+
     def identity(self, p: int, k: int) -> None:
-        """The pair ``p -> k`` computes its first input: removed (or an Identity where its output must stay)."""
+        """The pair ``p -> k`` computes ``p``'s first input: ``k`` removed (or an Identity where its output must
+        stay), and ``p`` with its last reader."""
         first, second = self.nodes[p], self.nodes[k]
         x, out = first.inputs[0], second.outputs[0]
         if rewire(self.graph, self.nodes, out, x):
-            self.uses[x] = self.uses.get(x, 0) - 1 + self.uses.get(out, 0)
-            self.drop.update((p, k))
+            self.drop.add(k)
+            self.consumed(p, k, self.uses.get(out, 0))
             return
         ident = standard_node(self.graph, second, "Identity", [x], [out], name=node_name((first, second), out))
         if ident is not None:
             self.nodes[k] = ident
-            self.drop.add(p)
+            self.consumed(p, k, 1)
 
     def replace(self, p: int, k: int, new: PlanNode | None) -> None:
         if new is not None:
             self.nodes[k] = new
-            self.drop.add(p)
+            self.consumed(p, k, 1)
 
     def transpose(self, p: int, k: int) -> None:
         first, second = self.nodes[p], self.nodes[k]
@@ -198,7 +221,7 @@ class _Merger:
             op = second.node.op_type
             if op not in _OPS or not is_standard(second, op) or not second.inputs or len(second.outputs) != 1:
                 continue
-            p = self.sole_input(k)
+            p = self.source(k)
             if p is None:
                 continue
             first_op = self.nodes[p].node.op_type

@@ -1,5 +1,5 @@
-"""``x * ones``, ``x / ones``, ``x + (-0)s``, ``x - (+0)s`` by a whole constant tensor, and a Concat of one input, left
-out (issue 39).
+"""``x * ones``, ``x / ones``, ``x + (-0)s``, ``x - (+0)s``, ``x and trues``, ``x or falses``, ``x xor falses`` by a
+whole constant tensor, and a Concat of one input, left out (issue 39).
 
 ``drop_noops`` leaves out a Mul by the scalar 1 (one element); exporters also write a norm's weight, all ones in a
 freshly initialized model (T5's and Llama's RMSNorm, ``[hidden]``), as a Mul by a vector. Multiplying by 1 (or
@@ -12,13 +12,15 @@ each dense block's first ``torch.cat`` of a list of one tensor as a Concat of on
 Preconditions, each checked:
 
 - a standard Mul, Div, Add or Sub (version 7 on: multidirectional broadcasting) with one constant operand (the
-  second for Div and Sub) of a float or integer type, every element the neutral one above;
+  second for Div and Sub) of a float or integer type, every element the neutral one above; or a standard And, Or
+  or Xor (version 7 on) with one constant boolean operand, every element true (And) or false (Or, Xor): the
+  dynamo exporter's attention mask is ``ones & (position >= 0)``;
 - the varying input's shape is known and the constant's rank is at most its rank; aligned from the right, each of
   the constant's extents is 1 or the varying input's fixed extent at that position (an extent 3 against a
   dimension variable, which may be 1, would grow it);
 - or a standard Concat with one input;
-- the output is not a graph output and not read from inside a subgraph (its readers are made to read the varying
-  input instead).
+- the output is not read from inside a subgraph (its readers are made to read the varying input instead); where it
+  is a graph output, the varying input is made by a node whose output is not one (that node writes it instead).
 """
 
 from __future__ import annotations
@@ -26,12 +28,14 @@ from __future__ import annotations
 import numpy as np
 
 from onnxcore.runtime.optimize.graph import PlanGraph
-from onnxcore.runtime.optimize.standard.emit import is_standard, rewire, shape
+from onnxcore.runtime.optimize.noops import alias_noops
+from onnxcore.runtime.optimize.standard.emit import is_standard, shape
 from onnxcore.runtime.step import PlanNode
 
 __all__ = ["drop_neutral_operands", "drop_zero_shifts"]
 
-_OPS = ("Mul", "Div", "Add", "Sub", "Concat")
+_LOGICAL = ("And", "Or", "Xor")
+_OPS = ("Mul", "Div", "Add", "Sub", "Concat", *_LOGICAL)
 
 # Where a zero's sign becomes a value: a divisor (1 / -0 is -inf), a base raised to a negative power, a cast to text
 # ("-0"). The positions of the inputs that see it.
@@ -46,7 +50,11 @@ _STRING = 8  # TensorProto.STRING (Annex B)
 
 def _neutral(c: np.ndarray, op: str) -> bool:
     """Whether every element of ``c`` leaves the other operand as it is under ``op`` (module docstring)."""
-    if c.dtype.kind not in "fiu" or c.size == 0:
+    if c.size == 0:
+        return False
+    if op in _LOGICAL:
+        return c.dtype.kind == "b" and bool(np.all(c) if op == "And" else not np.any(c))
+    if c.dtype.kind not in "fiu":
         return False
     if op in ("Mul", "Div"):
         return bool(np.all(c == 1))
@@ -108,6 +116,24 @@ def _zero_sign_seen(graph: PlanGraph, nodes: list[PlanNode]) -> set[str]:
     return seen
 
 
+def _zero_shift_source(graph: PlanGraph, bn: PlanNode) -> str | None:
+    """The varying input of a float ``x + (+0)`` or ``x - (-0)`` by a whole constant that keeps its shape, or None."""
+    op = bn.node.op_type
+    if op not in ("Add", "Sub") or not is_standard(bn, op) or bn.since < 7 or len(bn.inputs) != 2:
+        return None
+    if len(bn.outputs) != 1 or not all(bn.inputs):
+        return None
+    for j in (0, 1) if op == "Add" else (0,):
+        x, c = bn.inputs[j], graph.const.get(bn.inputs[1 - j])
+        if x in graph.const or not isinstance(c, np.ndarray) or c.dtype.kind != "f" or c.size == 0:
+            continue
+        if not np.all(c == 0) or bool(np.any(np.signbit(c))) != (op == "Sub"):
+            continue
+        s = shape(graph, x)
+        return x if s is not None and _keeps_shape(c, s) else None
+    return None
+
+
 def drop_zero_shifts(graph: PlanGraph) -> list[PlanNode]:
     """Leave out each float ``x + (+0)`` and ``x - (-0)`` by a whole constant whose result no reader can tell from
     ``x`` (issue 39).
@@ -123,43 +149,27 @@ def drop_zero_shifts(graph: PlanGraph) -> list[PlanNode]:
     if graph.facts is None or not any(bn.node.op_type in ("Add", "Sub") for bn in nodes):
         return nodes
     seen: set[str] | None = None
-    drop: set[int] = set()
-    for k in range(len(nodes)):
-        bn = nodes[k]
-        op = bn.node.op_type
-        if op not in ("Add", "Sub") or not is_standard(bn, op) or bn.since < 7 or len(bn.inputs) != 2:
-            continue
-        if len(bn.outputs) != 1 or not all(bn.inputs):
-            continue
-        for j in (0, 1) if op == "Add" else (0,):
-            x, c = bn.inputs[j], graph.const.get(bn.inputs[1 - j])
-            if x in graph.const or not isinstance(c, np.ndarray) or c.dtype.kind != "f" or c.size == 0:
-                continue
-            if not np.all(c == 0) or bool(np.any(np.signbit(c))) != (op == "Sub"):
-                continue
-            s = shape(graph, x)
-            if s is None or not _keeps_shape(c, s):
-                continue
-            if seen is None:
-                seen = _zero_sign_seen(graph, nodes)
-            if bn.outputs[0] not in seen and rewire(graph, nodes, bn.outputs[0], x):
-                drop.add(k)
-            break
-    return [bn for k, bn in enumerate(nodes) if k not in drop]
+
+    def source(bn: PlanNode, known: object) -> str | None:
+        nonlocal seen
+        x = _zero_shift_source(graph, bn)
+        if x is None:
+            return None
+        if seen is None:
+            seen = _zero_sign_seen(graph, nodes)
+        return None if bn.outputs[0] in seen else x
+
+    return alias_noops(graph, source, outer_sources=True)
 
 
 def drop_neutral_operands(graph: PlanGraph) -> list[PlanNode]:
-    """Leave out each Mul, Div, Add or Sub by a whole constant of neutral elements, and each Concat of one input
-    (module docstring)."""
-    nodes = list(graph.nodes)
-    if graph.facts is None or not any(bn.node.op_type in _OPS for bn in nodes):
-        return nodes
-    drop: set[int] = set()
-    for k in range(len(nodes)):
-        bn = nodes[k]
-        if bn.node.op_type not in _OPS:
-            continue
-        x = _source(graph, bn)
-        if x is not None and rewire(graph, nodes, bn.outputs[0], x):
-            drop.add(k)
-    return [bn for k, bn in enumerate(nodes) if k not in drop]
+    """Leave out each Mul, Div, Add, Sub, And, Or or Xor by a whole constant of neutral elements, and each Concat of
+    one input (module docstring). Their readers read the varying input; where the output is a graph output, the node
+    making that input writes it (:func:`~onnxcore.runtime.optimize.noops.alias_noops`, the one renaming)."""
+    if graph.facts is None or not any(bn.node.op_type in _OPS for bn in graph.nodes):
+        return list(graph.nodes)
+
+    def source(bn: PlanNode, known: object) -> str | None:
+        return _source(graph, bn) if bn.node.op_type in _OPS else None
+
+    return alias_noops(graph, source, outer_sources=True)
