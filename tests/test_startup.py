@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import onnxcore
+import onnxcore.runtime as rt
 from onnxcore.kernels._util import distinct
 
 BUNDLED = sorted((Path(onnxcore.__file__).resolve().parent / "data").glob("*.onnx"))[0]
@@ -296,3 +297,23 @@ def test_distinct_is_numpy_unique_without_numpy_ma():
         want = np.unique(a)
         got = distinct(a)
         assert got.dtype == want.dtype and got.tolist() == want.tolist()
+
+
+def test_a_session_does_not_load_the_onnxruntime_facade_nor_the_model_optimizer():
+    # onnxcore.runtime names its members lazily (PEP 562): a script that makes a Session does not import the
+    # façade's modules and the model rewrites they reach (40-50 ms of its start); the façade's names still resolve.
+    out = _fresh(
+        "import sys, numpy as np, onnxcore as oc\n"
+        f"s = oc.Session({str(BUNDLED)!r})\n"
+        "s.run(None, {'x': np.zeros((2, 4), np.float32)})\n"
+        "print([m for m in ('onnxcore.runtime.ort_api', 'onnxcore.runtime.ort_export', 'onnxcore.optimizer',"
+        " 'onnxcore.runtime.optimize.standard', 'onnxcore.runtime.rewrite_model') if m in sys.modules])\n"
+        "import onnxcore.runtime as rt\n"
+        "print(rt.InferenceSession is oc.InferenceSession, sorted(set(rt.__all__) - set(dir(rt))))"
+    )
+    assert out.splitlines() == ["[]", "True []"]
+
+
+def test_an_unknown_runtime_name_is_an_attribute_error():
+    with pytest.raises(AttributeError, match="no attribute 'Sesion'"):
+        rt.Sesion  # noqa: B018

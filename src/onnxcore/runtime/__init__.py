@@ -3,25 +3,71 @@ API over the same session (:mod:`onnxcore.runtime.ort_api` and its sibling ``ort
 
 from __future__ import annotations
 
-from onnxcore.runtime.ort_api import InferenceSession, ModelMetadata, NodeArg
-from onnxcore.runtime.ort_options import (
-    ExecutionMode,
-    ExecutionOrder,
-    GraphOptimizationLevel,
-    ProviderError,
-    RunOptions,
-    SessionOptions,
-    UnsupportedFeatureError,
-    get_all_providers,
-    get_available_providers,
-    get_device,
-    get_version_string,
-    set_default_logger_severity,
-    set_default_logger_verbosity,
-)
-from onnxcore.runtime.ort_values import IOBinding, OrtValue
-from onnxcore.runtime.seeding import set_seed
-from onnxcore.runtime.session import Session, StepTime, ValueDescription
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from onnxcore.runtime.ort_api import InferenceSession, ModelMetadata, NodeArg
+    from onnxcore.runtime.ort_options import (
+        ExecutionMode,
+        ExecutionOrder,
+        GraphOptimizationLevel,
+        ProviderError,
+        RunOptions,
+        SessionOptions,
+        UnsupportedFeatureError,
+        get_all_providers,
+        get_available_providers,
+        get_device,
+        get_version_string,
+        set_default_logger_severity,
+        set_default_logger_verbosity,
+    )
+    from onnxcore.runtime.ort_values import IOBinding, OrtValue
+    from onnxcore.runtime.seeding import set_seed
+    from onnxcore.runtime.session import Session, StepTime, ValueDescription
+
+# Each name is imported on first use (PEP 562): a script that makes a Session does not pay for the onnxruntime
+# façade's modules (shape inference, the model rewrites), 40-50 ms of its start (issue 42, item 3).
+_LAZY = {
+    "InferenceSession": "onnxcore.runtime.ort_api",
+    "ModelMetadata": "onnxcore.runtime.ort_api",
+    "NodeArg": "onnxcore.runtime.ort_api",
+    "ExecutionMode": "onnxcore.runtime.ort_options",
+    "ExecutionOrder": "onnxcore.runtime.ort_options",
+    "GraphOptimizationLevel": "onnxcore.runtime.ort_options",
+    "ProviderError": "onnxcore.runtime.ort_options",
+    "RunOptions": "onnxcore.runtime.ort_options",
+    "SessionOptions": "onnxcore.runtime.ort_options",
+    "UnsupportedFeatureError": "onnxcore.runtime.ort_options",
+    "get_all_providers": "onnxcore.runtime.ort_options",
+    "get_available_providers": "onnxcore.runtime.ort_options",
+    "get_device": "onnxcore.runtime.ort_options",
+    "get_version_string": "onnxcore.runtime.ort_options",
+    "set_default_logger_severity": "onnxcore.runtime.ort_options",
+    "set_default_logger_verbosity": "onnxcore.runtime.ort_options",
+    "IOBinding": "onnxcore.runtime.ort_values",
+    "OrtValue": "onnxcore.runtime.ort_values",
+    "set_seed": "onnxcore.runtime.seeding",
+    "Session": "onnxcore.runtime.session",
+    "StepTime": "onnxcore.runtime.session",
+    "ValueDescription": "onnxcore.runtime.session",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'onnxcore.runtime' has no attribute {name!r}")
+    import importlib  # here: only on the first use of a name
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "ExecutionMode",

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from onnxcore.runtime.optimize.cse import cse_key
+from onnxcore.runtime.optimize.cse import cse_key, lone_operators
 from onnxcore.runtime.optimize.graph import PlanGraph
 from onnxcore.runtime.optimize.model_fold import fold_within_budget
 from onnxcore.runtime.optimize.model_graph import MODEL_CONDITIONS
@@ -65,8 +65,12 @@ def eliminate_common(graph: PlanGraph) -> list[PlanNode]:
     seen: dict[tuple[Any, ...], PlanNode] = {}
     canon: dict[str, str] = {}
     out: list[PlanNode] = []
+    lone = lone_operators(graph.nodes)
     for bn in graph.nodes:
         bn = _renamed(bn, canon)
+        if (bn.node.domain, bn.node.op_type) in lone:
+            out.append(bn)
+            continue
         key = cse_key(bn, [_token(n, graph.const) if n else "" for n in bn.inputs])
         if key is not None:
             key = (*key, len(bn.outputs))
