@@ -100,7 +100,10 @@ class _Merger:
             # Every use is a reader's first input (not a graph output, not a read from inside a subgraph: those
             # count in ``uses`` and not here), and every reader one of this pass's operators.
             firsts = [j for j in readers if self.nodes[j].inputs[0] == name and self.nodes[j].inputs.count(name) == 1]
-            if len(firsts) != uses or any(self.nodes[j].node.op_type not in _OPS for j in firsts):
+            if len(firsts) != uses or not all(
+                self.nodes[j].node.op_type in _OPS and is_standard(self.nodes[j], self.nodes[j].node.op_type)
+                for j in firsts
+            ):
                 return None
         return p
 
