@@ -28,6 +28,7 @@ from numpy.lib.stride_tricks import as_strided
 from onnxcore.errors import EvaluationError, ShapeError
 from onnxcore.kernels import accel
 from onnxcore.kernels._depthwise import depthwise_conv2d, depthwise_pays
+from onnxcore.kernels._epilogue import add_channel_bias
 from onnxcore.kernels._scratch import scratch
 from onnxcore.kernels._util import check_elements, int_list, is_narrow_float
 from onnxcore.kernels.registry import kernel
@@ -625,7 +626,7 @@ def _conv(
     wb = None if bias is None else bias.astype(wd, copy=False)
     y, biased = _conv_paths(x.astype(wd, copy=False), w.astype(wd, copy=False), group, pb, pe, st, dil, out, wb)
     if wb is not None and not biased:
-        y += wb.reshape((1, -1) + (1,) * len(out))
+        add_channel_bias(y, wb)
     return y.astype(dt, copy=False)
 
 

@@ -24,6 +24,7 @@ import numpy as np
 
 from onnxcore.errors import EvaluationError
 from onnxcore.kernels import accel
+from onnxcore.kernels._epilogue import relu_into
 from onnxcore.kernels._erf_coef import ERF_P as _ERF_P
 from onnxcore.kernels._erf_coef import ERF_Q as _ERF_Q
 from onnxcore.kernels._scratch import scratch
@@ -133,6 +134,8 @@ _register_unary("Sigmoid", _sigmoid, (6, 13), legacy=True)
 def _relu(x: Array) -> Array:
     if x.dtype.kind == "V":
         return np.asarray(np.maximum(x.astype(np.float32), 0)).astype(x.dtype)
+    if type(x) is np.ndarray and x.ndim:
+        return relu_into(x)  # float32/64: one compiled pass with the accelerator; numpy's maximum otherwise
     # A Python 0 is a weak scalar (NEP 50): the result keeps x's dtype.
     r = np.maximum(x, 0)
     return r if type(r) is np.ndarray else np.asarray(r)

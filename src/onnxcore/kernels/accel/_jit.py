@@ -19,7 +19,12 @@ from numba.extending import intrinsic
 from onnxcore.kernels._erf_coef import ERF_CLAMP, ERF_P, ERF_Q
 
 __all__ = [
+    "add_row_bias",
     "attention_scores4",
+    "clip_flat",
+    "clip_inplace",
+    "relu_flat",
+    "relu_inplace",
     "attention_normalize",
     "tanh_gelu_inner",
     "tanh_gelu_outer",
@@ -170,6 +175,60 @@ def hard_swish_rows(
         b = bias[r % nb]
         for i in range(xr.size):
             orow[i] = _hard_swish_of(xr[i] + b, sixth, half)
+
+
+@_njit
+def relu_flat(x: Any, out: Any, zero: Any, start: int, stop: int) -> None:  # pragma: no cover - compiled
+    """``out[i] = maximum(x[i], 0)`` for ``i`` in ``start..stop`` (1-D, float32 or float64, ``out`` another array;
+    ``zero`` of the element type): numpy's maximum bit for bit, NaN kept, ``-0`` made ``+0`` (the second operand
+    when the two are equal). The loop runs over slices: over ``range(start, stop)`` LLVM does not vectorise it."""
+    xs, os = x[start:stop], out[start:stop]
+    for i in range(xs.size):
+        v = xs[i]
+        os[i] = zero if v <= zero else v
+
+
+@_njit
+def relu_inplace(x: Any, zero: Any, start: int, stop: int) -> None:  # pragma: no cover - compiled
+    """:func:`relu_flat` of ``x`` into ``x`` (one array: the loop vectorises, where two that may alias do not)."""
+    xs = x[start:stop]
+    for i in range(xs.size):
+        v = xs[i]
+        xs[i] = zero if v <= zero else v
+
+
+@_njit
+def clip_flat(x: Any, out: Any, lo: Any, hi: Any, start: int, stop: int) -> None:  # pragma: no cover - compiled
+    """``out[i] = clip(x[i], lo, hi)`` for ``i`` in ``start..stop`` (1-D, float32 or float64, ``out`` another array;
+    the bounds of the element type): numpy's clip bit for bit, ``min(hi, max(lo, x))`` with each taking its second
+    operand unless the first is strictly beyond it (NaN kept, ``-0`` kept, ``hi`` where ``lo > hi``)."""
+    xs, os = x[start:stop], out[start:stop]
+    for i in range(xs.size):
+        v = xs[i]
+        t = lo if lo > v else v
+        os[i] = hi if hi < t else t
+
+
+@_njit
+def clip_inplace(x: Any, lo: Any, hi: Any, start: int, stop: int) -> None:  # pragma: no cover - compiled
+    """:func:`clip_flat` of ``x`` into ``x``."""
+    xs = x[start:stop]
+    for i in range(xs.size):
+        v = xs[i]
+        t = lo if lo > v else v
+        xs[i] = hi if hi < t else t
+
+
+@_njit
+def add_row_bias(x: Any, bias: Any, start: int, stop: int) -> None:  # pragma: no cover - compiled
+    """``x[r] += bias[r % len(bias)]`` for the rows ``start..stop`` of ``x`` ``(rows, inner)`` in place (a Conv's
+    output, its rows the planes of its channels, and its bias): the additions numpy's broadcast makes."""
+    nb = bias.size
+    for r in range(start, stop):
+        xr = x[r]
+        b = bias[r % nb]
+        for i in range(xr.size):
+            xr[i] += b
 
 
 # float32 exp(u) for u <= 0, vectorised (numba has no vectorised exp: a loop calling exp is scalar): u = n ln 2 + r,

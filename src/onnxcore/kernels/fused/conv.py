@@ -21,6 +21,7 @@ import numpy as np
 
 from onnxcore.errors import EvaluationError
 from onnxcore.kernels._conv_choice import MeasuredConv
+from onnxcore.kernels._epilogue import add_channel_bias, clip_into, relu_into
 from onnxcore.kernels._winograd import MIN_CHANNELS, WinogradConv
 from onnxcore.kernels.elementwise import gelu
 from onnxcore.kernels.fused import FUSED_DOMAIN
@@ -53,9 +54,7 @@ class InPlaceRelu:
 
     def __call__(self, *args: Any, **kw: Any) -> Any:
         y = self.call(*args, **kw)
-        if y.flags.writeable:
-            return np.maximum(y, 0, out=y)
-        return np.maximum(y, 0)
+        return relu_into(y, y if y.flags.writeable else None)
 
 
 class ConvActivation:
@@ -82,11 +81,10 @@ class ConvActivation:
             fast = self.fused(y, b)
             if fast is not None:
                 return fast
-            bb = b.reshape((1, -1) + (1,) * (y.ndim - 2))
             if y.flags.writeable and y.dtype == np.result_type(y, b):
-                y += bb
+                add_channel_bias(y, b.astype(y.dtype, copy=False))
             else:
-                y = y + bb
+                y = y + b.reshape((1, -1) + (1,) * (y.ndim - 2))
         return np.asarray(self.act(y))
 
 
@@ -262,9 +260,9 @@ class ProjectedPool:
     def __call__(self, x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None, **kw: Any) -> np.ndarray:
         y = self.pool(self.conv(x, w, None, **kw), **self.pool_kw)
         if b is not None:
-            y += b.reshape((1, -1) + (1,) * (y.ndim - 2))
+            add_channel_bias(y, b.astype(y.dtype, copy=False))
         if self.relu:
-            np.maximum(y, 0, out=y)
+            relu_into(y, y)
         return y
 
 
@@ -299,7 +297,7 @@ class ClipInPlace:
         self.lo, self.hi = lo, hi
 
     def __call__(self, y: np.ndarray) -> np.ndarray:
-        return np.clip(y, self.lo, self.hi, out=y if y.flags.writeable and y.dtype == self.lo.dtype else None)
+        return clip_into(y, self.lo, self.hi, y if y.flags.writeable and y.dtype == self.lo.dtype else None)
 
 
 def _no_fused_pass(y: np.ndarray, b: np.ndarray) -> None:
