@@ -21,10 +21,11 @@ Per model and per tool (the original, onnxcore, onnxsim, onnxslim, onnxoptimizer
   within rtol 1e-3 and atol 1e-4 x max(1, largest magnitude of the original's output), labels
   (integer outputs) differing on at most 1 % (the corpus's own rule), shapes and types equal;
 - **onnxruntime time** of the result: one thread (``intra_op_num_threads=1``, ``inter_op_num_threads=1``),
-  default graph optimizations, the base-size inputs, in ``ORT_SESSIONS`` fresh sessions per variant; in each,
-  the variants take turns run by run in an order rotated each round, until each has run
-  ``ORT_BUDGET / ORT_SESSIONS`` seconds (at least ``--repeat`` rounds); a session's time is its best run, a
-  variant's the median of its sessions (a model over 1 GiB: each variant alone, one after the other).
+  default graph optimizations, the base-size inputs, in two fresh sessions per variant and variant compared (ten
+  for the original and four tools), made in an order rotated every second session; in each, the variants take
+  turns run by run in an order rotated each round, until each has run ``ORT_BUDGET`` seconds over its sessions
+  (at least ``--repeat`` rounds each); a session's time is its best run, a variant's the median of its sessions
+  (a model over 1 GiB: each variant alone, one after the other).
 
 Models: the light zoo (``light_*`` of the onnx wheel, with the seeded random weights of ``tests/corpus.py``, and
 two as shipped, whose weights are ``ConstantOfShape`` nodes: folding them grows the file), the corpus of issue 27
@@ -529,26 +530,33 @@ def evaluate(spec: dict[str, Any]) -> dict[str, Any]:
                 cells[col]["ort_seconds"] = best
                 del sess
         else:
-            # ORT_SESSIONS rounds of fresh sessions, one per variant each time. A session's own placement of its
-            # buffers moves its best time by up to a few per cent for the whole session (measured: the same
-            # graph in eight sessions, 0.97-1.06 of each other on a 1 ms CNN), so the session, not the run, is
-            # the unit of noise: the summary picks the best anchor on the odd sessions and compares medians on
-            # the even ones (picking and comparing on the same sessions favours the best of three anchors by
-            # noise alone, even where its graph is onnxcore's).
+            # Rounds of fresh sessions, one per variant each time. A session's own placement of its buffers moves
+            # its best time by up to a few per cent for the whole session (measured: the same graph in eight
+            # sessions, 0.97-1.06 of each other on a 1 ms CNN), and the order the sessions are made in moves it
+            # too (four copies of one file made one after the other, twelve times: the last made 0.9 % faster
+            # than the first, in 10 of 12 rounds). So the session, not the run, is the unit of noise, and the
+            # order of making rotates: ORT_SESSIONS_PER_VARIANT * variants sessions each, session k made in the
+            # order shifted by k // 2, so that the even sessions and the odd ones each put every variant at every
+            # place once. The summary picks the best anchor on the odd sessions and compares medians on the even
+            # ones (picking and comparing on the same sessions favours the best of three anchors by noise alone,
+            # even where its graph is onnxcore's).
             per_session: dict[str, list[float]] = {col: [] for col in runnable}
             order = list(runnable)
-            for k in range(ORT_SESSIONS):
-                sessions = {col: _session(runnable[col], optimized=True) for col in order}
+            count = ORT_SESSIONS_PER_VARIANT * len(order)
+            for k in range(count):
+                shift = (k // 2) % len(order)
+                made = {col: _session(runnable[col], optimized=True) for col in order[shift:] + order[:shift]}
+                sessions = {col: made[col] for col in order}
                 feed_of = {c: {i.name: inputs[i.name] for i in s.get_inputs()} for c, s in sessions.items()}
                 for col, s in sessions.items():
                     s.run(None, feed_of[col])
-                # Rounds until every variant has run ORT_BUDGET / ORT_SESSIONS seconds in this session (at least
+                # Rounds until every variant has run ORT_BUDGET / count seconds in this session (at least
                 # ``repeat`` rounds, at most ORT_MAX_ROUNDS), the order rotated each round and each session: a
                 # variant is not always the one after the same other.
                 best = dict.fromkeys(sessions, float("inf"))
                 spent = dict.fromkeys(sessions, 0.0)
                 rounds = 0
-                while rounds < ORT_MAX_ROUNDS and (rounds < repeat or min(spent.values()) < ORT_BUDGET / ORT_SESSIONS):
+                while rounds < ORT_MAX_ROUNDS and (rounds < repeat or min(spent.values()) < ORT_BUDGET / count):
                     shift = (rounds + k) % len(order)
                     for col in order[shift:] + order[:shift]:
                         t0 = time.perf_counter()
@@ -559,16 +567,16 @@ def evaluate(spec: dict[str, Any]) -> dict[str, Any]:
                     rounds += 1
                 for col in order:
                     per_session[col].append(best[col])
-                del sessions
+                del sessions, made
             for col, bests in per_session.items():
                 cells[col]["ort_seconds"] = statistics.median(bests)
                 cells[col]["ort_sessions"] = bests
     return cells
 
 
-ORT_BUDGET = 0.6  # seconds of onnxruntime runs per variant, at least, over all its sessions
+ORT_BUDGET = 1.0  # seconds of onnxruntime runs per variant, at least, over all its sessions
 ORT_MAX_ROUNDS = 400
-ORT_SESSIONS = 6  # fresh sessions per variant and model: best anchor picked on the odd ones, compared on the even
+ORT_SESSIONS_PER_VARIANT = 2  # times the variants: the fresh sessions of each (module docstring)
 
 
 def _evaluate_main(spec_path: str) -> int:

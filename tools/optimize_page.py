@@ -39,13 +39,16 @@ with its defaults: [onnxsim](https://github.com/daquexian/onnx-simplifier) (onnx
   and onnxruntime with its graph optimizations off runs the original and the result on seeded random inputs with
   every dimension variable at the base size, at 1 and at base + 1; outputs agree within rtol 1e-3 and atol 1e-4
   of the output's largest magnitude (at least 1), labels on at least 99 %;
-- the onnxruntime time of a result is one thread (`intra_op_num_threads=1`), default graph optimizations, in six
-  fresh sessions per variant; in each, the variants take turns run by run in an order rotated each round, until
-  each has run for 0.1 s (at least 5 rounds); a session's time is its best run, a variant's the median of its
-  sessions. A session's placement of its buffers moves its best time by up to a few per cent for the whole session
-  (the same graph in eight sessions: 0.97-1.06 of each other on a 1 ms CNN), so the comparison with the best anchor
-  picks that anchor by its odd sessions and compares the even ones: picked and compared on the same sessions,
-  the best of three anchors wins by noise alone, even where its graph is onnxcore's;
+- the onnxruntime time of a result is one thread (`intra_op_num_threads=1`), default graph optimizations, in two
+  fresh sessions per variant and variant compared (ten for the original and the four tools), made in an order
+  rotated every second session; in each, the variants take turns run by run in an order rotated each round, until
+  each has run 1 s over its sessions (at least 5 rounds each); a session's time is its best run, a variant's the
+  median of its sessions. A session's placement of its buffers moves its best time by up to a few per cent for
+  the whole session (the same graph in eight sessions: 0.97-1.06 of each other on a 1 ms CNN), and so does the
+  order sessions are made in (four copies of one file made one after the other, twelve times: the last made 0.9 %
+  faster than the first in 10 of the 12). So the best anchor is picked by its odd sessions and compared on the
+  even ones, and each half puts every variant at every place of the order once: picked and compared on the same
+  sessions, the best of three anchors wins by noise alone, even where its graph is onnxcore's;
 - a tool that fails on a model is a cell `fails: <reason>`; a result that computes something else is
   **CHANGED**, one onnx's checker refuses names the **checker**'s message.
 
