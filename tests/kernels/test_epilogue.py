@@ -15,11 +15,11 @@ from onnx import helper as h
 from onnx import numpy_helper as nh
 
 import onnxcore
-from onnxcore.kernels._epilogue import add_channel_bias, clip_into, relu_into
+from onnxcore.kernels._epilogue import _MIN_COMPILED, add_channel_bias, clip_into, relu_into
 from onnxcore.kernels.threads import MIN_PARALLEL_ELEMENTS
 
 SPECIAL = [np.nan, -np.nan, 0.0, -0.0, np.inf, -np.inf, 1e-40, -1e-40, 6.0, -6.0, 5.999, 6.001, 1.0, -1.0]
-SIZES = [1, 13, 4099, MIN_PARALLEL_ELEMENTS + 17]
+SIZES = [1, 13, 4099, _MIN_COMPILED + 13, MIN_PARALLEL_ELEMENTS + 17]
 
 
 def _values(n: int, dtype: Any, seed: int = 0) -> np.ndarray:

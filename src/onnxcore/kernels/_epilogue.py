@@ -6,8 +6,8 @@ AVX-512, 72 x 3136 float32 values: a Relu 85 us, a Clip 87 us, the channel bias 
 us). In a CNN they follow nearly every convolution (a Conv's bias, then its Relu or ReLU6), so with the
 accelerator each is one compiled pass at the addition's speed, split over the kernel threads: the same values bit
 for bit as numpy's (``maximum(x, 0)`` keeps NaN and makes ``-0`` ``+0``; ``clip`` keeps NaN and ``-0``, and gives
-``hi`` where ``lo > hi``), which the tests hold over the special values. Without the accelerator, or for another
-element type or a non-contiguous array, numpy's own calls.
+``hi`` where ``lo > hi``), which the tests hold over the special values. Without the accelerator, for another
+element type or a non-contiguous array, or below ``_MIN_COMPILED`` elements, numpy's own calls.
 """
 
 from __future__ import annotations
@@ -24,12 +24,16 @@ __all__ = ["add_channel_bias", "clip_into", "relu_into"]
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 _BLOCK = 1 << 15  # elements per block of the kernel threads, at least
+# Below this many elements numpy's call costs a few microseconds: the compiled loops would save little and, on a
+# model's first use, cost the import of numba (0.4 s; an MLP's Relu, a tabular model's Clip never load it).
+_MIN_COMPILED = 1 << 14
 
 
 def _compiled(x: np.ndarray, out: np.ndarray) -> bool:
     """Whether the compiled loops take ``x`` into ``out``: one float type, both contiguous, the accelerator on."""
     return (
-        x.dtype in _FLOATS
+        x.size >= _MIN_COMPILED
+        and x.dtype in _FLOATS
         and out.dtype == x.dtype
         and x.shape == out.shape
         and x.flags.c_contiguous
@@ -50,7 +54,7 @@ def relu_into(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         out = np.empty_like(x) if x.dtype in _FLOATS and x.flags.c_contiguous else None
         if out is None:
             return np.maximum(x, 0)
-    if not _compiled(x, out) or x.size == 0:
+    if not _compiled(x, out):
         return np.maximum(x, 0, out=out)
     jit, xf, zero = accel.jit(), x.reshape(-1), x.dtype.type(0)
     if out is x:
@@ -70,7 +74,7 @@ def clip_into(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, out: np.ndarray | N
         if out is None:
             return np.clip(x, lo, hi)
     bounds = np.asarray(lo), np.asarray(hi)
-    if not _compiled(x, out) or x.size == 0 or any(v.ndim or v.dtype != x.dtype for v in bounds):
+    if not _compiled(x, out) or any(v.ndim or v.dtype != x.dtype for v in bounds):
         return np.clip(x, lo, hi, out=out)
     jit, xf, t = accel.jit(), x.reshape(-1), x.dtype.type
     low, high = t(lo), t(hi)
@@ -89,7 +93,7 @@ def add_channel_bias(y: np.ndarray, b: np.ndarray) -> None:
     rows = y.shape[0] * y.shape[1] if y.ndim >= 2 else 0
     if (
         rows == 0
-        or y.size == 0
+        or y.size < _MIN_COMPILED
         or b.shape != (y.shape[1],)
         or b.dtype != y.dtype
         or y.dtype not in _FLOATS
