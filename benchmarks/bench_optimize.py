@@ -754,7 +754,7 @@ def summary(rows: list[dict[str, Any]], tools: list[str]) -> list[str]:
             if ratios:
                 lines.append(
                     f"{what}, onnxcore / the best anchor's (models where both have a correct and valid result){how}: "
-                    f"median {statistics.median(ratios):.3f} over {len(ratios)} models (goal: at most 1)."
+                    f"median {statistics.median(ratios):.4f} over {len(ratios)} models (goal: at most 1)."
                 )
         for a in anchors:
             each = [
@@ -764,7 +764,7 @@ def summary(rows: list[dict[str, Any]], tools: list[str]) -> list[str]:
             ]
             if each:
                 lines.append(
-                    f"onnxruntime time, onnxcore / {a}'s: median {statistics.median(each):.3f} over {len(each)} models."
+                    f"onnxruntime time, onnxcore / {a}'s: median {statistics.median(each):.4f} over {len(each)} models."
                 )
         grown = [
             f"{r['case']['name']} ({r['cells']['original']['size']:,} -> {r['cells']['onnxcore']['size']:,} bytes)"

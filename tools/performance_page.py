@@ -40,13 +40,15 @@ SECTIONS = [
     Section(
         "corpus.json",
         "Today's exporters (the corpus)",
-        "Models exported by today's tools (`benchmarks/corpus_models.py`, with the `bench` extra): torchvision and "
-        "timm CNNs and a ViT at 224x224, small transformers (BERT, DistilBERT, GPT-2, T5 encoder, Whisper encoder, "
-        "Llama, a Llama decoder step with its key/value cache), each by both torch exporters, and scikit-learn, "
-        "LightGBM and XGBoost models at 1 and 1,000 rows. Wall time, best of the runs, the engines taking turns; "
-        "every output of both engines is compared with the framework's own. Ratio: onnxcore's time over "
-        "onnxruntime's (below 1: onnxcore is faster). One thread: BLAS at one thread, onnxruntime "
-        "`intra_op_num_threads=1`; default: each engine as it comes.",
+        "Models exported by today's tools (`benchmarks/corpus_models.py` and `corpus_ml.py`, with the `bench` "
+        "extra), the whole corpus: torchvision's and timm's classification and mobile families (ResNet, RegNet, "
+        "ShuffleNet, MobileNet v2/v3/v4, MnasNet, EfficientNet, GhostNet, LCNet, RepViT, ConvNeXt, EfficientFormer, "
+        "MobileViT, ViT) at two input sizes, by both torch exporters; transformers' encoders, decoders with and "
+        "without past keys and values, and encoder-decoders at opsets 17, 18 and 23 and two sequence lengths; every "
+        "scikit-learn family skl2onnx converts, LightGBM, XGBoost and CatBoost at 1, 16 and 1,000 rows. Wall time, "
+        "best of the runs, the engines taking turns; every output of both engines is compared with the framework's "
+        "own. Ratio: onnxcore's time over onnxruntime's (below 1: onnxcore is faster). One thread: BLAS at one "
+        "thread, onnxruntime `intra_op_num_threads=1`; default: each engine as it comes.",
     ),
     Section(
         "models.json",
