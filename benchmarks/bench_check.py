@@ -105,7 +105,7 @@ def main() -> None:
         t_path = _best(lambda: onnxcore.check(chain), args.repeat)
         t_onnx_path = _best(lambda: onnx.checker.check_model(str(chain), full_check=True), args.repeat)
         print(f"{args.nodes}-node graph: onnx.checker(full_check=True) {t_onnx:.3f} s")
-        print(f"  onnxcore.check(model)             {t_full:.3f} s  ratio {t_full / t_onnx:.2f} (target <= 1.5, issue 42)")
+        print(f"  onnxcore.check(model)             {t_full:.3f} s  ratio {t_full / t_onnx:.2f} (target <= 1.5)")
         print(f"  onnxcore.check(model, full=False) {t_fast:.3f} s  ratio {t_fast / t_onnx:.2f}")
         print(f"  onnxcore.check(path) incl. load   {t_path:.3f} s  ratio {t_path / t_onnx:.2f}")
         print(

@@ -62,7 +62,8 @@ The goals (issue 39): never a changed result and never an invalid model; a node 
 on the median; a file never larger than the original; an onnxruntime time at most the best anchor's on the
 median; the 2.5 GiB model optimized in under 1 GiB of memory.
 
-To run it again (45 minutes on two cores: the zoo and the corpus 36, the big model 9; `--quick`, 13 models, 3-6 minutes):
+To run it again (45 minutes on two cores: the zoo and the corpus 36, the big model 9; `--quick`: 13 models, 3-6
+minutes):
 
 ```text
 OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python benchmarks/bench_optimize.py \\
