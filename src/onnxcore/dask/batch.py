@@ -248,7 +248,8 @@ def _quiet_distributed() -> Iterator[None]:
     items.update({id(h): h for lg in loggers for h in lg.handlers})
     saved = [(item, item.level) for item in items.values()]
     for item, _ in saved:
-        item.setLevel(logging.CRITICAL)
+        # Above CRITICAL: the scheduler logs a client's connection closed mid-send at CRITICAL, with a traceback.
+        item.setLevel(logging.CRITICAL + 1)
     try:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=r"Port \d+ is already in use", category=UserWarning)
