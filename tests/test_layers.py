@@ -40,7 +40,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("wire",),
     ("libs",),
     ("limits",),
-    ("errors",),
+    ("errors", "_lazy"),
 )
 LEVEL = {name: i for i, names in enumerate(LAYERS) for name in names}
 

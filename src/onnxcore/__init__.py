@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from onnxcore._lazy import lazy_attribute as _lazy_attribute
 from onnxcore.errors import (
     ConversionError,
     DecodeError,
@@ -182,19 +183,9 @@ _LAZY: dict[str, str] = {
 
 
 def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None and name not in _LAZY_MODULES:
-        raise AttributeError(f"module 'onnxcore' has no attribute {name!r}")
-    import importlib
-
-    # onnxruntime's subpackages a script reaches as attributes (``ort.capi.onnxruntime_pybind11_state.Fail``).
-    value = (
-        importlib.import_module(f"onnxcore.{name}")
-        if module is None
-        else getattr(importlib.import_module(module), name)
-    )
-    globals()[name] = value
-    return value
+    # _LAZY_MODULES: onnxruntime's subpackages a script reaches as attributes
+    # (``ort.capi.onnxruntime_pybind11_state.Fail``).
+    return _lazy_attribute(__name__, globals(), _LAZY, name, modules=_LAZY_MODULES)
 
 
 _LAZY_MODULES = frozenset({"backend", "capi"})

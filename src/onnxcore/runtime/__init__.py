@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from onnxcore._lazy import lazy_attribute as _lazy_attribute
+
 if TYPE_CHECKING:
     from onnxcore.runtime.ort_api import InferenceSession, ModelMetadata, NodeArg
     from onnxcore.runtime.ort_options import (
@@ -55,14 +57,7 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'onnxcore.runtime' has no attribute {name!r}")
-    import importlib  # here: only on the first use of a name
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    return _lazy_attribute(__name__, globals(), _LAZY, name)
 
 
 def __dir__() -> list[str]:
