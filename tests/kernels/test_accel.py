@@ -21,6 +21,7 @@ pytest.importorskip("onnx")
 
 from onnxcore.errors import EvaluationError
 from onnxcore.kernels import accel
+from onnxcore.kernels.conv import depthwise_accel
 from onnxcore.kernels.registry import lookup
 
 needs_accel = pytest.mark.skipif(
@@ -282,6 +283,29 @@ def test_depthwise_float64_against_direct_sums(
     np.testing.assert_allclose(y, ref, rtol=1e-12, atol=1e-12)
 
 
+@needs_accel
+@pytest.mark.parametrize("kw", [1, 2, 3, 4, 5, 6, 7, 11])
+@pytest.mark.parametrize(("sx", "dx"), [(1, 1), (2, 1), (3, 1), (1, 2), (2, 2)])
+def test_planar_depthwise_rows_of_taps(kw: int, sx: int, dx: int) -> None:
+    """The planar compiled loops take a kernel row's taps in dense runs (column dilation 1: consecutive places, or
+    with a column stride each phase's consecutive places) or one slice per tap: every row width up to 7 and 11
+    (runs of 5 and remainders), strides and dilations, against the direct sum over the taps, in float64."""
+    c, kh = 3, 3
+    x = _rand((2, c, 9, 17), np.float64, seed=kw * 10 + sx)
+    w = _rand((c, 1, kh, kw), np.float64, -1, 1, seed=dx)
+    b = _rand((c,), np.float64, seed=3)
+    pads, st, dil = (1, kw // 2), (1, sx), (1, dx)
+    xp = np.pad(x, ((0, 0), (0, 0), (pads[0], pads[0]), (pads[1], pads[1])))
+    oh = xp.shape[2] - (kh - 1) - 1 + 1
+    ow = (xp.shape[3] - dx * (kw - 1) - 1) // sx + 1
+    ref = np.zeros((2, c, oh, ow)) + b[:, None, None]
+    for i in range(kh):
+        for j in range(kw):
+            ref += xp[:, :, i : i + oh, j * dx :][:, :, :, : (ow - 1) * sx + 1 : sx] * w[None, :, 0, i, j, None, None]
+    y = depthwise_accel(x, w, pads, st, dil, (oh, ow), b, channels_last=False)
+    np.testing.assert_allclose(y, ref, rtol=1e-12, atol=1e-12)
+
+
 @pytest.mark.usefixtures("accel_path")
 def test_depthwise_empty_and_non_contiguous() -> None:
     pytest.importorskip("onnxruntime")
@@ -492,6 +516,22 @@ def test_environment_variable_turns_it_off() -> None:
         "print(accel.available(), accel.enabled(), 'numba' in sys.modules)\n"
     )
     assert _python(code, ONNXCORE_ACCEL="0").split() == ["False", "False", "False"]
+
+
+@needs_accel
+def test_loaded_says_whether_numba_is_in_without_importing_it() -> None:
+    """``accel.loaded()`` (small arrays take a compiled loop only once numba is in) never imports numba; it turns
+    true with the first kernel that asks, and false while the compiled path is switched off."""
+    code = (
+        "import sys\n"
+        "from onnxcore.kernels import accel\n"
+        "before = accel.loaded(), 'numba' in sys.modules\n"
+        "accel.enabled()\n"
+        "with accel.use(False):\n"
+        "    off = accel.loaded()\n"
+        "print(*before, accel.loaded(), off)\n"
+    )
+    assert _python(code).split() == ["False", "False", "True", "False"]
 
 
 def test_a_broken_numba_leaves_the_numpy_path() -> None:

@@ -17,9 +17,12 @@ import numpy as np
 import pytest
 
 from kernels.test_conv import naive_conv
+from onnxcore.errors import LimitError
 from onnxcore.kernels import _conv_choice, accel
+from onnxcore.kernels._epilogue import add_channel_bias
 from onnxcore.kernels._winograd import WinogradConv
-from onnxcore.kernels.conv import conv
+from onnxcore.kernels.conv import _conv_paths, conv, conv_for_shape, conv_geometry, work_dtype
+from onnxcore.limits import Limits, limits_in_effect
 
 # (x shape, w shape, group, strides, pads): one per path of Conv's kernel.
 PATHS = {
@@ -261,3 +264,34 @@ def test_other_paths_need_the_margin(monkeypatch: pytest.MonkeyPatch) -> None:
     np.testing.assert_allclose(step(x, w, b, **kw), _reference(x, w, b, kw), rtol=1e-4, atol=1e-4)
     assert list(_conv_choice._CHOICES.values()) == ["kernel"]
     _conv_choice.clear_choices()
+
+
+@pytest.mark.usefixtures("accel_path")
+@pytest.mark.parametrize("layer", sorted(LAYERS))
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_conv_bound_to_a_shape_is_the_kernels_paths(layer: str, dtype: Any) -> None:
+    """``conv_for_shape`` binds the geometry once and takes the 1x1 and the compiled depthwise layers straight to
+    their path: the same bits as the kernel's path chooser (``_conv_paths``, its bias, its cast), call after call."""
+    x, w, b, kw = _layer(layer)
+    x, w, b = x.astype(dtype), w.astype(dtype), b.astype(dtype)
+    st, dil, pb, pe, out = conv_geometry(x.shape, w.shape, **kw)
+    wd = work_dtype(x.dtype)
+    bound = conv_for_shape(x.shape, x.dtype, w.shape, **kw)
+    for k in range(2):
+        xk = x * (k + 1)
+        y, biased = _conv_paths(xk.astype(wd), w.astype(wd), kw["group"], pb, pe, st, dil, out, b.astype(wd))
+        if not biased:
+            add_channel_bias(y, b.astype(wd))
+        want = y.astype(x.dtype)
+        got = bound(xk, w, b)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(bound(xk, w, None), conv(xk, w, None, **kw))
+
+
+def test_conv_bound_to_a_shape_checks_the_limits_when_bound() -> None:
+    """The geometry is checked against the limits in effect when the shape is bound (a plan binds it on the first
+    run of the shape, under its session's limits)."""
+    x, w, _, kw = _layer("1x1")
+    with limits_in_effect(Limits(max_tensor_elements=100)), pytest.raises(LimitError, match="Conv"):
+        conv_for_shape(x.shape, x.dtype, w.shape, **kw)

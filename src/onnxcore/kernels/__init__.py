@@ -27,6 +27,7 @@ FAMILIES: tuple[str, ...] = (
     "control_flow",
     "conv",
     "conv_transpose",
+    "deform_conv",
     "pool",
     "roi_pool",
     "normalization",

@@ -1,17 +1,20 @@
-"""The passes a kernel runs over its fresh result: a per-channel bias, a Relu, a Clip.
+"""The passes a kernel runs over its fresh result: a per-channel bias, a Relu, a Clip, the bias with either.
 
 numpy's ``maximum`` and ``clip`` against a scalar, and an addition broadcast along the channels of an ``(N, C, H,
 W)`` array, run several times slower than a plain addition on some machines (numpy 2.4 on an AMD EPYC with
 AVX-512, 72 x 3136 float32 values: a Relu 85 us, a Clip 87 us, the channel bias 39 us, an addition of a scalar 14
 us). In a CNN they follow nearly every convolution (a Conv's bias, then its Relu or ReLU6), so with the
-accelerator each is one compiled pass at the addition's speed, split over the kernel threads: the same values bit
-for bit as numpy's (``maximum(x, 0)`` keeps NaN and makes ``-0`` ``+0``; ``clip`` keeps NaN and ``-0``, and gives
-``hi`` where ``lo > hi``), which the tests hold over the special values. Without the accelerator, for another
-element type or a non-contiguous array, or below ``_MIN_COMPILED`` elements, numpy's own calls.
+accelerator each is one compiled pass at the addition's speed, split over the kernel threads, and a Conv's bias
+with the Relu or Clip after it one pass for both (the plan's WithRelu and ConvActivation steps of a Conv): the same
+values bit for bit as numpy's (``maximum(x, 0)`` keeps NaN and makes ``-0`` ``+0``; ``clip`` keeps NaN and ``-0``,
+and gives ``hi`` where ``lo > hi``), which the tests hold over the special values. Without the accelerator, for
+another element type or a non-contiguous array, or below ``_MIN_COMPILED`` elements (``_MIN_LOADED`` once numba is
+loaded), numpy's own calls.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -20,25 +23,34 @@ import numpy as np
 from onnxcore.kernels import accel
 from onnxcore.kernels.threads import MIN_PARALLEL_ELEMENTS, active_threads, parallel_for
 
-__all__ = ["add_channel_bias", "clip_into", "relu_into"]
+__all__ = ["add_channel_bias", "bias_clip_into", "bias_relu_into", "clip_into", "relu_into"]
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 _BLOCK = 1 << 15  # elements per block of the kernel threads, at least
 # Below this many elements numpy's call costs a few microseconds: the compiled loops would save little and, on a
 # model's first use, cost the import of numba (0.4 s; an MLP's Relu, a tabular model's Clip never load it).
 _MIN_COMPILED = 1 << 14
+# Once numba is loaded (an earlier kernel took a compiled loop: a CNN's depthwise or pooling layers), from this
+# many: numpy's maximum, clip and broadcast addition cost 4-7 us on 15,000 float32 values (the small layers of a
+# mobile CNN) where the compiled pass takes 1-2 us.
+_MIN_LOADED = 1 << 11
+
+
+def _worth(size: int) -> bool:
+    """Whether a pass over ``size`` elements is worth a compiled loop (the accelerator's state asked last: only a
+    large array may import numba)."""
+    return (size >= _MIN_COMPILED or (size >= _MIN_LOADED and accel.loaded())) and accel.enabled()
 
 
 def _compiled(x: np.ndarray, out: np.ndarray) -> bool:
     """Whether the compiled loops take ``x`` into ``out``: one float type, both contiguous, the accelerator on."""
     return (
-        x.size >= _MIN_COMPILED
-        and x.dtype in _FLOATS
+        x.dtype in _FLOATS
         and out.dtype == x.dtype
         and x.shape == out.shape
         and x.flags.c_contiguous
         and out.flags.c_contiguous
-        and accel.enabled()
+        and _worth(x.size)
     )
 
 
@@ -90,19 +102,58 @@ def clip_into(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, out: np.ndarray | N
 def add_channel_bias(y: np.ndarray, b: np.ndarray) -> None:
     """``y += b`` along axis 1 of ``y`` ``(N, C, ...)`` in place, ``b`` of shape ``(C,)`` and ``y``'s type (a Conv's
     bias on its output)."""
-    rows = y.shape[0] * y.shape[1] if y.ndim >= 2 else 0
-    if (
-        rows == 0
-        or y.size < _MIN_COMPILED
-        or b.shape != (y.shape[1],)
-        or b.dtype != y.dtype
-        or y.dtype not in _FLOATS
-        or not y.flags.c_contiguous
-        or not y.flags.writeable
-        or not accel.enabled()
-    ):
+    if not _rows_compiled(y, b):
         y += b.reshape((1, -1) + (1,) * (y.ndim - 2))
         return
-    fn, y2, bc = accel.jit().add_row_bias, y.reshape(rows, -1), np.ascontiguousarray(b)
+    fn, y2, bc = accel.jit().add_row_bias, y.reshape(-1, math.prod(y.shape[2:])), np.ascontiguousarray(b)
+    _row_blocks(y, lambda a, z: fn(y2, bc, a, z))
+
+
+def bias_relu_into(y: np.ndarray, b: np.ndarray | None) -> np.ndarray:
+    """``y = maximum(y + b, 0)`` along axis 1 of ``y`` ``(N, C, ...)`` in place (a Conv's output without its bias,
+    its bias and the Relu after it: one pass where the compiled loops take it), returned. The same values as
+    :func:`add_channel_bias` then :func:`relu_into`, bit for bit."""
+    if b is None:
+        return relu_into(y, y)
+    if not _rows_compiled(y, b):
+        add_channel_bias(y, b)
+        return relu_into(y, y)
+    fn, y2, bc = accel.jit_cnn().add_row_bias_relu, y.reshape(-1, math.prod(y.shape[2:])), np.ascontiguousarray(b)
+    zero = y.dtype.type(0)
+    _row_blocks(y, lambda a, z: fn(y2, bc, zero, a, z))
+    return y
+
+
+def bias_clip_into(y: np.ndarray, b: np.ndarray | None, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """``y = clip(y + b, lo, hi)`` along axis 1 of ``y`` in place (a Conv's bias and the ReLU6 after it), ``lo`` and
+    ``hi`` scalars of ``y``'s type, returned: :func:`add_channel_bias` then :func:`clip_into`, bit for bit."""
+    bounds = np.asarray(lo), np.asarray(hi)
+    if b is None or not _rows_compiled(y, b) or any(v.ndim or v.dtype != y.dtype for v in bounds):
+        if b is not None:
+            add_channel_bias(y, b)
+        return clip_into(y, lo, hi, y)
+    fn, y2, bc = accel.jit_cnn().add_row_bias_clip, y.reshape(-1, math.prod(y.shape[2:])), np.ascontiguousarray(b)
+    t = y.dtype.type
+    low, high = t(lo), t(hi)
+    _row_blocks(y, lambda a, z: fn(y2, bc, low, high, a, z))
+    return y
+
+
+def _rows_compiled(y: np.ndarray, b: np.ndarray) -> bool:
+    """Whether the compiled row loops take ``y`` ``(N, C, ...)`` and its bias ``b`` ``(C,)`` in place."""
+    return (
+        y.ndim >= 2
+        and y.shape[0] * y.shape[1] > 0
+        and b.shape == (y.shape[1],)
+        and b.dtype == y.dtype
+        and y.dtype in _FLOATS
+        and y.flags.c_contiguous
+        and y.flags.writeable
+        and _worth(y.size)
+    )
+
+
+def _row_blocks(y: np.ndarray, run: Callable[[int, int], Any]) -> None:
+    """``run(start, stop)`` over the ``N * C`` planes of ``y``, on the kernel threads when ``y`` is large."""
     threads = active_threads() if y.size >= MIN_PARALLEL_ELEMENTS else 1
-    parallel_for(lambda a, z: fn(y2, bc, a, z), rows, threads=threads)
+    parallel_for(run, y.shape[0] * y.shape[1], threads=threads)

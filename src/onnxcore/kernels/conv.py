@@ -1,4 +1,5 @@
-"""Convolution kernels: Conv and DeformConv (Clause 8; ONNX 1-2 definitions), and the window helpers.
+"""Convolution kernels: Conv (Clause 8; ONNX 1-2 definitions), and the window helpers (DeformConv, which uses them,
+is in :mod:`onnxcore.kernels.deform_conv`).
 
 Conv is im2col plus one BLAS matmul per group: the padded input is viewed (no copy) as
 ``(N, group, C/group, *kernel, *out)`` windows, reshaped once into the column matrix
@@ -19,7 +20,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -35,6 +36,8 @@ from onnxcore.kernels.registry import kernel
 from onnxcore.kernels.threads import active_threads, copy_split, parallel_for
 
 __all__ = [
+    "conv_for_shape",
+    "depthwise_for_shape",
     "depthwise_accel",
     "work_dtype",
     "spatial_attr",
@@ -290,7 +293,7 @@ def _conv_paths(
         y = np.matmul(w.reshape(group, mg, cg), xs)
         return y.reshape(n_img, m, *out), False
     if cg == 1 and mg == 1 and nd == 2 and x.dtype in (np.float32, np.float64) and accel.enabled():
-        return _depthwise_accel(x, w, pb, strides, dilations, out, bias), True
+        return depthwise_accel(x, w, pb, strides, dilations, out, bias), True
     if cg == 1 and mg == 1 and nd == 2 and depthwise_pays(c, out):
         return depthwise_conv2d(x, w, pb, pe, strides, dilations, out, bias), True
     if all(st == 1 for st in strides):
@@ -323,7 +326,63 @@ def _padded(x: np.ndarray, pb: Sequence[int], pe: Sequence[int]) -> np.ndarray:
     return pad_spatial(x, pb, pe, name="conv.pad")
 
 
-def _depthwise_accel(
+def depthwise_for_shape(
+    x_shape: tuple[int, ...],
+    dtype: Any,
+    pb: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+    out: Sequence[int],
+    channels_last: bool | None = None,
+) -> Callable[[np.ndarray, np.ndarray, np.ndarray | None], np.ndarray]:
+    """The depthwise convolution (one input and one output channel per group) of inputs of one shape and float type
+    by the compiled loops of :mod:`onnxcore.kernels.accel`, as a callable ``(x, w, bias)``: its arguments to the
+    loops made once (a plan step runs it on every run of the shape), the planes ``(image, channel)`` split over the
+    kernel threads; ``channels_last`` picks the loop (None: by :func:`_dw_channels_last`'s rule)."""
+    n_img, c = x_shape[:2]
+    dt = np.dtype(dtype)
+    zeros = np.zeros(c, dt)
+    pads = np.asarray(pb[:2], np.int64)
+    st = np.asarray(strides[:2], np.int64)
+    dl = np.asarray(dilations[:2], np.int64)
+    oh, ow = out[0], out[1]
+    large = n_img * c * oh * ow >= 1 << 16
+    jit = accel.jit_cnn()
+    if _DW_CHANNELS_LAST(c, out, strides) if channels_last is None else channels_last:
+        # Small images, many channels: channels-last, the channels the vectorised inner loop.
+        # The channels-last copies in and out are scratch buffers (no page faults on every run).
+        fl = jit.depthwise2d_nhwc
+
+        def run_channels_last(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
+            bc = zeros if bias is None else np.ascontiguousarray(bias, dtype=dt)
+            xl = scratch("conv.dw.x", (n_img, *x_shape[2:], c), dt)
+            np.copyto(xl, x.transpose(0, 2, 3, 1))
+            wl = np.ascontiguousarray(w.reshape(c, *w.shape[2:]).transpose(1, 2, 0), dtype=dt)
+            yl = scratch("conv.dw.y", (n_img, oh, ow, c), dt)
+            parallel_for(
+                lambda a, b: fl(xl, wl, bc, yl, pads, st, dl, a, b),
+                n_img * oh,
+                threads=active_threads() if large else 1,
+            )
+            return yl.transpose(0, 3, 1, 2).copy()  # a copy always: yl is a scratch buffer
+
+        return run_channels_last
+    fn = jit.depthwise2d if all(v == 1 for v in strides[:2]) else jit.depthwise2d_strided
+
+    def run(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
+        bc = zeros if bias is None else np.ascontiguousarray(bias, dtype=dt)
+        xc = np.ascontiguousarray(x)
+        wc = np.ascontiguousarray(w.reshape(c, *w.shape[2:]), dtype=dt)
+        y = np.empty((n_img, c, oh, ow), dt)
+        parallel_for(
+            lambda a, b: fn(xc, wc, bc, y, pads, st, dl, a, b), n_img * c, threads=active_threads() if large else 1
+        )
+        return y
+
+    return run
+
+
+def depthwise_accel(
     x: np.ndarray,
     w: np.ndarray,
     pb: Sequence[int],
@@ -333,40 +392,8 @@ def _depthwise_accel(
     bias: np.ndarray | None,
     channels_last: bool | None = None,
 ) -> np.ndarray:
-    """The depthwise convolution (one input and one output channel per group) by the compiled loops of
-    :mod:`onnxcore.kernels.accel`, planes ``(image, channel)`` split over the kernel threads; ``channels_last`` picks
-    the loop (None: by :func:`_dw_channels_last`'s rule)."""
-    n_img, c = x.shape[:2]
-    dt = x.dtype
-    bc = np.zeros(c, dt) if bias is None else np.ascontiguousarray(bias, dtype=dt)
-    pads = np.asarray(pb[:2], np.int64)
-    st = np.asarray(strides[:2], np.int64)
-    dl = np.asarray(dilations[:2], np.int64)
-    threads = active_threads() if n_img * c * out[0] * out[1] >= 1 << 16 else 1
-    if _DW_CHANNELS_LAST(c, out, strides) if channels_last is None else channels_last:
-        # Small images, many channels: channels-last, the channels the vectorised inner loop.
-        # The channels-last copies in and out are scratch buffers (no page faults on every run).
-        xl = scratch("conv.dw.x", (n_img, *x.shape[2:], c), dt)
-        np.copyto(xl, x.transpose(0, 2, 3, 1))
-        wl = np.ascontiguousarray(w.reshape(c, *w.shape[2:]).transpose(1, 2, 0), dtype=dt)
-        yl = scratch("conv.dw.y", (n_img, *out, c), dt)
-        fl = accel.jit_cnn().depthwise2d_nhwc
-
-        def run_l(a: int, b: int) -> None:
-            fl(xl, wl, bc, yl, pads, st, dl, a, b)
-
-        parallel_for(run_l, n_img * out[0], threads=threads)
-        return yl.transpose(0, 3, 1, 2).copy()  # a copy always: yl is a scratch buffer
-    xc = np.ascontiguousarray(x)
-    wc = np.ascontiguousarray(w.reshape(c, *w.shape[2:]), dtype=dt)
-    y = np.empty((n_img, c, *out), dt)
-    fn = accel.jit_cnn().depthwise2d if all(v == 1 for v in strides[:2]) else accel.jit_cnn().depthwise2d_strided
-
-    def run(a: int, b: int) -> None:
-        fn(xc, wc, bc, y, pads, st, dl, a, b)
-
-    parallel_for(run, n_img * c, threads=threads)
-    return y
+    """:func:`depthwise_for_shape` for ``x``'s shape, run once."""
+    return depthwise_for_shape(x.shape, x.dtype, pb, strides, dilations, out, channels_last)(x, w, bias)
 
 
 def _dw_channels_last(c: int, out: Sequence[int], strides: Sequence[int]) -> bool:
@@ -377,8 +404,9 @@ def _dw_channels_last(c: int, out: Sequence[int], strides: Sequence[int]) -> boo
 
 
 _DW_CHANNELS_LAST = _dw_channels_last
-depthwise_accel = _depthwise_accel  # for the measured choice of a path (kernels/_conv_choice.py)
 
+
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 # Size of one im2col band: the columns of a band are built and consumed while in the L2 cache.
 _CHUNK_BYTES = 1 << 21
@@ -598,21 +626,29 @@ def conv_geometry(
     return st, dil, pb, pe, out
 
 
-def _conv(
-    x: np.ndarray,
-    w: np.ndarray,
-    b: np.ndarray | None,
+def conv_for_shape(
+    x_shape: tuple[int, ...],
+    dtype: Any,
+    w_shape: tuple[int, ...],
     *,
-    auto_pad: str,
-    dilations: Any,
-    group: int,
-    kernel_shape: Any,
-    pads: Any,
-    strides: Any,
-) -> np.ndarray:
+    auto_pad: str = "NOTSET",
+    dilations: Any = None,
+    group: int = 1,
+    kernel_shape: Any = None,
+    pads: Any = None,
+    strides: Any = None,
+) -> Callable[[np.ndarray, np.ndarray, np.ndarray | None], np.ndarray]:
+    """The Conv kernel for inputs of one shape and element type and weights of one shape: the geometry is computed
+    (and checked against the limits in effect) once, here, and the callable ``(X, W, B)`` computes what
+    :func:`conv` computes for them (a plan step calls it on every run of the shape: a Conv's geometry and checks
+    are a few microseconds, a small layer's product about ten).
+
+    Raises:
+        EvaluationError, LimitError: as :func:`conv`, for these shapes and attributes.
+    """
     st, dil, pb, pe, out = conv_geometry(
-        x.shape,
-        w.shape,
+        x_shape,
+        w_shape,
         auto_pad=auto_pad,
         dilations=dilations,
         group=group,
@@ -620,14 +656,41 @@ def _conv(
         pads=pads,
         strides=strides,
     )
-    dt = x.dtype
+    dt = np.dtype(dtype)
     wd = work_dtype(dt)
-    bias = check_bias(b, w.shape[0])
-    wb = None if bias is None else bias.astype(wd, copy=False)
-    y, biased = _conv_paths(x.astype(wd, copy=False), w.astype(wd, copy=False), group, pb, pe, st, dil, out, wb)
-    if wb is not None and not biased:
-        add_channel_bias(y, wb)
-    return y.astype(dt, copy=False)
+    n_img, m, cg = x_shape[0], w_shape[0], w_shape[1]
+    mg = m // group
+    p_out = math.prod(out)
+    unpadded = not any(pb) and not any(pe)
+    if n_img and m and p_out and math.prod(w_shape[2:]) == 1 and unpadded and tuple(x_shape[2:]) == tuple(out):
+        # 1x1 kernel, stride 1 (the pointwise layers of a mobile CNN): one product, as _conv_paths computes it.
+        def pointwise(x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
+            bias = check_bias(b, m)
+            xs = np.ascontiguousarray(x.astype(wd, copy=False)).reshape(n_img, group, cg, p_out)
+            y = np.matmul(w.astype(wd, copy=False).reshape(group, mg, cg), xs).reshape(n_img, m, *out)
+            if bias is not None:
+                add_channel_bias(y, bias.astype(wd, copy=False))
+            return y.astype(dt, copy=False)
+
+        return pointwise
+    if n_img and p_out and cg == 1 and mg == 1 and len(out) == 2 and dt == wd and dt in _FLOATS and accel.enabled():
+        # Depthwise 2-D in float32/float64 with the accelerator: its compiled loops, their arguments made once.
+        depthwise = depthwise_for_shape(x_shape, dt, pb, st, dil, out)
+
+        def run_depthwise(x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
+            return depthwise(x, w, check_bias(b, m))
+
+        return run_depthwise
+
+    def run(x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
+        bias = check_bias(b, m)
+        wb = None if bias is None else bias.astype(wd, copy=False)
+        y, biased = _conv_paths(x.astype(wd, copy=False), w.astype(wd, copy=False), group, pb, pe, st, dil, out, wb)
+        if wb is not None and not biased:
+            add_channel_bias(y, wb)
+        return y.astype(dt, copy=False)
+
+    return run
 
 
 @kernel("Conv", 1, 11, 22)
@@ -648,112 +711,14 @@ def conv(
     Conv-1's text says SAME keeps "the output spatial size match the input", which for
     stride 1 is the same rule; Conv-11 stated it for any stride.
     """
-    return _conv(
-        X,
-        W,
-        B,
+    return conv_for_shape(
+        X.shape,
+        X.dtype,
+        W.shape,
         auto_pad=auto_pad,
         dilations=dilations,
         group=group,
         kernel_shape=kernel_shape,
         pads=pads,
         strides=strides,
-    )
-
-
-# ---------------------------------------------------------------------------------------------
-# DeformConv
-# ---------------------------------------------------------------------------------------------
-
-
-def _deform_conv(
-    x: np.ndarray,
-    w: np.ndarray,
-    offset: np.ndarray,
-    b: np.ndarray | None,
-    mask: np.ndarray | None,
-    *,
-    dilations: Any,
-    group: int,
-    kernel_shape: Any,
-    offset_group: int,
-    pads: Any,
-    strides: Any,
-) -> np.ndarray:
-    st, dil, pb, _, out = conv_geometry(
-        x.shape, w.shape, dilations=dilations, group=group, kernel_shape=kernel_shape, pads=pads, strides=strides
-    )
-    nd = x.ndim - 2
-    n_img, c = x.shape[:2]
-    kernel = list(w.shape[2:])
-    in_sp = list(x.shape[2:])
-    if offset_group < 1 or c % offset_group:
-        raise EvaluationError(f"offset_group={offset_group} must be positive and divide C={c}")
-    og = offset_group
-    kk = math.prod(kernel)
-    p_out = math.prod(out)
-    if offset.shape != (n_img, og * kk * nd, *out):
-        raise ShapeError(f"offset shape {offset.shape} != {(n_img, og * kk * nd, *out)}")
-    if mask is not None and mask.shape != (n_img, og * kk, *out):
-        raise ShapeError(f"mask shape {mask.shape} != {(n_img, og * kk, *out)}")
-    dt = x.dtype
-    wd = work_dtype(dt)
-    xf = x.astype(wd, copy=False).reshape(n_img, og, c // og, math.prod(in_sp))
-    off = offset.astype(wd, copy=False).reshape(n_img, og, kk, nd, p_out)
-    # Sampling position of every (image, offset group, kernel offset, output position) along each axis.
-    grids = np.meshgrid(*(np.arange(o) for o in out), indexing="ij")
-    koffs = np.array(list(itertools.product(*(range(k) for k in kernel))), dtype=np.int64).reshape(kk, nd)
-    pos = []
-    for d in range(nd):
-        base = grids[d].reshape(1, p_out) * st[d] - pb[d] + koffs[:, d : d + 1] * dil[d]  # (kk, P)
-        pos.append(base.astype(wd) + off[:, :, :, d, :])  # (N, og, kk, P)
-    flo = [np.floor(p) for p in pos]
-    frac = [p - f for p, f in zip(pos, flo)]
-    flo_i = [f.astype(np.int64) for f in flo]
-    sp_strides = [math.prod(in_sp[d + 1 :]) for d in range(nd)]
-    sampled = np.zeros((n_img, og, c // og, kk * p_out), dtype=wd)
-    for corner in itertools.product((0, 1), repeat=nd):
-        weight = np.ones_like(pos[0])
-        valid = np.ones(pos[0].shape, dtype=bool)
-        lin = np.zeros(pos[0].shape, dtype=np.int64)
-        for d, cd in enumerate(corner):
-            idx = flo_i[d] + cd
-            weight = weight * (frac[d] if cd else 1 - frac[d])
-            valid &= (idx >= 0) & (idx < in_sp[d])
-            lin += np.clip(idx, 0, in_sp[d] - 1) * sp_strides[d]
-        weight = np.where(valid, weight, 0).reshape(n_img, og, 1, kk * p_out)
-        vals = np.take_along_axis(xf, lin.reshape(n_img, og, 1, kk * p_out), axis=3)
-        sampled += vals * weight
-    sampled = sampled.reshape(n_img, og, c // og, kk, p_out)
-    if mask is not None:
-        sampled *= mask.astype(wd, copy=False).reshape(n_img, og, 1, kk, p_out)
-    m = w.shape[0]
-    cg, mg = c // group, m // group
-    cols = sampled.reshape(n_img, group, cg * kk, p_out)
-    y = np.matmul(w.astype(wd, copy=False).reshape(group, mg, cg * kk), cols).reshape(n_img, m, *out)
-    bias = check_bias(b, m)
-    if bias is not None:
-        y += bias.astype(wd, copy=False).reshape((1, -1) + (1,) * nd)
-    return y.astype(dt, copy=False)
-
-
-@kernel("DeformConv", 19, 22)
-def deform_conv(
-    X: np.ndarray,
-    W: np.ndarray,
-    offset: np.ndarray,
-    B: np.ndarray | None = None,
-    mask: np.ndarray | None = None,
-    *,
-    dilations: list[int] | None = None,
-    group: int = 1,
-    kernel_shape: list[int] | None = None,
-    offset_group: int = 1,
-    pads: list[int] | None = None,
-    strides: list[int] | None = None,
-) -> np.ndarray:
-    """DeformConv-19/22: N-D deformable convolution, bilinear sampling (zero outside the input)."""
-    return _deform_conv(
-        X, W, offset, B, mask, dilations=dilations, group=group, kernel_shape=kernel_shape,
-        offset_group=offset_group, pads=pads, strides=strides,
-    )  # fmt: skip
+    )(X, W, B)

@@ -55,7 +55,7 @@ KERNEL_MODULES: dict[tuple[str, str], tuple[str, ...]] = {
     ("", "CumProd"): ("onnxcore.kernels.reduction",),
     ("", "CumSum"): ("onnxcore.kernels.reduction",),
     ("", "DFT"): ("onnxcore.kernels.signal",),
-    ("", "DeformConv"): ("onnxcore.kernels.conv",),
+    ("", "DeformConv"): ("onnxcore.kernels.deform_conv",),
     ("", "DepthToSpace"): ("onnxcore.kernels.tensor_layout",),
     ("", "DequantizeLinear"): ("onnxcore.kernels.quantize",),
     ("", "Det"): ("onnxcore.kernels.linalg",),

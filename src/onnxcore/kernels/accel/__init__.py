@@ -85,7 +85,7 @@ import time
 from collections.abc import Iterator
 from types import ModuleType
 
-__all__ = ["available", "enabled", "jit", "jit_cnn", "jit_ew", "jit_ml", "jit_tx", "status", "use"]
+__all__ = ["available", "enabled", "jit", "jit_cnn", "jit_ew", "jit_ml", "jit_tx", "loaded", "status", "use"]
 
 _lock = threading.RLock()  # available() runs inside _family()
 _available: bool | None = None  # numba importable and ONNXCORE_ACCEL not "0"; decided once
@@ -159,6 +159,13 @@ def enabled() -> bool:
     if _forced is not None:
         return _forced and available()
     return available()
+
+
+def loaded() -> bool:
+    """Whether the compiled path is on and numba already imported (an earlier kernel asked :func:`enabled`): a kernel
+    may then take a compiled loop for an array too small to be worth numba's import, at no import cost. Never
+    imports numba itself."""
+    return _available is True and _forced is not False
 
 
 def jit() -> ModuleType:

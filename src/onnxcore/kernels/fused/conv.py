@@ -21,7 +21,7 @@ import numpy as np
 
 from onnxcore.errors import EvaluationError
 from onnxcore.kernels._conv_choice import MeasuredConv
-from onnxcore.kernels._epilogue import add_channel_bias, clip_into, relu_into
+from onnxcore.kernels._epilogue import add_channel_bias, bias_clip_into, bias_relu_into, clip_into, relu_into
 from onnxcore.kernels._winograd import MIN_CHANNELS, WinogradConv
 from onnxcore.kernels.elementwise import gelu
 from onnxcore.kernels.fused import FUSED_DOMAIN
@@ -45,14 +45,25 @@ _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 class InPlaceRelu:
-    """A kernel (Conv, Gemm, Add, ...) followed by Relu applied in place on its fresh output (one allocation less)."""
+    """A kernel (Conv, Gemm, Add, ...) followed by Relu applied in place on its fresh output (one allocation less).
 
-    __slots__ = ("call",)
+    With ``conv_bias`` (a Conv of float32 or float64 weights, whose bias is added to the finished sums in their
+    type), the Conv runs without its bias and the bias and the Relu are one pass (:func:`bias_relu_into`): the same
+    values as the Conv's bias then the Relu."""
 
-    def __init__(self, call: Callable[..., Any]) -> None:
-        self.call = call
+    __slots__ = ("call", "conv_bias")
+
+    def __init__(self, call: Callable[..., Any], conv_bias: bool = False) -> None:
+        self.call, self.conv_bias = call, conv_bias
 
     def __call__(self, *args: Any, **kw: Any) -> Any:
+        if self.conv_bias and len(args) == 3 and args[2] is not None:
+            x, w, b = args
+            y = self.call(x, w, None, **kw)
+            if type(y) is np.ndarray and y.flags.writeable and y.dtype == b.dtype:
+                return bias_relu_into(y, b)
+            y = y + b.reshape((1, -1) + (1,) * (y.ndim - 2))
+            return relu_into(y, y)
         y = self.call(*args, **kw)
         return relu_into(y, y if y.flags.writeable else None)
 
@@ -270,14 +281,19 @@ class ProjectedPool:
 # ``conv`` / ``kernel``: the node's own kernel (default: the newest registered Conv).
 
 
-def _prepare_with_relu(constants: Sequence[Any], *, kernel: Callable[..., Any] | None = None) -> InPlaceRelu:
-    return InPlaceRelu(kernel or default_kernel("Conv"))
+def _prepare_with_relu(
+    constants: Sequence[Any], *, kernel: Callable[..., Any] | None = None, conv_bias: bool = False
+) -> InPlaceRelu:
+    return InPlaceRelu(kernel or default_kernel("Conv"), conv_bias)
 
 
 @kernel("WithRelu", 1, domain=FUSED_DOMAIN, prepare=_prepare_with_relu, prepare_constants=True)
-def with_relu(*inputs: Any, kernel: Callable[..., Any] | None = None, **attributes: Any) -> Any:
-    """``kernel`` on the inputs and attributes, then Relu in place on its fresh result."""
-    return _prepare_with_relu(inputs, kernel=kernel)(*inputs, **attributes)
+def with_relu(
+    *inputs: Any, kernel: Callable[..., Any] | None = None, conv_bias: bool = False, **attributes: Any
+) -> Any:
+    """``kernel`` on the inputs and attributes, then Relu in place on its fresh result (``conv_bias``: ``kernel`` is
+    a Conv of float32 or float64 weights, its bias added in the Relu's pass)."""
+    return _prepare_with_relu(inputs, kernel=kernel, conv_bias=conv_bias)(*inputs, **attributes)
 
 
 # The activations ConvActivation takes, by label: the activation of one array and the compiled bias pass.
@@ -300,8 +316,19 @@ class ClipInPlace:
         return clip_into(y, self.lo, self.hi, y if y.flags.writeable and y.dtype == self.lo.dtype else None)
 
 
-def _no_fused_pass(y: np.ndarray, b: np.ndarray) -> None:
-    return None
+class _BiasClip:
+    """The bias and the Clip of a ConvActivation in one pass (:func:`bias_clip_into`, in place); None (the two
+    steps) for an output it cannot write or of another type."""
+
+    __slots__ = ("hi", "lo")
+
+    def __init__(self, lo: np.ndarray, hi: np.ndarray) -> None:
+        self.lo, self.hi = lo, hi
+
+    def __call__(self, y: np.ndarray, b: np.ndarray) -> np.ndarray | None:
+        if type(y) is not np.ndarray or not y.flags.writeable or y.dtype != b.dtype or y.dtype != self.lo.dtype:
+            return None
+        return bias_clip_into(y, b, self.lo, self.hi)
 
 
 def _prepare_conv_activation(
@@ -316,8 +343,8 @@ def _prepare_conv_activation(
     if activation == "Clip":
         if bounds is None:
             raise EvaluationError("ConvActivation: a Clip needs its bounds")
-        # The bias is added in place by the Conv's rule, then the Clip in place: no compiled pass is needed.
-        return ConvActivation(conv, activation, ClipInPlace(*bounds), _no_fused_pass)
+        # The bias and the Clip in one pass where the compiled loops take them, else each in place.
+        return ConvActivation(conv, activation, ClipInPlace(*bounds), _BiasClip(*bounds))
     if activation == "HardSwish":
         return ConvActivation(conv, activation, act or default_kernel("HardSwish"), hard_swish_bias_accel)
     found = _ACTIVATIONS.get(activation)

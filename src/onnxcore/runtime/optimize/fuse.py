@@ -138,8 +138,11 @@ def fuse_conv_chains(graph: PlanGraph) -> list[PlanNode]:
         assert conv.call is not None
         absorbed = [nodes[i] for i in members]
         if relu:
+            # float32/float64 weights: the Conv adds its bias to the finished sums in their type, so the bias may
+            # join the Relu's pass (the same values, one pass over the output fewer).
+            conv_bias = w.dtype in (np.float32, np.float64) and len(inputs) > 2 and bool(inputs[2])
             nodes[j] = fused_node(conv, "WithRelu", inputs, [current], const, kw=conv.kw, absorbed=absorbed,
-                                  may_tuple=None, kernel=conv.call)  # fmt: skip
+                                  may_tuple=None, kernel=conv.call, conv_bias=conv_bias)  # fmt: skip
         elif act is not None:
             nodes[j] = fused_node(conv, "ConvActivation", inputs, [current], const, kw=conv.kw, absorbed=absorbed,
                                   may_tuple=None, conv=conv.call, **act)  # fmt: skip
@@ -228,8 +231,8 @@ def use_winograd(graph: PlanGraph) -> list[PlanNode]:
         assert bn.call is not None
         ins, outs, kw = list(bn.inputs), list(bn.outputs), dict(bn.kw)
         if bn.step_kernel == "WithRelu":
-            winograd = fused_step("WinogradConv", conv=bn.step_attrs["kernel"])
-            nodes[j] = fused_node(bn, "WithRelu", ins, outs, const, kw=kw, may_tuple=None, kernel=winograd)
+            attrs = {**bn.step_attrs, "kernel": fused_step("WinogradConv", conv=bn.step_attrs["kernel"])}
+            nodes[j] = fused_node(bn, "WithRelu", ins, outs, const, kw=kw, may_tuple=None, **attrs)
         elif bn.step_kernel == "ConvActivation":
             attrs = {**bn.step_attrs, "conv": fused_step("WinogradConv", conv=bn.step_attrs["conv"])}
             nodes[j] = fused_node(bn, "ConvActivation", ins, outs, const, kw=kw, may_tuple=None, **attrs)
@@ -253,8 +256,8 @@ def measure_conv_paths(graph: PlanGraph) -> list[PlanNode]:
         assert bn.call is not None
         ins, outs, kw = list(bn.inputs), list(bn.outputs), dict(bn.kw)
         if bn.step_kernel == "WithRelu":
-            measured = fused_step("MeasuredConv", conv=bn.step_attrs["kernel"])
-            nodes[j] = fused_node(bn, "WithRelu", ins, outs, const, kw=kw, may_tuple=None, kernel=measured)
+            attrs = {**bn.step_attrs, "kernel": fused_step("MeasuredConv", conv=bn.step_attrs["kernel"])}
+            nodes[j] = fused_node(bn, "WithRelu", ins, outs, const, kw=kw, may_tuple=None, **attrs)
         elif bn.step_kernel == "ConvActivation":
             attrs = {**bn.step_attrs, "conv": fused_step("MeasuredConv", conv=bn.step_attrs["conv"])}
             nodes[j] = fused_node(bn, "ConvActivation", ins, outs, const, kw=kw, may_tuple=None, **attrs)
