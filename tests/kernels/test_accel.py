@@ -22,6 +22,7 @@ pytest.importorskip("onnx")
 from onnxcore.errors import EvaluationError
 from onnxcore.kernels import accel
 from onnxcore.kernels.conv import depthwise_accel
+from onnxcore.kernels.fused.passes import gelu_bias_accel, hard_swish_bias_accel, swish_accel
 from onnxcore.kernels.registry import lookup
 
 needs_accel = pytest.mark.skipif(
@@ -640,3 +641,29 @@ def test_tree_index_mutations_never_crash(accel_path: str) -> None:
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split() == ["ok", str(accel_path == "accel")]
+
+
+@needs_accel
+@pytest.mark.parametrize("activation", ["SiLU", "GELU", "HardSwish"])
+@pytest.mark.parametrize("shape", [(1, 96, 80, 80), (2, 7, 3, 5), (1, 1152, 5, 5)], ids=str)
+def test_conv_epilogue_in_place_is_the_pass_into_a_new_array(activation: str, shape: tuple[int, ...]) -> None:
+    """ConvActivation's bias and activation on the Conv's fresh output in place (its own loops: the two-array loops
+    run scalar when both arrays are one): the same bits as into a new array, the output itself returned; an output
+    that is not contiguous takes the pass into a new array."""
+    passes = {
+        "SiLU": lambda y, b, inplace: swish_accel(y, 1.0, b, inplace=inplace),
+        "GELU": lambda y, b, inplace: gelu_bias_accel(y, b, inplace=inplace),
+        "HardSwish": lambda y, b, inplace: hard_swish_bias_accel(y, b, inplace=inplace),
+    }
+    run = passes[activation]
+    y = _rand(shape, np.float32, -8, 8, seed=21)
+    y.reshape(-1)[:6] = [np.nan, -0.0, 0.0, np.inf, -np.inf, 1e-40]
+    b = _rand((shape[1],), np.float32, -1, 1, seed=22)
+    want = run(y.copy(), b, False)
+    got = y.copy()
+    assert run(got, b, True) is got
+    assert got.tobytes() == want.tobytes()
+    strided = np.repeat(y, 2, axis=-1)[..., ::2]
+    assert not strided.flags.c_contiguous
+    other = run(strided, b, True)
+    assert other is not strided and other.tobytes() == want.tobytes()

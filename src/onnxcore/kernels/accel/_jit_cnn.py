@@ -1,5 +1,6 @@
-"""Compiled convolution and pooling kernels (numba ``@njit``): depthwise 2-D convolution, a Conv's bias with its Relu or
-Clip, the stride-1 box mean, max pooling and short row means.
+"""Compiled convolution and pooling kernels (numba ``@njit``): depthwise 2-D convolution, a Conv's bias with the
+activation after it in place (Relu, Clip, SiLU, the erf GELU, HardSwish), the stride-1 box mean, max pooling and short
+row means.
 
 Split from :mod:`onnxcore.kernels.accel._jit` for size (reach them as ``accel.jit_cnn().depthwise2d``); numba itself is
 imported by ``_jit`` alone, whose decorator these use. As there,
@@ -13,17 +14,20 @@ from typing import Any
 
 import numpy as np
 
-from onnxcore.kernels.accel._jit import _njit
+from onnxcore.kernels.accel._jit import _gelu_of, _hard_swish_of, _njit, _njit_fma, _swish1
 
 __all__ = [
     "add_row_bias_clip",
     "add_row_bias_relu",
+    "gelu32_rows_inplace",
+    "hard_swish_rows_inplace",
     "box_mean2d",
     "depthwise2d",
     "depthwise2d_nhwc",
     "depthwise2d_strided",
     "max_pool2d",
     "row_means",
+    "swish32_inplace",
 ]
 
 _DW_TILE = 1024  # outputs of a depthwise plane summed through every tap at a time (4 KiB of float32 sums)
@@ -615,3 +619,48 @@ def add_row_bias_clip(x: Any, bias: Any, lo: Any, hi: Any, start: int, stop: int
             v = xr[i] + b
             t = lo if lo > v else v
             xr[i] = hi if hi < t else t
+
+
+# A Conv's bias and activation in place (ConvActivation on the Conv's fresh output). Each is ``_jit``'s loop of the
+# same name without ``_inplace`` with ``out`` being ``x``, the same values; a loop of its own because LLVM checks
+# whether two arrays overlap before taking the vector loop, and for the same array twice takes the scalar one
+# (measured: SiLU 17x, GELU 5x, HardSwish 7x slower than into another array).
+
+
+@_njit_fma
+def swish32_inplace(x: Any, alpha: Any, bias: Any, start: int, stop: int) -> None:  # pragma: no cover - compiled
+    """``_jit.swish32`` of ``x`` into ``x`` (rows ``start..stop``; ``bias`` empty: no addition)."""
+    nb = bias.size
+    for row in range(start, stop):
+        xr = x[row]
+        if nb:
+            b = bias[row % nb]
+            for t in range(xr.size):
+                xr[t] = _swish1(xr[t] + b, alpha)
+        else:
+            for t in range(xr.size):
+                xr[t] = _swish1(xr[t], alpha)
+
+
+@_njit
+def gelu32_rows_inplace(x: Any, bias: Any, scale: Any, start: int, stop: int) -> None:  # pragma: no cover
+    """``_jit.gelu32_rows`` of ``x`` into ``x``."""
+    nb = bias.size
+    for r in range(start, stop):
+        xr = x[r]
+        b = bias[r % nb]
+        for i in range(xr.size):
+            xr[i] = _gelu_of(xr[i] + b, scale)
+
+
+@_njit
+def hard_swish_rows_inplace(
+    x: Any, bias: Any, sixth: Any, half: Any, start: int, stop: int
+) -> None:  # pragma: no cover - compiled
+    """``_jit.hard_swish_rows`` of ``x`` into ``x``."""
+    nb = bias.size
+    for r in range(start, stop):
+        xr = x[r]
+        b = bias[r % nb]
+        for i in range(xr.size):
+            xr[i] = _hard_swish_of(xr[i] + b, sixth, half)

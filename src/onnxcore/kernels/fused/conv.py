@@ -100,7 +100,15 @@ class ConvActivation:
 
 
 def _swish_bias(y: np.ndarray, b: np.ndarray) -> np.ndarray | None:
-    return swish_accel(y, 1.0, b)
+    return swish_accel(y, 1.0, b, inplace=True)
+
+
+def _gelu_bias(y: np.ndarray, b: np.ndarray) -> np.ndarray | None:
+    return gelu_bias_accel(y, b, inplace=True)
+
+
+def _hard_swish_bias(y: np.ndarray, b: np.ndarray) -> np.ndarray | None:
+    return hard_swish_bias_accel(y, b, inplace=True)
 
 
 class Conv1dTaps:
@@ -299,7 +307,7 @@ def with_relu(
 # The activations ConvActivation takes, by label: the activation of one array and the compiled bias pass.
 _ACTIVATIONS: dict[str, tuple[Callable[[np.ndarray], Any], Callable[[np.ndarray, np.ndarray], Any]]] = {
     "SiLU": (silu, _swish_bias),
-    "GELU": (gelu, gelu_bias_accel),
+    "GELU": (gelu, _gelu_bias),
 }
 
 
@@ -346,7 +354,7 @@ def _prepare_conv_activation(
         # The bias and the Clip in one pass where the compiled loops take them, else each in place.
         return ConvActivation(conv, activation, ClipInPlace(*bounds), _BiasClip(*bounds))
     if activation == "HardSwish":
-        return ConvActivation(conv, activation, act or default_kernel("HardSwish"), hard_swish_bias_accel)
+        return ConvActivation(conv, activation, act or default_kernel("HardSwish"), _hard_swish_bias)
     found = _ACTIVATIONS.get(activation)
     if found is None:
         raise EvaluationError(f"ConvActivation: activation {activation!r} is none of SiLU, GELU, HardSwish, Clip")

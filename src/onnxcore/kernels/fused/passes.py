@@ -24,16 +24,20 @@ _BLOCK = 1 << 14  # elements per block of the plain SiLU (a block for a kernel t
 _NO_BIAS = np.zeros(0, np.float32)
 
 
-def swish_accel(x: Array, alpha: float, bias: Array | None = None) -> Array | None:
+def swish_accel(x: Array, alpha: float, bias: Array | None = None, *, inplace: bool = False) -> Array | None:
     """``x * sigmoid(alpha * x)`` by the compiled loop (float32 with the accelerator enabled; within 4 ulp of the
     float64 value, ``tools/swish_accel_ulp.py``), in blocks over the kernel threads; with ``bias`` (one float32 per
     channel of an ``(N, C, ...)`` ``x``), of ``x + bias`` along axis 1 in the same pass (a Conv's bias and the SiLU
     that follows it). None on other inputs (the caller computes ``x / (1 + exp(-alpha * x))`` with numpy, the
-    reference)."""
+    reference). ``inplace`` (with ``bias``): into ``x`` itself, returned, when it is C-contiguous and writeable (a
+    Conv's fresh output: no second array of its size, whose pages the system would fault in again on every run)."""
     if x.dtype != np.float32 or not accel.enabled():
         return None
     if bias is not None and (x.ndim < 2 or bias.dtype != np.float32 or bias.shape != (x.shape[1],)):
         return None
+    if inplace and bias is not None and x.flags.c_contiguous and x.flags.writeable:
+        fi, a = accel.jit_cnn().swish32_inplace, np.float32(alpha)
+        return _channel_rows_inplace(x, bias, lambda x2, b, i, j: fi(x2, a, b, i, j))
     size = x.size
     if bias is None and 0 < size < MIN_PARALLEL_ELEMENTS:
         # One thread: the whole array as one row, without the blocks' views and closure (a decoder's SiLU of a few
@@ -80,28 +84,38 @@ def silu(x: np.ndarray) -> np.ndarray:
     return y
 
 
-def gelu_bias_accel(x: Array, bias: Array) -> Array | None:
+def gelu_bias_accel(x: Array, bias: Array, *, inplace: bool = False) -> Array | None:
     """The erf GELU of ``x + bias`` along axis 1 (``x`` ``(N, C, ...)`` float32, ``bias`` ``(C,)``: a Conv's output
     and bias) by the compiled loop in one pass, the same results bit for bit as the addition then :func:`gelu`;
-    None when the accelerator is off or the types differ (the caller adds and calls :func:`gelu`)."""
+    None when the accelerator is off or the types differ (the caller adds and calls :func:`gelu`). ``inplace``: into
+    ``x``, as :func:`swish_accel`."""
     if x.dtype != np.float32 or bias.dtype != np.float32 or x.ndim < 2 or bias.shape != (x.shape[1],):
         return None
     if not accel.enabled():
         return None
-    fn, sc = accel.jit().gelu32_rows, np.float32(1.0 / math.sqrt(2.0))
+    sc = np.float32(1.0 / math.sqrt(2.0))
+    if inplace and x.flags.c_contiguous and x.flags.writeable:
+        fi = accel.jit_cnn().gelu32_rows_inplace
+        return _channel_rows_inplace(x, bias, lambda x2, b, i, j: fi(x2, b, sc, i, j))
+    fn = accel.jit().gelu32_rows
     return _channel_rows(x, bias, lambda x2, b, out, i, j: fn(x2, b, out, sc, i, j))
 
 
-def hard_swish_bias_accel(x: Array, bias: Array) -> Array | None:
+def hard_swish_bias_accel(x: Array, bias: Array, *, inplace: bool = False) -> Array | None:
     """HardSwish of ``x + bias`` along axis 1 (``x`` ``(N, C, ...)``, ``bias`` ``(C,)`` of its type, float32 or
     float64: a Conv's output and bias) by the compiled loop in one pass, the same results bit for bit as the
-    addition then the HardSwish kernel; None when the accelerator is off or the types differ."""
+    addition then the HardSwish kernel; None when the accelerator is off or the types differ. ``inplace``: into
+    ``x``, as :func:`swish_accel`."""
     if x.dtype not in (np.float32, np.float64) or bias.dtype != x.dtype or x.ndim < 2 or bias.shape != (x.shape[1],):
         return None
     if not accel.enabled():
         return None
-    fn, t = accel.jit().hard_swish_rows, x.dtype.type
+    t = x.dtype.type
     sixth, half = t(1.0 / 6.0), t(0.5)
+    if inplace and x.flags.c_contiguous and x.flags.writeable:
+        fi = accel.jit_cnn().hard_swish_rows_inplace
+        return _channel_rows_inplace(x, bias, lambda x2, b, i, j: fi(x2, b, sixth, half, i, j))
+    fn = accel.jit().hard_swish_rows
     return _channel_rows(x, bias, lambda x2, b, out, i, j: fn(x2, b, out, sixth, half, i, j))
 
 
@@ -120,3 +134,16 @@ def _channel_rows(x: Array, bias: Array, call: Callable[..., None]) -> Array | N
 
     parallel_for(run, rows, threads=active_threads() if x.size >= MIN_PARALLEL_ELEMENTS else 1)
     return out.reshape(x.shape)
+
+
+def _channel_rows_inplace(x: Array, bias: Array, call: Callable[..., None]) -> Array | None:
+    """:func:`_channel_rows` into ``x`` itself (``call(x2, bias, start, stop)``; ``x`` C-contiguous and writeable),
+    returned."""
+    rows = x.shape[0] * x.shape[1]
+    if rows == 0 or x.size == 0:
+        return None
+    x2 = x.reshape(rows, -1)
+    b = np.ascontiguousarray(bias)
+    threads = active_threads() if x.size >= MIN_PARALLEL_ELEMENTS else 1
+    parallel_for(lambda i, j: call(x2, b, i, j), rows, threads=threads)
+    return x
