@@ -21,7 +21,7 @@ pytest.importorskip("onnx")
 
 from onnxcore.errors import EvaluationError
 from onnxcore.kernels import accel
-from onnxcore.kernels.conv import depthwise_accel
+from onnxcore.kernels.conv import depthwise_accel, planar_for_shape
 from onnxcore.kernels.fused.passes import gelu_bias_accel, hard_swish_bias_accel, swish_accel
 from onnxcore.kernels.registry import lookup
 
@@ -305,6 +305,37 @@ def test_planar_depthwise_rows_of_taps(kw: int, sx: int, dx: int) -> None:
             ref += xp[:, :, i : i + oh, j * dx :][:, :, :, : (ow - 1) * sx + 1 : sx] * w[None, :, 0, i, j, None, None]
     y = depthwise_accel(x, w, pads, st, dil, (oh, ow), b, channels_last=False)
     np.testing.assert_allclose(y, ref, rtol=1e-12, atol=1e-12)
+
+
+@needs_accel
+@pytest.mark.parametrize(("kh", "kw"), [(1, 1), (3, 3), (5, 2), (7, 7)])
+@pytest.mark.parametrize(("sy", "sx", "dy", "dx"), [(1, 1, 1, 1), (2, 2, 1, 1), (1, 3, 2, 1), (2, 1, 1, 2)])
+@pytest.mark.parametrize(("c", "m", "groups"), [(3, 5, 1), (8, 6, 2)])
+def test_planar_conv_against_direct_sums(
+    kh: int, kw: int, sy: int, sx: int, dy: int, dx: int, c: int, m: int, groups: int
+) -> None:
+    """The plane-by-plane loop (every tap of a group's input planes in passes of up to nine, read at unsigned
+    offsets into the planes' phases): in float64 against the direct sum over the taps, any kernel, stride,
+    dilation, uneven pads, groups, bias or none."""
+    x = _rand((2, c, 13, 11), np.float64, seed=kh * 7 + sx)
+    w = _rand((m, c // groups, kh, kw), np.float64, -1, 1, seed=dy + 3 * dx)
+    b = _rand((m,), np.float64, seed=5)
+    pt, pl, pbot, pr = kh // 2, kw // 2, (kh - 1) // 2, 1
+    xp = np.pad(x, ((0, 0), (0, 0), (pt, pbot), (pl, pr)))
+    oh = (xp.shape[2] - dy * (kh - 1) - 1) // sy + 1
+    ow = (xp.shape[3] - dx * (kw - 1) - 1) // sx + 1
+    cg, mg = c // groups, m // groups
+    ref = np.zeros((2, m, oh, ow))
+    for o in range(m):
+        g = o // mg
+        for ci in range(cg):
+            for i in range(kh):
+                for j in range(kw):
+                    win = xp[:, g * cg + ci, i * dy :, j * dx :][:, : (oh - 1) * sy + 1 : sy, : (ow - 1) * sx + 1 : sx]
+                    ref[:, o] += win * w[o, ci, i, j]
+    run = planar_for_shape(x.shape, x.dtype, w.shape, (pt, pl), (sy, sx), (dy, dx), (oh, ow))
+    np.testing.assert_allclose(run(x, w, b), ref + b[:, None, None], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(run(x, w, None), ref, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.usefixtures("accel_path")

@@ -100,6 +100,15 @@ LAYERS = {
     "depthwise 3x3": ((2, 40, 14, 14), (40, 1, 3, 3), 40, {"pads": [1, 1, 1, 1]}),
     "depthwise 5x5 stride 2": ((1, 72, 15, 15), (72, 1, 5, 5), 72, {"strides": [2, 2], "pads": [2, 2, 2, 2]}),
     "depthwise dilated, no pads": ((1, 16, 12, 12), (16, 1, 3, 3), 16, {"dilations": [2, 2]}),
+    "RGB stem 3x3 stride 2": ((2, 3, 33, 30), (16, 3, 3, 3), 1, {"strides": [2, 2], "pads": [1, 1, 1, 1]}),
+    "RGB stem 7x7 stride 2": ((1, 3, 40, 37), (8, 3, 7, 7), 1, {"strides": [2, 2], "pads": [3, 3, 3, 3]}),
+    "16 per group, stride 2": ((1, 64, 19, 20), (64, 16, 3, 3), 4, {"strides": [2, 2], "pads": [1, 1, 1, 1]}),
+    "grouped, dilated, stride 3 by 1": (
+        (1, 8, 17, 15),
+        (12, 4, 3, 2),
+        2,
+        {"strides": [3, 1], "dilations": [2, 3], "pads": [2, 1, 0, 3]},
+    ),
 }
 
 
@@ -131,6 +140,9 @@ def test_every_candidate_is_the_convolution(layer: str) -> None:
     expected = {"kernel", "numpy"} if depthwise else {"kernel", "channels_last"}
     if depthwise and accel.enabled():
         expected |= {"planar", "channels_last"}
+    few_taps = w.shape[1] * w.shape[2] * w.shape[3] <= _conv_choice.MAX_PLANAR_TAPS
+    if not depthwise and accel.enabled() and few_taps:
+        expected.add("planar")
     assert set(found) == expected
     ref = _reference(x, w, b, kw)
     for name, fn in found.items():

@@ -8,7 +8,9 @@ first time a shape arrives and keeps the fastest:
 - every 2-D Conv but a depthwise one: the kernel's own path (im2col or the flat layout, channels first) and the
   channels-last columns (:func:`channels_last_conv`: each column row gathers runs of C/group contiguous values,
   where channels-first columns of a small image copy rows of a few values, and the product is ``(pixels x
-  kk*C/group) @ (kk*C/group x M/group)`` per group, the other orientation for BLAS);
+  kk*C/group) @ (kk*C/group x M/group)`` per group, the other orientation for BLAS); and with the accelerator,
+  for a layer of at most :data:`MAX_PLANAR_TAPS` taps per output plane, the compiled plane-by-plane loop
+  (:func:`onnxcore.kernels.conv.planar_for_shape`);
 - a 2-D depthwise Conv with the accelerator: the kernel's rule, the compiled planar loop, the compiled
   channels-last loop, and the numpy depthwise path.
 
@@ -32,10 +34,11 @@ from numpy.lib.stride_tricks import as_strided
 from onnxcore.kernels import accel
 from onnxcore.kernels._depthwise import depthwise_conv2d
 from onnxcore.kernels._scratch import scratch
-from onnxcore.kernels.conv import conv, conv_for_shape, conv_geometry, depthwise_for_shape
+from onnxcore.kernels.conv import conv, conv_for_shape, conv_geometry, depthwise_for_shape, planar_for_shape
 
 __all__ = [
     "MARGIN",
+    "MAX_PLANAR_TAPS",
     "MAX_MEASURED_SECONDS",
     "MeasuredConv",
     "candidates",
@@ -49,6 +52,9 @@ MAX_MEASURED_SECONDS = 0.05
 enough that a tenth of gain or loss shows in a benchmark, and measuring it would cost a noticeable first run)."""
 _ROUNDS = 3  # runs of each candidate (the candidates taking turns); 1 for layers slower than _SLOW_SECONDS
 _SLOW_SECONDS = 0.005
+MAX_PLANAR_TAPS = 16 * 9
+"""The plane-by-plane loop is a candidate for a Conv whose output plane sums at most this many taps (input channels
+of a group times kernel taps: a 3 x 3 layer of 16 channels per group): with more, BLAS's product gains."""
 MARGIN = 0.85
 """Another path replaces the kernel's own only when its best time is below this fraction of the kernel's: on a
 shared machine one measurement's noise would otherwise pick a path that is not faster."""
@@ -140,6 +146,8 @@ def candidates(
     if not (cg == 1 and m == group == x.shape[1]):
         kernel = tuple(int(k) for k in w.shape[2:])
         found["channels_last"] = lambda a, v, b: channels_last_conv(a, wt(), b, kernel, pb, pe, st, dil, out)
+        if accel.enabled() and cg * kernel[0] * kernel[1] <= MAX_PLANAR_TAPS:
+            found["planar"] = planar_for_shape(x.shape, x.dtype, w.shape, pb, st, dil, out)
     else:
         if accel.enabled():
             found["planar"] = depthwise_for_shape(x.shape, x.dtype, pb, st, dil, out, False)

@@ -38,6 +38,7 @@ from onnxcore.kernels.threads import active_threads, copy_split, parallel_for
 __all__ = [
     "conv_for_shape",
     "depthwise_for_shape",
+    "planar_for_shape",
     "depthwise_accel",
     "work_dtype",
     "spatial_attr",
@@ -376,6 +377,44 @@ def depthwise_for_shape(
         y = np.empty((n_img, c, oh, ow), dt)
         parallel_for(
             lambda a, b: fn(xc, wc, bc, y, pads, st, dl, a, b), n_img * c, threads=active_threads() if large else 1
+        )
+        return y
+
+    return run
+
+
+def planar_for_shape(
+    x_shape: tuple[int, ...],
+    dtype: Any,
+    w_shape: tuple[int, ...],
+    pb: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+    out: Sequence[int],
+) -> Callable[[np.ndarray, np.ndarray, np.ndarray | None], np.ndarray]:
+    """A 2-D convolution of inputs of one shape and float type by the accelerator's plane-by-plane loop
+    (``accel.jit_cnn().conv2d_planar``: every tap of the few input channels of a group summed over long runs of
+    each output plane), as a callable ``(x, w, bias)``, its units ``(image, group)`` split over the kernel threads.
+    A candidate of the measured choice of a path (``kernels/_conv_choice.py``) where im2col and BLAS multiply
+    matrices of few rows: an RGB stem, the grouped layers of RegNet."""
+    n_img, c = x_shape[:2]
+    m, cg = w_shape[:2]
+    groups = c // cg
+    dt = np.dtype(dtype)
+    zeros = np.zeros(m, dt)
+    pads = np.asarray(pb[:2], np.int64)
+    st = np.asarray(strides[:2], np.int64)
+    dl = np.asarray(dilations[:2], np.int64)
+    large = n_img * m * out[0] * out[1] >= 1 << 16
+    fn = accel.jit_cnn().conv2d_planar
+
+    def run(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
+        bc = zeros if bias is None else np.ascontiguousarray(bias, dtype=dt)
+        xc = np.ascontiguousarray(x, dtype=dt)
+        wc = np.ascontiguousarray(w, dtype=dt)
+        y = np.empty((n_img, m, out[0], out[1]), dt)
+        parallel_for(
+            lambda a, b: fn(xc, wc, bc, y, pads, st, dl, a, b), n_img * groups, threads=active_threads() if large else 1
         )
         return y
 
