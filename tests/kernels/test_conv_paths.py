@@ -140,7 +140,7 @@ def test_every_candidate_is_the_convolution(layer: str) -> None:
     expected = {"kernel", "numpy"} if depthwise else {"kernel", "channels_last"}
     if depthwise and accel.enabled():
         expected |= {"planar", "channels_last"}
-    few_taps = w.shape[1] * w.shape[2] * w.shape[3] <= _conv_choice.MAX_PLANAR_TAPS
+    few_taps = 1 < w.shape[2] * w.shape[3] and w.shape[1] * w.shape[2] * w.shape[3] <= _conv_choice.MAX_PLANAR_TAPS
     if not depthwise and accel.enabled() and few_taps:
         expected.add("planar")
     assert set(found) == expected

@@ -9,7 +9,8 @@ first time a shape arrives and keeps the fastest:
   channels-last columns (:func:`channels_last_conv`: each column row gathers runs of C/group contiguous values,
   where channels-first columns of a small image copy rows of a few values, and the product is ``(pixels x
   kk*C/group) @ (kk*C/group x M/group)`` per group, the other orientation for BLAS); and with the accelerator,
-  for a layer of at most :data:`MAX_PLANAR_TAPS` taps per output plane, the compiled plane-by-plane loop
+  for a kernel wider than 1 x 1 of at most :data:`MAX_PLANAR_TAPS` taps per output plane, the compiled
+  plane-by-plane loop
   (:func:`onnxcore.kernels.conv.planar_for_shape`);
 - a 2-D depthwise Conv with the accelerator: the kernel's rule, the compiled planar loop, the compiled
   channels-last loop, and the numpy depthwise path.
@@ -146,7 +147,7 @@ def candidates(
     if not (cg == 1 and m == group == x.shape[1]):
         kernel = tuple(int(k) for k in w.shape[2:])
         found["channels_last"] = lambda a, v, b: channels_last_conv(a, wt(), b, kernel, pb, pe, st, dil, out)
-        if accel.enabled() and cg * kernel[0] * kernel[1] <= MAX_PLANAR_TAPS:
+        if accel.enabled() and 1 < kernel[0] * kernel[1] and cg * kernel[0] * kernel[1] <= MAX_PLANAR_TAPS:
             found["planar"] = planar_for_shape(x.shape, x.dtype, w.shape, pb, st, dil, out)
     else:
         if accel.enabled():

@@ -111,44 +111,31 @@ def _add_dense_taps(
         part[q] = ((((part[q] + w0 * t[q]) + w1 * t[q + 1]) + w2 * t[q + 2]) + w3 * t[q + 3]) + w4 * t[q + 4]
 
 
-_TAP_GROUPS = (9, 6, 4, 3, 2, 1)  # taps summed per pass of :func:`_add_tap_list` (the largest that fits first)
-
-
 @_njit
 def _add_tap_list(part: Any, buf: Any, lo: int, offs: Any, wts: Any) -> None:  # pragma: no cover - compiled
     """``part[q] += wts[k] * buf[lo + offs[k] + q]`` for every tap ``k`` in order (the same sums as one tap at a time,
-    bit for bit), up to nine taps per pass over ``part``: its sums are loaded and stored once for nine taps.
-    ``offs`` (uint64, any order, each ``>= 0``) and ``wts`` of one length; the caller keeps every ``lo + offs[k] +
-    len(part)`` within ``buf``.
+    bit for bit), nine taps per pass over ``part`` (then three, then one): its sums are loaded and stored once for
+    nine taps. ``offs`` (uint64, any order, each ``>= 0``) and ``wts`` of one length; the caller keeps every ``lo +
+    offs[k] + len(part)`` within ``buf``.
 
     The taps are read through one slice of ``buf`` at unsigned distances: two arrays in the loop (one overlap test
     before the vector loop), and no index the compiler must check for a negative value (a signed one makes numba
     wrap it around, which keeps the loop scalar). Measured 1.6x faster than a pass per kernel row on an RGB stem's
     long planes (of 4,096 outputs and more), where a stride splits a row into runs of one or two taps; on the small
-    planes of depthwise layers slower than the rows of up to five taps the depthwise loops keep."""
+    planes of depthwise layers slower than the rows of up to five taps the depthwise loops keep. Three pass widths
+    only: each is compiled on a machine's first use (seconds, cold)."""
     t = buf[lo:]
     total = offs.size
     k = 0
+    while k + 9 <= total:
+        _taps9(part, t, offs, wts, k)
+        k += 9
+    while k + 3 <= total:
+        _taps3(part, t, offs, wts, k)
+        k += 3
     while k < total:
-        left = total - k
-        if left >= 9:
-            _taps9(part, t, offs, wts, k)
-            k += 9
-        elif left >= 6:
-            _taps6(part, t, offs, wts, k)
-            k += 6
-        elif left >= 4:
-            _taps4(part, t, offs, wts, k)
-            k += 4
-        elif left == 3:
-            _taps3(part, t, offs, wts, k)
-            k += 3
-        elif left == 2:
-            _taps2(part, t, offs, wts, k)
-            k += 2
-        else:
-            _taps1(part, t, offs, wts, k)
-            k += 1
+        _taps1(part, t, offs, wts, k)
+        k += 1
 
 
 @_njit
@@ -165,28 +152,6 @@ def _taps9(part: Any, t: Any, offs: Any, wts: Any, k: int) -> None:  # pragma: n
 
 
 @_njit
-def _taps6(part: Any, t: Any, offs: Any, wts: Any, k: int) -> None:  # pragma: no cover - compiled
-    """Taps ``k..k + 6`` of :func:`_add_tap_list` in one pass (added left to right)."""
-    w0, w1, w2, w3, w4 = wts[k], wts[k + 1], wts[k + 2], wts[k + 3], wts[k + 4]
-    w5 = wts[k + 5]
-    e0, e1, e2, e3, e4 = offs[k], offs[k + 1], offs[k + 2], offs[k + 3], offs[k + 4]
-    e5 = offs[k + 5]
-    for q in range(np.uint64(part.size)):
-        a = part[q] + w0 * t[q + e0] + w1 * t[q + e1] + w2 * t[q + e2]
-        part[q] = a + w3 * t[q + e3] + w4 * t[q + e4] + w5 * t[q + e5]
-
-
-@_njit
-def _taps4(part: Any, t: Any, offs: Any, wts: Any, k: int) -> None:  # pragma: no cover - compiled
-    """Taps ``k..k + 4`` of :func:`_add_tap_list` in one pass (added left to right)."""
-    w0, w1, w2, w3 = wts[k], wts[k + 1], wts[k + 2], wts[k + 3]
-    e0, e1, e2, e3 = offs[k], offs[k + 1], offs[k + 2], offs[k + 3]
-    for q in range(np.uint64(part.size)):
-        a = part[q] + w0 * t[q + e0] + w1 * t[q + e1] + w2 * t[q + e2]
-        part[q] = a + w3 * t[q + e3]
-
-
-@_njit
 def _taps3(part: Any, t: Any, offs: Any, wts: Any, k: int) -> None:  # pragma: no cover - compiled
     """Taps ``k..k + 3`` of :func:`_add_tap_list` in one pass (added left to right)."""
     w0, w1, w2 = wts[k], wts[k + 1], wts[k + 2]
@@ -196,19 +161,9 @@ def _taps3(part: Any, t: Any, offs: Any, wts: Any, k: int) -> None:  # pragma: n
 
 
 @_njit
-def _taps2(part: Any, t: Any, offs: Any, wts: Any, k: int) -> None:  # pragma: no cover - compiled
-    """Taps ``k..k + 2`` of :func:`_add_tap_list` in one pass (added left to right)."""
-    w0, w1 = wts[k], wts[k + 1]
-    e0, e1 = offs[k], offs[k + 1]
-    for q in range(np.uint64(part.size)):
-        part[q] = part[q] + w0 * t[q + e0] + w1 * t[q + e1]
-
-
-@_njit
 def _taps1(part: Any, t: Any, offs: Any, wts: Any, k: int) -> None:  # pragma: no cover - compiled
-    """Taps ``k..k + 1`` of :func:`_add_tap_list` in one pass (added left to right)."""
-    w0 = wts[k]
-    e0 = offs[k]
+    """Tap ``k`` of :func:`_add_tap_list`."""
+    w0, e0 = wts[k], offs[k]
     for q in range(np.uint64(part.size)):
         part[q] += w0 * t[q + e0]
 
