@@ -20,7 +20,9 @@ What it accelerates (each numpy kernel keeps its own path and calls these only w
   [-104, 104], subnormal results within 2.2e-45), where numpy's ``x / (1 + exp(-x))`` is the reference the tests
   compare with (itself within a few ulp, but -0 from x = -88.7 on, where it is up to 2.7e-37 away).
 - A Conv's bias with the SiLU, erf GELU or HardSwish that follows it (the plan's ``ConvActivation``), one pass
-  (``swish32``, ``gelu32_rows``, ``hard_swish_rows``; GELU and HardSwish bit for bit as the two steps unfused).
+  (``swish32``, ``gelu32_rows``, ``hard_swish_rows``; GELU and HardSwish bit for bit as the two steps unfused), in
+  place on the Conv's fresh output (``_jit_cnn``'s ``*_inplace`` loops); with the Relu or Clip after it, one pass
+  too (``add_row_bias_relu``, ``add_row_bias_clip``: the two steps' values bit for bit).
 - AveragePool in 2-D with stride 1 whose output has the input's extents (EfficientFormer's pooling mixer): the
   separable box sums on the flattened planes, long vectorised loops however small the image (the numpy path sums
   the same terms in another order).
@@ -56,6 +58,10 @@ What it accelerates (each numpy kernel keeps its own path and calls these only w
   time, in the L1 cache), the taps accumulated in the element type one after the other and the bias last
   (the numpy path sums with ``einsum``: the two agree within the type's rounding of a sum of ``kh * kw``
   products; the tests allow 1e-5 relative in float32, 1e-12 in float64).
+- 2-D convolutions of few taps per output plane (an RGB stem, 16 channels per group; ``conv2d_planar``): each
+  output plane sums every tap of its group's input planes (copied once into their stride phases) over long
+  vectorised runs, nine taps per pass, the weight a scalar; a candidate of the measured choice of a path, the sums
+  in another order than im2col's product (within the type's rounding; 1e-12 relative in float64 in the tests).
 - tree ensembles: the traversal of every (tree, row) pair over node records (feature, threshold, both children)
   made from the tables of :class:`onnxcore.kernels._tree_eval.CompiledForest`, sixteen rows at a time through a
   tree, or for a few rows sixteen trees at a time in scalar lanes (a strict comparison compiled as the other kind
