@@ -142,16 +142,8 @@ def test_non_contiguous_and_other_types_take_numpys_path() -> None:
     assert _same_bits(clip_into(halves, lo, hi), np.clip(halves, lo, hi))
 
 
-@pytest.mark.usefixtures("accel_path")
-@pytest.mark.parametrize("activation", ["Relu", "ReLU6", None])
-@pytest.mark.parametrize(("cin", "cout", "k", "group"), [(8, 24, 1, 1), (16, 16, 3, 16), (3, 8, 3, 1)])
-def test_conv_and_its_activation_against_onnxruntime(
-    activation: str | None, cin: int, cout: int, k: int, group: int
-) -> None:
-    # The plan fuses Relu (WithRelu) and ReLU6 (ConvActivation's Clip) into the Conv; the bias goes through
-    # add_channel_bias on every path.
-    ort = pytest.importorskip("onnxruntime")
-    rng = np.random.default_rng(5)
+def _conv_model(rng: np.random.Generator, activation: str | None, cin: int, cout: int, k: int, group: int) -> bytes:
+    """A float32 Conv with a bias, then a Relu, a ReLU6 (Clip 0..6) or nothing (an Identity), serialized."""
     w = rng.standard_normal((cout, cin // group, k, k)).astype(np.float32)
     b = rng.standard_normal(cout).astype(np.float32)
     nodes = [h.make_node("Conv", ["x", "w", "b"], ["c"], group=group, pads=[k // 2] * 4)]
@@ -167,7 +159,20 @@ def test_conv_and_its_activation_against_onnxruntime(
                      [h.make_tensor_value_info("y", TP.FLOAT, ["N", cout, "H", "W"])], inits)  # fmt: skip
     m = h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
     m.ir_version = 8
-    octets = m.SerializeToString()
+    return bytes(m.SerializeToString())
+
+
+@pytest.mark.usefixtures("accel_path")
+@pytest.mark.parametrize("activation", ["Relu", "ReLU6", None])
+@pytest.mark.parametrize(("cin", "cout", "k", "group"), [(8, 24, 1, 1), (16, 16, 3, 16), (3, 8, 3, 1)])
+def test_conv_and_its_activation_against_onnxruntime(
+    activation: str | None, cin: int, cout: int, k: int, group: int
+) -> None:
+    # The plan fuses Relu (WithRelu) and ReLU6 (ConvActivation's Clip) into the Conv; the bias goes through
+    # add_channel_bias on every path.
+    ort = pytest.importorskip("onnxruntime")
+    rng = np.random.default_rng(5)
+    octets = _conv_model(rng, activation, cin, cout, k, group)
     ours = onnxcore.Session(octets)
     theirs = ort.InferenceSession(octets, providers=["CPUExecutionProvider"])
     for shape in ((1, cin, 9, 11), (2, cin, 64, 64)):
@@ -184,20 +189,7 @@ def test_fused_bias_pass_gives_the_unfused_plans_bits(activation: str, cin: int,
     Clip (ConvActivation) in one pass: the same bits as the Conv adding its bias, then the activation's own step
     (both plans without the measured choice of paths, so that the Conv computes its sums on the same path)."""
     rng = np.random.default_rng(9)
-    w = rng.standard_normal((cout, cin // group, k, k)).astype(np.float32)
-    b = rng.standard_normal(cout).astype(np.float32)
-    nodes = [h.make_node("Conv", ["x", "w", "b"], ["c"], group=group, pads=[k // 2] * 4)]
-    inits = [nh.from_array(w, "w"), nh.from_array(b, "b")]
-    if activation == "Relu":
-        nodes.append(h.make_node("Relu", ["c"], ["y"]))
-    else:
-        nodes.append(h.make_node("Clip", ["c", "lo", "hi"], ["y"]))
-        inits += [nh.from_array(np.float32(0), "lo"), nh.from_array(np.float32(6), "hi")]
-    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", TP.FLOAT, ["N", cin, "H", "W"])],
-                     [h.make_tensor_value_info("y", TP.FLOAT, ["N", cout, "H", "W"])], inits)  # fmt: skip
-    m = h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
-    m.ir_version = 8
-    octets = m.SerializeToString()
+    octets = _conv_model(rng, activation, cin, cout, k, group)
     fused = onnxcore.Session(octets, disabled_rewrites=["measure_conv_paths", "use_winograd"])
     plain = onnxcore.Session(octets, disabled_rewrites=["measure_conv_paths", "use_winograd", "fuse_conv_chains"])
     assert "fuse_conv_chains" in fused.fired_rewrites() and "fuse_conv_chains" not in plain.fired_rewrites()

@@ -55,7 +55,7 @@ RULE_MODULES: dict[tuple[str, str], tuple[str, ...]] = {
     ("", "CumProd"): ("onnxcore.infer.shape_ops.reduction",),
     ("", "CumSum"): ("onnxcore.infer.shape_ops.reduction",),
     ("", "DFT"): ("onnxcore.infer.shape_ops.signal",),
-    ("", "DeformConv"): ("onnxcore.infer.shape_ops.conv",),
+    ("", "DeformConv"): ("onnxcore.infer.shape_ops.deform_conv",),
     ("", "DepthToSpace"): ("onnxcore.infer.shape_ops.tensor_layout",),
     ("", "DequantizeLinear"): ("onnxcore.infer.shape_ops.quantize",),
     ("", "Det"): ("onnxcore.infer.shape_ops.linalg",),

@@ -21,6 +21,7 @@ FAMILIES: tuple[str, ...] = (
     "control_flow",
     "conv",
     "conv_transpose",
+    "deform_conv",
     "dropout_loss",
     "elementwise",
     "elementwise_binary",

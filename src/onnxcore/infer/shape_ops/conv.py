@@ -5,16 +5,8 @@ The family has the kernels' module name (issue 37): a new operator touches its k
 
 from __future__ import annotations
 
-from onnxcore.infer.shape_core import (
-    ShapeContext,
-    ShapeT,
-    dim_mul,
-    dim_prod,
-    require_rank,
-    shape_rule,
-    unify,
-)
-from onnxcore.infer.shape_ops.windows import _conv_out, _kernel
+from onnxcore.infer.shape_core import ShapeContext, ShapeT, shape_rule
+from onnxcore.infer.shape_ops.windows import _conv_out
 
 __all__: list[str] = []
 
@@ -24,26 +16,3 @@ def _conv(ctx: ShapeContext) -> list[ShapeT | None]:
     # Conv-1/11/22: SAME_* gives ceil(in / stride) (the text of Conv-1 says "match the input", which is the
     # same at stride 1; every runtime and the later text use the ceil form).
     return [_conv_out(ctx, 0, 1, 2)]
-
-
-@shape_rule("DeformConv")
-def _deform_conv(ctx: ShapeContext) -> list[ShapeT | None]:
-    # DeformConv-19/22: explicit pads only; offset (N, og*k1*..*kn*n, o1, ...) and mask (N, og*k1*..*kn, o1, ...)
-    # carry the output's spatial extents.
-    y = _conv_out(ctx, 0, 1, 3)
-    if y is None:
-        return [None]
-    out = list(y)
-    nd = len(out) - 2
-    kk = dim_prod(_kernel(ctx, ctx.shape(1), nd))
-    og = int(ctx.attr("offset_group", 1))
-    for i, per, what in ((2, nd, "offset"), (4, 1, "mask")):
-        s = ctx.shape(i) if ctx.present(i) else None
-        if s is None:
-            continue
-        require_rank(ctx, s, (nd + 2,), what)
-        out[0] = unify(ctx, out[0], s[0], f"X and {what}, batch axis")
-        unify(ctx, s[1], dim_mul(dim_mul(kk, og), per), f"{what} channels (offset_group * kernel size * {per})")
-        for j in range(nd):
-            out[2 + j] = unify(ctx, out[2 + j], s[2 + j], f"output and {what}, spatial axis {j}")
-    return [tuple(out)]
