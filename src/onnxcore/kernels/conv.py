@@ -290,9 +290,7 @@ def _conv_paths(
             xs = _columns(xs, "conv.cols")
         else:
             xs = np.ascontiguousarray(x)
-        xs = xs.reshape(n_img, group, cg, p_out)
-        y = np.matmul(w.reshape(group, mg, cg), xs)
-        return y.reshape(n_img, m, *out), False
+        return _pointwise(xs, w, group, out), False
     if cg == 1 and mg == 1 and nd == 2 and x.dtype in (np.float32, np.float64) and accel.enabled():
         return depthwise_accel(x, w, pb, strides, dilations, out, bias), True
     if cg == 1 and mg == 1 and nd == 2 and depthwise_pays(c, out):
@@ -319,6 +317,15 @@ def _conv_paths(
     cols = _columns(view, "conv.cols").reshape(n_img, group, cg * kk, p_out)
     y = np.matmul(w.reshape(group, mg, cg * kk), cols)
     return y.reshape(n_img, m, *out), False
+
+
+def _pointwise(xs: np.ndarray, w: np.ndarray, group: int, out: Sequence[int]) -> np.ndarray:
+    """A 1x1 convolution of ``xs`` ``(N, C, *out)``, C-contiguous (the input, or its strided places copied): one
+    product of the weights ``(M, C/group)`` per group, ``(N, M, *out)``."""
+    n_img, c = xs.shape[:2]
+    m = w.shape[0]
+    y = np.matmul(w.reshape(group, m // group, c // group), xs.reshape(n_img, group, c // group, math.prod(out)))
+    return y.reshape(n_img, m, *out)
 
 
 def _padded(x: np.ndarray, pb: Sequence[int], pe: Sequence[int]) -> np.ndarray:
@@ -700,31 +707,27 @@ def conv_for_shape(
     n_img, m, cg = x_shape[0], w_shape[0], w_shape[1]
     mg = m // group
     p_out = math.prod(out)
-    unpadded = not any(pb) and not any(pe)
-    if n_img and m and p_out and math.prod(w_shape[2:]) == 1 and unpadded and tuple(x_shape[2:]) == tuple(out):
-        # 1x1 kernel, stride 1 (the pointwise layers of a mobile CNN): one product, as _conv_paths computes it.
-        def pointwise(x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
-            bias = check_bias(b, m)
-            xs = np.ascontiguousarray(x.astype(wd, copy=False)).reshape(n_img, group, cg, p_out)
-            y = np.matmul(w.astype(wd, copy=False).reshape(group, mg, cg), xs).reshape(n_img, m, *out)
-            if bias is not None:
-                add_channel_bias(y, bias.astype(wd, copy=False))
-            return y.astype(dt, copy=False)
-
-        return pointwise
-    if n_img and p_out and cg == 1 and mg == 1 and len(out) == 2 and dt == wd and dt in _FLOATS and accel.enabled():
-        # Depthwise 2-D in float32/float64 with the accelerator: its compiled loops, their arguments made once.
+    # The paths _conv_paths would take, decided once: a 1x1 kernel without pads is a product (at stride 1 of the
+    # input itself: the pointwise layers of a mobile CNN), a depthwise 2-D layer the accelerator's loops.
+    one_by_one = math.prod(w_shape[2:]) == 1 and not any(pb) and not any(pe)
+    floats = dt == wd and dt in _FLOATS
+    if n_img and p_out and not one_by_one and cg == mg == 1 and len(out) == 2 and floats and accel.enabled():
         depthwise = depthwise_for_shape(x_shape, dt, pb, st, dil, out)
 
         def run_depthwise(x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
             return depthwise(x, w, check_bias(b, m))
 
         return run_depthwise
+    pointwise = bool(n_img and m and p_out) and one_by_one and tuple(x_shape[2:]) == tuple(out)
 
     def run(x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
         bias = check_bias(b, m)
         wb = None if bias is None else bias.astype(wd, copy=False)
-        y, biased = _conv_paths(x.astype(wd, copy=False), w.astype(wd, copy=False), group, pb, pe, st, dil, out, wb)
+        xw, ww = x.astype(wd, copy=False), w.astype(wd, copy=False)
+        if pointwise:
+            y, biased = _pointwise(np.ascontiguousarray(xw), ww, group, out), False
+        else:
+            y, biased = _conv_paths(xw, ww, group, pb, pe, st, dil, out, wb)
         if wb is not None and not biased:
             add_channel_bias(y, wb)
         return y.astype(dt, copy=False)
