@@ -10,6 +10,10 @@ setting:
 - default threads: both engines as they come (onnxruntime with its default options: a pool over the machine's
   cores; onnxcore with ``Session``'s default threads and numpy's BLAS threads), taking turns by blocks.
 
+With ``--accel both`` a third process times onnxcore's pure-numpy path (``ONNXCORE_ACCEL=0``: no compiled loop,
+what a plain install without the ``accel`` extra runs) at one thread the same way, against onnxruntime again; the
+table shows it beside the accelerated figures.
+
 Why blocks at default threads: an engine's idle threads keep a core busy for a while after its run ends
 (onnxruntime's pool spins waiting for the next parallel section; OpenBLAS's threads busy-wait for work about
 2^28 CPU cycles, some 0.1 s, after each call), so an engine run right after the other shares the cores with the
@@ -28,7 +32,7 @@ that hold onnxcore's time (``Session.profile``, one thread; a fused step is name
 is fused into it).
 
 Usage: ``python benchmarks/bench_corpus.py [--repeat 5] [--threads both|1|default] [--models bert gpt2 ...]
-[--settle 0.2] [--block 3] [--session-threads N] [--rounds N] [--cache DIR] [--no-profile] [--json FILE]
+[--settle 0.2] [--block 3] [--session-threads N] [--rounds N] [--accel both] [--cache DIR] [--no-profile] [--json FILE]
 [--baseline EARLIER.json] [--table-only RESULTS.json]``.
 """
 
@@ -50,6 +54,8 @@ from bench_json import stamp
 
 HERE = Path(__file__).resolve().parent
 _BLAS_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+ONE_THREAD = ("1", "numpy")
+"""The worker modes run at one thread: "numpy" is the one-thread mode with the accelerator off."""
 
 
 def _best_of(fns: list[Callable[[], Any]], repeat: int) -> tuple[list[float], list[Any]]:
@@ -146,7 +152,7 @@ def worker(
         path = str(cache / entry.model)
         try:
             so = ort.SessionOptions()
-            if mode == "1":
+            if mode in ONE_THREAD:
                 so.intra_op_num_threads = 1
                 so.inter_op_num_threads = 1
             ref = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
@@ -161,7 +167,7 @@ def worker(
         with np.errstate(all="ignore"):
             try:
                 fns = [lambda o=ours, f=feeds: o.run(None, f), lambda r=ref, f=feeds: r.run(None, f)]
-                if mode == "1":
+                if mode in ONE_THREAD:
                     (t_oc, t_ort), (o_oc, o_ort) = _best_of(fns, repeat)
                 else:
                     (t_oc, t_ort), (o_oc, o_ort) = _best_by_blocks(fns, repeat, settle=settle, block=block)
@@ -196,6 +202,7 @@ def table(results: dict[str, list[dict[str, Any]]], before: dict[str, list[dict[
     """The Markdown report of both modes (with ``before``, an earlier run's results: its one-thread ratio too)."""
     one = {r["name"]: r for r in results.get("1", [])}
     dflt = {r["name"]: r for r in results.get("default", [])}
+    pure = {r["name"]: r for r in results.get("numpy", [])}
     base = {r["name"]: r for r in (before or {}).get("1", [])}
     names = list(dict.fromkeys([*one, *dflt]))
     lines = [
@@ -203,12 +210,16 @@ def table(results: dict[str, list[dict[str, Any]]], before: dict[str, list[dict[
         "| onnxruntime, default | ratio | matches the framework |",
         "|---|---|---|---:|---:|---:|---:|---:|---:|---|",
     ]
+    if pure:
+        lines = [lines[0][:-1] + "| onnxcore, numpy, 1 thread | ratio, numpy |", lines[1] + "---:|---:|"]
     if before is not None:
         lines = [lines[0][:-1] + "| ratio before, 1 thread |", lines[1] + "---:|"]
     fam1: dict[str, list[float]] = defaultdict(list)
     famd: dict[str, list[float]] = defaultdict(list)
+    famn: dict[str, list[float]] = defaultdict(list)
     all1: list[float] = []
     alld: list[float] = []
+    alln: list[float] = []
     for n in names:
         a, b = one.get(n, {}), dflt.get(n, {})
         r = a or b
@@ -229,12 +240,21 @@ def table(results: dict[str, list[dict[str, Any]]], before: dict[str, list[dict[
             f"| {'-' if ra is None else f'{ra:.2f}x'} | {_ms(b.get('onnxcore'))} | {_ms(b.get('onnxruntime'))} "
             f"| {'-' if rb is None else f'{rb:.2f}x'} | {match} |"
         )
+        if pure:
+            c = pure.get(n, {})
+            rc = c.get("ratio")
+            if rc is not None:
+                famn[r["family"]].append(rc)
+                alln.append(rc)
+            lines[-1] += f" {_ms(c.get('onnxcore'))} | {'-' if rc is None else f'{rc:.2f}x'} |"
         if before is not None:
             old = base.get(n, {}).get("ratio")
             lines[-1] += f" {'-' if old is None else f'{old:.2f}x'} |"
     lines += ["", f"Median ratio: **{_median(all1)}** at one thread ({len(all1)} models), "
               f"**{_median(alld)}** at default threads; worst at one thread: "
               + (f"{max(all1):.2f}x." if all1 else "-"), ""]  # fmt: skip
+    if pure:
+        lines[-2] += f" Pure-numpy path (`ONNXCORE_ACCEL=0`), one thread: **{_median(alln)}** ({len(alln)} models)."
     blas = next((r["blas"] for r in [*one.values(), *dflt.values()] if "blas" in r), None)
     if blas is not None:
         lines[-1:-1] = [f"numpy's BLAS: {blas}."]
@@ -246,6 +266,8 @@ def table(results: dict[str, list[dict[str, Any]]], before: dict[str, list[dict[
         lines[-2] += f" Before: {_median([x for xs in fam0.values() for x in xs])} at one thread."
     head = "| family | models | median, 1 thread | range, 1 thread | median, default |"
     rule = "|---|---:|---:|---:|---:|"
+    if pure:
+        head, rule = head + " median, numpy, 1 thread |", rule + "---:|"
     if before is not None:
         head, rule = head + " median before, 1 thread |", rule + "---:|"
     lines += [head, rule]
@@ -253,6 +275,8 @@ def table(results: dict[str, list[dict[str, Any]]], before: dict[str, list[dict[
         xs = fam1.get(fam, [])
         rng = f"{min(xs):.2f}-{max(xs):.2f}x" if xs else "-"
         row = f"| {fam} | {len(xs)} | {_median(xs)} | {rng} | {_median(famd.get(fam, []))} |"
+        if pure:
+            row += f" {_median(famn.get(fam, []))} |"
         lines.append(row + (f" {_median(fam0.get(fam, []))} |" if before is not None else ""))
     profiled = [r for r in one.values() if r.get("profile")]
     if profiled:
@@ -299,12 +323,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="run each mode's worker this many times: each engine's best time over the rounds counts, and the "
         "median ratio of each round is printed (at default threads the median moves by about 0.1 between runs)",
     )
+    ap.add_argument(
+        "--accel",
+        choices=["default", "both"],
+        default="default",
+        help="both: also time onnxcore's pure-numpy path (ONNXCORE_ACCEL=0) at one thread, in a process of its own",
+    )
     ap.add_argument("--cache", type=Path, default=HERE.parent / ".cache" / "bench-corpus")
     ap.add_argument("--no-profile", action="store_true")
     ap.add_argument("--json", type=Path, help="also write the raw results here, stamped (bench_json.stamp)")
     ap.add_argument("--baseline", type=Path, help="an earlier --json file: its one-thread ratios as columns")
     ap.add_argument("--table-only", type=Path, help="print the table of an earlier --json file, timing nothing")
-    ap.add_argument("--worker", choices=["1", "default"], help=argparse.SUPPRESS)
+    ap.add_argument("--worker", choices=["1", "default", "numpy"], help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     before = json.loads(args.baseline.read_text()) if args.baseline else None
     if args.table_only:
@@ -329,11 +359,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     cm.ensure(args.cache, args.models)  # made once, before any timing
     results: dict[str, list[dict[str, Any]]] = {}
-    for mode in ["1", "default"] if args.threads == "both" else [args.threads]:
+    modes = ["1", "default"] if args.threads == "both" else [args.threads]
+    if args.accel == "both":
+        modes.append("numpy")
+    for mode in modes:
         env = dict(os.environ)
         for var in _BLAS_VARS:
-            if mode == "1":
+            if mode in ONE_THREAD:
                 env[var] = "1"
+        if mode == "numpy":
+            env["ONNXCORE_ACCEL"] = "0"
         cmd = [sys.executable, __file__, "--worker", mode, "--repeat", str(args.repeat), "--cache", str(args.cache)]
         cmd += ["--settle", str(args.settle), "--block", str(args.block)]
         if args.session_threads is not None:

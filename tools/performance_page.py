@@ -140,7 +140,8 @@ def headline_rows(results: dict[str, Any]) -> list[tuple[str, str]]:
     rows: list[tuple[str, str]] = []
     corpus = results.get("corpus.json")
     if corpus:
-        for mode, label in (("1", "one thread"), ("default", "default threads")):
+        modes = (("1", "one thread"), ("default", "default threads"), ("numpy", "pure numpy (no `accel`), one thread"))
+        for mode, label in modes:
             ratios = [r["ratio"] for r in corpus.get(mode, []) if "ratio" in r]
             if ratios:
                 rows.append(

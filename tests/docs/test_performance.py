@@ -73,3 +73,24 @@ def test_a_new_result_changes_the_page(page: Any, tmp_path: Path) -> None:
     text = page.render(results)
     assert "0.001 s" in text and "commit `abc1234`" in text
     assert "| 0.001 s |" in page.headline_table(results)
+
+
+def test_the_pure_numpy_run_is_shown_beside_the_accelerated_one(page: Any) -> None:
+    # Issue 42: the pure-numpy path (ONNXCORE_ACCEL=0) stated beside the accelerated figures, model by model,
+    # per family and in the headline, from the "numpy" results of `bench_corpus.py --accel both`.
+    data = json.loads((ROOT / "benchmarks" / "results" / "corpus.json").read_text())
+    data["numpy"] = [dict(r, onnxcore=r["onnxcore"] * 2, ratio=r["ratio"] * 2) for r in data["1"]]
+    text = page.render({"corpus.json": data})
+    pure = statistics.median(r["ratio"] for r in data["numpy"])
+    assert "| onnxcore, numpy, 1 thread | ratio, numpy |" in text
+    assert f"Pure-numpy path (`ONNXCORE_ACCEL=0`), one thread: **{pure:.2f}x** ({len(data['numpy'])} models)" in text
+    first = data["1"][0]
+    row = next(line for line in text.splitlines() if line.startswith(f"| {first['name']} |"))
+    assert row.endswith(f"| {first['ratio'] * 2:.2f}x |")
+    assert "median, numpy, 1 thread |" in text
+    rows = dict(page.headline_rows({"corpus.json": data}))
+    label = f"{len(data['numpy'])} models from today's exporters, pure numpy (no `accel`), one thread"
+    assert rows[f"{label}: time / onnxruntime's (median)"] == f"{pure:.2f}x"
+    # Without that run the page has no such column.
+    del data["numpy"]
+    assert "ratio, numpy" not in page.render({"corpus.json": data})
