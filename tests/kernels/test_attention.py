@@ -528,7 +528,10 @@ def test_attention_skips_unrequested_qk_output() -> None:
     assert len(_attention_fn(23, n_out=1)(q, k, v)) == 3
     full = _attention_fn(23, n_out=4)(q, k, v)
     assert len(full) == 4 and full[3].shape == (1, 2, 3, 4)
-    np.testing.assert_array_equal(_attention_fn(23, n_out=1)(q, k, v)[0], full[0])
+    # (the same computation on the numpy path; with the accelerator, Y alone is its small loop's, within rounding)
+    with accel.use(False):
+        np.testing.assert_array_equal(_attention_fn(23, n_out=1)(q, k, v)[0], full[0])
+    np.testing.assert_allclose(_attention_fn(23, n_out=1)(q, k, v)[0], full[0], rtol=2e-6, atol=1e-6)
 
 
 @pytest.mark.parametrize("precision", [10, 16])
@@ -606,3 +609,69 @@ def test_rotary_embedding_compiled_is_numpy_bit_for_bit(case: str) -> None:
     with accel.use(True):
         got = fn(*args, **kw)
     assert got.dtype == want.dtype and np.array_equal(got, want)
+
+
+@needs_accel
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("rank3", [False, True])
+@pytest.mark.parametrize("heads", [(4, 4), (4, 2), (6, 1)])
+def test_small_attention_compiled_loop_matches_numpy(
+    dtype: Any, rank3: bool, heads: tuple[int, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A decoder step's Attention (few query rows) runs as one compiled loop (attention._attention_compiled):
+    masks (bool, float, 2-D and 4-D, a row attending nothing), causal with a cache, scale, grouped heads, against
+    the numpy path within the type's rounding, and the loop was taken; with a NaN score it hands back to numpy."""
+    import onnxcore.kernels.attention as att
+
+    calls: list[bool] = []
+    real = att._attention_compiled
+
+    def spy(*a: Any) -> Any:
+        y = real(*a)
+        calls.append(y is not None)
+        return y
+
+    monkeypatch.setattr(att, "_attention_compiled", spy)
+    hq, hkv = heads
+    b, d, dv = 2, 8, 6
+    fn = _attention_fn(23, n_out=3)
+    for mask_kind, causal, sq, past in itertools.product(
+        [None, "bool", "float", "bool4d", "dead"], [0, 1], [1, 3], [0, 5]
+    ):
+        skv = sq
+        total = past + skv
+        q, k, v = (a.astype(dtype) for a in _qkv(rank3, b, hq, hkv, sq, skv, d, dv))
+        mask: np.ndarray | None = None
+        if mask_kind == "bool":
+            mask = RNG.random((sq, total)) > 0.3
+        elif mask_kind in ("bool4d", "dead"):
+            mask = RNG.random((b, 1, sq, total)) > 0.3
+            if mask_kind == "dead":
+                mask[1, 0, sq - 1] = False  # a query row that attends nothing: zeros
+        elif mask_kind == "float":
+            mask = _f(sq, total, dtype=dtype)
+        pk = _f(b, hkv, past, d, dtype=dtype) if past else None
+        pv = _f(b, hkv, past, dv, dtype=dtype) if past else None
+        kw: dict[str, Any] = {"is_causal": causal, "scale": 0.3}
+        if rank3:
+            kw |= {"q_num_heads": hq, "kv_num_heads": hkv}
+        calls.clear()
+        with accel.use(True):
+            got = fn(q, k, v, mask, pk, pv, **kw)
+        assert calls == [True], (mask_kind, causal, sq, past)
+        with accel.use(False):
+            want = fn(q, k, v, mask, pk, pv, **kw)
+        for g, w in zip(got, want):
+            assert g.dtype == w.dtype and g.shape == w.shape
+            np.testing.assert_allclose(g, w, rtol=2e-6 if dtype == np.float32 else 1e-13, atol=1e-6)
+        if mask_kind == "dead":
+            y4 = got[0] if not rank3 else got[0].reshape(b, sq, hq, dv).transpose(0, 2, 1, 3)
+            assert (y4[1, :, sq - 1] == 0).all()
+    # A NaN score: the loop gives up, and the numpy path decides the row (NaN), as without the accelerator.
+    q, k, v = (a.astype(dtype) for a in _qkv(False, 1, hq, hkv, 2, 4, d, dv))
+    q[0, 0, 1, 0] = np.nan
+    calls.clear()
+    with accel.use(True), np.errstate(invalid="ignore"):
+        y = fn(q, k, v)[0]
+    assert calls == [False]
+    assert np.isnan(y[0, 0, 1]).all() and not np.isnan(y[0, 0, 0]).any()

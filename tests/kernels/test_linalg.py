@@ -288,3 +288,34 @@ def test_gemm_common_case_refuses_what_the_general_path_refuses() -> None:
     tight = dataclasses.replace(DEFAULT_LIMITS, max_tensor_elements=59)
     with limits_in_effect(tight), pytest.raises(LimitError, match="Gemm"):
         gemm(a, b)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("m", [1, 3, 16, 200])
+@pytest.mark.parametrize(("k", "n"), [(1, 1), (10, 3), (64, 64), (100, 257), (768, 64)])
+@pytest.mark.parametrize("layout", ["C", "F", "transposed view"])
+def test_small_products_take_the_same_bits_as_matmul(dtype: str, m: int, k: int, n: int, layout: str) -> None:
+    """The 2-D float products (MatMul, Gemm, the linear step, the linear classifier) call ``np.dot`` for its lower
+    per-call cost (linalg's module docstring); it gives ``np.matmul``'s values bit for bit."""
+    from onnxcore.kernels.linalg import matmul
+
+    rng = np.random.default_rng(m * 1000 + k + n)
+    a = rng.standard_normal((m, k)).astype(dtype)
+    b = rng.standard_normal((k, n)).astype(dtype)
+    if layout == "F":
+        a, b = np.asfortranarray(a), np.asfortranarray(b)
+    elif layout == "transposed view":
+        a, b = np.ascontiguousarray(a.T).T, np.ascontiguousarray(b.T).T
+    want = np.matmul(a, b)
+    got = matmul(a, b)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.dot(a, b), want)
+
+
+def test_small_matmul_is_still_checked_against_the_limits() -> None:
+    tight = dataclasses.replace(DEFAULT_LIMITS, max_tensor_elements=59)
+    with limits_in_effect(tight), pytest.raises(LimitError, match="MatMul"):
+        run_ours("MatMul", [_r((15, 7)), _r((7, 4))], 13)
+    with pytest.raises(ShapeError):
+        run_ours("MatMul", [_r((2, 3)), _r((4, 2))], 13)

@@ -144,6 +144,48 @@ def _attention(
     ct = work_dtype(out_dtype)
     if scale is None:
         scale = 1.0 / np.sqrt(head) if head else 1.0
+    small = (
+        not want_qk
+        and softcap <= 0
+        and softmax_precision in _OWN_PRECISION.get(ct, ())
+        and q4.dtype == ct
+        and present_key.dtype == ct
+        and present_value.dtype == ct
+        and batch * hq * sq * total * (head + present_value.shape[3]) <= _SMALL_ATTENTION
+        and accel.enabled()
+    )
+    if small and _plain_bool_mask(attn_mask, total, nonpad_kv_seqlen, is_causal, left_window_size, right_window_size):
+        # A bool mask alone (a decoder step's): read by the loop as it is, without making its bias.
+        assert attn_mask is not None
+        bias: np.ndarray | None = _as_4d(attn_mask)
+        kind = 2
+        assert bias is not None
+        if not all(a == b or a == 1 for a, b in zip(bias.shape, (batch, hq, sq, total))):
+            raise ShapeError(
+                f"Attention: attn_mask {attn_mask.shape} does not broadcast to ({batch}, {hq}, {sq}, {total})"
+            )
+    else:
+        bias = _attention_bias(
+            attn_mask,
+            nonpad_kv_seqlen,
+            version=version,
+            ct=ct,
+            batch=batch,
+            hq=hq,
+            sq=sq,
+            total=total,
+            past_len=past_len,
+            is_causal=bool(is_causal),
+            left=left_window_size,
+            right=right_window_size,
+        )
+        kind = 0 if bias is None else 1
+    if small:
+        y = _attention_compiled(q4, present_key, present_value, bias, kind, ct.type(scale))
+        if y is not None:
+            if rank3:
+                y = y.transpose(0, 2, 1, 3).reshape(batch, sq, -1)
+            return y.astype(out_dtype, copy=False), present_key, present_value
     # Scaling Q alone by `scale` equals scaling Q and K by sqrt(scale) up to rounding.
     if q4.dtype == ct:
         q = q4 * ct.type(scale)
@@ -161,20 +203,9 @@ def _attention(
     if want_qk and qk_matmul_output_mode == 1:
         qk_out = scores.astype(out_dtype)
 
-    bias = _attention_bias(
-        attn_mask,
-        nonpad_kv_seqlen,
-        version=version,
-        ct=ct,
-        batch=batch,
-        hq=hq,
-        sq=sq,
-        total=total,
-        past_len=past_len,
-        is_causal=bool(is_causal),
-        left=left_window_size,
-        right=right_window_size,
-    )
+    if kind == 2:  # the plain bool mask read by the loop, which gave up: as _attention_bias makes it
+        assert bias is not None
+        bias = np.where(bias, ct.type(0), ct.type(-np.inf))
     if bias is not None:
         scores += bias
     if want_qk and qk_matmul_output_mode == 2:
@@ -208,6 +239,50 @@ def _attention(
     if qk_out is None:
         qk_out = probs.astype(out_dtype)
     return y, present_key, present_value, qk_out
+
+
+_SMALL_ATTENTION = 1 << 16
+"""Multiply-adds (``B * Hq * Sq * T * (D + Dv)``) up to which Attention runs as one compiled loop (a decoder step's
+query rows); above, numpy's products by BLAS are faster."""
+
+# The softmax_precision values that name the compute type itself (or none given): the compiled loop's softmax.
+_OWN_PRECISION: dict[np.dtype[Any], tuple[int | None, ...]] = {
+    np.dtype(np.float32): (None, 1),
+    np.dtype(np.float64): (None, 11),
+}
+
+
+def _plain_bool_mask(mask: Any, total: int, nonpad: Any, is_causal: int, left: int, right: int) -> bool:
+    """Whether the scores' bias is a bool mask of the full key length (or one broadcast key) alone: no causal rule,
+    window or padding."""
+    return (
+        type(mask) is np.ndarray
+        and mask.dtype == np.bool_
+        and 1 <= mask.ndim <= 4
+        and mask.shape[-1] in (total, 1)
+        and nonpad is None
+        and not is_causal
+        and left < 0
+        and right < 0
+    )
+
+
+def _as_4d(a: np.ndarray) -> np.ndarray:
+    return a.reshape((1,) * (4 - a.ndim) + a.shape) if a.ndim < 4 else a
+
+
+def _attention_compiled(
+    q: np.ndarray, k: np.ndarray, v: np.ndarray, bias: np.ndarray | None, kind: int, scale: Any
+) -> np.ndarray | None:
+    """``(B, Hq, Sq, Dv)`` by the accelerator's one loop (``accel.jit_tx().attention_small``; ``kind``: 0 no bias,
+    1 a float bias, 2 a bool mask), or None when a score is NaN or +inf (the numpy path then decides those rows)."""
+    out = np.empty((*q.shape[:3], v.shape[3]), q.dtype)
+    b4 = _NO_BIAS[q.dtype] if bias is None else _as_4d(bias)
+    ok = accel.jit_tx().attention_small(q, k, v, b4, kind, scale, out)
+    return out if ok else None
+
+
+_NO_BIAS = {dt: np.zeros((1, 1, 1, 1), dt) for dt in _OWN_PRECISION}
 
 
 def _softmax_inplace(x: np.ndarray) -> tuple[np.ndarray, bool]:

@@ -3,6 +3,11 @@
 float16, bfloat16 and the narrow floats are multiplied in float32 (BLAS) and rounded once to the
 element type (Clause 11.4 permits the wider accumulation). Integers multiply in their own type
 and wrap.
+
+Small products: a product of two 2-D float32 or float64 arrays is ``np.dot``, not ``np.matmul``. Both call the
+same BLAS routine, with the same bits for every shape and layout tried (``tests/kernels/test_linalg.py``), but
+``np.matmul`` is a ufunc, and its machinery costs 0.3-0.4 us per call. That is a quarter of a small product: a
+decoder step's linear layer, or a one-row classifier.
 """
 
 from __future__ import annotations
@@ -56,8 +61,14 @@ def check_product(a: tuple[int, ...], b: tuple[int, ...], itemsize: int, what: s
     check_elements([*lead, *rows[-1:], *cols], what, itemsize=itemsize)
 
 
+_FAST_GEMM = (np.dtype(np.float32), np.dtype(np.float64))
+
+
 def _matmul(A: Array, B: Array) -> Array:
     dt = A.dtype
+    if A.ndim == 2 and B.ndim == 2 and dt in _FAST_GEMM and B.dtype == dt and A.shape[1] == B.shape[0]:
+        check_elements((A.shape[0], B.shape[1]), "MatMul", itemsize=dt.itemsize)  # check_product's bound for 2-D
+        return np.dot(A, B)  # (module docstring: small products)
     if A.ndim == 0 or B.ndim == 0:
         raise ShapeError("MatMul: inputs must have rank >= 1")
     check_product(A.shape, B.shape, max(4, dt.itemsize))
@@ -77,9 +88,6 @@ def matmul(A: Array, B: Array) -> Array:
 # --- Gemm -------------------------------------------------------------------------------------
 
 
-_FAST_GEMM = (np.dtype(np.float32), np.dtype(np.float64))
-
-
 def _gemm(A: Array, B: Array, C: Array | None, alpha: float, beta: float, transA: int, transB: int) -> Array:
     if A.ndim != 2 or B.ndim != 2:
         raise ShapeError(f"Gemm: A and B must be 2-D, got {A.shape} and {B.shape}")
@@ -94,7 +102,7 @@ def _gemm(A: Array, B: Array, C: Array | None, alpha: float, beta: float, transA
         check_elements((m, n), "Gemm", itemsize=max(4, dt.itemsize))  # check_product's bound for 2-D operands
         if k != k2:
             raise ShapeError(f"Gemm: inner dimensions differ: {a.shape} x {b.shape}")
-        y = np.matmul(a, b)
+        y = np.dot(a, b)  # (module docstring: small products)
         if alpha != 1.0:
             y *= dt.type(alpha)
         if C is not None:

@@ -118,7 +118,8 @@ class _LinearClassifier:
         f = rows.shape[1]
         targets, wt = self._weights(f)
         labels, strings, post_transform = self.labels, self.strings, self.post
-        scores = rows @ wt  # a new array: the intercepts are added in place
+        # (a new array: the intercepts are added in place; np.dot: kernels/linalg.py's docstring, small products)
+        scores = np.dot(rows, wt)
         if self.intercepts is not None:
             scores += self.intercepts
         if targets == 1:
@@ -209,7 +210,7 @@ class _LinearRegressor:
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         rows = as_rows(np.asarray(x)).astype(np.float64)
-        y = rows @ self._weights(rows.shape[1])
+        y = np.dot(rows, self._weights(rows.shape[1]))  # (np.dot: kernels/linalg.py's docstring, small products)
         if self.intercepts is not None:
             y += self.intercepts
         if self.post != "NONE":
