@@ -417,12 +417,10 @@ def test_zip_map_prepared_maps_of_distinct_cells(n: int) -> None:
         for row, m in zip(x, maps):
             assert list(m) == [b"a", b"b", b"c"]
             for v, cell in zip(row, m.values()):
-                assert isinstance(cell, np.ndarray) and cell.shape == () and cell.dtype == np.float32 and cell == v
+                # a float32 0-d value in numpy's scalar form: immutable, so no cell changes through another
+                assert type(cell) is np.float32 and cell.shape == () and cell == v
                 cells.append(cell)
         assert len({id(c) for c in cells}) == len(cells)
-        if n:
-            maps[0][b"a"][...] = -1.0  # a cell written by a caller changes no other cell
-            assert maps[0][b"b"] == x[0, 1] and (n == 1 or maps[1][b"a"] == x[1, 0])
     with pytest.raises(EvaluationError, match="X has 3 columns for 2 labels"):
         run("ZipMap", 1, x, domain=ML, classlabels_int64s=[1, 2])
 
