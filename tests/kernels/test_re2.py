@@ -7,6 +7,7 @@ onnxruntime's RegexFullMatch (which uses RE2) on the patterns that made Python's
 from __future__ import annotations
 
 import random
+import re
 
 import numpy as np
 import onnxruntime as ort
@@ -209,3 +210,27 @@ def test_catastrophic_patterns_finish(pattern: str) -> None:
     (expected,) = sess.run(None, {"x": x})
     (actual,) = kernels.run("RegexFullMatch", 20, np.array([s.encode() for s in x], dtype=object), pattern=pattern)
     np.testing.assert_array_equal(actual, expected)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "nullable"),
+    [
+        ("[a-zA-Z0-9_]+", False),
+        ("a|bc", False),
+        ("(ab)+c?", False),
+        ("a{2,}", False),
+        ("a*", True),
+        ("a?b?", True),
+        ("x|", True),
+        (r"\b", True),
+        ("^a", False),  # an assertion then a character: no empty match
+        ("(?:a{0})", True),
+    ],
+)
+def test_nullable_says_whether_a_pattern_matches_the_empty_string(pattern: str, nullable: bool) -> None:
+    """The Tokenizer takes findall's tokens as they are only for a pattern that can match no empty string."""
+    rx = compile_re2(pattern)
+    assert rx.nullable is nullable
+    # Python's re agrees on a text whose every position is tried: an empty match appears only when nullable.
+    empties = [m for m in re.finditer(pattern, "ab bc aa xa\n") if m.end() == m.start()]
+    assert bool(empties) is nullable

@@ -241,3 +241,43 @@ def test_tfidf_shared_output_coordinates_and_prepared_node_against_onnxruntime()
     sess = onnxcore.Session(model.SerializeToString())
     for _ in range(3):
         np.testing.assert_array_equal(sess.run(None, {"x": x})[0], direct)
+
+
+@pytest.mark.parametrize("rows", [1, 16, 200])
+def test_tfidf_words_looked_up_at_once_against_onnxruntime(rows: int) -> None:
+    """The 1-grams are one array look-up of every token id (a word vectorizer's common case); with 2-grams too,
+    on inputs of a few tokens and of many, unknown words and padding included."""
+    words = ["alpha", "beta", "gamma", "delta", "#", "zeta", "", "ü"]
+    rng = np.random.default_rng(rows)
+    x = _strs(*[words[i] for i in rng.integers(0, len(words), rows * 6)], shape=(rows, 6))
+    for max_n, counts, pool, n_grams in (
+        (1, [0], ["beta", "alpha", "delta", "ü"], 4),
+        (2, [0, 3], ["gamma", "alpha", "ü", "alpha", "beta", "delta", "alpha"], 5),  # 3 words, 2 pairs
+    ):
+        attrs: dict[str, Any] = {
+            "mode": "TFIDF",
+            "min_gram_length": 1,
+            "max_gram_length": max_n,
+            "max_skip_count": 0,
+            "ngram_counts": counts,
+            "ngram_indexes": list(range(n_grams))[::-1],
+            "pool_strings": pool,
+            "weights": list(rng.uniform(0.5, 2.0, n_grams)),
+        }
+        (expected,) = _ort("TfIdfVectorizer", 9, {"x": x}, attrs, [TensorProto.FLOAT])
+        actual = _fn("TfIdfVectorizer", 9)(x, **attrs)
+        assert actual.shape == expected.shape
+        np.testing.assert_allclose(actual, expected, rtol=1e-6)
+
+
+def test_tfidf_looks_up_str_items_as_their_octets() -> None:
+    # The vocabulary's keys are bytes; a str item (a caller's array) is found as its UTF-8 octets, as a bytes one.
+    attrs: dict[str, Any] = {"mode": "TF", "min_gram_length": 1, "max_gram_length": 1, "max_skip_count": 0}
+    attrs |= {"ngram_counts": [0], "ngram_indexes": [0, 1, 2], "pool_strings": ["a", "ü", "c"]}
+    as_bytes = _strs("ü", "a", "z", "ü", "c", "c")
+    as_text = np.array(["ü", "a", "z", "ü", "c", "c"], dtype=object)
+    mixed = np.array([b"\xc3\xbc", "a", "z", "ü", b"c", "c"], dtype=object)
+    want = _fn("TfIdfVectorizer", 9)(as_bytes, **attrs)
+    np.testing.assert_array_equal(want, [1, 2, 2])
+    np.testing.assert_array_equal(_fn("TfIdfVectorizer", 9)(as_text, **attrs), want)
+    np.testing.assert_array_equal(_fn("TfIdfVectorizer", 9)(mixed, **attrs), want)

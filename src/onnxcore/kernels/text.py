@@ -206,7 +206,7 @@ class _TfIdf:
     see ``prepare``; a direct call makes one per call)."""
 
     __slots__ = ("base", "by_ids", "direct", "max_skip_count", "mode", "n_grams", "out_idx", "out_size",
-                 "pool_ints", "tables", "vocab", "w")  # fmt: skip
+                 "pool_ints", "tables", "unigram", "vocab", "w")  # fmt: skip
 
     def __init__(
         self,
@@ -289,6 +289,18 @@ class _TfIdf:
                 for j, ids in enumerate(grams.tolist()):
                     self.by_ids.setdefault(tuple(ids), gram_base + j)
             gram_base += g
+        # The counted 1-grams as an array: vocabulary id -> the index of its 1-gram (the first of repeated ones),
+        # -1 for none; one more slot, last, for the id -1 of an unknown item. A row's 1-grams are then one look-up
+        # of all its ids (the most common vectorizer counts words alone), not one search or tuple per token.
+        self.unigram: np.ndarray | None = None
+        if self.tables and self.tables[0][0] == 1:
+            vocab_size = len(self.vocab) if self.vocab is not None else len(self.pool_ints)  # type: ignore[arg-type]
+            uni = np.full(vocab_size + 1, -1, np.int64)
+            for ids_key, index in self.by_ids.items():
+                if len(ids_key) == 1:
+                    uni[ids_key[0]] = index
+            self.unigram = uni
+            self.tables = self.tables[1:]
 
     def _keys(self, grams: np.ndarray) -> np.ndarray:
         """One comparable key per row of the id matrix ``grams`` ([count, n])."""
@@ -323,10 +335,14 @@ class _TfIdf:
             if x.dtype != object:
                 raise EvaluationError("TfIdfVectorizer: pool_strings needs a string input")
             flat = rows.ravel().tolist()
-            if not set(map(type, flat)) <= {bytes}:
-                flat = [_bytes_of(v) for v in flat]
-            # One C-level pass of dictionary look-ups.
-            return np.array(list(map(self.vocab.get, flat, repeat(-1, len(flat)))), np.int64).reshape(rows.shape)
+            # One C-level pass of dictionary look-ups. The pool's keys are bytes: an item of another type (str)
+            # is missed there and looked up again as its octets; an unknown item is missed either way.
+            vocab = self.vocab
+            ids = np.fromiter(map(vocab.get, flat, repeat(-1, len(flat))), np.int64, count=len(flat))
+            for i in np.flatnonzero(ids < 0).tolist():
+                if type(flat[i]) is not bytes:
+                    ids[i] = vocab.get(_bytes_of(flat[i]), -1)
+            return ids.reshape(rows.shape)
         if x.dtype.kind not in "iu":
             raise EvaluationError(f"TfIdfVectorizer: pool_int64s needs an integer input, got {x.dtype}")
         uniq = self.pool_ints
@@ -346,7 +362,11 @@ class _TfIdf:
         check_elements([n_rows, out_size], "TfIdfVectorizer")
         # Every n-gram found, as the flat index row * n_grams + its index: counted by one bincount (exact).
         found: list[np.ndarray] = []
-        if ids.size <= _FEW_TOKENS:
+        if self.unigram is not None:
+            grams = self.unigram[ids]  # (ids are in [-1, V): -1 reads the last slot, -1)
+            r, c = np.nonzero(grams >= 0)
+            found.append(r * n_grams + grams[r, c])
+        if ids.size <= _FEW_TOKENS and self.tables:
             found.append(self._found_few(ids.tolist(), width))
         for n, sorted_keys, order, gram_base in self.tables if ids.size > _FEW_TOKENS else ():
             g = sorted_keys.size

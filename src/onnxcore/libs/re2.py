@@ -590,9 +590,10 @@ class Re2Pattern:
         pattern: The pattern as given.
         backtracking: How Python's backtracking :mod:`re` would fare with this pattern (see
             :func:`_backtracking`): 0, linear; 1, quadratic in the input at worst; None, worse.
+        nullable: Whether the pattern can match the empty string somewhere (an assertion counts as able to).
     """
 
-    __slots__ = ("_cache", "_held", "_moves", "_prog", "backtracking", "pattern")
+    __slots__ = ("_cache", "_held", "_moves", "_prog", "backtracking", "nullable", "pattern")
 
     def __init__(self, pattern: str) -> None:
         self.pattern = pattern
@@ -605,6 +606,7 @@ class Re2Pattern:
         self._moves: dict[tuple[tuple[int, ...], int, str, bool, bool], Move] = {}
         self._held = 0  # thread positions the cached search steps hold (a large program's are long)
         self.backtracking = _backtracking(tree)
+        self.nullable = _nullable(tree)
 
     @property
     def size(self) -> int:

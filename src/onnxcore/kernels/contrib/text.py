@@ -159,8 +159,12 @@ class _Splitter:
             return None
         if self.dollar and any(item.endswith(b"\n") for item in items):
             return None
-        split = _by_expression if self.expression else _by_separators
-        found = [split(item, rx) for item in items]
+        if self.expression and rx.groups == 0 and self.re2 is not None and not self.re2.nullable:
+            # A pattern that matches no empty string gives whole, non-empty tokens: findall's list as it is.
+            found = list(map(rx.findall, items))
+        else:
+            split = _by_expression if self.expression else _by_separators
+            found = [split(item, rx) for item in items]
         return found if mincharnum == 1 else [[t for t in f if len(t) >= mincharnum] for f in found]
 
     def tokens(self, item: bytes, mincharnum: int) -> list[bytes]:
