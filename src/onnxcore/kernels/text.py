@@ -339,7 +339,7 @@ class _TfIdf:
             # is missed there and looked up again as its octets; an unknown item is missed either way.
             vocab = self.vocab
             ids = np.fromiter(map(vocab.get, flat, repeat(-1, len(flat))), np.int64, count=len(flat))
-            for i in np.flatnonzero(ids < 0).tolist():
+            for i in (ids < 0).nonzero()[0].tolist():
                 if type(flat[i]) is not bytes:
                     ids[i] = vocab.get(_bytes_of(flat[i]), -1)
             return ids.reshape(rows.shape)
@@ -381,7 +381,7 @@ class _TfIdf:
                 pos = np.clip(np.searchsorted(sorted_keys, keys), 0, g - 1)
                 hit = np.flatnonzero(sorted_keys[pos] == keys)
                 found.append((hit // count) * n_grams + gram_base + order[pos[hit]])
-        flat = np.concatenate(found) if found else np.zeros(0, np.int64)
+        flat = (found[0] if len(found) == 1 else np.concatenate(found)) if found else np.zeros(0, np.int64)
         counts = np.bincount(flat, minlength=n_rows * n_grams).astype(np.float64).reshape(n_rows, n_grams)
         if self.mode == "IDF":
             counts = np.minimum(counts, 1.0) * self.w
