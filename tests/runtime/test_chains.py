@@ -319,3 +319,74 @@ def test_compiled_elementwise_graphs_are_numpys_bit_for_bit(seed: int, elem: int
         # -0.0 where the kernels give -0.0; a NaN is a NaN (its sign bit is the hardware's choice, not a value)
         num = ~np.isnan(want)
         assert np.array_equal(np.signbit(v[num]), np.signbit(want[num]))
+
+
+@pytest.mark.parametrize("elem", [TP.FLOAT, TP.DOUBLE, TP.FLOAT16])
+@pytest.mark.parametrize("seed", range(12))
+def test_a_graph_replays_what_it_decided_for_a_signature(
+    seed: int, elem: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After the first call with operands of one signature (types, shapes, element types), a graph runs the
+    decisions it made then as one generated function: the interpreter's values bit for bit, for every signature
+    met (the rows of the operands alternating), without writing into an operand, with the accelerator off too."""
+    from onnxcore.kernels import accel
+
+    data, _ = _random_graph(seed, elem, with_reduce=seed % 3 == 1)
+    sess = onnxcore.Session(data)
+    calls: list[tuple[ElementwiseGraph, tuple[Any, ...]]] = []
+    real = ElementwiseGraph.__call__
+
+    def spy(self: ElementwiseGraph, *args: Any) -> Any:
+        calls.append((self, args))
+        return real(self, *args)
+
+    rng = np.random.default_rng(seed)
+    dt = _NP[elem]
+    feeds = {"x": rng.uniform(-2, 2, (3, 5)).astype(dt), "r": rng.uniform(-2, 2, 5).astype(dt)}
+    monkeypatch.setattr(ElementwiseGraph, "__call__", spy)
+    with accel.use(False), np.errstate(all="ignore"):
+        sess.run(None, feeds)
+    monkeypatch.setattr(ElementwiseGraph, "__call__", real)
+    assert calls
+    with accel.use(False), np.errstate(all="ignore"):
+        for graph, args in calls:
+            graph._replays.clear()
+            for rows in (3, 1, 3, 4, 1):  # signatures met again after others
+                # Every operand of the input's rows (3, 5) takes `rows` rows; the others are as the plan gave them.
+                ops = [
+                    rng.uniform(-2, 2, (rows, 5)).astype(dt) if getattr(a, "shape", None) == (3, 5) else a
+                    for a in args
+                ]
+                before = [np.array(o, copy=True) for o in ops]
+                want = graph._interpret(tuple(np.array(o, copy=True) for o in ops), None)
+                got = graph(*ops)
+                assert type(got) is type(want) and got.dtype == want.dtype and got.shape == want.shape
+                np.testing.assert_array_equal(got, want)
+                for o, b in zip(ops, before):
+                    np.testing.assert_array_equal(o, b)
+            varies = any(getattr(a, "shape", None) == (3, 5) for a in args)
+            assert len(graph._replays) == (3 if varies else 1)
+
+
+def test_a_replay_keeps_the_operand_order_of_what_it_writes_into() -> None:
+    # Sub and Div whose computed operand comes second: written into as uf(other, value, value).
+    nodes = [
+        h.make_node("Exp", ["x"], ["e"]),
+        h.make_node("Sub", ["r", "e"], ["d"]),
+        h.make_node("Div", ["r", "d"], ["q"]),
+        h.make_node("Tanh", ["q"], ["y"]),
+    ]
+    g = h.make_graph(
+        nodes,
+        "order",
+        [h.make_tensor_value_info("x", TP.FLOAT, ["n", 5]), h.make_tensor_value_info("r", TP.FLOAT, [5])],
+        [h.make_tensor_value_info("y", TP.FLOAT, ["n", 5])],
+    )
+    data = h.make_model(g, opset_imports=[h.make_opsetid("", 18)], ir_version=9).SerializeToString()
+    sess = onnxcore.Session(data)
+    rng = np.random.default_rng(5)
+    r = rng.uniform(1, 2, 5).astype(np.float32)
+    for rows in (3, 3, 2, 2):
+        x = rng.uniform(-1, 1, (rows, 5)).astype(np.float32)
+        want = np.tanh(r / (r - np.exp(x)))
+        np.testing.assert_array_equal(sess.run(None, {"x": x, "r": r})[0], want)

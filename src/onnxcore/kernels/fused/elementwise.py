@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -57,7 +58,7 @@ class ElementwiseGraph:
         program: The instructions, in graph order; the last one's value is the output.
     """
 
-    __slots__ = ("_compiled", "_fits", "_loops", "_may_reuse", "_shapes", "_zeros", "last_use", "program")
+    __slots__ = ("_compiled", "_fits", "_loops", "_may_reuse", "_replays", "_shapes", "_zeros", "last_use", "program")
 
     def __init__(self, program: Sequence[Instruction]) -> None:
         if not program:
@@ -87,12 +88,33 @@ class ElementwiseGraph:
         self._shapes: dict[tuple[tuple[int, ...], ...], tuple[tuple[int, ...], int, int] | None] = {}
         self._loops: dict[tuple[int, ...], Callable[..., None]] = {}  # the compiled loops by operand kinds
         self._zeros = {dt: np.zeros(1, dt) for dt in _COMPILED_TYPES}
+        # Per operand signature (type, shape, element type of each), the program as one generated function that
+        # makes the decisions the interpreter made for that signature (:func:`_replay`).
+        self._replays: dict[tuple[Any, ...], Callable[..., Any]] = {}
 
     def __call__(self, *args: Any) -> Any:
         if self._compiled is not None and accel.enabled():
             y = self._loop(args)
             if y is not None:
                 return y
+        try:
+            key = tuple(map(_SIGNATURE, args))
+        except AttributeError:  # an operand that is not an array: interpreted
+            return self._interpret(args, None)
+        replay = self._replays.get(key)
+        if replay is not None:
+            return replay(*args)
+        trace: list[tuple[Any, ...]] = []
+        y = self._interpret(args, trace)
+        replays = dict(self._replays) if len(self._replays) < 16 else {}
+        replays[key] = _replay(self.program, trace, self.last_use, len(args))
+        self._replays = replays  # replaced whole: runs in other threads read a complete dict
+        return y
+
+    def _interpret(self, args: tuple[Any, ...], trace: list[tuple[Any, ...]] | None) -> Any:
+        """The program on ``args``, deciding per instruction whether it writes into an operand; with ``trace``,
+        each decision is appended to it (:func:`_replay` writes them out for later calls of the same operand
+        types and shapes)."""
         n = len(self.program)
         vals: list[Any] = [None] * n
         # Whether the value is a float array this step made and may overwrite once its last reader comes.
@@ -102,12 +124,14 @@ class ElementwiseGraph:
         for j, (call, uf, sources, kw, allocates) in enumerate(self.program):
             y = None
             if uf is not None and may_reuse[j]:
-                y = self._in_place(j, uf, sources, args, vals, own, last, call)
+                y = self._in_place(j, uf, sources, args, vals, own, last, call, trace)
             if y is None:
                 y = call(*[args[s] if s >= 0 else vals[-s - 1] for s in sources], **kw)
                 if type(y) is tuple:
                     y = y[0]
                 own[j] = allocates and type(y) is np.ndarray and y.dtype.kind == "f" and y.flags.writeable
+                if trace is not None:
+                    trace.append(("call",))
             else:
                 own[j] = True
             vals[j] = y
@@ -126,14 +150,20 @@ class ElementwiseGraph:
         own: list[bool],
         last: tuple[int, ...],
         call: Callable[..., Any],
+        trace: list[tuple[Any, ...]] | None = None,
     ) -> np.ndarray | None:
-        """Instruction ``j`` written into one of its operands, when that is exact (module docstring); else None."""
+        """Instruction ``j`` written into one of its operands, when that is exact (module docstring); else None.
+        With ``trace``, what it did is appended to it (nothing when it returns None: the caller records its call)."""
         if uf is AFFINE:
             s = sources[0]
             if s < 0 and own[-s - 1] and last[-s - 1] == j:
                 y = vals[-s - 1]
+                if trace is not None:
+                    trace.append(("affine", s))  # (into() may refuse a first shape: the replay asks it every time)
                 if call.into(y):  # type: ignore[attr-defined]
                     return y
+                if trace is not None:
+                    trace.pop()
             return None
         assert isinstance(uf, np.ufunc)
         if len(sources) == 1:
@@ -145,6 +175,8 @@ class ElementwiseGraph:
                 uf(y, 0, out=y)  # Relu; positionally, numpy takes a path several times slower with a Python 0
             else:
                 uf(y, y)
+            if trace is not None:
+                trace.append(("unary", s))
             return y
         a, b = sources
         for k, s in enumerate(sources):
@@ -154,6 +186,8 @@ class ElementwiseGraph:
             o = b if k == 0 else a
             if o == s:
                 uf(y, y, y)
+                if trace is not None:
+                    trace.append(("binary", s, s, 0))
                 return y
             other = args[o] if o >= 0 else vals[-o - 1]
             if type(other) is np.ndarray and other.dtype == y.dtype and self._fit(y.shape, other.shape):
@@ -161,6 +195,8 @@ class ElementwiseGraph:
                     uf(y, other, y)
                 else:
                     uf(other, y, y)
+                if trace is not None:
+                    trace.append(("binary", s, o, k))
                 return y
         return None
 
@@ -232,6 +268,58 @@ class ElementwiseGraph:
             if len(self._fits) < 64:
                 self._fits[key] = fit
         return fit
+
+
+# ------------------------------------------------------------------------------------------------ the replay
+
+# An operand's signature: every decision of the interpreter depends on the operands' types, shapes and element
+# types alone (and on the values the kernels make from them, which depend on those alone).
+_SIGNATURE = attrgetter("__class__", "shape", "dtype")
+
+
+def _replay(
+    program: Sequence[Instruction], trace: Sequence[tuple[Any, ...]], last_use: Sequence[int], n_args: int
+) -> Callable[..., Any]:
+    """The program as one straight-line function of its operands, each instruction doing what ``trace`` says the
+    interpreter did for operands of one signature: the same kernel calls and the same ufuncs written into the same
+    operands, in the same order (so the same values), without the interpreter's per-instruction decisions, which
+    cost more than a small pass. A value is dropped after its last reader, as the interpreter drops it."""
+    ns: dict[str, Any] = {}
+    params = [f"a{i}" for i in range(n_args)]
+    lines = [f"def replay({', '.join(params)}):"]
+
+    def ref(src: int) -> str:
+        return f"a{src}" if src >= 0 else f"v{-src - 1}"
+
+    for j, ((call, uf, sources, kw, _alloc), step) in enumerate(zip(program, trace)):
+        ns[f"c{j}"], ns[f"u{j}"] = call, uf
+        kind = step[0]
+        if kind == "call":
+            args = [ref(s) for s in sources]
+            if kw:
+                ns[f"k{j}"] = kw
+                args.append(f"**k{j}")
+            lines.append(f"    v{j} = c{j}({', '.join(args)})")
+            lines.append(f"    v{j} = v{j}[0] if type(v{j}) is tuple else v{j}")
+        elif kind == "affine":
+            y = ref(step[1])
+            lines.append(f"    v{j} = {y} if c{j}.into({y}) else c{j}({y})")
+        elif kind == "unary":
+            y = ref(step[1])
+            lines.append(f"    u{j}({y}, 0, out={y})" if uf is np.maximum else f"    u{j}({y}, {y})")
+            lines.append(f"    v{j} = {y}")
+        else:  # binary: (kind, the operand written into, the other, its position)
+            y, other = ref(step[1]), ref(step[2])
+            lines.append(f"    u{j}({y}, {other}, {y})" if step[3] == 0 else f"    u{j}({other}, {y}, {y})")
+            lines.append(f"    v{j} = {y}")
+        for src in sources:
+            if src < 0 and last_use[-src - 1] == j and -src - 1 != j:
+                lines.append(f"    v{-src - 1} = None")
+    lines.append(f"    return v{len(program) - 1}")
+    # Our own source, made from the program's indexes alone: no text from a model reaches it.
+    exec(compile("\n".join(lines), "<onnxcore elementwise replay>", "exec"), ns)
+    replay: Callable[..., Any] = ns["replay"]
+    return replay
 
 
 # ------------------------------------------------------------------------------------------------ the kernel
