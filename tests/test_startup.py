@@ -240,6 +240,30 @@ def test_collection_paused_restores_the_collector_as_it_found_it():
     assert gc.isenabled()
 
 
+def test_collection_paused_moves_what_a_large_walk_leaves_to_the_oldest_generation():
+    import gc
+
+    from onnxcore.limits import _PROMOTE_AFTER, collection_paused
+
+    with collection_paused():
+        kept = [[] for _ in range(_PROMOTE_AFTER + 1000)]
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    assert gc.get_count()[0] < 1000  # nothing young left to scan at the next allocation
+    tracked = {id(x) for x in gc.get_objects(generation=2)}
+    assert all(id(x) in tracked for x in kept[::1000])
+    # A caller's frozen objects stay frozen: then the collector's own policy is left alone.
+    marker: list[int] = []
+    gc.freeze()
+    try:
+        with collection_paused():
+            more = [[] for _ in range(_PROMOTE_AFTER + 1000)]
+        assert len(more) > _PROMOTE_AFTER
+        assert not any(x is marker for x in gc.get_objects())  # still in the permanent generation
+    finally:
+        gc.unfreeze()
+    assert len(kept) > _PROMOTE_AFTER
+
+
 def test_a_session_and_a_check_load_none_of_the_standard_modules_they_do_not_use():
     # The operator definitions are read beside their module (importlib.resources, zipfile and tempfile: 5 ms);
     # hashlib (3 ms), the thread pool (concurrent.futures and logging: 3 ms) and difflib are imported where a

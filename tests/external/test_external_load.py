@@ -158,6 +158,52 @@ def test_every_place_a_tensor_can_be_is_resolved(tmp_path: Path) -> None:
         assert np.array_equal(np.frombuffer(found[f"t{i}"].raw_data, "<f4"), floats(8, 100 * i))
 
 
+@pytest.mark.parametrize("only", range(10))
+def test_a_lone_external_tensor_is_resolved_wherever_it_is(tmp_path: Path, only: int) -> None:
+    # A load resolves when the decode listed an EXTERNAL tensor (codec.decode_recording): the one external tensor
+    # of the model, in each place in turn, the others inline, is found and resolved however deep it is.
+    model = _places(tmp_path)
+    for _, t in iter_tensors(model):
+        if t.name != f"t{only}":
+            t.data_location = TensorProto.DataLocation.DEFAULT
+            del t.external_data[:]
+            t.raw_data = floats(8).tobytes()
+    path = write_model(tmp_path / "model.onnx", model)
+    found = {t.name: t for _, t in iter_tensors(onnxcore.load(path))}
+    assert is_resolved(found[f"t{only}"])
+    assert np.array_equal(np.frombuffer(found[f"t{only}"].raw_data, "<f4"), floats(8, 100 * only))
+
+
+def test_the_decode_records_every_tensor_it_makes(tmp_path: Path) -> None:
+    from onnxcore.proto.codec import decode_recording
+
+    data = onnxcore.encode(_places(tmp_path))
+    for source in (data, memoryview(bytearray(data))[0:]):  # the bytes decoders and the memoryview ones
+        model, recorded = decode_recording(onnxcore.ModelProto, source)
+        assert sorted(map(id, recorded)) == sorted(id(t) for _, t in iter_tensors(model))
+    tensor, recorded = decode_recording(TensorProto, onnxcore.encode(TensorProto(name="t", dims=[0])))
+    assert recorded == [tensor]
+
+
+def test_a_model_without_external_tensors_is_not_walked_at_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Its inline tensors were listed by the decode, none EXTERNAL: the walk over every node is skipped.
+    import onnxcore.external.read as read
+
+    def walk(*args: object) -> None:
+        raise AssertionError("walked")
+
+    model = _places(tmp_path)
+    for _, t in iter_tensors(model):
+        t.data_location = TensorProto.DataLocation.DEFAULT
+        del t.external_data[:]
+        t.raw_data = floats(8).tobytes()
+    path = write_model(tmp_path / "model.onnx", model)
+    monkeypatch.setattr(read, "iter_tensors", walk)
+    assert onnxcore.load(path) == model
+
+
 def test_every_place_is_checked(tmp_path: Path) -> None:
     model = _places(tmp_path)
     for _, t in iter_tensors(model):

@@ -234,3 +234,38 @@ def test_max_depth_refused_with_limit_error() -> None:
         oc.decode(oc.GraphProto, g)
     assert isinstance(e.value, oc.LimitError) and isinstance(e.value, oc.DecodeError)
     assert oc.decode(oc.GraphProto, g, max_depth=10_000).node[0].attribute[0].g is not None
+
+
+def test_strings_decode_alike_from_bytes_and_from_a_memoryview() -> None:
+    # Bytes and mmap inputs decode their strings with bytes.decode, a memoryview that is not all of its object
+    # (a slice, a bytearray's view) with the view decoders: the same messages, the same UTF-8 errors.
+    node = oc.NodeProto(name="é", op_type="Add", input=["a", "ü"], output=["y"])
+    model = oc.ModelProto(ir_version=8, graph=oc.GraphProto(node=[node], name="g"))
+    data = oc.encode(model)
+    padded = b"\xff" + data
+    for source in (data, bytearray(data), memoryview(padded)[1:]):
+        assert oc.decode(oc.ModelProto, source) == model
+    bad = bytes.fromhex("1a02c328")  # NodeProto.name, not UTF-8
+    offsets = []
+    for source in (bad, memoryview(b"\x00" + bad)[1:]):
+        with pytest.raises(oc.DecodeError, match="UTF-8") as e:
+            oc.decode(oc.NodeProto, source)
+        assert "NodeProto.name" in str(e.value)
+        offsets.append(e.value.offset)
+    assert offsets == [2, 2]
+
+
+def test_two_octet_keys() -> None:
+    # AttributeProto.type is tag 20: a key of two octets, read inline by the generated decoder as read_varint
+    # reads it (a longer form of any key too); a truncated one and a wrong wire type are refused as before.
+    assert oc.decode(oc.AttributeProto, bytes.fromhex("a00107")).type == 7
+    assert oc.decode(oc.AttributeProto, bytes.fromhex("a0810007")).type == 7  # three octets
+    assert oc.decode(oc.AttributeProto, bytes.fromhex("8a000178")).name == "x"  # key 10 in two octets
+    with pytest.raises(oc.DecodeError, match="truncated") as e:
+        oc.decode(oc.AttributeProto, bytes.fromhex("0a0178a0"))
+    assert e.value.offset == 3
+    with pytest.raises(oc.DecodeError, match="type") as e:
+        oc.decode(oc.AttributeProto, bytes.fromhex("a50100000000"))
+    assert e.value.offset == 0
+    with pytest.raises(oc.DecodeError, match="tag 0"):
+        oc.decode(oc.AttributeProto, bytes.fromhex("800000"))

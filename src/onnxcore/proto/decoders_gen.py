@@ -15,48 +15,48 @@ def decode_AttributeProto(obj, buf, pos, end, depth, max_depth, lim):
         if c < 0x80:
             key = c
             pos += 1
+        elif pos + 1 < end and buf[pos + 1] < 0x80:
+            key = (c & 0x7F) | (buf[pos + 1] << 7)
+            pos += 2
         else:
             key, pos = read_varint(buf, pos, end)
         if False:
             pass
         elif key == 10:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             try:
-                text = str(buf[a:b], 'utf-8')
+                text = DEC(buf[a:b])
             except UnicodeDecodeError as e:
                 raise utf8_error(e, a, 'name') from None
             obj.name = text
             obj._present |= 1
         elif key == 170:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             try:
-                text = str(buf[a:b], 'utf-8')
+                text = DEC(buf[a:b])
             except UnicodeDecodeError as e:
                 raise utf8_error(e, a, 'ref_attr_name') from None
             obj.ref_attr_name = text
             obj._present |= 2
         elif key == 106:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             try:
-                text = str(buf[a:b], 'utf-8')
+                text = DEC(buf[a:b])
             except UnicodeDecodeError as e:
                 raise utf8_error(e, a, 'doc_string') from None
             obj.doc_string = text
@@ -86,11 +86,10 @@ def decode_AttributeProto(obj, buf, pos, end, depth, max_depth, lim):
             obj.i = v
             obj._present |= 32
         elif key == 42:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             child = obj.t
@@ -106,11 +105,10 @@ def decode_AttributeProto(obj, buf, pos, end, depth, max_depth, lim):
                 e.add_parent('t')
                 raise
         elif key == 50:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             child = obj.g
@@ -126,11 +124,10 @@ def decode_AttributeProto(obj, buf, pos, end, depth, max_depth, lim):
                 e.add_parent('g')
                 raise
         elif key == 178:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             child = obj.sparse_tensor
@@ -146,11 +143,10 @@ def decode_AttributeProto(obj, buf, pos, end, depth, max_depth, lim):
                 e.add_parent('sparse_tensor')
                 raise
         elif key == 114:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             child = obj.tp
@@ -214,11 +210,10 @@ def decode_AttributeProto(obj, buf, pos, end, depth, max_depth, lim):
         elif key == 74:
             lst = obj.strings
             while True:
+                a = pos + 1
                 c = buf[pos] if pos < end else 0x80
-                if c < 0x80 and pos + 1 + c <= end:
-                    a = pos + 1
-                    b = a + c
-                else:
+                b = a + c
+                if c >= 0x80 or b > end:
                     a, b = read_length(buf, pos, end)
                 pos = b
                 lst.append(bytes(buf[a:b]))
@@ -227,55 +222,62 @@ def decode_AttributeProto(obj, buf, pos, end, depth, max_depth, lim):
                 else:
                     break
         elif key == 82:
-            c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
-                a, b = read_length(buf, pos, end)
-            pos = b
             lst = obj.tensors
-            lim[1] -= 1
-            lim[2] -= cost_14
-            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
-                raise count_error(lim, len(lst), a, 'tensors')
-            child = new_14()
-            if depth >= max_depth:
-                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'tensors')
-            try:
-                DECODERS[cls_14](child, buf, a, b, depth + 1, max_depth, lim)
-            except DecodeError as e:
-                e.add_parent(f'tensors[{len(lst)}]')
-                raise
-            lst.append(child)
+            while True:
+                a = pos + 1
+                c = buf[pos] if pos < end else 0x80
+                b = a + c
+                if c >= 0x80 or b > end:
+                    a, b = read_length(buf, pos, end)
+                pos = b
+                lim[1] -= 1
+                lim[2] -= cost_14
+                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
+                    raise count_error(lim, len(lst), a, 'tensors')
+                child = new_14()
+                if depth >= max_depth:
+                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'tensors')
+                try:
+                    DECODERS[cls_14](child, buf, a, b, depth + 1, max_depth, lim)
+                except DecodeError as e:
+                    e.add_parent(f'tensors[{len(lst)}]')
+                    raise
+                lst.append(child)
+                if pos < end and buf[pos] == 82:
+                    pos += 1
+                else:
+                    break
         elif key == 90:
-            c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
-                a, b = read_length(buf, pos, end)
-            pos = b
             lst = obj.graphs
-            lim[1] -= 1
-            lim[2] -= cost_15
-            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
-                raise count_error(lim, len(lst), a, 'graphs')
-            child = new_15()
-            if depth >= max_depth:
-                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'graphs')
-            try:
-                DECODERS[cls_15](child, buf, a, b, depth + 1, max_depth, lim)
-            except DecodeError as e:
-                e.add_parent(f'graphs[{len(lst)}]')
-                raise
-            lst.append(child)
-        elif key == 186:
-            c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
+            while True:
                 a = pos + 1
+                c = buf[pos] if pos < end else 0x80
                 b = a + c
-            else:
+                if c >= 0x80 or b > end:
+                    a, b = read_length(buf, pos, end)
+                pos = b
+                lim[1] -= 1
+                lim[2] -= cost_15
+                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
+                    raise count_error(lim, len(lst), a, 'graphs')
+                child = new_15()
+                if depth >= max_depth:
+                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'graphs')
+                try:
+                    DECODERS[cls_15](child, buf, a, b, depth + 1, max_depth, lim)
+                except DecodeError as e:
+                    e.add_parent(f'graphs[{len(lst)}]')
+                    raise
+                lst.append(child)
+                if pos < end and buf[pos] == 90:
+                    pos += 1
+                else:
+                    break
+        elif key == 186:
+            a = pos + 1
+            c = buf[pos] if pos < end else 0x80
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             lst = obj.sparse_tensors
@@ -293,27 +295,31 @@ def decode_AttributeProto(obj, buf, pos, end, depth, max_depth, lim):
                 raise
             lst.append(child)
         elif key == 122:
-            c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
-                a, b = read_length(buf, pos, end)
-            pos = b
             lst = obj.type_protos
-            lim[1] -= 1
-            lim[2] -= cost_17
-            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
-                raise count_error(lim, len(lst), a, 'type_protos')
-            child = new_17()
-            if depth >= max_depth:
-                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'type_protos')
-            try:
-                DECODERS[cls_17](child, buf, a, b, depth + 1, max_depth, lim)
-            except DecodeError as e:
-                e.add_parent(f'type_protos[{len(lst)}]')
-                raise
-            lst.append(child)
+            while True:
+                a = pos + 1
+                c = buf[pos] if pos < end else 0x80
+                b = a + c
+                if c >= 0x80 or b > end:
+                    a, b = read_length(buf, pos, end)
+                pos = b
+                lim[1] -= 1
+                lim[2] -= cost_17
+                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
+                    raise count_error(lim, len(lst), a, 'type_protos')
+                child = new_17()
+                if depth >= max_depth:
+                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'type_protos')
+                try:
+                    DECODERS[cls_17](child, buf, a, b, depth + 1, max_depth, lim)
+                except DecodeError as e:
+                    e.add_parent(f'type_protos[{len(lst)}]')
+                    raise
+                lst.append(child)
+                if pos < end and buf[pos] == 122:
+                    pos += 1
+                else:
+                    break
         else:
             pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)
 
@@ -329,15 +335,14 @@ def decode_DeviceConfigurationProto(obj, buf, pos, end, depth, max_depth, lim):
         if False:
             pass
         elif key == 10:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             try:
-                text = str(buf[a:b], 'utf-8')
+                text = DEC(buf[a:b])
             except UnicodeDecodeError as e:
                 raise utf8_error(e, a, 'name') from None
             obj.name = text
@@ -356,16 +361,15 @@ def decode_DeviceConfigurationProto(obj, buf, pos, end, depth, max_depth, lim):
             obj.num_devices = v
             obj._present |= 2
         elif key == 26:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             lst = obj.device
             try:
-                text = str(buf[a:b], 'utf-8')
+                text = DEC(buf[a:b])
             except UnicodeDecodeError as e:
                 raise utf8_error(e, a, 'device') from None
             lst.append(text)
@@ -384,213 +388,226 @@ def decode_FunctionProto(obj, buf, pos, end, depth, max_depth, lim):
         if False:
             pass
         elif key == 10:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             try:
-                text = str(buf[a:b], 'utf-8')
+                text = DEC(buf[a:b])
             except UnicodeDecodeError as e:
                 raise utf8_error(e, a, 'name') from None
             obj.name = text
             obj._present |= 1
         elif key == 34:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             lst = obj.input
             try:
-                text = str(buf[a:b], 'utf-8')
+                text = DEC(buf[a:b])
             except UnicodeDecodeError as e:
                 raise utf8_error(e, a, 'input') from None
             lst.append(text)
         elif key == 42:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             lst = obj.output
             try:
-                text = str(buf[a:b], 'utf-8')
+                text = DEC(buf[a:b])
             except UnicodeDecodeError as e:
                 raise utf8_error(e, a, 'output') from None
             lst.append(text)
         elif key == 50:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             lst = obj.attribute
             try:
-                text = str(buf[a:b], 'utf-8')
+                text = DEC(buf[a:b])
             except UnicodeDecodeError as e:
                 raise utf8_error(e, a, 'attribute') from None
             lst.append(text)
         elif key == 90:
-            c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
-                a, b = read_length(buf, pos, end)
-            pos = b
             lst = obj.attribute_proto
-            lim[1] -= 1
-            lim[2] -= cost_4
-            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
-                raise count_error(lim, len(lst), a, 'attribute_proto')
-            child = new_4()
-            if depth >= max_depth:
-                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'attribute_proto')
-            try:
-                DECODERS[cls_4](child, buf, a, b, depth + 1, max_depth, lim)
-            except DecodeError as e:
-                e.add_parent(f'attribute_proto[{len(lst)}]')
-                raise
-            lst.append(child)
+            while True:
+                a = pos + 1
+                c = buf[pos] if pos < end else 0x80
+                b = a + c
+                if c >= 0x80 or b > end:
+                    a, b = read_length(buf, pos, end)
+                pos = b
+                lim[1] -= 1
+                lim[2] -= cost_4
+                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
+                    raise count_error(lim, len(lst), a, 'attribute_proto')
+                child = new_4()
+                if depth >= max_depth:
+                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'attribute_proto')
+                try:
+                    DECODERS[cls_4](child, buf, a, b, depth + 1, max_depth, lim)
+                except DecodeError as e:
+                    e.add_parent(f'attribute_proto[{len(lst)}]')
+                    raise
+                lst.append(child)
+                if pos < end and buf[pos] == 90:
+                    pos += 1
+                else:
+                    break
         elif key == 58:
-            c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
-                a, b = read_length(buf, pos, end)
-            pos = b
             lst = obj.node
-            lim[1] -= 1
-            lim[2] -= cost_5
-            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
-                raise count_error(lim, len(lst), a, 'node')
-            child = new_5()
-            if depth >= max_depth:
-                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'node')
-            try:
-                DECODERS[cls_5](child, buf, a, b, depth + 1, max_depth, lim)
-            except DecodeError as e:
-                e.add_parent(f'node[{len(lst)}]')
-                raise
-            lst.append(child)
-        elif key == 66:
-            c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
+            while True:
                 a = pos + 1
+                c = buf[pos] if pos < end else 0x80
                 b = a + c
-            else:
+                if c >= 0x80 or b > end:
+                    a, b = read_length(buf, pos, end)
+                pos = b
+                lim[1] -= 1
+                lim[2] -= cost_5
+                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
+                    raise count_error(lim, len(lst), a, 'node')
+                child = new_5()
+                if depth >= max_depth:
+                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'node')
+                try:
+                    DECODERS[cls_5](child, buf, a, b, depth + 1, max_depth, lim)
+                except DecodeError as e:
+                    e.add_parent(f'node[{len(lst)}]')
+                    raise
+                lst.append(child)
+                if pos < end and buf[pos] == 58:
+                    pos += 1
+                else:
+                    break
+        elif key == 66:
+            a = pos + 1
+            c = buf[pos] if pos < end else 0x80
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             try:
-                text = str(buf[a:b], 'utf-8')
+                text = DEC(buf[a:b])
             except UnicodeDecodeError as e:
                 raise utf8_error(e, a, 'doc_string') from None
             obj.doc_string = text
             obj._present |= 64
         elif key == 74:
-            c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
-                a, b = read_length(buf, pos, end)
-            pos = b
             lst = obj.opset_import
-            lim[1] -= 1
-            lim[2] -= cost_7
-            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
-                raise count_error(lim, len(lst), a, 'opset_import')
-            child = new_7()
-            if depth >= max_depth:
-                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'opset_import')
-            try:
-                DECODERS[cls_7](child, buf, a, b, depth + 1, max_depth, lim)
-            except DecodeError as e:
-                e.add_parent(f'opset_import[{len(lst)}]')
-                raise
-            lst.append(child)
-        elif key == 82:
-            c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
+            while True:
                 a = pos + 1
+                c = buf[pos] if pos < end else 0x80
                 b = a + c
-            else:
+                if c >= 0x80 or b > end:
+                    a, b = read_length(buf, pos, end)
+                pos = b
+                lim[1] -= 1
+                lim[2] -= cost_7
+                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
+                    raise count_error(lim, len(lst), a, 'opset_import')
+                child = new_7()
+                if depth >= max_depth:
+                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'opset_import')
+                try:
+                    DECODERS[cls_7](child, buf, a, b, depth + 1, max_depth, lim)
+                except DecodeError as e:
+                    e.add_parent(f'opset_import[{len(lst)}]')
+                    raise
+                lst.append(child)
+                if pos < end and buf[pos] == 74:
+                    pos += 1
+                else:
+                    break
+        elif key == 82:
+            a = pos + 1
+            c = buf[pos] if pos < end else 0x80
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             try:
-                text = str(buf[a:b], 'utf-8')
+                text = DEC(buf[a:b])
             except UnicodeDecodeError as e:
                 raise utf8_error(e, a, 'domain') from None
             obj.domain = text
             obj._present |= 256
         elif key == 106:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             try:
-                text = str(buf[a:b], 'utf-8')
+                text = DEC(buf[a:b])
             except UnicodeDecodeError as e:
                 raise utf8_error(e, a, 'overload') from None
             obj.overload = text
             obj._present |= 512
         elif key == 98:
-            c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
-                a, b = read_length(buf, pos, end)
-            pos = b
             lst = obj.value_info
-            lim[1] -= 1
-            lim[2] -= cost_10
-            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
-                raise count_error(lim, len(lst), a, 'value_info')
-            child = new_10()
-            if depth >= max_depth:
-                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'value_info')
-            try:
-                DECODERS[cls_10](child, buf, a, b, depth + 1, max_depth, lim)
-            except DecodeError as e:
-                e.add_parent(f'value_info[{len(lst)}]')
-                raise
-            lst.append(child)
-        elif key == 114:
-            c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
+            while True:
                 a = pos + 1
+                c = buf[pos] if pos < end else 0x80
                 b = a + c
-            else:
-                a, b = read_length(buf, pos, end)
-            pos = b
+                if c >= 0x80 or b > end:
+                    a, b = read_length(buf, pos, end)
+                pos = b
+                lim[1] -= 1
+                lim[2] -= cost_10
+                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
+                    raise count_error(lim, len(lst), a, 'value_info')
+                child = new_10()
+                if depth >= max_depth:
+                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'value_info')
+                try:
+                    DECODERS[cls_10](child, buf, a, b, depth + 1, max_depth, lim)
+                except DecodeError as e:
+                    e.add_parent(f'value_info[{len(lst)}]')
+                    raise
+                lst.append(child)
+                if pos < end and buf[pos] == 98:
+                    pos += 1
+                else:
+                    break
+        elif key == 114:
             lst = obj.metadata_props
-            lim[1] -= 1
-            lim[2] -= cost_11
-            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
-                raise count_error(lim, len(lst), a, 'metadata_props')
-            child = new_11()
-            if depth >= max_depth:
-                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'metadata_props')
-            try:
-                DECODERS[cls_11](child, buf, a, b, depth + 1, max_depth, lim)
-            except DecodeError as e:
-                e.add_parent(f'metadata_props[{len(lst)}]')
-                raise
-            lst.append(child)
+            while True:
+                a = pos + 1
+                c = buf[pos] if pos < end else 0x80
+                b = a + c
+                if c >= 0x80 or b > end:
+                    a, b = read_length(buf, pos, end)
+                pos = b
+                lim[1] -= 1
+                lim[2] -= cost_11
+                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
+                    raise count_error(lim, len(lst), a, 'metadata_props')
+                child = new_11()
+                if depth >= max_depth:
+                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'metadata_props')
+                try:
+                    DECODERS[cls_11](child, buf, a, b, depth + 1, max_depth, lim)
+                except DecodeError as e:
+                    e.add_parent(f'metadata_props[{len(lst)}]')
+                    raise
+                lst.append(child)
+                if pos < end and buf[pos] == 114:
+                    pos += 1
+                else:
+                    break
         else:
             pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)
 
@@ -601,198 +618,226 @@ def decode_GraphProto(obj, buf, pos, end, depth, max_depth, lim):
         if c < 0x80:
             key = c
             pos += 1
+        elif pos + 1 < end and buf[pos + 1] < 0x80:
+            key = (c & 0x7F) | (buf[pos + 1] << 7)
+            pos += 2
         else:
             key, pos = read_varint(buf, pos, end)
         if False:
             pass
         elif key == 10:
-            c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
-                a, b = read_length(buf, pos, end)
-            pos = b
             lst = obj.node
-            lim[1] -= 1
-            lim[2] -= cost_0
-            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
-                raise count_error(lim, len(lst), a, 'node')
-            child = new_0()
-            if depth >= max_depth:
-                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'node')
-            try:
-                DECODERS[cls_0](child, buf, a, b, depth + 1, max_depth, lim)
-            except DecodeError as e:
-                e.add_parent(f'node[{len(lst)}]')
-                raise
-            lst.append(child)
-        elif key == 18:
-            c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
+            while True:
                 a = pos + 1
+                c = buf[pos] if pos < end else 0x80
                 b = a + c
-            else:
+                if c >= 0x80 or b > end:
+                    a, b = read_length(buf, pos, end)
+                pos = b
+                lim[1] -= 1
+                lim[2] -= cost_0
+                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
+                    raise count_error(lim, len(lst), a, 'node')
+                child = new_0()
+                if depth >= max_depth:
+                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'node')
+                try:
+                    DECODERS[cls_0](child, buf, a, b, depth + 1, max_depth, lim)
+                except DecodeError as e:
+                    e.add_parent(f'node[{len(lst)}]')
+                    raise
+                lst.append(child)
+                if pos < end and buf[pos] == 10:
+                    pos += 1
+                else:
+                    break
+        elif key == 18:
+            a = pos + 1
+            c = buf[pos] if pos < end else 0x80
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             try:
-                text = str(buf[a:b], 'utf-8')
+                text = DEC(buf[a:b])
             except UnicodeDecodeError as e:
                 raise utf8_error(e, a, 'name') from None
             obj.name = text
             obj._present |= 2
         elif key == 42:
-            c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
-                a, b = read_length(buf, pos, end)
-            pos = b
             lst = obj.initializer
-            lim[1] -= 1
-            lim[2] -= cost_2
-            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
-                raise count_error(lim, len(lst), a, 'initializer')
-            child = new_2()
-            if depth >= max_depth:
-                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'initializer')
-            try:
-                DECODERS[cls_2](child, buf, a, b, depth + 1, max_depth, lim)
-            except DecodeError as e:
-                e.add_parent(f'initializer[{len(lst)}]')
-                raise
-            lst.append(child)
+            while True:
+                a = pos + 1
+                c = buf[pos] if pos < end else 0x80
+                b = a + c
+                if c >= 0x80 or b > end:
+                    a, b = read_length(buf, pos, end)
+                pos = b
+                lim[1] -= 1
+                lim[2] -= cost_2
+                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
+                    raise count_error(lim, len(lst), a, 'initializer')
+                child = new_2()
+                if depth >= max_depth:
+                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'initializer')
+                try:
+                    DECODERS[cls_2](child, buf, a, b, depth + 1, max_depth, lim)
+                except DecodeError as e:
+                    e.add_parent(f'initializer[{len(lst)}]')
+                    raise
+                lst.append(child)
+                if pos < end and buf[pos] == 42:
+                    pos += 1
+                else:
+                    break
         elif key == 122:
-            c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
-                a, b = read_length(buf, pos, end)
-            pos = b
             lst = obj.sparse_initializer
-            lim[1] -= 1
-            lim[2] -= cost_3
-            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
-                raise count_error(lim, len(lst), a, 'sparse_initializer')
-            child = new_3()
-            if depth >= max_depth:
-                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'sparse_initializer')
-            try:
-                DECODERS[cls_3](child, buf, a, b, depth + 1, max_depth, lim)
-            except DecodeError as e:
-                e.add_parent(f'sparse_initializer[{len(lst)}]')
-                raise
-            lst.append(child)
-        elif key == 82:
-            c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
+            while True:
                 a = pos + 1
+                c = buf[pos] if pos < end else 0x80
                 b = a + c
-            else:
+                if c >= 0x80 or b > end:
+                    a, b = read_length(buf, pos, end)
+                pos = b
+                lim[1] -= 1
+                lim[2] -= cost_3
+                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
+                    raise count_error(lim, len(lst), a, 'sparse_initializer')
+                child = new_3()
+                if depth >= max_depth:
+                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'sparse_initializer')
+                try:
+                    DECODERS[cls_3](child, buf, a, b, depth + 1, max_depth, lim)
+                except DecodeError as e:
+                    e.add_parent(f'sparse_initializer[{len(lst)}]')
+                    raise
+                lst.append(child)
+                if pos < end and buf[pos] == 122:
+                    pos += 1
+                else:
+                    break
+        elif key == 82:
+            a = pos + 1
+            c = buf[pos] if pos < end else 0x80
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             try:
-                text = str(buf[a:b], 'utf-8')
+                text = DEC(buf[a:b])
             except UnicodeDecodeError as e:
                 raise utf8_error(e, a, 'doc_string') from None
             obj.doc_string = text
             obj._present |= 16
         elif key == 90:
-            c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
-                a, b = read_length(buf, pos, end)
-            pos = b
             lst = obj.input
-            lim[1] -= 1
-            lim[2] -= cost_5
-            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
-                raise count_error(lim, len(lst), a, 'input')
-            child = new_5()
-            if depth >= max_depth:
-                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'input')
-            try:
-                DECODERS[cls_5](child, buf, a, b, depth + 1, max_depth, lim)
-            except DecodeError as e:
-                e.add_parent(f'input[{len(lst)}]')
-                raise
-            lst.append(child)
+            while True:
+                a = pos + 1
+                c = buf[pos] if pos < end else 0x80
+                b = a + c
+                if c >= 0x80 or b > end:
+                    a, b = read_length(buf, pos, end)
+                pos = b
+                lim[1] -= 1
+                lim[2] -= cost_5
+                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
+                    raise count_error(lim, len(lst), a, 'input')
+                child = new_5()
+                if depth >= max_depth:
+                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'input')
+                try:
+                    DECODERS[cls_5](child, buf, a, b, depth + 1, max_depth, lim)
+                except DecodeError as e:
+                    e.add_parent(f'input[{len(lst)}]')
+                    raise
+                lst.append(child)
+                if pos < end and buf[pos] == 90:
+                    pos += 1
+                else:
+                    break
         elif key == 98:
-            c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
-                a, b = read_length(buf, pos, end)
-            pos = b
             lst = obj.output
-            lim[1] -= 1
-            lim[2] -= cost_6
-            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
-                raise count_error(lim, len(lst), a, 'output')
-            child = new_6()
-            if depth >= max_depth:
-                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'output')
-            try:
-                DECODERS[cls_6](child, buf, a, b, depth + 1, max_depth, lim)
-            except DecodeError as e:
-                e.add_parent(f'output[{len(lst)}]')
-                raise
-            lst.append(child)
+            while True:
+                a = pos + 1
+                c = buf[pos] if pos < end else 0x80
+                b = a + c
+                if c >= 0x80 or b > end:
+                    a, b = read_length(buf, pos, end)
+                pos = b
+                lim[1] -= 1
+                lim[2] -= cost_6
+                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
+                    raise count_error(lim, len(lst), a, 'output')
+                child = new_6()
+                if depth >= max_depth:
+                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'output')
+                try:
+                    DECODERS[cls_6](child, buf, a, b, depth + 1, max_depth, lim)
+                except DecodeError as e:
+                    e.add_parent(f'output[{len(lst)}]')
+                    raise
+                lst.append(child)
+                if pos < end and buf[pos] == 98:
+                    pos += 1
+                else:
+                    break
         elif key == 106:
-            c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
-                a, b = read_length(buf, pos, end)
-            pos = b
             lst = obj.value_info
-            lim[1] -= 1
-            lim[2] -= cost_7
-            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
-                raise count_error(lim, len(lst), a, 'value_info')
-            child = new_7()
-            if depth >= max_depth:
-                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'value_info')
-            try:
-                DECODERS[cls_7](child, buf, a, b, depth + 1, max_depth, lim)
-            except DecodeError as e:
-                e.add_parent(f'value_info[{len(lst)}]')
-                raise
-            lst.append(child)
+            while True:
+                a = pos + 1
+                c = buf[pos] if pos < end else 0x80
+                b = a + c
+                if c >= 0x80 or b > end:
+                    a, b = read_length(buf, pos, end)
+                pos = b
+                lim[1] -= 1
+                lim[2] -= cost_7
+                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
+                    raise count_error(lim, len(lst), a, 'value_info')
+                child = new_7()
+                if depth >= max_depth:
+                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'value_info')
+                try:
+                    DECODERS[cls_7](child, buf, a, b, depth + 1, max_depth, lim)
+                except DecodeError as e:
+                    e.add_parent(f'value_info[{len(lst)}]')
+                    raise
+                lst.append(child)
+                if pos < end and buf[pos] == 106:
+                    pos += 1
+                else:
+                    break
         elif key == 114:
-            c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
-                a, b = read_length(buf, pos, end)
-            pos = b
             lst = obj.quantization_annotation
-            lim[1] -= 1
-            lim[2] -= cost_8
-            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
-                raise count_error(lim, len(lst), a, 'quantization_annotation')
-            child = new_8()
-            if depth >= max_depth:
-                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'quantization_annotation')
-            try:
-                DECODERS[cls_8](child, buf, a, b, depth + 1, max_depth, lim)
-            except DecodeError as e:
-                e.add_parent(f'quantization_annotation[{len(lst)}]')
-                raise
-            lst.append(child)
-        elif key == 130:
-            c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
+            while True:
                 a = pos + 1
+                c = buf[pos] if pos < end else 0x80
                 b = a + c
-            else:
+                if c >= 0x80 or b > end:
+                    a, b = read_length(buf, pos, end)
+                pos = b
+                lim[1] -= 1
+                lim[2] -= cost_8
+                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
+                    raise count_error(lim, len(lst), a, 'quantization_annotation')
+                child = new_8()
+                if depth >= max_depth:
+                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'quantization_annotation')
+                try:
+                    DECODERS[cls_8](child, buf, a, b, depth + 1, max_depth, lim)
+                except DecodeError as e:
+                    e.add_parent(f'quantization_annotation[{len(lst)}]')
+                    raise
+                lst.append(child)
+                if pos < end and buf[pos] == 114:
+                    pos += 1
+                else:
+                    break
+        elif key == 130:
+            a = pos + 1
+            c = buf[pos] if pos < end else 0x80
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             lst = obj.metadata_props
@@ -875,15 +920,14 @@ def decode_MapProto(obj, buf, pos, end, depth, max_depth, lim):
         if False:
             pass
         elif key == 10:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             try:
-                text = str(buf[a:b], 'utf-8')
+                text = DEC(buf[a:b])
             except UnicodeDecodeError as e:
                 raise utf8_error(e, a, 'name') from None
             obj.name = text
@@ -930,11 +974,10 @@ def decode_MapProto(obj, buf, pos, end, depth, max_depth, lim):
         elif key == 34:
             lst = obj.string_keys
             while True:
+                a = pos + 1
                 c = buf[pos] if pos < end else 0x80
-                if c < 0x80 and pos + 1 + c <= end:
-                    a = pos + 1
-                    b = a + c
-                else:
+                b = a + c
+                if c >= 0x80 or b > end:
                     a, b = read_length(buf, pos, end)
                 pos = b
                 lst.append(bytes(buf[a:b]))
@@ -943,11 +986,10 @@ def decode_MapProto(obj, buf, pos, end, depth, max_depth, lim):
                 else:
                     break
         elif key == 42:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             child = obj.values
@@ -972,6 +1014,9 @@ def decode_ModelProto(obj, buf, pos, end, depth, max_depth, lim):
         if c < 0x80:
             key = c
             pos += 1
+        elif pos + 1 < end and buf[pos + 1] < 0x80:
+            key = (c & 0x7F) | (buf[pos + 1] << 7)
+            pos += 2
         else:
             key, pos = read_varint(buf, pos, end)
         if False:
@@ -988,65 +1033,66 @@ def decode_ModelProto(obj, buf, pos, end, depth, max_depth, lim):
             osa(obj, 'ir_version', v)
             osa(obj, '_present', obj._present | 1)
         elif key == 66:
-            c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
-                a, b = read_length(buf, pos, end)
-            pos = b
             lst = obj.opset_import
-            lim[1] -= 1
-            lim[2] -= cost_1
-            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
-                raise count_error(lim, len(lst), a, 'opset_import')
-            child = new_1()
-            if depth >= max_depth:
-                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'opset_import')
-            try:
-                DECODERS[cls_1](child, buf, a, b, depth + 1, max_depth, lim)
-            except DecodeError as e:
-                e.add_parent(f'opset_import[{len(lst)}]')
-                raise
-            lst.append(child)
-        elif key == 18:
-            c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
+            while True:
                 a = pos + 1
+                c = buf[pos] if pos < end else 0x80
                 b = a + c
-            else:
+                if c >= 0x80 or b > end:
+                    a, b = read_length(buf, pos, end)
+                pos = b
+                lim[1] -= 1
+                lim[2] -= cost_1
+                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
+                    raise count_error(lim, len(lst), a, 'opset_import')
+                child = new_1()
+                if depth >= max_depth:
+                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'opset_import')
+                try:
+                    DECODERS[cls_1](child, buf, a, b, depth + 1, max_depth, lim)
+                except DecodeError as e:
+                    e.add_parent(f'opset_import[{len(lst)}]')
+                    raise
+                lst.append(child)
+                if pos < end and buf[pos] == 66:
+                    pos += 1
+                else:
+                    break
+        elif key == 18:
+            a = pos + 1
+            c = buf[pos] if pos < end else 0x80
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             try:
-                text = str(buf[a:b], 'utf-8')
+                text = DEC(buf[a:b])
             except UnicodeDecodeError as e:
                 raise utf8_error(e, a, 'producer_name') from None
             osa(obj, 'producer_name', text)
             osa(obj, '_present', obj._present | 4)
         elif key == 26:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             try:
-                text = str(buf[a:b], 'utf-8')
+                text = DEC(buf[a:b])
             except UnicodeDecodeError as e:
                 raise utf8_error(e, a, 'producer_version') from None
             osa(obj, 'producer_version', text)
             osa(obj, '_present', obj._present | 8)
         elif key == 34:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             try:
-                text = str(buf[a:b], 'utf-8')
+                text = DEC(buf[a:b])
             except UnicodeDecodeError as e:
                 raise utf8_error(e, a, 'domain') from None
             osa(obj, 'domain', text)
@@ -1063,25 +1109,23 @@ def decode_ModelProto(obj, buf, pos, end, depth, max_depth, lim):
             osa(obj, 'model_version', v)
             osa(obj, '_present', obj._present | 32)
         elif key == 50:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             try:
-                text = str(buf[a:b], 'utf-8')
+                text = DEC(buf[a:b])
             except UnicodeDecodeError as e:
                 raise utf8_error(e, a, 'doc_string') from None
             osa(obj, 'doc_string', text)
             osa(obj, '_present', obj._present | 64)
         elif key == 58:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             child = obj.graph
@@ -1097,33 +1141,36 @@ def decode_ModelProto(obj, buf, pos, end, depth, max_depth, lim):
                 e.add_parent('graph')
                 raise
         elif key == 114:
-            c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
-                a, b = read_length(buf, pos, end)
-            pos = b
             lst = obj.metadata_props
-            lim[1] -= 1
-            lim[2] -= cost_8
-            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
-                raise count_error(lim, len(lst), a, 'metadata_props')
-            child = new_8()
-            if depth >= max_depth:
-                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'metadata_props')
-            try:
-                DECODERS[cls_8](child, buf, a, b, depth + 1, max_depth, lim)
-            except DecodeError as e:
-                e.add_parent(f'metadata_props[{len(lst)}]')
-                raise
-            lst.append(child)
-        elif key == 162:
-            c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
+            while True:
                 a = pos + 1
+                c = buf[pos] if pos < end else 0x80
                 b = a + c
-            else:
+                if c >= 0x80 or b > end:
+                    a, b = read_length(buf, pos, end)
+                pos = b
+                lim[1] -= 1
+                lim[2] -= cost_8
+                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
+                    raise count_error(lim, len(lst), a, 'metadata_props')
+                child = new_8()
+                if depth >= max_depth:
+                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'metadata_props')
+                try:
+                    DECODERS[cls_8](child, buf, a, b, depth + 1, max_depth, lim)
+                except DecodeError as e:
+                    e.add_parent(f'metadata_props[{len(lst)}]')
+                    raise
+                lst.append(child)
+                if pos < end and buf[pos] == 114:
+                    pos += 1
+                else:
+                    break
+        elif key == 162:
+            a = pos + 1
+            c = buf[pos] if pos < end else 0x80
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             lst = obj.training_info
@@ -1141,11 +1188,10 @@ def decode_ModelProto(obj, buf, pos, end, depth, max_depth, lim):
                 raise
             lst.append(child)
         elif key == 202:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             lst = obj.functions
@@ -1163,11 +1209,10 @@ def decode_ModelProto(obj, buf, pos, end, depth, max_depth, lim):
                 raise
             lst.append(child)
         elif key == 210:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             lst = obj.configuration
@@ -1199,41 +1244,44 @@ def decode_NodeDeviceConfigurationProto(obj, buf, pos, end, depth, max_depth, li
         if False:
             pass
         elif key == 10:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             try:
-                text = str(buf[a:b], 'utf-8')
+                text = DEC(buf[a:b])
             except UnicodeDecodeError as e:
                 raise utf8_error(e, a, 'configuration_id') from None
             obj.configuration_id = text
             obj._present |= 1
         elif key == 18:
-            c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
-                a, b = read_length(buf, pos, end)
-            pos = b
             lst = obj.sharding_spec
-            lim[1] -= 1
-            lim[2] -= cost_1
-            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
-                raise count_error(lim, len(lst), a, 'sharding_spec')
-            child = new_1()
-            if depth >= max_depth:
-                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'sharding_spec')
-            try:
-                DECODERS[cls_1](child, buf, a, b, depth + 1, max_depth, lim)
-            except DecodeError as e:
-                e.add_parent(f'sharding_spec[{len(lst)}]')
-                raise
-            lst.append(child)
+            while True:
+                a = pos + 1
+                c = buf[pos] if pos < end else 0x80
+                b = a + c
+                if c >= 0x80 or b > end:
+                    a, b = read_length(buf, pos, end)
+                pos = b
+                lim[1] -= 1
+                lim[2] -= cost_1
+                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
+                    raise count_error(lim, len(lst), a, 'sharding_spec')
+                child = new_1()
+                if depth >= max_depth:
+                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'sharding_spec')
+                try:
+                    DECODERS[cls_1](child, buf, a, b, depth + 1, max_depth, lim)
+                except DecodeError as e:
+                    e.add_parent(f'sharding_spec[{len(lst)}]')
+                    raise
+                lst.append(child)
+                if pos < end and buf[pos] == 18:
+                    pos += 1
+                else:
+                    break
         elif key == 24:
             vpos = pos
             if pos < end and buf[pos] < 0x80:
@@ -1262,169 +1310,174 @@ def decode_NodeProto(obj, buf, pos, end, depth, max_depth, lim):
         if False:
             pass
         elif key == 10:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             lst = obj.input
             try:
-                text = str(buf[a:b], 'utf-8')
+                text = DEC(buf[a:b])
             except UnicodeDecodeError as e:
                 raise utf8_error(e, a, 'input') from None
             lst.append(text)
         elif key == 18:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             lst = obj.output
             try:
-                text = str(buf[a:b], 'utf-8')
+                text = DEC(buf[a:b])
             except UnicodeDecodeError as e:
                 raise utf8_error(e, a, 'output') from None
             lst.append(text)
         elif key == 26:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             try:
-                text = str(buf[a:b], 'utf-8')
+                text = DEC(buf[a:b])
             except UnicodeDecodeError as e:
                 raise utf8_error(e, a, 'name') from None
             obj.name = text
             obj._present |= 4
         elif key == 34:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             try:
-                text = str(buf[a:b], 'utf-8')
+                text = DEC(buf[a:b])
             except UnicodeDecodeError as e:
                 raise utf8_error(e, a, 'op_type') from None
             obj.op_type = text
             obj._present |= 8
         elif key == 58:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             try:
-                text = str(buf[a:b], 'utf-8')
+                text = DEC(buf[a:b])
             except UnicodeDecodeError as e:
                 raise utf8_error(e, a, 'domain') from None
             obj.domain = text
             obj._present |= 16
         elif key == 66:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             try:
-                text = str(buf[a:b], 'utf-8')
+                text = DEC(buf[a:b])
             except UnicodeDecodeError as e:
                 raise utf8_error(e, a, 'overload') from None
             obj.overload = text
             obj._present |= 32
         elif key == 42:
-            c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
-                a, b = read_length(buf, pos, end)
-            pos = b
             lst = obj.attribute
-            lim[1] -= 1
-            lim[2] -= cost_6
-            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
-                raise count_error(lim, len(lst), a, 'attribute')
-            child = new_6()
-            if depth >= max_depth:
-                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'attribute')
-            try:
-                DECODERS[cls_6](child, buf, a, b, depth + 1, max_depth, lim)
-            except DecodeError as e:
-                e.add_parent(f'attribute[{len(lst)}]')
-                raise
-            lst.append(child)
-        elif key == 50:
-            c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
+            while True:
                 a = pos + 1
+                c = buf[pos] if pos < end else 0x80
                 b = a + c
-            else:
+                if c >= 0x80 or b > end:
+                    a, b = read_length(buf, pos, end)
+                pos = b
+                lim[1] -= 1
+                lim[2] -= cost_6
+                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
+                    raise count_error(lim, len(lst), a, 'attribute')
+                child = new_6()
+                if depth >= max_depth:
+                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'attribute')
+                try:
+                    DECODERS[cls_6](child, buf, a, b, depth + 1, max_depth, lim)
+                except DecodeError as e:
+                    e.add_parent(f'attribute[{len(lst)}]')
+                    raise
+                lst.append(child)
+                if pos < end and buf[pos] == 42:
+                    pos += 1
+                else:
+                    break
+        elif key == 50:
+            a = pos + 1
+            c = buf[pos] if pos < end else 0x80
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             try:
-                text = str(buf[a:b], 'utf-8')
+                text = DEC(buf[a:b])
             except UnicodeDecodeError as e:
                 raise utf8_error(e, a, 'doc_string') from None
             obj.doc_string = text
             obj._present |= 128
         elif key == 74:
-            c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
-                a, b = read_length(buf, pos, end)
-            pos = b
             lst = obj.metadata_props
-            lim[1] -= 1
-            lim[2] -= cost_8
-            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
-                raise count_error(lim, len(lst), a, 'metadata_props')
-            child = new_8()
-            if depth >= max_depth:
-                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'metadata_props')
-            try:
-                DECODERS[cls_8](child, buf, a, b, depth + 1, max_depth, lim)
-            except DecodeError as e:
-                e.add_parent(f'metadata_props[{len(lst)}]')
-                raise
-            lst.append(child)
-        elif key == 82:
-            c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
+            while True:
                 a = pos + 1
+                c = buf[pos] if pos < end else 0x80
                 b = a + c
-            else:
-                a, b = read_length(buf, pos, end)
-            pos = b
+                if c >= 0x80 or b > end:
+                    a, b = read_length(buf, pos, end)
+                pos = b
+                lim[1] -= 1
+                lim[2] -= cost_8
+                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
+                    raise count_error(lim, len(lst), a, 'metadata_props')
+                child = new_8()
+                if depth >= max_depth:
+                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'metadata_props')
+                try:
+                    DECODERS[cls_8](child, buf, a, b, depth + 1, max_depth, lim)
+                except DecodeError as e:
+                    e.add_parent(f'metadata_props[{len(lst)}]')
+                    raise
+                lst.append(child)
+                if pos < end and buf[pos] == 74:
+                    pos += 1
+                else:
+                    break
+        elif key == 82:
             lst = obj.device_configurations
-            lim[1] -= 1
-            lim[2] -= cost_9
-            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
-                raise count_error(lim, len(lst), a, 'device_configurations')
-            child = new_9()
-            if depth >= max_depth:
-                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'device_configurations')
-            try:
-                DECODERS[cls_9](child, buf, a, b, depth + 1, max_depth, lim)
-            except DecodeError as e:
-                e.add_parent(f'device_configurations[{len(lst)}]')
-                raise
-            lst.append(child)
+            while True:
+                a = pos + 1
+                c = buf[pos] if pos < end else 0x80
+                b = a + c
+                if c >= 0x80 or b > end:
+                    a, b = read_length(buf, pos, end)
+                pos = b
+                lim[1] -= 1
+                lim[2] -= cost_9
+                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
+                    raise count_error(lim, len(lst), a, 'device_configurations')
+                child = new_9()
+                if depth >= max_depth:
+                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'device_configurations')
+                try:
+                    DECODERS[cls_9](child, buf, a, b, depth + 1, max_depth, lim)
+                except DecodeError as e:
+                    e.add_parent(f'device_configurations[{len(lst)}]')
+                    raise
+                lst.append(child)
+                if pos < end and buf[pos] == 82:
+                    pos += 1
+                else:
+                    break
         else:
             pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)
 
@@ -1440,15 +1493,14 @@ def decode_OperatorProto(obj, buf, pos, end, depth, max_depth, lim):
         if False:
             pass
         elif key == 10:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             try:
-                text = str(buf[a:b], 'utf-8')
+                text = DEC(buf[a:b])
             except UnicodeDecodeError as e:
                 raise utf8_error(e, a, 'op_type') from None
             obj.op_type = text
@@ -1478,15 +1530,14 @@ def decode_OperatorProto(obj, buf, pos, end, depth, max_depth, lim):
             obj.status = v
             obj._present |= 4
         elif key == 82:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             try:
-                text = str(buf[a:b], 'utf-8')
+                text = DEC(buf[a:b])
             except UnicodeDecodeError as e:
                 raise utf8_error(e, a, 'doc_string') from None
             obj.doc_string = text
@@ -1506,15 +1557,14 @@ def decode_OperatorSetIdProto(obj, buf, pos, end, depth, max_depth, lim):
         if False:
             pass
         elif key == 10:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             try:
-                text = str(buf[a:b], 'utf-8')
+                text = DEC(buf[a:b])
             except UnicodeDecodeError as e:
                 raise utf8_error(e, a, 'domain') from None
             osa(obj, 'domain', text)
@@ -1545,15 +1595,14 @@ def decode_OperatorSetProto(obj, buf, pos, end, depth, max_depth, lim):
         if False:
             pass
         elif key == 10:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             try:
-                text = str(buf[a:b], 'utf-8')
+                text = DEC(buf[a:b])
             except UnicodeDecodeError as e:
                 raise utf8_error(e, a, 'magic') from None
             obj.magic = text
@@ -1570,43 +1619,40 @@ def decode_OperatorSetProto(obj, buf, pos, end, depth, max_depth, lim):
             obj.ir_version = v
             obj._present |= 2
         elif key == 26:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             try:
-                text = str(buf[a:b], 'utf-8')
+                text = DEC(buf[a:b])
             except UnicodeDecodeError as e:
                 raise utf8_error(e, a, 'ir_version_prerelease') from None
             obj.ir_version_prerelease = text
             obj._present |= 4
         elif key == 58:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             try:
-                text = str(buf[a:b], 'utf-8')
+                text = DEC(buf[a:b])
             except UnicodeDecodeError as e:
                 raise utf8_error(e, a, 'ir_build_metadata') from None
             obj.ir_build_metadata = text
             obj._present |= 8
         elif key == 34:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             try:
-                text = str(buf[a:b], 'utf-8')
+                text = DEC(buf[a:b])
             except UnicodeDecodeError as e:
                 raise utf8_error(e, a, 'domain') from None
             obj.domain = text
@@ -1623,63 +1669,70 @@ def decode_OperatorSetProto(obj, buf, pos, end, depth, max_depth, lim):
             obj.opset_version = v
             obj._present |= 32
         elif key == 50:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             try:
-                text = str(buf[a:b], 'utf-8')
+                text = DEC(buf[a:b])
             except UnicodeDecodeError as e:
                 raise utf8_error(e, a, 'doc_string') from None
             obj.doc_string = text
             obj._present |= 64
         elif key == 66:
-            c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
-                a, b = read_length(buf, pos, end)
-            pos = b
             lst = obj.operator
-            lim[1] -= 1
-            lim[2] -= cost_7
-            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
-                raise count_error(lim, len(lst), a, 'operator')
-            child = new_7()
-            if depth >= max_depth:
-                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'operator')
-            try:
-                DECODERS[cls_7](child, buf, a, b, depth + 1, max_depth, lim)
-            except DecodeError as e:
-                e.add_parent(f'operator[{len(lst)}]')
-                raise
-            lst.append(child)
-        elif key == 74:
-            c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
+            while True:
                 a = pos + 1
+                c = buf[pos] if pos < end else 0x80
                 b = a + c
-            else:
-                a, b = read_length(buf, pos, end)
-            pos = b
+                if c >= 0x80 or b > end:
+                    a, b = read_length(buf, pos, end)
+                pos = b
+                lim[1] -= 1
+                lim[2] -= cost_7
+                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
+                    raise count_error(lim, len(lst), a, 'operator')
+                child = new_7()
+                if depth >= max_depth:
+                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'operator')
+                try:
+                    DECODERS[cls_7](child, buf, a, b, depth + 1, max_depth, lim)
+                except DecodeError as e:
+                    e.add_parent(f'operator[{len(lst)}]')
+                    raise
+                lst.append(child)
+                if pos < end and buf[pos] == 66:
+                    pos += 1
+                else:
+                    break
+        elif key == 74:
             lst = obj.functions
-            lim[1] -= 1
-            lim[2] -= cost_8
-            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
-                raise count_error(lim, len(lst), a, 'functions')
-            child = new_8()
-            if depth >= max_depth:
-                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'functions')
-            try:
-                DECODERS[cls_8](child, buf, a, b, depth + 1, max_depth, lim)
-            except DecodeError as e:
-                e.add_parent(f'functions[{len(lst)}]')
-                raise
-            lst.append(child)
+            while True:
+                a = pos + 1
+                c = buf[pos] if pos < end else 0x80
+                b = a + c
+                if c >= 0x80 or b > end:
+                    a, b = read_length(buf, pos, end)
+                pos = b
+                lim[1] -= 1
+                lim[2] -= cost_8
+                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
+                    raise count_error(lim, len(lst), a, 'functions')
+                child = new_8()
+                if depth >= max_depth:
+                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'functions')
+                try:
+                    DECODERS[cls_8](child, buf, a, b, depth + 1, max_depth, lim)
+                except DecodeError as e:
+                    e.add_parent(f'functions[{len(lst)}]')
+                    raise
+                lst.append(child)
+                if pos < end and buf[pos] == 74:
+                    pos += 1
+                else:
+                    break
         else:
             pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)
 
@@ -1695,15 +1748,14 @@ def decode_OptionalProto(obj, buf, pos, end, depth, max_depth, lim):
         if False:
             pass
         elif key == 10:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             try:
-                text = str(buf[a:b], 'utf-8')
+                text = DEC(buf[a:b])
             except UnicodeDecodeError as e:
                 raise utf8_error(e, a, 'name') from None
             obj.name = text
@@ -1722,11 +1774,10 @@ def decode_OptionalProto(obj, buf, pos, end, depth, max_depth, lim):
             obj.elem_type = v
             obj._present |= 2
         elif key == 26:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             child = obj.tensor_value
@@ -1742,11 +1793,10 @@ def decode_OptionalProto(obj, buf, pos, end, depth, max_depth, lim):
                 e.add_parent('tensor_value')
                 raise
         elif key == 34:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             child = obj.sparse_tensor_value
@@ -1762,11 +1812,10 @@ def decode_OptionalProto(obj, buf, pos, end, depth, max_depth, lim):
                 e.add_parent('sparse_tensor_value')
                 raise
         elif key == 42:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             child = obj.sequence_value
@@ -1782,11 +1831,10 @@ def decode_OptionalProto(obj, buf, pos, end, depth, max_depth, lim):
                 e.add_parent('sequence_value')
                 raise
         elif key == 50:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             child = obj.map_value
@@ -1802,11 +1850,10 @@ def decode_OptionalProto(obj, buf, pos, end, depth, max_depth, lim):
                 e.add_parent('map_value')
                 raise
         elif key == 58:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             child = obj.optional_value
@@ -1836,15 +1883,14 @@ def decode_SequenceProto(obj, buf, pos, end, depth, max_depth, lim):
         if False:
             pass
         elif key == 10:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             try:
-                text = str(buf[a:b], 'utf-8')
+                text = DEC(buf[a:b])
             except UnicodeDecodeError as e:
                 raise utf8_error(e, a, 'name') from None
             obj.name = text
@@ -1863,115 +1909,135 @@ def decode_SequenceProto(obj, buf, pos, end, depth, max_depth, lim):
             obj.elem_type = v
             obj._present |= 2
         elif key == 26:
-            c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
-                a, b = read_length(buf, pos, end)
-            pos = b
             lst = obj.tensor_values
-            lim[1] -= 1
-            lim[2] -= cost_2
-            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
-                raise count_error(lim, len(lst), a, 'tensor_values')
-            child = new_2()
-            if depth >= max_depth:
-                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'tensor_values')
-            try:
-                DECODERS[cls_2](child, buf, a, b, depth + 1, max_depth, lim)
-            except DecodeError as e:
-                e.add_parent(f'tensor_values[{len(lst)}]')
-                raise
-            lst.append(child)
+            while True:
+                a = pos + 1
+                c = buf[pos] if pos < end else 0x80
+                b = a + c
+                if c >= 0x80 or b > end:
+                    a, b = read_length(buf, pos, end)
+                pos = b
+                lim[1] -= 1
+                lim[2] -= cost_2
+                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
+                    raise count_error(lim, len(lst), a, 'tensor_values')
+                child = new_2()
+                if depth >= max_depth:
+                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'tensor_values')
+                try:
+                    DECODERS[cls_2](child, buf, a, b, depth + 1, max_depth, lim)
+                except DecodeError as e:
+                    e.add_parent(f'tensor_values[{len(lst)}]')
+                    raise
+                lst.append(child)
+                if pos < end and buf[pos] == 26:
+                    pos += 1
+                else:
+                    break
         elif key == 34:
-            c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
-                a, b = read_length(buf, pos, end)
-            pos = b
             lst = obj.sparse_tensor_values
-            lim[1] -= 1
-            lim[2] -= cost_3
-            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
-                raise count_error(lim, len(lst), a, 'sparse_tensor_values')
-            child = new_3()
-            if depth >= max_depth:
-                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'sparse_tensor_values')
-            try:
-                DECODERS[cls_3](child, buf, a, b, depth + 1, max_depth, lim)
-            except DecodeError as e:
-                e.add_parent(f'sparse_tensor_values[{len(lst)}]')
-                raise
-            lst.append(child)
+            while True:
+                a = pos + 1
+                c = buf[pos] if pos < end else 0x80
+                b = a + c
+                if c >= 0x80 or b > end:
+                    a, b = read_length(buf, pos, end)
+                pos = b
+                lim[1] -= 1
+                lim[2] -= cost_3
+                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
+                    raise count_error(lim, len(lst), a, 'sparse_tensor_values')
+                child = new_3()
+                if depth >= max_depth:
+                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'sparse_tensor_values')
+                try:
+                    DECODERS[cls_3](child, buf, a, b, depth + 1, max_depth, lim)
+                except DecodeError as e:
+                    e.add_parent(f'sparse_tensor_values[{len(lst)}]')
+                    raise
+                lst.append(child)
+                if pos < end and buf[pos] == 34:
+                    pos += 1
+                else:
+                    break
         elif key == 42:
-            c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
-                a, b = read_length(buf, pos, end)
-            pos = b
             lst = obj.sequence_values
-            lim[1] -= 1
-            lim[2] -= cost_4
-            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
-                raise count_error(lim, len(lst), a, 'sequence_values')
-            child = new_4()
-            if depth >= max_depth:
-                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'sequence_values')
-            try:
-                DECODERS[cls_4](child, buf, a, b, depth + 1, max_depth, lim)
-            except DecodeError as e:
-                e.add_parent(f'sequence_values[{len(lst)}]')
-                raise
-            lst.append(child)
+            while True:
+                a = pos + 1
+                c = buf[pos] if pos < end else 0x80
+                b = a + c
+                if c >= 0x80 or b > end:
+                    a, b = read_length(buf, pos, end)
+                pos = b
+                lim[1] -= 1
+                lim[2] -= cost_4
+                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
+                    raise count_error(lim, len(lst), a, 'sequence_values')
+                child = new_4()
+                if depth >= max_depth:
+                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'sequence_values')
+                try:
+                    DECODERS[cls_4](child, buf, a, b, depth + 1, max_depth, lim)
+                except DecodeError as e:
+                    e.add_parent(f'sequence_values[{len(lst)}]')
+                    raise
+                lst.append(child)
+                if pos < end and buf[pos] == 42:
+                    pos += 1
+                else:
+                    break
         elif key == 50:
-            c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
-                a, b = read_length(buf, pos, end)
-            pos = b
             lst = obj.map_values
-            lim[1] -= 1
-            lim[2] -= cost_5
-            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
-                raise count_error(lim, len(lst), a, 'map_values')
-            child = new_5()
-            if depth >= max_depth:
-                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'map_values')
-            try:
-                DECODERS[cls_5](child, buf, a, b, depth + 1, max_depth, lim)
-            except DecodeError as e:
-                e.add_parent(f'map_values[{len(lst)}]')
-                raise
-            lst.append(child)
-        elif key == 58:
-            c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
+            while True:
                 a = pos + 1
+                c = buf[pos] if pos < end else 0x80
                 b = a + c
-            else:
-                a, b = read_length(buf, pos, end)
-            pos = b
+                if c >= 0x80 or b > end:
+                    a, b = read_length(buf, pos, end)
+                pos = b
+                lim[1] -= 1
+                lim[2] -= cost_5
+                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
+                    raise count_error(lim, len(lst), a, 'map_values')
+                child = new_5()
+                if depth >= max_depth:
+                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'map_values')
+                try:
+                    DECODERS[cls_5](child, buf, a, b, depth + 1, max_depth, lim)
+                except DecodeError as e:
+                    e.add_parent(f'map_values[{len(lst)}]')
+                    raise
+                lst.append(child)
+                if pos < end and buf[pos] == 50:
+                    pos += 1
+                else:
+                    break
+        elif key == 58:
             lst = obj.optional_values
-            lim[1] -= 1
-            lim[2] -= cost_6
-            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
-                raise count_error(lim, len(lst), a, 'optional_values')
-            child = new_6()
-            if depth >= max_depth:
-                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'optional_values')
-            try:
-                DECODERS[cls_6](child, buf, a, b, depth + 1, max_depth, lim)
-            except DecodeError as e:
-                e.add_parent(f'optional_values[{len(lst)}]')
-                raise
-            lst.append(child)
+            while True:
+                a = pos + 1
+                c = buf[pos] if pos < end else 0x80
+                b = a + c
+                if c >= 0x80 or b > end:
+                    a, b = read_length(buf, pos, end)
+                pos = b
+                lim[1] -= 1
+                lim[2] -= cost_6
+                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
+                    raise count_error(lim, len(lst), a, 'optional_values')
+                child = new_6()
+                if depth >= max_depth:
+                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'optional_values')
+                try:
+                    DECODERS[cls_6](child, buf, a, b, depth + 1, max_depth, lim)
+                except DecodeError as e:
+                    e.add_parent(f'optional_values[{len(lst)}]')
+                    raise
+                lst.append(child)
+                if pos < end and buf[pos] == 58:
+                    pos += 1
+                else:
+                    break
         else:
             pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)
 
@@ -1998,27 +2064,31 @@ def decode_ShardedDimProto(obj, buf, pos, end, depth, max_depth, lim):
             obj.axis = v
             obj._present |= 1
         elif key == 18:
-            c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
-                a, b = read_length(buf, pos, end)
-            pos = b
             lst = obj.simple_sharding
-            lim[1] -= 1
-            lim[2] -= cost_1
-            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
-                raise count_error(lim, len(lst), a, 'simple_sharding')
-            child = new_1()
-            if depth >= max_depth:
-                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'simple_sharding')
-            try:
-                DECODERS[cls_1](child, buf, a, b, depth + 1, max_depth, lim)
-            except DecodeError as e:
-                e.add_parent(f'simple_sharding[{len(lst)}]')
-                raise
-            lst.append(child)
+            while True:
+                a = pos + 1
+                c = buf[pos] if pos < end else 0x80
+                b = a + c
+                if c >= 0x80 or b > end:
+                    a, b = read_length(buf, pos, end)
+                pos = b
+                lim[1] -= 1
+                lim[2] -= cost_1
+                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
+                    raise count_error(lim, len(lst), a, 'simple_sharding')
+                child = new_1()
+                if depth >= max_depth:
+                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'simple_sharding')
+                try:
+                    DECODERS[cls_1](child, buf, a, b, depth + 1, max_depth, lim)
+                except DecodeError as e:
+                    e.add_parent(f'simple_sharding[{len(lst)}]')
+                    raise
+                lst.append(child)
+                if pos < end and buf[pos] == 18:
+                    pos += 1
+                else:
+                    break
         else:
             pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)
 
@@ -2034,15 +2104,14 @@ def decode_ShardingSpecProto(obj, buf, pos, end, depth, max_depth, lim):
         if False:
             pass
         elif key == 10:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             try:
-                text = str(buf[a:b], 'utf-8')
+                text = DEC(buf[a:b])
             except UnicodeDecodeError as e:
                 raise utf8_error(e, a, 'tensor_name') from None
             obj.tensor_name = text
@@ -2074,49 +2143,57 @@ def decode_ShardingSpecProto(obj, buf, pos, end, depth, max_depth, lim):
                 else:
                     break
         elif key == 26:
-            c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
-                a, b = read_length(buf, pos, end)
-            pos = b
             lst = obj.index_to_device_group_map
-            lim[1] -= 1
-            lim[2] -= cost_2
-            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
-                raise count_error(lim, len(lst), a, 'index_to_device_group_map')
-            child = new_2()
-            if depth >= max_depth:
-                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'index_to_device_group_map')
-            try:
-                DECODERS[cls_2](child, buf, a, b, depth + 1, max_depth, lim)
-            except DecodeError as e:
-                e.add_parent(f'index_to_device_group_map[{len(lst)}]')
-                raise
-            lst.append(child)
-        elif key == 34:
-            c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
+            while True:
                 a = pos + 1
+                c = buf[pos] if pos < end else 0x80
                 b = a + c
-            else:
-                a, b = read_length(buf, pos, end)
-            pos = b
+                if c >= 0x80 or b > end:
+                    a, b = read_length(buf, pos, end)
+                pos = b
+                lim[1] -= 1
+                lim[2] -= cost_2
+                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
+                    raise count_error(lim, len(lst), a, 'index_to_device_group_map')
+                child = new_2()
+                if depth >= max_depth:
+                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'index_to_device_group_map')
+                try:
+                    DECODERS[cls_2](child, buf, a, b, depth + 1, max_depth, lim)
+                except DecodeError as e:
+                    e.add_parent(f'index_to_device_group_map[{len(lst)}]')
+                    raise
+                lst.append(child)
+                if pos < end and buf[pos] == 26:
+                    pos += 1
+                else:
+                    break
+        elif key == 34:
             lst = obj.sharded_dim
-            lim[1] -= 1
-            lim[2] -= cost_3
-            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
-                raise count_error(lim, len(lst), a, 'sharded_dim')
-            child = new_3()
-            if depth >= max_depth:
-                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'sharded_dim')
-            try:
-                DECODERS[cls_3](child, buf, a, b, depth + 1, max_depth, lim)
-            except DecodeError as e:
-                e.add_parent(f'sharded_dim[{len(lst)}]')
-                raise
-            lst.append(child)
+            while True:
+                a = pos + 1
+                c = buf[pos] if pos < end else 0x80
+                b = a + c
+                if c >= 0x80 or b > end:
+                    a, b = read_length(buf, pos, end)
+                pos = b
+                lim[1] -= 1
+                lim[2] -= cost_3
+                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
+                    raise count_error(lim, len(lst), a, 'sharded_dim')
+                child = new_3()
+                if depth >= max_depth:
+                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'sharded_dim')
+                try:
+                    DECODERS[cls_3](child, buf, a, b, depth + 1, max_depth, lim)
+                except DecodeError as e:
+                    e.add_parent(f'sharded_dim[{len(lst)}]')
+                    raise
+                lst.append(child)
+                if pos < end and buf[pos] == 34:
+                    pos += 1
+                else:
+                    break
         else:
             pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)
 
@@ -2157,11 +2234,10 @@ def decode_SparseTensorProto(obj, buf, pos, end, depth, max_depth, lim):
         if False:
             pass
         elif key == 10:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             child = obj.values
@@ -2177,11 +2253,10 @@ def decode_SparseTensorProto(obj, buf, pos, end, depth, max_depth, lim):
                 e.add_parent('values')
                 raise
         elif key == 18:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             child = obj.indices
@@ -2237,29 +2312,27 @@ def decode_StringStringEntryProto(obj, buf, pos, end, depth, max_depth, lim):
         if False:
             pass
         elif key == 10:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             try:
-                text = str(buf[a:b], 'utf-8')
+                text = DEC(buf[a:b])
             except UnicodeDecodeError as e:
                 raise utf8_error(e, a, 'key') from None
             obj.key = text
             obj._present |= 1
         elif key == 18:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             try:
-                text = str(buf[a:b], 'utf-8')
+                text = DEC(buf[a:b])
             except UnicodeDecodeError as e:
                 raise utf8_error(e, a, 'value') from None
             obj.value = text
@@ -2279,51 +2352,58 @@ def decode_TensorAnnotation(obj, buf, pos, end, depth, max_depth, lim):
         if False:
             pass
         elif key == 10:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             try:
-                text = str(buf[a:b], 'utf-8')
+                text = DEC(buf[a:b])
             except UnicodeDecodeError as e:
                 raise utf8_error(e, a, 'tensor_name') from None
             obj.tensor_name = text
             obj._present |= 1
         elif key == 18:
-            c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
-                a, b = read_length(buf, pos, end)
-            pos = b
             lst = obj.quant_parameter_tensor_names
-            lim[1] -= 1
-            lim[2] -= cost_1
-            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
-                raise count_error(lim, len(lst), a, 'quant_parameter_tensor_names')
-            child = new_1()
-            if depth >= max_depth:
-                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'quant_parameter_tensor_names')
-            try:
-                DECODERS[cls_1](child, buf, a, b, depth + 1, max_depth, lim)
-            except DecodeError as e:
-                e.add_parent(f'quant_parameter_tensor_names[{len(lst)}]')
-                raise
-            lst.append(child)
+            while True:
+                a = pos + 1
+                c = buf[pos] if pos < end else 0x80
+                b = a + c
+                if c >= 0x80 or b > end:
+                    a, b = read_length(buf, pos, end)
+                pos = b
+                lim[1] -= 1
+                lim[2] -= cost_1
+                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
+                    raise count_error(lim, len(lst), a, 'quant_parameter_tensor_names')
+                child = new_1()
+                if depth >= max_depth:
+                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'quant_parameter_tensor_names')
+                try:
+                    DECODERS[cls_1](child, buf, a, b, depth + 1, max_depth, lim)
+                except DecodeError as e:
+                    e.add_parent(f'quant_parameter_tensor_names[{len(lst)}]')
+                    raise
+                lst.append(child)
+                if pos < end and buf[pos] == 18:
+                    pos += 1
+                else:
+                    break
         else:
             pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)
 
 def decode_TensorProto(obj, buf, pos, end, depth, max_depth, lim):
+    lim[4].append(obj)
     while pos < end:
         key_pos = pos
         c = buf[pos]
         if c < 0x80:
             key = c
             pos += 1
+        elif pos + 1 < end and buf[pos + 1] < 0x80:
+            key = (c & 0x7F) | (buf[pos + 1] << 7)
+            pos += 2
         else:
             key, pos = read_varint(buf, pos, end)
         if False:
@@ -2368,11 +2448,10 @@ def decode_TensorProto(obj, buf, pos, end, depth, max_depth, lim):
             obj.data_type = v
             obj._present |= 2
         elif key == 26:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             child = obj.segment
@@ -2423,11 +2502,10 @@ def decode_TensorProto(obj, buf, pos, end, depth, max_depth, lim):
         elif key == 50:
             lst = obj.string_data
             while True:
+                a = pos + 1
                 c = buf[pos] if pos < end else 0x80
-                if c < 0x80 and pos + 1 + c <= end:
-                    a = pos + 1
-                    b = a + c
-                else:
+                b = a + c
+                if c >= 0x80 or b > end:
                     a, b = read_length(buf, pos, end)
                 pos = b
                 lst.append(bytes(buf[a:b]))
@@ -2462,55 +2540,57 @@ def decode_TensorProto(obj, buf, pos, end, depth, max_depth, lim):
                 else:
                     break
         elif key == 66:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             try:
-                text = str(buf[a:b], 'utf-8')
+                text = DEC(buf[a:b])
             except UnicodeDecodeError as e:
                 raise utf8_error(e, a, 'name') from None
             obj.name = text
             obj._present |= 128
         elif key == 98:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             try:
-                text = str(buf[a:b], 'utf-8')
+                text = DEC(buf[a:b])
             except UnicodeDecodeError as e:
                 raise utf8_error(e, a, 'doc_string') from None
             obj.doc_string = text
             obj._present |= 256
         elif key == 106:
-            c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
-                a, b = read_length(buf, pos, end)
-            pos = b
             lst = obj.external_data
-            lim[1] -= 1
-            lim[2] -= cost_10
-            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
-                raise count_error(lim, len(lst), a, 'external_data')
-            child = new_10()
-            if depth >= max_depth:
-                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'external_data')
-            try:
-                DECODERS[cls_10](child, buf, a, b, depth + 1, max_depth, lim)
-            except DecodeError as e:
-                e.add_parent(f'external_data[{len(lst)}]')
-                raise
-            lst.append(child)
+            while True:
+                a = pos + 1
+                c = buf[pos] if pos < end else 0x80
+                b = a + c
+                if c >= 0x80 or b > end:
+                    a, b = read_length(buf, pos, end)
+                pos = b
+                lim[1] -= 1
+                lim[2] -= cost_10
+                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
+                    raise count_error(lim, len(lst), a, 'external_data')
+                child = new_10()
+                if depth >= max_depth:
+                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'external_data')
+                try:
+                    DECODERS[cls_10](child, buf, a, b, depth + 1, max_depth, lim)
+                except DecodeError as e:
+                    e.add_parent(f'external_data[{len(lst)}]')
+                    raise
+                lst.append(child)
+                if pos < end and buf[pos] == 106:
+                    pos += 1
+                else:
+                    break
         elif key == 112:
             vpos = pos
             if pos < end and buf[pos] < 0x80:
@@ -2525,11 +2605,10 @@ def decode_TensorProto(obj, buf, pos, end, depth, max_depth, lim):
             obj.data_location = v
             obj._present |= 2048
         elif key == 130:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             lst = obj.metadata_props
@@ -2597,27 +2676,31 @@ def decode_TensorShapeProto(obj, buf, pos, end, depth, max_depth, lim):
         if False:
             pass
         elif key == 10:
-            c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
-                a, b = read_length(buf, pos, end)
-            pos = b
             lst = obj.dim
-            lim[1] -= 1
-            lim[2] -= cost_0
-            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
-                raise count_error(lim, len(lst), a, 'dim')
-            child = new_0()
-            if depth >= max_depth:
-                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'dim')
-            try:
-                DECODERS[cls_0](child, buf, a, b, depth + 1, max_depth, lim)
-            except DecodeError as e:
-                e.add_parent(f'dim[{len(lst)}]')
-                raise
-            lst.append(child)
+            while True:
+                a = pos + 1
+                c = buf[pos] if pos < end else 0x80
+                b = a + c
+                if c >= 0x80 or b > end:
+                    a, b = read_length(buf, pos, end)
+                pos = b
+                lim[1] -= 1
+                lim[2] -= cost_0
+                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
+                    raise count_error(lim, len(lst), a, 'dim')
+                child = new_0()
+                if depth >= max_depth:
+                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'dim')
+                try:
+                    DECODERS[cls_0](child, buf, a, b, depth + 1, max_depth, lim)
+                except DecodeError as e:
+                    e.add_parent(f'dim[{len(lst)}]')
+                    raise
+                lst.append(child)
+                if pos < end and buf[pos] == 10:
+                    pos += 1
+                else:
+                    break
         else:
             pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)
 
@@ -2633,15 +2716,14 @@ def decode_TensorShapeProto_Dimension(obj, buf, pos, end, depth, max_depth, lim)
         if False:
             pass
         elif key == 26:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             try:
-                text = str(buf[a:b], 'utf-8')
+                text = DEC(buf[a:b])
             except UnicodeDecodeError as e:
                 raise utf8_error(e, a, 'denotation') from None
             osa(obj, 'denotation', text)
@@ -2661,11 +2743,10 @@ def decode_TrainingInfoProto(obj, buf, pos, end, depth, max_depth, lim):
         if False:
             pass
         elif key == 10:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             child = obj.initialization
@@ -2681,11 +2762,10 @@ def decode_TrainingInfoProto(obj, buf, pos, end, depth, max_depth, lim):
                 e.add_parent('initialization')
                 raise
         elif key == 18:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             child = obj.algorithm
@@ -2701,49 +2781,57 @@ def decode_TrainingInfoProto(obj, buf, pos, end, depth, max_depth, lim):
                 e.add_parent('algorithm')
                 raise
         elif key == 26:
-            c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
-                a, b = read_length(buf, pos, end)
-            pos = b
             lst = obj.initialization_binding
-            lim[1] -= 1
-            lim[2] -= cost_2
-            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
-                raise count_error(lim, len(lst), a, 'initialization_binding')
-            child = new_2()
-            if depth >= max_depth:
-                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'initialization_binding')
-            try:
-                DECODERS[cls_2](child, buf, a, b, depth + 1, max_depth, lim)
-            except DecodeError as e:
-                e.add_parent(f'initialization_binding[{len(lst)}]')
-                raise
-            lst.append(child)
-        elif key == 34:
-            c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
+            while True:
                 a = pos + 1
+                c = buf[pos] if pos < end else 0x80
                 b = a + c
-            else:
-                a, b = read_length(buf, pos, end)
-            pos = b
+                if c >= 0x80 or b > end:
+                    a, b = read_length(buf, pos, end)
+                pos = b
+                lim[1] -= 1
+                lim[2] -= cost_2
+                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
+                    raise count_error(lim, len(lst), a, 'initialization_binding')
+                child = new_2()
+                if depth >= max_depth:
+                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'initialization_binding')
+                try:
+                    DECODERS[cls_2](child, buf, a, b, depth + 1, max_depth, lim)
+                except DecodeError as e:
+                    e.add_parent(f'initialization_binding[{len(lst)}]')
+                    raise
+                lst.append(child)
+                if pos < end and buf[pos] == 26:
+                    pos += 1
+                else:
+                    break
+        elif key == 34:
             lst = obj.update_binding
-            lim[1] -= 1
-            lim[2] -= cost_3
-            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
-                raise count_error(lim, len(lst), a, 'update_binding')
-            child = new_3()
-            if depth >= max_depth:
-                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'update_binding')
-            try:
-                DECODERS[cls_3](child, buf, a, b, depth + 1, max_depth, lim)
-            except DecodeError as e:
-                e.add_parent(f'update_binding[{len(lst)}]')
-                raise
-            lst.append(child)
+            while True:
+                a = pos + 1
+                c = buf[pos] if pos < end else 0x80
+                b = a + c
+                if c >= 0x80 or b > end:
+                    a, b = read_length(buf, pos, end)
+                pos = b
+                lim[1] -= 1
+                lim[2] -= cost_3
+                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
+                    raise count_error(lim, len(lst), a, 'update_binding')
+                child = new_3()
+                if depth >= max_depth:
+                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'update_binding')
+                try:
+                    DECODERS[cls_3](child, buf, a, b, depth + 1, max_depth, lim)
+                except DecodeError as e:
+                    e.add_parent(f'update_binding[{len(lst)}]')
+                    raise
+                lst.append(child)
+                if pos < end and buf[pos] == 34:
+                    pos += 1
+                else:
+                    break
         else:
             pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)
 
@@ -2759,15 +2847,14 @@ def decode_TypeProto(obj, buf, pos, end, depth, max_depth, lim):
         if False:
             pass
         elif key == 50:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             try:
-                text = str(buf[a:b], 'utf-8')
+                text = DEC(buf[a:b])
             except UnicodeDecodeError as e:
                 raise utf8_error(e, a, 'denotation') from None
             osa(obj, 'denotation', text)
@@ -2800,11 +2887,10 @@ def decode_TypeProto_Map(obj, buf, pos, end, depth, max_depth, lim):
             obj.key_type = v
             obj._present |= 1
         elif key == 18:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             child = obj.value_type
@@ -2834,29 +2920,27 @@ def decode_TypeProto_Opaque(obj, buf, pos, end, depth, max_depth, lim):
         if False:
             pass
         elif key == 10:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             try:
-                text = str(buf[a:b], 'utf-8')
+                text = DEC(buf[a:b])
             except UnicodeDecodeError as e:
                 raise utf8_error(e, a, 'domain') from None
             obj.domain = text
             obj._present |= 1
         elif key == 18:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             try:
-                text = str(buf[a:b], 'utf-8')
+                text = DEC(buf[a:b])
             except UnicodeDecodeError as e:
                 raise utf8_error(e, a, 'name') from None
             obj.name = text
@@ -2876,11 +2960,10 @@ def decode_TypeProto_Optional(obj, buf, pos, end, depth, max_depth, lim):
         if False:
             pass
         elif key == 10:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             child = obj.elem_type
@@ -2910,11 +2993,10 @@ def decode_TypeProto_Sequence(obj, buf, pos, end, depth, max_depth, lim):
         if False:
             pass
         elif key == 10:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             child = obj.elem_type
@@ -2957,11 +3039,10 @@ def decode_TypeProto_SparseTensor(obj, buf, pos, end, depth, max_depth, lim):
             obj.elem_type = v
             obj._present |= 1
         elif key == 18:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             child = obj.shape
@@ -3004,11 +3085,10 @@ def decode_TypeProto_Tensor(obj, buf, pos, end, depth, max_depth, lim):
             obj.elem_type = v
             obj._present |= 1
         elif key == 18:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             child = obj.shape
@@ -3038,25 +3118,23 @@ def decode_ValueInfoProto(obj, buf, pos, end, depth, max_depth, lim):
         if False:
             pass
         elif key == 10:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             try:
-                text = str(buf[a:b], 'utf-8')
+                text = DEC(buf[a:b])
             except UnicodeDecodeError as e:
                 raise utf8_error(e, a, 'name') from None
             obj.name = text
             obj._present |= 1
         elif key == 18:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             child = obj.type
@@ -3072,76 +3150,79 @@ def decode_ValueInfoProto(obj, buf, pos, end, depth, max_depth, lim):
                 e.add_parent('type')
                 raise
         elif key == 26:
+            a = pos + 1
             c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
+            b = a + c
+            if c >= 0x80 or b > end:
                 a, b = read_length(buf, pos, end)
             pos = b
             try:
-                text = str(buf[a:b], 'utf-8')
+                text = DEC(buf[a:b])
             except UnicodeDecodeError as e:
                 raise utf8_error(e, a, 'doc_string') from None
             obj.doc_string = text
             obj._present |= 4
         elif key == 34:
-            c = buf[pos] if pos < end else 0x80
-            if c < 0x80 and pos + 1 + c <= end:
-                a = pos + 1
-                b = a + c
-            else:
-                a, b = read_length(buf, pos, end)
-            pos = b
             lst = obj.metadata_props
-            lim[1] -= 1
-            lim[2] -= cost_3
-            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
-                raise count_error(lim, len(lst), a, 'metadata_props')
-            child = new_3()
-            if depth >= max_depth:
-                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'metadata_props')
-            try:
-                DECODERS[cls_3](child, buf, a, b, depth + 1, max_depth, lim)
-            except DecodeError as e:
-                e.add_parent(f'metadata_props[{len(lst)}]')
-                raise
-            lst.append(child)
+            while True:
+                a = pos + 1
+                c = buf[pos] if pos < end else 0x80
+                b = a + c
+                if c >= 0x80 or b > end:
+                    a, b = read_length(buf, pos, end)
+                pos = b
+                lim[1] -= 1
+                lim[2] -= cost_3
+                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:
+                    raise count_error(lim, len(lst), a, 'metadata_props')
+                child = new_3()
+                if depth >= max_depth:
+                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'metadata_props')
+                try:
+                    DECODERS[cls_3](child, buf, a, b, depth + 1, max_depth, lim)
+                except DecodeError as e:
+                    e.add_parent(f'metadata_props[{len(lst)}]')
+                    raise
+                lst.append(child)
+                if pos < end and buf[pos] == 34:
+                    pos += 1
+                else:
+                    break
         else:
             pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)
 
 SOURCES = {
-    'AttributeProto': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 10:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = str(buf[a:b], 'utf-8')\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'name') from None\n            obj.name = text\n            obj._present |= 1\n        elif key == 170:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = str(buf[a:b], 'utf-8')\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'ref_attr_name') from None\n            obj.ref_attr_name = text\n            obj._present |= 2\n        elif key == 106:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = str(buf[a:b], 'utf-8')\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'doc_string') from None\n            obj.doc_string = text\n            obj._present |= 4\n        elif key == 160:\n            vpos = pos\n            if pos < end and buf[pos] < 0x80:\n                v = buf[pos]\n                pos += 1\n            else:\n                v, pos = read_varint(buf, pos, end)\n                if v >= I64_LIM:\n                    v -= U64\n                if not I32_MIN <= v < I32_LIM:\n                    raise DecodeError(INT32_MSG % v, vpos, 'type')\n            obj.type = v\n            obj._present |= 8\n        elif key == 24:\n            vpos = pos\n            if pos < end and buf[pos] < 0x80:\n                v = buf[pos]\n                pos += 1\n            else:\n                v, pos = read_varint(buf, pos, end)\n                if v >= I64_LIM:\n                    v -= U64\n            obj.i = v\n            obj._present |= 32\n        elif key == 42:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            child = obj.t\n            if child is None:\n                child = new_7()\n                obj.t = child\n                lim[2] -= cost_7\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 't')\n            try:\n                DECODERS[cls_7](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent('t')\n                raise\n        elif key == 50:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            child = obj.g\n            if child is None:\n                child = new_8()\n                obj.g = child\n                lim[2] -= cost_8\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'g')\n            try:\n                DECODERS[cls_8](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent('g')\n                raise\n        elif key == 178:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            child = obj.sparse_tensor\n            if child is None:\n                child = new_9()\n                obj.sparse_tensor = child\n                lim[2] -= cost_9\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'sparse_tensor')\n            try:\n                DECODERS[cls_9](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent('sparse_tensor')\n                raise\n        elif key == 114:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            child = obj.tp\n            if child is None:\n                child = new_10()\n                obj.tp = child\n                lim[2] -= cost_10\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'tp')\n            try:\n                DECODERS[cls_10](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent('tp')\n                raise\n        elif key == 61:\n            lst = obj.floats\n            taken = 0\n            while True:\n                if taken == RUN_BULK:\n                    pos, done = float_bulk(lst, buf, pos, end, 61)\n                    if done:\n                        break\n                if pos + 4 > end:\n                    raise DecodeError('truncated 32-bit value', pos, 'floats')\n                v = F32(buf, pos)[0]\n                if v != v:\n                    v = NanBits(U32(buf, pos)[0])\n                lst.append(v)\n                pos += 4\n                taken += 1\n                if pos < end and buf[pos] == 61:\n                    pos += 1\n                else:\n                    break\n        elif key == 64:\n            lst = obj.ints\n            taken = 0\n            while True:\n                taken += 1\n                if taken == RUN_BULK:\n                    pos = varint_bulk(lst, buf, pos, end, 64)\n                    taken = 0\n                c = buf[pos] if pos < end else 0x80\n                if c < 0x80:\n                    lst.append(c)\n                    pos += 1\n                else:\n                    c2 = buf[pos + 1] if pos + 1 < end else 0x80\n                    if c2 < 0x80:\n                        lst.append((c & 0x7F) | (c2 << 7))\n                        pos += 2\n                    else:\n                        v, pos = read_varint(buf, pos, end)\n                        if v >= I64_LIM:\n                            v -= U64\n                        lst.append(v)\n                if pos < end and buf[pos] == 64:\n                    pos += 1\n                else:\n                    break\n        elif key == 74:\n            lst = obj.strings\n            while True:\n                c = buf[pos] if pos < end else 0x80\n                if c < 0x80 and pos + 1 + c <= end:\n                    a = pos + 1\n                    b = a + c\n                else:\n                    a, b = read_length(buf, pos, end)\n                pos = b\n                lst.append(bytes(buf[a:b]))\n                if pos < end and buf[pos] == 74:\n                    pos += 1\n                else:\n                    break\n        elif key == 82:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.tensors\n            lim[1] -= 1\n            lim[2] -= cost_14\n            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                raise count_error(lim, len(lst), a, 'tensors')\n            child = new_14()\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'tensors')\n            try:\n                DECODERS[cls_14](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent(f'tensors[{len(lst)}]')\n                raise\n            lst.append(child)\n        elif key == 90:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.graphs\n            lim[1] -= 1\n            lim[2] -= cost_15\n            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                raise count_error(lim, len(lst), a, 'graphs')\n            child = new_15()\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'graphs')\n            try:\n                DECODERS[cls_15](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent(f'graphs[{len(lst)}]')\n                raise\n            lst.append(child)\n        elif key == 186:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.sparse_tensors\n            lim[1] -= 1\n            lim[2] -= cost_16\n            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                raise count_error(lim, len(lst), a, 'sparse_tensors')\n            child = new_16()\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'sparse_tensors')\n            try:\n                DECODERS[cls_16](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent(f'sparse_tensors[{len(lst)}]')\n                raise\n            lst.append(child)\n        elif key == 122:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.type_protos\n            lim[1] -= 1\n            lim[2] -= cost_17\n            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                raise count_error(lim, len(lst), a, 'type_protos')\n            child = new_17()\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'type_protos')\n            try:\n                DECODERS[cls_17](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent(f'type_protos[{len(lst)}]')\n                raise\n            lst.append(child)\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
-    'DeviceConfigurationProto': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 10:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = str(buf[a:b], 'utf-8')\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'name') from None\n            obj.name = text\n            obj._present |= 1\n        elif key == 16:\n            vpos = pos\n            if pos < end and buf[pos] < 0x80:\n                v = buf[pos]\n                pos += 1\n            else:\n                v, pos = read_varint(buf, pos, end)\n                if v >= I64_LIM:\n                    v -= U64\n                if not I32_MIN <= v < I32_LIM:\n                    raise DecodeError(INT32_MSG % v, vpos, 'num_devices')\n            obj.num_devices = v\n            obj._present |= 2\n        elif key == 26:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.device\n            try:\n                text = str(buf[a:b], 'utf-8')\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'device') from None\n            lst.append(text)\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
-    'FunctionProto': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 10:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = str(buf[a:b], 'utf-8')\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'name') from None\n            obj.name = text\n            obj._present |= 1\n        elif key == 34:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.input\n            try:\n                text = str(buf[a:b], 'utf-8')\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'input') from None\n            lst.append(text)\n        elif key == 42:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.output\n            try:\n                text = str(buf[a:b], 'utf-8')\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'output') from None\n            lst.append(text)\n        elif key == 50:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.attribute\n            try:\n                text = str(buf[a:b], 'utf-8')\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'attribute') from None\n            lst.append(text)\n        elif key == 90:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.attribute_proto\n            lim[1] -= 1\n            lim[2] -= cost_4\n            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                raise count_error(lim, len(lst), a, 'attribute_proto')\n            child = new_4()\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'attribute_proto')\n            try:\n                DECODERS[cls_4](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent(f'attribute_proto[{len(lst)}]')\n                raise\n            lst.append(child)\n        elif key == 58:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.node\n            lim[1] -= 1\n            lim[2] -= cost_5\n            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                raise count_error(lim, len(lst), a, 'node')\n            child = new_5()\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'node')\n            try:\n                DECODERS[cls_5](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent(f'node[{len(lst)}]')\n                raise\n            lst.append(child)\n        elif key == 66:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = str(buf[a:b], 'utf-8')\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'doc_string') from None\n            obj.doc_string = text\n            obj._present |= 64\n        elif key == 74:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.opset_import\n            lim[1] -= 1\n            lim[2] -= cost_7\n            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                raise count_error(lim, len(lst), a, 'opset_import')\n            child = new_7()\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'opset_import')\n            try:\n                DECODERS[cls_7](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent(f'opset_import[{len(lst)}]')\n                raise\n            lst.append(child)\n        elif key == 82:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = str(buf[a:b], 'utf-8')\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'domain') from None\n            obj.domain = text\n            obj._present |= 256\n        elif key == 106:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = str(buf[a:b], 'utf-8')\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'overload') from None\n            obj.overload = text\n            obj._present |= 512\n        elif key == 98:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.value_info\n            lim[1] -= 1\n            lim[2] -= cost_10\n            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                raise count_error(lim, len(lst), a, 'value_info')\n            child = new_10()\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'value_info')\n            try:\n                DECODERS[cls_10](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent(f'value_info[{len(lst)}]')\n                raise\n            lst.append(child)\n        elif key == 114:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.metadata_props\n            lim[1] -= 1\n            lim[2] -= cost_11\n            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                raise count_error(lim, len(lst), a, 'metadata_props')\n            child = new_11()\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'metadata_props')\n            try:\n                DECODERS[cls_11](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent(f'metadata_props[{len(lst)}]')\n                raise\n            lst.append(child)\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
-    'GraphProto': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 10:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.node\n            lim[1] -= 1\n            lim[2] -= cost_0\n            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                raise count_error(lim, len(lst), a, 'node')\n            child = new_0()\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'node')\n            try:\n                DECODERS[cls_0](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent(f'node[{len(lst)}]')\n                raise\n            lst.append(child)\n        elif key == 18:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = str(buf[a:b], 'utf-8')\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'name') from None\n            obj.name = text\n            obj._present |= 2\n        elif key == 42:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.initializer\n            lim[1] -= 1\n            lim[2] -= cost_2\n            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                raise count_error(lim, len(lst), a, 'initializer')\n            child = new_2()\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'initializer')\n            try:\n                DECODERS[cls_2](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent(f'initializer[{len(lst)}]')\n                raise\n            lst.append(child)\n        elif key == 122:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.sparse_initializer\n            lim[1] -= 1\n            lim[2] -= cost_3\n            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                raise count_error(lim, len(lst), a, 'sparse_initializer')\n            child = new_3()\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'sparse_initializer')\n            try:\n                DECODERS[cls_3](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent(f'sparse_initializer[{len(lst)}]')\n                raise\n            lst.append(child)\n        elif key == 82:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = str(buf[a:b], 'utf-8')\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'doc_string') from None\n            obj.doc_string = text\n            obj._present |= 16\n        elif key == 90:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.input\n            lim[1] -= 1\n            lim[2] -= cost_5\n            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                raise count_error(lim, len(lst), a, 'input')\n            child = new_5()\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'input')\n            try:\n                DECODERS[cls_5](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent(f'input[{len(lst)}]')\n                raise\n            lst.append(child)\n        elif key == 98:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.output\n            lim[1] -= 1\n            lim[2] -= cost_6\n            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                raise count_error(lim, len(lst), a, 'output')\n            child = new_6()\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'output')\n            try:\n                DECODERS[cls_6](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent(f'output[{len(lst)}]')\n                raise\n            lst.append(child)\n        elif key == 106:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.value_info\n            lim[1] -= 1\n            lim[2] -= cost_7\n            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                raise count_error(lim, len(lst), a, 'value_info')\n            child = new_7()\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'value_info')\n            try:\n                DECODERS[cls_7](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent(f'value_info[{len(lst)}]')\n                raise\n            lst.append(child)\n        elif key == 114:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.quantization_annotation\n            lim[1] -= 1\n            lim[2] -= cost_8\n            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                raise count_error(lim, len(lst), a, 'quantization_annotation')\n            child = new_8()\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'quantization_annotation')\n            try:\n                DECODERS[cls_8](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent(f'quantization_annotation[{len(lst)}]')\n                raise\n            lst.append(child)\n        elif key == 130:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.metadata_props\n            lim[1] -= 1\n            lim[2] -= cost_9\n            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                raise count_error(lim, len(lst), a, 'metadata_props')\n            child = new_9()\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'metadata_props')\n            try:\n                DECODERS[cls_9](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent(f'metadata_props[{len(lst)}]')\n                raise\n            lst.append(child)\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
+    'AttributeProto': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        elif pos + 1 < end and buf[pos + 1] < 0x80:\n            key = (c & 0x7F) | (buf[pos + 1] << 7)\n            pos += 2\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 10:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = DEC(buf[a:b])\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'name') from None\n            obj.name = text\n            obj._present |= 1\n        elif key == 170:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = DEC(buf[a:b])\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'ref_attr_name') from None\n            obj.ref_attr_name = text\n            obj._present |= 2\n        elif key == 106:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = DEC(buf[a:b])\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'doc_string') from None\n            obj.doc_string = text\n            obj._present |= 4\n        elif key == 160:\n            vpos = pos\n            if pos < end and buf[pos] < 0x80:\n                v = buf[pos]\n                pos += 1\n            else:\n                v, pos = read_varint(buf, pos, end)\n                if v >= I64_LIM:\n                    v -= U64\n                if not I32_MIN <= v < I32_LIM:\n                    raise DecodeError(INT32_MSG % v, vpos, 'type')\n            obj.type = v\n            obj._present |= 8\n        elif key == 24:\n            vpos = pos\n            if pos < end and buf[pos] < 0x80:\n                v = buf[pos]\n                pos += 1\n            else:\n                v, pos = read_varint(buf, pos, end)\n                if v >= I64_LIM:\n                    v -= U64\n            obj.i = v\n            obj._present |= 32\n        elif key == 42:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            child = obj.t\n            if child is None:\n                child = new_7()\n                obj.t = child\n                lim[2] -= cost_7\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 't')\n            try:\n                DECODERS[cls_7](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent('t')\n                raise\n        elif key == 50:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            child = obj.g\n            if child is None:\n                child = new_8()\n                obj.g = child\n                lim[2] -= cost_8\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'g')\n            try:\n                DECODERS[cls_8](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent('g')\n                raise\n        elif key == 178:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            child = obj.sparse_tensor\n            if child is None:\n                child = new_9()\n                obj.sparse_tensor = child\n                lim[2] -= cost_9\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'sparse_tensor')\n            try:\n                DECODERS[cls_9](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent('sparse_tensor')\n                raise\n        elif key == 114:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            child = obj.tp\n            if child is None:\n                child = new_10()\n                obj.tp = child\n                lim[2] -= cost_10\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'tp')\n            try:\n                DECODERS[cls_10](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent('tp')\n                raise\n        elif key == 61:\n            lst = obj.floats\n            taken = 0\n            while True:\n                if taken == RUN_BULK:\n                    pos, done = float_bulk(lst, buf, pos, end, 61)\n                    if done:\n                        break\n                if pos + 4 > end:\n                    raise DecodeError('truncated 32-bit value', pos, 'floats')\n                v = F32(buf, pos)[0]\n                if v != v:\n                    v = NanBits(U32(buf, pos)[0])\n                lst.append(v)\n                pos += 4\n                taken += 1\n                if pos < end and buf[pos] == 61:\n                    pos += 1\n                else:\n                    break\n        elif key == 64:\n            lst = obj.ints\n            taken = 0\n            while True:\n                taken += 1\n                if taken == RUN_BULK:\n                    pos = varint_bulk(lst, buf, pos, end, 64)\n                    taken = 0\n                c = buf[pos] if pos < end else 0x80\n                if c < 0x80:\n                    lst.append(c)\n                    pos += 1\n                else:\n                    c2 = buf[pos + 1] if pos + 1 < end else 0x80\n                    if c2 < 0x80:\n                        lst.append((c & 0x7F) | (c2 << 7))\n                        pos += 2\n                    else:\n                        v, pos = read_varint(buf, pos, end)\n                        if v >= I64_LIM:\n                            v -= U64\n                        lst.append(v)\n                if pos < end and buf[pos] == 64:\n                    pos += 1\n                else:\n                    break\n        elif key == 74:\n            lst = obj.strings\n            while True:\n                a = pos + 1\n                c = buf[pos] if pos < end else 0x80\n                b = a + c\n                if c >= 0x80 or b > end:\n                    a, b = read_length(buf, pos, end)\n                pos = b\n                lst.append(bytes(buf[a:b]))\n                if pos < end and buf[pos] == 74:\n                    pos += 1\n                else:\n                    break\n        elif key == 82:\n            lst = obj.tensors\n            while True:\n                a = pos + 1\n                c = buf[pos] if pos < end else 0x80\n                b = a + c\n                if c >= 0x80 or b > end:\n                    a, b = read_length(buf, pos, end)\n                pos = b\n                lim[1] -= 1\n                lim[2] -= cost_14\n                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                    raise count_error(lim, len(lst), a, 'tensors')\n                child = new_14()\n                if depth >= max_depth:\n                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'tensors')\n                try:\n                    DECODERS[cls_14](child, buf, a, b, depth + 1, max_depth, lim)\n                except DecodeError as e:\n                    e.add_parent(f'tensors[{len(lst)}]')\n                    raise\n                lst.append(child)\n                if pos < end and buf[pos] == 82:\n                    pos += 1\n                else:\n                    break\n        elif key == 90:\n            lst = obj.graphs\n            while True:\n                a = pos + 1\n                c = buf[pos] if pos < end else 0x80\n                b = a + c\n                if c >= 0x80 or b > end:\n                    a, b = read_length(buf, pos, end)\n                pos = b\n                lim[1] -= 1\n                lim[2] -= cost_15\n                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                    raise count_error(lim, len(lst), a, 'graphs')\n                child = new_15()\n                if depth >= max_depth:\n                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'graphs')\n                try:\n                    DECODERS[cls_15](child, buf, a, b, depth + 1, max_depth, lim)\n                except DecodeError as e:\n                    e.add_parent(f'graphs[{len(lst)}]')\n                    raise\n                lst.append(child)\n                if pos < end and buf[pos] == 90:\n                    pos += 1\n                else:\n                    break\n        elif key == 186:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.sparse_tensors\n            lim[1] -= 1\n            lim[2] -= cost_16\n            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                raise count_error(lim, len(lst), a, 'sparse_tensors')\n            child = new_16()\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'sparse_tensors')\n            try:\n                DECODERS[cls_16](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent(f'sparse_tensors[{len(lst)}]')\n                raise\n            lst.append(child)\n        elif key == 122:\n            lst = obj.type_protos\n            while True:\n                a = pos + 1\n                c = buf[pos] if pos < end else 0x80\n                b = a + c\n                if c >= 0x80 or b > end:\n                    a, b = read_length(buf, pos, end)\n                pos = b\n                lim[1] -= 1\n                lim[2] -= cost_17\n                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                    raise count_error(lim, len(lst), a, 'type_protos')\n                child = new_17()\n                if depth >= max_depth:\n                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'type_protos')\n                try:\n                    DECODERS[cls_17](child, buf, a, b, depth + 1, max_depth, lim)\n                except DecodeError as e:\n                    e.add_parent(f'type_protos[{len(lst)}]')\n                    raise\n                lst.append(child)\n                if pos < end and buf[pos] == 122:\n                    pos += 1\n                else:\n                    break\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
+    'DeviceConfigurationProto': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 10:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = DEC(buf[a:b])\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'name') from None\n            obj.name = text\n            obj._present |= 1\n        elif key == 16:\n            vpos = pos\n            if pos < end and buf[pos] < 0x80:\n                v = buf[pos]\n                pos += 1\n            else:\n                v, pos = read_varint(buf, pos, end)\n                if v >= I64_LIM:\n                    v -= U64\n                if not I32_MIN <= v < I32_LIM:\n                    raise DecodeError(INT32_MSG % v, vpos, 'num_devices')\n            obj.num_devices = v\n            obj._present |= 2\n        elif key == 26:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.device\n            try:\n                text = DEC(buf[a:b])\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'device') from None\n            lst.append(text)\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
+    'FunctionProto': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 10:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = DEC(buf[a:b])\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'name') from None\n            obj.name = text\n            obj._present |= 1\n        elif key == 34:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.input\n            try:\n                text = DEC(buf[a:b])\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'input') from None\n            lst.append(text)\n        elif key == 42:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.output\n            try:\n                text = DEC(buf[a:b])\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'output') from None\n            lst.append(text)\n        elif key == 50:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.attribute\n            try:\n                text = DEC(buf[a:b])\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'attribute') from None\n            lst.append(text)\n        elif key == 90:\n            lst = obj.attribute_proto\n            while True:\n                a = pos + 1\n                c = buf[pos] if pos < end else 0x80\n                b = a + c\n                if c >= 0x80 or b > end:\n                    a, b = read_length(buf, pos, end)\n                pos = b\n                lim[1] -= 1\n                lim[2] -= cost_4\n                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                    raise count_error(lim, len(lst), a, 'attribute_proto')\n                child = new_4()\n                if depth >= max_depth:\n                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'attribute_proto')\n                try:\n                    DECODERS[cls_4](child, buf, a, b, depth + 1, max_depth, lim)\n                except DecodeError as e:\n                    e.add_parent(f'attribute_proto[{len(lst)}]')\n                    raise\n                lst.append(child)\n                if pos < end and buf[pos] == 90:\n                    pos += 1\n                else:\n                    break\n        elif key == 58:\n            lst = obj.node\n            while True:\n                a = pos + 1\n                c = buf[pos] if pos < end else 0x80\n                b = a + c\n                if c >= 0x80 or b > end:\n                    a, b = read_length(buf, pos, end)\n                pos = b\n                lim[1] -= 1\n                lim[2] -= cost_5\n                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                    raise count_error(lim, len(lst), a, 'node')\n                child = new_5()\n                if depth >= max_depth:\n                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'node')\n                try:\n                    DECODERS[cls_5](child, buf, a, b, depth + 1, max_depth, lim)\n                except DecodeError as e:\n                    e.add_parent(f'node[{len(lst)}]')\n                    raise\n                lst.append(child)\n                if pos < end and buf[pos] == 58:\n                    pos += 1\n                else:\n                    break\n        elif key == 66:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = DEC(buf[a:b])\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'doc_string') from None\n            obj.doc_string = text\n            obj._present |= 64\n        elif key == 74:\n            lst = obj.opset_import\n            while True:\n                a = pos + 1\n                c = buf[pos] if pos < end else 0x80\n                b = a + c\n                if c >= 0x80 or b > end:\n                    a, b = read_length(buf, pos, end)\n                pos = b\n                lim[1] -= 1\n                lim[2] -= cost_7\n                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                    raise count_error(lim, len(lst), a, 'opset_import')\n                child = new_7()\n                if depth >= max_depth:\n                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'opset_import')\n                try:\n                    DECODERS[cls_7](child, buf, a, b, depth + 1, max_depth, lim)\n                except DecodeError as e:\n                    e.add_parent(f'opset_import[{len(lst)}]')\n                    raise\n                lst.append(child)\n                if pos < end and buf[pos] == 74:\n                    pos += 1\n                else:\n                    break\n        elif key == 82:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = DEC(buf[a:b])\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'domain') from None\n            obj.domain = text\n            obj._present |= 256\n        elif key == 106:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = DEC(buf[a:b])\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'overload') from None\n            obj.overload = text\n            obj._present |= 512\n        elif key == 98:\n            lst = obj.value_info\n            while True:\n                a = pos + 1\n                c = buf[pos] if pos < end else 0x80\n                b = a + c\n                if c >= 0x80 or b > end:\n                    a, b = read_length(buf, pos, end)\n                pos = b\n                lim[1] -= 1\n                lim[2] -= cost_10\n                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                    raise count_error(lim, len(lst), a, 'value_info')\n                child = new_10()\n                if depth >= max_depth:\n                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'value_info')\n                try:\n                    DECODERS[cls_10](child, buf, a, b, depth + 1, max_depth, lim)\n                except DecodeError as e:\n                    e.add_parent(f'value_info[{len(lst)}]')\n                    raise\n                lst.append(child)\n                if pos < end and buf[pos] == 98:\n                    pos += 1\n                else:\n                    break\n        elif key == 114:\n            lst = obj.metadata_props\n            while True:\n                a = pos + 1\n                c = buf[pos] if pos < end else 0x80\n                b = a + c\n                if c >= 0x80 or b > end:\n                    a, b = read_length(buf, pos, end)\n                pos = b\n                lim[1] -= 1\n                lim[2] -= cost_11\n                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                    raise count_error(lim, len(lst), a, 'metadata_props')\n                child = new_11()\n                if depth >= max_depth:\n                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'metadata_props')\n                try:\n                    DECODERS[cls_11](child, buf, a, b, depth + 1, max_depth, lim)\n                except DecodeError as e:\n                    e.add_parent(f'metadata_props[{len(lst)}]')\n                    raise\n                lst.append(child)\n                if pos < end and buf[pos] == 114:\n                    pos += 1\n                else:\n                    break\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
+    'GraphProto': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        elif pos + 1 < end and buf[pos + 1] < 0x80:\n            key = (c & 0x7F) | (buf[pos + 1] << 7)\n            pos += 2\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 10:\n            lst = obj.node\n            while True:\n                a = pos + 1\n                c = buf[pos] if pos < end else 0x80\n                b = a + c\n                if c >= 0x80 or b > end:\n                    a, b = read_length(buf, pos, end)\n                pos = b\n                lim[1] -= 1\n                lim[2] -= cost_0\n                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                    raise count_error(lim, len(lst), a, 'node')\n                child = new_0()\n                if depth >= max_depth:\n                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'node')\n                try:\n                    DECODERS[cls_0](child, buf, a, b, depth + 1, max_depth, lim)\n                except DecodeError as e:\n                    e.add_parent(f'node[{len(lst)}]')\n                    raise\n                lst.append(child)\n                if pos < end and buf[pos] == 10:\n                    pos += 1\n                else:\n                    break\n        elif key == 18:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = DEC(buf[a:b])\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'name') from None\n            obj.name = text\n            obj._present |= 2\n        elif key == 42:\n            lst = obj.initializer\n            while True:\n                a = pos + 1\n                c = buf[pos] if pos < end else 0x80\n                b = a + c\n                if c >= 0x80 or b > end:\n                    a, b = read_length(buf, pos, end)\n                pos = b\n                lim[1] -= 1\n                lim[2] -= cost_2\n                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                    raise count_error(lim, len(lst), a, 'initializer')\n                child = new_2()\n                if depth >= max_depth:\n                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'initializer')\n                try:\n                    DECODERS[cls_2](child, buf, a, b, depth + 1, max_depth, lim)\n                except DecodeError as e:\n                    e.add_parent(f'initializer[{len(lst)}]')\n                    raise\n                lst.append(child)\n                if pos < end and buf[pos] == 42:\n                    pos += 1\n                else:\n                    break\n        elif key == 122:\n            lst = obj.sparse_initializer\n            while True:\n                a = pos + 1\n                c = buf[pos] if pos < end else 0x80\n                b = a + c\n                if c >= 0x80 or b > end:\n                    a, b = read_length(buf, pos, end)\n                pos = b\n                lim[1] -= 1\n                lim[2] -= cost_3\n                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                    raise count_error(lim, len(lst), a, 'sparse_initializer')\n                child = new_3()\n                if depth >= max_depth:\n                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'sparse_initializer')\n                try:\n                    DECODERS[cls_3](child, buf, a, b, depth + 1, max_depth, lim)\n                except DecodeError as e:\n                    e.add_parent(f'sparse_initializer[{len(lst)}]')\n                    raise\n                lst.append(child)\n                if pos < end and buf[pos] == 122:\n                    pos += 1\n                else:\n                    break\n        elif key == 82:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = DEC(buf[a:b])\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'doc_string') from None\n            obj.doc_string = text\n            obj._present |= 16\n        elif key == 90:\n            lst = obj.input\n            while True:\n                a = pos + 1\n                c = buf[pos] if pos < end else 0x80\n                b = a + c\n                if c >= 0x80 or b > end:\n                    a, b = read_length(buf, pos, end)\n                pos = b\n                lim[1] -= 1\n                lim[2] -= cost_5\n                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                    raise count_error(lim, len(lst), a, 'input')\n                child = new_5()\n                if depth >= max_depth:\n                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'input')\n                try:\n                    DECODERS[cls_5](child, buf, a, b, depth + 1, max_depth, lim)\n                except DecodeError as e:\n                    e.add_parent(f'input[{len(lst)}]')\n                    raise\n                lst.append(child)\n                if pos < end and buf[pos] == 90:\n                    pos += 1\n                else:\n                    break\n        elif key == 98:\n            lst = obj.output\n            while True:\n                a = pos + 1\n                c = buf[pos] if pos < end else 0x80\n                b = a + c\n                if c >= 0x80 or b > end:\n                    a, b = read_length(buf, pos, end)\n                pos = b\n                lim[1] -= 1\n                lim[2] -= cost_6\n                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                    raise count_error(lim, len(lst), a, 'output')\n                child = new_6()\n                if depth >= max_depth:\n                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'output')\n                try:\n                    DECODERS[cls_6](child, buf, a, b, depth + 1, max_depth, lim)\n                except DecodeError as e:\n                    e.add_parent(f'output[{len(lst)}]')\n                    raise\n                lst.append(child)\n                if pos < end and buf[pos] == 98:\n                    pos += 1\n                else:\n                    break\n        elif key == 106:\n            lst = obj.value_info\n            while True:\n                a = pos + 1\n                c = buf[pos] if pos < end else 0x80\n                b = a + c\n                if c >= 0x80 or b > end:\n                    a, b = read_length(buf, pos, end)\n                pos = b\n                lim[1] -= 1\n                lim[2] -= cost_7\n                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                    raise count_error(lim, len(lst), a, 'value_info')\n                child = new_7()\n                if depth >= max_depth:\n                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'value_info')\n                try:\n                    DECODERS[cls_7](child, buf, a, b, depth + 1, max_depth, lim)\n                except DecodeError as e:\n                    e.add_parent(f'value_info[{len(lst)}]')\n                    raise\n                lst.append(child)\n                if pos < end and buf[pos] == 106:\n                    pos += 1\n                else:\n                    break\n        elif key == 114:\n            lst = obj.quantization_annotation\n            while True:\n                a = pos + 1\n                c = buf[pos] if pos < end else 0x80\n                b = a + c\n                if c >= 0x80 or b > end:\n                    a, b = read_length(buf, pos, end)\n                pos = b\n                lim[1] -= 1\n                lim[2] -= cost_8\n                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                    raise count_error(lim, len(lst), a, 'quantization_annotation')\n                child = new_8()\n                if depth >= max_depth:\n                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'quantization_annotation')\n                try:\n                    DECODERS[cls_8](child, buf, a, b, depth + 1, max_depth, lim)\n                except DecodeError as e:\n                    e.add_parent(f'quantization_annotation[{len(lst)}]')\n                    raise\n                lst.append(child)\n                if pos < end and buf[pos] == 114:\n                    pos += 1\n                else:\n                    break\n        elif key == 130:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.metadata_props\n            lim[1] -= 1\n            lim[2] -= cost_9\n            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                raise count_error(lim, len(lst), a, 'metadata_props')\n            child = new_9()\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'metadata_props')\n            try:\n                DECODERS[cls_9](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent(f'metadata_props[{len(lst)}]')\n                raise\n            lst.append(child)\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
     'IntIntListEntryProto': 'def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 8:\n            vpos = pos\n            if pos < end and buf[pos] < 0x80:\n                v = buf[pos]\n                pos += 1\n            else:\n                v, pos = read_varint(buf, pos, end)\n                if v >= I64_LIM:\n                    v -= U64\n            obj.key = v\n            obj._present |= 1\n        elif key == 16:\n            lst = obj.value\n            taken = 0\n            while True:\n                taken += 1\n                if taken == RUN_BULK:\n                    pos = varint_bulk(lst, buf, pos, end, 16)\n                    taken = 0\n                c = buf[pos] if pos < end else 0x80\n                if c < 0x80:\n                    lst.append(c)\n                    pos += 1\n                else:\n                    c2 = buf[pos + 1] if pos + 1 < end else 0x80\n                    if c2 < 0x80:\n                        lst.append((c & 0x7F) | (c2 << 7))\n                        pos += 2\n                    else:\n                        v, pos = read_varint(buf, pos, end)\n                        if v >= I64_LIM:\n                            v -= U64\n                        lst.append(v)\n                if pos < end and buf[pos] == 16:\n                    pos += 1\n                else:\n                    break\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n',
-    'MapProto': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 10:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = str(buf[a:b], 'utf-8')\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'name') from None\n            obj.name = text\n            obj._present |= 1\n        elif key == 16:\n            vpos = pos\n            if pos < end and buf[pos] < 0x80:\n                v = buf[pos]\n                pos += 1\n            else:\n                v, pos = read_varint(buf, pos, end)\n                if v >= I64_LIM:\n                    v -= U64\n                if not I32_MIN <= v < I32_LIM:\n                    raise DecodeError(INT32_MSG % v, vpos, 'key_type')\n            obj.key_type = v\n            obj._present |= 2\n        elif key == 24:\n            lst = obj.keys\n            taken = 0\n            while True:\n                taken += 1\n                if taken == RUN_BULK:\n                    pos = varint_bulk(lst, buf, pos, end, 24)\n                    taken = 0\n                c = buf[pos] if pos < end else 0x80\n                if c < 0x80:\n                    lst.append(c)\n                    pos += 1\n                else:\n                    c2 = buf[pos + 1] if pos + 1 < end else 0x80\n                    if c2 < 0x80:\n                        lst.append((c & 0x7F) | (c2 << 7))\n                        pos += 2\n                    else:\n                        v, pos = read_varint(buf, pos, end)\n                        if v >= I64_LIM:\n                            v -= U64\n                        lst.append(v)\n                if pos < end and buf[pos] == 24:\n                    pos += 1\n                else:\n                    break\n        elif key == 34:\n            lst = obj.string_keys\n            while True:\n                c = buf[pos] if pos < end else 0x80\n                if c < 0x80 and pos + 1 + c <= end:\n                    a = pos + 1\n                    b = a + c\n                else:\n                    a, b = read_length(buf, pos, end)\n                pos = b\n                lst.append(bytes(buf[a:b]))\n                if pos < end and buf[pos] == 34:\n                    pos += 1\n                else:\n                    break\n        elif key == 42:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            child = obj.values\n            if child is None:\n                child = new_4()\n                obj.values = child\n                lim[2] -= cost_4\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'values')\n            try:\n                DECODERS[cls_4](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent('values')\n                raise\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
-    'ModelProto': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 8:\n            vpos = pos\n            if pos < end and buf[pos] < 0x80:\n                v = buf[pos]\n                pos += 1\n            else:\n                v, pos = read_varint(buf, pos, end)\n                if v >= I64_LIM:\n                    v -= U64\n            osa(obj, 'ir_version', v)\n            osa(obj, '_present', obj._present | 1)\n        elif key == 66:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.opset_import\n            lim[1] -= 1\n            lim[2] -= cost_1\n            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                raise count_error(lim, len(lst), a, 'opset_import')\n            child = new_1()\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'opset_import')\n            try:\n                DECODERS[cls_1](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent(f'opset_import[{len(lst)}]')\n                raise\n            lst.append(child)\n        elif key == 18:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = str(buf[a:b], 'utf-8')\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'producer_name') from None\n            osa(obj, 'producer_name', text)\n            osa(obj, '_present', obj._present | 4)\n        elif key == 26:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = str(buf[a:b], 'utf-8')\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'producer_version') from None\n            osa(obj, 'producer_version', text)\n            osa(obj, '_present', obj._present | 8)\n        elif key == 34:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = str(buf[a:b], 'utf-8')\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'domain') from None\n            osa(obj, 'domain', text)\n            osa(obj, '_present', obj._present | 16)\n        elif key == 40:\n            vpos = pos\n            if pos < end and buf[pos] < 0x80:\n                v = buf[pos]\n                pos += 1\n            else:\n                v, pos = read_varint(buf, pos, end)\n                if v >= I64_LIM:\n                    v -= U64\n            osa(obj, 'model_version', v)\n            osa(obj, '_present', obj._present | 32)\n        elif key == 50:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = str(buf[a:b], 'utf-8')\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'doc_string') from None\n            osa(obj, 'doc_string', text)\n            osa(obj, '_present', obj._present | 64)\n        elif key == 58:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            child = obj.graph\n            if child is None:\n                child = new_7()\n                osa(obj, 'graph', child)\n                lim[2] -= cost_7\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'graph')\n            try:\n                DECODERS[cls_7](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent('graph')\n                raise\n        elif key == 114:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.metadata_props\n            lim[1] -= 1\n            lim[2] -= cost_8\n            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                raise count_error(lim, len(lst), a, 'metadata_props')\n            child = new_8()\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'metadata_props')\n            try:\n                DECODERS[cls_8](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent(f'metadata_props[{len(lst)}]')\n                raise\n            lst.append(child)\n        elif key == 162:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.training_info\n            lim[1] -= 1\n            lim[2] -= cost_9\n            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                raise count_error(lim, len(lst), a, 'training_info')\n            child = new_9()\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'training_info')\n            try:\n                DECODERS[cls_9](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent(f'training_info[{len(lst)}]')\n                raise\n            lst.append(child)\n        elif key == 202:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.functions\n            lim[1] -= 1\n            lim[2] -= cost_10\n            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                raise count_error(lim, len(lst), a, 'functions')\n            child = new_10()\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'functions')\n            try:\n                DECODERS[cls_10](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent(f'functions[{len(lst)}]')\n                raise\n            lst.append(child)\n        elif key == 210:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.configuration\n            lim[1] -= 1\n            lim[2] -= cost_11\n            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                raise count_error(lim, len(lst), a, 'configuration')\n            child = new_11()\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'configuration')\n            try:\n                DECODERS[cls_11](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent(f'configuration[{len(lst)}]')\n                raise\n            lst.append(child)\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
-    'NodeDeviceConfigurationProto': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 10:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = str(buf[a:b], 'utf-8')\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'configuration_id') from None\n            obj.configuration_id = text\n            obj._present |= 1\n        elif key == 18:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.sharding_spec\n            lim[1] -= 1\n            lim[2] -= cost_1\n            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                raise count_error(lim, len(lst), a, 'sharding_spec')\n            child = new_1()\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'sharding_spec')\n            try:\n                DECODERS[cls_1](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent(f'sharding_spec[{len(lst)}]')\n                raise\n            lst.append(child)\n        elif key == 24:\n            vpos = pos\n            if pos < end and buf[pos] < 0x80:\n                v = buf[pos]\n                pos += 1\n            else:\n                v, pos = read_varint(buf, pos, end)\n                if v >= I64_LIM:\n                    v -= U64\n                if not I32_MIN <= v < I32_LIM:\n                    raise DecodeError(INT32_MSG % v, vpos, 'pipeline_stage')\n            obj.pipeline_stage = v\n            obj._present |= 4\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
-    'NodeProto': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 10:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.input\n            try:\n                text = str(buf[a:b], 'utf-8')\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'input') from None\n            lst.append(text)\n        elif key == 18:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.output\n            try:\n                text = str(buf[a:b], 'utf-8')\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'output') from None\n            lst.append(text)\n        elif key == 26:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = str(buf[a:b], 'utf-8')\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'name') from None\n            obj.name = text\n            obj._present |= 4\n        elif key == 34:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = str(buf[a:b], 'utf-8')\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'op_type') from None\n            obj.op_type = text\n            obj._present |= 8\n        elif key == 58:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = str(buf[a:b], 'utf-8')\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'domain') from None\n            obj.domain = text\n            obj._present |= 16\n        elif key == 66:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = str(buf[a:b], 'utf-8')\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'overload') from None\n            obj.overload = text\n            obj._present |= 32\n        elif key == 42:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.attribute\n            lim[1] -= 1\n            lim[2] -= cost_6\n            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                raise count_error(lim, len(lst), a, 'attribute')\n            child = new_6()\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'attribute')\n            try:\n                DECODERS[cls_6](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent(f'attribute[{len(lst)}]')\n                raise\n            lst.append(child)\n        elif key == 50:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = str(buf[a:b], 'utf-8')\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'doc_string') from None\n            obj.doc_string = text\n            obj._present |= 128\n        elif key == 74:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.metadata_props\n            lim[1] -= 1\n            lim[2] -= cost_8\n            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                raise count_error(lim, len(lst), a, 'metadata_props')\n            child = new_8()\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'metadata_props')\n            try:\n                DECODERS[cls_8](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent(f'metadata_props[{len(lst)}]')\n                raise\n            lst.append(child)\n        elif key == 82:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.device_configurations\n            lim[1] -= 1\n            lim[2] -= cost_9\n            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                raise count_error(lim, len(lst), a, 'device_configurations')\n            child = new_9()\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'device_configurations')\n            try:\n                DECODERS[cls_9](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent(f'device_configurations[{len(lst)}]')\n                raise\n            lst.append(child)\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
-    'OperatorProto': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 10:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = str(buf[a:b], 'utf-8')\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'op_type') from None\n            obj.op_type = text\n            obj._present |= 1\n        elif key == 16:\n            vpos = pos\n            if pos < end and buf[pos] < 0x80:\n                v = buf[pos]\n                pos += 1\n            else:\n                v, pos = read_varint(buf, pos, end)\n                if v >= I64_LIM:\n                    v -= U64\n            obj.since_version = v\n            obj._present |= 2\n        elif key == 24:\n            vpos = pos\n            if pos < end and buf[pos] < 0x80:\n                v = buf[pos]\n                pos += 1\n            else:\n                v, pos = read_varint(buf, pos, end)\n                if v >= I64_LIM:\n                    v -= U64\n                if not I32_MIN <= v < I32_LIM:\n                    raise DecodeError(INT32_MSG % v, vpos, 'status')\n            obj.status = v\n            obj._present |= 4\n        elif key == 82:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = str(buf[a:b], 'utf-8')\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'doc_string') from None\n            obj.doc_string = text\n            obj._present |= 8\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
-    'OperatorSetIdProto': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 10:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = str(buf[a:b], 'utf-8')\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'domain') from None\n            osa(obj, 'domain', text)\n            osa(obj, '_present', obj._present | 1)\n        elif key == 16:\n            vpos = pos\n            if pos < end and buf[pos] < 0x80:\n                v = buf[pos]\n                pos += 1\n            else:\n                v, pos = read_varint(buf, pos, end)\n                if v >= I64_LIM:\n                    v -= U64\n            osa(obj, 'version', v)\n            osa(obj, '_present', obj._present | 2)\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
-    'OperatorSetProto': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 10:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = str(buf[a:b], 'utf-8')\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'magic') from None\n            obj.magic = text\n            obj._present |= 1\n        elif key == 16:\n            vpos = pos\n            if pos < end and buf[pos] < 0x80:\n                v = buf[pos]\n                pos += 1\n            else:\n                v, pos = read_varint(buf, pos, end)\n                if v >= I64_LIM:\n                    v -= U64\n            obj.ir_version = v\n            obj._present |= 2\n        elif key == 26:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = str(buf[a:b], 'utf-8')\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'ir_version_prerelease') from None\n            obj.ir_version_prerelease = text\n            obj._present |= 4\n        elif key == 58:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = str(buf[a:b], 'utf-8')\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'ir_build_metadata') from None\n            obj.ir_build_metadata = text\n            obj._present |= 8\n        elif key == 34:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = str(buf[a:b], 'utf-8')\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'domain') from None\n            obj.domain = text\n            obj._present |= 16\n        elif key == 40:\n            vpos = pos\n            if pos < end and buf[pos] < 0x80:\n                v = buf[pos]\n                pos += 1\n            else:\n                v, pos = read_varint(buf, pos, end)\n                if v >= I64_LIM:\n                    v -= U64\n            obj.opset_version = v\n            obj._present |= 32\n        elif key == 50:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = str(buf[a:b], 'utf-8')\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'doc_string') from None\n            obj.doc_string = text\n            obj._present |= 64\n        elif key == 66:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.operator\n            lim[1] -= 1\n            lim[2] -= cost_7\n            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                raise count_error(lim, len(lst), a, 'operator')\n            child = new_7()\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'operator')\n            try:\n                DECODERS[cls_7](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent(f'operator[{len(lst)}]')\n                raise\n            lst.append(child)\n        elif key == 74:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.functions\n            lim[1] -= 1\n            lim[2] -= cost_8\n            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                raise count_error(lim, len(lst), a, 'functions')\n            child = new_8()\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'functions')\n            try:\n                DECODERS[cls_8](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent(f'functions[{len(lst)}]')\n                raise\n            lst.append(child)\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
-    'OptionalProto': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 10:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = str(buf[a:b], 'utf-8')\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'name') from None\n            obj.name = text\n            obj._present |= 1\n        elif key == 16:\n            vpos = pos\n            if pos < end and buf[pos] < 0x80:\n                v = buf[pos]\n                pos += 1\n            else:\n                v, pos = read_varint(buf, pos, end)\n                if v >= I64_LIM:\n                    v -= U64\n                if not I32_MIN <= v < I32_LIM:\n                    raise DecodeError(INT32_MSG % v, vpos, 'elem_type')\n            obj.elem_type = v\n            obj._present |= 2\n        elif key == 26:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            child = obj.tensor_value\n            if child is None:\n                child = new_2()\n                obj.tensor_value = child\n                lim[2] -= cost_2\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'tensor_value')\n            try:\n                DECODERS[cls_2](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent('tensor_value')\n                raise\n        elif key == 34:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            child = obj.sparse_tensor_value\n            if child is None:\n                child = new_3()\n                obj.sparse_tensor_value = child\n                lim[2] -= cost_3\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'sparse_tensor_value')\n            try:\n                DECODERS[cls_3](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent('sparse_tensor_value')\n                raise\n        elif key == 42:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            child = obj.sequence_value\n            if child is None:\n                child = new_4()\n                obj.sequence_value = child\n                lim[2] -= cost_4\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'sequence_value')\n            try:\n                DECODERS[cls_4](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent('sequence_value')\n                raise\n        elif key == 50:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            child = obj.map_value\n            if child is None:\n                child = new_5()\n                obj.map_value = child\n                lim[2] -= cost_5\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'map_value')\n            try:\n                DECODERS[cls_5](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent('map_value')\n                raise\n        elif key == 58:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            child = obj.optional_value\n            if child is None:\n                child = new_6()\n                obj.optional_value = child\n                lim[2] -= cost_6\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'optional_value')\n            try:\n                DECODERS[cls_6](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent('optional_value')\n                raise\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
-    'SequenceProto': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 10:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = str(buf[a:b], 'utf-8')\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'name') from None\n            obj.name = text\n            obj._present |= 1\n        elif key == 16:\n            vpos = pos\n            if pos < end and buf[pos] < 0x80:\n                v = buf[pos]\n                pos += 1\n            else:\n                v, pos = read_varint(buf, pos, end)\n                if v >= I64_LIM:\n                    v -= U64\n                if not I32_MIN <= v < I32_LIM:\n                    raise DecodeError(INT32_MSG % v, vpos, 'elem_type')\n            obj.elem_type = v\n            obj._present |= 2\n        elif key == 26:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.tensor_values\n            lim[1] -= 1\n            lim[2] -= cost_2\n            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                raise count_error(lim, len(lst), a, 'tensor_values')\n            child = new_2()\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'tensor_values')\n            try:\n                DECODERS[cls_2](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent(f'tensor_values[{len(lst)}]')\n                raise\n            lst.append(child)\n        elif key == 34:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.sparse_tensor_values\n            lim[1] -= 1\n            lim[2] -= cost_3\n            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                raise count_error(lim, len(lst), a, 'sparse_tensor_values')\n            child = new_3()\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'sparse_tensor_values')\n            try:\n                DECODERS[cls_3](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent(f'sparse_tensor_values[{len(lst)}]')\n                raise\n            lst.append(child)\n        elif key == 42:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.sequence_values\n            lim[1] -= 1\n            lim[2] -= cost_4\n            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                raise count_error(lim, len(lst), a, 'sequence_values')\n            child = new_4()\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'sequence_values')\n            try:\n                DECODERS[cls_4](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent(f'sequence_values[{len(lst)}]')\n                raise\n            lst.append(child)\n        elif key == 50:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.map_values\n            lim[1] -= 1\n            lim[2] -= cost_5\n            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                raise count_error(lim, len(lst), a, 'map_values')\n            child = new_5()\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'map_values')\n            try:\n                DECODERS[cls_5](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent(f'map_values[{len(lst)}]')\n                raise\n            lst.append(child)\n        elif key == 58:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.optional_values\n            lim[1] -= 1\n            lim[2] -= cost_6\n            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                raise count_error(lim, len(lst), a, 'optional_values')\n            child = new_6()\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'optional_values')\n            try:\n                DECODERS[cls_6](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent(f'optional_values[{len(lst)}]')\n                raise\n            lst.append(child)\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
-    'ShardedDimProto': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 8:\n            vpos = pos\n            if pos < end and buf[pos] < 0x80:\n                v = buf[pos]\n                pos += 1\n            else:\n                v, pos = read_varint(buf, pos, end)\n                if v >= I64_LIM:\n                    v -= U64\n            obj.axis = v\n            obj._present |= 1\n        elif key == 18:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.simple_sharding\n            lim[1] -= 1\n            lim[2] -= cost_1\n            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                raise count_error(lim, len(lst), a, 'simple_sharding')\n            child = new_1()\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'simple_sharding')\n            try:\n                DECODERS[cls_1](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent(f'simple_sharding[{len(lst)}]')\n                raise\n            lst.append(child)\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
-    'ShardingSpecProto': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 10:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = str(buf[a:b], 'utf-8')\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'tensor_name') from None\n            obj.tensor_name = text\n            obj._present |= 1\n        elif key == 16:\n            lst = obj.device\n            taken = 0\n            while True:\n                taken += 1\n                if taken == RUN_BULK:\n                    pos = varint_bulk(lst, buf, pos, end, 16)\n                    taken = 0\n                c = buf[pos] if pos < end else 0x80\n                if c < 0x80:\n                    lst.append(c)\n                    pos += 1\n                else:\n                    c2 = buf[pos + 1] if pos + 1 < end else 0x80\n                    if c2 < 0x80:\n                        lst.append((c & 0x7F) | (c2 << 7))\n                        pos += 2\n                    else:\n                        v, pos = read_varint(buf, pos, end)\n                        if v >= I64_LIM:\n                            v -= U64\n                        lst.append(v)\n                if pos < end and buf[pos] == 16:\n                    pos += 1\n                else:\n                    break\n        elif key == 26:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.index_to_device_group_map\n            lim[1] -= 1\n            lim[2] -= cost_2\n            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                raise count_error(lim, len(lst), a, 'index_to_device_group_map')\n            child = new_2()\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'index_to_device_group_map')\n            try:\n                DECODERS[cls_2](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent(f'index_to_device_group_map[{len(lst)}]')\n                raise\n            lst.append(child)\n        elif key == 34:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.sharded_dim\n            lim[1] -= 1\n            lim[2] -= cost_3\n            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                raise count_error(lim, len(lst), a, 'sharded_dim')\n            child = new_3()\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'sharded_dim')\n            try:\n                DECODERS[cls_3](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent(f'sharded_dim[{len(lst)}]')\n                raise\n            lst.append(child)\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
+    'MapProto': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 10:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = DEC(buf[a:b])\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'name') from None\n            obj.name = text\n            obj._present |= 1\n        elif key == 16:\n            vpos = pos\n            if pos < end and buf[pos] < 0x80:\n                v = buf[pos]\n                pos += 1\n            else:\n                v, pos = read_varint(buf, pos, end)\n                if v >= I64_LIM:\n                    v -= U64\n                if not I32_MIN <= v < I32_LIM:\n                    raise DecodeError(INT32_MSG % v, vpos, 'key_type')\n            obj.key_type = v\n            obj._present |= 2\n        elif key == 24:\n            lst = obj.keys\n            taken = 0\n            while True:\n                taken += 1\n                if taken == RUN_BULK:\n                    pos = varint_bulk(lst, buf, pos, end, 24)\n                    taken = 0\n                c = buf[pos] if pos < end else 0x80\n                if c < 0x80:\n                    lst.append(c)\n                    pos += 1\n                else:\n                    c2 = buf[pos + 1] if pos + 1 < end else 0x80\n                    if c2 < 0x80:\n                        lst.append((c & 0x7F) | (c2 << 7))\n                        pos += 2\n                    else:\n                        v, pos = read_varint(buf, pos, end)\n                        if v >= I64_LIM:\n                            v -= U64\n                        lst.append(v)\n                if pos < end and buf[pos] == 24:\n                    pos += 1\n                else:\n                    break\n        elif key == 34:\n            lst = obj.string_keys\n            while True:\n                a = pos + 1\n                c = buf[pos] if pos < end else 0x80\n                b = a + c\n                if c >= 0x80 or b > end:\n                    a, b = read_length(buf, pos, end)\n                pos = b\n                lst.append(bytes(buf[a:b]))\n                if pos < end and buf[pos] == 34:\n                    pos += 1\n                else:\n                    break\n        elif key == 42:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            child = obj.values\n            if child is None:\n                child = new_4()\n                obj.values = child\n                lim[2] -= cost_4\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'values')\n            try:\n                DECODERS[cls_4](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent('values')\n                raise\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
+    'ModelProto': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        elif pos + 1 < end and buf[pos + 1] < 0x80:\n            key = (c & 0x7F) | (buf[pos + 1] << 7)\n            pos += 2\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 8:\n            vpos = pos\n            if pos < end and buf[pos] < 0x80:\n                v = buf[pos]\n                pos += 1\n            else:\n                v, pos = read_varint(buf, pos, end)\n                if v >= I64_LIM:\n                    v -= U64\n            osa(obj, 'ir_version', v)\n            osa(obj, '_present', obj._present | 1)\n        elif key == 66:\n            lst = obj.opset_import\n            while True:\n                a = pos + 1\n                c = buf[pos] if pos < end else 0x80\n                b = a + c\n                if c >= 0x80 or b > end:\n                    a, b = read_length(buf, pos, end)\n                pos = b\n                lim[1] -= 1\n                lim[2] -= cost_1\n                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                    raise count_error(lim, len(lst), a, 'opset_import')\n                child = new_1()\n                if depth >= max_depth:\n                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'opset_import')\n                try:\n                    DECODERS[cls_1](child, buf, a, b, depth + 1, max_depth, lim)\n                except DecodeError as e:\n                    e.add_parent(f'opset_import[{len(lst)}]')\n                    raise\n                lst.append(child)\n                if pos < end and buf[pos] == 66:\n                    pos += 1\n                else:\n                    break\n        elif key == 18:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = DEC(buf[a:b])\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'producer_name') from None\n            osa(obj, 'producer_name', text)\n            osa(obj, '_present', obj._present | 4)\n        elif key == 26:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = DEC(buf[a:b])\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'producer_version') from None\n            osa(obj, 'producer_version', text)\n            osa(obj, '_present', obj._present | 8)\n        elif key == 34:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = DEC(buf[a:b])\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'domain') from None\n            osa(obj, 'domain', text)\n            osa(obj, '_present', obj._present | 16)\n        elif key == 40:\n            vpos = pos\n            if pos < end and buf[pos] < 0x80:\n                v = buf[pos]\n                pos += 1\n            else:\n                v, pos = read_varint(buf, pos, end)\n                if v >= I64_LIM:\n                    v -= U64\n            osa(obj, 'model_version', v)\n            osa(obj, '_present', obj._present | 32)\n        elif key == 50:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = DEC(buf[a:b])\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'doc_string') from None\n            osa(obj, 'doc_string', text)\n            osa(obj, '_present', obj._present | 64)\n        elif key == 58:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            child = obj.graph\n            if child is None:\n                child = new_7()\n                osa(obj, 'graph', child)\n                lim[2] -= cost_7\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'graph')\n            try:\n                DECODERS[cls_7](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent('graph')\n                raise\n        elif key == 114:\n            lst = obj.metadata_props\n            while True:\n                a = pos + 1\n                c = buf[pos] if pos < end else 0x80\n                b = a + c\n                if c >= 0x80 or b > end:\n                    a, b = read_length(buf, pos, end)\n                pos = b\n                lim[1] -= 1\n                lim[2] -= cost_8\n                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                    raise count_error(lim, len(lst), a, 'metadata_props')\n                child = new_8()\n                if depth >= max_depth:\n                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'metadata_props')\n                try:\n                    DECODERS[cls_8](child, buf, a, b, depth + 1, max_depth, lim)\n                except DecodeError as e:\n                    e.add_parent(f'metadata_props[{len(lst)}]')\n                    raise\n                lst.append(child)\n                if pos < end and buf[pos] == 114:\n                    pos += 1\n                else:\n                    break\n        elif key == 162:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.training_info\n            lim[1] -= 1\n            lim[2] -= cost_9\n            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                raise count_error(lim, len(lst), a, 'training_info')\n            child = new_9()\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'training_info')\n            try:\n                DECODERS[cls_9](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent(f'training_info[{len(lst)}]')\n                raise\n            lst.append(child)\n        elif key == 202:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.functions\n            lim[1] -= 1\n            lim[2] -= cost_10\n            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                raise count_error(lim, len(lst), a, 'functions')\n            child = new_10()\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'functions')\n            try:\n                DECODERS[cls_10](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent(f'functions[{len(lst)}]')\n                raise\n            lst.append(child)\n        elif key == 210:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.configuration\n            lim[1] -= 1\n            lim[2] -= cost_11\n            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                raise count_error(lim, len(lst), a, 'configuration')\n            child = new_11()\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'configuration')\n            try:\n                DECODERS[cls_11](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent(f'configuration[{len(lst)}]')\n                raise\n            lst.append(child)\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
+    'NodeDeviceConfigurationProto': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 10:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = DEC(buf[a:b])\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'configuration_id') from None\n            obj.configuration_id = text\n            obj._present |= 1\n        elif key == 18:\n            lst = obj.sharding_spec\n            while True:\n                a = pos + 1\n                c = buf[pos] if pos < end else 0x80\n                b = a + c\n                if c >= 0x80 or b > end:\n                    a, b = read_length(buf, pos, end)\n                pos = b\n                lim[1] -= 1\n                lim[2] -= cost_1\n                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                    raise count_error(lim, len(lst), a, 'sharding_spec')\n                child = new_1()\n                if depth >= max_depth:\n                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'sharding_spec')\n                try:\n                    DECODERS[cls_1](child, buf, a, b, depth + 1, max_depth, lim)\n                except DecodeError as e:\n                    e.add_parent(f'sharding_spec[{len(lst)}]')\n                    raise\n                lst.append(child)\n                if pos < end and buf[pos] == 18:\n                    pos += 1\n                else:\n                    break\n        elif key == 24:\n            vpos = pos\n            if pos < end and buf[pos] < 0x80:\n                v = buf[pos]\n                pos += 1\n            else:\n                v, pos = read_varint(buf, pos, end)\n                if v >= I64_LIM:\n                    v -= U64\n                if not I32_MIN <= v < I32_LIM:\n                    raise DecodeError(INT32_MSG % v, vpos, 'pipeline_stage')\n            obj.pipeline_stage = v\n            obj._present |= 4\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
+    'NodeProto': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 10:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.input\n            try:\n                text = DEC(buf[a:b])\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'input') from None\n            lst.append(text)\n        elif key == 18:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.output\n            try:\n                text = DEC(buf[a:b])\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'output') from None\n            lst.append(text)\n        elif key == 26:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = DEC(buf[a:b])\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'name') from None\n            obj.name = text\n            obj._present |= 4\n        elif key == 34:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = DEC(buf[a:b])\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'op_type') from None\n            obj.op_type = text\n            obj._present |= 8\n        elif key == 58:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = DEC(buf[a:b])\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'domain') from None\n            obj.domain = text\n            obj._present |= 16\n        elif key == 66:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = DEC(buf[a:b])\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'overload') from None\n            obj.overload = text\n            obj._present |= 32\n        elif key == 42:\n            lst = obj.attribute\n            while True:\n                a = pos + 1\n                c = buf[pos] if pos < end else 0x80\n                b = a + c\n                if c >= 0x80 or b > end:\n                    a, b = read_length(buf, pos, end)\n                pos = b\n                lim[1] -= 1\n                lim[2] -= cost_6\n                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                    raise count_error(lim, len(lst), a, 'attribute')\n                child = new_6()\n                if depth >= max_depth:\n                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'attribute')\n                try:\n                    DECODERS[cls_6](child, buf, a, b, depth + 1, max_depth, lim)\n                except DecodeError as e:\n                    e.add_parent(f'attribute[{len(lst)}]')\n                    raise\n                lst.append(child)\n                if pos < end and buf[pos] == 42:\n                    pos += 1\n                else:\n                    break\n        elif key == 50:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = DEC(buf[a:b])\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'doc_string') from None\n            obj.doc_string = text\n            obj._present |= 128\n        elif key == 74:\n            lst = obj.metadata_props\n            while True:\n                a = pos + 1\n                c = buf[pos] if pos < end else 0x80\n                b = a + c\n                if c >= 0x80 or b > end:\n                    a, b = read_length(buf, pos, end)\n                pos = b\n                lim[1] -= 1\n                lim[2] -= cost_8\n                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                    raise count_error(lim, len(lst), a, 'metadata_props')\n                child = new_8()\n                if depth >= max_depth:\n                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'metadata_props')\n                try:\n                    DECODERS[cls_8](child, buf, a, b, depth + 1, max_depth, lim)\n                except DecodeError as e:\n                    e.add_parent(f'metadata_props[{len(lst)}]')\n                    raise\n                lst.append(child)\n                if pos < end and buf[pos] == 74:\n                    pos += 1\n                else:\n                    break\n        elif key == 82:\n            lst = obj.device_configurations\n            while True:\n                a = pos + 1\n                c = buf[pos] if pos < end else 0x80\n                b = a + c\n                if c >= 0x80 or b > end:\n                    a, b = read_length(buf, pos, end)\n                pos = b\n                lim[1] -= 1\n                lim[2] -= cost_9\n                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                    raise count_error(lim, len(lst), a, 'device_configurations')\n                child = new_9()\n                if depth >= max_depth:\n                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'device_configurations')\n                try:\n                    DECODERS[cls_9](child, buf, a, b, depth + 1, max_depth, lim)\n                except DecodeError as e:\n                    e.add_parent(f'device_configurations[{len(lst)}]')\n                    raise\n                lst.append(child)\n                if pos < end and buf[pos] == 82:\n                    pos += 1\n                else:\n                    break\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
+    'OperatorProto': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 10:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = DEC(buf[a:b])\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'op_type') from None\n            obj.op_type = text\n            obj._present |= 1\n        elif key == 16:\n            vpos = pos\n            if pos < end and buf[pos] < 0x80:\n                v = buf[pos]\n                pos += 1\n            else:\n                v, pos = read_varint(buf, pos, end)\n                if v >= I64_LIM:\n                    v -= U64\n            obj.since_version = v\n            obj._present |= 2\n        elif key == 24:\n            vpos = pos\n            if pos < end and buf[pos] < 0x80:\n                v = buf[pos]\n                pos += 1\n            else:\n                v, pos = read_varint(buf, pos, end)\n                if v >= I64_LIM:\n                    v -= U64\n                if not I32_MIN <= v < I32_LIM:\n                    raise DecodeError(INT32_MSG % v, vpos, 'status')\n            obj.status = v\n            obj._present |= 4\n        elif key == 82:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = DEC(buf[a:b])\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'doc_string') from None\n            obj.doc_string = text\n            obj._present |= 8\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
+    'OperatorSetIdProto': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 10:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = DEC(buf[a:b])\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'domain') from None\n            osa(obj, 'domain', text)\n            osa(obj, '_present', obj._present | 1)\n        elif key == 16:\n            vpos = pos\n            if pos < end and buf[pos] < 0x80:\n                v = buf[pos]\n                pos += 1\n            else:\n                v, pos = read_varint(buf, pos, end)\n                if v >= I64_LIM:\n                    v -= U64\n            osa(obj, 'version', v)\n            osa(obj, '_present', obj._present | 2)\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
+    'OperatorSetProto': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 10:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = DEC(buf[a:b])\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'magic') from None\n            obj.magic = text\n            obj._present |= 1\n        elif key == 16:\n            vpos = pos\n            if pos < end and buf[pos] < 0x80:\n                v = buf[pos]\n                pos += 1\n            else:\n                v, pos = read_varint(buf, pos, end)\n                if v >= I64_LIM:\n                    v -= U64\n            obj.ir_version = v\n            obj._present |= 2\n        elif key == 26:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = DEC(buf[a:b])\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'ir_version_prerelease') from None\n            obj.ir_version_prerelease = text\n            obj._present |= 4\n        elif key == 58:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = DEC(buf[a:b])\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'ir_build_metadata') from None\n            obj.ir_build_metadata = text\n            obj._present |= 8\n        elif key == 34:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = DEC(buf[a:b])\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'domain') from None\n            obj.domain = text\n            obj._present |= 16\n        elif key == 40:\n            vpos = pos\n            if pos < end and buf[pos] < 0x80:\n                v = buf[pos]\n                pos += 1\n            else:\n                v, pos = read_varint(buf, pos, end)\n                if v >= I64_LIM:\n                    v -= U64\n            obj.opset_version = v\n            obj._present |= 32\n        elif key == 50:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = DEC(buf[a:b])\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'doc_string') from None\n            obj.doc_string = text\n            obj._present |= 64\n        elif key == 66:\n            lst = obj.operator\n            while True:\n                a = pos + 1\n                c = buf[pos] if pos < end else 0x80\n                b = a + c\n                if c >= 0x80 or b > end:\n                    a, b = read_length(buf, pos, end)\n                pos = b\n                lim[1] -= 1\n                lim[2] -= cost_7\n                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                    raise count_error(lim, len(lst), a, 'operator')\n                child = new_7()\n                if depth >= max_depth:\n                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'operator')\n                try:\n                    DECODERS[cls_7](child, buf, a, b, depth + 1, max_depth, lim)\n                except DecodeError as e:\n                    e.add_parent(f'operator[{len(lst)}]')\n                    raise\n                lst.append(child)\n                if pos < end and buf[pos] == 66:\n                    pos += 1\n                else:\n                    break\n        elif key == 74:\n            lst = obj.functions\n            while True:\n                a = pos + 1\n                c = buf[pos] if pos < end else 0x80\n                b = a + c\n                if c >= 0x80 or b > end:\n                    a, b = read_length(buf, pos, end)\n                pos = b\n                lim[1] -= 1\n                lim[2] -= cost_8\n                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                    raise count_error(lim, len(lst), a, 'functions')\n                child = new_8()\n                if depth >= max_depth:\n                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'functions')\n                try:\n                    DECODERS[cls_8](child, buf, a, b, depth + 1, max_depth, lim)\n                except DecodeError as e:\n                    e.add_parent(f'functions[{len(lst)}]')\n                    raise\n                lst.append(child)\n                if pos < end and buf[pos] == 74:\n                    pos += 1\n                else:\n                    break\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
+    'OptionalProto': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 10:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = DEC(buf[a:b])\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'name') from None\n            obj.name = text\n            obj._present |= 1\n        elif key == 16:\n            vpos = pos\n            if pos < end and buf[pos] < 0x80:\n                v = buf[pos]\n                pos += 1\n            else:\n                v, pos = read_varint(buf, pos, end)\n                if v >= I64_LIM:\n                    v -= U64\n                if not I32_MIN <= v < I32_LIM:\n                    raise DecodeError(INT32_MSG % v, vpos, 'elem_type')\n            obj.elem_type = v\n            obj._present |= 2\n        elif key == 26:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            child = obj.tensor_value\n            if child is None:\n                child = new_2()\n                obj.tensor_value = child\n                lim[2] -= cost_2\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'tensor_value')\n            try:\n                DECODERS[cls_2](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent('tensor_value')\n                raise\n        elif key == 34:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            child = obj.sparse_tensor_value\n            if child is None:\n                child = new_3()\n                obj.sparse_tensor_value = child\n                lim[2] -= cost_3\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'sparse_tensor_value')\n            try:\n                DECODERS[cls_3](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent('sparse_tensor_value')\n                raise\n        elif key == 42:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            child = obj.sequence_value\n            if child is None:\n                child = new_4()\n                obj.sequence_value = child\n                lim[2] -= cost_4\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'sequence_value')\n            try:\n                DECODERS[cls_4](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent('sequence_value')\n                raise\n        elif key == 50:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            child = obj.map_value\n            if child is None:\n                child = new_5()\n                obj.map_value = child\n                lim[2] -= cost_5\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'map_value')\n            try:\n                DECODERS[cls_5](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent('map_value')\n                raise\n        elif key == 58:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            child = obj.optional_value\n            if child is None:\n                child = new_6()\n                obj.optional_value = child\n                lim[2] -= cost_6\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'optional_value')\n            try:\n                DECODERS[cls_6](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent('optional_value')\n                raise\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
+    'SequenceProto': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 10:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = DEC(buf[a:b])\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'name') from None\n            obj.name = text\n            obj._present |= 1\n        elif key == 16:\n            vpos = pos\n            if pos < end and buf[pos] < 0x80:\n                v = buf[pos]\n                pos += 1\n            else:\n                v, pos = read_varint(buf, pos, end)\n                if v >= I64_LIM:\n                    v -= U64\n                if not I32_MIN <= v < I32_LIM:\n                    raise DecodeError(INT32_MSG % v, vpos, 'elem_type')\n            obj.elem_type = v\n            obj._present |= 2\n        elif key == 26:\n            lst = obj.tensor_values\n            while True:\n                a = pos + 1\n                c = buf[pos] if pos < end else 0x80\n                b = a + c\n                if c >= 0x80 or b > end:\n                    a, b = read_length(buf, pos, end)\n                pos = b\n                lim[1] -= 1\n                lim[2] -= cost_2\n                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                    raise count_error(lim, len(lst), a, 'tensor_values')\n                child = new_2()\n                if depth >= max_depth:\n                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'tensor_values')\n                try:\n                    DECODERS[cls_2](child, buf, a, b, depth + 1, max_depth, lim)\n                except DecodeError as e:\n                    e.add_parent(f'tensor_values[{len(lst)}]')\n                    raise\n                lst.append(child)\n                if pos < end and buf[pos] == 26:\n                    pos += 1\n                else:\n                    break\n        elif key == 34:\n            lst = obj.sparse_tensor_values\n            while True:\n                a = pos + 1\n                c = buf[pos] if pos < end else 0x80\n                b = a + c\n                if c >= 0x80 or b > end:\n                    a, b = read_length(buf, pos, end)\n                pos = b\n                lim[1] -= 1\n                lim[2] -= cost_3\n                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                    raise count_error(lim, len(lst), a, 'sparse_tensor_values')\n                child = new_3()\n                if depth >= max_depth:\n                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'sparse_tensor_values')\n                try:\n                    DECODERS[cls_3](child, buf, a, b, depth + 1, max_depth, lim)\n                except DecodeError as e:\n                    e.add_parent(f'sparse_tensor_values[{len(lst)}]')\n                    raise\n                lst.append(child)\n                if pos < end and buf[pos] == 34:\n                    pos += 1\n                else:\n                    break\n        elif key == 42:\n            lst = obj.sequence_values\n            while True:\n                a = pos + 1\n                c = buf[pos] if pos < end else 0x80\n                b = a + c\n                if c >= 0x80 or b > end:\n                    a, b = read_length(buf, pos, end)\n                pos = b\n                lim[1] -= 1\n                lim[2] -= cost_4\n                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                    raise count_error(lim, len(lst), a, 'sequence_values')\n                child = new_4()\n                if depth >= max_depth:\n                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'sequence_values')\n                try:\n                    DECODERS[cls_4](child, buf, a, b, depth + 1, max_depth, lim)\n                except DecodeError as e:\n                    e.add_parent(f'sequence_values[{len(lst)}]')\n                    raise\n                lst.append(child)\n                if pos < end and buf[pos] == 42:\n                    pos += 1\n                else:\n                    break\n        elif key == 50:\n            lst = obj.map_values\n            while True:\n                a = pos + 1\n                c = buf[pos] if pos < end else 0x80\n                b = a + c\n                if c >= 0x80 or b > end:\n                    a, b = read_length(buf, pos, end)\n                pos = b\n                lim[1] -= 1\n                lim[2] -= cost_5\n                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                    raise count_error(lim, len(lst), a, 'map_values')\n                child = new_5()\n                if depth >= max_depth:\n                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'map_values')\n                try:\n                    DECODERS[cls_5](child, buf, a, b, depth + 1, max_depth, lim)\n                except DecodeError as e:\n                    e.add_parent(f'map_values[{len(lst)}]')\n                    raise\n                lst.append(child)\n                if pos < end and buf[pos] == 50:\n                    pos += 1\n                else:\n                    break\n        elif key == 58:\n            lst = obj.optional_values\n            while True:\n                a = pos + 1\n                c = buf[pos] if pos < end else 0x80\n                b = a + c\n                if c >= 0x80 or b > end:\n                    a, b = read_length(buf, pos, end)\n                pos = b\n                lim[1] -= 1\n                lim[2] -= cost_6\n                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                    raise count_error(lim, len(lst), a, 'optional_values')\n                child = new_6()\n                if depth >= max_depth:\n                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'optional_values')\n                try:\n                    DECODERS[cls_6](child, buf, a, b, depth + 1, max_depth, lim)\n                except DecodeError as e:\n                    e.add_parent(f'optional_values[{len(lst)}]')\n                    raise\n                lst.append(child)\n                if pos < end and buf[pos] == 58:\n                    pos += 1\n                else:\n                    break\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
+    'ShardedDimProto': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 8:\n            vpos = pos\n            if pos < end and buf[pos] < 0x80:\n                v = buf[pos]\n                pos += 1\n            else:\n                v, pos = read_varint(buf, pos, end)\n                if v >= I64_LIM:\n                    v -= U64\n            obj.axis = v\n            obj._present |= 1\n        elif key == 18:\n            lst = obj.simple_sharding\n            while True:\n                a = pos + 1\n                c = buf[pos] if pos < end else 0x80\n                b = a + c\n                if c >= 0x80 or b > end:\n                    a, b = read_length(buf, pos, end)\n                pos = b\n                lim[1] -= 1\n                lim[2] -= cost_1\n                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                    raise count_error(lim, len(lst), a, 'simple_sharding')\n                child = new_1()\n                if depth >= max_depth:\n                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'simple_sharding')\n                try:\n                    DECODERS[cls_1](child, buf, a, b, depth + 1, max_depth, lim)\n                except DecodeError as e:\n                    e.add_parent(f'simple_sharding[{len(lst)}]')\n                    raise\n                lst.append(child)\n                if pos < end and buf[pos] == 18:\n                    pos += 1\n                else:\n                    break\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
+    'ShardingSpecProto': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 10:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = DEC(buf[a:b])\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'tensor_name') from None\n            obj.tensor_name = text\n            obj._present |= 1\n        elif key == 16:\n            lst = obj.device\n            taken = 0\n            while True:\n                taken += 1\n                if taken == RUN_BULK:\n                    pos = varint_bulk(lst, buf, pos, end, 16)\n                    taken = 0\n                c = buf[pos] if pos < end else 0x80\n                if c < 0x80:\n                    lst.append(c)\n                    pos += 1\n                else:\n                    c2 = buf[pos + 1] if pos + 1 < end else 0x80\n                    if c2 < 0x80:\n                        lst.append((c & 0x7F) | (c2 << 7))\n                        pos += 2\n                    else:\n                        v, pos = read_varint(buf, pos, end)\n                        if v >= I64_LIM:\n                            v -= U64\n                        lst.append(v)\n                if pos < end and buf[pos] == 16:\n                    pos += 1\n                else:\n                    break\n        elif key == 26:\n            lst = obj.index_to_device_group_map\n            while True:\n                a = pos + 1\n                c = buf[pos] if pos < end else 0x80\n                b = a + c\n                if c >= 0x80 or b > end:\n                    a, b = read_length(buf, pos, end)\n                pos = b\n                lim[1] -= 1\n                lim[2] -= cost_2\n                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                    raise count_error(lim, len(lst), a, 'index_to_device_group_map')\n                child = new_2()\n                if depth >= max_depth:\n                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'index_to_device_group_map')\n                try:\n                    DECODERS[cls_2](child, buf, a, b, depth + 1, max_depth, lim)\n                except DecodeError as e:\n                    e.add_parent(f'index_to_device_group_map[{len(lst)}]')\n                    raise\n                lst.append(child)\n                if pos < end and buf[pos] == 26:\n                    pos += 1\n                else:\n                    break\n        elif key == 34:\n            lst = obj.sharded_dim\n            while True:\n                a = pos + 1\n                c = buf[pos] if pos < end else 0x80\n                b = a + c\n                if c >= 0x80 or b > end:\n                    a, b = read_length(buf, pos, end)\n                pos = b\n                lim[1] -= 1\n                lim[2] -= cost_3\n                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                    raise count_error(lim, len(lst), a, 'sharded_dim')\n                child = new_3()\n                if depth >= max_depth:\n                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'sharded_dim')\n                try:\n                    DECODERS[cls_3](child, buf, a, b, depth + 1, max_depth, lim)\n                except DecodeError as e:\n                    e.add_parent(f'sharded_dim[{len(lst)}]')\n                    raise\n                lst.append(child)\n                if pos < end and buf[pos] == 34:\n                    pos += 1\n                else:\n                    break\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
     'SimpleShardedDimProto': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 24:\n            vpos = pos\n            if pos < end and buf[pos] < 0x80:\n                v = buf[pos]\n                pos += 1\n            else:\n                v, pos = read_varint(buf, pos, end)\n                if v >= I64_LIM:\n                    v -= U64\n            osa(obj, 'num_shards', v)\n            osa(obj, '_present', obj._present | 4)\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
-    'SparseTensorProto': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 10:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            child = obj.values\n            if child is None:\n                child = new_0()\n                obj.values = child\n                lim[2] -= cost_0\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'values')\n            try:\n                DECODERS[cls_0](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent('values')\n                raise\n        elif key == 18:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            child = obj.indices\n            if child is None:\n                child = new_1()\n                obj.indices = child\n                lim[2] -= cost_1\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'indices')\n            try:\n                DECODERS[cls_1](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent('indices')\n                raise\n        elif key == 24:\n            lst = obj.dims\n            taken = 0\n            while True:\n                taken += 1\n                if taken == RUN_BULK:\n                    pos = varint_bulk(lst, buf, pos, end, 24)\n                    taken = 0\n                c = buf[pos] if pos < end else 0x80\n                if c < 0x80:\n                    lst.append(c)\n                    pos += 1\n                else:\n                    c2 = buf[pos + 1] if pos + 1 < end else 0x80\n                    if c2 < 0x80:\n                        lst.append((c & 0x7F) | (c2 << 7))\n                        pos += 2\n                    else:\n                        v, pos = read_varint(buf, pos, end)\n                        if v >= I64_LIM:\n                            v -= U64\n                        lst.append(v)\n                if pos < end and buf[pos] == 24:\n                    pos += 1\n                else:\n                    break\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
-    'StringStringEntryProto': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 10:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = str(buf[a:b], 'utf-8')\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'key') from None\n            obj.key = text\n            obj._present |= 1\n        elif key == 18:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = str(buf[a:b], 'utf-8')\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'value') from None\n            obj.value = text\n            obj._present |= 2\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
-    'TensorAnnotation': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 10:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = str(buf[a:b], 'utf-8')\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'tensor_name') from None\n            obj.tensor_name = text\n            obj._present |= 1\n        elif key == 18:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.quant_parameter_tensor_names\n            lim[1] -= 1\n            lim[2] -= cost_1\n            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                raise count_error(lim, len(lst), a, 'quant_parameter_tensor_names')\n            child = new_1()\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'quant_parameter_tensor_names')\n            try:\n                DECODERS[cls_1](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent(f'quant_parameter_tensor_names[{len(lst)}]')\n                raise\n            lst.append(child)\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
-    'TensorProto': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 8:\n            lst = obj.dims\n            taken = 0\n            while True:\n                taken += 1\n                if taken == RUN_BULK:\n                    pos = varint_bulk(lst, buf, pos, end, 8)\n                    taken = 0\n                c = buf[pos] if pos < end else 0x80\n                if c < 0x80:\n                    lst.append(c)\n                    pos += 1\n                else:\n                    c2 = buf[pos + 1] if pos + 1 < end else 0x80\n                    if c2 < 0x80:\n                        lst.append((c & 0x7F) | (c2 << 7))\n                        pos += 2\n                    else:\n                        v, pos = read_varint(buf, pos, end)\n                        if v >= I64_LIM:\n                            v -= U64\n                        lst.append(v)\n                if pos < end and buf[pos] == 8:\n                    pos += 1\n                else:\n                    break\n        elif key == 16:\n            vpos = pos\n            if pos < end and buf[pos] < 0x80:\n                v = buf[pos]\n                pos += 1\n            else:\n                v, pos = read_varint(buf, pos, end)\n                if v >= I64_LIM:\n                    v -= U64\n                if not I32_MIN <= v < I32_LIM:\n                    raise DecodeError(INT32_MSG % v, vpos, 'data_type')\n            obj.data_type = v\n            obj._present |= 2\n        elif key == 26:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            child = obj.segment\n            if child is None:\n                child = new_2()\n                obj.segment = child\n                lim[2] -= cost_2\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'segment')\n            try:\n                DECODERS[cls_2](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent('segment')\n                raise\n        elif key == 37:\n            lst = obj.float_data\n            taken = 0\n            while True:\n                if taken == RUN_BULK:\n                    pos, done = float_bulk(lst, buf, pos, end, 37)\n                    if done:\n                        break\n                if pos + 4 > end:\n                    raise DecodeError('truncated 32-bit value', pos, 'float_data')\n                v = F32(buf, pos)[0]\n                if v != v:\n                    v = NanBits(U32(buf, pos)[0])\n                lst.append(v)\n                pos += 4\n                taken += 1\n                if pos < end and buf[pos] == 37:\n                    pos += 1\n                else:\n                    break\n        elif key == 40:\n            vpos = pos\n            if pos < end and buf[pos] < 0x80:\n                v = buf[pos]\n                pos += 1\n            else:\n                v, pos = read_varint(buf, pos, end)\n                if v >= I64_LIM:\n                    v -= U64\n                if not I32_MIN <= v < I32_LIM:\n                    raise DecodeError(INT32_MSG % v, vpos, 'int32_data')\n            lst = obj.int32_data\n            lst.append(v)\n        elif key == 50:\n            lst = obj.string_data\n            while True:\n                c = buf[pos] if pos < end else 0x80\n                if c < 0x80 and pos + 1 + c <= end:\n                    a = pos + 1\n                    b = a + c\n                else:\n                    a, b = read_length(buf, pos, end)\n                pos = b\n                lst.append(bytes(buf[a:b]))\n                if pos < end and buf[pos] == 50:\n                    pos += 1\n                else:\n                    break\n        elif key == 56:\n            lst = obj.int64_data\n            taken = 0\n            while True:\n                taken += 1\n                if taken == RUN_BULK:\n                    pos = varint_bulk(lst, buf, pos, end, 56)\n                    taken = 0\n                c = buf[pos] if pos < end else 0x80\n                if c < 0x80:\n                    lst.append(c)\n                    pos += 1\n                else:\n                    c2 = buf[pos + 1] if pos + 1 < end else 0x80\n                    if c2 < 0x80:\n                        lst.append((c & 0x7F) | (c2 << 7))\n                        pos += 2\n                    else:\n                        v, pos = read_varint(buf, pos, end)\n                        if v >= I64_LIM:\n                            v -= U64\n                        lst.append(v)\n                if pos < end and buf[pos] == 56:\n                    pos += 1\n                else:\n                    break\n        elif key == 66:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = str(buf[a:b], 'utf-8')\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'name') from None\n            obj.name = text\n            obj._present |= 128\n        elif key == 98:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = str(buf[a:b], 'utf-8')\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'doc_string') from None\n            obj.doc_string = text\n            obj._present |= 256\n        elif key == 106:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.external_data\n            lim[1] -= 1\n            lim[2] -= cost_10\n            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                raise count_error(lim, len(lst), a, 'external_data')\n            child = new_10()\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'external_data')\n            try:\n                DECODERS[cls_10](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent(f'external_data[{len(lst)}]')\n                raise\n            lst.append(child)\n        elif key == 112:\n            vpos = pos\n            if pos < end and buf[pos] < 0x80:\n                v = buf[pos]\n                pos += 1\n            else:\n                v, pos = read_varint(buf, pos, end)\n                if v >= I64_LIM:\n                    v -= U64\n                if not I32_MIN <= v < I32_LIM:\n                    raise DecodeError(INT32_MSG % v, vpos, 'data_location')\n            obj.data_location = v\n            obj._present |= 2048\n        elif key == 130:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.metadata_props\n            lim[1] -= 1\n            lim[2] -= cost_14\n            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                raise count_error(lim, len(lst), a, 'metadata_props')\n            child = new_14()\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'metadata_props')\n            try:\n                DECODERS[cls_14](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent(f'metadata_props[{len(lst)}]')\n                raise\n            lst.append(child)\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
+    'SparseTensorProto': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 10:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            child = obj.values\n            if child is None:\n                child = new_0()\n                obj.values = child\n                lim[2] -= cost_0\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'values')\n            try:\n                DECODERS[cls_0](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent('values')\n                raise\n        elif key == 18:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            child = obj.indices\n            if child is None:\n                child = new_1()\n                obj.indices = child\n                lim[2] -= cost_1\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'indices')\n            try:\n                DECODERS[cls_1](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent('indices')\n                raise\n        elif key == 24:\n            lst = obj.dims\n            taken = 0\n            while True:\n                taken += 1\n                if taken == RUN_BULK:\n                    pos = varint_bulk(lst, buf, pos, end, 24)\n                    taken = 0\n                c = buf[pos] if pos < end else 0x80\n                if c < 0x80:\n                    lst.append(c)\n                    pos += 1\n                else:\n                    c2 = buf[pos + 1] if pos + 1 < end else 0x80\n                    if c2 < 0x80:\n                        lst.append((c & 0x7F) | (c2 << 7))\n                        pos += 2\n                    else:\n                        v, pos = read_varint(buf, pos, end)\n                        if v >= I64_LIM:\n                            v -= U64\n                        lst.append(v)\n                if pos < end and buf[pos] == 24:\n                    pos += 1\n                else:\n                    break\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
+    'StringStringEntryProto': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 10:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = DEC(buf[a:b])\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'key') from None\n            obj.key = text\n            obj._present |= 1\n        elif key == 18:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = DEC(buf[a:b])\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'value') from None\n            obj.value = text\n            obj._present |= 2\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
+    'TensorAnnotation': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 10:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = DEC(buf[a:b])\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'tensor_name') from None\n            obj.tensor_name = text\n            obj._present |= 1\n        elif key == 18:\n            lst = obj.quant_parameter_tensor_names\n            while True:\n                a = pos + 1\n                c = buf[pos] if pos < end else 0x80\n                b = a + c\n                if c >= 0x80 or b > end:\n                    a, b = read_length(buf, pos, end)\n                pos = b\n                lim[1] -= 1\n                lim[2] -= cost_1\n                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                    raise count_error(lim, len(lst), a, 'quant_parameter_tensor_names')\n                child = new_1()\n                if depth >= max_depth:\n                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'quant_parameter_tensor_names')\n                try:\n                    DECODERS[cls_1](child, buf, a, b, depth + 1, max_depth, lim)\n                except DecodeError as e:\n                    e.add_parent(f'quant_parameter_tensor_names[{len(lst)}]')\n                    raise\n                lst.append(child)\n                if pos < end and buf[pos] == 18:\n                    pos += 1\n                else:\n                    break\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
+    'TensorProto': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    lim[4].append(obj)\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        elif pos + 1 < end and buf[pos + 1] < 0x80:\n            key = (c & 0x7F) | (buf[pos + 1] << 7)\n            pos += 2\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 8:\n            lst = obj.dims\n            taken = 0\n            while True:\n                taken += 1\n                if taken == RUN_BULK:\n                    pos = varint_bulk(lst, buf, pos, end, 8)\n                    taken = 0\n                c = buf[pos] if pos < end else 0x80\n                if c < 0x80:\n                    lst.append(c)\n                    pos += 1\n                else:\n                    c2 = buf[pos + 1] if pos + 1 < end else 0x80\n                    if c2 < 0x80:\n                        lst.append((c & 0x7F) | (c2 << 7))\n                        pos += 2\n                    else:\n                        v, pos = read_varint(buf, pos, end)\n                        if v >= I64_LIM:\n                            v -= U64\n                        lst.append(v)\n                if pos < end and buf[pos] == 8:\n                    pos += 1\n                else:\n                    break\n        elif key == 16:\n            vpos = pos\n            if pos < end and buf[pos] < 0x80:\n                v = buf[pos]\n                pos += 1\n            else:\n                v, pos = read_varint(buf, pos, end)\n                if v >= I64_LIM:\n                    v -= U64\n                if not I32_MIN <= v < I32_LIM:\n                    raise DecodeError(INT32_MSG % v, vpos, 'data_type')\n            obj.data_type = v\n            obj._present |= 2\n        elif key == 26:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            child = obj.segment\n            if child is None:\n                child = new_2()\n                obj.segment = child\n                lim[2] -= cost_2\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'segment')\n            try:\n                DECODERS[cls_2](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent('segment')\n                raise\n        elif key == 37:\n            lst = obj.float_data\n            taken = 0\n            while True:\n                if taken == RUN_BULK:\n                    pos, done = float_bulk(lst, buf, pos, end, 37)\n                    if done:\n                        break\n                if pos + 4 > end:\n                    raise DecodeError('truncated 32-bit value', pos, 'float_data')\n                v = F32(buf, pos)[0]\n                if v != v:\n                    v = NanBits(U32(buf, pos)[0])\n                lst.append(v)\n                pos += 4\n                taken += 1\n                if pos < end and buf[pos] == 37:\n                    pos += 1\n                else:\n                    break\n        elif key == 40:\n            vpos = pos\n            if pos < end and buf[pos] < 0x80:\n                v = buf[pos]\n                pos += 1\n            else:\n                v, pos = read_varint(buf, pos, end)\n                if v >= I64_LIM:\n                    v -= U64\n                if not I32_MIN <= v < I32_LIM:\n                    raise DecodeError(INT32_MSG % v, vpos, 'int32_data')\n            lst = obj.int32_data\n            lst.append(v)\n        elif key == 50:\n            lst = obj.string_data\n            while True:\n                a = pos + 1\n                c = buf[pos] if pos < end else 0x80\n                b = a + c\n                if c >= 0x80 or b > end:\n                    a, b = read_length(buf, pos, end)\n                pos = b\n                lst.append(bytes(buf[a:b]))\n                if pos < end and buf[pos] == 50:\n                    pos += 1\n                else:\n                    break\n        elif key == 56:\n            lst = obj.int64_data\n            taken = 0\n            while True:\n                taken += 1\n                if taken == RUN_BULK:\n                    pos = varint_bulk(lst, buf, pos, end, 56)\n                    taken = 0\n                c = buf[pos] if pos < end else 0x80\n                if c < 0x80:\n                    lst.append(c)\n                    pos += 1\n                else:\n                    c2 = buf[pos + 1] if pos + 1 < end else 0x80\n                    if c2 < 0x80:\n                        lst.append((c & 0x7F) | (c2 << 7))\n                        pos += 2\n                    else:\n                        v, pos = read_varint(buf, pos, end)\n                        if v >= I64_LIM:\n                            v -= U64\n                        lst.append(v)\n                if pos < end and buf[pos] == 56:\n                    pos += 1\n                else:\n                    break\n        elif key == 66:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = DEC(buf[a:b])\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'name') from None\n            obj.name = text\n            obj._present |= 128\n        elif key == 98:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = DEC(buf[a:b])\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'doc_string') from None\n            obj.doc_string = text\n            obj._present |= 256\n        elif key == 106:\n            lst = obj.external_data\n            while True:\n                a = pos + 1\n                c = buf[pos] if pos < end else 0x80\n                b = a + c\n                if c >= 0x80 or b > end:\n                    a, b = read_length(buf, pos, end)\n                pos = b\n                lim[1] -= 1\n                lim[2] -= cost_10\n                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                    raise count_error(lim, len(lst), a, 'external_data')\n                child = new_10()\n                if depth >= max_depth:\n                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'external_data')\n                try:\n                    DECODERS[cls_10](child, buf, a, b, depth + 1, max_depth, lim)\n                except DecodeError as e:\n                    e.add_parent(f'external_data[{len(lst)}]')\n                    raise\n                lst.append(child)\n                if pos < end and buf[pos] == 106:\n                    pos += 1\n                else:\n                    break\n        elif key == 112:\n            vpos = pos\n            if pos < end and buf[pos] < 0x80:\n                v = buf[pos]\n                pos += 1\n            else:\n                v, pos = read_varint(buf, pos, end)\n                if v >= I64_LIM:\n                    v -= U64\n                if not I32_MIN <= v < I32_LIM:\n                    raise DecodeError(INT32_MSG % v, vpos, 'data_location')\n            obj.data_location = v\n            obj._present |= 2048\n        elif key == 130:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.metadata_props\n            lim[1] -= 1\n            lim[2] -= cost_14\n            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                raise count_error(lim, len(lst), a, 'metadata_props')\n            child = new_14()\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'metadata_props')\n            try:\n                DECODERS[cls_14](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent(f'metadata_props[{len(lst)}]')\n                raise\n            lst.append(child)\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
     'TensorProto_Segment': 'def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 8:\n            vpos = pos\n            if pos < end and buf[pos] < 0x80:\n                v = buf[pos]\n                pos += 1\n            else:\n                v, pos = read_varint(buf, pos, end)\n                if v >= I64_LIM:\n                    v -= U64\n            obj.begin = v\n            obj._present |= 1\n        elif key == 16:\n            vpos = pos\n            if pos < end and buf[pos] < 0x80:\n                v = buf[pos]\n                pos += 1\n            else:\n                v, pos = read_varint(buf, pos, end)\n                if v >= I64_LIM:\n                    v -= U64\n            obj.end = v\n            obj._present |= 2\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n',
-    'TensorShapeProto': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 10:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.dim\n            lim[1] -= 1\n            lim[2] -= cost_0\n            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                raise count_error(lim, len(lst), a, 'dim')\n            child = new_0()\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'dim')\n            try:\n                DECODERS[cls_0](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent(f'dim[{len(lst)}]')\n                raise\n            lst.append(child)\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
-    'TensorShapeProto_Dimension': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 26:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = str(buf[a:b], 'utf-8')\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'denotation') from None\n            osa(obj, 'denotation', text)\n            osa(obj, '_present', obj._present | 4)\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
-    'TrainingInfoProto': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 10:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            child = obj.initialization\n            if child is None:\n                child = new_0()\n                obj.initialization = child\n                lim[2] -= cost_0\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'initialization')\n            try:\n                DECODERS[cls_0](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent('initialization')\n                raise\n        elif key == 18:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            child = obj.algorithm\n            if child is None:\n                child = new_1()\n                obj.algorithm = child\n                lim[2] -= cost_1\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'algorithm')\n            try:\n                DECODERS[cls_1](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent('algorithm')\n                raise\n        elif key == 26:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.initialization_binding\n            lim[1] -= 1\n            lim[2] -= cost_2\n            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                raise count_error(lim, len(lst), a, 'initialization_binding')\n            child = new_2()\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'initialization_binding')\n            try:\n                DECODERS[cls_2](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent(f'initialization_binding[{len(lst)}]')\n                raise\n            lst.append(child)\n        elif key == 34:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.update_binding\n            lim[1] -= 1\n            lim[2] -= cost_3\n            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                raise count_error(lim, len(lst), a, 'update_binding')\n            child = new_3()\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'update_binding')\n            try:\n                DECODERS[cls_3](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent(f'update_binding[{len(lst)}]')\n                raise\n            lst.append(child)\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
-    'TypeProto': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 50:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = str(buf[a:b], 'utf-8')\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'denotation') from None\n            osa(obj, 'denotation', text)\n            osa(obj, '_present', obj._present | 64)\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
-    'TypeProto_Map': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 8:\n            vpos = pos\n            if pos < end and buf[pos] < 0x80:\n                v = buf[pos]\n                pos += 1\n            else:\n                v, pos = read_varint(buf, pos, end)\n                if v >= I64_LIM:\n                    v -= U64\n                if not I32_MIN <= v < I32_LIM:\n                    raise DecodeError(INT32_MSG % v, vpos, 'key_type')\n            obj.key_type = v\n            obj._present |= 1\n        elif key == 18:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            child = obj.value_type\n            if child is None:\n                child = new_1()\n                obj.value_type = child\n                lim[2] -= cost_1\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'value_type')\n            try:\n                DECODERS[cls_1](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent('value_type')\n                raise\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
-    'TypeProto_Opaque': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 10:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = str(buf[a:b], 'utf-8')\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'domain') from None\n            obj.domain = text\n            obj._present |= 1\n        elif key == 18:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = str(buf[a:b], 'utf-8')\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'name') from None\n            obj.name = text\n            obj._present |= 2\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
-    'TypeProto_Optional': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 10:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            child = obj.elem_type\n            if child is None:\n                child = new_0()\n                obj.elem_type = child\n                lim[2] -= cost_0\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'elem_type')\n            try:\n                DECODERS[cls_0](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent('elem_type')\n                raise\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
-    'TypeProto_Sequence': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 10:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            child = obj.elem_type\n            if child is None:\n                child = new_0()\n                obj.elem_type = child\n                lim[2] -= cost_0\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'elem_type')\n            try:\n                DECODERS[cls_0](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent('elem_type')\n                raise\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
-    'TypeProto_SparseTensor': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 8:\n            vpos = pos\n            if pos < end and buf[pos] < 0x80:\n                v = buf[pos]\n                pos += 1\n            else:\n                v, pos = read_varint(buf, pos, end)\n                if v >= I64_LIM:\n                    v -= U64\n                if not I32_MIN <= v < I32_LIM:\n                    raise DecodeError(INT32_MSG % v, vpos, 'elem_type')\n            obj.elem_type = v\n            obj._present |= 1\n        elif key == 18:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            child = obj.shape\n            if child is None:\n                child = new_1()\n                obj.shape = child\n                lim[2] -= cost_1\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'shape')\n            try:\n                DECODERS[cls_1](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent('shape')\n                raise\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
-    'TypeProto_Tensor': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 8:\n            vpos = pos\n            if pos < end and buf[pos] < 0x80:\n                v = buf[pos]\n                pos += 1\n            else:\n                v, pos = read_varint(buf, pos, end)\n                if v >= I64_LIM:\n                    v -= U64\n                if not I32_MIN <= v < I32_LIM:\n                    raise DecodeError(INT32_MSG % v, vpos, 'elem_type')\n            obj.elem_type = v\n            obj._present |= 1\n        elif key == 18:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            child = obj.shape\n            if child is None:\n                child = new_1()\n                obj.shape = child\n                lim[2] -= cost_1\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'shape')\n            try:\n                DECODERS[cls_1](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent('shape')\n                raise\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
-    'ValueInfoProto': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 10:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = str(buf[a:b], 'utf-8')\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'name') from None\n            obj.name = text\n            obj._present |= 1\n        elif key == 18:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            child = obj.type\n            if child is None:\n                child = new_1()\n                obj.type = child\n                lim[2] -= cost_1\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'type')\n            try:\n                DECODERS[cls_1](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent('type')\n                raise\n        elif key == 26:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = str(buf[a:b], 'utf-8')\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'doc_string') from None\n            obj.doc_string = text\n            obj._present |= 4\n        elif key == 34:\n            c = buf[pos] if pos < end else 0x80\n            if c < 0x80 and pos + 1 + c <= end:\n                a = pos + 1\n                b = a + c\n            else:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            lst = obj.metadata_props\n            lim[1] -= 1\n            lim[2] -= cost_3\n            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                raise count_error(lim, len(lst), a, 'metadata_props')\n            child = new_3()\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'metadata_props')\n            try:\n                DECODERS[cls_3](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent(f'metadata_props[{len(lst)}]')\n                raise\n            lst.append(child)\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
+    'TensorShapeProto': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 10:\n            lst = obj.dim\n            while True:\n                a = pos + 1\n                c = buf[pos] if pos < end else 0x80\n                b = a + c\n                if c >= 0x80 or b > end:\n                    a, b = read_length(buf, pos, end)\n                pos = b\n                lim[1] -= 1\n                lim[2] -= cost_0\n                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                    raise count_error(lim, len(lst), a, 'dim')\n                child = new_0()\n                if depth >= max_depth:\n                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'dim')\n                try:\n                    DECODERS[cls_0](child, buf, a, b, depth + 1, max_depth, lim)\n                except DecodeError as e:\n                    e.add_parent(f'dim[{len(lst)}]')\n                    raise\n                lst.append(child)\n                if pos < end and buf[pos] == 10:\n                    pos += 1\n                else:\n                    break\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
+    'TensorShapeProto_Dimension': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 26:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = DEC(buf[a:b])\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'denotation') from None\n            osa(obj, 'denotation', text)\n            osa(obj, '_present', obj._present | 4)\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
+    'TrainingInfoProto': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 10:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            child = obj.initialization\n            if child is None:\n                child = new_0()\n                obj.initialization = child\n                lim[2] -= cost_0\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'initialization')\n            try:\n                DECODERS[cls_0](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent('initialization')\n                raise\n        elif key == 18:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            child = obj.algorithm\n            if child is None:\n                child = new_1()\n                obj.algorithm = child\n                lim[2] -= cost_1\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'algorithm')\n            try:\n                DECODERS[cls_1](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent('algorithm')\n                raise\n        elif key == 26:\n            lst = obj.initialization_binding\n            while True:\n                a = pos + 1\n                c = buf[pos] if pos < end else 0x80\n                b = a + c\n                if c >= 0x80 or b > end:\n                    a, b = read_length(buf, pos, end)\n                pos = b\n                lim[1] -= 1\n                lim[2] -= cost_2\n                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                    raise count_error(lim, len(lst), a, 'initialization_binding')\n                child = new_2()\n                if depth >= max_depth:\n                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'initialization_binding')\n                try:\n                    DECODERS[cls_2](child, buf, a, b, depth + 1, max_depth, lim)\n                except DecodeError as e:\n                    e.add_parent(f'initialization_binding[{len(lst)}]')\n                    raise\n                lst.append(child)\n                if pos < end and buf[pos] == 26:\n                    pos += 1\n                else:\n                    break\n        elif key == 34:\n            lst = obj.update_binding\n            while True:\n                a = pos + 1\n                c = buf[pos] if pos < end else 0x80\n                b = a + c\n                if c >= 0x80 or b > end:\n                    a, b = read_length(buf, pos, end)\n                pos = b\n                lim[1] -= 1\n                lim[2] -= cost_3\n                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                    raise count_error(lim, len(lst), a, 'update_binding')\n                child = new_3()\n                if depth >= max_depth:\n                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'update_binding')\n                try:\n                    DECODERS[cls_3](child, buf, a, b, depth + 1, max_depth, lim)\n                except DecodeError as e:\n                    e.add_parent(f'update_binding[{len(lst)}]')\n                    raise\n                lst.append(child)\n                if pos < end and buf[pos] == 34:\n                    pos += 1\n                else:\n                    break\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
+    'TypeProto': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 50:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = DEC(buf[a:b])\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'denotation') from None\n            osa(obj, 'denotation', text)\n            osa(obj, '_present', obj._present | 64)\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
+    'TypeProto_Map': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 8:\n            vpos = pos\n            if pos < end and buf[pos] < 0x80:\n                v = buf[pos]\n                pos += 1\n            else:\n                v, pos = read_varint(buf, pos, end)\n                if v >= I64_LIM:\n                    v -= U64\n                if not I32_MIN <= v < I32_LIM:\n                    raise DecodeError(INT32_MSG % v, vpos, 'key_type')\n            obj.key_type = v\n            obj._present |= 1\n        elif key == 18:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            child = obj.value_type\n            if child is None:\n                child = new_1()\n                obj.value_type = child\n                lim[2] -= cost_1\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'value_type')\n            try:\n                DECODERS[cls_1](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent('value_type')\n                raise\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
+    'TypeProto_Opaque': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 10:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = DEC(buf[a:b])\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'domain') from None\n            obj.domain = text\n            obj._present |= 1\n        elif key == 18:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = DEC(buf[a:b])\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'name') from None\n            obj.name = text\n            obj._present |= 2\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
+    'TypeProto_Optional': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 10:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            child = obj.elem_type\n            if child is None:\n                child = new_0()\n                obj.elem_type = child\n                lim[2] -= cost_0\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'elem_type')\n            try:\n                DECODERS[cls_0](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent('elem_type')\n                raise\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
+    'TypeProto_Sequence': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 10:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            child = obj.elem_type\n            if child is None:\n                child = new_0()\n                obj.elem_type = child\n                lim[2] -= cost_0\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'elem_type')\n            try:\n                DECODERS[cls_0](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent('elem_type')\n                raise\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
+    'TypeProto_SparseTensor': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 8:\n            vpos = pos\n            if pos < end and buf[pos] < 0x80:\n                v = buf[pos]\n                pos += 1\n            else:\n                v, pos = read_varint(buf, pos, end)\n                if v >= I64_LIM:\n                    v -= U64\n                if not I32_MIN <= v < I32_LIM:\n                    raise DecodeError(INT32_MSG % v, vpos, 'elem_type')\n            obj.elem_type = v\n            obj._present |= 1\n        elif key == 18:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            child = obj.shape\n            if child is None:\n                child = new_1()\n                obj.shape = child\n                lim[2] -= cost_1\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'shape')\n            try:\n                DECODERS[cls_1](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent('shape')\n                raise\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
+    'TypeProto_Tensor': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 8:\n            vpos = pos\n            if pos < end and buf[pos] < 0x80:\n                v = buf[pos]\n                pos += 1\n            else:\n                v, pos = read_varint(buf, pos, end)\n                if v >= I64_LIM:\n                    v -= U64\n                if not I32_MIN <= v < I32_LIM:\n                    raise DecodeError(INT32_MSG % v, vpos, 'elem_type')\n            obj.elem_type = v\n            obj._present |= 1\n        elif key == 18:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            child = obj.shape\n            if child is None:\n                child = new_1()\n                obj.shape = child\n                lim[2] -= cost_1\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'shape')\n            try:\n                DECODERS[cls_1](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent('shape')\n                raise\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
+    'ValueInfoProto': "def decode(obj, buf, pos, end, depth, max_depth, lim):\n    while pos < end:\n        key_pos = pos\n        c = buf[pos]\n        if c < 0x80:\n            key = c\n            pos += 1\n        else:\n            key, pos = read_varint(buf, pos, end)\n        if False:\n            pass\n        elif key == 10:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = DEC(buf[a:b])\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'name') from None\n            obj.name = text\n            obj._present |= 1\n        elif key == 18:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            child = obj.type\n            if child is None:\n                child = new_1()\n                obj.type = child\n                lim[2] -= cost_1\n            if depth >= max_depth:\n                raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'type')\n            try:\n                DECODERS[cls_1](child, buf, a, b, depth + 1, max_depth, lim)\n            except DecodeError as e:\n                e.add_parent('type')\n                raise\n        elif key == 26:\n            a = pos + 1\n            c = buf[pos] if pos < end else 0x80\n            b = a + c\n            if c >= 0x80 or b > end:\n                a, b = read_length(buf, pos, end)\n            pos = b\n            try:\n                text = DEC(buf[a:b])\n            except UnicodeDecodeError as e:\n                raise utf8_error(e, a, 'doc_string') from None\n            obj.doc_string = text\n            obj._present |= 4\n        elif key == 34:\n            lst = obj.metadata_props\n            while True:\n                a = pos + 1\n                c = buf[pos] if pos < end else 0x80\n                b = a + c\n                if c >= 0x80 or b > end:\n                    a, b = read_length(buf, pos, end)\n                pos = b\n                lim[1] -= 1\n                lim[2] -= cost_3\n                if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:\n                    raise count_error(lim, len(lst), a, 'metadata_props')\n                child = new_3()\n                if depth >= max_depth:\n                    raise DecodeLimitError(LIMIT_MSG % max_depth, a, 'metadata_props')\n                try:\n                    DECODERS[cls_3](child, buf, a, b, depth + 1, max_depth, lim)\n                except DecodeError as e:\n                    e.add_parent(f'metadata_props[{len(lst)}]')\n                    raise\n                lst.append(child)\n                if pos < end and buf[pos] == 34:\n                    pos += 1\n                else:\n                    break\n        else:\n            pos = one_field(obj, key, key_pos, buf, pos, end, depth, max_depth, lim)\n",
 }
