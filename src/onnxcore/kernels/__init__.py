@@ -46,6 +46,7 @@ FAMILIES: tuple[str, ...] = (
     "signal",
     "ml",
     "ml_linear",
+    "ml_maps",
     "ml_tree",
 )
 

@@ -58,7 +58,7 @@ import numpy as np
 
 from onnxcore.errors import InputError, OnnxCoreError
 from onnxcore.infer import infer_both
-from onnxcore.kernels.ml import ScoreMaps
+from onnxcore.kernels.ml_maps import ScoreMaps
 from onnxcore.proto import TypeProto
 from onnxcore.runtime.optimize.pipeline import disabled_for
 from onnxcore.runtime.ort_errors import ort_error, runs_anyway

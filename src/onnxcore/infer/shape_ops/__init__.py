@@ -32,6 +32,7 @@ FAMILIES: tuple[str, ...] = (
     "linalg",
     "ml",
     "ml_linear",
+    "ml_maps",
     "ml_tree",
     "normalization",
     "pool",
