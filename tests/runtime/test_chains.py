@@ -323,9 +323,7 @@ def test_compiled_elementwise_graphs_are_numpys_bit_for_bit(seed: int, elem: int
 
 @pytest.mark.parametrize("elem", [TP.FLOAT, TP.DOUBLE, TP.FLOAT16])
 @pytest.mark.parametrize("seed", range(12))
-def test_a_graph_replays_what_it_decided_for_a_signature(
-    seed: int, elem: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_graph_replays_what_it_decided_for_a_signature(seed: int, elem: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """After the first call with operands of one signature (types, shapes, element types), a graph runs the
     decisions it made then as one generated function: the interpreter's values bit for bit, for every signature
     met (the rows of the operands alternating), without writing into an operand, with the accelerator off too."""
@@ -354,8 +352,7 @@ def test_a_graph_replays_what_it_decided_for_a_signature(
             for rows in (3, 1, 3, 4, 1):  # signatures met again after others
                 # Every operand of the input's rows (3, 5) takes `rows` rows; the others are as the plan gave them.
                 ops = [
-                    rng.uniform(-2, 2, (rows, 5)).astype(dt) if getattr(a, "shape", None) == (3, 5) else a
-                    for a in args
+                    rng.uniform(-2, 2, (rows, 5)).astype(dt) if getattr(a, "shape", None) == (3, 5) else a for a in args
                 ]
                 before = [np.array(o, copy=True) for o in ops]
                 want = graph._interpret(tuple(np.array(o, copy=True) for o in ops), None)
