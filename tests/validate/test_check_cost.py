@@ -23,6 +23,7 @@ from onnxcore.proto.messages import (
     TypeProto,
     ValueInfoProto,
 )
+from onnxcore.validate import rules_proto
 from onnxcore.validate.context import Context
 from onnxcore.validate.sized import nodes_of
 
@@ -145,3 +146,40 @@ def test_empty_names_of_nodes_are_found() -> None:
     model.graph.node[1].attribute.append(AttributeProto(name="", type=AttributeProto.AttributeType.INT, i=1))
     assert ("E-NAME-EMPTY", 'graph/node[1] "n1"/attribute[0]') in _codes(onnxcore.check(model))
     assert not [f for f in onnxcore.check(_chain(4)).findings if f.code == "E-NAME-EMPTY"]
+
+
+class _CountingEntries(list):  # type: ignore[type-arg]
+    """The context's entries, counting the passes made over them."""
+
+    passes = 0
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        type(self).passes += 1
+        return super().__iter__()
+
+
+def test_unknown_fields_are_found_by_one_pass_for_both_rules() -> None:
+    model = _chain(4)
+    model.graph.node[1]._unknown = [(99, b"\x98\x06\x01")]  # field 99, a varint: unknown to Annex B
+    ctx = Context(model)
+    ctx.entries = _CountingEntries(ctx.entries)
+    _CountingEntries.passes = 0
+    reserved = list(rules_proto.proto_reserved(ctx))
+    unknown = list(rules_proto.proto_unknown(ctx))
+    assert _CountingEntries.passes == 1  # the second rule reads what the first one's pass found
+    assert reserved == []
+    assert unknown == [
+        ('graph/node[1] "n1"', "NodeProto carries a field of unknown tag 99; it is kept and not interpreted")
+    ]
+
+
+def test_uses_in_order_skip_only_nodes_without_findings() -> None:
+    # Omitted, later, undefined and outer uses still resolved one by one, among nodes whose uses are all in order.
+    model = _chain(6)
+    model.graph.node[2].input.append("")  # omitted: no finding
+    model.graph.node[3].input[0] = "v4"  # produced later
+    model.graph.node[4].input.append("nothing")  # produced by nothing
+    found = [(f.code, f.location) for f in onnxcore.check(model).findings if f.code.startswith(("E-TOPO", "E-VALUE"))]
+    assert ("E-VALUE-UNDEFINED", 'graph/node[4] "n4"/input[2]') in found
+    assert any(code == "E-TOPO-CYCLE" or loc == 'graph/node[3] "n3"/input[0]' for code, loc in found)
+    assert not [f for f in onnxcore.check(_chain(6)).findings if f.code.startswith(("E-TOPO", "E-VALUE"))]

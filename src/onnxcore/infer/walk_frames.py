@@ -17,6 +17,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter, is_
 from typing import TypeAlias
 
 from onnxcore.defs.opschema import OpSchema
@@ -27,6 +28,8 @@ from onnxcore.limits import Limits
 from onnxcore.proto.messages import AttributeProto, FunctionProto, GraphProto, ModelProto, NodeProto
 
 __all__ = ["Binding", "BoundWalk", "Frame", "LooseBinding", "node_location"]
+
+_NODE = attrgetter("node")
 
 
 def node_location(graph_path: str, index: int, node: NodeProto) -> str:
@@ -116,7 +119,8 @@ class BoundWalk:
         """The bindings of ``nodes`` under ``opsets``: their bound scope's nodes when it binds them under those
         imports, else by the bound model's precedence rule (:meth:`BoundModel.binding`)."""
         if scope is not None and scope.opsets is opsets and len(scope.nodes) == len(nodes):
-            if all(r.node is n for r, n in zip(scope.nodes, nodes)):
+            # C-level calls only: a 50,000-node graph would otherwise take a generator step per node.
+            if all(map(is_, map(_NODE, scope.nodes), nodes)):
                 return scope.nodes
         binding = self.bound.binding
         out: list[Binding] = []

@@ -162,7 +162,7 @@ class Context:
                 ins = node.input
                 outs = node.output
                 key = (
-                    id(ref.schema),
+                    ref.schema,  # hashed and compared by identity (an OpSchema defines neither): no id() call
                     tuple(map(bool, ins)) if "" in ins else len(ins),
                     tuple(map(bool, outs)) if "" in outs else len(outs),
                     tuple((a.name, a.type, bool(a.ref_attr_name)) for a in attrs) if attrs else (),

@@ -30,7 +30,16 @@ def resolve(ctx: Context) -> Resolution:
         back: list[tuple[int, int, str, str]] = []  # (producer, consumer, location, message)
         for ref in scope.nodes:
             idx = ref.index
-            for k, name in enumerate(ref.node.input):
+            ins = ref.node.input
+            # Most nodes use only values defined before them in their own scope: told by a lookup per input, the
+            # inputs of a node that may have a finding (omitted, outer, undefined, later) are then resolved one by one.
+            for name in ins:
+                d = defs.get(name)
+                if d is None or (d[0] == "node" and d[1] >= idx):
+                    break
+            else:
+                continue
+            for k, name in enumerate(ins):
                 if not name:
                     continue
                 d = defs.get(name)
@@ -244,7 +253,9 @@ def _bad_names(scope: Scope, seen: set[str]) -> Iterator[tuple[str, str]]:
                     seen.add(name)
                     yield name, f"{loc}/{field}[{k}]"
     nodes = scope.nodes
-    if _all_identifiers(chain(map(_NAME, map(_NODE, nodes)), chain.from_iterable(map(_OUTPUT, map(_NODE, nodes))))):
+    # The nodes' outputs as the scope's definitions (dict keys, no visit of each node's output list): every non-empty
+    # output is among them, spelled alike, and the other names are tested above anyway.
+    if _all_identifiers(chain(map(_NAME, map(_NODE, nodes)), scope.defs)):
         return  # the common case, tested without a Python step per node
     for ref in nodes:
         node = ref.node
