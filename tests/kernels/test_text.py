@@ -281,3 +281,12 @@ def test_tfidf_looks_up_str_items_as_their_octets() -> None:
     np.testing.assert_array_equal(want, [1, 2, 2])
     np.testing.assert_array_equal(_fn("TfIdfVectorizer", 9)(as_text, **attrs), want)
     np.testing.assert_array_equal(_fn("TfIdfVectorizer", 9)(mixed, **attrs), want)
+
+
+def test_tfidf_refuses_an_item_that_is_no_string_by_our_error() -> None:
+    attrs: dict[str, Any] = {"mode": "TF", "min_gram_length": 1, "max_gram_length": 1, "max_skip_count": 0}
+    attrs |= {"ngram_counts": [0], "ngram_indexes": [0, 1], "pool_strings": ["a", "b"]}
+    for odd in (5, [1, 2]):  # hashable and not
+        x = np.array([b"a", odd, b"b"], dtype=object)
+        with pytest.raises(EvaluationError, match="expected a string element"):
+            _fn("TfIdfVectorizer", 9)(x, **attrs)

@@ -338,7 +338,10 @@ class _TfIdf:
             # One C-level pass of dictionary look-ups. The pool's keys are bytes: an item of another type (str)
             # is missed there and looked up again as its octets; an unknown item is missed either way.
             vocab = self.vocab
-            ids = np.fromiter(map(vocab.get, flat, repeat(-1, len(flat))), np.int64, count=len(flat))
+            try:
+                ids = np.fromiter(map(vocab.get, flat, repeat(-1, len(flat))), np.int64, count=len(flat))
+            except TypeError:  # an unhashable item: each converted first (which names one that is no string)
+                ids = np.array([vocab.get(_bytes_of(v), -1) for v in flat], np.int64)
             for i in (ids < 0).nonzero()[0].tolist():
                 if type(flat[i]) is not bytes:
                     ids[i] = vocab.get(_bytes_of(flat[i]), -1)
