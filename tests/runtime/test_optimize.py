@@ -898,3 +898,20 @@ def test_an_error_in_a_fused_step_names_every_node_in_it(with_conv: bool, failin
     with pytest.raises(onnxcore.EvaluationError) as info:
         s.run(None, {"x": x}, intermediates=True)
     assert failing in str(info.value) and "fused" not in str(info.value)
+
+
+def test_two_equal_nodes_writing_one_name_are_merged_without_a_loop() -> None:
+    """An unchecked model breaking Clause 5.4.2 (two equal nodes defining Y): merging the repeat once aliased Y to
+    itself, and the plan's liveness walk followed that alias forever (a fuzz hang). The repeat is dropped; Y is the
+    one value both define."""
+    nodes = [h.make_node("Relu", ["x"], ["y"]), h.make_node("Relu", ["x"], ["y"])]
+    g = h.make_graph(
+        nodes,
+        "twice",
+        [h.make_tensor_value_info("x", TP.FLOAT, [3])],
+        [h.make_tensor_value_info("y", TP.FLOAT, [3])],
+    )
+    model = h.make_model(g, opset_imports=[h.make_opsetid("", 18)], ir_version=9)
+    sess = onnxcore.Session(model.SerializeToString(), check=False)
+    x = np.array([-1.0, 0.5, 2.0], np.float32)
+    np.testing.assert_array_equal(sess.run(None, {"x": x})[0], np.maximum(x, 0))

@@ -175,6 +175,10 @@ def merge_repeats(graph: PlanGraph) -> list[PlanNode]:
                 and all((a == "") == (b == "") for a, b in zip(first.outputs, bn.outputs))
             ):
                 for a, b in zip(first.outputs, bn.outputs):
+                    if a == b:
+                        # Two nodes writing one name (an unchecked model breaking Clause 5.4.2, one definition per
+                        # name): the repeat is that value already; an alias or rename of a name to itself would loop.
+                        continue
                     if b and (b in outs or b in outer):
                         graph.aliases[b] = a
                     elif b:

@@ -35,7 +35,7 @@ def live_nodes(nodes: Sequence[PlanNode], outputs: Collection[str], aliases: Map
 
     def need(names: Collection[str]) -> None:
         for n in names:
-            while n:
+            while n and n not in needed:  # (a name met before had its aliases followed then; no cycle can hold it)
                 needed.add(n)
                 n = aliases.get(n, "")
 
