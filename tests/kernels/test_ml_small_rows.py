@@ -24,7 +24,7 @@ from onnxcore.errors import EvaluationError  # noqa: E402
 from onnxcore.kernels import accel, ml_linear  # noqa: E402
 from onnxcore.kernels._ml_common import row_max, row_sum  # noqa: E402
 from onnxcore.kernels.call import run  # noqa: E402
-from onnxcore.kernels.ml import Lookup, softmax_rows, string_array  # noqa: E402
+from onnxcore.kernels.ml import Lookup, _Normalizer, _Scaler, softmax_rows, string_array  # noqa: E402
 from onnxcore.types.convert import cast_array  # noqa: E402
 
 ML = "ai.onnx.ml"
@@ -573,3 +573,41 @@ def test_svm_one_row_pairwise_probabilities_equal_the_batch_formula() -> None:
             r[:, svc.iu, svc.ju] = pr
             r[:, svc.ju, svc.iu] = 1.0 - pr
             assert np.array_equal(svc._one_row_pairwise(dec, pairs), r, equal_nan=True)
+
+
+@pytest.mark.skipif(not accel.available(), reason="the accelerator (numba) is not installed or ONNXCORE_ACCEL=0")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize(("n", "f"), [(1, 5), (3, 12), (16, 40), (64, 300), (2, 1500)])
+def test_linear_models_scaler_and_normalizer_compiled_give_the_numpy_paths_bits(dtype: Any, n: int, f: int) -> None:
+    """Issue 42, item 2: Scaler, Normalizer, LinearClassifier and LinearRegressor at a few rows take the
+    accelerator's loops (_jit_ml: one loop, or BLAS's product then one loop for a wide model); the values, labels,
+    shapes and types are the numpy path's bit for bit: the Normalizer's sums in numpy's pairwise order (blocks of
+    eight, halved past 128 values: 300 and 1,500 features), the transforms (SOFTMAX, LOGISTIC, the binary two
+    columns) step for step, NaN and all-zero rows included."""
+    rng = np.random.default_rng(n * 1000 + f)
+    x = (rng.standard_normal((n, f)) * 10.0 ** rng.uniform(-2, 2, (n, f))).astype(dtype)
+    x[-1] = 0.0
+    if n > 2:
+        x[1, f // 2] = np.nan
+    kernels: list[Any] = [_Scaler(offset=list(rng.standard_normal(f)), scale=list(rng.standard_normal(f)))]
+    kernels += [_Scaler(offset=[0.5], scale=[2.0])]
+    kernels += [_Normalizer(norm=norm) for norm in ("MAX", "L1", "L2")]
+    for post in ("NONE", "SOFTMAX", "LOGISTIC", "PROBIT"):
+        for t in (1, 3):
+            coef = list(rng.standard_normal(f * t))
+            b = list(rng.standard_normal(t))
+            labels = [7, 9] if t == 1 else [10, 20, 30]
+            kernels.append(ml_linear._LinearClassifier(coefficients=coef, intercepts=b, classlabels_ints=labels,
+                                                       post_transform=post))  # fmt: skip
+            kernels.append(ml_linear._LinearRegressor(coefficients=coef, intercepts=b, targets=t, post_transform=post))
+        kernels.append(ml_linear._LinearClassifier(coefficients=list(rng.standard_normal(f * 2)),
+                                                   classlabels_strings=["a", "b"], post_transform=post))  # fmt: skip
+    for k in kernels:
+        with accel.use(True):
+            fast = k(x)
+        with accel.use(False):
+            slow = k(x)
+        pairs = zip(fast, slow) if isinstance(fast, tuple) else [(fast, slow)]
+        for got, want in pairs:
+            assert got.shape == want.shape and got.dtype == want.dtype, type(k).__name__
+            np.testing.assert_array_equal(got, want, err_msg=f"{type(k).__name__} {getattr(k, 'post', '')}")

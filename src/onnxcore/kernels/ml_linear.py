@@ -70,6 +70,42 @@ def _two_columns(s: np.ndarray, post_transform: str) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 
 
+# The linear models on a few rows (at most _COMPILED_ROWS), where numpy's dozen calls (conversion, product,
+# intercepts, each step of the transform, argmax, the float32 copy) cost more than the arithmetic: the
+# accelerator's one loop (_jit_ml.linear_rows) for a product of at most _COMPILED_MACS multiply-adds, else BLAS's
+# product and one compiled loop for the rest (_jit_ml.linear_finish) when there is a transform (without one numpy's
+# four calls after the product cost no more). On more rows numpy's vectorised exp and passes win (measured with
+# numpy 2 on 10-300 features, 1-5 classes).
+_COMPILED_MACS = 1 << 10
+_COMPILED_ROWS = 64
+_COMPILED_X = (np.dtype(np.float32), np.dtype(np.float64))
+_POSTS = {"NONE": 0, "SOFTMAX": 1, "LOGISTIC": 2}  # the transforms the loop applies (others: numpy)
+_NO_INTERCEPTS = np.empty(0)
+_NO_BEST = np.empty(0, np.intp)
+
+
+def _compiled(x: np.ndarray, targets: int, post_transform: str) -> bool:
+    """Whether a linear model's rows ``x`` (2-D) take the compiled loop."""
+    return (
+        x.shape[0] <= _COMPILED_ROWS
+        and (post_transform != "NONE" or x.size * targets <= _COMPILED_MACS)
+        and x.dtype in _COMPILED_X
+        and post_transform in _POSTS
+        and x.flags.c_contiguous
+        and accel.enabled()
+    )
+
+
+def _linear_loop(
+    x: np.ndarray, wt: np.ndarray, b: np.ndarray, post: int, mode: int, z: np.ndarray, best: np.ndarray
+) -> None:
+    """The compiled linear model (see _COMPILED_MACS): the whole of it in one loop, or after BLAS's product."""
+    if x.size * wt.shape[1] <= _COMPILED_MACS:
+        accel.jit_ml().linear_rows(x, wt, b, post, mode, z, best)
+    else:
+        accel.jit_ml().linear_finish(np.dot(x.astype(np.float64), wt), b, post, mode, z, best)
+
+
 class _LinearClassifier:
     """A LinearClassifier's coefficients, intercepts and labels converted once (a session prepares one per node,
     see ``prepare``; a direct call makes one per call).
@@ -114,10 +150,28 @@ class _LinearClassifier:
         return got
 
     def __call__(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        rows = as_rows(np.asarray(x)).astype(np.float64)
-        f = rows.shape[1]
+        x = as_rows(np.asarray(x))
+        n, f = x.shape
         targets, wt = self._weights(f)
         labels, strings, post_transform = self.labels, self.strings, self.post
+        binary = targets == 1 and labels is not None and labels.size == 2
+        if (targets > 1 or binary) and _compiled(x, targets, post_transform):
+            z = np.empty((n, 2 if binary else targets), np.float32)
+            best = np.empty(n, np.intp)
+            b = _NO_INTERCEPTS if self.intercepts is None else self.intercepts
+            _linear_loop(x, wt, b, _POSTS[post_transform], int(targets == 1), z, best)
+            if binary:
+                neg, pos = _binary_labels(labels, strings)
+                y = np.where(best.astype(bool), pos, neg)
+                y = string_array(list(y)) if strings else y.astype(np.int64)
+            elif labels is None:
+                y = best.astype(np.int64)
+            elif strings:
+                y = string_array(labels[best].tolist())
+            else:
+                y = labels[best]
+            return y, z
+        rows = x.astype(np.float64)
         # (a new array: the intercepts are added in place; np.dot: kernels/linalg.py's docstring, small products)
         scores = np.dot(rows, wt)
         if self.intercepts is not None:
@@ -209,8 +263,15 @@ class _LinearRegressor:
         return wt
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
-        rows = as_rows(np.asarray(x)).astype(np.float64)
-        y = np.dot(rows, self._weights(rows.shape[1]))  # (np.dot: kernels/linalg.py's docstring, small products)
+        x = as_rows(np.asarray(x))
+        wt = self._weights(x.shape[1])
+        b = self.intercepts
+        if _compiled(x, wt.shape[1], self.post) and (b is None or b.size == wt.shape[1]):
+            out = np.empty((x.shape[0], wt.shape[1]), np.float32)
+            _linear_loop(x, wt, _NO_INTERCEPTS if b is None else b, _POSTS[self.post], 0, out, _NO_BEST)
+            return out
+        rows = x.astype(np.float64)
+        y = np.dot(rows, wt)  # (np.dot: kernels/linalg.py's docstring, small products)
         if self.intercepts is not None:
             y += self.intercepts
         if self.post != "NONE":

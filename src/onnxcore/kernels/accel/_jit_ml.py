@@ -1,18 +1,20 @@
-"""Compiled loops of the ``ai.onnx.ml`` kernels (numba ``@njit``): the SVM classifier's pairwise coupling of
-probabilities, and TopK's choice of a few of many along rows (the nearest neighbours of the converters' k-nearest
-neighbour models, one row of distances per query). Split from :mod:`onnxcore.kernels.accel._jit` by family (reach
-them as ``accel.jit_ml().NAME``); numba itself is imported by ``_jit`` alone, whose decorator these use. Every
-function works on contiguous arrays its caller made (float64, or the TopK input's float type), and numba does not
-check bounds: the shapes are the caller's.
+"""Compiled loops of the ``ai.onnx.ml`` kernels (numba ``@njit``): Scaler, Normalizer and the linear models at a
+few rows, the SVM classifier's pairwise coupling of probabilities, and TopK's choice of a few of many along rows (the
+nearest neighbours of the converters' k-nearest neighbour models, one row of distances per query). Split from
+:mod:`onnxcore.kernels.accel._jit` by family (reach them as ``accel.jit_ml().NAME``); numba itself is imported by
+``_jit`` alone, whose decorator these use. Every function works on contiguous arrays its caller made (float64, or the
+input's float type), and numba does not check bounds: the shapes are the caller's.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from onnxcore.kernels.accel._jit import _njit
 
-__all__ = ["couple_rows", "top_k_rows"]
+__all__ = ["couple_rows", "linear_finish", "linear_rows", "normalize_rows", "scale_rows", "top_k_rows"]
 
 
 @_njit
@@ -100,3 +102,221 @@ def top_k_rows(x: Any, k: int, largest: bool, vals: Any, out: Any) -> None:  # p
                     p -= 1
             vals[p] = v
             idx[p] = j
+
+
+@_njit
+def _pairwise_block(a: Any, lo: int, n: int) -> float:  # pragma: no cover - compiled
+    """numpy's pairwise sum of ``a[lo:lo + n]`` for ``n <= 128``: one after the other below eight values, else
+    eight running sums over blocks of eight combined as a tree and the rest added in order."""
+    if n < 8:
+        res = -0.0
+        for i in range(lo, lo + n):
+            res += a[i]
+        return res
+    r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
+    r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
+    i = 8
+    stop = n - n % 8
+    while i < stop:
+        b = lo + i
+        r0 += a[b]
+        r1 += a[b + 1]
+        r2 += a[b + 2]
+        r3 += a[b + 3]
+        r4 += a[b + 4]
+        r5 += a[b + 5]
+        r6 += a[b + 6]
+        r7 += a[b + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += a[lo + i]
+        i += 1
+    return res
+
+
+@_njit
+def _pairwise(a: Any, lo: int, n: int) -> float:  # pragma: no cover - compiled
+    """The sum of ``a[lo:lo + n]`` (float64) as numpy's reduction of a contiguous row adds it: blocks of at most 128
+    values (:func:`_pairwise_block`), longer runs halved at a multiple of eight and the halves' sums added: the same
+    bits. The halving is walked with an explicit stack (numba's on-disk cache does not load a recursive function)."""
+    if n <= 128:
+        return _pairwise_block(a, lo, n)
+    # a frame per pending range: its start, length and stage (0 new, 1 left half summed, 2 both); the sums on vals
+    los = np.empty(64, np.int64)
+    ns = np.empty(64, np.int64)
+    stage = np.empty(64, np.int64)
+    vals = np.empty(64)
+    top = 0
+    nv = 0
+    los[0], ns[0], stage[0] = lo, n, 0
+    while top >= 0:
+        m = ns[top]
+        if m <= 128:
+            vals[nv] = _pairwise_block(a, los[top], m)
+            nv += 1
+            top -= 1
+            continue
+        half = m // 2
+        half -= half % 8
+        if stage[top] == 0:
+            stage[top] = 1
+            top += 1
+            los[top], ns[top], stage[top] = los[top - 1], half, 0
+        elif stage[top] == 1:
+            stage[top] = 2
+            top += 1
+            los[top], ns[top], stage[top] = los[top - 1] + half, m - half, 0
+        else:
+            nv -= 1
+            vals[nv - 1] = vals[nv - 1] + vals[nv]
+            top -= 1
+    return vals[0]
+
+
+@_njit
+def _row_max(a: Any, n: int) -> float:  # pragma: no cover - compiled
+    """``np.maximum.reduce`` of ``a[:n]`` (n >= 1): NaN when any value is NaN."""
+    m = a[0]
+    for i in range(1, n):
+        v = a[i]
+        if v != v:
+            return v
+        if v > m:
+            m = v
+    return m
+
+
+@_njit
+def _post_row(s: Any, k: int, post: int) -> None:  # pragma: no cover - compiled
+    """The post transform of one row of ``k`` float64 scores in place: 0 NONE, 1 SOFTMAX (shift by the row's
+    maximum, exp, division by the pairwise sum: numpy's ``softmax_rows`` step for step, the exp libm's), 2 LOGISTIC
+    (``1 / (1 + e)`` or ``e / (1 + e)`` of ``e = exp(-|s|)``, as ``sigmoid``)."""
+    if post == 1:
+        m = _row_max(s, k)
+        for j in range(k):
+            s[j] = np.exp(s[j] - m)
+        total = _pairwise(s, 0, k)
+        for j in range(k):
+            s[j] /= total
+    elif post == 2:
+        for j in range(k):
+            v = s[j]
+            e = np.exp(-abs(v))
+            s[j] = 1.0 / (1.0 + e) if v >= 0 else e / (1.0 + e)
+
+
+@_njit
+def _finish_row(s: Any, t: int, b: Any, post: int, mode: int, z: Any, best: Any, r: int) -> None:  # pragma: no cover
+    """Row ``r`` of a linear model from its ``t`` float64 scores ``s`` (overwritten): :func:`linear_rows` from the
+    intercepts on."""
+    if b.size:
+        for j in range(t):
+            s[j] += b[j]
+    if mode == 1:
+        v = s[0]
+        best[r] = 1 if v > 0 else 0
+        if post == 1:
+            s[0] = -v
+            s[1] = v
+            _post_row(s, 2, 1)
+            z[r, 0] = np.float32(s[0])
+            z[r, 1] = np.float32(s[1])
+        else:
+            _post_row(s, 1, post)
+            z[r, 0] = np.float32(1.0 - s[0])
+            z[r, 1] = np.float32(s[0])
+        return
+    if best.size:
+        k = 0
+        m = s[0]
+        if m == m:
+            for j in range(1, t):
+                v = s[j]
+                if v != v:
+                    k = j
+                    break
+                if v > m:
+                    m = v
+                    k = j
+        best[r] = k
+    _post_row(s, t, post)
+    for j in range(t):
+        z[r, j] = np.float32(s[j])
+
+
+@_njit
+def linear_rows(x: Any, wt: Any, b: Any, post: int, mode: int, z: Any, best: Any) -> None:  # pragma: no cover
+    """LinearClassifier and LinearRegressor on a few rows: ``s = x[r] @ wt`` in float64 (``x`` ``[N, F]``
+    float32 or float64, ``wt`` ``[F, T]``, every sum over the features from the first term in order; BLAS may
+    add in another order: the scores agree within float64's rounding), plus ``b`` ``[T]`` unless it is empty, then
+    per ``mode``: 0 the scores transformed (``post``, see :func:`_post_row`) into ``z`` ``[N, T]`` (float32) and,
+    for a classifier (``best`` not empty), the index of each row's largest raw score (the first; the first NaN)
+    into ``best``; 1 one score per row as a binary classifier's two columns (``z`` ``[N, 2]``: the complement
+    ``1 - t`` and the transformed ``t``, or the SOFTMAX of ``[-s, s]``) and whether it is positive into ``best``."""
+    n, f = x.shape
+    t = wt.shape[1]
+    s = np.empty(max(t, 2))
+    for r in range(n):
+        for j in range(t):
+            s[j] = 0.0
+        for i in range(f):
+            xi = np.float64(x[r, i])
+            for j in range(t):
+                s[j] += xi * wt[i, j]
+        _finish_row(s, t, b, post, mode, z, best, r)
+
+
+@_njit
+def linear_finish(scores: Any, b: Any, post: int, mode: int, z: Any, best: Any) -> None:  # pragma: no cover
+    """:func:`linear_rows` from products already made (``scores`` ``[N, T]`` float64, BLAS's; overwritten)."""
+    n, t = scores.shape
+    s = np.empty(max(t, 2))
+    for r in range(n):
+        for j in range(t):
+            s[j] = scores[r, j]
+        _finish_row(s, t, b, post, mode, z, best, r)
+
+
+@_njit
+def normalize_rows(x: Any, norm: int, out: Any) -> None:  # pragma: no cover - compiled
+    """Normalizer: each row of ``x`` (``[N, C]``, C >= 1, any real type) in float64 divided by its norm (0 MAX, 1
+    L1, 2 L2: numpy's maximum, pairwise sum of the absolute values or of the squares and its square root), a row
+    whose norm is zero kept, into ``out`` (float32): the numpy kernel's values bit for bit."""
+    n, c = x.shape
+    row = np.empty(c)
+    tmp = np.empty(c)
+    for r in range(n):
+        for j in range(c):
+            row[j] = np.float64(x[r, j])
+        if norm == 0:
+            d = _row_max(row, c)
+        elif norm == 1:
+            for j in range(c):
+                tmp[j] = abs(row[j])
+            d = _pairwise(tmp, 0, c)
+        else:
+            for j in range(c):
+                tmp[j] = row[j] * row[j]
+            d = np.sqrt(_pairwise(tmp, 0, c))
+        if d != 0:
+            for j in range(c):
+                out[r, j] = np.float32(row[j] / d)
+        else:
+            for j in range(c):
+                out[r, j] = np.float32(row[j])
+
+
+@_njit
+def scale_rows(x: Any, off: Any, sc: Any, out: Any) -> None:  # pragma: no cover - compiled
+    """Scaler: ``(x - off) * sc`` per feature (the last axis; ``off`` and ``sc`` float32 of one value or one per
+    feature) into ``out`` (float32, ``x``'s shape as ``[N, F]``), ``x`` rounded to float32 first and each step in
+    float32: the numpy kernel's values bit for bit."""
+    n, f = x.shape
+    one_off = off.size == 1
+    one_sc = sc.size == 1
+    for r in range(n):
+        for j in range(f):
+            o = off[0] if one_off else off[j]
+            m = sc[0] if one_sc else sc[j]
+            out[r, j] = (np.float32(x[r, j]) - o) * m
