@@ -445,7 +445,9 @@ def test_scaler_in_float32_for_each_input_type(dtype: Any, n: int) -> None:
 @pytest.mark.parametrize("seed", range(6))
 def test_tfidf_few_tokens_counted_as_the_batch_search_counts(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """TfIdfVectorizer's count on Python ints for a few tokens equals its batch search: 1- to 3-grams, skips,
-    a repeated pool n-gram, tokens outside the pool, strings and integers, each mode."""
+    a repeated pool n-gram, tokens outside the pool, strings and integers, each mode, negative and -0.0 weights
+    (written as 0.0), a 1-D input; each n-gram at its own output coordinate, as skl2onnx writes them (the few-token
+    path then writes the output itself), or several sharing one (counted, then summed as the batch path does)."""
     from onnxcore.kernels import text
 
     rng = np.random.default_rng(seed)
@@ -457,22 +459,28 @@ def test_tfidf_few_tokens_counted_as_the_batch_search_counts(seed: int, monkeypa
         "mode": ["TF", "IDF", "TFIDF"][seed % 3],
         "ngram_counts": [0, 6, 14],
         "ngram_indexes": [int(v) for v in rng.permutation(6 + 4 + 2)],
-        "weights": [float(v) for v in rng.random(12)],
+        "weights": [float(v) for v in rng.random(12) - 0.3][:11] + [-0.0],
     }
+    if seed % 2:
+        attrs["ngram_indexes"][1] = attrs["ngram_indexes"][0]  # two n-grams, one coordinate
     x = rng.integers(-1, 7, (3, 9)).astype(np.int64)
     strings = {"pool_strings": [f"w{v}" for v in pool]}
     xs = string_array([f"w{v}".encode() for v in x.ravel()], x.shape)
     few = [
         run("TfIdfVectorizer", 9, x, pool_int64s=pool, **attrs)[0],
         run("TfIdfVectorizer", 9, xs, **strings, **attrs)[0],
+        run("TfIdfVectorizer", 9, x[0], pool_int64s=pool, **attrs)[0],
     ]
     monkeypatch.setattr(text, "_FEW_TOKENS", -1)
     batch = [
         run("TfIdfVectorizer", 9, x, pool_int64s=pool, **attrs)[0],
         run("TfIdfVectorizer", 9, xs, **strings, **attrs)[0],
+        run("TfIdfVectorizer", 9, x[0], pool_int64s=pool, **attrs)[0],
     ]
     for a, b in zip(few, batch):
+        assert a.shape == b.shape and a.dtype == b.dtype
         np.testing.assert_array_equal(a, b)
+        assert not np.signbit(a[a == 0]).any()
     assert few[0].any()
 
 

@@ -205,8 +205,8 @@ class _TfIdf:
     """A TfIdfVectorizer's pool, n-gram tables and weights, made once per node (a session prepares one per node,
     see ``prepare``; a direct call makes one per call)."""
 
-    __slots__ = ("base", "by_ids", "direct", "max_skip_count", "mode", "n_grams", "out_idx", "out_size",
-                 "pool_ints", "tables", "unigram", "vocab", "w")  # fmt: skip
+    __slots__ = ("base", "by_ids", "direct", "max_skip_count", "mode", "n_grams", "out_idx", "out_list", "out_size",
+                 "pool_ints", "tables", "unigram", "unigram_list", "vocab", "w", "w_list")  # fmt: skip
 
     def __init__(
         self,
@@ -254,7 +254,9 @@ class _TfIdf:
         if len(w) != n_grams_total:
             raise EvaluationError(f"TfIdfVectorizer: {len(w)} weights for {n_grams_total} n-grams")
         self.w = w
+        self.w_list: list[float] = w.tolist()
         self.out_idx = out_idx = np.asarray(ngram_indexes, dtype=np.int64)
+        self.out_list: list[int] = out_idx.tolist()
         if np.any(out_idx < 0):
             raise EvaluationError("TfIdfVectorizer: ngram_indexes must be non-negative")
         # No two n-grams share an output coordinate (skl2onnx's models): the counts are placed, not summed.
@@ -293,6 +295,7 @@ class _TfIdf:
         # -1 for none; one more slot, last, for the id -1 of an unknown item. A row's 1-grams are then one look-up
         # of all its ids (the most common vectorizer counts words alone), not one search or tuple per token.
         self.unigram: np.ndarray | None = None
+        self.unigram_list: list[int] | None = None
         if self.tables and self.tables[0][0] == 1:
             vocab_size = len(self.vocab) if self.vocab is not None else len(self.pool_ints)  # type: ignore[arg-type]
             uni = np.full(vocab_size + 1, -1, np.int64)
@@ -300,6 +303,7 @@ class _TfIdf:
                 if len(ids_key) == 1:
                     uni[ids_key[0]] = index
             self.unigram = uni
+            self.unigram_list = uni.tolist()
             self.tables = self.tables[1:]
 
     def _keys(self, grams: np.ndarray) -> np.ndarray:
@@ -311,12 +315,12 @@ class _TfIdf:
             keys = keys * self.base + (grams[:, k] + 1)
         return keys
 
-    def _found_few(self, ids: list[list[int]], width: int) -> np.ndarray:
-        """The flat indexes (row * n_grams + n-gram) of every n-gram found in a few rows of ids, by the look-ups of
-        their tuples: the n-grams, skips and order of the batch search in :meth:`__call__`, without its numpy calls
-        per gram length and skip."""
-        by_ids, n_grams = self.by_ids, self.n_grams
-        found: list[int] = []
+    def _found_few(self, ids: list[list[int]], width: int) -> list[list[int]]:
+        """Per row of a few rows of ids, the index of every n-gram found (of the lengths in ``tables``, not the
+        1-grams of ``unigram``), by the look-ups of their tuples: the n-grams and skips of the batch search in
+        :meth:`__call__`, without its numpy calls per gram length and skip."""
+        by_ids = self.by_ids
+        rows: list[list[int]] = [[] for _ in ids]
         for n, _keys, _order, _base in self.tables:
             for skip in range(self.max_skip_count + 1 if n > 1 else 1):
                 step = skip + 1
@@ -327,8 +331,29 @@ class _TfIdf:
                     for i in range(count):
                         hit = by_ids.get(tuple(row[i : i + (n - 1) * step + 1 : step]))
                         if hit is not None:
-                            found.append(r * n_grams + hit)
-        return np.array(found, dtype=np.int64)
+                            rows[r].append(hit)
+        return rows
+
+    def _few_rows(self, ids: list[list[int]], width: int) -> np.ndarray:
+        """The output for a few tokens (at most _FEW_TOKENS) when no two n-grams share an output coordinate: each
+        row's n-grams counted in a dictionary on Python ints (those :meth:`_found_few` finds, and the 1-grams by
+        the look-up list), each count weighted on Python floats (float64, as the batch path) and written into its
+        coordinate; the batch path's values without its dozen numpy calls."""
+        uni, w, out, mode = self.unigram_list, self.w_list, self.out_list, self.mode
+        y = np.zeros((len(ids), self.out_size), np.float32)
+        for r, found in enumerate(self._found_few(ids, width)):
+            counts: dict[int, int] = {}
+            if uni is not None:
+                for i in ids[r]:
+                    g = uni[i]
+                    if g >= 0:
+                        counts[g] = counts.get(g, 0) + 1
+            for g in found:
+                counts[g] = counts.get(g, 0) + 1
+            for g, c in counts.items():
+                # (+ 0.0: a -0.0 product is 0.0, as the batch path's sum into zeros makes it)
+                y[r, out[g]] = (c if mode == "TF" else (w[g] if mode == "IDF" else c * w[g])) + 0.0
+        return y
 
     def _ids(self, rows: np.ndarray, x: np.ndarray) -> np.ndarray:
         if self.vocab is not None:
@@ -363,6 +388,9 @@ class _TfIdf:
         ids = self._ids(rows, x)
         out_size, n_grams = self.out_size, self.n_grams
         check_elements([n_rows, out_size], "TfIdfVectorizer")
+        if ids.size <= _FEW_TOKENS and self.direct:
+            y32 = self._few_rows(ids.tolist(), width)
+            return y32.reshape(out_size) if x.ndim == 1 else y32
         # Every n-gram found, as the flat index row * n_grams + its index: counted by one bincount (exact).
         found: list[np.ndarray] = []
         if self.unigram is not None:
@@ -370,7 +398,8 @@ class _TfIdf:
             r, c = np.nonzero(grams >= 0)
             found.append(r * n_grams + grams[r, c])
         if ids.size <= _FEW_TOKENS and self.tables:
-            found.append(self._found_few(ids.tolist(), width))
+            hits = self._found_few(ids.tolist(), width)
+            found.append(np.array([r * n_grams + g for r, row in enumerate(hits) for g in row], dtype=np.int64))
         for n, sorted_keys, order, gram_base in self.tables if ids.size > _FEW_TOKENS else ():
             g = sorted_keys.size
             for skip in range(self.max_skip_count + 1 if n > 1 else 1):
