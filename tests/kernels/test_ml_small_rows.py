@@ -24,7 +24,7 @@ from onnxcore.errors import EvaluationError  # noqa: E402
 from onnxcore.kernels import accel, ml_linear  # noqa: E402
 from onnxcore.kernels._ml_common import row_max, row_sum  # noqa: E402
 from onnxcore.kernels.call import run  # noqa: E402
-from onnxcore.kernels.ml import Lookup, _Normalizer, _Scaler, softmax_rows, string_array  # noqa: E402
+from onnxcore.kernels.ml import Lookup, _Imputer, _Normalizer, _Scaler, softmax_rows, string_array  # noqa: E402
 from onnxcore.types.convert import cast_array  # noqa: E402
 
 ML = "ai.onnx.ml"
@@ -587,7 +587,7 @@ def test_svm_one_row_pairwise_probabilities_equal_the_batch_formula() -> None:
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize(("n", "f"), [(1, 5), (3, 12), (16, 40), (64, 300), (2, 1500)])
 def test_linear_models_scaler_and_normalizer_compiled_give_the_numpy_paths_bits(dtype: Any, n: int, f: int) -> None:
-    """Issue 42, item 2: Scaler, Normalizer, LinearClassifier and LinearRegressor at a few rows take the
+    """Issue 42, item 2: Imputer, Scaler, Normalizer, LinearClassifier and LinearRegressor at a few rows take the
     accelerator's loops (_jit_ml: one loop, or BLAS's product then one loop for a wide model); the values, labels,
     shapes and types are the numpy path's bit for bit: the Normalizer's sums in numpy's pairwise order (blocks of
     eight, halved past 128 values: 300 and 1,500 features), the transforms (SOFTMAX, LOGISTIC, the binary two
@@ -600,6 +600,8 @@ def test_linear_models_scaler_and_normalizer_compiled_give_the_numpy_paths_bits(
     kernels: list[Any] = [_Scaler(offset=list(rng.standard_normal(f)), scale=list(rng.standard_normal(f)))]
     kernels += [_Scaler(offset=[0.5], scale=[2.0])]
     kernels += [_Normalizer(norm=norm) for norm in ("MAX", "L1", "L2")]
+    kernels += [_Imputer(imputed_value_floats=list(rng.standard_normal(f)), replaced_value_float=float("nan"))]
+    kernels += [_Imputer(imputed_value_floats=[2.5], replaced_value_float=0.0)]
     for post in ("NONE", "SOFTMAX", "LOGISTIC", "PROBIT"):
         for t in (1, 3):
             coef = list(rng.standard_normal(f * t))

@@ -69,11 +69,12 @@ What it accelerates (each numpy kernel keeps its own path and calls these only w
   not check bounds); the leaves reached are the numpy path's, so the scores are the same bit for bit.
 - the SVM classifier's coupling of pairwise probabilities (``_jit_ml.couple_rows``): libsvm's iteration row by
   row, every sum in index order, as the numpy path computes it (the same bits).
-- Scaler, Normalizer, LinearClassifier and LinearRegressor (``_jit_ml``), where numpy's per-call cost outweighs the
-  arithmetic: Scaler's float32 steps and Normalizer's rows in one pass at any size (the Normalizer's sums in numpy's
-  pairwise order), the linear models on up to 64 rows in one loop (the product, the intercepts, SOFTMAX or
-  LOGISTIC, the top class), or after BLAS's product for a wide model: the numpy path's values bit for bit (the
-  product's sums in index order, BLAS's in its own: float64 scores returned as float32).
+- Imputer, Scaler, Normalizer, LinearClassifier and LinearRegressor (``_jit_ml``), where numpy's per-call cost
+  outweighs the arithmetic: Imputer's replacement, Scaler's float32 steps and Normalizer's rows in one pass at any
+  size (the Normalizer's sums in numpy's pairwise order), the linear models on up to 64 rows in one loop (the
+  product, the intercepts, SOFTMAX or LOGISTIC, the top class), or after BLAS's product for a wide model: the numpy
+  path's values bit for bit (the product's sums in index order, BLAS's in its own: float64 scores returned as
+  float32).
 - TopK of a few (up to 16) of many along float32/float64 rows without NaN (``_jit_ml.top_k_rows``: the nearest
   neighbours of the converters' k-nearest-neighbour models): one pass per row keeping the best k in order by
   insertion, the stable sort's choice and order (ties by ascending index), where the numpy path partitions.

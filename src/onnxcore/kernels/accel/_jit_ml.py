@@ -14,7 +14,7 @@ import numpy as np
 
 from onnxcore.kernels.accel._jit import _njit
 
-__all__ = ["couple_rows", "linear_finish", "linear_rows", "normalize_rows", "scale_rows", "top_k_rows"]
+__all__ = ["couple_rows", "impute_rows", "linear_finish", "linear_rows", "normalize_rows", "scale_rows", "top_k_rows"]
 
 
 @_njit
@@ -320,3 +320,17 @@ def scale_rows(x: Any, off: Any, sc: Any, out: Any) -> None:  # pragma: no cover
             o = off[0] if one_off else off[j]
             m = sc[0] if one_sc else sc[j]
             out[r, j] = (np.float32(x[r, j]) - o) * m
+
+
+@_njit
+def impute_rows(x: Any, fill: Any, nan: bool, replaced: Any, out: Any) -> None:  # pragma: no cover - compiled
+    """Imputer: ``x`` (``[N, F]``, float32 or float64) into ``out`` with each element equal to ``replaced`` (with
+    ``nan``: each NaN) replaced by its feature's ``fill`` (one value or one per feature, ``x``'s type)."""
+    n, f = x.shape
+    one = fill.size == 1
+    for r in range(n):
+        for j in range(f):
+            v = x[r, j]
+            if (v != v) if nan else (v == replaced):
+                v = fill[0] if one else fill[j]
+            out[r, j] = v
