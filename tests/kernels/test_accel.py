@@ -698,3 +698,41 @@ def test_conv_epilogue_in_place_is_the_pass_into_a_new_array(activation: str, sh
     assert not strided.flags.c_contiguous
     other = run(strided, b, True)
     assert other is not strided and other.tobytes() == want.tobytes()
+
+
+_ML_CACHE_CHILD = """
+import hashlib
+import numpy as np
+from onnxcore.kernels import accel
+from onnxcore.kernels.ml import _Imputer, _Normalizer, _Scaler
+from onnxcore.kernels.ml_linear import _LinearClassifier, _LinearRegressor
+
+rng = np.random.default_rng(5)
+digest = hashlib.sha256()
+for f in (7, 300, 1500):
+    x = rng.standard_normal((3, f)).astype(np.float32)
+    x[1, 2] = np.nan
+    kernels = [_Normalizer(norm=n) for n in ("MAX", "L1", "L2")]
+    kernels += [_Scaler(offset=[0.5], scale=[2.0]), _Imputer(imputed_value_floats=[1.0], replaced_value_float=np.nan)]
+    kernels += [_LinearClassifier(coefficients=list(rng.standard_normal(3 * f)), classlabels_ints=[1, 2, 3],
+                                  post_transform="SOFTMAX"),
+                _LinearRegressor(coefficients=list(rng.standard_normal(f)), post_transform="LOGISTIC")]
+    for k in kernels:
+        out = k(x)
+        for a in out if isinstance(out, tuple) else (out,):
+            digest.update(a.tobytes())
+print(accel.enabled(), digest.hexdigest())
+"""
+
+
+@needs_accel
+def test_ml_loops_load_from_numbas_disk_cache_in_a_later_process(tmp_path: Any) -> None:
+    """The ML family's compiled loops (_jit_ml: the linear models, Scaler, Normalizer with numpy's pairwise sums
+    over 128 values, Imputer) compiled in one process and loaded from numba's disk cache in the next give the same
+    bits. numba's cache does not load a recursive function (the second process dies without a word), so the
+    pairwise sum walks its halves with a stack; this run in two fresh processes is what holds that."""
+    env = {"ONNXCORE_ACCEL": "1", "NUMBA_CACHE_DIR": str(tmp_path)}
+    first = _python(_ML_CACHE_CHILD, **env).split()
+    assert any(tmp_path.rglob("*_jit_ml*.nbi")), "the first process wrote no cache entries"
+    second = _python(_ML_CACHE_CHILD, **env).split()
+    assert first[0] == "True" and second == first
