@@ -14,6 +14,7 @@ accepts and refuses is listed there), never with Python's backtracking :mod:`re`
 from __future__ import annotations
 
 from itertools import repeat
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -367,9 +368,13 @@ class _TfIdf:
                 ids = np.fromiter(map(vocab.get, flat, repeat(-1, len(flat))), np.int64, count=len(flat))
             except TypeError:  # an unhashable item: each converted first (which names one that is no string)
                 ids = np.array([vocab.get(_bytes_of(v), -1) for v in flat], np.int64)
-            for i in (ids < 0).nonzero()[0].tolist():
-                if type(flat[i]) is not bytes:
-                    ids[i] = vocab.get(_bytes_of(flat[i]), -1)
+            miss = (ids < 0).nonzero()[0].tolist()
+            # (the missed items gathered and their types collected in C: a session's items are all bytes, and
+            # then there is nothing to look up again; one Python step per miss costs as much as the look-ups)
+            if miss and set(map(type, itemgetter(*miss)(flat) if len(miss) > 1 else [flat[miss[0]]])) != {bytes}:
+                for i in miss:
+                    if type(flat[i]) is not bytes:
+                        ids[i] = vocab.get(_bytes_of(flat[i]), -1)
             return ids.reshape(rows.shape)
         if x.dtype.kind not in "iu":
             raise EvaluationError(f"TfIdfVectorizer: pool_int64s needs an integer input, got {x.dtype}")
