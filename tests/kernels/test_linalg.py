@@ -10,7 +10,8 @@ import pytest
 
 from kernels import compare, run_ours, single_node_cases
 from onnxcore.errors import LimitError, ShapeError
-from onnxcore.kernels.linalg import gemm
+from onnxcore.kernels.fused.linear import LinearStep
+from onnxcore.kernels.linalg import dot_2d, gemm, matmul
 from onnxcore.limits import DEFAULT_LIMITS, limits_in_effect
 
 LINALG_OPS = {"MatMul", "Gemm", "Einsum", "Det", "Trilu"}
@@ -297,8 +298,6 @@ def test_gemm_common_case_refuses_what_the_general_path_refuses() -> None:
 def test_small_products_take_the_same_bits_as_matmul(dtype: str, m: int, k: int, n: int, layout: str) -> None:
     """The 2-D float products (MatMul, Gemm, the linear step, the linear classifier) call ``np.dot`` for its lower
     per-call cost (linalg's module docstring); it gives ``np.matmul``'s values bit for bit."""
-    from onnxcore.kernels.linalg import matmul
-
     rng = np.random.default_rng(m * 1000 + k + n)
     a = rng.standard_normal((m, k)).astype(dtype)
     b = rng.standard_normal((k, n)).astype(dtype)
@@ -311,6 +310,35 @@ def test_small_products_take_the_same_bits_as_matmul(dtype: str, m: int, k: int,
     assert got.dtype == want.dtype and got.shape == want.shape
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(np.dot(a, b), want)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("m", [2, 3, 4])
+@pytest.mark.parametrize(("k", "n"), [(512, 512), (768, 3072), (3072, 768)])
+def test_a_few_rows_by_a_large_matrix_are_each_rows_own_product(dtype: str, m: int, k: int, n: int) -> None:
+    """Two or three rows by a matrix of at least 2**18 elements are multiplied one row at a time (linalg's module
+    docstring: OpenBLAS packs the whole matrix for every matrix product): each row's values are that row's own
+    product, the stacked MatMul's of single rows, in MatMul, Gemm (weights transposed or not, bias, alpha) and the
+    plan's fused linear step alike (per layout of the weights: BLAS sums in the order of its loop for the layout);
+    four rows are one matrix product, numpy's."""
+    rng = np.random.default_rng(m * 7 + k)
+    a = rng.standard_normal((m, k)).astype(dtype)
+    w = rng.standard_normal((k, n)).astype(dtype)
+    bias = rng.standard_normal(n).astype(dtype)
+    rows = np.stack([np.dot(a[i], w) for i in range(m)])
+    want = rows if m <= 3 else np.dot(a, w)
+    np.testing.assert_array_equal(dot_2d(a, w), want)
+    np.testing.assert_array_equal(matmul(a, w), want)
+    if m <= 3:
+        np.testing.assert_array_equal(np.matmul(a[:, None, :], w)[:, 0], want)  # the stacked product of single rows
+    # (weights stored transposed: each row's product over the other layout, BLAS's other matrix-vector loop)
+    wt = np.ascontiguousarray(w.T)
+    want_t = np.stack([np.dot(a[i], wt.T) for i in range(m)]) if m <= 3 else np.dot(a, wt.T)
+    np.testing.assert_array_equal(gemm(a, wt, bias, transB=1), want_t + bias)
+    np.testing.assert_array_equal(gemm(a, w, bias, alpha=0.5), want * np.dtype(dtype).type(0.5) + bias)
+    step = LinearStep(w, bias, "x", ())
+    np.testing.assert_array_equal(step(a), want + bias)
+    np.testing.assert_array_equal(step(a[:, None, :]), (want + bias)[:, None, :])
 
 
 def test_small_matmul_is_still_checked_against_the_limits() -> None:

@@ -19,7 +19,7 @@ from onnxcore.errors import EvaluationError
 from onnxcore.kernels.fused import FUSED_DOMAIN
 from onnxcore.kernels.fused.common import FLOATS, Chain
 from onnxcore.kernels.fused.pattern import FusedPattern
-from onnxcore.kernels.linalg import check_product
+from onnxcore.kernels.linalg import check_product, dot_2d
 from onnxcore.kernels.registry import kernel
 
 __all__ = ["LinearStep", "ReshapedLinearStep"]
@@ -33,8 +33,8 @@ def _linear(x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
     leading index), the bias added in place on the fresh product."""
     k, n = w.shape
     check_product(x.shape, w.shape, w.dtype.itemsize, "MatMul (linear step)")
-    # (np.dot: kernels/linalg.py's module docstring, small products)
-    y = np.dot(x.reshape(-1, k), w) if x.ndim > 2 else np.dot(x, w)
+    # (dot_2d: kernels/linalg.py's module docstring, small products; the rows as MatMul and Gemm multiply them)
+    y = dot_2d(x.reshape(-1, k) if x.ndim > 2 else x, w)
     if b is not None:
         y += b
     return y.reshape(*x.shape[:-1], n)
@@ -74,7 +74,7 @@ class LinearStep(FusedPattern):
         if x2.shape[0] * self._n > _UNCHECKED_ELEMENTS:
             # A product of data-sized rows checked against the limits (Clause 15.4); a decoder step's few rows not.
             check_product(x2.shape, self._w.shape, self._w.dtype.itemsize, "MatMul (linear step)")
-        y = np.dot(x2, self._w)  # (np.dot: kernels/linalg.py's module docstring, small products)
+        y = dot_2d(x2, self._w)  # (dot_2d: kernels/linalg.py's module docstring, small products)
         if self._b is not None:
             y += self._b
         return y
