@@ -621,3 +621,26 @@ def test_linear_models_scaler_and_normalizer_compiled_give_the_numpy_paths_bits(
         for got, want in pairs:
             assert got.shape == want.shape and got.dtype == want.dtype, type(k).__name__
             np.testing.assert_array_equal(got, want, err_msg=f"{type(k).__name__} {getattr(k, 'post', '')}")
+
+
+@pytest.mark.skipif(not accel.available(), reason="the accelerator (numba) is not installed or ONNXCORE_ACCEL=0")
+@pytest.mark.parametrize(("n", "f", "v"), [(1, 10, 1111), (3, 200, 40), (16, 7, 300)])
+def test_rbf_kernel_matrix_compiled_gives_the_numpy_paths_bits(n: int, f: int, v: int) -> None:
+    """The SVM's RBF kernel with the accelerator: BLAS's products, then the six passes to the exponents as one
+    compiled loop (the row's squares summed in numpy's pairwise order) and numpy's exp: the numpy path's values bit
+    for bit, a NaN feature, a row equal to a support vector (distance 0, and -0.0 below the clip) included."""
+    rng = np.random.default_rng(n * 100 + f)
+    rows = rng.standard_normal((n, f)) * 10.0 ** rng.uniform(-3, 2, (n, 1))
+    sv = rng.standard_normal((v, f))
+    sv[0] = rows[0]
+    if n > 1:
+        rows[1, 0] = np.nan
+    params = (float(np.float32(0.37)), 0.0, 3.0)
+    for sq in (None, np.square(sv).sum(axis=1)):
+        with accel.use(True):
+            fast = ml_linear._kernel_matrix(rows, sv, "RBF", params, sq)
+        with accel.use(False):
+            slow = ml_linear._kernel_matrix(rows, sv, "RBF", params, sq)
+        assert fast.dtype == slow.dtype and fast.shape == slow.shape == (n, v)
+        np.testing.assert_array_equal(fast, slow)
+        assert fast[0, 0] == 1.0
