@@ -158,6 +158,13 @@ def lookup_table(keys: np.ndarray, values: np.ndarray, x: np.ndarray, default: A
 
 
 _COMPILED_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _compiled_rows(x: np.ndarray) -> bool:
+    """Whether ``x`` (rows, or one row) takes the accelerator's one-pass loop of Imputer, Scaler or Normalizer."""
+    return x.ndim <= 2 and x.dtype in _COMPILED_TYPES and x.flags.c_contiguous and accel.enabled()
+
+
 _FEW = 16  # up to this many values a check reads them as a Python list (one call, not a reduction per test)
 
 
@@ -234,7 +241,7 @@ class _Imputer:
                 self._fills[x.dtype] = fill
         if x.ndim == 0:
             fill = fill.reshape(())
-        elif x.ndim <= 2 and x.dtype in _COMPILED_TYPES and x.flags.c_contiguous and accel.enabled():
+        elif _compiled_rows(x):
             # One compiled pass: cheaper than numpy's comparison, copy and masked copy (3x at a row)
             out = np.empty(x.shape, x.dtype)
             replaced = x.dtype.type(self.rv_float)  # (numpy compares an array with a Python float in its type)
@@ -288,7 +295,7 @@ class _Scaler:
             raise EvaluationError(f"Scaler: scale has {sc.size} values for {feats} features")
         if x.ndim == 0:  # (a scalar broadcasts to the attributes' shape)
             return ((x.astype(np.float32) - off) * sc).astype(np.float32)
-        if x.ndim <= 2 and x.dtype in _COMPILED_TYPES and x.flags.c_contiguous and accel.enabled():
+        if _compiled_rows(x):
             # One compiled pass, the same float32 steps: cheaper than numpy's two calls at any size (1.5x at a
             # row, 3x at a thousand)
             out = np.empty(x.shape, np.float32)
@@ -333,7 +340,7 @@ class _Normalizer:
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         x = np.asarray(x)
-        if x.size and x.dtype in _COMPILED_TYPES and x.flags.c_contiguous and x.ndim <= 2 and accel.enabled():
+        if x.size and _compiled_rows(x):
             # One compiled pass per row, the same sums in numpy's order (see _jit_ml.normalize_rows): 3x cheaper
             # than numpy's conversion, reduction and division at a row, 1.7-7x at a thousand
             out = np.empty(x.shape, np.float32)

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from onnxcore.kernels.accel._jit import _gelu_of, _hard_swish_of, _njit, _njit_fma, _swish1
+from onnxcore.kernels.accel._jit import _gelu_of, _hard_swish_of, _njit, _njit_fma, _pairwise_leaf, _swish1
 
 __all__ = [
     "add_row_bias_clip",
@@ -692,41 +692,6 @@ def _col_max(buf: Any, dst: Any, ow: int, kw: int, dx: int, sx: int) -> None:  #
             a = dst[q]
             b = tap[q * sx]
             dst[q] = a if (a > b) | (a != a) else b
-
-
-@_njit
-def _pairwise_leaf(v: Any, lo: int, n: int, zero: Any) -> Any:  # pragma: no cover - compiled
-    """numpy's pairwise sum of ``v[lo : lo + n]`` for ``n <= 128`` (a leaf of ``pairwise_sum`` in its loops_utils),
-    step for step in the element type: under 8 terms one after the other from 0; else eight running sums (the
-    ``k``-th takes the terms ``k, k + 8, ...``) combined as ``((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))``,
-    then the terms after the last multiple of 8 one after the other."""
-    if n < 8:
-        res = zero
-        for i in range(lo, lo + n):
-            res += v[i]
-        return res
-    m = n - n % 8
-    r0 = v[lo]
-    r1 = v[lo + 1]
-    r2 = v[lo + 2]
-    r3 = v[lo + 3]
-    r4 = v[lo + 4]
-    r5 = v[lo + 5]
-    r6 = v[lo + 6]
-    r7 = v[lo + 7]
-    for i in range(lo + 8, lo + m, 8):
-        r0 += v[i]
-        r1 += v[i + 1]
-        r2 += v[i + 2]
-        r3 += v[i + 3]
-        r4 += v[i + 4]
-        r5 += v[i + 5]
-        r6 += v[i + 6]
-        r7 += v[i + 7]
-    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
-    for i in range(lo + m, lo + n):
-        res += v[i]
-    return res
 
 
 @_njit

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from onnxcore.kernels.accel._jit import _njit
+from onnxcore.kernels.accel._jit import _njit, _pairwise_leaf
 
 __all__ = [
     "couple_rows",
@@ -114,43 +114,12 @@ def top_k_rows(x: Any, k: int, largest: bool, vals: Any, out: Any) -> None:  # p
 
 
 @_njit
-def _pairwise_block(a: Any, lo: int, n: int) -> float:  # pragma: no cover - compiled
-    """numpy's pairwise sum of ``a[lo:lo + n]`` for ``n <= 128``: one after the other below eight values, else
-    eight running sums over blocks of eight combined as a tree and the rest added in order."""
-    if n < 8:
-        res = -0.0
-        for i in range(lo, lo + n):
-            res += a[i]
-        return res
-    r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
-    r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
-    i = 8
-    stop = n - n % 8
-    while i < stop:
-        b = lo + i
-        r0 += a[b]
-        r1 += a[b + 1]
-        r2 += a[b + 2]
-        r3 += a[b + 3]
-        r4 += a[b + 4]
-        r5 += a[b + 5]
-        r6 += a[b + 6]
-        r7 += a[b + 7]
-        i += 8
-    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
-    while i < n:
-        res += a[lo + i]
-        i += 1
-    return res
-
-
-@_njit
 def _pairwise(a: Any, lo: int, n: int) -> float:  # pragma: no cover - compiled
     """The sum of ``a[lo:lo + n]`` (float64) as numpy's reduction of a contiguous row adds it: blocks of at most 128
-    values (:func:`_pairwise_block`), longer runs halved at a multiple of eight and the halves' sums added: the same
+    values (``_jit._pairwise_leaf``), longer runs halved at a multiple of eight and the halves' sums added: the same
     bits. The halving is walked with an explicit stack (numba's on-disk cache does not load a recursive function)."""
     if n <= 128:
-        return _pairwise_block(a, lo, n)
+        return _pairwise_leaf(a, lo, n, 0.0)
     # a frame per pending range: its start, length and stage (0 new, 1 left half summed, 2 both); the sums on vals
     los = np.empty(64, np.int64)
     ns = np.empty(64, np.int64)
@@ -162,7 +131,7 @@ def _pairwise(a: Any, lo: int, n: int) -> float:  # pragma: no cover - compiled
     while top >= 0:
         m = ns[top]
         if m <= 128:
-            vals[nv] = _pairwise_block(a, los[top], m)
+            vals[nv] = _pairwise_leaf(a, los[top], m, 0.0)
             nv += 1
             top -= 1
             continue
