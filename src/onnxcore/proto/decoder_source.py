@@ -45,6 +45,38 @@ def inline_message_fields(cls: type[Message]) -> list[FieldSpec]:
     return [f for f in cls._SPEC.fields if f.oneof is None and f.kind == "message"]
 
 
+def _repeated_child(f: FieldSpec) -> list[str]:
+    """The lines reading one element of a repeated message field ``f`` into ``lst`` (its record's octets are
+    ``buf[a:b]``): the count and cost limits, the depth limit, the child's decoder, the element's place named in an
+    error."""
+    return [
+        "            lim[1] -= 1",
+        f"            lim[2] -= cost_{f.index}",
+        "            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:",
+        f"                raise count_error(lim, len(lst), a, {f.name!r})",
+        f"            child = new_{f.index}()",
+        "            if depth >= max_depth:",
+        f"                raise DecodeLimitError(LIMIT_MSG % max_depth, a, {f.name!r})",
+        "            try:",
+        f"                DECODERS[cls_{f.index}](child, buf, a, b, depth + 1, max_depth, lim)",
+        "            except DecodeError as e:",
+        f"                e.add_parent(f'{f.name}[{{len(lst)}}]')",
+        "                raise",
+        "            lst.append(child)",
+    ]
+
+
+def _next_record(key: int, indent: str) -> list[str]:
+    """The end of a loop over a run of one field's records: the next record's one-octet ``key`` compared in place
+    (another record goes back to the loop over keys), at ``indent``."""
+    return [
+        f"{indent}if pos < end and buf[pos] == {key}:",
+        f"{indent}    pos += 1",
+        f"{indent}else:",
+        f"{indent}    break",
+    ]
+
+
 def decoder_source(cls: type[Message]) -> str:
     """The source of ``cls``'s decoder, a function ``decode(obj, buf, pos, end, depth, max_depth, lim)``: the common
     field forms inline, the rest through the codec's generic ``one_field``.
@@ -72,46 +104,12 @@ def decoder_source(cls: type[Message]) -> str:
             if f.repeated and key < 0x80:
                 # A writer puts the elements of a repeated field one after the other (a graph's nodes): the run of
                 # this field's records is read in one loop, the next record's one-octet key compared in place.
-                run = [
-                    *_LEN_READ,
-                    "            lim[1] -= 1",
-                    f"            lim[2] -= cost_{f.index}",
-                    "            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:",
-                    f"                raise count_error(lim, len(lst), a, {f.name!r})",
-                    f"            child = new_{f.index}()",
-                    "            if depth >= max_depth:",
-                    f"                raise DecodeLimitError(LIMIT_MSG % max_depth, a, {f.name!r})",
-                    "            try:",
-                    f"                DECODERS[cls_{f.index}](child, buf, a, b, depth + 1, max_depth, lim)",
-                    "            except DecodeError as e:",
-                    f"                e.add_parent(f'{f.name}[{{len(lst)}}]')",
-                    "                raise",
-                    "            lst.append(child)",
-                    f"            if pos < end and buf[pos] == {key}:",
-                    "                pos += 1",
-                    "            else:",
-                    "                break",
-                ]
+                run = [*_LEN_READ, *_repeated_child(f), *_next_record(key, "            ")]
                 body += [f"            lst = obj.{f.name}", "            while True:", *["    " + line for line in run]]
                 continue
             body += _LEN_READ
             if f.repeated:
-                body += [
-                    f"            lst = obj.{f.name}",
-                    "            lim[1] -= 1",
-                    f"            lim[2] -= cost_{f.index}",
-                    "            if len(lst) >= lim[0] or lim[1] < 0 or lim[2] < 0:",
-                    f"                raise count_error(lim, len(lst), a, {f.name!r})",
-                    f"            child = new_{f.index}()",
-                    "            if depth >= max_depth:",
-                    f"                raise DecodeLimitError(LIMIT_MSG % max_depth, a, {f.name!r})",
-                    "            try:",
-                    f"                DECODERS[cls_{f.index}](child, buf, a, b, depth + 1, max_depth, lim)",
-                    "            except DecodeError as e:",
-                    f"                e.add_parent(f'{f.name}[{{len(lst)}}]')",
-                    "                raise",
-                    "            lst.append(child)",
-                ]
+                body += [f"            lst = obj.{f.name}", *_repeated_child(f)]
             else:
                 body += [
                     f"            child = obj.{f.name}",
@@ -153,10 +151,7 @@ def decoder_source(cls: type[Message]) -> str:
                 "            while True:",
                 *["    " + line for line in _LEN_READ],
                 "                lst.append(bytes(buf[a:b]))",
-                f"                if pos < end and buf[pos] == {key}:",
-                "                    pos += 1",
-                "                else:",
-                "                    break",
+                *_next_record(key, "                "),
             ]
         elif f.repeated and f.type == "float" and f.element_wire_type == WIRE_I32 and ((f.tag << 3) | WIRE_I32) < 0x80:
             # Unpacked repeated floats (proto2's default form, which onnx writes for AttributeProto.floats: a tree
@@ -181,10 +176,7 @@ def decoder_source(cls: type[Message]) -> str:
                 "                lst.append(v)",
                 "                pos += 4",
                 "                taken += 1",
-                f"                if pos < end and buf[pos] == {key}:",
-                "                    pos += 1",
-                "                else:",
-                "                    break",
+                *_next_record(key, "                "),
             ]
         elif f.repeated and f.type == "int64" and ((f.tag << 3) | WIRE_VARINT) < 0x80:
             # Unpacked repeated int64 (proto2's default form: AttributeProto.ints, a tree ensemble's node tables,
@@ -214,10 +206,7 @@ def decoder_source(cls: type[Message]) -> str:
                 "                        if v >= I64_LIM:",
                 "                            v -= U64",
                 "                        lst.append(v)",
-                f"                if pos < end and buf[pos] == {key}:",
-                "                    pos += 1",
-                "                else:",
-                "                    break",
+                *_next_record(key, "                "),
             ]
         elif f.element_wire_type == WIRE_VARINT and (f.type in ("int64", "int32") or f.kind == "enum"):
             key = (f.tag << 3) | WIRE_VARINT
