@@ -51,10 +51,14 @@ _NO_CONFLICTS: frozenset[str] = frozenset()
 _NO_VALUES: dict[int, np.ndarray] = {}  # read only: a node without folded values
 _NO_ATTRS: dict[str, AttributeProto] = {}  # read only: a node without attributes
 _NO_TYPES: tuple[str | None, ...] = ()  # a walk for shapes alone: every type unknown
+_NO_INPUT_VALUES: list[np.ndarray | None] = []  # a node's input values not read yet (InferenceWalk.walk_nodes)
 _CONTROL_FLOW = frozenset({"If", "Loop", "Scan", "SequenceMap"})
 
 Types = list[str | None]
 Shapes = list[ShapeT | None]
+# A repeated node's outcome (InferenceWalk.repeats): output types, type bindings, conflicts, output shapes, folded
+# values.
+_Repeat = tuple[tuple[str | None, ...], dict[str, str], frozenset[str], Sequence[ShapeT | None], dict[int, np.ndarray]]
 
 
 class _Env:
@@ -156,6 +160,9 @@ class InferenceWalk(BoundWalk):
         self.step = ShapeStep(self, self.shape_result, custom_ops)
         self.ir_version = int(model.ir_version)
         self.generic: dict[tuple[object, ...], tuple[tuple[str | None, ...], dict[str, str], frozenset[str]]] = {}
+        # Whole outcomes of nodes without attributes, subgraphs or omitted inputs whose types came from the generic
+        # rule and whose shapes from the shape memo (both hits): a repeated node of a large graph costs one lookup.
+        self.repeats: dict[tuple[object, ...], _Repeat] = {}
         self.calls: dict[tuple[object, ...], tuple[Types, Shapes]] = {}
 
     # --- graphs ---------------------------------------------------------------------------------
@@ -280,93 +287,118 @@ class InferenceWalk(BoundWalk):
         memo_get = step.memo.get
         okey = frame.okey
         records = self.type_result.node_records
+        repeats = self.repeats
+        repeat_get = repeats.get
+        declared = decl_types.keys() | decl_shapes.keys()  # most outputs are not: their entries stored as inferred
         for i, b in enumerate(bindings):
             node = b.node
             ins = node.input
-            # Per node, the inputs' types, shapes and values: map over the names (no Python frame per input)
-            # unless an input is omitted (""), whose entries are None whatever a scope holds under "".
-            in_shapes: tuple[ShapeT | None, ...]
-            if "" in ins:
-                in_types = tuple(get_type(n) if n else None for n in ins) if typed or b.status == "function" else ()
-                in_shapes = tuple(get_shape(n) if n else None for n in ins)
-                in_values = [get_value(n) if n else None for n in ins]
-            else:
-                in_types = tuple(map(get_type, ins)) if typed or b.status == "function" else ()
-                in_shapes = tuple(map(get_shape, ins))
-                in_values = list(map(get_value, ins))
             outs = node.output
             n_out = len(outs)
+            attributes = node.attribute
             bindings_: dict[str, str] = _NO_BINDINGS
             conflicts: frozenset[str] = _NO_CONFLICTS
             values: dict[int, np.ndarray] = _NO_VALUES
             t_out: Sequence[str | None]
             s_out: Sequence[ShapeT | None]
-            attributes = node.attribute
-            if attributes and any(a.g is not None or a.graphs for a in attributes):
-                if not typed:
-                    in_types = tuple(get_type(n) if n else None for n in ins)
-                t_out, bindings_, conflicts, s_out = self.holder(b, path, i, env, in_types, in_shapes, in_values, frame)
-            elif b.function is not None:
-                t_out, s_out = self.call_site(b, in_types, in_shapes, in_values, frame)
+            # Per node, the inputs' types, shapes and values: map over the names (no Python frame per input)
+            # unless an input is omitted (""), whose entries are None whatever a scope holds under "".
+            in_shapes: tuple[ShapeT | None, ...]
+            repeat = rkey = None
+            if "" in ins:
+                in_types = tuple(get_type(n) if n else None for n in ins) if typed or b.status == "function" else ()
+                in_shapes = tuple(get_shape(n) if n else None for n in ins)
+                in_values = [get_value(n) if n else None for n in ins]
+                value_ids = tuple(map(id, in_values))
             else:
-                if typed:
-                    # The generic rule's memo first (it holds only definitions without a type rule of their own).
-                    schema = b.schema
-                    hit = generic.get((schema, in_types, n_out)) if schema is not None else None
-                    if hit is None:
-                        t_out, bindings_, conflicts = self.node_types(b, path, i, in_types, frame)
-                    else:
-                        t_out, bindings_, conflicts = hit
-                else:
-                    t_out = _NO_TYPES
-                if not attributes:
-                    # shape_step.memo_key, written out: most nodes of a large graph are memo hits.
-                    key = (
-                        node.domain,
-                        node.op_type,
-                        node.overload,
-                        okey,
-                        in_shapes,
-                        tuple(map(id, in_values)),
-                        tuple(map(bool, ins)) if "" in ins else len(ins),
-                        n_out,
-                        (),
+                in_types = tuple(map(get_type, ins)) if typed or b.status == "function" else ()
+                in_shapes = tuple(map(get_shape, ins))
+                value_ids = tuple(map(id, map(get_value, ins)))
+                in_values = _NO_INPUT_VALUES  # read below only when this node is not a repeat
+                if not attributes and b.schema is not None:
+                    # The outcome of a node seen before (same definition, imports, input types, shapes, values).
+                    rkey = (b.schema, okey, in_types, in_shapes, value_ids, n_out)
+                    repeat = repeat_get(rkey)
+            if repeat is not None:
+                t_out, bindings_, conflicts, s_out, values = repeat
+            else:
+                if in_values is _NO_INPUT_VALUES:
+                    in_values = list(map(get_value, ins))
+                if attributes and any(a.g is not None or a.graphs for a in attributes):
+                    if not typed:
+                        in_types = tuple(get_type(n) if n else None for n in ins)
+                    t_out, bindings_, conflicts, s_out = self.holder(
+                        b, path, i, env, in_types, in_shapes, in_values, frame
                     )
-                    outcome = memo_get(key)
-                    if type(outcome) is tuple:
-                        s_out, values = outcome
-                    else:
-                        s_out, values = step_node(b, path, i, in_shapes, in_values, _NO_ATTRS, frame, key)
+                elif b.function is not None:
+                    t_out, s_out = self.call_site(b, in_types, in_shapes, in_values, frame)
                 else:
-                    try:
-                        attrs = step.attributes(node, frame)
-                    except Unresolvable:
-                        s_out = [None] * n_out
+                    hit = None
+                    if typed:
+                        # The generic rule's memo first (it holds only definitions without a type rule of their own).
+                        schema = b.schema
+                        hit = generic.get((schema, in_types, n_out)) if schema is not None else None
+                        if hit is None:
+                            t_out, bindings_, conflicts = self.node_types(b, path, i, in_types, frame)
+                        else:
+                            t_out, bindings_, conflicts = hit
                     else:
-                        akey = attrs_key(attrs)
-                        key_ = None if akey is None else memo_key(node, okey, in_shapes, in_values, akey)
-                        s_out, values = step_node(b, path, i, in_shapes, in_values, attrs, frame, key_)
+                        t_out = _NO_TYPES
+                    if not attributes:
+                        # shape_step.memo_key, written out: most nodes of a large graph are memo hits.
+                        key = (
+                            node.domain,
+                            node.op_type,
+                            node.overload,
+                            okey,
+                            in_shapes,
+                            value_ids,
+                            tuple(map(bool, ins)) if "" in ins else len(ins),
+                            n_out,
+                            (),
+                        )
+                        outcome = memo_get(key)
+                        if type(outcome) is tuple:
+                            s_out, values = outcome
+                            if rkey is not None and (hit is not None or not typed):
+                                # Both memos hit: the next node like this one is one lookup.
+                                repeats[rkey] = (t_out, bindings_, conflicts, s_out, values)  # type: ignore[assignment]
+                        else:
+                            s_out, values = step_node(b, path, i, in_shapes, in_values, _NO_ATTRS, frame, key)
+                    else:
+                        try:
+                            attrs = step.attributes(node, frame)
+                        except Unresolvable:
+                            s_out = [None] * n_out
+                        else:
+                            akey = attrs_key(attrs)
+                            key_ = None if akey is None else memo_key(node, okey, in_shapes, in_values, akey)
+                            s_out, values = step_node(b, path, i, in_shapes, in_values, attrs, frame, key_)
             n_t, n_s = len(t_out), len(s_out)
             for k, name in enumerate(outs):
                 if not name:
                     continue
                 t = t_out[k] if k < n_t else None
-                dp = decl_types.get(name) if typed or t is not None else None
-                d = type_string(dp) if dp is not None else None
-                if d is not None and t is not None and d != t and record:
-                    where = f"{node_location(path, i, node)}/output[{k}]"
-                    self.type_result.mismatches.append(TypeMismatch(path, name, where, d, t))
-                types[name] = d if d is not None else t
                 inferred = s_out[k] if k < n_s else None
-                ds = decl_shapes.get(name)
-                if ds is None:
+                if name not in declared:
+                    types[name] = t
                     shapes[name] = inferred
                 else:
-                    merged, clash = merge(ds, inferred)
-                    if clash and report and inferred is not None:
+                    dp = decl_types.get(name) if typed or t is not None else None
+                    d = type_string(dp) if dp is not None else None
+                    if d is not None and t is not None and d != t and record:
                         where = f"{node_location(path, i, node)}/output[{k}]"
-                        self.shape_result.mismatches.append(ShapeMismatch(path, name, where, ds, inferred))
-                    shapes[name] = merged
+                        self.type_result.mismatches.append(TypeMismatch(path, name, where, d, t))
+                    types[name] = d if d is not None else t
+                    ds = decl_shapes.get(name)
+                    if ds is None:
+                        shapes[name] = inferred
+                    else:
+                        merged, clash = merge(ds, inferred)
+                        if clash and report and inferred is not None:
+                            where = f"{node_location(path, i, node)}/output[{k}]"
+                            self.shape_result.mismatches.append(ShapeMismatch(path, name, where, ds, inferred))
+                        shapes[name] = merged
                 if values:
                     v = values.get(k)
                     if v is not None:
