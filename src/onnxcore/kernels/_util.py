@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 
 from onnxcore.errors import EvaluationError, LimitError, ShapeError
-from onnxcore.kernels.threads import blockwise
-from onnxcore.limits import active_limits
+from onnxcore.kernels.threads import BLOCK_ELEMENTS, blockwise
+from onnxcore.limits import Limits, active_limits
 from onnxcore.types.broadcast import unidirectional_extents
 from onnxcore.types.elements import narrow_float_dtypes
 
@@ -51,6 +51,19 @@ __all__ = [
 ]
 
 
+_LARGEST_ITEM = 16  # octets of the widest element a kernel allocates (complex128)
+# (limits, count): the last limits check_elements saw, and an element count no tensor of at most _LARGEST_ITEM-octet
+# elements reaching it can exceed any of them with. Replaced whole (threads read a complete pair).
+_unbounded_below: tuple[Limits | None, int] = (None, -1)
+
+
+def _remember_bound(limits: Limits) -> None:
+    global _unbounded_below
+    caps = [limits.max_tensor_elements]
+    caps += [None if b is None else b // _LARGEST_ITEM for b in (limits.max_tensor_bytes, limits.max_alloc_bytes)]
+    _unbounded_below = (limits, min((c for c in caps if c is not None), default=math.inf))  # type: ignore[assignment]
+
+
 def check_elements(shape: tuple[int, ...] | list[int] | Sequence[int], what: str, *, itemsize: int = 8) -> None:
     """Refuse to allocate a tensor whose shape comes from data and exceeds the element limit.
 
@@ -63,11 +76,15 @@ def check_elements(shape: tuple[int, ...] | list[int] | Sequence[int], what: str
     ``itemsize`` defaults to 8: most kernels compute in float64 or int64 whatever their output's type, so a
     kernel that allocates narrower elements only says so.
     """
+    limits = active_limits()
+    count = math.prod(shape)
+    bound = _unbounded_below
+    if limits is bound[0] and count <= bound[1] and min(shape, default=0) >= 0:
+        return  # the common case: far below every limit (a kernel's call on a small tensor costs little more)
     if min(shape, default=0) < 0:
         raise EvaluationError(f"{what}: negative extent in shape {tuple(shape)}")
-    limits = active_limits()
+    _remember_bound(limits)
     limit = limits.max_tensor_elements
-    count = math.prod(shape)
     if limit is not None and count > limit:
         raise LimitError(f"{what}: shape {tuple(shape)} exceeds the limit of {limit} elements (Clause 15.4)")
     for name in ("max_tensor_bytes", "max_alloc_bytes"):
@@ -319,9 +336,12 @@ def float_unary(x: np.ndarray, fn: Callable[[np.ndarray], np.ndarray]) -> np.nda
         # numpy returns scalars from 0-d operations, which in-place steps (out=) cannot take.
         return float_unary(x.reshape(1), fn).reshape(())
     dt = x.dtype
-    if dt in NARROW_FLOAT_DTYPES or dt == np.float16:
+    native = dt.kind == "f" and dt.itemsize >= 4  # float32 and float64 (float16 is kind "f", the narrow ones "V")
+    if not native and (dt in NARROW_FLOAT_DTYPES or dt.kind == "f"):
         return np.asarray(fn(x.astype(np.float32))).astype(dt)
-    if x.flags.c_contiguous and dt.kind == "f":
+    # Fewer elements than two blocks (blockwise would decline them): the formula whole, no output array made first
+    # (a small tensor's kernel call costs about what its arithmetic does).
+    if native and x.size >= 2 * BLOCK_ELEMENTS and x.flags.c_contiguous:
         # A large array by blocks: the formula's temporaries stay in cache, and blocks run on the kernel threads.
         out = np.empty(x.shape, dt)
 
@@ -330,8 +350,8 @@ def float_unary(x: np.ndarray, fn: Callable[[np.ndarray], np.ndarray]) -> np.nda
 
         if blockwise(block, x, out):
             return out
-    y = np.asarray(fn(x))
-    return y if y.dtype == dt else y.astype(dt)
+    y = fn(x)
+    return y if type(y) is np.ndarray and y.dtype == dt else np.asarray(y).astype(dt)
 
 
 def select(mask: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -1,0 +1,64 @@
+"""The kernels' shared helpers on small tensors: what their short paths skip must not change what they give or
+refuse (Clause 15.4 limits, one rounding per formula)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from onnxcore.errors import EvaluationError, LimitError
+from onnxcore.kernels._util import check_elements, float_unary
+from onnxcore.kernels.elementwise import _sigmoid
+from onnxcore.kernels.threads import BLOCK_ELEMENTS
+from onnxcore.limits import DEFAULT_LIMITS, limits_in_effect
+
+
+def test_check_elements_follows_the_limits_in_effect_after_a_call_under_others() -> None:
+    check_elements((100,), "K", itemsize=16)  # under the defaults: remembered as far below every limit
+    tight = dataclasses.replace(DEFAULT_LIMITS, max_tensor_bytes=1600, max_alloc_bytes=None)
+    with limits_in_effect(tight):
+        check_elements((100,), "K", itemsize=16)  # 1,600 octets: at the limit
+        check_elements((10, 10), "K", itemsize=16)  # the same count, remembered now
+        with pytest.raises(LimitError, match="max_tensor_bytes"):
+            check_elements((101,), "K", itemsize=16)
+        check_elements((200,), "K", itemsize=8)  # narrower elements: 1,600 octets again
+    few = dataclasses.replace(DEFAULT_LIMITS, max_tensor_elements=59)
+    with limits_in_effect(few), pytest.raises(LimitError, match="59 elements"):
+        check_elements((3, 5, 4), "K", itemsize=4)
+    check_elements((3, 5, 4), "K", itemsize=4)  # the defaults again
+
+
+@pytest.mark.parametrize("shape", [(-1, 5), (-2, -3), (4, -1, 0)])
+def test_check_elements_refuses_a_negative_extent_whatever_the_product(shape: tuple[int, ...]) -> None:
+    check_elements((6,), "K")  # remembered: a small positive count passes without the full test
+    with pytest.raises(EvaluationError, match="negative extent"):
+        check_elements(shape, "K")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_formula_on_a_small_tensor_gives_the_values_of_the_blocked_path(dtype: str) -> None:
+    # Below two blocks the formula runs whole; above, by blocks over the kernel threads: element by element alike.
+    rng = np.random.default_rng(3)
+    big = (rng.standard_normal(2 * BLOCK_ELEMENTS + 17) * 30).astype(dtype)
+    big[:4] = [0.0, -0.0, np.inf, -np.inf]
+    whole = _sigmoid(big)
+    for a, b in ((0, 1), (0, 300), (5000, 9000), (len(big) - 100, len(big))):
+        small = _sigmoid(big[a:b].copy())
+        assert small.dtype == big.dtype
+        np.testing.assert_array_equal(small, whole[a:b])
+    np.testing.assert_array_equal(_sigmoid(big[3:4].reshape(())), whole[3])  # rank 0 stays rank 0
+    assert _sigmoid(big[3:4].reshape(())).shape == ()
+
+
+def test_float_unary_rounds_once_for_half_floats_and_converts_integers_back() -> None:
+    x16 = np.array([0.1, -3.0, 7.5], np.float16)
+    got = float_unary(x16, lambda v: v * np.float32(1.0 / 3.0) + np.float32(0.2))
+    want = (x16.astype(np.float32) * np.float32(1.0 / 3.0) + np.float32(0.2)).astype(np.float16)
+    assert got.dtype == np.float16
+    np.testing.assert_array_equal(got, want)
+    xi = np.array([1, 2, 3], np.int32)
+    got_i = float_unary(xi, lambda v: v * 2.5)
+    assert got_i.dtype == np.int32
+    np.testing.assert_array_equal(got_i, [2, 5, 7])
