@@ -341,6 +341,35 @@ def test_a_few_rows_by_a_large_matrix_are_each_rows_own_product(dtype: str, m: i
     np.testing.assert_array_equal(step(a[:, None, :]), (want + bias)[:, None, :])
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("lead", [(1, 1), (1, 24), (2, 3), (3, 5, 7), (4, 0)], ids=str)
+@pytest.mark.parametrize(("k", "n"), [(128, 344), (64, 64), (768, 3072)])
+def test_stacked_rows_by_one_matrix_are_the_linear_steps_product(dtype: str, lead: tuple, k: int, n: int) -> None:
+    """MatMul of an N-D ``A`` by a 2-D ``B`` multiplies ``A``'s rows as one 2-D product, as the fused linear step
+    does (so a MatMul fused with its Add or not gives the same values), within rounding of ``np.matmul``'s own."""
+    rng = np.random.default_rng(k + n + len(lead))
+    a = rng.standard_normal((*lead, k)).astype(dtype)
+    w = rng.standard_normal((k, n)).astype(dtype)
+    got = matmul(a, w)
+    assert got.shape == (*lead, n) and got.dtype == a.dtype
+    np.testing.assert_array_equal(got, LinearStep(w, None, "x", ())(a) if a.size else np.zeros((*lead, n), dtype))
+    np.testing.assert_array_equal(got, dot_2d(a.reshape(-1, k), w).reshape(*lead, n))
+    np.testing.assert_allclose(got, np.matmul(a, w), rtol=1e-5 if dtype == "float32" else 1e-12, atol=1e-4)
+    # a view with strides of its own (a transposed stack) is multiplied by the same rule
+    t = np.ascontiguousarray(np.swapaxes(a, 0, -2)) if a.ndim > 2 else a
+    view = np.swapaxes(t, 0, -2) if a.ndim > 2 else a
+    np.testing.assert_array_equal(matmul(view, w), got)
+
+
+def test_stacked_matmul_is_checked_against_the_limits() -> None:
+    tight = dataclasses.replace(DEFAULT_LIMITS, max_tensor_elements=59)
+    with limits_in_effect(tight), pytest.raises(LimitError, match="MatMul"):
+        matmul(_r((3, 5, 7), "float32"), _r((7, 4), "float32"))
+    assert matmul(_r((3, 2, 7), "float32"), _r((7, 4), "float32")).shape == (3, 2, 4)
+    with pytest.raises(ShapeError):
+        matmul(_r((3, 5, 7), "float32"), _r((6, 4), "float32"))
+
+
 def test_small_matmul_is_still_checked_against_the_limits() -> None:
     tight = dataclasses.replace(DEFAULT_LIMITS, max_tensor_elements=59)
     with limits_in_effect(tight), pytest.raises(LimitError, match="MatMul"):

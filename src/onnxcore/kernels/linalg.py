@@ -19,6 +19,7 @@ product either way), which is also what numpy's stacked ``matmul`` gives a batch
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any
 
 import numpy as np
@@ -94,6 +95,12 @@ def _matmul(A: Array, B: Array) -> Array:
     if A.ndim == 2 and B.ndim == 2 and dt in _FAST_GEMM and B.dtype == dt and A.shape[1] == B.shape[0]:
         check_elements((A.shape[0], B.shape[1]), "MatMul", itemsize=dt.itemsize)  # check_product's bound for 2-D
         return dot_2d(A, B)  # (module docstring: small products)
+    if A.ndim > 2 and B.ndim == 2 and dt in _FAST_GEMM and B.dtype == dt and A.shape[-1] == B.shape[0]:
+        # A stack of rows by one matrix (a transformer's projections): the rows as one 2-D product, as the fused
+        # linear steps compute them (so a MatMul gives the same values fused with its Add or not).
+        lead = A.shape[:-1]
+        check_elements((*lead, B.shape[1]), "MatMul", itemsize=dt.itemsize)
+        return dot_2d(A.reshape(math.prod(lead), B.shape[0]), B).reshape(*lead, B.shape[1])
     if A.ndim == 0 or B.ndim == 0:
         raise ShapeError("MatMul: inputs must have rank >= 1")
     check_product(A.shape, B.shape, max(4, dt.itemsize))
