@@ -9,8 +9,10 @@ import numpy as np
 import pytest
 
 from onnxcore.errors import EvaluationError, LimitError
+from onnxcore.kernels._rowwise import within_shift_bound
 from onnxcore.kernels._util import check_elements, float_unary
 from onnxcore.kernels.elementwise import _sigmoid
+from onnxcore.kernels.reduction import softmax, topk
 from onnxcore.kernels.threads import BLOCK_ELEMENTS
 from onnxcore.limits import DEFAULT_LIMITS, limits_in_effect
 
@@ -62,3 +64,52 @@ def test_float_unary_rounds_once_for_half_floats_and_converts_integers_back() ->
     got_i = float_unary(xi, lambda v: v * 2.5)
     assert got_i.dtype == np.int32
     np.testing.assert_array_equal(got_i, [2, 5, 7])
+
+
+@pytest.mark.parametrize("n", [3, 16, 64, 65, 1000])
+def test_the_shift_bound_sees_a_nan_or_a_large_value_anywhere(n: int) -> None:
+    x = np.linspace(-59.0, 59.0, n).astype(np.float32)
+    assert within_shift_bound(x)
+    for pos in (0, 1, n // 2, n - 1):
+        for bad in (np.nan, np.inf, -np.inf, 60.5, -61.0):
+            y = x.copy()
+            y[pos] = bad
+            assert not within_shift_bound(y), (pos, bad)
+
+
+def _shifted_softmax(rows: np.ndarray) -> np.ndarray:
+    """Softmax of each row shifted by its maximum, by the operations of kernels/_rowwise.py."""
+    e = np.exp(rows - rows.max(axis=1, keepdims=True))
+    s = (e @ np.ones(rows.shape[1], rows.dtype))[:, None]
+    np.reciprocal(s, out=s)
+    return e * s
+
+
+def test_softmax_of_a_few_rows_shifts_them_when_another_row_holds_a_nan() -> None:
+    # One block holds both rows: a NaN in the first row (not at its start) means no row may go unshifted.
+    x = np.array([[0.5, 1.0, np.nan, 2.0], [3.0, -1.0, 0.25, 7.0]], np.float32)
+    got = softmax(x)
+    assert np.isnan(got[0]).all()
+    np.testing.assert_array_equal(got[1], _shifted_softmax(x[1:])[0])
+    # rows within the bound go unshifted (the same operations without the maxima)
+    rng = np.random.default_rng(5)
+    few = rng.uniform(-50, 50, (3, 40)).astype(np.float32)
+    e = np.exp(few)
+    s = (e @ np.ones(40, np.float32))[:, None]
+    np.reciprocal(s, out=s)
+    np.testing.assert_array_equal(softmax(few), e * s)
+
+
+@pytest.mark.parametrize("shape", [(1, 16), (3, 20), (2, 3, 9), (5, 1)], ids=str)
+@pytest.mark.parametrize("largest", [0, 1])
+def test_topk_along_the_last_axis_equals_topk_along_another(shape: tuple[int, ...], largest: int) -> None:
+    rng = np.random.default_rng(len(shape))
+    x = rng.integers(0, 4, shape).astype(np.float32)  # many ties: ascending index among equals
+    x.ravel()[1] = np.nan if x.size > 2 else x.ravel()[1]
+    for k in range(shape[-1] + 1):
+        values, idx = topk(x, np.array([k], np.int64), axis=-1, largest=largest)
+        moved = np.ascontiguousarray(np.moveaxis(x, -1, 0))
+        v0, i0 = topk(moved, np.array([k], np.int64), axis=0, largest=largest)
+        np.testing.assert_array_equal(idx, np.moveaxis(i0, 0, -1))
+        np.testing.assert_array_equal(values, np.moveaxis(v0, 0, -1))
+        assert idx.dtype == np.int64 and values.dtype == x.dtype and idx.flags.c_contiguous

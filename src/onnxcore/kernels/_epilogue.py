@@ -63,9 +63,9 @@ def _blocks(size: int, run: Callable[[int, int], Any]) -> None:
 def relu_into(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """``np.maximum(x, 0)`` into ``out`` (a new array when None; ``x`` itself for in place), returned."""
     if out is None:
-        out = np.empty_like(x) if x.dtype in _FLOATS and x.flags.c_contiguous else None
-        if out is None:
-            return np.maximum(x, 0)
+        if x.size < _MIN_LOADED or not (x.dtype in _FLOATS and x.flags.c_contiguous):
+            return np.maximum(x, 0)  # (no compiled loop takes fewer than _MIN_LOADED: numpy's call, at once)
+        out = np.empty_like(x)
     if not _compiled(x, out):
         return np.maximum(x, 0, out=out)
     jit, xf, zero = accel.jit(), x.reshape(-1), x.dtype.type(0)
@@ -82,9 +82,9 @@ def clip_into(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, out: np.ndarray | N
     """``np.clip(x, lo, hi)`` of scalar bounds of ``x``'s type into ``out`` (a new array when None; ``x`` itself for
     in place), returned."""
     if out is None:
-        out = np.empty_like(x) if x.dtype in _FLOATS and x.flags.c_contiguous else None
-        if out is None:
-            return np.clip(x, lo, hi)
+        if x.size < _MIN_LOADED or not (x.dtype in _FLOATS and x.flags.c_contiguous):
+            return np.clip(x, lo, hi)  # (as relu_into)
+        out = np.empty_like(x)
     bounds = np.asarray(lo), np.asarray(hi)
     if not _compiled(x, out) or any(v.ndim or v.dtype != x.dtype for v in bounds):
         return np.clip(x, lo, hi, out=out)
