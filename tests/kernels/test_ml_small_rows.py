@@ -644,3 +644,52 @@ def test_rbf_kernel_matrix_compiled_gives_the_numpy_paths_bits(n: int, f: int, v
         assert fast.dtype == slow.dtype and fast.shape == slow.shape == (n, v)
         np.testing.assert_array_equal(fast, slow)
         assert fast[0, 0] == 1.0
+
+
+@pytest.mark.skipif(not accel.available(), reason="the accelerator (numba) is not installed or ONNXCORE_ACCEL=0")
+def test_a_prepared_ml_kernel_called_again_gives_a_fresh_ones_values() -> None:
+    """Imputer, Scaler, Normalizer and the linear models: after a first call, rows of the same features go straight
+    to the compiled loop (again_rows): every later call, whatever it brings (another element type, a view that is
+    not contiguous, more rows than the loop takes, another feature count, one row, the accelerator switched off),
+    gives what a fresh kernel gives it, or refuses what a fresh one refuses."""
+    rng = np.random.default_rng(11)
+    f = 6
+    coef = list(rng.standard_normal(3 * f))
+    makers = [
+        lambda: _Scaler(offset=[0.5, -1, 2, 0, 3, 1], scale=[2.0, 1, 0.5, 3, 1, -1]),
+        lambda: _Normalizer(norm="L2"),
+        lambda: _Imputer(imputed_value_floats=[9, 8, 7, 6, 5, 4], replaced_value_float=float("nan")),
+        lambda: ml_linear._LinearClassifier(coefficients=coef, intercepts=[0.5, -1, 2], classlabels_ints=[4, 5, 6]),
+        lambda: ml_linear._LinearClassifier(
+            coefficients=coef[:f], classlabels_strings=["no", "yes"], post_transform="LOGISTIC"
+        ),
+        lambda: ml_linear._LinearRegressor(coefficients=coef, intercepts=[1, 2, 3], targets=3),
+    ]
+    x32 = rng.standard_normal((4, f)).astype(np.float32)
+    x32[1, 2] = np.nan
+    calls: list[Any] = [
+        x32,
+        np.repeat(x32, 20, axis=0),  # 80 rows: past the compiled loop's rows
+        x32,
+        x32.astype(np.float64),
+        np.asfortranarray(x32),
+        x32[:, ::-1],
+        x32[:1],
+        x32[0],
+        rng.standard_normal((3, f + 1)).astype(np.float32),
+    ]
+    for make in makers:
+        k = make()
+        for x in calls:
+            for on in (True, False):
+                with accel.use(on):
+                    try:
+                        want = make()(x)
+                    except EvaluationError:
+                        with pytest.raises(EvaluationError):
+                            k(x)
+                        continue
+                    got = k(x)
+                for g, w in zip(got, want) if isinstance(want, tuple) else [(got, want)]:
+                    assert g.dtype == w.dtype and g.shape == w.shape
+                    np.testing.assert_array_equal(g, w)

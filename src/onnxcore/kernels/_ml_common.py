@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from onnxcore.errors import EvaluationError
+from onnxcore.kernels import accel
 
 __all__ = [
     "NARROW",
     "POST_TRANSFORMS",
+    "again_rows",
     "as_rows",
     "check_post_transform",
     "encode_strings",
@@ -48,6 +51,24 @@ def string_array(values: Sequence[bytes], shape: tuple[int, ...] | None = None) 
     out = np.empty(len(values), dtype=object)
     out[:] = list(values)
     return out if shape is None else out.reshape(shape)
+
+
+_F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)  # (numpy's dtypes of built-in types: single objects)
+
+
+def again_rows(x: Any, feats: int) -> bool:
+    """Whether ``x`` is rows of ``feats`` features as an earlier call of a prepared ML kernel took into its compiled
+    loop (a C-contiguous float32/float64 ``[N, feats]`` array, the accelerator on), so that this call goes straight
+    to the loop: that call checked the attributes against ``feats`` (the kernel keeps -1 until then). A pipeline's
+    one-row call costs a third less: each of these tests is a fraction of the general path's."""
+    return (
+        type(x) is np.ndarray
+        and x.ndim == 2
+        and x.shape[1] == feats
+        and (x.dtype is _F32 or x.dtype is _F64)
+        and x.flags.c_contiguous
+        and accel.enabled()
+    )
 
 
 def as_rows(x: np.ndarray, *, name: str = "X") -> np.ndarray:

@@ -28,6 +28,7 @@ from onnxcore.kernels import accel
 from onnxcore.kernels._ml_common import (
     NARROW,
     POST_TRANSFORMS,
+    again_rows,
     as_rows,
     check_post_transform,
     encode_strings,
@@ -205,7 +206,7 @@ class _Imputer:
     """An Imputer's values converted once (a session prepares one per node; a direct call makes one per call), the
     imputed values cast once per element type met."""
 
-    __slots__ = ("_fills", "floats", "ints", "nan", "rv_float", "rv_int")
+    __slots__ = ("_fills", "_seen", "floats", "ints", "nan", "rv_float", "rv_int")
 
     def __init__(
         self,
@@ -220,15 +221,16 @@ class _Imputer:
         self.rv_float, self.rv_int = float(replaced_value_float), int(replaced_value_int64)
         self.nan = bool(np.isnan(self.rv_float))
         self._fills: dict[np.dtype[Any], np.ndarray] = {}
+        self._seen = -1  # the feature count of the rows an earlier call took into the compiled loop (again_rows)
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
+        fill = self._fills.get(x.dtype) if again_rows(x, self._seen) else None
+        if fill is not None:  # (the fill of this element type was made by an earlier call)
+            out = np.empty(x.shape, x.dtype)
+            accel.jit_ml().impute_rows(x, fill, self.nan, x.dtype.type(self.rv_float), out)
+            return out
         x = np.asarray(x)
-        if x.dtype.kind == "f":
-            imputed: np.ndarray = self.floats
-            hit = np.isnan(x) if self.nan else x == self.rv_float
-        else:
-            imputed = self.ints
-            hit = x == self.rv_int
+        imputed: np.ndarray = self.floats if x.dtype.kind == "f" else self.ints
         if imputed.size == 0:
             raise EvaluationError("Imputer: the imputed value attribute for this element type is missing")
         feats = x.shape[-1] if x.ndim else 1
@@ -246,9 +248,15 @@ class _Imputer:
             out = np.empty(x.shape, x.dtype)
             replaced = x.dtype.type(self.rv_float)  # (numpy compares an array with a Python float in its type)
             accel.jit_ml().impute_rows(as_rows(x), fill, self.nan, replaced, as_rows(out))
+            if x.ndim == 2 and x.dtype in self._fills:
+                self._seen = feats
             return out
         # A copy of X with the replaced elements overwritten: what where(hit, fill, X) gives, in one pass over X
         # and a masked one, without broadcasting the fill to X's shape first.
+        if x.dtype.kind == "f":
+            hit = np.isnan(x) if self.nan else x == self.rv_float
+        else:
+            hit = x == self.rv_int
         out = x.copy()
         np.copyto(out, fill, where=hit)
         return out
@@ -279,13 +287,18 @@ def imputer(
 class _Scaler:
     """A Scaler's offsets and scales converted once (prepared once per node)."""
 
-    __slots__ = ("off", "sc")
+    __slots__ = ("_seen", "off", "sc")
 
     def __init__(self, *, offset: list[float] | None = None, scale: list[float] | None = None) -> None:
         self.off = np.asarray(offset if offset else [0.0], dtype=np.float32)
         self.sc = np.asarray(scale if scale else [1.0], dtype=np.float32)
+        self._seen = -1  # as _Imputer's
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
+        if again_rows(x, self._seen):
+            out = np.empty(x.shape, np.float32)
+            accel.jit_ml().scale_rows(x, self.off, self.sc, out)
+            return out
         x = np.asarray(x)
         feats = x.shape[-1] if x.ndim else 1
         off, sc = self.off, self.sc
@@ -300,6 +313,8 @@ class _Scaler:
             # row, 3x at a thousand)
             out = np.empty(x.shape, np.float32)
             accel.jit_ml().scale_rows(as_rows(x), off, sc, as_rows(out))
+            if x.ndim == 2:
+                self._seen = feats
             return out
         if x.dtype == np.float32:
             y = x - off  # a new array, as float32 throughout: the scale is applied in place
@@ -331,20 +346,28 @@ class _Normalizer:
     ``where(div == 0, rows, rows / div)`` gives, the same values, without its three passes on every call).
     """
 
-    __slots__ = ("norm",)
+    __slots__ = ("_kind", "_seen", "norm")
 
     def __init__(self, *, norm: str = "MAX") -> None:
         if norm not in _NORMS:
             raise EvaluationError(f"Normalizer: norm must be MAX, L1 or L2, got {norm!r}")
         self.norm = norm
+        self._kind = _NORMS.index(norm)
+        self._seen = -1  # as _Imputer's (rows of no feature are never taken there: it stays -1 for them)
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
+        if again_rows(x, self._seen) and x.size:
+            out = np.empty(x.shape, np.float32)
+            accel.jit_ml().normalize_rows(x, self._kind, out)
+            return out
         x = np.asarray(x)
         if x.size and _compiled_rows(x):
             # One compiled pass per row, the same sums in numpy's order (see _jit_ml.normalize_rows): 3x cheaper
             # than numpy's conversion, reduction and division at a row, 1.7-7x at a thousand
             out = np.empty(x.shape, np.float32)
-            accel.jit_ml().normalize_rows(as_rows(x), _NORMS.index(self.norm), as_rows(out))
+            accel.jit_ml().normalize_rows(as_rows(x), self._kind, as_rows(out))
+            if x.ndim == 2:
+                self._seen = x.shape[1]
             return out
         rows = as_rows(x).astype(np.float64)  # a new array: divided in place
         n, c = rows.shape

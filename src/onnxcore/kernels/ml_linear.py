@@ -16,6 +16,7 @@ import numpy as np
 
 from onnxcore.errors import EvaluationError
 from onnxcore.kernels import accel
+from onnxcore.kernels._ml_common import again_rows
 from onnxcore.kernels.ml import (
     ML,
     as_rows,
@@ -96,6 +97,12 @@ def _compiled(x: np.ndarray, targets: int, post_transform: str) -> bool:
     )
 
 
+def _most_rows(f: int, targets: int, post_transform: str) -> int:
+    """The most rows of ``f`` features :func:`_compiled` takes for a model of ``targets`` (the other tests of it
+    depend on the array, which :func:`~onnxcore.kernels._ml_common.again_rows` makes again)."""
+    return _COMPILED_ROWS if post_transform != "NONE" else min(_COMPILED_ROWS, _COMPILED_MACS // max(1, f * targets))
+
+
 def _linear_loop(
     x: np.ndarray, wt: np.ndarray, b: np.ndarray, post: int, mode: int, z: np.ndarray, best: np.ndarray
 ) -> None:
@@ -114,7 +121,7 @@ class _LinearClassifier:
     call with that count): a batch's scores are one product, with no per-call reshape or transposed view.
     """
 
-    __slots__ = ("_by_features", "coef", "intercepts", "labels", "post", "strings")
+    __slots__ = ("_by_features", "_loop", "coef", "intercepts", "labels", "post", "strings")
 
     def __init__(
         self,
@@ -132,6 +139,9 @@ class _LinearClassifier:
         self.strings = bool(classlabels_strings)
         self.labels = _labels(classlabels_ints, classlabels_strings)
         self._by_features: dict[int, tuple[int, np.ndarray]] = {}
+        # What the compiled loop took on an earlier call: (features, most rows, the loop's arguments); a later
+        # call of rows like those goes straight to it (again_rows).
+        self._loop: tuple[Any, ...] = (-1, 0)
 
     def _weights(self, f: int) -> tuple[int, np.ndarray]:
         """(targets, ``W^T`` as a contiguous ``[F, targets]`` array) for ``f`` features; EvaluationError when the
@@ -150,27 +160,19 @@ class _LinearClassifier:
         return got
 
     def __call__(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        loop = self._loop
+        if again_rows(x, loop[0]) and x.shape[0] <= loop[1]:
+            return self._compiled_call(x, *loop[2:])
         x = as_rows(np.asarray(x))
-        n, f = x.shape
+        f = x.shape[1]
         targets, wt = self._weights(f)
         labels, strings, post_transform = self.labels, self.strings, self.post
         binary = targets == 1 and labels is not None and labels.size == 2
         if (targets > 1 or binary) and _compiled(x, targets, post_transform):
-            z = np.empty((n, 2 if binary else targets), np.float32)
-            best = np.empty(n, np.intp)
             b = _NO_INTERCEPTS if self.intercepts is None else self.intercepts
-            _linear_loop(x, wt, b, _POSTS[post_transform], int(targets == 1), z, best)
-            if binary:
-                neg, pos = _binary_labels(labels, strings)
-                y = np.where(best.astype(bool), pos, neg)
-                y = string_array(list(y)) if strings else y.astype(np.int64)
-            elif labels is None:
-                y = best.astype(np.int64)
-            elif strings:
-                y = string_array(labels[best].tolist())
-            else:
-                y = labels[best]
-            return y, z
+            args = (wt, b, _POSTS[post_transform], int(targets == 1), 2 if binary else targets, binary)
+            self._loop = (f, _most_rows(f, targets, post_transform), *args)
+            return self._compiled_call(x, *args)
         rows = x.astype(np.float64)
         # (a new array: the intercepts are added in place; np.dot: kernels/linalg.py's docstring, small products)
         scores = np.dot(rows, wt)
@@ -197,6 +199,28 @@ class _LinearClassifier:
                 y = labels[best]
             z = post_transform_rows(scores, post_transform)
         return y, z.astype(np.float32)
+
+    def _compiled_call(
+        self, x: np.ndarray, wt: np.ndarray, b: np.ndarray, post: int, mode: int, cols: int, binary: bool
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The labels and scores of the rows ``x`` (2-D) by the compiled loop (:func:`_compiled` said it takes
+        them)."""
+        n = x.shape[0]
+        z = np.empty((n, cols), np.float32)
+        best = np.empty(n, np.intp)
+        _linear_loop(x, wt, b, post, mode, z, best)
+        labels, strings = self.labels, self.strings
+        if binary:
+            neg, pos = _binary_labels(labels, strings)
+            y = np.where(best.astype(bool), pos, neg)
+            y = string_array(list(y)) if strings else y.astype(np.int64)
+        elif labels is None:
+            y = best.astype(np.int64)
+        elif strings:
+            y = string_array(labels[best].tolist())
+        else:
+            y = labels[best]
+        return y, z
 
 
 def _prepare_linear_classifier(**attrs: Any) -> _LinearClassifier:
@@ -233,7 +257,7 @@ class _LinearRegressor:
     """A LinearRegressor's coefficients and intercepts converted once (prepared once per node), the coefficients
     transposed and contiguous per feature count as :class:`_LinearClassifier` keeps them."""
 
-    __slots__ = ("_by_features", "coef", "intercepts", "post", "targets")
+    __slots__ = ("_by_features", "_loop", "coef", "intercepts", "post", "targets")
 
     def __init__(
         self,
@@ -248,6 +272,7 @@ class _LinearRegressor:
         self.intercepts = np.asarray(intercepts, dtype=np.float32).astype(np.float64) if intercepts else None
         self.targets = targets
         self._by_features: dict[int, np.ndarray] = {}
+        self._loop: tuple[Any, ...] = (-1, 0)  # as _LinearClassifier's
 
     def _weights(self, f: int) -> np.ndarray:
         wt = self._by_features.get(f)
@@ -263,13 +288,22 @@ class _LinearRegressor:
         return wt
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
-        x = as_rows(np.asarray(x))
-        wt = self._weights(x.shape[1])
-        b = self.intercepts
-        if _compiled(x, wt.shape[1], self.post) and (b is None or b.size == wt.shape[1]):
-            out = np.empty((x.shape[0], wt.shape[1]), np.float32)
-            _linear_loop(x, wt, _NO_INTERCEPTS if b is None else b, _POSTS[self.post], 0, out, _NO_BEST)
-            return out
+        loop = self._loop
+        if again_rows(x, loop[0]) and x.shape[0] <= loop[1]:
+            _f, _rows, wt, b, post = loop
+        else:
+            x = as_rows(np.asarray(x))
+            wt = self._weights(x.shape[1])
+            b = self.intercepts
+            if not (_compiled(x, wt.shape[1], self.post) and (b is None or b.size == wt.shape[1])):
+                return self._numpy_call(x, wt)
+            b, post = _NO_INTERCEPTS if b is None else b, _POSTS[self.post]
+            self._loop = (x.shape[1], _most_rows(x.shape[1], wt.shape[1], self.post), wt, b, post)
+        out = np.empty((x.shape[0], wt.shape[1]), np.float32)
+        _linear_loop(x, wt, b, post, 0, out, _NO_BEST)
+        return out
+
+    def _numpy_call(self, x: np.ndarray, wt: np.ndarray) -> np.ndarray:
         rows = x.astype(np.float64)
         y = np.dot(rows, wt)  # (np.dot: kernels/linalg.py's docstring, small products)
         if self.intercepts is not None:
