@@ -151,3 +151,39 @@ def test_compiled_walk_every_comparison_at_the_edges(mode: str, double: bool, x_
     for rows in (slice(0, 1), slice(7, 12)):
         _same(_run(x[rows], attrs, compiled=True), (want[0][rows], want[1][rows]))
         _same(_run(x[rows], attrs, compiled=False), (want[0][rows], want[1][rows]))
+
+
+regressor = lookup("ai.onnx.ml", "TreeEnsembleRegressor", 3).fn
+
+
+def _as_regressor(a: dict[str, Any], k: int) -> dict[str, Any]:
+    """The classifier's forest as a regressor of ``k`` targets (its class votes as target weights)."""
+    names = {"class_treeids": "target_treeids", "class_nodeids": "target_nodeids", "class_ids": "target_ids"}
+    out = {names.get(n, n): v for n, v in a.items() if n not in ("classlabels_int64s", "class_weights")}
+    out["target_weights"] = a["class_weights"]
+    return {**out, "n_targets": k}
+
+
+@pytest.mark.parametrize("rows", [1, 16, 300])
+@pytest.mark.parametrize("post", ["NONE", "LOGISTIC"])
+@pytest.mark.parametrize("base", [False, True])
+@pytest.mark.parametrize("double", [False, True])
+def test_regressor_sum_with_base_values_both_walks_alike(rows: int, post: str, base: bool, double: bool) -> None:
+    """TreeEnsembleRegressor's SUM: the compiled walk that adds the base values itself (a small batch) and the numpy
+    path (walk, sums, then the base added) give the same bits, float32 or double weights; NaN rows included."""
+    rng = np.random.default_rng(rows + 2 * base + 4 * double)
+    attrs = _as_regressor(_forest(rng, 3, boosted=True), 3)
+    if base:
+        attrs["base_values"] = [0.25, -1.5, 1e-3]
+    if double:
+        attrs["target_weights_as_tensor"] = np.asarray(attrs.pop("target_weights"), np.float64)
+    attrs["post_transform"] = post
+    x = rng.standard_normal((rows, 5)).astype(np.float32)
+    if rows > 1:
+        x[1, 2] = np.nan
+    with accel.use(True):
+        fast = regressor(x, **attrs)
+    with accel.use(False):
+        slow = regressor(x, **attrs)
+    assert fast.dtype == slow.dtype == np.float32 and fast.shape == slow.shape == (rows, 3)
+    assert fast.tobytes() == slow.tobytes()

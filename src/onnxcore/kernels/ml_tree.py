@@ -265,9 +265,15 @@ def _prepare_regressor(attrs: dict[str, Any]) -> Callable[[np.ndarray], np.ndarr
         raise EvaluationError(f"tree ensemble: {base.size} base_values for {int(n_targets)} targets")
 
     def regress(x: np.ndarray) -> np.ndarray:
-        scores, _ = compiled.aggregate(_legacy_rows(x), agg, need_has=False)
-        if base.size:
-            scores += base
+        rows = _legacy_rows(x)
+        if agg == "SUM":
+            scores = compiled.sum_plus(rows, base)  # (a small batch: walk, sums and base in one compiled call)
+        else:
+            scores, _ = compiled.aggregate(rows, agg, need_has=False)
+            if base.size:
+                scores += base
+        if post == "NONE" and scores.dtype == np.float32:
+            return scores  # (a fresh array; float32 -> float64 -> float32 would give the same values)
         return post_transform_rows(scores, post).astype(np.float32)
 
     return regress
