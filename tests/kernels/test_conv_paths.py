@@ -307,3 +307,34 @@ def test_conv_bound_to_a_shape_checks_the_limits_when_bound() -> None:
     x, w, _, kw = _layer("1x1")
     with limits_in_effect(Limits(max_tensor_elements=100)), pytest.raises(LimitError, match="Conv"):
         conv_for_shape(x.shape, x.dtype, w.shape, **kw)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize(
+    ("c", "m", "hw", "n_img", "group"),
+    [
+        (576, 144, 1, 1, 1),
+        (144, 576, 1, 1, 1),
+        (16, 72, 32, 1, 1),
+        (96, 576, 4, 1, 1),
+        (24, 96, 7, 2, 1),
+        (8, 12, 5, 1, 4),
+    ],
+)
+def test_pointwise_layers_are_the_stacked_products(c: int, m: int, hw: int, n_img: int, group: int, dtype: Any) -> None:
+    """A 1x1 Conv of one image in one group is the 2-D product of the weights by the input's channels (the same BLAS
+    call as the stacked product of the other cases, so the same values), plus the bias; the stacked ones as before.
+    """
+    rng = np.random.default_rng(c + m + hw)
+    x = rng.standard_normal((n_img, c, hw, hw)).astype(dtype)
+    w = rng.standard_normal((m, c // group, 1, 1)).astype(dtype)
+    b = rng.standard_normal(m).astype(dtype)
+    stacked = np.matmul(w.reshape(group, m // group, c // group), x.reshape(n_img, group, c // group, hw * hw))
+    want = stacked.reshape(n_img, m, hw, hw)
+    got = conv(x, w, None, group=group)
+    assert got.dtype == x.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+    add_channel_bias(want, b)
+    np.testing.assert_array_equal(conv(x, w, b, group=group), want)
+    ref = naive_conv(x, w, b, [1, 1], [1, 1], [0, 0], [0, 0], group)
+    np.testing.assert_allclose(want, ref, rtol=1e-4 if dtype == np.float32 else 1e-10, atol=1e-4)

@@ -142,8 +142,8 @@ def bias_clip_into(y: np.ndarray, b: np.ndarray | None, lo: np.ndarray, hi: np.n
 def _rows_compiled(y: np.ndarray, b: np.ndarray) -> bool:
     """Whether the compiled row loops take ``y`` ``(N, C, ...)`` and its bias ``b`` ``(C,)`` in place."""
     return (
-        y.ndim >= 2
-        and y.shape[0] * y.shape[1] > 0
+        y.size >= _MIN_LOADED  # (fewer: no compiled loop takes them, _worth says; asked first, the cheapest test)
+        and y.ndim >= 2
         and b.shape == (y.shape[1],)
         and b.dtype == y.dtype
         and y.dtype in _FLOATS
