@@ -338,3 +338,27 @@ def test_pointwise_layers_are_the_stacked_products(c: int, m: int, hw: int, n_im
     np.testing.assert_array_equal(conv(x, w, b, group=group), want)
     ref = naive_conv(x, w, b, [1, 1], [1, 1], [0, 0], [0, 0], group)
     np.testing.assert_allclose(want, ref, rtol=1e-4 if dtype == np.float32 else 1e-10, atol=1e-4)
+
+
+@pytest.mark.skipif(not accel.available(), reason="the accelerator (numba) is not installed or ONNXCORE_ACCEL=0")
+def test_channels_last_depthwise_keeps_its_weights_only_for_the_same_constant() -> None:
+    """The channels-last depthwise loop keeps the weights it rearranged for a read-only weights array (a plan's
+    constant) and makes them again for another array, or for a writeable one whose values may have changed."""
+    from onnxcore.kernels.conv import depthwise_for_shape
+
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((1, 48, 6, 6)).astype(np.float32)
+    out = conv_geometry(x.shape, (48, 1, 3, 3), pads=[1, 1, 1, 1], group=48)[4]
+    run = depthwise_for_shape(x.shape, np.float32, [1, 1], [1, 1], [1, 1], out, True)
+
+    def ref(w: np.ndarray) -> np.ndarray:
+        return naive_conv(x, w, None, [1, 1], [1, 1], [1, 1], [1, 1], 48)
+
+    w1, w2 = (rng.standard_normal((48, 1, 3, 3)).astype(np.float32) for _ in range(2))
+    w1.flags.writeable = w2.flags.writeable = False
+    for w in (w1, w1, w2, w1):
+        np.testing.assert_allclose(run(x, w, None), ref(w), rtol=1e-5, atol=1e-5)
+    w3 = rng.standard_normal((48, 1, 3, 3)).astype(np.float32)
+    np.testing.assert_allclose(run(x, w3, None), ref(w3), rtol=1e-5, atol=1e-5)
+    w3 *= -2.0  # the same writeable array, other values
+    np.testing.assert_allclose(run(x, w3, None), ref(w3), rtol=1e-5, atol=1e-5)

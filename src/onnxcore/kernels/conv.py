@@ -365,12 +365,18 @@ def depthwise_for_shape(
         # Small images, many channels: channels-last, the channels the vectorised inner loop.
         # The channels-last copies in and out are scratch buffers (no page faults on every run).
         fl = jit.depthwise2d_nhwc
+        # The weights channels-last, kept for the weights array they were made from (a plan's constant: made once,
+        # not on every run; the pair replaced whole, so a thread reads a matching one).
+        made: list[tuple[np.ndarray | None, np.ndarray | None]] = [(None, None)]
 
         def run_channels_last(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
             bc = zeros if bias is None else np.ascontiguousarray(bias, dtype=dt)
             xl = scratch("conv.dw.x", (n_img, *x_shape[2:], c), dt)
             np.copyto(xl, x.transpose(0, 2, 3, 1))
-            wl = np.ascontiguousarray(w.reshape(c, *w.shape[2:]).transpose(1, 2, 0), dtype=dt)
+            w_of, wl = made[0]
+            if w_of is not w or wl is None or w.flags.writeable:
+                wl = np.ascontiguousarray(w.reshape(c, *w.shape[2:]).transpose(1, 2, 0), dtype=dt)
+                made[0] = (w, wl)
             yl = scratch("conv.dw.y", (n_img, oh, ow, c), dt)
             parallel_for(
                 lambda a, b: fl(xl, wl, bc, yl, pads, st, dl, a, b),
