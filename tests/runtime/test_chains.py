@@ -264,8 +264,8 @@ _IEEE_UN = ["Neg", "Abs", "Sqrt", "Relu"]
 
 
 def _ieee_graph(seed: int, elem: int) -> bytes:
-    """A random tree of correctly rounded operations over x (4, 6), a row r (6,), a single value s (1,) and a
-    constant row c: what the compiled loop computes."""
+    """A random tree of correctly rounded operations over x (4, 6), a row r (6,), a single value s (1,), a column k
+    (4, 1) and a constant row c: what the compiled loop computes."""
     rng = np.random.default_rng(seed)
     pool = ["x", "r", "s", "c"]
     nodes = []
@@ -277,12 +277,13 @@ def _ieee_graph(seed: int, elem: int) -> bytes:
         else:
             nodes.append(h.make_node(_IEEE_UN[int(rng.integers(len(_IEEE_UN)))], [a], [f"v{i}"]))
         pool.append(f"v{i}")
-    nodes.append(h.make_node("Add", [pool[-1], "x"], ["y"]))
+    nodes.append(h.make_node(_IEEE_BIN[seed % len(_IEEE_BIN)], [pool[-1], "k"], ["by_row"]))
+    nodes.append(h.make_node("Add", ["by_row", "x"], ["y"]))
     c = numpy_helper.from_array(rng.uniform(-2, 2, 6).astype(_NP[elem]), "c")
     g = h.make_graph(
         nodes,
         "ieee",
-        [h.make_tensor_value_info(n, elem, s) for n, s in (("x", [4, 6]), ("r", [6]), ("s", [1]))],
+        [h.make_tensor_value_info(n, elem, s) for n, s in (("x", [4, 6]), ("r", [6]), ("s", [1]), ("k", [4, 1]))],
         [h.make_tensor_value_info("y", elem, [4, 6])],
         [c],
     )
@@ -305,6 +306,7 @@ def test_compiled_elementwise_graphs_are_numpys_bit_for_bit(seed: int, elem: int
     x = rng.uniform(-3, 3, (4, 6)).astype(dt)
     x.flat[:5] = [np.nan, -0.0, 0.0, np.inf, -np.inf]  # NaN, signed zeros and infinities through every operation
     feeds = {"x": x, "r": rng.uniform(-3, 3, 6).astype(dt), "s": np.array([-0.0], dt)}
+    feeds["k"] = rng.uniform(-3, 3, (4, 1)).astype(dt)
     with np.errstate(all="ignore"):
         (want,) = unfused.run(None, feeds)
         with accel.use(False):

@@ -7,7 +7,7 @@ absolute, square root, and Relu's ``maximum(x, 0)``) becomes one loop over the o
 is computed in the element type, one operation at a time in the graph's order, without fused multiply-adds or any
 reassociation (no fastmath), so each value is the numpy kernels' bit for bit (a NaN where they give a NaN; its sign
 bit is the hardware's choice, not a value). Its operands are full arrays of the
-output's shape, rows of its last extent, or single values.
+output's shape, rows of its last extent, columns (one value per row) or single values.
 
 Each graph's source is generated once per (graph, operand kinds) and written to a file named by its digest in the
 user's cache directory (``$XDG_CACHE_HOME/onnxcore/elementwise``, else ``~/.cache/onnxcore/elementwise``), so that
@@ -47,8 +47,9 @@ COMPILED_UFUNCS: dict[np.ufunc, str] = {
     np.maximum: "({a} if ({a} > zero or {a} != {a}) else zero)",
 }
 
-FULL, ROW, ONE = 0, 1, 2
-"""Operand kinds: an array of the output's shape (read as rows), a row of the last extent, a single value."""
+FULL, ROW, ONE, COL = 0, 1, 2, 3
+"""Operand kinds: an array of the output's shape (read as rows), a row of the last extent, a single value, a column
+(one value per row: the output's shape with a last extent of 1, a per-row statistic or norm)."""
 
 _lock = threading.Lock()
 _loops: dict[tuple[Any, ...], Callable[..., None]] = {}
@@ -58,7 +59,7 @@ def graph_loop(program: Sequence[tuple[np.ufunc, tuple[int, ...]]], kinds: tuple
     """The compiled loop of ``program`` (per instruction its ufunc and its sources: an operand's index, or ``-(j +
     1)`` for instruction ``j``'s value) over operands of ``kinds``: ``loop(out, zero, *operands)`` with ``out``
     2-D ``(rows, C)``, ``zero`` a 1-element array of the element type, FULL operands 2-D like ``out``, ROW ones 1-D
-    of ``C`` values, ONE ones 1-D of one value."""
+    of ``C`` values, ONE ones 1-D of one value, COL ones 1-D of ``rows`` values."""
     key = (tuple((COMPILED_UFUNCS[uf], s) for uf, s in program), kinds)
     loop = _loops.get(key)
     if loop is None:
@@ -82,6 +83,8 @@ def _compile(program: tuple[tuple[str, tuple[int, ...]], ...], kinds: tuple[int,
             lines.append(f"            x{i} = {n}[r, c]")
         elif k == ROW:
             lines.append(f"            x{i} = {n}[c]")
+        elif k == COL:
+            lines.append(f"            x{i} = {n}[r]")
         else:
             lines.append(f"            x{i} = o{i}")
 

@@ -12,9 +12,9 @@ written.
 
 With the accelerator on, a graph whose every node is one of the correctly rounded IEEE operations (``Add``, ``Sub``,
 ``Mul``, ``Div``, ``Sum`` of two, ``Neg``, ``Abs``, ``Sqrt``, ``Relu``) on float32 or float64 operands that are
-arrays of the output's shape, rows of its last extent or single values runs as one compiled loop over the output
-(``kernels/accel/_jit_ew.py``: each node's value in the element type in the graph's order, so the same bits); the
-first run of each graph in a process compiles it (a few tenths of a second).
+arrays of the output's shape, rows of its last extent, columns (one value per row) or single values runs as one
+compiled loop over the output (``kernels/accel/_jit_ew.py``: each node's value in the element type in the graph's
+order, so the same bits); the first run of each graph in a process compiles it (a few tenths of a second).
 
 A program is a sequence of instructions, one per node in graph order: ``(kernel, ufunc or None or AFFINE, sources,
 attributes, allocates)``. A source is the index of a step argument (``>= 0``) or ``-(j + 1)`` for the value of
@@ -47,7 +47,7 @@ Instruction = tuple[Callable[..., Any], "np.ufunc | str | None", tuple[int, ...]
 _COMPILABLE = frozenset(
     (np.add, np.subtract, np.multiply, np.true_divide, np.negative, np.absolute, np.sqrt, np.maximum)
 )
-_FULL, _ROW, _ONE = 0, 1, 2  # operand kinds of the compiled loop (_jit_ew.FULL, ROW, ONE)
+_FULL, _ROW, _ONE, _COL = 0, 1, 2, 3  # operand kinds of the compiled loop (_jit_ew.FULL, ROW, ONE, COL)
 _COMPILED_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
@@ -241,6 +241,9 @@ class ElementwiseGraph:
             elif a.ndim >= 1 and a.shape[-1] == cols and a.size == cols:
                 kinds.append(_ROW)
                 ops.append(np.ascontiguousarray(a).reshape(cols))
+            elif a.ndim == len(shape) and a.shape[-1] == 1 and a.shape[:-1] == shape[:-1]:
+                kinds.append(_COL)  # one value per row (k-means' squared norms, a row statistic)
+                ops.append(np.ascontiguousarray(a).reshape(rows))
             else:
                 return None
         assert self._compiled is not None and dt is not None
