@@ -17,7 +17,7 @@ from onnx import numpy_helper
 
 import onnxcore
 from onnxcore.cli import main
-from onnxcore.proto.codec import encode_parts
+from onnxcore.proto.encoder import encode_parts
 
 SQUEEZE = corpus.onnx_data_dir() / "light" / "light_squeezenet.onnx"
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from onnxcore.infer import annotate
 from onnxcore.proto import GraphProto, ModelProto, ValueInfoProto
-from onnxcore.proto.codec import encode_message
+from onnxcore.proto.encoder import encode_message
 from onnxcore.runtime.rewrite_model import model_size
 
 __all__ = ["REFERENCE_INFERENCE_DIFFERS", "Annotated", "annotate_within"]

@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any, Protocol, TypeGuard, TypeVar, overload
 
 from onnxcore.errors import MessageTypeError
-from onnxcore.proto.codec import DEFAULT_MAX_DEPTH, MESSAGE_CLASSES, decode_message, encode_message
+from onnxcore.proto.codec import DEFAULT_MAX_DEPTH, MESSAGE_CLASSES, decode_message
+from onnxcore.proto.encoder import encode_message
 from onnxcore.proto.message import Message
 
 __all__ = ["OnnxMessage", "as_message", "from_onnx", "is_onnx_message", "onnx_message_name", "to_onnx"]

@@ -450,7 +450,7 @@ _Decode = Callable[[type[Message], "bytes | bytearray | memoryview"], Message]
 
 
 def _no_codec(*args: Any) -> Any:
-    raise RuntimeError("the codec is not installed (onnxcore.proto.codec installs it when imported)")
+    raise RuntimeError("the codec is not installed (onnxcore.proto.encoder installs it when imported)")
 
 
 _codec_encode: _Encode = _no_codec
@@ -458,7 +458,7 @@ _codec_decode: _Decode = _no_codec
 
 
 def install_codec(encode: _Encode, decode: _Decode) -> None:
-    """Give the messages' protobuf methods the codec (called once by :mod:`onnxcore.proto.codec`, which is
+    """Give the messages' protobuf methods the codec (called once by :mod:`onnxcore.proto.encoder`, which is
     above this module: it imports the message classes)."""
     global _codec_encode, _codec_decode
     _codec_encode = encode

@@ -25,7 +25,7 @@ from onnxcore.infer import infer_both
 from onnxcore.io import load
 from onnxcore.limits import Limits
 from onnxcore.proto.bridge import as_message
-from onnxcore.proto.codec import encode_parts
+from onnxcore.proto.encoder import encode_parts
 from onnxcore.proto.messages import ModelProto, TensorProto
 from onnxcore.reporting.collect import Gathered, gather, short_type
 from onnxcore.reporting.layout import Layout, count_crossings, layered_layout, segment_crossings

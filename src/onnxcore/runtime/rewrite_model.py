@@ -31,7 +31,7 @@ from onnxcore.infer import infer_both
 from onnxcore.kernels.folding import FOLD_BUDGET_BYTES
 from onnxcore.limits import Limits, limits_in_effect
 from onnxcore.proto import AttributeProto, FunctionProto, GraphProto, ModelProto, NodeProto, TensorProto
-from onnxcore.proto.codec import encode_parts
+from onnxcore.proto.encoder import encode_parts
 from onnxcore.runtime.compile import CompileEnv, compile_function, compile_graph
 from onnxcore.runtime.optimize.graph import GraphFacts
 from onnxcore.runtime.optimize.model_graph import STANDARD, STANDARD_DOMAINS, ModelGraph, Shape
