@@ -155,9 +155,11 @@ def test_each_family_of_compiled_loops_loads_when_its_kernels_ask():
         "accel.available()\n"
         "first = loaded()\n"
         "accel.jit_ml()\n"
-        "print(state, first, loaded(), accel.status()[0], accel.status()[1] is not None)"
+        "ml = loaded()\n"
+        "accel.jit_tree()\n"
+        "print(state, first, ml, loaded(), accel.status()[0], accel.status()[1] is not None)"
     )
-    assert out == "installed ['_jit'] ['_jit', '_jit_ml'] loaded True"
+    assert out == "installed ['_jit'] ['_jit', '_jit_ml'] ['_jit', '_jit_ml', '_jit_tree'] loaded True"
 
 
 def test_the_accelerator_turned_off_loads_no_numba():

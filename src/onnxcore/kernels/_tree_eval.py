@@ -263,7 +263,7 @@ class CompiledForest:
         nodes_u = nodes32 if use32 else nodes64
         n = x.shape[0]
         s = np.empty((self.n_trees, n), np.intp)
-        jit = accel.jit()
+        jit = accel.jit_tree()
         if not general and self.n_trees * n < _PARALLEL_PAIRS:
             # One thread (a small batch): the compiled walk called directly, no closure or blocks per call.
             jit.tree_states_uniform(x, nodes_u, code, roots_n, depth, s, 0, self.n_trees)
@@ -353,7 +353,7 @@ class CompiledForest:
         _, _, _, _, depth, nodes32, nodes64, roots_n = self.accel_tables
         order, other = self.accel_sum
         idx = np.ascontiguousarray(np.concatenate([roots_n, depth, order, other]), dtype=np.intp)
-        jit = accel.jit()
+        jit = accel.jit_tree()
         if self.groups is not None and self.leaf_value is not None:
             fn, values = jit.tree_predict_groups, np.ascontiguousarray(self.leaf_value)
         else:
@@ -370,7 +370,7 @@ class CompiledForest:
         if self.accel_sum is None:
             self.accel_sum = self._validated_sum_tables()
         acc = np.zeros((n, self.n_targets), self.acc_dtype)
-        jit = accel.jit()
+        jit = accel.jit_tree()
         if self.groups is not None and self.leaf_value is not None:
             order, offsets = self.accel_sum
             jit.tree_sum_groups(s, self.leaf_value, order, offsets, acc)

@@ -397,7 +397,7 @@ def _softmax_one_row(scores: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray
     if accel.enabled():
         # Two compiled calls around numpy's exp (the same operations, fewer calls than on Python floats).
         e = np.empty(scores.shape[1])
-        top = accel.jit().tree_softmax_shift(scores, e)
+        top = accel.jit_tree().tree_softmax_shift(scores, e)
         return None if top < 0 else _softmax_scaled(e, top, labels)
     row = scores.tolist()[0]
     best = _top_of_row(row)
@@ -419,7 +419,7 @@ def _softmax_scaled(e: np.ndarray, top: int, labels: np.ndarray) -> tuple[np.nda
     own shift, :meth:`~onnxcore.kernels._tree_eval.CompiledForest.sum_plus_shift`)."""
     np.exp(e, out=e)
     z = np.empty((1, e.size), np.float32)
-    accel.jit().tree_softmax_scale(e, z)
+    accel.jit_tree().tree_softmax_scale(e, z)
     return labels[top : top + 1].copy(), z
 
 

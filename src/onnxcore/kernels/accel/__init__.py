@@ -62,11 +62,11 @@ What it accelerates (each numpy kernel keeps its own path and calls these only w
   output plane sums every tap of its group's input planes (copied once into their stride phases) over long
   vectorised runs, nine taps per pass, the weight a scalar; a candidate of the measured choice of a path, the sums
   in another order than im2col's product (within the type's rounding; 1e-12 relative in float64 in the tests).
-- tree ensembles: the traversal of every (tree, row) pair over node records (feature, threshold, both children)
-  made from the tables of :class:`onnxcore.kernels._tree_eval.CompiledForest`, sixteen rows at a time through a
-  tree, or for a few rows sixteen trees at a time in scalar lanes (a strict comparison compiled as the other kind
-  on thresholds moved to the next value of their type), every index validated before the first call (numba does
-  not check bounds); the leaves reached are the numpy path's, so the scores are the same bit for bit.
+- tree ensembles (``_jit_tree``): the traversal of every (tree, row) pair over node records (feature, threshold,
+  both children) made from the tables of :class:`onnxcore.kernels._tree_eval.CompiledForest`, sixteen rows at a time
+  through a tree, or for a few rows sixteen trees at a time in scalar lanes (a strict comparison compiled as the
+  other kind on thresholds moved to the next value of their type), every index validated before the first call
+  (numba does not check bounds); the leaves reached are the numpy path's, so the scores are the same bit for bit.
 - the SVM classifier's coupling of pairwise probabilities (``_jit_ml.couple_rows``): libsvm's iteration row by
   row, every sum in index order, as the numpy path computes it (the same bits).
 - the SVM's RBF kernel (``_jit_ml.rbf_exponents``): after BLAS's products, the six passes to the exponents
@@ -83,9 +83,10 @@ What it accelerates (each numpy kernel keeps its own path and calls these only w
   insertion, the stable sort's choice and order (ties by ascending index), where the numpy path partitions.
 
 The convolution and pooling kernels are in ``_jit_cnn`` (:func:`jit_cnn`; it takes its decorator from ``_jit``), the
-ML ones in ``_jit_ml`` (:func:`jit_ml`), the transformer operators' in ``_jit_tx`` (:func:`jit_tx`), the generated
-elementwise graphs in ``_jit_ew`` (:func:`jit_ew`); each family is imported with the first kernel that asks for
-it, so a plan loads only the families its kernels use (issue 42, item 3).
+ML ones in ``_jit_ml`` (:func:`jit_ml`), the tree ensembles' in ``_jit_tree`` (:func:`jit_tree`), the transformer
+operators' in ``_jit_tx`` (:func:`jit_tx`), the generated elementwise graphs in ``_jit_ew`` (:func:`jit_ew`); each
+family is imported with the first kernel that asks for it, so a plan loads only the families its kernels use
+(issue 42, item 3).
 Compiled functions are cached on disk by numba (``cache=True``) and release the GIL (``nogil=True``): they run
 on the kernel threads (:mod:`onnxcore.kernels.threads`) as numpy's loops do.
 """
@@ -100,7 +101,19 @@ import time
 from collections.abc import Iterator
 from types import ModuleType
 
-__all__ = ["available", "enabled", "jit", "jit_cnn", "jit_ew", "jit_ml", "jit_tx", "loaded", "status", "use"]
+__all__ = [
+    "available",
+    "enabled",
+    "jit",
+    "jit_cnn",
+    "jit_ew",
+    "jit_ml",
+    "jit_tree",
+    "jit_tx",
+    "loaded",
+    "status",
+    "use",
+]
 
 _lock = threading.RLock()  # available() runs inside _family()
 _available: bool | None = None  # numba importable and ONNXCORE_ACCEL not "0"; decided once
@@ -122,7 +135,8 @@ def available() -> bool:
                         if ok:
                             started = time.perf_counter()
                             # Lazy: numba is an optional extra, heavy to import; only this package imports it.
-                            # The other families' loops load with their first kernel (jit_cnn, jit_ml, jit_tx, jit_ew).
+                            # The other families' loops load with their first kernel (jit_cnn, jit_ml, jit_tree, jit_tx,
+                            # jit_ew).
                             from onnxcore.kernels.accel import _jit
 
                             _jit_module = _jit
@@ -144,8 +158,8 @@ def available() -> bool:
 
 
 def _family(name: str) -> ModuleType:
-    """The compiled loops of one family (``_jit_cnn``, ``_jit_ml``, ``_jit_tx``, ``_jit_ew``), imported on the first
-    kernel that asks: a plan loads only the families its kernels use."""
+    """The compiled loops of one family (``_jit_cnn``, ``_jit_ml``, ``_jit_tree``, ``_jit_tx``, ``_jit_ew``), imported
+    on the first kernel that asks: a plan loads only the families its kernels use."""
     assert available(), f"accel.{name.lstrip('_')}() called while the accelerator is not available"
     with _lock:
         if name not in _families:
@@ -158,6 +172,10 @@ def _family(name: str) -> ModuleType:
                 from onnxcore.kernels.accel import _jit_ml
 
                 _families[name] = _jit_ml
+            elif name == "_jit_tree":
+                from onnxcore.kernels.accel import _jit_tree
+
+                _families[name] = _jit_tree
             elif name == "_jit_tx":
                 from onnxcore.kernels.accel import _jit_tx
 
@@ -199,6 +217,13 @@ def jit_ml() -> ModuleType:
     """The module of compiled loops of the ``ai.onnx.ml`` kernels (:mod:`onnxcore.kernels.accel._jit_ml`), imported
     on the first call; call only when :func:`enabled`."""
     return _families.get("_jit_ml") or _family("_jit_ml")
+
+
+def jit_tree() -> ModuleType:
+    """The module of compiled loops of the tree ensembles (:mod:`onnxcore.kernels.accel._jit_tree`: the walks to the
+    leaves, the sums per target, a one-row softmax's steps), imported on the first call; call only when
+    :func:`enabled`."""
+    return _families.get("_jit_tree") or _family("_jit_tree")
 
 
 def status() -> tuple[str, str | None]:
