@@ -31,7 +31,7 @@ import numpy as np
 
 from onnxcore.errors import EvaluationError
 from onnxcore.kernels import accel
-from onnxcore.kernels._rowwise import layer_norm_compiled, rms_norm_compiled
+from onnxcore.kernels._rowwise import layer_norm_last_axis, rms_norm_compiled
 from onnxcore.kernels.fused import FUSED_DOMAIN
 from onnxcore.kernels.fused.common import default_kernel
 from onnxcore.kernels.registry import kernel
@@ -75,7 +75,7 @@ class LayerNormRows:
     ``stash_type`` that type: the accelerated kernel's compiled call, made directly for a C-contiguous input below
     the kernel threads' size (the kernel's own path for such an input); the kernel for anything else."""
 
-    __slots__ = ("bias", "d", "dtype", "eps", "kernel", "scale")
+    __slots__ = ("_loop_args", "bias", "d", "dtype", "eps", "kernel", "scale")
 
     def __init__(self, kernel: Callable[..., Any], scale: np.ndarray, bias: np.ndarray | None, epsilon: float) -> None:
         self.kernel = kernel
@@ -84,10 +84,13 @@ class LayerNormRows:
         self.dtype = scale.dtype
         self.d = int(scale.shape[0])
         self.eps = epsilon
+        # The compiled loop's arguments besides the rows, made once (layer_norm_compiled makes them per call).
+        t = self.dtype.type
+        self._loop_args = (scale, scale if bias is None else bias, bias is not None, t(self.d), t(epsilon))
 
     def __call__(self, X: Any, Scale: Any, B: Any = None, **kw: Any) -> Any:
         if rows_take(X, self.dtype, self.d) and kw.get("axis", -1) in (-1, X.ndim - 1):
-            return layer_norm_compiled(X, self.scale, self.bias, X.ndim - 1, self.d, self.eps)
+            return layer_norm_last_axis(X, *self._loop_args)  # (rows_take: below the kernel threads' size)
         return self.kernel(X, Scale, B, **kw)
 
 
