@@ -315,7 +315,11 @@ def test_compiled_elementwise_graphs_are_numpys_bit_for_bit(seed: int, elem: int
             before = len(accel.jit_ew()._loops)
             (got,) = sess.run(None, feeds)
             assert len(accel.jit_ew()._loops) >= max(before, 1)  # the compiled loop ran (made here or before)
-    for v in (got, numpy_path):
+        # operands that are not C-contiguous (a Fortran-ordered x, a strided column) take the interpreted path
+        strided = dict(feeds, x=np.asfortranarray(x), k=np.repeat(feeds["k"], 2, axis=1)[:, :1])
+        with accel.use(True):
+            (got_strided,) = sess.run(None, strided)
+    for v in (got, numpy_path, got_strided):
         assert v.dtype == want.dtype
         np.testing.assert_array_equal(v, want)
         # -0.0 where the kernels give -0.0; a NaN is a NaN (its sign bit is the hardware's choice, not a value)

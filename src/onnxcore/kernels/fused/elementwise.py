@@ -49,6 +49,9 @@ _COMPILABLE = frozenset(
 )
 _FULL, _ROW, _ONE, _COL = 0, 1, 2, 3  # operand kinds of the compiled loop (_jit_ew.FULL, ROW, ONE, COL)
 _COMPILED_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
+_UNSEEN = object()  # (a shape key not looked at yet; None is a key looked at and refused)
+_SHAPE = attrgetter("shape")
+_RESHAPE = np.ndarray.reshape
 
 
 class ElementwiseGraph:
@@ -84,8 +87,8 @@ class ElementwiseGraph:
         # is one it computes (module docstring); None otherwise.
         compiled = [(uf, sources) for _c, uf, sources, kw, _a in self.program if uf in _COMPILABLE and not kw]
         self._compiled = tuple(compiled) if len(compiled) == len(self.program) else None
-        # Per operand shapes: (output shape, rows, last extent) of the compiled loop, None when it does not apply.
-        self._shapes: dict[tuple[tuple[int, ...], ...], tuple[tuple[int, ...], int, int] | None] = {}
+        # Per operand shapes: what the compiled loop needs of them (_layout), None when it does not take them.
+        self._shapes: dict[tuple[tuple[int, ...], ...], Any] = {}
         self._loops: dict[tuple[int, ...], Callable[..., None]] = {}  # the compiled loops by operand kinds
         self._zeros = {dt: np.zeros(1, dt) for dt in _COMPILED_TYPES}
         # Per operand signature (type, shape, element type of each), the program as one generated function that
@@ -202,60 +205,68 @@ class ElementwiseGraph:
 
     def _loop(self, args: tuple[Any, ...]) -> np.ndarray | None:
         """The output by the compiled loop, when the operands are float32 or float64 arrays of one type, each of the
-        output's shape (C-contiguous), a row of its last extent or a single value; None otherwise."""
+        output's shape (C-contiguous), a row of its last extent, a column or a single value; None otherwise."""
         if not args:
             return None
         dt = None
         for a in args:  # a loop, not all() of a generator: this runs on every call
-            if type(a) is not np.ndarray or (dt is not None and a.dtype != dt):
+            if type(a) is not np.ndarray or (dt is not None and a.dtype != dt) or not a.flags.c_contiguous:
                 return None
             dt = a.dtype
         if dt not in _COMPILED_TYPES:
             return None
-        key = tuple(a.shape for a in args)
-        if key in self._shapes:
-            layout = self._shapes[key]
-        else:
-            layout = None
-            try:
-                shape = np.broadcast_shapes(*key)
-            except ValueError:
-                shape = None  # the kernels report it
-            if shape is not None and shape and 0 not in shape:
-                # (math.prod: np.prod's Python wrapper costs microseconds, every call of a small graph paid it)
-                layout = (shape, math.prod(shape[:-1]) if len(shape) > 1 else 1, shape[-1])
+        key = tuple(map(_SHAPE, args))
+        got = self._shapes.get(key, _UNSEEN)
+        if got is _UNSEEN:
+            got = self._layout(key)
             if len(self._shapes) < 64:
-                self._shapes[key] = layout
-        if layout is None:
+                self._shapes[key] = got
+        if got is None:
             return None
-        shape, rows, cols = layout
-        kinds = []
-        ops = []
-        for a in args:
-            if a.shape == shape and a.flags.c_contiguous:
+        shape, rows, cols, kinds, views = got
+        assert self._compiled is not None and dt is not None
+        loop = self._loops.get(kinds)
+        if loop is None:
+            loop = accel.jit_ew().graph_loop(self._compiled, kinds)
+            if len(self._loops) < 16:
+                self._loops[kinds] = loop
+        out = np.empty(shape, dt)
+        # (each operand as the loop reads it: C-contiguous, so every reshape is a view)
+        loop(out.reshape(rows, cols), self._zeros[dt], *map(_RESHAPE, args, views))
+        return out
+
+    @staticmethod
+    def _layout(
+        key: tuple[tuple[int, ...], ...],
+    ) -> tuple[tuple[int, ...], int, int, tuple[int, ...], tuple[tuple[int, ...], ...]] | None:
+        """For C-contiguous operands of the shapes ``key``: the output's shape, its rows and last extent, each
+        operand's kind and the shape the loop reads it in; None when an operand is of no kind the loop takes."""
+        try:
+            shape = np.broadcast_shapes(*key)
+        except ValueError:
+            return None  # the kernels report it
+        if not shape or 0 in shape:
+            return None
+        # (math.prod: np.prod's Python wrapper costs microseconds)
+        rows, cols = (math.prod(shape[:-1]) if len(shape) > 1 else 1), shape[-1]
+        kinds: list[int] = []
+        views: list[tuple[int, ...]] = []
+        for s in key:
+            if s == shape:
                 kinds.append(_FULL)
-                ops.append(a.reshape(rows, cols))
-            elif a.size == 1:
+                views.append((rows, cols))
+            elif math.prod(s) == 1:
                 kinds.append(_ONE)
-                ops.append(a.reshape(1))
-            elif a.ndim >= 1 and a.shape[-1] == cols and a.size == cols:
+                views.append((1,))
+            elif s and s[-1] == cols and math.prod(s) == cols:
                 kinds.append(_ROW)
-                ops.append(np.ascontiguousarray(a).reshape(cols))
-            elif a.ndim == len(shape) and a.shape[-1] == 1 and a.shape[:-1] == shape[:-1]:
+                views.append((cols,))
+            elif len(s) == len(shape) and s[-1] == 1 and s[:-1] == shape[:-1]:
                 kinds.append(_COL)  # one value per row (k-means' squared norms, a row statistic)
-                ops.append(np.ascontiguousarray(a).reshape(rows))
+                views.append((rows,))
             else:
                 return None
-        assert self._compiled is not None and dt is not None
-        kt = tuple(kinds)
-        loop = self._loops.get(kt)
-        if loop is None:
-            loop = accel.jit_ew().graph_loop(self._compiled, kt)
-            if len(self._loops) < 16:
-                self._loops[kt] = loop
-        out = np.empty(shape, dt)
-        loop(out.reshape(rows, cols), self._zeros[dt], *ops)
-        return out
+        return shape, rows, cols, tuple(kinds), tuple(views)
 
     def _fit(self, shape: tuple[int, ...], other: tuple[int, ...]) -> bool:
         """Whether an operand of shape ``other`` broadcasts into ``shape`` without growing it."""
