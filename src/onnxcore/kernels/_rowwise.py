@@ -220,8 +220,8 @@ def layer_norm_last_axis(
     """:func:`layer_norm_compiled` over the last axis of an ``x`` below the kernel threads' size, in one thread, with
     its arguments made by the caller (``bb`` the bias, or the scale when ``has_b`` is false; ``n`` the row length
     and ``eps`` the epsilon as values of ``x``'s type): a plan step that made them once calls this on every run (a
-    decoder step's LayerNormalization of one row of 128 values: 4.3 -> 3 us)."""
-    d = scale.shape[0]
+    decoder step's LayerNormalization of one row of 128 values: 4.3 -> 3.7 us)."""
+    d = x.shape[-1]
     rows = x.size // d
     out = np.empty(x.shape, x.dtype)
     mean = np.empty(rows, x.dtype)

@@ -51,7 +51,7 @@ __all__ = [
 ]
 
 
-_LARGEST_ITEM = 16  # octets of the widest element a kernel allocates (complex128)
+_LARGEST_ITEM = 16  # octets of the widest element the remembered bound covers (complex128; wider: the full test)
 # (limits, count): the last limits check_elements saw, and an element count no tensor of at most _LARGEST_ITEM-octet
 # elements reaching it can exceed any of them with. Replaced whole (threads read a complete pair).
 _unbounded_below: tuple[Limits | None, int] = (None, -1)
@@ -79,7 +79,7 @@ def check_elements(shape: tuple[int, ...] | list[int] | Sequence[int], what: str
     limits = active_limits()
     count = math.prod(shape)
     bound = _unbounded_below
-    if limits is bound[0] and count <= bound[1] and min(shape, default=0) >= 0:
+    if limits is bound[0] and count <= bound[1] and itemsize <= _LARGEST_ITEM and min(shape, default=0) >= 0:
         return  # the common case: far below every limit (a kernel's call on a small tensor costs little more)
     if min(shape, default=0) < 0:
         raise EvaluationError(f"{what}: negative extent in shape {tuple(shape)}")
