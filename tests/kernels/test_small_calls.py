@@ -4,6 +4,7 @@ refuse (Clause 15.4 limits, one rounding per formula)."""
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 import pytest
@@ -113,3 +114,37 @@ def test_topk_along_the_last_axis_equals_topk_along_another(shape: tuple[int, ..
         np.testing.assert_array_equal(idx, np.moveaxis(i0, 0, -1))
         np.testing.assert_array_equal(values, np.moveaxis(v0, 0, -1))
         assert idx.dtype == np.int64 and values.dtype == x.dtype and idx.flags.c_contiguous
+
+
+@pytest.mark.parametrize("shape", [(3,), (2, 5), (2, 3, 4), (1, 4, 1, 2)], ids=str)
+def test_element_grids_are_numpys_open_grids(shape: tuple[int, ...]) -> None:
+    # GatherElements' and ScatterElements' index grids by arange: np.ogrid's arrays, the axis's replaced.
+    from onnxcore.kernels.indexing import _element_grid
+
+    idx = np.random.default_rng(len(shape)).integers(0, 3, shape)
+    for axis in range(len(shape)):
+        want = list(np.ogrid[tuple(slice(0, d) for d in shape)])
+        want[axis] = idx
+        got = _element_grid(idx, axis)
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            assert g.shape == w.shape and g.dtype == w.dtype
+            np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
+def test_reductions_of_one_attribute_axis_take_it_as_the_general_rule_does(dtype: Any) -> None:
+    from onnxcore.kernels.registry import lookup
+
+    x = (np.random.default_rng(2).standard_normal((3, 4, 5)) * 3).astype(dtype)
+    prod, total = lookup("", "ReduceProd", 13).fn, lookup("", "ReduceSum", 11).fn
+    for axis in (-3, -1, 0, 2):
+        for keep in (0, 1):
+            got = prod(x, axes=[axis], keepdims=keep)
+            want = np.multiply.reduce(x, axis=axis % 3, keepdims=bool(keep))
+            assert got.dtype == x.dtype and got.shape == want.shape
+            np.testing.assert_array_equal(got, want)
+            assert total(x, axes=[axis], keepdims=keep).shape == want.shape
+    for bad in ([3], [-4], [1, 1]):
+        with pytest.raises(EvaluationError):
+            prod(x, axes=bad)

@@ -174,6 +174,9 @@ def _reduce_core(op: str, x: Array, axes: tuple[int, ...] | None, keepdims: bool
         # A small float sum: numpy's reduction, which is what float_sum gives below BLAS_SUM_MIN elements (and
         # _row_sum does not take), without the calls that find it out.
         return np.asarray(_ADD.reduce(np.square(x) if op == "sumsquare" else x, axis=ax, keepdims=keepdims))
+    if op == "prod" and (dt == np.float32 or dt == np.float64):
+        # (what the chain below gives a float32/float64 product: numpy's reduction in the type, without the chain)
+        return np.asarray(_MUL.reduce(x, axis=ax, keepdims=keepdims))
     if (op == "mean" or op == "sum") and ax and (dt == np.float32 or dt == np.float64):
         y = _row_sum(op, x, ax, keepdims)
         if y is not None:
@@ -270,6 +273,8 @@ def _axes_attr(x: Array, axes: list[int] | None) -> tuple[int, ...] | None:
     # have no noop_with_empty_axes; onnxruntime reads an empty list the same way).
     if not axes:
         return None
+    if len(axes) == 1 and type(axes[0]) is int and -x.ndim <= axes[0] < x.ndim:
+        return (axes[0] % x.ndim,)  # one axis in range (the common case), without normalize_axes' general loop
     return normalize_axes(axes, x.ndim)
 
 
