@@ -28,7 +28,6 @@ __all__ = [
 
 _LEAF = 7
 _LANES = 16  # rows walked together through one tree
-_MEMBER = 6
 
 
 @_njit

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from onnxcore.errors import EvaluationError, OnnxCoreError
-from onnxcore.kernels._rowwise import layer_norm_compiled, rms_norm_compiled, row_max
+from onnxcore.kernels._rowwise import rms_norm_compiled, row_max
 from onnxcore.kernels.fused import FUSED_DOMAIN
 from onnxcore.kernels.fused.common import FLOATS, Chain
 from onnxcore.kernels.fused.passes import silu
@@ -334,7 +334,7 @@ def _prepare_layer_norm(
         ln = rows_step
 
         def layer_norm(v: np.ndarray) -> np.ndarray:
-            return layer_norm_compiled(v, ln.scale, ln.bias, v.ndim - 1, ln.d, ln.eps)[0]
+            return ln.rows(v)[0]  # (RowsPattern sends only what rows_take accepts)
 
         return RowsPattern(layer_norm, ln.d, dtype, *ln_args)
     return FusedPattern(*ln_args)

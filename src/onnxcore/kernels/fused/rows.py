@@ -90,8 +90,13 @@ class LayerNormRows:
 
     def __call__(self, X: Any, Scale: Any, B: Any = None, **kw: Any) -> Any:
         if rows_take(X, self.dtype, self.d) and kw.get("axis", -1) in (-1, X.ndim - 1):
-            return layer_norm_last_axis(X, *self._loop_args)  # (rows_take: below the kernel threads' size)
+            return self.rows(X)
         return self.kernel(X, Scale, B, **kw)
+
+    def rows(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(Y, Mean, InvStdDev)`` of an ``x`` :func:`rows_take` accepted (below the kernel threads' size), by the
+        compiled loop with the arguments made once."""
+        return layer_norm_last_axis(x, *self._loop_args)
 
 
 class RmsNormRows:
