@@ -111,17 +111,17 @@ def test_large_sums_vs_ort(op: str, dtype: str) -> None:
 
 
 def test_large_sums_propagate_nan_and_infinity() -> None:
-    from onnxcore.kernels.reduction import _reduce_core
+    from onnxcore.kernels.reduction import reduce_values
 
     x = np.ones((64, 32, 16), np.float32)
     x[3, 5, 7] = np.nan
     x[10, 2, 1] = np.inf
     x[11, 2, 1] = -np.inf
-    y = _reduce_core("sum", x, (1,), False)
+    y = reduce_values("sum", x, (1,), False)
     assert np.isnan(y[3, 7]) and y[10, 1] == np.inf and y[11, 1] == -np.inf
     assert np.isnan(y).sum() == 1 and np.isinf(y).sum() == 2
     np.testing.assert_array_equal(np.delete(y.ravel(), [3 * 16 + 7, 10 * 16 + 1, 11 * 16 + 1]), 32.0)
-    l2 = _reduce_core("l2", x, (2,), True)
+    l2 = reduce_values("l2", x, (2,), True)
     assert l2.shape == (64, 32, 1) and np.isnan(l2[3, 5, 0]) and l2[10, 2, 0] == np.inf
 
 
@@ -400,7 +400,7 @@ def test_large_max_min_over_trailing_axes(op: str, dtype: str) -> None:
     """Short rows (halving, column passes, reduceat; trailing and inner axes) give numpy's values exactly,
     NaN propagating, in a new array (never a view of the input)."""
     from onnxcore.kernels._util import BLAS_SUM_MIN
-    from onnxcore.kernels.reduction import _reduce_core
+    from onnxcore.kernels.reduction import reduce_values
 
     ref = np.max if op == "max" else np.min
     for shape, axes in [((4096, 5), (1,)), ((64, 32, 16), (2,)), ((64, 32, 16), (1, 2)), ((16, 1024, 3), (-1,)),
@@ -414,7 +414,7 @@ def test_large_max_min_over_trailing_axes(op: str, dtype: str) -> None:
             x[0, 1] = np.nan
             x.reshape(-1)[-1] = np.nan
         for keepdims in (False, True):
-            got = _reduce_core(op, x, axes, keepdims)
+            got = reduce_values(op, x, axes, keepdims)
             want = ref(x, axis=axes, keepdims=keepdims)
             assert got.dtype == x.dtype and got.shape == want.shape
             assert not np.shares_memory(got, x)

@@ -698,3 +698,35 @@ def test_cast_float_to_int_common_path_is_cast_arrays(src: str, to: int) -> None
         want = cast_array(x, to)
         assert got.dtype == want.dtype and got.shape == want.shape
         np.testing.assert_array_equal(got, want)
+
+
+_NUMPY_INTS = ["bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64"]
+
+
+@pytest.mark.parametrize("src", _NUMPY_INTS)
+@pytest.mark.parametrize("to", [2, 3, 4, 5, 6, 7, 12, 13])  # UINT8 INT8 UINT16 INT16 INT32 INT64 UINT32 UINT64
+def test_cast_between_numpy_integers_is_cast_arrays(src: str, to: int) -> None:
+    """Casts between numpy's integer types (and from bool) take astype (issue 42: a classifier's int32 classes to
+    its INT64 label); every value, the extremes of the source type included, wraps as cast_array wraps it
+    (Clause 6.3: modulo 2**bits)."""
+    dt = np.dtype(src)
+    if dt.kind == "b":
+        x = np.array([[True, False, True]])
+    else:
+        info = np.iinfo(dt)
+        x = np.array([info.min, info.max, 0, 1, info.max // 3, info.min // 3 if info.min else 7], dt).reshape(2, 3)
+    for arr in (x, x.T, x[:0]):  # a view in Fortran order and an empty one too
+        got = cast_6(arr, to=to)
+        want = cast_array(arr, to)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("src", ["float16", "float32", "float64"])
+def test_cast_float_to_bool_is_cast_arrays(src: str) -> None:
+    """A float to BOOL: nonzero is true, NaN and the infinities too, -0.0 false (Clause 6.3; cast_array's rule)."""
+    x = np.array([[0.0, -0.0, 1e-30, -2.5, np.nan, np.inf, -np.inf, 1.0]], src)
+    got = cast_6(x, to=9)
+    assert got.dtype == np.bool_
+    np.testing.assert_array_equal(got, cast_array(x, 9))
+    assert got.tolist() == [[False, False, src != "float16", True, True, True, True, True]]

@@ -260,6 +260,22 @@ def test_linear_layer_is_one_product(bias: bool) -> None:
     _check_against_onnxruntime(model, {"x": RNG.standard_normal((3, 5, C)).astype(np.float32)}, "Linear")
 
 
+def test_linear_layer_takes_a_row_bias() -> None:
+    """A bias of shape (1, N) (skl2onnx's MLP and linear models write it so) joins the linear step: the same sums
+    on the rows of a 2-D or 3-D input; a 1-D input, whose product the (1, N) bias makes 2-D, runs as written."""
+    w = RNG.standard_normal((C, 24)).astype(np.float32)
+    nodes = [h.make_node("MatMul", ["x", "w"], ["m"]), h.make_node("Add", ["m", "b"], ["y"])]
+    inits = [nh.from_array(w, "w"), nh.from_array(RNG.standard_normal((1, 24)).astype(np.float32), "b")]
+    model = _graph_model(nodes, {"x": ["B", C]}, ["B", 24], inits)
+    _check_against_onnxruntime(model, {"x": RNG.standard_normal((3, C)).astype(np.float32)}, "Linear")
+    step = onnxcore.Session(model)._plan.info[0].call
+    for x in (RNG.standard_normal((2, 4, C)), RNG.standard_normal(C)):
+        x = x.astype(np.float32)
+        got, want = step(x), step.as_written(x)
+        assert got.shape == want.shape == ((*x.shape[:-1], 24) if x.ndim > 1 else (1, 24))
+        np.testing.assert_array_equal(got, want)
+
+
 @pytest.mark.usefixtures("accel_path")
 @pytest.mark.parametrize("scale", ["Div", "Mul", None])
 @pytest.mark.parametrize("masked", [True, False])

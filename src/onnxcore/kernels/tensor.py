@@ -91,6 +91,13 @@ def _cast(x: np.ndarray, to: ElementType, saturate: int, round_mode: str) -> np.
     if a.dtype.isnative and dt.isnative and round_mode in ROUND_MODES:
         if a.dtype.kind in "biu" and (dt.kind == "b" or (dt.kind == "f" and (dt.itemsize >= 4 or a.dtype.kind == "b"))):
             return a.astype(dt)
+        if a.dtype.kind in "biu" and dt.kind in "iu":
+            # Between numpy's integer types (a classifier's int32 classes to its INT64 label): astype keeps the
+            # low bits, which is cast_array's wrap modulo 2**bits (10 -> 0.5 us at one row).
+            return a.astype(dt)
+        if a.dtype.kind == "f" and dt.kind == "b":
+            # A float to BOOL (skl2onnx's "no probability" mask): nonzero is true, NaN included, as in cast_array.
+            return np.not_equal(a, 0)
         if a.dtype.kind == "f" and dt.kind == "f" and dt.itemsize > a.dtype.itemsize:
             return a.astype(dt)
         if a.dtype.kind == "f" and a.dtype.itemsize >= 4 and dt in _INT_BOUNDS and a.size:

@@ -18,8 +18,8 @@ The values are the per-iteration evaluation's, bit for bit:
   ``BLAS_SUM_MIN`` elements (numpy's ``add.reduce``, the kernel's path there), over the same axes one further on, of
   C-contiguous data: numpy's inner loop then adds the same elements of each row in the same order (pairwise over a
   contiguous run). A row of ``BLAS_SUM_MIN`` elements or more (where the kernel sums by BLAS or einsum, whose order
-  depends on the whole array), data that is not C-contiguous, another type, or an axis the kernel would refuse:
-  the node runs as written.
+  depends on the whole array) is reduced row by row by the kernel's own reduction. Data that is not C-contiguous,
+  another type, or an axis the kernel would refuse: the node runs as written.
 
 Whatever the batched pass cannot take at run time (a value that is not an array, a length past
 ``Limits.max_loop_iterations``, no iteration at all, the cases above, a kernel's refusal) runs the ``Scan`` kernel
@@ -39,6 +39,7 @@ import numpy as np
 from onnxcore.errors import OnnxCoreError
 from onnxcore.kernels._util import BLAS_SUM_MIN, normalize_axes
 from onnxcore.kernels.fused import FUSED_DOMAIN
+from onnxcore.kernels.reduction import reduce_values
 from onnxcore.kernels.registry import kernel
 from onnxcore.limits import active_limits
 
@@ -223,7 +224,7 @@ class BatchedScan:
         """A sum-type reduction of each row of batched ``x``, as the kernel reduces one row (module docstring)."""
         n, rank = x.shape[0], x.ndim - 1
         row = x.size // n if n else 0
-        if x.dtype not in _FLOATS or not x.flags.c_contiguous or rank == 0 or not 0 < row < BLAS_SUM_MIN:
+        if x.dtype not in _FLOATS or not x.flags.c_contiguous or rank == 0 or row == 0:
             raise _Unbatched
         keepdims = bool(op.kw.get("keepdims", 1))
         try:
@@ -235,9 +236,13 @@ class BatchedScan:
                 axes = None
         except OnnxCoreError as e:
             raise _Unbatched from e  # the kernel as written refuses it
+        kind = REDUCTIONS[op.op_type]
+        if row >= BLAS_SUM_MIN:
+            # The kernel sums a row this large by BLAS (or einsum), whose order depends on the whole array: each row
+            # by the kernel's own reduction (a small model's nearest neighbours: one BLAS call a row, not its body).
+            return np.stack([reduce_values(kind, r, axes, keepdims) for r in x])
         per_row = tuple(range(rank)) if axes is None else axes
         shifted = tuple(a + 1 for a in per_row)
-        kind = REDUCTIONS[op.op_type]
         src = np.square(x) if kind in ("sumsquare", "l2") else np.abs(x) if kind == "l1" else x
         add: Any = np.add  # numpy's stubs reject a non-literal keepdims on ufunc.reduce
         y = np.asarray(add.reduce(src, axis=shifted, keepdims=keepdims))

@@ -52,8 +52,16 @@ def fuse_linear(graph: PlanGraph) -> list[PlanNode]:
             ins = g.nodes[a].inputs
             other = ins[1] if ins[0] == g.out(k) else ins[0]
             v = const.get(other)
-            if isinstance(v, np.ndarray) and v.dtype == w.dtype and v.ndim == 1 and v.size in (1, w.shape[1]):
-                b = v
+            # A bias of shape (N,) or (1, N) (skl2onnx writes the latter): the same sums on the product of the
+            # step's rows, whose rank is at least 2 (LinearStep's fast path; other inputs run the nodes as written).
+            if (
+                isinstance(v, np.ndarray)
+                and v.dtype == w.dtype
+                and v.ndim in (1, 2)
+                and v.shape[:-1] in ((), (1,))
+                and v.size in (1, w.shape[1])
+            ):
+                b = v.reshape(-1)
                 members.append(a)
         if not _closed(g, members):
             continue
