@@ -148,3 +148,40 @@ def test_reductions_of_one_attribute_axis_take_it_as_the_general_rule_does(dtype
     for bad in ([3], [-4], [1, 1]):
         with pytest.raises(EvaluationError):
             prod(x, axes=bad)
+
+
+@pytest.mark.parametrize("p", [1, 2])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_lp_normalization_short_path_is_the_formula(p: int, dtype: Any) -> None:
+    """LpNormalization without a zero norm skips np.where; with one (a zero row) it gives 0 there (the operator's
+    rule): both as ``where(norm == 0, 0, x / norm)`` gives them, bit for bit."""
+    from onnxcore.kernels.normalization import lp_normalization
+
+    rng = np.random.default_rng(5)
+    for x in (rng.standard_normal((1, 3)), rng.standard_normal((16, 7)), np.array([[0.0, 0.0], [3.0, -4.0]])):
+        x = x.astype(dtype)
+        for axis in (0, 1, -1):
+            wd = np.float32 if dtype == np.float16 else dtype
+            xw = x.astype(wd)
+            norm = (
+                np.abs(xw).sum(axis=axis, keepdims=True) if p == 1 else np.sqrt((xw * xw).sum(axis=axis, keepdims=True))
+            )
+            with np.errstate(all="ignore"):
+                want = np.where(norm == 0, 0, xw / norm).astype(dtype)
+            got = lp_normalization(x, axis=axis, p=p)
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want)
+    assert lp_normalization(np.zeros((1, 2), np.float32), axis=1, p=2).tolist() == [[0.0, 0.0]]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
+def test_binarizer_keeps_nan_and_the_type(dtype: Any) -> None:
+    from onnxcore.kernels.ml import binarizer
+
+    x = np.array([[0.5, 1.0, 2.0], [-3.0, 2.5, 0.0]]).astype(dtype)
+    got = binarizer(x, threshold=1.0)
+    assert got.dtype == x.dtype and got.tolist() == [[0, 0, 1], [0, 1, 0]]
+    if dtype != np.int64:
+        x[0, 1] = np.nan
+        got = binarizer(x, threshold=1.0)
+        assert np.isnan(got[0, 1]) and got[0, 2] == 1 and got[1, 1] == 1 and got[0, 0] == 0

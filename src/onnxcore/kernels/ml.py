@@ -198,7 +198,9 @@ def binarizer(x: np.ndarray, *, threshold: float = 0.0) -> np.ndarray:
     x = np.asarray(x)
     out = (x > threshold).astype(x.dtype)
     if x.dtype.kind == "f":
-        out = np.where(np.isnan(x), x, out).astype(x.dtype)
+        nan = np.isnan(x)
+        if nan.any():  # (most inputs have none: no where and no second cast)
+            np.copyto(out, x, where=nan)
     return out
 
 

