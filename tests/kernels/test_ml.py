@@ -604,6 +604,9 @@ def test_one_hot_encoder() -> None:
     cases = [
         ({"X": np.array([[1, 3], [2, 9]], np.int64)}, dict(cats_int64s=[1, 2, 3])),
         ({"X": np.array([1.7, 2.0, -3.0], np.float64)}, dict(cats_int64s=[1, 2, -3])),
+        # An infinity is no category (the short path, which every finite row takes, leaves such values to
+        # nan_to_num).
+        ({"X": np.array([[7.9, 2.5], [np.inf, -0.5]], np.float32)}, dict(cats_int64s=[0, 2, 7])),
         ({"X": np.array([[b"a"], [b"q"]], dtype=object)}, dict(cats_strings=["q", "a", "w"])),
     ]
     for feeds, attrs in cases:
@@ -611,6 +614,9 @@ def test_one_hot_encoder() -> None:
         assert_same(ours, ref)
     with pytest.raises(EvaluationError):
         lookup("ai.onnx.ml", "OneHotEncoder", 1).fn(np.array([5], np.int64), cats_int64s=[1], zeros=0)
+    # NaN reads as 0 (numpy's nan_to_num, then the truncation): category 0 here, where onnxruntime finds none.
+    got = lookup("ai.onnx.ml", "OneHotEncoder", 1).fn(np.array([np.nan, 2.0], np.float32), cats_int64s=[0, 2])
+    assert got.tolist() == [[1.0, 0.0], [0.0, 1.0]]
 
 
 def test_zipmap() -> None:

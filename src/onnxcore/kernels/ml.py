@@ -674,7 +674,11 @@ class _OneHotEncoder:
             lookup = self.ints
             if lookup is None:
                 raise EvaluationError("OneHotEncoder: the cats_* attribute matching the input type is missing")
-            xv = x.astype(np.int64) if x.dtype.kind != "f" else np.trunc(np.nan_to_num(x)).astype(np.int64)
+            if x.dtype.kind == "f":
+                # (nan_to_num only when a value is not finite: it costs 5 us even on a row that has none)
+                xv = np.trunc(x if np.isfinite(x).all() else np.nan_to_num(x)).astype(np.int64)
+            else:
+                xv = x.astype(np.int64)
             pos = lookup(xv, _MISSING)
         if not self.zeros and (pos < 0).any():
             raise EvaluationError("OneHotEncoder: an input value is not among the categories and zeros=0")
