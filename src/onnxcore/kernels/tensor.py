@@ -100,8 +100,9 @@ def _cast(x: np.ndarray, to: ElementType, saturate: int, round_mode: str) -> np.
             # A float to BOOL (skl2onnx's "no probability" mask): nonzero is true, NaN included, as in cast_array.
             return np.not_equal(a, 0)
         if a.dtype in _NUMPY_FLOATS and dt in _NUMPY_FLOATS:
-            # Between numpy's float types (ml_dtypes' float8_e5m2 has kind "f" too, and its own saturation): a wider one is exact; a narrower one (skl2onnx's double pipelines cast to
-            # FLOAT) rounds to nearest even and overflows to infinity, which is what cast_array's astype gives.
+            # Between numpy's float types (ml_dtypes' float8_e5m2 has kind "f" too, and its own saturation): a wider
+            # one is exact; a narrower one (skl2onnx's double pipelines cast to FLOAT) rounds to nearest even and
+            # overflows to infinity, which is what cast_array's astype gives.
             return a.astype(dt)
         if a.dtype.kind == "f" and a.dtype.itemsize >= 4 and dt in _INT_BOUNDS and a.size:
             # A float to INT32/INT64 (a classifier's label after its float arithmetic): cast_array's own steps

@@ -50,7 +50,6 @@ _COMPILABLE = frozenset(
 _FULL, _ROW, _ONE, _COL = 0, 1, 2, 3  # operand kinds of the compiled loop (_jit_ew.FULL, ROW, ONE, COL)
 _COMPILED_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
 _UNSEEN = object()  # (a shape key not looked at yet; None is a key looked at and refused)
-_SHAPE = attrgetter("shape")
 _RESHAPE = np.ndarray.reshape
 
 
@@ -87,8 +86,9 @@ class ElementwiseGraph:
         # is one it computes (module docstring); None otherwise.
         compiled = [(uf, sources) for _c, uf, sources, kw, _a in self.program if uf in _COMPILABLE and not kw]
         self._compiled = tuple(compiled) if len(compiled) == len(self.program) else None
-        # Per operand shapes: what the compiled loop needs of them (_layout), None when it does not take them.
-        self._shapes: dict[tuple[tuple[int, ...], ...], Any] = {}
+        # Per operand signature: their element type and what the compiled loop needs of their shapes (_layout_of),
+        # None when it does not take them.
+        self._shapes: dict[tuple[Any, ...], Any] = {}
         self._loops: dict[tuple[int, ...], Callable[..., None]] = {}  # the compiled loops by operand kinds
         self._zeros = {dt: np.zeros(1, dt) for dt in _COMPILED_TYPES}
         # Per operand signature (type, shape, element type of each), the program as one generated function that
@@ -96,14 +96,14 @@ class ElementwiseGraph:
         self._replays: dict[tuple[Any, ...], Callable[..., Any]] = {}
 
     def __call__(self, *args: Any) -> Any:
-        if self._compiled is not None and accel.enabled():
-            y = self._loop(args)
-            if y is not None:
-                return y
         try:
             key = tuple(map(_SIGNATURE, args))
         except AttributeError:  # an operand that is not an array: interpreted
             return self._interpret(args, None)
+        if self._compiled is not None and accel.enabled():
+            y = self._loop(args, key)
+            if y is not None:
+                return y
         replay = self._replays.get(key)
         if replay is not None:
             return replay(*args)
@@ -203,28 +203,23 @@ class ElementwiseGraph:
                 return y
         return None
 
-    def _loop(self, args: tuple[Any, ...]) -> np.ndarray | None:
-        """The output by the compiled loop, when the operands are float32 or float64 arrays of one type, each of the
-        output's shape (C-contiguous), a row of its last extent, a column or a single value; None otherwise."""
-        if not args:
-            return None
-        dt = None
-        for a in args:  # a loop, not all() of a generator: this runs on every call
-            if type(a) is not np.ndarray or (dt is not None and a.dtype != dt) or not a.flags.c_contiguous:
-                return None
-            dt = a.dtype
-        if dt not in _COMPILED_TYPES:
-            return None
-        key = tuple(map(_SHAPE, args))
+    def _loop(self, args: tuple[Any, ...], key: tuple[Any, ...]) -> np.ndarray | None:
+        """The output by the compiled loop, when the operands (of signature ``key``) are float32 or float64 arrays of
+        one type, each of the output's shape (C-contiguous), a row of its last extent, a column or a single value;
+        None otherwise. What depends on the signature alone is decided once per signature: a graph the loop does
+        not take (a per-channel operand, a kernel's type) costs one look-up, not the tests."""
         got = self._shapes.get(key, _UNSEEN)
         if got is _UNSEEN:
-            got = self._layout(key)
+            got = self._layout_of(key)
             if len(self._shapes) < 64:
                 self._shapes[key] = got
         if got is None:
             return None
-        shape, rows, cols, kinds, views = got
-        assert self._compiled is not None and dt is not None
+        for a in args:  # a loop, not all() of a generator: this runs on every call
+            if not a.flags.c_contiguous:
+                return None
+        dt, (shape, rows, cols, kinds, views) = got
+        assert self._compiled is not None
         loop = self._loops.get(kinds)
         if loop is None:
             loop = accel.jit_ew().graph_loop(self._compiled, kinds)
@@ -234,6 +229,18 @@ class ElementwiseGraph:
         # (each operand as the loop reads it: C-contiguous, so every reshape is a view)
         loop(out.reshape(rows, cols), self._zeros[dt], *map(_RESHAPE, args, views))
         return out
+
+    @classmethod
+    def _layout_of(cls, key: tuple[Any, ...]) -> tuple[np.dtype[Any], Any] | None:
+        """For operands of the signatures ``key``: their one element type and :meth:`_layout` of their shapes, when
+        they are arrays of one compiled type the loop lays out; else None."""
+        if not key or any(c is not np.ndarray for c, _s, _d in key):
+            return None
+        dt = key[0][2]
+        if dt not in _COMPILED_TYPES or any(d != dt for _c, _s, d in key):
+            return None
+        layout = cls._layout(tuple(s for _c, s, _d in key))
+        return None if layout is None else (dt, layout)
 
     @staticmethod
     def _layout(
