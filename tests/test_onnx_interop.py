@@ -18,7 +18,7 @@ from onnxcore.external import externalize, internalize, load_external_data
 from onnxcore.external.reference import ReferenceRule, make_error
 from onnxcore.graph import bind
 from onnxcore.infer import annotate, infer, infer_shapes, infer_types
-from onnxcore.proto.codec import MESSAGE_CLASSES
+from onnxcore.proto.decoder import MESSAGE_CLASSES
 
 
 def _onnx_model() -> onnx.ModelProto:

@@ -121,10 +121,10 @@ def test_the_codec_makes_a_decoder_on_its_class_first_message():
     # The decoders are generated code; import makes none of them, a load makes those of the classes it meets.
     out = _fresh(
         "import onnxcore\n"
-        "from onnxcore.proto import codec\n"
+        "from onnxcore.proto import decoder\n"
         "from onnxcore.proto.messages import ModelProto, SparseTensorProto\n"
-        "def made(c): return '_deferred_decoder' not in codec._DECODERS[c].__qualname__\n"
-        "before = sum(made(c) for c in codec._DECODERS)\n"
+        "def made(c): return '_deferred_decoder' not in decoder._DECODERS[c].__qualname__\n"
+        "before = sum(made(c) for c in decoder._DECODERS)\n"
         f"m = onnxcore.load({str(BUNDLED)!r})\n"
         "print(before, made(ModelProto), made(SparseTensorProto), m.graph.node[0].op_type != '')"
     )

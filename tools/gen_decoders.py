@@ -33,7 +33,7 @@ holds the source each was generated from.
 
 def render() -> str:
     """The module's source, from the codec's generator."""
-    from onnxcore.proto.codec import MESSAGE_CLASSES
+    from onnxcore.proto.decoder import MESSAGE_CLASSES
     from onnxcore.proto.decoder_source import decoder_source
 
     parts = [HEADER]

@@ -13,7 +13,7 @@ from onnxcore.external.mapped import MappedFile, register_mapping
 from onnxcore.external.reference import is_external
 from onnxcore.limits import DEFAULT_LIMITS, Limits, collection_paused
 from onnxcore.proto.bridge import OnnxMessage, as_message, is_onnx_message
-from onnxcore.proto.codec import DEFAULT_MAX_DEPTH, decode_message, decode_recording
+from onnxcore.proto.decoder import DEFAULT_MAX_DEPTH, decode_message, decode_recording
 from onnxcore.proto.encoder import encode_parts
 from onnxcore.proto.message import Message
 from onnxcore.proto.messages import ModelProto, TensorProto

@@ -109,7 +109,7 @@ class Limits:
             ``NodeProto.attribute``, ...). Default 2**19 (524,288; the largest real graphs have a few hundred
             thousand nodes). Decoding memory is bounded besides, at 64 x the input octets + 32 MiB (an empty
             entry, two octets on the wire, decodes to one object of 56 to 424 octets, its lists included; see
-            ``onnxcore.proto.codec.DECODE_BYTES_PER_OCTET``), refused with ``DecodeLimitError``.
+            ``onnxcore.proto.decoder.DECODE_BYTES_PER_OCTET``), refused with ``DecodeLimitError``.
         max_messages: Embedded messages in repeated fields in all, while decoding (nodes, attributes,
             value infos and their dimensions together). Default 2**21 (2,097,152). None lifts the decoding
             memory bound (64 x input octets + 32 MiB) too.

@@ -160,7 +160,7 @@ def test_every_place_a_tensor_can_be_is_resolved(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("only", range(10))
 def test_a_lone_external_tensor_is_resolved_wherever_it_is(tmp_path: Path, only: int) -> None:
-    # A load resolves when the decode listed an EXTERNAL tensor (codec.decode_recording): the one external tensor
+    # A load resolves when the decode listed an EXTERNAL tensor (decoder.decode_recording): the one external tensor
     # of the model, in each place in turn, the others inline, is found and resolved however deep it is.
     model = _places(tmp_path)
     for _, t in iter_tensors(model):
@@ -175,7 +175,7 @@ def test_a_lone_external_tensor_is_resolved_wherever_it_is(tmp_path: Path, only:
 
 
 def test_the_decode_records_every_tensor_it_makes(tmp_path: Path) -> None:
-    from onnxcore.proto.codec import decode_recording
+    from onnxcore.proto.decoder import decode_recording
 
     data = onnxcore.encode(_places(tmp_path))
     for source in (data, memoryview(bytearray(data))[0:]):  # the bytes decoders and the memoryview ones

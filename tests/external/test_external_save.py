@@ -16,7 +16,7 @@ import onnxcore
 from onnxcore import ExternalDataError, TensorProto
 from onnxcore.external import ReferenceRule, externalize, internalize, is_resolved, write
 from onnxcore.external.tensor_walk import iter_tensors
-from onnxcore.proto.codec import NanBits
+from onnxcore.proto.decoder import NanBits
 
 F = TensorProto.DataType
 

@@ -9,7 +9,7 @@ import pytest
 
 import onnxcore as oc
 from onnxcore.proto import ENUM_SPECS, MESSAGE_CLASSES, MESSAGE_SPECS
-from onnxcore.proto.codec import NanBits
+from onnxcore.proto.decoder import NanBits
 
 
 def test_annex_b_counts() -> None:

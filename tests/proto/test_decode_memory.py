@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import onnxcore
-from onnxcore.proto.codec import DECODE_BYTES_BASE, DECODE_BYTES_PER_OCTET, MESSAGE_CLASSES, decode_message
+from onnxcore.proto.decoder import DECODE_BYTES_BASE, DECODE_BYTES_PER_OCTET, MESSAGE_CLASSES, decode_message
 from onnxcore.proto.message import Message
 from onnxcore.wire.varint import encode_varint
 from tests.corpus import onnx_data_dir

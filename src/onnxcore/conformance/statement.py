@@ -28,7 +28,7 @@ from onnxcore.defs.binding import canonical_domain, contrib_domains
 from onnxcore.graph.bound import body_opsets, definition_binding
 from onnxcore.kernels.select import select
 from onnxcore.limits import DEFAULT_LIMITS, DERIVED_DEFAULTS
-from onnxcore.proto.codec import DECODE_BYTES_BASE, DECODE_BYTES_PER_OCTET
+from onnxcore.proto.decoder import DECODE_BYTES_BASE, DECODE_BYTES_PER_OCTET
 from onnxcore.types import ElementType
 
 __all__ = ["build_statement", "render_markdown", "unsupported_operators", "is_supported"]

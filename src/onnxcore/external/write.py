@@ -28,7 +28,7 @@ from onnxcore.external.reference import ReferenceRule, has_inline_contents, is_e
 from onnxcore.external.side_table import Resolution, resolution
 from onnxcore.external.tensor_walk import iter_tensors, tensor_label
 from onnxcore.proto.bridge import OnnxMessage, as_message
-from onnxcore.proto.codec import NanBits
+from onnxcore.proto.decoder import NanBits
 from onnxcore.proto.encoder import encode_parts
 from onnxcore.proto.message import Message, copy_message
 from onnxcore.proto.messages import StringStringEntryProto, TensorProto

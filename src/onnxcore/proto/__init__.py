@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from onnxcore.proto.codec import MESSAGE_CLASSES, decode_message
+from onnxcore.proto.decoder import MESSAGE_CLASSES, decode_message
 from onnxcore.proto.encoder import encode_message
 from onnxcore.proto.message import Message
 from onnxcore.proto.messages import (

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Protocol, TypeGuard, TypeVar, overload
 
 from onnxcore.errors import MessageTypeError
-from onnxcore.proto.codec import DEFAULT_MAX_DEPTH, MESSAGE_CLASSES, decode_message
+from onnxcore.proto.decoder import DEFAULT_MAX_DEPTH, MESSAGE_CLASSES, decode_message
 from onnxcore.proto.encoder import encode_message
 from onnxcore.proto.message import Message
 

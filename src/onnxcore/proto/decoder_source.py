@@ -1,6 +1,6 @@
 """The source of the codec's per-class decoders (Clause 12, Annex B): one function ``decode`` per message class.
 
-:mod:`onnxcore.proto.codec` compiles (or takes precompiled from :mod:`onnxcore.proto.decoders_gen`, which
+:mod:`onnxcore.proto.decoder` compiles (or takes precompiled from :mod:`onnxcore.proto.decoders_gen`, which
 ``tools/gen_decoders.py`` writes from :func:`decoder_source`) one decoder per class, its fields inline, from Annex
 B's tables. The source is pure text: it names only fields of Annex B, never anything read from input, and reads
 everything else from the namespace the codec runs it in:

@@ -1,5 +1,5 @@
 """Encoding of Annex B messages under Clause 12, driven by :mod:`onnxcore.proto.spec` (decoding is
-:mod:`onnxcore.proto.codec`).
+:mod:`onnxcore.proto.decoder`).
 
 Encoding writes fields in increasing tag order, repeated fields in the form Annex B records for them, then the
 unknown fields (Clause 12.3); the canonical form also sorts the unknown fields by tag (Clause 12.8). Importing
@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from onnxcore.errors import EncodeError
-from onnxcore.proto.codec import (
+from onnxcore.proto.decoder import (
     _F32,
     _F64,
     _I32_LIM,

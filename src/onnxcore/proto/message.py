@@ -48,7 +48,7 @@ _F = struct.Struct("<f")
 def _binary32_bits(v: float) -> bytes:
     # A float field is binary32 on the wire (Annex B): two values that encode alike are equal, as in protobuf,
     # which stores a float field's value rounded to binary32 when it is assigned.
-    bits = getattr(v, "bits", None)  # a NaN read from the wire keeps its exact pattern (codec.NanBits)
+    bits = getattr(v, "bits", None)  # a NaN read from the wire keeps its exact pattern (decoder.NanBits)
     if bits is not None:
         return int(bits).to_bytes(4, "little")
     try:
@@ -114,7 +114,7 @@ class Message:
 
     _SPEC: ClassVar[MessageSpec]
     # The list class of a repeated field of this message type (``NodeProto._List``), and, per repeated
-    # embedded-message field of this class, its element's list class (set by the codec with ``_SPEC``).
+    # embedded-message field of this class, its element's list class (set by ``proto/decoder.py`` with ``_SPEC``).
     _List: ClassVar[type[RepeatedMessages[Any]]]
     _LISTS: ClassVar[dict[str, type[RepeatedMessages[Any]]]]
     # Per oneof member: its field and the other members of its group (classes with a oneof only).
@@ -492,7 +492,7 @@ def _oneof_setattr(self: Message, name: str, value: Any) -> None:
 def install_oneof_assignment(cls: type[Message]) -> None:
     """Make assignment to a oneof member of ``cls`` clear the other members (for the few classes with a oneof:
     ``TypeProto``, ``TensorShapeProto.Dimension``, ``SimpleShardedDimProto``; the others keep the plain, fast
-    attribute assignment). Called by the codec once ``cls._SPEC`` is set."""
+    attribute assignment). Called by :mod:`onnxcore.proto.decoder` once ``cls._SPEC`` is set."""
     spec = cls._SPEC
     cls._ONEOF_SIBLINGS = {
         name: (spec.by_name[name], tuple(spec.by_name[o] for o in members if o != name))
@@ -521,7 +521,8 @@ def install_presence_assignment(cls: type[Message]) -> None:
     """Make assignment to a field of ``cls`` behave as protobuf's: a scalar becomes present, a plain list given to
     a repeated message field becomes its list class. For the few classes an onnx script assigns fields of after
     building a model (``ModelProto``, ``OperatorSetIdProto``): the others keep the plain, fast attribute
-    assignment. Called by the codec once ``cls._SPEC`` and ``cls._LISTS`` are set; ``cls`` has no oneof."""
+    assignment. Called by :mod:`onnxcore.proto.decoder` once ``cls._SPEC`` and ``cls._LISTS`` are set; ``cls`` has
+    no oneof."""
     assert not cls._SPEC.oneofs, cls
     cls.__setattr__ = _presence_setattr  # type: ignore[assignment,method-assign]
 

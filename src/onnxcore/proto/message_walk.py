@@ -16,7 +16,7 @@ from itertools import compress, repeat
 from operator import attrgetter
 from typing import Any
 
-from onnxcore.proto.codec import MESSAGE_CLASSES
+from onnxcore.proto.decoder import MESSAGE_CLASSES
 from onnxcore.proto.message import Message
 from onnxcore.proto.messages import AttributeProto, GraphProto, NodeProto
 from onnxcore.proto.spec import MESSAGE_SPECS

@@ -15,7 +15,7 @@ import re
 from typing import Any, TypeVar
 
 from onnxcore.errors import OnnxCoreError
-from onnxcore.proto.codec import MESSAGE_CLASSES
+from onnxcore.proto.decoder import MESSAGE_CLASSES
 from onnxcore.proto.message import Message
 from onnxcore.proto.spec import ENUM_SPECS, FieldSpec
 

@@ -22,7 +22,7 @@ from onnxcore.external.mapped import backing_mapping
 from onnxcore.external.read import read_external_tensor_bytes
 from onnxcore.proto import TensorProto
 from onnxcore.proto.bridge import OnnxMessage, as_message
-from onnxcore.proto.codec import NanBits
+from onnxcore.proto.decoder import NanBits
 from onnxcore.types.elements import ElementType, ElementTypeError, element_type
 from onnxcore.types.packing import (
     from_codes,

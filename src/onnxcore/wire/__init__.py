@@ -1,6 +1,7 @@
 """Clause 12 primitives: variable-length integers, field keys, fixed-width and length-delimited values.
 
-This package knows nothing of ONNX messages; :mod:`onnxcore.proto.codec` builds on it.
+This package knows nothing of ONNX messages; :mod:`onnxcore.proto.decoder` and :mod:`onnxcore.proto.encoder` build
+on it.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ import pytest
 from onnx import AttributeProto as PbAttribute
 
 from onnxcore.errors import DecodeError
-from onnxcore.proto.codec import NanBits, decode_message
+from onnxcore.proto.decoder import NanBits, decode_message
 from onnxcore.proto.messages import AttributeProto
 
 FLOAT_KEY = 7 << 3 | 5
