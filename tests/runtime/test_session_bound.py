@@ -135,7 +135,7 @@ def test_run_refuses_a_single_string_for_output_names() -> None:
 def test_an_output_too_large_to_copy_is_refused_by_name() -> None:
     """A read-only constant output is copied for the caller outside the plan's error wrapping: a MemoryError
     there escaped bare (issue 29); it is a LimitError naming the output."""
-    from onnxcore.runtime import session as session_mod
+    from onnxcore.runtime import results
 
     class _Unaffordable(np.ndarray):
         def copy(self, order: Any = "C") -> np.ndarray:
@@ -144,10 +144,10 @@ def test_an_output_too_large_to_copy_is_refused_by_name() -> None:
     v = np.zeros((4, 1000), np.float32).view(_Unaffordable)
     v.flags.writeable = False
     with pytest.raises(LimitError, match=r"output 'y' .* cannot be copied for the caller: out of memory"):
-        session_mod._owned(v, "y")
+        results.value_for_caller(v, "y")
     w = np.ones(3, np.float32)
     w.flags.writeable = False
-    out = session_mod._owned(w, "w")
+    out = results.value_for_caller(w, "w")
     assert out.flags.writeable and out is not w
 
 

@@ -208,8 +208,8 @@ def _tensor_spec(
 
 
 class OutputShapes:
-    """The declared output shapes a run's results are compared with (``Session._warn_on_shapes``): per output
-    position, the declared rank and fixed extents, for a quick test that finds nothing to warn about.
+    """The declared output shapes a run's results are compared with (:func:`onnxcore.runtime.results.warn_on_shapes`):
+    per output position, the declared rank and fixed extents, for a quick test that finds nothing to warn about.
 
     Args:
         declared: The declared shape (``None`` for an unknown extent, a string for a variable) by output name.

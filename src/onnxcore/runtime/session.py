@@ -4,7 +4,8 @@ Construction loads the model, binds it once (:func:`onnxcore.graph.bind`: every 
 subgraphs and of the function bodies it calls), validates it on that bound model (Clause 15.5: a consumer
 validates before it evaluates), compiles its plan from the same bound model, and refuses the model at
 once, naming every operator it cannot evaluate (Clause 4.4, 16.1).
-``run`` checks the feeds and evaluates the compiled plan.
+``run`` checks the feeds, evaluates the compiled plan and hands back the outputs as the caller's own arrays
+(:mod:`onnxcore.runtime.results`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ import numpy as np
 from onnxcore.errors import (
     InputError,
     LimitError,
-    OutputShapeWarning,
     UnsupportedOperatorError,
     ValidationError,
     ValidationWarning,
@@ -50,7 +50,8 @@ from onnxcore.runtime.compile import CompileEnv, compile_graph
 from onnxcore.runtime.fastrun import FeedChecks, IgnoreFloatErrors, OutputShapes
 from onnxcore.runtime.feeds import check_feed
 from onnxcore.runtime.optimize.specialize import decided_shape_nodes, has_shape_nodes, shape_signature
-from onnxcore.runtime.plan import GraphIR, Plan, describe_value
+from onnxcore.runtime.plan import GraphIR, Plan
+from onnxcore.runtime.results import outputs_for_caller, value_for_caller, warn_on_shapes
 from onnxcore.runtime.seeding import session_rng
 from onnxcore.types import type_from_proto
 from onnxcore.types.valuetypes import declared_shape
@@ -415,9 +416,9 @@ class Session:
                 if threads is not None:
                     exit_threads(threads)
                 exit_run(tokens)
-            outs = _outputs(plan, vals, feeds)
+            outs = outputs_for_caller(plan, vals, feeds)
             if self._declared_outputs and not target.shapes.agree(outs):
-                self._warn_on_shapes(plan, outs)
+                warn_on_shapes(plan, outs, self._declared_outputs)
             return outs
         if timeout is None:
             timeout = self._limits.run_timeout  # the session's default deadline (Limits.untrusted sets one)
@@ -433,12 +434,12 @@ class Session:
         ):
             plan, vals = self._prepare(output_names, feeds, intermediates)
             plan.execute(vals)
-        outs = _outputs(plan, vals, feeds)
+        outs = outputs_for_caller(plan, vals, feeds)
         if self._declared_outputs:
-            self._warn_on_shapes(plan, outs)
+            warn_on_shapes(plan, outs, self._declared_outputs)
         if not intermediates:
             return outs
-        values = {plan.names[s]: _owned(vals[s], plan.names[s]) for s in plan.node_slots}
+        values = {plan.names[s]: value_for_caller(vals[s], plan.names[s]) for s in plan.node_slots}
         return outs, values
 
     def profile(
@@ -504,24 +505,7 @@ class Session:
         with limits_in_effect(self._limits), threads_in_effect(self._threads), np.errstate(all="ignore"):
             plan, vals = self._prepare(output_names, feeds, as_written)
             times = plan.profile(vals)
-        return _outputs(plan, vals, feeds), _step_times(plan, times)
-
-    def _warn_on_shapes(self, plan: Plan, outs: list[Any]) -> None:
-        """Warn (:class:`OutputShapeWarning`) of an output whose computed shape contradicts its declared one.
-
-        onnxmltools declares LightGBM's ``label`` as ``[1]`` while a run gives ``(16,)``: the result is returned,
-        as onnxruntime returns it, but not in silence (Clause 9.4).
-        """
-        for s, value in zip(plan.output_slots, outs):
-            name = plan.names[s]
-            declared = self._declared_outputs.get(name)
-            if declared is not None and isinstance(value, np.ndarray) and _contradicts(value.shape, declared):
-                shown = "[" + ", ".join("?" if d is None else str(d) for d in declared) + "]"
-                warnings.warn(
-                    f"output {name!r}: the run computed shape {list(value.shape)}, the graph declares {shown}",
-                    OutputShapeWarning,
-                    stacklevel=3,
-                )
+        return outputs_for_caller(plan, vals, feeds), _step_times(plan, times)
 
     def _prepare(
         self, output_names: Sequence[str] | None, feeds: Mapping[str, Any], intermediates: bool
@@ -738,78 +722,9 @@ def _step_times(plan: Plan, seconds: Sequence[float]) -> list[StepTime]:
     ]
 
 
-def _contradicts(shape: tuple[int, ...], declared: tuple[Any, ...]) -> bool:
-    # Rank, or a fixed extent that differs; a dimension variable or an unknown extent contradicts nothing here.
-    return len(shape) != len(declared) or any(isinstance(d, int) and d != n for n, d in zip(shape, declared))
-
-
 def _declared_rank(tp: TypeProto | None) -> int | None:
     """The rank a tensor input declares (None: not a tensor, or no shape declared)."""
     if tp is None or tp.which_oneof("value") != "tensor_type" or tp.tensor_type is None:
         return None
     shape = tp.tensor_type.shape
     return None if shape is None else len(shape.dim)
-
-
-def _outputs(plan: Plan, vals: list[Any], feeds: Mapping[str, Any]) -> list[Any]:
-    """The run's outputs, each the caller's own array: a constant is copied (:func:`_owned`), and so is an output
-    whose memory is a feed's (``Identity(x)``, ``Reshape(x)``: numpy views) or an earlier output's (``y`` and
-    ``Identity(y)`` both outputs), so that writing into one output never changes the caller's input or another
-    output (onnxruntime's outputs are separate arrays too)."""
-    # (one plain loop: this is part of every run's fixed cost, where a generator expression or a call per output
-    # costs a noticeable share of a small model's run)
-    outs: list[Any] = []
-    fed = feeds.values()
-    for s in plan.output_slots:
-        v = vals[s]
-        if type(v) is not np.ndarray:
-            outs.append(_owned(v, plan.names[s]))  # a subclass, a sequence, a map, None
-            continue
-        if not v.flags.writeable:
-            outs.append(_copy_for_caller(v, plan.names[s]))  # a constant shared by every run
-            continue
-        shared = False
-        owner = v.base
-        if owner is None:  # owns its memory: shared only if it IS a feed or an earlier output
-            for u in fed:
-                if u is v:
-                    shared = True
-            for u in outs:
-                if u is v:
-                    shared = True
-        else:
-            # A view: its memory lies in its base's. When that base is an array owning its memory, an array whose
-            # own base is another such array cannot overlap it (two allocations): the common case, settled with
-            # identity tests rather than np.may_share_memory.
-            distinct = type(owner) is np.ndarray and owner.flags.owndata
-            for u in (*fed, *outs):
-                if type(u) is not np.ndarray:
-                    continue
-                if distinct:
-                    other = u.base
-                    if other is None:
-                        other = u
-                    if other is not owner and type(other) is np.ndarray and other.flags.owndata:
-                        continue
-                if np.may_share_memory(v, u):
-                    shared = True
-        outs.append(_copy_for_caller(v, plan.names[s]) if shared else v)
-    return outs
-
-
-def _owned(v: Any, name: str) -> Any:
-    # Initializers and folded constants are shared by every run and read-only: give the caller its own copy.
-    if isinstance(v, np.ndarray) and not v.flags.writeable:
-        return _copy_for_caller(v, name)
-    return v
-
-
-def _copy_for_caller(v: np.ndarray, name: str) -> np.ndarray:
-    try:
-        return v.copy()
-    except MemoryError:
-        # The copy is outside the plan's error wrapping: refuse by name rather than let MemoryError escape.
-        raise LimitError(
-            f"output {name!r} ({describe_value(v)}, {v.nbytes:,} octets) cannot be copied for the caller: "
-            "out of memory (Clause 15.4)"
-        ) from None
