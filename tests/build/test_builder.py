@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import onnxcore
-import onnxcore.build.builder as builder_module
+import onnxcore.build.builder_nodes as builder_nodes
 from onnxcore import ModelProto, OnnxCoreError, TensorProto
 from onnxcore.build import BuildError, GraphBuilder, Value
 from onnxcore.types import ElementType
@@ -248,13 +248,13 @@ def test_python_scalar_takes_the_type_of_its_variable() -> None:
 def test_inference_cost_does_not_grow_with_the_graph(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each node is inferred in a model of a few nodes, whatever the size of the graph built so far."""
     sizes: list[int] = []
-    real = builder_module.infer_both
+    real = builder_nodes.infer_both
 
     def spy(model: ModelProto) -> Any:
         sizes.append(len(model.graph.node) + len(model.graph.input) + len(model.graph.initializer))
         return real(model)
 
-    monkeypatch.setattr(builder_module, "infer_both", spy)
+    monkeypatch.setattr(builder_nodes, "infer_both", spy)
     b = GraphBuilder(opset=18)
     h = b.input("x", "float", ["N", 8])
     for _ in range(150):

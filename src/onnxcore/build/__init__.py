@@ -8,7 +8,8 @@ A plain re-export list, one line a name, so the modules added beside these merge
 from __future__ import annotations
 
 from onnxcore.build import helper
-from onnxcore.build.builder import BuildError, GraphBuilder, OpFunction, Opset, Value
+from onnxcore.build.builder import BuildError, GraphBuilder, OpFunction, Opset
+from onnxcore.build.builder_nodes import Value
 from onnxcore.build.compose import (
     CompositionError,
     add_prefix,

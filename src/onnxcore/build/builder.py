@@ -11,7 +11,9 @@ Every call returns :class:`Value` objects whose type and shape are inferred as t
 is inferred on its own, in a small model holding the node, its inputs declared with their known types and
 shapes (small constants as initializers) and the nodes computing its small integer inputs (``Shape``,
 ``Concat``, ... chains, so that a ``Reshape`` to a computed shape is known). That is the public inference
-(:func:`onnxcore.infer.infer_both`) on a model of a few nodes: building ``N`` nodes costs ``O(N)``.
+(:func:`onnxcore.infer.infer_both`) on a model of a few nodes: building ``N`` nodes costs ``O(N)``. The values, the
+nodes and that inference are :mod:`onnxcore.build.builder_nodes`; the checks of each call
+:mod:`onnxcore.build.builder_rules`.
 
 Names are generated (nodes ``Conv_0``, values ``v3``, constants ``c0``) unless given. Constants (numpy
 arrays, numpy or Python scalars, lists given as inputs) become initializers, or ``Constant`` nodes with
@@ -29,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from onnxcore.build.builder_nodes import BuilderNode, SubgraphAttribute, Value, infer_node
 from onnxcore.build.builder_rules import (
     BuildError,
     Extent,
@@ -39,7 +42,6 @@ from onnxcore.build.builder_rules import (
     check_input_types,
     check_opsets,
     constant_type,
-    elem_of,
     element_type_of,
     extent,
     output_count,
@@ -48,29 +50,19 @@ from onnxcore.build.builder_rules import (
 from onnxcore.build.ir_version import least_ir_version
 from onnxcore.defs import OpSchema, all_schemas, canonical_domain
 from onnxcore.graph.bound import definition_binding
-from onnxcore.infer import infer_both
 from onnxcore.proto.messages import (
     AttributeProto,
     GraphProto,
     ModelProto,
-    NodeProto,
     OperatorSetIdProto,
-    TensorProto,
     TypeProto,
-    ValueInfoProto,
 )
 from onnxcore.types import ElementType, from_array
 from onnxcore.types.typestr import parse_type_string, type_string
-from onnxcore.types.valuetypes import shape_to_proto
 
 __all__ = ["BuildError", "GraphBuilder", "OpFunction", "Opset", "Value"]
 
 A = AttributeProto.AttributeType
-
-# Small integer values (shapes, axes, sizes) are recomputed where they are read: their producers travel with them.
-_RECIPE_ELEMENTS = 64
-_RECIPE_NODES = 32
-_INITIALIZER_ELEMENTS = 4096  # larger constants are declared (type and shape) where a node is inferred
 
 # Subgraph attributes built from a function with inputs the builder declares: (domain, op, attribute).
 _BODIES = {("", "Loop", "body"), ("", "Scan", "body"), ("", "SequenceMap", "body")}
@@ -83,123 +75,6 @@ def _at_caller(e: Fail) -> BuildError:
     while frame.f_back is not None and frame.f_globals.get("__name__") == __name__:
         frame = frame.f_back
     return err.with_traceback(types.TracebackType(None, frame, frame.f_lasti, frame.f_lineno))
-
-
-class Value:
-    """A value of a graph being built: a graph input, an initializer or a node output.
-
-    Attributes:
-        type: Its type string (``"tensor(float)"``, ``"seq(tensor(int64))"``), None while unknown.
-        shape: Its shape as extents (``("N", 64, 56, 56)``: int fixed, str a dimension variable, None unknown),
-            None when the rank is unknown; for a sequence the shape its elements share.
-        const: The array of an initializer or a constant, else None.
-    """
-
-    __slots__ = ("_graph", "_name", "_named", "_producer", "_recipe", "_tensor", "const", "shape", "type")
-
-    def __init__(self, graph: GraphBuilder, name: str, named: bool, type: str | None, shape: Any) -> None:
-        self._graph = graph
-        self._name = name
-        self._named = named
-        self._producer: _Node | None = None
-        self._recipe: tuple[_Node, ...] = ()
-        self._tensor: TensorProto | None = None
-        self.const: np.ndarray | None = None
-        self.type = type
-        self.shape: tuple[Extent, ...] | None = None if shape is None else tuple(shape)
-
-    @property
-    def name(self) -> str:
-        """The value's name in the graph."""
-        return self._name
-
-    @property
-    def dtype(self) -> ElementType | None:
-        """The element type of a tensor value, None when unknown or not a tensor."""
-        return elem_of(self.type)
-
-    @property
-    def rank(self) -> int | None:
-        """The number of dimensions, None when unknown."""
-        return None if self.shape is None else len(self.shape)
-
-    def tensor(self) -> TensorProto:
-        """The ``TensorProto`` of a constant value (made once)."""
-        assert self.const is not None
-        if self._tensor is None or self._tensor.name != self._name:
-            self._tensor = from_array(self.const, self._name)
-        return self._tensor
-
-    def value_info(self) -> ValueInfoProto:
-        """Its ``ValueInfoProto``: name, and the type and shape known so far."""
-        if self.type is None:
-            return ValueInfoProto(name=self._name)
-        tp = parse_type_string(self.type)
-        if self.shape is not None:
-            inner = tp.tensor_type
-            if tp.sequence_type is not None and tp.sequence_type.elem_type is not None:
-                inner = tp.sequence_type.elem_type.tensor_type
-            if inner is not None:
-                inner.shape = shape_to_proto(self.shape)
-        return ValueInfoProto(name=self._name, type=tp)
-
-    def __repr__(self) -> str:
-        return f"Value({self._name!r}, {self.type}, {self.shape})"
-
-
-class _Subgraphs:
-    """A GRAPH (or GRAPHS) attribute built by a builder: rendered when the node is, so later renames apply."""
-
-    __slots__ = ("builders", "kind", "name")
-
-    def __init__(self, name: str, kind: int, builders: list[GraphBuilder]) -> None:
-        self.name = name
-        self.kind = kind
-        self.builders = builders
-
-    def proto(self) -> AttributeProto:
-        graphs = [b._graph_proto() for b in self.builders]
-        if self.kind == A.GRAPH:
-            return AttributeProto(name=self.name, type=int(A.GRAPH), g=graphs[0])
-        return AttributeProto(name=self.name, type=int(A.GRAPHS), graphs=graphs)
-
-
-class _Node:
-    __slots__ = ("attributes", "domain", "inputs", "name", "op_type", "outputs", "serial")
-
-    def __init__(
-        self,
-        serial: int,
-        op_type: str,
-        domain: str,
-        name: str,
-        inputs: list[Value | None],
-        outputs: list[Value],
-        attributes: list[AttributeProto | _Subgraphs],
-    ) -> None:
-        self.serial = serial
-        self.op_type = op_type
-        self.domain = domain
-        self.name = name
-        self.inputs = inputs
-        self.outputs = outputs
-        self.attributes = attributes
-
-    def captures(self) -> list[Value]:
-        """Values of enclosing graphs its subgraphs read."""
-        return [
-            v for a in self.attributes if isinstance(a, _Subgraphs) for b in a.builders for v in b._captures.values()
-        ]
-
-    def proto(self) -> NodeProto:
-        return NodeProto(
-            op_type=self.op_type,
-            domain=self.domain or None,
-            name=self.name,
-            input=["" if v is None else v.name for v in self.inputs],
-            output=[v.name for v in self.outputs],
-            attribute=[a.proto() if isinstance(a, _Subgraphs) else a for a in self.attributes],
-        )
 
 
 class GraphBuilder:
@@ -252,7 +127,7 @@ class GraphBuilder:
         self._shared = shared
         self._parent = parent
         self._name = name
-        self._nodes: list[_Node] = []
+        self._nodes: list[BuilderNode] = []
         self._inputs: list[Value] = []
         self._initializers: list[Value] = []
         self._outputs: list[Value] = []
@@ -545,7 +420,7 @@ class GraphBuilder:
         if schema is not None and "num_outputs" in schema.attributes and num_outputs is not None:
             kwargs = {**kwargs, "num_outputs": num_outputs}
         plain, graphs = attributes(kwargs, schema, where)
-        attrs: list[AttributeProto | _Subgraphs] = list(plain)
+        attrs: list[AttributeProto | SubgraphAttribute] = list(plain)
         shared = self._shared
         if name is None:
             node_name = shared.fresh(f"{op_type}_", shared.nodes)
@@ -554,7 +429,7 @@ class GraphBuilder:
             node_name = name
         for key, (val, kind) in graphs.items():
             attrs.append(self._subgraphs(key, val, kind, domain, op_type, schema, values, kwargs, node_name, where))
-        bodies = [len(b._outputs) for a in attrs if isinstance(a, _Subgraphs) for b in a.builders]
+        bodies = [len(b._outputs) for a in attrs if isinstance(a, SubgraphAttribute) for b in a.builders]
         n = output_count(outputs, num_outputs, schema, op_type, bodies, where)
         names: Sequence[str | None] = [None] * n if outputs is None or isinstance(outputs, int) else outputs
         out: list[Value] = []
@@ -572,7 +447,7 @@ class GraphBuilder:
         op_type: str,
         domain: str,
         inputs: list[Value | None],
-        attrs: list[AttributeProto | _Subgraphs],
+        attrs: list[AttributeProto | SubgraphAttribute],
         name: str | None,
         outputs: list[Value],
         where: str,
@@ -581,9 +456,9 @@ class GraphBuilder:
         shared = self._shared
         if name is None:
             name = shared.fresh(f"{op_type}_", shared.nodes)
-        node = _Node(shared.serial, op_type, domain, name, inputs, outputs, attrs)
+        node = BuilderNode(shared.serial, op_type, domain, name, inputs, outputs, attrs)
         shared.serial += 1
-        _infer_node(node, shared, where)
+        infer_node(node, shared, where)
         for o in outputs:
             o._producer = node
         self._nodes.append(node)
@@ -630,7 +505,7 @@ class GraphBuilder:
         kwargs: dict[str, Any],
         node_name: str,
         where: str,
-    ) -> AttributeProto | _Subgraphs:
+    ) -> AttributeProto | SubgraphAttribute:
         items = list(val) if kind == A.GRAPHS else [val]
         if all(isinstance(v, GraphProto) for v in items):
             if kind == A.GRAPH:
@@ -649,7 +524,7 @@ class GraphBuilder:
             result = fn(child, *params)
             child._returns(result, f"{where}, {key}")
             builders.append(child)
-        return _Subgraphs(key, kind, builders)
+        return SubgraphAttribute(key, kind, builders)
 
     def _body_inputs(
         self, op_type: str, schema: OpSchema | None, values: list[Value | None], kwargs: dict[str, Any], where: str
@@ -699,51 +574,6 @@ class GraphBuilder:
             raise Fail(f"{where}: the function returned no values (return the subgraph's outputs)")
         for r in items:
             self._output(r, None, None, None)
-
-
-def _infer_node(node: _Node, shared: Shared, where: str) -> None:
-    """Set the types and shapes of ``node``'s outputs: inference on a model holding the node, its inputs declared
-    as known so far, and the nodes its small integer inputs are computed by. Raises on a contradiction found."""
-    members: dict[int, _Node] = {}
-    for v in node.inputs:
-        if v is not None and v.const is None:
-            for n in v._recipe:
-                members[n.serial] = n
-    nodes = [members[k] for k in sorted(members)] + [node]
-    made = {id(o) for n in nodes for o in n.outputs}
-    leaves: dict[str, Value] = {}
-    for n in nodes:
-        for v in [*n.inputs, *n.captures()]:
-            if v is not None and id(v) not in made:
-                leaves.setdefault(v.name, v)
-    small = [v for v in leaves.values() if v.const is not None and v.const.size <= _INITIALIZER_ELEMENTS]
-    small_ids = {id(v) for v in small}
-    graph = GraphProto(
-        name="build",
-        node=[n.proto() for n in nodes],
-        input=[v.value_info() for v in leaves.values() if id(v) not in small_ids],
-        initializer=[v.tensor() for v in small],
-        output=[ValueInfoProto(name=o.name) for o in node.outputs],
-    )
-    opsets = [OperatorSetIdProto(domain=d, version=v) for d, v in shared.opsets.items()]
-    types_, shapes = infer_both(ModelProto(ir_version=shared.ir_version, opset_import=opsets, graph=graph))
-    for inc in shapes.incompatibilities:
-        raise Fail(f"{where}: {inc.message}")
-    known_types = types_.type_strings.get("graph", {})
-    known_shapes = shapes.shapes.get("graph", {})
-    has_graphs = any(isinstance(a, _Subgraphs) for a in node.attributes)
-    for o in node.outputs:
-        o.type = known_types.get(o.name)
-        o.shape = known_shapes.get(o.name)
-        if not has_graphs and len(nodes) <= _RECIPE_NODES and _is_small_int(o):
-            o._recipe = tuple(nodes)
-
-
-def _is_small_int(v: Value) -> bool:
-    et = v.dtype
-    if et is None or not et.is_integer or v.shape is None or len(v.shape) > 1:
-        return False
-    return all(isinstance(d, int) for d in v.shape) and (not v.shape or int(v.shape[0] or 0) <= _RECIPE_ELEMENTS)
 
 
 class OpFunction:
