@@ -51,7 +51,8 @@ What it accelerates (each numpy kernel keeps its own path and calls these only w
 - elementwise graphs of the plan's fused ElementwiseGraph kernel (``_jit_ew``) made of correctly rounded IEEE
   operations (add, subtract, multiply, divide, negate, absolute value, square root, Relu) on float32 or float64:
   one loop generated per graph, each node's value in the element type in the graph's order (the numpy kernels'
-  values bit for bit); compiled once per process per graph and type (numba cannot cache generated code on disk).
+  values bit for bit); each generated source is written under ``$XDG_CACHE_HOME/onnxcore/elementwise``, so numba
+  caches its compiled loop on disk like the others.
 - depthwise 2-D convolution (one input and one output channel per group, any kernel, stride, padding and
   dilation; float32 and float64): direct loops over a zero-padded copy of each plane (with a stride, split into
   its phases), the innermost over the output positions (vectorised; a tile of 1,024 outputs through every tap at a
