@@ -175,7 +175,8 @@ class ElementwiseGraph:
                 return None
             y = vals[-s - 1]
             if uf is np.maximum:
-                uf(y, 0, out=y)  # Relu; positionally, numpy takes a path several times slower with a Python 0
+                # Relu against a zero of y's type: with a Python 0 (or positionally) numpy takes a slower path
+                uf(y, y.dtype.type(0), out=y)
             else:
                 uf(y, y)
             if trace is not None:
@@ -327,7 +328,7 @@ def _replay(
             lines.append(f"    v{j} = {y} if c{j}.into({y}) else c{j}({y})")
         elif kind == "unary":
             y = ref(step[1])
-            lines.append(f"    u{j}({y}, 0, out={y})" if uf is np.maximum else f"    u{j}({y}, {y})")
+            lines.append(f"    u{j}({y}, {y}.dtype.type(0), out={y})" if uf is np.maximum else f"    u{j}({y}, {y})")
             lines.append(f"    v{j} = {y}")
         else:  # binary: (kind, the operand written into, the other, its position)
             y, other = ref(step[1]), ref(step[2])
