@@ -239,8 +239,11 @@ def _logsumexp(xc: Array, ax: tuple[int, ...] | None, keepdims: bool) -> Array:
         m = np.where(np.isfinite(m), m, np.zeros((), m.dtype))
     e = np.asarray(np.subtract(xc, m))
     np.exp(e, out=e)
-    s = np.log(float_sum(e, ax, keepdims))
-    return np.asarray(s + (m if keepdims else m.reshape(np.shape(s))))
+    # (below BLAS_SUM_MIN float_sum is this very reduction; the log and the shift then in place, on the fresh sums)
+    s = np.asarray(_ADD.reduce(e, axis=ax, keepdims=keepdims) if e.size < BLAS_SUM_MIN else float_sum(e, ax, keepdims))
+    np.log(s, out=s)
+    np.add(s, m if keepdims else m.reshape(s.shape), out=s)
+    return s
 
 
 def _reduce_int(op: str, x: Array, ax: tuple[int, ...] | None, keepdims: bool) -> Array:
