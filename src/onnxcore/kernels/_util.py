@@ -24,6 +24,7 @@ __all__ = [
     "check_broadcast_size",
     "check_elements",
     "BLAS_SUM_MIN",
+    "SQUARE_SUM_MIN",
     "consecutive_blocks",
     "float_sum",
     "reduced_shape",
@@ -394,6 +395,11 @@ def consecutive_blocks(x: np.ndarray, ax: tuple[int, ...] | None) -> tuple[int, 
 # hundred elements the two cost the same (measured, AMD EPYC and OpenBLAS).
 BLAS_SUM_MIN = 1 << 8
 
+# From this many elements a sum of squares over consecutive axes is one einsum (below, numpy's square then its
+# reduction): einsum's set-up costs about as much as a small pass, and keeping numpy's order there keeps the values
+# scripts have published for small models (k-means' squared norms).
+SQUARE_SUM_MIN = 1 << 14
+
 
 def float_sum(xc: np.ndarray, ax: tuple[int, ...] | None, keepdims: bool, *, square: bool = False) -> np.ndarray:
     """Sum (of squares with ``square``) of ``xc`` over ``ax``.
@@ -403,7 +409,8 @@ def float_sum(xc: np.ndarray, ax: tuple[int, ...] | None, keepdims: bool, *, squ
     the short rows of the non-reduced axes. Both accumulate in another order than numpy's pairwise
     sum, which Clause 11.4 permits (the tolerance statement covers it).
     """
-    blocks = consecutive_blocks(xc, ax) if xc.dtype in (np.float32, np.float64) and xc.size >= BLAS_SUM_MIN else None
+    least = SQUARE_SUM_MIN if square else BLAS_SUM_MIN
+    blocks = consecutive_blocks(xc, ax) if xc.dtype in (np.float32, np.float64) and xc.size >= least else None
     # Reducing everything, numpy's pairwise sum runs one long SIMD loop and is the faster.
     if blocks is None or blocks[0] == blocks[2] == 1:
         add: Any = np.add  # numpy's stubs reject a non-literal keepdims on ufunc.reduce

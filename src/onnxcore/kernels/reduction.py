@@ -33,6 +33,7 @@ from onnxcore.kernels import accel
 from onnxcore.kernels._rowwise import softmax_rows_last, within_shift_bound
 from onnxcore.kernels._util import (
     BLAS_SUM_MIN,
+    SQUARE_SUM_MIN,
     axes_from_input,
     consecutive_blocks,
     float_sum,
@@ -175,7 +176,9 @@ def reduce_values(op: str, x: Array, axes: tuple[int, ...] | None, keepdims: boo
     ``"mean"``, ``"sumsquare"``, ``"l1"``, ``"l2"``, ...): what the Reduce kernels compute once their axes are read."""
     dt = x.dtype
     ax = axes if axes is None else tuple(axes)
-    if (op == "sum" or op == "sumsquare") and x.size < BLAS_SUM_MIN and (dt == np.float32 or dt == np.float64):
+    if ((op == "sum" and x.size < BLAS_SUM_MIN) or (op == "sumsquare" and x.size < SQUARE_SUM_MIN)) and (
+        dt == np.float32 or dt == np.float64
+    ):
         # A small float sum: numpy's reduction, which is what float_sum gives below BLAS_SUM_MIN elements (and
         # _row_sum does not take), without the calls that find it out.
         return np.asarray(_ADD.reduce(np.square(x) if op == "sumsquare" else x, axis=ax, keepdims=keepdims))

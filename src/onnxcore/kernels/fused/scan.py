@@ -17,8 +17,9 @@ The values are the per-iteration evaluation's, bit for bit:
 - a sum-type reduction (``REDUCTIONS``) of float32/float64 rows is evaluated as its kernel evaluates one row below
   ``BLAS_SUM_MIN`` elements (numpy's ``add.reduce``, the kernel's path there), over the same axes one further on, of
   C-contiguous data: numpy's inner loop then adds the same elements of each row in the same order (pairwise over a
-  contiguous run). A row of ``BLAS_SUM_MIN`` elements or more (where the kernel sums by BLAS or einsum, whose order
-  depends on the whole array) is reduced row by row by the kernel's own reduction. Data that is not C-contiguous,
+  contiguous run). A row of ``BLAS_SUM_MIN`` elements or more (``SQUARE_SUM_MIN`` for a sum of squares: where the
+  kernel sums by BLAS or einsum, whose order depends on the whole array) is reduced row by row by the kernel's own
+  reduction. Data that is not C-contiguous,
   another type, or an axis the kernel would refuse: the node runs as written.
 
 Whatever the batched pass cannot take at run time (a value that is not an array, a length past
@@ -37,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from onnxcore.errors import OnnxCoreError
-from onnxcore.kernels._util import BLAS_SUM_MIN, normalize_axes
+from onnxcore.kernels._util import BLAS_SUM_MIN, SQUARE_SUM_MIN, normalize_axes
 from onnxcore.kernels.fused import FUSED_DOMAIN
 from onnxcore.kernels.reduction import reduce_values
 from onnxcore.kernels.registry import kernel
@@ -237,7 +238,7 @@ class BatchedScan:
         except OnnxCoreError as e:
             raise _Unbatched from e  # the kernel as written refuses it
         kind = REDUCTIONS[op.op_type]
-        if row >= BLAS_SUM_MIN:
+        if row >= (SQUARE_SUM_MIN if kind in ("sumsquare", "l2") else BLAS_SUM_MIN):
             # The kernel sums a row this large by BLAS (or einsum), whose order depends on the whole array: each row
             # by the kernel's own reduction (a small model's nearest neighbours: one BLAS call a row, not its body).
             return np.stack([reduce_values(kind, r, axes, keepdims) for r in x])
