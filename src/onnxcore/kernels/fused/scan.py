@@ -19,8 +19,8 @@ The values are the per-iteration evaluation's, bit for bit:
   C-contiguous data: numpy's inner loop then adds the same elements of each row in the same order (pairwise over a
   contiguous run). A row of ``BLAS_SUM_MIN`` elements or more (``SQUARE_SUM_MIN`` for a sum of squares: where the
   kernel sums by BLAS or einsum, whose order depends on the whole array) is reduced row by row by the kernel's own
-  reduction. Data that is not C-contiguous,
-  another type, or an axis the kernel would refuse: the node runs as written.
+  reduction. Data that is not C-contiguous, another type, or an axis the kernel would refuse: the node runs as
+  written.
 
 Whatever the batched pass cannot take at run time (a value that is not an array, a length past
 ``Limits.max_loop_iterations``, no iteration at all, the cases above, a kernel's refusal) runs the ``Scan`` kernel
