@@ -36,7 +36,7 @@ def _linear(x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
     # (dot_2d: kernels/linalg.py's module docstring, small products; the rows as MatMul and Gemm multiply them)
     y = dot_2d(x.reshape(-1, k) if x.ndim > 2 else x, w)
     if b is not None:
-        y += b.reshape(1, -1)  # (as one row: LinearStep's note)
+        y += b
     return y.reshape(*x.shape[:-1], n)
 
 
@@ -54,10 +54,11 @@ class LinearStep(FusedPattern):
         x_name: str,
         chain: Chain,
     ) -> None:
-        super().__init__("Linear", _linear, (w, b), {}, _linear_accepts(w, b), x_name, chain)
-        # The bias as one row, (1, N): numpy adds a (1, N) row to the (rows, N) product in 0.6 us at a few rows and
-        # takes 1.4 us to broadcast a 1-D (N,) one (its iterator set-up for operands of different ranks).
-        self._w, self._b = w, None if b is None else b.reshape(1, -1)
+        # The bias as one row, (1, N), made once: numpy adds a (1, N) row to the (rows, N) product in 0.6 us at a
+        # few rows and takes 1.4 us to broadcast a 1-D (N,) one (its iterator set-up for operands of different ranks).
+        row = None if b is None else b.reshape(1, -1)
+        super().__init__("Linear", _linear, (w, row), {}, _linear_accepts(w, b), x_name, chain)
+        self._w, self._b = w, row
         self._k, self._n = w.shape
         self._dtype = w.dtype
 
