@@ -53,6 +53,22 @@ def test_label_encoder_floats_with_a_nan_key_and_strings_out():
         assert list(got) == expected
 
 
+@pytest.mark.parametrize("n", [1, 5, 32, 33, 200])
+@pytest.mark.parametrize("dtype", ["int64", "int32"])
+def test_label_encoder_integer_keys_few_elements_and_many(n: int, dtype: str) -> None:
+    """Integer keys to float values (an isolation forest's leaf to its path length): up to 32 elements are looked
+    up in a dict, more by a sorted search; both give the definition's values, the last repeated key winning, the
+    default for an absent key (negative ones too)."""
+    keys = [3, -2, 7, 3, 40, 0]
+    values = [0.5, 1.5, -2.25, 9.0, 4.0, 0.0]
+    table = dict(zip(keys, values))
+    x = np.random.default_rng(n).integers(-4, 42, n).astype(dtype).reshape(n, 1)
+    expected = np.array([[table.get(int(v), -1.5)] for v in x.ravel()], dtype=np.float32)
+    for got in _both("LabelEncoder", 2, x, keys_int64s=keys, values_floats=values, default_float=-1.5):
+        assert got.dtype == np.float32 and got.shape == (n, 1)
+        np.testing.assert_array_equal(got, expected)
+
+
 def test_category_mapper_both_directions_and_an_empty_input():
     attrs = {"cats_strings": ["x", "y", "z"], "cats_int64s": [7, 8, 9], "default_int64": -1, "default_string": "?"}
     for got in _both("CategoryMapper", 1, _strings("z", "w", "x"), **attrs):

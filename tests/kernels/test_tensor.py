@@ -22,7 +22,7 @@ onnx = pytest.importorskip("onnx")
 from node_harness import assert_close  # noqa: E402
 
 from kernels import assert_every_version_has_a_kernel, assert_node_case, single_node_cases  # noqa: E402
-from onnxcore.errors import EvaluationError  # noqa: E402
+from onnxcore.errors import EvaluationError, OnnxCoreError  # noqa: E402
 from onnxcore.kernels.registry import KernelContext, lookup  # noqa: E402
 from onnxcore.kernels.tensor import cast_6  # noqa: E402
 from onnxcore.types.convert import cast_array  # noqa: E402
@@ -419,8 +419,10 @@ def test_center_crop_pad(shape: list[int], axes: list[int]) -> None:
 @pytest.mark.parametrize("opset", [8, 13])
 def test_expand_tile_matches_ort(opset: int) -> None:
     x = rand(3, 1)
-    for shape in ([2, 3, 4], [3, 1], [1], [1, 1, 1, 5], [0, 1, 1], [3, 0]):
+    for shape in ([2, 3, 4], [3, 1], [1], [1, 1, 1, 5], [0, 1, 1], [3, 0], [3, 4], [1, 4]):
         check("Expand", opset, [x, i64(*shape)])
+    with pytest.raises(OnnxCoreError, match="not broadcastable"):  # one rank, extents 3 and 2 (Clause 6.6.2)
+        run_ours("Expand", opset, [x, i64(2, 4)])
     for reps in ([1, 1], [2, 3], [0, 2]):
         check("Tile", opset, [x, i64(*reps)])
     check("Tile", opset, [np.array([[b"a"], [b"b"]], dtype=object), i64(1, 2)])
@@ -472,6 +474,22 @@ def test_range_matches_ort(opset: int, dtype: Any, args: tuple[float, float, flo
         assert np.array_equal(a, want)
     else:
         check("Range", opset, ins)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64", "uint8"])
+def test_range_of_integers_is_the_definitions_ramp(dtype: str) -> None:
+    """Integer Range is ``start + i * delta`` for ``i < max(ceil((limit - start) / delta), 0)`` (Range-11), up to the
+    edges of the type and for steps that overshoot the limit."""
+    info = np.iinfo(dtype)
+    big = max(1, (int(info.max) - int(info.min)) // 700)  # a step giving some hundred values over the whole type
+    cases = [(0, 24, 1), (5, 0, -2), (3, 3, 1), (0, 10, 3), (info.max - 2, info.max, 1), (info.min, info.max, big)]
+    cases += [(info.max, info.min, -(info.max // 2) - 1), (info.min, info.min + 1, info.max)]
+    for a, b, c in cases:
+        n = max(-((a - b) // c), 0)
+        if c == 0 or not (info.min <= c <= info.max) or n > 1000:
+            continue
+        (got,) = run_ours("Range", 11, [np.array(v, dtype) for v in (a, b, c)])
+        assert got.dtype == np.dtype(dtype) and got.tolist() == [a + i * c for i in range(n)], (a, b, c)
 
 
 def test_range_27_stash_type() -> None:
@@ -692,6 +710,13 @@ def test_cast_float_to_int_common_path_is_cast_arrays(src: str, to: int) -> None
         np.array([1.0, np.inf, -np.inf], src),
         np.array([big * 4, -big * 4, 1.5], src),  # out of range: reduced modulo 2**bits
         np.zeros((0, 3), src),
+        # The edges of the range: the greatest value's truncation is in range, big itself is not (2**63 - 1 is no
+        # float, so a bound written as a float admitted 2**63); -big is, below it not (-2**31 - 0.5 truncates to
+        # -2**31, in range; -2**31 - 1 is not). A few values and many (the two ways of checking them).
+        np.array([big, 1.0], src),
+        np.array([-big, np.nextafter(big, 0, dtype=src), 1.0], src),
+        np.array([-big - 0.5, -big - 1, big - 0.5], src) if to == 6 else np.array([-big, -big * (1 + 2**-40)], src),
+        np.tile(np.array([-big, np.nextafter(big, 0, dtype=src), 1.0, big], src), 9),
     ]
     for x in cases:
         got = cast_6(x, to=to)

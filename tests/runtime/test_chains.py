@@ -140,16 +140,16 @@ _BIN = ["Add", "Sub", "Mul", "Div", "Sum", "Max", "Min"]
 _UN = ["Abs", "Neg", "Exp", "Tanh", "Sigmoid", "Relu", "Sqrt", "Reciprocal", "Floor", "Erf", "Sin"]
 
 
-def _random_graph(seed: int, elem: int, with_reduce: bool) -> tuple[bytes, int]:
-    """A random graph of 6-14 elementwise nodes over x (3, 5), r (5,) and a constant c (5,): operands drawn from
-    every value made so far (so values are shared and trees form), Where of a comparison, Clip by constants, a Cast
-    to double and back; sometimes an intermediate is a second graph output; a ReduceMean over the last axis ends
-    it when ``with_reduce``. Returns the model and how many nodes it has."""
+def _random_graph(seed: int, elem: int, with_reduce: bool, rows: int = 3, cols: int = 5) -> tuple[bytes, int]:
+    """A random graph of 6-14 elementwise nodes over x (rows, cols), r (cols,) and a constant c (cols,): operands
+    drawn from every value made so far (so values are shared and trees form), Where of a comparison, Clip by
+    constants, a Cast to double and back; sometimes an intermediate is a second graph output; a ReduceMean over the
+    last axis ends it when ``with_reduce``. Returns the model and how many nodes it has."""
     rng = np.random.default_rng(seed)
     pool = ["x", "r", "c"]
-    shape = {"x": (3, 5), "r": (5,), "c": (5,)}
+    shape = {"x": (rows, cols), "r": (cols,), "c": (cols,)}
     nodes = []
-    inits = [numpy_helper.from_array(rng.uniform(0.5, 1.5, [5]).astype(_NP[elem]), "c")]
+    inits = [numpy_helper.from_array(rng.uniform(0.5, 1.5, [cols]).astype(_NP[elem]), "c")]
     inits += [numpy_helper.from_array(np.array(v, _NP[elem]), n) for n, v in (("lo", -0.5), ("hi", 1.5))]
     for i in range(int(rng.integers(6, 15))):
         out = f"v{i}"
@@ -189,7 +189,7 @@ def _random_graph(seed: int, elem: int, with_reduce: bool) -> tuple[bytes, int]:
     g = h.make_graph(
         nodes,
         "random",
-        [h.make_tensor_value_info("x", elem, [3, 5]), h.make_tensor_value_info("r", elem, [5])],
+        [h.make_tensor_value_info("x", elem, [rows, cols]), h.make_tensor_value_info("r", elem, [cols])],
         outputs,
         inits,
     )
@@ -222,6 +222,70 @@ def test_random_elementwise_graphs_are_the_unfused_plan_bit_for_bit(seed: int, e
                 np.testing.assert_array_equal(g, w)  # bit for bit (NaN where NaN)
     for k, v in before.items():
         np.testing.assert_array_equal(feeds[k], v)  # nothing written into a caller's array
+
+
+@pytest.mark.parametrize("elem", [TP.FLOAT, TP.DOUBLE, TP.FLOAT16])
+@pytest.mark.parametrize("seed", range(12))
+def test_graphs_of_one_element_values_are_the_unfused_plan_bit_for_bit(seed: int, elem: int) -> None:
+    """A regressor's one value per row: x (1, 1), r and the constant c (1,). The step then makes new arrays where it
+    would write into one (numpy writes into an array of one element more slowly), applies a kernel's ufunc itself
+    where the kernel's checks have nothing to refuse, and reads c as (1, 1) where only ufuncs read it; the values
+    are the graph's, bit for bit, interpreted and replayed, with and without the accelerator."""
+    from onnxcore.kernels import accel
+
+    data, _ = _random_graph(seed, elem, with_reduce=seed % 3 == 2, rows=1, cols=1)
+    fused = onnxcore.Session(data)
+    unfused = onnxcore.Session(data, disabled_rewrites=["fuse_elementwise_chains"])
+    assert ElementwiseGraph in _steps(fused)
+    rng = np.random.default_rng(seed)
+    dt = _NP[elem]
+    for on in (False, True):
+        for k in range(4):  # the first call interprets, the later ones replay
+            feeds = {"x": rng.uniform(-2, 2, (1, 1)).astype(dt), "r": rng.uniform(-2, 2, 1).astype(dt)}
+            if k == 3:
+                feeds["x"][0, 0] = np.nan
+            before = {n: v.copy() for n, v in feeds.items()}
+            with accel.use(on), np.errstate(all="ignore"):
+                got = fused.run(None, feeds)
+                want = unfused.run(None, feeds)
+            for g, w in zip(got, want):
+                assert g.dtype == w.dtype and g.shape == w.shape
+                np.testing.assert_array_equal(g, w)
+            for n, v in before.items():
+                np.testing.assert_array_equal(feeds[n], v)
+
+
+def test_a_replay_reads_a_constant_with_the_rank_of_its_readers() -> None:
+    # (x * c + r) / c with x (1, 4), c a constant (4,): the replay reads c as (1, 4), x and c then have one shape
+    # (numpy's fastest path); the values are the graph's.
+    nodes = [
+        h.make_node("Mul", ["x", "c"], ["m"]),
+        h.make_node("Add", ["m", "r"], ["a"]),
+        h.make_node("Div", ["a", "c"], ["y"]),
+    ]
+    c = numpy_helper.from_array(np.array([0.5, 1.5, 2.0, 3.0], np.float32), "c")
+    g = h.make_graph(
+        nodes,
+        "aligned",
+        [h.make_tensor_value_info("x", TP.FLOAT, ["n", 4]), h.make_tensor_value_info("r", TP.FLOAT, [4])],
+        [h.make_tensor_value_info("y", TP.FLOAT, ["n", 4])],
+        [c],
+    )
+    data = h.make_model(g, opset_imports=[h.make_opsetid("", 18)], ir_version=9).SerializeToString()
+    sess = onnxcore.Session(data)
+    assert _steps(sess) == [ElementwiseGraph]
+    graph = sess._plan.steps[0][0]
+    x = np.array([[1.0, -2.0, 3.0, 0.25]], np.float32)
+    r = np.array([0.5, 0.5, -1.0, 2.0], np.float32)
+    want = (x * np.array([0.5, 1.5, 2.0, 3.0], np.float32) + r) / np.array([0.5, 1.5, 2.0, 3.0], np.float32)
+    from onnxcore.kernels import accel
+
+    with accel.use(False):  # (the accelerator's loop would take this graph of IEEE operations: no replay)
+        for _ in range(3):
+            np.testing.assert_array_equal(sess.run(None, {"x": x, "r": r})[0], want)
+    (replay,) = graph._replays.values()
+    views = [v for k, v in replay.__globals__.items() if k.startswith("K")]
+    assert [v.shape for v in views] == [(1, 4)]  # c; r is fed (not a constant), x has the rank already
 
 
 def test_a_tree_reading_a_computed_value_twice_is_one_step() -> None:

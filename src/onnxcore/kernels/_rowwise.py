@@ -38,9 +38,13 @@ __all__ = [
 _NO_SHIFT_BOUND = 60.0
 
 
+_ROW_TYPES = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
+
+
 def _rows_of(x: np.ndarray, axis: int) -> int | None:
     """The row length when ``x`` is a C-contiguous float32/float64 array reduced over ``[axis, rank)``."""
-    if x.dtype not in (np.float32, np.float64) or not x.flags.c_contiguous or x.size == 0:
+    # (a set of dtypes: ``x.dtype in (np.float32, np.float64)`` converts each type to a dtype to compare, ~0.3 us)
+    if x.dtype not in _ROW_TYPES or not x.flags.c_contiguous or x.size == 0:
         return None
     d = math.prod(x.shape[axis:])  # Python ints: np.prod costs microseconds, as much as a small row block
     return d if d > 0 else None
@@ -87,19 +91,22 @@ def _ones(d: int, dt: str) -> np.ndarray:
     return v
 
 
-def _softmax_block(xr: np.ndarray, orow: np.ndarray, ones: np.ndarray) -> None:
-    """Softmax of the rows ``xr`` (2-D) into ``orow``: shifted by their maxima unless every value is small."""
+def _softmax_block(xr: np.ndarray, orow: np.ndarray | None, ones: np.ndarray) -> np.ndarray:
+    """Softmax of the rows ``xr`` (2-D) into ``orow`` (None: a new array), which it returns: shifted by their maxima
+    unless every value is small."""
     if within_shift_bound(xr):
-        np.exp(xr, out=orow)
+        orow = np.exp(xr, out=orow)
     else:
         m = xr.max(axis=1, keepdims=True)
         # A row of -inf (or holding +inf) would give NaN from inf - inf; shift such rows by 0.
         m[~np.isfinite(m)] = 0
-        np.subtract(xr, m, out=orow)
+        orow = np.subtract(xr, m, out=orow)
         np.exp(orow, out=orow)
-    s = (orow @ ones)[:, None]  # row sums by BLAS: numpy's reduction over short rows is slower
-    np.reciprocal(s, out=s)
-    orow *= s
+    # Row sums by BLAS (numpy's reduction over short rows is slower); their reciprocals as a new array: numpy writes
+    # into an array of one element (a classifier's one row) more slowly than it makes one.
+    s = np.reciprocal(orow @ ones)
+    orow *= s[:, None]
+    return orow
 
 
 def softmax_rows_last(x: np.ndarray) -> np.ndarray | None:
@@ -107,14 +114,13 @@ def softmax_rows_last(x: np.ndarray) -> np.ndarray | None:
     d = _rows_of(x, x.ndim - 1)
     if d is None:
         return None
-    out = np.empty(x.shape, x.dtype)
     ones = _ones(d, x.dtype.str)
     per_block = _block_rows(d)
     if x.size <= per_block:
-        # One block (all blockwise would make of it): the rows at once, without the blocks' calls (a classifier's
-        # Softmax of one row: 9.6 -> 5 us).
-        _softmax_block(x.reshape(-1, d), out.reshape(-1, d), ones)
-        return out
+        # One block (all blockwise would make of it): the rows at once, into a new array, without the blocks' calls
+        # (a classifier's Softmax of one row: 9.6 -> 3.6 us).
+        return _softmax_block(x.reshape(-1, d), None, ones).reshape(x.shape)
+    out = np.empty(x.shape, x.dtype)
 
     def block(xb: np.ndarray, ob: np.ndarray) -> None:
         _softmax_block(xb.reshape(-1, d), ob.reshape(-1, d), ones)

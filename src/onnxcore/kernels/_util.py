@@ -23,6 +23,8 @@ from onnxcore.types.elements import narrow_float_dtypes
 __all__ = [
     "check_broadcast_size",
     "check_elements",
+    "out_for",
+    "with_rank",
     "BLAS_SUM_MIN",
     "SQUARE_SUM_MIN",
     "consecutive_blocks",
@@ -113,6 +115,20 @@ def check_broadcast_size(arrays: Sequence[np.ndarray], what: str) -> None:
         dims = [a.shape[a.ndim - rank + k] for a in arrays if a.ndim - rank + k >= 0]
         shape.append(0 if 0 in dims else max(dims))
     check_elements(shape, what)
+
+
+def out_for(y: np.ndarray) -> np.ndarray | None:
+    """``y`` as the ``out`` of a ufunc writing its result into ``y`` where that pays; None (a new array) for an array
+    of one element, which numpy (2.4) writes into more slowly than it makes one (1.4 against 0.6 us: a classifier's
+    one row, a regressor's one value)."""
+    return None if y.size == 1 else y
+
+
+def with_rank(c: np.ndarray, rank: int) -> np.ndarray:
+    """``c`` with leading extents of 1 up to ``rank`` (a view; ``c`` itself when its rank is not lower): what the
+    multidirectional broadcast (Clause 6.6.2) makes of it against an operand of that rank, given to numpy ready,
+    which broadcasts operands of one rank faster (0.6 against 1.4 us for a ``(1, 1)`` and a ``(1,)``, numpy 2.4)."""
+    return c.reshape((1,) * (rank - c.ndim) + c.shape) if c.ndim < rank else c
 
 
 # ---------------------------------------------------------------------------------------------
@@ -207,6 +223,19 @@ def broadcast_shape(*shapes: Sequence[int]) -> tuple[int, ...]:
     Raises:
         ShapeError: the shapes are not multidirectionally broadcastable.
     """
+    if len(shapes) == 2 and len(shapes[0]) == len(shapes[1]):
+        # Two shapes of one rank (an Expand's input and target, a binary node's operands): extent by extent, without
+        # numpy's broadcast_shapes (2 us, as much as a small node's work); anything else goes there.
+        out = []
+        for a, b in zip(shapes[0], shapes[1]):
+            if a == b or b == 1:
+                out.append(int(a))
+            elif a == 1:
+                out.append(int(b))
+            else:
+                break
+        else:
+            return tuple(out)
     try:
         return tuple(np.broadcast_shapes(*(tuple(s) for s in shapes)))
     except ValueError:

@@ -60,16 +60,20 @@ __all__ = [
 ML = "ai.onnx.ml"
 
 
+_FEW_LOOKUPS = 32  # up to this many elements a numeric Lookup reads its dict (Lookup's docstring)
+
+
 class Lookup:
     """``keys -> values`` prepared once, for the encoders' look-ups (a session prepares one per node).
 
     STRING keys (``bytes``) go into a dict: one hash look-up per element, where sorting object arrays and
     searching them compared Python objects ``log n`` times per element, and sorted the keys on every call.
-    Numeric keys are sorted once and searched with ``searchsorted``. A NaN key matches every NaN element. When a
-    key repeats, the last occurrence wins.
+    Numeric keys are sorted once and searched with ``searchsorted``; a few elements (a row's leaf of each tree of
+    an isolation forest) are looked up in a dict of the same keys instead, one call rather than the search's eight
+    numpy calls (8 -> 1.5 us). A NaN key matches every NaN element. When a key repeats, the last occurrence wins.
     """
 
-    __slots__ = ("_aliased", "_nan", "_table", "_uk", "_uv", "values")
+    __slots__ = ("_aliased", "_few", "_nan", "_table", "_uk", "_uv", "values")
 
     def __init__(self, keys: np.ndarray, values: np.ndarray) -> None:
         keys = np.asarray(keys)
@@ -98,6 +102,11 @@ class Lookup:
             # Last occurrence wins: unique over the reversed keys keeps the first of each, i.e. the last.
             self._uk, first = np.unique(keys[::-1], return_index=True)
             self._uv = values[::-1][first]
+        # The same keys as Python numbers, for a few elements: equal numbers are equal keys (0.0 and -0.0 too, as
+        # in the search); numeric values only (their Python numbers go back into the values' type exactly).
+        self._few: dict[Any, Any] | None = None
+        if keys.dtype.kind in "biuf" and values.dtype.kind in "biuf":
+            self._few = dict(zip(self._uk.tolist(), self._uv.tolist(), strict=True))
 
     def strings(self, x: np.ndarray, default: Any) -> np.ndarray:
         """Every element of a STRING tensor mapped as its ``bytes`` (a ``str`` as its UTF-8 encoding), without
@@ -127,6 +136,11 @@ class Lookup:
                 return np.fromiter(looked, dtype=dtype, count=len(flat)).reshape(x.shape)
             except TypeError:
                 raise EvaluationError("input elements are not comparable with the keys") from None
+        few = self._few
+        if few is not None and x.size <= _FEW_LOOKUPS and x.dtype.kind in "biu":
+            # (integer elements only: a NaN element, which the dict cannot find, takes the search below)
+            flat = x.ravel().tolist()
+            return np.array([few.get(v, default) for v in flat], dtype=dtype).reshape(x.shape)
         out = np.empty(x.shape, dtype=dtype)
         out[...] = default
         if x.size == 0:

@@ -39,6 +39,7 @@ from onnxcore.kernels._util import (
     float_sum,
     normalize_axes,
     normalize_axis,
+    out_for,
     reduced_shape,
     scalar_of,
 )
@@ -244,9 +245,8 @@ def _logsumexp(xc: Array, ax: tuple[int, ...] | None, keepdims: bool) -> Array:
     np.exp(e, out=e)
     # (below BLAS_SUM_MIN float_sum is this very reduction; the log and the shift then in place, on the fresh sums)
     s = np.asarray(_ADD.reduce(e, axis=ax, keepdims=keepdims) if e.size < BLAS_SUM_MIN else float_sum(e, ax, keepdims))
-    np.log(s, out=s)
-    np.add(s, m if keepdims else m.reshape(s.shape), out=s)
-    return s
+    s = np.log(s, out=out_for(s))
+    return np.add(s, m if keepdims else m.reshape(s.shape), out=out_for(s))
 
 
 def _reduce_int(op: str, x: Array, ax: tuple[int, ...] | None, keepdims: bool) -> Array:

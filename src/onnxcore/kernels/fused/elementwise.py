@@ -10,6 +10,13 @@ kernel, called as the plan would call it. Only allocations and per-node dispatch
 graph's bit for bit (no reassociation, no wider intermediates). ``run(..., intermediates=True)`` runs the graph as
 written.
 
+Tiny operands (a classifier's one row) meet numpy's fixed costs, measured with numpy 2.4: a ufunc writing into an
+array of one element takes about 1.4 us against 0.6 us for a new one, so a one-element value is never written
+into; operands of different ranks (``(1, 1)`` and ``(1,)``) cost 1.4 us against 0.6 us for equal shapes, so a
+replay reads a constant operand with the leading ones of the values it meets (Clause 6.6.2 prepends them anyway);
+and where the interpreter called a node's kernel on float operands of one type whose result has one operand's shape,
+the replay applies the kernel's ufunc itself (the kernel's checks have nothing to refuse there).
+
 With the accelerator on, a graph whose every node is one of the correctly rounded IEEE operations (``Add``, ``Sub``,
 ``Mul``, ``Div``, ``Sum`` of two, ``Neg``, ``Abs``, ``Sqrt``, ``Relu``) on float32 or float64 operands that are
 arrays of the output's shape, rows of its last extent, columns (one value per row) or single values runs as one
@@ -33,6 +40,7 @@ import numpy as np
 
 from onnxcore.errors import EvaluationError
 from onnxcore.kernels import accel
+from onnxcore.kernels._util import out_for, with_rank
 from onnxcore.kernels.fused import FUSED_DOMAIN
 from onnxcore.kernels.registry import kernel
 
@@ -49,6 +57,9 @@ _COMPILABLE = frozenset(
 )
 _FULL, _ROW, _ONE, _COL = 0, 1, 2, 3  # operand kinds of the compiled loop (_jit_ew.FULL, ROW, ONE, COL)
 _COMPILED_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
+# numpy's own float types: a kernel of an instruction with a ufunc computes ``uf(A, B)`` (``uf(X)``) on arrays of one
+# of them (ml_dtypes' types are computed in float32 and rounded back).
+_NUMPY_FLOATS = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.float64))
 _UNSEEN = object()  # (a shape key not looked at yet; None is a key looked at and refused)
 _RESHAPE = np.ndarray.reshape
 
@@ -60,12 +71,25 @@ class ElementwiseGraph:
         program: The instructions, in graph order; the last one's value is the output.
     """
 
-    __slots__ = ("_compiled", "_fits", "_loops", "_may_reuse", "_replays", "_shapes", "_zeros", "last_use", "program")
+    __slots__ = (
+        "_compiled",
+        "_constants",
+        "_fits",
+        "_loops",
+        "_may_reuse",
+        "_replays",
+        "_shapes",
+        "_zeros",
+        "last_use",
+        "program",
+    )
 
-    def __init__(self, program: Sequence[Instruction]) -> None:
+    def __init__(self, program: Sequence[Instruction], constants: Sequence[Any] = ()) -> None:
         if not program:
             raise EvaluationError("ElementwiseGraph: an empty program")
         self.program = tuple(program)
+        # The step's constant arguments (None for the others): a replay reads them with the rank of their readers.
+        self._constants = tuple(constants)
         # The last instruction reading each instruction's value (-1: none): it alone may write into that value.
         last = [-1] * len(self.program)
         for j, (_call, _uf, sources, _kw, _alloc) in enumerate(self.program):
@@ -84,7 +108,12 @@ class ElementwiseGraph:
         self._fits: dict[tuple[tuple[int, ...], tuple[int, ...]], bool] = {}
         # The program as the compiled loop takes it (per instruction its ufunc and sources), when every instruction
         # is one it computes (module docstring); None otherwise.
-        compiled = [(uf, sources) for _c, uf, sources, kw, _a in self.program if uf in _COMPILABLE and not kw]
+        # (np.maximum of two operands is Max, not Relu's maximum against zero: the loop computes the latter only)
+        compiled = [
+            (uf, sources)
+            for _c, uf, sources, kw, _a in self.program
+            if uf in _COMPILABLE and not kw and (uf is not np.maximum or len(sources) == 1)
+        ]
         self._compiled = tuple(compiled) if len(compiled) == len(self.program) else None
         # Per operand signature: their element type and what the compiled loop needs of their shapes (_layout_of),
         # None when it does not take them.
@@ -108,16 +137,19 @@ class ElementwiseGraph:
         if replay is not None:
             return replay(*args)
         trace: list[tuple[Any, ...]] = []
-        y = self._interpret(args, trace)
+        ranks: list[int] = []
+        y = self._interpret(args, trace, ranks)
         replays = dict(self._replays) if len(self._replays) < 16 else {}
-        replays[key] = _replay(self.program, trace, self.last_use, len(args))
+        replays[key] = _replay(self.program, trace, self.last_use, len(args), self._aligned(args, trace, ranks))
         self._replays = replays  # replaced whole: runs in other threads read a complete dict
         return y
 
-    def _interpret(self, args: tuple[Any, ...], trace: list[tuple[Any, ...]] | None) -> Any:
+    def _interpret(
+        self, args: tuple[Any, ...], trace: list[tuple[Any, ...]] | None, ranks: list[int] | None = None
+    ) -> Any:
         """The program on ``args``, deciding per instruction whether it writes into an operand; with ``trace``,
         each decision is appended to it (:func:`_replay` writes them out for later calls of the same operand
-        types and shapes)."""
+        types and shapes), and with ``ranks`` each value's rank (-1: not an array)."""
         n = len(self.program)
         vals: list[Any] = [None] * n
         # Whether the value is a float array this step made and may overwrite once its last reader comes.
@@ -129,15 +161,18 @@ class ElementwiseGraph:
             if uf is not None and may_reuse[j]:
                 y = self._in_place(j, uf, sources, args, vals, own, last, call, trace)
             if y is None:
-                y = call(*[args[s] if s >= 0 else vals[-s - 1] for s in sources], **kw)
+                ops = [args[s] if s >= 0 else vals[-s - 1] for s in sources]
+                y = call(*ops, **kw)
                 if type(y) is tuple:
                     y = y[0]
                 own[j] = allocates and type(y) is np.ndarray and y.dtype.kind == "f" and y.flags.writeable
                 if trace is not None:
-                    trace.append(("call",))
+                    trace.append(("ufunc", y.dtype.type(0)) if _as_ufunc(uf, ops, y) else ("call",))
             else:
                 own[j] = True
             vals[j] = y
+            if ranks is not None:
+                ranks.append(y.ndim if type(y) is np.ndarray else -1)
             for s in sources:  # a value read for the last time is dropped (its memory freed early)
                 if s < 0 and last[-s - 1] == j:
                     vals[-s - 1] = None
@@ -174,6 +209,8 @@ class ElementwiseGraph:
             if s >= 0 or not own[-s - 1] or last[-s - 1] != j:
                 return None
             y = vals[-s - 1]
+            if out_for(y) is None:
+                return None  # (a new array of one element costs less than writing into one)
             if uf is np.maximum:
                 # Relu against a zero of y's type: with a Python 0 (or positionally) numpy takes a slower path
                 uf(y, y.dtype.type(0), out=y)
@@ -187,6 +224,8 @@ class ElementwiseGraph:
             if s >= 0 or not own[-s - 1] or last[-s - 1] != j:
                 continue
             y = vals[-s - 1]
+            if out_for(y) is None:
+                continue
             o = b if k == 0 else a
             if o == s:
                 uf(y, y, y)
@@ -203,6 +242,29 @@ class ElementwiseGraph:
                     trace.append(("binary", s, o, k))
                 return y
         return None
+
+    def _aligned(
+        self, args: tuple[Any, ...], trace: Sequence[tuple[Any, ...]], ranks: Sequence[int]
+    ) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+        """The constant arguments a replay reads with leading ones, by index: those of a lower rank than every value
+        made from them, where each of their readers applies its ufunc (module docstring)."""
+        readers: dict[int, list[int]] = {}
+        for j, (_call, _uf, sources, _kw, _alloc) in enumerate(self.program):
+            for s in sources:
+                if s >= 0:
+                    readers.setdefault(s, []).append(j)
+        aligned: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        for i, c in enumerate(self._constants):
+            a = args[i] if i < len(args) else None
+            if c is None or a is not c or type(a) is not np.ndarray or i not in readers:
+                continue
+            js = readers[i]
+            if any(trace[j][0] not in ("ufunc", "binary") for j in js):
+                continue
+            rank = min(ranks[j] for j in js)
+            if a.ndim < rank:
+                aligned[i] = (a, with_rank(a, rank))
+        return aligned
 
     def _loop(self, args: tuple[Any, ...], key: tuple[Any, ...]) -> np.ndarray | None:
         """The output by the compiled loop, when the operands (of signature ``key``) are float32 or float64 arrays of
@@ -299,16 +361,37 @@ class ElementwiseGraph:
 _SIGNATURE = attrgetter("__class__", "shape", "dtype")
 
 
+def _as_ufunc(uf: Any, ops: Sequence[Any], y: Any) -> bool:
+    """Whether an instruction whose kernel gave ``y`` on ``ops`` computed what its ufunc alone computes: operands of
+    one numpy float type whose result (not 0-d: a ufunc would give a scalar) has one operand's shape, so that no
+    check of the kernel (a broadcast's size, an element type) could refuse it."""
+    if not isinstance(uf, np.ufunc) or type(y) is not np.ndarray or not y.ndim or y.dtype not in _NUMPY_FLOATS:
+        return False
+    for o in ops:
+        if type(o) is not np.ndarray or o.dtype != y.dtype:
+            return False
+    return any(o.shape == y.shape for o in ops)
+
+
 def _replay(
-    program: Sequence[Instruction], trace: Sequence[tuple[Any, ...]], last_use: Sequence[int], n_args: int
+    program: Sequence[Instruction],
+    trace: Sequence[tuple[Any, ...]],
+    last_use: Sequence[int],
+    n_args: int,
+    aligned: dict[int, tuple[np.ndarray, np.ndarray]] | None = None,
 ) -> Callable[..., Any]:
     """The program as one straight-line function of its operands, each instruction doing what ``trace`` says the
     interpreter did for operands of one signature: the same kernel calls and the same ufuncs written into the same
     operands, in the same order (so the same values), without the interpreter's per-instruction decisions, which
-    cost more than a small pass. A value is dropped after its last reader, as the interpreter drops it."""
+    cost more than a small pass. A value is dropped after its last reader, as the interpreter drops it. ``aligned``:
+    constant arguments by index with their views of leading ones, read in place of the argument when it is that
+    constant (the same values broadcast to the same shapes)."""
     ns: dict[str, Any] = {}
     params = [f"a{i}" for i in range(n_args)]
     lines = [f"def replay({', '.join(params)}):"]
+    for i, (constant, view) in (aligned or {}).items():
+        ns[f"C{i}"], ns[f"K{i}"] = constant, view
+        lines.append(f"    if a{i} is C{i}: a{i} = K{i}")
 
     def ref(src: int) -> str:
         return f"a{src}" if src >= 0 else f"v{-src - 1}"
@@ -316,7 +399,13 @@ def _replay(
     for j, ((call, uf, sources, kw, _alloc), step) in enumerate(zip(program, trace)):
         ns[f"c{j}"], ns[f"u{j}"] = call, uf
         kind = step[0]
-        if kind == "call":
+        if kind == "ufunc":  # the kernel's ufunc on operands the kernel would pass to it as they are (_as_ufunc)
+            args = [ref(s) for s in sources]
+            if uf is np.maximum and len(sources) == 1:
+                ns[f"z{j}"] = step[1]  # Relu: against a zero of the value's type
+                args.append(f"z{j}")
+            lines.append(f"    v{j} = u{j}({', '.join(args)})")
+        elif kind == "call":
             args = [ref(s) for s in sources]
             if kw:
                 ns[f"k{j}"] = kw
@@ -348,7 +437,7 @@ def _replay(
 
 
 def _prepare(constants: Sequence[Any], *, program: Sequence[Instruction]) -> ElementwiseGraph:
-    return ElementwiseGraph(program)
+    return ElementwiseGraph(program, constants)
 
 
 @kernel("ElementwiseGraph", 1, domain=FUSED_DOMAIN, prepare=_prepare, prepare_constants=True)

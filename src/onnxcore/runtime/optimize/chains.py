@@ -35,6 +35,10 @@ _BINARY: dict[str, np.ufunc] = {
     "Mul": np.multiply,
     "Div": np.true_divide,
     "Sum": np.add,
+    # Max-8 and Min-8 (and later) of two inputs of one float type: np.maximum / np.minimum of them (IEEE 754-2019
+    # maximum and minimum: NaN propagates), kernels/elementwise_binary.py's _variadic.
+    "Max": np.maximum,
+    "Min": np.minimum,
 }
 _UNARY: dict[str, np.ufunc] = {
     "Abs": np.absolute,
@@ -61,7 +65,6 @@ _CALLED: dict[str, tuple[tuple[int, ...], int]] = {
         ((1,), 1),
     ),
     "Clip": ((1, 2, 3), 6),
-    **dict.fromkeys(("Max", "Min"), ((2,), 8)),
     **dict.fromkeys(
         ("Pow", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "Mod", "PRelu"),
         ((2,), 7),
@@ -70,7 +73,8 @@ _CALLED: dict[str, tuple[tuple[int, ...], int]] = {
 }
 # Reductions end a group (their output is not elementwise in their input): run by their kernels.
 _REDUCTIONS = frozenset(("ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceSumSquare", "ReduceL2"))
-_MIN_SINCE = {**dict.fromkeys(_BINARY, 7), **dict.fromkeys(_UNARY, 6)}  # no legacy broadcast or consumed_inputs
+# no legacy broadcast or consumed_inputs (Max and Min broadcast from 8)
+_MIN_SINCE = {**dict.fromkeys(_BINARY, 7), **dict.fromkeys(_UNARY, 6), "Max": 8, "Min": 8}
 
 
 def _kind(bn: PlanNode) -> tuple[np.ufunc | str | None, bool] | None:
@@ -162,7 +166,8 @@ def fuse_elementwise_chains(graph: PlanGraph) -> list[PlanNode]:
         first = nodes[ks[0]]
         absorbed = [nodes[k] for k in ks[1:]]
         attrs: dict[str, Any] = {"program": program}
-        replaced[last] = fused_node(first, "ElementwiseGraph", args, list(nodes[last].outputs), {}, absorbed=absorbed,
-                                    **attrs)  # fmt: skip
+        # (with the constants among the arguments: a replay reads them with the rank of the values they meet)
+        replaced[last] = fused_node(first, "ElementwiseGraph", args, list(nodes[last].outputs), graph.const,
+                                    absorbed=absorbed, **attrs)  # fmt: skip
         taken.update(ks)
     return [replaced.get(j, bn) for j, bn in enumerate(nodes) if j in replaced or j not in taken]
