@@ -302,6 +302,7 @@ KERNEL_MODULES: dict[tuple[str, str], tuple[str, ...]] = {
     ("onnxcore.fused", "SliceView"): ("onnxcore.kernels.fused.shape",),
     ("onnxcore.fused", "TakeColumns"): ("onnxcore.kernels.fused.shape",),
     ("onnxcore.fused", "TransposeView"): ("onnxcore.kernels.fused.shape",),
+    ("onnxcore.fused", "TreeEnsembles"): ("onnxcore.kernels.fused.forests",),
     ("onnxcore.fused", "WinogradConv"): ("onnxcore.kernels.fused.conv",),
     ("onnxcore.fused", "WithRelu"): ("onnxcore.kernels.fused.conv",),
 }

@@ -21,7 +21,7 @@ second Z column) follow onnxruntime, the reference consumer; the tests compare w
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -43,7 +43,7 @@ from onnxcore.kernels.ml import (
 )
 from onnxcore.kernels.registry import kernel
 
-__all__: list[str] = []
+__all__ = ["ForestParts", "ForestStep", "combined_forest", "forest_rows"]
 
 _MODES = {"BRANCH_LEQ": 0, "BRANCH_LT": 1, "BRANCH_GTE": 2, "BRANCH_GT": 3, "BRANCH_EQ": 4, "BRANCH_NEQ": 5}
 _MEMBER = 6
@@ -143,6 +143,75 @@ class _Forest:
         return out
 
 
+class ForestParts(NamedTuple):
+    """What a prepared TreeEnsembleRegressor/Classifier node is made of, for evaluating several that read one input
+    with one walk (``kernels/fused/forests.py``).
+
+    Attributes:
+        forest: Its flattened trees.
+        acc_dtype: The type its sums are made in.
+        base: Its base_values (float64, at most ``width``).
+        width: Its targets (regressor) or classes (classifier).
+        finish_summed: Its outputs from its sums with ``base`` added, where that is how it computes them (a SUM
+            regressor; a classifier whose every row gets a vote for every class); else None.
+        finish_votes: Its outputs from its sums without ``base`` and its votes (a classifier); else None.
+        as_is: ``finish_summed`` returns its sums themselves (a regressor without post transform, summing in
+            float32).
+    """
+
+    forest: _Forest
+    acc_dtype: np.dtype[Any]
+    base: np.ndarray
+    width: int
+    finish_summed: Callable[[np.ndarray], Any] | None
+    finish_votes: Callable[[np.ndarray, np.ndarray], Any] | None
+    as_is: bool = False
+
+
+class ForestStep:
+    """A prepared TreeEnsembleRegressor/Classifier node: called on the input, its outputs; ``parts`` (None when it
+    cannot join another's walk: an aggregate other than SUM) say what it is made of."""
+
+    __slots__ = ("parts", "run")
+
+    def __init__(self, run: Callable[[np.ndarray], Any], parts: ForestParts | None) -> None:
+        self.run = run
+        self.parts = parts
+
+    def __call__(self, x: np.ndarray) -> Any:
+        return self.run(x)
+
+
+def combined_forest(forests: list[_Forest]) -> _Forest | None:
+    """The ``forests`` as one whose targets are theirs side by side (forest ``e``'s target ``t`` is the sum of the
+    targets before it plus ``t``), its trees theirs in order: one walk gives every forest's sums, each target's
+    from its own forest's trees in their order (the same additions). None when one has set-membership nodes."""
+    if any(f.member_sets.shape[0] for f in forests):
+        return None
+    node_off = np.cumsum([0] + [f.feature.size for f in forests[:-1]])
+    target_off = np.cumsum([0] + [f.n_targets for f in forests[:-1]])
+
+    def cat(name: str, offsets: Any = None) -> np.ndarray:
+        parts = [getattr(f, name) for f in forests]
+        if offsets is not None:
+            parts = [p + o for p, o in zip(parts, offsets)]
+        return np.concatenate(parts)
+
+    return _Forest(
+        cat("feature"),
+        cat("threshold"),
+        cat("mode"),
+        cat("true_idx", node_off),
+        cat("false_idx", node_off),
+        cat("missing_true"),
+        cat("roots", node_off),
+        int(sum(f.n_targets for f in forests)),
+        cat("w_node", node_off),
+        cat("w_target", target_off),
+        cat("w_value"),
+    )
+
+
 # ---------------------------------------------------------------------------------------------
 # Legacy encoding (TreeEnsembleRegressor / TreeEnsembleClassifier): nodes named by (tree id, node id)
 # ---------------------------------------------------------------------------------------------
@@ -239,7 +308,7 @@ def _weight_dtype(tensor: np.ndarray | None) -> Any:
     return np.float64 if tensor is not None and np.asarray(tensor).dtype == np.float64 else np.float32
 
 
-def _legacy_rows(x: np.ndarray) -> np.ndarray:
+def forest_rows(x: np.ndarray) -> np.ndarray:
     rows = as_rows(np.asarray(x))
     # float32 stays float32 (the compiled forest compares it exactly); everything else is read in float64.
     return rows if rows.dtype == np.float32 else rows.astype(np.float64)
@@ -264,19 +333,24 @@ def _prepare_regressor(attrs: dict[str, Any]) -> Callable[[np.ndarray], np.ndarr
     if base.size and base.size != int(n_targets):
         raise EvaluationError(f"tree ensemble: {base.size} base_values for {int(n_targets)} targets")
 
+    def finish(scores: np.ndarray) -> np.ndarray:
+        if post == "NONE" and scores.dtype == np.float32:
+            return scores  # (a fresh array; float32 -> float64 -> float32 would give the same values)
+        return post_transform_rows(scores, post).astype(np.float32)
+
     def regress(x: np.ndarray) -> np.ndarray:
-        rows = _legacy_rows(x)
+        rows = forest_rows(x)
         if agg == "SUM":
             scores = compiled.sum_plus(rows, base)  # (a small batch: walk, sums and base in one compiled call)
         else:
             scores, _ = compiled.aggregate(rows, agg, need_has=False)
             if base.size:
                 scores += base
-        if post == "NONE" and scores.dtype == np.float32:
-            return scores  # (a fresh array; float32 -> float64 -> float32 would give the same values)
-        return post_transform_rows(scores, post).astype(np.float32)
+        return finish(scores)
 
-    return regress
+    as_is = post == "NONE" and compiled.acc_dtype == np.float32
+    parts = ForestParts(forest, compiled.acc_dtype, base, int(n_targets), finish, None, as_is) if agg == "SUM" else None
+    return ForestStep(regress, parts)
 
 
 _REGRESSOR_DOC = """Sum (or average, min, max) per target of the weights of the leaves reached, plus base_values,
@@ -336,8 +410,24 @@ def _prepare_classifier(attrs: dict[str, Any]) -> Callable[[np.ndarray], tuple[n
 
     one_row = _ONE_ROW.get(post) if plain and k <= _ONE_ROW_CLASSES else None
 
+    def finish_summed(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        # (the plain case: the outputs from the sums, base_values added)
+        if one_row is not None and scores.shape[0] == 1:
+            done = one_row(scores, labels)
+            if done is not None:
+                return done
+        if post == "NONE" and scores.dtype == np.float32:
+            return labels[scores.argmax(axis=1)], scores  # float32 -> float64 -> float32 is exact
+        return labels[scores.argmax(axis=1)], post_fn(scores).astype(np.float32)
+
+    def finish_votes(scores: np.ndarray, has: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        # (the outputs from the sums without base_values and the votes)
+        if k != 2:
+            return _multiclass(scores, has, base, labels, post)
+        return _binary(scores, has, base, labels, post, binary, all_pos)
+
     def classify(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        rows = _legacy_rows(x)
+        rows = forest_rows(x)
         if plain and rows.shape[0]:
             if one_row is _softmax_one_row and rows.shape[0] == 1:
                 e = np.empty(k)
@@ -348,20 +438,13 @@ def _prepare_classifier(attrs: dict[str, Any]) -> Callable[[np.ndarray], tuple[n
                     if top >= 0:
                         return _softmax_scaled(e, top, labels)
                     return labels[scores.argmax(axis=1)], post_fn(scores).astype(np.float32)
-            scores = compiled.sum_plus(rows, base)
-            if one_row is not None and scores.shape[0] == 1:
-                done = one_row(scores, labels)
-                if done is not None:
-                    return done
-            if post == "NONE" and scores.dtype == np.float32:
-                return labels[scores.argmax(axis=1)], scores  # float32 -> float64 -> float32 is exact
-            return labels[scores.argmax(axis=1)], post_fn(scores).astype(np.float32)
+            return finish_summed(compiled.sum_plus(rows, base))
         scores, has = compiled.aggregate(rows, "SUM", need_has=not plain)
-        if k != 2:
-            return _multiclass(scores, has, base, labels, post)
-        return _binary(scores, has, base, labels, post, binary, all_pos)
+        return finish_votes(scores, has)
 
-    return classify
+    # (an empty batch takes the votes' path in either case)
+    return ForestStep(classify, ForestParts(forest, compiled.acc_dtype, base, k, finish_summed if plain else None,
+                                            finish_votes))  # fmt: skip
 
 
 def _softmax_rows(s: np.ndarray) -> np.ndarray:

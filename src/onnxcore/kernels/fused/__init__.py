@@ -37,4 +37,5 @@ FUSED_FAMILIES: tuple[str, ...] = (
     "rows",
     "rotary",
     "scan",
+    "forests",
 )

@@ -19,6 +19,7 @@ from onnxcore.runtime.optimize.chains import fuse_elementwise_chains
 from onnxcore.runtime.optimize.conv1d import fast_conv1d
 from onnxcore.runtime.optimize.cse import merge_repeats
 from onnxcore.runtime.optimize.fold import fold_constants
+from onnxcore.runtime.optimize.forests import join_forests
 from onnxcore.runtime.optimize.fuse import (
     fuse_conv_chains,
     fuse_relu,
@@ -176,6 +177,9 @@ PIPELINE: tuple[Rewrite, ...] = (
     # Basic again, but last: repeats of one computation evaluated once, over what the fusions left (their
     # fused steps included).
     Rewrite("merge_repeats", merge_repeats, 1),
+    # All again, after the repeats are merged: tree ensembles that read one value (an isolation forest's trees each
+    # read their own Gather of the same columns until then).
+    Rewrite("join_forests", join_forests, 99),
 )
 """The rewrites, in the order every plan runs them."""
 
