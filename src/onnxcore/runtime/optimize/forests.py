@@ -16,8 +16,6 @@ makes is then made no later than before.
 
 from __future__ import annotations
 
-from onnxcore.kernels.fused.forests import joinable
-from onnxcore.kernels.ml_tree import ForestStep
 from onnxcore.kernels.registry import prepared_function
 from onnxcore.runtime.optimize._common import fused_node
 from onnxcore.runtime.optimize.graph import PlanGraph
@@ -39,11 +37,18 @@ def join_forests(graph: PlanGraph) -> list[PlanNode]:
             continue
         if len(bn.inputs) != 1 or not bn.inputs[0] or bn.fused or bn.step_kernel or bn.outer:
             continue
-        step = prepared_function(bn.call)
-        if len(bn.outputs) > _OUTPUTS[node.op_type] or not isinstance(step, ForestStep) or step.parts is None:
+        # (a prepared tree-ensemble node carries its parts: None for an aggregate other than SUM)
+        parts = getattr(prepared_function(bn.call), "parts", None)
+        if len(bn.outputs) > _OUTPUTS[node.op_type] or parts is None:
             continue
         # (one group per type of sums: float32 and double weights are joined apart)
-        groups.setdefault((node.op_type, bn.inputs[0], step.parts.acc_dtype.str), []).append(k)
+        groups.setdefault((node.op_type, bn.inputs[0], parts.acc_dtype.str), []).append(k)
+    if all(len(ks) < 2 for ks in groups.values()):
+        return nodes
+    # Function-local on purpose: the tree-ensemble kernels (ML families, tens of milliseconds of imports) load only
+    # for a plan that holds tree ensembles, as the kernel index loads every family (issue 42, item 3).
+    from onnxcore.kernels.fused.forests import joinable
+
     replaced: dict[int, PlanNode] = {}
     taken: set[int] = set()
     for (op, x, _dt), ks in groups.items():
