@@ -260,6 +260,27 @@ def _batched_scan() -> None:
     _exact(got[1], want)
 
 
+def _tree_ensembles() -> None:
+    # Two one-tree regressors (a stump on feature 0, one on feature 1) walked together: each member's output as its
+    # own kernel gives it.
+    def stump(feature: int, threshold: float, low: float, high: float) -> dict[str, Any]:
+        return {
+            "nodes_treeids": [0, 0, 0], "nodes_nodeids": [0, 1, 2], "nodes_featureids": [feature, 0, 0],
+            "nodes_modes": ["BRANCH_LEQ", "LEAF", "LEAF"], "nodes_values": [threshold, 0.0, 0.0],
+            "nodes_truenodeids": [1, 0, 0], "nodes_falsenodeids": [2, 0, 0], "target_treeids": [0, 0],
+            "target_nodeids": [1, 2], "target_ids": [0, 0], "target_weights": [low, high], "n_targets": 1,
+        }  # fmt: skip
+
+    members = [stump(0, 0.5, -1.0, 2.0), stump(1, -0.25, 3.0, 0.5)]
+    kdef = registry.lookup("ai.onnx.ml", "TreeEnsembleRegressor", 3)
+    assert kdef is not None
+    steps = [registry.prepared_function(registry.prepared_call(kdef, m)) for m in members]
+    x = _f32(6, 2)
+    got = _run("TreeEnsembles", x, members=steps, counts=[1, 1])
+    for g, m in zip(got, members):
+        _exact(g, _one("TreeEnsembleRegressor", 3, x, domain="ai.onnx.ml", **m))
+
+
 CASES: dict[str, Callable[[], None]] = {
     "ReshapeView": _reshape_view,
     "ExpandView": _expand_view,
@@ -290,6 +311,7 @@ CASES: dict[str, Callable[[], None]] = {
     "RotateHalf": _rotate_half,
     "Rotary": _rotary,
     "BatchedScan": _batched_scan,
+    "TreeEnsembles": _tree_ensembles,
 }
 
 
@@ -327,3 +349,34 @@ def test_a_models_node_of_the_private_domain_is_bound_and_refused_by_its_kernel(
     s = onnxcore.Session(m.SerializeToString(), check=False)
     with pytest.raises(EvaluationError, match="Linear"):
         s.run(None, {"x": np.ones((2, 4), np.float32)})
+
+
+def test_same_type_cast_takes_the_kernels_route_and_calls_another_kernel() -> None:
+    """A Cast step whose kernel is a built-in Cast kernel computes another input type by the route that kernel takes
+    (the kernel's values: cast_array's, NaN and out-of-range floats left to it); a custom Cast kernel is always
+    called."""
+    from onnxcore.kernels.fused.shape import SameTypeCast
+    from onnxcore.kernels.tensor import cast_6
+    from onnxcore.types.convert import cast_array
+
+    for to, dt in ((1, np.float32), (7, np.int64), (9, np.bool_), (6, np.int32)):
+        step = SameTypeCast(cast_6, np.dtype(dt))
+        for x in (
+            np.array([[True, False]]),
+            np.array([[3, -2]], np.int32),
+            np.array([1.5, -2.5, 0.0], np.float64),
+            np.array([np.nan, 1e30, -1.0], np.float32),  # (declined by the float -> integer route)
+        ):
+            for _ in range(2):  # the route looked up, then read from the step's table
+                got = step(x, to=to)
+                want = cast_array(x, to)
+                assert got.dtype == want.dtype
+                np.testing.assert_array_equal(got, want)
+    seen: list[Any] = []
+
+    def custom(x: Any, *, to: int) -> Any:
+        seen.append(x.dtype)
+        return np.zeros_like(x, np.float32)
+
+    step = SameTypeCast(custom, np.dtype(np.float32))
+    assert step(np.array([1, 2]), to=1).tolist() == [0.0, 0.0] and seen == [np.dtype(np.int64)]

@@ -33,7 +33,7 @@ from onnxcore.types import SparseTensor, value_from_proto
 from onnxcore.types.convert import ROUND_MODES, cast_array
 from onnxcore.types.elements import ElementType
 
-__all__ = ["int_input", "zero_of"]
+__all__ = ["BUILTIN_CASTS", "cast_route", "int_input", "zero_of"]
 
 # ---------------------------------------------------------------------------------------------
 # Shared helpers
@@ -143,17 +143,28 @@ def _route(src: np.dtype[Any], dt: np.dtype[Any]) -> Callable[[np.ndarray, np.dt
 
 _ROUTES: dict[tuple[np.dtype[Any], np.dtype[Any]], Any] = {}  # (source, target) -> _route's answer
 
+CastRoute = Callable[[np.ndarray, np.dtype[Any]], "np.ndarray | None"]
+
+
+def cast_route(src: np.dtype[Any], dt: np.dtype[Any]) -> CastRoute | None:
+    """How the Cast kernels (Cast-6 and later, CastLike) compute a cast of an array of ``src`` to ``dt`` without
+    cast_array's dispatch: a function ``(array, dt)`` giving what they give, or None when it declines (a value out of
+    range, NaN to an integer: cast_array's rule then); None when cast_array computes every such cast. Decided once per
+    pair of types (a plan's Cast step asks it once per input type)."""
+    key = (src, dt)
+    route = _ROUTES.get(key, _cast)  # (_cast: a pair not met yet)
+    if route is _cast:
+        route = _route(src, dt)
+        if len(_ROUTES) < 256:
+            _ROUTES[key] = route
+    return route
+
 
 def _cast(x: np.ndarray, to: ElementType, saturate: int, round_mode: str) -> np.ndarray:
     a = np.asarray(x)
     if round_mode in ROUND_MODES:  # (cast_array refuses an unknown round_mode with TensorError)
         dt = to.np_dtype
-        key = (a.dtype, dt)
-        route = _ROUTES.get(key, _cast)  # (_cast: a pair not met yet)
-        if route is _cast:
-            route = _route(a.dtype, dt)
-            if len(_ROUTES) < 256:
-                _ROUTES[key] = route
+        route = cast_route(a.dtype, dt)
         if route is not None:
             y = route(a, dt)
             if y is not None:
@@ -191,6 +202,10 @@ def cast_19(input: np.ndarray, *, to: int, saturate: int = 1) -> np.ndarray:
 def cast_24(input: np.ndarray, *, to: int, saturate: int = 1, round_mode: str = "up") -> np.ndarray:
     """Cast-24 and later: adds FLOAT8E8M0 and its ``round_mode``."""
     return _cast(input, _element_type(to, "Cast"), saturate, round_mode)
+
+
+BUILTIN_CASTS = frozenset((cast_6, cast_19, cast_24))
+"""The Cast kernels whose numeric target is an ``int`` tag and whose casts :func:`cast_route` computes."""
 
 
 def _target_of(target_type: np.ndarray) -> ElementType:

@@ -30,6 +30,7 @@ from onnxcore.errors import EvaluationError
 from onnxcore.kernels.fused import FUSED_DOMAIN
 from onnxcore.kernels.fused.common import default_kernel
 from onnxcore.kernels.registry import kernel
+from onnxcore.kernels.tensor import BUILTIN_CASTS, cast_route
 
 __all__ = [
     "CAST_DTYPES",
@@ -215,18 +216,39 @@ class TransposeLike:
         return y
 
 
-class SameTypeCast:
-    """Cast to a type the input already has: the input itself (what Identity gives); the kernel otherwise."""
+_UNSEEN = object()  # (an input type whose route is not looked up yet)
 
-    __slots__ = ("call", "dtype")
+
+class SameTypeCast:
+    """Cast to a type the input already has: the input itself (what Identity gives). Another numpy type, when the
+    kernel is a built-in Cast kernel: the route that kernel takes for that type (:func:`~onnxcore.kernels.tensor.
+    cast_route`, looked up once per input type: the kernel's dispatch costs about as much as a small cast); the
+    kernel otherwise, and where the route declines."""
+
+    __slots__ = ("call", "dtype", "routes")
 
     def __init__(self, call: Callable[..., Any], dtype: np.dtype[Any]) -> None:
         self.call = call
         self.dtype = dtype
+        # Per input type, its route (None: the kernel); a custom kernel for Cast is always called.
+        self.routes: dict[np.dtype[Any], Any] | None = {} if call in BUILTIN_CASTS else None
 
     def __call__(self, x: Any, **kw: Any) -> Any:
-        if type(x) is np.ndarray and x.dtype == self.dtype:
-            return x
+        if type(x) is np.ndarray:
+            dt = x.dtype
+            if dt == self.dtype:
+                return x
+            routes = self.routes
+            if routes is not None:
+                route = routes.get(dt, _UNSEEN)
+                if route is _UNSEEN:
+                    route = cast_route(dt, self.dtype)
+                    if len(routes) < 16:
+                        routes[dt] = route
+                if route is not None:
+                    y = route(x, self.dtype)
+                    if y is not None:
+                        return y
         return self.call(x, **kw)
 
 
