@@ -117,3 +117,64 @@ def test_a_bad_shape_is_refused_by_the_node_that_refuses_it() -> None:
         s.run(None, {"x": RNG.standard_normal((3, 5, K)).astype(np.float32)})  # 15 rows, not 10
     assert info.value.op_type in ("Gemm", "Reshape")
     assert "Reshape" in str(info.value)
+
+
+# --- a plain Gemm by constant weights: one Linear step for its 2-D input ----------------------------------------
+
+
+def _gemm_model(c_shape: tuple[int, ...] | None, *, trans_b: int = 0, beta: float = 1.0, x_rank: int = 2) -> bytes:
+    w = RNG.standard_normal((N, K) if trans_b else (K, N)).astype(np.float32)
+    inits = [nh.from_array(w, "w")]
+    ins = ["x", "w"]
+    if c_shape is not None:
+        inits.append(nh.from_array(RNG.standard_normal(c_shape).astype(np.float32), "c"))
+        ins.append("c")
+    node = h.make_node("Gemm", ins, ["y"], transB=trans_b, beta=beta)
+    x_dims: list[object] = ["m", K] if x_rank == 2 else ["a", "b", K][-x_rank:]
+    g = h.make_graph(
+        [node],
+        "gemm",
+        [h.make_tensor_value_info("x", TP.FLOAT, x_dims)],
+        [h.make_tensor_value_info("y", TP.FLOAT, ["m", N])],
+        inits,
+    )
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
+    m.ir_version = 8
+    return m.SerializeToString()
+
+
+@pytest.mark.parametrize("trans_b", [0, 1])
+@pytest.mark.parametrize("c_shape", [(N,), (1, N), (1,), (), (1, 1), None], ids=str)
+def test_a_gemm_by_constant_weights_is_one_linear_step(trans_b: int, c_shape: tuple[int, ...] | None) -> None:
+    from onnxcore.kernels.fused.linear import LinearStep
+
+    model = _gemm_model(c_shape, trans_b=trans_b)
+    s = onnxcore.Session(model)
+    # The Gemm as the plan runs it without the step (with transB, its weights transposed once by prepack_gemm, as
+    # the step takes them: BLAS rounds a product by a transposed operand differently).
+    gemm = onnxcore.Session(model, disabled_rewrites=["fuse_linear"])
+    ref = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    for rows in (1, 3, 40):
+        x = RNG.standard_normal((rows, K)).astype(np.float32)
+        assert [type(c) for c in _steps(s, {"x": x})] == [LinearStep]
+        (want,) = gemm.run(None, {"x": x})
+        (got,) = s.run(None, {"x": x})
+        assert got.shape == (rows, N) and got.dtype == np.float32
+        np.testing.assert_array_equal(got, want)  # the Gemm's own product and sum, bit for bit
+        np.testing.assert_allclose(got, ref.run(None, {"x": x})[0], rtol=1e-5, atol=1e-5)
+
+
+def test_a_gemm_the_step_does_not_take_runs_as_written() -> None:
+    from onnxcore.kernels.fused.linear import LinearStep
+
+    x = RNG.standard_normal((3, K)).astype(np.float32)
+    for model in (_gemm_model((N,), beta=0.5), _gemm_model((3, N))):  # beta, a C of one value per element
+        s = onnxcore.Session(model)
+        assert not any(isinstance(c, LinearStep) for c in _steps(s, {"x": x}))
+        (written,), _ = s.run(None, {"x": x}, intermediates=True)
+        np.testing.assert_array_equal(s.run(None, {"x": x})[0], written)
+    # An input that is not 2-D: refused as the Gemm refuses it (the step runs the node as written).
+    s = onnxcore.Session(_gemm_model((N,), x_rank=3), check=False)
+    with pytest.raises(onnxcore.EvaluationError) as info:
+        s.run(None, {"x": RNG.standard_normal((2, 3, K)).astype(np.float32)})
+    assert info.value.op_type == "Gemm"

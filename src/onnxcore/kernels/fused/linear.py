@@ -1,6 +1,6 @@
 """Linear layers as one product (Clause 8.2, per-node overhead; the matcher is ``onnxcore.runtime.optimize.linear``):
-a MatMul by a constant matrix (and its bias), and the dynamo exporter's ``Reshape -> Gemm -> Reshape``, each one
-step over the input's rows.
+a MatMul by a constant matrix (and its bias), a Gemm by one (its 2-D input alone: ``rows_only``), and the dynamo
+exporter's ``Reshape -> Gemm -> Reshape``, each one step over the input's rows.
 
 :class:`LinearStep` and :class:`ReshapedLinearStep` are :class:`~onnxcore.kernels.fused.pattern.FusedPattern`
 steps that run their nodes as written for any input their fast path does not take. The fast path computes the
@@ -45,7 +45,7 @@ class LinearStep(FusedPattern):
     product are written out in its call (a transformer runs a dozen of these per layer, on a decoder step's few rows
     each costs more in dispatch than in arithmetic); the same test, the same product, the same values."""
 
-    __slots__ = ("_b", "_dtype", "_k", "_n", "_w")
+    __slots__ = ("_b", "_dtype", "_k", "_max_rank", "_n", "_w")
 
     def __init__(
         self,
@@ -53,11 +53,14 @@ class LinearStep(FusedPattern):
         b: np.ndarray | None,
         x_name: str,
         chain: Chain,
+        rows_only: bool = False,
     ) -> None:
         # The bias as one row, (1, N), made once: numpy adds a (1, N) row to the (rows, N) product in 0.6 us at a
         # few rows and takes 1.4 us to broadcast a 1-D (N,) one (its iterator set-up for operands of different ranks).
         row = None if b is None else b.reshape(1, -1)
-        super().__init__("Linear", _linear, (w, row), {}, _linear_accepts(w, b), x_name, chain)
+        # (a Gemm's input is 2-D by definition: any other rank runs the node as written, which refuses it)
+        self._max_rank = 2 if rows_only else 1 << 30
+        super().__init__("Linear", _linear, (w, row), {}, _linear_accepts(w, b, self._max_rank), x_name, chain)
         self._w, self._b = w, row
         self._k, self._n = w.shape
         self._dtype = w.dtype
@@ -69,7 +72,8 @@ class LinearStep(FusedPattern):
             if type(x) is np.ndarray and x.dtype == self._dtype and x.ndim >= 2 and x.shape[-1] == k and k > 0:
                 if x.ndim == 2:
                     return self._rows(x)
-                return self._rows(x.reshape(-1, k)).reshape(x.shape[:-1] + (self._n,))
+                if x.ndim <= self._max_rank:
+                    return self._rows(x.reshape(-1, k)).reshape(x.shape[:-1] + (self._n,))
         return super().__call__(*xs)
 
     def _rows(self, x2: np.ndarray) -> np.ndarray:
@@ -127,9 +131,9 @@ class ReshapedLinearStep(LinearStep):
         return type(flat) is np.ndarray and flat.shape == (x.size // self._k, self._k)
 
 
-def _linear_accepts(w: np.ndarray, b: np.ndarray | None) -> Callable[[np.ndarray], bool]:
+def _linear_accepts(w: np.ndarray, b: np.ndarray | None, max_rank: int) -> Callable[[np.ndarray], bool]:
     def accepts(x: np.ndarray) -> bool:
-        return x.dtype == w.dtype and x.ndim >= 2 and x.shape[-1] == w.shape[0] > 0
+        return x.dtype == w.dtype and 2 <= x.ndim <= max_rank and x.shape[-1] == w.shape[0] > 0
 
     return accepts
 
@@ -152,9 +156,10 @@ def _prepare_linear(
     bias: np.ndarray | None = None,
     chain: Chain = (),
     x_name: str = "x",
+    rows_only: bool = False,
 ) -> LinearStep:
     _check_weight(weight, bias)
-    return LinearStep(weight, bias, x_name, list(chain))
+    return LinearStep(weight, bias, x_name, list(chain), rows_only)
 
 
 @kernel("Linear", 1, domain=FUSED_DOMAIN, prepare=_prepare_linear, prepare_constants=True)
@@ -165,10 +170,11 @@ def linear(
     bias: np.ndarray | None = None,
     chain: Chain = (),
     x_name: str = "x",
+    rows_only: bool = False,
 ) -> Any:
     """``MatMul(x, weight)`` (then ``Add(bias)`` along the last axis) with the leading axes of ``x`` as the rows of
-    one product, the bias added in place."""
-    return _prepare_linear((x,), weight=weight, bias=bias, chain=chain, x_name=x_name)(x)
+    one product, the bias added in place; with ``rows_only`` (a Gemm's product and C), a 2-D ``x`` alone."""
+    return _prepare_linear((x,), weight=weight, bias=bias, chain=chain, x_name=x_name, rows_only=rows_only)(x)
 
 
 def _prepare_reshaped_linear(

@@ -1,5 +1,6 @@
-"""Linear layers as one product (Clause 8.2, per-node overhead): a MatMul by a constant matrix (and its bias), and
-the dynamo exporter's ``Reshape -> Gemm -> Reshape``, each one step over the input's rows. :func:`fuse_linear` finds
+"""Linear layers as one product (Clause 8.2, per-node overhead): a MatMul by a constant matrix (and its bias), a Gemm
+by one (alpha and beta 1, a constant C of one row or one value), and the dynamo exporter's ``Reshape -> Gemm ->
+Reshape``, each one step over the input's rows. :func:`fuse_linear` finds
 them; the steps are the fused kernels Linear and ReshapedLinear (``onnxcore.kernels.fused.linear``).
 """
 
@@ -10,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from onnxcore.kernels.fused.common import FLOATS
-from onnxcore.runtime.optimize._common import fused_node
+from onnxcore.runtime.optimize._common import fused_node, transposed
 from onnxcore.runtime.optimize.graph import PlanGraph
 from onnxcore.runtime.optimize.patterns import _chain, _closed, _Graph
 from onnxcore.runtime.step import PlanNode
@@ -38,6 +39,12 @@ def fuse_linear(graph: PlanGraph) -> list[PlanNode]:
                 replaced[last] = fused_node(g.nodes[k], "ReshapedLinear", [xname], [g.out(last)], const,
                                             absorbed=others, **attrs)  # fmt: skip
                 g.taken.update(members)
+                continue
+            found_gemm = _plain_gemm(g, k)
+            if found_gemm is not None:
+                xname, attrs = found_gemm
+                replaced[k] = fused_node(g.nodes[k], "Linear", [xname], [g.out(k)], const, **attrs)
+                g.taken.add(k)
             continue
         if g.op(k) != "MatMul" or len(g.nodes[k].inputs) != 2 or k in g.taken:
             continue
@@ -73,6 +80,35 @@ def fuse_linear(graph: PlanGraph) -> list[PlanNode]:
     if not replaced:
         return nodes
     return [replaced.get(j, bn) for j, bn in enumerate(nodes) if j in replaced or j not in g.taken]
+
+
+def _plain_gemm(g: _Graph, k: int) -> tuple[str, dict[str, Any]] | None:
+    """A Gemm of a computed A by a constant 2-D float B (``transB`` read once: the weights transposed into a row-major
+    copy, as ``prepack_gemm`` gives them), alpha 1, no ``transA``, and a constant C of its type of one row or one
+    value with beta 1, or none: A's name and the fused Linear kernel's attributes (``rows_only``: the product of a 2-D
+    A, what the Gemm computes: the same product, then C added in the product's type)."""
+    bn = g.nodes[k]
+    kw = bn.kw
+    if float(kw.get("alpha", 1.0)) != 1.0 or int(kw.get("transA", 0)) or bn.since < 11:
+        return None
+    if not 2 <= len(bn.inputs) <= 3 or len(bn.outputs) != 1 or not bn.outputs[0]:
+        return None
+    a_name, w_name = bn.inputs[:2]
+    w = g.const.get(w_name)
+    if a_name in g.const or not isinstance(w, np.ndarray) or w.ndim != 2 or w.dtype not in FLOATS:
+        return None
+    if int(kw.get("transB", 0)):
+        w = transposed(w)
+        w.flags.writeable = False
+    b = None
+    if len(bn.inputs) == 3 and bn.inputs[2]:
+        c = g.const.get(bn.inputs[2])
+        if float(kw.get("beta", 1.0)) != 1.0 or not isinstance(c, np.ndarray) or c.dtype != w.dtype:
+            return None
+        if c.ndim > 2 or c.shape[:-1] not in ((), (1,)) or c.size not in (1, w.shape[1]):
+            return None
+        b = c.reshape(-1)
+    return a_name, {"weight": w, "bias": b, "chain": _chain(g, [k]), "x_name": a_name, "rows_only": True}
 
 
 def _reshaped_gemm(g: _Graph, k: int) -> tuple[list[int], str, dict[str, Any]] | None:
