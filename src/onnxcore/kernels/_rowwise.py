@@ -72,15 +72,21 @@ def _block_rows(d: int) -> int:
 def within_shift_bound(x: np.ndarray) -> bool:
     """Whether every value of ``x`` (float, not empty) lies within +-:data:`_NO_SHIFT_BOUND` (False when one is NaN):
     then Softmax's ``exp`` needs no shift by the row maxima. Up to :data:`_FEW_BOUNDS` values are read as Python
-    floats (one ``tolist`` instead of two reductions, each costing a microsecond)."""
+    floats (one ``tolist`` instead of reductions, each costing a microsecond)."""
     if x.size <= _FEW_BOUNDS:
         vals = x.ravel().tolist()
         total = sum(vals)  # NaN when one is NaN (min and max may step over a NaN that is not first)
         return -_NO_SHIFT_BOUND <= min(vals) and max(vals) <= _NO_SHIFT_BOUND and total == total
+    if x.size <= _ABS_BOUNDS:
+        # The greatest magnitude: one reduction (and abs) instead of min and max, 1.3 against 2 us at a few rows;
+        # numpy's maximum propagates NaN, which fails the comparison.
+        return float(_MAX_OF(np.abs(x), axis=None)) <= _NO_SHIFT_BOUND
     return -_NO_SHIFT_BOUND <= float(x.min()) and float(x.max()) <= _NO_SHIFT_BOUND  # False for NaN
 
 
-_FEW_BOUNDS = 64
+_FEW_BOUNDS = 16
+_ABS_BOUNDS = 4096  # beyond, abs's temporary costs more than a second reduction
+_MAX_OF = np.maximum.reduce
 
 
 @functools.lru_cache(maxsize=64)
