@@ -43,7 +43,7 @@ from onnxcore.kernels.ml import (
 )
 from onnxcore.kernels.registry import kernel
 
-__all__ = ["ForestParts", "ForestStep", "combined_forest", "forest_rows"]
+__all__ = ["ForestParts", "combined_forest", "forest_parts", "forest_rows"]
 
 _MODES = {"BRANCH_LEQ": 0, "BRANCH_LT": 1, "BRANCH_GTE": 2, "BRANCH_GT": 3, "BRANCH_EQ": 4, "BRANCH_NEQ": 5}
 _MEMBER = 6
@@ -168,18 +168,22 @@ class ForestParts(NamedTuple):
     as_is: bool = False
 
 
-class ForestStep:
-    """A prepared TreeEnsembleRegressor/Classifier node: called on the input, its outputs; ``parts`` (None when it
-    cannot join another's walk: an aggregate other than SUM) say what it is made of."""
+def _with_parts(run: Callable[[np.ndarray], Any], parts: ForestParts | None) -> Callable[[np.ndarray], Any]:
+    """A prepared node's function ``run``, carrying its ``parts`` (None when it cannot join another's walk: an
+    aggregate other than SUM) as an attribute: the plan calls the function itself, not a wrapper (a one-tree model's
+    run at one row is about 5 us, of which a call layer is a few percent)."""
+    setattr(run, _PARTS, parts)  # (a function's attribute, which mypy does not type)
+    return run
 
-    __slots__ = ("parts", "run")
 
-    def __init__(self, run: Callable[[np.ndarray], Any], parts: ForestParts | None) -> None:
-        self.run = run
-        self.parts = parts
+_PARTS = "forest_parts"
 
-    def __call__(self, x: np.ndarray) -> Any:
-        return self.run(x)
+
+def forest_parts(step: Any) -> ForestParts | None:
+    """The parts of a prepared TreeEnsembleRegressor/Classifier node's function (its kernel's ``prepare``), else
+    None (another function, or a node that cannot join another's walk)."""
+    parts = getattr(step, _PARTS, None)
+    return parts if isinstance(parts, ForestParts) else None
 
 
 def combined_forest(forests: list[_Forest]) -> _Forest | None:
@@ -350,7 +354,7 @@ def _prepare_regressor(attrs: dict[str, Any]) -> Callable[[np.ndarray], np.ndarr
 
     as_is = post == "NONE" and compiled.acc_dtype == np.float32
     parts = ForestParts(forest, compiled.acc_dtype, base, int(n_targets), finish, None, as_is) if agg == "SUM" else None
-    return ForestStep(regress, parts)
+    return _with_parts(regress, parts)
 
 
 _REGRESSOR_DOC = """Sum (or average, min, max) per target of the weights of the leaves reached, plus base_values,
@@ -443,8 +447,8 @@ def _prepare_classifier(attrs: dict[str, Any]) -> Callable[[np.ndarray], tuple[n
         return finish_votes(scores, has)
 
     # (an empty batch takes the votes' path in either case)
-    return ForestStep(classify, ForestParts(forest, compiled.acc_dtype, base, k, finish_summed if plain else None,
-                                            finish_votes))  # fmt: skip
+    return _with_parts(classify, ForestParts(forest, compiled.acc_dtype, base, k, finish_summed if plain else None,
+                                             finish_votes))  # fmt: skip
 
 
 def _softmax_rows(s: np.ndarray) -> np.ndarray:

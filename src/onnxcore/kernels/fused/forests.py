@@ -17,7 +17,7 @@ members one by one.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -25,7 +25,7 @@ import numpy as np
 from onnxcore.errors import EvaluationError
 from onnxcore.kernels._tree_eval import CompiledForest
 from onnxcore.kernels.fused import FUSED_DOMAIN
-from onnxcore.kernels.ml_tree import ForestParts, ForestStep, combined_forest, forest_rows
+from onnxcore.kernels.ml_tree import ForestParts, combined_forest, forest_parts, forest_rows
 from onnxcore.kernels.registry import kernel
 
 __all__ = ["SMALL_BATCH", "TreeEnsembles", "joinable"]
@@ -37,12 +37,12 @@ _MAX_WEIGHTS = 1 << 18  # entries of the joined forest's dense weight table (lea
 
 
 def joinable(steps: Sequence[Any]) -> bool:
-    """Whether these prepared nodes can be walked together: each a :class:`~onnxcore.kernels.ml_tree.ForestStep`
-    with parts (a SUM aggregate), all summing in one type, without set-membership nodes, and their joined weight
-    table of bounded size."""
-    if len(steps) < 2 or not all(type(s) is ForestStep and s.parts is not None for s in steps):
+    """Whether these prepared nodes' functions can be walked together: each with its parts
+    (:func:`~onnxcore.kernels.ml_tree.forest_parts`: a SUM aggregate), all summing in one type, without
+    set-membership nodes, and their joined weight table of bounded size."""
+    parts = [p for s in steps if (p := forest_parts(s)) is not None]
+    if len(steps) < 2 or len(parts) != len(steps):
         return False
-    parts = [s.parts for s in steps]
     if len({p.acc_dtype for p in parts}) != 1 or any(p.forest.member_sets.shape[0] for p in parts):
         return False
     leaves = sum(p.forest.w_sum.shape[0] for p in parts)
@@ -53,17 +53,17 @@ class TreeEnsembles:
     """The step of several tree-ensemble nodes reading one input (module docstring).
 
     Args:
-        steps: The members' prepared nodes (:func:`joinable`).
+        steps: The members' prepared functions (:func:`joinable`).
         counts: How many outputs each member's node has (1 for a regressor, 2 for a classifier): the step returns
             them all, member after member.
     """
 
     __slots__ = ("base", "columns", "compiled", "counts", "members", "per_node", "steps", "summed")
 
-    def __init__(self, steps: Sequence[ForestStep], counts: Sequence[int]) -> None:
+    def __init__(self, steps: Sequence[Callable[[np.ndarray], Any]], counts: Sequence[int]) -> None:
         if not joinable(steps) or len(counts) != len(steps):
             raise EvaluationError("TreeEnsembles: these nodes cannot be walked together")
-        parts: list[ForestParts] = [s.parts for s in steps if s.parts is not None]
+        parts: list[ForestParts] = [p for s in steps if (p := forest_parts(s)) is not None]
         joined = combined_forest([p.forest for p in parts])
         if joined is None:
             raise EvaluationError("TreeEnsembles: these nodes cannot be walked together")
@@ -124,12 +124,16 @@ def _outputs(r: Any, count: int) -> list[Any]:
     return values[:count] + [None] * (count - len(values))
 
 
-def _prepare(constants: Sequence[Any], *, members: Sequence[ForestStep], counts: Sequence[int]) -> TreeEnsembles:
+Member = Callable[[np.ndarray], Any]
+"""A member's prepared function (its kernel's ``prepare``)."""
+
+
+def _prepare(constants: Sequence[Any], *, members: Sequence[Member], counts: Sequence[int]) -> TreeEnsembles:
     return TreeEnsembles(members, counts)
 
 
 @kernel("TreeEnsembles", 1, domain=FUSED_DOMAIN, prepare=_prepare, prepare_constants=True)
-def tree_ensembles(x: np.ndarray, *, members: Sequence[ForestStep], counts: Sequence[int]) -> tuple[Any, ...]:
+def tree_ensembles(x: np.ndarray, *, members: Sequence[Member], counts: Sequence[int]) -> tuple[Any, ...]:
     """The outputs of the tree-ensemble nodes ``members`` (prepared, reading ``x``), member after member, ``counts``
     of each: one walk of their joined forest (module docstring)."""
     return _prepare((x,), members=members, counts=counts)(x)

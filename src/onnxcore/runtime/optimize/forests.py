@@ -37,8 +37,9 @@ def join_forests(graph: PlanGraph) -> list[PlanNode]:
             continue
         if len(bn.inputs) != 1 or not bn.inputs[0] or bn.fused or bn.step_kernel or bn.outer:
             continue
-        # (a prepared tree-ensemble node carries its parts: None for an aggregate other than SUM)
-        parts = getattr(prepared_function(bn.call), "parts", None)
+        # (a prepared tree-ensemble node's function carries its parts: none for an aggregate other than SUM; read as
+        # an attribute, so that the ML kernels need not be imported for a plan without them)
+        parts = getattr(prepared_function(bn.call), "forest_parts", None)
         if len(bn.outputs) > _OUTPUTS[node.op_type] or parts is None:
             continue
         # (one group per type of sums: float32 and double weights are joined apart)
