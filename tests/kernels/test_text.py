@@ -292,3 +292,40 @@ def test_tfidf_refuses_an_item_that_is_no_string_by_our_error() -> None:
         x = np.array([b"a", odd, b"b"], dtype=object)
         with pytest.raises(EvaluationError, match="expected a string element"):
             _fn("TfIdfVectorizer", 9)(x, **attrs)
+
+
+@pytest.mark.parametrize("mode", ["TF", "IDF", "TFIDF"])
+def test_tfidf_large_tables_count_the_pairs_found_as_the_definition(mode: str) -> None:
+    """A [rows, n-grams] table past the dense path's size: the counts of the (row, n-gram) pairs found, weighted in
+    float64 and rounded once to float32, are the definition's, computed here on Python numbers (1-grams and
+    2-grams with one skip, weights of every sign, a zero; absent n-grams 0.0), and onnxruntime's."""
+    rng = np.random.default_rng(len(mode))
+    uni = list(range(10, 130))  # 120 1-grams
+    bi = [(int(a), int(b)) for a, b in rng.integers(10, 140, (200, 2))]  # 2-grams (some over items outside the pool)
+    bi = list(dict.fromkeys(bi))
+    pool = uni + [v for pair in bi for v in pair]
+    n = len(uni) + len(bi)
+    weights = [float(w) for w in rng.uniform(-2.0, 2.0, n)]
+    weights[3] = 0.0
+    order = rng.permutation(n).tolist()  # each n-gram its own output coordinate, in another order
+    attrs: dict[str, Any] = {
+        "mode": mode, "min_gram_length": 1, "max_gram_length": 2, "max_skip_count": 1,
+        "ngram_counts": [0, len(uni)], "ngram_indexes": order, "pool_int64s": pool, "weights": weights,
+    }  # fmt: skip
+    x = rng.integers(5, 145, (64, 30)).astype(np.int64)  # 64 x 320 cells: past the dense path's 8,192
+    actual = _fn("TfIdfVectorizer", 9)(x, **attrs)
+    index = {(v,): k for k, v in enumerate(uni)} | {pair: len(uni) + k for k, pair in enumerate(bi)}
+    want = np.zeros((64, n), np.float32)
+    for r, row in enumerate(x.tolist()):
+        counts: dict[int, int] = {}
+        grams = [(v,) for v in row] + [(row[i], row[i + s]) for s in (1, 2) for i in range(len(row) - s)]
+        for g in grams:
+            if g in index:
+                counts[index[g]] = counts.get(index[g], 0) + 1
+        for k, c in counts.items():
+            w = weights[k] if mode != "TF" else 1.0
+            want[r, order[k]] = (c if mode == "TF" else (w if mode == "IDF" else c * w)) + 0.0
+    assert actual.dtype == np.float32 and actual.shape == want.shape
+    assert actual.tobytes() == want.tobytes()  # bit for bit (a zero weight's products are +0.0)
+    (expected,) = _ort("TfIdfVectorizer", 9, {"x": x}, attrs, [TensorProto.FLOAT])
+    np.testing.assert_allclose(actual, expected, rtol=1e-6)

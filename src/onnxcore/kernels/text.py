@@ -419,6 +419,22 @@ class _TfIdf:
                 hit = np.flatnonzero(sorted_keys[pos] == keys)
                 found.append((hit // count) * n_grams + gram_base + order[pos[hit]])
         flat = (found[0] if len(found) == 1 else np.concatenate(found)) if found else np.zeros(0, np.int64)
+        if self.direct and n_rows * n_grams > _DENSE_CELLS:
+            # Each n-gram its own coordinate, and a large [rows, n-grams] table: the counts of the (row, n-gram) pairs
+            # found, weighted in float64 and written into the float32 output, where the dense path below makes four
+            # float64 passes over the whole table (a word-count model at 1,000 rows: 13 -> 4 ms; below the size the
+            # passes cost less than the sort of the pairs). The same values: each count and product in float64,
+            # rounded once to float32; an absent n-gram's coordinate stays 0.0.
+            cells, got = np.unique(flat, return_counts=True)
+            rows_of, gram = np.divmod(cells, n_grams)
+            v = got.astype(np.float64)
+            if self.mode == "IDF":
+                v = np.minimum(v, 1.0) * self.w[gram]
+            elif self.mode == "TFIDF":
+                v = v * self.w[gram]
+            y32 = np.zeros((n_rows, out_size), np.float32)
+            y32[rows_of, self.out_idx[gram]] = v + 0.0  # (+ 0.0: a -0.0 product is 0.0, as the dense path makes it)
+            return y32.reshape(out_size) if x.ndim == 1 else y32
         counts = np.bincount(flat, minlength=n_rows * n_grams).astype(np.float64).reshape(n_rows, n_grams)
         if self.mode == "IDF":
             counts = np.minimum(counts, 1.0) * self.w
@@ -431,6 +447,9 @@ class _TfIdf:
             np.add.at(y.T, self.out_idx, counts.T)  # several n-grams share an output coordinate
         y32 = y.astype(np.float32)
         return y32.reshape(out_size) if x.ndim == 1 else y32
+
+
+_DENSE_CELLS = 1 << 13  # [rows, n-grams] cells up to which the batch path counts in a dense table
 
 
 def _prepare_tfidf(**attrs: Any) -> _TfIdf:
