@@ -38,6 +38,7 @@ __all__ = [
     "check_unidirectional",
     "legacy_broadcast",
     "NARROW_FLOAT_DTYPES",
+    "NUMPY_FLOATS",
     "is_narrow_float",
     "is_float",
     "is_integer",
@@ -312,6 +313,11 @@ NARROW_FLOAT_DTYPES = _NarrowFloats()
 def is_narrow_float(dtype: Any) -> bool:
     """True for bfloat16 and the 8-, 6- and 4-bit float types (ml_dtypes)."""
     return np.dtype(dtype) in NARROW_FLOAT_DTYPES
+
+
+NUMPY_FLOATS = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.float64))
+"""numpy's own float types (ml_dtypes' types excluded, even float8_e5m2, whose kind is "f" too): the types whose
+ufuncs compute what the kernels compute, with numpy's rounding and overflow."""
 
 
 def is_float(dtype: Any) -> bool:

@@ -20,6 +20,7 @@ import numpy as np
 
 from onnxcore.errors import EvaluationError
 from onnxcore.kernels._util import (
+    NUMPY_FLOATS,
     axes_from_input,
     broadcast_shape,
     check_elements,
@@ -74,7 +75,6 @@ def _element_type(tag: Any, what: str) -> ElementType:
 
 
 _FEW = 16  # up to this many elements a float -> integer cast checks its bounds on Python numbers
-_NUMPY_FLOATS = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.float64))
 # The values of INT32 and INT64 as [least, one past the greatest] (Python ints: exact against any float).
 _INT_BOUNDS = {np.dtype(np.int64): (-(2**63), 2**63), np.dtype(np.int32): (-(2**31), 2**31)}
 
@@ -129,9 +129,9 @@ def _route(src: np.dtype[Any], dt: np.dtype[Any]) -> Callable[[np.ndarray, np.dt
         # Between integer types (a classifier's int32 classes to its INT64 label): astype keeps the low bits, which
         # is cast_array's wrap modulo 2**bits.
         return _astype
-    if src in _NUMPY_FLOATS and dt.kind == "b":
+    if src in NUMPY_FLOATS and dt.kind == "b":
         return _nonzero  # a float to BOOL (skl2onnx's "no probability" mask): nonzero is true, NaN included
-    if src in _NUMPY_FLOATS and dt in _NUMPY_FLOATS:
+    if src in NUMPY_FLOATS and dt in NUMPY_FLOATS:
         # Between numpy's float types (ml_dtypes' float8_e5m2 has kind "f" too, and its own saturation): a wider one
         # is exact; a narrower one (skl2onnx's double pipelines cast to FLOAT) rounds to nearest even and overflows
         # to infinity, which is what cast_array's astype gives.

@@ -40,7 +40,7 @@ import numpy as np
 
 from onnxcore.errors import EvaluationError
 from onnxcore.kernels import accel
-from onnxcore.kernels._util import out_for, with_rank
+from onnxcore.kernels._util import NUMPY_FLOATS, out_for, with_rank
 from onnxcore.kernels.fused import FUSED_DOMAIN
 from onnxcore.kernels.registry import kernel
 
@@ -57,9 +57,6 @@ _COMPILABLE = frozenset(
 )
 _FULL, _ROW, _ONE, _COL = 0, 1, 2, 3  # operand kinds of the compiled loop (_jit_ew.FULL, ROW, ONE, COL)
 _COMPILED_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
-# numpy's own float types: a kernel of an instruction with a ufunc computes ``uf(A, B)`` (``uf(X)``) on arrays of one
-# of them (ml_dtypes' types are computed in float32 and rounded back).
-_NUMPY_FLOATS = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.float64))
 _UNSEEN = object()  # (a shape key not looked at yet; None is a key looked at and refused)
 _RESHAPE = np.ndarray.reshape
 
@@ -363,9 +360,10 @@ _SIGNATURE = attrgetter("__class__", "shape", "dtype")
 
 def _as_ufunc(uf: Any, ops: Sequence[Any], y: Any) -> bool:
     """Whether an instruction whose kernel gave ``y`` on ``ops`` computed what its ufunc alone computes: operands of
-    one numpy float type whose result (not 0-d: a ufunc would give a scalar) has one operand's shape, so that no
+    one numpy float type (ml_dtypes' types are computed in float32 and rounded back) whose result (not 0-d: a ufunc
+    would give a scalar) has one operand's shape, so that no
     check of the kernel (a broadcast's size, an element type) could refuse it."""
-    if not isinstance(uf, np.ufunc) or type(y) is not np.ndarray or not y.ndim or y.dtype not in _NUMPY_FLOATS:
+    if not isinstance(uf, np.ufunc) or type(y) is not np.ndarray or not y.ndim or y.dtype not in NUMPY_FLOATS:
         return False
     for o in ops:
         if type(o) is not np.ndarray or o.dtype != y.dtype:
