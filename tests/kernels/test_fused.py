@@ -281,6 +281,37 @@ def _tree_ensembles() -> None:
         _exact(g, _one("TreeEnsembleRegressor", 3, x, domain="ai.onnx.ml", **m))
 
 
+def _lanes() -> None:
+    # Five lanes of Mul: each its own input (gathered) times its own constant (stacked, of a lower rank).
+    mul = registry.lookup("", "Mul", 14)
+    assert mul is not None
+    xs, cs = [_f32(2, 3) for _ in range(5)], [_f32(3) for _ in range(5)]
+    got = _run("Lanes", *xs, kind="map", operator="Mul", fn=mul.fn, attrs={}, specs=[("gather", None), ("stacked", cs)],
+               lanes=[(mul.fn, {})] * 5, views=[1, 4])  # fmt: skip
+    stacked, one, four = got
+    for i in range(5):
+        _exact(stacked[i], _one("Mul", 14, xs[i], cs[i]))
+    _exact(one, stacked[1])
+    _exact(four, stacked[4])
+
+
+def _lane_fold() -> None:
+    total = registry.lookup("", "Sum", 13)
+    assert total is not None
+    value, order = _f32(4, 2, 3), [3, 1, 0, 2]
+    got = _run("LaneFold", value, ufunc=np.add, order=order, kernel=total.fn, attrs={})[0]
+    _exact(got, _one("Sum", 13, *[value[i] for i in order]))
+
+
+def _lane_concat() -> None:
+    concat = registry.lookup("", "Concat", 13)
+    assert concat is not None
+    a, b = _f32(3, 2, 4), _f32(2, 1)
+    runs = [[0, 1], None, [2, 0]]
+    got = _run("LaneConcat", a, b, a, runs=runs, axis=-1, kernel=concat.fn, attrs={"axis": -1})[0]
+    _exact(got, _one("Concat", 13, a[0], a[1], b, a[2], a[0], axis=-1))
+
+
 CASES: dict[str, Callable[[], None]] = {
     "ReshapeView": _reshape_view,
     "ExpandView": _expand_view,
@@ -312,6 +343,9 @@ CASES: dict[str, Callable[[], None]] = {
     "Rotary": _rotary,
     "BatchedScan": _batched_scan,
     "TreeEnsembles": _tree_ensembles,
+    "Lanes": _lanes,
+    "LaneFold": _lane_fold,
+    "LaneConcat": _lane_concat,
 }
 
 

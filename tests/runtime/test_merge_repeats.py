@@ -41,10 +41,11 @@ X = np.arange(6, dtype=np.float32).reshape(2, 3) / 7
 
 def test_it_follows_every_fusion_and_precedes_the_joins_that_need_it() -> None:
     # Last but for join_forests, which joins tree ensembles reading one value once their repeated inputs (an
-    # isolation forest's Gather per tree) are merged; joining makes no repeat for it to merge.
+    # isolation forest's Gather per tree) are merged, and stack_lanes, whose sibling chains read the joined forests'
+    # outputs and whose lanes would otherwise include repeats; neither makes a repeat for it to merge.
     names = [r.name for r in PIPELINE]
-    assert names[-2:] == ["merge_repeats", "join_forests"]
-    assert PIPELINE[-2].level == 1
+    assert names[-3:] == ["merge_repeats", "join_forests", "stack_lanes"]
+    assert PIPELINE[-3].level == 1
 
 
 def test_repeats_evaluated_once_and_named_as_fired() -> None:

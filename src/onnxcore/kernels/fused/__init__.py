@@ -38,4 +38,5 @@ FUSED_FAMILIES: tuple[str, ...] = (
     "rotary",
     "scan",
     "forests",
+    "lanes",
 )

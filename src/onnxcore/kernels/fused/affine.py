@@ -79,6 +79,18 @@ class AffineChain:
         self._cache[key] = found
         return found
 
+    def scalar_token(self) -> tuple[Any, ...] | None:
+        """A hashable token equal for chains that compute the same, when every constant is a single value (then the
+        chain computes the same for operands of any shape: a stacked operand's lanes each get what they would get
+        alone); None otherwise (per-channel constants are laid out along the second axis)."""
+        if self.bn is not None or any(np.size(c) != 1 for _name, c in self.ops):
+            return None
+        return (
+            "affine",
+            self.relu,
+            tuple((name, np.asarray(c).dtype.str, np.asarray(c).tobytes()) for name, c in self.ops),
+        )
+
     def __call__(self, x: np.ndarray) -> np.ndarray:
         # The shape and dtype of the previous run are checked first: on tiny tensors the lookup is the cost.
         last = self._last

@@ -28,6 +28,7 @@ from onnxcore.runtime.optimize.fuse import (
     use_winograd,
 )
 from onnxcore.runtime.optimize.graph import PlanGraph
+from onnxcore.runtime.optimize.lanes import stack_lanes
 from onnxcore.runtime.optimize.linear import fuse_linear
 from onnxcore.runtime.optimize.noops import drop_noops
 from onnxcore.runtime.optimize.patterns import fuse_attention, fuse_patterns
@@ -180,6 +181,9 @@ PIPELINE: tuple[Rewrite, ...] = (
     # All again, after the repeats are merged: tree ensembles that read one value (an isolation forest's trees each
     # read their own Gather of the same columns until then).
     Rewrite("join_forests", join_forests, 99),
+    # Then isomorphic sibling nodes (a converter's chain per feature, class or member) as one step per group on
+    # stacked operands: after the forests are joined, whose outputs the chains read.
+    Rewrite("stack_lanes", stack_lanes, 99),
 )
 """The rewrites, in the order every plan runs them."""
 
