@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from kernels import compare, run_ours, single_node_cases
+from onnxcore import kernels as onnxcore_kernels
 
 REDUCTION_OPS = set(
     "ArgMax ArgMin ReduceL1 ReduceL2 ReduceLogSum ReduceLogSumExp ReduceMax ReduceMean ReduceMin ReduceProd "
@@ -419,3 +420,25 @@ def test_large_max_min_over_trailing_axes(op: str, dtype: str) -> None:
             assert got.dtype == x.dtype and got.shape == want.shape
             assert not np.shares_memory(got, x)
             np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+@pytest.mark.parametrize("keepdims", [0, 1])
+def test_product_over_a_short_last_axis_is_numpys_reduction(dtype: type, keepdims: int) -> None:
+    # ReduceProd folds the columns of a last axis of 2-8 values (kernels/reduction._short_product): numpy multiplies
+    # in order, so the fold must give its reduction's bits, NaN, infinities and signed zeros included, contiguous or
+    # not, at counts of outputs either side of the threshold.
+    rng = np.random.default_rng(11)
+    specials = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0, 1e30, -1e-30])
+    for m in range(1, 11):
+        for rows in (1, 3, 21, 22, 500):
+            x = (rng.standard_normal((rows, 3, m)) * 2).astype(dtype)
+            spots = rng.choice(x.size, min(x.size, 9), replace=False)
+            x.flat[spots] = rng.choice(specials, spots.size).astype(dtype)
+            for v in (x, np.ascontiguousarray(x.transpose(1, 0, 2)).transpose(1, 0, 2)):
+                for axes in ([-1], [2]):
+                    got = onnxcore_kernels.run("ReduceProd", 13, v, axes=axes, keepdims=keepdims)[0]
+                    acc = v.astype(np.float32) if dtype == np.float16 else v
+                    want = np.multiply.reduce(acc, axis=-1, keepdims=bool(keepdims)).astype(dtype)
+                    assert got.dtype == want.dtype and got.shape == want.shape
+                    assert got.tobytes() == want.tobytes(), (m, rows)

@@ -185,7 +185,8 @@ def reduce_values(op: str, x: Array, axes: tuple[int, ...] | None, keepdims: boo
         return np.asarray(_ADD.reduce(np.square(x) if op == "sumsquare" else x, axis=ax, keepdims=keepdims))
     if op == "prod" and (dt == np.float32 or dt == np.float64):
         # (what the chain below gives a float32/float64 product: numpy's reduction in the type, without the chain)
-        return np.asarray(_MUL.reduce(x, axis=ax, keepdims=keepdims))
+        y = _short_product(x, ax, keepdims)
+        return np.asarray(_MUL.reduce(x, axis=ax, keepdims=keepdims)) if y is None else y
     if (op == "mean" or op == "sum") and ax and (dt == np.float32 or dt == np.float64):
         y = _row_sum(op, x, ax, keepdims)
         if y is not None:
@@ -210,7 +211,9 @@ def reduce_values(op: str, x: Array, axes: tuple[int, ...] | None, keepdims: boo
         y = float_sum(xc, ax, keepdims)
         y = np.true_divide(y, n) if n else np.full(np.shape(y), np.nan, dtype=xc.dtype)
     elif op == "prod":
-        y = _MUL.reduce(xc, axis=ax, keepdims=keepdims)
+        y = _short_product(xc, ax, keepdims)
+        if y is None:
+            y = _MUL.reduce(xc, axis=ax, keepdims=keepdims)
     elif op == "sumsquare":
         y = float_sum(xc, ax, keepdims, square=True)
     elif op == "l1":
@@ -224,6 +227,25 @@ def reduce_values(op: str, x: Array, axes: tuple[int, ...] | None, keepdims: boo
     else:  # pragma: no cover - the table below names only the ops above
         raise EvaluationError(f"unknown reduction {op}")
     return _finish(y, dt)
+
+
+def _short_product(xc: Array, ax: tuple[int, ...] | None, keepdims: bool) -> Array | None:
+    """The product over a short last axis as a fold of its columns, or None elsewhere. numpy's product reduction
+    multiplies in order (never pairwise, unlike its sums), so the fold is the same arithmetic; over a last axis of
+    a few values the reduction's inner loop runs once per output (55,000 products of 2 values: 808 against 20 us)."""
+    if ax is None or len(ax) != 1 or ax[0] != xc.ndim - 1:
+        return None
+    m = xc.shape[-1]
+    if not 2 <= m <= _SHORT_AXIS or (m > 2 and xc.size < m * _SHORT_OUTPUTS):
+        return None  # (a few outputs: the reduction's one call costs less than m - 1 calls)
+    y = _MUL(xc[..., 0], xc[..., 1])
+    for j in range(2, m):
+        _MUL(y, xc[..., j], out=y)
+    return y[..., None] if keepdims else y
+
+
+_SHORT_AXIS = 8
+_SHORT_OUTPUTS = 64
 
 
 def _count(shape: tuple[int, ...], ax: tuple[int, ...] | None) -> int:

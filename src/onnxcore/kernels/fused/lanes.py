@@ -66,10 +66,11 @@ __all__ = [
 ]
 
 MAX_BATCH_ELEMENTS = 1 << 16
-"""Elements of a stacked operand (all lanes) above which a step calls each lane's own step: past the L2 cache, each
-pass of the stacked call over all lanes costs more than the lanes' own passes over a value the cache holds (an
-AdaBoost's 50 lanes of 1,000 x 3: 1.1 against 1.0 ms), and the calls it saves are a small part of the time; nor are
-the lanes' own values copied into a stacked operand then."""
+"""Elements of a stacked operand (all lanes) above which the lanes' own values are not copied into one, and a
+program of several passes (a fused elementwise graph) runs lane by lane: past the L2 cache each pass over all lanes
+costs more than the lanes' own passes over a value the cache holds (an AdaBoost's 50 lanes of 1,000 x 3: 1.1
+against 1.0 ms), and the calls saved are a small part of the time. One pass over a stacked value runs stacked at any
+size (a polynomial expansion's 55 products of 1,000 rows: 55 strided reductions cost more than one)."""
 
 # How a step reads each input position of its nodes.
 SHARED = "shared"  # one value every lane reads (one argument)
@@ -182,8 +183,8 @@ class Lanes:
     """
 
     __slots__ = (
-        "axes_input", "columns", "fn", "k", "kind", "kw", "lanes", "maps", "op_type", "own", "specs", "stacked",
-        "views",
+        "axes_input", "columns", "fn", "k", "kind", "kw", "lanes", "maps", "op_type", "own", "passes", "specs",
+        "stacked", "views",
     )  # fmt: skip
 
     def __init__(
@@ -198,6 +199,8 @@ class Lanes:
         axes_input: bool = False,
     ) -> None:
         self.axes_input = axes_input
+        # A program of several passes over its operands (a fused elementwise graph): past the cache, lane by lane
+        self.passes = len(getattr(fn, "program", ())) > 1
         self.kind, self.op_type, self.fn, self.kw = kind, op_type, fn, attrs
         self.k = len(lanes)
         self.lanes, self.views = tuple(lanes), tuple(views)
@@ -243,11 +246,11 @@ class Lanes:
                 v = args[a]
                 a += 1
                 # (a shared operand as large as the bound makes a result of the lanes that large at least)
-                if type(v) is np.ndarray and v.size * k > MAX_BATCH_ELEMENTS:
+                if self.passes and type(v) is np.ndarray and v.size * k > MAX_BATCH_ELEMENTS:
                     return None
                 raw.append((SHARED, v, None))
             elif spec == STACKED:
-                if stacked is None or stacked.size > MAX_BATCH_ELEMENTS:
+                if stacked is None or (self.passes and stacked.size > MAX_BATCH_ELEMENTS):
                     return None
                 raw.append((STACKED, stacked, None))
             elif spec == "":
@@ -260,7 +263,10 @@ class Lanes:
                     v = args[a : a + k]
                     a += k
                 first = v[0]
-                if type(first) is not np.ndarray or first.size * k > MAX_BATCH_ELEMENTS:
+                if type(first) is not np.ndarray:
+                    return None
+                # (values to copy into a stacked operand, or a program of several passes over the lanes)
+                if (self.passes or type(v) is not np.ndarray) and first.size * k > MAX_BATCH_ELEMENTS:
                     return None
                 raw.append((LANES, v, lane_map))
         out: list[tuple[str, Any]] = []
