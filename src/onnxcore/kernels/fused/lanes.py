@@ -183,8 +183,8 @@ class Lanes:
     """
 
     __slots__ = (
-        "axes_input", "columns", "fn", "k", "kind", "kw", "lanes", "maps", "op_type", "own", "passes", "specs",
-        "stacked", "views",
+        "axes_input", "columns", "fn", "k", "kind", "kw", "lanes", "maps", "op_type", "own", "passes", "shapes",
+        "specs", "stacked", "views",
     )  # fmt: skip
 
     def __init__(
@@ -199,6 +199,7 @@ class Lanes:
         axes_input: bool = False,
     ) -> None:
         self.axes_input = axes_input
+        self.shapes: dict[Any, tuple[int, ...]] = {}  # a shape operator's stacked shape by lane shape and target
         # A program of several passes over its operands (a fused elementwise graph): past the cache, lane by lane
         self.passes = len(getattr(fn, "program", ())) > 1
         self.kind, self.op_type, self.fn, self.kw = kind, op_type, fn, attrs
@@ -321,9 +322,7 @@ class Lanes:
             axis = kw.get("axis")
             if type(axis) is not int or not -r <= axis < r:
                 return None
-            vals = [v if spec != SHARED else np.broadcast_to(v, (k, *np.shape(v))) for spec, v in operands]
-            kw["axis"] = axis % r + 1
-            return self.fn(*vals, **kw)
+            return _concat(operands, axis % r, k)
         spec, x = operands[0]
         if spec != LANES:
             return None
@@ -400,8 +399,15 @@ class Lanes:
         rest = [v for _s, v in operands[1:]]
         while rest and rest[-1] is None:
             rest.pop()
-        y0 = self.fn(x[0], *rest, **self.kw)
-        return x.reshape((self.k, *np.shape(y0)))
+        # The lane's shape from the node's kernel on the first lane, once per lane shape and target (a shape
+        # input is a few integers)
+        key: Any = (x.shape, *[v.tobytes() if type(v) is np.ndarray and v.size <= 16 else id(v) for v in rest])
+        shape = self.shapes.get(key) if all(type(v) is np.ndarray and v.size <= 16 for v in rest) else None
+        if shape is None:
+            shape = (self.k, *np.shape(self.fn(x[0], *rest, **self.kw)))
+            if len(self.shapes) < 16:
+                self.shapes[key] = shape
+        return x.reshape(shape)
 
     # -- each lane alone -------------------------------------------------------------------------------------------
 
@@ -450,6 +456,32 @@ def _prepare(
 def lanes(*args: Any, **attributes: Any) -> tuple[Any, ...]:
     """The stacked value of a group of lanes and the lanes other nodes read (module docstring)."""
     return _prepare(args, **attributes)(*args)
+
+
+def _concat(operands: list[tuple[str, Any]], axis: int, k: int) -> np.ndarray | None:
+    """Concat of stacked operands along ``axis`` of the lanes (a shared one broadcast over the lanes), each copied
+    into its place; None when their types or other extents differ (the lanes' own Concat then says why)."""
+    vals: list[Any] = []
+    lanes: list[tuple[int, ...]] = []
+    for spec, v in operands:
+        if spec:
+            vals.append(v)
+            lanes.append(v.shape if spec == SHARED else v.shape[1:])
+    first, dt = lanes[0], vals[0].dtype
+    head, tail = first[:axis], first[axis + 1 :]
+    total = 0
+    for v, shape in zip(vals, lanes):
+        if v.dtype != dt or shape[:axis] != head or shape[axis + 1 :] != tail:
+            return None
+        total += shape[axis]
+    out = np.empty((k, *head, total, *tail), dt)
+    lead = (slice(None),) * (axis + 1)
+    at = 0
+    for v, shape in zip(vals, lanes):
+        n = shape[axis]
+        out[lead + (slice(at, at + n),)] = v  # (a shared operand broadcast over the lanes by the assignment)
+        at += n
+    return out
 
 
 def _stack(values: Sequence[Any]) -> np.ndarray | None:
