@@ -185,3 +185,42 @@ def test_binarizer_keeps_nan_and_the_type(dtype: Any) -> None:
         x[0, 1] = np.nan
         got = binarizer(x, threshold=1.0)
         assert np.isnan(got[0, 1]) and got[0, 2] == 1 and got[1, 1] == 1 and got[0, 0] == 0
+
+
+def _few_values(rng: np.random.Generator, shape: tuple[int, ...], dtype: Any) -> list[np.ndarray]:
+    """Inputs of a small-tensor short path: plain values, large ones, NaN, +-inf, rows of -inf, ties, and -0."""
+    out = []
+    for scale in (1.0, 30.0, 100.0):
+        out.append((rng.standard_normal(shape) * scale).astype(dtype))
+    if int(np.prod(shape)):
+        for special in (np.nan, np.inf, -np.inf, 70.0, -0.0):
+            x = rng.standard_normal(shape).astype(dtype)
+            x.flat[int(rng.integers(x.size))] = special
+            out.append(x)
+        out.append(np.full(shape, -np.inf, dtype))
+        tie = np.zeros(shape, dtype)
+        tie[..., 0] = 2.0
+        tie[..., -1] = 2.0
+        out.append(tie)
+    return out
+
+
+_FEW_SHAPES = [(1, 3), (1, 1), (3,), (16, 3), (2, 3, 4), (1, 10), (5, 1), (40, 41), (1, 1, 5)]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", _FEW_SHAPES, ids=str)
+def test_softmax_of_a_few_values_gives_the_bits_of_the_block_path(
+    shape: tuple[int, ...], dtype: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from onnxcore.kernels import _rowwise
+
+    rng = np.random.default_rng(11)
+    for x in _few_values(rng, shape, dtype):
+        with np.errstate(all="ignore"):
+            got = softmax(x)
+            with monkeypatch.context() as m:
+                m.setattr(_rowwise, "_SOFTMAX_FEW", 0)  # the blocked path, as before the short one
+                want = softmax(x)
+        assert got.shape == want.shape == x.shape and got.dtype == want.dtype == x.dtype
+        assert got.tobytes() == want.tobytes(), x
