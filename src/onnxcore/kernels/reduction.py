@@ -54,6 +54,8 @@ _ADD: Any = np.add
 _MUL: Any = np.multiply
 _MAX: Any = np.maximum
 _FEW = 16  # up to this many values a check reads them as a Python list (one call, not a ufunc and a reduction)
+# float32 and float64, which sums accumulate in as they are (a set: ``dt == np.float32`` converts the type, 0.1 us)
+_F32_F64 = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
 
 
 def _acc_input(x: Array) -> Array:
@@ -177,17 +179,24 @@ def reduce_values(op: str, x: Array, axes: tuple[int, ...] | None, keepdims: boo
     ``"mean"``, ``"sumsquare"``, ``"l1"``, ``"l2"``, ...): what the Reduce kernels compute once their axes are read."""
     dt = x.dtype
     ax = axes if axes is None else tuple(axes)
-    if ((op == "sum" and x.size < BLAS_SUM_MIN) or (op == "sumsquare" and x.size < SQUARE_SUM_MIN)) and (
-        dt == np.float32 or dt == np.float64
-    ):
+    f32_f64 = dt in _F32_F64
+    if f32_f64 and ((op == "sum" and x.size < BLAS_SUM_MIN) or (op == "sumsquare" and x.size < SQUARE_SUM_MIN)):
         # A small float sum: numpy's reduction, which is what float_sum gives below BLAS_SUM_MIN elements (and
         # _row_sum does not take), without the calls that find it out.
         return np.asarray(_ADD.reduce(np.square(x) if op == "sumsquare" else x, axis=ax, keepdims=keepdims))
-    if op == "prod" and (dt == np.float32 or dt == np.float64):
+    if f32_f64 and op == "logsumexp":
+        # (what the chain below gives: float32/float64 accumulate in their type, and _logsumexp keeps it; 1 us of
+        # the chain's tests at one row)
+        if 0 < x.size <= _FEW and ax is not None and len(ax) == 1 and x.shape[ax[0]] == x.size:
+            y = _logsumexp_row(x, ax, keepdims)
+            if y is not None:
+                return np.asarray(y)  # (computed in dt: _finish's conversion has nothing to do)
+        return _finish(_logsumexp(x, ax, keepdims), dt)
+    if op == "prod" and f32_f64:
         # (what the chain below gives a float32/float64 product: numpy's reduction in the type, without the chain)
         y = _short_product(x, ax, keepdims)
         return np.asarray(_MUL.reduce(x, axis=ax, keepdims=keepdims)) if y is None else y
-    if (op == "mean" or op == "sum") and ax and (dt == np.float32 or dt == np.float64):
+    if (op == "mean" or op == "sum") and ax and f32_f64:
         y = _row_sum(op, x, ax, keepdims)
         if y is not None:
             return y
@@ -271,6 +280,25 @@ def _logsumexp(xc: Array, ax: tuple[int, ...] | None, keepdims: bool) -> Array:
     return np.add(s, m if keepdims else m.reshape(s.shape), out=out_for(s))
 
 
+def _logsumexp_row(xc: Array, ax: tuple[int, ...], keepdims: bool) -> Array | None:
+    """:func:`_logsumexp` of one row of at most :data:`_FEW` finite float32/float64 values (a classifier's scores:
+    the one axis reduced holds them all), its maximum taken on Python floats (exact, as the reduction's) and the row
+    shifted by it as a scalar, without the reduction and the broadcast of a [1, 1] array. None for a row holding NaN
+    or +-inf, or whose maximum is 0 (which the reduction may give as -0.0): the general path's."""
+    vals = xc.ravel().tolist()
+    total = sum(vals)
+    if total - total != 0:  # NaN: an infinity or a NaN in the row (or a float64 sum beyond the range)
+        return None
+    top = max(vals)
+    if top == 0:
+        return None
+    m = xc.dtype.type(top)
+    e = np.subtract(xc, m)
+    np.exp(e, out=e)
+    # (below BLAS_SUM_MIN: float_sum's reduction; one sum, so the log and the shift as new arrays, out_for's choice)
+    return np.add(np.log(_ADD.reduce(e, axis=ax, keepdims=keepdims)), m)
+
+
 def _reduce_int(op: str, x: Array, ax: tuple[int, ...] | None, keepdims: bool) -> Array:
     dt = x.dtype
     if op == "sum":
@@ -324,7 +352,7 @@ def _make_input_kernel(op: str, name: str, versions: tuple[int, ...]) -> None:
         if type(axes) is np.ndarray and axes.size == 1 and axes.ndim <= 1 and axes.dtype.kind in "iu":
             # One axis (the common case: a classifier's row reduction), read as axes_from_input and normalize_axes
             # read it, without their general loops (1-2 us of a small node).
-            a, r = axes.item(), np.ndim(data)
+            a, r = axes.item(), data.ndim if type(data) is np.ndarray else np.ndim(data)
             if -r <= a < r:
                 return reduce_values(op, data, (a % r,), bool(keepdims))
         ax = axes_from_input(axes)
@@ -357,8 +385,20 @@ for _op, _name, _attr_versions, _input_versions in (
 
 # --- ArgMax / ArgMin --------------------------------------------------------------------------
 
+_INT64 = np.dtype(np.int64)
+
 
 def _arg(x: Array, axis: int, keepdims: int, select_last_index: int, largest: bool) -> Array:
+    if not select_last_index and type(x) is np.ndarray and -x.ndim <= axis < x.ndim and x.shape[axis]:
+        # The first index along an axis in range (a classifier's label): the call below without the axis
+        # normalisation and the int64 conversion of an index array that is int64 already (1-row ArgMax: 0.9 -> 0.5 us)
+        if x.dtype.kind != "V":
+            idx = (
+                x.argmax(axis=axis, keepdims=bool(keepdims))
+                if largest
+                else x.argmin(axis=axis, keepdims=bool(keepdims))
+            )
+            return idx if type(idx) is np.ndarray and idx.dtype is _INT64 else np.asarray(idx, dtype=np.int64)
     a = normalize_axis(axis, x.ndim) if x.ndim else 0
     if x.ndim == 0:
         raise EvaluationError("ArgMax/ArgMin: input must have rank >= 1")
