@@ -300,3 +300,25 @@ def test_concat_is_numpys_for_one_type_and_refuses_mixed_types_and_ranks(dtype: 
     for xs, axis in bad:
         with pytest.raises(EvaluationError):
             concat_4(*xs, axis=axis)
+
+
+@pytest.mark.parametrize("n", [1, 3, 16, 50, 200])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
+def test_topk_of_one_row_is_that_row_of_a_batch(n: int, dtype: Any) -> None:
+    """One row's values are taken by one take, and NaN is looked for only where a few of many are chosen: the
+    indices and values of that row among others (the rows' index), NaN, ties and infinities included."""
+    rng = np.random.default_rng(n)
+    row = rng.integers(0, 5, n).astype(dtype)
+    if np.dtype(dtype).kind == "f" and n > 2:
+        row[1], row[-1], row[n // 2] = np.nan, np.inf, -np.inf
+    batch = np.stack([rng.integers(0, 5, n).astype(dtype), row])
+    for k in sorted(k for k in {0, 1, 2, n // 4, n // 4 + 1, n - 1, n} if k <= n):
+        for largest in (0, 1):
+            kk = np.array([k], np.int64)
+            for x in (row.reshape(1, n), row):
+                values, idx = topk(x, kk, largest=largest)
+                bv, bi = topk(batch, kk, largest=largest)
+                assert values.shape == idx.shape == x.shape[:-1] + (k,) and idx.dtype == np.int64
+                assert values.dtype == x.dtype and values.flags.c_contiguous and idx.flags.c_contiguous
+                assert idx.reshape(k).tolist() == bi[1].tolist()
+                assert values.reshape(k).tobytes() == bv[1].tobytes()

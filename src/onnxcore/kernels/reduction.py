@@ -620,17 +620,19 @@ _TOPK_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
 def _topk_last(xm: Array, k: int, largest: int) -> Array:
     """Indices (int64) of the top ``k`` along the last axis of ``xm``, in TopK order."""
     n = xm.shape[-1]
-    nan = xm.dtype.kind == "f" and bool(np.isnan(xm).any())
-    if 0 < k <= _COMPILED_TOPK and 4 * k < n and xm.dtype in _TOPK_TYPES and not nan and accel.enabled():
+    few = 0 < k and 4 * k < n
+    # (NaN matters only to the two ways of choosing a few: not looked for otherwise, 1.3 us of a [1, 50] TopK of 50)
+    nan = few and xm.dtype.kind == "f" and bool(np.isnan(xm).any())
+    if few and k <= _COMPILED_TOPK and xm.dtype in _TOPK_TYPES and not nan and accel.enabled():
         # A few of many (k-nearest neighbours): one pass per row keeping the best k in order, the stable sort's
         # indices (ties by ascending index), where the partition below costs some 10 ns an element.
         rows = np.ascontiguousarray(xm).reshape(-1, n)
         out = np.empty((rows.shape[0], k), np.int64)
         accel.jit_ml().top_k_rows(rows, k, bool(largest), np.empty(k, xm.dtype), out)
         return out.reshape(*xm.shape[:-1], k)
-    use_partition = 0 < k and 4 * k < n and not nan
+    use_partition = few and not nan
     if not use_partition:
-        return np.ascontiguousarray(_stable_order(xm, largest)[..., :k]).astype(np.int64)
+        return np.array(_stable_order(xm, largest)[..., :k], dtype=np.int64, order="C")  # (one copy)
     # Selection in O(n) by partition. The chosen set is right unless the k-th best value also
     # occurs outside it (a tie across the boundary), where the definition wants the equal
     # elements of lowest index: detected by counting, and then chosen explicitly.
@@ -665,6 +667,8 @@ def _topk(x: Array, k: int, axis: int, largest: int) -> tuple[Array, Array]:
         # Along the last axis (a classifier's scores, a neighbour search's distances): no axis moved, and the values
         # read by one index of the rows as 2-D (np.moveaxis and np.take_along_axis cost microseconds each).
         idx = np.ascontiguousarray(_topk_last(xc, k, largest))
+        if x.size == n:  # one row: a take (0.7 us against 1.7 for the index of the rows)
+            return x.reshape(n).take(idx.reshape(k)).reshape(idx.shape), idx
         rows = x.reshape(-1, n)
         picked = rows[np.arange(rows.shape[0])[:, None], idx.reshape(-1, k)]
         return picked.reshape(idx.shape), idx
