@@ -392,6 +392,33 @@ def test_variadic_of_many_inputs_is_the_chain_of_binary_calls(op: str, dtype: st
                 assert got.tobytes() == want.tobytes(), (n, shape)
 
 
+@pytest.mark.parametrize(
+    "op", ["Add", "Sub", "Mul", "Div", "Greater", "Less", "Equal", "LessOrEqual", "And", "BitwiseXor"]
+)
+def test_binary_with_an_operand_of_one_element_is_numpys_broadcast(op: str) -> None:
+    """An operand of one element and no greater rank goes to numpy as rank 0: the values, type, shape and layout of
+    numpy's broadcast of the operands as given."""
+    from onnxcore.kernels.registry import lookup
+
+    fn = next(k.fn for v in (18, 16, 13, 7) if (k := lookup("", op, v)) is not None)
+    uf = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.true_divide, "Greater": np.greater,
+          "Less": np.less, "Equal": np.equal, "LessOrEqual": np.less_equal, "And": np.logical_and,
+          "BitwiseXor": np.bitwise_xor}[op]  # fmt: skip
+    rng = np.random.default_rng(23)
+    dtype = "bool" if op == "And" else "int32" if op == "BitwiseXor" else "float32"
+    shapes = [(1, 3), (1,), (), (1, 1), (3,), (16, 3), (0, 3), (1, 1, 1), (2, 1)]
+    for sa, sb in itertools.product(shapes, shapes):
+        if math.prod(sa) != 1 and math.prod(sb) != 1:
+            continue
+        a, b = (rng.standard_normal(sa) * 5).astype(dtype), (rng.standard_normal(sb) * 5 + 0.5).astype(dtype)
+        if dtype == "float32" and a.size:
+            a.flat[0] = np.nan
+        for x, y in ((a, b), (np.asfortranarray(a.T), b)):
+            got, want = fn(x, y), np.asarray(uf(x, y))
+            assert type(got) is np.ndarray and got.shape == want.shape and got.dtype == want.dtype
+            assert got.strides == want.strides and got.tobytes() == want.tobytes(), (sa, sb)
+
+
 def test_where_vs_ort() -> None:
     pytest.importorskip("onnxruntime")
     c = _rand((2, 1, 4), "bool")

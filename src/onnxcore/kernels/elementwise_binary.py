@@ -131,9 +131,18 @@ def _register_binary(
     (opset 1/6) take ``broadcast``/``axis`` (and ``consumed_inputs`` at opset 1 when ``consumed``)."""
 
     def k(A: Array, B: Array) -> Array:
-        # (an operand of one element leaves the other's element count: no broadcast to size against the limits)
-        if A.shape != B.shape and A.size != 1 and B.size != 1:
-            check_broadcast_size((A, B), op)
+        if A.shape != B.shape:
+            # An operand of one element leaves the other's element count (no broadcast to size against the limits)
+            # and, of no greater rank, its shape: given as rank 0, which numpy broadcasts at a third of the cost of
+            # a [1] or [1, 1] (a [1, 3] times a [1]: 0.85 -> 0.35 us, numpy 2.4), the same values.
+            if B.size == 1:
+                if 0 < B.ndim <= A.ndim:
+                    B = B.reshape(())
+            elif A.size == 1:
+                if 0 < A.ndim <= B.ndim:
+                    A = A.reshape(())
+            else:
+                check_broadcast_size((A, B), op)
         return fn(A, B)
 
     k.__name__ = k.__qualname__ = op.lower()
