@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from pathlib import Path
 
@@ -362,6 +363,60 @@ def test_variadic_legacy_requires_same_shape(op: str, opset: int) -> None:
     np.testing.assert_allclose(y, ref, rtol=1e-6)
     with pytest.raises(ShapeError):
         run_ours(op, [a, _rand((3,), "float32")], opset)
+
+
+@pytest.mark.parametrize("op", ["Max", "Min", "Sum", "Mean"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int8", "uint8", "int64"])
+def test_variadic_of_many_inputs_is_the_chain_of_binary_calls(op: str, dtype: str) -> None:
+    """From 16 inputs of one shape and type the running result is one accumulate: the bits of the loop, in order
+    (NaN payloads and signed zeros included), small integers wrapping in their type."""
+    from onnxcore.kernels.elementwise_binary import _variadic
+
+    uf = {"Max": np.maximum, "Min": np.minimum, "Sum": np.add, "Mean": np.add}[op]
+    rng = np.random.default_rng(21)
+    cases = ((15, (1, 3)), (16, (1, 3)), (17, (1, 1)), (50, (1, 3)), (20, ()), (16, (0, 2)), (16, (3, 70)))
+    for (n, shape), special in itertools.product(cases, (False, True)):
+        xs = tuple((rng.standard_normal(shape) * 100).astype(dtype) for _ in range(n))
+        if special and dtype.startswith("float") and xs[0].size:
+            xs[3].flat[0], xs[5].flat[-1], xs[0].flat[-1], xs[7].flat[0] = np.nan, np.inf, -np.inf, -0.0
+            xs[9].flat[0] = -xs[9].flat[0] * np.float16(np.nan)  # a NaN of the other sign
+        with np.errstate(all="ignore"):
+            want = np.asarray(uf(xs[0], xs[1]))
+            for a in xs[2:]:
+                want = np.asarray(uf(want, a))
+            if op == "Mean":
+                want = np.true_divide(want, n, out=want if want.dtype.kind == "f" else None).astype(dtype)
+            for legacy in (False, True):
+                got = _variadic(op, xs, uf, legacy)
+                assert got.dtype == want.dtype and got.shape == want.shape
+                assert got.tobytes() == want.tobytes(), (n, shape)
+
+
+@pytest.mark.parametrize(
+    "op", ["Add", "Sub", "Mul", "Div", "Greater", "Less", "Equal", "LessOrEqual", "And", "BitwiseXor"]
+)
+def test_binary_with_an_operand_of_one_element_is_numpys_broadcast(op: str) -> None:
+    """An operand of one element and no greater rank goes to numpy as rank 0: the values, type, shape and layout of
+    numpy's broadcast of the operands as given."""
+    from onnxcore.kernels.registry import lookup
+
+    fn = next(k.fn for v in (18, 16, 13, 7) if (k := lookup("", op, v)) is not None)
+    uf = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.true_divide, "Greater": np.greater,
+          "Less": np.less, "Equal": np.equal, "LessOrEqual": np.less_equal, "And": np.logical_and,
+          "BitwiseXor": np.bitwise_xor}[op]  # fmt: skip
+    rng = np.random.default_rng(23)
+    dtype = "bool" if op == "And" else "int32" if op == "BitwiseXor" else "float32"
+    shapes = [(1, 3), (1,), (), (1, 1), (3,), (16, 3), (0, 3), (1, 1, 1), (2, 1)]
+    for sa, sb in itertools.product(shapes, shapes):
+        if math.prod(sa) != 1 and math.prod(sb) != 1:
+            continue
+        a, b = (rng.standard_normal(sa) * 5).astype(dtype), (rng.standard_normal(sb) * 5 + 0.5).astype(dtype)
+        if dtype == "float32" and a.size:
+            a.flat[0] = np.nan
+        for x, y in ((a, b), (np.asfortranarray(a.T), b)):
+            got, want = fn(x, y), np.asarray(uf(x, y))
+            assert type(got) is np.ndarray and got.shape == want.shape and got.dtype == want.dtype
+            assert got.strides == want.strides and got.tobytes() == want.tobytes(), (sa, sb)
 
 
 def test_where_vs_ort() -> None:

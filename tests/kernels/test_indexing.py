@@ -494,3 +494,30 @@ def test_gather_scatter_nd_empty_and_whole_slices() -> None:
     assert g.shape == (0, 2, 4)
     (s,) = run_ours("ScatterND", 13, [data, np.zeros((0, 1), np.int64), np.zeros((0, 3), np.int64)])
     assert s.tolist() == data.tolist()
+
+
+@pytest.mark.parametrize("shape", [(1, 50), (3, 4), (2, 3, 4), (5,), (4, 1)], ids=str)
+@pytest.mark.parametrize("idtype", [np.int64, np.int32, np.uint8, np.uint64])
+def test_gather_elements_of_a_few_indices_is_take_along_axis(shape: tuple[int, ...], idtype: Any) -> None:
+    """Up to 16 indices in range are taken at flat positions kept per geometry: what take_along_axis gives, for any
+    axis, layout and index type; negative or out-of-range indices as the general path has them."""
+    from onnxcore.kernels.indexing import gather_elements
+
+    rng = np.random.default_rng(22)
+    base = rng.standard_normal(shape).astype(np.float32)
+    for x in (base, base.T, base[..., ::-1], base.astype(object)):
+        for axis in range(-x.ndim, x.ndim):
+            n = x.shape[axis]
+            for _ in range(6):
+                ishape = tuple(int(rng.integers(1, d + 1)) for d in x.shape)
+                ind = rng.integers(0, n, ishape).astype(idtype)
+                got = gather_elements(x, ind, axis=axis)
+                part = tuple(slice(None) if d == axis % x.ndim else slice(0, k) for d, k in enumerate(ishape))
+                want = np.take_along_axis(x[part], ind.astype(np.int64), axis)
+                assert got.shape == want.shape and got.dtype == want.dtype and got.flags.c_contiguous
+                assert got.tolist() == want.tolist()
+            if np.dtype(idtype).kind == "i":
+                neg = np.full((1,) * x.ndim, -1, idtype)
+                assert gather_elements(x, neg, axis=axis).ravel().tolist() == [np.take(x, [n - 1], axis)[(0,) * x.ndim]]
+            with pytest.raises(EvaluationError, match="out of bounds"):
+                gather_elements(x, np.full((1,) * x.ndim, n, idtype), axis=axis)

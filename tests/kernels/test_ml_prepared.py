@@ -119,3 +119,20 @@ def test_zip_map_values_are_distinct_float32_cells_not_views_of_the_input():
             assert cell == v
     x[0, 0] = 99.0  # the maps do not see the input changed after the call
     assert out[0][10] == 0.0
+
+
+def test_zip_map_of_one_row_and_of_any_layout_or_type_keeps_its_own_float32_scores():
+    from onnxcore.kernels.ml_maps import ScoreMaps, zip_map
+
+    base = np.arange(6, dtype=np.float64).reshape(2, 3) / 7
+    for x in (base[:1].astype(np.float32), base.astype(np.float32).T.copy().T, base, base[0], base[:, ::-1]):
+        want = np.array(x, dtype=np.float32).reshape(-1, 3)  # (a copy)
+        out = zip_map(x, classlabels_int64s=[1, 2, 3])
+        assert isinstance(out, ScoreMaps) and len(out) == want.shape[0]
+        assert out.scores.flags.c_contiguous and out.scores.dtype == np.float32
+        assert out.scores.tobytes() == want.tobytes() and out.labels == [1, 2, 3]
+        assert [[type(c) for c in m.values()] for m in out] == [[np.float32] * 3] * len(out)
+        assert [list(m.values()) for m in out] == want.tolist()
+        if x.dtype == np.float32:
+            x[...] = -1.0  # a copy of the scores: the maps and scores do not see the input changed
+            assert [list(m.values()) for m in out] == want.tolist() and out.scores.tobytes() == want.tobytes()

@@ -185,3 +185,140 @@ def test_binarizer_keeps_nan_and_the_type(dtype: Any) -> None:
         x[0, 1] = np.nan
         got = binarizer(x, threshold=1.0)
         assert np.isnan(got[0, 1]) and got[0, 2] == 1 and got[1, 1] == 1 and got[0, 0] == 0
+
+
+def _few_values(rng: np.random.Generator, shape: tuple[int, ...], dtype: Any) -> list[np.ndarray]:
+    """Inputs of a small-tensor short path: plain values, large ones, NaN, +-inf, rows of -inf, ties, and -0."""
+    out = []
+    for scale in (1.0, 30.0, 100.0):
+        out.append((rng.standard_normal(shape) * scale).astype(dtype))
+    if int(np.prod(shape)):
+        for special in (np.nan, np.inf, -np.inf, 70.0, -0.0):
+            x = rng.standard_normal(shape).astype(dtype)
+            x.flat[int(rng.integers(x.size))] = special
+            out.append(x)
+        out.append(np.full(shape, -np.inf, dtype))
+        tie = np.zeros(shape, dtype)
+        tie[..., 0] = 2.0
+        tie[..., -1] = 2.0
+        out.append(tie)
+    return out
+
+
+_FEW_SHAPES = [(1, 3), (1, 1), (3,), (16, 3), (2, 3, 4), (1, 10), (5, 1), (40, 41), (1, 1, 5)]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", _FEW_SHAPES, ids=str)
+def test_softmax_of_a_few_values_gives_the_bits_of_the_block_path(
+    shape: tuple[int, ...], dtype: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from onnxcore.kernels import _rowwise
+
+    rng = np.random.default_rng(11)
+    for x in _few_values(rng, shape, dtype):
+        with np.errstate(all="ignore"):
+            got = softmax(x)
+            with monkeypatch.context() as m:
+                m.setattr(_rowwise, "_SOFTMAX_FEW", 0)  # the blocked path, as before the short one
+                want = softmax(x)
+        assert got.shape == want.shape == x.shape and got.dtype == want.dtype == x.dtype
+        assert got.tobytes() == want.tobytes(), x
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", _FEW_SHAPES, ids=str)
+def test_logsumexp_of_one_row_gives_the_bits_of_the_general_path(
+    shape: tuple[int, ...], dtype: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from onnxcore.kernels import reduction
+    from onnxcore.kernels.registry import lookup
+
+    attr, inp = lookup("", "ReduceLogSumExp", 13).fn, lookup("", "ReduceLogSumExp", 18).fn
+    rng = np.random.default_rng(12)
+    xs = _few_values(rng, shape, dtype) + [np.array([[-0.0, 0.0, -0.0]], dtype), np.array([[0.0, -0.0]], dtype)]
+    for x in xs:
+        for axis in range(-x.ndim, x.ndim):
+            for keep in (0, 1):
+                with np.errstate(all="ignore"):
+                    got = [attr(x, axes=[axis], keepdims=keep), inp(x, np.array([axis]), keepdims=keep)]
+                    with monkeypatch.context() as m:
+                        m.setattr(reduction, "_logsumexp_row", lambda *a: None)  # the general path
+                        want = attr(x, axes=[axis], keepdims=keep)
+                for g in got:
+                    assert type(g) is np.ndarray and g.shape == want.shape and g.dtype == want.dtype == x.dtype
+                    assert g.tobytes() == want.tobytes(), (x, axis, keep)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, np.int32, np.uint8, np.bool_])
+@pytest.mark.parametrize("shape", [(1, 3), (16, 3), (3,), (2, 3, 4), (1, 1)], ids=str)
+def test_argmax_and_argmin_are_numpys_first_or_last_index(shape: tuple[int, ...], dtype: Any) -> None:
+    from onnxcore.kernels.reduction import argmax, argmax_1, argmin
+
+    rng = np.random.default_rng(13)
+    xs = [rng.integers(0, 3, shape).astype(dtype)]  # ties
+    if np.dtype(dtype).kind == "f":
+        xs += _few_values(rng, shape, dtype)
+    for x in xs:
+        for axis in range(-x.ndim, x.ndim):
+            for keep in (0, 1):
+                for last in (0, 1):
+                    for fn, ref in ((argmax, np.argmax), (argmin, np.argmin)):
+                        got = fn(x, axis=axis, keepdims=keep, select_last_index=last)
+                        if last:
+                            n = x.shape[axis]
+                            want = (n - 1) - ref(np.flip(x, axis=axis), axis=axis, keepdims=bool(keep))
+                        else:
+                            want = ref(x, axis=axis, keepdims=bool(keep))
+                        assert type(got) is np.ndarray and got.dtype == np.int64
+                        assert got.shape == np.shape(want)
+                        np.testing.assert_array_equal(got, want)
+                assert (
+                    argmax_1(x, axis=axis, keepdims=keep).tolist() == np.argmax(x, axis, keepdims=bool(keep)).tolist()
+                )
+    for bad in (2, -3):
+        with pytest.raises(EvaluationError):
+            argmax(np.zeros((2, 3), np.float32), axis=bad)
+    with pytest.raises(EvaluationError):
+        argmax(np.zeros((2, 0), np.float32), axis=1)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.bool_, object])
+def test_concat_is_numpys_for_one_type_and_refuses_mixed_types_and_ranks(dtype: Any) -> None:
+    from onnxcore.kernels.tensor import concat_4
+
+    rng = np.random.default_rng(14)
+    a, b = rng.standard_normal((2, 3)).astype(dtype), rng.standard_normal((2, 1)).astype(dtype)
+    for xs, axis in (((a, b), 1), ((a, b), -1), ((a, a, a), 0), ((a.T, a.T), 1), ((np.asfortranarray(a),) * 2, 0)):
+        got, want = concat_4(*xs, axis=axis), np.concatenate(xs, axis=axis)
+        assert got.dtype == want.dtype and got.shape == want.shape and got.strides == want.strides
+        assert got.tobytes() == want.tobytes()
+    other = np.float16 if dtype is not np.float16 else np.float32
+    bad: list[tuple[tuple[Any, ...], int]] = [((a, b.astype(other)), 1), ((a, a[0]), 0), ((a, b), 0), ((a, b), 2)]
+    if dtype is not object and a.dtype.itemsize > 1:  # the other byte order: another type
+        bad.append(((a, a.astype(a.dtype.newbyteorder())), 0))
+    for xs, axis in bad:
+        with pytest.raises(EvaluationError):
+            concat_4(*xs, axis=axis)
+
+
+@pytest.mark.parametrize("n", [1, 3, 16, 50, 200])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
+def test_topk_of_one_row_is_that_row_of_a_batch(n: int, dtype: Any) -> None:
+    """One row's values are taken by one take, and NaN is looked for only where a few of many are chosen: the
+    indices and values of that row among others (the rows' index), NaN, ties and infinities included."""
+    rng = np.random.default_rng(n)
+    row = rng.integers(0, 5, n).astype(dtype)
+    if np.dtype(dtype).kind == "f" and n > 2:
+        row[1], row[-1], row[n // 2] = np.nan, np.inf, -np.inf
+    batch = np.stack([rng.integers(0, 5, n).astype(dtype), row])
+    for k in sorted(k for k in {0, 1, 2, n // 4, n // 4 + 1, n - 1, n} if k <= n):
+        for largest in (0, 1):
+            kk = np.array([k], np.int64)
+            for x in (row.reshape(1, n), row):
+                values, idx = topk(x, kk, largest=largest)
+                bv, bi = topk(batch, kk, largest=largest)
+                assert values.shape == idx.shape == x.shape[:-1] + (k,) and idx.dtype == np.int64
+                assert values.dtype == x.dtype and values.flags.c_contiguous and idx.flags.c_contiguous
+                assert idx.reshape(k).tolist() == bi[1].tolist()
+                assert values.reshape(k).tobytes() == bv[1].tobytes()

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from onnxcore.kernels import accel
+from onnxcore.kernels._util import out_for
 from onnxcore.kernels.threads import MIN_PARALLEL_ELEMENTS, active_threads, blockwise, parallel_for
 
 __all__ = [
@@ -87,6 +88,7 @@ def within_shift_bound(x: np.ndarray) -> bool:
 _FEW_BOUNDS = 16
 _ABS_BOUNDS = 4096  # beyond, abs's temporary costs more than a second reduction
 _MAX_OF = np.maximum.reduce
+_SOFTMAX_FEW = _ABS_BOUNDS  # up to this many values Softmax takes _softmax_few (always within one block)
 
 
 @functools.lru_cache(maxsize=64)
@@ -115,8 +117,52 @@ def _softmax_block(xr: np.ndarray, orow: np.ndarray | None, ones: np.ndarray) ->
     return orow
 
 
+# Row-sum operands of the few-value Softmax, as a row and as a column: the rows' sums come out as [rows, 1], ready
+# to scale the rows without a [:, None] view, and one row's as a scalar (the same BLAS call: matmul treats a vector
+# operand as a column).
+_ONES_AS: dict[tuple[int, np.dtype[Any]], tuple[np.ndarray, np.ndarray]] = {}
+
+
+def _softmax_few(x: np.ndarray) -> np.ndarray:
+    """Softmax over the last axis of a C-contiguous float32/float64 ``x`` of rank >= 1 holding 1 to
+    :data:`_SOFTMAX_FEW` values (one block of :func:`softmax_rows_last`): :func:`_softmax_block`'s operations on its
+    rows without the block geometry, the cached ones' look-up and the reshapes (a classifier's ``[1, 3]``: 5.1 -> 3.3
+    us)."""
+    d = x.shape[-1]
+    xr = x if x.ndim == 2 else x.reshape(-1, d)
+    key = (d, x.dtype)
+    ones = _ONES_AS.get(key)
+    if ones is None:
+        row = _ones(d, x.dtype.str)
+        ones = (row, row.reshape(d, 1))
+        if len(_ONES_AS) < 64:
+            _ONES_AS[key] = ones
+    if x.size <= _FEW_BOUNDS:
+        vals = x.ravel().tolist()  # within_shift_bound's test, inline (0.2 us of a call)
+        total = sum(vals)
+        small = -_NO_SHIFT_BOUND <= min(vals) and max(vals) <= _NO_SHIFT_BOUND and total == total
+    else:
+        small = within_shift_bound(xr)
+    if small:
+        e = np.exp(xr)
+    else:
+        m = xr.max(axis=1, keepdims=True)
+        m[~np.isfinite(m)] = 0
+        e = np.subtract(xr, m)
+        np.exp(e, out=e)
+    if x.size == d:
+        # One row: its sum a scalar, whose reciprocal and product cost less than a [1, 1]'s broadcast (0.4 us)
+        s = np.reciprocal(e.reshape(d) @ ones[0])
+    else:
+        s = np.reciprocal(e @ ones[1])
+    e = np.multiply(e, s, out=out_for(e))
+    return e if e.shape == x.shape else e.reshape(x.shape)
+
+
 def softmax_rows_last(x: np.ndarray) -> np.ndarray | None:
     """Softmax over the last axis (rows of a block shifted by their maxima unless the block is small in size)."""
+    if x.size <= _SOFTMAX_FEW and x.ndim and x.size and x.dtype in _ROW_TYPES and x.flags.c_contiguous:
+        return _softmax_few(x)
     d = _rows_of(x, x.ndim - 1)
     if d is None:
         return None

@@ -34,8 +34,9 @@ from typing import Any
 import numpy as np
 
 from onnxcore.errors import EvaluationError, ShapeError
-from onnxcore.kernels._util import check_broadcast_size, from_compute, legacy_broadcast
+from onnxcore.kernels._util import check_broadcast_size, check_elements, from_compute, legacy_broadcast
 from onnxcore.kernels.registry import kernel
+from onnxcore.limits import active_limits
 from onnxcore.types import ElementType
 
 __all__: list[str] = []
@@ -130,9 +131,18 @@ def _register_binary(
     (opset 1/6) take ``broadcast``/``axis`` (and ``consumed_inputs`` at opset 1 when ``consumed``)."""
 
     def k(A: Array, B: Array) -> Array:
-        # (an operand of one element leaves the other's element count: no broadcast to size against the limits)
-        if A.shape != B.shape and A.size != 1 and B.size != 1:
-            check_broadcast_size((A, B), op)
+        if A.shape != B.shape:
+            # An operand of one element leaves the other's element count (no broadcast to size against the limits)
+            # and, of no greater rank, its shape: given as rank 0, which numpy broadcasts at a third of the cost of
+            # a [1] or [1, 1] (a [1, 3] times a [1]: 0.85 -> 0.35 us, numpy 2.4), the same values.
+            if B.size == 1:
+                if 0 < B.ndim <= A.ndim:
+                    B = B.reshape(())
+            elif A.size == 1:
+                if 0 < A.ndim <= B.ndim:
+                    A = A.reshape(())
+            else:
+                check_broadcast_size((A, B), op)
         return fn(A, B)
 
     k.__name__ = k.__qualname__ = op.lower()
@@ -377,11 +387,43 @@ def where(condition: Array, X: Array, Y: Array) -> Array:
 # --- variadic Max, Min, Sum, Mean -------------------------------------------------------------
 
 
+# From this many inputs of one small shape and type, the running result is one accumulate over the inputs stacked
+# rather than one call per input (below, the loop costs no more: 12 [1, 3] inputs 5.8 us either way): the same
+# operations in the same order (accumulate's row i is row i-1 op input i).
+_ACCUMULATE_MIN = 16
+_ACCUMULATE_SIZE = 1 << 12  # elements per input at most (the stack holds every input, the accumulate as many again)
+
+
+def _accumulated(op: str, uf: np.ufunc, arrays: tuple[Array, ...], same_shape: bool) -> Array | None:
+    """``uf`` of the inputs from the first to the last as :func:`_variadic`'s loop computes it, when they are arrays
+    of one shape and one numpy type (bool, integer, float) of at most :data:`_ACCUMULATE_SIZE` elements: by
+    ``uf.accumulate`` in that type over them stacked (an AdaBoost's Sum of 50 scores [1, 3]: 40 -> 9 us). None
+    otherwise."""
+    a0 = arrays[0]
+    if type(a0) is not np.ndarray or a0.size > _ACCUMULATE_SIZE or a0.dtype.kind not in "biuf":
+        return None
+    shape, dt = a0.shape, a0.dtype
+    for a in arrays:
+        if type(a) is not np.ndarray or a.shape != shape or a.dtype != dt:
+            return None
+    limit = active_limits().max_tensor_elements
+    if not same_shape and limit is not None and a0.size ** len(arrays) > limit:
+        check_elements(shape, op)  # what check_broadcast_size does with inputs of one shape, without its loops
+    # (dtype: accumulate would widen small integers, as reductions do; the loop adds in their own type)
+    return uf.accumulate(np.array(arrays), axis=0, dtype=dt)[-1].copy()
+
+
 def _variadic(op: str, arrays: tuple[Array, ...], uf: np.ufunc, same_shape: bool) -> Array:
     if not arrays:
         raise EvaluationError(f"{op}: at least one input is required")
     dt = arrays[0].dtype
     narrow = dt.kind == "V"
+    if len(arrays) >= _ACCUMULATE_MIN:
+        acc = _accumulated(op, uf, arrays, same_shape)
+        if acc is not None:
+            if op == "Mean":
+                acc = np.true_divide(acc, len(arrays), out=acc if acc.dtype.kind == "f" else None)
+            return from_compute(acc, dt)
     if same_shape:
         for a in arrays[1:]:
             if a.shape != arrays[0].shape:

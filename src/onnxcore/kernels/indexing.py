@@ -10,6 +10,7 @@ definition accepts ``[-s, s-1]``; an index outside that range is refused with
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -82,8 +83,31 @@ def gather_elements(data: np.ndarray, indices: np.ndarray, *, axis: int = 0) -> 
     for i, (di, ii) in enumerate(zip(x.shape, ind.shape)):
         if i != a and ii > di:
             raise EvaluationError(f"GatherElements: indices {ind.shape} exceed data {x.shape} on axis {i}")
+    if 0 < ind.size <= _FEW_ELEMENTS and ind.dtype.kind in "iu":
+        vals = ind.ravel().tolist()
+        if 0 <= min(vals) and max(vals) < x.shape[a]:
+            # A few indices in range (a regressor's chosen column): their flat positions in ``x`` as an offset per
+            # position plus the index times the axis' stride, both kept per geometry, and one take of the flat data
+            # instead of two reductions, the grids and a fancy index (a [1, 1] of a [1, 50]: 5.7 -> 2.6 us)
+            base, step = _flat_grid(x.shape, ind.shape, a)
+            i64 = ind.astype(np.int64, copy=False)
+            return x.take(np.add(base, i64) if step == 1 else base + i64 * step)
     idx = _indices(ind, x.shape[a], "GatherElements")
     return x[tuple(_element_grid(idx, a))]
+
+
+_FEW_ELEMENTS = 16  # up to this many indices GatherElements reads them as a Python list
+
+
+@functools.lru_cache(maxsize=256)
+def _flat_grid(shape: tuple[int, ...], ind_shape: tuple[int, ...], axis: int) -> tuple[np.ndarray, int]:
+    """``(base, step)``: the C-order flat position in an array of ``shape`` of each position of ``ind_shape`` with its
+    ``axis`` coordinate 0 (int64, read-only), and the flat distance between neighbours along ``axis``."""
+    strides = [math.prod(shape[d + 1 :]) for d in range(len(shape))]
+    base = sum(g * strides[d] for d, g in enumerate(_element_grid(np.zeros(ind_shape, np.int64), axis)))
+    base = np.ascontiguousarray(np.broadcast_to(base, ind_shape), dtype=np.int64)
+    base.flags.writeable = False
+    return base, strides[axis]
 
 
 def _gather_nd(x: np.ndarray, indices: np.ndarray, batch_dims: int) -> np.ndarray:

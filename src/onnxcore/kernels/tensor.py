@@ -475,14 +475,16 @@ def _concat(inputs: tuple[np.ndarray, ...], axis: int) -> np.ndarray:
         # that differ off the axis) goes through the checks below, which name the problem.
         x0 = inputs[0]
         if type(x0) is np.ndarray and -x0.ndim <= axis < x0.ndim:
-            dt, rank = x0.dtype, x0.ndim
+            # numpy checks the rest: casting "no" to the first input's type refuses any other type (TypeError) and
+            # concatenate refuses other ranks (ValueError), instead of a Python loop over the inputs (four [1, 1]
+            # scores of a mixture model: 1.8 -> 1.3 us)
             for x in inputs:  # (a loop, not all() of a generator: this runs on every call)
-                if type(x) is not np.ndarray or x.dtype != dt or x.ndim != rank:
+                if type(x) is not np.ndarray:
                     break
             else:
                 try:
-                    return np.concatenate(inputs, axis=axis)
-                except ValueError:
+                    return np.concatenate(inputs, axis=axis, dtype=x0.dtype, casting="no")
+                except (TypeError, ValueError):
                     pass
     if not inputs:
         raise EvaluationError("Concat needs at least one input")
