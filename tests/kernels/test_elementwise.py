@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 
 from kernels import compare, run_ours, single_node_cases
+from onnxcore.kernels.elementwise_binary import _variadic
+from onnxcore.kernels.registry import lookup
 
 ELEMENTWISE_OPS = set(
     "Abs Acos Acosh Add And Asin Asinh Atan Atanh BitCast BitShift BitwiseAnd BitwiseNot BitwiseOr BitwiseXor "
@@ -370,7 +372,6 @@ def test_variadic_legacy_requires_same_shape(op: str, opset: int) -> None:
 def test_variadic_of_many_inputs_is_the_chain_of_binary_calls(op: str, dtype: str) -> None:
     """From 16 inputs of one shape and type the running result is one accumulate: the bits of the loop, in order
     (NaN payloads and signed zeros included), small integers wrapping in their type."""
-    from onnxcore.kernels.elementwise_binary import _variadic
 
     uf = {"Max": np.maximum, "Min": np.minimum, "Sum": np.add, "Mean": np.add}[op]
     rng = np.random.default_rng(21)
@@ -398,7 +399,6 @@ def test_variadic_of_many_inputs_is_the_chain_of_binary_calls(op: str, dtype: st
 def test_binary_with_an_operand_of_one_element_is_numpys_broadcast(op: str) -> None:
     """An operand of one element and no greater rank goes to numpy as rank 0: the values, type, shape and layout of
     numpy's broadcast of the operands as given."""
-    from onnxcore.kernels.registry import lookup
 
     fn = next(k.fn for v in (18, 16, 13, 7) if (k := lookup("", op, v)) is not None)
     uf = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.true_divide, "Greater": np.greater,

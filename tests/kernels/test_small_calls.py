@@ -10,10 +10,16 @@ import numpy as np
 import pytest
 
 from onnxcore.errors import EvaluationError, LimitError
+from onnxcore.kernels import _rowwise, reduction
 from onnxcore.kernels._rowwise import within_shift_bound
-from onnxcore.kernels._util import check_elements, float_unary
+from onnxcore.kernels._util import ACCUMULATE_ELEMENTS, check_elements, float_unary, left_fold
 from onnxcore.kernels.elementwise import _sigmoid
-from onnxcore.kernels.reduction import softmax, topk
+from onnxcore.kernels.indexing import _element_grid
+from onnxcore.kernels.ml import binarizer
+from onnxcore.kernels.normalization import lp_normalization
+from onnxcore.kernels.reduction import argmax, argmax_1, argmin, softmax, topk
+from onnxcore.kernels.registry import lookup
+from onnxcore.kernels.tensor import concat_4
 from onnxcore.kernels.threads import BLOCK_ELEMENTS
 from onnxcore.limits import DEFAULT_LIMITS, limits_in_effect
 
@@ -119,7 +125,6 @@ def test_topk_along_the_last_axis_equals_topk_along_another(shape: tuple[int, ..
 @pytest.mark.parametrize("shape", [(3,), (2, 5), (2, 3, 4), (1, 4, 1, 2)], ids=str)
 def test_element_grids_are_numpys_open_grids(shape: tuple[int, ...]) -> None:
     # GatherElements' and ScatterElements' index grids by arange: np.ogrid's arrays, the axis's replaced.
-    from onnxcore.kernels.indexing import _element_grid
 
     idx = np.random.default_rng(len(shape)).integers(0, 3, shape)
     for axis in range(len(shape)):
@@ -134,7 +139,6 @@ def test_element_grids_are_numpys_open_grids(shape: tuple[int, ...]) -> None:
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
 def test_reductions_of_one_attribute_axis_take_it_as_the_general_rule_does(dtype: Any) -> None:
-    from onnxcore.kernels.registry import lookup
 
     x = (np.random.default_rng(2).standard_normal((3, 4, 5)) * 3).astype(dtype)
     prod, total = lookup("", "ReduceProd", 13).fn, lookup("", "ReduceSum", 11).fn
@@ -155,7 +159,6 @@ def test_reductions_of_one_attribute_axis_take_it_as_the_general_rule_does(dtype
 def test_lp_normalization_short_path_is_the_formula(p: int, dtype: Any) -> None:
     """LpNormalization without a zero norm skips np.where; with one (a zero row) it gives 0 there (the operator's
     rule): both as ``where(norm == 0, 0, x / norm)`` gives them, bit for bit."""
-    from onnxcore.kernels.normalization import lp_normalization
 
     rng = np.random.default_rng(5)
     for x in (rng.standard_normal((1, 3)), rng.standard_normal((16, 7)), np.array([[0.0, 0.0], [3.0, -4.0]])):
@@ -176,7 +179,6 @@ def test_lp_normalization_short_path_is_the_formula(p: int, dtype: Any) -> None:
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
 def test_binarizer_keeps_nan_and_the_type(dtype: Any) -> None:
-    from onnxcore.kernels.ml import binarizer
 
     x = np.array([[0.5, 1.0, 2.0], [-3.0, 2.5, 0.0]]).astype(dtype)
     got = binarizer(x, threshold=1.0)
@@ -213,7 +215,6 @@ _FEW_SHAPES = [(1, 3), (1, 1), (3,), (16, 3), (2, 3, 4), (1, 10), (5, 1), (40, 4
 def test_softmax_of_a_few_values_gives_the_bits_of_the_block_path(
     shape: tuple[int, ...], dtype: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from onnxcore.kernels import _rowwise
 
     rng = np.random.default_rng(11)
     for x in _few_values(rng, shape, dtype):
@@ -231,8 +232,6 @@ def test_softmax_of_a_few_values_gives_the_bits_of_the_block_path(
 def test_logsumexp_of_one_row_gives_the_bits_of_the_general_path(
     shape: tuple[int, ...], dtype: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from onnxcore.kernels import reduction
-    from onnxcore.kernels.registry import lookup
 
     attr, inp = lookup("", "ReduceLogSumExp", 13).fn, lookup("", "ReduceLogSumExp", 18).fn
     rng = np.random.default_rng(12)
@@ -253,7 +252,6 @@ def test_logsumexp_of_one_row_gives_the_bits_of_the_general_path(
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, np.int32, np.uint8, np.bool_])
 @pytest.mark.parametrize("shape", [(1, 3), (16, 3), (3,), (2, 3, 4), (1, 1)], ids=str)
 def test_argmax_and_argmin_are_numpys_first_or_last_index(shape: tuple[int, ...], dtype: Any) -> None:
-    from onnxcore.kernels.reduction import argmax, argmax_1, argmin
 
     rng = np.random.default_rng(13)
     xs = [rng.integers(0, 3, shape).astype(dtype)]  # ties
@@ -285,7 +283,6 @@ def test_argmax_and_argmin_are_numpys_first_or_last_index(shape: tuple[int, ...]
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.bool_, object])
 def test_concat_is_numpys_for_one_type_and_refuses_mixed_types_and_ranks(dtype: Any) -> None:
-    from onnxcore.kernels.tensor import concat_4
 
     rng = np.random.default_rng(14)
     a, b = rng.standard_normal((2, 3)).astype(dtype), rng.standard_normal((2, 1)).astype(dtype)
@@ -322,3 +319,23 @@ def test_topk_of_one_row_is_that_row_of_a_batch(n: int, dtype: Any) -> None:
                 assert values.dtype == x.dtype and values.flags.c_contiguous and idx.flags.c_contiguous
                 assert idx.reshape(k).tolist() == bi[1].tolist()
                 assert values.reshape(k).tobytes() == bv[1].tobytes()
+
+
+@pytest.mark.parametrize("uf", [np.add, np.maximum, np.minimum])
+def test_left_fold_is_the_loop_of_calls_in_order(uf: np.ufunc) -> None:
+    # _util.left_fold accumulates operands of up to ACCUMULATE_ELEMENTS and loops over larger ones: either way the
+    # bits of uf(uf(s[0], s[1]), s[2])... in the order given, NaN and signed zeros included, in the operands' type.
+    rng = np.random.default_rng(5)
+    for shape in ((1, 3), (ACCUMULATE_ELEMENTS,), (ACCUMULATE_ELEMENTS + 1,), (40, 3)):
+        for dtype in (np.float32, np.float64, np.int8):
+            s = (rng.standard_normal((20, *shape)) * 50).astype(dtype)
+            if dtype != np.int8:
+                s.flat[[3, 25, 50]] = [np.nan, -0.0, np.inf]
+            order = list(rng.permutation(20))
+            with np.errstate(all="ignore"):
+                want = uf(s[order[0]], s[order[1]])
+                for i in order[2:]:
+                    want = uf(want, s[i])
+                for got in (left_fold(uf, s[order]), left_fold(uf, s, order)):
+                    assert got.dtype == want.dtype and got.shape == want.shape
+                    assert got.tobytes() == want.tobytes(), (shape, dtype)

@@ -21,6 +21,8 @@ from onnxcore.types.broadcast import unidirectional_extents
 from onnxcore.types.elements import narrow_float_dtypes
 
 __all__ = [
+    "ACCUMULATE_ELEMENTS",
+    "left_fold",
     "check_broadcast_size",
     "check_elements",
     "out_for",
@@ -483,3 +485,23 @@ def distinct(values: np.ndarray) -> np.ndarray:
     keep[0] = True
     np.not_equal(flat[1:], flat[:-1], out=keep[1:])
     return flat[keep]
+
+
+ACCUMULATE_ELEMENTS = 64
+"""Elements per operand up to which :func:`left_fold` accumulates (numpy's accumulate along the first axis steps
+through one element of every operand at a time: 50 operands of [1, 3] 38 -> 9 us against a loop of calls, but of
+[64, 3] 54 against 16 us and of [1000, 3] 574 against 28 us)."""
+
+
+def left_fold(uf: np.ufunc, stacked: np.ndarray, order: Sequence[int] | None = None) -> np.ndarray:
+    """``uf(uf(s[0], s[1]), s[2])...`` over the first axis of ``stacked`` (in ``order``, by default its own), the
+    variadic operators' left fold: by one ``accumulate``, sequential by definition (row ``i`` is row ``i - 1`` op
+    operand ``i``, in the operands' type), for operands of a few elements; otherwise by one call per operand into
+    the running result. A new array either way; ``stacked`` holds at least two operands."""
+    lanes = stacked if order is None else stacked[list(order)]
+    if lanes[0].size <= ACCUMULATE_ELEMENTS:
+        return uf.accumulate(lanes, axis=0, dtype=lanes.dtype)[-1].copy()
+    acc = uf(lanes[0], lanes[1])
+    for i in range(2, lanes.shape[0]):
+        uf(acc, lanes[i], out=acc)
+    return acc

@@ -34,7 +34,14 @@ from typing import Any
 import numpy as np
 
 from onnxcore.errors import EvaluationError, ShapeError
-from onnxcore.kernels._util import check_broadcast_size, check_elements, from_compute, legacy_broadcast
+from onnxcore.kernels._util import (
+    ACCUMULATE_ELEMENTS,
+    check_broadcast_size,
+    check_elements,
+    from_compute,
+    left_fold,
+    legacy_broadcast,
+)
 from onnxcore.kernels.registry import kernel
 from onnxcore.limits import active_limits
 from onnxcore.types import ElementType
@@ -387,20 +394,19 @@ def where(condition: Array, X: Array, Y: Array) -> Array:
 # --- variadic Max, Min, Sum, Mean -------------------------------------------------------------
 
 
-# From this many inputs of one small shape and type, the running result is one accumulate over the inputs stacked
-# rather than one call per input (below, the loop costs no more: 12 [1, 3] inputs 5.8 us either way): the same
-# operations in the same order (accumulate's row i is row i-1 op input i).
+# From this many inputs of one small shape and type (ACCUMULATE_ELEMENTS at most), the running result is one
+# accumulate over the inputs stacked rather than one call per input (below, the loop costs no more: 12 [1, 3] inputs
+# 5.8 us either way): the same operations in the same order (_util.left_fold).
 _ACCUMULATE_MIN = 16
-_ACCUMULATE_SIZE = 1 << 12  # elements per input at most (the stack holds every input, the accumulate as many again)
 
 
 def _accumulated(op: str, uf: np.ufunc, arrays: tuple[Array, ...], same_shape: bool) -> Array | None:
     """``uf`` of the inputs from the first to the last as :func:`_variadic`'s loop computes it, when they are arrays
-    of one shape and one numpy type (bool, integer, float) of at most :data:`_ACCUMULATE_SIZE` elements: by
-    ``uf.accumulate`` in that type over them stacked (an AdaBoost's Sum of 50 scores [1, 3]: 40 -> 9 us). None
-    otherwise."""
+    of one shape and one numpy type (bool, integer, float) of at most ``ACCUMULATE_ELEMENTS`` elements: by
+    :func:`~onnxcore.kernels._util.left_fold` over them stacked (an AdaBoost's Sum of 50 scores [1, 3]: 40 -> 9 us).
+    None otherwise."""
     a0 = arrays[0]
-    if type(a0) is not np.ndarray or a0.size > _ACCUMULATE_SIZE or a0.dtype.kind not in "biuf":
+    if type(a0) is not np.ndarray or a0.size > ACCUMULATE_ELEMENTS or a0.dtype.kind not in "biuf":
         return None
     shape, dt = a0.shape, a0.dtype
     for a in arrays:
@@ -409,8 +415,7 @@ def _accumulated(op: str, uf: np.ufunc, arrays: tuple[Array, ...], same_shape: b
     limit = active_limits().max_tensor_elements
     if not same_shape and limit is not None and a0.size ** len(arrays) > limit:
         check_elements(shape, op)  # what check_broadcast_size does with inputs of one shape, without its loops
-    # (dtype: accumulate would widen small integers, as reductions do; the loop adds in their own type)
-    return uf.accumulate(np.array(arrays), axis=0, dtype=dt)[-1].copy()
+    return left_fold(uf, np.array(arrays))
 
 
 def _variadic(op: str, arrays: tuple[Array, ...], uf: np.ufunc, same_shape: bool) -> Array:

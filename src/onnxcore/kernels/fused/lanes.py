@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 
 from onnxcore.errors import EvaluationError
+from onnxcore.kernels._util import left_fold
 from onnxcore.kernels.fused import FUSED_DOMAIN
 from onnxcore.kernels.registry import kernel
 
@@ -507,7 +508,8 @@ def _lane_first(y: np.ndarray, axis: int) -> np.ndarray:
 
 class LaneFold:
     """``Sum``, ``Max`` or ``Min`` of every lane of a group: the kernel's left fold in the node's order of its
-    operands, on the lanes as views of the stacked value (or the lanes' tuple).
+    operands (:func:`~onnxcore.kernels._util.left_fold`, as the kernel folds many small operands) on the stacked
+    value, or the kernel itself on the lanes' tuple.
 
     Args:
         ufunc: ``np.add``, ``np.maximum`` or ``np.minimum``.
@@ -525,21 +527,7 @@ class LaneFold:
         order = self.order
         if type(value) is not np.ndarray or value.dtype.kind != "f" or value.ndim < 2 or len(order) < 2:
             return self.kernel(*[value[i] for i in order], **self.kw)
-        uf = self.ufunc
-        if value[0].size <= _ACCUMULATE:
-            # The fold as one accumulation along the lanes, which is sequential by definition (out[i] = out[i-1] op
-            # in[i]): the same operations in the same order as the kernel's loop (50 lanes of 3: 24 -> 1.4 us).
-            if order != self.identity:
-                value = value[list(order)]
-            return uf.accumulate(value, axis=0)[-1]
-        # (numpy accumulates along the lanes one element at a time: past a few values, a loop over the lanes)
-        acc = uf(value[order[0]], value[order[1]])
-        for i in order[2:]:
-            uf(acc, value[i], out=acc)
-        return acc
-
-
-_ACCUMULATE = 64  # elements per lane up to which LaneFold accumulates (its strided loop costs more past them)
+        return left_fold(self.ufunc, value, None if order == self.identity else order)
 
 
 def _prepare_fold(
