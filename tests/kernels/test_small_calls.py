@@ -161,7 +161,8 @@ def test_lp_normalization_short_path_is_the_formula(p: int, dtype: Any) -> None:
     rule): both as ``where(norm == 0, 0, x / norm)`` gives them, bit for bit."""
 
     rng = np.random.default_rng(5)
-    for x in (rng.standard_normal((1, 3)), rng.standard_normal((16, 7)), np.array([[0.0, 0.0], [3.0, -4.0]])):
+    cases = (rng.standard_normal((1, 3)), rng.standard_normal((16, 7)), np.array([[0.0, 0.0], [3.0, -4.0]]))
+    for x in (*cases, np.array([[np.nan, 1.0], [-0.0, -0.0]]), np.array([[np.inf, 1.0]])):
         x = x.astype(dtype)
         for axis in (0, 1, -1):
             wd = np.float32 if dtype == np.float16 else dtype
