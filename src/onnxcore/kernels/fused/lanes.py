@@ -240,47 +240,54 @@ class Lanes:
     def _operands(self, args: tuple[Any, ...]) -> list[tuple[str, Any]] | None:
         """Each position's operand in stacked form (SHARED as it is, "" None), or None when the lanes' values are
         large (decided before anything is copied) or do not stack (different shapes or types, not arrays)."""
-        raw: list[tuple[str, Any, Any]] = []
+        out: list[tuple[str, Any]] = []
+        pending: list[tuple[int, Any, Any]] = []  # (position, lanes, map): what needs a copy, made once all pass
         a = 0
         k = self.k
+        passes = self.passes
         for spec, stacked, lane_map in zip(self.specs, self.stacked, self.maps):
-            if spec == SHARED:
+            if spec == LANES:
+                v = args[a]
+                a += 1
+                if type(v) is np.ndarray and lane_map is None:
+                    # (the group's value as it is: a program of several passes runs lane by lane past the cache)
+                    if passes and v.size > MAX_BATCH_ELEMENTS:
+                        return None
+                    out.append((LANES, v))
+                    continue
+            elif spec == GATHER:
+                v = args[a : a + k]
+                a += k
+            elif spec == SHARED:
                 v = args[a]
                 a += 1
                 # (a shared operand as large as the bound makes a result of the lanes that large at least)
-                if self.passes and type(v) is np.ndarray and v.size * k > MAX_BATCH_ELEMENTS:
+                if passes and type(v) is np.ndarray and v.size * k > MAX_BATCH_ELEMENTS:
                     return None
-                raw.append((SHARED, v, None))
+                out.append((SHARED, v))
+                continue
             elif spec == STACKED:
-                if stacked is None or (self.passes and stacked.size > MAX_BATCH_ELEMENTS):
+                if stacked is None or (passes and stacked.size > MAX_BATCH_ELEMENTS):
                     return None
-                raw.append((STACKED, stacked, None))
-            elif spec == "":
-                raw.append(("", None, None))
+                out.append((STACKED, stacked))
+                continue
             else:
-                if spec == LANES:
-                    v = args[a]
-                    a += 1
-                else:
-                    v = args[a : a + k]
-                    a += k
-                first = v[0]
-                if type(first) is not np.ndarray:
+                out.append(("", None))
+                continue
+            first = v[0]
+            # (values to copy into a stacked operand: not past the bound)
+            if type(first) is not np.ndarray or first.size * k > MAX_BATCH_ELEMENTS:
+                return None
+            pending.append((len(out), v, lane_map))
+            out.append((LANES, None))
+        for at, v, lane_map in pending:
+            if lane_map is not None:  # (lanes read in another order, or some twice: a copy)
+                v = v[lane_map] if type(v) is np.ndarray else [v[i] for i in lane_map]
+            if type(v) is not np.ndarray:
+                v = _stack(v)
+                if v is None:
                     return None
-                # (values to copy into a stacked operand, or a program of several passes over the lanes)
-                if (self.passes or type(v) is not np.ndarray) and first.size * k > MAX_BATCH_ELEMENTS:
-                    return None
-                raw.append((LANES, v, lane_map))
-        out: list[tuple[str, Any]] = []
-        for spec, v, lane_map in raw:
-            if spec == LANES:
-                if lane_map is not None:  # (lanes read in another order, or some twice: a copy)
-                    v = v[lane_map] if type(v) is np.ndarray else [v[i] for i in lane_map]
-                if type(v) is not np.ndarray:
-                    v = _stack(v)
-                    if v is None:
-                        return None
-            out.append((spec, v))
+            out[at] = (LANES, v)
         return out
 
     def _stacked(self, operands: list[tuple[str, Any]]) -> Any:

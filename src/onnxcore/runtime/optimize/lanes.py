@@ -56,6 +56,9 @@ MANY_LANES = 16
 
 _FOLDS = {"Sum": np.add, "Max": np.maximum, "Min": np.minimum}
 _JOINS = frozenset((*_FOLDS, "Concat"))
+# Fused steps that hold no constant and compute the same for operands of any shape (a Cast's route per pair of
+# types): the first lane's step computes the stacked value too.
+_GENERIC_STEPS = frozenset(("ElementwiseGraph", "SameTypeCast"))
 
 
 class _Group:
@@ -397,10 +400,10 @@ def _rewrite(
 
 
 def _stacked_call(bn: PlanNode) -> tuple[Any, dict[str, Any]]:
-    """What computes a group's stacked value: a fused elementwise graph's or an ML encoder's own step (either
+    """What computes a group's stacked value: a fused elementwise graph's, a Cast's or an ML encoder's own step (each
     computes the same for any operands), else the operator's kernel."""
     assert bn.call is not None
-    if bn.step_kernel == "ElementwiseGraph" or prepared_function(bn.call) is not None:
+    if bn.step_kernel in _GENERIC_STEPS or prepared_function(bn.call) is not None:
         return bn.call, dict(bn.kw)
     kdef = lookup(bn.node.domain, bn.node.op_type, bn.since)
     if kdef is None or kdef.context:
