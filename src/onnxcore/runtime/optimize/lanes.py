@@ -61,6 +61,9 @@ _JOINS = frozenset((*_FOLDS, "Concat"))
 _GENERIC_STEPS = frozenset(("ElementwiseGraph", "SameTypeCast"))
 
 
+_Member = tuple[int, list[str]]  # a node of a bucket: its index and how it reads each input position
+
+
 class _Group:
     __slots__ = ("k", "members", "name", "specs")
 
@@ -78,8 +81,8 @@ def stack_lanes(graph: PlanGraph) -> list[PlanNode]:
         counts[key] = counts.get(key, 0) + 1
     if max(counts.values(), default=0) < MIN_LANES:
         return nodes
-    const, producer = graph.const, graph.producer
-    level = _levels(nodes, producer)
+    const = graph.const
+    level = _levels(nodes, graph.producer)
     by_level: dict[int, list[int]] = {}
     for j in range(len(nodes)):
         by_level.setdefault(level[j], []).append(j)
@@ -87,12 +90,12 @@ def stack_lanes(graph: PlanGraph) -> list[PlanNode]:
     groups: list[_Group] = []
     used: set[str] = set()
     for lv in sorted(by_level):
-        buckets: dict[Any, list[tuple[int, int, list[str]]]] = {}
+        buckets: dict[Any, list[_Member]] = {}
         for j in by_level[lv]:
-            got = _signature(nodes[j], const, lane_of, producer, nodes)
+            got = _signature(nodes[j], const, lane_of)
             if got is not None:
-                key, lane, specs = got
-                buckets.setdefault(key, []).append((j, lane, specs))
+                key, specs = got
+                buckets.setdefault(key, []).append((j, specs))
         for key, bucket in buckets.items():
             for members in _partitions(bucket, nodes):
                 group = _group(key[0], key[2], members, groups, nodes, const, lane_of)
@@ -168,10 +171,9 @@ def _fresh(base: str, used: set[str], graph: PlanGraph) -> str:
 
 
 def _signature(
-    bn: PlanNode, const: dict[str, Any], lane_of: dict[str, tuple[int, int]], producer: dict[str, int],
-    nodes: Sequence[PlanNode],
-) -> tuple[Any, int, list[str]] | None:  # fmt: skip
-    """(bucket key, lane index or -1, per-position spec) of a node that may be a lane, else None."""
+    bn: PlanNode, const: dict[str, Any], lane_of: dict[str, tuple[int, int]]
+) -> tuple[Any, list[str]] | None:
+    """(bucket key, per-position spec) of a node that may be a lane, else None."""
     node = bn.node
     if bn.call is None or bn.outer or len(bn.outputs) != 1 or not bn.outputs[0] or not bn.inputs:
         return None
@@ -182,7 +184,6 @@ def _signature(
         return None
     positions: list[Any] = []
     specs: list[str] = []
-    lane = -1
     for p, name in enumerate(bn.inputs):
         if not name:
             positions.append(("",))
@@ -212,40 +213,38 @@ def _signature(
             return None
         step = (step, program)
     key = (kind, node.domain, node.op_type, bn.since, step, value_token(bn.kw), tuple(positions))
-    return key, lane, specs
+    return key, specs
 
 
-def _partitions(
-    bucket: list[tuple[int, int, list[str]]], nodes: Sequence[PlanNode]
-) -> list[list[tuple[int, int, list[str]]]]:
+def _partitions(bucket: list[_Member], nodes: Sequence[PlanNode]) -> list[list[_Member]]:
     """A bucket's nodes split by the values they share: at each position holding a value a node made, a value
     that two or more of them read is shared by those (the position is SHARED for them), one read by one alone is
     that lane's own (GATHER)."""
     if len(bucket) < MIN_LANES:
         return []
-    specs = bucket[0][2]
+    specs = bucket[0][1]
     made = [p for p, sp in enumerate(specs) if sp == GATHER]
     if not made:
         return [bucket]
     readers: dict[tuple[int, str], int] = {}
-    for j, _l, _s in bucket:
+    for j, _s in bucket:
         for p in made:
             key = (p, nodes[j].inputs[p])
             readers[key] = readers.get(key, 0) + 1
-    parts: dict[tuple[str, ...], list[tuple[int, int, list[str]]]] = {}
-    for j, lane, sp in bucket:
+    parts: dict[tuple[str, ...], list[_Member]] = {}
+    for j, sp in bucket:
         names = tuple(n if readers[(p, n := nodes[j].inputs[p])] > 1 else "" for p in made)
         own = list(sp)
         for p, n in zip(made, names):
             own[p] = SHARED if n else GATHER
-        parts.setdefault(names, []).append((j, lane, own))
+        parts.setdefault(names, []).append((j, own))
     return [m for m in parts.values() if len(m) >= MIN_LANES]
 
 
 def _group(
     kind: str,
     op_type: str,
-    members: list[tuple[int, int, list[str]]],
+    members: list[_Member],
     groups: list[_Group],
     nodes: Sequence[PlanNode],
     const: dict[str, Any],
@@ -254,8 +253,8 @@ def _group(
     """The group these nodes of one bucket make, lanes in order, or None."""
     if len(members) < MIN_LANES:
         return None
-    specs = members[0][2]
-    ordered = [j for j, _l, _s in members]
+    specs = members[0][1]
+    ordered = [j for j, _s in members]
     reads = [p for p, sp in enumerate(specs) if sp == LANES]
     for p in reads:
         # lanes in the order of the lanes they read, where they read each lane of a group once (no copy then)
