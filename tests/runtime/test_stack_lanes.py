@@ -269,3 +269,28 @@ def test_skl2onnx_polynomial_and_binning() -> None:
         data = onx.SerializeToString()
         for rows in (1, 16):
             _check(data, {"X": x[:rows]} if onx.graph.input[0].name == "X" else {onx.graph.input[0].name: x[:rows]})
+
+
+def test_graph_outputs_are_arrays_of_their_own() -> None:
+    # Every lane of four groups a graph output (a Gather, a Reshape of it, a Cast to the type the lane has already,
+    # a Relu): no output shares memory with another or with the feed (Clause 8.2: a fused step changes no value's
+    # ownership), though a Reshape's stacked value is a view of the Gathers'.
+    k = MIN_LANES
+    nodes = [h.make_node("Gather", ["x", f"i{j}"], [f"g{j}"], axis=0) for j in range(k)]  # (rows: contiguous)
+    nodes += [h.make_node("Reshape", [f"g{j}", "flat"], [f"v{j}"]) for j in range(k)]
+    nodes += [h.make_node("Cast", [f"v{j}"], [f"c{j}"], to=TP.FLOAT) for j in range(k)]
+    nodes += [h.make_node("Relu", [f"c{j}"], [f"r{j}"]) for j in range(k)]
+    nodes.append(h.make_node("Cast", ["x"], ["same"], to=TP.FLOAT))
+    pairs = [[0, 1], [1, 2], [2, 0], [0, 2], [2, 1], [1, 0]]
+    inits = [_const(f"i{j}", np.array(pairs[j], np.int64)) for j in range(k)]
+    inits.append(_const("flat", np.array([-1])))
+    outs = [(f"{v}{j}", TP.FLOAT, 2 if v == "g" else 1) for v in "gvcr" for j in range(k)]
+    data = _model(nodes, inits, [*outs, ("same", TP.FLOAT, 2)])
+    rng = np.random.default_rng(8)
+    feeds = _feeds(rng, 3)
+    _check(data, feeds)
+    got = onnxcore.Session(data).run(None, feeds)
+    for a in range(len(got)):
+        assert not np.shares_memory(got[a], feeds["x"])
+        for b in range(a):
+            assert not np.shares_memory(got[a], got[b])

@@ -208,7 +208,7 @@ class Lanes:
         self.lanes, self.views = tuple(lanes), tuple(views)
         self.specs = tuple(s for s, _c in specs)
         # The lanes' constants of each STACKED position as one array (their own, unchanged, for the lanes' steps)
-        self.stacked = tuple(np.stack(c) if s == STACKED and c is not None else None for s, c in specs)
+        self.stacked = tuple(_read_only(np.stack(c)) if s == STACKED and c is not None else None for s, c in specs)
         # (the lanes' own constants, the very objects: a step prepared for its constants may know them by identity)
         self.own = tuple(tuple(c) if s == STACKED and c is not None else None for s, c in specs)
         self.maps = tuple(list(c) if s == LANES and c is not None else None for s, c in specs)
@@ -464,6 +464,13 @@ def _prepare(
 def lanes(*args: Any, **attributes: Any) -> tuple[Any, ...]:
     """The stacked value of a group of lanes and the lanes other nodes read (module docstring)."""
     return _prepare(args, **attributes)(*args)
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    """``a`` marked read-only: a constant every run shares (a step that returns it as it is, a Cast to its own type,
+    hands the caller a copy, as for any constant)."""
+    a.flags.writeable = False
+    return a
 
 
 def _concat(operands: list[tuple[str, Any]], axis: int, k: int) -> np.ndarray | None:

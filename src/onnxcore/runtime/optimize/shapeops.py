@@ -48,8 +48,7 @@ def _consts(bn: PlanNode, const: Mapping[str, Any]) -> list[np.ndarray | None] |
 
 def fast_shape_ops(graph: PlanGraph) -> list[PlanNode]:
     """Give each default-domain shape operator with constant arguments its per-shape fast path (module doc)."""
-    nodes, const, outputs = list(graph.nodes), graph.const, graph.outputs
-    graph_outputs = set(outputs)
+    nodes, const = list(graph.nodes), graph.const
     # One wrapper per distinct computation (kernel, constant arguments by value, attributes), so that repeated
     # nodes still count as one computation when the plan evaluates repeats once (cse.py compares calls).
     made: dict[tuple[Any, ...], Callable[..., Any]] = {}
@@ -82,8 +81,10 @@ def fast_shape_ops(graph: PlanGraph) -> list[PlanNode]:
             fused = "SliceView"
         elif op in ("Gather", "GatherElements", "GatherND") and len(args) == 1 and args[0] is not None:
             fused = "GatherPositions"
-        elif op == "Cast" and not args and bn.outputs[0] not in graph_outputs and isinstance(bn.kw.get("to"), int):
-            # (Cast-1 names its target type by a string: left as it is)
+        elif op == "Cast" and not args and isinstance(bn.kw.get("to"), int):
+            # (Cast-1 names its target type by a string: left as it is. A graph output too, a classifier's label
+            # cast 2.5 -> 1.0 us: the run hands the caller a copy where the input is a feed or another output,
+            # runtime/results.py)
             if bn.kw["to"] in CAST_DTYPES:
                 fused, attrs = "SameTypeCast", {"to": bn.kw["to"]}
         if fused is None:
