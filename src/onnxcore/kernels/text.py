@@ -459,11 +459,12 @@ class _TfIdf:
         else:
             rows_of = np.concatenate(rows_found) if rows_found else np.zeros(0, np.int64)
             gram = np.concatenate(grams_found) if grams_found else np.zeros(0, np.int64)
-        if self.direct and n_rows * n_grams > _DENSE_CELLS and width * (self.max_skip_count + 1) < 1 << 24:
-            # Each n-gram its own coordinate, and a large [rows, n-grams] table: each (row, n-gram) pair found
-            # counted into its output coordinate, where the dense path below makes four float64 passes over the
-            # whole table (a word-count model at 1,000 rows: 13 -> 4 ms); the counts added in float32 are exact
-            # (a count is at most width * (max_skip_count + 1), below 2**24) and without np.unique's sort of the
+        if self.direct and width * (self.max_skip_count + 1) < 1 << 24:
+            # Each n-gram its own coordinate: each (row, n-gram) pair found counted into its output coordinate, where
+            # the dense path below makes four float64 passes over the whole [rows, n-grams] table (a word-count model
+            # at 1,000 rows: 13 -> 4 ms; at 16 rows of 35 words 24 -> 21 us, and fewer at every size measured, 200
+            # rows of 32 n-grams 64 -> 51 us: no size below which the table wins); the counts added in float32 are
+            # exact (a count is at most width * (max_skip_count + 1), below 2**24) and without np.unique's sort of the
             # pairs (1,000 rows: 350 -> 90 us). The weights then applied to the counts read at the pairs found: each
             # product in float64, rounded once to float32, as the dense path; an absent n-gram's coordinate 0.0.
             y32 = np.zeros(n_rows * out_size, np.float32)
@@ -490,9 +491,6 @@ class _TfIdf:
             np.add.at(y.T, self.out_idx, counts.T)  # several n-grams share an output coordinate
         y32 = y.astype(np.float32)
         return y32.reshape(out_size) if x.ndim == 1 else y32
-
-
-_DENSE_CELLS = 1 << 13  # [rows, n-grams] cells up to which the batch path counts in a dense table
 
 
 def _prepare_tfidf(**attrs: Any) -> _TfIdf:
