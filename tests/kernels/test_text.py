@@ -296,7 +296,7 @@ def test_tfidf_refuses_an_item_that_is_no_string_by_our_error() -> None:
 
 @pytest.mark.parametrize("mode", ["TF", "IDF", "TFIDF"])
 def test_tfidf_large_tables_count_the_pairs_found_as_the_definition(mode: str) -> None:
-    """A [rows, n-grams] table past the dense path's size: the counts of the (row, n-gram) pairs found, weighted in
+    """Each n-gram its own coordinate (no dense table): the counts of the (row, n-gram) pairs found, weighted in
     float64 and rounded once to float32, are the definition's, computed here on Python numbers (1-grams and
     2-grams with one skip, weights of every sign, a zero; absent n-grams 0.0), and onnxruntime's."""
     rng = np.random.default_rng(len(mode))
@@ -312,7 +312,7 @@ def test_tfidf_large_tables_count_the_pairs_found_as_the_definition(mode: str) -
         "mode": mode, "min_gram_length": 1, "max_gram_length": 2, "max_skip_count": 1,
         "ngram_counts": [0, len(uni)], "ngram_indexes": order, "pool_int64s": pool, "weights": weights,
     }  # fmt: skip
-    x = rng.integers(5, 145, (64, 30)).astype(np.int64)  # 64 x 320 cells: past the dense path's 8,192
+    x = rng.integers(5, 145, (64, 30)).astype(np.int64)  # (each n-gram its own coordinate: the pairs path)
     actual = _fn("TfIdfVectorizer", 9)(x, **attrs)
     index = {(v,): k for k, v in enumerate(uni)} | {pair: len(uni) + k for k, pair in enumerate(bi)}
     want = np.zeros((64, n), np.float32)

@@ -14,7 +14,6 @@ accepts and refuses is listed there), never with Python's backtracking :mod:`re`
 from __future__ import annotations
 
 from itertools import repeat
-from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -194,6 +193,8 @@ def regex_full_match(X: np.ndarray, *, pattern: str = "") -> np.ndarray:
 
 
 _FEW_TOKENS = 64  # inputs of at most this many tokens are counted on Python ints (_TfIdf._found_few)
+_LUT_KEYS = 1 << 16  # n-gram lengths with at most this many keys (base ** n) are found by a look-up table
+_INT_KEY_BITS = 62  # n-gram keys are integers while base ** n is below 2 ** this (else opaque rows, _row_keys)
 
 
 def _row_keys(a: np.ndarray) -> np.ndarray:
@@ -269,17 +270,19 @@ class _TfIdf:
         held = sum((hi - lo) // n for n, (lo, hi) in enumerate(zip(starts, ends), start=1))
         if held != n_grams_total:
             raise EvaluationError(f"TfIdfVectorizer: the pool holds {held} n-grams, ngram_indexes {n_grams_total}")
-        # Per counted length n: (n, its n-grams' sorted keys, their positions in the pool's order, base index).
-        self.tables: list[tuple[int, np.ndarray, np.ndarray, int]] = []
+        # Per counted length n: (n, its n-grams' sorted keys, their positions in the pool's order, base index,
+        # the look-up table of their keys or None).
+        self.tables: list[tuple[int, np.ndarray, np.ndarray, int, np.ndarray | None]] = []
         # The same n-grams by their ids as tuples -> their index (the first of repeated ones, as the search finds),
         # for inputs of a few tokens (_FEW_TOKENS), counted on Python ints.
         self.by_ids: dict[tuple[int, ...], int] = {}
         # An n-gram's key: its ids + 1 as the digits of one int64 in base V + 1 (an unknown id, -1, is the digit 0,
         # which no pool n-gram has) while V + 1 to the longest counted length fits in 62 bits; else its row of ids
         # as one opaque value (_row_keys). Integer keys are searched several times faster.
-        self.base = len(pool_ids) + 1
+        vocab_size = len(self.vocab) if self.vocab is not None else len(self.pool_ints)  # type: ignore[arg-type]
+        self.base = vocab_size + 1
         longest = max((n for n in range(min_gram_length, max_gram_length + 1)), default=1)
-        if self.base ** min(longest, len(starts)) >= 1 << 62:
+        if self.base ** min(longest, len(starts)) >= 1 << _INT_KEY_BITS:
             self.base = 0
         gram_base = 0
         for n, (lo, hi) in enumerate(zip(starts, ends), start=1):
@@ -288,7 +291,14 @@ class _TfIdf:
                 grams = pool_ids[lo:hi].reshape(g, n)
                 pool_keys = self._keys(grams)
                 order = np.argsort(pool_keys, kind="stable")
-                self.tables.append((n, pool_keys[order], order, gram_base))
+                lut = None
+                if self.base and self.base**n <= _LUT_KEYS:
+                    # Every key's n-gram index (-1 for none) in one table: an n-gram found is one read, where the
+                    # search is a binary one per window and a gather (1,000 rows of 2-grams: 330 -> 40 us).
+                    lut = np.full(self.base**n, -1, np.int64)
+                    first_keys, first = np.unique(pool_keys, return_index=True)  # (the first of repeated ones)
+                    lut[first_keys] = gram_base + first
+                self.tables.append((n, pool_keys[order], order, gram_base, lut))
                 for j, ids in enumerate(grams.tolist()):
                     self.by_ids.setdefault(tuple(ids), gram_base + j)
             gram_base += g
@@ -298,7 +308,6 @@ class _TfIdf:
         self.unigram: np.ndarray | None = None
         self.unigram_list: list[int] | None = None
         if self.tables and self.tables[0][0] == 1:
-            vocab_size = len(self.vocab) if self.vocab is not None else len(self.pool_ints)  # type: ignore[arg-type]
             uni = np.full(vocab_size + 1, -1, np.int64)
             for ids_key, index in self.by_ids.items():
                 if len(ids_key) == 1:
@@ -322,7 +331,7 @@ class _TfIdf:
         :meth:`__call__`, without its numpy calls per gram length and skip."""
         by_ids = self.by_ids
         rows: list[list[int]] = [[] for _ in ids]
-        for n, _keys, _order, _base in self.tables:
+        for n, _keys, _order, _base, _lut in self.tables:
             for skip in range(self.max_skip_count + 1 if n > 1 else 1):
                 step = skip + 1
                 count = width - (n - 1) * step
@@ -360,7 +369,8 @@ class _TfIdf:
         if self.vocab is not None:
             if x.dtype != object:
                 raise EvaluationError("TfIdfVectorizer: pool_strings needs a string input")
-            flat = rows.ravel().tolist()
+            items = rows.ravel()
+            flat = items.tolist()
             # One C-level pass of dictionary look-ups. The pool's keys are bytes: an item of another type (str)
             # is missed there and looked up again as its octets; an unknown item is missed either way.
             vocab = self.vocab
@@ -368,11 +378,16 @@ class _TfIdf:
                 ids = np.fromiter(map(vocab.get, flat, repeat(-1, len(flat))), np.int64, count=len(flat))
             except TypeError:  # an unhashable item: each converted first (which names one that is no string)
                 ids = np.array([vocab.get(_bytes_of(v), -1) for v in flat], np.int64)
-            miss = (ids < 0).nonzero()[0].tolist()
-            # (the missed items gathered and their types collected in C: a session's items are all bytes, and
-            # then there is nothing to look up again; one Python step per miss costs as much as the look-ups)
-            if miss and set(map(type, itemgetter(*miss)(flat) if len(miss) > 1 else [flat[miss[0]]])) != {bytes}:
-                for i in miss:
+            # (the types of the items, of the missed ones gathered by numpy past a few, collected in C: a session's
+            # items are all bytes, and then there is nothing to look up again; one Python step per miss costs as
+            # much as the look-ups, and a gather by their positions as a list twice this: 1,000 rows of 11 tokens
+            # 156 -> 90 us; a few items' types at once, 0.3 us, cost less than the gather's numpy calls)
+            if len(flat) <= _FEW_TOKENS:
+                odd = set(map(type, flat)) != {bytes}
+            else:
+                odd = bool(set(map(type, items[ids < 0].tolist())) - {bytes})
+            if odd:
+                for i in (ids < 0).nonzero()[0].tolist():
                     if type(flat[i]) is not bytes:
                         ids[i] = vocab.get(_bytes_of(flat[i]), -1)
             return ids.reshape(rows.shape)
@@ -396,16 +411,18 @@ class _TfIdf:
         if ids.size <= _FEW_TOKENS and self.direct:
             y32 = self._few_rows(ids.tolist(), width)
             return y32.reshape(out_size) if x.ndim == 1 else y32
-        # Every n-gram found, as the flat index row * n_grams + its index: counted by one bincount (exact).
-        found: list[np.ndarray] = []
+        # Every n-gram found, as its row and its index. The n-grams of a look-up table (the 1-grams, and each
+        # length and skip with one, see __init__) as [rows, windows] tables of indexes (-1: none) side by side, their
+        # hits found by one nonzero and one gather for all of them (16 rows of 1- and 2-grams: 59 -> 30 us).
+        many = ids.size > _FEW_TOKENS
+        looked: list[np.ndarray] = []
+        rows_found: list[np.ndarray] = []
+        grams_found: list[np.ndarray] = []
         if self.unigram is not None:
-            grams = self.unigram[ids]  # (ids are in [-1, V): -1 reads the last slot, -1)
-            r, c = np.nonzero(grams >= 0)
-            found.append(r * n_grams + grams[r, c])
-        if ids.size <= _FEW_TOKENS and self.tables:
-            hits = self._found_few(ids.tolist(), width)
-            found.append(np.array([r * n_grams + g for r, row in enumerate(hits) for g in row], dtype=np.int64))
-        for n, sorted_keys, order, gram_base in self.tables if ids.size > _FEW_TOKENS else ():
+            looked.append(self.unigram[ids])  # (ids are in [-1, V): -1 reads the last slot, -1)
+        base = self.base
+        ids1 = ids + 1 if many and base and self.tables else ids  # (the digits of the keys, see _keys)
+        for n, sorted_keys, order, gram_base, lut in self.tables if many else ():
             g = sorted_keys.size
             for skip in range(self.max_skip_count + 1 if n > 1 else 1):
                 step = skip + 1
@@ -413,28 +430,55 @@ class _TfIdf:
                 count = width - span + 1
                 if count <= 0:
                     break
-                grams = np.stack([ids[:, k * step : k * step + count] for k in range(n)], axis=-1)
-                keys = self._keys(grams.reshape(-1, n))
+                if base:  # _keys of every window, from the columns of the digits (no stacked copy of the windows)
+                    keys = ids1[:, (n - 1) * step : (n - 1) * step + count]
+                    for k in range(n - 2, -1, -1):
+                        keys = keys * base + ids1[:, k * step : k * step + count]
+                    if lut is not None:
+                        looked.append(lut[keys])
+                        continue
+                    keys = keys.ravel()
+                else:
+                    grams = np.stack([ids[:, k * step : k * step + count] for k in range(n)], axis=-1)
+                    keys = _row_keys(grams.reshape(-1, n))
                 pos = np.clip(np.searchsorted(sorted_keys, keys), 0, g - 1)
                 hit = np.flatnonzero(sorted_keys[pos] == keys)
-                found.append((hit // count) * n_grams + gram_base + order[pos[hit]])
-        flat = (found[0] if len(found) == 1 else np.concatenate(found)) if found else np.zeros(0, np.int64)
-        if self.direct and n_rows * n_grams > _DENSE_CELLS:
-            # Each n-gram its own coordinate, and a large [rows, n-grams] table: the counts of the (row, n-gram) pairs
-            # found, weighted in float64 and written into the float32 output, where the dense path below makes four
-            # float64 passes over the whole table (a word-count model at 1,000 rows: 13 -> 4 ms; below the size the
-            # passes cost less than the sort of the pairs). The same values: each count and product in float64,
-            # rounded once to float32; an absent n-gram's coordinate stays 0.0.
-            cells, got = np.unique(flat, return_counts=True)
-            rows_of, gram = np.divmod(cells, n_grams)
-            v = got.astype(np.float64)
-            if self.mode == "IDF":
-                v = np.minimum(v, 1.0) * self.w[gram]
-            elif self.mode == "TFIDF":
-                v = v * self.w[gram]
-            y32 = np.zeros((n_rows, out_size), np.float32)
-            y32[rows_of, self.out_idx[gram]] = v + 0.0  # (+ 0.0: a -0.0 product is 0.0, as the dense path makes it)
-            return y32.reshape(out_size) if x.ndim == 1 else y32
+                rows_found.append(hit // count)
+                grams_found.append(gram_base + order[pos[hit]])
+        if looked:
+            table = looked[0] if len(looked) == 1 else np.concatenate(looked, axis=1)
+            r, c = np.nonzero(table >= 0)
+            rows_found.append(r)
+            grams_found.append(table[r, c])
+        if not many and self.tables:
+            hits = self._found_few(ids.tolist(), width)
+            rows_found.append(np.array([r for r, row in enumerate(hits) for _ in row], dtype=np.int64))
+            grams_found.append(np.array([g for row in hits for g in row], dtype=np.int64))
+        if len(rows_found) == 1:
+            rows_of, gram = rows_found[0], grams_found[0]
+        else:
+            rows_of = np.concatenate(rows_found) if rows_found else np.zeros(0, np.int64)
+            gram = np.concatenate(grams_found) if grams_found else np.zeros(0, np.int64)
+        if self.direct and width * (self.max_skip_count + 1) < 1 << 24:
+            # Each n-gram its own coordinate: each (row, n-gram) pair found counted into its output coordinate, where
+            # the dense path below makes four float64 passes over the whole [rows, n-grams] table (a word-count model
+            # at 1,000 rows: 13 -> 4 ms; at 16 rows of 35 words 24 -> 21 us, and fewer at every size measured, 200
+            # rows of 32 n-grams 64 -> 51 us: no size below which the table wins); the counts added in float32 are
+            # exact (a count is at most width * (max_skip_count + 1), below 2**24) and without np.unique's sort of the
+            # pairs (1,000 rows: 350 -> 90 us). The weights then applied to the counts read at the pairs found: each
+            # product in float64, rounded once to float32, as the dense path; an absent n-gram's coordinate 0.0.
+            y32 = np.zeros(n_rows * out_size, np.float32)
+            cells = rows_of * out_size + self.out_idx[gram]
+            np.add.at(y32, cells, np.float32(1.0))
+            if self.mode != "TF":
+                v = y32[cells].astype(np.float64)
+                if self.mode == "IDF":
+                    v = np.minimum(v, 1.0)
+                # (+ 0.0: a -0.0 product is 0.0, as the dense path makes it; a pair found twice is written twice,
+                # the same value)
+                y32[cells] = v * self.w[gram] + 0.0
+            return y32.reshape(out_size) if x.ndim == 1 else y32.reshape(n_rows, out_size)
+        flat = rows_of * n_grams + gram
         counts = np.bincount(flat, minlength=n_rows * n_grams).astype(np.float64).reshape(n_rows, n_grams)
         if self.mode == "IDF":
             counts = np.minimum(counts, 1.0) * self.w
@@ -447,9 +491,6 @@ class _TfIdf:
             np.add.at(y.T, self.out_idx, counts.T)  # several n-grams share an output coordinate
         y32 = y.astype(np.float32)
         return y32.reshape(out_size) if x.ndim == 1 else y32
-
-
-_DENSE_CELLS = 1 << 13  # [rows, n-grams] cells up to which the batch path counts in a dense table
 
 
 def _prepare_tfidf(**attrs: Any) -> _TfIdf:

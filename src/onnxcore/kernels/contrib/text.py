@@ -48,6 +48,11 @@ _START, _END = b"\x02", b"\x03"
 _QUADRATIC_WORK = 1 << 22
 # RE2 syntax that Python's re reads otherwise: POSIX classes, "{,n}" (a literal in RE2), "\12" (octal in RE2).
 _READ_OTHERWISE = re.compile(r"\[:\^?[a-z]+:\]|\{,|\\[1-9]")
+# One bracketed class repeated, "[...]+" (skl2onnx's "[a-zA-Z0-9_]+"): no bracket inside, so the last "]" closes the
+# class (or, escaped, leaves it open and RE2 refuses the pattern) and "+" repeats it.
+_ONE_CLASS_RUNS = re.compile(r"\[[^\[\]]*\]\+")
+# The octets bytes.split() splits at (bytes.isspace: not str's \x1c-\x1f).
+_SPLIT_AT = b" \t\n\r\x0b\x0c"
 
 
 def _by_expression(text: AnyStr, rx: re.Pattern[AnyStr]) -> list[AnyStr]:
@@ -112,7 +117,7 @@ class _Splitter:
     and characters coincide) short enough for that bound, with no vertical tab (in re's ``\\s``, not RE2's) and
     no final newline where the pattern has ``$`` (re's ``$`` also matches before it)."""
 
-    __slots__ = ("chars", "dollar", "expression", "quadratic", "re2", "rx_bytes")
+    __slots__ = ("chars", "dollar", "expression", "quadratic", "re2", "runs", "rx_bytes")
 
     def __init__(self, pattern: str | None, *, expression: bool) -> None:
         self.expression = expression
@@ -121,12 +126,21 @@ class _Splitter:
         self.rx_bytes: re.Pattern[bytes] | None = None
         self.quadratic = 0
         self.dollar = False
+        self.runs: bytes | None = None
         if pattern is None:
             return
         try:
             self.re2 = compile_re2(pattern)
         except EvaluationError as e:
             raise EvaluationError(str(e).replace("RegexFullMatch", "Tokenizer", 1)) from None
+        if expression and _ONE_CLASS_RUNS.fullmatch(pattern) and not self.re2.nullable:
+            # "[...]+": its leftmost-first matches in an ASCII text are the maximal runs of the class's characters,
+            # which bytes.split() gives once every other octet is made a space, when the class has none of the
+            # octets split() splits at; the class's ASCII characters are those the pattern matches alone (RE2's
+            # own reading). Three times findall's speed (1,000 rows: 720 -> 220 us).
+            members = bytes(b for b in range(128) if self.re2.fullmatch(chr(b)))
+            if members and not any(b in members for b in _SPLIT_AT):
+                self.runs = bytes(b if b in members else 32 for b in range(256))
         cost = self.re2.backtracking
         if cost is not None and pattern.isascii() and not _READ_OTHERWISE.search(pattern):
             try:
@@ -150,6 +164,10 @@ class _Splitter:
     def all_python(self, items: list[bytes], mincharnum: int) -> list[list[bytes]] | None:
         """The tokens of every item when Python's re may search each of them (:meth:`_python_may` of every item,
         decided once over all of them), else None (each item is then tokenized on its own)."""
+        if self.runs is not None and items and b"".join(items).isascii():
+            runs = self.runs
+            found = [item.translate(runs).split() for item in items]
+            return found if mincharnum == 1 else [[t for t in f if len(t) >= mincharnum] for f in found]
         rx = self.rx_bytes
         if rx is None or self.chars or not items:
             return None
