@@ -171,7 +171,7 @@ class Lanes:
 
     Args:
         kind: :func:`lane_kind` of the nodes.
-        op_type: Their operator.
+        operator: Their operator.
         fn: What computes the stacked value: the operator's kernel (or, for a fused elementwise graph and the ML
             encoders, the first lane's step, which computes the same for any operands).
         attrs: The attributes ``fn`` is called with.
@@ -191,7 +191,7 @@ class Lanes:
     def __init__(
         self,
         kind: str,
-        op_type: str,
+        operator: str,
         fn: Call,
         attrs: dict[str, Any],
         specs: Sequence[tuple[str, Sequence[np.ndarray] | None]],
@@ -203,7 +203,7 @@ class Lanes:
         self.shapes: dict[Any, tuple[int, ...]] = {}  # a shape operator's stacked shape by lane shape and target
         # A program of several passes over its operands (a fused elementwise graph): past the cache, lane by lane
         self.passes = len(getattr(fn, "program", ())) > 1
-        self.kind, self.op_type, self.fn, self.kw = kind, op_type, fn, attrs
+        self.kind, self.op_type, self.fn, self.kw = kind, operator, fn, attrs
         self.k = len(lanes)
         self.lanes, self.views = tuple(lanes), tuple(views)
         self.specs = tuple(s for s, _c in specs)
@@ -217,7 +217,7 @@ class Lanes:
         # ArrayFeatureExtractor's constant indices: flat, with their bounds (checked against the data's last extent
         # as the kernel checks them, then one take)
         self.columns: tuple[np.ndarray, int, int] | None = None
-        if op_type == "ArrayFeatureExtractor" and self.specs[1:] == (STACKED,):
+        if operator == "ArrayFeatureExtractor" and self.specs[1:] == (STACKED,):
             idx = self.stacked[1]
             if idx is not None and idx.dtype.kind in "iu" and idx.size:
                 flat = idx.reshape(-1).astype(np.int64)
@@ -445,19 +445,8 @@ class Lanes:
         return tuple(results)
 
 
-def _prepare(
-    constants: Sequence[Any],
-    *,
-    kind: str,
-    operator: str,
-    fn: Call,
-    attrs: dict[str, Any],
-    specs: Sequence[tuple[str, Sequence[np.ndarray] | None]],
-    lanes: Sequence[tuple[Call, dict[str, Any]]],
-    views: Sequence[int],
-    axes_input: bool = False,
-) -> Lanes:
-    return Lanes(kind, operator, fn, attrs, specs, lanes, views, axes_input)
+def _prepare(constants: Sequence[Any], **attributes: Any) -> Lanes:
+    return Lanes(**attributes)  # (the attributes are Lanes' arguments, by name)
 
 
 @kernel("Lanes", 1, domain=FUSED_DOMAIN, prepare=_prepare, prepare_constants=True)

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from onnxcore.kernels.fused.lanes import value_token
 from onnxcore.kernels.fused.shape import CAST_DTYPES
 from onnxcore.runtime.optimize._common import fused_node
 from onnxcore.runtime.optimize.graph import PlanGraph
@@ -26,10 +27,6 @@ from onnxcore.runtime.step import PlanNode
 __all__ = ["fast_shape_ops", "fuse_rotate_half"]
 
 _Call = tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]
-
-
-def _token(a: np.ndarray | None) -> Any:
-    return None if a is None else (a.dtype.str, a.shape, a.tobytes())
 
 
 def _consts(bn: PlanNode, const: Mapping[str, Any]) -> list[np.ndarray | None] | None:
@@ -92,7 +89,7 @@ def fast_shape_ops(graph: PlanGraph) -> list[PlanNode]:
         ins, outs = list(bn.inputs), list(bn.outputs)
         node_bn = fused_node(bn, fused, ins, outs, const, kw=dict(bn.kw), may_tuple=None, kernel=bn.call, **attrs)
         try:
-            key = (bn.call, op, tuple(_token(a) for a in args), repr(sorted(bn.kw.items())))
+            key = (bn.call, op, tuple(value_token(a) for a in args), repr(sorted(bn.kw.items())))
             shared = made.setdefault(key, node_bn.call)  # type: ignore[arg-type]
             node_bn.call = shared
         except TypeError:  # an unhashable call: its own step
