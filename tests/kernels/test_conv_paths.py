@@ -362,3 +362,75 @@ def test_channels_last_depthwise_keeps_its_weights_only_for_the_same_constant() 
     np.testing.assert_allclose(run(x, w3, None), ref(w3), rtol=1e-5, atol=1e-5)
     w3 *= -2.0  # the same writeable array, other values
     np.testing.assert_allclose(run(x, w3, None), ref(w3), rtol=1e-5, atol=1e-5)
+
+
+# (x shape, w shape, group, strides, dilations, pads): the compiled im2col (``kernels/_im2col.py``) of each kind.
+COMPILED_IM2COL = {
+    "stride 2, pad 1": ((1, 6, 13, 12), (5, 6, 3, 3), 1, [2, 2], [1, 1], [1, 1, 1, 1]),
+    "stem 7x7 stride 2, pad 3": ((2, 3, 21, 19), (8, 3, 7, 7), 1, [2, 2], [1, 1], [3, 3, 3, 3]),
+    "stride 3, uneven pads, dilation 2": ((1, 4, 17, 15), (6, 4, 3, 2), 1, [3, 2], [2, 2], [2, 0, 1, 3]),
+    "grouped stride 2": ((2, 8, 11, 11), (6, 4, 3, 3), 2, [2, 2], [1, 1], [1, 1, 1, 1]),
+    "stride 1 on a tiny map": ((1, 16, 4, 4), (8, 16, 3, 3), 1, [1, 1], [1, 1], [1, 1, 1, 1]),
+    "padding wider than the image": ((1, 2, 2, 3), (3, 2, 3, 3), 1, [2, 1], [1, 1], [4, 3, 2, 5]),
+    "1x1 stride 2": ((2, 8, 9, 8), (6, 8, 1, 1), 1, [2, 2], [1, 1], [0, 0, 0, 0]),
+    "1x1 stride 3, even width": ((1, 8, 7, 10), (6, 8, 1, 1), 1, [3, 3], [1, 1], [0, 0, 0, 0]),
+    "1x1 stride 2, padded": ((1, 8, 7, 7), (6, 8, 1, 1), 1, [2, 2], [1, 1], [1, 1, 1, 1]),
+}
+
+
+@pytest.mark.skipif(not accel.available(), reason="the accelerator (numba) is not installed or ONNXCORE_ACCEL=0")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("layer", sorted(COMPILED_IM2COL))
+def test_compiled_im2col_is_the_convolution(layer: str, dtype: Any) -> None:
+    """The Conv kernel's compiled columns give the reference convolution, on a non-contiguous input too, and the
+    columns themselves are numpy's window view's, band by band."""
+    from onnxcore.kernels._im2col import compiled_columns
+    from onnxcore.kernels.conv import conv_pads, pad_spatial, window_view
+
+    x_shape, w_shape, group, strides, dil, pads = COMPILED_IM2COL[layer]
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal(x_shape).astype(dtype)
+    w = rng.standard_normal(w_shape).astype(dtype)
+    b = rng.standard_normal(w_shape[0]).astype(dtype)
+    wide = np.zeros((*x_shape[:3], 2 * x_shape[3]), dtype)
+    wide[..., ::2] = x
+    tol = 1e-4 if dtype == np.float32 else 1e-11
+    with accel.use(True):
+        for xin in (x, wide[..., ::2]):
+            y = conv(xin, w, b, group=group, strides=strides, dilations=dil, pads=pads)
+            ref = naive_conv(x, w, None, strides, dil, pads[:2], pads[2:], group) + b.reshape(1, -1, 1, 1)
+            np.testing.assert_allclose(y, ref, rtol=tol, atol=tol)
+        pb, pe, out = conv_pads(x_shape[2:], w_shape[2:], strides, dil, pads, "NOTSET")
+        view = window_view(pad_spatial(x, pb, pe), w_shape[2:], strides, dil, out)
+        np.testing.assert_array_equal(compiled_columns(x, w_shape[2:], pb, strides, dil, out), view)
+        for r0 in range(out[0]):
+            band = compiled_columns(x, w_shape[2:], pb, strides, dil, out, r0, min(out[0], r0 + 2))
+            np.testing.assert_array_equal(band, view[..., r0 : r0 + 2, :])
+
+
+@pytest.mark.skipif(not accel.available(), reason="the accelerator (numba) is not installed or ONNXCORE_ACCEL=0")
+def test_compiled_im2col_bands_large_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Above twice ``BAND_BYTES`` the columns are built and multiplied a band of output rows at a time (both sides
+    of the rule), the same values as one product."""
+    from onnxcore.kernels import _im2col
+
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal((2, 6, 23, 21)).astype(np.float32)
+    w = rng.standard_normal((10, 6, 3, 3)).astype(np.float32)
+    calls: list[int] = []
+    real = _im2col.compiled_columns
+
+    def spy(*args: Any, **kw: Any) -> np.ndarray:
+        calls.append(1)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(_im2col, "compiled_columns", spy)
+    with accel.use(True):
+        whole = _im2col.im2col_conv(x, w, 1, [1, 1], [2, 2], [1, 1], [12, 11])
+        assert len(calls) == 1
+        monkeypatch.setattr(_im2col, "BAND_BYTES", 2000)
+        banded = _im2col.im2col_conv(x, w, 1, [1, 1], [2, 2], [1, 1], [12, 11])
+    assert len(calls) > 3
+    ref = naive_conv(x, w, None, [2, 2], [1, 1], [1, 1], [1, 1], 1)
+    np.testing.assert_allclose(whole, ref, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(banded, ref, rtol=1e-4, atol=1e-4)

@@ -30,6 +30,7 @@ from onnxcore.errors import EvaluationError, ShapeError
 from onnxcore.kernels import accel
 from onnxcore.kernels._depthwise import depthwise_conv2d, depthwise_pays
 from onnxcore.kernels._epilogue import add_channel_bias
+from onnxcore.kernels._im2col import compiled_columns, im2col_conv
 from onnxcore.kernels._scratch import scratch
 from onnxcore.kernels._util import check_elements, int_list, is_narrow_float
 from onnxcore.kernels.registry import kernel
@@ -285,7 +286,11 @@ def _conv_paths(
         # 1x1 kernel: a plain matmul on the (strided) input, no im2col.
         # The input may be larger than the output with every stride 1: a stride along an axis of one output is
         # taken as 1 (conv_geometry), so the window is sliced whenever the extents differ.
-        if any(s != 1 for s in strides) or tuple(x.shape[2:]) != tuple(out):
+        if nd == 2 and x.dtype in _FLOATS and accel.enabled() and tuple(x.shape[2:]) != tuple(out):
+            # The strided places gathered by a compiled loop (numpy's strided copy has a short inner loop per row).
+            cols = compiled_columns(np.ascontiguousarray(x), kernel, pb, strides, dilations, out)
+            xs = cols.reshape(n_img, c, *out)
+        elif any(s != 1 for s in strides) or tuple(x.shape[2:]) != tuple(out):
             xs = x[(slice(None), slice(None)) + tuple(slice(0, (o - 1) * s + 1, s) for o, s in zip(out, strides))]
             xs = _columns(xs, "conv.cols")
         else:
@@ -299,6 +304,8 @@ def _conv_paths(
         flat = _flat_conv(x, w, group, pb, pe, dilations, out, bias)
         if flat is not None:
             return flat, True
+    if nd == 2 and x.dtype in _FLOATS and accel.enabled():
+        return im2col_conv(x, w, group, pb, strides, dilations, out), False
     xp = _padded(x, pb, pe)
     view = window_view(xp.reshape(n_img, group, cg, *xp.shape[2:]), kernel, strides, dilations, out)
     if nd > 1 and n_img * c * kk * p_out * x.itemsize > 2 * _CHUNK_BYTES:

@@ -84,9 +84,10 @@ What it accelerates (each numpy kernel keeps its own path and calls these only w
   insertion, the stable sort's choice and order (ties by ascending index), where the numpy path partitions.
 
 The convolution and pooling kernels are in ``_jit_cnn`` (:func:`jit_cnn`; it takes its decorator from ``_jit``), the
-ML ones in ``_jit_ml`` (:func:`jit_ml`), the tree ensembles' in ``_jit_tree`` (:func:`jit_tree`), the transformer
-operators' in ``_jit_tx`` (:func:`jit_tx`), the generated elementwise graphs in ``_jit_ew`` (:func:`jit_ew`); each
-family is imported with the first kernel that asks for it, so a plan loads only the families its kernels use
+dense convolutions' im2col in ``_jit_im2col`` (:func:`jit_im2col`), the ML ones in ``_jit_ml`` (:func:`jit_ml`), the
+tree ensembles' in ``_jit_tree`` (:func:`jit_tree`), the transformer operators' in ``_jit_tx`` (:func:`jit_tx`), the
+generated elementwise graphs in ``_jit_ew`` (:func:`jit_ew`); each family is imported with the first kernel that
+asks for it, so a plan loads only the families its kernels use
 (issue 42, item 3).
 Compiled functions are cached on disk by numba (``cache=True``) and release the GIL (``nogil=True``): they run
 on the kernel threads (:mod:`onnxcore.kernels.threads`) as numpy's loops do.
@@ -108,6 +109,7 @@ __all__ = [
     "jit",
     "jit_cnn",
     "jit_ew",
+    "jit_im2col",
     "jit_ml",
     "jit_tree",
     "jit_tx",
@@ -159,8 +161,8 @@ def available() -> bool:
 
 
 def _family(name: str) -> ModuleType:
-    """The compiled loops of one family (``_jit_cnn``, ``_jit_ml``, ``_jit_tree``, ``_jit_tx``, ``_jit_ew``), imported
-    on the first kernel that asks: a plan loads only the families its kernels use."""
+    """The compiled loops of one family (``_jit_cnn``, ``_jit_im2col``, ``_jit_ml``, ``_jit_tree``, ``_jit_tx``,
+    ``_jit_ew``), imported on the first kernel that asks: a plan loads only the families its kernels use."""
     assert available(), f"accel.{name.lstrip('_')}() called while the accelerator is not available"
     with _lock:
         if name not in _families:
@@ -181,6 +183,10 @@ def _family(name: str) -> ModuleType:
                 from onnxcore.kernels.accel import _jit_tx
 
                 _families[name] = _jit_tx
+            elif name == "_jit_im2col":
+                from onnxcore.kernels.accel import _jit_im2col
+
+                _families[name] = _jit_im2col
             else:
                 from onnxcore.kernels.accel import _jit_ew
 
@@ -212,6 +218,12 @@ def jit_cnn() -> ModuleType:
     """The module of compiled convolution and pooling kernels (:mod:`onnxcore.kernels.accel._jit_cnn`), imported on
     the first call; call only when :func:`enabled`."""
     return _families.get("_jit_cnn") or _family("_jit_cnn")
+
+
+def jit_im2col() -> ModuleType:
+    """The module of the compiled im2col of dense 2-D convolutions (:mod:`onnxcore.kernels.accel._jit_im2col`),
+    imported on the first call; call only when :func:`enabled`."""
+    return _families.get("_jit_im2col") or _family("_jit_im2col")
 
 
 def jit_ml() -> ModuleType:
