@@ -145,7 +145,7 @@ def im2col2d(
                     # Image columns 2t - pl % 2 ... : phase (pl + c) % 2 place (c + pl) // 2 for image column c.
                     ka = base + (pl % 2) * size + pl // 2
                     kb = base + (1 - pl % 2) * size + (pl + 1) // 2
-                    half = min(wd // 2, hi[pl % 2] - pl // 2, hi[1 - pl % 2] - (pl + 1) // 2)
+                    half = max(0, min(wd // 2, hi[pl % 2] - pl // 2, hi[1 - pl % 2] - (pl + 1) // 2))
                     for t in range(half):
                         pbuf[_U(ka + t)] = xf[_U(src + 2 * t)]
                         pbuf[_U(kb + t)] = xf[_U(src + 2 * t + 1)]
