@@ -112,6 +112,60 @@ def test_max_pool_window_wholly_in_padding() -> None:
     assert got[0, 0, 1, 1] == 25
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("kw", [1, 2, 3])
+@pytest.mark.parametrize("width", [29, 30, 31, 32, 33, 41])
+def test_max_pool_split_columns(width: int, kw: int, dtype: Any) -> None:
+    """Stride-2 column taps (1 to 3) on both sides of the de-interleaving pass's threshold (``_jit_pool._SPLIT_COLUMNS``
+    output columns: 15 or 16 from 29 to 33 input columns), even and odd left padding, one to five tap rows (the
+    one-pass three and the row-by-row rest, rows cut by the padding), row dilation, batches of two: bit for bit."""
+    _needs_accel()
+    from onnxcore.kernels.accel import _jit_pool
+
+    rng = np.random.default_rng(width * 7 + kw)
+    x = _spice(rng.standard_normal((2, 3, 9, width)), rng).astype(dtype)
+    split = 0
+    for kh, dy in [(1, 1), (2, 1), (3, 1), (3, 2), (5, 1)]:
+        for pl in range(kw):
+            attrs = {"kernel_shape": [kh, kw], "strides": [2, 2], "dilations": [dy, 1], "pads": [kh // 2, pl, 0, pl]}
+            ref, got = _both("MaxPool", x, 12, attrs)
+            _assert_bits(ref, got)
+            split += got.shape[3] >= _jit_pool._SPLIT_COLUMNS
+    assert split > 0 or width < 31
+
+
+def test_max_pool_non_contiguous_input() -> None:
+    """A strided view (every other channel, a column slice) pools as its contiguous copy does."""
+    _needs_accel()
+    rng = np.random.default_rng(3)
+    x = _spice(rng.standard_normal((2, 8, 40, 50)).astype(np.float32), rng)
+    view = x[:, ::2, :, 3:45]
+    assert not view.flags.c_contiguous
+    attrs = {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}
+    ref, got = _both("MaxPool", np.ascontiguousarray(view), 12, attrs)
+    with accel.use(True):
+        (viewed,) = ours("MaxPool", [view], 12, attrs)
+    _assert_bits(ref, got)
+    _assert_bits(ref, viewed)
+
+
+def test_max_pool_setup_cached_per_geometry() -> None:
+    """The pool's validated geometry is cached by shape and attributes: other attributes (lists or arrays) give other
+    results, and a bad attribute raises on every call, not just the first."""
+    from onnxcore.errors import EvaluationError
+    from onnxcore.kernels import pool
+
+    x = np.arange(2.0 * 2 * 8 * 8, dtype=np.float32).reshape(2, 2, 8, 8)
+    a = pool._setup(x, [3, 3], [2, 2], None, [1, 1, 1, 1], "NOTSET", 0)
+    assert a == ([3, 3], [2, 2], [1, 1], [1, 1], [1, 1], [4, 4])
+    assert pool._setup(x, np.array([3, 3]), (2, 2), None, [1, 1, 1, 1], "NOTSET", 0) == a
+    assert pool._setup(x, [3, 3], [1, 1], None, [1, 1, 1, 1], "NOTSET", 0)[5] == [8, 8]
+    assert pool._setup(x[:, :, :6], [3, 3], [2, 2], None, [1, 1, 1, 1], "NOTSET", 0)[5] == [3, 4]
+    for _ in range(2):
+        with pytest.raises(EvaluationError, match="strides"):
+            pool._setup(x, [3, 3], [0, 2], None, None, "NOTSET", 0)
+
+
 def test_max_pool_accel_vs_ort() -> None:
     """The compiled path against onnxruntime over random geometries and the CNN shapes (no NaN: onnxruntime's rule
     for NaN is its own)."""
