@@ -2,11 +2,11 @@
 activation after it in place (Relu, Clip, SiLU, the erf GELU, HardSwish), the stride-1 box mean, max pooling and short
 row means.
 
-Split from :mod:`onnxcore.kernels.accel._jit` for size (reach them as ``accel.jit_cnn().depthwise2d``; max pooling is in
-:mod:`onnxcore.kernels.accel._jit_pool`, reached here too); numba itself is imported by ``_jit`` alone, whose decorator
-these use. As there,
-every function works on arrays its caller made contiguous and of one element type (float32 or float64), and numba
-does not check bounds: every index these loops follow has been validated by the caller (see each docstring).
+Split from :mod:`onnxcore.kernels.accel._jit` for size (reach them as ``accel.jit_cnn().depthwise2d``; max pooling and
+the channels-last depthwise loop live in :mod:`onnxcore.kernels.accel._jit_pool` and ``_jit_dw``, reached here too);
+numba itself is imported by ``_jit`` alone, whose decorator these use. As there, every function works on arrays its
+caller made contiguous and of one element type (float32 or float64), and numba does not check bounds: every index
+these loops follow has been validated by the caller (see each docstring).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from onnxcore.kernels.accel._jit import _gelu_of, _hard_swish_of, _njit, _njit_fma, _pairwise_leaf, _swish1
+from onnxcore.kernels.accel._jit_dw import depthwise2d_nchw_cl
 from onnxcore.kernels.accel._jit_pool import max_pool2d
 
 __all__ = [
@@ -26,7 +27,7 @@ __all__ = [
     "box_mean2d",
     "conv2d_planar",
     "depthwise2d",
-    "depthwise2d_nhwc",
+    "depthwise2d_nchw_cl",
     "depthwise2d_strided",
     "max_pool2d",
     "row_means",
@@ -479,52 +480,6 @@ def conv2d_planar(
                 drow = dst[oy]
                 for ox in range(ow):
                     drow[ox] = arow[ox] + b
-
-
-@_njit
-def depthwise2d_nhwc(
-    x: Any,
-    w: Any,
-    bias: Any,
-    out: Any,
-    pads: Any,
-    strides: Any,
-    dilations: Any,
-    start: int,
-    stop: int,
-) -> None:  # pragma: no cover - compiled
-    """:func:`depthwise2d` channels-last, for small images with many channels: ``x`` ``(N, H, W, C)``, ``w`` ``(kh,
-    kw, C)``, ``out`` ``(N, oh, ow, C)``, for the output rows ``start..stop`` of ``(N * oh)``. The innermost loop
-    runs over the channels (contiguous, vectorised); the taps are added in the same order as
-    :func:`depthwise2d`'s, then the bias. Taps outside the image are skipped by the row and column tests, so
-    every index read is inside ``x``."""
-    h, wd, c_count = x.shape[1], x.shape[2], x.shape[3]
-    kh, kw = w.shape[0], w.shape[1]
-    oh, ow = out.shape[1], out.shape[2]
-    pt, pl = pads[0], pads[1]
-    sy, sx = strides[0], strides[1]
-    dy, dx = dilations[0], dilations[1]
-    for row in range(start, stop):
-        n = row // oh
-        oy = row - n * oh
-        for ox in range(ow):
-            acc = out[n, oy, ox]
-            for c in range(c_count):
-                acc[c] = 0
-            for i in range(kh):
-                iy = oy * sy - pt + i * dy
-                if iy < 0 or iy >= h:
-                    continue
-                for j in range(kw):
-                    ix = ox * sx - pl + j * dx
-                    if ix < 0 or ix >= wd:
-                        continue
-                    src = x[n, iy, ix]
-                    wr = w[i, j]
-                    for c in range(c_count):
-                        acc[c] += wr[c] * src[c]
-            for c in range(c_count):
-                acc[c] += bias[c]
 
 
 @_njit
