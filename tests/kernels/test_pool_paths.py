@@ -134,6 +134,41 @@ def test_max_pool_split_columns(width: int, kw: int, dtype: Any) -> None:
     assert split > 0 or width < 31
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize(
+    ("shape", "kernel"),
+    [
+        ((2, 37, 16, 16), [3, 3]),  # flat: 32 planes a run, a partial second run
+        ((1, 5, 32, 32), [3, 3]),  # flat: the largest plane of three columns
+        ((1, 5, 32, 34), [3, 3]),  # by rows: just larger
+        ((1, 7, 20, 20), [2, 2]),  # flat: the largest plane of two columns
+        ((1, 7, 20, 22), [2, 2]),  # by rows: just larger
+        ((3, 4, 9, 14), [2, 3]),  # flat: two rows, three columns, the last row unused
+        ((3, 4, 10, 12), [3, 2]),
+        ((1, 6, 16, 15), [3, 3]),  # by rows: an odd width
+    ],
+)
+def test_max_pool_flat_small_planes(shape: tuple[int, ...], kernel: list[int], dtype: Any) -> None:
+    """Stride-2 pools without padding of small planes run as flat passes over several planes at a time
+    (``_jit_pool._max_pool_flat2``), on both sides of its size limits and width rule: bit for bit the numpy path's,
+    whole and for any range of planes (a thread's share, not a whole number of runs)."""
+    _needs_accel()
+    from onnxcore.kernels.accel import _jit_pool
+
+    rng = np.random.default_rng(sum(shape) + kernel[1])
+    x = _spice(rng.standard_normal(shape), rng).astype(dtype)
+    attrs = {"kernel_shape": kernel, "strides": [2, 2]}
+    ref, got = _both("MaxPool", x, 12, attrs)
+    _assert_bits(ref, got)
+    planes = x.reshape(-1, *shape[2:])
+    part = np.full((planes.shape[0], *ref.shape[2:]), 7.0, dtype)
+    low = np.dtype(dtype).type(-np.inf)
+    for a, b in ((0, 3), (3, 36), (36, planes.shape[0])):
+        if a < planes.shape[0]:
+            _jit_pool.max_pool2d(planes, part, *kernel, 0, 0, 2, 2, 1, 1, low, a, min(b, planes.shape[0]))
+    np.testing.assert_array_equal(part, ref.reshape(part.shape), strict=True)
+
+
 def test_max_pool_non_contiguous_input() -> None:
     """A strided view (every other channel, a column slice) pools as its contiguous copy does."""
     _needs_accel()
