@@ -112,6 +112,95 @@ def test_max_pool_window_wholly_in_padding() -> None:
     assert got[0, 0, 1, 1] == 25
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("kw", [1, 2, 3])
+@pytest.mark.parametrize("width", [29, 30, 31, 32, 33, 41])
+def test_max_pool_split_columns(width: int, kw: int, dtype: Any) -> None:
+    """Stride-2 column taps (1 to 3) on both sides of the de-interleaving pass's threshold (``_jit_pool._SPLIT_COLUMNS``
+    output columns: 15 or 16 from 29 to 33 input columns), even and odd left padding, one to five tap rows (the
+    one-pass three and the row-by-row rest, rows cut by the padding), row dilation, batches of two: bit for bit."""
+    _needs_accel()
+    from onnxcore.kernels.accel import _jit_pool
+
+    rng = np.random.default_rng(width * 7 + kw)
+    x = _spice(rng.standard_normal((2, 3, 9, width)), rng).astype(dtype)
+    split = 0
+    for kh, dy in [(1, 1), (2, 1), (3, 1), (3, 2), (5, 1)]:
+        for pl in range(kw):
+            attrs = {"kernel_shape": [kh, kw], "strides": [2, 2], "dilations": [dy, 1], "pads": [kh // 2, pl, 0, pl]}
+            ref, got = _both("MaxPool", x, 12, attrs)
+            _assert_bits(ref, got)
+            split += got.shape[3] >= _jit_pool._SPLIT_COLUMNS
+    assert split > 0 or width < 31
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize(
+    ("shape", "kernel"),
+    [
+        ((2, 37, 16, 16), [3, 3]),  # flat: 32 planes a run, a partial second run
+        ((1, 5, 32, 32), [3, 3]),  # flat: the largest plane of three columns
+        ((1, 5, 32, 34), [3, 3]),  # by rows: just larger
+        ((1, 7, 20, 20), [2, 2]),  # flat: the largest plane of two columns
+        ((1, 7, 20, 22), [2, 2]),  # by rows: just larger
+        ((3, 4, 9, 14), [2, 3]),  # flat: two rows, three columns, the last row unused
+        ((3, 4, 10, 12), [3, 2]),
+        ((1, 6, 16, 15), [3, 3]),  # by rows: an odd width
+    ],
+)
+def test_max_pool_flat_small_planes(shape: tuple[int, ...], kernel: list[int], dtype: Any) -> None:
+    """Stride-2 pools without padding of small planes run as flat passes over several planes at a time
+    (``_jit_pool._max_pool_flat2``), on both sides of its size limits and width rule: bit for bit the numpy path's,
+    whole and for any range of planes (a thread's share, not a whole number of runs)."""
+    _needs_accel()
+    from onnxcore.kernels.accel import _jit_pool
+
+    rng = np.random.default_rng(sum(shape) + kernel[1])
+    x = _spice(rng.standard_normal(shape), rng).astype(dtype)
+    attrs = {"kernel_shape": kernel, "strides": [2, 2]}
+    ref, got = _both("MaxPool", x, 12, attrs)
+    _assert_bits(ref, got)
+    planes = x.reshape(-1, *shape[2:])
+    part = np.full((planes.shape[0], *ref.shape[2:]), 7.0, dtype)
+    low = np.dtype(dtype).type(-np.inf)
+    for a, b in ((0, 3), (3, 36), (36, planes.shape[0])):
+        if a < planes.shape[0]:
+            _jit_pool.max_pool2d(planes, part, *kernel, 0, 0, 2, 2, 1, 1, low, a, min(b, planes.shape[0]))
+    np.testing.assert_array_equal(part, ref.reshape(part.shape), strict=True)
+
+
+def test_max_pool_non_contiguous_input() -> None:
+    """A strided view (every other channel, a column slice) pools as its contiguous copy does."""
+    _needs_accel()
+    rng = np.random.default_rng(3)
+    x = _spice(rng.standard_normal((2, 8, 40, 50)).astype(np.float32), rng)
+    view = x[:, ::2, :, 3:45]
+    assert not view.flags.c_contiguous
+    attrs = {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}
+    ref, got = _both("MaxPool", np.ascontiguousarray(view), 12, attrs)
+    with accel.use(True):
+        (viewed,) = ours("MaxPool", [view], 12, attrs)
+    _assert_bits(ref, got)
+    _assert_bits(ref, viewed)
+
+
+def test_max_pool_setup_cached_per_geometry() -> None:
+    """The pool's validated geometry is cached by shape and attributes: other attributes (lists or arrays) give other
+    results, and a bad attribute raises on every call, not just the first."""
+    from onnxcore.errors import EvaluationError
+    from onnxcore.kernels import pool
+
+    x = np.arange(2.0 * 2 * 8 * 8, dtype=np.float32).reshape(2, 2, 8, 8)
+    a = pool._setup(x, [3, 3], [2, 2], None, [1, 1, 1, 1], "NOTSET", 0)
+    assert a == ([3, 3], [2, 2], [1, 1], [1, 1], [1, 1], [4, 4])
+    assert pool._setup(x, np.array([3, 3]), (2, 2), None, [1, 1, 1, 1], "NOTSET", 0) == a
+    assert pool._setup(x, [3, 3], [1, 1], None, [1, 1, 1, 1], "NOTSET", 0)[5] == [8, 8]
+    assert pool._setup(x[:, :, :6], [3, 3], [2, 2], None, [1, 1, 1, 1], "NOTSET", 0)[5] == [3, 4]
+    for _ in range(2):
+        with pytest.raises(EvaluationError, match="strides"):
+            pool._setup(x, [3, 3], [0, 2], None, None, "NOTSET", 0)
+
+
 def test_max_pool_accel_vs_ort() -> None:
     """The compiled path against onnxruntime over random geometries and the CNN shapes (no NaN: onnxruntime's rule
     for NaN is its own)."""

@@ -115,3 +115,35 @@ def test_winograd_same_bits_for_any_thread_count(shape: tuple[int, ...], channel
     with threads_in_effect(1):
         (direct,) = run_ours("Conv", [x, w, b], 11, {"pads": [1, 1, 1, 1]})
     assert np.abs(one - direct).max() <= 3e-5 * np.abs(direct).max()
+
+
+@pytest.mark.parametrize(
+    ("shape", "k", "stride"),
+    [((2, 480, 20, 20), 3, 2), ((2, 960, 7, 7), 5, 1), ((1, 96, 56, 56), 3, 2)],
+    ids=["channels-last-strided", "channels-last", "planar"],
+)
+def test_depthwise_same_bits_for_any_thread_count(shape: tuple[int, ...], k: int, stride: int) -> None:
+    """The depthwise loops (channels-last rows, planar planes) split over the threads give the bits of one thread,
+    the channels-last loop's rows of one thread crossing from one image to the next."""
+    from onnxcore.kernels import accel
+
+    if not accel.available():
+        pytest.skip("the accelerator is not available")
+    from onnxcore.kernels.conv import _dw_channels_last, depthwise_for_shape
+
+    c, p = shape[1], k // 2
+    out = [(shape[2] + 2 * p - k) // stride + 1, (shape[3] + 2 * p - k) // stride + 1]
+    assert shape[0] * c * out[0] * out[1] >= 1 << 16  # large enough to be split
+    x, w, b = f32(*shape), f32(c, 1, k, k), f32(c)
+    run = depthwise_for_shape(shape, np.float32, [p, p], [stride] * 2, [1, 1], out)
+    with threads_in_effect(1):
+        one = run(x, w, b)
+    for n_threads in (2, 3):
+        with threads_in_effect(n_threads):
+            other = run(x, w, b)
+        assert np.array_equal(one, other), n_threads
+    last = _dw_channels_last(c, out, [stride] * 2)
+    assert last == (shape[2] < 56)
+    with threads_in_effect(1):
+        (direct,) = run_ours("Conv", [x, w, b], 11, {"group": c, "pads": [p] * 4, "strides": [stride] * 2})
+    assert np.abs(one - direct).max() <= 3e-5 * np.abs(direct).max()

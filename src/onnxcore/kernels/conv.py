@@ -369,28 +369,30 @@ def depthwise_for_shape(
     large = n_img * c * oh * ow >= 1 << 16
     jit = accel.jit_cnn()
     if _DW_CHANNELS_LAST(c, out, strides) if channels_last is None else channels_last:
-        # Small images, many channels: channels-last, the channels the vectorised inner loop.
-        # The channels-last copies in and out are scratch buffers (no page faults on every run).
-        fl = jit.depthwise2d_nhwc
+        # Small images, many channels: channels-last, the channels the vectorised inner loop. The loop reads and
+        # writes NCHW itself, the input rows it needs copied channels-last into this thread's scratch buffers (a
+        # numpy transpose of the whole tensor in and out cost twice the loop).
+        fl = jit.depthwise2d_nchw_cl
+        h, w_in = x_shape[2], x_shape[3]
         # The weights channels-last, kept for the weights array they were made from (a plan's constant: made once,
         # not on every run; the pair replaced whole, so a thread reads a matching one).
         made: list[tuple[np.ndarray | None, np.ndarray | None]] = [(None, None)]
 
         def run_channels_last(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
             bc = zeros if bias is None else np.ascontiguousarray(bias, dtype=dt)
-            xl = scratch("conv.dw.x", (n_img, *x_shape[2:], c), dt)
-            np.copyto(xl, x.transpose(0, 2, 3, 1))
+            xc = np.ascontiguousarray(x, dtype=dt)
             w_of, wl = made[0]
             if w_of is not w or wl is None or w.flags.writeable:
                 wl = np.ascontiguousarray(w.reshape(c, *w.shape[2:]).transpose(1, 2, 0), dtype=dt)
                 made[0] = (w, wl)
-            yl = scratch("conv.dw.y", (n_img, oh, ow, c), dt)
-            parallel_for(
-                lambda a, b: fl(xl, wl, bc, yl, pads, st, dl, a, b),
-                n_img * oh,
-                threads=active_threads() if large else 1,
-            )
-            return yl.transpose(0, 3, 1, 2).copy()  # a copy always: yl is a scratch buffer
+            y = np.empty((n_img, c, oh, ow), dt)
+
+            def rows(a: int, b: int) -> None:
+                xl = scratch("conv.dw.x", (h, w_in, c), dt)
+                fl(xc, wl, bc, y, pads, st, dl, xl, scratch("conv.dw.tile", (ow, c), dt), a, b)
+
+            parallel_for(rows, n_img * oh, threads=active_threads() if large else 1)
+            return y
 
         return run_channels_last
     fn = jit.depthwise2d if all(v == 1 for v in strides[:2]) else jit.depthwise2d_strided
@@ -461,10 +463,15 @@ def depthwise_accel(
 
 
 def _dw_channels_last(c: int, out: Sequence[int], strides: Sequence[int]) -> bool:
-    """Whether the channels-last compiled depthwise loop beats the planar one (measured: with 64 channels or more,
-    outputs of up to 10 x 10, or up to 16 x 16 with a stride; at 14 x 14 without one the two are even; from 28 x 28
-    with a stride the planar loop, since it de-interleaves its phases by pairs, is up to 2x faster)."""
-    return c >= 64 and (out[0] * out[1] <= 100 or (out[0] * out[1] <= 256 and any(s > 1 for s in strides)))
+    """Whether the channels-last compiled depthwise loop beats the planar ones (measured at one thread, kernel alone:
+    with a stride, from 64 channels on outputs of up to 10 x 10 and from 96 on up to 14 x 14, 1.1x to 6x faster, the
+    strided planar loop's phases costing most on small planes; without one, only for the smallest outputs of many
+    channels, 5 x 5 from 240 channels and 7 x 7 from 480, where the planar loop's cost per plane is larger than its
+    sums)."""
+    n = out[0] * out[1]
+    if any(s > 1 for s in strides):
+        return (c >= 64 and n <= 100) or (c >= 96 and n <= 196)
+    return (c >= 240 and n <= 25) or (c >= 480 and n <= 49)
 
 
 _DW_CHANNELS_LAST = _dw_channels_last

@@ -19,7 +19,7 @@ import numpy as np
 
 from onnxcore.errors import EvaluationError, ShapeError
 from onnxcore.kernels import accel
-from onnxcore.kernels._util import check_elements, float_sum
+from onnxcore.kernels._util import check_elements, float_sum, int_list
 from onnxcore.kernels.conv import conv_pads, pad_spatial, spatial_attr, work_dtype
 from onnxcore.kernels.registry import KernelContext, kernel
 from onnxcore.kernels.threads import MIN_PARALLEL_ELEMENTS, active_threads, parallel_for
@@ -41,17 +41,44 @@ def _setup(
     ceil_mode: int,
     drop_tail: bool = False,
 ) -> tuple[list[int], list[int], list[int], list[int], list[int], list[int]]:
+    """``(kernel, strides, dilations, pads begin, pads end, output extents)`` of a pool of ``x``'s shape, validated;
+    the lists are shared by every call of one shape and attributes (read them, never change them)."""
     if x.ndim < 3:
         raise ShapeError(f"X must have rank >= 3 (N, C, spatial...), got shape {x.shape}")
-    nd = x.ndim - 2
+    # Cached: the attribute checks and the padding arithmetic are ~10 us of Python, more than a small plane's pool.
+    key = (_attr_key(kernel_shape), _attr_key(strides), _attr_key(dilations), _attr_key(pads))
+    return _setup_of(x.shape, *key, auto_pad, int(ceil_mode), bool(drop_tail))
+
+
+def _attr_key(value: Any) -> tuple[int, ...] | None:
+    """An INTS attribute as a hashable tuple (None stays None: the attribute's default)."""
+    if value is None:
+        return None
+    # A list of Python ints (a node's attribute) as it is: np.asarray's conversion costs more than the cached call.
+    return tuple(value) if isinstance(value, list) else tuple(int_list(value))
+
+
+@functools.lru_cache(maxsize=1024)
+def _setup_of(
+    shape: tuple[int, ...],
+    kernel_shape: tuple[int, ...] | None,
+    strides: tuple[int, ...] | None,
+    dilations: tuple[int, ...] | None,
+    pads: tuple[int, ...] | None,
+    auto_pad: str,
+    ceil_mode: int,
+    drop_tail: bool,
+) -> tuple[list[int], list[int], list[int], list[int], list[int], list[int]]:
+    """:func:`_setup` for a shape and hashable attributes (an error is raised again on every call: not cached)."""
+    nd = len(shape) - 2
     if kernel_shape is None:
         raise EvaluationError("kernel_shape is required")
     kernel = spatial_attr(kernel_shape, nd, 1, "kernel_shape", least=1)
     st = spatial_attr(strides, nd, 1, "strides", least=1)
     dil = spatial_attr(dilations, nd, 1, "dilations", least=1)
-    pb, pe, out = conv_pads(x.shape[2:], kernel, st, dil, pads, auto_pad, ceil_mode=ceil_mode, drop_tail=drop_tail)
-    check_elements([*x.shape[:2], *(s + b + e for s, b, e in zip(x.shape[2:], pb, pe))], "pool (padded input)")
-    check_elements([*x.shape[:2], *out], "pool")
+    pb, pe, out = conv_pads(shape[2:], kernel, st, dil, pads, auto_pad, ceil_mode=ceil_mode, drop_tail=drop_tail)
+    check_elements([*shape[:2], *(s + b + e for s, b, e in zip(shape[2:], pb, pe))], "pool (padded input)")
+    check_elements([*shape[:2], *out], "pool")
     return kernel, st, dil, pb, pe, out
 
 

@@ -2,10 +2,11 @@
 activation after it in place (Relu, Clip, SiLU, the erf GELU, HardSwish), the stride-1 box mean, max pooling and short
 row means.
 
-Split from :mod:`onnxcore.kernels.accel._jit` for size (reach them as ``accel.jit_cnn().depthwise2d``); numba itself is
-imported by ``_jit`` alone, whose decorator these use. As there,
-every function works on arrays its caller made contiguous and of one element type (float32 or float64), and numba
-does not check bounds: every index these loops follow has been validated by the caller (see each docstring).
+Split from :mod:`onnxcore.kernels.accel._jit` for size (reach them as ``accel.jit_cnn().depthwise2d``; max pooling and
+the channels-last depthwise loop live in :mod:`onnxcore.kernels.accel._jit_pool` and ``_jit_dw``, reached here too);
+numba itself is imported by ``_jit`` alone, whose decorator these use. As there, every function works on arrays its
+caller made contiguous and of one element type (float32 or float64), and numba does not check bounds: every index
+these loops follow has been validated by the caller (see each docstring).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from typing import Any
 import numpy as np
 
 from onnxcore.kernels.accel._jit import _gelu_of, _hard_swish_of, _njit, _njit_fma, _pairwise_leaf, _swish1
+from onnxcore.kernels.accel._jit_dw import depthwise2d_nchw_cl
+from onnxcore.kernels.accel._jit_pool import max_pool2d
 
 __all__ = [
     "add_row_bias_clip",
@@ -24,7 +27,7 @@ __all__ = [
     "box_mean2d",
     "conv2d_planar",
     "depthwise2d",
-    "depthwise2d_nhwc",
+    "depthwise2d_nchw_cl",
     "depthwise2d_strided",
     "max_pool2d",
     "row_means",
@@ -480,52 +483,6 @@ def conv2d_planar(
 
 
 @_njit
-def depthwise2d_nhwc(
-    x: Any,
-    w: Any,
-    bias: Any,
-    out: Any,
-    pads: Any,
-    strides: Any,
-    dilations: Any,
-    start: int,
-    stop: int,
-) -> None:  # pragma: no cover - compiled
-    """:func:`depthwise2d` channels-last, for small images with many channels: ``x`` ``(N, H, W, C)``, ``w`` ``(kh,
-    kw, C)``, ``out`` ``(N, oh, ow, C)``, for the output rows ``start..stop`` of ``(N * oh)``. The innermost loop
-    runs over the channels (contiguous, vectorised); the taps are added in the same order as
-    :func:`depthwise2d`'s, then the bias. Taps outside the image are skipped by the row and column tests, so
-    every index read is inside ``x``."""
-    h, wd, c_count = x.shape[1], x.shape[2], x.shape[3]
-    kh, kw = w.shape[0], w.shape[1]
-    oh, ow = out.shape[1], out.shape[2]
-    pt, pl = pads[0], pads[1]
-    sy, sx = strides[0], strides[1]
-    dy, dx = dilations[0], dilations[1]
-    for row in range(start, stop):
-        n = row // oh
-        oy = row - n * oh
-        for ox in range(ow):
-            acc = out[n, oy, ox]
-            for c in range(c_count):
-                acc[c] = 0
-            for i in range(kh):
-                iy = oy * sy - pt + i * dy
-                if iy < 0 or iy >= h:
-                    continue
-                for j in range(kw):
-                    ix = ox * sx - pl + j * dx
-                    if ix < 0 or ix >= wd:
-                        continue
-                    src = x[n, iy, ix]
-                    wr = w[i, j]
-                    for c in range(c_count):
-                        acc[c] += wr[c] * src[c]
-            for c in range(c_count):
-                acc[c] += bias[c]
-
-
-@_njit
 def box_mean2d(
     x: Any,
     kh: int,
@@ -591,107 +548,6 @@ def box_mean2d(
         d = divt[0:length]
         for t in range(length):
             a[t] = a[t] / d[t]
-
-
-@_njit
-def max_pool2d(
-    x: Any,
-    out: Any,
-    kh: int,
-    kw: int,
-    pt: int,
-    pl: int,
-    sy: int,
-    sx: int,
-    dy: int,
-    dx: int,
-    low: Any,
-    start: int,
-    stop: int,
-) -> None:  # pragma: no cover - compiled
-    """2-D MaxPool without the Indices output, for the planes ``start..stop`` of ``x`` ``(P, H, W)`` into ``out``
-    ``(P, oh, ow)`` (both C-contiguous, one type): ``out[p, oy, ox] = max over taps (i, j) inside the image of
-    x[p, oy * sy - pt + i * dy, ox * sx - pl + j * dx]``, ``low`` (the type's lowest value, -inf) where no tap is
-    inside. Each step is numpy's ``np.maximum`` (a NaN on either side wins; of two equal values the second is kept),
-    a select per element, so the loops vectorise. Padding never wins, so no padded copy is made.
-
-    Separable, as the numpy path: per output row, the maximum of its valid input rows into a row buffer with
-    ``pl`` places of ``low`` before the image's columns and enough after for the widest window (one long loop per
-    tap row), then each column tap over that buffer with the column stride. Row and column taps lie inside the
-    image or the buffer by construction (the caller gives ``oh``, ``ow`` of the pool, whose windows start inside
-    the padded extents), so no index leaves the arrays."""
-    h, w = x.shape[1], x.shape[2]
-    oh, ow = out.shape[1], out.shape[2]
-    size = max(pl + w, (ow - 1) * sx + (kw - 1) * dx + 1)
-    buf = np.empty(size, x.dtype)
-    for t in range(size):
-        buf[t] = low
-    mid = buf[pl : pl + w]
-    for p in range(start, stop):
-        for oy in range(oh):
-            # The valid tap rows; the first two are combined in one pass (no copy of the first).
-            r0 = -1
-            r1 = -1
-            for i in range(kh):
-                iy = oy * sy - pt + i * dy
-                if iy < 0 or iy >= h:
-                    continue
-                if r0 < 0:
-                    r0 = iy
-                elif r1 < 0:
-                    r1 = iy
-                    s0 = x[p, r0]
-                    s1 = x[p, r1]
-                    for t in range(w):
-                        a = s0[t]
-                        b = s1[t]
-                        mid[t] = a if (a > b) | (a != a) else b
-                else:
-                    src = x[p, iy]
-                    for t in range(w):
-                        a = mid[t]
-                        b = src[t]
-                        mid[t] = a if (a > b) | (a != a) else b
-            if r0 < 0:
-                # A window wholly in the padding rows (a ceil_mode window before version 22).
-                for t in range(w):
-                    mid[t] = low
-            elif r1 < 0:
-                s0 = x[p, r0]
-                for t in range(w):
-                    mid[t] = s0[t]
-            dst = out[p, oy]
-            if sx == 2 and dx == 1 and kw == 3:
-                # The CNNs' 3x3 stride-2 pool: the three taps of an output in one step (an interleaved load).
-                for q in range(ow):
-                    a = buf[2 * q]
-                    b = buf[2 * q + 1]
-                    c = buf[2 * q + 2]
-                    m = a if (a > b) | (a != a) else b
-                    dst[q] = m if (m > c) | (m != m) else c
-            elif sx == 2 and dx == 1 and kw == 2:
-                for q in range(ow):
-                    a = buf[2 * q]
-                    b = buf[2 * q + 1]
-                    dst[q] = a if (a > b) | (a != a) else b
-            elif sx == 1:
-                _col_max(buf, dst, ow, kw, dx, 1)
-            else:
-                _col_max(buf, dst, ow, kw, dx, sx)
-
-
-@_njit
-def _col_max(buf: Any, dst: Any, ow: int, kw: int, dx: int, sx: int) -> None:  # pragma: no cover - compiled
-    """``dst[q] = max over j < kw of buf[q * sx + j * dx]`` (numpy's ``np.maximum`` in the order of ``j``); inlined
-    where ``sx`` is a literal 1 or 2 (LLVM inlines it), so the loop's loads have a known stride."""
-    for q in range(ow):
-        dst[q] = buf[q * sx]
-    for j in range(1, kw):
-        tap = buf[j * dx :]
-        for q in range(ow):
-            a = dst[q]
-            b = tap[q * sx]
-            dst[q] = a if (a > b) | (a != a) else b
 
 
 @_njit
