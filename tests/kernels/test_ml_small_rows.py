@@ -273,36 +273,6 @@ def test_lookup_aliases_keep_the_last_key_and_skip_keys_that_are_no_text() -> No
     np.testing.assert_array_equal(mixed.strings(_as("str", ["b", "a"]), np.int64(-1)), [6, -1])
 
 
-@pytest.mark.parametrize("kind", ["U", "S"])
-@pytest.mark.parametrize("n", [63, 64, 1000])
-def test_lookup_of_fixed_width_text_is_the_dict_lookup(kind: str, n: int) -> None:
-    # From _SEARCHED_TEXT elements a numpy str_/bytes_ array is searched in the sorted keys (binary search in C)
-    # instead of the dict: every element maps as the dict maps it (repeated keys: the last wins; non-ASCII keys in
-    # code point order; misses, prefixes and extensions of keys, the empty string; string values too).
-    cats = ["Paris", "Lyon", "Nice", "Metz", "Zürich", "", "Lyon", "Évry", "\u4e2d"]
-    keys = string_array([c.encode() for c in cats])
-    rng = np.random.default_rng(n)
-    pool = [*cats, "Rome", "Ly", "Lyonn", "Pari", "zürich", "a\u4e2d"]
-    x = np.array(rng.choice(np.array(pool, dtype=object), n).tolist(), dtype="U").reshape(n, 1)
-    if kind == "S":
-        x = np.array([v.encode() for v in x.ravel().tolist()], dtype="S").reshape(n, 1)
-    expected_pos = {c: i for i, c in enumerate(cats)}  # later keys overwrite: the last wins
-    as_text = [v.decode() if isinstance(v, bytes) else v for v in x.ravel().tolist()]
-    look = Lookup(keys, np.arange(len(cats), dtype=np.int64))
-    got = look.strings(x, np.int64(-1))
-    assert got.shape == x.shape
-    np.testing.assert_array_equal(got.ravel(), [expected_pos.get(v, -1) for v in as_text])
-    assert (look._sorted.get(kind) is not None) == (n >= 64)  # the path under test was taken
-    names = string_array([f"v{i}".encode() for i in range(len(cats))])
-    text = Lookup(keys, names).strings(x, b"none")
-    assert text.ravel().tolist() == [f"v{expected_pos[v]}".encode() if v in expected_pos else b"none" for v in as_text]
-    # A key ending in NUL: numpy's fixed-width strings drop trailing NULs, so the dict answers ("Paris" is no key).
-    nul = Lookup(string_array([b"Paris\0", b"Lyon"]), np.array([1, 2], dtype=np.int64))
-    got = nul.strings(x, np.int64(-1)).ravel()
-    np.testing.assert_array_equal(got, [2 if v == "Lyon" else -1 for v in as_text])
-    assert nul._sorted.get(kind, "unused") is None or n < 64
-
-
 @pytest.mark.parametrize("n", [1, 16, 1000])
 def test_one_hot_encoder_strings_against_onnxruntime(n: int) -> None:
     rng = np.random.default_rng(n)

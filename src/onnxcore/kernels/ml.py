@@ -61,9 +61,6 @@ ML = "ai.onnx.ml"
 
 
 _FEW_LOOKUPS = 32  # up to this many elements a numeric Lookup reads its dict (Lookup's docstring)
-# From this many elements a fixed-width text array is searched in sorted keys instead of the dict (Lookup's
-# _search_text; measured: the two are even at about 40 elements of a few characters).
-_SEARCHED_TEXT = 64
 
 
 class Lookup:
@@ -76,7 +73,7 @@ class Lookup:
     numpy calls (8 -> 1.5 us). A NaN key matches every NaN element. When a key repeats, the last occurrence wins.
     """
 
-    __slots__ = ("_aliased", "_few", "_nan", "_sorted", "_table", "_uk", "_uv", "values")
+    __slots__ = ("_aliased", "_few", "_nan", "_table", "_uk", "_uv", "values")
 
     def __init__(self, keys: np.ndarray, values: np.ndarray) -> None:
         keys = np.asarray(keys)
@@ -85,9 +82,6 @@ class Lookup:
         self._aliased = False
         self._nan: Any = None
         self._uk = self._uv = keys[:0]
-        # Fixed-width text keys sorted once, by the kind of array they are searched from ("U" or "S"), for
-        # :meth:`_search_text`; made on first use.
-        self._sorted: dict[str, tuple[np.ndarray, np.ndarray] | None] = {}
         if keys.dtype == object:
             table = dict(zip(keys.tolist(), values.tolist(), strict=True))  # later keys overwrite: last wins
             if all(type(k) is bytes for k in table):
@@ -130,10 +124,6 @@ class Lookup:
         x = np.asarray(x)
         dtype = self.values.dtype
         if self._table is not None:
-            if x.dtype.kind in "US" and x.size >= _SEARCHED_TEXT:
-                found = self._search_text(x, default)
-                if found is not None:
-                    return found
             get = self._table.get
             flat = x.ravel().tolist()
             looked = map(get, flat, repeat(default, len(flat)))  # one C-level pass of dict look-ups
@@ -169,38 +159,6 @@ class Lookup:
         if self._nan is not None and x.dtype.kind == "f":
             out[np.isnan(x)] = self._nan
         return out
-
-    def _search_text(self, x: np.ndarray, default: Any) -> np.ndarray | None:
-        """The dict look-up of every element of a fixed-width text array (numpy ``str_`` or ``bytes_``) as one
-        binary search in the sorted keys of the element's own kind, numpy comparing the strings in C (1,000 city
-        names among 8 categories: 48 -> 12 us). The keys a ``str`` element can equal are the table's ``str`` keys
-        (a ``bytes`` key's decoded alias among them), a ``bytes`` element's its ``bytes`` keys: the dict's
-        matches exactly. None when a key ends in NUL: numpy's fixed-width strings drop trailing NULs, so such a
-        key would match an element it differs from."""
-        kind = x.dtype.kind
-        made = self._sorted.get(kind, False)
-        if made is False:
-            assert self._table is not None
-            want = str if kind == "U" else bytes
-            items = [(k, v) for k, v in self._table.items() if type(k) is want]
-            made = None
-            if items and not any(k.endswith("\0" if want is str else b"\0") for k, _ in items):
-                items.sort(key=lambda kv: kv[0])  # code point (bytes) order: numpy's order of str_ (bytes_) arrays
-                vals = np.empty(len(items), dtype=self.values.dtype)
-                vals[:] = [v for _, v in items]
-                made = (np.array([k for k, _ in items], dtype=kind), vals)
-            self._sorted[kind] = made
-        if made is None:
-            return None
-        keys, vals = made
-        flat = x.reshape(-1)
-        pos = np.searchsorted(keys, flat)
-        np.minimum(pos, keys.size - 1, out=pos)
-        hit = keys[pos] == flat
-        out = vals[pos]
-        if not hit.all():
-            out[~hit] = default
-        return out.reshape(x.shape)
 
 
 def lookup_table(keys: np.ndarray, values: np.ndarray, x: np.ndarray, default: Any) -> np.ndarray:
