@@ -14,7 +14,6 @@ loaded), numpy's own calls.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -107,7 +106,10 @@ def add_channel_bias(y: np.ndarray, b: np.ndarray) -> None:
     if not _rows_compiled(y, b):
         y += b.reshape((1, -1) + (1,) * (y.ndim - 2))
         return
-    fn, y2, bc = accel.jit().add_row_bias, y.reshape(-1, math.prod(y.shape[2:])), np.ascontiguousarray(b)
+    fn, y2, bc = accel.jit().add_row_bias, _planes(y), np.ascontiguousarray(b)
+    if y.size < MIN_PARALLEL_ELEMENTS:
+        fn(y2, bc, 0, y2.shape[0])  # (one thread: the loop called directly, as _row_blocks would)
+        return
     _row_blocks(y, lambda a, z: fn(y2, bc, a, z))
 
 
@@ -120,8 +122,13 @@ def bias_relu_into(y: np.ndarray, b: np.ndarray | None) -> np.ndarray:
     if not _rows_compiled(y, b):
         add_channel_bias(y, b)
         return relu_into(y, y)
-    fn, y2, bc = accel.jit_cnn().add_row_bias_relu, y.reshape(-1, math.prod(y.shape[2:])), np.ascontiguousarray(b)
+    fn, y2, bc = accel.jit_cnn().add_row_bias_relu, _planes(y), np.ascontiguousarray(b)
     zero = y.dtype.type(0)
+    if y.size < MIN_PARALLEL_ELEMENTS:
+        # One thread (a mobile CNN's small layers): the loop called directly, without the blocks' closure and calls
+        # (4.5 -> 2.1 us on a 512 x 5 x 5 output, the pass itself 2 us).
+        fn(y2, bc, zero, 0, y2.shape[0])
+        return y
     _row_blocks(y, lambda a, z: fn(y2, bc, zero, a, z))
     return y
 
@@ -134,9 +141,12 @@ def bias_clip_into(y: np.ndarray, b: np.ndarray | None, lo: np.ndarray, hi: np.n
         if b is not None:
             add_channel_bias(y, b)
         return clip_into(y, lo, hi, y)
-    fn, y2, bc = accel.jit_cnn().add_row_bias_clip, y.reshape(-1, math.prod(y.shape[2:])), np.ascontiguousarray(b)
+    fn, y2, bc = accel.jit_cnn().add_row_bias_clip, _planes(y), np.ascontiguousarray(b)
     t = y.dtype.type
     low, high = t(lo), t(hi)
+    if y.size < MIN_PARALLEL_ELEMENTS:
+        fn(y2, bc, low, high, 0, y2.shape[0])  # (as bias_relu_into)
+        return y
     _row_blocks(y, lambda a, z: fn(y2, bc, low, high, a, z))
     return y
 
@@ -153,6 +163,11 @@ def _rows_compiled(y: np.ndarray, b: np.ndarray) -> bool:
         and y.flags.writeable
         and _worth(y.size)
     )
+
+
+def _planes(y: np.ndarray) -> np.ndarray:
+    """``y`` ``(N, C, ...)`` as its ``N * C`` planes, ``(N * C, plane)`` (a view: ``y`` is C-contiguous)."""
+    return y.reshape(y.shape[0] * y.shape[1], -1)
 
 
 def _row_blocks(y: np.ndarray, run: Callable[[int, int], Any]) -> None:
