@@ -117,6 +117,38 @@ def test_integer_chain_runs_the_kernels_and_errors_name_the_node() -> None:
     assert (2, "Div", "") in info.value.fused_nodes  # type: ignore[attr-defined]
 
 
+def test_a_chain_of_kernel_calls_alone_stays_steps() -> None:
+    # Pow (a kernel call in a group: no ufunc) then ReduceSum (a reduction, a call too): fused, the step would
+    # call both kernels as the plan does and add its own dispatch; with an Add after the Pow (a ufunc) the group is
+    # one step. Either way the values are the graph's.
+    def model(ops: list[str]) -> bytes:
+        nodes, prev = [], "x"
+        for i, op in enumerate(ops):
+            out = "y" if i == len(ops) - 1 else f"t{i}"
+            if op == "Pow":
+                nodes.append(h.make_node("Pow", [prev, "two"], [out]))
+            elif op == "Add":
+                nodes.append(h.make_node("Add", [prev, "x"], [out]))
+            else:
+                nodes.append(h.make_node("ReduceSum", [prev, "axes"], [out], keepdims=1))
+            prev = out
+        consts = [
+            numpy_helper.from_array(np.array(2.0, np.float32), "two"),
+            numpy_helper.from_array(np.array([1], np.int64), "axes"),
+        ]
+        vi = [h.make_tensor_value_info("x", TP.FLOAT, [None, 4]), h.make_tensor_value_info("y", TP.FLOAT, [None, None])]
+        g = h.make_graph(nodes, "g", vi[:1], vi[1:], consts)
+        return bytes(h.make_model(g, opset_imports=[h.make_opsetid("", 18)], ir_version=9).SerializeToString())
+
+    x = np.array([[0.5, -1.5, 2.0, 3.0], [1.0, np.nan, -0.0, 4.0]], np.float32)
+    for ops, fused in ((["Pow", "ReduceSum"], False), (["Pow", "Add", "ReduceSum"], True)):
+        sess = onnxcore.Session(model(ops))
+        assert (ElementwiseGraph in _steps(sess)) == fused, ops
+        (got,) = sess.run(None, {"x": x})
+        want = sess.run(None, {"x": x}, intermediates=True)[1]["y"]
+        assert got.tobytes() == want.tobytes()
+
+
 def test_an_intermediate_read_elsewhere_ends_the_chain() -> None:
     nodes = [
         h.make_node("Add", ["x", "x"], ["a"]),
