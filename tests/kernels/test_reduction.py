@@ -13,6 +13,7 @@ import pytest
 
 from kernels import compare, run_ours, single_node_cases
 from onnxcore import kernels as onnxcore_kernels
+from onnxcore.kernels import reduction
 
 REDUCTION_OPS = set(
     "ArgMax ArgMin ReduceL1 ReduceL2 ReduceLogSum ReduceLogSumExp ReduceMax ReduceMean ReduceMin ReduceProd "
@@ -442,3 +443,33 @@ def test_product_over_a_short_last_axis_is_numpys_reduction(dtype: type, keepdim
                     want = np.multiply.reduce(acc, axis=-1, keepdims=bool(keepdims)).astype(dtype)
                     assert got.dtype == want.dtype and got.shape == want.shape
                     assert got.tobytes() == want.tobytes(), (m, rows)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("op", ["ReduceMax", "ReduceMin", "ReduceLogSumExp"])
+def test_many_short_rows_below_the_halving_size_are_numpys_values(
+    op: str, dtype: type, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Below _HALVING_MIN elements, rows are halved once there are _SHORT_ROWS_OUTPUTS of them (a classifier's
+    # (1,000, 4) scores): the maxima and minima must be the reduction's bits, NaN, infinities and signed zeros
+    # included, either side of the size and row-count thresholds; ReduceLogSumExp's shift reads the same maxima.
+    rng = np.random.default_rng(12)
+    specials = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0], dtype)
+    low, outputs = reduction._SHORT_ROWS_MIN, reduction._SHORT_ROWS_OUTPUTS
+    for shape, axes in [((1000, 4), [1]), ((outputs, 4), [1]), ((outputs - 1, 5), [-1]), ((low // 4, 4), [1]),
+                        ((300, 3), [1]), ((100, 7), [1]), ((70, 3, 4), [2]), ((70, 3, 4), [1, 2]),
+                        ((80, 6, 2), [1]), ((2000, 2), [1]), ((4000, 4), [-1])]:  # fmt: skip
+        x = (rng.standard_normal(shape) * 5).astype(dtype)
+        spots = rng.choice(x.size, x.size // 6, replace=False)
+        x.flat[spots] = rng.choice(specials, spots.size)
+        for keepdims in (0, 1):
+            got = onnxcore_kernels.run(op, 13, x, axes=axes, keepdims=keepdims)[0]
+            if op == "ReduceLogSumExp":
+                with monkeypatch.context() as m:  # the maxima by numpy's reduction
+                    m.setattr(reduction, "_extreme", lambda uf, xc, ax, kd: uf.reduce(xc, axis=ax, keepdims=kd))
+                    want = onnxcore_kernels.run(op, 13, x, axes=axes, keepdims=keepdims)[0]
+            else:
+                uf = np.maximum if op == "ReduceMax" else np.minimum
+                want = uf.reduce(x, axis=tuple(axes), keepdims=bool(keepdims))
+            assert got.dtype == want.dtype and got.shape == want.shape
+            assert got.tobytes() == want.tobytes(), (shape, axes, keepdims)
