@@ -14,6 +14,7 @@ import pytest
 from kernels import compare, run_ours, single_node_cases
 from onnxcore import kernels as onnxcore_kernels
 from onnxcore.kernels import reduction
+from onnxcore.kernels._util import BLAS_SUM_MIN
 
 REDUCTION_OPS = set(
     "ArgMax ArgMin ReduceL1 ReduceL2 ReduceLogSum ReduceLogSumExp ReduceMax ReduceMean ReduceMin ReduceProd "
@@ -473,3 +474,28 @@ def test_many_short_rows_below_the_halving_size_are_numpys_values(
                 want = uf.reduce(x, axis=tuple(axes), keepdims=bool(keepdims))
             assert got.dtype == want.dtype and got.shape == want.shape
             assert got.tobytes() == want.tobytes(), (shape, axes, keepdims)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("keepdims", [0, 1])
+def test_sums_over_a_short_last_axis_are_numpys_reduction(dtype: type, keepdims: int) -> None:
+    # Small sums (ReduceSumSquare below SQUARE_SUM_MIN elements, ReduceSum below BLAS_SUM_MIN) over a last axis of
+    # 2-15 values pass over its columns (kernels/reduction._short_sum) in the order numpy's reduction adds a
+    # contiguous row: its bits, NaN, infinities and signed zeros included, over values of very different
+    # magnitudes (where the order shows), either side of the row-count threshold; another layout keeps the
+    # reduction itself.
+    rng = np.random.default_rng(13)
+    specials = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0], dtype)
+    for m in range(1, 18):
+        for rows in (1, reduction._SHORT_OUTPUTS - 1, reduction._SHORT_OUTPUTS, 700):
+            x = (rng.standard_normal((rows, m)) * np.exp(rng.uniform(-12, 12, (rows, m)))).astype(dtype)
+            spots = rng.choice(x.size, x.size // 50, replace=False)
+            x.flat[spots] = rng.choice(specials, spots.size)
+            for v in (x, np.asfortranarray(x), x.reshape(rows, 1, m)):
+                got = onnxcore_kernels.run("ReduceSumSquare", 13, v, axes=[-1], keepdims=keepdims)[0]
+                want = np.add.reduce(np.square(v), axis=-1, keepdims=bool(keepdims))
+                assert got.dtype == want.dtype and got.shape == want.shape
+                assert got.tobytes() == want.tobytes(), (m, rows, v.shape)
+                if v.size < BLAS_SUM_MIN:
+                    got = onnxcore_kernels.run("ReduceSum", 13, v, np.array([-1]), keepdims=keepdims)[0]
+                    assert got.tobytes() == np.add.reduce(v, axis=-1, keepdims=bool(keepdims)).tobytes()
