@@ -14,7 +14,7 @@ import pytest
 from kernels import compare, run_ours, single_node_cases
 from onnxcore import kernels as onnxcore_kernels
 from onnxcore.kernels import reduction
-from onnxcore.kernels._util import BLAS_SUM_MIN
+from onnxcore.kernels._util import BLAS_SUM_MIN, SHORT_SUM_ROWS
 
 REDUCTION_OPS = set(
     "ArgMax ArgMin ReduceL1 ReduceL2 ReduceLogSum ReduceLogSumExp ReduceMax ReduceMean ReduceMin ReduceProd "
@@ -480,14 +480,14 @@ def test_many_short_rows_below_the_halving_size_are_numpys_values(
 @pytest.mark.parametrize("keepdims", [0, 1])
 def test_sums_over_a_short_last_axis_are_numpys_reduction(dtype: type, keepdims: int) -> None:
     # Small sums (ReduceSumSquare below SQUARE_SUM_MIN elements, ReduceSum below BLAS_SUM_MIN) over a last axis of
-    # 2-15 values pass over its columns (kernels/reduction._short_sum) in the order numpy's reduction adds a
+    # 2-15 values pass over its columns (kernels/_util.short_sum) in the order numpy's reduction adds a
     # contiguous row: its bits, NaN, infinities and signed zeros included, over values of very different
     # magnitudes (where the order shows), either side of the row-count threshold; another layout keeps the
     # reduction itself.
     rng = np.random.default_rng(13)
     specials = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0], dtype)
     for m in range(1, 18):
-        for rows in (1, reduction._SHORT_OUTPUTS - 1, reduction._SHORT_OUTPUTS, 700):
+        for rows in (1, SHORT_SUM_ROWS - 1, SHORT_SUM_ROWS, 700):
             x = (rng.standard_normal((rows, m)) * np.exp(rng.uniform(-12, 12, (rows, m)))).astype(dtype)
             spots = rng.choice(x.size, x.size // 50, replace=False)
             x.flat[spots] = rng.choice(specials, spots.size)

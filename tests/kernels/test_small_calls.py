@@ -161,7 +161,11 @@ def test_lp_normalization_short_path_is_the_formula(p: int, dtype: Any) -> None:
     rule): both as ``where(norm == 0, 0, x / norm)`` gives them, bit for bit."""
 
     rng = np.random.default_rng(5)
-    cases = (rng.standard_normal((1, 3)), rng.standard_normal((16, 7)), np.array([[0.0, 0.0], [3.0, -4.0]]))
+    # Many short rows (700 x 3, 300 x 10, magnitudes far apart, a zero row): the norms' sums pass over the columns
+    # (kernels/_util.short_sum), numpy's reduction's bits.
+    many = [rng.standard_normal((r, m)) * np.exp(rng.uniform(-10, 10, (r, m))) for r, m in ((700, 3), (300, 10))]
+    many[0][5] = 0.0
+    cases = (rng.standard_normal((1, 3)), rng.standard_normal((16, 7)), np.array([[0.0, 0.0], [3.0, -4.0]]), *many)
     for x in (*cases, np.array([[np.nan, 1.0], [-0.0, -0.0]]), np.array([[np.inf, 1.0]])):
         x = x.astype(dtype)
         for axis in (0, 1, -1):

@@ -42,6 +42,7 @@ from onnxcore.kernels._util import (
     out_for,
     reduced_shape,
     scalar_of,
+    short_sum,
 )
 from onnxcore.kernels.registry import kernel
 
@@ -191,7 +192,7 @@ def reduce_values(op: str, x: Array, axes: tuple[int, ...] | None, keepdims: boo
         # A small float sum: numpy's reduction, which is what float_sum gives below BLAS_SUM_MIN elements (and
         # _row_sum does not take), without the calls that find it out.
         xs = np.square(x) if op == "sumsquare" else x
-        y = _short_sum(xs, ax, keepdims)
+        y = short_sum(xs, ax, keepdims)
         return np.asarray(_ADD.reduce(xs, axis=ax, keepdims=keepdims)) if y is None else y
     if f32_f64 and op == "logsumexp":
         # (what the chain below gives: float32/float64 accumulate in their type, and _logsumexp keeps it; 1 us of
@@ -264,31 +265,6 @@ def _short_product(xc: Array, ax: tuple[int, ...] | None, keepdims: bool) -> Arr
 
 _SHORT_AXIS = 8
 _SHORT_OUTPUTS = 64
-
-
-def _short_sum(xc: Array, ax: tuple[int, ...] | None, keepdims: bool) -> Array | None:
-    """numpy's sum over a short last axis (2 to 15 values) of a C-contiguous ``xc``, as passes over its columns, or
-    None elsewhere. numpy sums a contiguous row of fewer than 8 values in order, and one of 8 to 15 as
-    ``((x0 + x1) + (x2 + x3)) + ((x4 + x5) + (x6 + x7))`` then the rest in order (its pairwise summation's
-    unrolled block); the passes add the same values in the same order, so the bits are the reduction's, where its
-    inner loop ran once per row (1,000 rows of 10 squares: 22 against 12 us). A row of another layout is iterated
-    in another order by numpy: None."""
-    if ax is None or len(ax) != 1 or ax[0] != xc.ndim - 1 or not xc.flags.c_contiguous:
-        return None
-    m = xc.shape[-1]
-    if not 2 <= m < 16 or xc.size < m * _SHORT_OUTPUTS:
-        return None
-    cols = [xc[..., j] for j in range(m)]
-    if m < 8:
-        y = _ADD(cols[0], cols[1])
-        rest = cols[2:]
-    else:
-        y = _ADD(_ADD(cols[0], cols[1]), _ADD(cols[2], cols[3]))
-        _ADD(y, _ADD(_ADD(cols[4], cols[5]), _ADD(cols[6], cols[7])), out=y)
-        rest = cols[8:]
-    for c in rest:
-        _ADD(y, c, out=y)
-    return y[..., None] if keepdims else y
 
 
 def _count(shape: tuple[int, ...], ax: tuple[int, ...] | None) -> int:
