@@ -87,7 +87,7 @@ def _highest(dt: np.dtype[Any]) -> Any:
     return np.inf
 
 
-# From this many elements _extreme halves short rows (below, numpy's reduction costs no more).
+# From this many elements _extreme halves short rows whatever their count (below, only many of them: next).
 _HALVING_MIN = 1 << 14
 # Below _HALVING_MIN elements, rows are still halved when there are this many of them (outputs) and at least
 # _SHORT_ROWS_MIN elements: the class scores of a classifier's batch, (1,000, 4) float32, whose maximum per row took
