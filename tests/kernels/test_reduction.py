@@ -14,7 +14,7 @@ import pytest
 from kernels import compare, run_ours, single_node_cases
 from onnxcore import kernels as onnxcore_kernels
 from onnxcore.kernels import reduction
-from onnxcore.kernels._util import BLAS_SUM_MIN, SHORT_SUM_ROWS
+from onnxcore.kernels._util import BLAS_SUM_MIN, SHORT_ROWS
 
 REDUCTION_OPS = set(
     "ArgMax ArgMin ReduceL1 ReduceL2 ReduceLogSum ReduceLogSumExp ReduceMax ReduceMean ReduceMin ReduceProd "
@@ -451,12 +451,12 @@ def test_product_over_a_short_last_axis_is_numpys_reduction(dtype: type, keepdim
 def test_many_short_rows_below_the_halving_size_are_numpys_values(
     op: str, dtype: type, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Below _HALVING_MIN elements, rows are halved once there are _SHORT_ROWS_OUTPUTS of them (a classifier's
+    # Below _HALVING_MIN elements, rows are halved once there are SHORT_ROWS of them (a classifier's
     # (1,000, 4) scores): the maxima and minima must be the reduction's bits, NaN, infinities and signed zeros
     # included, either side of the size and row-count thresholds; ReduceLogSumExp's shift reads the same maxima.
     rng = np.random.default_rng(12)
     specials = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0], dtype)
-    low, outputs = reduction._SHORT_ROWS_MIN, reduction._SHORT_ROWS_OUTPUTS
+    low, outputs = reduction._SHORT_ROWS_MIN, SHORT_ROWS
     for shape, axes in [((1000, 4), [1]), ((outputs, 4), [1]), ((outputs - 1, 5), [-1]), ((low // 4, 4), [1]),
                         ((300, 3), [1]), ((100, 7), [1]), ((70, 3, 4), [2]), ((70, 3, 4), [1, 2]),
                         ((80, 6, 2), [1]), ((2000, 2), [1]), ((4000, 4), [-1])]:  # fmt: skip
@@ -487,7 +487,7 @@ def test_sums_over_a_short_last_axis_are_numpys_reduction(dtype: type, keepdims:
     rng = np.random.default_rng(13)
     specials = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0], dtype)
     for m in range(1, 18):
-        for rows in (1, SHORT_SUM_ROWS - 1, SHORT_SUM_ROWS, 700):
+        for rows in (1, SHORT_ROWS - 1, SHORT_ROWS, 700):
             x = (rng.standard_normal((rows, m)) * np.exp(rng.uniform(-12, 12, (rows, m)))).astype(dtype)
             spots = rng.choice(x.size, x.size // 50, replace=False)
             x.flat[spots] = rng.choice(specials, spots.size)

@@ -29,7 +29,7 @@ __all__ = [
     "with_rank",
     "BLAS_SUM_MIN",
     "SQUARE_SUM_MIN",
-    "SHORT_SUM_ROWS",
+    "SHORT_ROWS",
     "short_sum",
     "consecutive_blocks",
     "float_sum",
@@ -440,8 +440,10 @@ BLAS_SUM_MIN = 1 << 8
 SQUARE_SUM_MIN = 1 << 14
 
 
-SHORT_SUM_ROWS = 64
-"""Rows from which :func:`short_sum` passes over the columns (fewer: numpy's reduction costs little)."""
+SHORT_ROWS = 64
+"""Rows from which a reduction over a short last axis runs as passes over its columns (:func:`short_sum`, and
+the kernels' max, min and product): numpy's reduction runs its inner loop once per row, which costs little for
+fewer."""
 
 
 def short_sum(xc: np.ndarray, ax: tuple[int, ...] | None, keepdims: bool) -> np.ndarray | None:
@@ -455,7 +457,7 @@ def short_sum(xc: np.ndarray, ax: tuple[int, ...] | None, keepdims: bool) -> np.
     if ax is None or len(ax) != 1 or ax[0] != xc.ndim - 1 or not xc.flags.c_contiguous:
         return None
     m = xc.shape[-1]
-    if not 2 <= m < 16 or xc.size < m * SHORT_SUM_ROWS:
+    if not 2 <= m < 16 or xc.size < m * SHORT_ROWS:
         return None
     cols = [xc[..., j] for j in range(m)]
     if m < 8:

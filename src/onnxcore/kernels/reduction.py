@@ -33,6 +33,7 @@ from onnxcore.kernels import accel
 from onnxcore.kernels._rowwise import softmax_rows_last, within_shift_bound
 from onnxcore.kernels._util import (
     BLAS_SUM_MIN,
+    SHORT_ROWS,
     SQUARE_SUM_MIN,
     axes_from_input,
     consecutive_blocks,
@@ -89,11 +90,10 @@ def _highest(dt: np.dtype[Any]) -> Any:
 
 # From this many elements _extreme halves short rows whatever their count (below, only many of them: next).
 _HALVING_MIN = 1 << 14
-# Below _HALVING_MIN elements, rows are still halved when there are this many of them (outputs) and at least
+# Below _HALVING_MIN elements, rows are still halved when there are SHORT_ROWS of them (outputs) and at least
 # _SHORT_ROWS_MIN elements: the class scores of a classifier's batch, (1,000, 4) float32, whose maximum per row took
 # 38 us in maximum.reduce against 3 us in two halving passes.
 _SHORT_ROWS_MIN = 1 << 8
-_SHORT_ROWS_OUTPUTS = 64
 
 
 def _extreme(uf: Any, xc: Array, ax: tuple[int, ...] | None, keepdims: bool) -> Array:
@@ -110,7 +110,7 @@ def _extreme(uf: Any, xc: Array, ax: tuple[int, ...] | None, keepdims: bool) -> 
     if blocks is None:
         return uf.reduce(xc, axis=ax, keepdims=keepdims)
     a, r, b = blocks
-    if xc.size < _HALVING_MIN and a * b < _SHORT_ROWS_OUTPUTS:
+    if xc.size < _HALVING_MIN and a * b < SHORT_ROWS:
         return uf.reduce(xc, axis=ax, keepdims=keepdims)  # (a few rows: the reduction's per-row cost is small)
     if b != 1:
         if b > 64 or r % 2:
@@ -255,7 +255,7 @@ def _short_product(xc: Array, ax: tuple[int, ...] | None, keepdims: bool) -> Arr
     if ax is None or len(ax) != 1 or ax[0] != xc.ndim - 1:
         return None
     m = xc.shape[-1]
-    if not 2 <= m <= _SHORT_AXIS or (m > 2 and xc.size < m * _SHORT_OUTPUTS):
+    if not 2 <= m <= _SHORT_AXIS or (m > 2 and xc.size < m * SHORT_ROWS):
         return None  # (a few outputs: the reduction's one call costs less than m - 1 calls)
     y = _MUL(xc[..., 0], xc[..., 1])
     for j in range(2, m):
@@ -264,7 +264,6 @@ def _short_product(xc: Array, ax: tuple[int, ...] | None, keepdims: bool) -> Arr
 
 
 _SHORT_AXIS = 8
-_SHORT_OUTPUTS = 64
 
 
 def _count(shape: tuple[int, ...], ax: tuple[int, ...] | None) -> int:
