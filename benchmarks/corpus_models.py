@@ -259,6 +259,52 @@ def _whisper() -> Any:
     return wrapped, ex, run, ["input_features"], {"input_features": {0: "batch"}}
 
 
+def _wav2vec2() -> Any:
+    """An audio encoder (wav2vec2, small): its convolutional feature extractor (1-D convolutions with strides, a
+    group normalization, GELU) over raw samples, then a transformer encoder with a grouped positional convolution;
+    exported at 2 x 0.5 s, run at 1 x 1 s of 16 kHz audio."""
+    torch = _torch()
+    from transformers import Wav2Vec2Config, Wav2Vec2Model
+
+    cfg = Wav2Vec2Config(
+        hidden_size=128, num_hidden_layers=2, num_attention_heads=4, intermediate_size=512,
+        conv_dim=(64,) * 7, num_conv_pos_embeddings=32, num_conv_pos_embedding_groups=4,
+    )  # fmt: skip
+    model = Wav2Vec2Model(cfg).eval()
+    wrapped = _Wrap.make(model, lambda m, a: (m(input_values=a).last_hidden_state,))
+    gen = torch.Generator().manual_seed(6)
+    ex = (torch.randn(2, 8000, generator=gen),)
+    run = (torch.randn(1, 16000, generator=gen),)
+    return wrapped, ex, run, ["input_values"], {"input_values": {0: "batch", 1: "samples"}}
+
+
+def _t5_seq2seq(seq: int = 24) -> Callable[[], Any]:
+    """T5 as an encoder-decoder (small): relative position biases in both stacks, the decoder's causal self-attention
+    and its cross-attention over the encoder's output; the encoder reads (2, ``seq``), the decoder (2, ``seq`` //
+    2). The dynamo exporter of torch 2.14 does not take it (a view of T5's attention output); TorchScript does."""
+
+    def build() -> Any:
+        torch = _torch()
+        from transformers import T5Config, T5Model
+
+        cfg = T5Config(
+            vocab_size=VOCAB, d_model=128, d_kv=32, d_ff=512, num_layers=2, num_decoder_layers=2, num_heads=4
+        )
+        model = T5Model(cfg).eval()
+
+        def forward(m: Any, ids: Any, am: Any, dec: Any) -> Any:
+            return (m(input_ids=ids, attention_mask=am, decoder_input_ids=dec).last_hidden_state,)
+
+        wrapped = _Wrap.make(model, forward)
+        ex = (_ids(torch, 2, 16, VOCAB, 1), _mask(torch, 2, 16), _ids(torch, 2, 8, VOCAB, 3))
+        run = (_ids(torch, 2, seq, VOCAB, 2), _mask(torch, 2, seq), _ids(torch, 2, seq // 2, VOCAB, 4))
+        names = ["input_ids", "attention_mask", "decoder_input_ids"]
+        axes = {**_TEXT_AXES, "decoder_input_ids": {0: "batch", 1: "dec"}}
+        return wrapped, ex, run, names, axes
+
+    return build
+
+
 def _kv_step(
     make: Callable[[], tuple[Any, int, int, int]] | None = None, past: int = 31, batch: int = 2
 ) -> Callable[[], Any]:
@@ -406,6 +452,9 @@ TORCH_RECIPES: list[TorchRecipe] = [
     TorchRecipe("gpt2", "GPT-2 decoder", _text(_gpt2)),
     TorchRecipe("t5_encoder", "small transformer", _text(_t5)),
     TorchRecipe("whisper_encoder", "small transformer", _whisper),
+    TorchRecipe("wav2vec2", "audio encoder", _wav2vec2),
+    TorchRecipe("t5", "encoder-decoder", _t5_seq2seq(), ("torchscript",)),
+    TorchRecipe("t5_s128", "encoder-decoder", _t5_seq2seq(128), ("torchscript",)),
     TorchRecipe("llama", "small transformer", _text(_llama)),
     TorchRecipe("llama_kv_step", "KV-cache decoder step", _kv_step()),
     *_text_variants(),

@@ -115,6 +115,7 @@ def test_batch_norm_legacy_modes() -> None:
     np.testing.assert_allclose(y0, ref, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.usefixtures("accel_path")
 def test_instance_norm_vs_ort() -> None:
     pytest.importorskip("onnxruntime")
     for shape in [(2, 3, 5), (1, 4, 6, 7), (2, 2, 3, 4, 5)]:
@@ -146,6 +147,7 @@ def test_layer_norm_float16_stash_float32() -> None:
     np.testing.assert_allclose(y.astype(np.float32), ref, rtol=2e-3, atol=2e-3)
 
 
+@pytest.mark.usefixtures("accel_path")
 @pytest.mark.parametrize("version", [18, 21])
 def test_group_norm_definition(version: int) -> None:
     """GroupNormalization-18 takes one scale/bias per group, -21 one per channel."""
@@ -225,3 +227,88 @@ def test_lrn_window_wider_than_the_channels(size: int) -> None:
     y = lrn(x, alpha=1e-2, beta=0.75, bias=1.5, size=size)
     sq = (x.astype(np.float64) ** 2).sum(axis=1, keepdims=True)
     np.testing.assert_allclose(y, x / (1.5 + 1e-2 / size * sq) ** 0.75, rtol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize(
+    ("shape", "groups"), [((2, 6, 3, 2), 3), ((1, 64, 3199), 64), ((3, 8, 5), 1), ((2, 4, 2, 3, 2), 2), ((1, 3, 1), 3)]
+)
+def test_group_norm_compiled_agrees_with_numpy(shape: tuple[int, ...], groups: int, dtype: type) -> None:
+    """The accelerator's rows of groups (GroupNormalization and InstanceNormalization) against the numpy kernels'
+    passes: the same values within the rounding of a group's sums, NaN where a group holds one, a constant group
+    at the bias (its variance 0), far from zero too (the mean taken out before the squares)."""
+    from onnxcore.kernels import accel
+    from onnxcore.kernels._rowwise import group_norm_compiled
+
+    if not accel.available():
+        pytest.skip("the accelerator is not available (numba not installed, or ONNXCORE_ACCEL=0)")
+    x = (RNG.standard_normal(shape) * 3 + 1000).astype(dtype)
+    x[0, 0].flat[0] = np.nan  # channel 0's group: NaN throughout
+    x[-1, -1] = 7.0  # the last channel constant (its group too, for InstanceNormalization)
+    c = shape[1]
+    scale, bias = RNG.standard_normal(c).astype(dtype), RNG.standard_normal(c).astype(dtype)
+    instance = groups == c
+    with accel.use(True):
+        got = group_norm_compiled(x, scale, bias, groups, 1e-5, instance)
+    assert got is not None and got.dtype == x.dtype and got.shape == x.shape
+    op, version = ("InstanceNormalization", 6) if instance else ("GroupNormalization", 21)
+    attrs = (
+        {"epsilon": 1e-5}
+        if instance
+        else {"epsilon": 1e-5, "num_groups": groups, "stash_type": 11 if dtype == np.float64 else 1}
+    )
+    with accel.use(False):
+        (ref,) = run_ours(op, [x, scale, bias], version, attrs)
+    assert np.array_equal(np.isnan(got), np.isnan(ref))
+    assert np.isnan(got[0, : c // groups]).all()
+    # Against the values in extended precision: as close as the numpy kernel comes. A group of 3,199 float32 values
+    # near 1,000 loses about 1e-4 of its mean's accuracy either way (Clause 11.4).
+    xg = x.astype(np.longdouble).reshape(shape[0], groups, -1)
+    norm = ((xg - xg.mean(2, keepdims=True)) / np.sqrt(xg.var(2, keepdims=True) + 1e-5)).reshape(shape)
+    cs = (1, c) + (1,) * (len(shape) - 2)
+    exact = norm * scale.astype(np.longdouble).reshape(cs) + bias.astype(np.longdouble).reshape(cs)
+    ok = ~np.isnan(exact)
+    err_got, err_ref = np.abs(got - exact)[ok].max(), np.abs(ref - exact)[ok].max()
+    assert err_got <= 2 * err_ref + 16 * np.finfo(dtype).eps, (err_got, err_ref)
+    if instance:
+        np.testing.assert_allclose(got[-1, -1], np.full(shape[2:], bias[-1]), rtol=1e-5, atol=1e-5)
+
+
+def test_group_norm_compiled_declines() -> None:
+    """The compiled rows take C-contiguous float32/float64 tensors with parameters of their type; anything else
+    is left to the numpy code (None)."""
+    from onnxcore.kernels import accel
+    from onnxcore.kernels._rowwise import group_norm_compiled
+
+    x = RNG.standard_normal((2, 4, 6)).astype(np.float32)
+    p = np.ones(4, np.float32)
+    with accel.use(False):
+        assert group_norm_compiled(x, p, p, 2, 1e-5, False) is None
+    if not accel.available():
+        pytest.skip("the accelerator is not available (numba not installed, or ONNXCORE_ACCEL=0)")
+    with accel.use(True):
+        assert group_norm_compiled(x, p, p, 2, 1e-5, False) is not None
+        assert group_norm_compiled(x[:, :, ::2], p, p, 2, 1e-5, False) is None  # not contiguous
+        assert (
+            group_norm_compiled(x.astype(np.float16), p.astype(np.float16), p.astype(np.float16), 2, 1e-5, False)
+            is None
+        )
+        assert group_norm_compiled(x, p.astype(np.float64), p, 2, 1e-5, False) is None  # parameters of another type
+        assert group_norm_compiled(x, p, p, 3, 1e-5, False) is None  # groups not dividing C
+        assert group_norm_compiled(x[:, :, :0], p, p, 2, 1e-5, False) is None  # empty groups
+
+
+@pytest.mark.usefixtures("accel_path")
+@pytest.mark.parametrize("op", ["LayerNormalization", "RMSNormalization"])
+def test_row_norms_of_a_transposed_view(op: str) -> None:
+    """A transposed view (a convolution's (batch, channels, time) output read as (batch, time, channels), what
+    wav2vec2's feature projection normalizes) gives what its contiguous copy gives, bit for bit: the rows are
+    copied once and take the row loops (they ran the general code over the view, 4x slower)."""
+    x = RNG.standard_normal((2, 64, 49)).astype(np.float32).transpose(0, 2, 1)
+    assert not x.flags.c_contiguous
+    scale, bias = RNG.standard_normal(64).astype(np.float32), RNG.standard_normal(64).astype(np.float32)
+    ins, version = ([scale, bias], 17) if op == "LayerNormalization" else ([scale], 23)
+    got = run_ours(op, [x, *ins], version, {})
+    want = run_ours(op, [np.ascontiguousarray(x), *ins], version, {})
+    for g, w in zip(got, want):
+        assert np.array_equal(g, w)

@@ -1,5 +1,6 @@
 """Row-wise kernels over the last axes by blocks of rows: Softmax, LayerNormalization and RMSNormalization of
-float32 and float64 tensors normalised over their trailing axes (what transformers run).
+float32 and float64 tensors normalised over their trailing axes (what transformers run), and GroupNormalization and
+InstanceNormalization as rows of groups (with the accelerator).
 
 Over a whole tensor each numpy step is a pass through memory (a 64 x 128 x 768 float32 tensor is 25 MB); by
 blocks of rows that fit the L2 cache, every step after the first reads the cache, and the per-row reductions
@@ -22,6 +23,7 @@ from onnxcore.kernels._util import out_for
 from onnxcore.kernels.threads import MIN_PARALLEL_ELEMENTS, active_threads, blockwise, parallel_for
 
 __all__ = [
+    "group_norm_compiled",
     "layer_norm_compiled",
     "layer_norm_last_axis",
     "layer_norm_rows",
@@ -49,6 +51,14 @@ def _rows_of(x: np.ndarray, axis: int) -> int | None:
         return None
     d = math.prod(x.shape[axis:])  # Python ints: np.prod costs microseconds, as much as a small row block
     return d if d > 0 else None
+
+
+def _contiguous_rows(x: np.ndarray) -> np.ndarray:
+    """A float32/float64 ``x`` that is not C-contiguous (a transposed view: a convolution's output read as (batch,
+    time, channels)) copied into rows: one pass, where the kernel's general code makes several over the view."""
+    if x.dtype in _ROW_TYPES and not x.flags.c_contiguous:
+        return np.ascontiguousarray(x)
+    return x
 
 
 def _param(p: np.ndarray | None, x: np.ndarray, axis: int, d: int) -> np.ndarray | bool | None:
@@ -186,6 +196,7 @@ def layer_norm_rows(
     x: np.ndarray, scale: np.ndarray, bias: np.ndarray | None, axis: int, epsilon: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """LayerNormalization of ``x`` over ``[axis, rank)`` in its own dtype: ``(Y, Mean, InvStdDev)``."""
+    x = _contiguous_rows(x)
     d = _rows_of(x, axis)
     sc, b = _param(scale, x, axis, d or 0), _param(bias, x, axis, d or 0)
     if d is None or sc is False or b is False:
@@ -225,6 +236,7 @@ def layer_norm_rows(
 
 def rms_norm_rows(x: np.ndarray, scale: np.ndarray, axis: int, epsilon: float) -> np.ndarray | None:
     """RMSNormalization of ``x`` over ``[axis, rank)`` in its own dtype, times ``scale`` of the same dtype."""
+    x = _contiguous_rows(x)
     d = _rows_of(x, axis)
     sc = _param(scale, x, axis, d or 0)
     if d is None or not isinstance(sc, np.ndarray) or scale.dtype != x.dtype:
@@ -301,6 +313,37 @@ def rms_norm_compiled(x: np.ndarray, scale: np.ndarray, d: int, epsilon: float) 
         fn(x2, scale, n, eps, o2, 0, rows)  # one thread, without parallel_for's blocks
     else:
         parallel_for(lambda a, z: fn(x2, scale, n, eps, o2, a, z), rows, threads=active_threads())
+    return out
+
+
+def group_norm_compiled(
+    x: np.ndarray, scale: np.ndarray, bias: np.ndarray, groups: int, epsilon: float, instance: bool
+) -> np.ndarray | None:
+    """GroupNormalization (``groups`` groups of channels) or InstanceNormalization (``groups`` = C, ``instance``) of
+    ``x`` ``(N, C, ...)`` by the accelerator's compiled loop, each group a row read once into the cache and
+    finished there (numpy's kernel makes five passes over the tensor and two reductions); ``scale`` and ``bias`` hold
+    one value per channel. None where it does not apply (the accelerator off; not a C-contiguous float32/float64
+    ``x`` with parameters of its type; an empty group): the kernel's numpy code then runs."""
+    if not accel.enabled() or x.ndim < 2 or scale.dtype != x.dtype or bias.dtype != x.dtype:
+        return None
+    n, c = x.shape[:2]
+    d = _rows_of(x, 1)
+    if d is None or groups <= 0 or c % groups or scale.shape != (c,) or bias.shape != (c,):
+        return None
+    rows = n * groups
+    d //= groups
+    if d == 0:
+        return None
+    out = np.empty(x.shape, x.dtype)
+    t = x.dtype.type
+    sc, bi = np.ascontiguousarray(scale), np.ascontiguousarray(bias)
+    fn, x2, o2, per_row = accel.jit().group_norm_rows, x.reshape(rows, d), out.reshape(rows, d), c // groups
+    if x.size < MIN_PARALLEL_ELEMENTS:
+        fn(x2, sc, bi, per_row, t(d), t(epsilon), instance, o2, 0, rows)
+    else:
+        parallel_for(
+            lambda a, z: fn(x2, sc, bi, per_row, t(d), t(epsilon), instance, o2, a, z), rows, threads=active_threads()
+        )
     return out
 
 

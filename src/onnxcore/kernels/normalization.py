@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from onnxcore.errors import EvaluationError, ShapeError
-from onnxcore.kernels._rowwise import layer_norm_rows, rms_norm_rows
+from onnxcore.kernels._rowwise import group_norm_compiled, layer_norm_rows, rms_norm_rows
 from onnxcore.kernels._util import check_unidirectional, float_sum, normalize_axes, normalize_axis, short_sum
 from onnxcore.kernels.conv import work_dtype
 from onnxcore.kernels.registry import KernelContext, kernel
@@ -206,6 +206,9 @@ def instance_normalization(input: np.ndarray, scale: np.ndarray, B: np.ndarray, 
         raise ShapeError(f"input must have rank >= 3 (N, C, D1, ...), got {x.shape}")
     _check_channel_param(scale, "scale", (x.shape[1],))
     _check_channel_param(B, "B", (x.shape[1],))
+    y = group_norm_compiled(x, scale, B, x.shape[1], epsilon, True)
+    if y is not None:
+        return y
     wd = work_dtype(x.dtype)
     y, _, inv = _standardize(x.astype(wd, copy=False), tuple(range(2, x.ndim)), epsilon, normalize=False)
     # One pass for 1/std and scale together (both per (n, c)).
@@ -227,6 +230,12 @@ def _group_norm(
     _check_channel_param(scale, "scale", expected)
     _check_channel_param(bias, "bias", expected)
     wd = work_dtype(x.dtype)
+    if stash == x.dtype == wd:
+        # (per group: the parameters as the numpy code below makes them, one per channel)
+        per = (c // num_groups) if not per_channel else 1
+        y = group_norm_compiled(x, np.repeat(scale, per), np.repeat(bias, per), num_groups, epsilon, False)
+        if y is not None:
+            return y
     xg = x.astype(stash, copy=False).reshape(n, num_groups, -1)
     norm, _, _ = _standardize(xg, (2,), epsilon)
     y = norm.reshape(x.shape).astype(x.dtype, copy=False).astype(wd, copy=False)

@@ -363,6 +363,50 @@ def layer_norm_rows(
         inv[r] = iv
 
 
+@_njit
+def group_norm_rows(
+    x: Any,
+    scale: Any,
+    bias: Any,
+    per_row: int,
+    d: Any,
+    eps: Any,
+    instance: bool,
+    out: Any,
+    start: int,
+    stop: int,
+) -> None:  # pragma: no cover - compiled
+    """GroupNormalization or InstanceNormalization of the rows ``start..stop`` of ``x`` ``(rows, D)`` in its type:
+    each row a group of ``per_row`` channels of ``D / per_row`` values, channel ``k`` of row ``r`` being ``(r *
+    per_row + k) % C`` of the ``C`` values of ``scale`` and ``bias``; ``mean``, ``inv = 1 / sqrt(mean((x -
+    mean)^2) + eps)`` as :func:`layer_norm_rows` makes them, then ``(x - mean) * (inv * scale[c]) + bias[c]``
+    (``instance``) or ``(x - mean) * inv * scale[c] + bias[c]`` (a group's), the numpy kernels' orders (their sums
+    are made in another order: the results agree within the type's rounding of a row's sums). ``d`` and ``eps``
+    are of the element type; all arrays C-contiguous."""
+    n = x.shape[1]
+    cc = scale.size
+    inner = n // per_row
+    for r in range(start, stop):
+        xr = x[r]
+        orow = out[r]
+        m = _row_sum(xr) / d
+        for i in range(n):
+            orow[i] = xr[i] - m
+        iv = d / d / np.sqrt(_sum_squares(orow) / d + eps)  # 1 / sqrt(...) in the element type
+        for k in range(per_row):
+            c = (r * per_row + k) % cc
+            sc = scale[c]
+            b = bias[c]
+            lo = k * inner
+            if instance:
+                f = iv * sc
+                for i in range(lo, lo + inner):
+                    orow[i] = orow[i] * f + b
+            else:
+                for i in range(lo, lo + inner):
+                    orow[i] = orow[i] * iv * sc + b
+
+
 @_njit_sum
 def _sum_squares(xr: Any) -> Any:  # pragma: no cover - compiled
     """The sum of ``xr * xr`` in its type, as :func:`_row_sum` adds (the products rounded, then added)."""
