@@ -58,3 +58,57 @@ def test_row_sum_declines() -> None:
     assert reduction._row_sum("mean", np.ones((1, 4, 4, 4), np.float32), (2, 3), True) is None  # 64 < 256 elements
     assert reduction._row_sum("mean", x, (2, 3), True) is not None
     assert reduction._row_sum("mean", x.reshape(1, -1), (1,), True) is None  # one row: numpy's pairwise sum
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_logsumexp_rows_compiled(dtype: Any) -> None:
+    """ReduceLogSumExp over the last axis of a few class scores per row takes the accelerator's shift and row sums
+    around numpy's exp and log: the numpy path's bits (its shift, numpy's order of a row's sum), the same specials
+    (a row with NaN gives NaN, all -inf gives -inf, +inf gives +inf), for both kernel versions and keepdims; other
+    axes, non-contiguous inputs and inputs whose sums the numpy path makes by BLAS keep the numpy path."""
+    from onnxcore.kernels import accel
+
+    if not accel.available():
+        pytest.skip("the accelerator is not available (numba not installed, or ONNXCORE_ACCEL=0)")
+    rng = np.random.default_rng(7)
+    attr, inp = lookup("", "ReduceLogSumExp", 13), lookup("", "ReduceLogSumExp", 18)
+    assert attr is not None and inp is not None
+    calls = []
+    real = accel.jit().row_sums
+
+    def counted(*a: Any) -> None:
+        calls.append(a)
+        real(*a)
+
+    shapes = [(1, 3), (16, 3), (1, 20), (2, 5, 7), (1, 1), (40, 3), (1, 128), (2, 9, 14)]
+    for shape in shapes:
+        x = (rng.standard_normal(shape) * 40).astype(dtype)
+        x[0, ..., 0] = np.nan
+        if shape[-1] > 1 and x.size > shape[-1]:
+            x.reshape(-1, shape[-1])[1] = -np.inf
+            x.reshape(-1, shape[-1])[-1, 0] = np.inf
+        for keepdims in (0, 1):
+            with accel.use(False):
+                want = np.asarray(attr.fn(x, axes=[-1], keepdims=keepdims))
+            with accel.use(True):
+                try:
+                    accel.jit().row_sums = counted
+                    got_attr = np.asarray(attr.fn(x, axes=[-1], keepdims=keepdims))
+                    got_inp = np.asarray(inp.fn(x, np.array([x.ndim - 1]), keepdims=keepdims))
+                finally:
+                    accel.jit().row_sums = real
+            for got in (got_attr, got_inp):
+                np.testing.assert_array_equal(got, want, strict=True)
+    assert len(calls) == len(shapes) * 2 * 2  # every shape took the compiled passes
+    calls.clear()
+    x = rng.standard_normal((4, 6)).astype(dtype)
+    with accel.use(True):
+        try:
+            accel.jit().row_sums = counted
+            attr.fn(x, axes=[0], keepdims=1)  # another axis
+            attr.fn(np.asfortranarray(x), axes=[1], keepdims=1)  # not C-contiguous
+            attr.fn(rng.standard_normal((16, 20)).astype(dtype), axes=[1], keepdims=1)  # sums by BLAS there
+            attr.fn(rng.standard_normal((1, 129)).astype(dtype), axes=[1], keepdims=1)  # a row past one block
+        finally:
+            accel.jit().row_sums = real
+    assert not calls

@@ -58,6 +58,9 @@ _MAX: Any = np.maximum
 _FEW = 16  # up to this many values a check reads them as a Python list (one call, not a ufunc and a reduction)
 # float32 and float64, which sums accumulate in as they are (a set: ``dt == np.float32`` converts the type, 0.1 us)
 _F32_F64 = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
+# Row length up to which ReduceLogSumExp over the last axis takes the accelerator's shift and row sums (numpy's sum of
+# a row of up to 128 values is one block, which _jit.row_sums repeats step for step).
+_LSE_ROW = 128
 
 
 def _acc_input(x: Array) -> Array:
@@ -201,6 +204,30 @@ def reduce_values(op: str, x: Array, axes: tuple[int, ...] | None, keepdims: boo
             y = _logsumexp_row(x, ax, keepdims)
             if y is not None:
                 return np.asarray(y)  # (computed in dt: _finish's conversion has nothing to do)
+        n = x.shape[-1] if x.ndim else 0
+        if (
+            ax is not None
+            and len(ax) == 1
+            and ax[0] == x.ndim - 1
+            and 0 < n <= _LSE_ROW
+            and x.size < BLAS_SUM_MIN
+            and x.flags.c_contiguous
+            and accel.enabled()
+        ):
+            # A classifier's class scores (rows of a few values): the chain below's values (numpy's exp and log, the
+            # sums in numpy's order) with its shift and row sums each one compiled pass, where it makes seven numpy
+            # calls (a naive Bayes model's [16, 3]: 7.6 -> 4.2 us).
+            fns = accel.jit()
+            x2 = x.reshape(-1, n)
+            e = np.empty(x2.shape, dt)
+            m = np.empty(x2.shape[0], dt)
+            fns.logsumexp_shift(x2, e, m)
+            np.exp(e, out=e)
+            s = np.empty(x2.shape[0], dt)
+            fns.row_sums(e, s)
+            np.log(s, out=s)
+            np.add(s, m, out=s)
+            return s.reshape(x.shape[:-1] + ((1,) if keepdims else ()))
         return _finish(_logsumexp(x, ax, keepdims), dt)
     if op == "prod" and f32_f64:
         # (what the chain below gives a float32/float64 product: numpy's reduction in the type, without the chain)

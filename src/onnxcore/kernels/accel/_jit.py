@@ -30,11 +30,14 @@ __all__ = [
     "tanh_gelu_outer",
     "hard_swish_rows",
     "gelu32_rows",
+    "group_norm_rows",
     "bias_gelu32",
     "erf32",
     "hard_swish",
     "layer_norm_rows",
+    "logsumexp_shift",
     "rms_norm_rows",
+    "row_sums",
     "swish32",
 ]
 
@@ -405,6 +408,41 @@ def group_norm_rows(
             else:
                 for i in range(lo, lo + inner):
                     orow[i] = orow[i] * iv * sc + b
+
+
+@_njit
+def logsumexp_shift(x: Any, e: Any, m: Any) -> None:  # pragma: no cover - compiled
+    """The first step of ReduceLogSumExp over the rows of ``x`` ``(rows, n)``: ``m[r]`` the row's maximum, or 0
+    where that is not finite (a row holding NaN or +inf, or all -inf), and ``e[r] = x[r] - m[r]`` (the numpy kernel's
+    shift, ``kernels/reduction._logsumexp``: the same values, a maximum and a subtraction do not depend on order)."""
+    rows, n = x.shape
+    zero = x.dtype.type(0)
+    for r in range(rows):
+        row = x[r]
+        mx = row[0]
+        for j in range(1, n):
+            v = row[j]
+            if v != v:
+                mx = v
+                break
+            if v > mx:
+                mx = v
+        if mx - mx != zero:  # NaN or an infinity
+            mx = zero
+        m[r] = mx
+        er = e[r]
+        for j in range(n):
+            er[j] = row[j] - mx
+
+
+@_njit
+def row_sums(e: Any, s: Any) -> None:  # pragma: no cover - compiled
+    """``s[r]`` the sum of row ``r`` of ``e`` ``(rows, n)``, ``n <= 128``, as numpy's reduction of a contiguous row
+    adds it (:func:`_pairwise_leaf`): the same bits."""
+    rows, n = e.shape
+    zero = e.dtype.type(0)
+    for r in range(rows):
+        s[r] = _pairwise_leaf(e[r], 0, n, zero)
 
 
 @_njit_sum
