@@ -170,3 +170,32 @@ def test_a_failure_of_the_joined_walk_names_the_nodes() -> None:
     with pytest.raises(EvaluationError, match="TreeEnsembleClassifier") as info:
         sess.run(None, {"x": np.zeros((2, 2), np.float32)})  # fewer features than the trees read
     assert len(info.value.fused_nodes) == 2  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("post", ["NONE", "SOFTMAX", "LOGISTIC", "SOFTMAX_ZERO", "PROBIT"])
+@pytest.mark.parametrize("k", [3, 5])
+def test_members_of_one_finish_are_finished_together_bit_for_bit(post: str, k: int) -> None:
+    """A bagging or AdaBoost model's trees: every member a classifier of the same classes and post transform whose
+    leaves vote for every class (base values differ, as boosting's do). Their rows are stacked and finished by
+    one call (the step's batches), and each member's outputs are still what it gives alone, bit for bit, at one
+    row, a few and SMALL_BATCH, with NaN and infinite features, with the accelerator on and off."""
+    rng = np.random.default_rng(k)
+    members = []
+    for j in range(9):
+        a = _trees(rng, int(rng.integers(1, 4)), k, boosted=False, prefix="class")
+        a["classlabels_int64s"] = list(range(7, 7 + k))
+        a["post_transform"] = post
+        if j % 2:
+            a["base_values"] = [float(v) for v in rng.standard_normal(k)]
+        members.append(a)
+    data = _model("TreeEnsembleClassifier", members)
+    joined = onnxcore.Session(data)
+    alone = onnxcore.Session(data, disabled_rewrites=["join_forests"])
+    (step,) = _joined(joined)
+    assert [len(idx) for idx, *_ in step.batches] == [9]
+    for on in (False, True):
+        for rows in (1, 3, SMALL_BATCH):
+            feeds = _feeds(rng, rows, ["x"])
+            with accel.use(on):
+                for _ in range(2):
+                    _same(joined.run(None, feeds), alone.run(None, feeds))

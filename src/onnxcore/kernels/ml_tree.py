@@ -157,6 +157,9 @@ class ForestParts(NamedTuple):
         finish_votes: Its outputs from its sums without ``base`` and its votes (a classifier); else None.
         as_is: ``finish_summed`` returns its sums themselves (a regressor without post transform, summing in
             float32).
+        finish_key: Equal for two nodes whose ``finish_summed`` compute the same function of their rows (a row's
+            outputs depend on that row alone): the members of a joined walk that share it are finished together,
+            their rows stacked (None: finished alone).
     """
 
     forest: _Forest
@@ -166,6 +169,7 @@ class ForestParts(NamedTuple):
     finish_summed: Callable[[np.ndarray], Any] | None
     finish_votes: Callable[[np.ndarray, np.ndarray], Any] | None
     as_is: bool = False
+    finish_key: Any = None
 
 
 def _with_parts(run: Callable[[np.ndarray], Any], parts: ForestParts | None) -> Callable[[np.ndarray], Any]:
@@ -447,8 +451,10 @@ def _prepare_classifier(attrs: dict[str, Any]) -> Callable[[np.ndarray], tuple[n
         return finish_votes(scores, has)
 
     # (an empty batch takes the votes' path in either case)
+    # (what finish_summed depends on: the transform, the labels, the class count; base_values are added before it)
+    key = ("classifier", post, k, labels.dtype.str, tuple(labels.tolist())) if plain else None
     return _with_parts(classify, ForestParts(forest, compiled.acc_dtype, base, k, finish_summed if plain else None,
-                                             finish_votes))  # fmt: skip
+                                             finish_votes, False, key))  # fmt: skip
 
 
 def _softmax_rows(s: np.ndarray) -> np.ndarray:
