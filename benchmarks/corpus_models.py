@@ -278,33 +278,6 @@ def _wav2vec2() -> Any:
     return wrapped, ex, run, ["input_values"], {"input_values": {0: "batch", 1: "samples"}}
 
 
-def _t5_seq2seq(seq: int = 24) -> Callable[[], Any]:
-    """T5 as an encoder-decoder (small): relative position biases in both stacks, the decoder's causal self-attention
-    and its cross-attention over the encoder's output; the encoder reads (2, ``seq``), the decoder (2, ``seq`` //
-    2). The dynamo exporter of torch 2.14 does not take it (a view of T5's attention output); TorchScript does."""
-
-    def build() -> Any:
-        torch = _torch()
-        from transformers import T5Config, T5Model
-
-        cfg = T5Config(
-            vocab_size=VOCAB, d_model=128, d_kv=32, d_ff=512, num_layers=2, num_decoder_layers=2, num_heads=4
-        )
-        model = T5Model(cfg).eval()
-
-        def forward(m: Any, ids: Any, am: Any, dec: Any) -> Any:
-            return (m(input_ids=ids, attention_mask=am, decoder_input_ids=dec).last_hidden_state,)
-
-        wrapped = _Wrap.make(model, forward)
-        ex = (_ids(torch, 2, 16, VOCAB, 1), _mask(torch, 2, 16), _ids(torch, 2, 8, VOCAB, 3))
-        run = (_ids(torch, 2, seq, VOCAB, 2), _mask(torch, 2, seq), _ids(torch, 2, seq // 2, VOCAB, 4))
-        names = ["input_ids", "attention_mask", "decoder_input_ids"]
-        axes = {**_TEXT_AXES, "decoder_input_ids": {0: "batch", 1: "dec"}}
-        return wrapped, ex, run, names, axes
-
-    return build
-
-
 def _kv_step(
     make: Callable[[], tuple[Any, int, int, int]] | None = None, past: int = 31, batch: int = 2
 ) -> Callable[[], Any]:
@@ -361,18 +334,13 @@ def _gpt2_lm() -> tuple[Any, int, int, int]:
     return GPT2LMHeadModel(cfg).eval(), cfg.n_layer, cfg.n_head, cfg.n_embd // cfg.n_head
 
 
-def _bart(seq: int = 24) -> Callable[[], Any]:
-    """An encoder-decoder (BART, small): the encoder reads (2, ``seq``) tokens, the decoder (2, ``seq`` // 2)."""
+def _seq2seq(make: Callable[[Any], Any], seq: int = 24) -> Callable[[], Any]:
+    """An encoder-decoder (``make(torch)``, small) as exported: the encoder reads (2, ``seq``) tokens, the decoder
+    (2, ``seq`` // 2)."""
 
     def build() -> Any:
         torch = _torch()
-        from transformers import BartConfig, BartModel
-
-        cfg = BartConfig(
-            vocab_size=VOCAB, d_model=128, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
-            decoder_attention_heads=4, encoder_ffn_dim=512, decoder_ffn_dim=512, max_position_embeddings=256,
-        )  # fmt: skip
-        model = BartModel(cfg).eval()
+        model = make(torch).eval()
 
         def forward(m: Any, ids: Any, am: Any, dec: Any) -> Any:
             return (m(input_ids=ids, attention_mask=am, decoder_input_ids=dec).last_hidden_state,)
@@ -385,6 +353,26 @@ def _bart(seq: int = 24) -> Callable[[], Any]:
         return wrapped, ex, run, names, axes
 
     return build
+
+
+def _bart(torch: Any) -> Any:
+    from transformers import BartConfig, BartModel
+
+    cfg = BartConfig(
+        vocab_size=VOCAB, d_model=128, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+        decoder_attention_heads=4, encoder_ffn_dim=512, decoder_ffn_dim=512, max_position_embeddings=256,
+    )  # fmt: skip
+    return BartModel(cfg)
+
+
+def _t5_seq2seq(torch: Any) -> Any:
+    """T5 as an encoder-decoder: relative position biases in both stacks, the decoder's causal self-attention and
+    its cross-attention over the encoder's output. The dynamo exporter of torch 2.14 does not take it (a view of
+    T5's attention output); TorchScript does."""
+    from transformers import T5Config, T5Model
+
+    cfg = T5Config(vocab_size=VOCAB, d_model=128, d_kv=32, d_ff=512, num_layers=2, num_decoder_layers=2, num_heads=4)
+    return T5Model(cfg)
 
 
 def _text_variants() -> list[TorchRecipe]:
@@ -401,7 +389,7 @@ def _text_variants() -> list[TorchRecipe]:
         ("llama", "small transformer", lambda n, b: _text(_llama, seq=n, batch=b), False),
         ("llama_kv_step", "KV-cache decoder step", lambda n, b: _kv_step(past=n - 1, batch=b), False),
         ("gpt2_kv_step", "KV-cache decoder step", lambda n, b: _kv_step(_gpt2_lm, past=n - 1, batch=b), True),
-        ("bart", "encoder-decoder", lambda n, b: _bart(n), True),
+        ("bart", "encoder-decoder", lambda n, b: _seq2seq(_bart, n), True),
     ]
     out = []
     for name, family, build, new in short:
@@ -453,8 +441,8 @@ TORCH_RECIPES: list[TorchRecipe] = [
     TorchRecipe("t5_encoder", "small transformer", _text(_t5)),
     TorchRecipe("whisper_encoder", "small transformer", _whisper),
     TorchRecipe("wav2vec2", "audio encoder", _wav2vec2),
-    TorchRecipe("t5", "encoder-decoder", _t5_seq2seq(), ("torchscript",)),
-    TorchRecipe("t5_s128", "encoder-decoder", _t5_seq2seq(128), ("torchscript",)),
+    TorchRecipe("t5", "encoder-decoder", _seq2seq(_t5_seq2seq), ("torchscript",)),
+    TorchRecipe("t5_s128", "encoder-decoder", _seq2seq(_t5_seq2seq, 128), ("torchscript",)),
     TorchRecipe("llama", "small transformer", _text(_llama)),
     TorchRecipe("llama_kv_step", "KV-cache decoder step", _kv_step()),
     *_text_variants(),

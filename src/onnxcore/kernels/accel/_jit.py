@@ -330,6 +330,17 @@ def _row_sum(xr: Any) -> Any:  # pragma: no cover - compiled
 
 
 @_njit
+def _centred(xr: Any, orow: Any, d: Any, eps: Any) -> tuple[Any, Any]:  # pragma: no cover - compiled
+    """``orow = xr - mean`` for one row of ``d`` values (``d`` and ``eps`` of its type), and ``(mean, 1 / sqrt(mean
+    of the squares of orow + eps))``, each in the element type: the statistics of LayerNormalization's and the
+    group normalizations' rows."""
+    m = _row_sum(xr) / d
+    for i in range(xr.size):
+        orow[i] = xr[i] - m
+    return m, d / d / np.sqrt(_sum_squares(orow) / d + eps)  # (d / d: 1 in the element type)
+
+
+@_njit
 def layer_norm_rows(
     x: Any,
     scale: Any,
@@ -349,13 +360,8 @@ def layer_norm_rows(
     ``eps`` are of the element type; all arrays C-contiguous, ``scale`` and ``bias`` of ``D`` values."""
     n = x.shape[1]
     for r in range(start, stop):
-        xr = x[r]
         orow = out[r]
-        m = _row_sum(xr) / d
-        for i in range(n):
-            orow[i] = xr[i] - m
-        v = np.sqrt(_sum_squares(orow) / d + eps)
-        iv = d / d / v  # 1 / v in the element type
+        m, iv = _centred(x[r], orow, d, eps)
         if has_bias:
             for i in range(n):
                 orow[i] = orow[i] * iv * scale[i] + bias[i]
@@ -390,12 +396,8 @@ def group_norm_rows(
     cc = scale.size
     inner = n // per_row
     for r in range(start, stop):
-        xr = x[r]
         orow = out[r]
-        m = _row_sum(xr) / d
-        for i in range(n):
-            orow[i] = xr[i] - m
-        iv = d / d / np.sqrt(_sum_squares(orow) / d + eps)  # 1 / sqrt(...) in the element type
+        _m, iv = _centred(x[r], orow, d, eps)
         for k in range(per_row):
             c = (r * per_row + k) % cc
             sc = scale[c]
