@@ -28,6 +28,7 @@ __all__ = [
     "layer_norm_last_axis",
     "layer_norm_rows",
     "rms_norm_compiled",
+    "rms_norm_last_axis",
     "rms_norm_rows",
     "row_max",
     "softmax_rows_last",
@@ -299,6 +300,16 @@ def layer_norm_last_axis(
     accel.jit().layer_norm_rows(x.reshape(rows, d), scale, bb, has_b, n, eps, out.reshape(rows, d), mean, inv, 0, rows)
     keep = (*x.shape[:-1], 1)
     return out, mean.reshape(keep), inv.reshape(keep)
+
+
+def rms_norm_last_axis(x: np.ndarray, scale: np.ndarray, n: Any, eps: Any) -> np.ndarray:
+    """:func:`rms_norm_compiled` over the last axis of an ``x`` below the kernel threads' size, in one thread, with
+    its arguments made by the caller (``n`` the row length and ``eps`` the epsilon as values of ``x``'s type): a
+    plan step that made them once calls this on every run (as :func:`layer_norm_last_axis`)."""
+    d = x.shape[-1]
+    out = np.empty(x.shape, x.dtype)
+    accel.jit().rms_norm_rows(x.reshape(-1, d), scale, n, eps, out.reshape(-1, d), 0, x.size // d)
+    return out
 
 
 def rms_norm_compiled(x: np.ndarray, scale: np.ndarray, d: int, epsilon: float) -> np.ndarray:
