@@ -347,14 +347,13 @@ def group_norm_compiled(
         return None
     out = np.empty(x.shape, x.dtype)
     t = x.dtype.type
+    n_, eps = t(d), t(epsilon)
     sc, bi = np.ascontiguousarray(scale), np.ascontiguousarray(bias)
     fn, x2, o2, per_row = accel.jit().group_norm_rows, x.reshape(rows, d), out.reshape(rows, d), c // groups
     if x.size < MIN_PARALLEL_ELEMENTS:
-        fn(x2, sc, bi, per_row, t(d), t(epsilon), instance, o2, 0, rows)
+        fn(x2, sc, bi, per_row, n_, eps, instance, o2, 0, rows)
     else:
-        parallel_for(
-            lambda a, z: fn(x2, sc, bi, per_row, t(d), t(epsilon), instance, o2, a, z), rows, threads=active_threads()
-        )
+        parallel_for(lambda a, z: fn(x2, sc, bi, per_row, n_, eps, instance, o2, a, z), rows, threads=active_threads())
     return out
 
 

@@ -232,8 +232,10 @@ def _group_norm(
     wd = work_dtype(x.dtype)
     if stash == x.dtype == wd:
         # (per group: the parameters as the numpy code below makes them, one per channel)
-        per = (c // num_groups) if not per_channel else 1
-        y = group_norm_compiled(x, np.repeat(scale, per), np.repeat(bias, per), num_groups, epsilon, False)
+        sc_c, bi_c = (
+            (scale, bias) if per_channel else (np.repeat(scale, c // num_groups), np.repeat(bias, c // num_groups))
+        )
+        y = group_norm_compiled(x, sc_c, bi_c, num_groups, epsilon, False)
         if y is not None:
             return y
     xg = x.astype(stash, copy=False).reshape(n, num_groups, -1)
