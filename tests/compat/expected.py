@@ -114,10 +114,12 @@ EXPECTED: dict[str, Expected] = {
     "skl_plot_gpr": Expected(
         masks=[
             Mask(
-                r"(?s)^\[189\.05114746 192\.57336426.*?(?=^min\(Y\))",
+                r"(?s)^\[\d+\.\d+ +\d+\.\d+.*?(?=^min\(Y\))",
                 "the float32 model's predictions and their distance to scikit-learn's: rounding noise of order 1e5 "
                 "in both runtimes (the covariance is a difference of terms of that order; showing it is the "
-                "script's point), of different values",
+                "script's point), of different values; scikit-learn's own predictions before them depend on the "
+                "BLAS kernels its fit ran on (189.05... with OpenBLAS's SkylakeX kernels, 189.50... with its Haswell "
+                "ones), so the block is matched by its form",
             ),
             Mask(
                 r"^\[0\.00\d+ +0\.00[^\n]*\]$",
@@ -125,9 +127,10 @@ EXPECTED: dict[str, Expected] = {
                 "the rounding of two computations that each differ from scikit-learn's by that much",
             ),
             Mask(
-                r"^ array\(\[[^\]]*\]\)\]$|^\[\d{3}\.\d+ +\d{3}\.\d+[^\n]*\]$",
+                r"^ array\(\[[^\]]*\]\)\]$|^\[ *\d{3,}\.\d+ +\d{3,}\.\d+[^\]]*\]$",
                 "the double model's standard deviations and their distance to scikit-learn's (about 1.0): noise "
-                "in both runtimes (onnxruntime 345 then 0, onnxcore 0), the variance being a cancellation",
+                "in both runtimes (onnxruntime 345 then 0, onnxcore 0), the variance being a cancellation (the "
+                "distances' line, of three digits or more, may wrap: four where BLAS's kernels make them larger)",
             ),
             _VERSIONS,
         ]
