@@ -42,10 +42,12 @@ X = np.arange(6, dtype=np.float32).reshape(2, 3) / 7
 def test_it_follows_every_fusion_and_precedes_the_joins_that_need_it() -> None:
     # Last but for join_forests, which joins tree ensembles reading one value once their repeated inputs (an
     # isolation forest's Gather per tree) are merged, and stack_lanes, whose sibling chains read the joined forests'
-    # outputs and whose lanes would otherwise include repeats; neither makes a repeat for it to merge.
+    # outputs and whose lanes would otherwise include repeats; neither makes a repeat for it to merge. Then only
+    # prepare_with_constants, which binds the nodes left as they are to steps prepared with their constants (a
+    # prepared step is a new callable per node: merge_repeats would not see two of them as repeats).
     names = [r.name for r in PIPELINE]
-    assert names[-3:] == ["merge_repeats", "join_forests", "stack_lanes"]
-    assert PIPELINE[-3].level == 1
+    assert names[-4:] == ["merge_repeats", "join_forests", "stack_lanes", "prepare_with_constants"]
+    assert PIPELINE[-4].level == 1
 
 
 def test_repeats_evaluated_once_and_named_as_fired() -> None:

@@ -10,7 +10,8 @@ mode (``intermediates=True``), where every node is evaluated as written. One mod
 
 - ``fold``: constant folding (the rule it shares with inference is :mod:`onnxcore.kernels.folding`);
 - ``noops``: nodes that give back their input (Identity, a Cast to the type it has, ``x * 1``, ...) as aliases;
-- ``prepare``: kernels registered with ``prepare_constants`` (MatMulNBits) prepared with their node's constants;
+- ``prepare``: kernels registered with ``prepare_constants`` (MatMulNBits, the binary arithmetic and comparison
+  operators) prepared with their node's constants, the last rewrite;
 - ``patterns``: exporters' chains for GELU, SiLU, LayerNorm, RMSNorm, ``x * HardSigmoid(x)`` and attention;
 - ``linear``: linear layers (a MatMul by a constant and its bias, the dynamo exporter's Reshape, Gemm, Reshape);
 - ``fuse``: steps folded into a Conv or Gemm, an in-place Relu, a Conv's activation, prepacked weights, Winograd;
@@ -24,7 +25,7 @@ mode (``intermediates=True``), where every node is evaluated as written. One mod
 - ``conv1d``: a 1-D Conv with constant weights as one product;
 - ``scan``: a Scan whose iterations are independent (unchanged states, a row-wise body) as one batched pass;
 - ``chains``: other chains of elementwise nodes as one step writing into one buffer;
-- ``cse``: common-subexpression elimination, the last rewrite: repeats of a computation run once;
+- ``cse``: common-subexpression elimination, after the fusions: repeats of a computation run once;
 - ``specialize``: which shape computations a run's input shapes decide (plans specialised to them);
 - ``graph``, ``pipeline``, ``_common``: the plan graph, the pipeline, helpers the matchers share.
 """

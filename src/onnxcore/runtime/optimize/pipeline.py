@@ -149,11 +149,10 @@ class Rewrite:
 _FIRST = (BOUND, CLOSED, AS_WRITTEN)
 
 PIPELINE: tuple[Rewrite, ...] = (
-    # Basic (onnxruntime's level 1): values computed once, nodes that compute nothing, kernels prepared with their
-    # constants.
+    # Basic (onnxruntime's level 1): values computed once, nodes that compute nothing (their kernels prepared with
+    # their constants comes last).
     Rewrite("fold_constants", fold_constants, 1, requires=_FIRST),
     Rewrite("drop_noops", drop_noops, 1, requires=_FIRST),
-    Rewrite("prepare_with_constants", prepare_with_constants, 1),
     # Extended: what exporters write for one operator, then fusions into convolutions and products.
     Rewrite("fuse_patterns", fuse_patterns),
     Rewrite("fuse_attention", fuse_attention),
@@ -184,6 +183,10 @@ PIPELINE: tuple[Rewrite, ...] = (
     # Then isomorphic sibling nodes (a converter's chain per feature, class or member) as one step per group on
     # stacked operands: after the forests are joined, whose outputs the chains read.
     Rewrite("stack_lanes", stack_lanes, 99),
+    # Basic, last of all: the kernels left as the nodes' own prepared with their constant inputs (MatMulNBits'
+    # weights dequantized once, a binary operator's constant operand shaped once): after every fusion and grouping,
+    # which recognise a node by its kernel, so that a prepared node does not escape them.
+    Rewrite("prepare_with_constants", prepare_with_constants, 1),
 )
 """The rewrites, in the order every plan runs them."""
 
