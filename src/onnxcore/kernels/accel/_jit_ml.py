@@ -17,7 +17,10 @@ from onnxcore.kernels.accel._jit import _njit, _pairwise_leaf
 __all__ = [
     "couple_rows",
     "impute_rows",
+    "linear_exp_args",
+    "linear_exp_finish",
     "linear_finish",
+    "linear_none_rows",
     "linear_rows",
     "normalize_rows",
     "rbf_exponents",
@@ -257,6 +260,112 @@ def linear_finish(scores: Any, b: Any, post: int, mode: int, z: Any, best: Any) 
 
 
 @_njit
+def linear_exp_args(scores: Any, b: Any, post: int, e: Any, best: Any, binary: bool) -> None:  # pragma: no cover
+    """The passes of a linear model on many rows before the transform's exp, which numpy's vectorised exp then
+    takes (``scores`` ``[N, T]`` float64, BLAS's product): per row the intercepts ``b`` added (unless empty) and
+    the first largest raw score's index (the first NaN's) into ``best`` (unless empty), then the exp's arguments
+    into ``e`` (``[N, T]`` float64): for SOFTMAX (1) the row shifted by its maximum (NaN when the row holds one), for
+    LOGISTIC (2) ``-|s|``, ``scores`` keeping the raw scores. Each value as numpy's softmax_rows/sigmoid step makes
+    it. ``binary``: one score per row (``T`` 1) of a classifier of two classes, ``best`` whether it is positive."""
+    n, t = scores.shape
+    for r in range(n):
+        if b.size:
+            for j in range(t):
+                scores[r, j] += b[j]
+        if binary:
+            best[r] = 1 if scores[r, 0] > 0 else 0
+        elif best.size:
+            k = 0
+            m = scores[r, 0]
+            if m == m:
+                for j in range(1, t):
+                    v = scores[r, j]
+                    if v != v:
+                        k = j
+                        break
+                    if v > m:
+                        m = v
+                        k = j
+            best[r] = k
+        if post == 1:
+            m = scores[r, 0]
+            for j in range(1, t):
+                v = scores[r, j]
+                if v != v:
+                    m = v
+                    break
+                if v > m:
+                    m = v
+            for j in range(t):
+                e[r, j] = scores[r, j] - m
+        else:
+            for j in range(t):
+                e[r, j] = -abs(scores[r, j])
+
+
+@_njit
+def linear_none_rows(scores: Any, b: Any, z: Any, best: Any, binary: bool) -> None:  # pragma: no cover - compiled
+    """A linear model without transform on many rows (``scores`` ``[N, T]`` float64, BLAS's; overwritten): the
+    intercepts ``b`` (unless empty) and each row's first largest score's index into ``best`` (unless empty) as
+    :func:`linear_exp_args` finds them, the scores rounded to float32 into ``z``; inline, one pass. ``binary``: one
+    score ``s`` per row, ``best`` whether it is positive, ``z`` ``[N, 2]`` holding ``1 - s`` and ``s``."""
+    n, t = scores.shape
+    for r in range(n):
+        if b.size:
+            for j in range(t):
+                scores[r, j] += b[j]
+        if binary:
+            v = scores[r, 0]
+            best[r] = 1 if v > 0 else 0
+            z[r, 0] = np.float32(1.0 - v)
+            z[r, 1] = np.float32(v)
+            continue
+        if best.size:
+            k = 0
+            m = scores[r, 0]
+            if m == m:
+                for j in range(1, t):
+                    v = scores[r, j]
+                    if v != v:
+                        k = j
+                        break
+                    if v > m:
+                        m = v
+                        k = j
+            best[r] = k
+        for j in range(t):
+            z[r, j] = np.float32(scores[r, j])
+
+
+@_njit
+def linear_exp_finish(scores: Any, e: Any, post: int, z: Any, binary: bool) -> None:  # pragma: no cover - compiled
+    """The passes after the exp of :func:`linear_exp_args` (``e`` holding the exponentials): SOFTMAX (1) each row
+    divided by its sum in numpy's order (``_pairwise``), LOGISTIC (2) ``1 / (1 + e)`` where the raw score is at
+    least 0, else ``e / (1 + e)``; rounded to float32 into ``z``. ``binary`` (LOGISTIC of one score per row): ``z``
+    ``[N, 2]`` holding ``1 - p`` and ``p``."""
+    n, t = e.shape
+    for r in range(n):
+        if binary:
+            v = e[r, 0]
+            p = 1.0 / (1.0 + v) if scores[r, 0] >= 0 else v / (1.0 + v)
+            z[r, 0] = np.float32(1.0 - p)
+            z[r, 1] = np.float32(p)
+        elif post == 1:
+            if t < 8:  # (numpy adds fewer than eight values in order: the sum inline, no call per row)
+                total = e[r, 0]
+                for j in range(1, t):
+                    total += e[r, j]
+            else:
+                total = _pairwise(e[r], 0, t)
+            for j in range(t):
+                z[r, j] = np.float32(e[r, j] / total)
+        else:
+            for j in range(t):
+                v = e[r, j]
+                z[r, j] = np.float32(1.0 / (1.0 + v) if scores[r, j] >= 0 else v / (1.0 + v))
+
+
+@_njit
 def normalize_rows(x: Any, norm: int, out: Any) -> None:  # pragma: no cover - compiled
     """Normalizer: each row of ``x`` (``[N, C]``, C >= 1, any real type) in float64 divided by its norm (0 MAX, 1
     L1, 2 L2: numpy's maximum, pairwise sum of the absolute values or of the squares and its square root), a row
@@ -269,6 +378,13 @@ def normalize_rows(x: Any, norm: int, out: Any) -> None:  # pragma: no cover - c
             row[j] = np.float64(x[r, j])
         if norm == 0:
             d = _row_max(row, c)
+        elif c < 8:
+            # (fewer than eight values: numpy adds them in order from the first; inline, no call per row)
+            d = abs(row[0]) if norm == 1 else row[0] * row[0]
+            for j in range(1, c):
+                d += abs(row[j]) if norm == 1 else row[j] * row[j]
+            if norm == 2:
+                d = np.sqrt(d)
         elif norm == 1:
             for j in range(c):
                 tmp[j] = abs(row[j])
