@@ -5,8 +5,10 @@ run by onnxcore and by onnxruntime in one process, the engines taking turns. Two
 setting:
 
 - one thread: BLAS limited to one thread for onnxcore (``OPENBLAS_NUM_THREADS=1`` before numpy loads),
-  onnxruntime with ``intra_op_num_threads=1``; one warm-up run each, then the best of ``--repeat`` runs, the
-  engines taking turns run by run;
+  onnxruntime with ``intra_op_num_threads=1``; one warm-up run each, then the best of at least ``--repeat`` runs,
+  the engines taking turns run by run, more turns until each engine's timed runs add up to ``--min-time`` seconds
+  (0.05 by default, at most 1,000 runs: five runs of a 10 us model put its best time 1.3-2x its usual one, on
+  both engines; a model of 10 ms or more stays at ``--repeat``);
 - default threads: both engines as they come (onnxruntime with its default options: a pool over the machine's
   cores; onnxcore with ``Session``'s default threads and numpy's BLAS threads), taking turns by blocks.
 
@@ -31,9 +33,13 @@ classical-ML family per row count: "ML linear, 16 rows"), and per model a profil
 that hold onnxcore's time (``Session.profile``, one thread; a fused step is named by its head with ``+`` and what
 is fused into it).
 
-Usage: ``python benchmarks/bench_corpus.py [--repeat 5] [--threads both|1|default] [--models bert gpt2 ...]
-[--settle 0.2] [--block 3] [--session-threads N] [--rounds N] [--accel both] [--cache DIR] [--no-profile] [--json FILE]
-[--baseline EARLIER.json] [--table-only RESULTS.json]``.
+Usage: ``python benchmarks/bench_corpus.py [--repeat 5] [--min-time 0.05] [--threads both|1|default]
+[--models bert gpt2 ...] [--settle 0.2] [--block 3] [--session-threads N] [--rounds N] [--accel both]
+[--cache DIR] [--keep-blas-env] [--no-profile] [--json FILE] [--baseline EARLIER.json] [--table-only RESULTS.json]``.
+
+Where a machine sets ``OPENBLAS_CORETYPE`` or ``OPENBLAS_L2_SIZE`` (forcing numpy's BLAS onto other kernels than
+the CPU's own, while onnxruntime picks by the CPU), the timing processes run without them unless
+``--keep-blas-env`` is given, and the table's BLAS line says what was unset (``bench_json.unforce_blas``).
 """
 
 from __future__ import annotations
@@ -50,7 +56,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench_json import stamp
+from bench_json import UNSET_NOTE_VAR, stamp, unforce_blas
 
 HERE = Path(__file__).resolve().parent
 _BLAS_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
@@ -58,16 +64,27 @@ ONE_THREAD = ("1", "numpy")
 """The worker modes run at one thread: "numpy" is the one-thread mode with the accelerator off."""
 
 
-def _best_of(fns: list[Callable[[], Any]], repeat: int) -> tuple[list[float], list[Any]]:
+MAX_RUNS = 1000
+"""The most timed runs per engine and model at one thread (``--min-time`` stops sooner on all but the smallest)."""
+
+
+def _best_of(fns: list[Callable[[], Any]], repeat: int, min_time: float = 0.0) -> tuple[list[float], list[Any]]:
     """Best wall time and last result of each engine; the engines take turns (a change in the machine's load
-    affects them alike)."""
+    affects them alike): at least ``repeat`` turns, and more until each engine's timed runs add up to ``min_time``
+    seconds (at most :data:`MAX_RUNS`), so that a model of microseconds gets as many chances at its best time as
+    one of milliseconds has spread (five runs of a 10 us model leave its best time 1.3-2x its usual one)."""
     outs = [fn() for fn in fns]
     best = [float("inf")] * len(fns)
-    for _ in range(repeat):
+    spent = [0.0] * len(fns)
+    runs = 0
+    while runs < repeat or (min(spent) < min_time and runs < MAX_RUNS):
         for i, fn in enumerate(fns):
             t0 = time.perf_counter()
             outs[i] = fn()
-            best[i] = min(best[i], time.perf_counter() - t0)
+            t = time.perf_counter() - t0
+            best[i] = min(best[i], t)
+            spent[i] += t
+        runs += 1
     return best, outs
 
 
@@ -116,6 +133,8 @@ def blas_in_use() -> str:
     i = infos[0]
     forced = os.environ.get("OPENBLAS_CORETYPE")
     where = f", forced by OPENBLAS_CORETYPE={forced}" if forced and i["internal_api"] == "openblas" else ""
+    if os.environ.get(UNSET_NOTE_VAR):
+        where += f" ({os.environ[UNSET_NOTE_VAR]} unset for the benchmark)"
     return f"{i['internal_api']} {i.get('version', '')}, {i.get('architecture', '?')} kernels{where}"
 
 
@@ -129,10 +148,12 @@ def worker(
     settle: float = 0.2,
     block: int = 3,
     session_threads: int | None = None,
+    min_time: float = 0.0,
 ) -> list[dict[str, Any]]:
     """Time every entry in this process (whose BLAS threads are already set for ``mode``): run by run at one
-    thread, by blocks (``settle``, ``block``) at default threads; ``session_threads`` replaces ``Session``'s
-    default threads in the default mode."""
+    thread (at least ``repeat`` turns, more until ``min_time`` seconds of each engine's runs), by blocks
+    (``settle``, ``block``) at default threads; ``session_threads`` replaces ``Session``'s default threads in the
+    default mode."""
     import numpy as np
     import onnxruntime as ort
 
@@ -168,7 +189,7 @@ def worker(
             try:
                 fns = [lambda o=ours, f=feeds: o.run(None, f), lambda r=ref, f=feeds: r.run(None, f)]
                 if mode in ONE_THREAD:
-                    (t_oc, t_ort), (o_oc, o_ort) = _best_of(fns, repeat)
+                    (t_oc, t_ort), (o_oc, o_ort) = _best_of(fns, repeat, min_time)
                 else:
                     (t_oc, t_ort), (o_oc, o_ort) = _best_by_blocks(fns, repeat, settle=settle, block=block)
             except Exception as e:
@@ -311,6 +332,13 @@ def _best_of_rounds(rounds: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument(
+        "--min-time",
+        type=float,
+        default=0.05,
+        help="one thread: keep taking turns until each engine's timed runs add up to this many seconds "
+        f"(at most {MAX_RUNS} runs; 0: exactly --repeat)",
+    )
     ap.add_argument("--threads", choices=["both", "1", "default"], default="both")
     ap.add_argument("--models", nargs="*", help="substrings of the entry names to run")
     ap.add_argument("--settle", type=float, default=0.2, help="default threads: untimed seconds per block")
@@ -330,6 +358,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="both: also time onnxcore's pure-numpy path (ONNXCORE_ACCEL=0) at one thread, in a process of its own",
     )
     ap.add_argument("--cache", type=Path, default=HERE.parent / ".cache" / "bench-corpus")
+    ap.add_argument(
+        "--keep-blas-env",
+        action="store_true",
+        help="time with OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE as the machine sets them (default: unset for the "
+        "timing processes, said in the table; bench_json.unforce_blas)",
+    )
     ap.add_argument("--no-profile", action="store_true")
     ap.add_argument("--json", type=Path, help="also write the raw results here, stamped (bench_json.stamp)")
     ap.add_argument("--baseline", type=Path, help="an earlier --json file: its one-thread ratios as columns")
@@ -351,9 +385,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             settle=args.settle,
             block=args.block,
             session_threads=args.session_threads if args.worker == "default" else None,
+            min_time=args.min_time,
         )
         print(json.dumps(rows))
         return 0
+    if not args.keep_blas_env:
+        unforce_blas()  # before any numpy: the workers inherit the environment (bench_json.unforce_blas)
     sys.path.insert(0, str(HERE))
     import corpus_models as cm
 
@@ -370,7 +407,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if mode == "numpy":
             env["ONNXCORE_ACCEL"] = "0"
         cmd = [sys.executable, __file__, "--worker", mode, "--repeat", str(args.repeat), "--cache", str(args.cache)]
-        cmd += ["--settle", str(args.settle), "--block", str(args.block)]
+        cmd += ["--settle", str(args.settle), "--block", str(args.block), "--min-time", str(args.min_time)]
         if args.session_threads is not None:
             cmd += ["--session-threads", str(args.session_threads)]
         if args.models:

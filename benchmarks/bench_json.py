@@ -28,6 +28,30 @@ def _git(*args: str) -> str:
     return out.stdout.strip()
 
 
+FORCING_BLAS_VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+"""Variables some machines set to force OpenBLAS's choice of kernels and its idea of the L2 cache."""
+
+UNSET_NOTE_VAR = "ONNXCORE_BENCH_BLAS_UNSET"
+"""Where :func:`unforce_blas` leaves what it unset, for the child processes' reports."""
+
+
+def unforce_blas() -> str:
+    """Unset :data:`FORCING_BLAS_VARS` in this process's environment, which its child processes inherit.
+
+    A machine may force OpenBLAS onto an older core's kernels than its CPU has (seen: ``OPENBLAS_CORETYPE=Haswell``
+    on an AVX-512 AMD EPYC, where numpy's float32 products then ran at 55-60 % of the speed of the kernels OpenBLAS
+    picks itself), while onnxruntime's MLAS picks its kernels by the CPU regardless: the comparison would then
+    measure the variable. Unset, each engine's library chooses by the CPU, as on a machine that sets nothing. Must
+    run before numpy is imported in the process that times (the standards let a benchmark unset both for its own
+    processes and say so: the returned text says what was unset, "" when nothing was).
+    """
+    unset = [f"{v}={os.environ.pop(v)}" for v in FORCING_BLAS_VARS if v in os.environ]
+    note = " and ".join(unset)
+    if note:
+        os.environ[UNSET_NOTE_VAR] = note
+    return note
+
+
 def cpu_name() -> str:
     """The CPU's model name and the cores this process may use."""
     name = platform.processor() or platform.machine()

@@ -47,11 +47,16 @@ SECTIONS = [
         "without past keys and values, and encoder-decoders (BART, T5) at opsets 17, 18 and 23 and two sequence "
         "lengths, and an audio encoder (wav2vec2, on a second of raw samples); every "
         "scikit-learn family skl2onnx converts, LightGBM, XGBoost and CatBoost at 1, 16 and 1,000 rows. Wall time, "
-        "best of the runs, the engines taking turns; every output of both engines is compared with the framework's "
+        "best of the runs, the engines taking turns (at one thread at least five runs each, and more until each "
+        "engine's runs add up to 0.05 s: a model of microseconds gets as many chances at its best time as one of "
+        "milliseconds); every output of both engines is compared with the framework's "
         "own. Ratio: onnxcore's time over onnxruntime's (below 1: onnxcore is faster). One thread: BLAS at one "
         "thread, onnxruntime `intra_op_num_threads=1`; default: each engine as it comes; numpy: onnxcore without "
         "its compiled loops (`ONNXCORE_ACCEL=0`, what an install without the `accel` extra runs) at one thread, "
-        "against onnxruntime at one thread in the same process.",
+        "against onnxruntime at one thread in the same process. Where the machine sets `OPENBLAS_CORETYPE` or "
+        "`OPENBLAS_L2_SIZE`, the timed processes run without them (the BLAS line under the table says so): "
+        "numpy's BLAS then picks its kernels by the CPU, as onnxruntime's MLAS does (`--keep-blas-env` keeps "
+        "them).",
     ),
     Section(
         "models.json",
