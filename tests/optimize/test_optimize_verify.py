@@ -175,11 +175,12 @@ def _gemm_bn(mean: float, k: int = 1024, m: int = 8) -> bytes:
     return bytes(model.SerializeToString())
 
 
-@pytest.mark.parametrize("mean", [10.0, 100.0])
+@pytest.mark.parametrize("mean", [10.0, 30.0])
 def test_a_fold_that_rounds_a_cancelling_sum_anew_is_proved(mean: float) -> None:
     """The folded weights round every product anew; where the sum cancels (outputs a thousandth of the terms) the
     difference is beyond Clause 11.4's rtol relative to the output but within the whole-model tolerance
-    (WHOLE_MODEL_ATOL), and the fold is kept."""
+    (WHOLE_MODEL_ATOL), and the fold is kept. (A mean of 100 sits at the tolerance's edge: one ulp of the terms
+    with OpenBLAS's SkylakeX kernels, five with its Haswell ones, which a machine may force: refused there.)"""
     feeds = [{"x": np.ones((2, 1024), np.float32)}]
     _, report = onnxcore.optimize(_gemm_bn(mean), inputs=feeds)
     assert report.fired.get("fold_batchnorm") == 1
