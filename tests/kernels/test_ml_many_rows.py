@@ -1,6 +1,6 @@
 """The linear models and the Normalizer on many rows with the accelerator (more than the compiled small-row loop
-takes): BLAS's product, then compiled passes around numpy's own exp (``_jit_ml.linear_exp_args`` /
-``linear_exp_finish``, ``linear_none_rows``), and the Normalizer's row sums inline for rows of fewer than eight
+takes): BLAS's product, then compiled passes around numpy's own exp (``_jit_ml.linear_scores_pass`` /
+``linear_exp_finish``), and the Normalizer's row sums inline for rows of fewer than eight
 values. Each gives the numpy path's values bit for bit (Clause 11.4 asks less; the tests hold the paths equal so
 that the accelerator never changes a result)."""
 

@@ -123,13 +123,11 @@ def _many_rows(
     whether it is positive and ``z`` its two columns (``_two_columns``)."""
     fns = accel.jit_ml()
     post = _POSTS[post_transform]
-    if post == 0:
-        fns.linear_none_rows(scores, b, z, best, binary)
-        return
-    e = np.empty_like(scores)
-    fns.linear_exp_args(scores, b, post, e, best, binary)
-    np.exp(e, out=e)
-    fns.linear_exp_finish(scores, e, post, z, binary)
+    e = np.empty_like(scores) if post else scores  # (no exp without a transform: the first pass finishes)
+    fns.linear_scores_pass(scores, b, post, e, z, best, binary)
+    if post:
+        np.exp(e, out=e)
+        fns.linear_exp_finish(scores, e, post, z, binary)
 
 
 class _LinearClassifier:

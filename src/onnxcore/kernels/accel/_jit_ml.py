@@ -17,11 +17,10 @@ from onnxcore.kernels.accel._jit import _njit, _pairwise_leaf
 __all__ = [
     "couple_rows",
     "impute_rows",
-    "linear_exp_args",
     "linear_exp_finish",
     "linear_finish",
-    "linear_none_rows",
     "linear_rows",
+    "linear_scores_pass",
     "normalize_rows",
     "rbf_exponents",
     "scale_rows",
@@ -260,13 +259,35 @@ def linear_finish(scores: Any, b: Any, post: int, mode: int, z: Any, best: Any) 
 
 
 @_njit
-def linear_exp_args(scores: Any, b: Any, post: int, e: Any, best: Any, binary: bool) -> None:  # pragma: no cover
-    """The passes of a linear model on many rows before the transform's exp, which numpy's vectorised exp then
-    takes (``scores`` ``[N, T]`` float64, BLAS's product): per row the intercepts ``b`` added (unless empty) and
-    the first largest raw score's index (the first NaN's) into ``best`` (unless empty), then the exp's arguments
-    into ``e`` (``[N, T]`` float64): for SOFTMAX (1) the row shifted by its maximum (NaN when the row holds one), for
-    LOGISTIC (2) ``-|s|``, ``scores`` keeping the raw scores. Each value as numpy's softmax_rows/sigmoid step makes
-    it. ``binary``: one score per row (``T`` 1) of a classifier of two classes, ``best`` whether it is positive."""
+def _first_max(scores: Any, r: int, t: int) -> int:  # pragma: no cover - compiled
+    """The index of the first largest of ``scores[r, :t]`` (t >= 1), the first NaN's when the row holds one: what
+    numpy's argmax gives."""
+    k = 0
+    m = scores[r, 0]
+    if m == m:
+        for j in range(1, t):
+            v = scores[r, j]
+            if v != v:
+                return j
+            if v > m:
+                m = v
+                k = j
+    return k
+
+
+@_njit
+def linear_scores_pass(
+    scores: Any, b: Any, post: int, e: Any, z: Any, best: Any, binary: bool
+) -> None:  # pragma: no cover - compiled
+    """The first pass of a linear model on many rows (``scores`` ``[N, T]`` float64, BLAS's product): per row the
+    intercepts ``b`` added (unless empty) and the first largest raw score's index (:func:`_first_max`) into
+    ``best`` (unless empty); then without a transform (0) the scores rounded to float32 into ``z``, done; else the
+    arguments of the transform's exp, which numpy's vectorised exp then takes, into ``e`` (``[N, T]`` float64): for
+    SOFTMAX (1) the row shifted by its maximum (NaN when the row holds one), for LOGISTIC (2) ``-|s|``, ``scores``
+    keeping the raw scores for :func:`linear_exp_finish`. Each value as numpy's steps (``+=``, ``argmax``,
+    ``softmax_rows``/``sigmoid``, ``astype``) make it. ``binary``: one score ``s`` per row (``T`` 1) of a classifier
+    of two classes, ``best`` whether it is positive, and without a transform ``z`` ``[N, 2]`` holding ``1 - s`` and
+    ``s``."""
     n, t = scores.shape
     for r in range(n):
         if b.size:
@@ -275,19 +296,15 @@ def linear_exp_args(scores: Any, b: Any, post: int, e: Any, best: Any, binary: b
         if binary:
             best[r] = 1 if scores[r, 0] > 0 else 0
         elif best.size:
-            k = 0
-            m = scores[r, 0]
-            if m == m:
-                for j in range(1, t):
-                    v = scores[r, j]
-                    if v != v:
-                        k = j
-                        break
-                    if v > m:
-                        m = v
-                        k = j
-            best[r] = k
-        if post == 1:
+            best[r] = _first_max(scores, r, t)
+        if post == 0:
+            if binary:
+                z[r, 0] = np.float32(1.0 - scores[r, 0])
+                z[r, 1] = np.float32(scores[r, 0])
+            else:
+                for j in range(t):
+                    z[r, j] = np.float32(scores[r, j])
+        elif post == 1:
             m = scores[r, 0]
             for j in range(1, t):
                 v = scores[r, j]
@@ -304,42 +321,8 @@ def linear_exp_args(scores: Any, b: Any, post: int, e: Any, best: Any, binary: b
 
 
 @_njit
-def linear_none_rows(scores: Any, b: Any, z: Any, best: Any, binary: bool) -> None:  # pragma: no cover - compiled
-    """A linear model without transform on many rows (``scores`` ``[N, T]`` float64, BLAS's; overwritten): the
-    intercepts ``b`` (unless empty) and each row's first largest score's index into ``best`` (unless empty) as
-    :func:`linear_exp_args` finds them, the scores rounded to float32 into ``z``; inline, one pass. ``binary``: one
-    score ``s`` per row, ``best`` whether it is positive, ``z`` ``[N, 2]`` holding ``1 - s`` and ``s``."""
-    n, t = scores.shape
-    for r in range(n):
-        if b.size:
-            for j in range(t):
-                scores[r, j] += b[j]
-        if binary:
-            v = scores[r, 0]
-            best[r] = 1 if v > 0 else 0
-            z[r, 0] = np.float32(1.0 - v)
-            z[r, 1] = np.float32(v)
-            continue
-        if best.size:
-            k = 0
-            m = scores[r, 0]
-            if m == m:
-                for j in range(1, t):
-                    v = scores[r, j]
-                    if v != v:
-                        k = j
-                        break
-                    if v > m:
-                        m = v
-                        k = j
-            best[r] = k
-        for j in range(t):
-            z[r, j] = np.float32(scores[r, j])
-
-
-@_njit
 def linear_exp_finish(scores: Any, e: Any, post: int, z: Any, binary: bool) -> None:  # pragma: no cover - compiled
-    """The passes after the exp of :func:`linear_exp_args` (``e`` holding the exponentials): SOFTMAX (1) each row
+    """The passes after the exp of :func:`linear_scores_pass` (``e`` holding the exponentials): SOFTMAX (1) each row
     divided by its sum in numpy's order (``_pairwise``), LOGISTIC (2) ``1 / (1 + e)`` where the raw score is at
     least 0, else ``e / (1 + e)``; rounded to float32 into ``z``. ``binary`` (LOGISTIC of one score per row): ``z``
     ``[N, 2]`` holding ``1 - p`` and ``p``."""
