@@ -194,71 +194,49 @@ class ConstantOperand:
     Clause 6.6.2 prepends anyway), or rank 0 when it holds one element: the same elements meet, the same ufunc
     computes each result, so the values are the kernel's bit for bit. The element limit is checked as the kernel
     checks it (a constant of one element cannot raise the element count); everything else (types, the bfloat16
-    route, errors) is the kernel's own function.
+    route, errors) is the kernel's own function, and an operand that is not the prepared constant takes the kernel.
 
     Attributes:
         which: The constant's input position (0 or 1).
     """
 
-    __slots__ = ("_by_rank", "_const", "_fn", "_op", "_scalar", "which")
+    __slots__ = ("_by_rank", "_const", "_fn", "_kernel", "_op", "_scalar", "which")
 
-    def __init__(self, op: str, fn: BinFn, const: Array, which: int) -> None:
-        self._op, self._fn, self._const, self.which = op, fn, const, which
+    def __init__(self, op: str, fn: BinFn, kernel_fn: BinFn, const: Array, which: int) -> None:
+        self._op, self._fn, self._kernel, self._const, self.which = op, fn, kernel_fn, const, which
         # (one element: rank 0 against an operand of no lower rank, as the kernel gives it)
         self._scalar = const.reshape(()) if const.size == 1 else None
         self._by_rank: dict[int, Array] = {}
 
     def _shaped(self, rank: int) -> Array:
-        c = self._const
         got = self._by_rank.get(rank)
         if got is None:
-            got = self._scalar if self._scalar is not None else with_rank(c, rank)
-            if c.ndim > rank:
-                got = c
+            c = self._const
+            if c.ndim > rank or self._scalar is None:
+                got = with_rank(c, rank)  # (c itself when its rank is not lower)
+            else:
+                got = self._scalar
             if len(self._by_rank) < 8:
                 self._by_rank[rank] = got
         return got
 
     def __call__(self, A: Array, B: Array) -> Array:
-        if self.which:
-            x, c = A, self._const
-            if type(x) is not np.ndarray or B is not c:  # (not the prepared value: the kernel's own way)
-                return self._general(A, B)
-            b = self._shaped(x.ndim)
-            if self._scalar is None:
-                _check_size(x, b, self._op)
-            return self._fn(x, b)
-        x, c = B, self._const
-        if type(x) is not np.ndarray or A is not c:
-            return self._general(A, B)
-        a = self._shaped(x.ndim)
+        x, c = (A, B) if self.which else (B, A)
+        if type(x) is not np.ndarray or c is not self._const:
+            return self._kernel(A, B)
+        shaped = self._shaped(x.ndim)
         if self._scalar is None:
-            _check_size(x, a, self._op)
-        return self._fn(a, x)
-
-    def _general(self, A: Array, B: Array) -> Array:
-        if A.shape != B.shape:
-            check_broadcast_size((A, B), self._op)
-        return self._fn(A, B)
+            check_broadcast_size((x, shaped), self._op)
+        return self._fn(x, shaped) if self.which else self._fn(shaped, x)
 
 
-def _check_size(x: Array, c: Array, op: str) -> None:
-    """:func:`check_broadcast_size` of ``x`` and a constant, its common case (the product of the sizes within the
-    limit) decided inline."""
-    limit = active_limits().max_tensor_elements
-    if limit is not None and x.size * c.size > limit:
-        check_broadcast_size((x, c), op)
-
-
-def _with_constant(
-    op: str, fn: BinFn, kernel_fn: Callable[[Array, Array], Array], constants: tuple[Any, ...]
-) -> Callable[[Array, Array], Array]:
+def _with_constant(op: str, fn: BinFn, kernel_fn: BinFn, constants: tuple[Any, ...]) -> BinFn:
     """What a plan calls for a binary node with these constant inputs (None where not constant): a
     :class:`ConstantOperand` when exactly one operand is a constant array, else the kernel."""
     given = [i for i, c in enumerate(constants[:2]) if c is not None]
     if len(given) != 1 or len(constants) != 2 or type(constants[given[0]]) is not np.ndarray:
         return kernel_fn
-    return ConstantOperand(op, fn, constants[given[0]], given[0])
+    return ConstantOperand(op, fn, kernel_fn, constants[given[0]], given[0])
 
 
 # Add/Sub/Mul/Div: 7, 13 and 14 differ only in the admitted types.

@@ -205,11 +205,7 @@ class _LinearClassifier:
             best = np.empty(scores.shape[0], np.intp)
             b = _NO_INTERCEPTS if self.intercepts is None else self.intercepts
             _many_rows(scores, b, post_transform, z, best, binary)
-            if binary:
-                neg, pos = _binary_labels(labels, strings)
-                y = np.where(best.astype(bool), pos, neg)
-                return string_array(list(y)) if strings else y.astype(np.int64), z
-            return self._labels_of(best), z
+            return self._labels_of(best, binary), z
         if self.intercepts is not None:
             scores += self.intercepts
         if targets == 1:
@@ -246,19 +242,20 @@ class _LinearClassifier:
         labels, strings = self.labels, self.strings
         if not binary and labels is not None and not strings:
             return labels[best], z
+        return self._labels_of(best, binary), z
+
+    def _labels_of(self, best: np.ndarray, binary: bool) -> np.ndarray:
+        """The labels of the classes ``best`` (indices, which the labels were checked to cover); the indices as
+        int64 when there are no labels. ``binary``: ``best`` says whether each row's one score is positive (the
+        second label, else the first: ``_binary_labels``)."""
+        labels, strings = self.labels, self.strings
         if binary:
             neg, pos = _binary_labels(labels, strings)
             y = np.where(best.astype(bool), pos, neg)
-            return string_array(list(y)) if strings else y.astype(np.int64), z
-        return self._labels_of(best), z
-
-    def _labels_of(self, best: np.ndarray) -> np.ndarray:
-        """The labels of the classes ``best`` (indices, which the labels were checked to cover); the indices as
-        int64 when there are no labels."""
-        labels = self.labels
+            return string_array(list(y)) if strings else y.astype(np.int64)
         if labels is None:
             return best.astype(np.int64)
-        if self.strings:
+        if strings:
             return string_array(labels[best].tolist())
         return labels[best]
 
