@@ -209,25 +209,27 @@ class ConstantOperand:
         self._by_rank: dict[int, Array] = {}
 
     def _shaped(self, rank: int) -> Array:
-        got = self._by_rank.get(rank)
-        if got is None:
-            c = self._const
-            if c.ndim > rank or self._scalar is None:
-                got = with_rank(c, rank)  # (c itself when its rank is not lower)
-            else:
-                got = self._scalar
-            if len(self._by_rank) < 8:
-                self._by_rank[rank] = got
+        """The constant as an operand of this rank is given to numpy (kept for up to eight ranks)."""
+        c = self._const
+        got = with_rank(c, rank) if c.ndim > rank or self._scalar is None else self._scalar  # (c: rank not lower)
+        if len(self._by_rank) < 8:
+            self._by_rank[rank] = got
         return got
 
     def __call__(self, A: Array, B: Array) -> Array:
-        x, c = (A, B) if self.which else (B, A)
+        which = self.which
+        x, c = (A, B) if which else (B, A)
         if type(x) is not np.ndarray or c is not self._const:
             return self._kernel(A, B)
-        shaped = self._shaped(x.ndim)
+        shaped = self._by_rank.get(x.ndim)
+        if shaped is None:
+            shaped = self._shaped(x.ndim)
         if self._scalar is None:
-            check_broadcast_size((x, shaped), self._op)
-        return self._fn(x, shaped) if self.which else self._fn(shaped, x)
+            # (check_broadcast_size's first test inline: the call costs half of numpy's operation at a row)
+            limit = active_limits().max_tensor_elements
+            if limit is not None and x.size * shaped.size > limit:
+                check_broadcast_size((x, shaped), self._op)
+        return self._fn(x, shaped) if which else self._fn(shaped, x)
 
 
 def _with_constant(op: str, fn: BinFn, kernel_fn: BinFn, constants: tuple[Any, ...]) -> BinFn:
