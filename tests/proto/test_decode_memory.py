@@ -174,7 +174,9 @@ def test_a_light_zoo_model_runs_as_onnxruntime_does() -> None:
     ort = pytest.importorskip("onnxruntime")
     from tests.corpus import light_model_input
 
-    path = onnx_data_dir() / "light" / "light_squeezenet.onnx"
+    # shufflenet: logits small enough for float32 to give every engine the same Softmax (squeezenet's are about
+    # 7e9, where it depends on the BLAS's summation order; tests/kernels/test_light_models.py).
+    path = onnx_data_dir() / "light" / "light_shufflenet.onnx"
     name, x = light_model_input(path)
     got = onnxcore.Session(onnxcore.load(path)).run(None, {name: x})[0]
     sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])

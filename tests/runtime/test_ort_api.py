@@ -131,7 +131,10 @@ def test_light_model_script_gives_what_onnxruntime_gives(path: Path) -> None:
 
 
 def test_light_model_from_a_path_as_shipped() -> None:
-    (path,) = [p for p in corpus.shipped_models() if p.stem == "light_squeezenet"]
+    # shufflenet: its constant weights give logits of about 3, which float32 holds to 1e-7. squeezenet's are about
+    # 7e9, where one ulp is 512: whether its 1000 equal-in-exact-arithmetic logits come out bit-identical (and so
+    # its Softmax uniform) is the BLAS's summation order per channel (tests/kernels/test_light_models.py).
+    (path,) = [p for p in corpus.shipped_models() if p.stem == "light_shufflenet"]
     assert_same_script(user_script(onnxcore, str(path)), user_script(ort, str(path)))
     assert_same_script(user_script(onnxcore, path), user_script(ort, str(path)))
 
