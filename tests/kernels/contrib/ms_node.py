@@ -3,6 +3,7 @@ tests of the quantized, fused and MatMulNBits operators."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -58,3 +59,38 @@ def both(op: str, inputs: list[Any], attrs: dict[str, Any] | None = None) -> tup
     assert actual.shape == expected.shape, (actual.shape, expected.shape)
     assert actual.dtype == expected.dtype, (actual.dtype, expected.dtype)
     return expected, actual
+
+
+@functools.cache
+def ort_u8s8_saturates() -> bool:
+    """Whether this machine's onnxruntime saturates a uint8 x int8 product: its x86-64 kernels without VNNI (AVX2,
+    AVX-512 before VNNI) add two adjacent products in 16 bits, so a pair beyond int16 is clipped (onnxruntime's
+    quantization documentation names the limitation). 255 * 127 twice is 64770 exactly, 32767 saturated."""
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("MatMulInteger", ["a", "b"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("a", TensorProto.UINT8, [1, 2])],
+        [helper.make_tensor_value_info("y", TensorProto.INT32, [1, 1])],
+        [helper.make_tensor("b", TensorProto.INT8, [2, 1], [127, 127])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    (y,) = sess.run(None, {"a": np.full((1, 2), 255, np.uint8)})
+    return int(y[0, 0]) != 2 * 255 * 127
+
+
+def u8s8_saturated(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Where onnxruntime's product of ``a`` (uint8, ``(..., K)``) by ``b`` (int8, ``(K, N)``) may be clipped on a
+    machine where :func:`ort_u8s8_saturates`: the elements ``(..., N)`` with a pair of adjacent products outside
+    int16. All False for other types or where onnxruntime does not saturate."""
+    k, n = b.shape
+    out = np.zeros((*a.shape[:-1], n), bool)
+    if a.dtype != np.uint8 or b.dtype != np.int8 or not ort_u8s8_saturates():
+        return out
+    prods = a.reshape(-1, k, 1).astype(np.int32) * b.astype(np.int32)[None]
+    pairs = prods[:, 0 : k - 1 : 2] + prods[:, 1::2]
+    return ((pairs > 32767) | (pairs < -32768)).any(axis=1).reshape(out.shape)
