@@ -24,6 +24,8 @@ ort = pytest.importorskip("onnxruntime")
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
+from tests.kernels.contrib.ms_node import ort_u8s8_saturates, u8s8_saturated  # noqa: E402
+
 PREFIXES = (
     "test_quantizelinear",
     "test_dequantizelinear",
@@ -289,7 +291,14 @@ def test_matmul_integer_against_onnxruntime(a_t: Any, b_t: Any, a_shape: Any, b_
     (expected,) = _ort([node], feeds, [], [("y", TensorProto.INT32)], 10)
     actual = _fn("MatMulInteger", 10)(*[feeds[k] for k in names])
     assert actual.dtype == np.int32
-    np.testing.assert_array_equal(actual, expected)
+    # (where this machine's onnxruntime clips a uint8 x int8 pair of products to int16, its value is no reference;
+    # tests/kernels/contrib/ms_node.py)
+    kept = ~u8s8_saturated(a, b) if a.ndim > 1 else np.ones(expected.shape, bool)
+    np.testing.assert_array_equal(actual[kept], expected[kept])
+    a64, b64 = a.astype(np.int64), b.astype(np.int64)
+    if zp_kind != "none":
+        a64, b64 = a64 - feeds["az"].astype(np.int64), b64 - feeds["bz"].astype(np.int64)
+    np.testing.assert_array_equal(actual, np.matmul(a64, b64))  # exact integers, every element
 
 
 def test_matmul_integer_per_row_zero_point() -> None:
@@ -344,6 +353,8 @@ def test_qlinear_conv_against_onnxruntime(x_shape: Any, w_shape: Any, attrs: dic
         "B": rng.integers(-5000, 5000, (m,)).astype(np.int32),
     }
     names = list(feeds)
+    if ort_u8s8_saturates():
+        pytest.skip("this machine's onnxruntime clips uint8 x int8 pair sums to int16 (x86-64 without VNNI)")
     node = helper.make_node("QLinearConv", names, ["y"], **attrs)
     (expected,) = _ort([node], feeds, [], [("y", TensorProto.UINT8)], 10)
     actual = _fn("QLinearConv", 10)(*feeds.values(), **attrs)

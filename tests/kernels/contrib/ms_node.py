@@ -84,13 +84,13 @@ def ort_u8s8_saturates() -> bool:
 
 
 def u8s8_saturated(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Where onnxruntime's product of ``a`` (uint8, ``(..., K)``) by ``b`` (int8, ``(K, N)``) may be clipped on a
-    machine where :func:`ort_u8s8_saturates`: the elements ``(..., N)`` with a pair of adjacent products outside
-    int16. All False for other types or where onnxruntime does not saturate."""
-    k, n = b.shape
-    out = np.zeros((*a.shape[:-1], n), bool)
+    """Where onnxruntime's product of ``a`` (uint8, ``(..., M, K)``) by ``b`` (int8, ``(..., K, N)``, the leading
+    axes broadcasting as MatMul's) may be clipped on a machine where :func:`ort_u8s8_saturates`: the elements
+    ``(..., M, N)`` with a pair of adjacent products outside int16. All False for other types or where onnxruntime
+    does not saturate."""
+    k = b.shape[-2]
+    prods = a.astype(np.int32)[..., :, :, None] * b.astype(np.int32)[..., None, :, :]  # (..., M, K, N)
     if a.dtype != np.uint8 or b.dtype != np.int8 or not ort_u8s8_saturates():
-        return out
-    prods = a.reshape(-1, k, 1).astype(np.int32) * b.astype(np.int32)[None]
-    pairs = prods[:, 0 : k - 1 : 2] + prods[:, 1::2]
-    return ((pairs > 32767) | (pairs < -32768)).any(axis=1).reshape(out.shape)
+        return np.zeros(prods.shape[:-2] + prods.shape[-1:], bool)
+    pairs = prods[..., 0 : k - 1 : 2, :] + prods[..., 1::2, :]
+    return ((pairs > 32767) | (pairs < -32768)).any(axis=-2)
