@@ -297,7 +297,10 @@ def test_gemm_common_case_refuses_what_the_general_path_refuses() -> None:
 @pytest.mark.parametrize("layout", ["C", "F", "transposed view"])
 def test_small_products_take_the_same_bits_as_matmul(dtype: str, m: int, k: int, n: int, layout: str) -> None:
     """The 2-D float products (MatMul, Gemm, the linear step, the linear classifier) call ``np.dot`` for its lower
-    per-call cost (linalg's module docstring); it gives ``np.matmul``'s values bit for bit."""
+    per-call cost (linalg's module docstring); it gives ``np.matmul``'s values bit for bit (three rows by a matrix
+    the measurement gave to the rows one by one: each row's own matrix-vector product)."""
+    from onnxcore.kernels.linalg import rows_one_by_one
+
     rng = np.random.default_rng(m * 1000 + k + n)
     a = rng.standard_normal((m, k)).astype(dtype)
     b = rng.standard_normal((k, n)).astype(dtype)
@@ -305,8 +308,14 @@ def test_small_products_take_the_same_bits_as_matmul(dtype: str, m: int, k: int,
         a, b = np.asfortranarray(a), np.asfortranarray(b)
     elif layout == "transposed view":
         a, b = np.ascontiguousarray(a.T).T, np.ascontiguousarray(b.T).T
-    want = np.matmul(a, b)
     got = matmul(a, b)
+    if 1 < m <= 3 and rows_one_by_one(a, b):
+        rows = np.stack([np.dot(a[i], b) for i in range(m)])
+        assert got.dtype == rows.dtype and got.shape == rows.shape
+        np.testing.assert_array_equal(got, rows)
+        np.testing.assert_array_equal(np.matmul(a[:, None, :], b)[:, 0], rows)  # the stacked single rows' product
+        return
+    want = np.matmul(a, b)
     assert got.dtype == want.dtype and got.shape == want.shape
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(np.dot(a, b), want)
@@ -339,6 +348,58 @@ def test_a_few_rows_by_a_large_matrix_are_each_rows_own_product(dtype: str, m: i
     step = LinearStep(w, bias, "x", ())
     np.testing.assert_array_equal(step(a), want + bias)
     np.testing.assert_array_equal(step(a[:, None, :]), (want + bias)[:, None, :])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("m", [2, 3])
+@pytest.mark.parametrize(("k", "n"), [(128, 512), (512, 128), (64, 64)])
+@pytest.mark.parametrize("one_by_one", [True, False])
+def test_a_few_rows_by_a_middle_sized_matrix_go_as_measured(
+    dtype: str, m: int, k: int, n: int, one_by_one: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Between 2**12 and 2**18 elements the way is measured once per shape and layout (linalg's module docstring):
+    whichever the measurement picks, every product of that shape is then the rows' own matrix-vector products or
+    numpy's matrix product, bit for bit, in MatMul, Gemm and the fused linear step alike."""
+    import onnxcore.kernels.linalg as linalg
+
+    linalg.clear_row_choices()
+    calls: list[tuple[int, ...]] = []
+
+    def measured(a: np.ndarray, b: np.ndarray) -> bool:
+        calls.append((a.shape[0], *b.shape))
+        return one_by_one
+
+    monkeypatch.setattr(linalg, "_measure_rows", measured)
+    rng = np.random.default_rng(m * 11 + k)
+    a = rng.standard_normal((m, k)).astype(dtype)
+    w = rng.standard_normal((k, n)).astype(dtype)
+    bias = rng.standard_normal(n).astype(dtype)
+    want = np.stack([np.dot(a[i], w) for i in range(m)]) if one_by_one else np.dot(a, w)
+    np.testing.assert_array_equal(dot_2d(a, w), want)
+    np.testing.assert_array_equal(matmul(a, w), want)
+    np.testing.assert_array_equal(gemm(a, w, bias), want + bias)
+    np.testing.assert_array_equal(LinearStep(w, bias, "x", ())(a), want + bias)
+    assert calls == [(m, k, n)]  # measured once for the shape, then remembered
+    a4 = rng.standard_normal((4, k)).astype(dtype)
+    np.testing.assert_array_equal(dot_2d(a4, w), np.dot(a4, w))  # four rows: never measured, one product
+    assert len(calls) == 1
+    linalg.clear_row_choices()
+
+
+def test_the_measurement_keeps_the_product_unless_the_rows_are_clearly_faster() -> None:
+    """The real measurement on this machine: it returns a choice, remembers it, and a tiny matrix is never measured
+    (below 2**12 elements the product stays one call)."""
+    import onnxcore.kernels.linalg as linalg
+
+    linalg.clear_row_choices()
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((2, 128)).astype(np.float32)
+    w = rng.standard_normal((128, 256)).astype(np.float32)
+    first = linalg.rows_one_by_one(a, w)
+    assert isinstance(first, bool) and linalg.rows_one_by_one(a, w) is first
+    assert linalg.rows_one_by_one(a, rng.standard_normal((128, 8)).astype(np.float32)) is False
+    assert linalg.rows_one_by_one(a, rng.standard_normal((128, 4096)).astype(np.float32)) is True
+    linalg.clear_row_choices()
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

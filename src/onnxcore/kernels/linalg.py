@@ -13,13 +13,19 @@ A few rows by a large matrix (:func:`dot_2d`): two or three rows times a matrix 
 multiplied one row at a time, by BLAS's matrix-vector product. OpenBLAS's matrix product packs the whole matrix on
 every call, which for two rows costs 2-4x the arithmetic (a batch of two in a decoder step: 768 x 3072 weights, 815
 us as one product, 192 us as two). Each row's values are then those of that row alone (one row is a matrix-vector
-product either way), which is also what numpy's stacked ``matmul`` gives a batch of single rows.
+product either way), which is also what numpy's stacked ``matmul`` gives a batch of single rows. Below 2**18
+elements whether the packing still costs more than the second pass over the matrix depends on the BLAS's kernels
+(OpenBLAS's Haswell kernels, also those of AMD's Zen: two rows by 128 x 512 weights 21 us as one product, 9 us as two;
+kernels with a small-matrix path need no packing), so from 2**12 elements it is measured, once per shape and
+layout in a process (:func:`rows_one_by_one`): a decoder step's projections at a batch of two or three.
 """
 
 from __future__ import annotations
 
 import functools
 import math
+import threading
+import time
 from typing import Any
 
 import numpy as np
@@ -28,7 +34,7 @@ from onnxcore.errors import EvaluationError, ShapeError
 from onnxcore.kernels._util import check_elements, check_unidirectional, scalar_of
 from onnxcore.kernels.registry import kernel
 
-__all__ = ["check_product", "dot_2d"]
+__all__ = ["check_product", "clear_row_choices", "dot_2d", "rows_one_by_one"]
 
 Array = np.ndarray
 
@@ -72,6 +78,53 @@ _FAST_GEMM = (np.dtype(np.float32), np.dtype(np.float64))
 
 _ROWS_ONE_BY_ONE = 3  # at most this many rows (and at least two) ...
 _MATRIX_ONE_BY_ONE = 1 << 18  # ... by a matrix of at least this many elements: a matrix-vector product per row
+_MATRIX_MEASURED = 1 << 12  # ... by a smaller one of at least this many: as measured (rows_one_by_one)
+_MEASURED_ROUNDS = 5  # runs of each way, taking turns; the first of each is a warm-up as any other
+_MARGIN = 0.85  # the rows one by one only when their best time is below this fraction of the product's
+# (rows, K, N, the matrix's strides, type) -> whether its rows go one by one. Process-wide: every session multiplies
+# a shape alike, whatever its threads (as kernels/_conv_choice.py's choices).
+_ROW_CHOICES: dict[tuple[Any, ...], bool] = {}
+_ROW_LOCK = threading.Lock()
+
+
+def rows_one_by_one(a: Array, b: Array) -> bool:
+    """Whether :func:`dot_2d` multiplies the rows of ``a`` (2-D, 2 or 3 rows) by ``b`` one at a time: always for a
+    matrix of at least 2**18 elements, never below 2**12, between them as measured the first time the shape and
+    layout arrive in this process (both ways timed on these arrays, taking turns; the rows one by one chosen only
+    when clearly faster). Both ways compute the same sums in the same type, in BLAS's orders for each."""
+    size = b.size
+    if size >= _MATRIX_ONE_BY_ONE:
+        return True
+    if size < _MATRIX_MEASURED:
+        return False
+    key = (a.shape[0], *b.shape, b.strides, a.dtype.char)
+    got = _ROW_CHOICES.get(key)
+    if got is None:
+        measured = _measure_rows(a, b)
+        with _ROW_LOCK:  # two threads measuring one shape keep the first's choice, so both compute the same bits
+            got = _ROW_CHOICES.setdefault(key, measured)
+    return got
+
+
+def _measure_rows(a: Array, b: Array) -> bool:
+    y = np.empty((a.shape[0], b.shape[1]), a.dtype)
+    whole = rows = math.inf
+    clock = time.perf_counter
+    for _ in range(_MEASURED_ROUNDS):
+        t0 = clock()
+        np.dot(a, b)
+        t1 = clock()
+        for i in range(a.shape[0]):
+            np.dot(a[i], b, out=y[i])
+        t2 = clock()
+        whole, rows = min(whole, t1 - t0), min(rows, t2 - t1)
+    return rows < _MARGIN * whole
+
+
+def clear_row_choices() -> None:
+    """Forget every measured choice of :func:`rows_one_by_one` (tests; a process measures each shape once)."""
+    with _ROW_LOCK:
+        _ROW_CHOICES.clear()
 
 
 def dot_2d(a: Array, b: Array) -> Array:
@@ -82,7 +135,7 @@ def dot_2d(a: Array, b: Array) -> Array:
     has the same values whichever step computes it.
     """
     m = a.shape[0]
-    if 1 < m <= _ROWS_ONE_BY_ONE and b.size >= _MATRIX_ONE_BY_ONE:
+    if 1 < m <= _ROWS_ONE_BY_ONE and rows_one_by_one(a, b):
         y = np.empty((m, b.shape[1]), a.dtype)
         for i in range(m):
             np.dot(a[i], b, out=y[i])
