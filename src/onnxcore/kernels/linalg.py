@@ -106,16 +106,22 @@ def rows_one_by_one(a: Array, b: Array) -> bool:
     return got
 
 
-def _measure_rows(a: Array, b: Array) -> bool:
+def _by_rows(a: Array, b: Array) -> Array:
+    """``a @ b`` one row of ``a`` at a time (BLAS's matrix-vector product per row)."""
     y = np.empty((a.shape[0], b.shape[1]), a.dtype)
+    for i in range(a.shape[0]):
+        np.dot(a[i], b, out=y[i])
+    return y
+
+
+def _measure_rows(a: Array, b: Array) -> bool:
     whole = rows = math.inf
     clock = time.perf_counter
     for _ in range(_MEASURED_ROUNDS):
         t0 = clock()
         np.dot(a, b)
         t1 = clock()
-        for i in range(a.shape[0]):
-            np.dot(a[i], b, out=y[i])
+        _by_rows(a, b)
         t2 = clock()
         whole, rows = min(whole, t1 - t0), min(rows, t2 - t1)
     return rows < _MARGIN * whole
@@ -136,10 +142,7 @@ def dot_2d(a: Array, b: Array) -> Array:
     """
     m = a.shape[0]
     if 1 < m <= _ROWS_ONE_BY_ONE and rows_one_by_one(a, b):
-        y = np.empty((m, b.shape[1]), a.dtype)
-        for i in range(m):
-            np.dot(a[i], b, out=y[i])
-        return y
+        return _by_rows(a, b)
     return np.dot(a, b)
 
 
