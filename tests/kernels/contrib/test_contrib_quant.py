@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from onnxcore import kernels
-from tests.kernels.contrib.ms_node import both, ort_u8s8_saturates, u8s8_saturated
+from tests.kernels.contrib.ms_node import both, skip_if_ort_clips, u8s8_saturated
 
 F32 = np.float32
 TYPES = [np.uint8, np.int8]
@@ -206,10 +206,10 @@ def test_dynamic_quantize_matmul(bt: Any, a_shape: tuple[int, ...]) -> None:
     ):
         expected, actual = both("DynamicQuantizeMatMul", [a, b, *extra])
         # (A as the operator quantizes it: the uint8 values whose pairs onnxruntime may clip, ms_node.u8s8_saturated)
-        a_u8 = np.asarray(kernels.run("DynamicQuantizeLinear", 11, a, domain="")[0])
-        kept = ~u8s8_saturated(a_u8, b)
+        quantized = tuple(np.asarray(v) for v in kernels.run("DynamicQuantizeLinear", 11, a, domain=""))
+        kept = ~u8s8_saturated(quantized[0], b)
         np.testing.assert_allclose(actual[kept], expected[kept], rtol=1e-6, atol=1e-6)
-        _assert_exact_products(actual, a, b, extra)
+        _assert_exact_products(actual, quantized, b, extra)
 
 
 @pytest.mark.parametrize(("at", "bt"), [(np.uint8, np.int8), (np.uint8, np.uint8), (np.int8, np.int8)])
@@ -262,24 +262,18 @@ def test_qlinear_conv_channels_last(dt: Any, channels_last: int) -> None:
     ins = [x, F32(0.05), _zp(rng, dt), w, rng.uniform(0.01, 0.02, 6).astype(F32), np.zeros(6, np.int8),
            F32(0.2), dt(5), rng.integers(-100, 100, 6).astype(np.int32)]  # fmt: skip
     attrs = {"group": 2, "strides": [2, 1], "pads": [1, 0, 1, 2], "channels_last": channels_last}
-    _skip_if_ort_clips(dt)
+    skip_if_ort_clips(dt)
     expected, actual = both("QLinearConv", ins, attrs)
     np.testing.assert_array_equal(actual, expected)
 
 
-def _skip_if_ort_clips(a_type: Any, b_type: Any = np.int8) -> None:
-    """Skip a comparison with onnxruntime whose uint8 x int8 products this machine's onnxruntime clips
-    (ms_node.ort_u8s8_saturates) where the elements it clips cannot be told apart (a convolution's packed
-    order, a whole model): its outputs are no reference there. Ours are held against exact integer arithmetic
-    in the matrix-product tests above on every machine."""
-    if a_type == np.uint8 and b_type == np.int8 and ort_u8s8_saturates():
-        pytest.skip("this machine's onnxruntime clips uint8 x int8 pair sums to int16 (x86-64 without VNNI)")
-
-
-def _assert_exact_products(actual: np.ndarray, a: np.ndarray, b: np.ndarray, extra: list[Any]) -> None:
+def _assert_exact_products(
+    actual: np.ndarray, quantized: tuple[np.ndarray, ...], b: np.ndarray, extra: list[Any]
+) -> None:
     """DynamicQuantizeMatMul's output against its definition in exact integers, the elements onnxruntime may clip
-    included: ``(A_q - A_zp) @ (B - B_zp)`` times both scales, plus the bias."""
-    aq, a_scale, a_zp = (np.asarray(v) for v in kernels.run("DynamicQuantizeLinear", 11, a, domain=""))
+    included: ``(A_q - A_zp) @ (B - B_zp)`` times both scales, plus the bias (``quantized``: DynamicQuantizeLinear's
+    ``(A_q, A_scale, A_zp)`` of A)."""
+    aq, a_scale, a_zp = quantized
     b_scale = np.asarray(extra[0], np.float64)
     b_zp = np.asarray(extra[1] if len(extra) > 1 and extra[1] is not None else 0, np.int64)
     acc = (aq.astype(np.int64) - int(a_zp)) @ (b.astype(np.int64) - b_zp)
@@ -321,7 +315,7 @@ def test_quantize_static_models(float_models: dict[str, Path], name: str, qdq: b
     from tests.kernels.contrib import ms_models
 
     shape = MAKERS[name][1]
-    _skip_if_ort_clips(np.uint8)  # (quantize_static's default: uint8 activations, int8 weights)
+    skip_if_ort_clips(np.uint8)  # (quantize_static's default: uint8 activations, int8 weights)
     path = ms_models.quantized_static(float_models[name], tmp_path / "q.onnx", shape, qdq=qdq, per_channel=per_channel)
     ops = ms_models.op_types(path)
     if not qdq:
@@ -339,7 +333,7 @@ def test_quantize_dynamic_models(float_models: dict[str, Path], name: str, weigh
     from tests.kernels.contrib import ms_models
 
     shape = MAKERS[name][1]
-    _skip_if_ort_clips(np.uint8, np.int8 if weight_type == "QInt8" else np.uint8)
+    skip_if_ort_clips(np.uint8, np.int8 if weight_type == "QInt8" else np.uint8)
     dyn = ms_models.quantized_dynamic(float_models[name], tmp_path / "d.onnx", weight_type=weight_type)
     _compare_model(dyn, shape, atol=1e-5, rtol=1e-5)
     fused = ms_models.ort_optimized(dyn, tmp_path / "d_ext.onnx", "extended")
