@@ -499,3 +499,20 @@ def test_sums_over_a_short_last_axis_are_numpys_reduction(dtype: type, keepdims:
                 if v.size < BLAS_SUM_MIN:
                     got = onnxcore_kernels.run("ReduceSum", 13, v, np.array([-1]), keepdims=keepdims)[0]
                     assert got.tobytes() == np.add.reduce(v, axis=-1, keepdims=bool(keepdims)).tobytes()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64", "uint8"])
+@pytest.mark.parametrize("shape", [(7,), (1, 50), (3, 4, 9)])
+def test_cumsum_along_the_last_axis_takes_the_general_paths_bits(dtype: str, shape: tuple[int, ...]) -> None:
+    """CumSum-14 along the last axis (a 0-D axis: the direct accumulate) gives the general path's bits (a 1-element
+    axis input takes the general path), in the input's type, wrapping as it does for integers (Clause 6.1)."""
+    if dtype.startswith("float"):
+        x = (RNG.standard_normal(shape) * 1e3).astype(dtype)
+    else:
+        x = RNG.integers(0, 250, size=shape).astype(dtype)
+    for axis in (-1, len(shape) - 1):
+        (fast,) = run_ours("CumSum", [x, np.array(axis, np.int64)], 14, {})
+        (general,) = run_ours("CumSum", [x, np.array([axis], np.int64)], 14, {})
+        assert fast.dtype == general.dtype == x.dtype
+        np.testing.assert_array_equal(fast, general)
+        np.testing.assert_array_equal(fast, np.add.accumulate(x, axis=-1, dtype=x.dtype))

@@ -525,6 +525,14 @@ def _cumulative(x: Array, axis: Array, exclusive: int, reverse: int, prod: bool)
 @kernel("CumSum", 11, 14)
 def cumsum(x: Array, axis: Array, *, exclusive: int = 0, reverse: int = 0) -> Array:
     """CumSum-11/14: cumulative sum along the axis given as a 0-D (or 1-element) tensor."""
+    plain = not exclusive and not reverse and type(x) is np.ndarray and x.ndim
+    if plain and type(axis) is np.ndarray and axis.ndim == 0:
+        # A running sum along the last axis (an AdaBoost model's weights, a mask's positions): numpy's accumulate
+        # straight on x, without the general path's views and buffer (a [1, 50]: 10.6 -> 4.2 us on a slow machine).
+        # _cumulative runs the same accumulate for a last axis (inner extent 1), so the same bits.
+        a = int(axis)
+        if (a == -1 or a == x.ndim - 1) and x.dtype.kind in "fiu" and x.dtype != np.float16:
+            return np.asarray(_ADD.accumulate(x, axis=-1, dtype=x.dtype))
     return _cumulative(x, axis, exclusive, reverse, prod=False)
 
 
