@@ -245,14 +245,14 @@ def test_parallel_for_covers_every_item_once_and_reraises() -> None:
             inner.append(active_threads())
 
     with threads_in_effect(4):
-        parallel_for(fn, 1000, threads=4, min_block=10)
+        parallel_for(fn, 1000, threads=4, min_block=10, measured=False)  # the blocks, not the measured choice
     assert (seen == 1).all()
     # 16 blocks (BLOCKS_PER_THREAD per thread), taken by the caller (4 threads in effect) and the pool's workers,
     # which run with one thread.
     assert len(inner) == 16 and set(inner) <= {1, 4}
     inner.clear()
     with threads_in_effect(4):
-        parallel_for(fn, 50, threads=4, min_block=10)  # at most 5 blocks of at least 10 items
+        parallel_for(fn, 50, threads=4, min_block=10, measured=False)  # at most 5 blocks of at least 10 items
     assert (seen[:50] == 2).all() and (seen[50:] == 1).all() and len(inner) == 5
 
     def boom(a: int, b: int) -> None:
@@ -260,8 +260,45 @@ def test_parallel_for_covers_every_item_once_and_reraises() -> None:
             raise ValueError(f"block {a}")
 
     with pytest.raises(ValueError, match=r"^block 9$"):  # the first failing block in block order (100 = 9 + 9 + ...)
-        parallel_for(boom, 100, threads=3)
+        parallel_for(boom, 100, threads=3, measured=False)
     parallel_for(lambda a, b: None, 0, threads=3)  # nothing to do
+
+
+def test_parallel_for_learns_per_call_site_whether_the_threads_pay() -> None:
+    """The measured choice (the default): the first calls of a call site alternate the calling thread and the split,
+    each covering every item once; then the faster is kept. Blocks that wait (sleep, without the GIL) are split;
+    blocks of a microsecond stay on the calling thread, where handing them to the pool costs more than they do."""
+    import time
+
+    from onnxcore.kernels import threads as th
+
+    th.clear_choices()
+    seen = np.zeros(8, np.int64)
+    calls: list[tuple[int, int]] = []
+
+    def waits(a: int, b: int) -> None:
+        seen[a:b] += 1
+        time.sleep(0.002 * (b - a))
+
+    def quick(a: int, b: int) -> None:
+        seen[a:b] += 1
+        calls.append((a, b))
+
+    for fn in (waits, quick):
+        for i in range(2 * th._TRIALS):
+            assert th.serial_pays(fn, 8, 2) is None
+            th.parallel_for(fn, 8, threads=2)
+            assert (seen == i + 1).all()  # every item once per call, whichever way it ran
+        seen[:] = 0
+    assert th.serial_pays(waits, 8, 2) is False
+    assert th.serial_pays(quick, 8, 2) is True
+    calls.clear()
+    th.parallel_for(quick, 8, threads=2)
+    assert calls == [(0, 8)]  # the kept choice: one call on the calling thread
+    # Another total (or size, or thread count) is another measurement.
+    assert th.serial_pays(quick, 16, 2) is None and th.serial_pays(quick, 8, 2, size=1 << 20) is None
+    th.clear_choices()
+    assert th.serial_pays(quick, 8, 2) is None
 
 
 def test_session_threads_reach_kernels() -> None:

@@ -30,9 +30,9 @@ def _splits(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     seen: list[int] = []
     real = threads.parallel_for
 
-    def spy(fn: Any, total: int, *, threads: int, min_block: int = 1) -> None:
+    def spy(fn: Any, total: int, *, threads: int, min_block: int = 1, **kw: Any) -> None:
         seen.append(total)
-        real(fn, total, threads=threads, min_block=min_block)
+        real(fn, total, threads=threads, min_block=min_block, **kw)
 
     monkeypatch.setattr(threads, "parallel_for", spy)
     return seen

@@ -173,4 +173,4 @@ def _planes(y: np.ndarray) -> np.ndarray:
 def _row_blocks(y: np.ndarray, run: Callable[[int, int], Any]) -> None:
     """``run(start, stop)`` over the ``N * C`` planes of ``y``, on the kernel threads when ``y`` is large."""
     threads = active_threads() if y.size >= MIN_PARALLEL_ELEMENTS else 1
-    parallel_for(run, y.shape[0] * y.shape[1], threads=threads)
+    parallel_for(run, y.shape[0] * y.shape[1], threads=threads, size=y.size)

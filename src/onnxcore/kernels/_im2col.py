@@ -52,7 +52,9 @@ def compiled_columns(
     if n_threads <= 1:
         fn(x, cols, pt, pl, sy, sx, dy, dx, r0, 0, n_img * c)
     else:  # (through the module: the tests observe the splits)
-        threads.parallel_for(lambda a, b: fn(x, cols, pt, pl, sy, sx, dy, dx, r0, a, b), n_img * c, threads=n_threads)
+        threads.parallel_for(
+            lambda a, b: fn(x, cols, pt, pl, sy, sx, dy, dx, r0, a, b), n_img * c, threads=n_threads, size=cols.size
+        )
     return cols
 
 

@@ -245,7 +245,7 @@ class CompiledForest:
 
         pairs = self.n_trees * n
         threads = active_threads() if pairs >= _PARALLEL_PAIRS else 1
-        parallel_for(run, self.n_trees, threads=threads, min_block=1)
+        parallel_for(run, self.n_trees, threads=threads, min_block=1, size=pairs)
         # No cycle reaches here (_depths refused it): after `depth` steps every pair is at a leaf.
         return s
 
@@ -284,7 +284,7 @@ class CompiledForest:
                 fu(x, nodes_u, code, roots_n, depth, s, a, b)
 
         threads = active_threads() if self.n_trees * n >= _PARALLEL_PAIRS else 1
-        parallel_for(run, self.n_trees, threads=threads, min_block=1)
+        parallel_for(run, self.n_trees, threads=threads, min_block=1, size=self.n_trees * n)
         return s
 
     def sum_plus(self, x: np.ndarray, base: np.ndarray) -> np.ndarray:

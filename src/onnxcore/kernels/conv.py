@@ -391,7 +391,7 @@ def depthwise_for_shape(
                 xl = scratch("conv.dw.x", (h, w_in, c), dt)
                 fl(xc, wl, bc, y, pads, st, dl, xl, scratch("conv.dw.tile", (ow, c), dt), a, b)
 
-            parallel_for(rows, n_img * oh, threads=active_threads() if large else 1)
+            parallel_for(rows, n_img * oh, threads=active_threads() if large else 1, size=y.size)
             return y
 
         return run_channels_last
@@ -403,7 +403,10 @@ def depthwise_for_shape(
         wc = np.ascontiguousarray(w.reshape(c, *w.shape[2:]), dtype=dt)
         y = np.empty((n_img, c, oh, ow), dt)
         parallel_for(
-            lambda a, b: fn(xc, wc, bc, y, pads, st, dl, a, b), n_img * c, threads=active_threads() if large else 1
+            lambda a, b: fn(xc, wc, bc, y, pads, st, dl, a, b),
+            n_img * c,
+            threads=active_threads() if large else 1,
+            size=y.size,
         )
         return y
 
@@ -441,7 +444,10 @@ def planar_for_shape(
         wc = np.ascontiguousarray(w, dtype=dt)
         y = np.empty((n_img, m, out[0], out[1]), dt)
         parallel_for(
-            lambda a, b: fn(xc, wc, bc, y, pads, st, dl, a, b), n_img * groups, threads=active_threads() if large else 1
+            lambda a, b: fn(xc, wc, bc, y, pads, st, dl, a, b),
+            n_img * groups,
+            threads=active_threads() if large else 1,
+            size=y.size,
         )
         return y
 

@@ -393,7 +393,7 @@ def _box_mean_accel(x: np.ndarray, kernel: Sequence[int], pb: Sequence[int], div
         hs = np.empty(divt.size, x.dtype)
         fn(xf, kh, kw, pb[0], pb[1], w, h * w, hmask, vmask, divt, hs, y, a, b)
 
-    parallel_for(run, planes, threads=active_threads() if y.size >= MIN_PARALLEL_ELEMENTS else 1)
+    parallel_for(run, planes, threads=active_threads() if y.size >= MIN_PARALLEL_ELEMENTS else 1, size=y.size)
     return y.reshape(x.shape)
 
 
@@ -546,7 +546,7 @@ def _max_pool_accel(
     def run(a: int, b: int) -> None:
         fn(xs, y, kernel[0], kernel[1], pb[0], pb[1], st[0], st[1], dil[0], dil[1], lo, a, b)
 
-    parallel_for(run, planes, threads=active_threads() if x.size >= MIN_PARALLEL_ELEMENTS else 1)
+    parallel_for(run, planes, threads=active_threads() if x.size >= MIN_PARALLEL_ELEMENTS else 1, size=x.size)
     return y.reshape(n_img, c, *out)
 
 
