@@ -142,9 +142,8 @@ def parallel_for(
             fn(0, total)
         return
     if measured:
-        code = getattr(fn, "__code__", None)
-        if code is not None:
-            key = (code, total, 0 if size is None else size.bit_length(), threads)
+        key = _site(fn, total, threads, size)
+        if key is not None:
             serial = _SERIAL.get(key)
             if serial is None:
                 _measure(fn, total, threads, min_block, key)
@@ -168,8 +167,15 @@ _SAMPLES: dict[tuple[Any, ...], list[float]] = {}
 def serial_pays(fn: Callable[[int, int], Any], total: int, threads: int, size: int | None = None) -> bool | None:
     """The choice :func:`parallel_for` made for ``fn``'s call site at this ``total``, ``size`` and ``threads``:
     True (the calling thread alone), False (split over the threads), None (not measured yet)."""
+    key = _site(fn, total, threads, size)
+    return None if key is None else _SERIAL.get(key)
+
+
+def _site(fn: Callable[[int, int], Any], total: int, threads: int, size: int | None) -> tuple[Any, ...] | None:
+    """The key of a measured choice: ``fn``'s code (its call site; None for a callable without one, never
+    measured), ``total``, the magnitude of ``size`` and ``threads``."""
     code = getattr(fn, "__code__", None)
-    return _SERIAL.get((code, total, 0 if size is None else size.bit_length(), threads))
+    return None if code is None else (code, total, 0 if size is None else size.bit_length(), threads)
 
 
 def clear_choices() -> None:
