@@ -150,6 +150,29 @@ def test_every_candidate_is_the_convolution(layer: str) -> None:
         np.testing.assert_allclose(fn(x, w, None), ref - b.reshape(1, -1, 1, 1), rtol=1e-4, atol=1e-4, err_msg=name)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("layer", sorted(n for n, (_x, w, g, _a) in LAYERS.items() if not (w[1] == 1 and w[0] == g)))
+def test_channels_last_copies_compiled_give_numpys_bits(layer: str, dtype: Any) -> None:
+    """With the accelerator, the channels-last candidate's padded image, columns and channels-first result are
+    compiled copies (``accel.jit_im2col()``): the same columns and product as numpy's copies, so the same bits,
+    bias or not, for every non-depthwise layer of the table and an input of two images."""
+    if not accel.available():
+        pytest.skip("the accelerator is not available (numba not installed, or ONNXCORE_ACCEL=0)")
+    x, w, b, kw = _layer(layer)
+    x, w, b = np.concatenate([x, -x]).astype(dtype), w.astype(dtype), b.astype(dtype)
+    st, dil, pb, pe, out = conv_geometry(x.shape, w.shape, **kw)
+    wt = _conv_choice.channels_last_weights(w, kw["group"])
+    kernel = w.shape[2:]
+    for bias in (b, None):
+        with accel.use(False):
+            expected = _conv_choice.channels_last_conv(x, wt, bias, kernel, pb, pe, st, dil, out)
+        with accel.use(True):
+            got = _conv_choice.channels_last_conv(x, wt, bias, kernel, pb, pe, st, dil, out)
+        np.testing.assert_array_equal(got, expected)
+        ref = _reference(x, w, b, kw) - (0 if bias is not None else b.reshape(1, -1, 1, 1))
+        np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+
+
 def test_choice_measured_once_per_shape(monkeypatch: pytest.MonkeyPatch) -> None:
     """The first run of a shape measures; later runs, and other instances (another session's node of the same
     layer), take the stored choice; another input shape measures again."""

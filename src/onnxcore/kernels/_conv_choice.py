@@ -94,6 +94,8 @@ def channels_last_conv(
     kh, kw = kernel
     p = n * oh * ow
     xp = scratch("convchoice.x", (n, h + pb[0] + pe[0], wd + pb[1] + pe[1], c), x.dtype)
+    if x.dtype == wt.dtype and x.dtype in _FLOATS and x.flags.c_contiguous and accel.enabled():
+        return _compiled_channels_last(x, wt, bias, xp, kernel, pb, strides, dilations, out)
     if any(pb) or any(pe):
         xp.fill(0)
     np.copyto(xp[:, pb[0] : pb[0] + h, pb[1] : pb[1] + wd], x.transpose(0, 2, 3, 1))
@@ -115,6 +117,39 @@ def channels_last_conv(
         np.copyto(y, src)
     else:
         np.add(src, bias.reshape(1, group, mg, 1), out=y)
+    return y.reshape(n, group * mg, oh, ow)
+
+
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _compiled_channels_last(
+    x: np.ndarray,
+    wt: np.ndarray,
+    bias: np.ndarray | None,
+    xp: np.ndarray,
+    kernel: Sequence[int],
+    pb: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+    out: Sequence[int],
+) -> np.ndarray:
+    """:func:`channels_last_conv` with its three copies compiled (``accel.jit_im2col()``: the padded channels-last
+    image, the columns, the products back to channels first with the bias): the same columns and the same product,
+    so the same bits as numpy's copies, which cost a strided inner loop per run of C/group values (a RegNet layer of
+    400 channels in 25 groups on a 5 x 5 map: 156 -> 106 us, the product 60 of them)."""
+    n = x.shape[0]
+    group, taps, mg = wt.shape
+    oh, ow = out
+    fns = accel.jit_im2col()
+    fns.nhwc_padded(x, xp, int(pb[0]), int(pb[1]))
+    cols = scratch("convchoice.cols", (group, n * oh * ow, taps), x.dtype)
+    sy, sx, dy, dx = (int(v) for v in (*strides[:2], *dilations[:2]))
+    fns.window_runs(xp, cols, oh, ow, int(kernel[0]), int(kernel[1]), sy, sx, dy, dx)
+    yt = np.matmul(cols, wt, out=scratch("convchoice.y", (group, n * oh * ow, mg), x.dtype))
+    y = np.empty((n, group * mg, oh * ow), x.dtype)
+    b = wt[0, 0] if bias is None else np.ascontiguousarray(bias)  # (a vector of the type, unread without a bias)
+    fns.groups_to_nchw(yt, b, bias is not None, y)
     return y.reshape(n, group * mg, oh, ow)
 
 
