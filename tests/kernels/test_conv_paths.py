@@ -20,6 +20,7 @@ from kernels.test_conv import naive_conv
 from onnxcore.errors import LimitError
 from onnxcore.kernels import _conv_choice, accel
 from onnxcore.kernels._epilogue import add_channel_bias
+from onnxcore.kernels._im2col import channels_last_padded
 from onnxcore.kernels._winograd import WinogradConv
 from onnxcore.kernels.conv import _conv_paths, conv, conv_for_shape, conv_geometry, work_dtype
 from onnxcore.limits import Limits, limits_in_effect
@@ -171,6 +172,26 @@ def test_channels_last_copies_compiled_give_numpys_bits(layer: str, dtype: Any) 
         np.testing.assert_array_equal(got, expected)
         ref = _reference(x, w, b, kw) - (0 if bias is not None else b.reshape(1, -1, 1, 1))
         np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("shape", [(1, 64, 32, 32), (2, 3, 9, 7), (1, 400, 5, 5), (1, 1, 4, 4)])
+@pytest.mark.parametrize("pads", [(0, 0, 0, 0), (1, 1, 1, 1), (2, 0, 1, 3)])
+def test_channels_last_padded_copy(shape: tuple[int, ...], pads: tuple[int, ...]) -> None:
+    """The padded channels-last copy the channels-last convolutions read (``_im2col.channels_last_padded``): the
+    image transposed at its place, zeros around it even where the buffer held other values, compiled (planes of a
+    power of two bytes among the shapes) or not."""
+    x = np.random.default_rng(5).standard_normal(shape).astype(np.float32)
+    n, c, h, w = shape
+    t, left, b, r = pads
+    expected = np.zeros((n, h + t + b, w + left + r, c), np.float32)
+    expected[:, t : t + h, left : left + w] = x.transpose(0, 2, 3, 1)
+    for on in (False, True):
+        if on and not accel.available():
+            continue
+        xp = np.full(expected.shape, np.nan, np.float32)  # (a scratch buffer holds an earlier call's values)
+        with accel.use(on):
+            channels_last_padded(x, xp, t, left)
+        np.testing.assert_array_equal(xp, expected)
 
 
 def test_choice_measured_once_per_shape(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -34,6 +34,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from onnxcore.kernels import accel
 from onnxcore.kernels._depthwise import depthwise_conv2d
+from onnxcore.kernels._im2col import channels_last_padded
 from onnxcore.kernels._scratch import scratch
 from onnxcore.kernels.conv import conv, conv_for_shape, conv_geometry, depthwise_for_shape, planar_for_shape
 
@@ -94,11 +95,9 @@ def channels_last_conv(
     kh, kw = kernel
     p = n * oh * ow
     xp = scratch("convchoice.x", (n, h + pb[0] + pe[0], wd + pb[1] + pe[1], c), x.dtype)
+    channels_last_padded(x, xp, int(pb[0]), int(pb[1]))
     if x.dtype == wt.dtype and x.dtype in _FLOATS and x.flags.c_contiguous and accel.enabled():
-        return _compiled_channels_last(x, wt, bias, xp, kernel, pb, strides, dilations, out)
-    if any(pb) or any(pe):
-        xp.fill(0)
-    np.copyto(xp[:, pb[0] : pb[0] + h, pb[1] : pb[1] + wd], x.transpose(0, 2, 3, 1))
+        return _compiled_channels_last(x, wt, bias, xp, kernel, strides, dilations, out)
     s = xp.strides
     # Windows by group first: (group, N, oh, ow, kh, kw, C/group), each column row a run of C/group values.
     windows = as_strided(
@@ -129,20 +128,18 @@ def _compiled_channels_last(
     bias: np.ndarray | None,
     xp: np.ndarray,
     kernel: Sequence[int],
-    pb: Sequence[int],
     strides: Sequence[int],
     dilations: Sequence[int],
     out: Sequence[int],
 ) -> np.ndarray:
-    """:func:`channels_last_conv` with its three copies compiled (``accel.jit_im2col()``: the padded channels-last
-    image, the columns, the products back to channels first with the bias): the same columns and the same product,
-    so the same bits as numpy's copies, which cost a strided inner loop per run of C/group values (a RegNet layer of
-    400 channels in 25 groups on a 5 x 5 map: 156 -> 106 us, the product 60 of them)."""
+    """:func:`channels_last_conv` with its copies compiled (``accel.jit_im2col()``: the columns from the padded
+    channels-last image ``xp``, the products back to channels first with the bias): the same columns and the same
+    product, so the same bits as numpy's copies, which cost a strided inner loop per run of C/group values (a
+    RegNet layer of 400 channels in 25 groups on a 5 x 5 map: 215 -> 126 us, the product 60 of them)."""
     n = x.shape[0]
     group, taps, mg = wt.shape
     oh, ow = out
     fns = accel.jit_im2col()
-    fns.nhwc_padded(x, xp, int(pb[0]), int(pb[1]))
     cols = scratch("convchoice.cols", (group, n * oh * ow, taps), x.dtype)
     sy, sx, dy, dx = (int(v) for v in (*strides[:2], *dilations[:2]))
     fns.window_runs(xp, cols, oh, ow, int(kernel[0]), int(kernel[1]), sy, sx, dy, dx)

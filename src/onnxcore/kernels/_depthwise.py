@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from onnxcore.kernels._im2col import channels_last_padded
 from onnxcore.kernels._scratch import scratch
 from onnxcore.kernels.threads import active_threads, parallel_for
 
@@ -46,8 +47,7 @@ def depthwise_conv2d(
     kh, kw = w.shape[2:]
     oh, ow = out
     xp = scratch("depthwise.x", (n_img, h + pb[0] + pe[0], wd + pb[1] + pe[1], c), x.dtype)
-    xp.fill(0)
-    xp[:, pb[0] : pb[0] + h, pb[1] : pb[1] + wd, :] = x.transpose(0, 2, 3, 1)
+    channels_last_padded(x, xp, int(pb[0]), int(pb[1]))
     s = xp.strides
     win = as_strided(
         xp,

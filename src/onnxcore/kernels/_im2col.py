@@ -19,11 +19,40 @@ from onnxcore.kernels import accel, threads
 from onnxcore.kernels._scratch import scratch
 from onnxcore.kernels.threads import MIN_PARALLEL_ELEMENTS, active_threads
 
-__all__ = ["BAND_BYTES", "compiled_columns", "im2col_conv"]
+__all__ = ["BAND_BYTES", "channels_last_padded", "compiled_columns", "im2col_conv"]
 
 BAND_BYTES = 1 << 21
 """Columns larger than twice this are built and multiplied a band of output rows at a time (each band about this
 size, so that it stays in the L2 cache between the copy and the product)."""
+
+
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def channels_last_padded(x: np.ndarray, xp: np.ndarray, pt: int, pl: int) -> None:
+    """``x`` ``(N, C, H, W)`` written channels-last into ``xp`` ``(N, Hp, Wp, C)`` at rows ``pt..pt + H`` and columns
+    ``pl..pl + W``, zero elsewhere (the padded copy the channels-last convolutions read).
+
+    With the accelerator the compiled copy (``accel.jit_im2col().nhwc_padded``), else numpy's transposed copy. numpy
+    reads one value of each channel plane in turn, and planes of a power of two bytes fall into one cache set: a
+    64 x 32 x 32 float32 image took 225 us that way against 30 us compiled (a ResNet at 128 x 128 has four such
+    layers); at other sizes the two cost the same."""
+    n, c, h, w = x.shape
+    if (
+        x.dtype in _FLOATS
+        and xp.dtype == x.dtype
+        and x.flags.c_contiguous
+        and xp.flags.c_contiguous
+        and xp.shape[0] == n
+        and xp.shape[3] == c
+        and xp.shape[1] >= pt + h
+        and xp.shape[2] >= pl + w
+        and accel.enabled()
+    ):
+        accel.jit_im2col().nhwc_padded(x, xp, pt, pl)
+        return
+    xp.fill(0)
+    xp[:, pt : pt + h, pl : pl + w] = x.transpose(0, 2, 3, 1)
 
 
 def compiled_columns(

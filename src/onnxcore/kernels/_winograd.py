@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from onnxcore.kernels._im2col import channels_last_padded
 from onnxcore.kernels._scratch import scratch
 from onnxcore.kernels.conv import conv_geometry
 from onnxcore.kernels.threads import copy_split
@@ -138,7 +139,10 @@ def winograd_conv(
     r0, r1, c0, c1 = pb[0], pb[0] + rows, pb[1], pb[1] + cols
     if channels_last:
         xp = scratch("winograd.x", (n, _M * ty + 2, _M * tx + 2, c))
-        copy_split(xp[:, r0:r1, c0:c1], x[:, :, :rows, :cols].transpose(0, 2, 3, 1))
+        if rows == h and cols == wd:
+            channels_last_padded(x, xp, r0, c0)  # (the border zeroed too; the lines below find it so)
+        else:
+            copy_split(xp[:, r0:r1, c0:c1], x[:, :, :rows, :cols].transpose(0, 2, 3, 1))
         image = xp.transpose(3, 0, 1, 2)  # the same memory as (C, N, H, W) for the border below
     else:
         # Channels first (batch second), so the block view below reshapes to (36, C, N * blocks).
@@ -209,8 +213,11 @@ def small_image_conv(
     rows, cols = min(h, oh + 2 - pb[0]), min(wd, ow + 2 - pb[1])
     # The padded copy, the columns and the product are temporaries: scratch buffers (no page faults per run).
     xp = scratch("small3x3.x", (n, oh + 2, ow + 2, c))
-    xp.fill(0)
-    xp[:, pb[0] : pb[0] + rows, pb[1] : pb[1] + cols] = x[:, :, :rows, :cols].transpose(0, 2, 3, 1)
+    if rows == h and cols == wd:
+        channels_last_padded(x, xp, pb[0], pb[1])
+    else:
+        xp.fill(0)
+        xp[:, pb[0] : pb[0] + rows, pb[1] : pb[1] + cols] = x[:, :, :rows, :cols].transpose(0, 2, 3, 1)
     s = xp.strides
     windows = as_strided(xp, (n, oh, ow, _R, _R, c), (s[0], s[1], s[2], s[1], s[2], s[3]), writeable=False)
     im2col = scratch("small3x3.cols", (n, oh, ow, _R, _R, c))
