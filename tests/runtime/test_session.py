@@ -199,6 +199,30 @@ def test_string_feeds_become_bytes() -> None:
     assert y.dtype == object and y.tolist() == [b"a", "é".encode()]
 
 
+@pytest.mark.parametrize(
+    "feed",
+    [
+        np.array([["Paris", ""], ["Lyon", "Nice"]]),  # numpy text, ASCII: the code points taken as octets
+        np.array([["é", "x"], ["日本", "z"]]),  # not ASCII: encoded one by one
+        np.asfortranarray(np.array([["ab", "c"], ["def", "g"]])),
+        np.array([["ab", "c"], ["d", "efg"]])[:, ::-1],
+        np.array([[b"ab", b""], [b"c", b"xyz"]]),  # fixed-width bytes
+        np.array([["a", b"b"], ["c", "d"]], dtype=object),
+        np.array([[f"city {i}", "x" * (i % 7)] for i in range(40)]),  # enough elements for the octets' path
+        np.array([["é" if i == 39 else "e", "x"] for i in range(40)]),  # one not ASCII among many
+    ],
+)
+def test_every_kind_of_string_feed_becomes_the_same_bytes(feed: np.ndarray) -> None:
+    """A STRING feed of numpy text, fixed-width bytes or objects becomes an object array of the UTF-8 bytes of each
+    element, in its shape (Clause 6: a string is its UTF-8 octets), whichever conversion applies."""
+    shape = list(feed.shape)
+    model = _model([h.make_node("Identity", ["x"], ["y"])], [_vi("x", TP.STRING, shape)], [_vi("y", TP.STRING, shape)])
+    (y,) = onnxcore.Session(model).run(None, {"x": feed})
+    expected = [[v if isinstance(v, bytes) else str(v).encode() for v in row] for row in feed.tolist()]
+    assert y.dtype == object and y.shape == feed.shape and y.tolist() == expected
+    assert all(type(v) is bytes for v in y.ravel())
+
+
 def test_evaluation_error_names_the_node(mode: str) -> None:
     nodes = [
         h.make_node("Relu", ["x"], ["r"], name="first"),
