@@ -137,6 +137,43 @@ def test_layer_norm_step_is_the_kernel(bias: bool) -> None:
 
 
 @pytest.mark.usefixtures("accel_path")
+@pytest.mark.parametrize("names", [["y", "mean", "inv"], ["y", "", ""], ["y"]])
+def test_layer_norm_step_without_readers_of_its_statistics(names: list[str]) -> None:
+    """A LayerNormalization that does not name its Mean and InvStdDev (exporters write Y alone): its step gives Y
+    alone, the kernel's bit for bit, run after run and across shapes (the statistics' buffers grow). One that names
+    them keeps the three outputs, whether a run asks for them or not, the kernel's too."""
+    c = 16
+    scale = RNG.standard_normal(c).astype(np.float32)
+    b = RNG.standard_normal(c).astype(np.float32)
+    f = TP.FLOAT
+    nodes = [
+        h.make_node("LayerNormalization", ["x", "scale", "b"], names, axis=-1, epsilon=1e-5),
+        h.make_node("Relu", ["y"], ["z"]),
+    ]
+    named = len(names) > 1 and bool(names[1])
+    outputs = {"z": (f, ["B", "S", c])}
+    if named:
+        outputs.update({"mean": (f, ["B", "S", 1]), "inv": (f, ["B", "S", 1])})
+    model = _model(nodes, {"x": (f, ["B", "S", c])}, outputs, [nh.from_array(scale, "scale"), nh.from_array(b, "b")])
+    s = onnxcore.Session(model)
+    for shape in [(1, 1, c), (2, 5, c), (1, 3, c), (3, 7, c)]:
+        x = (RNG.standard_normal(shape) * 3 + 1).astype(np.float32)
+        want = kernels.run("LayerNormalization", 17, x, scale, b, axis=-1, epsilon=1e-5)
+        for _ in range(3):  # (interpreted, then the compiled plan)
+            (z,) = s.run(["z"], {"x": x})
+            np.testing.assert_array_equal(z, np.maximum(want[0], 0))
+        plan, _ = s._prepare(["z"], {"x": x}, False)
+        steps = [bn.call for bn in plan.info if isinstance(bn.call, LayerNormRows)]
+        assert len(steps) == 1 and steps[0].stats == named
+        if named:
+            z, mean, inv = s.run(["z", "mean", "inv"], {"x": x})
+            np.testing.assert_array_equal(mean, want[1])
+            np.testing.assert_array_equal(inv, want[2])
+            plan, _ = s._prepare(["z", "mean"], {"x": x}, False)
+            assert [bn.call.stats for bn in plan.info if isinstance(bn.call, LayerNormRows)] == [True]
+
+
+@pytest.mark.usefixtures("accel_path")
 def test_rms_norm_23_step_is_the_kernel() -> None:
     """An RMSNormalization-23 node with a constant scale (what the dynamo exporter writes at opset 23) takes the
     step of the fused RMSNorm pattern's rows: the kernel's output bit for bit, small and large inputs, and

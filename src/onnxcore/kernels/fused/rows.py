@@ -73,30 +73,61 @@ def rows_take(x: Any, dtype: np.dtype[Any], d: int) -> bool:
 class LayerNormRows:
     """LayerNormalization-17 over the last axis with a constant ``Scale`` (and ``B``) of its input's type and
     ``stash_type`` that type: the accelerated kernel's compiled call, made directly for a C-contiguous input below
-    the kernel threads' size (the kernel's own path for such an input); the kernel for anything else."""
+    the kernel threads' size (the kernel's own path for such an input); the kernel for anything else.
 
-    __slots__ = ("_loop_args", "bias", "d", "dtype", "eps", "kernel", "scale")
+    With ``stats`` false (no reader of the node's ``Mean`` and ``InvStdDev``: a transformer's every LayerNorm) the
+    step returns ``Y`` alone, the compiled loop writing the two statistics into buffers of the step that nobody reads
+    (a decoder step's LayerNorm of two rows of 128 values: two arrays, their reshapes and the tuple fewer)."""
 
-    def __init__(self, kernel: Callable[..., Any], scale: np.ndarray, bias: np.ndarray | None, epsilon: float) -> None:
+    __slots__ = ("_inv_sink", "_loop_args", "_mean_sink", "bias", "d", "dtype", "eps", "kernel", "scale", "stats")
+
+    def __init__(
+        self,
+        kernel: Callable[..., Any],
+        scale: np.ndarray,
+        bias: np.ndarray | None,
+        epsilon: float,
+        stats: bool = True,
+    ) -> None:
         self.kernel = kernel
         self.scale = scale
         self.bias = bias
         self.dtype = scale.dtype
         self.d = int(scale.shape[0])
         self.eps = epsilon
+        self.stats = stats
         # The compiled loop's arguments besides the rows, made once (layer_norm_compiled makes them per call).
         t = self.dtype.type
         self._loop_args = (scale, scale if bias is None else bias, bias is not None, t(self.d), t(epsilon))
+        # Where the loop writes the rows' statistics when nobody reads them (grown to the most rows seen; runs in
+        # several threads may write them at once: values never read).
+        self._mean_sink = self._inv_sink = np.empty(0, self.dtype)
 
     def __call__(self, X: Any, Scale: Any, B: Any = None, **kw: Any) -> Any:
         if rows_take(X, self.dtype, self.d) and kw.get("axis", -1) in (-1, X.ndim - 1):
-            return self.rows(X)
-        return self.kernel(X, Scale, B, **kw)
+            return self.rows(X) if self.stats else self.values(X)
+        y = self.kernel(X, Scale, B, **kw)
+        return y if self.stats else y[0]
 
     def rows(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(Y, Mean, InvStdDev)`` of an ``x`` :func:`rows_take` accepted (below the kernel threads' size), by the
         compiled loop with the arguments made once."""
         return layer_norm_last_axis(x, *self._loop_args)
+
+    def values(self, x: np.ndarray) -> np.ndarray:
+        """``Y`` of an ``x`` :func:`rows_take` accepted: the compiled loop of :meth:`rows`, its statistics written
+        into the step's own buffers."""
+        d = self.d
+        rows = x.size // d
+        mean, inv = self._mean_sink, self._inv_sink
+        if mean.shape[0] < rows:
+            mean = self._mean_sink = np.empty(rows, self.dtype)
+            inv = self._inv_sink = np.empty(rows, self.dtype)
+        out = np.empty(x.shape, x.dtype)
+        scale, bb, has_b, n, eps = self._loop_args
+        fn = accel.jit().layer_norm_rows
+        fn(x.reshape(rows, d), scale, bb, has_b, n, eps, out.reshape(rows, d), mean, inv, 0, rows)
+        return out
 
 
 class RmsNormRows:
@@ -209,7 +240,11 @@ def attention_rows(
 
 
 def _prepare_layer_norm_rows(
-    constants: Sequence[Any], *, epsilon: float = 1e-5, kernel: Callable[..., Any] | None = None
+    constants: Sequence[Any],
+    *,
+    epsilon: float = 1e-5,
+    kernel: Callable[..., Any] | None = None,
+    stats: bool = True,
 ) -> LayerNormRows:
     scale = constants[1] if len(constants) > 1 else None
     bias = constants[2] if len(constants) > 2 else None
@@ -217,17 +252,24 @@ def _prepare_layer_norm_rows(
         raise EvaluationError("LayerNormRows: Scale must be a constant 1-D float32/float64 vector")
     if bias is not None and not row_vector(bias, scale.dtype):
         raise EvaluationError("LayerNormRows: B must be a constant 1-D vector of Scale's type")
-    return LayerNormRows(kernel or default_kernel("LayerNormalization"), scale, bias, float(epsilon))
+    return LayerNormRows(kernel or default_kernel("LayerNormalization"), scale, bias, float(epsilon), stats)
 
 
 @kernel("LayerNormRows", 1, domain=FUSED_DOMAIN, prepare=_prepare_layer_norm_rows, prepare_constants=True)
 def fused_layer_norm_rows(
-    X: Any, Scale: Any, B: Any = None, *, kernel: Callable[..., Any] | None = None, **attributes: Any
+    X: Any,
+    Scale: Any,
+    B: Any = None,
+    *,
+    kernel: Callable[..., Any] | None = None,
+    stats: bool = True,
+    **attributes: Any,
 ) -> Any:
     """LayerNormalization-17 (``kernel``, with its ``attributes``) over the last axis with constant ``Scale`` and
-    ``B``: the compiled rows for the inputs the kernel would send there."""
+    ``B``: the compiled rows for the inputs the kernel would send there; ``Y`` alone when ``stats`` is false."""
     eps = float(attributes.get("epsilon", 1e-5))
-    return _prepare_layer_norm_rows((X, Scale, B), epsilon=eps, kernel=kernel)(X, Scale, B, **attributes)
+    step = _prepare_layer_norm_rows((X, Scale, B), epsilon=eps, kernel=kernel, stats=stats)
+    return step(X, Scale, B, **attributes)
 
 
 class _RmsNormLast:

@@ -47,8 +47,12 @@ def fast_layer_norms(graph: PlanGraph) -> list[PlanNode]:
                 continue
         if int(bn.kw.get("stash_type", 1)) != STASH_OF[scale.dtype] or int(bn.kw.get("axis", -1)) != -1:
             continue
+        # A node that does not name Mean and InvStdDev (exporters write Y alone): the step gives Y alone. (A named
+        # one keeps its slots in the plan, read or not.)
+        stats = any(bn.outputs[1:])
         nodes[j] = fused_node(bn, "LayerNormRows", list(bn.inputs), list(bn.outputs), const, kw=dict(bn.kw),
-                              may_tuple=None, epsilon=float(bn.kw.get("epsilon", 1e-5)), kernel=bn.call)  # fmt: skip
+                              may_tuple=None if stats else False, epsilon=float(bn.kw.get("epsilon", 1e-5)),
+                              kernel=bn.call, stats=stats)  # fmt: skip
     return nodes
 
 
