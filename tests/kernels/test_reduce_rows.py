@@ -62,10 +62,11 @@ def test_row_sum_declines() -> None:
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_logsumexp_rows_compiled(dtype: Any) -> None:
-    """ReduceLogSumExp over the last axis of a few class scores per row takes the accelerator's shift and row sums
-    around numpy's exp and log: the numpy path's bits (its shift, numpy's order of a row's sum), the same specials
+    """ReduceLogSumExp over the last axis of rows of at most 128 values takes the accelerator's shift around numpy's
+    exp and log: the numpy path's bits (its shift; its sums: numpy's order of a row below ``BLAS_SUM_MIN`` elements,
+    by the compiled row sums, BLAS's product with ones from there on, the numpy path's own call), the same specials
     (a row with NaN gives NaN, all -inf gives -inf, +inf gives +inf), for both kernel versions and keepdims; other
-    axes, non-contiguous inputs and inputs whose sums the numpy path makes by BLAS keep the numpy path."""
+    axes, non-contiguous inputs and longer rows keep the numpy path."""
     from onnxcore.kernels import accel
 
     if not accel.available():
@@ -73,15 +74,21 @@ def test_logsumexp_rows_compiled(dtype: Any) -> None:
     rng = np.random.default_rng(7)
     attr, inp = lookup("", "ReduceLogSumExp", 13), lookup("", "ReduceLogSumExp", 18)
     assert attr is not None and inp is not None
-    calls = []
-    real = accel.jit().row_sums
+    calls: dict[str, list[Any]] = {"shift": [], "sums": []}
+    fns = accel.jit()
+    real_shift, real_sums = fns.logsumexp_shift, fns.row_sums
 
-    def counted(*a: Any) -> None:
-        calls.append(a)
-        real(*a)
+    def shift(*a: Any) -> None:
+        calls["shift"].append(a)
+        real_shift(*a)
 
-    shapes = [(1, 3), (16, 3), (1, 20), (2, 5, 7), (1, 1), (40, 3), (1, 128), (2, 9, 14)]
-    for shape in shapes:
+    def sums(*a: Any) -> None:
+        calls["sums"].append(a)
+        real_sums(*a)
+
+    small = [(1, 3), (16, 3), (1, 20), (2, 5, 7), (1, 1), (40, 3), (1, 128), (2, 9, 14)]
+    large = [(1000, 3), (300, 17), (64, 128), (40, 7, 5), (5000, 2), (300, 1)]  # sums by BLAS on the numpy path
+    for shape in small + large:
         x = (rng.standard_normal(shape) * 40).astype(dtype)
         x[0, ..., 0] = np.nan
         if shape[-1] > 1 and x.size > shape[-1]:
@@ -92,23 +99,23 @@ def test_logsumexp_rows_compiled(dtype: Any) -> None:
                 want = np.asarray(attr.fn(x, axes=[-1], keepdims=keepdims))
             with accel.use(True):
                 try:
-                    accel.jit().row_sums = counted
+                    fns.logsumexp_shift, fns.row_sums = shift, sums
                     got_attr = np.asarray(attr.fn(x, axes=[-1], keepdims=keepdims))
                     got_inp = np.asarray(inp.fn(x, np.array([x.ndim - 1]), keepdims=keepdims))
                 finally:
-                    accel.jit().row_sums = real
+                    fns.logsumexp_shift, fns.row_sums = real_shift, real_sums
             for got in (got_attr, got_inp):
                 np.testing.assert_array_equal(got, want, strict=True)
-    assert len(calls) == len(shapes) * 2 * 2  # every shape took the compiled passes
-    calls.clear()
+    assert len(calls["shift"]) == len(small + large) * 2 * 2  # every shape took the compiled shift
+    assert len(calls["sums"]) == len(small) * 2 * 2  # and the compiled sums below BLAS_SUM_MIN elements
+    calls["shift"].clear()
     x = rng.standard_normal((4, 6)).astype(dtype)
     with accel.use(True):
         try:
-            accel.jit().row_sums = counted
+            fns.logsumexp_shift, fns.row_sums = shift, sums
             attr.fn(x, axes=[0], keepdims=1)  # another axis
             attr.fn(np.asfortranarray(x), axes=[1], keepdims=1)  # not C-contiguous
-            attr.fn(rng.standard_normal((16, 20)).astype(dtype), axes=[1], keepdims=1)  # sums by BLAS there
             attr.fn(rng.standard_normal((1, 129)).astype(dtype), axes=[1], keepdims=1)  # a row past one block
         finally:
-            accel.jit().row_sums = real
-    assert not calls
+            fns.logsumexp_shift, fns.row_sums = real_shift, real_sums
+    assert not calls["shift"]
