@@ -89,6 +89,31 @@ def test_softmax_rows_vs_onnxruntime(shape: tuple[int, ...]) -> None:
     compare("Softmax", [big], 13, {"axis": -1}, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("shape", [(1, 3), (16, 3), (5, 17), (1000, 3), (2, 3, 40), (70, 300)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_softmax_shift_compiled_once_numba_is_loaded_gives_numpys_bits(shape: tuple[int, ...], dtype: Any) -> None:
+    """Rows beyond the no-shift bound are shifted by their maxima; once numba is imported by another kernel
+    (``accel.loaded``) that shift is one compiled pass: the numpy path's bits, a row of NaN, of -inf and one holding
+    +inf included, in one block and in several."""
+    from onnxcore.kernels import accel
+    from onnxcore.kernels._rowwise import softmax_rows_last
+
+    if not accel.available():
+        pytest.skip("the accelerator is not available (numba not installed, or ONNXCORE_ACCEL=0)")
+    x = (np.random.default_rng(3).standard_normal(shape) * 90).astype(dtype)
+    rows = x.reshape(-1, shape[-1])
+    if rows.shape[0] >= 4:
+        rows[0, 0], rows[1], rows[2, -1] = np.nan, -np.inf, np.inf
+    with accel.use(False):
+        assert not accel.loaded()
+        want = softmax_rows_last(x)
+    with accel.use(True):
+        assert accel.enabled() and accel.loaded()
+        got = softmax_rows_last(x)
+    assert want is not None and got is not None
+    np.testing.assert_array_equal(got, want, strict=True)
+
+
 LN_SHAPES = [((8, 40, 768), -1, (768,)), ((4, 6, 16, 16), -2, (16, 16)), ((5, 768), -1, (1, 768)),
              ((2, 3, 4), 0, (2, 3, 4))]  # fmt: skip
 
