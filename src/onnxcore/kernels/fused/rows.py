@@ -75,11 +75,11 @@ class LayerNormRows:
     ``stash_type`` that type: the accelerated kernel's compiled call, made directly for a C-contiguous input below
     the kernel threads' size (the kernel's own path for such an input); the kernel for anything else.
 
-    With ``stats`` false (no reader of the node's ``Mean`` and ``InvStdDev``: a transformer's every LayerNorm) the
-    step returns ``Y`` alone, the compiled loop writing the two statistics into buffers of the step that nobody reads
-    (a decoder step's LayerNorm of two rows of 128 values: two arrays, their reshapes and the tuple fewer)."""
+    With ``stats`` false (a node naming ``Y`` alone, as the exporters write it) the step returns ``Y`` alone, the
+    compiled loop writing the rows' statistics into buffers of the step that nobody reads (a decoder step's LayerNorm
+    of two rows of 128 values: two arrays, their reshapes and the tuple fewer)."""
 
-    __slots__ = ("_inv_sink", "_loop_args", "_mean_sink", "bias", "d", "dtype", "eps", "kernel", "scale", "stats")
+    __slots__ = ("_loop_args", "_sinks", "bias", "d", "dtype", "eps", "kernel", "scale", "stats")
 
     def __init__(
         self,
@@ -99,9 +99,11 @@ class LayerNormRows:
         # The compiled loop's arguments besides the rows, made once (layer_norm_compiled makes them per call).
         t = self.dtype.type
         self._loop_args = (scale, scale if bias is None else bias, bias is not None, t(self.d), t(epsilon))
-        # Where the loop writes the rows' statistics when nobody reads them (grown to the most rows seen; runs in
-        # several threads may write them at once: values never read).
-        self._mean_sink = self._inv_sink = np.empty(0, self.dtype)
+        # Where the loop writes the rows' statistics when nobody reads them, (mean, inv): grown to the most rows seen,
+        # replaced as one tuple so that a run in another thread reads a pair of one size (runs in several threads
+        # may write them at once: values never read).
+        empty = np.empty(0, self.dtype)
+        self._sinks = (empty, empty)
 
     def __call__(self, X: Any, Scale: Any, B: Any = None, **kw: Any) -> Any:
         if rows_take(X, self.dtype, self.d) and kw.get("axis", -1) in (-1, X.ndim - 1):
@@ -119,10 +121,10 @@ class LayerNormRows:
         into the step's own buffers."""
         d = self.d
         rows = x.size // d
-        mean, inv = self._mean_sink, self._inv_sink
-        if mean.shape[0] < rows:
-            mean = self._mean_sink = np.empty(rows, self.dtype)
-            inv = self._inv_sink = np.empty(rows, self.dtype)
+        sinks = self._sinks
+        if sinks[0].shape[0] < rows:
+            sinks = self._sinks = (np.empty(rows, self.dtype), np.empty(rows, self.dtype))
+        mean, inv = sinks
         out = np.empty(x.shape, x.dtype)
         scale, bb, has_b, n, eps = self._loop_args
         fn = accel.jit().layer_norm_rows
