@@ -96,7 +96,7 @@ def channels_last_conv(
     p = n * oh * ow
     xp = scratch("convchoice.x", (n, h + pb[0] + pe[0], wd + pb[1] + pe[1], c), x.dtype)
     channels_last_padded(x, xp, int(pb[0]), int(pb[1]))
-    if x.dtype == wt.dtype and x.dtype in _FLOATS and x.flags.c_contiguous and accel.enabled():
+    if x.dtype == wt.dtype and x.dtype in (np.float32, np.float64) and x.flags.c_contiguous and accel.enabled():
         return _compiled_channels_last(x, wt, bias, xp, kernel, strides, dilations, out)
     s = xp.strides
     # Windows by group first: (group, N, oh, ow, kh, kw, C/group), each column row a run of C/group values.
@@ -117,9 +117,6 @@ def channels_last_conv(
     else:
         np.add(src, bias.reshape(1, group, mg, 1), out=y)
     return y.reshape(n, group * mg, oh, ow)
-
-
-_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def _compiled_channels_last(

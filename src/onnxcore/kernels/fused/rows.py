@@ -109,7 +109,7 @@ class LayerNormRows:
         if rows_take(X, self.dtype, self.d) and kw.get("axis", -1) in (-1, X.ndim - 1):
             return self.rows(X) if self.stats else self.values(X)
         y = self.kernel(X, Scale, B, **kw)
-        return y if self.stats else y[0]
+        return y[0] if not self.stats and type(y) is tuple else y
 
     def rows(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(Y, Mean, InvStdDev)`` of an ``x`` :func:`rows_take` accepted (below the kernel threads' size), by the
