@@ -137,10 +137,12 @@ def winograd_conv(
     ty, tx = -(-oh // _M), -(-ow // _M)
     rows, cols = min(h, _M * ty + 2 - pb[0]), min(wd, _M * tx + 2 - pb[1])
     r0, r1, c0, c1 = pb[0], pb[0] + rows, pb[1], pb[1] + cols
+    bordered = False  # (whether the copy zeroed the border already)
     if channels_last:
         xp = scratch("winograd.x", (n, _M * ty + 2, _M * tx + 2, c))
         if rows == h and cols == wd:
-            channels_last_padded(x, xp, r0, c0)  # (the border zeroed too; the lines below find it so)
+            channels_last_padded(x, xp, r0, c0)  # (the border zeroed too)
+            bordered = True
         else:
             copy_split(xp[:, r0:r1, c0:c1], x[:, :, :rows, :cols].transpose(0, 2, 3, 1))
         image = xp.transpose(3, 0, 1, 2)  # the same memory as (C, N, H, W) for the border below
@@ -149,11 +151,12 @@ def winograd_conv(
         xp = scratch("winograd.x", (c, n, _M * ty + 2, _M * tx + 2))
         copy_split(xp[:, :, r0:r1, c0:c1], x[:, :, :rows, :cols].transpose(1, 0, 2, 3))
         image = xp
-    # Only the border is zeroed: the scratch holds the previous call's values.
-    image[:, :, :r0] = 0
-    image[:, :, r1:] = 0
-    image[:, :, r0:r1, :c0] = 0
-    image[:, :, r0:r1, c1:] = 0
+    if not bordered:
+        # Only the border is zeroed: the scratch holds the previous call's values.
+        image[:, :, :r0] = 0
+        image[:, :, r1:] = 0
+        image[:, :, r0:r1, :c0] = 0
+        image[:, :, r0:r1, c1:] = 0
     # The blocks are written through a 6-D view of the output in one pass; when the extents are not multiples
     # of 4 that output is a scratch of whole blocks, cropped into the result at the end.
     whole = oh % _M == 0 and ow % _M == 0
