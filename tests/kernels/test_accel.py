@@ -39,14 +39,19 @@ def _rand(shape: tuple[int, ...], dtype: Any, lo: float = -4.0, hi: float = 4.0,
 # ---------------------------------------------------------------------------------------------
 
 UNARY_SHAPES = [(0,), (1,), (17,), (3, 5, 7), (2, 70001)]
+UNARY_OPS = [("Erf", 13, {}), ("Gelu", 20, {}), ("Gelu", 20, {"approximate": "tanh"}), ("HardSwish", 14, {})]
 
 
 @pytest.mark.usefixtures("accel_path")
 @pytest.mark.parametrize("shape", UNARY_SHAPES, ids=str)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize(("op", "opset", "attrs"), [("Erf", 13, {}), ("Gelu", 20, {}), ("HardSwish", 14, {})], ids=str)
+@pytest.mark.parametrize(("op", "opset", "attrs"), UNARY_OPS, ids=str)
 def test_unary_vs_onnxruntime(op: str, opset: int, attrs: dict[str, Any], dtype: Any, shape: tuple[int, ...]) -> None:
     pytest.importorskip("onnxruntime")
+    if attrs and dtype == np.float64:
+        # onnxruntime's float64 tanh GELU is 4e-7 away from the definition in double (a float32 tanh, by the
+        # size of it): test_tanh_gelu_against_its_definition_in_double holds ours to 1e-13.
+        pytest.skip("onnxruntime's float64 tanh GELU is not the reference")
     x = _rand(shape, dtype)
     if x.size > 8:
         x.reshape(-1)[:8] = [np.inf, -np.inf, np.nan, 0.0, -0.0, 1e-40, 3.0, -3.0]
@@ -66,11 +71,12 @@ def test_unary_non_contiguous_input(op: str, opset: int) -> None:
 
 
 @needs_accel
-@pytest.mark.parametrize(("op", "opset", "attrs"), [("Erf", 13, {}), ("Gelu", 20, {}), ("HardSwish", 14, {})], ids=str)
+@pytest.mark.parametrize(("op", "opset", "attrs"), UNARY_OPS, ids=str)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_unary_paths_agree(op: str, opset: int, attrs: dict[str, Any], dtype: Any) -> None:
-    """float32 Erf and Gelu, and HardSwish in both types: the compiled loop evaluates the numpy kernel's formula
-    operation for operation, so the results are equal bit for bit (float64 Erf and Gelu have no compiled path)."""
+    """float32 Erf and both Gelus, and HardSwish in both types: the compiled loop evaluates the numpy kernel's
+    formula operation for operation, so the results are equal bit for bit (float64 Erf and Gelu have no compiled
+    path)."""
     x = np.concatenate([_rand((300_001,), dtype, -6, 6), np.array([np.nan, np.inf, -np.inf, 0.0, -0.0], dtype)])
     with accel.use(False):
         (a,) = run_ours(op, [x], opset, attrs)

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from kernels import compare, run_ours, single_node_cases
+from onnxcore.kernels._rational import tanh32
 from onnxcore.kernels.elementwise_binary import _variadic
 from onnxcore.kernels.registry import lookup
 
@@ -587,6 +588,49 @@ def test_erf_float32_within_0_54_ulp_on_a_dense_grid() -> None:
     spacing = np.spacing(np.abs(expect).astype(np.float32)).astype(np.float64)
     ulps = np.abs(y.astype(np.float64) - expect) / spacing
     assert ulps.max() <= 0.54, (xs[ulps.argmax()], ulps.max())
+
+
+@pytest.mark.usefixtures("accel_path")
+def test_tanh_float32_within_0_501_ulp_on_a_dense_grid() -> None:
+    """The tanh GELU's float32 tanh (onnxcore.kernels._rational: a rational approximation evaluated in float64,
+    rounded once) against math.tanh on two million points: a dense grid of [0, 9.5] (beyond 9.01, tanh rounds to 1
+    in float32), values down to the subnormals, their negatives (tanh is odd), and the special values."""
+    pos = np.concatenate([np.linspace(0, 9.5, 1_000_001), np.logspace(-45, 0, 2000), [20.0, 1e30]]).astype(np.float32)
+    xs = np.concatenate([pos, -pos])
+    y = tanh32(xs)
+    expect = np.tanh(xs.astype(np.float64))
+    spacing = np.spacing(np.abs(expect).astype(np.float32)).astype(np.float64)
+    ulps = np.abs(y.astype(np.float64) - expect) / spacing
+    assert ulps.max() <= 0.501, (xs[ulps.argmax()], ulps.max())
+    special = tanh32(np.array([np.nan, np.inf, -np.inf, 0.0, -0.0], np.float32))
+    assert np.isnan(special[0]) and special[1:3].tolist() == [1.0, -1.0]
+    assert np.signbit(special[3:]).tolist() == [False, True]
+
+
+@pytest.mark.usefixtures("accel_path")
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16", "bfloat16"])
+def test_tanh_gelu_against_its_definition_in_double(dtype: str) -> None:
+    """Gelu-20 with approximate="tanh": the definition 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) in double,
+    rounded to the type, within a few float32 roundings (the argument is formed in float32, Gelu-20's order);
+    float16 and bfloat16 computed in float32 and rounded once."""
+    import ml_dtypes
+
+    dt = np.dtype(ml_dtypes.bfloat16) if dtype == "bfloat16" else np.dtype(dtype)
+    x = np.concatenate([np.linspace(-12, 12, 20001), [0.0, -0.0, 1e-30, 300.0, -300.0]]).astype(dt)
+    (y,) = run_ours("Gelu", [x], 20, {"approximate": "tanh"})
+    assert y.dtype == dt
+    xd = x.astype(np.float64)
+    expect = 0.5 * xd * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (xd + 0.044715 * xd**3)))
+    if dt == np.float64:
+        # atol: 1 + tanh cancels for negative x (the definition computed as written, as the kernel does).
+        np.testing.assert_allclose(y, expect, rtol=1e-13, atol=1e-15)
+    elif dt == np.float32:
+        np.testing.assert_allclose(y.astype(np.float64), expect, rtol=1e-6, atol=1e-7)
+    else:
+        np.testing.assert_allclose(y.astype(np.float64), expect.astype(dt).astype(np.float64), rtol=1e-2, atol=1e-3)
+        # Computed in float32, rounded once to the type.
+        (y32,) = run_ours("Gelu", [x.astype(np.float32)], 20, {"approximate": "tanh"})
+        np.testing.assert_array_equal(y.astype(np.float32), y32.astype(dt).astype(np.float32))
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float8_e4m3fn"])

@@ -10,7 +10,8 @@ and are rounded once to the element type at the end.
 IEEE 754 special values propagate as numpy's ufuncs propagate them (Clause 11.3).
 ``Erf`` (which numpy lacks): in float64 a Taylor series below 1/2 and exp(-x^2) times a Chebyshev-fitted
 polynomial above (see ``_ErfApprox``), within 2e-15 relative; float32 and narrower by a rational
-approximation evaluated in float64 and rounded once (see ``_erf32``), within 0.54 ulp of float32.
+approximation evaluated in float64 and rounded once (:mod:`onnxcore.kernels._rational`), within 0.54 ulp of
+float32; the tanh GELU's tanh in float32 likewise, within 0.501 ulp.
 """
 
 from __future__ import annotations
@@ -25,13 +26,10 @@ import numpy as np
 from onnxcore.errors import EvaluationError
 from onnxcore.kernels import accel
 from onnxcore.kernels._epilogue import relu_into
-from onnxcore.kernels._erf_coef import ERF_P as _ERF_P
-from onnxcore.kernels._erf_coef import ERF_Q as _ERF_Q
-from onnxcore.kernels._scratch import scratch
+from onnxcore.kernels._rational import erf32, over_blocks, tanh32
 from onnxcore.kernels._util import NARROW_FLOAT_DTYPES, check_unidirectional, float_unary, from_compute, select
 from onnxcore.kernels.fused.passes import swish_accel
 from onnxcore.kernels.registry import kernel
-from onnxcore.kernels.threads import MIN_PARALLEL_ELEMENTS, active_threads, parallel_for
 
 __all__ = ["erf"]
 
@@ -299,78 +297,6 @@ def _erf64_approx() -> _ErfApprox:
     return _ErfApprox(np.float64, 20, 14, 6.0)
 
 
-# float32: erf(x) ~ x P(x^2) / Q(x^2) for x clamped to [-4, 4], the coefficients in
-# :mod:`onnxcore.kernels._erf_coef` (fitted by tools/fit_erf.py, largest relative error 2.1e-9). Evaluated
-# in float64 and rounded once, the float32 result is within 0.54 ulp (checked on 2 million points by the
-# tests; on every float32 value by tools/erf_accel_ulp.py); one formula for every x, so ~26 passes per block
-# where the two regimes of ``_ErfApprox`` need ~48 in float32 (and were within 3 ulps).
-# Elements per block: the float64 temporaries of a block stay in the L2 cache.
-_ERF_BLOCK = 1 << 14
-
-
-def _erf32_block(xin: Array, out: Array, bufs: list[Array], scale: float = 1.0, gelu: bool = False) -> None:
-    """``out = erf(scale * xin)`` (float32 block ``xin``, at most :data:`_ERF_BLOCK` elements; ``bufs``: four
-    float64 and one float32 scratch arrays of that size); with ``gelu``, ``out = 0.5 * xin * (1 + erf(scale *
-    xin))`` (the GELU, its last steps done while the block is in cache)."""
-    n = xin.size
-    xb, ub, pb, qb, arg = (b[:n] for b in bufs)
-    # Clamping keeps the polynomials finite; NaN passes through (and -0.0 keeps its sign).
-    if scale != 1.0:
-        # The argument rounded to float32 first, as Erf of a float32 Mul's result would see it.
-        np.multiply(xin, np.float32(scale), out=arg)
-        np.clip(arg, -4.0, 4.0, out=xb)
-    else:
-        np.clip(xin, -4.0, 4.0, out=xb)
-    np.square(xb, out=ub)
-    np.multiply(ub, _ERF_P[-1], out=pb)
-    pb += _ERF_P[-2]
-    for c in _ERF_P[-3::-1]:
-        pb *= ub
-        pb += c
-    np.multiply(ub, _ERF_Q[-1], out=qb)
-    qb += _ERF_Q[-2]
-    for c in _ERF_Q[-3::-1]:
-        qb *= ub
-        qb += c
-    pb *= xb
-    np.divide(pb, qb, out=out, casting="same_kind")
-    if gelu:
-        out += np.float32(1.0)
-        out *= xin
-        out *= np.float32(0.5)
-
-
-def _erf32(x: Array, *, scale: float = 1.0, gelu: bool = False) -> Array:
-    """erf of a float32 array (fresh float32 result), by blocks on the kernel threads; see :func:`_erf32_block`."""
-    flat = np.ascontiguousarray(x).reshape(-1)
-    out = np.empty(flat.shape, np.float32)
-    size = flat.size
-    n_blocks = -(-size // _ERF_BLOCK)
-
-    if accel.enabled():
-        # The compiled loop: the same formula in one pass (bit for bit the same results).
-        fn = accel.jit().erf32
-        sc = np.float32(scale)
-        scaled = scale != 1.0
-
-        def run_jit(a: int, b: int) -> None:
-            i, j = a * _ERF_BLOCK, min(b * _ERF_BLOCK, size)
-            fn(flat[i:j], out[i:j], sc, scaled, gelu)
-
-        parallel_for(run_jit, n_blocks, threads=active_threads() if size >= MIN_PARALLEL_ELEMENTS else 1)
-        return out.reshape(x.shape)
-
-    def run(a: int, b: int) -> None:
-        m = min(size, _ERF_BLOCK)
-        bufs = [scratch(f"erf32.{k}", (m,), np.float64) for k in "xupq"] + [scratch("erf32.arg", (m,), np.float32)]
-        for i in range(a * _ERF_BLOCK, min(b * _ERF_BLOCK, size), _ERF_BLOCK):
-            j = min(size, i + _ERF_BLOCK)
-            _erf32_block(flat[i:j], out[i:j], bufs, scale, gelu)
-
-    parallel_for(run, n_blocks, threads=active_threads() if size >= MIN_PARALLEL_ELEMENTS else 1)
-    return out.reshape(x.shape)
-
-
 def _erf64(x: Array, *, scale: float = 1.0, gelu: bool = False) -> Array:
     """erf of a float64 array (fresh result); with ``gelu``, ``0.5 x (1 + erf(scale x))``. (No compiled path:
     without a vectorised ``exp`` a compiled loop is no faster than these blocked passes.)"""
@@ -388,9 +314,9 @@ def erf(x: Array) -> Array:
     if dt == np.float64:
         return _erf64(x)
     if dt == np.float32:
-        return _erf32(x)
+        return erf32(x)
     if dt.kind in "fV":
-        return _erf32(x.astype(np.float32)).astype(dt)
+        return erf32(x.astype(np.float32)).astype(dt)
     return from_compute(_erf64_approx()(x.astype(np.float64)), dt)
 
 
@@ -491,13 +417,11 @@ def _hard_swish(X: Array) -> Array:
         flat = np.ascontiguousarray(X).reshape(-1)
         out = np.empty(flat.shape, X.dtype)
         fn, t = accel.jit().hard_swish, X.dtype.type
-        size = flat.size
 
-        def run(a: int, b: int) -> None:
-            i, j = a * _ERF_BLOCK, min(b * _ERF_BLOCK, size)
+        def span(i: int, j: int) -> None:
             fn(flat[i:j], out[i:j], t(1.0 / 6.0), t(0.5))
 
-        parallel_for(run, -(-size // _ERF_BLOCK), threads=active_threads() if size >= MIN_PARALLEL_ELEMENTS else 1)
+        over_blocks(flat.size, span)
         return out.reshape(X.shape)
 
     def f(v: Array) -> Array:
@@ -607,6 +531,12 @@ def gelu(X: Array, *, approximate: str = "none") -> Array:
         raise EvaluationError(f"Gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
     dt = X.dtype
     if approximate == "tanh":
+        # float32 and narrower: tanh by the rational approximation (within 0.501 ulp; numpy's float32 tanh is
+        # within 1.37), compiled in one pass with the accelerator; float64: numpy's tanh.
+        if dt == np.float32:
+            return tanh32(X, gelu=True)
+        if dt.kind in "fV" and dt != np.float64:
+            return from_compute(tanh32(X.astype(np.float32), gelu=True), dt)
 
         def f(v: Array) -> Array:
             c = np.asarray(math.sqrt(2.0 / math.pi), v.dtype)
@@ -624,10 +554,10 @@ def gelu(X: Array, *, approximate: str = "none") -> Array:
         return float_unary(X, f)
     if dt == np.float32:
         # One blocked pass: erf and the products while each block is in cache.
-        return _erf32(X, scale=1.0 / math.sqrt(2.0), gelu=True)
+        return erf32(X, scale=1.0 / math.sqrt(2.0), gelu=True)
     if dt == np.float64:
         return _erf64(X, scale=1.0 / math.sqrt(2.0), gelu=True)
-    return from_compute(_erf32(X.astype(np.float32), scale=1.0 / math.sqrt(2.0), gelu=True), dt)
+    return from_compute(erf32(X.astype(np.float32), scale=1.0 / math.sqrt(2.0), gelu=True), dt)
 
 
 @kernel("Swish", 24)

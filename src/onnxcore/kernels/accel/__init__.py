@@ -8,11 +8,13 @@ asks (:func:`enabled`): importing onnxcore never imports numba. numba is importe
 What it accelerates (each numpy kernel keeps its own path and calls these only when :func:`enabled`):
 
 - float32 ``erf`` and the erf GELU (ai.onnx Erf and Gelu, the plan's erf-GELU fusion, which runs Gelu-20's kernel,
-  com.microsoft Gelu and BiasGelu): the rational approximation of :mod:`onnxcore.kernels._erf_coef` evaluated
-  element by element in float64 registers, one pass over memory, operation for operation as the numpy kernel
-  does, so the float32 results equal the numpy path's bit for bit (within 0.54 ulp of the true erf:
-  ``tools/erf_accel_ulp.py`` checks every float32 value of [0, 4]). float64 ``erf`` stays on numpy: without a
-  vectorised ``exp`` a compiled loop is no faster. BiasGelu (float32) adds its bias in the same pass.
+  com.microsoft Gelu and BiasGelu), and the tanh GELU (Gelu-20 with ``approximate="tanh"``, the plan's tanh-GELU
+  fusion, com.microsoft FastGelu): the rational approximations of :mod:`onnxcore.kernels._rational_coef`
+  evaluated element by element in float64 registers, one pass over memory, operation for operation as the numpy
+  kernel (:mod:`onnxcore.kernels._rational`) does, so the float32 results equal the numpy path's bit for bit
+  (within 0.54 ulp of the true erf, 0.501 ulp of the true tanh: ``tools/rational_ulp.py`` checks every float32
+  value of [0, 4] and [0, 9.125]). float64 ``erf`` stays on numpy: without a vectorised ``exp`` a compiled loop is
+  no faster. BiasGelu (float32) adds its bias in the same pass.
 - HardSwish (float32, float64): one pass, the numpy kernel's operations in its order (the same results).
 - Swish / SiLU in float32 (ai.onnx Swish-24 and the plan's SiLU fusion of ``x * Sigmoid(x)``): one vectorised pass
   with its own float32 ``exp`` (range reduction and a polynomial; numba has no vectorised ``exp``), multiply-adds

@@ -16,7 +16,7 @@ from llvmlite import ir as llvm_ir
 from numba.core import types
 from numba.extending import intrinsic
 
-from onnxcore.kernels._erf_coef import ERF_CLAMP, ERF_P, ERF_Q
+from onnxcore.kernels._rational_coef import ERF_CLAMP, ERF_P, ERF_Q, TANH_CLAMP, TANH_P, TANH_Q
 
 __all__ = [
     "add_row_bias",
@@ -26,6 +26,7 @@ __all__ = [
     "relu_flat",
     "relu_inplace",
     "attention_normalize",
+    "tanh32",
     "tanh_gelu_inner",
     "tanh_gelu_outer",
     "hard_swish_rows",
@@ -79,6 +80,52 @@ def _erf_of(v: Any) -> Any:  # pragma: no cover - compiled
     q = q * u + _Q1
     q = q * u + _Q0
     return np.float32(p * v / q)
+
+
+_T0, _T1, _T2, _T3, _T4, _T5 = TANH_P
+_U0, _U1, _U2, _U3, _U4, _U5 = TANH_Q
+_TANH_HI = TANH_CLAMP
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _tanh_of(v: Any) -> Any:  # pragma: no cover - compiled
+    """tanh of the float64 ``v`` rounded once to float32: the numpy kernel's rational approximation (clamped at
+    ``TANH_CLAMP``, float64 polynomials), operation for operation; inlined into the loop that calls it."""
+    # NaN fails both comparisons and propagates; -0.0 keeps its sign.
+    if v > _TANH_HI:
+        v = _TANH_HI
+    elif v < -_TANH_HI:
+        v = -_TANH_HI
+    u = v * v
+    p = u * _T5 + _T4
+    p = p * u + _T3
+    p = p * u + _T2
+    p = p * u + _T1
+    p = p * u + _T0
+    q = u * _U5 + _U4
+    q = q * u + _U3
+    q = q * u + _U2
+    q = q * u + _U1
+    q = q * u + _U0
+    return np.float32(p * v / q)
+
+
+@_njit
+def tanh32(x: Any, out: Any, gelu: bool, k: Any, c: Any) -> None:  # pragma: no cover - compiled
+    """``out = tanh(x)`` (float32, 1-D, same size), or with ``gelu`` the tanh GELU ``0.5 * x * (1 + tanh((((x *
+    x) * k + 1) * x) * c))`` (the argument in float32, Gelu-20's order): the numpy kernel's formula
+    (:mod:`onnxcore.kernels._rational`), operation for operation, so the results are the same bit for bit."""
+    one = np.float32(1.0)
+    half = np.float32(0.5)
+    for i in range(x.size):
+        xi = x[i]
+        a = (((xi * xi) * k + one) * xi) * c if gelu else xi
+        r = _tanh_of(np.float64(a))
+        if gelu:
+            r = r + one
+            r = r * xi
+            r = r * half
+        out[i] = r
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")

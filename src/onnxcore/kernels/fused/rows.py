@@ -23,7 +23,6 @@ Without the accelerator (``ONNXCORE_ACCEL=0``, or numba absent) every step is it
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -31,6 +30,7 @@ import numpy as np
 
 from onnxcore.errors import EvaluationError
 from onnxcore.kernels import accel
+from onnxcore.kernels._rational import TANH_GELU_C, TANH_GELU_K
 from onnxcore.kernels._rowwise import layer_norm_last_axis, rms_norm_compiled, rms_norm_last_axis
 from onnxcore.kernels.fused import FUSED_DOMAIN
 from onnxcore.kernels.fused.common import default_kernel
@@ -41,7 +41,6 @@ __all__ = ["STASH_OF", "LayerNormRows", "RmsNormRows", "TanhGelu", "attention_ro
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 STASH_OF = {np.dtype(np.float32): 1, np.dtype(np.float64): 11}  # the stash_type that is the dtype itself
-_TANH_C = math.sqrt(2.0 / math.pi)
 
 
 def row_vector(p: Any, dtype: np.dtype[Any] | None = None) -> bool:
@@ -159,9 +158,9 @@ _SHORT_GELU = 1 << 16  # elements (256 KB of float32): up to this size the three
 
 class TanhGelu:
     """Gelu-20 with ``approximate="tanh"`` (what the tanh-GELU pattern runs): for a small C-contiguous float32 or
-    float64 input with the accelerator on, the kernel's operations in its order in two compiled passes around
-    numpy's ``tanh`` (one pass each side rather than eight numpy steps: the same values); the kernel otherwise (a
-    large input: its blocks, on the kernel threads)."""
+    float64 input with the accelerator on, the kernel's operations straight to its compiled loops, without the
+    kernel's blocks (float32: one pass, :mod:`onnxcore.kernels._rational`'s tanh; float64: one pass each side of
+    numpy's ``tanh``); the kernel otherwise (a large input: its blocks, on the kernel threads). The same values."""
 
     __slots__ = ("kernel",)
 
@@ -180,7 +179,10 @@ class TanhGelu:
             out = np.empty(x.shape, x.dtype)
             x1, o1 = x.reshape(-1), out.reshape(-1)
             fns = accel.jit()
-            fns.tanh_gelu_inner(x1, o1, t(0.044715), t(_TANH_C))
+            if t is np.float32:
+                fns.tanh32(x1, o1, True, t(TANH_GELU_K), t(TANH_GELU_C))
+                return out
+            fns.tanh_gelu_inner(x1, o1, t(TANH_GELU_K), t(TANH_GELU_C))
             np.tanh(o1, out=o1)
             fns.tanh_gelu_outer(x1, o1)
             return out
