@@ -20,10 +20,12 @@ from onnxcore.kernels._epilogue import (
     _MIN_COMPILED,
     _MIN_LOADED,
     add_channel_bias,
+    add_row_vector,
     bias_clip_into,
     bias_relu_into,
     clip_into,
     relu_into,
+    row_vector_relu_into,
 )
 from onnxcore.kernels.threads import MIN_PARALLEL_ELEMENTS
 
@@ -114,6 +116,46 @@ def test_bias_and_clip_in_one_pass_are_the_two_passes(shape: tuple[int, ...], dt
     got = y.copy()
     assert bias_clip_into(got, b, low, high) is got
     assert _same_values(got, want)
+
+
+# A linear layer's product (rows, n) or (..., rows, n) and its bias row: below the compiled size, at it, and split
+# over the kernel threads.
+ROW_SHAPES = [(3, 5), (1000, 3), (40, 64), (2, 24, 128), (MIN_PARALLEL_ELEMENTS // 64 + 7, 64)]
+
+
+@pytest.mark.usefixtures("accel_path")
+@pytest.mark.parametrize("shape", ROW_SHAPES, ids=str)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("row", [True, False], ids=["bias (1, n)", "bias (n,)"])
+def test_row_bias_and_its_relu_are_numpys_broadcast_and_maximum(shape: tuple[int, ...], dtype: Any, row: bool) -> None:
+    """``add_row_vector`` is numpy's broadcast sum of a bias along the last axis, ``row_vector_relu_into`` that sum
+    then numpy's maximum (one pass on the compiled path), over the special values in both operands."""
+    y = _values(int(np.prod(shape)), dtype, seed=8).reshape(shape)
+    b = _values(shape[-1], dtype, seed=9)
+    b = b.reshape(1, -1) if row else b
+    got = y.copy()
+    add_row_vector(got, b)
+    assert _same_values(got, y + b)
+    got = y.copy()
+    assert row_vector_relu_into(got, b) is got
+    assert _same_values(got, np.maximum(y + b, 0))
+
+
+@pytest.mark.usefixtures("accel_path")
+def test_row_bias_takes_numpys_path_for_what_the_loops_do_not_take() -> None:
+    """A non-contiguous product, a bias of another type: numpy's broadcast (the same values); a bias that does not
+    broadcast: numpy's error, as before the compiled pass."""
+    y = _values(64 * 40, np.float32).reshape(40, 64)[:, ::2]
+    b = _values(32, np.float32, seed=1)
+    want = np.maximum(y + b, 0)
+    row_vector_relu_into(y, b)
+    assert _same_values(y, want)
+    z = _values(64 * 40, np.float64).reshape(40, 64)
+    want64 = z + _values(64, np.float32, seed=2)
+    add_row_vector(z, _values(64, np.float32, seed=2))
+    assert _same_values(z, want64)
+    with pytest.raises(ValueError):
+        add_row_vector(_values(64 * 40, np.float32).reshape(40, 64), _values(63, np.float32))
 
 
 @pytest.mark.usefixtures("accel_path")

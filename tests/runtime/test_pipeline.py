@@ -15,6 +15,7 @@ from onnx import numpy_helper as nh
 
 import onnxcore
 from onnxcore.errors import ValidationError
+from onnxcore.kernels.fused.linear import LinearStep
 from onnxcore.runtime import ort_api, plan
 from onnxcore.runtime.optimize.graph import PlanGraph
 from onnxcore.runtime.optimize.pipeline import (
@@ -101,6 +102,28 @@ def test_a_switch_leaves_its_rewrite_out_with_the_same_values() -> None:
     assert {"Linear", "WithRelu"} <= {bn.step_kernel for bn in on._plan.info}
     # The same products and sums: BLAS on the same rows (Clause 11.4 leaves no room used here).
     np.testing.assert_array_equal(on.run(None, {"x": x})[0], off.run(None, {"x": x})[0])
+
+
+@pytest.mark.usefixtures("accel_path")
+@pytest.mark.parametrize("rows", [5, 300, 3000])
+def test_a_linear_layers_relu_is_applied_with_its_bias(rows: int) -> None:
+    """fuse_relu on fuse_linear's step: the step itself applies the Relu (LinearStep.with_relu), with its bias in one
+    pass where the compiled loops take the product (300 and 3,000 rows; 3,000 split over the kernel threads): the
+    values of the nodes as written, bit for bit, special values included; an input the fast path does not take (1-D)
+    runs the nodes as written and then the Relu."""
+    x = RNG.standard_normal((rows, 8)).astype(np.float32)
+    x[0, :4] = [np.nan, np.inf, -np.inf, -0.0]
+    on = onnxcore.Session(_mlp(), threads=2)
+    off = onnxcore.Session(_mlp(), disabled_rewrites={"fuse_linear", "fuse_relu"})
+    (step,) = [bn for bn in on._plan.info if bn.step_kernel == "WithRelu"]
+    assert isinstance(step.call, LinearStep)
+    got, want = on.run(None, {"x": x})[0], off.run(None, {"x": x})[0]
+    assert got.tobytes() == want.tobytes()
+    rng = np.random.default_rng(1)  # _mlp's weights
+    w1, b1 = (rng.standard_normal(shape).astype(np.float32) for shape in ((8, 16), (16,)))
+    y1 = step.call(x[1])  # 1-D: the MatMul and Add as written, then the Relu
+    np.testing.assert_allclose(y1, np.maximum(x[1] @ w1 + b1, 0), rtol=1e-6, atol=1e-6)
+    assert (y1 >= 0).all()
 
 
 def test_an_unknown_switch_is_refused() -> None:

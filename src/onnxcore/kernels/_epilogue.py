@@ -22,7 +22,15 @@ import numpy as np
 from onnxcore.kernels import accel
 from onnxcore.kernels.threads import MIN_PARALLEL_ELEMENTS, active_threads, parallel_for
 
-__all__ = ["add_channel_bias", "bias_clip_into", "bias_relu_into", "clip_into", "relu_into"]
+__all__ = [
+    "add_channel_bias",
+    "add_row_vector",
+    "bias_clip_into",
+    "bias_relu_into",
+    "clip_into",
+    "relu_into",
+    "row_vector_relu_into",
+]
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 _BLOCK = 1 << 15  # elements per block of the kernel threads, at least
@@ -149,6 +157,55 @@ def bias_clip_into(y: np.ndarray, b: np.ndarray | None, lo: np.ndarray, hi: np.n
         return y
     _row_blocks(y, lambda a, z: fn(y2, bc, low, high, a, z))
     return y
+
+
+def add_row_vector(y: np.ndarray, b: np.ndarray) -> None:
+    """``y += b`` in place for ``y`` ``(..., n)`` and ``b`` of ``n`` values of ``y``'s type, 1-D or ``(1, n)`` (a
+    linear layer's bias on its fresh product)."""
+    if not _vector_compiled(y, b):
+        y += b
+        return
+    fn, y2, bc = accel.jit().add_row_vector, y.reshape(-1, b.size), np.ascontiguousarray(b).reshape(-1)
+    if y.size < MIN_PARALLEL_ELEMENTS:
+        fn(y2, bc, 0, y2.shape[0])  # (one thread: the loop called directly)
+        return
+    _vector_blocks(y2, lambda a, z: fn(y2, bc, a, z))
+
+
+def row_vector_relu_into(y: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``y = maximum(y + b, 0)`` in place (``y`` and ``b`` as :func:`add_row_vector`'s: a linear layer's bias and
+    the Relu after it), returned: :func:`add_row_vector` then :func:`relu_into`, bit for bit, in one pass where
+    the compiled loops take it."""
+    if not _vector_compiled(y, b):
+        add_row_vector(y, b)
+        return relu_into(y, y)
+    fn, y2, bc = accel.jit().add_row_vector_relu, y.reshape(-1, b.size), np.ascontiguousarray(b).reshape(-1)
+    zero = y.dtype.type(0)
+    if y.size < MIN_PARALLEL_ELEMENTS:
+        fn(y2, bc, zero, 0, y2.shape[0])
+        return y
+    _vector_blocks(y2, lambda a, z: fn(y2, bc, zero, a, z))
+    return y
+
+
+def _vector_compiled(y: np.ndarray, b: np.ndarray) -> bool:
+    """Whether the compiled row loops take ``y`` ``(..., n)`` and its bias row ``b`` (``n`` values) in place."""
+    return (
+        y.size >= _MIN_LOADED  # (fewer: no compiled loop takes them, _worth says; asked first, the cheapest test)
+        and y.ndim >= 1
+        and b.size == y.shape[-1]
+        and b.ndim <= min(2, y.ndim)
+        and b.dtype == y.dtype
+        and y.dtype in _FLOATS
+        and y.flags.c_contiguous
+        and y.flags.writeable
+        and _worth(y.size)
+    )
+
+
+def _vector_blocks(y2: np.ndarray, run: Callable[[int, int], Any]) -> None:
+    """``run(start, stop)`` over the rows of ``y2`` ``(rows, n)`` on the kernel threads (``y2`` is large)."""
+    parallel_for(run, y2.shape[0], threads=active_threads(), size=y2.size)
 
 
 def _rows_compiled(y: np.ndarray, b: np.ndarray) -> bool:

@@ -20,6 +20,8 @@ from onnxcore.kernels._rational_coef import ERF_CLAMP, ERF_P, ERF_Q, TANH_CLAMP,
 
 __all__ = [
     "add_row_bias",
+    "add_row_vector",
+    "add_row_vector_relu",
     "attention_scores4",
     "clip_flat",
     "clip_inplace",
@@ -274,6 +276,30 @@ def add_row_bias(x: Any, bias: Any, start: int, stop: int) -> None:  # pragma: n
         b = bias[r % nb]
         for i in range(xr.size):
             xr[i] += b
+
+
+@_njit
+def add_row_vector(x: Any, bias: Any, start: int, stop: int) -> None:  # pragma: no cover - compiled
+    """``x[r] += bias`` for the rows ``start..stop`` of ``x`` ``(rows, n)`` in place, ``bias`` of ``n`` values (a
+    linear layer's product and its bias): the additions numpy's broadcast makes, without its iterator's cost per
+    row (1,000 x 64 float32: 23 -> 8 us)."""
+    n = bias.size
+    for r in range(start, stop):
+        xr = x[r]
+        for i in range(n):
+            xr[i] += bias[i]
+
+
+@_njit
+def add_row_vector_relu(x: Any, bias: Any, zero: Any, start: int, stop: int) -> None:  # pragma: no cover
+    """``x[r] = maximum(x[r] + bias, 0)`` for the rows ``start..stop`` in place (a linear layer's bias and the Relu
+    after it): :func:`add_row_vector` then :func:`relu_inplace` in one pass, the same values bit for bit."""
+    n = bias.size
+    for r in range(start, stop):
+        xr = x[r]
+        for i in range(n):
+            v = xr[i] + bias[i]
+            xr[i] = zero if v <= zero else v
 
 
 # float32 exp(u) for u <= 0, vectorised (numba has no vectorised exp: a loop calling exp is scalar): u = n ln 2 + r,

@@ -27,6 +27,7 @@ from onnxcore.kernels.elementwise import gelu
 from onnxcore.kernels.fused import FUSED_DOMAIN
 from onnxcore.kernels.fused.affine import AffineChain
 from onnxcore.kernels.fused.common import default_kernel
+from onnxcore.kernels.fused.linear import LinearStep
 from onnxcore.kernels.fused.passes import gelu_bias_accel, hard_swish_bias_accel, silu, swish_accel
 from onnxcore.kernels.registry import kernel
 
@@ -291,7 +292,10 @@ class ProjectedPool:
 
 def _prepare_with_relu(
     constants: Sequence[Any], *, kernel: Callable[..., Any] | None = None, conv_bias: bool = False
-) -> InPlaceRelu:
+) -> Callable[..., Any]:
+    # A linear step applies the Relu itself (with its bias, in one pass); any other kernel is wrapped.
+    if isinstance(kernel, LinearStep) and not conv_bias:
+        return kernel.with_relu()
     return InPlaceRelu(kernel or default_kernel("Conv"), conv_bias)
 
 

@@ -10,12 +10,14 @@ are the nodes' own.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from onnxcore.errors import EvaluationError
+from onnxcore.kernels._epilogue import add_row_vector, relu_into, row_vector_relu_into
 from onnxcore.kernels.fused import FUSED_DOMAIN
 from onnxcore.kernels.fused.common import FLOATS, Chain
 from onnxcore.kernels.fused.pattern import FusedPattern
@@ -45,7 +47,7 @@ class LinearStep(FusedPattern):
     product are written out in its call (a transformer runs a dozen of these per layer, on a decoder step's few rows
     each costs more in dispatch than in arithmetic); the same test, the same product, the same values."""
 
-    __slots__ = ("_b", "_dtype", "_k", "_max_rank", "_n", "_w")
+    __slots__ = ("_b", "_dtype", "_k", "_max_rank", "_n", "_relu", "_w")
 
     def __init__(
         self,
@@ -64,6 +66,14 @@ class LinearStep(FusedPattern):
         self._w, self._b = w, row
         self._k, self._n = w.shape
         self._dtype = w.dtype
+        self._relu = False
+
+    def with_relu(self) -> LinearStep:
+        """This step followed by a Relu that is its result's only reader (the plan's WithRelu): the Relu applied in
+        place on the fresh result, with the bias in one pass on the fast path. The same values."""
+        step = copy.copy(self)
+        step._relu = True
+        return step
 
     def __call__(self, *xs: Any) -> Any:
         if len(xs) == 1:
@@ -74,16 +84,27 @@ class LinearStep(FusedPattern):
                     return self._rows(x)
                 if x.ndim <= self._max_rank:
                     return self._rows(x.reshape(-1, k)).reshape(x.shape[:-1] + (self._n,))
-        return super().__call__(*xs)
+        return self._after(super().__call__(*xs))
+
+    def _after(self, y: Any) -> Any:
+        """The nodes' value ``y`` (a fresh array) with the Relu of :meth:`with_relu` applied when it has one."""
+        if not self._relu:
+            return y
+        return relu_into(y, y if type(y) is np.ndarray and y.flags.writeable else None)
 
     def _rows(self, x2: np.ndarray) -> np.ndarray:
-        """The product of the rows ``x2`` (2-D) by the weights, the bias added in place: :func:`_linear`'s."""
+        """The product of the rows ``x2`` (2-D) by the weights, the bias added in place (:func:`_linear`'s), then the
+        Relu of :meth:`with_relu` (with the bias in one pass)."""
         if x2.shape[0] * self._n > _UNCHECKED_ELEMENTS:
             # A product of data-sized rows checked against the limits (Clause 15.4); a decoder step's few rows not.
             check_product(x2.shape, self._w.shape, self._w.dtype.itemsize, "MatMul (linear step)")
         y = dot_2d(x2, self._w)  # (dot_2d: kernels/linalg.py's module docstring, small products)
-        if self._b is not None:
-            y += self._b
+        b = self._b
+        if b is None:
+            return relu_into(y, y) if self._relu else y
+        if self._relu:
+            return row_vector_relu_into(y, b)
+        add_row_vector(y, b)
         return y
 
 
@@ -114,7 +135,7 @@ class ReshapedLinearStep(LinearStep):
             out = self._seen.get(x.shape)
             if out is not None:
                 return self._rows(x.reshape(-1, self._k)).reshape(out)
-        y = self.as_written(*xs)
+        y = self._after(self.as_written(*xs))
         if type(x) is np.ndarray and type(y) is np.ndarray and x.dtype == self._dtype and x.size and self._flattens(x):
             seen = dict(self._seen) if len(self._seen) < 64 else {}
             seen[x.shape] = y.shape

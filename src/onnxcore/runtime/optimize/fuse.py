@@ -185,8 +185,9 @@ def fuse_relu(graph: PlanGraph) -> list[PlanNode]:
     """Apply a Relu in place on the result of the node before it, when the Relu is that result's only reader.
 
     The residual ``Add -> Relu`` of a ResNet block and the ``Gemm -> Relu`` of a fully connected layer then
-    allocate one array, not two (the fused WithRelu kernel; a Conv's Relu is fused with the rest of its chain by
-    :func:`fuse_conv_chains`). The values are the same.
+    allocate one array, not two (the fused WithRelu kernel; the linear step of
+    :func:`~onnxcore.runtime.optimize.linear.fuse_linear` applies the Relu itself, with its bias in one pass; a
+    Conv's Relu is fused with the rest of its chain by :func:`fuse_conv_chains`). The values are the same.
     """
     nodes = list(graph.nodes)
 
