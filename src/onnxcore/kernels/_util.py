@@ -31,6 +31,7 @@ __all__ = [
     "SQUARE_SUM_MIN",
     "SHORT_ROWS",
     "short_sum",
+    "RowTiles",
     "consecutive_blocks",
     "float_sum",
     "reduced_shape",
@@ -473,6 +474,89 @@ def short_sum(xc: np.ndarray, ax: tuple[int, ...] | None, keepdims: bool) -> np.
     for c in rest:
         np.add(y, c, out=y)
     return y[..., None] if keepdims else y
+
+
+TILED_ROW_MAX = 32
+"""The longest row :class:`RowTiles` repeats. numpy runs a binary ufunc whose operand broadcasts along the rows
+of the other one inner loop per row, and a loop of a few elements costs about what its call does: 1,000 x 10
+float32 minus a row of 10 took 12.4 us, the same with the row repeated 100 times 5.6 us (numpy 2.4, AMD EPYC);
+rows of 32 still gain a quarter."""
+
+_TILE_ELEMENTS = 1024  # elements of a repeated row: a few cache lines' worth of loop per call, little memory
+
+
+class RowTiles:
+    """A constant row (an operand that broadcasts along the last axis of the other: a scaler's offsets, a feature
+    row's weights) repeated ``k`` times, so that numpy's loop over rows of a few elements becomes a loop over ``k``
+    rows at once: ``x`` viewed as ``(n / k, k * d)`` against the repeated row, ``k`` the largest divisor of the row
+    count ``n`` whose repetition holds at most ``_TILE_ELEMENTS`` (found once per shape). Every element meets the
+    same operand element through the same ufunc as in the broadcast, so the values are the broadcast's bit for bit
+    (a prepared Sub of a row, float32: 1,000 x 10 12 -> 8.5 us, 1,000 x 3 12.6 -> 8.8 us, 4,000 x 10 43 -> 15 us).
+
+    Args:
+        row: The constant; it holds one row (every extent but the last is 1).
+    """
+
+    __slots__ = ("_by_shape", "rank", "row")
+
+    def __init__(self, row: np.ndarray) -> None:
+        self.row = np.ascontiguousarray(row).reshape(-1)
+        self.rank = row.ndim  # (an operand of lower rank would be broadcast to this one's: not taken)
+        # Per operand shape: (the view's shape, the repeated row), or None where no repetition pays.
+        self._by_shape: dict[tuple[int, ...], tuple[tuple[int, int], np.ndarray] | None] = {}
+
+    @staticmethod
+    def is_row(c: np.ndarray) -> bool:
+        """Whether the constant ``c`` is a row :class:`RowTiles` repeats: every extent but the last 1, the last
+        from 2 to :data:`TILED_ROW_MAX`."""
+        d = c.shape[-1] if c.ndim else 0
+        return 2 <= d <= TILED_ROW_MAX and c.size == d
+
+    def _tiling(self, shape: tuple[int, ...]) -> tuple[tuple[int, int], np.ndarray] | None:
+        d = self.row.size
+        n = math.prod(shape) // d if d else 0
+        k = min(n, _TILE_ELEMENTS // d) if d and n >= _MIN_ROWS else 0
+        while k > 1 and n % k:
+            k -= 1
+        made = None
+        if k >= _MIN_TILE_ROWS:
+            tile = np.tile(self.row, k)
+            tile.flags.writeable = False
+            made = ((n // k, k * d), tile)
+        by_shape = self._by_shape if len(self._by_shape) < 16 else {}
+        by_shape[shape] = made
+        self._by_shape = by_shape  # (replaced whole: a run in another thread reads a complete dict)
+        return made
+
+    def apply(self, uf: np.ufunc, x: np.ndarray, row_first: bool, out: np.ndarray | None = None) -> np.ndarray | None:
+        """``uf(x, row)`` (``uf(row, x)`` with ``row_first``), into ``out`` (of ``x``'s shape and type, C-contiguous;
+        a new array when None), for a C-contiguous ``x`` of the row's element type, of no lower rank, whose last
+        axis is the row's and whose row count has a divisor that pays; None (nothing written) otherwise."""
+        shape = x.shape
+        got = self._by_shape.get(shape, _UNTILED)
+        if got is _UNTILED:
+            if x.dtype != self.row.dtype or len(shape) < self.rank or shape[-1] != self.row.size:
+                return None
+            got = self._tiling(shape)
+        if (
+            got is None
+            or x.dtype != self.row.dtype
+            or not x.flags.c_contiguous
+            or (out is not None and not out.flags.c_contiguous)
+        ):
+            return None
+        view, tile = got
+        xv = x.reshape(view)
+        if out is not None:
+            uf(*((tile, xv) if row_first else (xv, tile)), out=out.reshape(view))
+            return out
+        y = uf(tile, xv) if row_first else uf(xv, tile)
+        return y.reshape(shape)
+
+
+_MIN_TILE_ROWS = 4  # fewer rows at once than this: numpy's broadcast costs no more
+_MIN_ROWS = 128  # fewer rows: the view's making costs what the broadcast's loops do (100 x 10: 2.2 us either way)
+_UNTILED: Any = object()
 
 
 def float_sum(xc: np.ndarray, ax: tuple[int, ...] | None, keepdims: bool, *, square: bool = False) -> np.ndarray:

@@ -36,6 +36,7 @@ import numpy as np
 from onnxcore.errors import EvaluationError, ShapeError
 from onnxcore.kernels._util import (
     ACCUMULATE_ELEMENTS,
+    RowTiles,
     check_broadcast_size,
     check_elements,
     from_compute,
@@ -200,13 +201,19 @@ class ConstantOperand:
         which: The constant's input position (0 or 1).
     """
 
-    __slots__ = ("_by_rank", "_const", "_fn", "_kernel", "_op", "_scalar", "which")
+    __slots__ = ("_by_rank", "_const", "_fn", "_kernel", "_op", "_scalar", "_tiles", "which")
 
     def __init__(self, op: str, fn: BinFn, kernel_fn: BinFn, const: Array, which: int) -> None:
         self._op, self._fn, self._kernel, self._const, self.which = op, fn, kernel_fn, const, which
         # (one element: rank 0 against an operand of no lower rank, as the kernel gives it)
         self._scalar = const.reshape(()) if const.size == 1 else None
         self._by_rank: dict[int, Array] = {}
+        # A short float row against the rows of the other operand: repeated, so numpy's loop is not one per row
+        # (RowTiles: the same ufunc on the same pairs of elements, so the kernel's bits).
+        uf = _ROW_UFUNCS.get(op)
+        self._tiles = (
+            (uf, RowTiles(const)) if uf is not None and const.dtype in _TILED_TYPES and RowTiles.is_row(const) else None
+        )
 
     def _shaped(self, rank: int) -> Array:
         """The constant as an operand of this rank is given to numpy (kept for up to eight ranks)."""
@@ -221,6 +228,11 @@ class ConstantOperand:
         x, c = (A, B) if which else (B, A)
         if type(x) is not np.ndarray or c is not self._const:
             return self._kernel(A, B)
+        tiles = self._tiles
+        if tiles is not None and x.size >= _TILED_MIN:
+            y = tiles[1].apply(tiles[0], x, not which)
+            if y is not None:
+                return y
         shaped = self._by_rank.get(x.ndim)
         if shaped is None:
             shaped = self._shaped(x.ndim)
@@ -230,6 +242,13 @@ class ConstantOperand:
             if limit is not None and x.size * shaped.size > limit:
                 check_broadcast_size((x, shaped), self._op)
         return self._fn(x, shaped) if which else self._fn(shaped, x)
+
+
+# The operators whose float kernel is the ufunc itself (Div's refuses a zero divisor of integers only), for
+# ConstantOperand's repeated rows; from _TILED_MIN elements (RowTiles decides within).
+_ROW_UFUNCS: dict[str, np.ufunc] = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.true_divide}
+_TILED_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
+_TILED_MIN = 256
 
 
 def _with_constant(op: str, fn: BinFn, kernel_fn: BinFn, constants: tuple[Any, ...]) -> BinFn:

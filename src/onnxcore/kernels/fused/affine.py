@@ -9,12 +9,13 @@ graphs in general are ``onnxcore.kernels.fused.elementwise``'s).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from onnxcore.kernels._util import check_elements, out_for, with_rank
+from onnxcore.kernels._util import RowTiles, check_elements, out_for, with_rank
 from onnxcore.kernels.fused import FUSED_DOMAIN
 from onnxcore.kernels.registry import kernel
 
@@ -44,21 +45,19 @@ class AffineChain:
         self.relu = relu
         # (call, arguments with None standing for the running value, attributes) per original node.
         self.fallback = fallback
-        self._cache: dict[tuple[tuple[int, ...], str], tuple[np.ndarray | None, np.ndarray, bool]] = {}
-        # (shape, dtype, A, B, in place, shape kept) of the previous run, replaced as one tuple: a session run
-        # from several threads never pairs one shape with another's coefficients. "Shape kept": the result has
-        # the input's shape (see ``into``).
-        self._last: tuple[tuple[int, ...], np.dtype[Any] | None, np.ndarray | None, np.ndarray, bool, bool] = (
-            (),
-            None,
-            None,
-            np.zeros(()),
-            True,
-            False,
-        )
+        self._cache: dict[tuple[tuple[int, ...], str], _Coefficients] = {}
+        # (shape, dtype, A, B, in place, shape kept, row tiles) of the previous run, replaced as one tuple: a session
+        # run from several threads never pairs one shape with another's coefficients. "Shape kept": the result has
+        # the input's shape (see ``into``). "Row tiles": A's and B's RowTiles where they are short rows of the
+        # input's length (a scaler's per-feature constants), else None.
+        self._last: tuple[
+            tuple[int, ...], np.dtype[Any] | None, np.ndarray | None, np.ndarray, bool, bool, _Tiles | None
+        ] = ((), None, None, np.zeros(()), True, False, None)
 
-    def _coefficients(self, shape: tuple[int, ...], dtype: np.dtype[Any]) -> tuple[np.ndarray | None, np.ndarray, bool]:
-        """``A`` (None when 1), ``B`` for inputs of this shape and dtype, and whether ``B`` can be added in place."""
+    def _coefficients(self, shape: tuple[int, ...], dtype: np.dtype[Any]) -> _Coefficients:
+        """``A`` (None when 1), ``B`` for inputs of this shape and dtype, whether ``B`` can be added in place, and
+        the constants' row tiles when both are rows of the input's length and the input holds many rows (each
+        None when its constant is not a row: a single value broadcasts fast)."""
         key = (shape, dtype.str)
         found = self._cache.get(key)
         if found is not None:
@@ -73,7 +72,14 @@ class AffineChain:
         # (leading ones, as broadcasting prepends them): numpy broadcasts operands of one rank faster (0.6 against
         # 1.4 us on a (1, 1) input and a (1,) constant).
         a_out = None if a.shape == () and a == 1 else with_rank(a.astype(dtype), len(shape))
-        found = (a_out, with_rank(b.astype(dtype), len(shape)), y_shape == np.broadcast_shapes(y_shape, b.shape))
+        b_out = with_rank(b.astype(dtype), len(shape))
+        in_place = y_shape == np.broadcast_shapes(y_shape, b.shape)
+        tiles = None
+        if y_shape == shape and math.prod(shape) >= _TILED_MIN:
+            ta = None if a_out is None or not RowTiles.is_row(a_out) else RowTiles(a_out)
+            tb = RowTiles(b_out) if RowTiles.is_row(b_out) else None
+            tiles = (ta, tb) if ta is not None or tb is not None else None
+        found = (a_out, b_out, in_place, tiles)
         if len(self._cache) >= 64:  # shapes that vary from run to run: keep the cache bounded
             self._cache.clear()
         self._cache[key] = found
@@ -95,7 +101,7 @@ class AffineChain:
         # The shape and dtype of the previous run are checked first: on tiny tensors the lookup is the cost.
         last = self._last
         if x.shape == last[0] and x.dtype == last[1]:
-            a, b, in_place = last[2], last[3], last[4]
+            a, b, in_place, tiles = last[2], last[3], last[4], last[6]
         elif x.dtype not in (np.float32, np.float64) or (self.bn is not None and x.ndim < 2):
             value = x
             for call, args, kw in self.fallback:
@@ -103,9 +109,15 @@ class AffineChain:
                 value = out[0] if type(out) is tuple else out
             return value
         else:
-            a, b, in_place = self._coefficients(x.shape, x.dtype)
+            a, b, in_place, tiles = self._coefficients(x.shape, x.dtype)
             kept = a is None or np.broadcast_shapes(x.shape, a.shape) == x.shape
-            self._last = (x.shape, x.dtype, a, b, in_place, kept)
+            self._last = (x.shape, x.dtype, a, b, in_place, kept, tiles)
+        if tiles is not None and x.flags.c_contiguous:
+            y = np.empty(x.shape, x.dtype)
+            if _tiled(tiles, x, a, b, y):
+                if self.relu:
+                    np.maximum(y, y.dtype.type(0), out=y)
+                return y
         if a is None:
             y = np.add(x, b)
         else:
@@ -122,7 +134,11 @@ class AffineChain:
         last = self._last
         if y.shape != last[0] or y.dtype != last[1] or not (last[4] and last[5]) or out_for(y) is None:
             return False
-        a, b = last[2], last[3]
+        a, b, tiles = last[2], last[3], last[6]
+        if tiles is not None and y.flags.c_contiguous and _tiled(tiles, y, a, b, y):
+            if self.relu:
+                np.maximum(y, y.dtype.type(0), out=y)
+            return True
         # The output positionally where numpy parses that faster than ``out=`` (a third of a tiny pass's cost);
         # not for Relu's maximum, which then takes a path several times slower.
         if a is not None:
@@ -162,6 +178,28 @@ class AffineChain:
             else:
                 b = b + c64
         return a, b
+
+
+_Tiles = tuple[RowTiles | None, RowTiles | None]
+_Coefficients = tuple[np.ndarray | None, np.ndarray, bool, _Tiles | None]
+_TILED_MIN = 256  # elements of an input from which the chain asks RowTiles (which decides by the row count)
+
+
+def _tiled(tiles: _Tiles, x: np.ndarray, a: np.ndarray | None, b: np.ndarray, y: np.ndarray) -> bool:
+    """``y = x * a + b`` (``x + b`` when ``a`` is None) by the constants' row tiles where they have them, the
+    same operations as the chain's broadcasts (so its bits); ``y`` C-contiguous, of ``x``'s shape and type, may be
+    ``x``. False when ``A``'s tiles do not take ``x`` (nothing written)."""
+    ta, tb = tiles
+    src = x
+    if a is not None:
+        if ta is None:
+            np.multiply(x, a, out=y)
+        elif ta.apply(np.multiply, x, False, y) is None:
+            return False
+        src = y
+    if tb is None or tb.apply(np.add, src, False, y) is None:
+        np.add(src, b, out=y)
+    return True
 
 
 def per_channel_values(c: np.ndarray, dtype: np.dtype[Any], m: int, rank: int) -> np.ndarray | None:
