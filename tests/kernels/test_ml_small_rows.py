@@ -298,11 +298,13 @@ def test_cast_float_to_int_range_check_few_and_many(n: int) -> None:
 
 
 @pytest.mark.parametrize("n", [1, 3, 16, 17, 40])
-def test_array_feature_extractor_indices_few_and_many(n: int) -> None:
+@pytest.mark.parametrize("itype", [np.int64, np.int32])
+def test_array_feature_extractor_indices_few_and_many(n: int, itype: type) -> None:
+    """Every index out of [0, 20) is refused, however many (the many read as unsigned: one reduction)."""
     x = np.arange(60, dtype=np.float32).reshape(3, 20)
-    idx = np.random.default_rng(n).integers(0, 20, n).astype(np.int64)
+    idx = np.random.default_rng(n).integers(0, 20, n).astype(itype)
     np.testing.assert_array_equal(run("ArrayFeatureExtractor", 1, x, idx, domain=ML)[0], x[:, idx])
-    for bad in (-1, 20):
+    for bad in (-1, 20, np.iinfo(itype).min, np.iinfo(itype).max):
         idx2 = idx.copy()
         idx2[-1] = bad
         with pytest.raises(EvaluationError, match=r"index out of range \[0, 20\)"):
