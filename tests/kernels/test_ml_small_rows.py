@@ -297,6 +297,31 @@ def test_cast_float_to_int_range_check_few_and_many(n: int) -> None:
         np.testing.assert_array_equal(run("Cast", 19, y, to=int(TP.INT32))[0], cast_array(y, TP.INT32))
 
 
+def _edges(src: Any, dt: Any) -> list[Any]:
+    """Values at the ends of ``dt``'s range as ``src`` holds them: each end, the neighbouring floats on both sides,
+    one beyond, halves, signed zero, NaN and the infinities."""
+    info, f = np.iinfo(dt), src
+    ends = [f(info.min), f(info.max)]
+    near = [np.nextafter(e, f(d)) for e in ends for d in (0, np.inf, -np.inf)]
+    return [*ends, *near, f(float(info.min) - 1), f(float(info.max) + 1), f(-0.0), f(0.5), f(-0.5), f(-2.5),
+            f(np.nan), f(np.inf), f(-np.inf)]  # fmt: skip
+
+
+@pytest.mark.parametrize("src", [np.float32, np.float64])
+@pytest.mark.parametrize(("dt", "tag"), [(np.int64, TP.INT64), (np.int32, TP.INT32)])
+@pytest.mark.parametrize("n", [5, 40])
+def test_cast_float_to_int_at_the_ends_of_the_range(src: Any, dt: Any, tag: int, n: int) -> None:
+    """Each value at or beside an end of the integer range, among a few values and among many (the many compared by
+    their least and greatest in the float type): the conversion's rule (``cast_array``), bit for bit."""
+    for v in _edges(src, dt):
+        y = np.ones(n, src)
+        y[n // 2] = v
+        got = run("Cast", 13, y, to=int(tag))[0]
+        want = cast_array(y, tag)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+
+
 @pytest.mark.parametrize("n", [1, 3, 16, 17, 40])
 @pytest.mark.parametrize("itype", [np.int64, np.int32])
 def test_array_feature_extractor_indices_few_and_many(n: int, itype: type) -> None:

