@@ -56,8 +56,8 @@ class AffineChain:
 
     def _coefficients(self, shape: tuple[int, ...], dtype: np.dtype[Any]) -> _Coefficients:
         """``A`` (None when 1), ``B`` for inputs of this shape and dtype, whether ``B`` can be added in place, and
-        the constants' row tiles when both are rows of the input's length and the input holds many rows (each
-        None when its constant is not a row: a single value broadcasts fast)."""
+        the constants' row tiles when either is a row of the input's length and the input holds many elements
+        (None for a constant that is not such a row: a single value broadcasts fast)."""
         key = (shape, dtype.str)
         found = self._cache.get(key)
         if found is not None:
