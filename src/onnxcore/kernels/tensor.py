@@ -97,22 +97,20 @@ def _float_to_int(a: np.ndarray, dt: np.dtype[Any]) -> np.ndarray | None:
     if not a.size:
         return None
     lo, end = _INT_BOUNDS[dt]
+    # The least and the greatest value, compared with the range's ends as Python numbers (exact against Python
+    # ints; NaN fails both), then numpy's cast, which truncates toward zero as cast_array does for values in range.
     if a.size <= _FEW:
-        # A few values (a label per row): bounds read as Python numbers (exact against Python ints; one call rather
-        # than three reductions), then numpy's cast, which truncates toward zero as cast_array does for values in
-        # range. The sum is NaN when one value is (min and max may step over a NaN that is not first).
+        # A few values (a label per row): read as one list rather than reduced twice. The sum is NaN when one value
+        # is (min and max may step over a NaN that is not first).
         vals = a.ravel().tolist()
         total = sum(vals)
-        if lo - 1 < min(vals) and max(vals) < end and total == total:
-            return a.astype(dt)
-        return None
-    # Many values (the labels of 1,000 rows): the least and the greatest, in the array's own type (exact: a minimum
-    # and a maximum do not round; NaN is the result when one value is NaN), compared as Python numbers as above, then
-    # numpy's cast: three calls where a float64 copy, its truncation, a finiteness test and two reductions made seven
-    # (1,000 float32 labels to INT64: 10.7 -> 6 us).
-    if lo - 1 < float(np.minimum.reduce(a, axis=None)) and float(np.maximum.reduce(a, axis=None)) < end:
-        return a.astype(dt)
-    return None
+        least, most = (min(vals), max(vals)) if total == total else (math.nan, math.nan)
+    else:
+        # Many (the labels of 1,000 rows): two reductions in the array's own type (exact: a minimum and a maximum do
+        # not round; NaN propagates), where a float64 copy, its truncation, a finiteness test and two reductions ran
+        # (1,000 float32 labels to INT64: 10.7 -> 5.7 us).
+        least, most = float(np.minimum.reduce(a, axis=None)), float(np.maximum.reduce(a, axis=None))
+    return a.astype(dt) if lo - 1 < least and most < end else None
 
 
 def _route(src: np.dtype[Any], dt: np.dtype[Any]) -> Callable[[np.ndarray, np.dtype[Any]], np.ndarray | None] | None:
