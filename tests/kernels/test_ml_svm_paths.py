@@ -91,3 +91,57 @@ def test_probability_coupling_paths_give_the_same_bits(k: int, n: int, monkeypat
     for other in results[1:]:
         assert np.array_equal(first, other, equal_nan=True)
         assert np.array_equal(np.signbit(first), np.signbit(other))
+
+
+def _with_probabilities(rng: np.random.Generator, attrs: dict[str, Any], k: int) -> dict[str, Any]:
+    pairs = k * (k - 1) // 2
+    # Slopes of both signs and up to 40 in size: Platt arguments of both signs, some beyond the [1e-7, 1 - 1e-7]
+    # bounds the pairwise probabilities are kept within.
+    return {
+        **attrs,
+        "prob_a": [float(v) for v in rng.uniform(-40.0, 40.0, pairs)],
+        "prob_b": [float(v) for v in rng.uniform(-1.0, 1.0, pairs)],
+    }
+
+
+@pytest.mark.parametrize("strings", [False, True])
+@pytest.mark.parametrize("post", ["NONE", "LOGISTIC", "SOFTMAX"])
+@pytest.mark.parametrize("kernel", ["RBF", "LINEAR", "POLY", "SIGMOID"])
+@pytest.mark.parametrize("k", [2, 3, 5])
+@pytest.mark.parametrize("probabilities", [True, False])
+def test_one_row_paths_with_and_without_probabilities_agree(
+    k: int, kernel: str, post: str, strings: bool, probabilities: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One row three ways (the accelerator's two passes around numpy's exp, the one-row path on Python floats and
+    ints, the batch path on that row; the first skipped without the accelerator): the same label and the same score
+    bits, with probability coupling (Platt slopes large enough to reach the clip's bounds) and without, two classes
+    included; a row of zeros (ties in the votes) and a row holding NaN (every decision NaN: each pair votes its
+    second class, and the probabilities are NaN wherever the paths make them so)."""
+    rng = np.random.default_rng(1000 * k + 10 * len(kernel) + len(post) + probabilities)
+    attrs = _attrs(rng, k, kernel, post, strings)
+    if probabilities:
+        attrs = _with_probabilities(rng, attrs, k)
+    x = rng.standard_normal((10, 4)).astype(np.float32)
+    x[4] = 0.0
+    x[7, 2] = np.nan
+    rows = [x[r : r + 1] for r in range(x.shape[0])]
+    ways = []
+    if accel.available():
+        with accel.use(True):
+            ways.append([svc(row, **attrs) for row in rows])
+    with accel.use(False):
+        ways.append([svc(row, **attrs) for row in rows])
+        monkeypatch.setattr(ml_linear, "_ONE_ROW", 0)
+        ways.append([svc(row, **attrs) for row in rows])
+    want = ways[-1]
+    columns = k if probabilities else 2 if k == 2 else k * (k - 1) // 2
+    for got in ways[:-1]:
+        for r, ((lab, sc), (want_lab, want_sc)) in enumerate(zip(got, want)):
+            assert lab.dtype == want_lab.dtype and lab.shape == want_lab.shape == (1,) and lab[0] == want_lab[0], r
+            assert sc.dtype == want_sc.dtype == np.float32 and sc.shape == want_sc.shape == (1, columns), r
+            if r == 7:
+                assert np.array_equal(sc, want_sc, equal_nan=True), r
+            else:
+                assert sc.tobytes() == want_sc.tobytes(), r
+    # every decision of the NaN row is NaN: each pair votes its second class, so the last class wins
+    assert want[7][0][0] == (f"c{k - 1}".encode() if strings else 7 * (k - 1))

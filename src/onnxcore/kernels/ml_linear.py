@@ -426,7 +426,10 @@ def _f32(values: list[float] | None) -> np.ndarray:
 
 
 _SCALAR_ROWS = 4
-_ONE_ROW = 1  # batches up to this many rows count SVMClassifier's votes on Python ints (0: none, for the tests)
+# Batches up to this many rows (one) count SVMClassifier's votes on Python ints, or with the accelerator by its one-row
+# passes (_SVC._one_row_compiled); 0: neither, the batch path (for the tests).
+_ONE_ROW = 1
+_COUPLING_ITERATIONS = 100  # libsvm's and onnxruntime's bound on the coupling's fixed-point iterations
 _PAIR_MATRIX_MAX = 1 << 22  # at most this many elements (32 MiB) in SVMClassifier's [vectors, pairs] matrix
 
 
@@ -464,7 +467,7 @@ def _ordered_sum(terms: list[np.ndarray]) -> np.ndarray:
     return out
 
 
-def _couple_probabilities(r: np.ndarray, iters: int = 100) -> np.ndarray:
+def _couple_probabilities(r: np.ndarray, iters: int = _COUPLING_ITERATIONS) -> np.ndarray:
     """Class probabilities from pairwise ones (Wu, Lin and Weng 2004, method 2, as in libsvm).
 
     ``r[n, i, j]`` estimates P(class i | i or j). Solved per row by the fixed-point iteration of libsvm and
@@ -512,9 +515,9 @@ def _couple_probabilities(r: np.ndarray, iters: int = 100) -> np.ndarray:
 class _SVC:
     """An SVMClassifier's attributes converted once (a session prepares them once per node, see ``prepare``)."""
 
-    __slots__ = ("coef", "iu", "ju", "k", "kernel_params", "kernel_type", "labels", "n_vec", "pa", "pair_matrix",
-                 "pairs", "params", "pb", "post", "rho", "strings", "sv", "sv_sq", "vote_first", "vote_second",
-                 "vpc")  # fmt: skip
+    __slots__ = ("coef", "iu", "ju", "k", "kernel_params", "kernel_type", "labels", "n_vec", "pa", "pair_first",
+                 "pair_matrix", "pair_second", "pairs", "params", "pb", "post", "rho", "strings", "sv", "sv_sq",
+                 "vote_first", "vote_second", "vpc")  # fmt: skip
 
     def __init__(
         self,
@@ -561,6 +564,9 @@ class _SVC:
         for idx, (i, j, _, _) in enumerate(self.pairs):
             self.vote_first[idx, i] = 1
             self.vote_second[idx, j] = 1
+        # (each pair's two classes as index arrays: the one-row passes read them)
+        self.pair_first = np.array([p[0] for p in self.pairs], np.intp)
+        self.pair_second = np.array([p[1] for p in self.pairs], np.intp)
         self.sv = _f32(support_vectors)
         self.pair_matrix: np.ndarray | None = None  # made by _decisions on the first call
         self.kernel_type, self.kernel_params = kernel_type, kernel_params
@@ -600,8 +606,12 @@ class _SVC:
         pairs = k * (k - 1) // 2
         if coef.size < (k - 1) * n_vec or rho_v.size < pairs:
             raise EvaluationError("SVMClassifier: coefficients or rho too short for the classes and vectors")
+        if pa.size and pa.size < pairs:
+            raise EvaluationError("SVMClassifier: prob_a/prob_b too short for the classes")
         kern = _kernel_matrix(rows, sv.reshape(n_vec, f), self.kernel_type, self.params, self.sv_sq)
         dec = self._decisions(kern, n, pairs)
+        if n <= _ONE_ROW and n and pairs and accel.enabled():
+            return self._one_row_compiled(dec, pairs)
         if n <= _ONE_ROW and n and k > 2:
             best = self._one_row_vote(dec)
         else:
@@ -611,8 +621,6 @@ class _SVC:
             best = votes.argmax(axis=1) if n else np.zeros(0, np.int64)
         y = _pick(labels, best, strings)
         if pa.size:
-            if pa.size < pairs:
-                raise EvaluationError("SVMClassifier: prob_a/prob_b too short for the classes")
             if n == 1:
                 r = self._one_row_pairwise(dec, pairs)
             else:
@@ -624,12 +632,37 @@ class _SVC:
                 r[:, iu, ju] = pr
                 r[:, ju, iu] = 1.0 - pr
             z = post_transform_rows(_couple_probabilities(r), post_transform) if n else np.zeros((0, k))
-        elif k == 2:
-            s = dec[:, :1]
-            z = np.concatenate([-s, s], axis=1) if post_transform == "NONE" else np.concatenate([1.0 - s, s], axis=1)
         else:
-            z = post_transform_rows(dec, post_transform)
+            z = self._decision_scores(dec)
         return y, z.astype(np.float32)
+
+    def _decision_scores(self, dec: np.ndarray) -> np.ndarray:
+        """Z of a classifier without probabilities: its pairwise decisions ``[N, pairs]`` transformed (two columns
+        for two classes)."""
+        if self.k == 2:
+            s = dec[:, :1]
+            return np.concatenate([-s, s], axis=1) if self.post == "NONE" else np.concatenate([1.0 - s, s], axis=1)
+        return post_transform_rows(dec, self.post)
+
+    def _one_row_compiled(self, dec: np.ndarray, pairs: int) -> tuple[np.ndarray, np.ndarray]:
+        """The label and Z of one row from its decisions ``[1, pairs]`` by the accelerator: the votes and the Platt
+        arguments in one pass, numpy's exp, then the pairwise probabilities and their coupling in a second pass
+        (``accel.jit_ml().svc_row_votes`` and ``svc_row_couple``), where the one-row path below makes some twenty
+        numpy calls and Python loops over the pairs: the same operations in the same order, so the same bits (the
+        tests compare it with the batch path). A model without probabilities takes the first pass's votes only."""
+        fns, k, pa = accel.jit_ml(), self.k, self.pa
+        first, second = self.pair_first, self.pair_second
+        t, e = np.empty(pairs), np.empty(pairs)
+        best = fns.svc_row_votes(dec[0], pa, self.pb, first, second, np.empty(k, np.int64), t, e)
+        labels = self.labels
+        y = string_array([labels[best]]) if self.strings else labels[best : best + 1].copy()
+        if not pa.size:
+            return y, self._decision_scores(dec).astype(np.float32)
+        np.exp(e, out=e)
+        p = np.empty((1, k))
+        fns.svc_row_couple(t, e, first, second, _COUPLING_ITERATIONS, np.empty((1, k, k)), np.empty((k, k)),
+                           np.empty(k), p)  # fmt: skip
+        return y, post_transform_rows(p, self.post).astype(np.float32)
 
     def _decisions(self, kern: np.ndarray, n: int, pairs: int) -> np.ndarray:
         """The pairwise decision values ``[N, pairs]``: ``kern[:, si] @ coef_j[si] + kern[:, sj] @ coef_i[sj] + rho``

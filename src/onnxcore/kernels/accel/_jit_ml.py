@@ -1,9 +1,10 @@
 """Compiled loops of the ``ai.onnx.ml`` kernels (numba ``@njit``): Scaler, Normalizer and the linear models at a
-few rows, the SVM classifier's pairwise coupling of probabilities, and TopK's choice of a few of many along rows (the
-nearest neighbours of the converters' k-nearest neighbour models, one row of distances per query). Split from
-:mod:`onnxcore.kernels.accel._jit` by family (reach them as ``accel.jit_ml().NAME``); numba itself is imported by
-``_jit`` alone, whose decorator these use. Every function works on contiguous arrays its caller made (float64, or the
-input's float type), and numba does not check bounds: the shapes are the caller's.
+few rows, the SVM classifier's votes and pairwise coupling of probabilities (one row: a pass before numpy's exp and
+one after), and TopK's choice of a few of many along rows (the nearest neighbours of the converters' k-nearest
+neighbour models, one row of distances per query). Split from :mod:`onnxcore.kernels.accel._jit` by family (reach
+them as ``accel.jit_ml().NAME``); numba itself is imported by ``_jit`` alone, whose decorator these use. Every
+function works on contiguous arrays its caller made (float64, or the input's float type), and numba does not check
+bounds: the shapes are the caller's.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ __all__ = [
     "normalize_rows",
     "rbf_exponents",
     "scale_rows",
+    "svc_row_couple",
+    "svc_row_votes",
     "top_k_rows",
 ]
 
@@ -75,6 +78,62 @@ def couple_rows(r: Any, iters: int, q: Any, qp: Any, out: Any) -> None:  # pragm
                     qp[j] = (qp[j] + diff * q[t, j]) / (1 + diff)
                 for j in range(k):
                     p[j] = p[j] / (1 + diff)
+
+
+@_njit
+def svc_row_votes(
+    dec: Any, pa: Any, pb: Any, first: Any, second: Any, votes: Any, t: Any, u: Any
+) -> int:  # pragma: no cover - compiled
+    """One row's one-vs-one votes and, with ``pa``/``pb`` given (one per pair, else empty), its Platt arguments: pair
+    ``p`` (classes ``first[p] < second[p]``) votes its first class when its decision ``dec[p]`` is positive (a NaN
+    votes the second), the class of most votes first among equals is returned (``votes``: ``[k]`` scratch);
+    ``t[p] = dec[p] * pa[p] + pb[p]`` and ``u[p] = -|t[p]|`` (each operation rounded as numpy's, no fused
+    multiply-add), the argument of numpy's exp that :func:`svc_row_couple` then reads."""
+    for c in range(votes.size):
+        votes[c] = 0
+    for p in range(dec.size):
+        d = dec[p]
+        if d > 0:
+            votes[first[p]] += 1
+        else:
+            votes[second[p]] += 1
+        if pa.size:
+            v = d * pa[p] + pb[p]
+            t[p] = v
+            u[p] = -abs(v)
+    best = 0
+    for c in range(1, votes.size):
+        if votes[c] > votes[best]:
+            best = c
+    return best
+
+
+@_njit
+def svc_row_couple(
+    t: Any, e: Any, first: Any, second: Any, iters: int, r: Any, q: Any, qp: Any, out: Any
+) -> None:  # pragma: no cover - compiled
+    """One row's class probabilities from its Platt arguments ``t`` and ``e = exp(-|t|)`` (numpy's exp): pair ``p``'s
+    probability ``1 - sigmoid(t)`` (``1 / (1 + e)`` for ``t >= 0``, else ``e / (1 + e)``) kept within ``[1e-7,
+    1 - 1e-7]`` (a NaN stays, as Python's ``max``/``min`` and numpy's keep it) at ``r[0, i, j]`` and its complement at
+    ``r[0, j, i]`` (``r`` ``[1, k, k]``, the diagonal 0), then :func:`couple_rows` into ``out`` ``[1, k]``: the
+    one-row path's operations in its order, so the same bits."""
+    k = r.shape[1]
+    for i in range(k):
+        for j in range(k):
+            r[0, i, j] = 0.0
+    lo = 1e-7
+    hi = 1 - 1e-7
+    for p in range(t.size):
+        ep = e[p]
+        sig = 1.0 / (1.0 + ep) if t[p] >= 0 else ep / (1.0 + ep)
+        pr = 1.0 - sig
+        if lo > pr:
+            pr = lo
+        if hi < pr:
+            pr = hi
+        r[0, first[p], second[p]] = pr
+        r[0, second[p], first[p]] = 1.0 - pr
+    couple_rows(r, iters, q, qp, out)
 
 
 @_njit
