@@ -762,3 +762,32 @@ def test_activation_with_a_non_finite_alpha_keeps_the_positive_side(op: str, alp
         a = np.float32(alpha)  # 1e39 is infinite in float32
     neg = a * x[:2] if op == "LeakyRelu" else a * np.expm1(x[:2])
     np.testing.assert_array_equal(y[:2], gamma * neg)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize(("alpha", "beta"), [(1 / 6, 0.5), (0.2, 0.5), (0.3, 0.0), (-0.5, -0.0), (1.0, 1.0)])
+@pytest.mark.parametrize("n", [1, 5, 576, 40000])
+def test_hard_sigmoid_compiled_is_the_numpy_kernel(dtype: Any, alpha: float, beta: float, n: int) -> None:
+    """HardSigmoid's compiled pass (the accelerator's; skipped without it) and its numpy passes give the same bits:
+    every value through both bounds and between them, NaN, the infinities and both zeros (a zero bias and a negative
+    slope make -0.0 before the bounds, which numpy's maximum turns into the bound +0.0), one value to a size past a
+    block, float32 and float64."""
+    from onnxcore.kernels import accel
+    from onnxcore.kernels.registry import lookup
+
+    if not accel.available():
+        pytest.skip("the accelerator is not available (numba not installed, or ONNXCORE_ACCEL=0)")
+    fn = lookup("", "HardSigmoid", 6).fn
+    rng = np.random.default_rng(n + int(abs(alpha) * 100))
+    x = rng.uniform(-12, 12, n).astype(dtype)
+    x[: min(n, 8)] = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-45, -3.0, 3.0], dtype=dtype)[: min(n, 8)]
+    x = x.reshape((1, n, 1, 1))
+    with accel.use(True):
+        got = fn(x, alpha=alpha, beta=beta)
+    with accel.use(False):
+        want = fn(x, alpha=alpha, beta=beta)
+    assert got.dtype == want.dtype == dtype and got.shape == want.shape == x.shape
+    assert np.array_equal(got, want, equal_nan=True)
+    num = ~np.isnan(want)  # (a NaN is a NaN: its sign bit is the hardware's choice, not a value)
+    assert np.array_equal(np.signbit(got[num]), np.signbit(want[num]))
+    assert np.isnan(got.reshape(-1)[0]) and (got >= 0).sum() == n - 1 and (got <= 1).sum() == n - 1

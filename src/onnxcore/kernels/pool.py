@@ -704,25 +704,42 @@ def _global_axes(x: np.ndarray) -> tuple[int, ...]:
 @kernel("GlobalAveragePool", 1, 22)
 def global_average_pool(X: np.ndarray) -> np.ndarray:
     """GlobalAveragePool: mean over every spatial axis, kept as extents of 1."""
+    if type(X) is np.ndarray and X.flags.c_contiguous and accel.enabled():
+        # A float32/float64 input the compiled means take (the squeeze-and-excitation blocks' pools, one per block on
+        # every run): the path below without its conversions and tests, the geometry found once per shape.
+        got = _row_means_geometry(X.shape, X.dtype)
+        if got is not None:
+            return _compiled_means(X, got)
     axes = _global_axes(X)
     wd = work_dtype(X.dtype)
     # numpy's mean (a pairwise sum per row): equal rows give equal means. A BLAS product with ones is 3-4x faster
     # but sums rows in blocks of different shapes, so equal rows may differ in the last bit: after SqueezeNet's
     # GlobalAveragePool a Softmax over logits of 7e9 turns that bit into a different class (the light zoo's test).
     xw = X.astype(wd, copy=False)
-    n = math.prod(X.shape[2:])
-    if (
-        X.ndim > 2
-        and _short_pairwise(n)
-        and wd in (np.float32, np.float64)
-        and xw.flags.c_contiguous
-        and accel.enabled()
-    ):
-        # The squeeze-and-excitation blocks' short rows: numpy's pairwise sums and division, compiled (same bits).
-        y = np.empty((*X.shape[:2],) + (1,) * len(axes), wd)
-        accel.jit_cnn().row_means(xw.reshape(-1), y.reshape(-1), n, np.dtype(wd).type(0))
-        return y.astype(X.dtype, copy=False)
+    got = _row_means_geometry(X.shape, np.dtype(wd)) if xw.flags.c_contiguous and accel.enabled() else None
+    if got is not None:
+        return _compiled_means(xw, got).astype(X.dtype, copy=False)
     return np.asarray(xw.mean(axis=axes, keepdims=True)).astype(X.dtype, copy=False)
+
+
+@functools.lru_cache(maxsize=256)
+def _row_means_geometry(shape: tuple[int, ...], dtype: np.dtype[Any]) -> tuple[tuple[int, ...], int, Any] | None:
+    """For the means over every spatial axis of a C-contiguous array of ``shape`` and ``dtype``: (the output's shape,
+    the terms of each mean, a zero of the type) when the accelerator's row means take them (the squeeze-and-excitation
+    blocks' short rows: float32 or float64, a pairwise sum of one or two leaves), else None."""
+    if len(shape) <= 2 or dtype not in (np.float32, np.float64):
+        return None
+    n = math.prod(shape[2:])
+    return ((*shape[:2],) + (1,) * (len(shape) - 2), n, dtype.type(0)) if _short_pairwise(n) else None
+
+
+def _compiled_means(xw: np.ndarray, got: tuple[tuple[int, ...], int, Any]) -> np.ndarray:
+    """The means of the rows of ``xw`` (C-contiguous) by the accelerator: numpy's pairwise sums and division, the
+    same bits as its mean."""
+    out_shape, n, zero = got
+    y = np.empty(out_shape, xw.dtype)
+    accel.jit_cnn().row_means(xw.reshape(-1), y.reshape(-1), n, zero)
+    return y
 
 
 def _short_pairwise(n: int) -> bool:

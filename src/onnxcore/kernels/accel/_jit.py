@@ -36,6 +36,7 @@ __all__ = [
     "group_norm_rows",
     "bias_gelu32",
     "erf32",
+    "hard_sigmoid",
     "hard_swish",
     "layer_norm_rows",
     "logsumexp_shift",
@@ -197,6 +198,20 @@ def _hard_swish_of(xi: Any, sixth: Any, half: Any) -> Any:  # pragma: no cover -
     if y > half + half:
         y = half + half
     return y * xi
+
+
+@_njit
+def hard_sigmoid(x: Any, out: Any, alpha: Any, beta: Any) -> None:  # pragma: no cover - compiled
+    """``out = min(max(x * alpha + beta, 0), 1)`` (1-D, float32 or float64; ``alpha`` and ``beta`` of the element
+    type): the numpy kernel's operations in its order, numpy's maximum and minimum included (a NaN stays; an equal
+    bound, -0.0 against +0.0 too, gives the bound, the second operand)."""
+    zero = alpha - alpha
+    one = zero + 1
+    for i in range(x.size):
+        y = x[i] * alpha
+        y = y + beta
+        y = y if (y > zero or y != y) else zero
+        out[i] = y if (y < one or y != y) else one
 
 
 @_njit
