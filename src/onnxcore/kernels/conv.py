@@ -391,7 +391,10 @@ def depthwise_for_shape(
                 xl = scratch("conv.dw.x", (h, w_in, c), dt)
                 fl(xc, wl, bc, y, pads, st, dl, xl, scratch("conv.dw.tile", (ow, c), dt), a, b)
 
-            parallel_for(rows, n_img * oh, threads=active_threads() if large else 1, size=y.size)
+            if large:
+                parallel_for(rows, n_img * oh, threads=active_threads(), size=y.size)
+            else:
+                rows(0, n_img * oh)  # (one thread: without parallel_for's call)
             return y
 
         return run_channels_last
@@ -402,12 +405,12 @@ def depthwise_for_shape(
         xc = np.ascontiguousarray(x)
         wc = np.ascontiguousarray(w.reshape(c, *w.shape[2:]), dtype=dt)
         y = np.empty((n_img, c, oh, ow), dt)
-        parallel_for(
-            lambda a, b: fn(xc, wc, bc, y, pads, st, dl, a, b),
-            n_img * c,
-            threads=active_threads() if large else 1,
-            size=y.size,
-        )
+        if large:
+            parallel_for(
+                lambda a, b: fn(xc, wc, bc, y, pads, st, dl, a, b), n_img * c, threads=active_threads(), size=y.size
+            )
+        else:
+            fn(xc, wc, bc, y, pads, st, dl, 0, n_img * c)  # (one thread: the loop called directly)
         return y
 
     return run

@@ -22,6 +22,8 @@ __all__ = ["gelu_bias_accel", "hard_swish_bias_accel", "silu", "swish_accel"]
 Array = np.ndarray
 _BLOCK = 1 << 14  # elements per block of the plain SiLU (a block for a kernel thread)
 _NO_BIAS = np.zeros(0, np.float32)
+# HardSwish's 1/6 and 1/2 in each type the compiled loop takes (a numpy scalar made per call costs a microsecond)
+_HARD_SWISH_CONSTANTS = {np.dtype(t): (t(1.0 / 6.0), t(0.5)) for t in (np.float32, np.float64)}
 
 
 def swish_accel(x: Array, alpha: float, bias: Array | None = None, *, inplace: bool = False) -> Array | None:
@@ -110,8 +112,7 @@ def hard_swish_bias_accel(x: Array, bias: Array, *, inplace: bool = False) -> Ar
         return None
     if not accel.enabled():
         return None
-    t = x.dtype.type
-    sixth, half = t(1.0 / 6.0), t(0.5)
+    sixth, half = _HARD_SWISH_CONSTANTS[x.dtype]
     if inplace and x.flags.c_contiguous and x.flags.writeable:
         fi = accel.jit_cnn().hard_swish_rows_inplace
         return _channel_rows_inplace(x, bias, lambda x2, b, i, j: fi(x2, b, sixth, half, i, j))
@@ -128,11 +129,10 @@ def _channel_rows(x: Array, bias: Array, call: Callable[..., None]) -> Array | N
     x2 = np.ascontiguousarray(x).reshape(rows, -1)
     out = np.empty(x2.shape, x.dtype)
     b = np.ascontiguousarray(bias)
-
-    def run(i: int, j: int) -> None:
-        call(x2, b, out, i, j)
-
-    parallel_for(run, rows, threads=active_threads() if x.size >= MIN_PARALLEL_ELEMENTS else 1)
+    if x.size < MIN_PARALLEL_ELEMENTS:
+        call(x2, b, out, 0, rows)  # (one thread: the pass called directly, without parallel_for's closure and calls)
+    else:
+        parallel_for(lambda i, j: call(x2, b, out, i, j), rows, threads=active_threads())
     return out.reshape(x.shape)
 
 
@@ -144,6 +144,8 @@ def _channel_rows_inplace(x: Array, bias: Array, call: Callable[..., None]) -> A
         return None
     x2 = x.reshape(rows, -1)
     b = np.ascontiguousarray(bias)
-    threads = active_threads() if x.size >= MIN_PARALLEL_ELEMENTS else 1
-    parallel_for(lambda i, j: call(x2, b, i, j), rows, threads=threads)
+    if x.size < MIN_PARALLEL_ELEMENTS:
+        call(x2, b, 0, rows)  # (as _channel_rows)
+    else:
+        parallel_for(lambda i, j: call(x2, b, i, j), rows, threads=active_threads())
     return x
