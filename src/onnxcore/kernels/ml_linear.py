@@ -515,9 +515,9 @@ def _couple_probabilities(r: np.ndarray, iters: int = _COUPLING_ITERATIONS) -> n
 class _SVC:
     """An SVMClassifier's attributes converted once (a session prepares them once per node, see ``prepare``)."""
 
-    __slots__ = ("coef", "iu", "ju", "k", "kernel_params", "kernel_type", "labels", "n_vec", "pa", "pair_first",
-                 "pair_matrix", "pair_second", "pairs", "params", "pb", "post", "rho", "strings", "sv", "sv_sq",
-                 "vote_first", "vote_second", "vpc")  # fmt: skip
+    __slots__ = ("coef", "iu", "ju", "k", "kernel_params", "kernel_type", "labels", "n_vec", "pa", "pair_matrix",
+                 "pairs", "params", "pb", "post", "rho", "strings", "sv", "sv_sq", "vote_first", "vote_second",
+                 "vpc")  # fmt: skip
 
     def __init__(
         self,
@@ -564,9 +564,6 @@ class _SVC:
         for idx, (i, j, _, _) in enumerate(self.pairs):
             self.vote_first[idx, i] = 1
             self.vote_second[idx, j] = 1
-        # (each pair's two classes as index arrays: the one-row passes read them)
-        self.pair_first = np.array([p[0] for p in self.pairs], np.intp)
-        self.pair_second = np.array([p[1] for p in self.pairs], np.intp)
         self.sv = _f32(support_vectors)
         self.pair_matrix: np.ndarray | None = None  # made by _decisions on the first call
         self.kernel_type, self.kernel_params = kernel_type, kernel_params
@@ -651,7 +648,7 @@ class _SVC:
         numpy calls and Python loops over the pairs: the same operations in the same order, so the same bits (the
         tests compare it with the batch path). A model without probabilities takes the first pass's votes only."""
         fns, k, pa = accel.jit_ml(), self.k, self.pa
-        first, second = self.pair_first, self.pair_second
+        first, second = self.iu, self.ju  # (the pairs' classes in libsvm's order: vpc has k entries, checked)
         t, e = np.empty(pairs), np.empty(pairs)
         best = fns.svc_row_votes(dec[0], pa, self.pb, first, second, np.empty(k, np.int64), t, e)
         labels = self.labels
