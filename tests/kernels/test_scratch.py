@@ -74,3 +74,15 @@ def test_winograd_temporaries_take_no_fresh_pages(last: bool) -> None:
         winograd_conv(x, u, None, [1, 1], [56, 56], channels_last=last)
     # The output (100 KB) is fresh on each call; the temporaries (36 x 128 x 196 floats, three of them) are not.
     assert resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before < 5 * 100
+
+
+def test_a_repeated_request_is_the_array_made_last() -> None:
+    """A layer asks for the same shape and type on every run: the array made for the last request is handed back
+    (no slicing, no alignment found again); another shape or type is a new view of the same memory."""
+    a = scratch("test.again", (16, 16, 96), np.float32)
+    assert scratch("test.again", (16, 16, 96), np.dtype(np.float32)) is a
+    b = scratch("test.again", (16, 16, 95), np.float32)
+    assert b.shape == (16, 16, 95) and np.shares_memory(a, b) and b.ctypes.data == a.ctypes.data
+    c = scratch("test.again", (16, 16, 96), np.float64)  # twice the octets: a larger buffer
+    assert c.dtype == np.float64 and c.shape == (16, 16, 96) and c.ctypes.data % 64 == 0
+    assert scratch("test.again", [16, 16, 96], np.float64).shape == (16, 16, 96)  # a list for the shape too
