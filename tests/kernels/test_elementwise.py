@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
