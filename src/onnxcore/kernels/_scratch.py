@@ -27,30 +27,42 @@ MAX_SCRATCH_BYTES = 1 << 26
 _local = threading.local()
 
 
+class _Buffer:
+    """One named buffer of a thread: its memory, its 64-byte-aligned start, and the array last made over it."""
+
+    __slots__ = ("dtype", "memory", "shape", "start", "view")
+
+    def __init__(self, nbytes: int) -> None:
+        # 64 bytes of slack for an aligned start: BLAS reads aligned rows faster. The start is found once per buffer
+        # (numpy's ctypes.data costs microseconds a call).
+        self.memory = np.empty(nbytes + 64, np.uint8)
+        self.start: int = -self.memory.ctypes.data % 64
+        self.shape: tuple[int, ...] | None = None
+        self.dtype: Any = None
+        self.view: np.ndarray | None = None
+
+
 def scratch(name: str, shape: tuple[int, ...], dtype: Any = np.float32) -> np.ndarray:
     """An uninitialised C-contiguous array of ``shape`` and ``dtype`` over this thread's buffer ``name``.
 
     The buffer grows to the largest request made under ``name`` (up to :data:`MAX_SCRATCH_BYTES`) and is reused
     by later requests, so its contents are whatever the previous user left.
     """
-    buffers: dict[str, list[Any]] | None = getattr(_local, "buffers", None)
+    buffers: dict[str, _Buffer] | None = getattr(_local, "buffers", None)
     if buffers is None:
         buffers = _local.buffers = {}
     got = buffers.get(name)
     # The last array made over the buffer, when asked again with its shape and type (a layer's every run): the same
     # view, without the slicing (a request cost 6 us, numpy's ctypes.data half of it, on a busy 2-core machine).
-    if got is not None and got[2] == shape and got[3] == dtype:
-        last: np.ndarray = got[4]
-        return last
+    if got is not None and got.view is not None and got.shape == shape and got.dtype == dtype:
+        return got.view
+    shape = tuple(shape)
     dt = np.dtype(dtype)
     nbytes = math.prod(shape) * dt.itemsize
     if nbytes > MAX_SCRATCH_BYTES:
         return np.empty(shape, dt)
-    if got is None or got[0].nbytes < nbytes + 64:
-        # 64 bytes of slack for an aligned start: BLAS reads aligned rows faster. The start is found once per buffer.
-        buf = np.empty(nbytes + 64, np.uint8)
-        got = buffers[name] = [buf, -buf.ctypes.data % 64, None, None, None]
-    buf, start = got[0], got[1]
-    view = buf[start : start + nbytes].view(dt).reshape(shape)
-    got[2], got[3], got[4] = tuple(shape), dtype, view
+    if got is None or got.memory.nbytes < nbytes + 64:
+        got = buffers[name] = _Buffer(nbytes)
+    view = got.memory[got.start : got.start + nbytes].view(dt).reshape(shape)
+    got.shape, got.dtype, got.view = shape, dtype, view
     return view
