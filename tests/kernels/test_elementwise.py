@@ -322,6 +322,20 @@ def test_pow_negative_integer_exponent() -> None:
     assert z.dtype == np.int32 and z.tolist() == [1, -1, 1, 0, 0]
 
 
+@pytest.mark.parametrize("tx", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("ty", ["float32", "float64", "int64"])
+def test_pow_of_exponent_two_is_numpys_square(tx: str, ty: str) -> None:
+    # Pow with exponent 2 is computed as a product (Clause 11.1's Pow, elementwise_binary._PRODUCT_EXPONENTS): the
+    # same bits as numpy's power, which squares, specials and overflow included.
+    specials = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-30, -1e-30, 3e38, -3e38, 65504.0, 1e-7, -2.5]
+    x = np.concatenate([np.array(specials), RNG.standard_normal(4000) * 10.0 ** RNG.integers(-20, 20, 4000)])
+    x = x.astype(tx)
+    (z,) = run_ours("Pow", [x, np.array(2, ty)], 15)
+    want = np.power(x.astype(np.float64), 2.0).astype(tx) if np.dtype(ty).kind == "i" else np.power(x, x.dtype.type(2))
+    assert z.dtype == x.dtype
+    np.testing.assert_array_equal(z.view(f"u{x.itemsize}"), want.view(f"u{x.itemsize}"))
+
+
 @pytest.mark.parametrize("op", ["Max", "Min", "Sum", "Mean"])
 @pytest.mark.parametrize("opset", [8, 13])
 @pytest.mark.parametrize("n", [1, 2, 3])
