@@ -294,3 +294,57 @@ def test_graph_outputs_are_arrays_of_their_own() -> None:
         assert not np.shares_memory(got[a], feeds["x"])
         for b in range(a):
             assert not np.shares_memory(got[a], got[b])
+
+
+def _calibrations(rng: np.random.Generator, k: int, shared: bool, relu: bool) -> bytes:
+    """k sigmoid calibrations as a calibrated classifier writes them, one per lane: ``1 / (1 + exp(x * a + b))`` with
+    each lane's own single-value constants (fused into one elementwise graph per lane whose affine chain holds them),
+    on a column of x per lane (Gather) or on x itself (shared); read by a Concat. With ``relu`` the chain closes
+    with a Relu."""
+    nodes, inits = [], [_const("one", np.ones((1, 1), np.float32))]
+    cols = []
+    for j in range(k):
+        src = "x"
+        if not shared:
+            inits.append(_const(f"idx{j}", np.array([j % _F], np.int64)))
+            nodes.append(h.make_node("Gather", ["x", f"idx{j}"], [f"col{j}"], axis=1))
+            src = f"col{j}"
+        inits += [
+            _const(f"a{j}", np.full((1, 1), rng.standard_normal() * 2, np.float32)),
+            _const(f"b{j}", np.float32(rng.standard_normal())),
+        ]
+        nodes += [
+            h.make_node("Mul", [src, f"a{j}"], [f"m{j}"]),
+            h.make_node("Add", [f"m{j}", f"b{j}"], [f"t{j}"]),
+        ]
+        if relu:
+            nodes.append(h.make_node("Relu", [f"t{j}"], [f"r{j}"]))
+        nodes += [
+            h.make_node("Exp", [f"r{j}" if relu else f"t{j}"], [f"e{j}"]),
+            h.make_node("Add", ["one", f"e{j}"], [f"d{j}"]),
+            h.make_node("Div", ["one", f"d{j}"], [f"p{j}"]),
+        ]
+        cols.append(f"p{j}")
+    nodes.append(h.make_node("Concat", cols, ["probs"], axis=1))
+    return _model(nodes, inits, [("probs", TP.FLOAT, 2), ("p1", TP.FLOAT, 2)])
+
+
+@pytest.mark.parametrize("shared", [False, True])
+@pytest.mark.parametrize("relu", [False, True])
+@pytest.mark.parametrize("rows", [0, 1, 3, 9])
+def test_graphs_differing_in_their_chain_constants_run_as_one(shared: bool, relu: bool, rows: int) -> None:
+    # Sibling elementwise graphs whose affine chains differ only in their single-value constants (a calibrated
+    # classifier's per-class sigmoids) are one group, each lane's chain applied to its lane (LaneAffine): the bits
+    # of the lanes alone. Nine lanes and nine rows: a shared x whose first extent is the lane count too.
+    rng = np.random.default_rng(31 + rows + 2 * shared + 4 * relu)
+    data = _calibrations(rng, 9, shared, relu)
+    _check(data, _feeds(rng, rows))
+    steps = [fn for fn, *_rest in onnxcore.Session(data)._prepare(None, _feeds(rng, 3), False)[0].steps]
+    chains = [
+        call
+        for fn in steps
+        if type(fn).__name__ == "Lanes"
+        for call, *_rest in getattr(fn.fn, "program", ())
+        if type(call).__name__ == "LaneAffine"
+    ]
+    assert len(chains) == 1 and len(chains[0].chains) == 9

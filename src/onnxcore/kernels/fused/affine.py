@@ -15,11 +15,12 @@ from typing import Any
 
 import numpy as np
 
+from onnxcore.errors import EvaluationError
 from onnxcore.kernels._util import RowTiles, check_elements, out_for, with_rank
 from onnxcore.kernels.fused import FUSED_DOMAIN
 from onnxcore.kernels.registry import kernel
 
-__all__ = ["AffineChain", "per_channel_values"]
+__all__ = ["AffineChain", "LaneAffine", "per_channel_values"]
 
 
 class AffineChain:
@@ -85,16 +86,18 @@ class AffineChain:
         self._cache[key] = found
         return found
 
-    def scalar_token(self) -> tuple[Any, ...] | None:
+    def scalar_token(self, values: bool = True) -> tuple[Any, ...] | None:
         """A hashable token equal for chains that compute the same, when every constant is a single value (then the
         chain computes the same for operands of any shape: a stacked operand's lanes each get what they would get
-        alone); None otherwise (per-channel constants are laid out along the second axis)."""
+        alone); None otherwise (per-channel constants are laid out along the second axis). Without ``values``, equal
+        for chains of one form (the same steps, constant types and Relu) whatever their constants: those a
+        :class:`LaneAffine` applies together."""
         if self.bn is not None or any(np.size(c) != 1 for _name, c in self.ops):
             return None
         return (
             "affine",
             self.relu,
-            tuple((name, np.asarray(c).dtype.str, np.asarray(c).tobytes()) for name, c in self.ops),
+            tuple((name, np.asarray(c).dtype.str, np.asarray(c).tobytes() if values else None) for name, c in self.ops),
         )
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
@@ -178,6 +181,89 @@ class AffineChain:
             else:
                 b = b + c64
         return a, b
+
+
+class LaneAffine:
+    """Chains of single-value constants and of one form (:meth:`AffineChain.scalar_token` without values), one per
+    lane, applied to their lanes stacked along a new leading axis: lane ``i`` by chain ``i``'s ``x * A + B`` (then its
+    Relu), with that chain's own coefficients for the lane's shape and type and the operations it applies alone, so
+    each lane gets the chain's bits. What a ``Lanes`` step of fused elementwise graphs that differ only in their
+    chains' constants (a calibrated classifier's per-class sigmoids) computes (``onnxcore.kernels.fused.lanes``)."""
+
+    __slots__ = ("_last", "chains", "relu")
+
+    def __init__(self, chains: Sequence[Any]) -> None:
+        if not chains or not all(isinstance(c, AffineChain) for c in chains):
+            raise EvaluationError("LaneAffine: one AffineChain per lane expected")
+        form = chains[0].scalar_token(values=False)
+        if form is None or any(c.scalar_token(values=False) != form for c in chains):
+            raise EvaluationError("LaneAffine: the chains must have single-value constants and one form")
+        self.chains: tuple[AffineChain, ...] = tuple(chains)
+        self.relu = chains[0].relu
+        # (shape, dtype, stacked A or None, stacked B) of the previous run, replaced as one tuple (see AffineChain).
+        self._last: tuple[tuple[int, ...], np.dtype[Any] | None, np.ndarray | None, np.ndarray] = (
+            (),
+            None,
+            None,
+            np.zeros(()),
+        )
+
+    def _stacked(self, x: np.ndarray) -> tuple[np.ndarray | None, np.ndarray] | None:
+        """The lanes' ``A`` (None when 1 in every lane) and ``B``, stacked along the lane axis with ``x``'s rank, for
+        a float32 or float64 ``x`` of one lane per chain; None for any other."""
+        last = self._last
+        if x.shape == last[0] and x.dtype == last[1]:
+            return last[2], last[3]
+        k = len(self.chains)
+        if x.dtype not in (np.float32, np.float64) or x.ndim < 1 or x.shape[0] != k:
+            return None
+        lane = x.shape[1:]
+        a_lanes: list[np.ndarray | None] = []
+        b_lanes: list[np.ndarray] = []
+        for chain in self.chains:
+            a, b, _in_place, _tiles = chain._coefficients(lane, x.dtype)
+            if b.ndim > len(lane) or (a is not None and a.ndim > len(lane)):
+                return None  # (a constant of a higher rank grows the lane: each lane's own chain)
+            a_lanes.append(a)
+            b_lanes.append(b)
+        axis = (k,) + (1,) * len(lane)
+        one = np.ones((1,) * len(lane), x.dtype)  # (x * 1 is x exactly: a lane whose chain has no factor)
+        a_out = None if all(a is None for a in a_lanes) else np.stack([one if a is None else a for a in a_lanes])
+        b_out = np.stack(b_lanes).reshape(axis)
+        got = (None if a_out is None else a_out.reshape(axis), b_out)
+        self._last = (x.shape, x.dtype, got[0], got[1])
+        return got
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        got = self._stacked(x) if type(x) is np.ndarray else None
+        if got is None:
+            if type(x) is not np.ndarray or x.ndim < 1 or x.shape[0] != len(self.chains):
+                raise EvaluationError(f"LaneAffine: {len(self.chains)} lanes expected along the first axis")
+            return np.stack([chain(x[i]) for i, chain in enumerate(self.chains)])  # (each lane's own chain)
+        a, b = got
+        # The chain's operations (AffineChain.__call__ for single-value constants), on every lane at once.
+        if a is None:
+            y = np.add(x, b)
+        else:
+            y = np.multiply(x, a)
+            y = np.add(y, b, out=out_for(y))
+        if self.relu:
+            y = np.maximum(y, y.dtype.type(0), out=out_for(y))
+        return y
+
+    def into(self, y: np.ndarray) -> bool:
+        """:meth:`__call__` written into ``y`` (an array the caller made and may overwrite), as
+        :meth:`AffineChain.into`; False (``y`` untouched) where it does not apply."""
+        got = self._stacked(y)
+        if got is None or out_for(y) is None:
+            return False
+        a, b = got
+        if a is not None:
+            np.multiply(y, a, y)
+        np.add(y, b, y)
+        if self.relu:
+            np.maximum(y, y.dtype.type(0), out=y)
+        return True
 
 
 _Tiles = tuple[RowTiles | None, RowTiles | None]

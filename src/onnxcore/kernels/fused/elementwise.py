@@ -42,6 +42,7 @@ from onnxcore.errors import EvaluationError
 from onnxcore.kernels import accel
 from onnxcore.kernels._util import NUMPY_FLOATS, out_for, with_rank
 from onnxcore.kernels.fused import FUSED_DOMAIN
+from onnxcore.kernels.fused.affine import LaneAffine
 from onnxcore.kernels.registry import kernel
 
 __all__ = ["AFFINE", "ElementwiseGraph", "Instruction"]
@@ -120,6 +121,23 @@ class ElementwiseGraph:
         # Per operand signature (type, shape, element type of each), the program as one generated function that
         # makes the decisions the interpreter made for that signature (:func:`_replay`).
         self._replays: dict[tuple[Any, ...], Callable[..., Any]] = {}
+
+    def for_lanes(self, lanes: Sequence[Any]) -> ElementwiseGraph:
+        """This program for its lanes stacked along a new leading axis (a ``Lanes`` step of graphs that differ only in
+        their chains' single-value constants, ``onnxcore.kernels.fused.lanes``): each chain replaced by the lanes'
+        chains at its place (:class:`~onnxcore.kernels.fused.affine.LaneAffine`); the graph itself when it has none.
+        ``lanes``: each lane's graph, this one's program but for those constants."""
+        if not any(uf is AFFINE for _c, uf, _s, _kw, _a in self.program):
+            return self
+        programs: list[Sequence[Instruction]] = [getattr(lane, "program", ()) for lane in lanes]
+        if not programs or any(len(p) != len(self.program) for p in programs):
+            raise EvaluationError("ElementwiseGraph: the lanes' programs differ from this one")
+        stacked: list[Instruction] = []
+        for j, (call, uf, sources, kw, allocates) in enumerate(self.program):
+            if uf is AFFINE:
+                call = LaneAffine([p[j][0] for p in programs])
+            stacked.append((call, uf, sources, kw, allocates))
+        return ElementwiseGraph(stacked)
 
     def __call__(self, *args: Any) -> Any:
         try:

@@ -18,8 +18,9 @@ elements take part (:func:`lane_kind`):
 - ``map``: elementwise operators with multidirectional broadcasting (Clause 6.6.2): every stacked operand is given
   the rank of the lane's result plus the lane axis (leading ones, which broadcasting prepends anyway), so each
   element meets the same elements of the other operands; also the fused ``ElementwiseGraph`` of such operators
-  (its program is a sequence of them) and the ML encoders that map each element alone (``OneHotEncoder``,
-  ``LabelEncoder``, ``Binarizer``);
+  (its program is a sequence of them; programs that differ only in the single-value constants of their
+  ``AffineChain`` steps run as one, each lane's chain applied to its lane) and the ML encoders that map each
+  element alone (``OneHotEncoder``, ``LabelEncoder``, ``Binarizer``);
 - ``axis``: ``ArgMax``/``ArgMin``, ``ReduceMax``/``ReduceMin`` (exact in any order), ``ReduceProd`` over the
   lane's trailing axes (each output's product along the contiguous inner axis, as for the lane alone) and
   ``Concat``, with their axes moved past the lane axis;
@@ -47,8 +48,9 @@ from typing import Any
 import numpy as np
 
 from onnxcore.errors import EvaluationError
-from onnxcore.kernels._util import left_fold
+from onnxcore.kernels._util import left_fold, with_rank
 from onnxcore.kernels.fused import FUSED_DOMAIN
+from onnxcore.kernels.fused.elementwise import AFFINE, ElementwiseGraph
 from onnxcore.kernels.registry import kernel
 
 __all__ = [
@@ -137,15 +139,17 @@ def value_token(v: Any) -> Any:
     return v
 
 
-def program_token(program: Sequence[Any]) -> tuple[Any, ...] | None:
+def program_token(program: Sequence[Any], constants: bool = False) -> tuple[Any, ...] | None:
     """A hashable token equal for fused elementwise graphs that compute the same for any operands (their
-    instructions' kernels, ufuncs, sources and attributes), or None when one holds what depends on the operands'
-    layout (an ``AffineChain`` with per-channel constants)."""
+    instructions' kernels, ufuncs, sources and attributes) but for the single-value constants of their
+    ``AffineChain`` steps, which a stacked program takes lane by lane (``ElementwiseGraph.for_lanes``); with
+    ``constants``, equal only where those are equal too. None when one holds what depends on the operands' layout
+    (an ``AffineChain`` with per-channel constants)."""
     out: list[Any] = []
     for call, uf, sources, kw, allocates in program:
-        if uf == "affine":  # (elementwise.AFFINE: a chain of constant products and sums)
+        if uf == AFFINE:
             scalar = getattr(call, "scalar_token", None)
-            t = scalar() if scalar is not None else None
+            t = scalar(values=constants) if scalar is not None else None
             if t is None:
                 return None
             out.append((t, sources, allocates))
@@ -173,7 +177,8 @@ class Lanes:
         kind: :func:`lane_kind` of the nodes.
         operator: Their operator.
         fn: What computes the stacked value: the operator's kernel (or, for a fused elementwise graph and the ML
-            encoders, the first lane's step, which computes the same for any operands).
+            encoders, the first lane's step, which computes the same for any operands; a graph's chains are then
+            replaced by the lanes' own, :meth:`ElementwiseGraph.for_lanes`).
         attrs: The attributes ``fn`` is called with.
         specs: Per input position: (:data:`SHARED` | :data:`STACKED` | :data:`LANES` | :data:`GATHER` | ``""``
             unsupplied; the lanes' constants for STACKED, for LANES the lane of the group's value each lane reads
@@ -184,8 +189,8 @@ class Lanes:
     """
 
     __slots__ = (
-        "axes_input", "columns", "fn", "k", "kind", "kw", "lanes", "maps", "op_type", "own", "passes", "shapes",
-        "specs", "stacked", "views",
+        "axes_input", "columns", "fn", "k", "kind", "kw", "lane_axis", "lanes", "maps", "op_type", "own", "passes",
+        "shapes", "specs", "stacked", "views",
     )  # fmt: skip
 
     def __init__(
@@ -203,6 +208,17 @@ class Lanes:
         self.shapes: dict[Any, tuple[int, ...]] = {}  # a shape operator's stacked shape by lane shape and target
         # A program of several passes over its operands (a fused elementwise graph): past the cache, lane by lane
         self.passes = len(getattr(fn, "program", ())) > 1
+        # Graphs that differ in their chains' constants: the program with each lane's chain on its lane, which needs
+        # the lane axis on every value, so shared operands are given it too (broadcast views).
+        # (lanes whose graphs are not of one program, which the matcher does not group, run each alone: fn None)
+        own_chains: Call | None = fn
+        if isinstance(fn, ElementwiseGraph):
+            try:
+                own_chains = fn.for_lanes([call for call, _kw in lanes])
+            except EvaluationError:
+                own_chains = None
+        self.lane_axis = own_chains is not fn
+        fn = own_chains  # type: ignore[assignment]
         self.kind, self.op_type, self.fn, self.kw = kind, operator, fn, attrs
         self.k = len(lanes)
         self.lanes, self.views = tuple(lanes), tuple(views)
@@ -224,7 +240,7 @@ class Lanes:
                 self.columns = (flat, int(flat.min()), int(flat.max()))
 
     def __call__(self, *args: Any) -> tuple[Any, ...]:
-        operands = self._operands(args)
+        operands = self._operands(args) if self.fn is not None else None
         value: Any = None
         if operands is not None:
             try:
@@ -312,6 +328,9 @@ class Lanes:
             if spec in (STACKED, LANES) and v.ndim - 1 < rank:
                 # (the lane axis first, then the leading ones broadcasting gives the lane's own operand)
                 v = v.reshape((self.k,) + (1,) * (rank - v.ndim + 1) + v.shape[1:])
+            elif spec == SHARED and self.lane_axis:
+                v = with_rank(np.asarray(v), rank)
+                v = np.broadcast_to(v, (self.k, *v.shape))  # (every lane reads it: a view)
             args.append(v)
         while args and args[-1] is None:
             args.pop()

@@ -5,7 +5,8 @@ Groups are found level by level (a node's level is one more than the greatest le
 inputs). Nodes of one level join a group when :func:`~onnxcore.kernels.fused.lanes.lane_kind` admits them and
 they have:
 
-- one operator, domain, version, bound step and attributes (a fused elementwise graph: one program);
+- one operator, domain, version, bound step and attributes (a fused elementwise graph: one program, but for the
+  single-value constants of its affine chains);
 - one output, no subgraph, no value read from an enclosing scope;
 - at each input position: one shared value; or constants of one type and shape (where the kind lets them differ,
   else one value); or lane ``i`` of one earlier group, for the node that is lane ``i`` (every lane of that group
@@ -270,17 +271,17 @@ def _group(
         return None  # (a view of each lane costs less than gathering them to reshape one)
     if kind == "take" and varying[0] == varying[1]:
         return None
-    # something differs between the lanes
-    if STACKED not in specs and LANES not in specs and GATHER not in specs:
-        return None
-    if STACKED in specs and LANES not in specs and GATHER not in specs:
+    # something differs between the lanes: a value they read, a constant, or a fused graph's chain constants
+    if LANES not in specs and GATHER not in specs:
         differs = any(
             len({value_token(const[nodes[j].inputs[p]]) for j in ordered}) > 1
             for p, sp in enumerate(specs)
             if sp == STACKED
         )
         if not differs:
-            return None
+            programs = {program_token(nodes[j].step_attrs.get("program", ()), constants=True) for j in ordered}
+            if len(programs) < 2:
+                return None
     return _Group(ordered, "", specs)
 
 
