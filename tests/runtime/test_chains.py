@@ -489,3 +489,23 @@ def test_a_replay_keeps_the_operand_order_of_what_it_writes_into() -> None:
         x = rng.uniform(-1, 1, (rows, 5)).astype(np.float32)
         want = np.tanh(r / (r - np.exp(x)))
         np.testing.assert_array_equal(sess.run(None, {"x": x, "r": r})[0], want)
+
+
+@pytest.mark.parametrize(("dtype", "elem"), [(np.float64, TP.DOUBLE), (np.float32, TP.FLOAT)])
+def test_affine_chain_of_a_rank_0_value(dtype: Any, elem: int) -> None:
+    # Regression: a Mul -> Add chain on a rank-0 float64 value (fused into an AffineChain) gave x + 0 on every run:
+    # the chain's placeholder for "the previous run" had shape () and a dtype of None, which numpy compares equal
+    # to float64's. Clause 8.2: the fused step gives the nodes' values.
+    graph = h.make_graph(
+        [h.make_node("Mul", ["x", "a"], ["m"]), h.make_node("Add", ["m", "b"], ["y"])],
+        "scalar_chain",
+        [h.make_tensor_value_info("x", elem, [])],
+        [h.make_tensor_value_info("y", elem, [])],
+        [numpy_helper.from_array(np.array(2.0, dtype), "a"), numpy_helper.from_array(np.array(1.0, dtype), "b")],
+    )
+    data = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)], ir_version=9).SerializeToString()
+    sess = onnxcore.Session(data)
+    for v in (3.0, -0.25, 3.0):
+        (y,) = sess.run(None, {"x": np.array(v, dtype)})
+        assert y.dtype == dtype and y.shape == () and float(y) == 2.0 * v + 1.0
+    assert "fuse_affine_chains" in sess.fired_rewrites()

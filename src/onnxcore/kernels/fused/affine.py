@@ -50,10 +50,12 @@ class AffineChain:
         # (shape, dtype, A, B, in place, shape kept, row tiles) of the previous run, replaced as one tuple: a session
         # run from several threads never pairs one shape with another's coefficients. "Shape kept": the result has
         # the input's shape (see ``into``). "Row tiles": A's and B's RowTiles where they are short rows of the
-        # input's length (a scaler's per-feature constants), else None.
+        # input's length (a scaler's per-feature constants), else None. Before the first run, a shape no array has:
+        # numpy compares a dtype equal to None when it is float64's, so a placeholder of shape () passed for a rank-0
+        # float64 input, which then got x + 0.
         self._last: tuple[
             tuple[int, ...], np.dtype[Any] | None, np.ndarray | None, np.ndarray, bool, bool, _Tiles | None
-        ] = ((), None, None, np.zeros(()), True, False, None)
+        ] = ((-1,), None, None, np.zeros(()), True, False, None)
 
     def _coefficients(self, shape: tuple[int, ...], dtype: np.dtype[Any]) -> _Coefficients:
         """``A`` (None when 1), ``B`` for inputs of this shape and dtype, whether ``B`` can be added in place, and
@@ -201,8 +203,9 @@ class LaneAffine:
         self.chains: tuple[AffineChain, ...] = tuple(chains)
         self.relu = chains[0].relu
         # (shape, dtype, stacked A or None, stacked B) of the previous run, replaced as one tuple (see AffineChain).
+        # (a shape no array has as the placeholder's, as AffineChain's)
         self._last: tuple[tuple[int, ...], np.dtype[Any] | None, np.ndarray | None, np.ndarray] = (
-            (),
+            (-1,),
             None,
             None,
             np.zeros(()),
