@@ -296,12 +296,16 @@ def test_graph_outputs_are_arrays_of_their_own() -> None:
             assert not np.shares_memory(got[a], got[b])
 
 
-def _calibrations(rng: np.random.Generator, k: int, shared: bool, relu: bool) -> bytes:
+_ELEM = {np.dtype(np.float32): TP.FLOAT, np.dtype(np.float64): TP.DOUBLE, np.dtype(np.float16): TP.FLOAT16}
+
+
+def _calibrations(rng: np.random.Generator, k: int, shared: bool, relu: bool, dtype: Any = np.float32) -> bytes:
     """k sigmoid calibrations as a calibrated classifier writes them, one per lane: ``1 / (1 + exp(x * a + b))`` with
     each lane's own single-value constants (fused into one elementwise graph per lane whose affine chain holds them),
     on a column of x per lane (Gather) or on x itself (shared); read by a Concat. With ``relu`` the chain closes
-    with a Relu."""
-    nodes, inits = [], [_const("one", np.ones((1, 1), np.float32))]
+    with a Relu. Values of ``dtype`` throughout."""
+    dt = np.dtype(dtype)
+    nodes, inits = [], [_const("one", np.ones((1, 1), dt))]
     cols = []
     for j in range(k):
         src = "x"
@@ -310,8 +314,8 @@ def _calibrations(rng: np.random.Generator, k: int, shared: bool, relu: bool) ->
             nodes.append(h.make_node("Gather", ["x", f"idx{j}"], [f"col{j}"], axis=1))
             src = f"col{j}"
         inits += [
-            _const(f"a{j}", np.full((1, 1), rng.standard_normal() * 2, np.float32)),
-            _const(f"b{j}", np.float32(rng.standard_normal())),
+            _const(f"a{j}", np.full((1, 1), rng.standard_normal() * 2, dt)),
+            _const(f"b{j}", dt.type(rng.standard_normal())),
         ]
         nodes += [
             h.make_node("Mul", [src, f"a{j}"], [f"m{j}"]),
@@ -326,7 +330,27 @@ def _calibrations(rng: np.random.Generator, k: int, shared: bool, relu: bool) ->
         ]
         cols.append(f"p{j}")
     nodes.append(h.make_node("Concat", cols, ["probs"], axis=1))
-    return _model(nodes, inits, [("probs", TP.FLOAT, 2), ("p1", TP.FLOAT, 2)])
+    elem = _ELEM[dt]
+    graph = h.make_graph(
+        nodes,
+        "calibrations",
+        [h.make_tensor_value_info("x", elem, ["n", _F])],
+        [h.make_tensor_value_info("probs", elem, [None, None]), h.make_tensor_value_info("p1", elem, [None, None])],
+        initializer=inits,
+    )
+    return h.make_model(graph, opset_imports=[h.make_opsetid("", 17)], ir_version=9).SerializeToString()
+
+
+def _lane_chains(data: bytes, feeds: dict[str, np.ndarray]) -> list[Any]:
+    """The LaneAffine steps of the plan a session makes for ``feeds``."""
+    steps = [fn for fn, *_rest in onnxcore.Session(data)._prepare(None, feeds, False)[0].steps]
+    return [
+        call
+        for fn in steps
+        if type(fn).__name__ == "Lanes"
+        for call, *_rest in getattr(fn.fn, "program", ())
+        if type(call).__name__ == "LaneAffine"
+    ]
 
 
 @pytest.mark.parametrize("shared", [False, True])
@@ -339,12 +363,18 @@ def test_graphs_differing_in_their_chain_constants_run_as_one(shared: bool, relu
     rng = np.random.default_rng(31 + rows + 2 * shared + 4 * relu)
     data = _calibrations(rng, 9, shared, relu)
     _check(data, _feeds(rng, rows))
-    steps = [fn for fn, *_rest in onnxcore.Session(data)._prepare(None, _feeds(rng, 3), False)[0].steps]
-    chains = [
-        call
-        for fn in steps
-        if type(fn).__name__ == "Lanes"
-        for call, *_rest in getattr(fn.fn, "program", ())
-        if type(call).__name__ == "LaneAffine"
-    ]
+    chains = _lane_chains(data, _feeds(rng, 3))
     assert len(chains) == 1 and len(chains[0].chains) == 9
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float16])
+@pytest.mark.parametrize("shared", [False, True])
+def test_chain_constant_lanes_of_other_float_types(dtype: Any, shared: bool) -> None:
+    # float64 graphs hold affine chains (LaneAffine in the stacked program) as float32 ones do; float16 graphs hold
+    # none (their Mul and Add stay elementwise nodes, stacked constants): the bits of the lanes alone either way.
+    rng = np.random.default_rng(57 + shared)
+    data = _calibrations(rng, 9, shared, False, dtype)
+    for rows in (1, 9):
+        feeds = {"x": _feeds(rng, rows)["x"].astype(dtype)}
+        _check(data, feeds)
+        assert len(_lane_chains(data, feeds)) == (1 if dtype == np.float64 else 0)
