@@ -190,7 +190,7 @@ class Lanes:
 
     __slots__ = (
         "axes_input", "columns", "fn", "k", "kind", "kw", "lane_axis", "lanes", "maps", "op_type", "own", "passes",
-        "shapes", "specs", "stacked", "views",
+        "shapes", "specs", "stacked", "stacks", "views",
     )  # fmt: skip
 
     def __init__(
@@ -209,16 +209,16 @@ class Lanes:
         # A program of several passes over its operands (a fused elementwise graph): past the cache, lane by lane
         self.passes = len(getattr(fn, "program", ())) > 1
         # Graphs that differ in their chains' constants: the program with each lane's chain on its lane, which needs
-        # the lane axis on every value, so shared operands are given it too (broadcast views).
-        # (lanes whose graphs are not of one program, which the matcher does not group, run each alone: fn None)
-        own_chains: Call | None = fn
+        # the lane axis on every value, so shared operands are given it too (broadcast views). Lanes whose graphs are
+        # not of one program (which the matcher does not group) have no stacked form: each runs alone.
+        self.stacks, self.lane_axis = True, False
         if isinstance(fn, ElementwiseGraph):
             try:
-                own_chains = fn.for_lanes([call for call, _kw in lanes])
+                stacked_fn = fn.for_lanes([call for call, _kw in lanes])
             except EvaluationError:
-                own_chains = None
-        self.lane_axis = own_chains is not fn
-        fn = own_chains  # type: ignore[assignment]
+                self.stacks = False
+            else:
+                self.lane_axis, fn = stacked_fn is not fn, stacked_fn
         self.kind, self.op_type, self.fn, self.kw = kind, operator, fn, attrs
         self.k = len(lanes)
         self.lanes, self.views = tuple(lanes), tuple(views)
@@ -240,7 +240,7 @@ class Lanes:
                 self.columns = (flat, int(flat.min()), int(flat.max()))
 
     def __call__(self, *args: Any) -> tuple[Any, ...]:
-        operands = self._operands(args) if self.fn is not None else None
+        operands = self._operands(args) if self.stacks else None
         value: Any = None
         if operands is not None:
             try:
