@@ -15,6 +15,7 @@ import pytest
 import onnxcore
 from onnxcore import EvaluationError, InputError, LimitError, UnsupportedOperatorError, ValidationError
 from onnxcore.kernels.registry import kernel
+from onnxcore.runtime.plan import Plan
 
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto as TP  # noqa: E402
@@ -465,6 +466,41 @@ def test_profile_times_each_step_and_names_what_is_fused() -> None:
         s.profile(feeds, repeat=0)
     with pytest.raises(InputError):
         s.profile({"x": np.zeros((1, 2, 8, 8), np.float32)})
+
+
+def test_profile_times_one_plan_and_never_its_first_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A feed-decided Shape: the general path runs the general plan, then (a signature's second run) a plan
+    # specialised to the shapes. Before the fix the repeats summed step i of one plan with step i of the other and
+    # timed the specialised plan's first run (its one-time costs: 2.6 ms credited to a RotaryEmbedding of 12 us).
+    nodes = [
+        h.make_node("Shape", ["x"], ["s"]),
+        h.make_node("Reshape", ["x", "s"], ["r"]),
+        h.make_node("Relu", ["r"], ["y"]),
+    ]
+    s = onnxcore.Session(_model(nodes, [_vi("x", shape=["n", 3])], [_vi("y", shape=["n", 3])]))
+    feeds = {"x": np.arange(-3, 3, dtype=np.float32).reshape(2, 3)}
+    executed: list[int] = []
+    timed: list[tuple[int, bool]] = []
+    execute, profile = Plan.execute, Plan.profile
+
+    def spy_execute(self: Plan, vals: list[Any]) -> None:
+        executed.append(id(self))
+        execute(self, vals)
+
+    def spy_profile(self: Plan, vals: list[Any]) -> list[float]:
+        timed.append((id(self), id(self) in executed))
+        executed.append(id(self))
+        return profile(self, vals)
+
+    monkeypatch.setattr(Plan, "execute", spy_execute)
+    monkeypatch.setattr(Plan, "profile", spy_profile)
+    steps = s.profile(feeds, repeat=3)
+    plans = {p for p, _ in timed}
+    assert len(timed) == 3 and len(plans) == 1, timed  # one plan, timed `repeat` times
+    assert all(warm for _, warm in timed), timed  # each timed run had a run of that plan before it
+    # The plan timed is the one the general path settles on: the specialised one (its Shape folded away).
+    assert [st.op_type for st in steps] == [st.op_type for st in s.profile(feeds, repeat=1)]
+    assert "Shape" not in [st.op_type for st in steps]
 
 
 def test_profile_reports_a_failing_step_as_run_does() -> None:
