@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import itertools
 import math
+import time
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -16,7 +19,7 @@ from onnx import TensorProto as TP
 from onnx import helper as h
 
 import onnxcore
-from onnxcore.kernels import _winograd
+from onnxcore.kernels import _conv_choice, _winograd
 from onnxcore.kernels._winograd import (
     WinogradConv,
     small_image_conv,
@@ -26,6 +29,22 @@ from onnxcore.kernels._winograd import (
 )
 from onnxcore.kernels.conv import conv, conv_geometry
 from onnxcore.kernels.fused.conv import InPlaceRelu
+
+
+@pytest.fixture(autouse=True)
+def _rule_only(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Winograd's rule alone (its path always kept over the Conv kernel's): these tests hold what the rule takes and
+    computes; the measured choice between the two has tests of its own (they ask for ``measured``)."""
+    if "measured" not in request.fixturenames:
+        monkeypatch.setattr(_winograd, "choose", lambda key, found, x, w, b: ("kernel", None))
+
+
+@pytest.fixture
+def measured() -> Iterator[None]:
+    """The process's measured choices forgotten before and after the test."""
+    _conv_choice.clear_choices()
+    yield
+    _conv_choice.clear_choices()
 
 
 @pytest.mark.parametrize(("m", "r", "points"), [(4, 3, [0, 1, -1, 2, -2]), (2, 3, [0, 1, -1]), (3, 2, [0, 1, -1])])
@@ -214,3 +233,54 @@ def test_session_uses_winograd_and_matches_onnxruntime() -> None:
     assert np.abs(ours - debug).max() <= 3e-5 * scale
     assert not np.array_equal(ours, debug)  # the Winograd product ran: its rounding is not the direct one's
     assert ours.min() == 0.0
+
+
+def test_the_direct_product_replaces_winograd_where_it_measures_faster(measured: None) -> None:
+    """Where the Conv kernel it wraps runs faster for a layer (here a stand-in returning the direct product at once),
+    the kernel takes it from then on; a slower one (a stand-in sleeping 20 ms) leaves Winograd's path. Each layer
+    is measured once per process: another instance of the same layer takes the stored choice."""
+    rng = np.random.default_rng(11)
+    w = rng.standard_normal((16, 64, 3, 3)).astype(np.float32)
+    x = rng.standard_normal((1, 64, 24, 24)).astype(np.float32)
+    direct = conv(x, w, pads=[1, 1, 1, 1])
+    calls: list[str] = []
+
+    def instant(a: np.ndarray, v: np.ndarray, b: Any = None, **kw: Any) -> np.ndarray:
+        calls.append("instant")
+        return direct
+
+    fast = WinogradConv(instant)
+    for _ in range(3):
+        assert fast(x, w, pads=[1, 1, 1, 1]) is direct
+    assert fast._route == {(x.shape, True): False}
+    assert WinogradConv(instant)(x, w, pads=[1, 1, 1, 1]) is direct  # the stored choice, not measured again
+    # A layer of another shape is measured on its own: the stand-in sleeps, Winograd's path stays.
+    x2 = rng.standard_normal((1, 64, 28, 28)).astype(np.float32)
+
+    def slow(a: np.ndarray, v: np.ndarray, b: Any = None, **kw: Any) -> np.ndarray:
+        time.sleep(0.02)
+        return conv(a, v, b, **kw)
+
+    kept = WinogradConv(slow)
+    ref = _direct64(x2, w, None, pads=[1, 1, 1, 1])
+    for _ in range(2):
+        y = kept(x2, w, pads=[1, 1, 1, 1])
+        assert np.abs(y - ref).max() <= 3e-5 * np.abs(ref).max()
+    assert kept._route == {(x2.shape, True): True} and list(kept._u) == [True]
+    assert set(_conv_choice._CHOICES.values()) == {"conv", "kernel"}
+
+
+def test_a_measured_choice_computes_the_convolution(measured: None) -> None:
+    """Whichever path the measurement keeps, the layer's result is the convolution (within Winograd's error), with
+    and without a bias, on the first run (the measured result returned) and later ones."""
+    rng = np.random.default_rng(12)
+    w = rng.standard_normal((32, 64, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(32).astype(np.float32)
+    for hw in ((7, 7), (16, 16), (28, 28)):
+        x = rng.standard_normal((1, 64, *hw)).astype(np.float32)
+        kernel = WinogradConv(conv)
+        for bias in (None, b):
+            ref = _direct64(x, w, bias, pads=[1, 1, 1, 1])
+            for _ in range(2):
+                y = kernel(x, w, bias, pads=[1, 1, 1, 1])
+                assert y.shape == ref.shape and np.abs(y - ref).max() <= 3e-5 * max(1.0, np.abs(ref).max())

@@ -46,12 +46,15 @@ __all__ = [
     "candidates",
     "channels_last_conv",
     "channels_last_weights",
+    "choose",
     "clear_choices",
+    "conv_key",
 ]
 
 MAX_MEASURED_SECONDS = 0.05
-"""A layer whose first run takes longer is not measured: the kernel's own path runs (its share of a run is large
-enough that a tenth of gain or loss shows in a benchmark, and measuring it would cost a noticeable first run)."""
+"""A layer whose run takes longer is not measured: the kernel's own path runs (its share of a run is large enough
+that a tenth of gain or loss shows in a benchmark, and measuring it would cost a noticeable first run). Its first
+call may hold one-time costs (numba loading a compiled loop), so a second one decides."""
 _ROUNDS = 3  # runs of each candidate (the candidates taking turns); 1 for layers slower than _SLOW_SECONDS
 _SLOW_SECONDS = 0.005
 MAX_PLANAR_TAPS = 16 * 9
@@ -186,7 +189,8 @@ def candidates(
     return found
 
 
-def _key(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, kw: dict[str, Any]) -> tuple[Any, ...]:
+def conv_key(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, kw: dict[str, Any]) -> tuple[Any, ...]:
+    """A Conv layer's shapes, types, bias presence, attributes and the accelerator's state: what a choice is kept by."""
     # INTS attributes arrive as lists (or arrays): hashable copies.
     attrs = tuple(
         sorted((k, tuple(np.asarray(v).ravel().tolist()) if isinstance(v, list | tuple | np.ndarray) else v)
@@ -233,24 +237,30 @@ class MeasuredConv:
                 return fn(x, w, b)
         else:
             self._ready, self._ready_w = {}, w
-        key = _key(x, w, b, kw)
         found = candidates(self.call, x, w, self._channels_last_weights(w, int(kw.get("group", 1))), kw)
-        choice = _CHOICES.get(key)
-        y = None
-        if choice is None:
-            if len(found) == 1:
-                choice = "kernel"
-            else:
-                name, y = _measure(found, x, w, b)
-                with _LOCK:
-                    # The first measurement stored wins (another thread may have measured the same shape meanwhile).
-                    choice = _CHOICES.setdefault(key, name)
-                if choice != name:
-                    y = None
-            _CHOICES.setdefault(key, choice)
+        choice, y = choose(conv_key(x, w, b, kw), found, x, w, b)
         if len(self._ready) < 64:  # (a node fed many shapes keeps the first 64)
             self._ready[mine] = found[choice]
         return found[choice](x, w, b) if y is None else y
+
+
+def choose(
+    key: tuple[Any, ...], found: dict[str, Candidate], x: np.ndarray, w: np.ndarray, b: np.ndarray | None
+) -> tuple[str, np.ndarray | None]:
+    """The name of the path ``found`` takes for ``key`` (a layer's shapes and attributes, :func:`conv_key`), and a
+    result of it when this call measured it (None otherwise): the choice stored for the process, else the
+    measured one (:func:`_measure`), stored. ``"kernel"`` where it is the only path."""
+    choice = _CHOICES.get(key)
+    if choice is not None:
+        return choice, None
+    if len(found) == 1:
+        name, y = "kernel", None
+    else:
+        name, y = _measure(found, x, w, b)
+    with _LOCK:
+        # The first choice stored wins (another thread may have measured the same shape meanwhile).
+        choice = _CHOICES.setdefault(key, name)
+    return choice, (y if choice == name else None)
 
 
 def _measure(found: dict[str, Candidate], x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> tuple[str, np.ndarray]:
@@ -263,7 +273,12 @@ def _measure(found: dict[str, Candidate], x: np.ndarray, w: np.ndarray, b: np.nd
     results["kernel"] = found["kernel"](x, w, b)
     first = time.perf_counter() - t0
     if first > MAX_MEASURED_SECONDS:
-        return "kernel", results["kernel"]
+        # A first call may hold one-time costs (numba loading a compiled loop: 0.2 s): a second one tells.
+        t0 = time.perf_counter()
+        results["kernel"] = found["kernel"](x, w, b)
+        first = time.perf_counter() - t0
+        if first > MAX_MEASURED_SECONDS:
+            return "kernel", results["kernel"]
     rounds = 1 if first > _SLOW_SECONDS else _ROUNDS
     for _ in range(rounds):
         for name, fn in found.items():

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from onnxcore.kernels._conv_choice import choose, conv_key
 from onnxcore.kernels._im2col import channels_last_padded
 from onnxcore.kernels._scratch import scratch
 from onnxcore.kernels.conv import conv_geometry
@@ -232,12 +233,14 @@ def small_image_conv(
 
 
 class WinogradConv:
-    """A Conv kernel that takes :func:`winograd_conv` for large float32 3x3 stride-1 layers,
-    :func:`small_image_conv` for those with fewer than ``MIN_BLOCKS`` blocks and its own ``call`` otherwise;
-    the weights are rearranged on the first run that needs them (in the layout the input's size calls for),
+    """A Conv kernel that takes, for float32 3x3 stride-1 layers that its rule admits, :func:`winograd_conv` (or
+    :func:`small_image_conv` for those with fewer than ``MIN_BLOCKS`` blocks) unless its own ``call`` measures
+    faster for the shape (:func:`~onnxcore.kernels._conv_choice.choose`: the rule was measured on one machine, and
+    on another BLAS and cache the direct product wins some layers, small images most); ``call`` for every other
+    layer. The weights are rearranged on the first run that needs them (in the layout the input's size calls for),
     then kept."""
 
-    __slots__ = ("_u", "_w", "call")
+    __slots__ = ("_route", "_u", "_w", "call")
 
     def __init__(self, call: Callable[..., Any]) -> None:
         self.call = call
@@ -245,6 +248,8 @@ class WinogradConv:
         # Rearranged weights by use: Winograd's channels-first (False) or channels-last (True) transform, or the
         # small-image layout ("small"); a layer whose input size is fixed uses one.
         self._u: dict[bool | str, np.ndarray] = {}
+        # Per input shape, type and bias presence, for the weights ``_w``: whether this kernel's own path is taken.
+        self._route: dict[tuple[Any, ...], bool] = {}
 
     def __call__(self, x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None, **kw: Any) -> np.ndarray:
         if not self._applies(x, w, b, kw):
@@ -253,25 +258,60 @@ class WinogradConv:
         if any(v != 1 for v in (*st, *dil)):
             return self.call(x, w, b, **kw)
         if self._w is not w:
-            self._u, self._w = {}, w
-        if -(-out[0] // _M) * -(-out[1] // _M) * x.shape[0] < MIN_BLOCKS:
-            # Too few blocks for the transforms to pay: the direct product, on a channels-last im2col.
-            wt = self._u.get("small")
-            if wt is None:
-                wt = self._u["small"] = np.ascontiguousarray(w.transpose(2, 3, 1, 0).reshape(-1, w.shape[0]))
-            return small_image_conv(x, wt, b, pb, out)
-        last = x.nbytes <= CHANNELS_LAST_BYTES
-        u = self._u.get(last)
-        if u is None:
-            u = self._u[last] = transformed_weights(w, channels_last=last)
+            self._u, self._route, self._w = {}, {}, w
+        mine = (x.shape, b is None)
+        own = self._route.get(mine)
+        if own is None:
+            self._weights(x, w, out)  # (made before the paths are timed: a one-time cost, not the path's)
+            found: dict[str, Any] = {
+                "kernel": lambda a, v, bb: self._own(a, v, bb, pb, out, kw),
+                "conv": lambda a, v, bb: self.call(a, v, bb, **kw),
+            }
+            choice, y = choose(("winograd", *conv_key(x, w, b, kw)), found, x, w, b)
+            own = self._route[mine] = choice == "kernel"
+            if y is not None:
+                return y
+        return self._own(x, w, b, pb, out, kw) if own else self.call(x, w, b, **kw)
+
+    def _own(
+        self,
+        x: np.ndarray,
+        w: np.ndarray,
+        b: np.ndarray | None,
+        pb: Sequence[int],
+        out: Sequence[int],
+        kw: dict[str, Any],
+    ) -> np.ndarray:
+        """This kernel's path for a layer its rule admits: Winograd, or the small-image product."""
+        layout, u = self._weights(x, w, out)
+        if layout == "small":
+            return small_image_conv(x, u, b, pb, out)
         with np.errstate(invalid="ignore", over="ignore"):  # a non-finite result is recomputed below
-            y = winograd_conv(x, u, b, pb, out, channels_last=last)
+            y = winograd_conv(x, u, b, pb, out, channels_last=layout is True)
             total = float(y.sum())
         if not math.isfinite(total):
             # A block's transform mixes all 36 of its inputs (0 * inf is NaN), so an infinity or NaN would reach
             # outputs the direct product keeps finite; the direct product decides (also when the sum overflows).
             return self.call(x, w, b, **kw)
         return y
+
+    def _weights(self, x: np.ndarray, w: np.ndarray, out: Sequence[int]) -> tuple[bool | str, np.ndarray]:
+        """The layout this kernel's path takes for ``x`` and the weights rearranged for it (made once, then kept):
+        ``"small"`` for layers with fewer than ``MIN_BLOCKS`` blocks (too few for the transforms to pay: the
+        direct product on a channels-last im2col), else whether Winograd gathers channels-last."""
+        layout: bool | str
+        if -(-out[0] // _M) * -(-out[1] // _M) * x.shape[0] < MIN_BLOCKS:
+            layout = "small"
+        else:
+            layout = x.nbytes <= CHANNELS_LAST_BYTES
+        u = self._u.get(layout)
+        if u is None:
+            if layout == "small":
+                u = np.ascontiguousarray(w.transpose(2, 3, 1, 0).reshape(-1, w.shape[0]))
+            else:
+                u = transformed_weights(w, channels_last=bool(layout))
+            self._u[layout] = u
+        return layout, u
 
     @staticmethod
     def _applies(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, kw: dict[str, Any]) -> bool:
