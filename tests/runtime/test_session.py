@@ -6,6 +6,7 @@ Results are compared with onnxruntime where a numeric result is asserted.
 
 from __future__ import annotations
 
+import copy
 import time
 from typing import Any
 
@@ -501,6 +502,26 @@ def test_profile_times_one_plan_and_never_its_first_run(monkeypatch: pytest.Monk
     # The plan timed is the one the general path settles on: the specialised one (its Shape folded away).
     assert [st.op_type for st in steps] == [st.op_type for st in s.profile(feeds, repeat=1)]
     assert "Shape" not in [st.op_type for st in steps]
+
+
+def test_profile_ends_when_the_plan_never_settles(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A plan made anew at every call (none is, today; the loop must not wait for one that settles): the profile
+    # ends, one step time per step of a plan, each timed run that plan's own.
+    nodes = [h.make_node("Relu", ["x"], ["r"]), h.make_node("Transpose", ["r"], ["y"])]
+    model = _model(nodes, [_vi("x", shape=[2, 3])], [_vi("y", shape=[3, 2])])
+    feeds = {"x": np.ones((2, 3), np.float32)}
+    expected = [(st.op_type, st.fused) for st in onnxcore.Session(model).profile(feeds, repeat=1)]
+    s = onnxcore.Session(model)
+    real = s._prepare
+
+    def fresh(*args: Any) -> tuple[Plan, list[Any]]:
+        plan, vals = real(*args)
+        return copy.copy(plan), vals
+
+    monkeypatch.setattr(s, "_prepare", fresh)
+    for repeat in (1, 3):
+        steps = s.profile(feeds, repeat=repeat)
+        assert [(st.op_type, st.fused) for st in steps] == expected and all(st.seconds > 0 for st in steps)
 
 
 def test_profile_reports_a_failing_step_as_run_does() -> None:

@@ -248,7 +248,7 @@ class WinogradConv:
         # Rearranged weights by use: Winograd's channels-first (False) or channels-last (True) transform, or the
         # small-image layout ("small"); a layer whose input size is fixed uses one.
         self._u: dict[bool | str, np.ndarray] = {}
-        # Per input shape, type and bias presence, for the weights ``_w``: whether this kernel's own path is taken.
+        # Per input shape and bias presence, for the weights ``_w``: whether this kernel's own path is taken.
         self._route: dict[tuple[Any, ...], bool] = {}
 
     def __call__(self, x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None, **kw: Any) -> np.ndarray:

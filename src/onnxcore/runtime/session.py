@@ -64,7 +64,8 @@ MAX_SHAPE_PLANS = 8
 """Input-shape signatures a session keeps specialised plans for (see ``Session._specialised``)."""
 
 _PROFILE_PLAN_CHANGES = 4
-# Plans Session.profile warms before it times whichever comes (the general plan, then the specialised one: two).
+# New plans Session.profile runs untimed before it times whichever comes (the general plan, then the specialised
+# one: two).
 
 
 @dataclass(frozen=True, slots=True)
@@ -471,24 +472,29 @@ class Session:
         self.run(output_names, feeds)
         # The plan timed is the one _prepare gives for these feeds, which may differ from the run's above and
         # change on its first calls (a plan specialised to the feeds' shapes is made on a signature's second run):
-        # each plan runs once untimed before it is timed, and only one plan's times are summed (step i of one plan
-        # is not step i of another). The plan settles within a few calls; past them, whatever it is is timed.
+        # each new plan runs once untimed before it is timed, and only one plan's times are summed (step i of one
+        # plan is not step i of another). A plan settles within a few calls; should it not, the last one is timed.
         total: list[float] = []
         timed: Plan | None = None
         done = changes = 0
-        while done < repeat:
+        for _ in range(repeat + _PROFILE_PLAN_CHANGES):
             with limits_in_effect(self._limits), threads_in_effect(self._threads), np.errstate(all="ignore"):
                 plan, vals = self._prepare(output_names, feeds, False)
-                if plan is not timed and changes < _PROFILE_PLAN_CHANGES:
-                    changes += 1
+                if plan is not timed:
                     timed, total, done = plan, [], 0
-                    plan.execute(vals)  # untimed: this plan's first-run costs (prepared kernels, caches)
-                    continue
+                    if changes < _PROFILE_PLAN_CHANGES:
+                        changes += 1
+                        plan.execute(vals)  # untimed: this plan's first-run costs (prepared kernels, caches)
+                        continue
                 times = plan.profile(vals)
-            if plan is not timed:  # (the plan kept changing: from here on, each run's own plan alone)
-                timed, total, done = plan, [], 0
             total = times if not total else [a + b for a, b in zip(total, times)]
             done += 1
+            if done == repeat:
+                break
+        if not done:  # (the last call brought a new plan: its own run, timed)
+            with limits_in_effect(self._limits), threads_in_effect(self._threads), np.errstate(all="ignore"):
+                plan, vals = self._prepare(output_names, feeds, False)
+                total, done = plan.profile(vals), 1
         return _step_times(plan, [t / done for t in total])
 
     def fired_rewrites(self, output_names: Sequence[str] | None = None) -> list[str]:
